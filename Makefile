@@ -1,0 +1,147 @@
+# ocbg — background tasks for coding agents. Plain GNU make.
+#
+#   make                 build/ocbg.so (the plugin)
+#   make check           build and run every test with prove
+#   make demo            the plugin in the simulated host
+#   make check-asan      the suite under AddressSanitizer + UBSan
+#   make check-tsan      the suite under ThreadSanitizer
+#   make check-valgrind  the suite under valgrind memcheck
+#   make bench           benchmarks (name: value unit lines)
+#   make install / uninstall   PREFIX=/usr/local, DESTDIR at install time only
+#   make clean
+
+VERSION   := 0.1.0
+PREFIX    ?= /usr/local
+LIBDIR    ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PLUGINDIR ?= $(LIBDIR)/ocp/plugins
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+
+CC      ?= cc
+BUILD   ?= build
+SAN     ?=
+OPT     ?= -O2 -g
+WARN    := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wwrite-strings
+CFLAGS  ?=
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Iplugin -Ihost/sim -Itests
+ALL_CFLAGS = -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS)
+LDLIBS  += -lcjson -lpthread -ldl
+
+# Every plugin source: entry and engine, event hooks, fork processing.
+PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c fork/*.c))
+PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/obj/%.o)
+# The simulated host (library part; demo.c has the demo's main).
+SIM_SRC    := $(filter-out host/sim/demo.c,$(sort $(wildcard host/sim/*.c)))
+SIM_OBJ    := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
+TAP_OBJ    := $(BUILD)/obj/tests/tap.o
+# Each tests/test_NAME.c becomes $(BUILD)/tests/NAME.t.
+TEST_SRC   := $(sort $(wildcard tests/test_*.c))
+TESTS      := $(TEST_SRC:tests/test_%.c=$(BUILD)/tests/%.t)
+# Small plugins used only by tests: tests/plugins/NAME.c -> $(BUILD)/test-plugins/NAME/NAME.so
+TPLUG_SRC  := $(sort $(wildcard tests/plugins/*.c))
+TPLUGS     := $(foreach p,$(TPLUG_SRC:tests/plugins/%.c=%),$(BUILD)/test-plugins/$(p)/$(p).so)
+BENCH_SRC  := $(sort $(wildcard bench/*.c))
+BENCHES    := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all deps check demo check-asan check-tsan check-valgrind bench install uninstall clean
+.DEFAULT_GOAL := all
+.SECONDEXPANSION:
+
+all: deps $(BUILD)/ocbg.so
+
+# Installs libcjson-dev (and the other build needs) when root, else names them.
+deps:
+	@sh build-aux/ensure-deps
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -fvisibility=hidden -c $< -o $@
+
+# Only ocp_plugin_entry is exported (-fvisibility=hidden plus a version script);
+# -z defs refuses a library with an unresolved symbol.
+$(BUILD)/ocbg.so: $(PLUGIN_OBJ) plugin/ocbg.map
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-z,defs -Wl,--version-script=plugin/ocbg.map \
+	    -o $@ $(PLUGIN_OBJ) $(LDLIBS)
+
+# Plugin internals for unit tests (linked statically into test binaries).
+$(BUILD)/libocbg-internal.a: $(PLUGIN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libsimhost.a: $(SIM_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%.t: $(BUILD)/obj/tests/test_%.o $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
+
+$(BUILD)/test-plugins/%.so: $(BUILD)/obj/tests/plugins/$$(notdir $$*).o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared -Wl,-z,defs -o $@ $< $(LDLIBS)
+
+$(BUILD)/ocbg-demo: $(BUILD)/obj/host/sim/demo.o $(BUILD)/libsimhost.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The tests find the plugin and the test plugins through these variables.
+TEST_ENV = OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) OCBG_BUILD=$(abspath $(BUILD))
+PROVE ?= prove
+PROVE_FLAGS ?= -f
+
+# The plugin directory the simulated host loads: only ocbg.so in it.
+$(BUILD)/plugin-dir/ocbg.so: $(BUILD)/ocbg.so
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS)
+	$(TEST_ENV) $(PROVE) $(PROVE_FLAGS) $(TESTS)
+
+demo: deps $(BUILD)/plugin-dir/ocbg.so $(BUILD)/ocbg-demo
+	$(BUILD)/ocbg-demo $(BUILD)/plugin-dir
+
+SAN_ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_TSAN := -fsanitize=thread
+
+check-asan:
+	$(MAKE) check BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g" \
+	    TEST_ENV="$(TEST_ENV) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OCBG_BUILD=$(abspath build/asan) OCBG_PLUGIN_DIR=$(abspath build/asan/plugin-dir) OCBG_TEST_TIMEOUT_SCALE=3"
+
+check-tsan:
+	$(MAKE) check BUILD=build/tsan SAN="$(SAN_TSAN)" OPT="-O1 -g" \
+	    TEST_ENV="$(TEST_ENV) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OCBG_BUILD=$(abspath build/tsan) OCBG_PLUGIN_DIR=$(abspath build/tsan/plugin-dir) OCBG_TEST_TIMEOUT_SCALE=5"
+
+VALGRIND ?= valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
+check-valgrind:
+	$(MAKE) check BUILD=build/valgrind OPT="-O1 -g" PROVE_FLAGS="-f --exec '$(VALGRIND)'" \
+	    TEST_ENV="$(TEST_ENV) OCBG_UNDER_VALGRIND=1 OCBG_BUILD=$(abspath build/valgrind) OCBG_PLUGIN_DIR=$(abspath build/valgrind/plugin-dir) OCBG_TEST_TIMEOUT_SCALE=30"
+
+bench: deps $(BUILD)/plugin-dir/ocbg.so $(BENCHES)
+	@for b in $(BENCHES); do OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) $$b || exit 1; done
+
+$(BUILD)/opencode-plugin.pc: pkgconfig/opencode-plugin.pc.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	    -e 's|@PLUGINDIR@|$(PLUGINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+install: all $(BUILD)/opencode-plugin.pc
+	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 644 include/ocp.h $(DESTDIR)$(INCLUDEDIR)/ocp.h
+	install -m 755 $(BUILD)/ocbg.so $(DESTDIR)$(PLUGINDIR)/ocbg.so
+	install -m 644 $(BUILD)/opencode-plugin.pc $(DESTDIR)$(PKGCONFIGDIR)/opencode-plugin.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(INCLUDEDIR)/ocp.h $(DESTDIR)$(PLUGINDIR)/ocbg.so \
+	    $(DESTDIR)$(PKGCONFIGDIR)/opencode-plugin.pc
+	-rmdir $(DESTDIR)$(PLUGINDIR) 2>/dev/null
+
+clean:
+	rm -rf build
+
+# The OpenCode adapter and its end-to-end suite (host/opencode/).
+-include host/opencode/opencode.mk
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,200 @@
+/*
+ * simhost.h — the simulated agent host: an in-memory OpenCode used by the tests
+ * and by `make demo`.
+ *
+ * It implements every function of the ocp host table (include/ocp.h) over an
+ * in-memory session store, loads plugins from a directory with dlopen exactly
+ * as a real host does, and simulates sub-agents: a test scripts what a session
+ * does when prompted, and the host emits the same event sequence OpenCode does,
+ * from its own event thread, to every loaded plugin's on_event:
+ *
+ *   prompt (not noReply) → user message stored → session.status busy →
+ *   per scripted tool: message.part.updated (pending, running, completed|error)
+ *   → assistant message stored (message.updated) → session.status idle →
+ *   session.idle.
+ *   A scripted error: session.error (APIError) then idle, session.idle twice.
+ *   An abort of a busy session: the assistant message gets error
+ *   MessageAbortedError, then idle, session.idle twice.
+ *   A delete: session.deleted for each child first (recursively), then itself.
+ *   A noReply prompt: the user message is stored; no model turn, no busy/idle.
+ *   A prompt to a busy session is queued and runs after the current turn.
+ *
+ * Faults: any host call can be made to fail (by function name, from the nth
+ * call, for count calls); events can be dropped, duplicated, delayed and
+ * reordered with a seeded random source. Every host call is recorded for
+ * assertions. Tests wait on conditions with deadlines (sim_wait_*), never sleep.
+ *
+ * Threads: every function here may be called from any thread unless it says
+ * otherwise. Strings returned as `char *` are malloc'd and freed by the caller
+ * with free(); `const char *` results are valid until sim_destroy.
+ */
+#ifndef OCBG_SIMHOST_H
+#define OCBG_SIMHOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ocp.h"
+
+typedef struct sim_host sim_host;
+
+/* Create a host with no sessions and no plugins. Starts the event thread and
+ * the sub-agent scheduler. Returns NULL on allocation failure. */
+sim_host *sim_create(void);
+
+/* Shut down every loaded plugin (plugin->shutdown, then dlclose), stop and join
+ * the host's threads, free everything. */
+void sim_destroy(sim_host *h);
+
+/* The host table given to plugins (valid until sim_destroy). Tests that load a
+ * plugin by hand may copy it and change struct_size/abi_major. */
+const ocp_host *sim_table(sim_host *h);
+
+/* dlopen every "*.so" in `dir` (sorted by name), call its ocp_plugin_entry
+ * with the host table and options_json (may be NULL). Returns the number of
+ * plugins loaded (>= 0), or a negative errno; a plugin that refuses to load is
+ * skipped, and its reason is kept for sim_load_error. */
+int sim_load_plugins(sim_host *h, const char *dir, const char *options_json);
+
+/* The reason the last refused plugin gave ("" when none refused). */
+const char *sim_load_error(sim_host *h);
+
+size_t sim_plugin_count(sim_host *h);
+const ocp_plugin *sim_plugin(sim_host *h, size_t i); /* NULL when out of range */
+
+/* Shut down and dlclose every loaded plugin now (sim_destroy does it too). */
+void sim_unload_plugins(sim_host *h);
+
+/* ---- sessions ---------------------------------------------------------- */
+
+/* Create a session as a user would (recorded separately from plugin calls:
+ * not counted by sim_calls). Returns its id ("ses_…"), malloc'd. */
+char *sim_session_new(sim_host *h, const char *parent_id, const char *title);
+
+/* Delete a session and, first, its children (recursively); emits
+ * session.deleted for each. Returns 0 or -ENOENT. */
+int sim_session_delete(sim_host *h, const char *session_id);
+
+/* Does the session exist? Is it busy? */
+int sim_session_exists(sim_host *h, const char *session_id);
+int sim_session_busy(sim_host *h, const char *session_id);
+
+/* The session's messages as OpenCode JSON [{info, parts}], malloc'd; NULL when
+ * no such session. */
+char *sim_session_messages_json(sim_host *h, const char *session_id);
+
+/* How many messages the session holds (-1: no such session). */
+int sim_session_message_count(sim_host *h, const char *session_id);
+
+/* The text of the session's n-th message (0 = oldest; negative counts from the
+ * newest: -1 = the last), its text parts joined by "\n"; malloc'd, NULL when
+ * out of range. */
+char *sim_session_message_text(sim_host *h, const char *session_id, int n);
+
+/* ---- sub-agent scripts -------------------------------------------------- */
+
+/* What a session does when a prompt arrives, as JSON:
+ *   {"steps":[
+ *      {"tool":"read","input":{...},"output":"text","ms":20,"fail":false},
+ *      {"wait_ms":50},
+ *      {"reply":"the final answer text"},      -- assistant text, ends the turn
+ *      {"error":"model overloaded"},           -- session.error, ends the turn
+ *      {"hang":true}                            -- stays busy until aborted
+ *   ]}
+ * A script is chosen by the first rule whose `match` is a substring of the
+ * prompt's text (NULL or "" matches every prompt). once=1: the rule is used
+ * for one prompt then removed; once=0: it stays. Rules are tried in the order
+ * added. With no matching rule a session replies "ok" at once.
+ * Returns 0, or -EINVAL for malformed JSON (nothing added). */
+int sim_script(sim_host *h, const char *match, const char *script_json, int once);
+
+/* ---- tool calls, as the host's worker would make them ------------------ */
+
+/* Call plugin 0's tool on the calling thread with a context for `session_id`
+ * (agent "build", fresh message and call ids, directory = cwd). Returns the
+ * plugin's return code; *out = the answer text, malloc'd (copied from the
+ * plugin's string, which is freed with plugin->free). */
+int sim_tool(sim_host *h, const char *session_id, const char *tool, const char *args_json, char **out);
+
+/* The same for a slash command. */
+int sim_command(sim_host *h, const char *session_id, const char *command, const char *arguments, char **out);
+
+/* A tool call on its own thread, so a test can cancel it (Esc) or make
+ * several at once. */
+typedef struct sim_call sim_call;
+sim_call *sim_tool_start(sim_host *h, const char *session_id, const char *tool, const char *args_json);
+/* Esc: set ctx->cancelled atomically, then plugin->tool_cancel(ctx). */
+void sim_tool_cancel(sim_call *c);
+/* Has the call returned? */
+int sim_tool_done(sim_call *c);
+/* Wait up to timeout_ms for the call to return. Returns 0 and sets *rc and
+ * *out (malloc'd), or -ETIMEDOUT (the call is still running; call again). */
+int sim_tool_wait(sim_call *c, int timeout_ms, int *rc, char **out);
+/* Join the call's thread (waits without limit) and free the handle. */
+void sim_tool_free(sim_call *c);
+
+/* ---- events ------------------------------------------------------------ */
+
+/* Emit an arbitrary event (JSON text) through the event thread, as if the
+ * host produced it. */
+void sim_emit(sim_host *h, const char *event_json);
+
+/* Event faults, decided per event by a random source seeded with `seed`.
+ * drop, dup: probabilities 0..1; delay_ms: a random extra delay 0..delay_ms
+ * that may reorder events. only_type: apply only to events of this type (NULL
+ * = all). Replaces the previous setting; all zero turns faults off. */
+void sim_event_faults(sim_host *h, uint32_t seed, double drop, double dup, int delay_ms,
+                      const char *only_type);
+
+/* How many events were delivered to plugins (after faults), in total and of
+ * one type (type NULL = all). */
+size_t sim_events_delivered(sim_host *h, const char *type);
+
+/* Wait until every event emitted so far has been delivered (or dropped).
+ * Returns 0 or -ETIMEDOUT. */
+int sim_events_flush(sim_host *h, int timeout_ms);
+
+/* ---- host call faults and the call record ------------------------------ */
+
+/* Make calls of host function `fn` (e.g. "session_prompt") fail with `err`
+ * (a negative errno; the message says "simulated failure of <fn>"): the
+ * calls numbered nth .. nth+count-1 counting from 1 from now on (count -1 =
+ * every call from the nth on). fn NULL clears every fault. */
+void sim_fail(sim_host *h, const char *fn, int nth, int count, int err);
+
+/* Make a host function take `ms` longer (a slow HTTP host). */
+void sim_slow(sim_host *h, const char *fn, int ms);
+
+/* How many calls the plugins made to `fn` (NULL = any), optionally only those
+ * about `session_id` (NULL = any). Failed calls count too. */
+size_t sim_calls(sim_host *h, const char *fn, const char *session_id);
+
+/* The body (prompt JSON; for other calls: the arguments as JSON) of the nth
+ * recorded call to `fn` about `session_id` (NULL = any): n = 0 oldest, -1 the
+ * newest. malloc'd; NULL when there is none. */
+char *sim_call_body(sim_host *h, const char *fn, const char *session_id, int n);
+
+/* Every recorded call as a JSON array [{fn, session, body, rc, t_ms}], malloc'd. */
+char *sim_calls_json(sim_host *h);
+
+/* ---- waiting on conditions --------------------------------------------- */
+
+/* Wait until pred(h, arg) returns non-zero, re-checking whenever the host's
+ * state changes (a call, an event, a session change), and at least every
+ * 20 ms for predicates over plugin state the host cannot see change.
+ * pred is called without host locks held and may use the functions here.
+ * Returns 0, or -ETIMEDOUT after timeout_ms. */
+int sim_wait(sim_host *h, int (*pred)(sim_host *h, void *arg), void *arg, int timeout_ms);
+
+/* Common waits built on sim_wait: */
+int sim_wait_calls(sim_host *h, const char *fn, const char *session_id, size_t n, int timeout_ms);
+int sim_wait_messages(sim_host *h, const char *session_id, int n, int timeout_ms);
+int sim_wait_idle(sim_host *h, const char *session_id, int timeout_ms);
+
+/* ---- the clock --------------------------------------------------------- */
+
+/* The host's now_ms: real time plus an offset a test may advance. */
+int64_t sim_now_ms(sim_host *h);
+void sim_advance_ms(sim_host *h, int64_t ms);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * ocp.h — the ocp plugin ABI: how an agent host (OpenCode, a test host, yours)
+ * loads a background-task plugin such as ocbg.so and talks to it.
+ *
+ * ABI version 1.0. One entry point, two versioned tables:
+ *
+ *   host:    handle = dlopen(".../ocbg.so"); entry = dlsym(handle, OCP_ENTRY_SYMBOL);
+ *            plugin = entry(&host_table, options_json, err, sizeof err);
+ *            ... tool_call / tool_cancel / command_call / on_event / transform_messages ...
+ *            plugin->shutdown(plugin->userdata); dlclose(handle);
+ *
+ * Versioning. Both tables start with their own size and the ABI major/minor the
+ * side was compiled against. Fields are only ever appended; a new minor adds
+ * fields at the end, a new major may change anything. A plugin refuses a host of
+ * another major, or a host table smaller than OCP_HOST_MIN_SIZE; it reads a
+ * field appended after 1.0 only when OCP_HAS_FIELD() says the host's table holds
+ * it. A host does the same with the plugin's table.
+ *
+ * Ownership, stated once:
+ *   - A `const char *` argument is borrowed: valid only until the call returns.
+ *     Copy it to keep it.
+ *   - A `char **out` result belongs to the caller once set, and is freed with
+ *     the `free` function of the table whose function produced it:
+ *     host results with host->free, plugin results with plugin->free.
+ *   - Strings are UTF-8. JSON crosses as text in OpenCode's own shapes (session,
+ *     message `[{info, parts}]`, event `{type, properties}`), never as a parsed
+ *     object, so that neither side depends on the other's JSON library.
+ *
+ * Errors: a function returning int returns 0 on success or a negative errno:
+ *   -ENOENT  no such session (or tool, or command)
+ *   -EINVAL  bad input (the text says which)
+ *   -ENOSYS  not supported by this host or plugin
+ *   -ECANCELED the call was cancelled, or the plugin is shutting down
+ *   -EIO     the host could not do it (transport failure, server error)
+ *   -ENOMEM  out of memory
+ * On failure `*out` is either NULL or a readable message (owned as above), and
+ * nothing else was changed: a failed create creates nothing.
+ *
+ * Thread tags (on every function below):
+ *   [any]    may be called from any thread, concurrently, and may block.
+ *   [event]  called on the host's event thread. The callee must not block and
+ *            must not call back into the host: it records and hands work to
+ *            its own threads. (OpenCode runs plugins on one JavaScript event
+ *            loop; a host call made from that thread while the loop waits for
+ *            the plugin would deadlock.)
+ *   [worker] called on a host thread that may block for as long as the call
+ *            takes (a blocking wait), never on the host's event thread.
+ * The plugin never calls the host while holding one of its own locks, so a host
+ * may take its own locks around calls into the plugin.
+ */
+#ifndef OCP_H
+#define OCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OCP_ABI_MAJOR 1
+#define OCP_ABI_MINOR 0
+
+/* The one symbol a plugin exports (type: ocp_plugin_entry_fn). */
+#define OCP_ENTRY_SYMBOL "ocp_plugin_entry"
+
+/* Does a table of size `struct_size` hold `field` of `type`? For fields
+ * appended after 1.0. */
+#define OCP_HAS_FIELD(type, table, field) \
+    ((table)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
+
+enum ocp_log_level {
+    OCP_LOG_DEBUG = 0,
+    OCP_LOG_INFO = 1,
+    OCP_LOG_WARN = 2,
+    OCP_LOG_ERROR = 3
+};
+
+/* ------------------------------------------------------------------------ */
+/* The host table: filled by the host, given to ocp_plugin_entry. The host   */
+/* keeps it (and `userdata`) valid until plugin->shutdown has returned.      */
+/* Every function receives `userdata` as its first argument.                 */
+/* ------------------------------------------------------------------------ */
+typedef struct ocp_host {
+    uint32_t struct_size; /* sizeof(ocp_host) as the host was compiled */
+    uint16_t abi_major;   /* OCP_ABI_MAJOR the host was compiled against */
+    uint16_t abi_minor;   /* OCP_ABI_MINOR the host was compiled against */
+    void *userdata;       /* opaque to the plugin */
+    const char *host_name;    /* e.g. "opencode"; borrowed for the table's life */
+    const char *host_version; /* e.g. "1.18.33"; may be NULL */
+
+    /* [any] Create a session. parent_id: NULL for a top-level session; title:
+     * NULL for the host's default. On success *out = the Session JSON
+     * ({"id":…,"parentID":…,"title":…}). */
+    int (*session_create)(void *userdata, const char *parent_id, const char *title, char **out);
+
+    /* [any] Read one session. *out = Session JSON. -ENOENT when it no longer
+     * exists (deleted, expired). */
+    int (*session_get)(void *userdata, const char *session_id, char **out);
+
+    /* [any] Read a session's messages, oldest first: *out = [{info, parts}].
+     * limit > 0 returns only the newest `limit` messages; 0 returns all. */
+    int (*session_messages)(void *userdata, const char *session_id, int limit, char **out);
+
+    /* [any] Send a prompt without waiting for the turn (OpenCode's
+     * prompt_async). body_json is OpenCode's prompt body:
+     *   {"parts":[{"type":"text","text":…}], "agent"?: name,
+     *    "noReply"?: true (store the message, run no model turn, no events),
+     *    "tools"?: {"tool_name": false, …} (deny tools to that session)}
+     * Returns once the host accepted the prompt (queued while the session is
+     * busy). On success *out is left NULL. */
+    int (*session_prompt)(void *userdata, const char *session_id, const char *body_json, char **out);
+
+    /* [any] Abort the session's running turn (and its queued prompts). Success
+     * also when the session was idle. *out left NULL on success. */
+    int (*session_abort)(void *userdata, const char *session_id, char **out);
+
+    /* [any] The status map of every session that is not idle:
+     * {"ses_…":{"type":"busy"|"retry"}, …}; "{}" when all are idle. */
+    int (*session_status)(void *userdata, char **out);
+
+    /* [any] Fork a session: a new session (no parent) holding the messages
+     * before message_id (all of them when message_id is NULL). *out = the new
+     * Session JSON. This pointer may be NULL: the host cannot fork. */
+    int (*session_fork)(void *userdata, const char *session_id, const char *message_id, char **out);
+
+    /* [any] Write a line to the host's log. Never fails, never blocks for long. */
+    void (*log)(void *userdata, enum ocp_log_level level, const char *message);
+
+    /* [any] Free a string this table's functions returned in *out. NULL is a no-op. */
+    void (*free)(void *userdata, char *p);
+
+    /* ---- end of the fields every 1.0 host has: OCP_HOST_MIN_SIZE ---- */
+
+    /* [any] Optional (NULL, or absent from an older table): wall-clock time in
+     * milliseconds since the Unix epoch, for timestamps and durations the
+     * plugin shows. A test host supplies it to drive time. Without it the
+     * plugin reads CLOCK_REALTIME. Timeouts always use the monotonic clock. */
+    int64_t (*now_ms)(void *userdata);
+} ocp_host;
+
+#define OCP_HOST_MIN_SIZE ((uint32_t)offsetof(ocp_host, now_ms))
+
+/* ------------------------------------------------------------------------ */
+/* The plugin table: returned by ocp_plugin_entry, owned by the plugin, valid */
+/* (with everything it points to) until shutdown returns.                    */
+/* ------------------------------------------------------------------------ */
+
+/* A tool the model can call. */
+typedef struct ocp_tool {
+    const char *name;        /* e.g. "background_task" */
+    const char *description; /* shown to the model */
+    /* JSON Schema of the arguments: {"type":"object","properties":{name:
+     * {"type":…,"description":…}},"required":[…]}. Properties not listed in
+     * "required" are optional and the host must keep them optional. */
+    const char *parameters_json;
+} ocp_tool;
+
+/* A slash command the user can type (e.g. "/tasks"). */
+typedef struct ocp_command {
+    const char *name;        /* without the slash: "tasks" */
+    const char *description;
+} ocp_command;
+
+/* Who is calling, for tool_call and command_call. Filled and owned by the host;
+ * every string is borrowed. The host keeps the context valid until tool_call
+ * has returned AND no tool_cancel on it is running. */
+typedef struct ocp_call_ctx {
+    uint32_t struct_size;    /* sizeof(ocp_call_ctx) as the host was compiled */
+    const char *session_id;  /* the calling (parent) session */
+    const char *message_id;  /* the assistant message making the call; may be NULL */
+    const char *agent;       /* the calling agent's name; may be NULL */
+    const char *call_id;     /* the tool call's id; may be NULL */
+    const char *directory;   /* the session's working directory; may be NULL */
+    /* Cancellation: 0 until the user cancels the call (Esc). The host sets it
+     * to 1 with an atomic store (__atomic_store_n(&c, 1, __ATOMIC_SEQ_CST) or
+     * equivalent) and then calls plugin->tool_cancel; the plugin reads it
+     * atomically. Cancelling ends a wait; it never stops a background task. */
+    int cancelled;
+} ocp_call_ctx;
+
+typedef struct ocp_plugin {
+    uint32_t struct_size; /* sizeof(ocp_plugin) as the plugin was compiled */
+    uint16_t abi_major;
+    uint16_t abi_minor;
+    void *userdata;       /* pass as the first argument of every function below */
+    const char *name;     /* "ocbg" */
+    const char *version;  /* "0.1.0" */
+
+    size_t tool_count;
+    const ocp_tool *tools;
+    size_t command_count;
+    const ocp_command *commands;
+
+    /* [worker] Run a tool. args_json: the arguments object as the model sent
+     * it. On success *out = the answer text for the model. On failure a
+     * negative errno and *out = the error text for the model (e.g. -EINVAL for
+     * bad arguments, -ENOENT for an unknown tool, -ECANCELED when the call was
+     * cancelled or the plugin is shutting down). May block (a blocking wait)
+     * until the wait ends, ctx->cancelled is set, or shutdown. */
+    int (*tool_call)(void *userdata, const char *tool, const char *args_json,
+                     ocp_call_ctx *ctx, char **out);
+
+    /* [any] Wake a tool_call blocked on `ctx` after the host set
+     * ctx->cancelled. Never blocks for long; safe before tool_call has started
+     * waiting (the flag is checked before every wait). */
+    void (*tool_cancel)(void *userdata, ocp_call_ctx *ctx);
+
+    /* [worker] Run a slash command; arguments: the text after the command
+     * name (may be ""). *out = the text to show the user, or the error. */
+    int (*command_call)(void *userdata, const char *command, const char *arguments,
+                        ocp_call_ctx *ctx, char **out);
+
+    /* [event] One host event, as OpenCode's event JSON {"type":…,"properties":…}.
+     * Never fails; unknown and malformed events are ignored. */
+    void (*on_event)(void *userdata, const char *event_json);
+
+    /* [any] Called before each model call of a session with the history the
+     * model is about to see ([{info, parts}]). Never calls the host, never
+     * waits. Returns 0 with *out = NULL to leave it unchanged, or 0 with *out =
+     * the history to use instead. On failure (negative errno) the host uses
+     * the history unchanged. */
+    int (*transform_messages)(void *userdata, const char *session_id,
+                              const char *messages_json, char **out);
+
+    /* [any, once] Stop: release every blocked tool_call (it returns
+     * -ECANCELED with a message saying the plugin is shutting down), stop and
+     * join every plugin thread, free everything. Tool calls may still be in
+     * flight on other threads; shutdown returns after each has left the
+     * plugin. The host must not call anything in this table afterwards, must
+     * not start a new call once shutdown has begun, and must not call on_event
+     * concurrently with it. After it returns the host may dlclose the plugin. */
+    void (*shutdown)(void *userdata);
+
+    /* [any] Free a string this table's functions returned in *out. NULL is a no-op. */
+    void (*free)(void *userdata, char *p);
+} ocp_plugin;
+
+/* The entry point. [any, once per instance]
+ * host: the host table (see its lifetime rule above).
+ * options_json: the plugin's options as a JSON object (from the host's
+ *   configuration), or NULL for defaults. Unknown keys and bad values are
+ *   refused.
+ * err, err_size: a buffer for a readable reason when the plugin refuses to
+ *   load; may be NULL/0.
+ * Returns the plugin table, or NULL (nothing started, nothing to free) when the
+ * host's ABI major differs, its table is smaller than OCP_HOST_MIN_SIZE, a
+ * required host function is missing, or the options are invalid.
+ * A host may create several instances; each has its own state. */
+typedef const ocp_plugin *(*ocp_plugin_entry_fn)(const ocp_host *host, const char *options_json,
+                                                  char *err, size_t err_size);
+
+/* Defined by the plugin (exported with default visibility); hosts find it with
+ * dlsym(handle, OCP_ENTRY_SYMBOL) rather than linking to it. */
+const ocp_plugin *ocp_plugin_entry(const ocp_host *host, const char *options_json,
+                                   char *err, size_t err_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OCP_H */
