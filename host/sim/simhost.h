@@ -8,16 +8,23 @@
  * does when prompted, and the host emits the same event sequence OpenCode does,
  * from its own event thread, to every loaded plugin's on_event:
  *
- *   prompt (not noReply) → user message stored → session.status busy →
- *   per scripted tool: message.part.updated (pending, running, completed|error)
- *   → assistant message stored (message.updated) → session.status idle →
- *   session.idle.
+ *   prompt (not noReply) → user message stored (message.updated, role user)
+ *   → session.status busy → (plugins' transform_messages over the history)
+ *   → per scripted tool: message.part.updated (pending, running,
+ *   completed|error) → assistant message stored (message.updated) →
+ *   session.status idle → session.idle.
+ *   A session created (by the plugin, the user or a fork) emits
+ *   session.created {sessionID, info}.
  *   A scripted error: session.error (APIError) then idle, session.idle twice.
  *   An abort of a busy session: the assistant message gets error
  *   MessageAbortedError, then idle, session.idle twice.
  *   A delete: session.deleted for each child first (recursively), then itself.
  *   A noReply prompt: the user message is stored; no model turn, no busy/idle.
- *   A prompt to a busy session is queued and runs after the current turn.
+ *   A prompt to a busy session is queued and runs after the current turn
+ *   (its user message is stored when its turn begins; an abort drops it).
+ *   A tool part, as in OpenCode: {id, sessionID, messageID, type:"tool",
+ *   callID, tool, state:{status, input, output?|error?}}; the assistant
+ *   message is stored when the turn ends (its id is known from the start).
  *
  * Faults: any host call can be made to fail (by function name, from the nth
  * call, for count calls); events can be dropped, duplicated, delayed and
@@ -90,6 +97,21 @@ int sim_session_message_count(sim_host *h, const char *session_id);
  * newest: -1 = the last), its text parts joined by "\n"; malloc'd, NULL when
  * out of range. */
 char *sim_session_message_text(sim_host *h, const char *session_id, int n);
+
+/* The session as OpenCode's Session JSON, malloc'd; NULL when no such session. */
+char *sim_session_get_json(sim_host *h, const char *session_id);
+
+/* How many sessions exist. */
+size_t sim_session_count(sim_host *h);
+
+/* Has a prompt body's "tools" denied `tool` to the session ({"tool": false})?
+ * 1 yes, 0 no, -1 no such session. */
+int sim_session_tool_denied(sim_host *h, const char *session_id, const char *tool);
+
+/* The history ([{info, parts}]) the session's model saw at the start of its
+ * last turn, after every plugin's transform_messages; malloc'd; NULL when no
+ * turn has started yet (or no such session). */
+char *sim_session_model_input(sim_host *h, const char *session_id);
 
 /* ---- sub-agent scripts -------------------------------------------------- */
 

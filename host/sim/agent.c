@@ -1,0 +1,537 @@
+/* agent.c — simulated sub-agents: script rules, and one scheduler thread that
+ * runs every session's model turn from a time-ordered heap (a thread per
+ * session would not scale to thousands of sessions). */
+#include "sim_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- scripts ------------------------------------------------------------ */
+
+int sim_script(sim_host *h, const char *match, const char *script_json, int once)
+{
+    cJSON *j = script_json ? cJSON_Parse(script_json) : NULL;
+    if (!j || !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "steps"))) {
+        cJSON_Delete(j);
+        return -EINVAL;
+    }
+    const cJSON *st;
+    cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(j, "steps"))
+    {
+        if (!cJSON_IsObject(st)) {
+            cJSON_Delete(j);
+            return -EINVAL;
+        }
+    }
+    sim_rule *r = sim_xcalloc(1, sizeof *r);
+    r->match = sim_strdup(match ? match : "");
+    r->script = j;
+    r->once = once;
+    pthread_mutex_lock(&h->mu);
+    sim_rule **pp = &h->rules;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = r;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+}
+
+static void rule_free(sim_rule *r)
+{
+    free(r->match);
+    cJSON_Delete(r->script);
+    free(r);
+}
+
+void sim_rules_free_locked(sim_host *h)
+{
+    while (h->rules) {
+        sim_rule *r = h->rules;
+        h->rules = r->next;
+        rule_free(r);
+    }
+}
+
+/* The steps for a prompt's text (a copy, owned by the caller). */
+static cJSON *choose_steps_locked(sim_host *h, const char *text)
+{
+    for (sim_rule **pp = &h->rules; *pp; pp = &(*pp)->next) {
+        sim_rule *r = *pp;
+        if (*r->match && !strstr(text, r->match))
+            continue;
+        cJSON *steps = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(r->script, "steps"), 1);
+        if (r->once) {
+            *pp = r->next;
+            rule_free(r);
+        }
+        return steps;
+    }
+    cJSON *steps = cJSON_CreateArray();
+    cJSON *reply = cJSON_CreateObject();
+    cJSON_AddStringToObject(reply, "reply", "ok");
+    cJSON_AddItemToArray(steps, reply);
+    return steps;
+}
+
+/* ---- the heap of waking sessions --------------------------------------- */
+
+static int heap_less(const sim_session *a, const sim_session *b)
+{
+    if (a->wake_mono != b->wake_mono)
+        return a->wake_mono < b->wake_mono;
+    return a->wake_seq < b->wake_seq;
+}
+
+static void heap_set(sim_host *h, size_t i, sim_session *s)
+{
+    h->heap[i] = s;
+    s->heap_idx = (long)i;
+}
+
+static void heap_up(sim_host *h, size_t i)
+{
+    sim_session *s = h->heap[i];
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!heap_less(s, h->heap[p]))
+            break;
+        heap_set(h, i, h->heap[p]);
+        i = p;
+    }
+    heap_set(h, i, s);
+}
+
+static void heap_down(sim_host *h, size_t i)
+{
+    sim_session *s = h->heap[i];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const sim_session *best = s;
+        if (l < h->heap_len && heap_less(h->heap[l], best)) {
+            m = l;
+            best = h->heap[l];
+        }
+        if (l + 1 < h->heap_len && heap_less(h->heap[l + 1], best))
+            m = l + 1;
+        if (m == i)
+            break;
+        heap_set(h, i, h->heap[m]);
+        i = m;
+    }
+    heap_set(h, i, s);
+}
+
+static void unschedule_locked(sim_host *h, sim_session *s)
+{
+    if (s->heap_idx < 0)
+        return;
+    size_t i = (size_t)s->heap_idx;
+    s->heap_idx = -1;
+    h->heap_len--;
+    if (i == h->heap_len)
+        return;
+    heap_set(h, i, h->heap[h->heap_len]);
+    heap_up(h, i);
+    heap_down(h, (size_t)h->heap[i]->heap_idx);
+}
+
+/* Wake s's turn at monotonic ms `at` (replacing an earlier wake). */
+static void schedule_locked(sim_host *h, sim_session *s, int64_t at)
+{
+    unschedule_locked(h, s);
+    if (h->heap_len == h->heap_cap) {
+        h->heap_cap = h->heap_cap ? h->heap_cap * 2 : 64;
+        h->heap = sim_xrealloc(h->heap, h->heap_cap * sizeof *h->heap);
+    }
+    s->wake_mono = at;
+    s->wake_seq = ++h->sched_seq;
+    h->heap_len++;
+    heap_set(h, h->heap_len - 1, s);
+    heap_up(h, h->heap_len - 1);
+    pthread_cond_signal(&h->sched_cv);
+}
+
+/* ---- events of a turn -------------------------------------------------- */
+
+static void emit_status_locked(sim_host *h, const sim_session *s, const char *type)
+{
+    cJSON *props = cJSON_CreateObject();
+    cJSON_AddStringToObject(props, "sessionID", s->id);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "status"), "type", type);
+    sim_emit_props_locked(h, "session.status", props);
+}
+
+static void emit_idle_locked(sim_host *h, const sim_session *s)
+{
+    cJSON *props = cJSON_CreateObject();
+    cJSON_AddStringToObject(props, "sessionID", s->id);
+    sim_emit_props_locked(h, "session.idle", props);
+}
+
+static void emit_part_locked(sim_host *h, const sim_session *s, const cJSON *part)
+{
+    cJSON *props = cJSON_CreateObject();
+    cJSON_AddStringToObject(props, "sessionID", s->id);
+    cJSON_AddItemToObject(props, "part", cJSON_Duplicate(part, 1));
+    sim_emit_props_locked(h, "message.part.updated", props);
+}
+
+static void emit_message_locked(sim_host *h, const sim_session *s, const cJSON *msg)
+{
+    cJSON *props = cJSON_CreateObject();
+    cJSON_AddStringToObject(props, "sessionID", s->id);
+    cJSON_AddItemToObject(props, "info",
+                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(msg, "info"), 1));
+    sim_emit_props_locked(h, "message.updated", props);
+}
+
+static cJSON *error_json(const char *name, const char *message)
+{
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", name);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(e, "data"), "message", message);
+    return e;
+}
+
+/* ---- turns --------------------------------------------------------------- */
+
+static void start_next_locked(sim_host *h, sim_session *s);
+
+static void turn_clear(sim_turn *t)
+{
+    cJSON_Delete(t->steps);
+    cJSON_Delete(t->parts);
+    free(t->msg_id);
+    free(t->agent);
+    uint64_t gen = t->gen;
+    memset(t, 0, sizeof *t);
+    t->gen = gen + 1;
+}
+
+static void drop_queue_locked(sim_session *s)
+{
+    while (s->queue_head) {
+        sim_prompt *p = s->queue_head;
+        s->queue_head = p->next;
+        cJSON_Delete(p->body);
+        free(p);
+    }
+    s->queue_tail = NULL;
+}
+
+/* Store the turn's assistant message (with `error` when given, owned) and
+ * end the turn: message.updated, [session.error], idle status, session.idle
+ * (twice after an error or abort, as OpenCode does). */
+static void end_turn_locked(sim_host *h, sim_session *s, cJSON *error, int emit_session_error)
+{
+    sim_turn *t = &s->turn;
+    cJSON *msg = cJSON_CreateObject();
+    cJSON *info = cJSON_AddObjectToObject(msg, "info");
+    cJSON_AddStringToObject(info, "id", t->msg_id);
+    cJSON_AddStringToObject(info, "sessionID", s->id);
+    cJSON_AddStringToObject(info, "role", "assistant");
+    cJSON *tm = cJSON_AddObjectToObject(info, "time");
+    cJSON_AddNumberToObject(tm, "created", (double)t->created);
+    cJSON_AddNumberToObject(tm, "completed", (double)sim_now_locked(h));
+    cJSON_AddStringToObject(info, "agent", t->agent);
+    cJSON_AddStringToObject(info, "mode", t->agent);
+    cJSON_AddStringToObject(info, "modelID", "sim-model");
+    cJSON_AddStringToObject(info, "providerID", "sim");
+    if (error)
+        cJSON_AddItemToObject(info, "error", cJSON_Duplicate(error, 1));
+    else
+        cJSON_AddStringToObject(info, "finish", "stop");
+    cJSON_AddItemToObject(msg, "parts", t->parts);
+    t->parts = NULL;
+    t->open_part = NULL;
+    emit_message_locked(h, s, msg);
+    sim_session_append_locked(h, s, msg);
+    if (error && emit_session_error) {
+        cJSON *props = cJSON_CreateObject();
+        cJSON_AddStringToObject(props, "sessionID", s->id);
+        cJSON_AddItemToObject(props, "error", cJSON_Duplicate(error, 1));
+        sim_emit_props_locked(h, "session.error", props);
+    }
+    cJSON_Delete(error);
+    unschedule_locked(h, s);
+    turn_clear(t);
+    s->busy = 0;
+    emit_status_locked(h, s, "idle");
+    emit_idle_locked(h, s);
+    if (error)
+        emit_idle_locked(h, s);
+    sim_changed_locked(h);
+}
+
+/* Begin a turn for body (owned): store the user message, go busy, pick the
+ * script, wake the scheduler. */
+static void start_turn_locked(sim_host *h, sim_session *s, cJSON *body)
+{
+    cJSON *user = sim_user_message_locked(h, s, body);
+    emit_message_locked(h, s, user);
+    sim_session_append_locked(h, s, user);
+    char *text = sim_prompt_text(body);
+    sim_turn *t = &s->turn;
+    t->steps = choose_steps_locked(h, text);
+    free(text);
+    const char *agent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "agent"));
+    t->agent = sim_strdup(agent ? agent : "build");
+    t->msg_id = sim_new_id_locked(h, "msg");
+    t->parts = cJSON_CreateArray();
+    t->created = sim_now_locked(h);
+    t->gen++;
+    cJSON_Delete(body);
+    s->busy = 1;
+    emit_status_locked(h, s, "busy");
+    schedule_locked(h, s, sim_mono_ms());
+    sim_changed_locked(h);
+}
+
+static void start_next_locked(sim_host *h, sim_session *s)
+{
+    if (s->busy || !s->queue_head)
+        return;
+    sim_prompt *p = s->queue_head;
+    s->queue_head = p->next;
+    if (!s->queue_head)
+        s->queue_tail = NULL;
+    cJSON *body = p->body;
+    free(p);
+    start_turn_locked(h, s, body);
+}
+
+void sim_agent_prompt_locked(sim_host *h, sim_session *s, cJSON *body)
+{
+    /* tools: {name: false} denies those tools to the session for good. */
+    const cJSON *tool;
+    cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(body, "tools"))
+    {
+        if (!tool->string)
+            continue;
+        cJSON_DeleteItemFromObjectCaseSensitive(s->denied, tool->string);
+        cJSON_AddItemToObject(s->denied, tool->string, cJSON_CreateBool(cJSON_IsTrue(tool)));
+    }
+    if (!s->busy) {
+        start_turn_locked(h, s, body);
+        return;
+    }
+    /* Busy: the prompt waits for the current turn (its message is stored when
+     * its own turn begins). */
+    sim_prompt *p = sim_xcalloc(1, sizeof *p);
+    p->body = body;
+    if (s->queue_tail)
+        s->queue_tail->next = p;
+    else
+        s->queue_head = p;
+    s->queue_tail = p;
+}
+
+void sim_agent_abort_locked(sim_host *h, sim_session *s)
+{
+    drop_queue_locked(s);
+    if (!s->busy)
+        return;
+    sim_turn *t = &s->turn;
+    if (t->open_part) {
+        cJSON *state = cJSON_GetObjectItemCaseSensitive(t->open_part, "state");
+        cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString("error"));
+        cJSON_DeleteItemFromObjectCaseSensitive(state, "error");
+        cJSON_AddStringToObject(state, "error", "Tool execution aborted");
+        emit_part_locked(h, s, t->open_part);
+    }
+    end_turn_locked(h, s, error_json("MessageAbortedError", "Aborted"), 0);
+}
+
+void sim_agent_forget_locked(sim_host *h, sim_session *s)
+{
+    drop_queue_locked(s);
+    unschedule_locked(h, s);
+    if (s->busy)
+        turn_clear(&s->turn);
+    s->busy = 0;
+}
+
+/* Run s's turn from its current step until it must wait, hang or end. */
+static void advance_locked(sim_host *h, sim_session *s)
+{
+    sim_turn *t = &s->turn;
+    for (;;) {
+        cJSON *st = cJSON_GetArrayItem(t->steps, t->step);
+        if (!st) {
+            /* Steps ran out: the turn ends with whatever parts it made. */
+            end_turn_locked(h, s, NULL, 0);
+            start_next_locked(h, s);
+            return;
+        }
+        const char *tool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "tool"));
+        const cJSON *wait = cJSON_GetObjectItemCaseSensitive(st, "wait_ms");
+        const cJSON *reply = cJSON_GetObjectItemCaseSensitive(st, "reply");
+        const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "error");
+        if (tool) {
+            if (t->phase == 0) {
+                cJSON *part = cJSON_CreateObject();
+                char *pid = sim_new_id_locked(h, "prt");
+                char *cid = sim_new_id_locked(h, "call");
+                cJSON_AddStringToObject(part, "id", pid);
+                cJSON_AddStringToObject(part, "sessionID", s->id);
+                cJSON_AddStringToObject(part, "messageID", t->msg_id);
+                cJSON_AddStringToObject(part, "type", "tool");
+                cJSON_AddStringToObject(part, "callID", cid);
+                cJSON_AddStringToObject(part, "tool", tool);
+                free(pid);
+                free(cid);
+                cJSON *state = cJSON_AddObjectToObject(part, "state");
+                cJSON_AddStringToObject(state, "status", "pending");
+                const cJSON *input = cJSON_GetObjectItemCaseSensitive(st, "input");
+                cJSON_AddItemToObject(state, "input",
+                                      input ? cJSON_Duplicate(input, 1) : cJSON_CreateObject());
+                cJSON_AddItemToArray(t->parts, part);
+                t->open_part = part;
+                emit_part_locked(h, s, part);
+                cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString("running"));
+                emit_part_locked(h, s, part);
+                t->phase = 1;
+                int ms = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(st, "ms"));
+                if (ms > 0) {
+                    schedule_locked(h, s, sim_mono_ms() + ms);
+                    return;
+                }
+                continue;
+            }
+            cJSON *part = t->open_part;
+            cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
+            const char *output =
+                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "output"));
+            int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
+            int fail = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "fail")) || denied;
+            cJSON_ReplaceItemInObjectCaseSensitive(state, "status",
+                                                   cJSON_CreateString(fail ? "error" : "completed"));
+            if (denied) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "Model tried to call unavailable tool '%s'", tool);
+                cJSON_AddStringToObject(state, "error", msg);
+            } else {
+                cJSON_AddStringToObject(state, fail ? "error" : "output", output ? output : "");
+            }
+            t->open_part = NULL;
+            t->phase = 0;
+            t->step++;
+            emit_part_locked(h, s, part);
+            sim_changed_locked(h);
+            continue;
+        }
+        if (wait) {
+            if (t->phase == 0 && cJSON_GetNumberValue(wait) > 0) {
+                t->phase = 1;
+                schedule_locked(h, s, sim_mono_ms() + (int64_t)cJSON_GetNumberValue(wait));
+                return;
+            }
+            t->phase = 0;
+            t->step++;
+            continue;
+        }
+        if (reply) {
+            cJSON *part = cJSON_CreateObject();
+            char *pid = sim_new_id_locked(h, "prt");
+            cJSON_AddStringToObject(part, "id", pid);
+            free(pid);
+            cJSON_AddStringToObject(part, "sessionID", s->id);
+            cJSON_AddStringToObject(part, "messageID", t->msg_id);
+            cJSON_AddStringToObject(part, "type", "text");
+            cJSON_AddStringToObject(part, "text", cJSON_IsString(reply) ? reply->valuestring : "");
+            cJSON_AddItemToArray(t->parts, part);
+            end_turn_locked(h, s, NULL, 0);
+            start_next_locked(h, s);
+            return;
+        }
+        if (err) {
+            end_turn_locked(h, s,
+                            error_json("APIError", cJSON_IsString(err) ? err->valuestring : "error"),
+                            1);
+            start_next_locked(h, s);
+            return;
+        }
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "hang")))
+            return; /* busy until aborted: nothing scheduled */
+        t->step++; /* an unknown step is skipped */
+    }
+}
+
+/* Before a turn's first step, the host (like OpenCode before each model call)
+ * passes the history through the plugins' transform_messages. That calls into
+ * plugins, so it runs with mu released; the turn may be aborted or the
+ * session deleted meanwhile, which `gen` and a fresh lookup detect. */
+static void transform_unlocked(sim_host *h, sim_session *s)
+{
+    char *id = sim_strdup(s->id);
+    uint64_t gen = s->turn.gen;
+    cJSON *hist = sim_session_messages_locked(s, 0);
+    char *in = sim_print(hist);
+    cJSON_Delete(hist);
+    pthread_mutex_unlock(&h->mu);
+    char *seen = sim_plugins_transform(h, id, in);
+    free(in);
+    pthread_mutex_lock(&h->mu);
+    sim_session *now = sim_find_locked(h, id);
+    if (now && now->busy && now->turn.gen == gen) {
+        free(now->model_input);
+        now->model_input = seen;
+        now->turn.transformed = 1;
+        sim_changed_locked(h);
+    } else {
+        free(seen);
+    }
+    free(id);
+}
+
+static void *sched_main(void *arg)
+{
+    sim_host *h = arg;
+    pthread_mutex_lock(&h->mu);
+    while (!h->stopping) {
+        if (h->heap_len == 0) {
+            sim_cond_wait_until(&h->sched_cv, &h->mu, -1);
+            continue;
+        }
+        sim_session *s = h->heap[0];
+        int64_t now = sim_mono_ms();
+        if (s->wake_mono > now) {
+            sim_cond_wait_until(&h->sched_cv, &h->mu, s->wake_mono);
+            continue;
+        }
+        unschedule_locked(h, s);
+        if (!s->busy)
+            continue;
+        if (!s->turn.transformed) {
+            /* Only this thread advances turns, so the turn cannot move on
+             * while mu is released; an abort or delete changes gen. */
+            uint64_t gen = s->turn.gen;
+            char *id = sim_strdup(s->id);
+            transform_unlocked(h, s);
+            s = sim_find_locked(h, id);
+            free(id);
+            if (!s || !s->busy || s->turn.gen != gen)
+                continue;
+        }
+        advance_locked(h, s);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+int sim_agent_start(sim_host *h)
+{
+    int rc = pthread_create(&h->sched_thread, NULL, sched_main, h);
+    if (rc == 0)
+        h->sched_started = 1;
+    return rc;
+}
+
+void sim_agent_join(sim_host *h)
+{
+    if (h->sched_started)
+        pthread_join(h->sched_thread, NULL);
+    h->sched_started = 0;
+}

@@ -1,0 +1,275 @@
+/* host.c — the simulated host's life cycle, clock and waits (see simhost.h). */
+#include "sim_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void *sim_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fputs("simhost: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+void *sim_xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (!p) {
+        fputs("simhost: out of memory\n", stderr);
+        abort();
+    }
+    return p;
+}
+
+void *sim_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fputs("simhost: out of memory\n", stderr);
+        abort();
+    }
+    return q;
+}
+
+char *sim_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = sim_xmalloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+char *sim_print(const cJSON *j)
+{
+    char *s = cJSON_PrintUnformatted(j);
+    if (!s) {
+        fputs("simhost: out of memory printing JSON\n", stderr);
+        abort();
+    }
+    return s;
+}
+
+int64_t sim_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t sim_now_locked(sim_host *h)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + h->advance_ms;
+}
+
+int64_t sim_now_ms(sim_host *h)
+{
+    pthread_mutex_lock(&h->mu);
+    int64_t t = sim_now_locked(h);
+    pthread_mutex_unlock(&h->mu);
+    return t;
+}
+
+void sim_advance_ms(sim_host *h, int64_t ms)
+{
+    pthread_mutex_lock(&h->mu);
+    h->advance_ms += ms;
+    sim_changed_locked(h);
+    pthread_mutex_unlock(&h->mu);
+}
+
+int sim_cond_init(pthread_cond_t *cv)
+{
+    pthread_condattr_t a;
+    int rc = pthread_condattr_init(&a);
+    if (rc)
+        return rc;
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    rc = pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+    return rc;
+}
+
+void sim_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_mono)
+{
+    if (until_mono < 0) {
+        pthread_cond_wait(cv, mu);
+        return;
+    }
+    struct timespec ts = {.tv_sec = until_mono / 1000, .tv_nsec = (until_mono % 1000) * 1000000};
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+void sim_changed_locked(sim_host *h)
+{
+    h->version++;
+    pthread_cond_broadcast(&h->state_cv);
+}
+
+void sim_changed(sim_host *h)
+{
+    pthread_mutex_lock(&h->mu);
+    sim_changed_locked(h);
+    pthread_mutex_unlock(&h->mu);
+}
+
+sim_host *sim_create(void)
+{
+    sim_host *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->plug_mu, NULL);
+    if (sim_cond_init(&h->state_cv) || sim_cond_init(&h->ev_cv) || sim_cond_init(&h->sched_cv) ||
+        sim_cond_init(&h->plug_cv)) {
+        free(h);
+        return NULL;
+    }
+    /* Ids need only be unique within a host; a seed from time and pid keeps
+     * two hosts in one process from sharing suffixes. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    h->id_rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
+                (uint64_t)(uintptr_t)h;
+    if (!h->id_rng)
+        h->id_rng = 0x9e3779b97f4a7c15ull;
+    h->nbuckets = 1024;
+    h->buckets = sim_xcalloc(h->nbuckets, sizeof *h->buckets);
+    sim_api_fill(h);
+    if (sim_events_start(h) != 0) {
+        free(h->buckets);
+        free(h);
+        return NULL;
+    }
+    if (sim_agent_start(h) != 0) {
+        pthread_mutex_lock(&h->mu);
+        h->stopping = 1;
+        pthread_mutex_unlock(&h->mu);
+        sim_events_join(h);
+        free(h->buckets);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void sim_destroy(sim_host *h)
+{
+    if (!h)
+        return;
+    /* Plugins first: their shutdown may wait for their threads, which may be
+     * in host calls that need the scheduler and the store alive. */
+    sim_unload_plugins(h);
+    pthread_mutex_lock(&h->mu);
+    h->stopping = 1;
+    pthread_cond_broadcast(&h->ev_cv);
+    pthread_cond_broadcast(&h->sched_cv);
+    sim_changed_locked(h);
+    pthread_mutex_unlock(&h->mu);
+    sim_agent_join(h);
+    sim_events_join(h);
+
+    pthread_mutex_lock(&h->mu);
+    sim_sessions_free_locked(h);
+    sim_rules_free_locked(h);
+    sim_calls_free_locked(h);
+    free(h->ev_only_type);
+    for (sim_typecount *t = h->ev_types; t;) {
+        sim_typecount *n = t->next;
+        free(t->type);
+        free(t);
+        t = n;
+    }
+    pthread_mutex_unlock(&h->mu);
+    free(h->buckets);
+    free(h->heap);
+    free(h->plugins);
+    pthread_cond_destroy(&h->state_cv);
+    pthread_cond_destroy(&h->ev_cv);
+    pthread_cond_destroy(&h->sched_cv);
+    pthread_cond_destroy(&h->plug_cv);
+    pthread_mutex_destroy(&h->mu);
+    pthread_mutex_destroy(&h->plug_mu);
+    free(h);
+}
+
+const ocp_host *sim_table(sim_host *h)
+{
+    return &h->table;
+}
+
+int sim_wait(sim_host *h, int (*pred)(sim_host *h, void *arg), void *arg, int timeout_ms)
+{
+    int64_t deadline = sim_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    for (;;) {
+        pthread_mutex_lock(&h->mu);
+        uint64_t seen = h->version;
+        pthread_mutex_unlock(&h->mu);
+        /* The predicate runs unlocked: it may call any sim_* function. */
+        if (pred(h, arg))
+            return 0;
+        int64_t now = sim_mono_ms();
+        if (now >= deadline)
+            return -ETIMEDOUT;
+        int64_t until = now + 20 < deadline ? now + 20 : deadline;
+        pthread_mutex_lock(&h->mu);
+        /* A change since `seen` means re-check at once. */
+        if (h->version == seen)
+            sim_cond_wait_until(&h->state_cv, &h->mu, until);
+        pthread_mutex_unlock(&h->mu);
+    }
+}
+
+struct calls_arg {
+    const char *fn, *sid;
+    size_t n;
+};
+
+static int pred_calls(sim_host *h, void *arg)
+{
+    struct calls_arg *a = arg;
+    return sim_calls(h, a->fn, a->sid) >= a->n;
+}
+
+int sim_wait_calls(sim_host *h, const char *fn, const char *session_id, size_t n, int timeout_ms)
+{
+    struct calls_arg a = {fn, session_id, n};
+    return sim_wait(h, pred_calls, &a, timeout_ms);
+}
+
+struct msgs_arg {
+    const char *sid;
+    int n;
+};
+
+static int pred_messages(sim_host *h, void *arg)
+{
+    struct msgs_arg *a = arg;
+    return sim_session_message_count(h, a->sid) >= a->n;
+}
+
+int sim_wait_messages(sim_host *h, const char *session_id, int n, int timeout_ms)
+{
+    struct msgs_arg a = {session_id, n};
+    return sim_wait(h, pred_messages, &a, timeout_ms);
+}
+
+static int pred_idle(sim_host *h, void *arg)
+{
+    return !sim_session_busy(h, arg);
+}
+
+int sim_wait_idle(sim_host *h, const char *session_id, int timeout_ms)
+{
+    return sim_wait(h, pred_idle, (void *)session_id, timeout_ms);
+}

@@ -1,0 +1,235 @@
+/* plugins.c — loading plugins as a real host does (dlopen, the entry point,
+ * version checks), calling into them, and unloading them in a safe order. */
+#include "sim_internal.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void set_error(sim_host *h, const char *fmt, const char *a, const char *b)
+{
+    pthread_mutex_lock(&h->plug_mu);
+    snprintf(h->load_error, sizeof h->load_error, fmt, a ? a : "", b ? b : "");
+    pthread_mutex_unlock(&h->plug_mu);
+}
+
+/* The smallest plugin table this host can use: every 1.0 field. */
+#define PLUGIN_MIN_SIZE (offsetof(ocp_plugin, free) + sizeof(((ocp_plugin *)0)->free))
+
+/* Load one file. Returns 1 loaded, 0 refused/failed (reason kept). */
+static int load_one(sim_host *h, const char *path, const char *options_json)
+{
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *e = dlerror();
+        set_error(h, "%s%s", e ? e : "dlopen failed: ", e ? "" : path);
+        return 0;
+    }
+    dlerror();
+    void *sym = dlsym(handle, OCP_ENTRY_SYMBOL);
+    if (!sym) {
+        set_error(h, "%s: no symbol %s", path, OCP_ENTRY_SYMBOL);
+        dlclose(handle);
+        return 0;
+    }
+    ocp_plugin_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry); /* object pointer -> function pointer, as dlsym requires */
+    char err[512] = "";
+    const ocp_plugin *p = entry(&h->table, options_json, err, sizeof err);
+    if (!p) {
+        set_error(h, "%s%s", err[0] ? err : "plugin refused to load: ", err[0] ? "" : path);
+        dlclose(handle);
+        return 0;
+    }
+    if (p->abi_major != OCP_ABI_MAJOR) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%u, host speaks %d", (unsigned)p->abi_major, OCP_ABI_MAJOR);
+        set_error(h, "%s: plugin ABI major %s", path, buf);
+        /* Its table's layout is unknown, so its shutdown cannot be called;
+         * without that, unloading its code could pull it from under its own
+         * threads. Leave it mapped. */
+        return 0;
+    }
+    if (p->struct_size < PLUGIN_MIN_SIZE) {
+        set_error(h, "%s: plugin table too small%s", path, "");
+        if (p->struct_size >= offsetof(ocp_plugin, shutdown) + sizeof p->shutdown && p->shutdown)
+            p->shutdown(p->userdata);
+        else
+            return 0; /* cannot stop it: leave it mapped */
+        dlclose(handle);
+        return 0;
+    }
+    pthread_mutex_lock(&h->plug_mu);
+    h->plugins = sim_xrealloc(h->plugins, (h->nplugins + 1) * sizeof *h->plugins);
+    h->plugins[h->nplugins].handle = handle;
+    h->plugins[h->nplugins].plugin = p;
+    h->plugins[h->nplugins].path = sim_strdup(path);
+    h->nplugins++;
+    pthread_mutex_unlock(&h->plug_mu);
+    return 1;
+}
+
+int sim_load_plugins(sim_host *h, const char *dir, const char *options_json)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0)
+            continue;
+        names = sim_xrealloc(names, (n + 1) * sizeof *names);
+        names[n++] = sim_strdup(de->d_name);
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_names);
+    int loaded = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(dir) + strlen(names[i]) + 2;
+        char *path = sim_xmalloc(len);
+        snprintf(path, len, "%s/%s", dir, names[i]);
+        loaded += load_one(h, path, options_json);
+        free(path);
+        free(names[i]);
+    }
+    free(names);
+    return loaded;
+}
+
+const char *sim_load_error(sim_host *h)
+{
+    /* The buffer lives as long as the host; a later refusal overwrites it. */
+    return h->load_error;
+}
+
+size_t sim_plugin_count(sim_host *h)
+{
+    pthread_mutex_lock(&h->plug_mu);
+    size_t n = h->nplugins;
+    pthread_mutex_unlock(&h->plug_mu);
+    return n;
+}
+
+const ocp_plugin *sim_plugin(sim_host *h, size_t i)
+{
+    pthread_mutex_lock(&h->plug_mu);
+    const ocp_plugin *p = i < h->nplugins ? h->plugins[i].plugin : NULL;
+    pthread_mutex_unlock(&h->plug_mu);
+    return p;
+}
+
+void sim_unload_plugins(sim_host *h)
+{
+    pthread_mutex_lock(&h->plug_mu);
+    while (h->plug_closing) /* another unload is running: let it finish */
+        sim_cond_wait_until(&h->plug_cv, &h->plug_mu, -1);
+    /* Emptying the list under plug_mu waits out an on_event in progress and
+     * stops every further delivery before any shutdown begins. */
+    sim_plugslot *slots = h->plugins;
+    size_t n = h->nplugins;
+    h->plugins = NULL;
+    h->nplugins = 0;
+    h->plug_closing = 1;
+    pthread_mutex_unlock(&h->plug_mu);
+
+    /* No host lock held: shutdown joins plugin threads that may be inside
+     * host calls, which must keep working until it returns. */
+    for (size_t i = 0; i < n; i++)
+        slots[i].plugin->shutdown(slots[i].plugin->userdata);
+
+    /* A tool call released by shutdown may still be freeing its answer with
+     * plugin->free; the code must stay mapped until it is done. */
+    pthread_mutex_lock(&h->plug_mu);
+    while (h->plug_inflight > 0)
+        sim_cond_wait_until(&h->plug_cv, &h->plug_mu, -1);
+    h->plug_closing = 0;
+    pthread_cond_broadcast(&h->plug_cv);
+    pthread_mutex_unlock(&h->plug_mu);
+
+    for (size_t i = 0; i < n; i++) {
+        dlclose(slots[i].handle);
+        free(slots[i].path);
+    }
+    free(slots);
+}
+
+void sim_plugins_deliver(sim_host *h, const char *json)
+{
+    pthread_mutex_lock(&h->plug_mu);
+    for (size_t i = 0; i < h->nplugins; i++) {
+        const ocp_plugin *p = h->plugins[i].plugin;
+        if (p->on_event)
+            p->on_event(p->userdata, json);
+    }
+    pthread_mutex_unlock(&h->plug_mu);
+}
+
+char *sim_plugins_transform(sim_host *h, const char *session_id, const char *messages_json)
+{
+    char *cur = sim_strdup(messages_json);
+    pthread_mutex_lock(&h->plug_mu);
+    for (size_t i = 0; i < h->nplugins; i++) {
+        const ocp_plugin *p = h->plugins[i].plugin;
+        if (!p->transform_messages)
+            continue;
+        char *out = NULL;
+        int rc = p->transform_messages(p->userdata, session_id, cur, &out);
+        if (rc == 0 && out) {
+            free(cur);
+            cur = sim_strdup(out);
+        }
+        if (out)
+            p->free(p->userdata, out);
+    }
+    pthread_mutex_unlock(&h->plug_mu);
+    return cur;
+}
+
+const ocp_plugin *sim_plugin_enter(sim_host *h, size_t i, int *rc)
+{
+    const ocp_plugin *p = NULL;
+    pthread_mutex_lock(&h->plug_mu);
+    if (h->plug_closing) {
+        *rc = -ECANCELED;
+    } else if (i >= h->nplugins) {
+        *rc = -ENOENT;
+    } else {
+        p = h->plugins[i].plugin;
+        h->plug_inflight++;
+        *rc = 0;
+    }
+    pthread_mutex_unlock(&h->plug_mu);
+    return p;
+}
+
+int sim_plugin_enter_table(sim_host *h, const ocp_plugin *p)
+{
+    int ok = 0;
+    pthread_mutex_lock(&h->plug_mu);
+    for (size_t i = 0; !h->plug_closing && i < h->nplugins && !ok; i++)
+        ok = h->plugins[i].plugin == p;
+    if (ok)
+        h->plug_inflight++;
+    pthread_mutex_unlock(&h->plug_mu);
+    return ok;
+}
+
+void sim_plugin_leave(sim_host *h)
+{
+    pthread_mutex_lock(&h->plug_mu);
+    if (--h->plug_inflight == 0)
+        pthread_cond_broadcast(&h->plug_cv);
+    pthread_mutex_unlock(&h->plug_mu);
+}

@@ -1,0 +1,309 @@
+/*
+ * sim_internal.h — the simulated host's private state, shared by its files:
+ *
+ *   host.c      create/destroy, the clock, state-change signalling, sim_wait
+ *   store.c     sessions and messages (ids, JSON shapes, fork, delete)
+ *   agent.c     scripts and the one scheduler thread that runs every turn
+ *   events.c    the event queue, its one delivery thread, event faults
+ *   calls.c     the record of plugin calls, call faults and slowness
+ *   api.c       the ocp_host functions plugins call
+ *   plugins.c   dlopen/entry/shutdown/dlclose of plugins
+ *   toolcall.c  tool and command calls as the host's worker makes them
+ *
+ * Locking. `mu` guards everything except the plugin list: sessions, scripts,
+ * the scheduler heap, the event queue, the call record, faults, the clock
+ * offset. `plug_mu` guards the plugin list; it is held while the host calls a
+ * plugin's on_event or transform_messages (both may not block or call the
+ * host), never while calling tool_call, command_call or shutdown. The two are
+ * never held together. No host lock is held while a plugin runs code that may
+ * call back into the host, so a plugin thread can always make host calls.
+ *
+ * Functions named *_locked must be called with `mu` held; the others take
+ * what they need themselves.
+ */
+#ifndef OCBG_SIM_INTERNAL_H
+#define OCBG_SIM_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "simhost.h"
+
+typedef struct sim_prompt sim_prompt;
+typedef struct sim_session sim_session;
+typedef struct sim_rule sim_rule;
+typedef struct sim_event sim_event;
+typedef struct sim_callrec sim_callrec;
+typedef struct sim_fault sim_fault;
+typedef struct sim_slowfn sim_slowfn;
+typedef struct sim_plugslot sim_plugslot;
+
+/* A prompt waiting for its turn (the session was busy when it came). */
+struct sim_prompt {
+    cJSON *body; /* the parsed prompt body, owned */
+    sim_prompt *next;
+};
+
+/* The model turn a busy session is running (see agent.c). */
+typedef struct sim_turn {
+    cJSON *steps;      /* the script's steps array, owned copy */
+    int step;          /* the next step to run */
+    int phase;         /* 0: step not started; 1: waiting for the step's time */
+    char *msg_id;      /* the assistant message being produced */
+    char *agent;       /* the agent named by the prompt (or "build") */
+    cJSON *parts;      /* the assistant message's parts so far, owned */
+    cJSON *open_part;  /* a tool part still running (inside parts), or NULL */
+    int64_t created;   /* wall-clock ms the turn began */
+    int transformed;   /* transform_messages already ran for this turn */
+    uint64_t gen;      /* changes whenever a turn starts or ends */
+} sim_turn;
+
+struct sim_session {
+    char *id;
+    char *parent_id;   /* NULL: top-level */
+    char *title;
+    int64_t created, updated;
+    cJSON *messages;   /* array of {info, parts}, oldest first, owned */
+    cJSON *denied;     /* object {tool: false} from prompt bodies, owned */
+    char *model_input; /* history the model saw last turn, after transforms */
+    int busy;
+    sim_turn turn;     /* valid while busy */
+    sim_prompt *queue_head, *queue_tail;
+    /* Scheduler heap position (-1: not scheduled) and wake time/order. */
+    long heap_idx;
+    int64_t wake_mono;
+    uint64_t wake_seq;
+    sim_session *hnext;           /* hash chain */
+    sim_session *prev, *next;     /* creation order */
+};
+
+/* A script rule (sim_script). */
+struct sim_rule {
+    char *match;   /* "" matches everything */
+    cJSON *script; /* {"steps":[…]}, owned */
+    int once;
+    sim_rule *next;
+};
+
+/* A queued event. */
+struct sim_event {
+    char *json;
+    char *type;
+    int64_t due_mono; /* monotonic ms before which it is not delivered */
+    uint64_t seq;     /* emission order; copies share the original's */
+    sim_event *prev, *next;
+};
+
+/* One recorded plugin call. */
+struct sim_callrec {
+    char *fn;
+    char *session; /* may be NULL */
+    char *body;    /* may be NULL */
+    int rc;
+    int64_t t_ms;
+};
+
+struct sim_fault {
+    char *fn;
+    uint64_t base;  /* calls to fn already made when the fault was set */
+    int nth, count, err;
+    sim_fault *next;
+};
+
+struct sim_slowfn {
+    char *fn;
+    int ms;
+    uint64_t calls; /* calls to fn so far (for fault numbering) */
+    sim_slowfn *next;
+};
+
+struct sim_plugslot {
+    void *handle;
+    const ocp_plugin *plugin;
+    char *path;
+};
+
+typedef struct sim_typecount {
+    char *type;
+    size_t n;
+    struct sim_typecount *next;
+} sim_typecount;
+
+struct sim_host {
+    ocp_host table;
+
+    pthread_mutex_t mu;
+    pthread_cond_t state_cv; /* broadcast on every state change (monotonic) */
+    pthread_cond_t ev_cv;    /* the event thread waits on it */
+    pthread_cond_t sched_cv; /* the scheduler waits on it */
+    uint64_t version;        /* bumped on every state change */
+    int stopping;            /* threads exit */
+
+    int64_t advance_ms;
+
+    /* ids */
+    uint64_t id_last;
+    uint64_t id_rng;
+
+    /* sessions: hash by id + creation-order list */
+    sim_session **buckets;
+    size_t nbuckets, nsessions;
+    sim_session *s_first, *s_last;
+
+    /* scripts */
+    sim_rule *rules;
+
+    /* scheduler */
+    sim_session **heap;
+    size_t heap_len, heap_cap;
+    uint64_t sched_seq;
+    pthread_t sched_thread;
+    int sched_started;
+
+    /* events */
+    sim_event *ev_head, *ev_tail;
+    uint64_t ev_seq;         /* last sequence number given */
+    uint64_t ev_inflight;    /* seq being delivered now (0: none) */
+    size_t ev_delivered;
+    sim_typecount *ev_types;
+    uint64_t ev_rng;
+    double ev_drop, ev_dup;
+    int ev_delay_ms;
+    char *ev_only_type;
+    pthread_t ev_thread;
+    int ev_started;
+
+    /* call record, faults */
+    sim_callrec *calls;
+    size_t ncalls, calls_cap;
+    sim_fault *faults;
+    sim_slowfn *fnstats;
+
+    /* plugins (plug_mu) */
+    pthread_mutex_t plug_mu;
+    pthread_cond_t plug_cv;
+    sim_plugslot *plugins;
+    size_t nplugins;
+    int plug_inflight;    /* host calls into plugins in progress outside plug_mu */
+    int plug_closing;     /* unload in progress: start no new call */
+    char load_error[512];
+};
+
+/* ---- host.c ------------------------------------------------------------ */
+
+/* Monotonic ms (for deadlines and scheduling). Any thread. */
+int64_t sim_mono_ms(void);
+/* Wall-clock ms plus the test's offset. Caller holds mu. */
+int64_t sim_now_locked(sim_host *h);
+/* Note a state change: bump the version, wake sim_wait. Caller holds mu. */
+void sim_changed_locked(sim_host *h);
+/* The same, taking mu itself. */
+void sim_changed(sim_host *h);
+/* Wait on `cv` (a monotonic-clock condvar) with mu held, until abs monotonic
+ * ms `until_mono` (or forever when < 0). */
+void sim_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_mono);
+/* Initialise a condvar on CLOCK_MONOTONIC. Returns 0 or an errno. */
+int sim_cond_init(pthread_cond_t *cv);
+/* strdup that tolerates NULL (returns NULL). Aborts on no memory: the sim
+ * host is test machinery and an OOM there is not a case under test. */
+char *sim_strdup(const char *s);
+/* malloc/calloc/realloc that abort on failure (same reason). */
+void *sim_xmalloc(size_t n);
+void *sim_xcalloc(size_t n, size_t sz);
+void *sim_xrealloc(void *p, size_t n);
+/* cJSON_PrintUnformatted that aborts on failure; result malloc'd. */
+char *sim_print(const cJSON *j);
+
+/* ---- store.c ----------------------------------------------------------- */
+
+/* A new id "<prefix>_<12 hex, increasing><10 base62 random>", malloc'd. mu held. */
+char *sim_new_id_locked(sim_host *h, const char *prefix);
+/* Find a session by id (NULL when none). mu held. */
+sim_session *sim_find_locked(sim_host *h, const char *id);
+/* Create a session (parent must exist when given; else NULL). Emits
+ * session.created. mu held. */
+sim_session *sim_session_create_locked(sim_host *h, const char *parent_id, const char *title);
+/* The session as OpenCode's Session JSON, owned by the caller. mu held. */
+cJSON *sim_session_info_locked(const sim_session *s);
+/* Delete a session and its descendants (children first), emitting
+ * session.deleted for each. mu held. */
+void sim_session_delete_locked(sim_host *h, sim_session *s);
+/* Fork: a new session holding copies of the messages before message_id (all
+ * when NULL or not found). mu held. */
+sim_session *sim_session_fork_locked(sim_host *h, sim_session *s, const char *message_id);
+/* Append a message {info, parts} (owned by the session afterwards). mu held. */
+void sim_session_append_locked(sim_host *h, sim_session *s, cJSON *msg);
+/* The messages JSON (newest `limit` when limit > 0), owned by the caller. mu held. */
+cJSON *sim_session_messages_locked(const sim_session *s, int limit);
+/* Build a user message from a prompt body (parts copied, agent). mu held. */
+cJSON *sim_user_message_locked(sim_host *h, sim_session *s, const cJSON *body);
+/* The prompt's text: its text parts joined by "\n", malloc'd. */
+char *sim_prompt_text(const cJSON *body);
+/* Free every session. mu held (or no other thread left). */
+void sim_sessions_free_locked(sim_host *h);
+
+/* ---- agent.c ----------------------------------------------------------- */
+
+/* Start the scheduler thread. Returns 0 or an errno. */
+int sim_agent_start(sim_host *h);
+/* Stop and join it (h->stopping must already be set under mu). */
+void sim_agent_join(sim_host *h);
+/* A prompt body arrived for s (validated, not noReply): run it now or queue
+ * it. Takes ownership of body. mu held. */
+void sim_agent_prompt_locked(sim_host *h, sim_session *s, cJSON *body);
+/* Abort s's turn (and queued prompts); nothing when idle. mu held. */
+void sim_agent_abort_locked(sim_host *h, sim_session *s);
+/* Forget s's turn silently (the session is being deleted). mu held. */
+void sim_agent_forget_locked(sim_host *h, sim_session *s);
+/* Free every script rule. mu held. */
+void sim_rules_free_locked(sim_host *h);
+
+/* ---- events.c ---------------------------------------------------------- */
+
+/* Start the event thread. Returns 0 or an errno. */
+int sim_events_start(sim_host *h);
+/* Stop and join it (h->stopping set under mu), free queued events. */
+void sim_events_join(sim_host *h);
+/* Queue an event (takes ownership of ev: {type, properties}). mu held. */
+void sim_emit_locked(sim_host *h, cJSON *ev);
+/* Queue an event given as text (type read from it, "" when unreadable). mu held. */
+void sim_emit_text_locked(sim_host *h, const char *json);
+/* Convenience: {"type":type,"properties":props} with props owned. mu held. */
+void sim_emit_props_locked(sim_host *h, const char *type, cJSON *props);
+
+/* ---- calls.c ----------------------------------------------------------- */
+
+/* Before a plugin call to fn: sleeps for sim_slow (without mu), counts the
+ * call and decides an injected fault. Returns 0 to go on, or the negative
+ * errno to fail with. Takes mu itself. */
+int sim_call_begin(sim_host *h, const char *fn);
+/* Record a finished call (body may be NULL; copied). Takes mu itself. */
+void sim_call_record(sim_host *h, const char *fn, const char *session, const char *body, int rc,
+                     int64_t t_ms);
+/* Free the record and the fault tables. mu held. */
+void sim_calls_free_locked(sim_host *h);
+
+/* ---- api.c ------------------------------------------------------------- */
+
+/* Fill h->table with the host functions. */
+void sim_api_fill(sim_host *h);
+
+/* ---- plugins.c --------------------------------------------------------- */
+
+/* Call every loaded plugin's on_event with json (under plug_mu; event thread). */
+void sim_plugins_deliver(sim_host *h, const char *json);
+/* Pass messages_json through every plugin's transform_messages; returns the
+ * result (malloc'd) — a copy of the input when no plugin changed it. */
+char *sim_plugins_transform(sim_host *h, const char *session_id, const char *messages_json);
+/* Begin a call into plugin i (tool_call, command_call, tool_cancel): returns
+ * the plugin, or NULL (with *rc set: -ENOENT none loaded, -ECANCELED
+ * unloading). Pair with sim_plugin_leave. */
+const ocp_plugin *sim_plugin_enter(sim_host *h, size_t i, int *rc);
+/* Begin a call into a plugin known by its table, only if still loaded and not
+ * closing. Returns 1 when entered. */
+int sim_plugin_enter_table(sim_host *h, const ocp_plugin *p);
+void sim_plugin_leave(sim_host *h);
+
+#endif

@@ -1,0 +1,196 @@
+/* toolcall.c — tool and command calls as the host's worker makes them: a
+ * context per call, on the caller's thread or on a thread of its own so a test
+ * can cancel it (Esc). */
+#include "sim_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct sim_call {
+    sim_host *h;
+    ocp_call_ctx ctx; /* lives until sim_tool_free: past tool_call and every tool_cancel */
+    char *session_id, *message_id, *call_id, *directory;
+    char *name, *args;
+    int is_command;
+    pthread_t thread;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const ocp_plugin *plugin; /* set once the call entered the plugin (mu) */
+    int done;                 /* mu */
+    int rc;                   /* mu */
+    char *out;                /* mu; handed over by sim_tool_wait */
+};
+
+static sim_call *call_new(sim_host *h, const char *session_id, const char *name, const char *args,
+                          int is_command)
+{
+    sim_call *c = sim_xcalloc(1, sizeof *c);
+    c->h = h;
+    c->session_id = sim_strdup(session_id);
+    c->name = sim_strdup(name ? name : "");
+    c->args = sim_strdup(args ? args : (is_command ? "" : "{}"));
+    c->is_command = is_command;
+    pthread_mutex_lock(&h->mu);
+    c->message_id = sim_new_id_locked(h, "msg");
+    c->call_id = is_command ? NULL : sim_new_id_locked(h, "call");
+    pthread_mutex_unlock(&h->mu);
+    char *cwd = getcwd(NULL, 0);
+    c->directory = sim_strdup(cwd ? cwd : ".");
+    free(cwd);
+    c->ctx.struct_size = sizeof c->ctx;
+    c->ctx.session_id = c->session_id;
+    c->ctx.message_id = c->message_id;
+    c->ctx.agent = "build";
+    c->ctx.call_id = c->call_id;
+    c->ctx.directory = c->directory;
+    c->ctx.cancelled = 0;
+    pthread_mutex_init(&c->mu, NULL);
+    sim_cond_init(&c->cv);
+    return c;
+}
+
+static void call_free(sim_call *c)
+{
+    free(c->session_id);
+    free(c->message_id);
+    free(c->call_id);
+    free(c->directory);
+    free(c->name);
+    free(c->args);
+    free(c->out);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
+
+/* Make the call into plugin 0 (on the calling thread) and publish the result. */
+static void call_run(sim_call *c)
+{
+    int rc = 0;
+    char *text = NULL;
+    const ocp_plugin *p = sim_plugin_enter(c->h, 0, &rc);
+    if (!p) {
+        text = sim_strdup(rc == -ECANCELED ? "the plugin is shutting down" : "no plugin loaded");
+    } else {
+        pthread_mutex_lock(&c->mu);
+        c->plugin = p;
+        pthread_mutex_unlock(&c->mu);
+        char *out = NULL;
+        if (c->is_command)
+            rc = p->command_call ? p->command_call(p->userdata, c->name, c->args, &c->ctx, &out)
+                                 : -ENOSYS;
+        else
+            rc = p->tool_call ? p->tool_call(p->userdata, c->name, c->args, &c->ctx, &out) : -ENOSYS;
+        /* Copy, then give the plugin's string back to its own allocator. */
+        text = sim_strdup(out);
+        if (out)
+            p->free(p->userdata, out);
+        sim_plugin_leave(c->h);
+    }
+    pthread_mutex_lock(&c->mu);
+    c->rc = rc;
+    c->out = text;
+    c->done = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    sim_changed(c->h);
+}
+
+static int call_sync(sim_host *h, const char *sid, const char *name, const char *args, int is_cmd,
+                     char **out)
+{
+    sim_call *c = call_new(h, sid, name, args, is_cmd);
+    call_run(c);
+    int rc = c->rc;
+    if (out) {
+        *out = c->out;
+        c->out = NULL;
+    }
+    call_free(c);
+    return rc;
+}
+
+int sim_tool(sim_host *h, const char *session_id, const char *tool, const char *args_json, char **out)
+{
+    return call_sync(h, session_id, tool, args_json, 0, out);
+}
+
+int sim_command(sim_host *h, const char *session_id, const char *command, const char *arguments,
+                char **out)
+{
+    return call_sync(h, session_id, command, arguments, 1, out);
+}
+
+static void *call_main(void *arg)
+{
+    call_run(arg);
+    return NULL;
+}
+
+sim_call *sim_tool_start(sim_host *h, const char *session_id, const char *tool, const char *args_json)
+{
+    sim_call *c = call_new(h, session_id, tool, args_json, 0);
+    if (pthread_create(&c->thread, NULL, call_main, c) != 0) {
+        call_free(c);
+        return NULL;
+    }
+    c->started = 1;
+    return c;
+}
+
+void sim_tool_cancel(sim_call *c)
+{
+    if (!c)
+        return;
+    __atomic_store_n(&c->ctx.cancelled, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&c->mu);
+    const ocp_plugin *p = c->done ? NULL : c->plugin;
+    pthread_mutex_unlock(&c->mu);
+    /* Not yet in the plugin: it reads the flag before it waits. Done: nothing
+     * to wake. Otherwise wake it, unless the plugin is being unloaded (its
+     * shutdown releases the call anyway). */
+    if (p && sim_plugin_enter_table(c->h, p)) {
+        if (p->tool_cancel)
+            p->tool_cancel(p->userdata, &c->ctx);
+        sim_plugin_leave(c->h);
+    }
+}
+
+int sim_tool_done(sim_call *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int d = c->done;
+    pthread_mutex_unlock(&c->mu);
+    return d;
+}
+
+int sim_tool_wait(sim_call *c, int timeout_ms, int *rc, char **out)
+{
+    int64_t deadline = sim_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    pthread_mutex_lock(&c->mu);
+    while (!c->done && sim_mono_ms() < deadline)
+        sim_cond_wait_until(&c->cv, &c->mu, deadline);
+    int done = c->done;
+    if (done) {
+        if (rc)
+            *rc = c->rc;
+        if (out) {
+            *out = c->out;
+            c->out = NULL;
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return done ? 0 : -ETIMEDOUT;
+}
+
+void sim_tool_free(sim_call *c)
+{
+    if (!c)
+        return;
+    if (c->started)
+        pthread_join(c->thread, NULL);
+    call_free(c);
+}
