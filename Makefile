@@ -23,7 +23,7 @@ SAN     ?=
 OPT     ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wwrite-strings
 CFLAGS  ?=
-CPPFLAGS += -D_GNU_SOURCE -Iinclude -Iplugin -Ihost/sim -Itests
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Iplugin -Ihooks -Ifork -Ihost/sim -Itests
 ALL_CFLAGS = -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS)
 LDLIBS  += -lcjson -lpthread -ldl
 

@@ -132,10 +132,14 @@ typedef struct ocp_host {
 
     /* ---- end of the fields every 1.0 host has: OCP_HOST_MIN_SIZE ---- */
 
-    /* [any] Optional (NULL, or absent from an older table): wall-clock time in
-     * milliseconds since the Unix epoch, for timestamps and durations the
-     * plugin shows. A test host supplies it to drive time. Without it the
-     * plugin reads CLOCK_REALTIME. Timeouts always use the monotonic clock. */
+    /* [any, even from on_event and under plugin locks] Optional (NULL, or
+     * absent from an older table): wall-clock time in milliseconds since the
+     * Unix epoch, for the timestamps and durations the plugin shows. A test
+     * host supplies it to drive time. It is the one host function the plugin
+     * calls while holding its own lock, so it must return at once, take no
+     * lock the host holds while calling the plugin, and never call into the
+     * plugin. Without it the plugin reads CLOCK_REALTIME. Timeouts always use
+     * the monotonic clock. */
     int64_t (*now_ms)(void *userdata);
 } ocp_host;
 

@@ -1,0 +1,19 @@
+/*
+ * events.h — the plugin's event hook: OpenCode events in, task state changes
+ * and queued work out.
+ *
+ * [event] Runs on the host's event thread: never blocks beyond the engine lock
+ * (held only briefly by anyone), never calls the host (except the lock-free
+ * clock). Work that needs the host (reading the answer, aborting) is queued
+ * for the plugin's worker thread.
+ */
+#ifndef OCBG_EVENTS_H
+#define OCBG_EVENTS_H
+
+#include "engine.h"
+
+/* Handle one event (JSON text {type, properties}); unknown or malformed
+ * events are ignored. */
+void hooks_on_event(ocbg *o, const char *event_json);
+
+#endif

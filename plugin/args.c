@@ -1,0 +1,128 @@
+/* args.c — schema generation and argument checks for tools.h. */
+#include <errno.h>
+#include <string.h>
+
+#include "tools.h"
+
+static const char *const type_names[] = {[ARG_STRING] = "string", [ARG_BOOLEAN] = "boolean",
+                                         [ARG_NUMBER] = "number"};
+
+char *tool_schema_json(const tool_spec *t)
+{
+    cJSON *schema = cJSON_CreateObject();
+    cJSON_AddStringToObject(schema, "type", "object");
+    cJSON *props = cJSON_AddObjectToObject(schema, "properties");
+    cJSON *required = cJSON_AddArrayToObject(schema, "required");
+    for (size_t i = 0; i < t->nargs; i++) {
+        const arg_spec *a = &t->args[i];
+        cJSON *p = cJSON_AddObjectToObject(props, a->name);
+        cJSON_AddStringToObject(p, "type", type_names[a->type]);
+        cJSON_AddStringToObject(p, "description", a->description);
+        if (a->choices) {
+            cJSON *e = cJSON_AddArrayToObject(p, "enum");
+            for (const char *const *c = a->choices; *c; c++)
+                cJSON_AddItemToArray(e, cJSON_CreateString(*c));
+        }
+        if (a->required)
+            cJSON_AddItemToArray(required, cJSON_CreateString(a->name));
+    }
+    cJSON_AddFalseToObject(schema, "additionalProperties");
+    char *s = cJSON_PrintUnformatted(schema);
+    cJSON_Delete(schema);
+    char *copy = xstrdup(s);
+    cJSON_free(s);
+    return copy;
+}
+
+static const arg_spec *find_arg(const tool_spec *t, const char *name)
+{
+    for (size_t i = 0; i < t->nargs; i++)
+        if (strcmp(t->args[i].name, name) == 0)
+            return &t->args[i];
+    return NULL;
+}
+
+static char *check_value(const tool_spec *t, const arg_spec *a, const cJSON *v)
+{
+    switch (a->type) {
+    case ARG_BOOLEAN:
+        if (!cJSON_IsBool(v))
+            return xasprintf("%s: argument '%s' must be a boolean (true or false)", t->name, a->name);
+        return NULL;
+    case ARG_NUMBER:
+        if (!cJSON_IsNumber(v))
+            return xasprintf("%s: argument '%s' must be a number", t->name, a->name);
+        return NULL;
+    case ARG_STRING:
+        break;
+    }
+    if (!cJSON_IsString(v))
+        return xasprintf("%s: argument '%s' must be a string", t->name, a->name);
+    size_t len = strlen(v->valuestring);
+    if (len > ARG_MAX_BYTES)
+        return xasprintf("%s: argument '%s' is too long (%zu bytes; at most %d)", t->name, a->name, len,
+                         ARG_MAX_BYTES);
+    if (!utf8_valid(v->valuestring, len))
+        return xasprintf("%s: argument '%s' is not valid UTF-8 text", t->name, a->name);
+    if (a->required && blank(v->valuestring))
+        return xasprintf("%s: argument '%s' must not be empty", t->name, a->name);
+    if (a->choices) {
+        for (const char *const *c = a->choices; *c; c++)
+            if (strcmp(*c, v->valuestring) == 0)
+                return NULL;
+        strbuf sb = {0};
+        sb_printf(&sb, "%s: argument '%s' must be one of:", t->name, a->name);
+        for (const char *const *c = a->choices; *c; c++)
+            sb_printf(&sb, " %s", *c);
+        return sb_take(&sb);
+    }
+    return NULL;
+}
+
+int tool_args_check(const tool_spec *t, const char *args_json, cJSON **args, char **err)
+{
+    *args = NULL;
+    cJSON *root = blank(args_json) ? cJSON_CreateObject() : cJSON_Parse(args_json);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        *err = xasprintf("%s: the arguments must be a JSON object", t->name);
+        return -EINVAL;
+    }
+    for (const cJSON *v = root->child; v; v = v->next) {
+        const arg_spec *a = v->string ? find_arg(t, v->string) : NULL;
+        char *msg = a ? (cJSON_IsNull(v) && !a->required ? NULL : check_value(t, a, v))
+                      : xasprintf("%s: unknown argument '%s'", t->name, v->string ? v->string : "");
+        if (msg) {
+            cJSON_Delete(root);
+            *err = msg;
+            return -EINVAL;
+        }
+    }
+    for (size_t i = 0; i < t->nargs; i++) {
+        const arg_spec *a = &t->args[i];
+        if (a->required && !cJSON_GetObjectItemCaseSensitive(root, a->name)) {
+            *err = xasprintf("%s: missing required argument '%s' (%s)", t->name, a->name, a->description);
+            cJSON_Delete(root);
+            return -EINVAL;
+        }
+    }
+    *args = root;
+    return 0;
+}
+
+const char *arg_str(const cJSON *args, const char *name)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, name));
+}
+
+bool arg_bool(const cJSON *args, const char *name, bool def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
+}
+
+double arg_num(const cJSON *args, const char *name, double def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}

@@ -1,0 +1,127 @@
+/*
+ * engine.h — one plugin instance: the registry, the lock, the worker thread,
+ * blocking waits, notifications.
+ *
+ * Locking: one mutex (`mu`) guards everything in struct ocbg. Host functions
+ * are never called with it held: a function that needs the host copies what it
+ * needs, unlocks, calls, relocks and re-checks (the task may have changed or
+ * gone meanwhile; tasks are always looked up again by id).
+ *
+ * Threads:
+ *   - host worker threads run tool calls (tools_*.c); they may block in waits;
+ *   - the host's event thread runs hooks/ (never blocks: records and queues);
+ *   - one plugin worker thread runs queued jobs (completion checks, pushes of
+ *     notifications, aborts) and the fallback poll. It sleeps on `work_cv` with
+ *     no timeout while nothing is queued, nothing is to be retried and no task
+ *     is active: an idle plugin has no wakeups and makes no host calls.
+ */
+#ifndef OCBG_ENGINE_H
+#define OCBG_ENGINE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ocp.h"
+#include "options.h"
+#include "task.h"
+
+typedef enum job_kind {
+    JOB_FINALIZE, /* read the task's messages and decide how its run ended */
+    JOB_NOTIFY,   /* push a notification into the parent session */
+    JOB_ABORT,    /* abort a session */
+} job_kind;
+
+typedef struct notice {
+    char task_id[TASK_ID_SIZE];
+    unsigned run;
+    char *parent_session;
+    char *agent;   /* the parent's agent, to continue with; may be NULL */
+    char *text;
+    bool wake;     /* false: noReply (joins the context silently) */
+    int attempts;
+    int64_t next_try; /* monotonic ms */
+    struct notice *next;
+} notice;
+
+typedef struct job {
+    job_kind kind;
+    char task_id[TASK_ID_SIZE];
+    unsigned run;
+    char *session_id; /* JOB_ABORT */
+    notice *notice;   /* JOB_NOTIFY */
+    struct job *next;
+} job;
+
+typedef struct waiter {
+    pthread_cond_t cv;
+    ocp_call_ctx *ctx; /* may be NULL */
+    struct waiter *next, *prev;
+} waiter;
+
+typedef enum wait_result { WAIT_DONE, WAIT_TIMEOUT, WAIT_CANCELLED, WAIT_SHUTDOWN } wait_result;
+
+typedef struct ocbg {
+    ocp_host host;      /* the host's table, copied; fields it lacks are NULL */
+    options opt;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;  /* the worker's wake-up */
+    pthread_cond_t drain_cv; /* shutdown waits here for calls to leave */
+    pthread_t worker;
+    bool worker_started;
+    bool stopping;
+    unsigned calls_in_flight;
+    registry reg;
+    job *jobs, **jobs_tail;
+    notice *retries;    /* failed pushes waiting for their next try, by time */
+    waiter *waiters;
+    int64_t next_poll;  /* monotonic ms of the next poll tick; 0 = none */
+    ocp_plugin table;
+    /* Counters for tests and benchmarks. */
+    uint64_t worker_wakeups;
+    uint64_t polls;
+} ocbg;
+
+/* Start the worker thread. Returns 0 or an errno. [entry] */
+int engine_start(ocbg *o);
+/* Release every waiter, wait for tool calls in flight to leave, join the
+ * worker, free every task and queued item. [shutdown] */
+void engine_stop(ocbg *o);
+
+/* Wall-clock ms from the host's clock when it has one. [any] */
+int64_t ocbg_now(ocbg *o);
+
+/* ---- everything below runs with o->mu held ---- */
+
+/* Wake every blocked waiter so it re-checks its condition. */
+void engine_wake_waiters(ocbg *o);
+
+/* End a task's current run: status s (completed, error or cancelled), the text
+ * (result or error), the assistant message it came from. Queues the
+ * notification (not for cancelled) and wakes waiters. */
+void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char *message_id);
+
+/* Ask the worker to check whether t's run has ended (after an idle event or a
+ * poll that found its session idle). No-op while one is queued. */
+void engine_request_finalize(ocbg *o, task *t);
+
+/* Ask the worker to abort a session. */
+void engine_request_abort(ocbg *o, const char *session_id);
+
+/* Remove a parent session's tasks (the parent was deleted): running ones are
+ * aborted, waiters on them are told. */
+void engine_drop_parent(ocbg *o, parent *p);
+
+/* Block until done(o, arg) is true, the monotonic deadline passes, ctx is
+ * cancelled or the plugin shuts down. done is called with the lock held. */
+wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline,
+                        bool (*done)(ocbg *o, void *arg), void *arg);
+
+/* Wake the waiters of ctx (tool_cancel). Takes the lock itself. */
+void engine_cancel_wait(ocbg *o, ocp_call_ctx *ctx);
+
+/* Take the notifications held for a session (undelivered by push), as text
+ * to append to an answer, or NULL when there are none. */
+char *engine_take_held(ocbg *o, const char *session_id);
+
+#endif

@@ -1,0 +1,255 @@
+/* entry.c — ocp_plugin_entry: checks the host, builds the plugin table, and
+ * routes the table's calls to the tools, the hooks and the engine. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "events.h"
+#include "tools.h"
+#include "util.h"
+
+#define OCBG_VERSION "0.1.0"
+
+/* The instance: the engine plus what the table points to. */
+typedef struct instance {
+    ocbg o; /* first: the table's userdata is the instance */
+    ocp_tool *tools;
+    const tool_spec **specs;
+    size_t ntools;
+} instance;
+
+static void set_err(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t size, const char *fmt, ...)
+{
+    if (!err || size == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, size, fmt, ap);
+    va_end(ap);
+}
+
+static const tool_spec *find_tool(instance *in, const char *name)
+{
+    for (size_t i = 0; i < in->ntools; i++)
+        if (name && strcmp(in->specs[i]->name, name) == 0)
+            return in->specs[i];
+    return NULL;
+}
+
+/* Every call into the plugin from a host worker is counted, so that shutdown
+ * can wait until none is left inside. Returns false when shutting down. */
+static bool enter_call(ocbg *o)
+{
+    pthread_mutex_lock(&o->mu);
+    bool ok = !o->stopping;
+    if (ok)
+        o->calls_in_flight++;
+    pthread_mutex_unlock(&o->mu);
+    return ok;
+}
+
+static void leave_call(ocbg *o)
+{
+    pthread_mutex_lock(&o->mu);
+    if (--o->calls_in_flight == 0 && o->stopping)
+        pthread_cond_broadcast(&o->drain_cv);
+    pthread_mutex_unlock(&o->mu);
+}
+
+static int plugin_tool_call(void *ud, const char *tool, const char *args_json, ocp_call_ctx *ctx, char **out)
+{
+    instance *in = ud;
+    ocbg *o = &in->o;
+    *out = NULL;
+    const tool_spec *spec = find_tool(in, tool);
+    if (!spec) {
+        *out = xasprintf("Unknown tool: %s", tool ? tool : "(null)");
+        return -ENOENT;
+    }
+    if (!ctx) {
+        *out = xasprintf("%s: called without a call context", spec->name);
+        return -EINVAL;
+    }
+    if (!enter_call(o)) {
+        *out = xstrdup("ocbg is shutting down.");
+        return -ECANCELED;
+    }
+    /* Notifications the host would not take earlier ride on this answer. */
+    pthread_mutex_lock(&o->mu);
+    char *held = ctx->session_id ? engine_take_held(o, ctx->session_id) : NULL;
+    pthread_mutex_unlock(&o->mu);
+
+    cJSON *args = NULL;
+    char *err = NULL;
+    int rc = tool_args_check(spec, args_json, &args, &err);
+    strbuf answer = {0};
+    if (rc != 0) {
+        sb_puts(&answer, err);
+        free(err);
+    } else {
+        rc = spec->run(o, args, ctx, &answer);
+        cJSON_Delete(args);
+    }
+    if (held) {
+        sb_puts(&answer, held);
+        free(held);
+    }
+    *out = sb_take(&answer);
+    leave_call(o);
+    return rc;
+}
+
+static void plugin_tool_cancel(void *ud, ocp_call_ctx *ctx)
+{
+    instance *in = ud;
+    if (ctx)
+        engine_cancel_wait(&in->o, ctx);
+}
+
+static int plugin_command_call(void *ud, const char *command, const char *arguments, ocp_call_ctx *ctx,
+                               char **out)
+{
+    (void)ud;
+    (void)arguments;
+    (void)ctx;
+    *out = xasprintf("Unknown command: /%s", command ? command : "(null)");
+    return -ENOENT;
+}
+
+static void plugin_on_event(void *ud, const char *event_json)
+{
+    instance *in = ud;
+    hooks_on_event(&in->o, event_json);
+}
+
+static int plugin_transform_messages(void *ud, const char *session_id, const char *messages_json, char **out)
+{
+    (void)ud;
+    (void)session_id;
+    (void)messages_json;
+    *out = NULL; /* unchanged */
+    return 0;
+}
+
+static void free_instance(instance *in)
+{
+    for (size_t i = 0; i < in->ntools; i++)
+        free((char *)in->tools[i].parameters_json);
+    free(in->tools);
+    free(in->specs);
+    free(in);
+}
+
+static void plugin_shutdown(void *ud)
+{
+    instance *in = ud;
+    engine_stop(&in->o);
+    free_instance(in);
+}
+
+static void plugin_free(void *ud, char *p)
+{
+    (void)ud;
+    free(p);
+}
+
+/* The host functions the plugin cannot work without, by name. */
+static const char *missing_host_function(const ocp_host *h)
+{
+    if (!h->session_create)
+        return "session_create";
+    if (!h->session_get)
+        return "session_get";
+    if (!h->session_messages)
+        return "session_messages";
+    if (!h->session_prompt)
+        return "session_prompt";
+    if (!h->session_abort)
+        return "session_abort";
+    if (!h->session_status)
+        return "session_status";
+    if (!h->log)
+        return "log";
+    if (!h->free)
+        return "free";
+    return NULL;
+}
+
+__attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const ocp_host *host,
+                                                                          const char *options_json, char *err,
+                                                                          size_t err_size)
+{
+    if (!host) {
+        set_err(err, err_size, "ocbg: no host table given");
+        return NULL;
+    }
+    if (host->abi_major != OCP_ABI_MAJOR) {
+        set_err(err, err_size, "ocbg: the host speaks ocp ABI %u.%u; this plugin needs ABI %d.x",
+                (unsigned)host->abi_major, (unsigned)host->abi_minor, OCP_ABI_MAJOR);
+        return NULL;
+    }
+    if (host->struct_size < OCP_HOST_MIN_SIZE) {
+        set_err(err, err_size, "ocbg: the host table is too small (%u bytes; ABI %d.0 needs at least %u)",
+                (unsigned)host->struct_size, OCP_ABI_MAJOR, (unsigned)OCP_HOST_MIN_SIZE);
+        return NULL;
+    }
+    const char *missing = missing_host_function(host);
+    if (missing) {
+        set_err(err, err_size, "ocbg: the host table has no %s function", missing);
+        return NULL;
+    }
+    options opt;
+    char why[512];
+    if (options_parse(&opt, options_json, why, sizeof why) != 0) {
+        set_err(err, err_size, "ocbg: invalid options: %s", why);
+        return NULL;
+    }
+
+    instance *in = xcalloc(1, sizeof *in);
+    ocbg *o = &in->o;
+    /* Copy what the host's table holds; fields of a newer minor it lacks stay
+     * NULL, fields of a newer host we do not know are ignored. */
+    memcpy(&o->host, host, host->struct_size < sizeof o->host ? host->struct_size : sizeof o->host);
+    o->host.struct_size = (uint32_t)sizeof o->host;
+    o->opt = opt;
+
+    in->ntools = background_tool_count;
+    in->specs = xcalloc(in->ntools, sizeof *in->specs);
+    in->tools = xcalloc(in->ntools, sizeof *in->tools);
+    for (size_t i = 0; i < in->ntools; i++) {
+        in->specs[i] = &background_tools[i];
+        in->tools[i].name = background_tools[i].name;
+        in->tools[i].description = background_tools[i].description;
+        in->tools[i].parameters_json = tool_schema_json(&background_tools[i]);
+    }
+
+    ocp_plugin *t = &o->table;
+    t->struct_size = sizeof *t;
+    t->abi_major = OCP_ABI_MAJOR;
+    t->abi_minor = OCP_ABI_MINOR;
+    t->userdata = in;
+    t->name = "ocbg";
+    t->version = OCBG_VERSION;
+    t->tool_count = in->ntools;
+    t->tools = in->tools;
+    t->command_count = 0;
+    t->commands = NULL;
+    t->tool_call = plugin_tool_call;
+    t->tool_cancel = plugin_tool_cancel;
+    t->command_call = plugin_command_call;
+    t->on_event = plugin_on_event;
+    t->transform_messages = plugin_transform_messages;
+    t->shutdown = plugin_shutdown;
+    t->free = plugin_free;
+
+    int rc = engine_start(o);
+    if (rc != 0) {
+        set_err(err, err_size, "ocbg: could not start its worker thread: %s", strerror(rc));
+        free_instance(in);
+        return NULL;
+    }
+    return t;
+}

@@ -1,0 +1,109 @@
+/* format.c — see format.h. */
+#include "format.h"
+
+#include <string.h>
+
+int64_t task_runtime(const task *t, int64_t now)
+{
+    int64_t end = task_status_active(t->status) || !t->completed_ms ? now : t->completed_ms;
+    return end - t->started_ms;
+}
+
+static void put_markers(strbuf *out, const task *t)
+{
+    if (t->resume_count > 0)
+        sb_puts(out, " (resumed)");
+    if (t->forked)
+        sb_puts(out, " (forked)");
+}
+
+static void put_progress(strbuf *out, const task *t, int64_t now)
+{
+    sb_printf(out, "Progress: %u tool call%s", t->tool_calls, t->tool_calls == 1 ? "" : "s");
+    unsigned n = t->recent_tools_next < RECENT_TOOLS ? t->recent_tools_next : RECENT_TOOLS;
+    if (n) {
+        sb_puts(out, "; recent: ");
+        for (unsigned i = 0; i < n; i++) {
+            unsigned slot = (t->recent_tools_next - 1 - i) % RECENT_TOOLS;
+            sb_printf(out, "%s%s", i ? ", " : "", t->recent_tools[slot]);
+        }
+    }
+    char ago[32], at[32];
+    format_duration(ago, sizeof ago, now - t->last_update_ms);
+    format_time(at, sizeof at, t->last_update_ms);
+    sb_printf(out, "\nLast update: %s ago (%s)\n", ago, at);
+}
+
+void format_report(strbuf *out, const task *t, int64_t now)
+{
+    char dur[32];
+    format_duration(dur, sizeof dur, task_runtime(t, now));
+    sb_printf(out, "Task %s", t->id);
+    put_markers(out, t);
+    sb_printf(out, ": %s\nDescription: %s\nAgent: %s\nBatch: %s\n", task_status_name(t->status),
+              t->description ? t->description : "", t->agent ? t->agent : "", t->batch_id);
+    if (t->resume_count > 0)
+        sb_printf(out, "Resumed: %u time%s\n", t->resume_count, t->resume_count == 1 ? "" : "s");
+    switch (t->status) {
+    case TASK_PENDING:
+        sb_puts(out, "Waiting for a free slot to start.\n");
+        break;
+    case TASK_RUNNING:
+    case TASK_RESUMED:
+        sb_printf(out, "Running for: %s\n", dur);
+        put_progress(out, t, now);
+        break;
+    case TASK_COMPLETED:
+        sb_printf(out, "Duration: %s\n\nResult:\n%s\n", dur, t->result ? t->result : "");
+        break;
+    case TASK_ERROR:
+        sb_printf(out, "Duration: %s\n\nError: %s\n", dur, t->error ? t->error : "unknown error");
+        break;
+    case TASK_CANCELLED:
+        sb_printf(out, "Cancelled after %s.\n", dur);
+        break;
+    }
+}
+
+void format_list_line(strbuf *out, const task *t, int64_t now)
+{
+    char dur[32];
+    format_duration(dur, sizeof dur, task_runtime(t, now));
+    sb_printf(out, "- %s", t->id);
+    put_markers(out, t);
+    sb_printf(out, " | %s | agent: %s | %s | %s | %s\n", t->description ? t->description : "",
+              t->agent ? t->agent : "", task_status_name(t->status), dur, t->batch_id);
+}
+
+char *format_notification(const task *t, int64_t now, int max_chars)
+{
+    strbuf sb = {0};
+    char dur[32];
+    format_duration(dur, sizeof dur, task_runtime(t, now));
+    const char *what = t->status == TASK_COMPLETED ? "completed" : "failed";
+    sb_printf(&sb, "[ocbg] Background task %s: %s", what, t->id);
+    put_markers(&sb, t);
+    sb_printf(&sb, " \"%s\" (agent: %s, %s)\n", t->description ? t->description : "",
+              t->agent ? t->agent : "", dur);
+    unsigned done, total;
+    registry_batch_progress(t, &done, &total);
+    if (done == total)
+        sb_printf(&sb, "Batch %s: all %u task%s done.\n", t->batch_id, total, total == 1 ? "" : "s");
+    else
+        sb_printf(&sb, "Batch %s: %u of %u tasks done, %u still running.\n", t->batch_id, done, total,
+                  total - done);
+    const char *body = t->status == TASK_COMPLETED ? t->result : t->error;
+    if (!body)
+        body = "";
+    sb_puts(&sb, t->status == TASK_COMPLETED ? "\nResult:\n" : "\nError: ");
+    size_t len = strlen(body), chars = utf8_count(body, len);
+    if (chars <= (size_t)max_chars) {
+        sb_puts(&sb, body);
+        sb_puts(&sb, "\n");
+    } else {
+        sb_putn(&sb, body, utf8_offset(body, len, (size_t)max_chars));
+        sb_printf(&sb, "\n\n[Cut at %d of %zu characters. The full text: background_output(task_id=\"%s\")]\n",
+                  max_chars, chars, t->id);
+    }
+    return sb_take(&sb);
+}

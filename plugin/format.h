@@ -1,0 +1,27 @@
+/*
+ * format.h — the texts the model reads: a task's report (background_output),
+ * a list line, a notification. Pure functions over a task, called with the
+ * engine lock held.
+ */
+#ifndef OCBG_FORMAT_H
+#define OCBG_FORMAT_H
+
+#include "engine.h"
+#include "util.h"
+
+/* The status block for one task: status, description, agent, timing, then the
+ * result (completed), progress (running) or error. */
+void format_report(strbuf *out, const task *t, int64_t now);
+
+/* One line for background_list. */
+void format_list_line(strbuf *out, const task *t, int64_t now);
+
+/* The notification pushed into the parent when t's run ended; result text cut
+ * to max_chars characters (never inside a UTF-8 sequence), saying how to get
+ * the rest. */
+char *format_notification(const task *t, int64_t now, int max_chars);
+
+/* How long the task has run (until now, or until it finished). */
+int64_t task_runtime(const task *t, int64_t now);
+
+#endif

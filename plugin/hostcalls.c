@@ -1,0 +1,135 @@
+/* hostcalls.c — see hostcalls.h. */
+#include "hostcalls.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+void hc_log(ocbg *o, enum ocp_log_level level, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    o->host.log(o->host.userdata, level, line);
+}
+
+void hc_free(ocbg *o, char *p)
+{
+    if (p)
+        o->host.free(o->host.userdata, p);
+}
+
+/* Turns a failed call's result into *err and logs it; returns rc. */
+static int failed(ocbg *o, const char *fn, const char *session, int rc, char *host_msg, char **err)
+{
+    char *msg = xasprintf("%s", host_msg && *host_msg ? host_msg : strerror(-rc));
+    hc_free(o, host_msg);
+    hc_log(o, OCP_LOG_WARN, "ocbg: %s(%s) failed: %s", fn, session ? session : "", msg);
+    if (err)
+        *err = msg;
+    else
+        free(msg);
+    return rc < 0 ? rc : -EIO;
+}
+
+int hc_session_create(ocbg *o, const char *parent_id, const char *title, char **id_out, char **err)
+{
+    char *out = NULL;
+    int rc = o->host.session_create(o->host.userdata, parent_id, title, &out);
+    if (rc != 0)
+        return failed(o, "session_create", parent_id, rc, out, err);
+    cJSON *s = cJSON_Parse(out);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "id"));
+    if (!id || !*id) {
+        cJSON_Delete(s);
+        hc_free(o, out);
+        hc_log(o, OCP_LOG_WARN, "ocbg: session_create returned no session id");
+        if (err)
+            *err = xstrdup("the host returned a session without an id");
+        return -EIO;
+    }
+    *id_out = xstrdup(id);
+    cJSON_Delete(s);
+    hc_free(o, out);
+    return 0;
+}
+
+int hc_session_get(ocbg *o, const char *session_id, char **err)
+{
+    char *out = NULL;
+    int rc = o->host.session_get(o->host.userdata, session_id, &out);
+    if (rc != 0)
+        return failed(o, "session_get", session_id, rc, out, err);
+    hc_free(o, out);
+    return 0;
+}
+
+int hc_session_messages(ocbg *o, const char *session_id, int limit, char **json, char **err)
+{
+    char *out = NULL;
+    int rc = o->host.session_messages(o->host.userdata, session_id, limit, &out);
+    if (rc != 0)
+        return failed(o, "session_messages", session_id, rc, out, err);
+    *json = out;
+    return 0;
+}
+
+int hc_session_prompt(ocbg *o, const char *session_id, const char *text, const char *agent,
+                      bool no_reply, bool deny_tools, char **err)
+{
+    cJSON *body = cJSON_CreateObject();
+    cJSON *parts = cJSON_AddArrayToObject(body, "parts");
+    cJSON *part = cJSON_CreateObject();
+    cJSON_AddStringToObject(part, "type", "text");
+    cJSON_AddStringToObject(part, "text", text);
+    cJSON_AddItemToArray(parts, part);
+    if (agent && *agent)
+        cJSON_AddStringToObject(body, "agent", agent);
+    if (no_reply)
+        cJSON_AddTrueToObject(body, "noReply");
+    if (deny_tools) {
+        cJSON *tools = cJSON_AddObjectToObject(body, "tools");
+        for (size_t i = 0; i < o->table.tool_count; i++)
+            cJSON_AddFalseToObject(tools, o->table.tools[i].name);
+    }
+    char *json = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    if (!json) {
+        if (err)
+            *err = xstrdup("out of memory");
+        return -ENOMEM;
+    }
+    char *out = NULL;
+    int rc = o->host.session_prompt(o->host.userdata, session_id, json, &out);
+    cJSON_free(json);
+    if (rc != 0)
+        return failed(o, "session_prompt", session_id, rc, out, err);
+    hc_free(o, out);
+    return 0;
+}
+
+int hc_session_abort(ocbg *o, const char *session_id, char **err)
+{
+    char *out = NULL;
+    int rc = o->host.session_abort(o->host.userdata, session_id, &out);
+    if (rc != 0)
+        return failed(o, "session_abort", session_id, rc, out, err);
+    hc_free(o, out);
+    return 0;
+}
+
+int hc_session_status(ocbg *o, char **json, char **err)
+{
+    char *out = NULL;
+    int rc = o->host.session_status(o->host.userdata, &out);
+    if (rc != 0)
+        return failed(o, "session_status", NULL, rc, out, err);
+    *json = out;
+    return 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * hostcalls.h — the plugin's side of the host table: one wrapper per host
+ * function, called WITHOUT the engine lock held (they may block).
+ *
+ * Each returns 0 or a negative errno. On failure, when err is not NULL, *err
+ * is a readable message (malloc'd, never NULL). JSON results (`*json`) are
+ * the host's strings: free them with hc_free.
+ */
+#ifndef OCBG_HOSTCALLS_H
+#define OCBG_HOSTCALLS_H
+
+#include <stdbool.h>
+
+#include "engine.h"
+
+void hc_log(ocbg *o, enum ocp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void hc_free(ocbg *o, char *host_string);
+
+/* Creates a session; *id_out = its id (malloc'd). */
+int hc_session_create(ocbg *o, const char *parent_id, const char *title, char **id_out, char **err);
+/* 0 when the session exists; -ENOENT when it is gone. */
+int hc_session_get(ocbg *o, const char *session_id, char **err);
+int hc_session_messages(ocbg *o, const char *session_id, int limit, char **json, char **err);
+/* Sends one text part. agent may be NULL. deny_tools: turn this plugin's tools
+ * off in that session (a sub-agent must not start background tasks). */
+int hc_session_prompt(ocbg *o, const char *session_id, const char *text, const char *agent,
+                      bool no_reply, bool deny_tools, char **err);
+int hc_session_abort(ocbg *o, const char *session_id, char **err);
+int hc_session_status(ocbg *o, char **json, char **err);
+
+#endif

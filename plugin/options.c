@@ -1,0 +1,93 @@
+/* options.c — see options.h. One table row per integer option. */
+#include "options.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct int_option {
+    const char *name;
+    size_t offset;
+    int min, max, def;
+} int_option;
+
+static const int_option int_options[] = {
+    {"poll_interval_ms", offsetof(options, poll_interval_ms), 50, 600000, 1000},
+    {"notify_max_chars", offsetof(options, notify_max_chars), 200, 1000000, 4000},
+    {"notify_retries", offsetof(options, notify_retries), 0, 20, 4},
+    {"notify_retry_ms", offsetof(options, notify_retry_ms), 1, 60000, 250},
+};
+#define N_INT_OPTIONS (sizeof int_options / sizeof int_options[0])
+
+void options_default(options *o)
+{
+    memset(o, 0, sizeof *o);
+    for (size_t i = 0; i < N_INT_OPTIONS; i++)
+        *(int *)((char *)o + int_options[i].offset) = int_options[i].def;
+    o->wake = WAKE_LAST;
+}
+
+static int known_keys(char *out, size_t size)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < N_INT_OPTIONS; i++)
+        used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", int_options[i].name);
+    return snprintf(out + used, used < size ? size - used : 0, "wake");
+}
+
+static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
+{
+    const char *key = item->string;
+    for (size_t i = 0; i < N_INT_OPTIONS; i++) {
+        const int_option *io = &int_options[i];
+        if (strcmp(key, io->name) != 0)
+            continue;
+        double v = item->valuedouble;
+        if (!cJSON_IsNumber(item) || v != floor(v) || v < io->min || v > io->max) {
+            snprintf(err, err_size, "option '%s' must be a whole number from %d to %d", key, io->min,
+                     io->max);
+            return -EINVAL;
+        }
+        *(int *)((char *)o + io->offset) = (int)v;
+        return 0;
+    }
+    if (strcmp(key, "wake") == 0) {
+        const char *v = cJSON_GetStringValue(item);
+        if (v && strcmp(v, "last") == 0)
+            o->wake = WAKE_LAST;
+        else if (v && strcmp(v, "always") == 0)
+            o->wake = WAKE_ALWAYS;
+        else {
+            snprintf(err, err_size, "option 'wake' must be \"last\" or \"always\"");
+            return -EINVAL;
+        }
+        return 0;
+    }
+    char known[512];
+    known_keys(known, sizeof known);
+    snprintf(err, err_size, "unknown option '%s' (known: %s)", key, known);
+    return -EINVAL;
+}
+
+int options_parse(options *o, const char *json, char *err, size_t err_size)
+{
+    options_default(o);
+    if (!json || !*json)
+        return 0;
+    cJSON *root = cJSON_Parse(json);
+    if (!cJSON_IsObject(root)) {
+        snprintf(err, err_size, "plugin options must be a JSON object");
+        cJSON_Delete(root);
+        return -EINVAL;
+    }
+    options parsed = *o;
+    int rc = 0;
+    for (const cJSON *item = root->child; item && rc == 0; item = item->next)
+        rc = parse_one(&parsed, item, err, err_size);
+    if (rc == 0)
+        *o = parsed;
+    cJSON_Delete(root);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/*
+ * options.h — the plugin's options, from the host's plugin options JSON
+ * (OpenCode: the object after the plugin's path in opencode.json).
+ * Every key is optional; unknown keys and out-of-range values are refused so
+ * that a typo never silently means "default".
+ */
+#ifndef OCBG_OPTIONS_H
+#define OCBG_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum wake_policy {
+    WAKE_LAST,   /* wake the parent for a failure or the last running task */
+    WAKE_ALWAYS, /* wake the parent for every notification */
+} wake_policy;
+
+typedef struct options {
+    int poll_interval_ms;  /* fallback poll tick while tasks are active */
+    int notify_max_chars;  /* result text cap in a notification */
+    int notify_retries;    /* further attempts after a failed push */
+    int notify_retry_ms;   /* first retry delay; doubles each attempt */
+    wake_policy wake;
+} options;
+
+/* The defaults. */
+void options_default(options *o);
+
+/* Parse `json` (NULL or "" = defaults) into *o. Returns 0, or -EINVAL with a
+ * readable reason in err (o is then left at the defaults). [any thread] */
+int options_parse(options *o, const char *json, char *err, size_t err_size);
+
+#endif

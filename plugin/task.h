@@ -1,0 +1,129 @@
+/*
+ * task.h — one background task and the registry that indexes them.
+ *
+ * The registry is O(1) by task id and by the task's own session id, and keeps
+ * each parent session's tasks in a list (newest first) so that listing and
+ * clearing never scan other sessions' tasks. Active tasks (running, resumed)
+ * are also on one list, which is all the poller walks.
+ * Not thread-safe: every function here runs under the engine's lock.
+ */
+#ifndef OCBG_TASK_H
+#define OCBG_TASK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "map.h"
+
+typedef enum task_status {
+    TASK_PENDING,   /* queued by a concurrency cap (not used yet) */
+    TASK_RUNNING,
+    TASK_COMPLETED,
+    TASK_ERROR,
+    TASK_CANCELLED,
+    TASK_RESUMED,   /* a completed task working on a follow-up prompt */
+} task_status;
+
+typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
+
+#define TASK_ID_SIZE 16 /* "bg_" + 8 hex + NUL, with room */
+#define RECENT_TOOLS 5
+#define RECENT_CALLS 8
+#define TOOL_NAME_SIZE 24
+
+typedef struct parent parent;
+
+typedef struct task {
+    char id[TASK_ID_SIZE];
+    char batch_id[TASK_ID_SIZE];
+    task_type type;
+    task_status status;
+    char *session_id;       /* the task's own (child) session */
+    char *parent_message;   /* the message that launched it; may be NULL */
+    char *parent_agent;     /* the agent that launched it; may be NULL */
+    char *description;
+    char *prompt;
+    char *agent;
+    char *result;           /* the last response text, once completed */
+    char *error;            /* why it ended in error */
+    char *result_message_id; /* the assistant message `result` came from */
+    int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms; /* wall clock; 0 = never */
+    unsigned run;           /* 1 for the launch, +1 per resume */
+    unsigned delivered_run; /* the run whose result a blocking wait returned */
+    unsigned resume_count;
+    bool forked;
+    bool finalizing;        /* a completion check is queued or running */
+    bool cancelling;        /* an abort is in flight: completion checks wait */
+    bool seen_busy;
+    bool session_gone;
+    unsigned idle_checks;   /* completion checks that found no finished answer */
+    uint64_t busy_tick;     /* the last poll tick that saw the session busy */
+    int64_t next_check_mono;
+    unsigned tool_calls;
+    uint32_t recent_calls[RECENT_CALLS]; /* hashes of recently seen call ids */
+    unsigned recent_calls_next;
+    char recent_tools[RECENT_TOOLS][TOOL_NAME_SIZE]; /* ring, newest at recent_tools_next-1 */
+    unsigned recent_tools_next;
+    parent *parent;
+    struct task *pnext, *pprev; /* the parent's list, newest first */
+    struct task *anext, *aprev; /* the active list */
+} task;
+
+/* An undelivered notification waiting for the parent's next ocbg answer. */
+typedef struct held_notice {
+    char *text;
+    struct held_notice *next;
+} held_notice;
+
+struct parent {
+    char *session_id;
+    task *head;          /* newest first */
+    unsigned count;
+    unsigned active;     /* running or resumed */
+    char batch_id[TASK_ID_SIZE]; /* the batch new tasks join while active > 0 */
+    held_notice *held, **held_tail;
+};
+
+typedef struct registry {
+    map by_id;       /* task id → task */
+    map by_session;  /* task session id → task */
+    map parents;     /* parent session id → parent */
+    task *active;    /* active list head */
+    unsigned active_count;
+    unsigned count;
+} registry;
+
+const char *task_status_name(task_status s);
+bool task_status_active(task_status s);   /* running or resumed (or pending) */
+bool task_status_terminal(task_status s); /* completed, error, cancelled */
+
+void registry_init(registry *r);
+void registry_free(registry *r); /* frees every task and parent */
+
+task *registry_find(registry *r, const char *task_id);
+task *registry_find_session(registry *r, const char *session_id);
+parent *registry_parent(registry *r, const char *parent_session); /* NULL when it has no tasks */
+
+/* A new task of `parent_session` with a fresh unique id and the given session,
+ * status running, on the parent's list (newest first); joins the parent's
+ * current batch when the parent has active tasks, else opens a new batch.
+ * Takes ownership of nothing: strings are copied. */
+task *registry_add(registry *r, const char *parent_session, const char *session_id, int64_t now);
+
+/* Change status, keeping the active list, the parent's active count and the
+ * completion time right. */
+void registry_set_status(registry *r, task *t, task_status s, int64_t now);
+
+/* Unlink and free one task. */
+void registry_remove(registry *r, task *t);
+
+/* Remove a parent and all its tasks. */
+void registry_remove_parent(registry *r, parent *p);
+
+/* Batch progress for t's batch among its parent's tasks. */
+void registry_batch_progress(const task *t, unsigned *done, unsigned *total);
+
+/* Record a tool part seen for t (progress); counts each call id once. */
+void task_note_tool(task *t, const char *call_id, const char *tool);
+
+#endif

@@ -1,0 +1,396 @@
+/* tools_background.c — the OpenCode face: background_task, background_output,
+ * background_cancel, background_list, background_clear (spec 000, 001). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "hostcalls.h"
+#include "tools.h"
+
+#define OUTPUT_TIMEOUT_DEFAULT_S 120
+#define OUTPUT_TIMEOUT_MAX_S 600
+
+/* A task of the caller's session, or NULL: a session sees only its own tasks. */
+static task *find_own(ocbg *o, const char *task_id, const ocp_call_ctx *ctx)
+{
+    task *t = registry_find(&o->reg, task_id);
+    if (!t || !ctx->session_id || strcmp(t->parent->session_id, ctx->session_id) != 0)
+        return NULL;
+    return t;
+}
+
+static int not_found(strbuf *out, const char *id)
+{
+    sb_printf(out, "Task not found: %s. Use background_list to see available tasks.", id);
+    return -ENOENT;
+}
+
+/* ---- background_task --------------------------------------------------- */
+
+static int run_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *description = arg_str(args, "description");
+    const char *prompt = arg_str(args, "prompt");
+    const char *agent = arg_str(args, "agent");
+    if (!ctx->session_id) {
+        sb_puts(out, "background_task: the call has no session to launch from");
+        return -EINVAL;
+    }
+    char *title = xasprintf("%s (@%s background task)", description, agent);
+    char *session = NULL, *err = NULL;
+    int rc = hc_session_create(o, ctx->session_id, title, &session, &err);
+    free(title);
+    if (rc != 0) {
+        sb_printf(out, "Failed to create a session for the background task: %s", err);
+        free(err);
+        return rc;
+    }
+
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_add(&o->reg, ctx->session_id, session, ocbg_now(o));
+    t->description = xstrdup(description);
+    t->prompt = xstrdup(prompt);
+    t->agent = xstrdup(agent);
+    t->parent_message = xstrdup(ctx->message_id);
+    t->parent_agent = xstrdup(ctx->agent);
+    char id[TASK_ID_SIZE], batch[TASK_ID_SIZE];
+    memcpy(id, t->id, sizeof id);
+    memcpy(batch, t->batch_id, sizeof batch);
+    pthread_mutex_unlock(&o->mu);
+
+    /* The task is registered before the prompt goes out, so its first events
+     * always find it. */
+    rc = hc_session_prompt(o, session, prompt, agent, false, true, &err);
+    free(session);
+    if (rc != 0) {
+        char *why = xasprintf("Failed to send the prompt to the sub-agent: %s", err);
+        pthread_mutex_lock(&o->mu);
+        t = registry_find(&o->reg, id);
+        if (t)
+            engine_finish(o, t, TASK_ERROR, why, NULL);
+        pthread_mutex_unlock(&o->mu);
+        sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, why);
+        free(why);
+        free(err);
+        return rc;
+    }
+    sb_printf(out,
+              "Background task launched.\nTask ID: %s\nBatch: %s\nDescription: %s\nAgent: %s\n"
+              "Status: running\n\nYou will be notified when it finishes; there is no need to poll. "
+              "To check on it: background_output(task_id=\"%s\").",
+              id, batch, description, agent, id);
+    return 0;
+}
+
+/* ---- background_output ------------------------------------------------- */
+
+static bool task_settled(ocbg *o, void *arg)
+{
+    task *t = registry_find(&o->reg, arg);
+    return !t || !task_status_active(t->status);
+}
+
+static int run_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *id = arg_str(args, "task_id");
+    bool block = arg_bool(args, "block", false);
+    double timeout = arg_num(args, "timeout", OUTPUT_TIMEOUT_DEFAULT_S);
+    if (!(timeout > 0) || !isfinite(timeout)) {
+        sb_printf(out, "background_output: argument 'timeout' must be a positive number of seconds (at most %d)",
+                  OUTPUT_TIMEOUT_MAX_S);
+        return -EINVAL;
+    }
+    if (timeout > OUTPUT_TIMEOUT_MAX_S)
+        timeout = OUTPUT_TIMEOUT_MAX_S;
+
+    pthread_mutex_lock(&o->mu);
+    task *t = find_own(o, id, ctx);
+    if (!t) {
+        pthread_mutex_unlock(&o->mu);
+        return not_found(out, id);
+    }
+    int rc = 0;
+    if (block && task_status_active(t->status)) {
+        char key[TASK_ID_SIZE];
+        memcpy(key, t->id, sizeof key);
+        wait_result w = engine_wait(o, ctx, mono_ms() + (int64_t)(timeout * 1000), task_settled, key);
+        t = registry_find(&o->reg, key);
+        if (!t) {
+            sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
+            pthread_mutex_unlock(&o->mu);
+            return -ENOENT;
+        }
+        if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
+            sb_printf(out, "%s; task %s is still %s in the background.\n",
+                      w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", t->id,
+                      task_status_name(t->status));
+            pthread_mutex_unlock(&o->mu);
+            return -ECANCELED;
+        }
+        if (w == WAIT_TIMEOUT)
+            sb_printf(out, "Timed out after waiting %gs: the task is still running.\n\n", timeout);
+    }
+    int64_t now = ocbg_now(o);
+    format_report(out, t, now);
+    if (t->status == TASK_COMPLETED)
+        t->retrieved_ms = now;
+    /* A blocking call that returns the result replaces the notification. */
+    if (block && !task_status_active(t->status))
+        t->delivered_run = t->run;
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}
+
+/* ---- background_cancel ------------------------------------------------- */
+
+typedef struct cancel_item {
+    char id[TASK_ID_SIZE];
+    char *session;
+    int rc;
+    char *err;
+} cancel_item;
+
+/* Abort each item's session (no lock held), then mark those still active
+ * cancelled. A failed abort leaves its task running. */
+static void cancel_items(ocbg *o, cancel_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        items[i].rc = hc_session_abort(o, items[i].session, &items[i].err);
+    pthread_mutex_lock(&o->mu);
+    for (size_t i = 0; i < n; i++) {
+        task *t = registry_find(&o->reg, items[i].id);
+        if (!t)
+            continue;
+        if (items[i].rc == 0 || items[i].rc == -ENOENT) {
+            engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+        } else {
+            t->cancelling = false;
+            engine_request_finalize(o, t); /* an idle ignored meanwhile */
+        }
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+static void free_items(cancel_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(items[i].session);
+        free(items[i].err);
+    }
+    free(items);
+}
+
+static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *out)
+{
+    pthread_mutex_lock(&o->mu);
+    parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+    size_t n = 0, in_batch = 0;
+    cancel_item *items = NULL;
+    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
+        if (strcmp(t->batch_id, batch) != 0)
+            continue;
+        in_batch++;
+        if (!task_status_active(t->status) || t->cancelling)
+            continue;
+        t->cancelling = true;
+        items = xrealloc(items, (n + 1) * sizeof *items);
+        memset(&items[n], 0, sizeof *items);
+        memcpy(items[n].id, t->id, sizeof items[n].id);
+        items[n].session = xstrdup(t->session_id);
+        n++;
+    }
+    pthread_mutex_unlock(&o->mu);
+    if (in_batch == 0) {
+        sb_printf(out, "Batch not found: %s. Use background_list to see available tasks.", batch);
+        return -ENOENT;
+    }
+    if (n == 0) {
+        sb_printf(out, "No running tasks in batch %s: all %zu of its tasks have already finished.", batch,
+                  in_batch);
+        return -EINVAL;
+    }
+    cancel_items(o, items, n);
+    size_t cancelled = 0;
+    strbuf failures = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].rc == 0 || items[i].rc == -ENOENT)
+            cancelled++;
+        else
+            sb_printf(&failures, "\n- %s: could not abort its session (%s); it is still running.", items[i].id,
+                      items[i].err);
+    }
+    sb_printf(out, "Cancelled %zu running task%s of batch %s:", cancelled, cancelled == 1 ? "" : "s", batch);
+    for (size_t i = 0; i < n; i++)
+        if (items[i].rc == 0 || items[i].rc == -ENOENT)
+            sb_printf(out, " %s", items[i].id);
+    if (failures.len)
+        sb_puts(out, failures.buf);
+    sb_free(&failures);
+    int rc = cancelled ? 0 : items[0].rc;
+    free_items(items, n);
+    return rc;
+}
+
+static int run_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *id = arg_str(args, "task_id");
+    if (strncmp(id, "batch_", 6) == 0)
+        return cancel_batch(o, id, ctx, out);
+    pthread_mutex_lock(&o->mu);
+    task *t = find_own(o, id, ctx);
+    if (!t) {
+        pthread_mutex_unlock(&o->mu);
+        return not_found(out, id);
+    }
+    if (!task_status_active(t->status)) {
+        sb_printf(out, "Cannot cancel task %s: its status is %s. Only running tasks can be cancelled.", id,
+                  task_status_name(t->status));
+        pthread_mutex_unlock(&o->mu);
+        return -EINVAL;
+    }
+    if (t->cancelling) {
+        sb_printf(out, "Task %s is already being cancelled.", id);
+        pthread_mutex_unlock(&o->mu);
+        return -EINVAL;
+    }
+    t->cancelling = true;
+    cancel_item *item = xcalloc(1, sizeof *item);
+    memcpy(item->id, t->id, sizeof item->id);
+    item->session = xstrdup(t->session_id);
+    char *description = xstrdup(t->description);
+    pthread_mutex_unlock(&o->mu);
+
+    cancel_items(o, item, 1);
+    int rc = item->rc == -ENOENT ? 0 : item->rc;
+    if (rc == 0) {
+        sb_printf(out, "Task %s cancelled: %s\nIts session was aborted; status: cancelled.", id, description);
+    } else {
+        sb_printf(out, "Could not cancel task %s: aborting its session failed (%s). It is still running.", id,
+                  item->err);
+    }
+    free(description);
+    free_items(item, 1);
+    return rc;
+}
+
+/* ---- background_list --------------------------------------------------- */
+
+static int run_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *status = arg_str(args, "status");
+    const char *batch = arg_str(args, "batch_id");
+    pthread_mutex_lock(&o->mu);
+    parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+    int64_t now = ocbg_now(o);
+    unsigned counts[TASK_RESUMED + 1] = {0}, shown = 0;
+    strbuf lines = {0};
+    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
+        if (status && strcmp(task_status_name(t->status), status) != 0)
+            continue;
+        if (batch && strcmp(t->batch_id, batch) != 0)
+            continue;
+        format_list_line(&lines, t, now);
+        counts[t->status]++;
+        shown++;
+    }
+    pthread_mutex_unlock(&o->mu);
+    if (shown == 0) {
+        sb_puts(out, "No background tasks found");
+        if (status || batch)
+            sb_printf(out, " (filter:%s%s%s%s)", status ? " status " : "", status ? status : "",
+                      batch ? " batch " : "", batch ? batch : "");
+        sb_free(&lines);
+        return 0;
+    }
+    sb_printf(out, "Background tasks of this session (newest first):\n%s\nTotal: %u task%s", lines.buf, shown,
+              shown == 1 ? "" : "s");
+    const char *sep = " (";
+    for (int s = TASK_PENDING; s <= TASK_RESUMED; s++) {
+        if (counts[s]) {
+            sb_printf(out, "%s%u %s", sep, counts[s], task_status_name((task_status)s));
+            sep = ", ";
+        }
+    }
+    sb_puts(out, ")");
+    sb_free(&lines);
+    return 0;
+}
+
+/* ---- background_clear -------------------------------------------------- */
+
+static int run_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    (void)args;
+    pthread_mutex_lock(&o->mu);
+    parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+    unsigned total = p ? p->count : 0;
+    char **sessions = NULL;
+    size_t n = 0;
+    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
+        if (!task_status_active(t->status))
+            continue;
+        sessions = xrealloc(sessions, (n + 1) * sizeof *sessions);
+        sessions[n++] = xstrdup(t->session_id);
+    }
+    if (p) {
+        registry_remove_parent(&o->reg, p);
+        engine_wake_waiters(o);
+    }
+    pthread_mutex_unlock(&o->mu);
+    for (size_t i = 0; i < n; i++) {
+        hc_session_abort(o, sessions[i], NULL);
+        free(sessions[i]);
+    }
+    free(sessions);
+    if (total == 0)
+        sb_puts(out, "No background tasks to clear.");
+    else
+        sb_printf(out, "Cleared %u background task%s of this session (%zu running task%s aborted).", total,
+                  total == 1 ? "" : "s", n, n == 1 ? " was" : "s were");
+    return 0;
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+static const char *const list_statuses[] = {"pending", "running", "completed", "error", "cancelled", "resumed",
+                                            NULL};
+
+static const arg_spec task_args[] = {
+    {"description", ARG_STRING, true, "A short (3-5 words) description of the task", NULL},
+    {"prompt", ARG_STRING, true, "The full task for the sub-agent to do on its own", NULL},
+    {"agent", ARG_STRING, true, "The agent to run it (e.g. general, explore)", NULL},
+};
+static const arg_spec output_args[] = {
+    {"task_id", ARG_STRING, true, "The task id (bg_...)", NULL},
+    {"block", ARG_BOOLEAN, false, "Wait for the task to finish (default false)", NULL},
+    {"timeout", ARG_NUMBER, false, "With block: how long to wait, in seconds (default 120, at most 600)", NULL},
+};
+static const arg_spec cancel_args[] = {
+    {"task_id", ARG_STRING, true, "The task id (bg_...), or a batch id (batch_...) to cancel all its running tasks",
+     NULL},
+};
+static const arg_spec list_args[] = {
+    {"status", ARG_STRING, false, "Only tasks with this status", list_statuses},
+    {"batch_id", ARG_STRING, false, "Only tasks of this batch (batch_...)", NULL},
+};
+
+const tool_spec background_tools[] = {
+    {"background_task",
+     "Launch a sub-agent in the background: it works on the prompt in its own session while you go on. "
+     "Returns a task id at once; you are notified in this conversation when it finishes, so do not poll.",
+     task_args, sizeof task_args / sizeof task_args[0], run_task},
+    {"background_output",
+     "Get a background task's result, or its status and progress while it runs. Non-blocking unless "
+     "block=true, which waits up to timeout seconds (default 120, at most 600).",
+     output_args, sizeof output_args / sizeof output_args[0], run_output},
+    {"background_cancel",
+     "Cancel a running background task (aborts its session), or every running task of a batch.", cancel_args,
+     sizeof cancel_args / sizeof cancel_args[0], run_cancel},
+    {"background_list", "List this session's background tasks, newest first, with status and duration.", list_args,
+     sizeof list_args / sizeof list_args[0], run_list},
+    {"background_clear", "Remove all of this session's background tasks, aborting those still running.", NULL, 0,
+     run_clear},
+};
+const size_t background_tool_count = sizeof background_tools / sizeof background_tools[0];
