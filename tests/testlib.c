@@ -1,0 +1,117 @@
+/* testlib.c — see testlib.h. */
+#include "testlib.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int t_rc;
+
+sim_host *t_host(const char *options_json)
+{
+    const char *dir = getenv("OCBG_PLUGIN_DIR");
+    if (!dir)
+        bail_out("OCBG_PLUGIN_DIR is not set (run the tests with make check)");
+    sim_host *h = sim_create();
+    if (!h)
+        bail_out("sim_create failed");
+    int n = sim_load_plugins(h, dir, options_json);
+    if (n != 1)
+        bail_out("loading ocbg from %s: %d plugins loaded (%s)", dir, n, sim_load_error(h));
+    return h;
+}
+
+char *t_tool(sim_host *h, const char *session, const char *tool, const char *args_json)
+{
+    char *out = NULL;
+    t_rc = sim_tool(h, session, tool, args_json, &out);
+    return out ? out : calloc(1, 1);
+}
+
+char *t_find_id(const char *text, const char *prefix)
+{
+    const char *p = text ? strstr(text, prefix) : NULL;
+    if (!p)
+        return NULL;
+    size_t n = strlen(prefix);
+    while ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f'))
+        n++;
+    return strndup(p, n);
+}
+
+char *t_launch(sim_host *h, const char *session, const char *description, const char *prompt, const char *agent)
+{
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "description", description);
+    cJSON_AddStringToObject(a, "prompt", prompt);
+    cJSON_AddStringToObject(a, "agent", agent);
+    char *json = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    char *out = t_tool(h, session, "background_task", json);
+    free(json);
+    char *id = t_find_id(out, "bg_");
+    if (t_rc != 0 || !id)
+        bail_out("launch failed (rc %d): %s", t_rc, out);
+    free(out);
+    return id;
+}
+
+typedef struct status_arg {
+    const char *session, *task_id;
+    char want[128];
+} status_arg;
+
+static int has_status(sim_host *h, void *arg)
+{
+    status_arg *a = arg;
+    char args[128];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", a->task_id);
+    char *out = NULL;
+    sim_tool(h, a->session, "background_output", args, &out);
+    /* The first line is "Task <id>[ (markers)]: <status>". */
+    char *nl = out ? strchr(out, '\n') : NULL;
+    if (nl)
+        *nl = '\0';
+    size_t lw = strlen(a->want), lo = out ? strlen(out) : 0;
+    int found = lo >= lw && strcmp(out + lo - lw, a->want) == 0;
+    free(out);
+    return found;
+}
+
+int t_wait_status(sim_host *h, const char *session, const char *task_id, const char *status, int timeout_ms)
+{
+    status_arg a = {session, task_id, {0}};
+    snprintf(a.want, sizeof a.want, ": %s", status);
+    return sim_wait(h, has_status, &a, tap_timeout_ms(timeout_ms));
+}
+
+int t_count_messages_with(sim_host *h, const char *session, const char *needle)
+{
+    int n = sim_session_message_count(h, session), count = 0;
+    for (int i = 0; i < n; i++) {
+        char *text = sim_session_message_text(h, session, i);
+        if (text && strstr(text, needle))
+            count++;
+        free(text);
+    }
+    return count;
+}
+
+typedef struct msg_arg {
+    const char *session, *needle;
+    int n;
+} msg_arg;
+
+static int has_messages(sim_host *h, void *arg)
+{
+    msg_arg *a = arg;
+    return t_count_messages_with(h, a->session, a->needle) >= a->n;
+}
+
+int t_wait_messages_with(sim_host *h, const char *session, const char *needle, int n, int timeout_ms)
+{
+    msg_arg a = {session, needle, n};
+    return sim_wait(h, has_messages, &a, tap_timeout_ms(timeout_ms));
+}
