@@ -26,7 +26,7 @@ static void launch_creates_child_and_sends_prompt(void)
     is_int(sim_calls(h, "session_create", NULL), 1, "one child session created");
     char *body = sim_call_body(h, "session_create", NULL, 0);
     cJSON *b = cJSON_Parse(body);
-    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(b, "parent_id")), parent, "child's parent is the caller");
+    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(b, "parentID")), parent, "child's parent is the caller");
     like(cJSON_GetStringValue(cJSON_GetObjectItem(b, "title")), "Find auth", "child's title has the description");
     cJSON_Delete(b);
     free(body);
