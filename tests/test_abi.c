@@ -1,0 +1,165 @@
+/* The ocp ABI as a host meets it: loading refusals with readable reasons, an
+ * older (smaller) host table, the plugin table's contents, exactly one
+ * exported symbol, and load → shutdown → dlclose many times. */
+#include <cjson/cJSON.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+static char so_path[4096];
+
+static void *open_plugin(ocp_plugin_entry_fn *entry)
+{
+    void *dl = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+    if (!dl)
+        bail_out("dlopen %s: %s", so_path, dlerror());
+    *entry = (ocp_plugin_entry_fn)dlsym(dl, OCP_ENTRY_SYMBOL);
+    if (!*entry)
+        bail_out("no %s in %s", OCP_ENTRY_SYMBOL, so_path);
+    return dl;
+}
+
+static void refusals(sim_host *h)
+{
+    ocp_plugin_entry_fn entry;
+    void *dl = open_plugin(&entry);
+    char err[256];
+    ocp_host host = *sim_table(h);
+
+    host.abi_major = OCP_ABI_MAJOR + 1;
+    err[0] = '\0';
+    ok(entry(&host, NULL, err, sizeof err) == NULL, "a host of another ABI major is refused");
+    like(err, "the host speaks ocp ABI 2.0; this plugin needs ABI 1.x", "the reason names both versions");
+
+    host = *sim_table(h);
+    host.struct_size = OCP_HOST_MIN_SIZE - 8;
+    ok(entry(&host, NULL, err, sizeof err) == NULL, "a host table smaller than 1.0's is refused");
+    like(err, "the host table is too small", "the reason says the table is too small");
+
+    host = *sim_table(h);
+    host.session_status = NULL;
+    ok(entry(&host, NULL, err, sizeof err) == NULL, "a host without session_status is refused");
+    like(err, "the host table has no session_status function", "the reason names the function");
+
+    host = *sim_table(h);
+    ok(entry(&host, "{\"poll_interval_ms\":\"fast\"}", err, sizeof err) == NULL, "bad options are refused");
+    like(err, "ocbg: invalid options: option 'poll_interval_ms' must be a whole number from 50 to 600000",
+         "the reason names the option and its range");
+    ok(entry(&host, "{\"pol_interval_ms\":100}", err, sizeof err) == NULL, "an unknown option is refused");
+    like(err, "unknown option 'pol_interval_ms'", "the reason names the unknown option");
+    ok(entry(&host, "[]", err, sizeof err) == NULL, "options that are not an object are refused");
+    ok(entry(NULL, NULL, err, sizeof err) == NULL, "no host table is refused");
+    ok(entry(&host, "[]", NULL, 0) == NULL, "a refusal with no error buffer is still a refusal");
+    dlclose(dl);
+}
+
+static void older_host_table(sim_host *h)
+{
+    ocp_plugin_entry_fn entry;
+    void *dl = open_plugin(&entry);
+    ocp_host host = *sim_table(h);
+    /* A 1.0 host compiled before now_ms existed: the table ends before it. */
+    host.struct_size = OCP_HOST_MIN_SIZE;
+    host.now_ms = (int64_t(*)(void *))(uintptr_t)0xdead; /* beyond the table: must not be read */
+    char err[256] = "";
+    const ocp_plugin *p = entry(&host, NULL, err, sizeof err);
+    ok(p != NULL, "a table ending at OCP_HOST_MIN_SIZE loads: %s", err);
+    if (p) {
+        char *session = sim_session_new(h, NULL, "main");
+        ocp_call_ctx ctx = {.struct_size = sizeof ctx, .session_id = session};
+        char *out = NULL;
+        int rc = p->tool_call(p->userdata, "background_list", "{}", &ctx, &out);
+        is_int(rc, 0, "a tool call works without the host clock");
+        is_str(out, "No background tasks found", "and answers");
+        p->free(p->userdata, out);
+        p->shutdown(p->userdata);
+        free(session);
+    }
+    dlclose(dl);
+}
+
+static void plugin_table(sim_host *h)
+{
+    is_int(sim_plugin_count(h), 1, "the host loaded one plugin from the plugin directory");
+    const ocp_plugin *p = sim_plugin(h, 0);
+    is_str(p->name, "ocbg", "plugin name");
+    ok(p->version && *p->version, "plugin version %s", p->version);
+    is_int(p->abi_major, OCP_ABI_MAJOR, "plugin ABI major");
+    ok(p->struct_size >= sizeof(ocp_plugin), "plugin table size");
+    static const char *const names[] = {"background_task", "background_output", "background_cancel",
+                                        "background_list", "background_clear"};
+    is_int(p->tool_count, 5, "five tools in the OpenCode face");
+    for (size_t i = 0; i < 5 && i < p->tool_count; i++) {
+        is_str(p->tools[i].name, names[i], "tool %zu name", i);
+        ok(p->tools[i].description && strlen(p->tools[i].description) > 20, "%s has a description", names[i]);
+        cJSON *s = cJSON_Parse(p->tools[i].parameters_json);
+        ok(cJSON_IsObject(s) && cJSON_IsObject(cJSON_GetObjectItem(s, "properties")),
+           "%s schema is a JSON Schema object", names[i]);
+        cJSON_Delete(s);
+    }
+    cJSON *s = cJSON_Parse(p->tools[1].parameters_json);
+    char *req = cJSON_PrintUnformatted(cJSON_GetObjectItem(s, "required"));
+    is_str(req, "[\"task_id\"]", "background_output: only task_id is required");
+    cJSON *block = cJSON_GetObjectItem(cJSON_GetObjectItem(s, "properties"), "block");
+    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(block, "type")), "boolean", "block is a boolean");
+    free(req);
+    cJSON_Delete(s);
+    s = cJSON_Parse(p->tools[0].parameters_json);
+    req = cJSON_PrintUnformatted(cJSON_GetObjectItem(s, "required"));
+    is_str(req, "[\"description\",\"prompt\",\"agent\"]", "background_task: three required arguments");
+    free(req);
+    cJSON_Delete(s);
+}
+
+static void one_exported_symbol(void)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s' | awk '{print $3}'", so_path);
+    FILE *f = popen(cmd, "r");
+    if (!f) {
+        skip(1, "nm not available");
+        return;
+    }
+    char buf[4096] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    pclose(f);
+    is_str(buf, "ocp_plugin_entry\n", "ocbg.so exports exactly ocp_plugin_entry");
+}
+
+static void load_unload_many(void)
+{
+    int rounds = getenv("OCBG_UNDER_VALGRIND") ? 20 : 100, good = 0;
+    for (int i = 0; i < rounds; i++) {
+        sim_host *h = sim_create();
+        if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), NULL) == 1) {
+            char *session = sim_session_new(h, NULL, "main");
+            char *out = NULL;
+            if (sim_tool(h, session, "background_list", "{}", &out) == 0)
+                good++;
+            free(out);
+            free(session);
+        }
+        sim_destroy(h); /* shutdown, then dlclose */
+    }
+    is_int(good, rounds, "load → call → shutdown → dlclose %d times", rounds);
+}
+
+int main(void)
+{
+    const char *dir = getenv("OCBG_PLUGIN_DIR");
+    if (!dir)
+        bail_out("OCBG_PLUGIN_DIR is not set");
+    snprintf(so_path, sizeof so_path, "%s/ocbg.so", dir);
+    sim_host *h = t_host(NULL);
+    refusals(h);
+    older_host_table(h);
+    plugin_table(h);
+    sim_destroy(h);
+    one_exported_symbol();
+    load_unload_many();
+    return done_testing();
+}
