@@ -1,0 +1,125 @@
+/* demo.c — `make demo`: ocbg.so loaded by the simulated host from a plugin
+ * directory, exactly as a host would; a model launches two background tasks,
+ * keeps going, and the notifications arrive in its transcript. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simhost.h"
+
+static void print_indented(const char *text)
+{
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        printf("    %.*s\n", (int)n, p);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+static char *call(sim_host *h, const char *session, const char *tool, const char *args)
+{
+    printf("\n> model calls %s(%s)\n", tool, args);
+    char *out = NULL;
+    int rc = sim_tool(h, session, tool, args, &out);
+    print_indented(out ? out : "");
+    if (rc != 0)
+        printf("    (error %d)\n", rc);
+    return out;
+}
+
+static char *id_in(const char *text)
+{
+    const char *p = text ? strstr(text, "Task ID: ") : NULL;
+    return p ? strndup(p + 9, 11) : NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "build/plugin-dir";
+    sim_host *h = sim_create();
+    int n = sim_load_plugins(h, dir, NULL);
+    if (n < 1) {
+        fprintf(stderr, "demo: no plugin loaded from %s: %s\n", dir, sim_load_error(h));
+        sim_destroy(h);
+        return 1;
+    }
+    printf("Simulated host: loaded %d plugin(s) from %s\n", n, dir);
+    for (size_t i = 0; i < sim_plugin_count(h); i++) {
+        const ocp_plugin *p = sim_plugin(h, i);
+        printf("  %s %s (ocp ABI %u.%u) registered %zu tools:\n", p->name, p->version, p->abi_major,
+               p->abi_minor, p->tool_count);
+        for (size_t t = 0; t < p->tool_count; t++) {
+            cJSON *schema = cJSON_Parse(p->tools[t].parameters_json);
+            cJSON *required = cJSON_GetObjectItem(schema, "required");
+            printf("    %-18s (", p->tools[t].name);
+            const cJSON *prop;
+            int first = 1;
+            cJSON_ArrayForEach(prop, cJSON_GetObjectItem(schema, "properties"))
+            {
+                int req = 0;
+                const cJSON *r;
+                cJSON_ArrayForEach(r, required) req |= strcmp(r->valuestring, prop->string) == 0;
+                printf("%s%s%s", first ? "" : ", ", prop->string, req ? "" : "?");
+                first = 0;
+            }
+            printf(")\n");
+            cJSON_Delete(schema);
+        }
+    }
+
+    /* Two sub-agents: one quick, one that reads and greps for a while. */
+    sim_script(h, "List the TODO comments",
+               "{\"steps\":[{\"tool\":\"grep\",\"input\":{\"pattern\":\"TODO\"},\"output\":\"3 matches\",\"ms\":150},"
+               "{\"reply\":\"3 TODOs: src/a.c:10, src/b.c:22, src/c.c:5\"}]}", 1);
+    sim_script(h, "Summarise the build",
+               "{\"steps\":[{\"tool\":\"read\",\"input\":{\"path\":\"Makefile\"},\"output\":\"...\",\"ms\":200},"
+               "{\"tool\":\"read\",\"input\":{\"path\":\"README.md\"},\"output\":\"...\",\"ms\":200},"
+               "{\"reply\":\"The build is one Makefile: make, make check, make demo.\"}]}", 1);
+    sim_script(h, "[ocbg] Background task", "{\"steps\":[{\"reply\":\"Both results are in; carrying on.\"}]}", 0);
+
+    char *parent = sim_session_new(h, NULL, "demo conversation");
+    printf("\nParent session %s: the model starts two background tasks and goes on.\n", parent);
+    char *a = call(h, parent, "background_task",
+                   "{\"description\":\"Find TODOs\",\"prompt\":\"List the TODO comments\",\"agent\":\"explore\"}");
+    char *b = call(h, parent, "background_task",
+                   "{\"description\":\"Summarise build\",\"prompt\":\"Summarise the build\",\"agent\":\"general\"}");
+    char *id_a = id_in(a), *id_b = id_in(b);
+    free(call(h, parent, "background_list", "{}"));
+
+    printf("\nWaiting for the notifications in the parent transcript...\n");
+    int seen = sim_session_message_count(h, parent);
+    int notes = 0;
+    while (notes < 2 && sim_wait_messages(h, parent, seen + 1, 10000) == 0) {
+        char *text = sim_session_message_text(h, parent, seen);
+        if (text && strstr(text, "[ocbg] Background task")) {
+            char *body = sim_call_body(h, "session_prompt", parent, notes);
+            int silent = body && strstr(body, "\"noReply\":true");
+            printf("\n[transcript] notification %d (%s):\n", ++notes,
+                   silent ? "joins the context silently" : "wakes the parent");
+            print_indented(text);
+            free(body);
+        }
+        free(text);
+        seen++;
+    }
+    sim_wait_messages(h, parent, seen + 1, 5000); /* the woken parent's reply */
+    char *reply = sim_session_message_text(h, parent, -1);
+    printf("\n[transcript] parent model replies: %s\n", reply ? reply : "");
+    free(reply);
+
+    char args[64];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id_a ? id_a : "");
+    free(call(h, parent, "background_output", args));
+    int ok = notes == 2;
+    printf("\n%s\n", ok ? "Demo done: two tasks ran in parallel, two notifications, result read back."
+                        : "Demo FAILED: the notifications did not arrive.");
+    free(a);
+    free(b);
+    free(id_a);
+    free(id_b);
+    free(parent);
+    sim_destroy(h);
+    return ok ? 0 : 1;
+}
