@@ -122,16 +122,16 @@ check-valgrind:
 bench: deps $(BUILD)/plugin-dir/ocbg.so $(BENCHES)
 	@for b in $(BENCHES); do OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) $$b || exit 1; done
 
-$(BUILD)/opencode-plugin.pc: pkgconfig/opencode-plugin.pc.in Makefile
-	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
-	    -e 's|@PLUGINDIR@|$(PLUGINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
-
-install: all $(BUILD)/opencode-plugin.pc
+# The .pc file is written at install time so that it always carries this
+# install's PREFIX and directories.
+install: all
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 644 include/ocp.h $(DESTDIR)$(INCLUDEDIR)/ocp.h
 	install -m 755 $(BUILD)/ocbg.so $(DESTDIR)$(PLUGINDIR)/ocbg.so
-	install -m 644 $(BUILD)/opencode-plugin.pc $(DESTDIR)$(PKGCONFIGDIR)/opencode-plugin.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' \
+	    -e 's|@PLUGINDIR@|$(PLUGINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' pkgconfig/opencode-plugin.pc.in \
+	    > $(DESTDIR)$(PKGCONFIGDIR)/opencode-plugin.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/opencode-plugin.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(INCLUDEDIR)/ocp.h $(DESTDIR)$(PLUGINDIR)/ocbg.so \
