@@ -11,8 +11,8 @@
  *   toolcall.c  tool and command calls as the host's worker makes them
  *
  * Locking. `mu` guards everything except the plugin list: sessions, scripts,
- * the scheduler heap, the event queue, the call record, faults, the clock
- * offset. `plug_mu` guards the plugin list; it is held while the host calls a
+ * the scheduler heap, the event queue, the call record, faults. The clock
+ * offset is atomic. `plug_mu` guards the plugin list; it is held while the host calls a
  * plugin's on_event or transform_messages (both may not block or call the
  * host), never while calling tool_call, command_call or shutdown. The two are
  * never held together. No host lock is held while a plugin runs code that may
@@ -141,7 +141,7 @@ struct sim_host {
     uint64_t version;        /* bumped on every state change */
     int stopping;            /* threads exit */
 
-    int64_t advance_ms;
+    int64_t advance_ms; /* atomic: read without mu by now_ms */
 
     /* ids */
     uint64_t id_last;
@@ -195,7 +195,8 @@ struct sim_host {
 
 /* Monotonic ms (for deadlines and scheduling). Any thread. */
 int64_t sim_mono_ms(void);
-/* Wall-clock ms plus the test's offset. Caller holds mu. */
+/* Wall-clock ms plus the test's offset. Any thread, no lock needed (the
+ * name is historical: callers holding mu may use it too). */
 int64_t sim_now_locked(sim_host *h);
 /* Note a state change: bump the version, wake sim_wait. Caller holds mu. */
 void sim_changed_locked(sim_host *h);
