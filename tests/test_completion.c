@@ -1,0 +1,234 @@
+/* How a task ends (spec 000 "Task Status Management", "Event-Based Completion
+ * Detection"): by its idle event, by the fallback poll when every idle is
+ * lost, once only under duplicated events, as an error on session.error, and
+ * when its session or its parent session is deleted. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+#define NOTICE_DONE "[ocbg] Background task completed: "
+#define NOTICE_FAIL "[ocbg] Background task failed: "
+
+static int count_notices(sim_host *h, const char *parent, const char *prefix, const char *id)
+{
+    char needle[96];
+    snprintf(needle, sizeof needle, "%s%s", prefix, id);
+    return t_count_messages_with(h, parent, needle);
+}
+
+/* The fast path: the idle event alone completes the task (the poll is set so
+ * slow it cannot have done it), with the sub-agent's last text. */
+static void completes_by_idle_event(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
+    char *parent = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, parent, "Read code",
+                               "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"wait_ms\":30},"
+                               "{\"reply\":\"the answer is 42\"}]}");
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "idle event: task completed");
+    char *out = t_output(h, parent, id);
+    is_int(t_rc, 0, "output of a completed task succeeds");
+    char first[64];
+    snprintf(first, sizeof first, "Task %s: completed\n", id);
+    ok(strncmp(out, first, strlen(first)) == 0, "report starts with 'Task <id>: completed'");
+    like(out, "Description: Read code\nAgent: explore\n", "report names description and agent");
+    like(out, "Duration: ", "report gives the duration");
+    like(out, "\n\nResult:\nthe answer is 42\n", "result is the last assistant text");
+    is_int(sim_calls(h, "session_status", NULL), 0, "no poll was needed");
+    char *child = t_task_session(h, 0);
+    ok(sim_calls(h, "session_messages", child) >= 1, "the child's messages were read");
+    is_int(t_wait_messages_with(h, parent, NOTICE_DONE, 1, 5000), 0, "parent notified");
+    free(child);
+    free(out);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* session.idle dropped: the session.status idle event still completes it. */
+static void completes_by_status_idle(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_event_faults(h, 7, 1.0, 0, 0, "session.idle");
+    char *id = t_launch_script(h, parent, "status idle", "{\"steps\":[{\"reply\":\"via status\"}]}");
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "session.status idle completes the task");
+    is_int(sim_events_delivered(h, "session.idle"), 0, "no session.idle reached the plugin");
+    is_int(t_wait_output_with(h, parent, id, "Result:\nvia status", 2000), 0, "with its reply");
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* Every event lost (idle, status, parts): the poll finds the session idle. */
+static void completes_by_poll_when_events_lost(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":50}");
+    char *parent = sim_session_new(h, NULL, "main");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
+    size_t before = sim_events_delivered(h, NULL);
+    sim_event_faults(h, 11, 1.0, 0, 0, NULL);
+    char *id = t_launch_script(h, parent, "lost events",
+                               "{\"steps\":[{\"wait_ms\":40},{\"reply\":\"found by polling\"}]}");
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "poll fallback completes the task");
+    is_int(sim_events_delivered(h, NULL), before, "no event at all reached the plugin");
+    ok(sim_calls(h, "session_status", NULL) >= 1, "the status map was polled");
+    char *out = t_output(h, parent, id);
+    like(out, "Result:\nfound by polling", "the poll completion carries the reply");
+    free(out);
+    is_int(t_wait_messages_with(h, parent, "found by polling", 1, 5000), 0, "parent notified after a poll");
+    /* Once nothing is active the poll stops: a finished plugin makes no calls. */
+    sim_event_faults(h, 0, 0, 0, 0, NULL);
+    size_t polls = sim_calls(h, "session_status", NULL);
+    is_int(t_sync_notifications(h, parent), 0, "a later task completes too");
+    ok(sim_calls(h, "session_status", NULL) <= polls + 2, "no steady polling while idle");
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* Every event delivered twice (and idles injected by hand): one completion,
+ * one notification. */
+static void duplicated_events_complete_once(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_event_faults(h, 3, 0, 1.0, 0, NULL);
+    char *id = t_launch_script(h, parent, "dup events",
+                               "{\"steps\":[{\"tool\":\"grep\"},{\"reply\":\"only once\"}]}");
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed under duplicated events");
+    char *child = t_task_session(h, 0);
+    char ev[256];
+    snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"%s\"}}", child);
+    sim_emit(h, ev);
+    sim_emit(h, ev);
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "events flushed");
+    sim_event_faults(h, 0, 0, 0, 0, NULL);
+    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    is_int(count_notices(h, parent, NOTICE_DONE, id), 1, "exactly one notification");
+    char *out = t_output(h, parent, id);
+    like(out, "Result:\nonly once\n", "the one result");
+    free(out);
+    free(child);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* session.error: status error with the reason; the idles after it (OpenCode
+ * sends two) do not turn it completed. */
+static void session_error_ends_in_error(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, parent, "will fail",
+                               "{\"steps\":[{\"tool\":\"read\"},{\"error\":\"model overloaded\"}]}");
+    is_int(t_wait_status(h, parent, id, "error", 5000), 0, "session.error: task error");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the idles after the error delivered");
+    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    char *out = t_output(h, parent, id);
+    char first[64];
+    snprintf(first, sizeof first, "Task %s: error\n", id);
+    ok(strncmp(out, first, strlen(first)) == 0, "still error after the idles");
+    like(out, "\n\nError: APIError: model overloaded\n", "the error names the host's reason");
+    is_int(count_notices(h, parent, NOTICE_FAIL, id), 1, "one failure notification");
+    is_int(count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notification");
+    free(out);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* The task's own session deleted while it runs. */
+static void task_session_deleted(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, parent, "doomed", "{\"steps\":[{\"hang\":true}]}");
+    char *child = t_task_session(h, 0);
+    is_int(sim_session_delete(h, child), 0, "child session deleted");
+    is_int(t_wait_status(h, parent, id, "error", 5000), 0, "task ends in error");
+    char *out = t_output(h, parent, id);
+    like(out, "Error: The task's session was deleted.", "the error says why");
+    free(out);
+    is_int(t_wait_messages_with(h, parent, NOTICE_FAIL, 1, 5000), 0, "parent told of the failure");
+    free(child);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* The parent deleted (the host deletes its children first): its tasks are
+ * gone; another session's tasks stay. */
+static void parent_session_deleted(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *other = sim_session_new(h, NULL, "other");
+    char *done = t_launch_script(h, parent, "finished", "{\"steps\":[{\"reply\":\"r\"}]}");
+    is_int(t_wait_status(h, parent, done, "completed", 5000), 0, "first task completed");
+    char *running = t_launch_script(h, parent, "running", "{\"steps\":[{\"hang\":true}]}");
+    char *kept = t_launch_script(h, other, "kept", "{\"steps\":[{\"hang\":true}]}");
+    is_int(sim_session_delete(h, parent), 0, "parent deleted");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "its events delivered");
+    char *out = t_output(h, parent, done);
+    is_int(t_rc, -ENOENT, "a deleted parent's finished task is gone");
+    free(out);
+    out = t_output(h, parent, running);
+    is_int(t_rc, -ENOENT, "a deleted parent's running task is gone");
+    free(out);
+    out = t_tool(h, parent, "background_list", "{}");
+    is_str(out, "No background tasks found", "its list is empty");
+    free(out);
+    out = t_output(h, other, kept);
+    like(out, ": running\n", "another session's task is untouched");
+    free(out);
+    char *child = t_task_session(h, 1);
+    is_int(sim_session_exists(h, child), 0, "the running task's session went with its parent");
+    is_int(count_notices(h, other, "[ocbg] Background task", ""), 0, "nothing told to the other session");
+    free(child);
+    free(kept);
+    free(running);
+    free(done);
+    free(other);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* A session.deleted for the parent alone (the children's events lost): the
+ * running task's session is aborted, not left running. */
+static void parent_deleted_aborts_running(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *running = t_launch_script(h, parent, "orphan", "{\"steps\":[{\"hang\":true}]}");
+    char *child = t_task_session(h, 0);
+    char ev[256];
+    snprintf(ev, sizeof ev, "{\"type\":\"session.deleted\",\"properties\":{\"info\":{\"id\":\"%s\"}}}", parent);
+    sim_emit(h, ev);
+    is_int(sim_wait_calls(h, "session_abort", child, 1, tap_timeout_ms(5000)), 0, "running child aborted");
+    is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the child session stops");
+    char *out = t_output(h, parent, running);
+    like(out, "Task not found: ", "the task is gone");
+    free(out);
+    free(child);
+    free(running);
+    free(parent);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    completes_by_idle_event();
+    completes_by_status_idle();
+    completes_by_poll_when_events_lost();
+    duplicated_events_complete_once();
+    session_error_ends_in_error();
+    task_session_deleted();
+    parent_session_deleted();
+    parent_deleted_aborts_running();
+    return done_testing();
+}
