@@ -5,7 +5,7 @@
 #include "tools.h"
 
 static const char *const type_names[] = {[ARG_STRING] = "string", [ARG_BOOLEAN] = "boolean",
-                                         [ARG_NUMBER] = "number"};
+                                         [ARG_NUMBER] = "number", [ARG_STRING_ARRAY] = "array"};
 
 char *tool_schema_json(const tool_spec *t)
 {
@@ -18,12 +18,16 @@ char *tool_schema_json(const tool_spec *t)
         cJSON *p = cJSON_AddObjectToObject(props, a->name);
         cJSON_AddStringToObject(p, "type", type_names[a->type]);
         cJSON_AddStringToObject(p, "description", a->description);
+        if (a->type == ARG_STRING_ARRAY) {
+            cJSON *items = cJSON_AddObjectToObject(p, "items");
+            cJSON_AddStringToObject(items, "type", "string");
+        }
         if (a->choices) {
             cJSON *e = cJSON_AddArrayToObject(p, "enum");
             for (const char *const *c = a->choices; *c; c++)
                 cJSON_AddItemToArray(e, cJSON_CreateString(*c));
         }
-        if (a->required)
+        if (a->need != ARG_OPTIONAL)
             cJSON_AddItemToArray(required, cJSON_CreateString(a->name));
     }
     cJSON_AddFalseToObject(schema, "additionalProperties");
@@ -42,9 +46,39 @@ static const arg_spec *find_arg(const tool_spec *t, const char *name)
     return NULL;
 }
 
+static char *check_string(const tool_spec *t, const arg_spec *a, const char *v)
+{
+    size_t len = strlen(v);
+    if (len > ARG_MAX_BYTES)
+        return xasprintf("%s: argument '%s' is too long (%zu bytes; at most %d)", t->name, a->name, len,
+                         ARG_MAX_BYTES);
+    if (!utf8_valid(v, len))
+        return xasprintf("%s: argument '%s' is not valid UTF-8 text", t->name, a->name);
+    return NULL;
+}
+
 static char *check_value(const tool_spec *t, const arg_spec *a, const cJSON *v)
 {
     switch (a->type) {
+    case ARG_STRING_ARRAY: {
+        if (!cJSON_IsArray(v))
+            return xasprintf("%s: argument '%s' must be an array of strings", t->name, a->name);
+        int n = cJSON_GetArraySize(v);
+        if (n > ARG_ARRAY_MAX)
+            return xasprintf("%s: argument '%s' has %d items; at most %d", t->name, a->name, n, ARG_ARRAY_MAX);
+        if (n == 0 && a->need == ARG_REQUIRED)
+            return xasprintf("%s: argument '%s' must not be empty", t->name, a->name);
+        const cJSON *item;
+        cJSON_ArrayForEach(item, v)
+        {
+            if (!cJSON_IsString(item) || blank(item->valuestring))
+                return xasprintf("%s: argument '%s' must hold only non-empty strings", t->name, a->name);
+            char *msg = check_string(t, a, item->valuestring);
+            if (msg)
+                return msg;
+        }
+        return NULL;
+    }
     case ARG_BOOLEAN:
         if (!cJSON_IsBool(v))
             return xasprintf("%s: argument '%s' must be a boolean (true or false)", t->name, a->name);
@@ -58,13 +92,10 @@ static char *check_value(const tool_spec *t, const arg_spec *a, const cJSON *v)
     }
     if (!cJSON_IsString(v))
         return xasprintf("%s: argument '%s' must be a string", t->name, a->name);
-    size_t len = strlen(v->valuestring);
-    if (len > ARG_MAX_BYTES)
-        return xasprintf("%s: argument '%s' is too long (%zu bytes; at most %d)", t->name, a->name, len,
-                         ARG_MAX_BYTES);
-    if (!utf8_valid(v->valuestring, len))
-        return xasprintf("%s: argument '%s' is not valid UTF-8 text", t->name, a->name);
-    if (a->required && blank(v->valuestring))
+    char *msg = check_string(t, a, v->valuestring);
+    if (msg)
+        return msg;
+    if (a->need == ARG_REQUIRED && blank(v->valuestring))
         return xasprintf("%s: argument '%s' must not be empty", t->name, a->name);
     if (a->choices) {
         for (const char *const *c = a->choices; *c; c++)
@@ -90,7 +121,7 @@ int tool_args_check(const tool_spec *t, const char *args_json, cJSON **args, cha
     }
     for (const cJSON *v = root->child; v; v = v->next) {
         const arg_spec *a = v->string ? find_arg(t, v->string) : NULL;
-        char *msg = a ? (cJSON_IsNull(v) && !a->required ? NULL : check_value(t, a, v))
+        char *msg = a ? (cJSON_IsNull(v) && a->need == ARG_OPTIONAL ? NULL : check_value(t, a, v))
                       : xasprintf("%s: unknown argument '%s'", t->name, v->string ? v->string : "");
         if (msg) {
             cJSON_Delete(root);
@@ -100,7 +131,7 @@ int tool_args_check(const tool_spec *t, const char *args_json, cJSON **args, cha
     }
     for (size_t i = 0; i < t->nargs; i++) {
         const arg_spec *a = &t->args[i];
-        if (a->required && !cJSON_GetObjectItemCaseSensitive(root, a->name)) {
+        if (a->need == ARG_REQUIRED && !cJSON_GetObjectItemCaseSensitive(root, a->name)) {
             *err = xasprintf("%s: missing required argument '%s' (%s)", t->name, a->name, a->description);
             cJSON_Delete(root);
             return -EINVAL;

@@ -20,12 +20,22 @@
 
 #define ARG_MAX_BYTES (1024 * 1024)
 
-typedef enum arg_type { ARG_STRING, ARG_BOOLEAN, ARG_NUMBER } arg_type;
+typedef enum arg_type { ARG_STRING, ARG_BOOLEAN, ARG_NUMBER, ARG_STRING_ARRAY } arg_type;
+
+/* How much the validator enforces. */
+typedef enum arg_need {
+    ARG_OPTIONAL,
+    ARG_REQUIRED, /* listed as required; must be present, and a string non-blank */
+    ARG_REQUIRED_BY_HANDLER, /* listed as required; the handler checks it and words the error
+                              * (the spec gives exact texts, e.g. for a blank resume prompt) */
+} arg_need;
+
+#define ARG_ARRAY_MAX 100 /* items in an array argument */
 
 typedef struct arg_spec {
     const char *name;
     arg_type type;
-    bool required;
+    arg_need need;
     const char *description;
     const char *const *choices; /* NULL-terminated allowed strings, or NULL */
 } arg_spec;
@@ -42,9 +52,41 @@ typedef struct tool_spec {
     tool_fn run;
 } tool_spec;
 
-/* The OpenCode face: background_task, _output, _cancel, _list, _clear. */
+/* The OpenCode face (tools_table.c): background_task, _output, _cancel,
+ * _list, _clear, _resume, _block. */
 extern const tool_spec background_tools[];
 extern const size_t background_tool_count;
+
+/* The handlers (tools_background.c, tools_resume.c). */
+int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_resume(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+
+/* Resume mode of background_task and background_resume: validates in the
+ * spec's order with its exact texts, then sends `prompt` to the task's
+ * session. With block, waits up to timeout_s and answers with only the new
+ * response (no notification). */
+int resume_task(ocbg *o, const char *task_id, const char *prompt, bool block, double timeout_s,
+                ocp_call_ctx *ctx, const char *warning, strbuf *out);
+
+/* A blocking wait's timeout argument, in seconds: default 120, at most 600;
+ * false (and the error in out) when it is not a positive number. */
+bool wait_timeout_arg(const cJSON *args, const char *tool, double *seconds, strbuf *out);
+
+/* A task of the caller's session, or NULL (a session sees only its own).
+ * Engine lock held. */
+task *find_own_task(ocbg *o, const char *task_id, const ocp_call_ctx *ctx);
+
+/* The wait predicate for one task: gone, or no longer active. arg: its id.
+ * Engine lock held. */
+bool task_settled(ocbg *o, void *task_id);
+
+/* "Task not found: <id>. Use background_list to see available tasks."; -ENOENT */
+int task_not_found(strbuf *out, const char *task_id);
 
 /* The JSON Schema of a tool's arguments (malloc'd). */
 char *tool_schema_json(const tool_spec *t);

@@ -9,11 +9,22 @@
 #include "hostcalls.h"
 #include "tools.h"
 
-#define OUTPUT_TIMEOUT_DEFAULT_S 120
-#define OUTPUT_TIMEOUT_MAX_S 600
+#define WAIT_TIMEOUT_DEFAULT_S 120
+#define WAIT_TIMEOUT_MAX_S 600
 
-/* A task of the caller's session, or NULL: a session sees only its own tasks. */
-static task *find_own(ocbg *o, const char *task_id, const ocp_call_ctx *ctx)
+bool wait_timeout_arg(const cJSON *args, const char *tool, double *seconds, strbuf *out)
+{
+    double t = arg_num(args, "timeout", WAIT_TIMEOUT_DEFAULT_S);
+    if (!(t > 0) || !isfinite(t)) {
+        sb_printf(out, "%s: argument 'timeout' must be a positive number of seconds (at most %d)", tool,
+                  WAIT_TIMEOUT_MAX_S);
+        return false;
+    }
+    *seconds = t > WAIT_TIMEOUT_MAX_S ? WAIT_TIMEOUT_MAX_S : t;
+    return true;
+}
+
+task *find_own_task(ocbg *o, const char *task_id, const ocp_call_ctx *ctx)
 {
     task *t = registry_find(&o->reg, task_id);
     if (!t || !ctx->session_id || strcmp(t->parent->session_id, ctx->session_id) != 0)
@@ -21,7 +32,7 @@ static task *find_own(ocbg *o, const char *task_id, const ocp_call_ctx *ctx)
     return t;
 }
 
-static int not_found(strbuf *out, const char *id)
+int task_not_found(strbuf *out, const char *id)
 {
     sb_printf(out, "Task not found: %s. Use background_list to see available tasks.", id);
     return -ENOENT;
@@ -29,8 +40,43 @@ static int not_found(strbuf *out, const char *id)
 
 /* ---- background_task --------------------------------------------------- */
 
-static int run_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+/* Launch mode needs all three; resume mode words its own errors. */
+static bool launch_args_ok(const cJSON *args, strbuf *out)
 {
+    static const char *const need[] = {"description", "prompt", "agent"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *v = arg_str(args, need[i]);
+        if (!v) {
+            sb_printf(out, "background_task: missing required argument '%s' (required when launching a task)",
+                      need[i]);
+            return false;
+        }
+        if (blank(v)) {
+            sb_printf(out, "background_task: argument '%s' must not be empty", need[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A truthy resume: a non-empty string. */
+static const char *resume_arg(const cJSON *args)
+{
+    const char *r = arg_str(args, "resume");
+    return r && !blank(r) ? r : NULL;
+}
+
+int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *resume = resume_arg(args);
+    if (resume) {
+        const char *warning = arg_str(args, "description") || arg_str(args, "agent")
+                                  ? "Note: description and agent are ignored when resuming a task.\n"
+                                  : NULL;
+        return resume_task(o, resume, arg_str(args, "prompt"), false, 0, ctx, warning, out);
+    }
+    if (!launch_args_ok(args, out))
+        return -EINVAL;
     const char *description = arg_str(args, "description");
     const char *prompt = arg_str(args, "prompt");
     const char *agent = arg_str(args, "agent");
@@ -87,30 +133,25 @@ static int run_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 
 /* ---- background_output ------------------------------------------------- */
 
-static bool task_settled(ocbg *o, void *arg)
+bool task_settled(ocbg *o, void *arg)
 {
     task *t = registry_find(&o->reg, arg);
     return !t || !task_status_active(t->status);
 }
 
-static int run_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     bool block = arg_bool(args, "block", false);
-    double timeout = arg_num(args, "timeout", OUTPUT_TIMEOUT_DEFAULT_S);
-    if (!(timeout > 0) || !isfinite(timeout)) {
-        sb_printf(out, "background_output: argument 'timeout' must be a positive number of seconds (at most %d)",
-                  OUTPUT_TIMEOUT_MAX_S);
+    double timeout;
+    if (!wait_timeout_arg(args, "background_output", &timeout, out))
         return -EINVAL;
-    }
-    if (timeout > OUTPUT_TIMEOUT_MAX_S)
-        timeout = OUTPUT_TIMEOUT_MAX_S;
 
     pthread_mutex_lock(&o->mu);
-    task *t = find_own(o, id, ctx);
+    task *t = find_own_task(o, id, ctx);
     if (!t) {
         pthread_mutex_unlock(&o->mu);
-        return not_found(out, id);
+        return task_not_found(out, id);
     }
     int rc = 0;
     if (block && task_status_active(t->status)) {
@@ -234,16 +275,16 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
     return rc;
 }
 
-static int run_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     if (strncmp(id, "batch_", 6) == 0)
         return cancel_batch(o, id, ctx, out);
     pthread_mutex_lock(&o->mu);
-    task *t = find_own(o, id, ctx);
+    task *t = find_own_task(o, id, ctx);
     if (!t) {
         pthread_mutex_unlock(&o->mu);
-        return not_found(out, id);
+        return task_not_found(out, id);
     }
     if (!task_status_active(t->status)) {
         sb_printf(out, "Cannot cancel task %s: its status is %s. Only running tasks can be cancelled.", id,
@@ -278,7 +319,7 @@ static int run_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out
 
 /* ---- background_list --------------------------------------------------- */
 
-static int run_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *status = arg_str(args, "status");
     const char *batch = arg_str(args, "batch_id");
@@ -321,7 +362,7 @@ static int run_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 
 /* ---- background_clear -------------------------------------------------- */
 
-static int run_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)args;
     pthread_mutex_lock(&o->mu);
@@ -353,45 +394,3 @@ static int run_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     return 0;
 }
 
-/* ---- the table --------------------------------------------------------- */
-
-static const char *const list_statuses[] = {"pending", "running", "completed", "error", "cancelled", "resumed",
-                                            NULL};
-
-static const arg_spec task_args[] = {
-    {"description", ARG_STRING, true, "A short (3-5 words) description of the task", NULL},
-    {"prompt", ARG_STRING, true, "The full task for the sub-agent to do on its own", NULL},
-    {"agent", ARG_STRING, true, "The agent to run it (e.g. general, explore)", NULL},
-};
-static const arg_spec output_args[] = {
-    {"task_id", ARG_STRING, true, "The task id (bg_...)", NULL},
-    {"block", ARG_BOOLEAN, false, "Wait for the task to finish (default false)", NULL},
-    {"timeout", ARG_NUMBER, false, "With block: how long to wait, in seconds (default 120, at most 600)", NULL},
-};
-static const arg_spec cancel_args[] = {
-    {"task_id", ARG_STRING, true, "The task id (bg_...), or a batch id (batch_...) to cancel all its running tasks",
-     NULL},
-};
-static const arg_spec list_args[] = {
-    {"status", ARG_STRING, false, "Only tasks with this status", list_statuses},
-    {"batch_id", ARG_STRING, false, "Only tasks of this batch (batch_...)", NULL},
-};
-
-const tool_spec background_tools[] = {
-    {"background_task",
-     "Launch a sub-agent in the background: it works on the prompt in its own session while you go on. "
-     "Returns a task id at once; you are notified in this conversation when it finishes, so do not poll.",
-     task_args, sizeof task_args / sizeof task_args[0], run_task},
-    {"background_output",
-     "Get a background task's result, or its status and progress while it runs. Non-blocking unless "
-     "block=true, which waits up to timeout seconds (default 120, at most 600).",
-     output_args, sizeof output_args / sizeof output_args[0], run_output},
-    {"background_cancel",
-     "Cancel a running background task (aborts its session), or every running task of a batch.", cancel_args,
-     sizeof cancel_args / sizeof cancel_args[0], run_cancel},
-    {"background_list", "List this session's background tasks, newest first, with status and duration.", list_args,
-     sizeof list_args / sizeof list_args[0], run_list},
-    {"background_clear", "Remove all of this session's background tasks, aborting those still running.", NULL, 0,
-     run_clear},
-};
-const size_t background_tool_count = sizeof background_tools / sizeof background_tools[0];

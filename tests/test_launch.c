@@ -21,7 +21,9 @@ static void launch_creates_child_and_sends_prompt(void)
     like(out, "Agent: explore", "answer names the agent");
     char *id = t_find_id(out, "bg_");
     ok(id && strlen(id) == 11, "a task id bg_ + 8 hex digits: %s", id ? id : "(none)");
-    ok(t_find_id(out, "batch_") != NULL, "a batch id is shown");
+    char *batch = t_find_id(out, "batch_");
+    ok(batch != NULL, "a batch id is shown");
+    free(batch);
 
     is_int(sim_calls(h, "session_create", NULL), 1, "one child session created");
     char *body = sim_call_body(h, "session_create", NULL, 0);
