@@ -123,7 +123,12 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     registry_set_status(&o->reg, t, s, now);
     t->finalizing = false;
     t->cancelling = false;
-    if (s != TASK_CANCELLED)
+    /* A blocking call waiting for this result returns it instead of a
+     * notification: waits test "done" before cancellation and timeout, so a
+     * registered waiter always returns a run that ended. */
+    if (t->result_waiters > 0)
+        t->delivered_run = t->run;
+    else if (s != TASK_CANCELLED)
         queue_notice(o, t, now);
     engine_wake_waiters(o);
 }

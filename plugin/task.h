@@ -50,6 +50,7 @@ typedef struct task {
     int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms; /* wall clock; 0 = never */
     unsigned run;           /* 1 for the launch, +1 per resume */
     unsigned delivered_run; /* the run whose result a blocking wait returned */
+    unsigned result_waiters; /* blocking calls that will return this run's result */
     unsigned resume_count;
     bool forked;
     bool finalizing;        /* a completion check is queued or running */

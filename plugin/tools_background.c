@@ -157,8 +157,11 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     if (block && task_status_active(t->status)) {
         char key[TASK_ID_SIZE];
         memcpy(key, t->id, sizeof key);
+        t->result_waiters++;
         wait_result w = engine_wait(o, ctx, mono_ms() + (int64_t)(timeout * 1000), task_settled, key);
         t = registry_find(&o->reg, key);
+        if (t)
+            t->result_waiters--;
         if (!t) {
             sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
             pthread_mutex_unlock(&o->mu);

@@ -70,6 +70,10 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
     t->seen_busy = false;
     t->idle_checks = 0;
     t->next_check_mono = 0;
+    /* A blocking resume owns this run's result from the start, so a response
+     * that comes back before it waits is not also pushed as a notification. */
+    if (block)
+        t->result_waiters++;
     run_key key;
     memcpy(key.id, t->id, sizeof key.id);
     key.run = t->run;
@@ -83,6 +87,8 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
     if (rc == -ENOENT) {
         pthread_mutex_lock(&o->mu);
         t = registry_find(&o->reg, key.id);
+        if (t && block)
+            t->result_waiters--;
         if (t && t->run == key.run && t->status == TASK_RESUMED) {
             unclaim(o, t, old_completed, old_started);
             t->session_gone = true;
@@ -101,6 +107,8 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
         t = registry_find(&o->reg, key.id);
         if (t && t->run == key.run)
             engine_finish(o, t, TASK_ERROR, why, NULL);
+        if (t && block)
+            t->result_waiters--;
         pthread_mutex_unlock(&o->mu);
         sb_printf(out, "Resuming task %s failed. %s\nIts status is error.", key.id, why);
         free(why);
@@ -122,6 +130,8 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
     pthread_mutex_lock(&o->mu);
     wait_result w = engine_wait(o, ctx, mono_ms() + (int64_t)(timeout_s * 1000), run_settled, &key);
     t = registry_find(&o->reg, key.id);
+    if (t)
+        t->result_waiters--;
     rc = 0;
     if (!t) {
         sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key.id);
