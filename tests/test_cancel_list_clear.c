@@ -1,0 +1,292 @@
+/* background_cancel, background_list, background_clear (spec 000 "Cancel
+ * running tasks", "Batch Task Management", "Task persistence"; spec 001 "Task
+ * List Parent Session Filtering"). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+#define HANG "{\"steps\":[{\"hang\":true}]}"
+
+static char *cancel(sim_host *h, const char *session, const char *id)
+{
+    char args[96];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    return t_tool(h, session, "background_cancel", args);
+}
+
+static char *batch_of(sim_host *h, const char *session, const char *id)
+{
+    char *out = t_output(h, session, id);
+    char *b = t_find_id(out, "batch_");
+    free(out);
+    return b;
+}
+
+static void cancel_running_task(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, parent, "Endless", "{\"steps\":[{\"tool\":\"read\",\"ms\":100000}]}");
+    char *child = t_task_session(h, 0);
+    char *out = cancel(h, parent, id);
+    is_int(t_rc, 0, "cancel succeeds");
+    char want[160];
+    snprintf(want, sizeof want, "Task %s cancelled: Endless\nIts session was aborted; status: cancelled.", id);
+    is_str(out, want, "exact answer");
+    free(out);
+    is_int(sim_calls(h, "session_abort", child), 1, "its session was aborted once");
+    is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the sub-agent stopped");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the abort's events delivered");
+    is_int(t_wait_status(h, parent, id, "cancelled", 100), 0, "still cancelled after the abort's idles");
+    out = t_output(h, parent, id);
+    like(out, "Cancelled after ", "the report says when");
+    free(out);
+    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    is_int(t_count_messages_with(h, parent, id), 0, "no notification for a cancelled task");
+    out = cancel(h, parent, id);
+    is_int(t_rc, -EINVAL, "cancelling it again is refused");
+    snprintf(want, sizeof want, "Cannot cancel task %s: its status is cancelled. Only running tasks can be cancelled.",
+             id);
+    is_str(out, want, "naming the status");
+    free(out);
+    free(child);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void cancel_refusals(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *other = sim_session_new(h, NULL, "other");
+    char *done = t_launch_script(h, parent, "Done", "{\"steps\":[{\"reply\":\"r\"}]}");
+    is_int(t_wait_status(h, parent, done, "completed", 5000), 0, "a completed task");
+    char *out = cancel(h, parent, done);
+    is_int(t_rc, -EINVAL, "cancel of a completed task refused");
+    char want[160];
+    snprintf(want, sizeof want, "Cannot cancel task %s: its status is completed. Only running tasks can be cancelled.",
+             done);
+    is_str(out, want, "naming its status");
+    free(out);
+    out = cancel(h, parent, "bg_00000000");
+    is_int(t_rc, -ENOENT, "unknown id");
+    is_str(out, "Task not found: bg_00000000. Use background_list to see available tasks.", "not found");
+    free(out);
+    char *foreign = t_launch_script(h, other, "Not yours", HANG);
+    char *child = t_task_session(h, 1);
+    out = cancel(h, parent, foreign);
+    is_int(t_rc, -ENOENT, "another session's task cannot be cancelled");
+    free(out);
+    is_int(sim_calls(h, "session_abort", NULL), 0, "nothing aborted");
+    out = t_output(h, other, foreign);
+    like(out, ": running\n", "it still runs");
+    free(out);
+    free(child);
+    free(foreign);
+    free(done);
+    free(other);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void cancel_by_batch(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *other = sim_session_new(h, NULL, "other");
+    char *a = t_launch_script(h, parent, "A", HANG);
+    char *b = t_launch_script(h, parent, "B", HANG);
+    char *c = t_launch_script(h, parent, "C", "{\"steps\":[{\"reply\":\"c done\"}]}");
+    is_int(t_wait_status(h, parent, c, "completed", 5000), 0, "C completed");
+    char *batch = batch_of(h, parent, a), *batch_b = batch_of(h, parent, b), *batch_c = batch_of(h, parent, c);
+    ok(batch && strcmp(batch, batch_b) == 0 && strcmp(batch, batch_c) == 0, "tasks launched together share a batch");
+    char *res = cancel(h, other, batch);
+    is_int(t_rc, -ENOENT, "another session cannot cancel the batch");
+    char want[160];
+    snprintf(want, sizeof want, "Batch not found: %s. Use background_list to see available tasks.", batch);
+    is_str(res, want, "it is not found there");
+    free(res);
+    res = cancel(h, parent, batch);
+    is_int(t_rc, 0, "batch cancel succeeds");
+    snprintf(want, sizeof want, "Cancelled 2 running tasks of batch %s:", batch);
+    like(res, want, "two cancelled");
+    like(res, a, "A named");
+    like(res, b, "B named");
+    unlike(res, c, "C (finished) not named");
+    free(res);
+    is_int(t_wait_status(h, parent, a, "cancelled", 100), 0, "A cancelled");
+    is_int(t_wait_status(h, parent, b, "cancelled", 100), 0, "B cancelled");
+    is_int(t_wait_status(h, parent, c, "completed", 100), 0, "C still completed");
+    is_int(sim_calls(h, "session_abort", NULL), 2, "two sessions aborted");
+    res = cancel(h, parent, batch);
+    is_int(t_rc, -EINVAL, "nothing left to cancel");
+    snprintf(want, sizeof want, "No running tasks in batch %s: all 3 of its tasks have already finished.", batch);
+    is_str(res, want, "says so");
+    free(res);
+    res = cancel(h, parent, "batch_00000000");
+    is_int(t_rc, -ENOENT, "unknown batch");
+    free(res);
+    /* A task launched when nothing runs opens a new batch. */
+    char *d = t_launch_script(h, parent, "D", HANG);
+    char *batch_d = batch_of(h, parent, d);
+    ok(batch_d && strcmp(batch_d, batch) != 0, "a new batch once the old one finished");
+    free(batch_d);
+    free(d);
+    free(batch);
+    free(batch_b);
+    free(batch_c);
+    free(a);
+    free(b);
+    free(c);
+    free(other);
+    free(parent);
+    sim_destroy(h);
+}
+
+static int pos(const char *hay, const char *needle)
+{
+    const char *p = hay && needle ? strstr(hay, needle) : NULL;
+    return p ? (int)(p - hay) : -1;
+}
+
+static void list_filters(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *other = sim_session_new(h, NULL, "other");
+    char *out = t_tool(h, parent, "background_list", "{}");
+    is_str(out, "No background tasks found", "empty list");
+    free(out);
+    char *t1 = t_launch_script(h, parent, "First", "{\"steps\":[{\"reply\":\"one\"}]}");
+    is_int(t_wait_status(h, parent, t1, "completed", 5000), 0, "t1 completed");
+    char *t2 = t_launch_script(h, parent, "Second", HANG);
+    char *t3 = t_launch_script(h, parent, "Third", "{\"steps\":[{\"error\":\"bad\"}]}");
+    char *t4 = t_launch_script(h, parent, "Fourth", HANG);
+    char *t5 = t_launch_script(h, other, "Fifth", HANG);
+    is_int(t_wait_status(h, parent, t3, "error", 5000), 0, "t3 error");
+    free(cancel(h, parent, t4));
+    char *b1 = batch_of(h, parent, t1), *b2 = batch_of(h, parent, t2);
+
+    out = t_tool(h, parent, "background_list", "{}");
+    is_int(t_rc, 0, "list succeeds");
+    static const char heading[] = "Background tasks of this session (newest first):\n";
+    ok(strncmp(out, heading, sizeof heading - 1) == 0, "heading");
+    ok(pos(out, t4) >= 0 && pos(out, t4) < pos(out, t3) && pos(out, t3) < pos(out, t2) && pos(out, t2) < pos(out, t1),
+       "newest first");
+    unlike(out, t5, "another session's task is not listed");
+    char line[160];
+    snprintf(line, sizeof line, "- %s | First | agent: explore | completed | ", t1);
+    like(out, line, "a line: id, description, agent, status");
+    snprintf(line, sizeof line, " | %s\n", b1);
+    like(out, line, "and the batch");
+    snprintf(line, sizeof line, "- %s | Second | agent: explore | running | ", t2);
+    like(out, line, "the running one");
+    like(out, "\nTotal: 4 tasks (1 running, 1 completed, 1 error, 1 cancelled)", "totals by status");
+    free(out);
+
+    out = t_tool(h, parent, "background_list", "{\"status\":\"running\"}");
+    like(out, t2, "status filter keeps the running task");
+    ok(pos(out, t1) < 0 && pos(out, t3) < 0 && pos(out, t4) < 0, "and only it");
+    like(out, "\nTotal: 1 task (1 running)", "its total");
+    free(out);
+    out = t_tool(h, parent, "background_list", "{\"status\":\"error\"}");
+    ok(pos(out, t3) >= 0 && pos(out, t2) < 0, "status error: the failed one");
+    free(out);
+    out = t_tool(h, parent, "background_list", "{\"status\":\"resumed\"}");
+    is_str(out, "No background tasks found (filter: status resumed)", "no match names the filter");
+    free(out);
+    char args[128];
+    snprintf(args, sizeof args, "{\"batch_id\":\"%s\"}", b1);
+    out = t_tool(h, parent, "background_list", args);
+    ok(pos(out, t1) >= 0 && pos(out, t2) < 0, "batch filter");
+    like(out, "\nTotal: 1 task (1 completed)", "batch total");
+    free(out);
+    snprintf(args, sizeof args, "{\"batch_id\":\"%s\",\"status\":\"completed\"}", b2);
+    out = t_tool(h, parent, "background_list", args);
+    char want[160];
+    snprintf(want, sizeof want, "No background tasks found (filter: status completed batch %s)", b2);
+    is_str(out, want, "both filters");
+    free(out);
+    out = t_tool(h, parent, "background_list", "{\"status\":\"done\"}");
+    is_int(t_rc, -EINVAL, "an unknown status is refused");
+    like(out, "argument 'status' must be one of: pending running completed error cancelled resumed", "listing them");
+    free(out);
+    out = t_tool(h, other, "background_list", "{}");
+    ok(pos(out, t5) >= 0 && pos(out, t1) < 0, "the other session sees only its own");
+    like(out, "\nTotal: 1 task (1 running)", "one task there");
+    free(out);
+    free(b1);
+    free(b2);
+    free(t1);
+    free(t2);
+    free(t3);
+    free(t4);
+    free(t5);
+    free(other);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void clear_own_session(void)
+{
+    sim_host *h = t_host(NULL);
+    char *p1 = sim_session_new(h, NULL, "one");
+    char *p2 = sim_session_new(h, NULL, "two");
+    char *out = t_tool(h, p1, "background_clear", "{}");
+    is_str(out, "No background tasks to clear.", "nothing to clear");
+    free(out);
+    char *done = t_launch_script(h, p1, "Done", "{\"steps\":[{\"reply\":\"r\"}]}");
+    is_int(t_wait_status(h, p1, done, "completed", 5000), 0, "a completed task");
+    char *run1 = t_launch_script(h, p1, "Run1", HANG);
+    char *run2 = t_launch_script(h, p1, "Run2", HANG);
+    char *kept = t_launch_script(h, p2, "Kept", HANG);
+    char *c1 = t_task_session(h, 1), *c2 = t_task_session(h, 2), *ck = t_task_session(h, 3);
+    out = t_tool(h, p1, "background_clear", "{}");
+    is_int(t_rc, 0, "clear succeeds");
+    is_str(out, "Cleared 3 background tasks of this session (2 running tasks were aborted).", "exact answer");
+    free(out);
+    is_int(sim_calls(h, "session_abort", c1), 1, "first running session aborted");
+    is_int(sim_calls(h, "session_abort", c2), 1, "second running session aborted");
+    is_int(sim_calls(h, "session_abort", ck), 0, "the other session's task not aborted");
+    is_int(sim_wait_idle(h, c1, tap_timeout_ms(5000)), 0, "the sub-agent stopped");
+    out = t_tool(h, p1, "background_list", "{}");
+    is_str(out, "No background tasks found", "the list is empty");
+    free(out);
+    out = t_output(h, p1, done);
+    is_int(t_rc, -ENOENT, "a cleared task is not found");
+    free(out);
+    out = t_output(h, p2, kept);
+    like(out, ": running\n", "the other session's task still runs");
+    free(out);
+    is_int(t_sync_notifications(h, p1), 0, "sync point");
+    is_int(t_count_messages_with(h, p1, run1), 0, "no notification for a cleared task");
+    char *last = t_launch_script(h, p1, "Last", HANG);
+    out = t_tool(h, p1, "background_clear", "{}");
+    is_str(out, "Cleared 2 background tasks of this session (1 running task was aborted).", "singular");
+    free(out);
+    free(last);
+    free(c1);
+    free(c2);
+    free(ck);
+    free(done);
+    free(run1);
+    free(run2);
+    free(kept);
+    free(p1);
+    free(p2);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    cancel_running_task();
+    cancel_refusals();
+    cancel_by_batch();
+    list_filters();
+    clear_own_session();
+    return done_testing();
+}
