@@ -58,6 +58,11 @@ static void free_job(job *j)
     free(j);
 }
 
+void engine_task_activated(ocbg *o)
+{
+    pthread_cond_signal(&o->work_cv);
+}
+
 void engine_wake_waiters(ocbg *o)
 {
     for (waiter *w = o->waiters; w; w = w->next)

@@ -93,6 +93,11 @@ int64_t ocbg_now(ocbg *o);
 
 /* ---- everything below runs with o->mu held ---- */
 
+/* A task became active (launched or resumed): wake the worker, which may be
+ * sleeping with no deadline, so the fallback poll covers it even if no event
+ * for it ever arrives. */
+void engine_task_activated(ocbg *o);
+
 /* Wake every blocked waiter so it re-checks its condition. */
 void engine_wake_waiters(ocbg *o);
 

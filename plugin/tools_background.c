@@ -96,7 +96,7 @@ int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
 
     pthread_mutex_lock(&o->mu);
     task *t = registry_add(&o->reg, ctx->session_id, session, ocbg_now(o));
-    pthread_cond_signal(&o->work_cv); /* a new active task: the worker starts polling */
+    engine_task_activated(o);
     t->description = xstrdup(description);
     t->prompt = xstrdup(prompt);
     t->agent = xstrdup(agent);

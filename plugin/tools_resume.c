@@ -63,6 +63,7 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
     /* Claim it under the lock: of two racing resumes the first wins. */
     int64_t now = ocbg_now(o), old_completed = t->completed_ms, old_started = t->started_ms;
     registry_set_status(&o->reg, t, TASK_RESUMED, now);
+    engine_task_activated(o);
     t->resume_count++;
     t->run++;
     t->started_ms = now;
