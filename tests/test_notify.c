@@ -279,9 +279,7 @@ static void block_suppresses_notification(void)
     like(out, "Result:\nreturned by the wait\n", "the wait returned the result");
     free(out);
     is_int(t_sync_notifications(h, parent), 0, "sync point");
-    if (t_known_bug(1, "a notification is still pushed when a blocking background_output returned the result "
-                       "(the worker's JOB_NOTIFY races the waiter re-taking the lock)"))
-        is_int(t_count_messages_with(h, parent, "returned by the wait"), 0, "no notification after the wait");
+    is_int(t_count_messages_with(h, parent, "returned by the wait"), 0, "no notification after the wait");
     free(id);
     free(parent);
     sim_destroy(h);

@@ -1,0 +1,214 @@
+/* Every host call failing in turn (issue 3): session_create, session_prompt,
+ * session_messages, session_abort, session_status. Each failure must leave a
+ * visible, truthful result: an error text, the right task state, or an
+ * eventual completion by a retry or the poll. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+#define HANG "{\"steps\":[{\"hang\":true}]}"
+
+static char *cancel(sim_host *h, const char *session, const char *id)
+{
+    char args[96];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    return t_tool(h, session, "background_cancel", args);
+}
+
+static void create_fails(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_fail(h, "session_create", 1, 1, -EIO);
+    char *out = t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\"}");
+    is_int(t_rc, -EIO, "create failure: -EIO");
+    is_str(out, "Failed to create a session for the background task: simulated failure of session_create",
+           "exact text");
+    free(out);
+    is_int(sim_calls(h, "session_prompt", NULL), 0, "no prompt sent");
+    char *id = t_launch_script(h, parent, "Second try", "{\"steps\":[{\"reply\":\"fine now\"}]}");
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the next launch works");
+    out = t_tool(h, parent, "background_list", "{}");
+    like(out, "\nTotal: 1 task (1 completed)", "only the good task exists");
+    free(out);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void prompt_fails(void)
+{
+    sim_host *h = t_host("{\"notify_retries\":0}");
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_fail(h, "session_prompt", 1, 1, -EIO);
+    char *out = t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\"}");
+    is_int(t_rc, -EIO, "the task's prompt failing: -EIO");
+    char *id = t_find_id(out, "bg_");
+    char want[200];
+    snprintf(want, sizeof want,
+             "Background task %s could not start. Failed to send the prompt to the sub-agent: simulated failure of "
+             "session_prompt\nIts status is error.", id);
+    is_str(out, want, "exact text");
+    free(out);
+    is_int(t_wait_status(h, parent, id, "error", 2000), 0, "the task is error");
+    is_int(t_wait_messages_with(h, parent, "Background task failed", 1, 5000), 0, "the parent is told");
+
+    /* The parent gone (-ENOENT) when a notice is pushed: dropped, not retried or held. */
+    char *id2 = t_launch_script(h, parent, "Orphaned notice", HANG);
+    sim_fail(h, "session_prompt", 1, 1, -ENOENT);
+    size_t before = sim_calls(h, "session_prompt", parent);
+    char *child = t_task_session(h, 1);
+    char ev[256];
+    snprintf(ev, sizeof ev, "{\"type\":\"session.error\",\"properties\":{\"sessionID\":\"%s\",\"error\":{\"name\":"
+             "\"APIError\",\"data\":{\"message\":\"x\"}}}}", child);
+    sim_emit(h, ev);
+    is_int(sim_wait_calls(h, "session_prompt", parent, before + 1, tap_timeout_ms(5000)), 0, "one push tried");
+    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    out = t_tool(h, parent, "background_list", "{}");
+    unlike(out, "could not be delivered", "a notice for a vanished session is not held");
+    free(out);
+    free(child);
+    free(id2);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void messages_fail(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":50}");
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_fail(h, "session_messages", 1, 1, -EIO);
+    char *id = t_launch_script(h, parent, "Read once", "{\"steps\":[{\"reply\":\"second read wins\"}]}");
+    char *child = t_task_session(h, 0);
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed although the first read failed");
+    ok(sim_calls(h, "session_messages", child) >= 2, "the messages were read again");
+    char *out = t_output(h, parent, id);
+    like(out, "Result:\nsecond read wins\n", "with the right result");
+    free(out);
+
+    /* Failing for a while: running meanwhile, completed once it works. */
+    sim_fail(h, "session_messages", 1, -1, -EIO);
+    char *id2 = t_launch_script(h, parent, "Read later", "{\"steps\":[{\"reply\":\"eventually\"}]}");
+    char *child2 = t_task_session(h, 1);
+    is_int(sim_wait_calls(h, "session_messages", child2, 3, tap_timeout_ms(5000)), 0, "several failed reads");
+    out = t_output(h, parent, id2);
+    like(out, ": running\n", "still running, not a false completion or error");
+    free(out);
+    sim_fail(h, "session_messages", 0, 0, 0);
+    is_int(t_wait_status(h, parent, id2, "completed", 5000), 0, "completed once the host answers");
+    is_int(t_wait_messages_with(h, parent, "eventually", 1, 5000), 0, "and notified");
+
+    /* The host says the session is gone. */
+    sim_fail(h, "session_messages", 1, -1, -ENOENT);
+    char *id3 = t_launch_script(h, parent, "Vanished", "{\"steps\":[{\"reply\":\"lost\"}]}");
+    is_int(t_wait_status(h, parent, id3, "error", 5000), 0, "-ENOENT: error");
+    out = t_output(h, parent, id3);
+    like(out, "Error: The task's session no longer exists.", "saying why");
+    free(out);
+    free(child);
+    free(child2);
+    free(id);
+    free(id2);
+    free(id3);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void abort_fails(void)
+{
+    sim_host *h = t_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, parent, "Stubborn", HANG);
+    char *child = t_task_session(h, 0);
+    sim_fail(h, "session_abort", 1, 1, -EIO);
+    char *out = cancel(h, parent, id);
+    is_int(t_rc, -EIO, "a failed abort fails the cancel");
+    char want[200];
+    snprintf(want, sizeof want,
+             "Could not cancel task %s: aborting its session failed (simulated failure of session_abort). It is still "
+             "running.", id);
+    is_str(out, want, "exact text");
+    free(out);
+    out = t_output(h, parent, id);
+    like(out, ": running\n", "the task is still running");
+    free(out);
+    is_int(sim_session_busy(h, child), 1, "and so is its session");
+    out = cancel(h, parent, id);
+    is_int(t_rc, 0, "a second cancel works");
+    free(out);
+    is_int(t_wait_status(h, parent, id, "cancelled", 100), 0, "cancelled");
+
+    /* Batch: one abort fails, the other succeeds. */
+    char *a = t_launch_script(h, parent, "A", HANG);
+    char *b = t_launch_script(h, parent, "B", HANG);
+    out = t_output(h, parent, a);
+    char *batch = t_find_id(out, "batch_");
+    free(out);
+    sim_fail(h, "session_abort", 1, 1, -EIO);
+    char args[96];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", batch);
+    out = t_tool(h, parent, "background_cancel", args);
+    is_int(t_rc, 0, "partly successful batch cancel succeeds");
+    snprintf(want, sizeof want, "Cancelled 1 running task of batch %s: ", batch);
+    like(out, want, "one cancelled");
+    like(out, "could not abort its session (simulated failure of session_abort); it is still running.",
+         "the other reported");
+    free(out);
+    out = t_tool(h, parent, "background_list", "{\"status\":\"running\"}");
+    like(out, "Total: 1 task (1 running)", "one still running");
+    free(out);
+
+    /* Clear: the answer must not claim an abort that failed. */
+    char *c3 = t_task_session(h, 2);
+    sim_fail(h, "session_abort", 1, -1, -EIO);
+    out = t_tool(h, parent, "background_clear", "{}");
+    if (t_known_bug(1, "background_clear says 'N running tasks were aborted' when session_abort failed; the "
+                       "sub-agent keeps running with no task left to cancel it"))
+        unlike(out, "1 running task was aborted", "a failed abort is not reported as done");
+    free(out);
+    free(c3);
+    free(batch);
+    free(a);
+    free(b);
+    free(child);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void status_fails(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":50}");
+    char *parent = sim_session_new(h, NULL, "main");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "setup events delivered");
+    sim_event_faults(h, 5, 1.0, 0, 0, NULL); /* only the poll can see the end */
+    sim_fail(h, "session_status", 1, -1, -EIO);
+    char *id = t_launch_script(h, parent, "Polled", "{\"steps\":[{\"reply\":\"seen by the poll\"}]}");
+    is_int(sim_wait_calls(h, "session_status", NULL, 3, tap_timeout_ms(5000)), 0, "several failed polls");
+    char *out = t_output(h, parent, id);
+    like(out, ": running\n", "running while the status map cannot be read");
+    free(out);
+    sim_fail(h, "session_status", 0, 0, 0);
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed once the poll works");
+    out = t_output(h, parent, id);
+    like(out, "Result:\nseen by the poll\n", "with its result");
+    free(out);
+    is_int(t_wait_messages_with(h, parent, "seen by the poll", 1, 5000), 0, "and notified");
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    create_fails();
+    prompt_fails();
+    messages_fail();
+    abort_fails();
+    status_fails();
+    return done_testing();
+}
