@@ -142,6 +142,10 @@ void sim_unload_plugins(sim_host *h)
     h->plugins = NULL;
     h->nplugins = 0;
     h->plug_closing = 1;
+    /* A tool_cancel already running finishes before shutdown begins, so
+     * shutdown never frees what a cancel is using. */
+    while (h->plug_quick > 0)
+        sim_cond_wait_until(&h->plug_cv, &h->plug_mu, -1);
     pthread_mutex_unlock(&h->plug_mu);
 
     /* No host lock held: shutdown joins plugin threads that may be inside
@@ -221,9 +225,17 @@ int sim_plugin_enter_table(sim_host *h, const ocp_plugin *p)
     for (size_t i = 0; !h->plug_closing && i < h->nplugins && !ok; i++)
         ok = h->plugins[i].plugin == p;
     if (ok)
-        h->plug_inflight++;
+        h->plug_quick++;
     pthread_mutex_unlock(&h->plug_mu);
     return ok;
+}
+
+void sim_plugin_leave_quick(sim_host *h)
+{
+    pthread_mutex_lock(&h->plug_mu);
+    if (--h->plug_quick == 0)
+        pthread_cond_broadcast(&h->plug_cv);
+    pthread_mutex_unlock(&h->plug_mu);
 }
 
 void sim_plugin_leave(sim_host *h)

@@ -186,7 +186,8 @@ struct sim_host {
     pthread_cond_t plug_cv;
     sim_plugslot *plugins;
     size_t nplugins;
-    int plug_inflight;    /* host calls into plugins in progress outside plug_mu */
+    int plug_inflight;    /* tool/command calls in progress (may block until shutdown) */
+    int plug_quick;       /* tool_cancel calls in progress (never block long) */
     int plug_closing;     /* unload in progress: start no new call */
     char load_error[512];
 };
@@ -302,9 +303,11 @@ char *sim_plugins_transform(sim_host *h, const char *session_id, const char *mes
  * the plugin, or NULL (with *rc set: -ENOENT none loaded, -ECANCELED
  * unloading). Pair with sim_plugin_leave. */
 const ocp_plugin *sim_plugin_enter(sim_host *h, size_t i, int *rc);
-/* Begin a call into a plugin known by its table, only if still loaded and not
- * closing. Returns 1 when entered. */
-int sim_plugin_enter_table(sim_host *h, const ocp_plugin *p);
 void sim_plugin_leave(sim_host *h);
+/* Begin a short call (tool_cancel) into a plugin known by its table, only if
+ * still loaded and not closing. Returns 1 when entered; then no shutdown
+ * begins until sim_plugin_leave_quick. */
+int sim_plugin_enter_table(sim_host *h, const ocp_plugin *p);
+void sim_plugin_leave_quick(sim_host *h);
 
 #endif

@@ -79,15 +79,19 @@ static void call_run(sim_call *c)
         c->plugin = p;
         pthread_mutex_unlock(&c->mu);
         char *out = NULL;
+        /* Read the table before the call: once tool_call has returned, an
+         * unload's shutdown may free the table (it no longer waits for us). */
+        void (*pfree)(void *, char *) = p->free;
+        void *ud = p->userdata;
         if (c->is_command)
-            rc = p->command_call ? p->command_call(p->userdata, c->name, c->args, &c->ctx, &out)
-                                 : -ENOSYS;
+            rc = p->command_call ? p->command_call(ud, c->name, c->args, &c->ctx, &out) : -ENOSYS;
         else
-            rc = p->tool_call ? p->tool_call(p->userdata, c->name, c->args, &c->ctx, &out) : -ENOSYS;
-        /* Copy, then give the plugin's string back to its own allocator. */
+            rc = p->tool_call ? p->tool_call(ud, c->name, c->args, &c->ctx, &out) : -ENOSYS;
+        /* Copy, then give the plugin's string back to its own allocator (its
+         * code stays mapped until we leave: the unload waits for that). */
         text = sim_strdup(out);
         if (out)
-            p->free(p->userdata, out);
+            pfree(ud, out);
         sim_plugin_leave(c->h);
     }
     pthread_mutex_lock(&c->mu);
@@ -153,9 +157,10 @@ void sim_tool_cancel(sim_call *c)
      * to wake. Otherwise wake it, unless the plugin is being unloaded (its
      * shutdown releases the call anyway). */
     if (p && sim_plugin_enter_table(c->h, p)) {
+        /* No shutdown can begin until we leave (see sim_unload_plugins). */
         if (p->tool_cancel)
             p->tool_cancel(p->userdata, &c->ctx);
-        sim_plugin_leave(c->h);
+        sim_plugin_leave_quick(c->h);
     }
 }
 
