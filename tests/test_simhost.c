@@ -453,6 +453,21 @@ static void test_noreply_and_bad_body(void)
     like(b, "just so you know", "oldest prompt body");
     free(b);
     ok(sim_call_body(h, "session_prompt", s, 10) == NULL, "no 11th prompt body");
+
+    /* The user's own prompt and Esc: same behaviour, not plugin calls. */
+    size_t calls = sim_calls(h, NULL, NULL);
+    is_int(sim_session_prompt(h, s, "{\"parts\":[{\"type\":\"text\",\"text\":\"by hand\"}]}"), 0,
+           "user prompt accepted");
+    is_int(sim_wait_messages(h, s, 5, T(5000)), 0, "user prompt gets a reply");
+    is_int(sim_session_prompt(h, s, "[1,2]"), -EINVAL, "user prompt with a bad body: -EINVAL");
+    is_int(sim_session_prompt(h, "ses_nope", "{\"parts\":[]}"), -ENOENT, "user prompt to unknown: -ENOENT");
+    sim_script(h, "wait here", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_session_prompt(h, s, "{\"parts\":[{\"type\":\"text\",\"text\":\"wait here\"}]}");
+    ok(sim_session_busy(h, s), "user prompt made the session busy");
+    is_int(sim_session_abort(h, s), 0, "user abort");
+    ok(!sim_session_busy(h, s), "user abort ends the turn");
+    is_int(sim_session_abort(h, "ses_nope"), -ENOENT, "user abort of unknown: -ENOENT");
+    is_int(sim_calls(h, NULL, NULL), calls, "the user's prompts and aborts are not plugin calls");
     free(s);
     sim_destroy(h);
 }

@@ -174,22 +174,18 @@ static const char *bad_body(const cJSON *b)
     return NULL;
 }
 
-static int h_session_prompt(void *ud, const char *sid, const char *body_json, char **out)
+/* Accept a prompt body for sid: validate, then store (noReply) or run/queue
+ * it. Returns 0, -EINVAL or -ENOENT with *why set to a malloc'd message.
+ * Takes mu itself. */
+static int apply_prompt(sim_host *h, const char *sid, const char *body_json, char **why)
 {
-    sim_host *h = ud;
-    if (out)
-        *out = NULL;
-    int64_t t = sim_now_ms(h);
-    char *body = sim_strdup(body_json);
-    int rc = sim_call_begin(h, "session_prompt");
-    if (rc)
-        return injected(h, "session_prompt", sid, body, rc, t, out);
+    *why = NULL;
     cJSON *b = body_json ? cJSON_Parse(body_json) : NULL;
-    const char *why = b ? bad_body(b) : "prompt body is not valid JSON";
-    if (why) {
+    const char *bad = b ? bad_body(b) : "prompt body is not valid JSON";
+    if (bad) {
         cJSON_Delete(b);
-        set_out(out, msgf("%s", why));
-        return finish(h, "session_prompt", sid, body, -EINVAL, t);
+        *why = sim_strdup(bad);
+        return -EINVAL;
     }
     pthread_mutex_lock(&h->mu);
     sim_session *s = sim_find_locked(h, sid);
@@ -204,10 +200,45 @@ static int h_session_prompt(void *ud, const char *sid, const char *body_json, ch
     }
     pthread_mutex_unlock(&h->mu);
     if (!s) {
-        rc = -ENOENT;
-        set_out(out, msgf("Session not found: %s", sid));
+        *why = msgf("Session not found: %s", sid);
+        return -ENOENT;
     }
+    return 0;
+}
+
+static int h_session_prompt(void *ud, const char *sid, const char *body_json, char **out)
+{
+    sim_host *h = ud;
+    if (out)
+        *out = NULL;
+    int64_t t = sim_now_ms(h);
+    char *body = sim_strdup(body_json);
+    int rc = sim_call_begin(h, "session_prompt");
+    if (rc)
+        return injected(h, "session_prompt", sid, body, rc, t, out);
+    char *why = NULL;
+    rc = apply_prompt(h, sid, body_json, &why);
+    if (why)
+        set_out(out, why);
     return finish(h, "session_prompt", sid, body, rc, t);
+}
+
+int sim_session_prompt(sim_host *h, const char *session_id, const char *body_json)
+{
+    char *why = NULL;
+    int rc = apply_prompt(h, session_id, body_json, &why);
+    free(why);
+    return rc;
+}
+
+int sim_session_abort(sim_host *h, const char *session_id)
+{
+    pthread_mutex_lock(&h->mu);
+    sim_session *s = sim_find_locked(h, session_id);
+    if (s)
+        sim_agent_abort_locked(h, s);
+    pthread_mutex_unlock(&h->mu);
+    return s ? 0 : -ENOENT;
 }
 
 static int h_session_abort(void *ud, const char *sid, char **out)

@@ -50,7 +50,9 @@ typedef struct sim_host sim_host;
 sim_host *sim_create(void);
 
 /* Shut down every loaded plugin (plugin->shutdown, then dlclose), stop and join
- * the host's threads, free everything. */
+ * the host's threads, free everything. Event delivery stops before the first
+ * shutdown; host functions keep working until every shutdown has returned
+ * (plugin threads may be inside host calls). */
 void sim_destroy(sim_host *h);
 
 /* The host table given to plugins (valid until sim_destroy). Tests that load a
@@ -81,6 +83,15 @@ char *sim_session_new(sim_host *h, const char *parent_id, const char *title);
 /* Delete a session and, first, its children (recursively); emits
  * session.deleted for each. Returns 0 or -ENOENT. */
 int sim_session_delete(sim_host *h, const char *session_id);
+
+/* The user types a prompt into a session (OpenCode's prompt body JSON, as
+ * for session_prompt; noReply honoured). Not recorded as a plugin call.
+ * Returns 0, -EINVAL (malformed body, nothing stored) or -ENOENT. */
+int sim_session_prompt(sim_host *h, const char *session_id, const char *body_json);
+
+/* The user presses Esc on a session: abort its turn and queued prompts (as
+ * session_abort; not recorded). Returns 0 or -ENOENT. */
+int sim_session_abort(sim_host *h, const char *session_id);
 
 /* Does the session exist? Is it busy? */
 int sim_session_exists(sim_host *h, const char *session_id);
@@ -152,7 +163,8 @@ int sim_tool_done(sim_call *c);
 /* Wait up to timeout_ms for the call to return. Returns 0 and sets *rc and
  * *out (malloc'd), or -ETIMEDOUT (the call is still running; call again). */
 int sim_tool_wait(sim_call *c, int timeout_ms, int *rc, char **out);
-/* Join the call's thread (waits without limit) and free the handle. */
+/* Join the call's thread (waits without limit) and free the handle. Free
+ * every call before sim_destroy (its thread uses the host). */
 void sim_tool_free(sim_call *c);
 
 /* ---- events ------------------------------------------------------------ */
@@ -169,7 +181,8 @@ void sim_event_faults(sim_host *h, uint32_t seed, double drop, double dup, int d
                       const char *only_type);
 
 /* How many events were delivered to plugins (after faults), in total and of
- * one type (type NULL = all). */
+ * one type (type NULL = all). An event dispatched while no plugin is loaded
+ * counts too. */
 size_t sim_events_delivered(sim_host *h, const char *type);
 
 /* Wait until every event emitted so far has been delivered (or dropped).
