@@ -1,0 +1,102 @@
+# host/opencode/opencode.mk — the OpenCode adapter (included by the Makefile).
+#
+#   make opencode            $(BUILD)/opencode/: ocbg_opencode.node + ocbg.js (+ ocbg.so)
+#   make install-opencode    into $(XDG_CONFIG_HOME)/opencode/plugin (default ~/.config/...),
+#                            or PROJECT=dir: into dir/.opencode/plugin
+#   make e2e                 real OpenCode (pinned, installed with npm into $(BUILD)/opencode/npm)
+#                            with a scripted fake model; see host/opencode/NOTES.md
+#   make check-opencode      the adapter against its stub plugin, under node and OpenCode's Bun
+
+OC_DIR        := $(BUILD)/opencode
+OC_NPM        := $(OC_DIR)/npm
+OPENCODE_VERSION   ?= 1.18.33
+NODE_API_HEADERS_VERSION ?= 1.9.0
+OC_NPM_STAMP  := $(OC_NPM)/.stamp-$(OPENCODE_VERSION)-$(NODE_API_HEADERS_VERSION)
+OC_BIN        := $(OC_NPM)/node_modules/opencode-linux-x64/bin/opencode
+OC_NAPI_INC   := $(OC_NPM)/node_modules/node-api-headers/include
+OC_ADDON      := $(OC_DIR)/ocbg_opencode.node
+OC_STUB_DIR   := $(OC_DIR)/stub
+NPM           ?= npm
+NODE          ?= node
+XDG_CONFIG_HOME ?= $(HOME)/.config
+PROJECT       ?=
+OC_PLUGIN_DIR := $(if $(PROJECT),$(PROJECT)/.opencode/plugin,$(XDG_CONFIG_HOME)/opencode/plugin)
+
+.PHONY: opencode opencode-npm install-opencode uninstall-opencode check-opencode e2e
+
+# Pinned packages from the npm registry into the build tree: Node-API headers
+# for the addon, and OpenCode itself (with @opencode-ai/plugin) for e2e.
+$(OC_NPM_STAMP):
+	@mkdir -p $(OC_NPM)
+	@test -f $(OC_NPM)/package.json || echo '{"private":true}' > $(OC_NPM)/package.json
+	cd $(OC_NPM) && $(NPM) install --no-audit --no-fund --loglevel=error \
+	    node-api-headers@$(NODE_API_HEADERS_VERSION) opencode-ai@$(OPENCODE_VERSION) \
+	    @opencode-ai/plugin@$(OPENCODE_VERSION)
+	@touch $@
+
+opencode-npm: $(OC_NPM_STAMP)
+
+# The addon: napi_* symbols are left undefined, resolved by the process that
+# loads it (Bun inside OpenCode, or node).
+$(OC_ADDON): host/opencode/addon.c include/ocp.h $(OC_NPM_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS) -D_GNU_SOURCE -Iinclude \
+	    -isystem $(OC_NAPI_INC) -fvisibility=hidden \
+	    -shared -o $@ $< -lcjson -ldl -lpthread
+
+$(OC_DIR)/ocbg.js: host/opencode/ocbg.js
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(OC_DIR)/ocbg.so: $(BUILD)/ocbg.so
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+opencode: $(OC_ADDON) $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg.so
+
+install-opencode: opencode
+	install -d $(DESTDIR)$(OC_PLUGIN_DIR)
+	install -m 644 $(OC_DIR)/ocbg.js $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.js
+	install -m 755 $(OC_ADDON) $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node
+	install -m 755 $(OC_DIR)/ocbg.so $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
+	@echo "ocbg: installed into $(DESTDIR)$(OC_PLUGIN_DIR)"
+
+uninstall-opencode:
+	rm -f $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.js $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node \
+	    $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
+
+# The stub plugin, installed as ocbg.so beside a copy of the addon.
+$(OC_STUB_DIR)/ocbg.so: host/opencode/test/stub_plugin.c include/ocp.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS) -D_GNU_SOURCE -Iinclude \
+	    -fvisibility=hidden -shared -Wl,-z,defs -o $@ $< -lcjson -lpthread
+
+$(OC_STUB_DIR)/ocbg_opencode.node: $(OC_ADDON)
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(OC_STUB_DIR)/ocbg.js: host/opencode/ocbg.js
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# node_modules: @opencode-ai/plugin (zod) as OpenCode's config dir would have it.
+$(OC_STUB_DIR)/node_modules: $(OC_NPM_STAMP)
+	@mkdir -p $(dir $@)
+	ln -sfn ../npm/node_modules $@
+
+OC_STUB := $(OC_STUB_DIR)/ocbg.so $(OC_STUB_DIR)/ocbg_opencode.node $(OC_STUB_DIR)/ocbg.js \
+    $(OC_STUB_DIR)/node_modules
+
+# The adapter with its stub plugin and a fake SDK client, no server: under node
+# and under the Bun inside OpenCode (BUN_BE_BUN=1).
+check-opencode: $(OC_STUB) $(OC_NPM_STAMP)
+	timeout -k 5 120 $(NODE) host/opencode/test/harness.mjs $(abspath $(OC_STUB_DIR))/ocbg.js
+	BUN_BE_BUN=1 timeout -k 5 120 $(OC_BIN) host/opencode/test/harness.mjs $(abspath $(OC_STUB_DIR))/ocbg.js
+
+# End to end: real `opencode serve`, fake model, plugin installed.
+E2E_TIMEOUT ?= 400
+e2e: $(OC_STUB) opencode $(OC_NPM_STAMP)
+	timeout -k 10 $(E2E_TIMEOUT) $(NODE) host/opencode/test/e2e.mjs \
+	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) \
+	    --plugin-dir $(abspath $(OC_DIR)) --stub-dir $(abspath $(OC_STUB_DIR)) \
+	    --work $(abspath $(OC_DIR))/e2e-run

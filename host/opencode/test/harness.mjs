@@ -1,0 +1,229 @@
+// The adapter (ocbg_opencode.node) with the stub plugin and a fake SDK client,
+// no OpenCode server. Runs under node and under OpenCode's Bun
+// (BUN_BE_BUN=1 opencode harness.mjs /abs/stub/ocbg.js). Prints TAP.
+const modPath = process.argv[2];
+if (!modPath) {
+  console.error("usage: harness.mjs /abs/path/ocbg.js");
+  process.exit(2);
+}
+const runtime = typeof Bun !== "undefined" ? `bun ${Bun.version}` : `node ${process.version}`;
+
+let n = 0, failed = 0;
+const ok = (cond, name, extra) => {
+  n++;
+  if (!cond) failed++;
+  console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
+  if (!cond && extra !== undefined) console.log(`# ${JSON.stringify(extra)}`);
+};
+const withTimeout = (p, ms, what) =>
+  Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`timeout: ${what}`)), ms))]);
+
+// A fake SDK client in OpenCode's result-tuple style ({data, response} or {error, response}).
+const sessions = new Map();
+const calls = [];
+let nextId = 1;
+const res = (data) => ({ data, response: { status: 200 } });
+const notFound = (id) => ({
+  error: { name: "NotFoundError", data: { message: `Session not found: ${id}` } },
+  response: { status: 404 },
+});
+const later = (v) => new Promise((r) => setTimeout(() => r(v), 5));
+const client = {
+  session: {
+    create: async (o) => {
+      calls.push(["create", o]);
+      const s = { id: `ses_fake${nextId++}`, parentID: o?.body?.parentID, title: o?.body?.title ?? "New session" };
+      sessions.set(s.id, { info: s, messages: [] });
+      return later(res(s));
+    },
+    get: async (o) => {
+      calls.push(["get", o]);
+      const s = sessions.get(o.path.id);
+      return later(s ? res(s.info) : notFound(o.path.id));
+    },
+    messages: async (o) => {
+      calls.push(["messages", o]);
+      const s = sessions.get(o.path.id);
+      return later(s ? res(s.messages) : notFound(o.path.id));
+    },
+    promptAsync: async (o) => {
+      calls.push(["promptAsync", o]);
+      const s = sessions.get(o.path.id);
+      if (!s) return later(notFound(o.path.id));
+      s.messages.push({ info: { id: `msg_${nextId++}`, role: "user", sessionID: o.path.id }, parts: o.body.parts });
+      return later({ data: {}, response: { status: 204 } });
+    },
+    abort: async (o) => later(res(true)),
+    status: async (o) => {
+      calls.push(["status", o]);
+      if (!(o.signal instanceof AbortSignal)) throw new Error("no timeout signal on the request");
+      return later(res({}));
+    },
+    fork: async (o) => later(res({ id: `ses_fork${nextId++}` })),
+  },
+  app: { log: async () => res(true) },
+};
+
+console.log(`# runtime: ${runtime}`);
+const mod = (await import(modPath)).default;
+ok(mod && mod.id === "ocbg" && typeof mod.server === "function", "module exports {id, server}");
+
+let refused = null;
+try {
+  await mod.server({ client, directory: "/tmp" }, { refuse: true });
+} catch (e) {
+  refused = String(e.message);
+}
+ok(refused && refused.includes("refused"), "refused options make the plugin fail to load", refused);
+
+const hooks = await mod.server({ client, directory: "/tmp" }, { answer: 42 });
+ok(hooks && hooks.tool && hooks.tool.stub_echo && hooks.tool.stub_block, "hooks have the plugin's tools");
+ok(typeof hooks.event === "function" && typeof hooks.dispose === "function", "event and dispose hooks");
+ok(typeof hooks["experimental.chat.messages.transform"] === "function", "messages.transform hook");
+
+// Argument schemas: zod, optional stays optional, descriptions kept.
+let z = null;
+try {
+  // the same package the module finds, through its directory's node_modules
+  const dir = modPath.slice(0, modPath.lastIndexOf("/"));
+  z = (await import(`${dir}/node_modules/@opencode-ai/plugin/dist/index.js`)).tool.schema;
+} catch {}
+ok(z !== null, "@opencode-ai/plugin resolvable from the plugin directory");
+if (z) {
+  const obj = z.object(hooks.tool.stub_echo.args);
+  ok(obj.safeParse({ text: "x" }).success, "stub_echo: text alone is valid");
+  ok(!obj.safeParse({}).success, "stub_echo: text is required");
+  ok(!obj.safeParse({ text: "x", repeat: 1.5 }).success, "stub_echo: repeat must be an integer");
+  const js = z.toJSONSchema(obj);
+  ok(JSON.stringify(js.required) === '["text"]', "JSON Schema: only text required", js);
+  ok(js.properties.repeat?.description === "How many times (optional)" &&
+     js.properties.text?.description === "The text to echo", "JSON Schema: descriptions kept", js);
+}
+
+const ctx = (extra = {}) => ({
+  sessionID: "ses_parent", messageID: "msg_1", agent: "build", callID: "call_1", directory: "/tmp",
+  abort: new AbortController().signal, metadata() {}, ...extra,
+});
+
+const echo = JSON.parse(await hooks.tool.stub_echo.execute({ text: "hi" }, ctx()));
+ok(echo.echo === "hi" && echo.repeat_given === false, "stub_echo runs on a worker and answers", echo);
+ok(echo.session === "ses_parent" && echo.agent === "build" && echo.call === "call_1" && echo.directory === "/tmp",
+   "call context reaches the plugin", echo);
+ok(echo.options === '{"answer":42}' && echo.host === "opencode", "plugin options reach the plugin", echo);
+
+let err = null;
+try {
+  await hooks.tool.stub_echo.execute({}, ctx());
+} catch (e) {
+  err = e.message;
+}
+ok(err === "stub_echo: text is required", "a tool error rejects execute() with the plugin's text", err);
+
+// Host calls from a plugin-owned thread through the thread-safe function.
+const hr = JSON.parse(await withTimeout(hooks.tool.stub_host.execute({ title: "kid" }, ctx()), 10000, "stub_host"));
+ok(hr.create.rc === 0 && hr.create.out.parentID === "ses_parent" && hr.create.out.title === "kid",
+   "session_create from a plugin thread", hr.create);
+ok(hr.prompt.rc === 0 && hr.prompt.out === undefined, "session_prompt (promptAsync) succeeds with no output", hr.prompt);
+ok(hr.messages.rc === 0 && hr.messages.out.length === 1 && hr.messages.out[0].parts[0].text === "hello from stub",
+   "session_messages sees the prompt", hr.messages);
+ok(hr.get.rc === 0 && hr.get.out.id === hr.create.out.id, "session_get", hr.get);
+ok(hr.status.rc === 0 && JSON.stringify(hr.status.out) === "{}", "session_status (with a timeout signal)", hr.status);
+ok(hr.missing.enoent === true && /NotFoundError/.test(hr.missing.message), "404 NotFoundError becomes -ENOENT", hr.missing);
+
+// Many at once: every plugin thread blocks only itself.
+const many = await withTimeout(
+  Promise.all(Array.from({ length: 16 }, (_, i) => hooks.tool.stub_host.execute({ title: `t${i}` }, ctx()))),
+  20000, "16 stub_host");
+ok(many.every((s) => JSON.parse(s).create.rc === 0), "16 concurrent tool calls with host calls");
+
+// Cancellation: the AbortSignal becomes ctx->cancelled + tool_cancel.
+const ac = new AbortController();
+const t0 = Date.now();
+const blocked = hooks.tool.stub_block.execute({}, ctx({ abort: ac.signal }));
+let ticks = 0;
+const ticker = setInterval(() => ticks++, 10); // the event loop keeps running meanwhile
+setTimeout(() => ac.abort(), 300);
+let cancelMsg = null;
+try {
+  await withTimeout(blocked, 5000, "stub_block");
+} catch (e) {
+  cancelMsg = e.message;
+}
+clearInterval(ticker);
+ok(cancelMsg === "stub_block: cancelled", "abort signal cancels a blocked tool call", cancelMsg);
+ok(ticks >= 10 && Date.now() - t0 < 3000, `the event loop ran while the tool blocked (${ticks} ticks)`);
+
+// Already aborted before the call.
+const ac2 = new AbortController();
+ac2.abort();
+let pre = null;
+try {
+  await withTimeout(hooks.tool.stub_block.execute({}, ctx({ abort: ac2.signal })), 5000, "pre-aborted");
+} catch (e) {
+  pre = e.message;
+}
+ok(pre === "stub_block: cancelled", "a call whose signal was already aborted", pre);
+
+// Events.
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: "ses_x" } } });
+await hooks.event({ event: { type: "session.idle", properties: { sessionID: "ses_x" } } });
+await hooks.event({ event: { type: "message.updated", properties: {} } });
+
+// Transform: replaced in place.
+const msgs = [{ info: { id: "msg_a", sessionID: "ses_t", role: "user" },
+                parts: [{ id: "prt_a", type: "text", text: "hello", sessionID: "ses_t", messageID: "msg_a" }] }];
+const output = { messages: msgs };
+await hooks["experimental.chat.messages.transform"]({}, output);
+ok(output.messages === msgs && msgs[0].parts.length === 2 && msgs[0].parts[1].text === "STUB-MARKER",
+   "transform replaces the message array in place", msgs);
+const ev = JSON.parse(await hooks.tool.stub_events.execute({}, ctx()));
+ok(ev.events["session.idle"] === 2 && ev.events["message.updated"] === 1, "events reach on_event", ev);
+ok(ev.transforms === 1 && ev.transform_session === "ses_t", "transform gets the session id from the messages", ev);
+
+// Commands: config adds it, command.execute.before runs it.
+const cfg = {};
+await hooks.config(cfg);
+ok(cfg.command?.stubcmd?.description === "Stub command: prints its arguments", "config hook registers /stubcmd", cfg);
+const parts = [{ type: "text", text: "template" }];
+await withTimeout(hooks["command.execute.before"]({ command: "stubcmd", sessionID: "ses_c", arguments: "a b" }, { parts }),
+  5000, "command");
+ok(parts.length === 1 && parts[0].text === "stubcmd ran in ses_c with arguments [a b]", "command output replaces the parts", parts);
+const other = [{ type: "text", text: "x" }];
+await hooks["command.execute.before"]({ command: "init", sessionID: "ses_c", arguments: "" }, { parts: other });
+ok(other[0].text === "x", "other commands untouched");
+
+// Dispose while a tool call blocks: shutdown releases it, nothing deadlocks.
+const pending = hooks.tool.stub_block.execute({}, ctx({ abort: new AbortController().signal }))
+  .then(() => { throw new Error("resolved"); }, (e) => { throw e; });
+pending.catch(() => {});
+const pendingHost = hooks.tool.stub_host.execute({}, ctx());
+pendingHost.catch(() => {});
+await new Promise((r) => setTimeout(r, 100));
+await withTimeout(hooks.dispose(), 10000, "dispose");
+let sd = null;
+try {
+  await withTimeout(pending, 5000, "blocked after dispose");
+} catch (e) {
+  sd = e.message;
+}
+ok(sd === "stub_block: shutting down", "dispose releases a blocked tool call", sd);
+let after = null;
+try {
+  await hooks.tool.stub_echo.execute({ text: "late" }, ctx());
+} catch (e) {
+  after = e.message;
+}
+ok(after === "ocbg is shutting down", "calls after dispose are refused", after);
+await pendingHost.catch(() => {});
+
+// A second instance in the same process still works (own state).
+const hooks2 = await mod.server({ client, directory: "/tmp" }, undefined);
+const e2 = JSON.parse(await hooks2.tool.stub_echo.execute({ text: "again", repeat: 3 }, ctx()));
+ok(e2.echo === "again" && e2.repeat === 3 && e2.options === "null", "a second instance, default options", e2);
+await hooks2.dispose();
+
+console.log(`1..${n}`);
+console.log(`# ${runtime}: ${n - failed} passed, ${failed} failed`);
+// No explicit exit: the process must end by itself (the thread-safe
+// functions never keep the loop alive).
+process.exitCode = failed ? 1 : 0;
