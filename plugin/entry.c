@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "events.h"
+#include "fork.h"
 #include "tools.h"
 #include "util.h"
 
@@ -125,13 +126,21 @@ static void plugin_on_event(void *ud, const char *event_json)
     hooks_on_event(&in->o, event_json);
 }
 
+/* A forked task's session: its model sees the inherited context processed
+ * (tool results cut, oldest messages dropped). Every other session: unchanged. */
 static int plugin_transform_messages(void *ud, const char *session_id, const char *messages_json, char **out)
 {
-    (void)ud;
-    (void)session_id;
-    (void)messages_json;
-    *out = NULL; /* unchanged */
-    return 0;
+    instance *in = ud;
+    ocbg *o = &in->o;
+    *out = NULL;
+    pthread_mutex_lock(&o->mu);
+    task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
+    bool forked = t && t->forked;
+    fork_limits lim = {(size_t)o->opt.fork_tool_chars, (size_t)o->opt.fork_max_tokens};
+    pthread_mutex_unlock(&o->mu);
+    if (!forked)
+        return 0;
+    return fork_process(messages_json, &lim, out, NULL);
 }
 
 static void free_instance(instance *in)

@@ -38,26 +38,46 @@ static int failed(ocbg *o, const char *fn, const char *session, int rc, char *ho
     return rc < 0 ? rc : -EIO;
 }
 
+/* The id of a Session JSON the host returned (freed here); -EIO without one. */
+static int session_id_of(ocbg *o, const char *fn, char *out, char **id_out, char **err)
+{
+    cJSON *s = cJSON_Parse(out);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "id"));
+    int rc = 0;
+    if (id && *id) {
+        *id_out = xstrdup(id);
+    } else {
+        hc_log(o, OCP_LOG_WARN, "ocbg: %s returned no session id", fn);
+        if (err)
+            *err = xstrdup("the host returned a session without an id");
+        rc = -EIO;
+    }
+    cJSON_Delete(s);
+    hc_free(o, out);
+    return rc;
+}
+
 int hc_session_create(ocbg *o, const char *parent_id, const char *title, char **id_out, char **err)
 {
     char *out = NULL;
     int rc = o->host.session_create(o->host.userdata, parent_id, title, &out);
     if (rc != 0)
         return failed(o, "session_create", parent_id, rc, out, err);
-    cJSON *s = cJSON_Parse(out);
-    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "id"));
-    if (!id || !*id) {
-        cJSON_Delete(s);
-        hc_free(o, out);
-        hc_log(o, OCP_LOG_WARN, "ocbg: session_create returned no session id");
+    return session_id_of(o, "session_create", out, id_out, err);
+}
+
+int hc_session_fork(ocbg *o, const char *session_id, const char *message_id, char **id_out, char **err)
+{
+    if (!o->host.session_fork) {
         if (err)
-            *err = xstrdup("the host returned a session without an id");
-        return -EIO;
+            *err = xstrdup("the host cannot fork sessions");
+        return -ENOSYS;
     }
-    *id_out = xstrdup(id);
-    cJSON_Delete(s);
-    hc_free(o, out);
-    return 0;
+    char *out = NULL;
+    int rc = o->host.session_fork(o->host.userdata, session_id, message_id, &out);
+    if (rc != 0)
+        return failed(o, "session_fork", session_id, rc, out, err);
+    return session_id_of(o, "session_fork", out, id_out, err);
 }
 
 int hc_session_get(ocbg *o, const char *session_id, char **err)

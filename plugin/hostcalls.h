@@ -25,6 +25,9 @@ int hc_session_messages(ocbg *o, const char *session_id, int limit, char **json,
  * off in that session (a sub-agent must not start background tasks). */
 int hc_session_prompt(ocbg *o, const char *session_id, const char *text, const char *agent,
                       bool no_reply, bool deny_tools, char **err);
+/* Forks a session (messages before message_id; all when NULL); *id_out = the
+ * new session's id (malloc'd). -ENOSYS when the host cannot fork. */
+int hc_session_fork(ocbg *o, const char *session_id, const char *message_id, char **id_out, char **err);
 int hc_session_abort(ocbg *o, const char *session_id, char **err);
 int hc_session_status(ocbg *o, char **json, char **err);
 

@@ -18,6 +18,8 @@ static const int_option int_options[] = {
     {"notify_max_chars", offsetof(options, notify_max_chars), 200, 1000000, 4000},
     {"notify_retries", offsetof(options, notify_retries), 0, 20, 4},
     {"notify_retry_ms", offsetof(options, notify_retry_ms), 1, 60000, 250},
+    {"fork_tool_chars", offsetof(options, fork_tool_chars), 100, 1000000, 1500},
+    {"fork_max_tokens", offsetof(options, fork_max_tokens), 1000, 10000000, 100000},
 };
 #define N_INT_OPTIONS (sizeof int_options / sizeof int_options[0])
 

@@ -21,6 +21,8 @@ typedef struct options {
     int notify_retries;    /* further attempts after a failed push */
     int notify_retry_ms;   /* first retry delay; doubles each attempt */
     wake_policy wake;
+    int fork_tool_chars;   /* fork: tool results longer than this are cut */
+    int fork_max_tokens;   /* fork: oldest messages dropped above this estimate */
 } options;
 
 /* The defaults. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fork.h"
 #include "format.h"
 #include "hostcalls.h"
 #include "tools.h"
@@ -66,17 +67,73 @@ static const char *resume_arg(const cJSON *args)
     return r && !blank(r) ? r : NULL;
 }
 
-int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+static fork_limits limits_of(const ocbg *o)
 {
-    const char *resume = resume_arg(args);
-    if (resume) {
-        const char *warning = arg_str(args, "description") || arg_str(args, "agent")
-                                  ? "Note: description and agent are ignored when resuming a task.\n"
-                                  : NULL;
-        return resume_task(o, resume, arg_str(args, "prompt"), false, 0, ctx, warning, out);
+    fork_limits lim = {(size_t)o->opt.fork_tool_chars, (size_t)o->opt.fork_max_tokens};
+    return lim;
+}
+
+/* The child's session: a new child of the caller's session, or for a fork
+ * the host's fork of it (messages before the calling message). A host that
+ * cannot fork gets a new child and *inject set: the processed history is then
+ * sent as a message. */
+static int create_session(ocbg *o, const ocp_call_ctx *ctx, const char *description, const char *agent,
+                          bool fork, bool *inject, char **session, char **err)
+{
+    *inject = false;
+    if (fork && o->host.session_fork)
+        return hc_session_fork(o, ctx->session_id, ctx->message_id, session, err);
+    *inject = fork;
+    char *title = xasprintf("%s (@%s background task)", description, agent);
+    int rc = hc_session_create(o, ctx->session_id, title, session, err);
+    free(title);
+    return rc;
+}
+
+/* What a forked child is told before its task (noReply): the preamble, and
+ * when injecting, the caller's processed history rendered after it. */
+static int fork_context(ocbg *o, const ocp_call_ctx *ctx, bool inject, char **text, char **err)
+{
+    fork_limits lim = limits_of(o);
+    char *preamble = fork_preamble(&lim);
+    if (!inject) {
+        *text = preamble;
+        return 0;
     }
-    if (!launch_args_ok(args, out))
-        return -EINVAL;
+    char *history = NULL, *processed = NULL;
+    int rc = hc_session_messages(o, ctx->session_id, 0, &history, err);
+    if (rc == 0 && fork_process(history, &lim, &processed, NULL) != 0) {
+        *err = xstrdup("the parent's history is not a message list");
+        rc = -EIO;
+    }
+    hc_free(o, history);
+    if (rc == 0) {
+        char *rendered = fork_render(processed);
+        *text = xasprintf("%s\n\nThe parent conversation so far:\n\n%s", preamble, rendered);
+        free(rendered);
+    }
+    free(processed);
+    free(preamble);
+    return rc;
+}
+
+/* End a just-registered task in error because its start failed. */
+static int start_failed(ocbg *o, const char *id, const char *what, char *err, int rc, strbuf *out)
+{
+    char *why = xasprintf("%s: %s", what, err ? err : "unknown error");
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, id);
+    if (t)
+        engine_finish(o, t, TASK_ERROR, why, NULL);
+    pthread_mutex_unlock(&o->mu);
+    sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, why);
+    free(why);
+    free(err);
+    return rc;
+}
+
+static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
+{
     const char *description = arg_str(args, "description");
     const char *prompt = arg_str(args, "prompt");
     const char *agent = arg_str(args, "agent");
@@ -84,12 +141,12 @@ int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
         sb_puts(out, "background_task: the call has no session to launch from");
         return -EINVAL;
     }
-    char *title = xasprintf("%s (@%s background task)", description, agent);
     char *session = NULL, *err = NULL;
-    int rc = hc_session_create(o, ctx->session_id, title, &session, &err);
-    free(title);
+    bool inject;
+    int rc = create_session(o, ctx, description, agent, fork, &inject, &session, &err);
     if (rc != 0) {
-        sb_printf(out, "Failed to create a session for the background task: %s", err);
+        sb_printf(out, "Failed to %s for the background task: %s", fork ? "fork this session" : "create a session",
+                  err);
         free(err);
         return rc;
     }
@@ -102,33 +159,56 @@ int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
     t->agent = xstrdup(agent);
     t->parent_message = xstrdup(ctx->message_id);
     t->parent_agent = xstrdup(ctx->agent);
+    t->forked = fork;
     char id[TASK_ID_SIZE], batch[TASK_ID_SIZE];
     memcpy(id, t->id, sizeof id);
     memcpy(batch, t->batch_id, sizeof batch);
     pthread_mutex_unlock(&o->mu);
 
-    /* The task is registered before the prompt goes out, so its first events
+    /* The task is registered before anything is sent, so its first events
      * always find it. */
+    if (fork) {
+        char *context = NULL;
+        rc = fork_context(o, ctx, inject, &context, &err);
+        if (rc == 0)
+            rc = hc_session_prompt(o, session, context, agent, true, false, &err);
+        free(context);
+        if (rc != 0) {
+            free(session);
+            return start_failed(o, id, "Failed to give the forked sub-agent its context", err, rc, out);
+        }
+    }
     rc = hc_session_prompt(o, session, prompt, agent, false, true, &err);
     free(session);
-    if (rc != 0) {
-        char *why = xasprintf("Failed to send the prompt to the sub-agent: %s", err);
-        pthread_mutex_lock(&o->mu);
-        t = registry_find(&o->reg, id);
-        if (t)
-            engine_finish(o, t, TASK_ERROR, why, NULL);
-        pthread_mutex_unlock(&o->mu);
-        sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, why);
-        free(why);
-        free(err);
-        return rc;
-    }
+    if (rc != 0)
+        return start_failed(o, id, "Failed to send the prompt to the sub-agent", err, rc, out);
     sb_printf(out,
-              "Background task launched.\nTask ID: %s\nBatch: %s\nDescription: %s\nAgent: %s\n"
+              "Background task launched%s.\nTask ID: %s%s\nBatch: %s\nDescription: %s\nAgent: %s\n"
               "Status: running\n\nYou will be notified when it finishes; there is no need to poll. "
               "To check on it: background_output(task_id=\"%s\").",
-              id, batch, description, agent, id);
+              fork ? " with a fork of this conversation's context" : "", id, fork ? " (forked)" : "", batch,
+              description, agent, id);
     return 0;
+}
+
+int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *resume = resume_arg(args);
+    bool fork = arg_bool(args, "fork", false);
+    if (resume && fork) {
+        sb_puts(out, "background_task: fork and resume are mutually exclusive: fork starts a new task from this "
+                     "conversation's context, resume continues a finished task. Use one of them.");
+        return -EINVAL;
+    }
+    if (resume) {
+        const char *warning = arg_str(args, "description") || arg_str(args, "agent")
+                                  ? "Note: description and agent are ignored when resuming a task.\n"
+                                  : NULL;
+        return resume_task(o, resume, arg_str(args, "prompt"), false, 0, ctx, warning, out);
+    }
+    if (!launch_args_ok(args, out))
+        return -EINVAL;
+    return launch(o, args, ctx, fork, out);
 }
 
 /* ---- background_output ------------------------------------------------- */

@@ -17,6 +17,10 @@ static const arg_spec task_args[] = {
     {"resume", ARG_STRING, ARG_OPTIONAL,
      "A completed task's id (bg_...): send prompt to that sub-agent as a follow-up, with its full history",
      NULL},
+    {"fork", ARG_BOOLEAN, ARG_OPTIONAL,
+     "Give the sub-agent a copy of this conversation's context (long tool results cut, oldest messages "
+     "dropped if it is too long); default false. Not with resume",
+     NULL},
 };
 static const arg_spec output_args[] = {
     {"task_id", ARG_STRING, ARG_REQUIRED, "The task id (bg_...)", NULL},

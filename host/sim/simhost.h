@@ -59,6 +59,11 @@ void sim_destroy(sim_host *h);
  * plugin by hand may copy it and change struct_size/abi_major. */
 const ocp_host *sim_table(sim_host *h);
 
+/* Make the host table lack an optional function ("session_fork" or
+ * "now_ms"): NULL in the table given to plugins loaded from now on. Returns 0,
+ * or -1 for a function that is not optional. */
+int sim_without(sim_host *h, const char *fn);
+
 /* dlopen every "*.so" in `dir` (sorted by name), call its ocp_plugin_entry
  * with the host table and options_json (may be NULL). Returns the number of
  * plugins loaded (>= 0), or a negative errno; a plugin that refuses to load is

@@ -1,0 +1,200 @@
+/* fork.c — see fork.h. */
+#include "fork.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+size_t fork_estimate_tokens(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t ascii = 0, other = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < 0x80)
+            ascii++;
+        else if ((s[i] & 0xC0) != 0x80)
+            other++;
+    }
+    return (ascii + 3) / 4 + other;
+}
+
+char *fork_cut_text(const char *s, size_t max_chars)
+{
+    size_t len = strlen(s);
+    if (len <= max_chars) /* fewer bytes than the limit: fewer characters too */
+        return NULL;
+    size_t chars = utf8_count(s, len);
+    if (chars <= max_chars)
+        return NULL;
+    size_t keep = utf8_offset(s, len, max_chars);
+    strbuf sb = {0};
+    sb_putn(&sb, s, keep);
+    sb_printf(&sb, "\n[... cut for the forked context: the original was %zu characters; re-run the tool for all of it]",
+              chars);
+    return sb_take(&sb);
+}
+
+/* Cut obj[key] when it is a long string. */
+static bool cut_member(cJSON *obj, const char *key, size_t max_chars)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsString(v))
+        return false;
+    char *cut = fork_cut_text(v->valuestring, max_chars);
+    if (!cut)
+        return false;
+    cJSON_ReplaceItemInObjectCaseSensitive(obj, key, cJSON_CreateString(cut));
+    free(cut);
+    return true;
+}
+
+static bool is_type(const cJSON *part, const char *type)
+{
+    const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(part, "type"));
+    return t && strcmp(t, type) == 0;
+}
+
+/* Cut every tool result of one message; returns how many were cut. */
+static size_t cut_results(cJSON *msg, size_t max_chars)
+{
+    size_t n = 0;
+    cJSON *part;
+    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
+    {
+        if (is_type(part, "tool")) {
+            /* state.input, tool and callID stay as they are. */
+            cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
+            n += cut_member(state, "output", max_chars);
+            n += cut_member(state, "error", max_chars);
+        } else if (is_type(part, "tool-result") || is_type(part, "tool_result")) {
+            n += cut_member(part, "output", max_chars);
+            n += cut_member(part, "content", max_chars);
+            n += cut_member(part, "text", max_chars);
+        }
+    }
+    return n;
+}
+
+/* Does the message hold a text part starting with the preamble mark? */
+static bool is_fork_point(const cJSON *msg)
+{
+    const cJSON *part;
+    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
+    {
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(part, "text"));
+        if (is_type(part, "text") && t && strncmp(t, FORK_PREAMBLE_MARK, strlen(FORK_PREAMBLE_MARK)) == 0)
+            return true;
+    }
+    return false;
+}
+
+static size_t tokens_of(const cJSON *item)
+{
+    size_t n = 0;
+    if (cJSON_IsString(item))
+        return fork_estimate_tokens(item->valuestring, strlen(item->valuestring));
+    for (const cJSON *c = item ? item->child : NULL; c; c = c->next)
+        n += tokens_of(c);
+    return n;
+}
+
+int fork_process(const char *messages_json, const fork_limits *lim, char **out, fork_stats *st)
+{
+    fork_stats local;
+    if (!st)
+        st = &local;
+    memset(st, 0, sizeof *st);
+    *out = NULL;
+    cJSON *msgs = messages_json ? cJSON_Parse(messages_json) : NULL;
+    if (!cJSON_IsArray(msgs)) {
+        cJSON_Delete(msgs);
+        return -EINVAL;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(msgs);
+    size_t *tokens = xcalloc(n ? n : 1, sizeof *tokens);
+    size_t total = 0, i = 0, inherited = n;
+    cJSON *m;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        if (inherited == n && is_fork_point(m))
+            inherited = i;
+        size_t before = tokens_of(m);
+        st->tokens_before += before;
+        if (i < inherited)
+            st->results_cut += cut_results(m, lim->max_tool_chars);
+        tokens[i] = i < inherited ? tokens_of(m) : before;
+        total += tokens[i++];
+    }
+    st->messages_in = n;
+    /* Drop the oldest inherited messages until it fits; the newest always stays. */
+    size_t drop = 0;
+    while (total > lim->max_tokens && drop < inherited && drop + 1 < n)
+        total -= tokens[drop++];
+    for (size_t k = 0; k < drop; k++)
+        cJSON_DeleteItemFromArray(msgs, 0);
+    st->messages_kept = n - drop;
+    st->tokens_after = total;
+    free(tokens);
+    char *s = cJSON_PrintUnformatted(msgs);
+    cJSON_Delete(msgs);
+    if (!s)
+        return -ENOMEM;
+    *out = xstrdup(s);
+    cJSON_free(s);
+    return 0;
+}
+
+char *fork_preamble(const fork_limits *lim)
+{
+    return xasprintf(
+        FORK_PREAMBLE_MARK " from the parent conversation, whose context you inherit. "
+        "To keep that context small it may be truncated: tool results longer than %zu characters were cut, "
+        "and when the history exceeded about %zu tokens its oldest messages were dropped. When you need the "
+        "full content of a file or a tool result, read the file or run the tool again rather than relying on "
+        "the history. Your task follows.",
+        lim->max_tool_chars, lim->max_tokens);
+}
+
+/* One part as a line of text for the rendered history. */
+static void render_part(strbuf *sb, const cJSON *part)
+{
+    if (is_type(part, "text")) {
+        const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(part, "text"));
+        if (t)
+            sb_printf(sb, "%s\n", t);
+    } else if (is_type(part, "tool")) {
+        const cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
+        const char *tool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(part, "tool"));
+        char *input = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(state, "input"));
+        const char *output = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(state, "output"));
+        const char *error = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(state, "error"));
+        sb_printf(sb, "[tool %s %s]\n", tool ? tool : "?", input ? input : "{}");
+        if (output)
+            sb_printf(sb, "[result]\n%s\n", output);
+        if (error)
+            sb_printf(sb, "[error]\n%s\n", error);
+        cJSON_free(input);
+    }
+}
+
+char *fork_render(const char *processed_json)
+{
+    cJSON *msgs = cJSON_Parse(processed_json ? processed_json : "");
+    strbuf sb = {0};
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        const char *role = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "info"), "role"));
+        sb_printf(&sb, "--- %s ---\n", role ? role : "message");
+        const cJSON *part;
+        cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(m, "parts")) render_part(&sb, part);
+    }
+    cJSON_Delete(msgs);
+    return sb_take(&sb);
+}
