@@ -55,6 +55,8 @@ static void prompt_fails(void)
     free(out);
     is_int(t_wait_status(h, parent, id, "error", 2000), 0, "the task is error");
     is_int(t_wait_messages_with(h, parent, "Background task failed", 1, 5000), 0, "the parent is told");
+    /* (the message can be visible a moment before the call is recorded) */
+    is_int(sim_wait_calls(h, "session_prompt", parent, 1, tap_timeout_ms(5000)), 0, "its push recorded");
 
     /* The parent gone (-ENOENT) when a notice is pushed: dropped, not retried or held. */
     char *id2 = t_launch_script(h, parent, "Orphaned notice", HANG);
