@@ -220,6 +220,38 @@ static void parent_deleted_aborts_running(void)
     sim_destroy(h);
 }
 
+/* Events dropped, duplicated and reordered at random: every task still ends
+ * once, with its own result and one notification. */
+static void chaos_each_task_ends_once(void)
+{
+    enum { N = 6 };
+    sim_host *h = t_host("{\"poll_interval_ms\":50}");
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_event_faults(h, 20261121, 0.3, 0.5, 30, NULL);
+    char *ids[N];
+    for (int i = 0; i < N; i++) {
+        char script[160];
+        snprintf(script, sizeof script,
+                 "{\"steps\":[{\"tool\":\"read\",\"ms\":%d},{\"%s\":\"chaos result %d\"}]}", 5 * i,
+                 i == 2 ? "error" : "reply", i);
+        ids[i] = t_launch_script(h, parent, "Chaos", script);
+    }
+    for (int i = 0; i < N; i++) {
+        is_int(t_wait_status(h, parent, ids[i], i == 2 ? "error" : "completed", 10000), 0, "task %d ended", i);
+        char want[64];
+        snprintf(want, sizeof want, "chaos result %d\n", i);
+        is_int(t_wait_output_with(h, parent, ids[i], want, 1000), 0, "task %d has its own result", i);
+    }
+    sim_event_faults(h, 0, 0, 0, 0, NULL);
+    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    for (int i = 0; i < N; i++) {
+        is_int(count_notices(h, parent, i == 2 ? NOTICE_FAIL : NOTICE_DONE, ids[i]), 1, "task %d: one notice", i);
+        free(ids[i]);
+    }
+    free(parent);
+    sim_destroy(h);
+}
+
 int main(void)
 {
     completes_by_idle_event();
@@ -230,5 +262,6 @@ int main(void)
     task_session_deleted();
     parent_session_deleted();
     parent_deleted_aborts_running();
+    chaos_each_task_ends_once();
     return done_testing();
 }
