@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +14,23 @@
 size_t fork_estimate_tokens(const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
-    size_t ascii = 0, other = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t ascii = 0, lead = 0, i = 0;
+    /* Eight bytes at a time: ASCII bytes have bit 7 clear; a multi-byte
+     * character's lead byte has bits 7 and 6 set. */
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        uint64_t high = x & 0x8080808080808080ull;
+        ascii += 8 - (size_t)__builtin_popcountll(high);
+        lead += (size_t)__builtin_popcountll(high & (x << 1));
+    }
+    for (; i < n; i++) {
         if (s[i] < 0x80)
             ascii++;
-        else if ((s[i] & 0xC0) != 0x80)
-            other++;
+        else if ((s[i] & 0xC0) == 0xC0)
+            lead++;
     }
-    return (ascii + 3) / 4 + other;
+    return (ascii + 3) / 4 + lead;
 }
 
 char *fork_cut_text(const char *s, size_t max_chars)
@@ -123,11 +133,9 @@ int fork_process(const char *messages_json, const fork_limits *lim, char **out, 
     {
         if (inherited == n && is_fork_point(m))
             inherited = i;
-        size_t before = tokens_of(m);
-        st->tokens_before += before;
         if (i < inherited)
             st->results_cut += cut_results(m, lim->max_tool_chars);
-        tokens[i] = i < inherited ? tokens_of(m) : before;
+        tokens[i] = tokens_of(m);
         total += tokens[i++];
     }
     st->messages_in = n;

@@ -38,7 +38,7 @@ typedef struct fork_limits {
 typedef struct fork_stats {
     size_t messages_in, messages_kept;
     size_t results_cut;
-    size_t tokens_before, tokens_after;
+    size_t tokens_after; /* the estimate of what is kept */
 } fork_stats;
 
 /* Estimated tokens of s[0..n) (valid UTF-8 or not: bytes >= 0x80 that start a

@@ -191,6 +191,8 @@ static void history_edges(void)
 
     is_int(fork_estimate_tokens("abcdefgh", 8), 2, "eight ASCII characters: two tokens");
     is_int(fork_estimate_tokens("\xe4\xbd\xa0\xe5\xa5\xbd", 6), 2, "two CJK characters: two tokens");
+    /* 22 bytes: 16 ASCII (4 tokens) and two CJK characters across the 8-byte steps. */
+    is_int(fork_estimate_tokens("abcdefgh\xe4\xbd\xa0\xe5\xa5\xbd" "abcdefgh", 22), 6, "mixed text: 4 + 2 tokens");
 }
 
 static void after_the_fork_point(void)

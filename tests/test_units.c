@@ -76,6 +76,8 @@ static void utf8_cases(void)
     ok(!utf8_valid("\xed\xa0\x80", 3), "surrogate is invalid");
     ok(!utf8_valid("\xe2\x82", 2), "truncated sequence is invalid");
     is_int(utf8_count("a\xc3\xa9\xe2\x82\xac", 6), 3, "three characters");
+    is_int(utf8_count("abcdefg\xc3\xa9\xe2\x82\xac" "abcdefghij\xf0\x9f\x98\x80", 26), 20,
+           "twenty characters counted across the 8-byte steps");
     is_int(utf8_offset("a\xc3\xa9\xe2\x82\xac", 6, 2), 3, "offset of the third character");
     is_int(utf8_floor("a\xc3\xa9", 3, 2), 1, "a cut never splits a sequence");
     char buf[32];
