@@ -1,0 +1,116 @@
+// A scripted OpenAI-compatible chat-completions server on 127.0.0.1 for the
+// e2e suite. The script is chosen by the last user message's text:
+//   "E2E <tool> [json args]"  step 0: the model calls <tool>(args) (streamed
+//                              tool_calls); after the tool results: "done <tool>"
+//   "E2E launch2 A B"         two background_task calls at once (children "CHILD fast A/B")
+//   "CHILD fast X"            a child's reply: "child reply X"
+//   "CHILD slow"              streams nothing until the client goes away (max 120 s)
+//   "CHILD error"             HTTP 400 with an error body (a non-retryable API error)
+//   anything else              "ack" (e.g. a notification that woke the parent)
+// Title requests (a system prompt about titles) get "E2E title".
+import http from "node:http";
+
+const textOf = (content) =>
+  typeof content === "string"
+    ? content
+    : Array.isArray(content)
+      ? content.map((p) => (p && typeof p.text === "string" ? p.text : "")).join("\n")
+      : "";
+
+export function decide(body) {
+  const msgs = body.messages || [];
+  const system = msgs.filter((m) => m.role === "system").map((m) => textOf(m.content)).join("\n");
+  if (/title/i.test(system) && !/E2E|CHILD/.test(textOf(msgs.at(-1)?.content))) return { text: "E2E title" };
+  let lastUser = -1;
+  msgs.forEach((m, i) => { if (m.role === "user") lastUser = i; });
+  const user = lastUser >= 0 ? textOf(msgs[lastUser].content) : "";
+  const after = msgs.slice(lastUser + 1);
+  const toolResults = after.filter((m) => m.role === "tool");
+  const line = (user.split("\n").find((l) => /^(E2E|CHILD) /.test(l.trim())) || "").trim();
+  let m;
+  if ((m = line.match(/^CHILD fast (\S+)/))) return { text: `child reply ${m[1]}` };
+  if (line.startsWith("CHILD slow")) return { hang: true };
+  if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
+  if ((m = line.match(/^E2E launch2 (\S+) (\S+)/))) {
+    if (toolResults.length) return { text: "launched two" };
+    return {
+      calls: [m[1], m[2]].map((x) => ({
+        name: "background_task",
+        args: { description: `fast ${x}`, prompt: `CHILD fast ${x}`, agent: "general" },
+      })),
+    };
+  }
+  if ((m = line.match(/^E2E (\w+)\s*(.*)$/))) {
+    if (toolResults.length) return { text: `done ${m[1]}` };
+    let args = {};
+    try { args = m[2] ? JSON.parse(m[2]) : {}; } catch { args = {}; }
+    return { calls: [{ name: m[1], args }] };
+  }
+  return { text: "ack" };
+}
+
+export async function startFakeModel() {
+  const requests = [];
+  let seq = 0;
+  const open = new Set();
+  const server = http.createServer((req, res) => {
+    let raw = "";
+    req.on("data", (d) => (raw += d));
+    req.on("end", () => {
+      if (req.method !== "POST" || !req.url.endsWith("/chat/completions")) {
+        res.writeHead(404).end();
+        return;
+      }
+      let body = {};
+      try { body = JSON.parse(raw); } catch {}
+      const d = decide(body);
+      const rec = { body, decision: d, closed: false, done: false };
+      requests.push(rec);
+      if (d.error) {
+        res.writeHead(d.error, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: d.message, type: "invalid_request_error", code: "scripted" } }));
+        rec.done = true;
+        return;
+      }
+      const id = `chatcmpl-${++seq}`;
+      const chunk = (delta, finish = null, extra = {}) =>
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000),
+          model: body.model || "fake", choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+      open.add(res);
+      res.on("close", () => { rec.closed = true; open.delete(res); });
+      const usage = { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } };
+      if (d.hang) {
+        res.write(chunk({ role: "assistant", content: "" }));
+        const t = setTimeout(() => res.end(), 120000);
+        res.on("close", () => clearTimeout(t));
+        return;
+      }
+      if (d.calls) {
+        d.calls.forEach((c, i) => {
+          res.write(chunk({ role: "assistant", tool_calls: [{ index: i, id: `call_${seq}_${i}`, type: "function",
+            function: { name: c.name, arguments: "" } }] }));
+          res.write(chunk({ tool_calls: [{ index: i, function: { arguments: JSON.stringify(c.args) } }] }));
+        });
+        res.write(chunk({}, "tool_calls", usage));
+      } else {
+        res.write(chunk({ role: "assistant", content: "" }));
+        res.write(chunk({ content: d.text }));
+        res.write(chunk({}, "stop", usage));
+      }
+      res.end("data: [DONE]\n\n");
+      rec.done = true;
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    port: server.address().port,
+    requests,
+    close: () =>
+      new Promise((r) => {
+        for (const res of open) res.destroy();
+        server.close(() => r());
+        server.closeAllConnections?.();
+      }),
+  };
+}
