@@ -231,12 +231,16 @@ typedef struct ocp_plugin {
      * -ECANCELED with a message saying the plugin is shutting down), stop and
      * join every plugin thread, free everything. Tool calls may still be in
      * flight on other threads; shutdown returns after each has left the
-     * plugin. The host must not call anything in this table afterwards, must
+     * plugin. The host must not call anything in this table afterwards (but
+     * `free`, for strings those calls returned), must
      * not start a new call once shutdown has begun, and must not call on_event
      * concurrently with it. After it returns the host may dlclose the plugin. */
     void (*shutdown)(void *userdata);
 
-    /* [any] Free a string this table's functions returned in *out. NULL is a no-op. */
+    /* [any] Free a string this table's functions returned in *out. NULL is a
+     * no-op. The one function a host may still call after shutdown has
+     * returned (until dlclose): a tool call that shutdown released returns a
+     * string the host frees afterwards. So it must not use `userdata`. */
     void (*free)(void *userdata, char *p);
 } ocp_plugin;
 
