@@ -71,7 +71,7 @@ void engine_wake_waiters(ocbg *o)
 
 void engine_request_finalize(ocbg *o, task *t)
 {
-    if (t->finalizing || t->cancelling || !task_status_active(t->status))
+    if (t->type == TASK_SHELL || t->finalizing || t->cancelling || !task_status_active(t->status))
         return;
     t->finalizing = true;
     job *j = xcalloc(1, sizeof *j);
@@ -138,11 +138,20 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     engine_wake_waiters(o);
 }
 
+void engine_stop_task_now(ocbg *o, task *t)
+{
+    if (!task_status_active(t->status))
+        return;
+    if (t->type == TASK_SHELL)
+        shell_kill(t);
+    else
+        engine_request_abort(o, t->session_id);
+}
+
 void engine_drop_parent(ocbg *o, parent *p)
 {
     for (task *t = p->head; t; t = t->pnext)
-        if (task_status_active(t->status))
-            engine_request_abort(o, t->session_id);
+        engine_stop_task_now(o, t);
     registry_remove_parent(&o->reg, p);
     engine_wake_waiters(o);
 }
@@ -362,6 +371,8 @@ static void poll_tick(ocbg *o)
     cJSON_Delete(status_map);
     int64_t now = mono_ms();
     for (task *t = o->reg.active; t; t = t->anext) {
+        if (t->type == TASK_SHELL)
+            continue;
         if (t->busy_tick == tick) {
             t->seen_busy = true;
             t->idle_checks = 0;
@@ -391,7 +402,7 @@ static void *worker_main(void *arg)
             run_job(o, j);
             continue;
         }
-        if (o->reg.active_count == 0) {
+        if (o->reg.active_agents == 0) {
             o->next_poll = 0;
         } else if (o->next_poll == 0) {
             o->next_poll = now + o->opt.poll_interval_ms;
@@ -433,6 +444,19 @@ int engine_start(ocbg *o)
         return rc;
     }
     o->worker_started = true;
+    rc = shell_start(o);
+    if (rc != 0) {
+        pthread_mutex_lock(&o->mu);
+        o->stopping = true;
+        pthread_cond_broadcast(&o->work_cv);
+        pthread_mutex_unlock(&o->mu);
+        pthread_join(o->worker, NULL);
+        registry_free(&o->reg);
+        pthread_cond_destroy(&o->work_cv);
+        pthread_cond_destroy(&o->drain_cv);
+        pthread_mutex_destroy(&o->mu);
+        return rc;
+    }
     return 0;
 }
 
@@ -448,6 +472,7 @@ void engine_stop(ocbg *o)
     if (o->worker_started)
         pthread_join(o->worker, NULL);
     o->worker_started = false;
+    shell_stop(o); /* kills and reaps every command still running */
     for (job *j; (j = pop_job(o));)
         free_job(j);
     while (o->retries) {

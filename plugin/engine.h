@@ -77,6 +77,7 @@ typedef struct ocbg {
     waiter *waiters;
     int64_t next_poll;  /* monotonic ms of the next poll tick; 0 = none */
     ocp_plugin table;
+    struct shell_runner *shell; /* the shell thread (shell.c) */
     /* Counters for tests and benchmarks. */
     uint64_t worker_wakeups;
     uint64_t polls;
@@ -112,6 +113,10 @@ void engine_request_finalize(ocbg *o, task *t);
 
 /* Ask the worker to abort a session. */
 void engine_request_abort(ocbg *o, const char *session_id);
+
+/* Stop an active task at once, for removal: abort its session (queued for the
+ * worker) or SIGKILL its command's process group. */
+void engine_stop_task_now(ocbg *o, task *t);
 
 /* Remove a parent session's tasks (the parent was deleted): running ones are
  * aborted, waiters on them are told. */

@@ -1,6 +1,7 @@
 /* format.c — see format.h. */
 #include "format.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int64_t task_runtime(const task *t, int64_t now)
@@ -40,10 +41,23 @@ void format_report(strbuf *out, const task *t, int64_t now)
     format_duration(dur, sizeof dur, task_runtime(t, now));
     sb_printf(out, "Task %s", t->id);
     put_markers(out, t);
-    sb_printf(out, ": %s\nDescription: %s\nAgent: %s\nBatch: %s\n", task_status_name(t->status),
-              t->description ? t->description : "", t->agent ? t->agent : "", t->batch_id);
+    sb_printf(out, ": %s\nDescription: %s\n", task_status_name(t->status), t->description ? t->description : "");
+    if (t->type == TASK_SHELL)
+        sb_printf(out, "Command: %s\n", t->shell->command);
+    else
+        sb_printf(out, "Agent: %s\n", t->agent ? t->agent : "");
+    sb_printf(out, "Batch: %s\n", t->batch_id);
     if (t->resume_count > 0)
         sb_printf(out, "Resumed: %u time%s\n", t->resume_count, t->resume_count == 1 ? "" : "s");
+    if (t->type == TASK_SHELL) {
+        char how[96];
+        shell_describe_exit(t->shell, how, sizeof how);
+        char *text = shell_output_text(t->shell, SHELL_REPORT_CHARS);
+        sb_printf(out, "%s: %s\nExit: %s\n\nOutput:\n%s\n",
+                  task_status_active(t->status) ? "Running for" : "Duration", dur, how, text);
+        free(text);
+        return;
+    }
     switch (t->status) {
     case TASK_PENDING:
         sb_puts(out, "Waiting for a free slot to start.\n");
@@ -71,8 +85,12 @@ void format_list_line(strbuf *out, const task *t, int64_t now)
     format_duration(dur, sizeof dur, task_runtime(t, now));
     sb_printf(out, "- %s", t->id);
     put_markers(out, t);
-    sb_printf(out, " | %s | agent: %s | %s | %s | %s\n", t->description ? t->description : "",
-              t->agent ? t->agent : "", task_status_name(t->status), dur, t->batch_id);
+    if (t->type == TASK_SHELL)
+        sb_printf(out, " | %s | shell | %s | %s | %s\n", t->description ? t->description : "",
+                  task_status_name(t->status), dur, t->batch_id);
+    else
+        sb_printf(out, " | %s | agent: %s | %s | %s | %s\n", t->description ? t->description : "",
+                  t->agent ? t->agent : "", task_status_name(t->status), dur, t->batch_id);
 }
 
 char *format_notification(const task *t, int64_t now, int max_chars)
@@ -81,10 +99,17 @@ char *format_notification(const task *t, int64_t now, int max_chars)
     char dur[32];
     format_duration(dur, sizeof dur, task_runtime(t, now));
     const char *what = t->status == TASK_COMPLETED ? "completed" : "failed";
-    sb_printf(&sb, "[ocbg] Background task %s: %s", what, t->id);
+    sb_printf(&sb, "[ocbg] Background %s %s: %s", t->type == TASK_SHELL ? "command" : "task", what, t->id);
     put_markers(&sb, t);
-    sb_printf(&sb, " \"%s\" (agent: %s, %s)\n", t->description ? t->description : "",
-              t->agent ? t->agent : "", dur);
+    if (t->type == TASK_SHELL) {
+        char how[96];
+        shell_describe_exit(t->shell, how, sizeof how);
+        sb_printf(&sb, " \"%s\" ($ %s; %s, %s)\n", t->description ? t->description : "", t->shell->command, how,
+                  dur);
+    } else {
+        sb_printf(&sb, " \"%s\" (agent: %s, %s)\n", t->description ? t->description : "",
+                  t->agent ? t->agent : "", dur);
+    }
     unsigned done, total;
     registry_batch_progress(t, &done, &total);
     if (done == total)
@@ -92,6 +117,12 @@ char *format_notification(const task *t, int64_t now, int max_chars)
     else
         sb_printf(&sb, "Batch %s: %u of %u tasks done, %u still running.\n", t->batch_id, done, total,
                   total - done);
+    if (t->type == TASK_SHELL) {
+        char *text = shell_output_text(t->shell, (size_t)max_chars);
+        sb_printf(&sb, "\nOutput (the last part when long; all of it: TaskOutput or background_output):\n%s\n", text);
+        free(text);
+        return sb_take(&sb);
+    }
     const char *body = t->status == TASK_COMPLETED ? t->result : t->error;
     if (!body)
         body = "";

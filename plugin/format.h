@@ -9,6 +9,9 @@
 #include "engine.h"
 #include "util.h"
 
+/* How much of a command's output a report shows (the tail is kept). */
+#define SHELL_REPORT_CHARS 30000
+
 /* The status block for one task: status, description, agent, timing, then the
  * result (completed), progress (running) or error. */
 void format_report(strbuf *out, const task *t, int64_t now);

@@ -20,14 +20,30 @@ static const int_option int_options[] = {
     {"notify_retry_ms", offsetof(options, notify_retry_ms), 1, 60000, 250},
     {"fork_tool_chars", offsetof(options, fork_tool_chars), 100, 1000000, 1500},
     {"fork_max_tokens", offsetof(options, fork_max_tokens), 1000, 10000000, 100000},
+    {"shell_output_cap", offsetof(options, shell_output_cap), 1024, 64 * 1024 * 1024, 1024 * 1024},
+    {"shell_kill_grace_ms", offsetof(options, shell_kill_grace_ms), 0, 60000, 2000},
 };
 #define N_INT_OPTIONS (sizeof int_options / sizeof int_options[0])
+
+typedef struct bool_option {
+    const char *name;
+    size_t offset;
+    bool def;
+} bool_option;
+
+static const bool_option bool_options[] = {
+    {"face_opencode", offsetof(options, face_opencode), true},
+    {"face_claude", offsetof(options, face_claude), true},
+};
+#define N_BOOL_OPTIONS (sizeof bool_options / sizeof bool_options[0])
 
 void options_default(options *o)
 {
     memset(o, 0, sizeof *o);
     for (size_t i = 0; i < N_INT_OPTIONS; i++)
         *(int *)((char *)o + int_options[i].offset) = int_options[i].def;
+    for (size_t i = 0; i < N_BOOL_OPTIONS; i++)
+        *(bool *)((char *)o + bool_options[i].offset) = bool_options[i].def;
     o->wake = WAKE_LAST;
 }
 
@@ -36,6 +52,8 @@ static int known_keys(char *out, size_t size)
     size_t used = 0;
     for (size_t i = 0; i < N_INT_OPTIONS; i++)
         used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", int_options[i].name);
+    for (size_t i = 0; i < N_BOOL_OPTIONS; i++)
+        used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", bool_options[i].name);
     return snprintf(out + used, used < size ? size - used : 0, "wake");
 }
 
@@ -55,6 +73,16 @@ static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
         *(int *)((char *)o + io->offset) = (int)v;
         return 0;
     }
+    for (size_t i = 0; i < N_BOOL_OPTIONS; i++) {
+        if (strcmp(key, bool_options[i].name) != 0)
+            continue;
+        if (!cJSON_IsBool(item)) {
+            snprintf(err, err_size, "option '%s' must be true or false", key);
+            return -EINVAL;
+        }
+        *(bool *)((char *)o + bool_options[i].offset) = cJSON_IsTrue(item);
+        return 0;
+    }
     if (strcmp(key, "wake") == 0) {
         const char *v = cJSON_GetStringValue(item);
         if (v && strcmp(v, "last") == 0)
@@ -67,7 +95,7 @@ static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
         }
         return 0;
     }
-    char known[512];
+    char known[1024];
     known_keys(known, sizeof known);
     snprintf(err, err_size, "unknown option '%s' (known: %s)", key, known);
     return -EINVAL;
@@ -88,6 +116,10 @@ int options_parse(options *o, const char *json, char *err, size_t err_size)
     int rc = 0;
     for (const cJSON *item = root->child; item && rc == 0; item = item->next)
         rc = parse_one(&parsed, item, err, err_size);
+    if (rc == 0 && !parsed.face_opencode && !parsed.face_claude) {
+        snprintf(err, err_size, "options 'face_opencode' and 'face_claude' are both false: no tool would be left");
+        rc = -EINVAL;
+    }
     if (rc == 0)
         *o = parsed;
     cJSON_Delete(root);

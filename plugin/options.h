@@ -23,6 +23,10 @@ typedef struct options {
     wake_policy wake;
     int fork_tool_chars;   /* fork: tool results longer than this are cut */
     int fork_max_tokens;   /* fork: oldest messages dropped above this estimate */
+    int shell_output_cap;  /* bytes of a command's output kept (head and tail halves) */
+    int shell_kill_grace_ms; /* SIGTERM to SIGKILL when a command is stopped */
+    bool face_opencode;    /* register background_* */
+    bool face_claude;      /* register Task, Bash, TaskOutput, TaskStop and /tasks */
 } options;
 
 /* The defaults. */

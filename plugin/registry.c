@@ -45,6 +45,7 @@ static void free_task(task *t)
     free(t->result);
     free(t->error);
     free(t->result_message_id);
+    shell_state_free(t->shell);
     free(t);
 }
 
@@ -115,6 +116,7 @@ static void active_link(registry *r, task *t)
         r->active->aprev = t;
     r->active = t;
     r->active_count++;
+    r->active_agents += t->type == TASK_AGENT;
     t->parent->active++;
 }
 
@@ -128,10 +130,12 @@ static void active_unlink(registry *r, task *t)
         t->anext->aprev = t->aprev;
     t->anext = t->aprev = NULL;
     r->active_count--;
+    r->active_agents -= t->type == TASK_AGENT;
     t->parent->active--;
 }
 
-task *registry_add(registry *r, const char *parent_session, const char *session_id, int64_t now)
+task *registry_add(registry *r, const char *parent_session, const char *session_id, task_type type,
+                   int64_t now)
 {
     parent *p = map_get(&r->parents, parent_session);
     if (!p) {
@@ -150,6 +154,7 @@ task *registry_add(registry *r, const char *parent_session, const char *session_
     }
     memcpy(t->batch_id, p->batch_id, sizeof t->batch_id);
     t->session_id = xstrdup(session_id);
+    t->type = type;
     t->status = TASK_RUNNING;
     t->created_ms = t->started_ms = t->last_update_ms = now;
     t->run = 1;
@@ -160,7 +165,8 @@ task *registry_add(registry *r, const char *parent_session, const char *session_
     p->head = t;
     p->count++;
     map_put(&r->by_id, t->id, t);
-    map_put(&r->by_session, t->session_id, t);
+    if (t->session_id)
+        map_put(&r->by_session, t->session_id, t);
     r->count++;
     active_link(r, t);
     return t;
@@ -192,7 +198,7 @@ static void unlink_task(registry *r, task *t)
         t->pnext->pprev = t->pprev;
     p->count--;
     map_del(&r->by_id, t->id);
-    if (map_get(&r->by_session, t->session_id) == t)
+    if (t->session_id && map_get(&r->by_session, t->session_id) == t)
         map_del(&r->by_session, t->session_id);
     r->count--;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "map.h"
+#include "shell.h"
 
 typedef enum task_status {
     TASK_PENDING,   /* queued by a concurrency cap (not used yet) */
@@ -38,7 +39,7 @@ typedef struct task {
     char batch_id[TASK_ID_SIZE];
     task_type type;
     task_status status;
-    char *session_id;       /* the task's own (child) session */
+    char *session_id;       /* the task's own (child) session; NULL for a shell task */
     char *parent_message;   /* the message that launched it; may be NULL */
     char *parent_agent;     /* the agent that launched it; may be NULL */
     char *description;
@@ -65,6 +66,8 @@ typedef struct task {
     unsigned recent_calls_next;
     char recent_tools[RECENT_TOOLS][TOOL_NAME_SIZE]; /* ring, newest at recent_tools_next-1 */
     unsigned recent_tools_next;
+    shell_state *shell;     /* shell tasks only */
+    bool foreground;        /* run by a foreground call: removed when it returns */
     parent *parent;
     struct task *pnext, *pprev; /* the parent's list, newest first */
     struct task *anext, *aprev; /* the active list */
@@ -91,6 +94,7 @@ typedef struct registry {
     map parents;     /* parent session id → parent */
     task *active;    /* active list head */
     unsigned active_count;
+    unsigned active_agents; /* active agent tasks: what the fallback poll is for */
     unsigned count;
 } registry;
 
@@ -105,11 +109,13 @@ task *registry_find(registry *r, const char *task_id);
 task *registry_find_session(registry *r, const char *session_id);
 parent *registry_parent(registry *r, const char *parent_session); /* NULL when it has no tasks */
 
-/* A new task of `parent_session` with a fresh unique id and the given session,
+/* A new task of `parent_session` with a fresh unique id and the given session
+ * (NULL for a shell task),
  * status running, on the parent's list (newest first); joins the parent's
  * current batch when the parent has active tasks, else opens a new batch.
  * Takes ownership of nothing: strings are copied. */
-task *registry_add(registry *r, const char *parent_session, const char *session_id, int64_t now);
+task *registry_add(registry *r, const char *parent_session, const char *session_id, task_type type,
+                   int64_t now);
 
 /* Change status, keeping the active list, the parent's active count and the
  * completion time right. */

@@ -132,13 +132,12 @@ static int start_failed(ocbg *o, const char *id, const char *what, char *err, in
     return rc;
 }
 
-static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
+int launch_agent_task(ocbg *o, const ocp_call_ctx *ctx, const char *description, const char *prompt,
+                      const char *agent, bool fork, bool foreground, char id[TASK_ID_SIZE],
+                      char batch[TASK_ID_SIZE], strbuf *out)
 {
-    const char *description = arg_str(args, "description");
-    const char *prompt = arg_str(args, "prompt");
-    const char *agent = arg_str(args, "agent");
     if (!ctx->session_id) {
-        sb_puts(out, "background_task: the call has no session to launch from");
+        sb_puts(out, "The call has no session to launch a task from.");
         return -EINVAL;
     }
     char *session = NULL, *err = NULL;
@@ -152,7 +151,7 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
     }
 
     pthread_mutex_lock(&o->mu);
-    task *t = registry_add(&o->reg, ctx->session_id, session, ocbg_now(o));
+    task *t = registry_add(&o->reg, ctx->session_id, session, TASK_AGENT, ocbg_now(o));
     engine_task_activated(o);
     t->description = xstrdup(description);
     t->prompt = xstrdup(prompt);
@@ -160,9 +159,11 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
     t->parent_message = xstrdup(ctx->message_id);
     t->parent_agent = xstrdup(ctx->agent);
     t->forked = fork;
-    char id[TASK_ID_SIZE], batch[TASK_ID_SIZE];
-    memcpy(id, t->id, sizeof id);
-    memcpy(batch, t->batch_id, sizeof batch);
+    t->foreground = foreground;
+    /* A foreground call owns the result from the start: no notification. */
+    t->result_waiters += foreground;
+    memcpy(id, t->id, TASK_ID_SIZE);
+    memcpy(batch, t->batch_id, TASK_ID_SIZE);
     pthread_mutex_unlock(&o->mu);
 
     /* The task is registered before anything is sent, so its first events
@@ -182,6 +183,17 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
     free(session);
     if (rc != 0)
         return start_failed(o, id, "Failed to send the prompt to the sub-agent", err, rc, out);
+    return 0;
+}
+
+static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
+{
+    const char *description = arg_str(args, "description");
+    const char *agent = arg_str(args, "agent");
+    char id[TASK_ID_SIZE], batch[TASK_ID_SIZE];
+    int rc = launch_agent_task(o, ctx, description, arg_str(args, "prompt"), agent, fork, false, id, batch, out);
+    if (rc != 0)
+        return rc;
     sb_printf(out,
               "Background task launched%s.\nTask ID: %s%s\nBatch: %s\nDescription: %s\nAgent: %s\n"
               "Status: running\n\nYou will be notified when it finishes; there is no need to poll. "
@@ -448,32 +460,70 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
 int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)args;
+    /* Running agent tasks are marked cancelling (their abort's events then
+     * change nothing) and aborted first; one whose abort fails stays, still
+     * running and still cancellable, rather than becoming an orphan. */
     pthread_mutex_lock(&o->mu);
     parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
-    unsigned total = p ? p->count : 0;
-    char **sessions = NULL;
     size_t n = 0;
+    cancel_item *items = NULL;
     for (task *t = p ? p->head : NULL; t; t = t->pnext) {
         if (!task_status_active(t->status))
             continue;
-        sessions = xrealloc(sessions, (n + 1) * sizeof *sessions);
-        sessions[n++] = xstrdup(t->session_id);
-    }
-    if (p) {
-        registry_remove_parent(&o->reg, p);
-        engine_wake_waiters(o);
+        if (t->type == TASK_SHELL) {
+            shell_kill(t);
+            continue;
+        }
+        t->cancelling = true;
+        items = xrealloc(items, (n + 1) * sizeof *items);
+        memset(&items[n], 0, sizeof *items);
+        memcpy(items[n].id, t->id, sizeof items[n].id);
+        items[n].session = xstrdup(t->session_id);
+        n++;
     }
     pthread_mutex_unlock(&o->mu);
-    for (size_t i = 0; i < n; i++) {
-        hc_session_abort(o, sessions[i], NULL);
-        free(sessions[i]);
+    for (size_t i = 0; i < n; i++)
+        items[i].rc = hc_session_abort(o, items[i].session, &items[i].err);
+
+    pthread_mutex_lock(&o->mu);
+    p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+    unsigned cleared = 0;
+    size_t aborted = 0;
+    strbuf kept = {0};
+    for (task *t = p ? p->head : NULL; t;) {
+        task *next = t->pnext;
+        cancel_item *it = NULL;
+        for (size_t i = 0; i < n && !it; i++)
+            it = strcmp(items[i].id, t->id) == 0 ? &items[i] : NULL;
+        if (it && it->rc != 0 && it->rc != -ENOENT) {
+            t->cancelling = false;
+            engine_request_finalize(o, t); /* an idle ignored meanwhile */
+            sb_printf(&kept, "\n- %s: aborting its session failed (%s); it is still running and was kept.", t->id,
+                      it->err);
+        } else {
+            aborted += it != NULL;
+            registry_remove(&o->reg, t);
+            cleared++;
+        }
+        t = next;
     }
-    free(sessions);
-    if (total == 0)
+    if (p && p->count == 0)
+        registry_remove_parent(&o->reg, p);
+    engine_wake_waiters(o);
+    pthread_mutex_unlock(&o->mu);
+    free_items(items, n);
+    int rc = 0;
+    if (cleared == 0 && kept.len == 0) {
         sb_puts(out, "No background tasks to clear.");
-    else
-        sb_printf(out, "Cleared %u background task%s of this session (%zu running task%s aborted).", total,
-                  total == 1 ? "" : "s", n, n == 1 ? " was" : "s were");
-    return 0;
+    } else {
+        sb_printf(out, "Cleared %u background task%s of this session (%zu running task%s aborted).", cleared,
+                  cleared == 1 ? "" : "s", aborted, aborted == 1 ? " was" : "s were");
+        if (kept.len) {
+            sb_puts(out, kept.buf);
+            rc = -EIO;
+        }
+    }
+    sb_free(&kept);
+    return rc;
 }
 

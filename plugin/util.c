@@ -251,6 +251,38 @@ size_t utf8_offset(const char *str, size_t n, size_t chars)
     return n;
 }
 
+/* The length of the valid UTF-8 sequence at s[0..n), or 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80)
+        return s[0] ? 1 : 0;
+    size_t len = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    return utf8_valid((const char *)s, len) ? len : 0;
+}
+
+char *utf8_sanitize(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    strbuf sb = {0};
+    size_t i = 0, run = 0;
+    while (i < n) {
+        size_t k = utf8_seq(s + i, n - i);
+        if (k) {
+            i += k;
+            run += k;
+            continue;
+        }
+        sb_putn(&sb, str + i - run, run);
+        sb_puts(&sb, "\xEF\xBF\xBD");
+        run = 0;
+        i++;
+    }
+    sb_putn(&sb, str + i - run, run);
+    return sb_take(&sb);
+}
+
 bool blank(const char *s)
 {
     if (!s)

@@ -57,6 +57,10 @@ size_t utf8_count(const char *s, size_t n);
 /* Byte offset of the `chars`-th character of s[0..n) (n when there are fewer). */
 size_t utf8_offset(const char *s, size_t n, size_t chars);
 
+/* A copy of s[0..n) with every invalid UTF-8 sequence (and NUL) replaced by
+ * U+FFFD, so any bytes a command printed become valid text. malloc'd. */
+char *utf8_sanitize(const char *s, size_t n);
+
 /* Is the string NULL, empty or only white space? */
 bool blank(const char *s);
 

@@ -168,9 +168,14 @@ static void abort_fails(void)
     char *c3 = t_task_session(h, 2);
     sim_fail(h, "session_abort", 1, -1, -EIO);
     out = t_tool(h, parent, "background_clear", "{}");
-    if (t_known_bug(1, "background_clear says 'N running tasks were aborted' when session_abort failed; the "
-                       "sub-agent keeps running with no task left to cancel it"))
-        unlike(out, "1 running task was aborted", "a failed abort is not reported as done");
+    unlike(out, "1 running task was aborted", "a failed abort is not reported as done");
+    like(out, "aborting its session failed (simulated failure of session_abort); it is still running and was kept.",
+         "the answer says the task was kept");
+    is_int(t_rc, -EIO, "and the call is an error");
+    free(out);
+    sim_fail(h, NULL, 0, 0, 0);
+    out = t_tool(h, parent, "background_list", "{\"status\":\"running\"}");
+    like(out, "Total: 1 task (1 running)", "the kept task is still listed, and can be cancelled later");
     free(out);
     free(c3);
     free(batch);

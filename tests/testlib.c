@@ -187,13 +187,3 @@ int t_sync_notifications(sim_host *h, const char *session)
     free(id);
     return t_wait_messages_with(h, session, needle, 1, 5000);
 }
-
-int t_known_bug(int n, const char *what)
-{
-    if (getenv("OCBG_KNOWN_BUGS"))
-        return 1;
-    char reason[256];
-    snprintf(reason, sizeof reason, "known engine bug (set OCBG_KNOWN_BUGS=1 to run): %s", what);
-    skip(n, reason);
-    return 0;
-}

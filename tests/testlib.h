@@ -59,8 +59,3 @@ int t_wait_output_with(sim_host *h, const char *session, const char *task_id, co
  * pushed by then). Returns 0 or -ETIMEDOUT. */
 int t_sync_notifications(sim_host *h, const char *session);
 
-/* Tests of engine bugs found and reported, not fixed yet: run only when
- * $OCBG_KNOWN_BUGS is set (so that `make check` stays green meanwhile);
- * otherwise `n` checks are skipped with `what` as the reason. Returns 1 when
- * the checks should run. */
-int t_known_bug(int n, const char *what);

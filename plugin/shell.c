@@ -1,0 +1,427 @@
+/* shell.c — see shell.h. The shell thread, spawning, stopping, the output
+ * buffer. Linux: pidfds tell the thread at once when a command exits. */
+#include "shell.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/pidfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "hostcalls.h"
+#include "util.h"
+
+extern char **environ;
+
+/* A running command as the shell thread tracks it. */
+typedef struct proc {
+    char task_id[TASK_ID_SIZE];
+    pid_t pid;
+    int pidfd;
+    int out_fd; /* -1 once closed */
+    struct proc *next;
+} proc;
+
+struct shell_runner {
+    int wake_fd;        /* eventfd: new work, a stop, shutdown */
+    pthread_t thread;
+    proc *pending;      /* spawned, not yet taken by the thread (under o->mu) */
+    proc *running;      /* the thread's own list */
+};
+
+static void wake(struct shell_runner *r)
+{
+    uint64_t one = 1;
+    ssize_t n = write(r->wake_fd, &one, sizeof one);
+    (void)n; /* a full counter already means "wake up" */
+}
+
+/* ---- the output buffer ------------------------------------------------- */
+
+static void output_append(shell_output *o, const char *data, size_t n)
+{
+    o->total += n;
+    size_t room = o->head_cap - o->head_len;
+    size_t to_head = n < room ? n : room;
+    memcpy(o->head + o->head_len, data, to_head);
+    o->head_len += to_head;
+    data += to_head;
+    n -= to_head;
+    if (n == 0)
+        return;
+    if (n >= o->tail_cap) { /* only the last tail_cap bytes can stay */
+        data += n - o->tail_cap;
+        n = o->tail_cap;
+    }
+    for (size_t i = 0; i < n; i++) {
+        o->tail[o->tail_pos] = data[i];
+        o->tail_pos = (o->tail_pos + 1) % o->tail_cap;
+    }
+    o->tail_len = o->tail_len + n > o->tail_cap ? o->tail_cap : o->tail_len + n;
+}
+
+char *shell_output_text(const shell_state *s, size_t max_chars)
+{
+    const shell_output *o = &s->out;
+    strbuf raw = {0};
+    sb_putn(&raw, o->head, o->head_len);
+    uint64_t dropped = o->total - o->head_len - o->tail_len;
+    if (dropped)
+        sb_printf(&raw, "\n[... %llu bytes of output left out here ...]\n", (unsigned long long)dropped);
+    size_t start = (o->tail_pos + o->tail_cap - o->tail_len) % (o->tail_cap ? o->tail_cap : 1);
+    for (size_t i = 0; i < o->tail_len; i++)
+        sb_putn(&raw, &o->tail[(start + i) % o->tail_cap], 1);
+    /* Commands may print anything: make it valid text. */
+    char *text = utf8_sanitize(raw.buf ? raw.buf : "", raw.len);
+    sb_free(&raw);
+    size_t len = strlen(text), chars = utf8_count(text, len);
+    if (chars <= max_chars)
+        return text;
+    size_t from = utf8_offset(text, len, chars - max_chars);
+    char *cut = xasprintf("[... output cut: the last %zu of %zu characters follow ...]\n%s", max_chars, chars,
+                          text + from);
+    free(text);
+    return cut;
+}
+
+void shell_describe_exit(const shell_state *s, char *buf, size_t size)
+{
+    if (!s->exited)
+        snprintf(buf, size, "running");
+    else if (s->term_signal)
+        snprintf(buf, size, "killed by signal %d (%s)", s->term_signal, strsignal(s->term_signal));
+    else
+        snprintf(buf, size, "exit code %d", s->exit_code);
+}
+
+void shell_state_free(shell_state *s)
+{
+    if (!s)
+        return;
+    free(s->command);
+    free(s->directory);
+    free(s->out.head);
+    free(s->out.tail);
+    free(s);
+}
+
+/* ---- spawning ---------------------------------------------------------- */
+
+int shell_spawn(ocbg *o, const char *task_id, char **err)
+{
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, task_id);
+    char *command = t && t->shell ? xstrdup(t->shell->command) : NULL;
+    char *dir = t && t->shell ? xstrdup(t->shell->directory) : NULL;
+    pthread_mutex_unlock(&o->mu);
+    if (!command) {
+        *err = xstrdup("the task is gone");
+        return -ENOENT;
+    }
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        *err = xasprintf("cannot create a pipe: %s", strerror(errno));
+        free(command);
+        free(dir);
+        return -errno;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+    if (dir && *dir)
+        posix_spawn_file_actions_addchdir_np(&fa, dir);
+    posix_spawnattr_init(&attr);
+    /* Its own process group (stop and shutdown signal the whole group), and
+     * default signal handling whatever the host set (SIGPIPE for `| head`). */
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGPIPE);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGCHLD);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    char *argv[] = {(char *)"/bin/sh", (char *)"-c", command, NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    close(pipefd[1]);
+    free(command);
+    if (rc != 0) {
+        *err = xasprintf("cannot start /bin/sh%s%s: %s", dir ? " in " : "", dir ? dir : "", strerror(rc));
+        close(pipefd[0]);
+        free(dir);
+        return -rc;
+    }
+    free(dir);
+    int pidfd = pidfd_open(pid, 0);
+    if (pidfd < 0) {
+        int e = errno;
+        kill(-pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(pipefd[0]);
+        *err = xasprintf("cannot watch the command (pidfd_open: %s)", strerror(e));
+        return -e;
+    }
+    fcntl(pipefd[0], F_SETFL, fcntl(pipefd[0], F_GETFL) | O_NONBLOCK);
+    proc *p = xcalloc(1, sizeof *p);
+    snprintf(p->task_id, sizeof p->task_id, "%s", task_id);
+    p->pid = pid;
+    p->pidfd = pidfd;
+    p->out_fd = pipefd[0];
+    pthread_mutex_lock(&o->mu);
+    t = registry_find(&o->reg, task_id);
+    if (t && t->shell)
+        t->shell->pid = pid;
+    p->next = o->shell->pending;
+    o->shell->pending = p;
+    pthread_mutex_unlock(&o->mu);
+    wake(o->shell);
+    return 0;
+}
+
+void shell_request_stop(ocbg *o, task *t)
+{
+    shell_state *s = t->shell;
+    if (!s || s->exited || s->pid <= 0)
+        return;
+    s->stop_requested = true;
+    kill(-s->pid, SIGTERM);
+    s->kill_at_mono = mono_ms() + o->opt.shell_kill_grace_ms;
+    wake(o->shell);
+}
+
+/* ---- the shell thread --------------------------------------------------- */
+
+/* Read what the pipe has now; false at end of file. */
+static bool drain(ocbg *o, proc *p)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(p->out_fd, buf, sizeof buf);
+        if (n > 0) {
+            pthread_mutex_lock(&o->mu);
+            task *t = registry_find(&o->reg, p->task_id);
+            if (t && t->shell) {
+                output_append(&t->shell->out, buf, (size_t)n);
+                t->last_update_ms = ocbg_now(o);
+            }
+            pthread_mutex_unlock(&o->mu);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+}
+
+static void close_output(proc *p)
+{
+    if (p->out_fd >= 0)
+        close(p->out_fd);
+    p->out_fd = -1;
+}
+
+/* The command exited: reap it, keep the rest of its output, end the task. */
+static void finish_proc(ocbg *o, proc *p)
+{
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, p->task_id);
+    if (t && t->shell)
+        t->shell->exited = true; /* a zombie still holds the pid: no stray kill */
+    pthread_mutex_unlock(&o->mu);
+    int status = 0;
+    pid_t r;
+    do
+        r = waitpid(p->pid, &status, 0);
+    while (r < 0 && errno == EINTR);
+    if (p->out_fd >= 0)
+        drain(o, p); /* what it wrote before exiting; children may keep the pipe open */
+    close_output(p);
+    close(p->pidfd);
+
+    pthread_mutex_lock(&o->mu);
+    t = registry_find(&o->reg, p->task_id);
+    if (t && t->shell) {
+        shell_state *s = t->shell;
+        if (r < 0) {
+            s->exit_code = -1; /* the host reaped it first: the status is unknown */
+        } else if (WIFSIGNALED(status)) {
+            s->term_signal = WTERMSIG(status);
+        } else {
+            s->exit_code = WEXITSTATUS(status);
+        }
+        char how[96];
+        shell_describe_exit(s, how, sizeof how);
+        if (s->stop_requested)
+            engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+        else if (r >= 0 && !s->term_signal && s->exit_code == 0)
+            engine_finish(o, t, TASK_COMPLETED, NULL, NULL);
+        else {
+            char *why = xasprintf("The command ended with %s.", how);
+            engine_finish(o, t, TASK_ERROR, why, NULL);
+            free(why);
+        }
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+/* Shutdown: kill every group, reap every leader. */
+static void kill_all(proc *list)
+{
+    for (proc *p = list; p; p = p->next)
+        kill(-p->pid, SIGKILL);
+    for (proc *p = list; p; p = p->next) {
+        while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        close_output(p);
+        close(p->pidfd);
+    }
+}
+
+void shell_kill(task *t)
+{
+    if (t->shell && !t->shell->exited && t->shell->pid > 0)
+        kill(-t->shell->pid, SIGKILL);
+}
+
+static void *shell_main(void *arg)
+{
+    ocbg *o = arg;
+    struct shell_runner *r = o->shell;
+    struct pollfd *fds = NULL;
+    proc **owners = NULL;
+    size_t cap = 0;
+    for (;;) {
+        pthread_mutex_lock(&o->mu);
+        while (r->pending) {
+            proc *p = r->pending;
+            r->pending = p->next;
+            p->next = r->running;
+            r->running = p;
+        }
+        bool stopping = o->stopping;
+        int64_t next_kill = 0;
+        for (proc *p = r->running; p; p = p->next) {
+            task *t = registry_find(&o->reg, p->task_id);
+            int64_t at = t && t->shell ? t->shell->kill_at_mono : 0;
+            if (at && mono_ms() >= at) {
+                kill(-p->pid, SIGKILL);
+                t->shell->kill_at_mono = 0;
+            } else if (at && (!next_kill || at < next_kill)) {
+                next_kill = at;
+            }
+        }
+        pthread_mutex_unlock(&o->mu);
+        if (stopping)
+            break;
+
+        size_t n = 1;
+        for (proc *p = r->running; p; p = p->next)
+            n += 2;
+        if (n > cap) {
+            cap = n * 2;
+            fds = xrealloc(fds, cap * sizeof *fds);
+            owners = xrealloc(owners, cap * sizeof *owners);
+        }
+        fds[0] = (struct pollfd){.fd = r->wake_fd, .events = POLLIN};
+        n = 1;
+        for (proc *p = r->running; p; p = p->next) {
+            fds[n] = (struct pollfd){.fd = p->out_fd, .events = POLLIN}; /* fd -1 is skipped */
+            owners[n++] = p;
+            fds[n] = (struct pollfd){.fd = p->pidfd, .events = POLLIN};
+            owners[n++] = p;
+        }
+        int timeout = next_kill ? (int)(next_kill - mono_ms() > 0 ? next_kill - mono_ms() : 0) : -1;
+        if (poll(fds, n, timeout) < 0 && errno != EINTR)
+            continue;
+        if (fds[0].revents) {
+            uint64_t v;
+            ssize_t got = read(r->wake_fd, &v, sizeof v);
+            (void)got;
+        }
+        for (size_t i = 1; i < n; i += 2) {
+            proc *p = owners[i];
+            if (p->out_fd >= 0 && fds[i].revents && !drain(o, p))
+                close_output(p);
+        }
+        /* Exits last, after their output was read. */
+        proc **link = &r->running;
+        size_t i = 2;
+        while (*link) {
+            proc *p = *link;
+            if (fds[i].revents) {
+                finish_proc(o, p);
+                *link = p->next;
+                free(p);
+            } else {
+                link = &p->next;
+            }
+            i += 2;
+        }
+    }
+    /* Shutdown: nothing outlives the plugin. */
+    pthread_mutex_lock(&o->mu);
+    while (r->pending) {
+        proc *p = r->pending;
+        r->pending = p->next;
+        p->next = r->running;
+        r->running = p;
+    }
+    pthread_mutex_unlock(&o->mu);
+    kill_all(r->running);
+    while (r->running) {
+        proc *p = r->running;
+        r->running = p->next;
+        free(p);
+    }
+    free(fds);
+    free(owners);
+    return NULL;
+}
+
+int shell_start(ocbg *o)
+{
+    struct shell_runner *r = xcalloc(1, sizeof *r);
+    r->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (r->wake_fd < 0) {
+        int e = errno;
+        free(r);
+        return e;
+    }
+    o->shell = r;
+    int rc = pthread_create(&r->thread, NULL, shell_main, o);
+    if (rc != 0) {
+        close(r->wake_fd);
+        free(r);
+        o->shell = NULL;
+    }
+    return rc;
+}
+
+void shell_stop(ocbg *o)
+{
+    struct shell_runner *r = o->shell;
+    if (!r)
+        return;
+    wake(r); /* o->stopping is already set */
+    pthread_join(r->thread, NULL);
+    close(r->wake_fd);
+    free(r);
+    o->shell = NULL;
+}
