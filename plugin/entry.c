@@ -110,14 +110,30 @@ static void plugin_tool_cancel(void *ud, ocp_call_ctx *ctx)
         engine_cancel_wait(&in->o, ctx);
 }
 
+static const ocp_command commands[] = {
+    {"tasks", "List this session's background tasks: shell commands and agents"},
+    {"bashes", "Deprecated: use /tasks"},
+};
+
 static int plugin_command_call(void *ud, const char *command, const char *arguments, ocp_call_ctx *ctx,
                                char **out)
 {
-    (void)ud;
-    (void)arguments;
-    (void)ctx;
-    *out = xasprintf("Unknown command: /%s", command ? command : "(null)");
-    return -ENOENT;
+    instance *in = ud;
+    ocbg *o = &in->o;
+    const char *name = command && command[0] == '/' ? command + 1 : command;
+    if (!name || (strcmp(name, "tasks") != 0 && strcmp(name, "bashes") != 0)) {
+        *out = xasprintf("Unknown command: /%s", name ? name : "(null)");
+        return -ENOENT;
+    }
+    if (!enter_call(o)) {
+        *out = xstrdup("ocbg is shutting down.");
+        return -ECANCELED;
+    }
+    strbuf sb = {0};
+    int rc = command_tasks(o, name, arguments ? arguments : "", ctx, &sb);
+    *out = sb_take(&sb);
+    leave_call(o);
+    return rc;
 }
 
 static void plugin_on_event(void *ud, const char *event_json)
@@ -225,14 +241,18 @@ __attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const 
     o->host.struct_size = (uint32_t)sizeof o->host;
     o->opt = opt;
 
-    in->ntools = background_tool_count;
-    in->specs = xcalloc(in->ntools, sizeof *in->specs);
-    in->tools = xcalloc(in->ntools, sizeof *in->tools);
+    /* The faces the options turn on: one registry serves both. */
+    size_t max = background_tool_count + claude_tool_count;
+    in->specs = xcalloc(max, sizeof *in->specs);
+    in->tools = xcalloc(max, sizeof *in->tools);
+    for (size_t i = 0; opt.face_opencode && i < background_tool_count; i++)
+        in->specs[in->ntools++] = &background_tools[i];
+    for (size_t i = 0; opt.face_claude && i < claude_tool_count; i++)
+        in->specs[in->ntools++] = &claude_tools[i];
     for (size_t i = 0; i < in->ntools; i++) {
-        in->specs[i] = &background_tools[i];
-        in->tools[i].name = background_tools[i].name;
-        in->tools[i].description = background_tools[i].description;
-        in->tools[i].parameters_json = tool_schema_json(&background_tools[i]);
+        in->tools[i].name = in->specs[i]->name;
+        in->tools[i].description = in->specs[i]->description;
+        in->tools[i].parameters_json = tool_schema_json(in->specs[i]);
     }
 
     ocp_plugin *t = &o->table;
@@ -244,8 +264,8 @@ __attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const 
     t->version = OCBG_VERSION;
     t->tool_count = in->ntools;
     t->tools = in->tools;
-    t->command_count = 0;
-    t->commands = NULL;
+    t->command_count = sizeof commands / sizeof commands[0];
+    t->commands = commands;
     t->tool_call = plugin_tool_call;
     t->tool_cancel = plugin_tool_cancel;
     t->command_call = plugin_command_call;

@@ -57,7 +57,23 @@ typedef struct tool_spec {
 extern const tool_spec background_tools[];
 extern const size_t background_tool_count;
 
-/* The handlers (tools_background.c, tools_resume.c). */
+/* The Claude-style face (tools_table.c): Task, Bash, TaskOutput, TaskStop. */
+extern const tool_spec claude_tools[];
+extern const size_t claude_tool_count;
+
+/* The handlers (tools_background.c, tools_resume.c, tools_claude.c). */
+int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+
+/* The Claude face's status words: error → failed, cancelled → stopped,
+ * resumed → running. */
+const char *claude_status(const task *t);
+
+/* Slash commands (commands.c): /tasks, and /bashes (deprecated, then the
+ * same listing). [worker] */
+int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out);
 int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);

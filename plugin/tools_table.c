@@ -79,3 +79,46 @@ const tool_spec background_tools[] = {
      block_args, N(block_args), tool_background_block},
 };
 const size_t background_tool_count = N(background_tools);
+
+static const arg_spec claude_task_args[] = {
+    {"description", ARG_STRING, ARG_REQUIRED, "A short (3-5 words) description of the task", NULL},
+    {"prompt", ARG_STRING, ARG_REQUIRED, "The task for the sub-agent to perform", NULL},
+    {"subagent_type", ARG_STRING, ARG_REQUIRED, "The type of agent to use (e.g. general, explore)", NULL},
+    {"run_in_background", ARG_BOOLEAN, ARG_OPTIONAL,
+     "Run it in the background and return a task id at once (default false: wait for its reply)", NULL},
+};
+static const arg_spec claude_bash_args[] = {
+    {"command", ARG_STRING, ARG_REQUIRED, "The shell command to run (/bin/sh -c)", NULL},
+    {"description", ARG_STRING, ARG_OPTIONAL, "What the command does, in 5-10 words", NULL},
+    {"timeout", ARG_NUMBER, ARG_OPTIONAL,
+     "Foreground only: milliseconds before it is stopped (default 120000, at most 600000)", NULL},
+    {"run_in_background", ARG_BOOLEAN, ARG_OPTIONAL,
+     "Run it in the background and return a task id at once (default false)", NULL},
+};
+static const arg_spec claude_output_args[] = {
+    {"task_id", ARG_STRING, ARG_REQUIRED, "The task id (bg_...) of a shell or agent task", NULL},
+    {"block", ARG_BOOLEAN, ARG_OPTIONAL, "Wait for the task to finish (default true)", NULL},
+    {"timeout", ARG_NUMBER, ARG_OPTIONAL, "Milliseconds to wait at most (default 30000, at most 600000)", NULL},
+};
+static const arg_spec claude_stop_args[] = {
+    {"task_id", ARG_STRING, ARG_REQUIRED, "The task id (bg_...) to stop", NULL},
+};
+
+const tool_spec claude_tools[] = {
+    {"Task",
+     "Launch a sub-agent for a multi-step task. In the foreground it returns the sub-agent's reply; with "
+     "run_in_background=true it returns a task id at once and you are notified when it finishes.",
+     claude_task_args, N(claude_task_args), tool_claude_task},
+    {"Bash",
+     "Run a shell command. In the foreground it returns the output and exit code (stopped at the timeout); "
+     "with run_in_background=true it returns a task id at once and you are notified when it exits.",
+     claude_bash_args, N(claude_bash_args), tool_claude_bash},
+    {"TaskOutput",
+     "Get the output of a background task (shell or agent). Waits for it to finish by default (block=true, "
+     "timeout in ms); block=false returns what there is now.",
+     claude_output_args, N(claude_output_args), tool_claude_task_output},
+    {"TaskStop",
+     "Stop a running background task: a shell command's whole process group, or a sub-agent's session.",
+     claude_stop_args, N(claude_stop_args), tool_claude_task_stop},
+};
+const size_t claude_tool_count = N(claude_tools);

@@ -89,11 +89,12 @@ static void plugin_table(sim_host *h)
     ok(p->version && *p->version, "plugin version %s", p->version);
     is_int(p->abi_major, OCP_ABI_MAJOR, "plugin ABI major");
     ok(p->struct_size >= sizeof(ocp_plugin), "plugin table size");
-    static const char *const names[] = {"background_task",  "background_output", "background_cancel",
-                                        "background_list",  "background_clear",  "background_resume",
-                                        "background_block"};
-    is_int(p->tool_count, 7, "seven tools in the OpenCode face");
-    for (size_t i = 0; i < 7 && i < p->tool_count; i++) {
+    static const char *const names[] = {"background_task", "background_output", "background_cancel",
+                                        "background_list", "background_clear",  "background_resume",
+                                        "background_block", "Task",              "Bash",
+                                        "TaskOutput",      "TaskStop"};
+    is_int(p->tool_count, 11, "seven tools of the OpenCode face, four of the Claude face");
+    for (size_t i = 0; i < 11 && i < p->tool_count; i++) {
         is_str(p->tools[i].name, names[i], "tool %zu name", i);
         ok(p->tools[i].description && strlen(p->tools[i].description) > 20, "%s has a description", names[i]);
         cJSON *s = cJSON_Parse(p->tools[i].parameters_json);
@@ -114,6 +115,40 @@ static void plugin_table(sim_host *h)
     is_str(req, "[\"prompt\"]", "background_task: only prompt is required by the schema");
     free(req);
     cJSON_Delete(s);
+}
+
+/* Each face can be turned off; BashOutput and KillBash never exist. */
+static void faces(sim_host *h)
+{
+    ocp_plugin_entry_fn entry;
+    void *dl = open_plugin(&entry);
+    char err[256];
+    const ocp_plugin *p = entry(sim_table(h), "{\"face_claude\":false}", err, sizeof err);
+    ok(p != NULL, "face_claude false loads");
+    if (p) {
+        is_int(p->tool_count, 7, "only the OpenCode face's seven tools");
+        is_str(p->tools[p->tool_count - 1].name, "background_block", "ending with background_block");
+        p->shutdown(p->userdata);
+    }
+    p = entry(sim_table(h), "{\"face_opencode\":false}", err, sizeof err);
+    ok(p != NULL, "face_opencode false loads");
+    if (p) {
+        is_int(p->tool_count, 4, "only the Claude face's four tools");
+        is_str(p->tools[0].name, "Task", "starting with Task");
+        p->shutdown(p->userdata);
+    }
+    ok(entry(sim_table(h), "{\"face_opencode\":false,\"face_claude\":false}", err, sizeof err) == NULL,
+       "both faces off is refused");
+    like(err, "no tool would be left", "saying why");
+    p = sim_plugin(h, 0);
+    int bash_output = 0;
+    for (size_t i = 0; i < p->tool_count; i++)
+        bash_output |= strcmp(p->tools[i].name, "BashOutput") == 0 || strcmp(p->tools[i].name, "KillBash") == 0;
+    ok(!bash_output, "BashOutput and KillBash are never registered");
+    is_int(p->command_count, 2, "two commands");
+    is_str(p->commands[0].name, "tasks", "/tasks");
+    is_str(p->commands[1].name, "bashes", "/bashes (deprecated)");
+    dlclose(dl);
 }
 
 static void one_exported_symbol(void)
@@ -160,6 +195,7 @@ int main(void)
     refusals(h);
     older_host_table(h);
     plugin_table(h);
+    faces(h);
     sim_destroy(h);
     one_exported_symbol();
     load_unload_many();

@@ -1,0 +1,362 @@
+/* tools_claude.c — the Claude-style face (spec 002): Task and Bash, in the
+ * foreground or in the background, TaskOutput and TaskStop. The same registry
+ * as the OpenCode face: each face reads and stops the other's tasks. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "hostcalls.h"
+#include "tools.h"
+
+#define TASKOUTPUT_DEFAULT_MS 30000
+#define TASKOUTPUT_MAX_MS 600000
+#define BASH_DEFAULT_MS 120000
+#define BASH_MAX_MS 600000
+#define OUTPUT_MAX_CHARS 30000
+/* A foreground Task has no timeout of its own: it ends when the sub-agent
+ * does, or on Esc. */
+#define FOREGROUND_TASK_MS (24LL * 3600 * 1000)
+
+const char *claude_status(const task *t)
+{
+    switch (t->status) {
+    case TASK_PENDING:
+        return "pending";
+    case TASK_RUNNING:
+    case TASK_RESUMED:
+        return "running";
+    case TASK_COMPLETED:
+        return "completed";
+    case TASK_ERROR:
+        return "failed";
+    case TASK_CANCELLED:
+        return "stopped";
+    }
+    return "unknown";
+}
+
+/* A millisecond timeout argument: default, capped at max; false (error in
+ * out) when it is not a positive number. */
+static bool ms_arg(const cJSON *args, const char *tool, double def, double max, double *ms, strbuf *out)
+{
+    double v = arg_num(args, "timeout", def);
+    if (!(v > 0) || !isfinite(v)) {
+        sb_printf(out, "%s: argument 'timeout' must be a positive number of milliseconds (at most %.0f)", tool, max);
+        return false;
+    }
+    *ms = v > max ? max : v;
+    return true;
+}
+
+static int not_found(strbuf *out, const char *id)
+{
+    sb_printf(out, "Task not found: %s. Use /tasks or background_list to see this session's tasks.", id);
+    return -ENOENT;
+}
+
+/* Remove a finished foreground task: it was never a background task. Lock held. */
+static void drop_foreground(ocbg *o, const char *id)
+{
+    task *t = registry_find(&o->reg, id);
+    if (t && t->foreground && !task_status_active(t->status)) {
+        registry_remove(&o->reg, t);
+        engine_wake_waiters(o);
+    }
+}
+
+/* ---- Task ----------------------------------------------------------------- */
+
+int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *description = arg_str(args, "description");
+    const char *prompt = arg_str(args, "prompt");
+    const char *agent = arg_str(args, "subagent_type");
+    bool background = arg_bool(args, "run_in_background", false);
+    char id[TASK_ID_SIZE], batch[TASK_ID_SIZE];
+    int rc = launch_agent_task(o, ctx, description, prompt, agent, false, !background, id, batch, out);
+    if (rc != 0)
+        return rc;
+    if (background) {
+        sb_printf(out,
+                  "Async agent launched in the background.\ntask_id: %s\nDescription: %s\nAgent: %s\n\n"
+                  "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).",
+                  id, description, agent, id);
+        return 0;
+    }
+    pthread_mutex_lock(&o->mu);
+    wait_result w = engine_wait(o, ctx, mono_ms() + FOREGROUND_TASK_MS, task_settled, id);
+    task *t = registry_find(&o->reg, id);
+    if (t)
+        t->result_waiters--;
+    char *session = NULL;
+    if (!t) {
+        sb_printf(out, "The sub-agent's task %s was removed while it ran.", id);
+        rc = -ENOENT;
+    } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
+        /* Esc on a foreground Task stops the sub-agent: nobody else waits for it. */
+        if (task_status_active(t->status) && !t->cancelling) {
+            t->cancelling = true;
+            session = xstrdup(t->session_id);
+        }
+        sb_printf(out, "%s: the sub-agent was stopped.", w == WAIT_CANCELLED ? "Cancelled" : "ocbg is shutting down");
+        rc = -ECANCELED;
+    } else if (t->status == TASK_COMPLETED) {
+        sb_puts(out, t->result ? t->result : "");
+        t->retrieved_ms = ocbg_now(o);
+    } else {
+        sb_printf(out, "The sub-agent failed: %s", t->error ? t->error : task_status_name(t->status));
+        rc = -EIO;
+    }
+    drop_foreground(o, id);
+    pthread_mutex_unlock(&o->mu);
+    if (session) {
+        hc_session_abort(o, session, NULL);
+        free(session);
+        pthread_mutex_lock(&o->mu);
+        t = registry_find(&o->reg, id);
+        if (t)
+            engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+        drop_foreground(o, id);
+        pthread_mutex_unlock(&o->mu);
+    }
+    return rc;
+}
+
+/* ---- Bash ----------------------------------------------------------------- */
+
+static int launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
+                        bool foreground, char id[TASK_ID_SIZE], strbuf *out)
+{
+    if (!ctx->session_id) {
+        sb_puts(out, "The call has no session to run a command for.");
+        return -EINVAL;
+    }
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_add(&o->reg, ctx->session_id, NULL, TASK_SHELL, ocbg_now(o));
+    t->description = xstrdup(description && !blank(description) ? description : command);
+    t->parent_message = xstrdup(ctx->message_id);
+    t->parent_agent = xstrdup(ctx->agent);
+    t->foreground = foreground;
+    t->result_waiters += foreground;
+    shell_state *s = xcalloc(1, sizeof *s);
+    s->command = xstrdup(command);
+    s->directory = xstrdup(ctx->directory);
+    size_t half = (size_t)o->opt.shell_output_cap / 2;
+    s->out.head = xmalloc(half);
+    s->out.head_cap = half;
+    s->out.tail = xmalloc(half);
+    s->out.tail_cap = half;
+    t->shell = s;
+    memcpy(id, t->id, TASK_ID_SIZE);
+    pthread_mutex_unlock(&o->mu);
+
+    char *err = NULL;
+    int rc = shell_spawn(o, id, &err);
+    if (rc != 0) {
+        pthread_mutex_lock(&o->mu);
+        t = registry_find(&o->reg, id);
+        char *why = xasprintf("Could not start the command: %s", err);
+        if (t)
+            engine_finish(o, t, TASK_ERROR, why, NULL);
+        if (foreground && t)
+            registry_remove(&o->reg, t);
+        pthread_mutex_unlock(&o->mu);
+        sb_puts(out, why);
+        free(why);
+        free(err);
+    }
+    return rc;
+}
+
+/* The command's exit and output, for the model. Lock held. */
+static void put_shell_result(strbuf *out, const task *t)
+{
+    char how[96];
+    shell_describe_exit(t->shell, how, sizeof how);
+    char *text = shell_output_text(t->shell, OUTPUT_MAX_CHARS);
+    sb_printf(out, "%s%s(%s)", text, *text && text[strlen(text) - 1] != '\n' ? "\n" : "", how);
+    free(text);
+}
+
+int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *command = arg_str(args, "command");
+    const char *description = arg_str(args, "description");
+    bool background = arg_bool(args, "run_in_background", false);
+    double timeout_ms;
+    if (!ms_arg(args, "Bash", BASH_DEFAULT_MS, BASH_MAX_MS, &timeout_ms, out))
+        return -EINVAL;
+    char id[TASK_ID_SIZE];
+    int rc = launch_shell(o, ctx, command, description, !background, id, out);
+    if (rc != 0)
+        return rc;
+    if (background) {
+        sb_printf(out,
+                  "Command running in the background.\ntask_id: %s\nCommand: %s\n\n"
+                  "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
+                  "to stop it: TaskStop(task_id=\"%s\").",
+                  id, command, id, id);
+        return 0;
+    }
+    pthread_mutex_lock(&o->mu);
+    wait_result w = engine_wait(o, ctx, mono_ms() + (int64_t)timeout_ms, task_settled, id);
+    task *t = registry_find(&o->reg, id);
+    if (t && w != WAIT_DONE && task_status_active(t->status)) {
+        /* Timed out or cancelled: a foreground command does not outlive its call. */
+        shell_request_stop(o, t);
+        engine_wait(o, NULL, mono_ms() + o->opt.shell_kill_grace_ms + 5000, task_settled, id);
+        t = registry_find(&o->reg, id);
+    }
+    if (t)
+        t->result_waiters--;
+    if (!t) {
+        sb_puts(out, "The command's task was removed while it ran.");
+        rc = -ENOENT;
+    } else {
+        put_shell_result(out, t);
+        if (w == WAIT_TIMEOUT) {
+            sb_printf(out, "\nCommand timed out after %.0f ms and was stopped.", timeout_ms);
+            rc = -ETIMEDOUT;
+        } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
+            sb_puts(out, "\nCommand stopped: the call was cancelled.");
+            rc = -ECANCELED;
+        }
+    }
+    drop_foreground(o, id);
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}
+
+/* ---- TaskOutput ----------------------------------------------------------- */
+
+static void tag(strbuf *out, const char *name, const char *value)
+{
+    sb_printf(out, "<%s>%s</%s>\n", name, value, name);
+}
+
+int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *id = arg_str(args, "task_id");
+    bool block = arg_bool(args, "block", true);
+    double timeout_ms;
+    if (!ms_arg(args, "TaskOutput", TASKOUTPUT_DEFAULT_MS, TASKOUTPUT_MAX_MS, &timeout_ms, out))
+        return -EINVAL;
+    pthread_mutex_lock(&o->mu);
+    task *t = find_own_task(o, id, ctx);
+    if (!t) {
+        pthread_mutex_unlock(&o->mu);
+        return not_found(out, id);
+    }
+    const char *retrieval = "success";
+    int rc = 0;
+    if (task_status_active(t->status)) {
+        if (!block) {
+            retrieval = "not_ready";
+        } else {
+            char key[TASK_ID_SIZE];
+            memcpy(key, t->id, sizeof key);
+            t->result_waiters++;
+            wait_result w = engine_wait(o, ctx, mono_ms() + (int64_t)timeout_ms, task_settled, key);
+            t = registry_find(&o->reg, key);
+            if (t)
+                t->result_waiters--;
+            if (!t) {
+                pthread_mutex_unlock(&o->mu);
+                sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
+                return -ENOENT;
+            }
+            if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
+                sb_printf(out, "%s; task %s continues in the background.",
+                          w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", key);
+                pthread_mutex_unlock(&o->mu);
+                return -ECANCELED;
+            }
+            if (w == WAIT_TIMEOUT)
+                retrieval = "timeout";
+        }
+    }
+    tag(out, "retrieval_status", retrieval);
+    tag(out, "task_id", t->id);
+    tag(out, "task_type", t->type == TASK_SHELL ? "shell" : "agent");
+    tag(out, "status", claude_status(t));
+    tag(out, "description", t->description ? t->description : "");
+    if (t->type == TASK_SHELL) {
+        if (t->shell->exited && !t->shell->term_signal) {
+            char code[16];
+            snprintf(code, sizeof code, "%d", t->shell->exit_code);
+            tag(out, "exit_code", code);
+        } else if (t->shell->term_signal) {
+            char sig[32];
+            snprintf(sig, sizeof sig, "%d", t->shell->term_signal);
+            tag(out, "signal", sig);
+        }
+        char *text = shell_output_text(t->shell, OUTPUT_MAX_CHARS);
+        size_t n = strlen(text);
+        sb_printf(out, "<output>\n%s%s</output>\n", text, n && text[n - 1] == '\n' ? "" : "\n");
+        free(text);
+    } else if (t->status == TASK_COMPLETED) {
+        size_t len = strlen(t->result ? t->result : ""), chars = utf8_count(t->result ? t->result : "", len);
+        const char *from = t->result ? t->result : "";
+        if (chars > OUTPUT_MAX_CHARS)
+            from += utf8_offset(from, len, chars - OUTPUT_MAX_CHARS);
+        sb_printf(out, "<output>\n%s%s\n</output>\n", chars > OUTPUT_MAX_CHARS ? "[... earlier output cut ...]\n" : "",
+                  from);
+        t->retrieved_ms = ocbg_now(o);
+    } else if (task_status_active(t->status)) {
+        sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
+    }
+    if (t->status == TASK_ERROR)
+        tag(out, "error", t->error ? t->error : "unknown error");
+    /* A blocking call that returned the result replaces the notification. */
+    if (block && !task_status_active(t->status))
+        t->delivered_run = t->run;
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}
+
+/* ---- TaskStop ------------------------------------------------------------- */
+
+int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+{
+    const char *id = arg_str(args, "task_id");
+    pthread_mutex_lock(&o->mu);
+    task *t = find_own_task(o, id, ctx);
+    if (!t) {
+        pthread_mutex_unlock(&o->mu);
+        return not_found(out, id);
+    }
+    if (!task_status_active(t->status)) {
+        sb_printf(out, "Task %s is not running: it has already finished (status: %s).", id, claude_status(t));
+        pthread_mutex_unlock(&o->mu);
+        return 0;
+    }
+    if (t->type == TASK_AGENT) {
+        pthread_mutex_unlock(&o->mu);
+        cJSON *cancel_args = cJSON_CreateObject();
+        cJSON_AddStringToObject(cancel_args, "task_id", id);
+        strbuf inner = {0};
+        int rc = tool_background_cancel(o, cancel_args, ctx, &inner);
+        cJSON_Delete(cancel_args);
+        if (rc == 0)
+            sb_printf(out, "Stopped task %s (agent): its session was aborted.", id);
+        else
+            sb_puts(out, inner.buf ? inner.buf : "");
+        sb_free(&inner);
+        return rc;
+    }
+    shell_request_stop(o, t);
+    char key[TASK_ID_SIZE], *command = xstrdup(t->shell->command);
+    memcpy(key, t->id, sizeof key);
+    engine_wait(o, ctx, mono_ms() + o->opt.shell_kill_grace_ms + 5000, task_settled, key);
+    t = registry_find(&o->reg, key);
+    if (t && !task_status_active(t->status))
+        sb_printf(out, "Stopped task %s (shell): %s", key, command);
+    else
+        sb_printf(out, "Stop requested for task %s (shell): %s; it has not exited yet.", key, command);
+    pthread_mutex_unlock(&o->mu);
+    free(command);
+    return 0;
+}
