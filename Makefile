@@ -144,4 +144,7 @@ clean:
 # The OpenCode adapter and its end-to-end suite (host/opencode/).
 -include host/opencode/opencode.mk
 
+# Reliability: check-faults, chaos, fuzz, stress (tests/reliability/).
+-include tests/reliability/reliability.mk
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
