@@ -289,23 +289,48 @@ typedef struct cancel_item {
     char *err;
 } cancel_item;
 
-/* Abort each item's session (no lock held), then mark those still active
- * cancelled. A failed abort leaves its task running. */
+typedef struct item_list {
+    cancel_item *items;
+    size_t n;
+} item_list;
+
+static bool items_settled(ocbg *o, void *arg)
+{
+    item_list *l = arg;
+    for (size_t i = 0; i < l->n; i++)
+        if (!task_settled(o, l->items[i].id))
+            return false;
+    return true;
+}
+
+/* Abort each agent item's session (no lock held), then mark those still
+ * active cancelled; a failed abort leaves its task running. A shell item (no
+ * session) is stopped (SIGTERM, then SIGKILL after the grace period) and
+ * waited for: its exit ends it as cancelled. */
 static void cancel_items(ocbg *o, cancel_item *items, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        items[i].rc = hc_session_abort(o, items[i].session, &items[i].err);
+        if (items[i].session)
+            items[i].rc = hc_session_abort(o, items[i].session, &items[i].err);
     pthread_mutex_lock(&o->mu);
+    bool shells = false;
     for (size_t i = 0; i < n; i++) {
         task *t = registry_find(&o->reg, items[i].id);
         if (!t)
             continue;
-        if (items[i].rc == 0 || items[i].rc == -ENOENT) {
+        if (!items[i].session) {
+            shell_request_stop(o, t);
+            shells = true;
+        } else if (items[i].rc == 0 || items[i].rc == -ENOENT) {
             engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
         } else {
             t->cancelling = false;
             engine_request_finalize(o, t); /* an idle ignored meanwhile */
         }
+    }
+    if (shells) {
+        item_list l = {items, n};
+        engine_wait(o, NULL, mono_ms() + o->opt.shell_kill_grace_ms + 5000, items_settled, &l);
     }
     pthread_mutex_unlock(&o->mu);
 }
@@ -402,7 +427,8 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     cancel_items(o, item, 1);
     int rc = item->rc == -ENOENT ? 0 : item->rc;
     if (rc == 0) {
-        sb_printf(out, "Task %s cancelled: %s\nIts session was aborted; status: cancelled.", id, description);
+        sb_printf(out, "Task %s cancelled: %s\n%s; status: cancelled.", id, description,
+                  item->session ? "Its session was aborted" : "Its command was stopped");
     } else {
         sb_printf(out, "Could not cancel task %s: aborting its session failed (%s). It is still running.", id,
                   item->err);

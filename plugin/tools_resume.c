@@ -46,6 +46,11 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
         pthread_mutex_unlock(&o->mu);
         return task_not_found(out, id);
     }
+    if (t->type == TASK_SHELL) {
+        pthread_mutex_unlock(&o->mu);
+        sb_printf(out, "Only agent tasks can be resumed: %s is a shell command.", id);
+        return -EINVAL;
+    }
     if (t->status == TASK_RESUMED) {
         pthread_mutex_unlock(&o->mu);
         sb_puts(out, "Task is currently being resumed. Wait for completion.");
