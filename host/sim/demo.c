@@ -29,6 +29,50 @@ static char *call(sim_host *h, const char *session, const char *tool, const char
     return out;
 }
 
+/* How many ocbg notifications the session holds. */
+static int t_notes(sim_host *h, const char *session)
+{
+    int n = sim_session_message_count(h, session), count = 0;
+    for (int i = 0; i < n; i++) {
+        char *text = sim_session_message_text(h, session, i);
+        count += text && strstr(text, "[ocbg] Background") != NULL;
+        free(text);
+    }
+    return count;
+}
+
+static int more_notes(sim_host *h, void *arg)
+{
+    const int *want = arg;
+    return t_notes(h, (const char *)(want + 1)) > want[0];
+}
+
+/* Wait for the next notification after `before` and print it; 0 if none came. */
+static int show_next_note(sim_host *h, const char *session, int before)
+{
+    struct {
+        int before;
+        char session[64];
+    } arg = {before, ""};
+    snprintf(arg.session, sizeof arg.session, "%s", session);
+    if (sim_wait(h, more_notes, &arg, 10000) != 0) {
+        printf("    (no notification arrived)\n");
+        return 0;
+    }
+    int n = sim_session_message_count(h, session);
+    for (int i = n - 1; i >= 0; i--) {
+        char *text = sim_session_message_text(h, session, i);
+        if (text && strstr(text, "[ocbg] Background")) {
+            printf("\n[transcript] notification:\n");
+            print_indented(text);
+            free(text);
+            return 1;
+        }
+        free(text);
+    }
+    return 0;
+}
+
 static char *id_in(const char *text)
 {
     const char *p = text ? strstr(text, "Task ID: ") : NULL;
@@ -109,11 +153,39 @@ int main(int argc, char **argv)
     printf("\n[transcript] parent model replies: %s\n", reply ? reply : "");
     free(reply);
 
-    char args[64];
+    char args[256];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id_a ? id_a : "");
     free(call(h, parent, "background_output", args));
-    int ok = notes == 2;
-    printf("\n%s\n", ok ? "Demo done: two tasks ran in parallel, two notifications, result read back."
+
+    printf("\nA follow-up to the finished sub-agent, waiting for its answer (no notification then):\n");
+    sim_script(h, "Which of them is oldest", "{\"steps\":[{\"reply\":\"src/c.c:5 is the oldest TODO.\"}]}", 1);
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"Which of them is oldest?\",\"block\":true}",
+             id_a ? id_a : "");
+    free(call(h, parent, "background_resume", args));
+
+    printf("\nA fork: the sub-agent starts with this conversation's context:\n");
+    sim_script(h, "Check the plan", "{\"steps\":[{\"reply\":\"The plan holds: both results agree.\"}]}", 1);
+    int before = t_notes(h, parent);
+    free(call(h, parent, "background_task",
+              "{\"description\":\"Check plan\",\"prompt\":\"Check the plan\",\"agent\":\"general\",\"fork\":true}"));
+    int later = show_next_note(h, parent, before);
+
+    printf("\nA shell command in the background (the Claude-style face):\n");
+    before = t_notes(h, parent);
+    free(call(h, parent, "Bash",
+              "{\"command\":\"for i in 1 2 3; do echo step $i; sleep 0.1; done\",\"description\":\"three steps\","
+              "\"run_in_background\":true}"));
+    later += show_next_note(h, parent, before);
+
+    printf("\n> user types /tasks\n");
+    char *list = NULL;
+    sim_command(h, parent, "tasks", "", &list);
+    print_indented(list ? list : "");
+    free(list);
+
+    int ok = notes == 2 && later == 2;
+    printf("\n%s\n", ok ? "Demo done: two tasks ran in parallel, their notifications arrived, a result was read "
+                          "back, a sub-agent was resumed, a fork and a shell command ran."
                         : "Demo FAILED: the notifications did not arrive.");
     free(a);
     free(b);
