@@ -146,8 +146,10 @@ async function say(sid, text) {
 async function turnEnds(sid, want, timeoutMs = 30000, since = 0) {
   return waitFor(`"${want}" in ${sid}`, async () => {
     const msgs = (await messages(sid)).slice(since);
-    const last = msgs.filter((m) => m.info.role === "assistant").at(-1);
-    return last && last.parts.some((p) => p.type === "text" && p.text === want) && last.info.finish ? msgs : null;
+    // any assistant message of the new turn (a notification may wake the session right after)
+    const hit = msgs.find((m) => m.info.role === "assistant" && m.info.finish &&
+      m.parts.some((p) => p.type === "text" && p.text === want));
+    return hit ? msgs.slice(0, msgs.indexOf(hit) + 1) : null;
   }, timeoutMs);
 }
 // Says "E2E <tool> args" and returns the state of the tool part of that turn.
@@ -158,11 +160,15 @@ async function toolRun(sid, tool, argsText, timeoutMs = 30000) {
   const parts = msgs ? toolParts(msgs, tool) : [];
   return parts.at(-1)?.state;
 }
+// Launches through the model; returns the background_task part's state once it
+// completed (the turn may end with "ack": a fast child's notice can arrive first).
 async function launch(sid, args) {
   const since = (await messages(sid)).length;
   await say(sid, `E2E background_task ${JSON.stringify(args)}`);
-  const msgs = await turnEnds(sid, "done background_task", 30000, since);
-  return msgs ? toolParts(msgs, "background_task").at(-1)?.state : null;
+  return waitFor("background_task completed", async () => {
+    const p = toolParts((await messages(sid)).slice(since), "background_task").at(-1);
+    return p && (p.state.status === "completed" || p.state.status === "error") ? p.state : null;
+  }, 30000);
 }
 
 // Listening sockets of a process (from /proc): every one must be on 127.0.0.1.
@@ -328,7 +334,7 @@ async function ocbgScenarios() {
   const tools = fake.requests.flatMap((r) => r.body.tools || []).map((t) => t.function?.name);
   const parent = await newSession("ocbg parent");
   await say(parent, "E2E launch2 alpha beta");
-  const launched = await turnEnds(parent, "launched two", 60000);
+  const launched = await turnEnds(parent, "launched two", 60000, 0);
   const launches = launched ? toolParts(launched, "background_task") : [];
   ok(launches.length === 2 && launches.every((p) => p.state.status === "completed"),
     "the model launched two background tasks", launches.map((p) => p.state));
@@ -386,9 +392,9 @@ async function ocbgScenarios() {
   const errId = taskIds(le?.output)[0];
   ok(errId, "a failing task launched", le);
   const errored = await waitFor("task error", async () => {
-    const st = await toolRun(parent, "background_list", JSON.stringify({ status: "error" }), 30000);
+    const st = await toolRun(parent, "background_list", JSON.stringify({ status: "error" }), 15000);
     return st?.output?.includes(errId) ? st : null;
-  }, 60000, 1000);
+  }, 45000, 1000);
   ok(errored, "the failing child ends as error", errored);
   ok(events.some((e) => e.type === "session.error"), "OpenCode reported session.error for it");
 }

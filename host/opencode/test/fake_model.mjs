@@ -21,12 +21,17 @@ export function decide(body) {
   const msgs = body.messages || [];
   const system = msgs.filter((m) => m.role === "system").map((m) => textOf(m.content)).join("\n");
   if (/title/i.test(system) && !/E2E|CHILD/.test(textOf(msgs.at(-1)?.content))) return { text: "E2E title" };
+  // The script line: the newest user message holding an "E2E"/"CHILD" line.
+  // A newer user message without one (a notification that arrived meanwhile)
+  // as the very last message gets "ack".
+  const lineOf = (m) => (textOf(m.content).split("\n").find((l) => /^(E2E|CHILD) /.test(l.trim())) || "").trim();
+  const lastMsg = msgs.at(-1);
+  if (lastMsg?.role === "user" && !lineOf(lastMsg)) return { text: "ack" };
   let lastUser = -1;
-  msgs.forEach((m, i) => { if (m.role === "user") lastUser = i; });
-  const user = lastUser >= 0 ? textOf(msgs[lastUser].content) : "";
-  const after = msgs.slice(lastUser + 1);
-  const toolResults = after.filter((m) => m.role === "tool");
-  const line = (user.split("\n").find((l) => /^(E2E|CHILD) /.test(l.trim())) || "").trim();
+  msgs.forEach((m, i) => { if (m.role === "user" && lineOf(m)) lastUser = i; });
+  if (lastUser < 0) return { text: "ack" };
+  const line = lineOf(msgs[lastUser]);
+  const toolResults = msgs.slice(lastUser + 1).filter((m) => m.role === "tool");
   let m;
   if ((m = line.match(/^CHILD fast (\S+)/))) return { text: `child reply ${m[1]}` };
   if (line.startsWith("CHILD slow")) return { hang: true };
