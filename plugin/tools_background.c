@@ -289,6 +289,18 @@ typedef struct cancel_item {
     char *err;
 } cancel_item;
 
+/* Claim an active task for cancelling: its completion checks wait while the
+ * abort is in flight. Lock held. */
+static void add_cancel_item(cancel_item **items, size_t *n, task *t)
+{
+    t->cancelling = true;
+    *items = xrealloc(*items, (*n + 1) * sizeof **items);
+    cancel_item *it = &(*items)[(*n)++];
+    memset(it, 0, sizeof *it);
+    memcpy(it->id, t->id, sizeof it->id);
+    it->session = xstrdup(t->session_id); /* NULL for a shell task */
+}
+
 typedef struct item_list {
     cancel_item *items;
     size_t n;
@@ -354,14 +366,8 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
         if (strcmp(t->batch_id, batch) != 0)
             continue;
         in_batch++;
-        if (!task_status_active(t->status) || t->cancelling)
-            continue;
-        t->cancelling = true;
-        items = xrealloc(items, (n + 1) * sizeof *items);
-        memset(&items[n], 0, sizeof *items);
-        memcpy(items[n].id, t->id, sizeof items[n].id);
-        items[n].session = xstrdup(t->session_id);
-        n++;
+        if (task_status_active(t->status) && !t->cancelling)
+            add_cancel_item(&items, &n, t);
     }
     pthread_mutex_unlock(&o->mu);
     if (in_batch == 0) {
@@ -417,10 +423,9 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
         pthread_mutex_unlock(&o->mu);
         return -EINVAL;
     }
-    t->cancelling = true;
-    cancel_item *item = xcalloc(1, sizeof *item);
-    memcpy(item->id, t->id, sizeof item->id);
-    item->session = xstrdup(t->session_id);
+    cancel_item *item = NULL;
+    size_t one = 0;
+    add_cancel_item(&item, &one, t);
     char *description = xstrdup(t->description);
     pthread_mutex_unlock(&o->mu);
 
@@ -486,48 +491,33 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
 int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)args;
-    /* Running agent tasks are marked cancelling (their abort's events then
-     * change nothing) and aborted first; one whose abort fails stays, still
-     * running and still cancellable, rather than becoming an orphan. */
+    /* Cancel what runs, then remove what no longer runs: a task whose abort
+     * failed is still running and stays, still cancellable, rather than
+     * becoming an orphan. */
     pthread_mutex_lock(&o->mu);
     parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
     size_t n = 0;
     cancel_item *items = NULL;
-    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
-        if (!task_status_active(t->status))
-            continue;
-        if (t->type == TASK_SHELL) {
-            shell_kill(t);
-            continue;
-        }
-        t->cancelling = true;
-        items = xrealloc(items, (n + 1) * sizeof *items);
-        memset(&items[n], 0, sizeof *items);
-        memcpy(items[n].id, t->id, sizeof items[n].id);
-        items[n].session = xstrdup(t->session_id);
-        n++;
-    }
+    for (task *t = p ? p->head : NULL; t; t = t->pnext)
+        if (task_status_active(t->status) && !t->cancelling)
+            add_cancel_item(&items, &n, t);
     pthread_mutex_unlock(&o->mu);
-    for (size_t i = 0; i < n; i++)
-        items[i].rc = hc_session_abort(o, items[i].session, &items[i].err);
+    cancel_items(o, items, n);
 
     pthread_mutex_lock(&o->mu);
     p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
     unsigned cleared = 0;
-    size_t aborted = 0;
     strbuf kept = {0};
     for (task *t = p ? p->head : NULL; t;) {
         task *next = t->pnext;
-        cancel_item *it = NULL;
-        for (size_t i = 0; i < n && !it; i++)
-            it = strcmp(items[i].id, t->id) == 0 ? &items[i] : NULL;
-        if (it && it->rc != 0 && it->rc != -ENOENT) {
-            t->cancelling = false;
-            engine_request_finalize(o, t); /* an idle ignored meanwhile */
+        if (task_status_active(t->status)) {
+            const char *why = "it is still running";
+            for (size_t i = 0; i < n; i++)
+                if (strcmp(items[i].id, t->id) == 0 && items[i].err)
+                    why = items[i].err;
             sb_printf(&kept, "\n- %s: aborting its session failed (%s); it is still running and was kept.", t->id,
-                      it->err);
+                      why);
         } else {
-            aborted += it != NULL;
             registry_remove(&o->reg, t);
             cleared++;
         }
@@ -537,13 +527,16 @@ int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
         registry_remove_parent(&o->reg, p);
     engine_wake_waiters(o);
     pthread_mutex_unlock(&o->mu);
+    size_t stopped = 0;
+    for (size_t i = 0; i < n; i++)
+        stopped += items[i].rc == 0 || items[i].rc == -ENOENT;
     free_items(items, n);
     int rc = 0;
     if (cleared == 0 && kept.len == 0) {
         sb_puts(out, "No background tasks to clear.");
     } else {
         sb_printf(out, "Cleared %u background task%s of this session (%zu running task%s aborted).", cleared,
-                  cleared == 1 ? "" : "s", aborted, aborted == 1 ? " was" : "s were");
+                  cleared == 1 ? "" : "s", stopped, stopped == 1 ? " was" : "s were");
         if (kept.len) {
             sb_puts(out, kept.buf);
             rc = -EIO;
