@@ -1,0 +1,356 @@
+/* Bash in the foreground, and what any shell task keeps of its output (issue 7,
+ * spec 002): the output and exit of a command run to completion (stdout and
+ * stderr, exit codes, signals, the session's working directory, invalid UTF-8
+ * and NUL bytes made valid text), the timeout and Esc (the command is stopped,
+ * no process survives), no task left behind, the bounded buffer (head and tail
+ * kept, the middle counted) and the 30000-character cap of TaskOutput. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+#define SMALL "{\"shell_output_cap\":4096,\"shell_kill_grace_ms\":300}"
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static char *bash_args(const char *command, int background, int timeout_ms)
+{
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "command", command);
+    if (background)
+        cJSON_AddTrueToObject(a, "run_in_background");
+    if (timeout_ms)
+        cJSON_AddNumberToObject(a, "timeout", timeout_ms);
+    char *json = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return json;
+}
+
+static char *bash(sim_host *h, const char *session, const char *command, int timeout_ms)
+{
+    char *args = bash_args(command, 0, timeout_ms);
+    char *out = t_tool(h, session, "Bash", args);
+    free(args);
+    return out;
+}
+
+static char *bash_bg(sim_host *h, const char *session, const char *command)
+{
+    char *args = bash_args(command, 1, 0);
+    char *out = t_tool(h, session, "Bash", args);
+    free(args);
+    char *id = t_find_id(out, "bg_");
+    if (t_rc != 0 || !id)
+        bail_out("background Bash failed (rc %d): %s", t_rc, out);
+    free(out);
+    return id;
+}
+
+static char *task_output(sim_host *h, const char *session, const char *id, int block, int timeout_ms)
+{
+    char args[160];
+    if (timeout_ms)
+        snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":%s,\"timeout\":%d}", id, block ? "true" : "false",
+                 timeout_ms);
+    else
+        snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":%s}", id, block ? "true" : "false");
+    return t_tool(h, session, "TaskOutput", args);
+}
+
+/* A process that exists and is not a zombie (an orphan's zombie may wait for
+ * a PID 1 that never reaps: dead all the same). */
+static int proc_alive(pid_t pid)
+{
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
+        return 0;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+}
+
+static int pid_gone(sim_host *h, void *arg)
+{
+    (void)h;
+    return !proc_alive(*(pid_t *)arg);
+}
+
+/* Every pid a test learned of: killed at the end whatever happened. */
+static pid_t started[64];
+static int nstarted;
+
+static pid_t read_pid(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    return pid;
+}
+
+static int pid_file_ready(sim_host *h, void *arg)
+{
+    (void)h;
+    return read_pid(arg) > 0;
+}
+
+/* Wait for a command to write a pid into `path`; remember it. */
+static pid_t wait_pid_file(sim_host *h, const char *path)
+{
+    if (sim_wait(h, pid_file_ready, (void *)path, tap_timeout_ms(5000)) != 0)
+        return 0;
+    pid_t pid = read_pid(path);
+    if (nstarted < 64)
+        started[nstarted++] = pid;
+    return pid;
+}
+
+static void kill_leftovers(void)
+{
+    for (int i = 0; i < nstarted; i++)
+        if (proc_alive(started[i])) {
+            diag("killing left-over process %d", (int)started[i]);
+            kill(started[i], SIGKILL);
+        }
+    nstarted = 0;
+}
+
+static char tmpdir[64];
+
+static const char *tmp_path(const char *name)
+{
+    static char path[4][128];
+    static int next;
+    char *p = path[next++ % 4];
+    snprintf(p, 128, "%s/%s", tmpdir, name);
+    return p;
+}
+
+static char *tasks_listing(sim_host *h, const char *session)
+{
+    char *out = NULL;
+    t_rc = sim_command(h, session, "tasks", "", &out);
+    return out ? out : calloc(1, 1);
+}
+
+/* ---- foreground ------------------------------------------------------- */
+
+/* Output, stderr, the working directory, exit codes and signals; no task is
+ * left afterwards and no notification is sent. */
+static void foreground_runs(void)
+{
+    sim_host *h = t_host(SMALL);
+    char *s = sim_session_new(h, NULL, "main");
+    char *out = bash(h, s, "echo hi; echo oops >&2", 0);
+    is_int(t_rc, 0, "foreground Bash succeeds");
+    is_str(out, "hi\noops\n(exit code 0)", "stdout and stderr, then the exit code");
+    free(out);
+
+    char cwd[4096], want[4200];
+    if (!getcwd(cwd, sizeof cwd))
+        bail_out("getcwd");
+    out = bash(h, s, "pwd", 0);
+    snprintf(want, sizeof want, "%s\n(exit code 0)", cwd);
+    is_str(out, want, "the command runs in the session's directory");
+    free(out);
+
+    out = bash(h, s, "printf 'no newline'; exit 3", 0);
+    is_int(t_rc, 0, "a failing command is still an answer");
+    is_str(out, "no newline\n(exit code 3)", "exit code 3, after a line break");
+    free(out);
+
+    out = bash(h, s, "kill -KILL $$", 0);
+    is_str(out, "(killed by signal 9 (Killed))", "a signal is reported by number and name");
+    free(out);
+
+    out = bash(h, s, "printf 'a\\377b\\n'", 0);
+    is_str(out, "a\xEF\xBF\xBD" "b\n(exit code 0)", "an invalid byte becomes U+FFFD");
+    free(out);
+    out = bash(h, s, "printf 'x\\000y\\n'", 0);
+    is_str(out, "x\xEF\xBF\xBDy\n(exit code 0)", "a NUL byte does not cut the output");
+    free(out);
+
+    out = bash(h, s, "true", 0);
+    is_str(out, "(exit code 0)", "no output: only the exit code");
+    free(out);
+
+    out = tasks_listing(h, s);
+    is_str(out, "No background tasks in this session.", "foreground commands leave no task behind");
+    free(out);
+    out = t_tool(h, s, "background_list", "{}");
+    is_str(out, "No background tasks found", "nor in background_list");
+    free(out);
+    is_int(t_sync_notifications(h, s), 0, "notifications synced");
+    is_int(t_count_messages_with(h, s, "Background command"), 0, "a foreground command sends no notification");
+    free(s);
+    sim_destroy(h);
+}
+
+/* The timeout stops the command's whole group; Esc does too. */
+static void foreground_timeout_and_esc(void)
+{
+    sim_host *h = t_host(SMALL);
+    char *s = sim_session_new(h, NULL, "main");
+    int timeout = tap_timeout_ms(500);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", tmp_path("fg_child"));
+    char *out = bash(h, s, cmd, timeout);
+    is_int(t_rc, -ETIMEDOUT, "a timed-out command: -ETIMEDOUT");
+    char want[128];
+    snprintf(want, sizeof want, "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.",
+             timeout);
+    is_str(out, want, "its output so far, how it ended, and the timeout");
+    free(out);
+    pid_t child = wait_pid_file(h, tmp_path("fg_child"));
+    ok(child > 0, "the command started a child");
+    is_int(sim_wait(h, pid_gone, &child, tap_timeout_ms(3000)), 0, "the child did not survive the timeout");
+    out = tasks_listing(h, s);
+    is_str(out, "No background tasks in this session.", "a timed-out command leaves no task");
+    free(out);
+
+    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; wait", tmp_path("esc_child"));
+    char *args = bash_args(cmd, 0, 0);
+    sim_call *c = sim_tool_start(h, s, "Bash", args);
+    free(args);
+    child = wait_pid_file(h, tmp_path("esc_child"));
+    ok(child > 0, "the foreground command runs");
+    int rc = 0;
+    out = NULL;
+    is_int(sim_tool_wait(c, 20, &rc, &out), -ETIMEDOUT, "the call waits for it");
+    sim_tool_cancel(c);
+    is_int(sim_tool_wait(c, tap_timeout_ms(3000), &rc, &out), 0, "Esc ends the call");
+    is_int(rc, -ECANCELED, "with -ECANCELED");
+    like(out, "(killed by signal 15 (Terminated))\nCommand stopped: the call was cancelled.", "and says so");
+    free(out);
+    sim_tool_free(c);
+    is_int(sim_wait(h, pid_gone, &child, tap_timeout_ms(3000)), 0, "Esc left no process behind");
+    out = tasks_listing(h, s);
+    is_str(out, "No background tasks in this session.", "nor a task");
+    free(out);
+
+    out = bash(h, s, "true", -5);
+    is_int(t_rc, -EINVAL, "a negative timeout is refused");
+    is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)",
+           "and explained");
+    free(out);
+    kill_leftovers();
+    free(s);
+    sim_destroy(h);
+}
+
+/* ---- the bounded buffer ----------------------------------------------- */
+
+/* What `seq 1 n` prints. */
+static char *seq_text(int n, size_t *len)
+{
+    size_t cap = (size_t)n * 8 + 1, used = 0;
+    char *s = malloc(cap);
+    for (int i = 1; i <= n; i++)
+        used += (size_t)snprintf(s + used, cap - used, "%d\n", i);
+    *len = used;
+    return s;
+}
+
+/* Far more than the cap (4096: 2048 head, 2048 tail): the head and the tail are
+ * kept, what fell between is counted; exact. */
+static void output_over_the_cap(void)
+{
+    sim_host *h = t_host(SMALL);
+    char *s = sim_session_new(h, NULL, "main");
+    char *id = bash_bg(h, s, "seq 1 20000");
+    char *out = task_output(h, s, id, 1, tap_timeout_ms(10000));
+    is_int(t_rc, 0, "TaskOutput succeeds");
+    size_t len;
+    char *all = seq_text(20000, &len);
+    is_int(len, 108894, "seq 1 20000 prints 108894 bytes");
+    char *want = NULL;
+    if (asprintf(&want,
+                 "<retrieval_status>success</retrieval_status>\n<task_id>%s</task_id>\n<task_type>shell</task_type>\n"
+                 "<status>completed</status>\n<description>seq 1 20000</description>\n<exit_code>0</exit_code>\n"
+                 "<output>\n%.2048s\n[... %zu bytes of output left out here ...]\n%s</output>\n",
+                 id, all, len - 4096, all + len - 2048) < 0)
+        bail_out("asprintf");
+    is_str(out, want, "head 2048 bytes, the count of what was left out, tail 2048 bytes");
+    ok(strlen(out) < 4096 + 400, "the answer stays near the cap (%zu bytes)", strlen(out));
+    free(want);
+    free(out);
+
+    char args[64];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    out = t_tool(h, s, "background_output", args);
+    like(out, "[... 104798 bytes of output left out here ...]\n", "background_output says the same");
+    like(out, "\n19999\n20000\n", "with the tail");
+    free(out);
+    free(all);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+/* Within the buffer (default cap, 1 MiB) but over TaskOutput's 30000
+ * characters: the tail is kept and the cut said. */
+static void taskoutput_cap(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    char *id = bash_bg(h, s, "seq 1 30000");
+    char *out = task_output(h, s, id, 1, tap_timeout_ms(10000));
+    size_t len;
+    char *all = seq_text(30000, &len);
+    char *want = NULL;
+    if (asprintf(&want, "<output>\n[... output cut: the last 30000 of %zu characters follow ...]\n%s</output>\n", len,
+                 all + len - 30000) < 0)
+        bail_out("asprintf");
+    like(out, want, "the last 30000 characters, after a note of the cut");
+    unlike(out, "\n1\n2\n", "the head is not in it");
+    free(want);
+    free(all);
+    free(out);
+
+    /* The foreground answer is capped the same way. */
+    out = bash(h, s, "seq 1 30000", 0);
+    like(out, "[... output cut: the last 30000 of 168894 characters follow ...]\n", "foreground Bash cuts too");
+    like(out, "\n29999\n30000\n(exit code 0)", "keeping the tail and the exit code");
+    free(out);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+static void remove_tmpdir(void)
+{
+    const char *names[] = {"fg_child", "esc_child"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        unlink(tmp_path(names[i]));
+    rmdir(tmpdir);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ocbg-test-shell-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        bail_out("mkdtemp");
+    foreground_runs();
+    foreground_timeout_and_esc();
+    output_over_the_cap();
+    taskoutput_cap();
+    kill_leftovers();
+    remove_tmpdir();
+    return done_testing();
+}
