@@ -1,0 +1,230 @@
+/* bench_notify — how fast the plugin reacts to a task's end.
+ *
+ * notify_latency_us: from the session.idle hook (plugin->on_event) returning
+ * to the parent-session prompt (the notification) being issued, i.e. entering
+ * the host's session_prompt. block_wake_us: from the same hook returning to a
+ * background_output(block=true) waiting on the task returning to its host
+ * thread. p50 and p99 over SAMPLES runs (after WARMUP discarded ones).
+ * The same two figures are also given from the hook's call (_from_call): the
+ * plugin's worker can finish the whole chain before the event thread is back
+ * from on_event (it preempts the event thread on wake-up), so a latency from
+ * the return can be negative; from the call it is the full reaction time.
+ *
+ * The plugin comes from libocbg-internal.a, loaded on a copy of the simulated
+ * host's table whose session_prompt timestamps (CLOCK_MONOTONIC, ns) and then
+ * forwards to the sim. Loaded this way it is not among the sim's plugins, so
+ * the sim delivers it no events: each task's sub-agent replies at once, its
+ * session goes idle, and the bench then hands the plugin that one
+ * session.idle itself. The poll is pushed out of the way (poll_interval_ms
+ * 600000) so only the event ends a task. Prints "name: value unit". */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "engine.h"
+#include "simhost.h"
+
+#define SAMPLES 300
+#define WARMUP 20
+
+static sim_host *H;
+static const ocp_host *real;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static char watch[128];          /* the parent session whose prompt is timed */
+static int64_t prompt_ns;        /* when it was prompted; 0 = not yet */
+static char task_session[128];   /* the session of the last task prompt */
+
+static int wrap_prompt(void *ud, const char *sid, const char *body, char **out)
+{
+    int64_t t = bench_ns();
+    pthread_mutex_lock(&mu);
+    if (watch[0] && strcmp(sid, watch) == 0 && prompt_ns == 0) {
+        prompt_ns = t;
+        pthread_cond_broadcast(&cv);
+    }
+    if (strstr(body, "\"tools\"")) /* a task's own prompt denies the plugin's tools */
+        snprintf(task_session, sizeof task_session, "%s", sid);
+    pthread_mutex_unlock(&mu);
+    return real->session_prompt(ud, sid, body, out);
+}
+
+/* Launch a task from a new parent session and wait until its sub-agent has
+ * answered and its session is idle. Returns 0 and the ids. */
+static int finished_task(const ocp_plugin *p, char *psid, size_t psize, char *id, size_t isize, char *session,
+                         size_t ssize)
+{
+    char *par = sim_session_new(H, NULL, "bench parent");
+    snprintf(psid, psize, "%s", par);
+    free(par);
+    char *out = NULL;
+    int rc = bench_tool(p, psid, "background_task",
+                        "{\"description\":\"bench\",\"prompt\":\"answer at once\",\"agent\":\"general\"}", &out);
+    if (rc != 0 || bench_task_id(out, id, isize) != 0) {
+        fprintf(stderr, "bench_notify: launch failed: %s\n", out ? out : "?");
+        free(out);
+        return -1;
+    }
+    free(out);
+    pthread_mutex_lock(&mu);
+    snprintf(session, ssize, "%s", task_session);
+    pthread_mutex_unlock(&mu);
+    if (sim_wait_messages(H, session, 2, 5000) != 0 || sim_wait_idle(H, session, 5000) != 0) {
+        fprintf(stderr, "bench_notify: the sub-agent did not answer\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void emit_idle(const ocp_plugin *p, const char *session)
+{
+    char ev[256];
+    snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"%s\"}}", session);
+    p->on_event(p->userdata, ev);
+}
+
+static int notify_sample(const ocp_plugin *p, double *us, double *us_call)
+{
+    char psid[128], id[32], session[128];
+    pthread_mutex_lock(&mu);
+    watch[0] = '\0';
+    pthread_mutex_unlock(&mu);
+    if (finished_task(p, psid, sizeof psid, id, sizeof id, session, sizeof session) != 0)
+        return -1;
+    pthread_mutex_lock(&mu);
+    snprintf(watch, sizeof watch, "%s", psid);
+    prompt_ns = 0;
+    pthread_mutex_unlock(&mu);
+
+    int64_t tc = bench_ns();
+    emit_idle(p, session);
+    int64_t t0 = bench_ns();
+
+    pthread_mutex_lock(&mu);
+    int64_t deadline = t0 + 5000000000LL;
+    while (prompt_ns == 0 && bench_ns() < deadline) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&cv, &mu, &ts);
+    }
+    int64_t tp = prompt_ns;
+    watch[0] = '\0';
+    pthread_mutex_unlock(&mu);
+    if (tp == 0) {
+        fprintf(stderr, "bench_notify: no notification within 5 s\n");
+        return -1;
+    }
+    *us = (double)(tp - t0) / 1000.0;
+    *us_call = (double)(tp - tc) / 1000.0;
+    /* Let the parent's turn on the notice end before the next sample. */
+    sim_wait_messages(H, psid, 2, 5000);
+    sim_wait_idle(H, psid, 5000);
+    return 0;
+}
+
+typedef struct blocker {
+    const ocp_plugin *p;
+    char psid[128], args[128];
+    int rc;
+    int64_t returned_ns;
+    char *out;
+} blocker;
+
+static void *block_main(void *arg)
+{
+    blocker *b = arg;
+    b->rc = bench_tool(b->p, b->psid, "background_output", b->args, &b->out);
+    b->returned_ns = bench_ns();
+    return NULL;
+}
+
+static int has_waiter(const ocp_plugin *p)
+{
+    ocbg *o = p->userdata; /* the instance starts with its engine */
+    pthread_mutex_lock(&o->mu);
+    int yes = o->waiters != NULL;
+    pthread_mutex_unlock(&o->mu);
+    return yes;
+}
+
+static int block_sample(const ocp_plugin *p, double *us, double *us_call)
+{
+    blocker b = {.p = p};
+    char id[32], session[128];
+    if (finished_task(p, b.psid, sizeof b.psid, id, sizeof id, session, sizeof session) != 0)
+        return -1;
+    snprintf(b.args, sizeof b.args, "{\"task_id\":\"%s\",\"block\":true,\"timeout\":30}", id);
+    pthread_t th;
+    if (pthread_create(&th, NULL, block_main, &b) != 0)
+        return -1;
+    int64_t deadline = bench_ns() + 5000000000LL;
+    while (!has_waiter(p) && bench_ns() < deadline)
+        bench_sleep_ms(0), sched_yield();
+    /* The waiter is registered and about to sleep; give it time to. */
+    bench_sleep_ms(1);
+    int64_t tc = bench_ns();
+    emit_idle(p, session);
+    int64_t t0 = bench_ns();
+    pthread_join(th, NULL);
+    int ok = b.rc == 0 && b.out && strstr(b.out, ": completed");
+    if (!ok)
+        fprintf(stderr, "bench_notify: blocking output did not return the result (rc %d): %.200s\n", b.rc,
+                b.out ? b.out : "");
+    free(b.out);
+    *us = (double)(b.returned_ns - t0) / 1000.0;
+    *us_call = (double)(b.returned_ns - tc) / 1000.0;
+    return ok ? 0 : -1;
+}
+
+static void report(const char *name, double *v, size_t n)
+{
+    if (n == 0) {
+        printf("%s_p50: n/a\n%s_p99: n/a\n", name, name);
+        return;
+    }
+    printf("%s_p50: %.1f us\n", name, bench_quantile(v, n, 0.5));
+    printf("%s_p99: %.1f us\n", name, bench_quantile(v, n, 0.99));
+}
+
+int main(void)
+{
+    H = sim_create();
+    if (!H) {
+        fprintf(stderr, "bench_notify: cannot create the simulated host\n");
+        return 1;
+    }
+    real = sim_table(H);
+    ocp_host table = *real;
+    table.session_prompt = wrap_prompt;
+    const ocp_plugin *p = bench_plugin(&table, "{\"poll_interval_ms\":600000}");
+
+    double notify[SAMPLES], notify_call[SAMPLES], block[SAMPLES], block_call[SAMPLES], us, usc;
+    size_t nn = 0, nb = 0;
+    for (int i = 0; i < WARMUP + SAMPLES; i++)
+        if (notify_sample(p, &us, &usc) == 0 && i >= WARMUP) {
+            notify[nn] = us;
+            notify_call[nn++] = usc;
+        }
+    for (int i = 0; i < WARMUP + SAMPLES; i++)
+        if (block_sample(p, &us, &usc) == 0 && i >= WARMUP) {
+            block[nb] = us;
+            block_call[nb++] = usc;
+        }
+    report("notify_latency_us", notify, nn);
+    report("notify_latency_from_call_us", notify_call, nn);
+    printf("notify_samples: %zu samples\n", nn);
+    report("block_wake_us", block, nb);
+    report("block_wake_from_call_us", block_call, nb);
+    printf("block_wake_samples: %zu samples\n", nb);
+
+    p->shutdown(p->userdata);
+    sim_destroy(H);
+    return 0;
+}
