@@ -1,0 +1,396 @@
+/* The Claude-style face on agent tasks (issue 7, spec 002): Task in the
+ * background (a task id at once) and in the foreground (the reply; Esc stops
+ * the sub-agent; no task left), TaskOutput and TaskStop on agent tasks, also
+ * those launched by background_task (one registry), the not-found and
+ * already-finished texts, /tasks and /bashes, and the face options (BashOutput
+ * and KillBash never registered). */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+static char *task_args(const char *description, const char *prompt, int background)
+{
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "description", description);
+    cJSON_AddStringToObject(a, "prompt", prompt);
+    cJSON_AddStringToObject(a, "subagent_type", "explore");
+    if (background)
+        cJSON_AddTrueToObject(a, "run_in_background");
+    char *json = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return json;
+}
+
+/* A Task whose sub-agent runs `script` (matched on a unique prompt). */
+static char *claude_task(sim_host *h, const char *session, const char *description, const char *script,
+                         int background)
+{
+    static int seq;
+    char prompt[64];
+    snprintf(prompt, sizeof prompt, "claude task #%d#", ++seq);
+    if (sim_script(h, prompt, script, 1) != 0)
+        bail_out("bad script: %s", script);
+    char *args = task_args(description, prompt, background);
+    char *out = t_tool(h, session, "Task", args);
+    free(args);
+    return out;
+}
+
+static char *id_args(const char *id)
+{
+    static char args[4][128];
+    static int next;
+    char *a = args[next++ % 4];
+    snprintf(a, 128, "{\"task_id\":\"%s\"}", id);
+    return a;
+}
+
+static char *task_output(sim_host *h, const char *session, const char *id, int block)
+{
+    char args[128];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":%s}", id, block ? "true" : "false");
+    return t_tool(h, session, "TaskOutput", args);
+}
+
+static char *command(sim_host *h, const char *session, const char *name)
+{
+    char *out = NULL;
+    t_rc = sim_command(h, session, name, "", &out);
+    return out ? out : calloc(1, 1);
+}
+
+/* ---- Task -------------------------------------------------------------- */
+
+static void task_in_background(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    char *out = claude_task(h, s, "Find the bug",
+                            "{\"steps\":[{\"tool\":\"grep\",\"output\":\"x\"},{\"wait_ms\":100},"
+                            "{\"reply\":\"the bug is in foo.c\"}]}",
+                            1);
+    is_int(t_rc, 0, "Task run_in_background succeeds");
+    char *id = t_find_id(out, "bg_");
+    ok(id != NULL, "and returns a task id");
+    char want[512];
+    snprintf(want, sizeof want,
+             "Async agent launched in the background.\ntask_id: %s\nDescription: Find the bug\nAgent: explore\n\n"
+             "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).",
+             id, id);
+    is_str(out, want, "the launch answer");
+    free(out);
+    out = task_output(h, s, id, 1);
+    is_int(t_rc, 0, "TaskOutput (blocking) succeeds");
+    snprintf(want, sizeof want,
+             "<retrieval_status>success</retrieval_status>\n<task_id>%s</task_id>\n<task_type>agent</task_type>\n"
+             "<status>completed</status>\n<description>Find the bug</description>\n"
+             "<output>\nthe bug is in foo.c\n</output>\n",
+             id);
+    is_str(out, want, "it waits and returns the reply");
+    free(out);
+    is_int(t_sync_notifications(h, s), 0, "notifications synced");
+    is_int(t_count_messages_with(h, s, id), 0, "the blocking retrieval replaced the notification");
+    free(id);
+
+    /* Non-blocking while it runs: not ready, with progress; the notification comes. */
+    out = claude_task(h, s, "Slow one", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"hang\":true}]}", 1);
+    id = t_find_id(out, "bg_");
+    free(out);
+    is_int(t_wait_output_with(h, s, id, "Progress: 1 tool call", 5000), 0, "the sub-agent made a tool call");
+    out = task_output(h, s, id, 0);
+    like(out, "<retrieval_status>not_ready</retrieval_status>\n", "block=false: not ready");
+    like(out, "<status>running</status>\n<description>Slow one</description>\n<progress>1 tool calls so far</progress>\n",
+         "running, with its progress");
+    free(out);
+    free(id);
+
+    out = claude_task(h, s, "Quick one", "{\"steps\":[{\"reply\":\"quick reply\"}]}", 1);
+    id = t_find_id(out, "bg_");
+    free(out);
+    char needle[96];
+    snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
+    is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "an unretrieved Task is notified");
+    out = task_output(h, s, id, 0);
+    like(out, "<output>\nquick reply\n</output>\n", "and non-blocking TaskOutput returns its reply");
+    free(out);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+static void task_in_foreground(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    char *out = claude_task(h, s, "Answer", "{\"steps\":[{\"wait_ms\":50},{\"reply\":\"forty-two\"}]}", 0);
+    is_int(t_rc, 0, "foreground Task succeeds");
+    is_str(out, "forty-two", "it returns the sub-agent's reply");
+    free(out);
+    out = claude_task(h, s, "Broken", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 0);
+    is_int(t_rc, -EIO, "a failing sub-agent: -EIO");
+    like(out, "The sub-agent failed: ", "and says so");
+    like(out, "model overloaded", "with the error");
+    free(out);
+
+    static const char *const script = "{\"steps\":[{\"hang\":true}]}";
+    if (sim_script(h, "foreground hang", script, 1) != 0)
+        bail_out("script");
+    char *args = task_args("Hangs", "foreground hang", 0);
+    sim_call *c = sim_tool_start(h, s, "Task", args);
+    free(args);
+    is_int(sim_wait_calls(h, "session_prompt", NULL, 3, tap_timeout_ms(5000)), 0, "the sub-agent is prompted");
+    char *child = t_task_session(h, 2);
+    int rc = 0;
+    out = NULL;
+    is_int(sim_tool_wait(c, 30, &rc, &out), -ETIMEDOUT, "the call waits for the sub-agent");
+    sim_tool_cancel(c);
+    is_int(sim_tool_wait(c, tap_timeout_ms(3000), &rc, &out), 0, "Esc ends it");
+    is_int(rc, -ECANCELED, "with -ECANCELED");
+    is_str(out, "Cancelled: the sub-agent was stopped.", "saying the sub-agent was stopped");
+    free(out);
+    sim_tool_free(c);
+    ok(child && sim_calls(h, "session_abort", child) >= 1, "its session was aborted");
+    free(child);
+
+    out = command(h, s, "tasks");
+    is_str(out, "No background tasks in this session.", "foreground Tasks leave no task behind");
+    free(out);
+    is_int(t_sync_notifications(h, s), 0, "notifications synced");
+    is_int(t_count_messages_with(h, s, "Background task failed"), 0, "and send no notification");
+    is_int(t_count_messages_with(h, s, "forty-two"), 0, "not even of their reply");
+    free(s);
+    sim_destroy(h);
+}
+
+/* ---- one registry ------------------------------------------------------ */
+
+static void task_output_and_stop_on_agents(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    char *other = sim_session_new(h, NULL, "other");
+    char *id = t_launch_script(h, s, "Via background_task", "{\"steps\":[{\"reply\":\"shared registry\"}]}");
+    char *out = task_output(h, s, id, 1);
+    like(out, "<task_type>agent</task_type>\n<status>completed</status>\n<description>Via background_task</description>\n"
+              "<output>\nshared registry\n</output>\n",
+         "TaskOutput reads a task launched by background_task");
+    free(out);
+    free(id);
+
+    id = t_launch_script(h, s, "Fails", "{\"steps\":[{\"error\":\"model overloaded\"}]}");
+    out = task_output(h, s, id, 1);
+    like(out, "<status>failed</status>\n", "error is shown as failed");
+    like(out, "<error>", "with an error");
+    like(out, "model overloaded", "which says why");
+    free(out);
+    free(id);
+
+    id = t_launch_script(h, s, "Forever", "{\"steps\":[{\"hang\":true}]}");
+    out = t_tool(h, other, "TaskStop", id_args(id));
+    is_int(t_rc, -ENOENT, "another session cannot stop it");
+    free(out);
+    out = task_output(h, other, id, 1);
+    is_int(t_rc, -ENOENT, "nor read it");
+    free(out);
+    out = t_tool(h, s, "TaskStop", id_args(id));
+    is_int(t_rc, 0, "TaskStop on a running agent succeeds");
+    char want[256];
+    snprintf(want, sizeof want, "Stopped task %s (agent): its session was aborted.", id);
+    is_str(out, want, "it confirms");
+    free(out);
+    char *child = t_task_session(h, 2);
+    ok(child && sim_calls(h, "session_abort", child) == 1, "the session was aborted once");
+    free(child);
+    out = task_output(h, s, id, 1);
+    like(out, "<retrieval_status>success</retrieval_status>\n", "a stopped task is retrieved at once");
+    like(out, "<status>stopped</status>\n", "status stopped");
+    free(out);
+    is_int(t_wait_status(h, s, id, "cancelled", 1000), 0, "background_output says cancelled");
+    out = t_tool(h, s, "TaskStop", id_args(id));
+    snprintf(want, sizeof want, "Task %s is not running: it has already finished (status: stopped).", id);
+    is_str(out, want, "stopping it again: already finished");
+    free(out);
+    free(id);
+
+    out = task_output(h, s, "bg_00000000", 1);
+    is_int(t_rc, -ENOENT, "TaskOutput on an unknown id: -ENOENT");
+    is_str(out, "Task not found: bg_00000000. Use /tasks or background_list to see this session's tasks.",
+           "not found");
+    free(out);
+    out = t_tool(h, s, "TaskStop", id_args("bg_00000000"));
+    is_int(t_rc, -ENOENT, "TaskStop on an unknown id: -ENOENT");
+    is_str(out, "Task not found: bg_00000000. Use /tasks or background_list to see this session's tasks.",
+           "not found");
+    free(out);
+    free(other);
+    free(s);
+    sim_destroy(h);
+}
+
+/* ---- /tasks and /bashes ------------------------------------------------ */
+
+/* The row of `id` in a listing, checked field by field. */
+static void check_row(const char *listing, const char *id, const char *type, const char *status,
+                      const char *description)
+{
+    const char *row = strstr(listing, id);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%-12s  %-5s  %-9s  ", id, type, status);
+    ok(row && strncmp(row, prefix, strlen(prefix)) == 0, "%s: id, type %s, status %s", id, type, status);
+    if (!row || strncmp(row, prefix, strlen(prefix)) != 0) {
+        diag("row: %.120s", row ? row : "(none)");
+        return;
+    }
+    const char *time = row + strlen(prefix);
+    int y, mo, d, hh, mm, ss;
+    char z;
+    ok(sscanf(time, "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &hh, &mm, &ss, &z) == 7 && z == 'Z' && y >= 2024,
+       "%s: a start time (%.20s)", id, time);
+    const char *runtime = time + 22;
+    const char *end = strchr(runtime, ' ');
+    ok(end && end[-1] == 's' && end - runtime <= 8, "%s: a runtime (%.8s)", id, runtime);
+    char *line = strndup(runtime + 10, strcspn(runtime + 10, "\n"));
+    is_str(line, description, "%s: the description", id);
+    free(line);
+}
+
+static void tasks_listing(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    char *out = command(h, s, "tasks");
+    is_int(t_rc, 0, "/tasks succeeds");
+    is_str(out, "No background tasks in this session.", "/tasks with no task");
+    free(out);
+    out = command(h, s, "bashes");
+    is_str(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n"
+                "No background tasks in this session.",
+           "/bashes: the notice, then the same");
+    free(out);
+
+    char *agent = t_launch_script(h, s, "Agent work", "{\"steps\":[{\"reply\":\"done\"}]}");
+    out = claude_task(h, s, "Broken agent", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 1);
+    char *broken = t_find_id(out, "bg_");
+    free(out);
+    out = t_tool(h, s, "Bash", "{\"command\":\"echo hi\",\"description\":\"say hi\",\"run_in_background\":true}");
+    char *shell = t_find_id(out, "bg_");
+    free(out);
+    out = t_tool(h, s, "Bash", "{\"command\":\"exit 2\",\"run_in_background\":true}");
+    char *bare = t_find_id(out, "bg_");
+    free(out);
+    char *hang = t_launch_script(h, s, "Stopped agent", "{\"steps\":[{\"hang\":true}]}");
+    const char *ids[] = {agent, broken, shell, bare};
+    for (int i = 0; i < 4; i++)
+        free(task_output(h, s, ids[i], 1));
+    free(t_tool(h, s, "TaskStop", id_args(hang)));
+
+    out = command(h, s, "tasks");
+    ok(strncmp(out, "Background tasks (5):\nTask ID       Type   Status     Start Time            Runtime   Description\n",
+               98) == 0,
+       "a count and the column headers");
+    check_row(out, agent, "agent", "completed", "Agent work");
+    check_row(out, broken, "agent", "failed", "Broken agent");
+    check_row(out, shell, "shell", "completed", "say hi $ echo hi");
+    check_row(out, bare, "shell", "failed", "exit 2");
+    check_row(out, hang, "agent", "stopped", "Stopped agent");
+    const char *a = strstr(out, agent), *b = strstr(out, broken), *c = strstr(out, shell), *d = strstr(out, bare),
+               *e = strstr(out, hang);
+    ok(e && d && c && b && a && e < d && d < c && c < b && b < a, "newest first");
+    char *bashes = command(h, s, "bashes");
+    const char *notice = "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n";
+    ok(strncmp(bashes, notice, strlen(notice)) == 0, "/bashes starts with the deprecation notice");
+    is_str(bashes + strlen(notice), out, "then the /tasks listing");
+    free(bashes);
+    free(out);
+
+    char *other = sim_session_new(h, NULL, "other");
+    out = command(h, other, "tasks");
+    is_str(out, "No background tasks in this session.", "another session's tasks are not listed");
+    free(out);
+    free(other);
+    free(agent);
+    free(broken);
+    free(shell);
+    free(bare);
+    free(hang);
+    free(s);
+    sim_destroy(h);
+}
+
+/* ---- faces ------------------------------------------------------------- */
+
+static int has_tool(sim_host *h, const char *name)
+{
+    const ocp_plugin *p = sim_plugin(h, 0);
+    for (size_t i = 0; p && i < p->tool_count; i++)
+        if (strcmp(p->tools[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static void faces(void)
+{
+    static const char *const claude[] = {"Task", "Bash", "TaskOutput", "TaskStop"};
+    static const char *const opencode[] = {"background_task",  "background_output", "background_cancel",
+                                           "background_list",  "background_clear",  "background_resume",
+                                           "background_block"};
+    sim_host *h = t_host(NULL);
+    int n = 0;
+    for (size_t i = 0; i < 4; i++)
+        n += has_tool(h, claude[i]);
+    for (size_t i = 0; i < 7; i++)
+        n += has_tool(h, opencode[i]);
+    is_int(n, 11, "both faces by default");
+    is_int(sim_plugin(h, 0)->tool_count, 11, "and nothing else");
+    ok(!has_tool(h, "BashOutput") && !has_tool(h, "KillBash"), "no BashOutput, no KillBash");
+    sim_destroy(h);
+
+    h = t_host("{\"face_claude\":false}");
+    n = 0;
+    for (size_t i = 0; i < 4; i++)
+        n += has_tool(h, claude[i]);
+    is_int(n, 0, "face_claude false: no Claude tool");
+    is_int(sim_plugin(h, 0)->tool_count, 7, "the OpenCode face stays");
+    char *s = sim_session_new(h, NULL, "main");
+    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
+    ok(t_rc != 0, "calling Bash fails (rc %d: %s)", t_rc, out);
+    free(out);
+    free(s);
+    sim_destroy(h);
+
+    h = t_host("{\"face_opencode\":false}");
+    n = 0;
+    for (size_t i = 0; i < 7; i++)
+        n += has_tool(h, opencode[i]);
+    is_int(n, 0, "face_opencode false: no background_* tool");
+    is_int(sim_plugin(h, 0)->tool_count, 4, "the Claude face stays");
+    s = sim_session_new(h, NULL, "main");
+    out = t_tool(h, s, "Bash", "{\"command\":\"echo alone\"}");
+    is_str(out, "alone\n(exit code 0)", "and works alone");
+    free(out);
+    out = command(h, s, "tasks");
+    is_str(out, "No background tasks in this session.", "/tasks too");
+    free(out);
+    free(s);
+    sim_destroy(h);
+
+    h = sim_create();
+    is_int(sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), "{\"face_opencode\":false,\"face_claude\":false}"), 0,
+           "both faces off: ocbg refuses to load");
+    like(sim_load_error(h), "'face_opencode' and 'face_claude' are both false", "and says why");
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    task_in_background();
+    task_in_foreground();
+    task_output_and_stop_on_agents();
+    tasks_listing();
+    faces();
+    return done_testing();
+}
