@@ -12,6 +12,7 @@ OC_NPM        := $(OC_DIR)/npm
 OPENCODE_VERSION   ?= 1.18.33
 NODE_API_HEADERS_VERSION ?= 1.9.0
 OC_NPM_STAMP  := $(OC_NPM)/.stamp-$(OPENCODE_VERSION)-$(NODE_API_HEADERS_VERSION)
+OC_HDR_STAMP  := $(OC_NPM)/.stamp-headers-$(NODE_API_HEADERS_VERSION)
 OC_BIN        := $(OC_NPM)/node_modules/opencode-linux-x64/bin/opencode
 OC_NAPI_INC   := $(OC_NPM)/node_modules/node-api-headers/include
 OC_ADDON      := $(OC_DIR)/ocbg_opencode.node
@@ -26,6 +27,13 @@ OC_PLUGIN_DIR := $(if $(PROJECT),$(PROJECT)/.opencode/plugin,$(XDG_CONFIG_HOME)/
 
 # Pinned packages from the npm registry into the build tree: Node-API headers
 # for the addon, and OpenCode itself (with @opencode-ai/plugin) for e2e.
+# The headers alone (small) are all that building and installing need.
+$(OC_HDR_STAMP):
+	@mkdir -p $(OC_NPM)
+	@test -f $(OC_NPM)/package.json || echo '{"private":true}' > $(OC_NPM)/package.json
+	cd $(OC_NPM) && $(NPM) install --no-audit --no-fund --loglevel=error node-api-headers@$(NODE_API_HEADERS_VERSION)
+	@touch $@
+
 $(OC_NPM_STAMP):
 	@mkdir -p $(OC_NPM)
 	@test -f $(OC_NPM)/package.json || echo '{"private":true}' > $(OC_NPM)/package.json
@@ -38,7 +46,7 @@ opencode-npm: $(OC_NPM_STAMP)
 
 # The addon: napi_* symbols are left undefined, resolved by the process that
 # loads it (Bun inside OpenCode, or node).
-$(OC_ADDON): host/opencode/addon.c include/ocp.h $(OC_NPM_STAMP)
+$(OC_ADDON): host/opencode/addon.c include/ocp.h $(OC_HDR_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS) -D_GNU_SOURCE -Iinclude \
 	    -isystem $(OC_NAPI_INC) -fvisibility=hidden \
