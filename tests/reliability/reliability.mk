@@ -1,0 +1,45 @@
+# tests/reliability/reliability.mk — issue 8: faults, chaos, fuzzing, stress,
+# shutdown under load, bad input. Included by the main Makefile.
+#
+#   make check-faults   fault sweep + shutdown under load + bad input table (ASan+UBSan, build/asan)
+#   make check-chaos    the scenario under event chaos, many seeds (ASan+UBSan)
+#   make stress         threads x random tool calls x thousands of tasks (SAN=tsan: ThreadSanitizer)
+#   make check-stress-tsan   the same under ThreadSanitizer (build/tsan)
+#   make fuzz           libFuzzer targets (clang, build/fuzz), FUZZ_SECONDS per target
+#   make check-reliability   all of the above with CI budgets
+
+REL_DIR  := tests/reliability
+REL_LIB_SRC := $(REL_DIR)/rel.c $(REL_DIR)/scenario.c
+REL_LIB_OBJ := $(REL_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+REL_PROGS := faults chaos shutdown badinput stress
+REL_BINS := $(REL_PROGS:%=$(BUILD)/reliability/%)
+
+REL_ENV = OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) OCBG_BUILD=$(abspath $(BUILD))
+
+$(BUILD)/reliability/%: $(BUILD)/obj/$(REL_DIR)/%.o $(REL_LIB_OBJ) $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(REL_LIB_OBJ) $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
+
+.PHONY: rel-build check-faults check-faults-run check-chaos check-chaos-run stress stress-run check-stress-tsan \
+        fuzz check-reliability
+
+rel-build: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(REL_BINS)
+
+REL_ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+               OCBG_TEST_TIMEOUT_SCALE=3
+
+# The sweep and the checks that go with it, under AddressSanitizer + UBSan.
+check-faults:
+	$(MAKE) check-faults-run BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g"
+
+check-faults-run: rel-build
+	$(REL_ENV) $(REL_ASAN_ENV) $(BUILD)/reliability/badinput
+	$(REL_ENV) $(REL_ASAN_ENV) $(BUILD)/reliability/shutdown
+	$(REL_ENV) $(REL_ASAN_ENV) $(BUILD)/reliability/faults
+
+CHAOS_SEEDS ?= 40
+check-chaos:
+	$(MAKE) check-chaos-run BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g"
+
+check-chaos-run: rel-build
+	$(REL_ENV) $(REL_ASAN_ENV) REL_CHAOS_SEEDS=$(CHAOS_SEEDS) $(BUILD)/reliability/chaos
