@@ -119,6 +119,123 @@ static void check_agent_end(const char *out, const char *id, const char *result,
     }
 }
 
+
+/* A second conversation: a batch cancelled as a whole, the resume= form of
+ * background_task then a blocking background_resume, and a third
+ * conversation deleted while its task runs. */
+static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans)
+{
+    int faulty = cfg->faulty, settle = cfg->settle_ms > 0 ? cfg->settle_ms : 10000, rc;
+    char args[512];
+    char *q = sim_session_new(h, NULL, "second");
+    sim_script(h, "rel-d#", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, "rel-e#", "{\"steps\":[{\"tool\":\"grep\",\"ms\":1},{\"hang\":true}]}", 1);
+    sim_script(h, "rel-f#", "{\"steps\":[{\"reply\":\"phi result\"}]}", 1);
+    sim_script(h, "rel-f2#", "{\"steps\":[{\"reply\":\"phi second\"}]}", 1);
+    sim_script(h, "rel-f3#", "{\"steps\":[{\"reply\":\"phi third\"}]}", 1);
+    sim_script(h, "rel-g#", "{\"steps\":[{\"hang\":true}]}", 1);
+
+    char *out = call(h, ans, q, "background_task", "{\"description\":\"D\",\"prompt\":\"rel-d#\",\"agent\":\"general\"}",
+                     &rc, "launch D");
+    char *d = rc == 0 ? rel_find_id(out, "bg_") : NULL;
+    char *batch = rc == 0 ? rel_find_id(out, "batch_") : NULL;
+    free(out);
+    out = call(h, ans, q, "background_task", "{\"description\":\"E\",\"prompt\":\"rel-e#\",\"agent\":\"general\"}", &rc,
+               "launch E");
+    char *e = rc == 0 ? rel_find_id(out, "bg_") : NULL;
+    free(out);
+    rel_check(faulty || (d && e), "second conversation launches");
+
+    /* Cancel D's batch (E is in it unless D failed to launch). */
+    if (batch) {
+        snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", batch);
+        for (int attempt = 0; attempt < 2; attempt++) {
+            out = call(h, ans, q, "background_cancel", args, &rc, "cancel batch");
+            int partial = strstr(out, "still running") != NULL;
+            rel_check(rc == 0 || faulty, "batch cancel: rc %d %s", rc, out);
+            rel_check(!partial || faulty, "batch cancel left a task running without a fault: %s", out);
+            free(out);
+            if (!partial && rc == 0)
+                break;
+        }
+        const char *ids[] = {d, e};
+        for (int i = 0; i < 2; i++) {
+            if (!ids[i])
+                continue;
+            char *o2 = rel_wait_settled(h, q, ids[i], settle);
+            const char *st = o2 ? rel_status_of(o2) : "(running)";
+            /* Under faults E may have ended on its own first? No: it hangs. */
+            rel_check(strcmp(st, "cancelled") == 0 || (faulty && strcmp(st, "error") == 0),
+                      "batch task %s ends %s: %s", ids[i], st, o2 ? o2 : "");
+            free(o2);
+        }
+    }
+
+    /* F (launched after the batch is gone, so not in it): completed, resumed
+     * by background_task(resume=), then a blocking resume. */
+    out = call(h, ans, q, "background_task", "{\"description\":\"F\",\"prompt\":\"rel-f#\",\"agent\":\"explore\"}", &rc,
+               "launch F");
+    char *f = rel_find_id(out, "bg_");
+    int f_started = rc == 0;
+    rel_check(faulty || f_started, "second conversation launches: %s", out);
+    free(out);
+    int f_notices = 0;
+    char *of = f ? rel_wait_settled(h, q, f, settle) : NULL;
+    if (f) {
+        check_agent_end(of, f, "phi result", faulty, "task F");
+        f_notices = 1;
+    }
+    if (of && strcmp(rel_status_of(of), "completed") == 0) {
+        snprintf(args, sizeof args, "{\"resume\":\"%s\",\"prompt\":\"rel-f2# again\"}", f);
+        free(call(h, ans, q, "background_task", args, &rc, "resume F (background_task resume=)"));
+        rel_check(faulty || rc == 0, "resume= of F failed without a fault");
+        f_notices += rc == 0;
+        free(of);
+        of = rel_wait_settled(h, q, f, settle);
+        check_agent_end(of, f, rc == 0 ? "phi second" : NULL, faulty, "task F resumed");
+        if (of && strcmp(rel_status_of(of), "completed") == 0) {
+            snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"rel-f3# block\",\"block\":true,\"timeout\":%d}",
+                     f, settle / 1000);
+            out = call(h, ans, q, "background_resume", args, &rc, "blocking resume F");
+            rel_check(faulty || (rc == 0 && strstr(out, "phi third")), "blocking resume: rc %d %s", rc, out);
+            free(out);
+        }
+    }
+    free(of);
+    (void)f_started;
+
+    /* Every F notice in (launch, resume=), none for the blocking resume. */
+    if (f) {
+        char needle[96];
+        snprintf(needle, sizeof needle, "%s%s", NOTICE_TASK "completed: ", f);
+        int got = rel_count_messages_with(h, q, needle) + count_in(ans->buf, needle);
+        snprintf(needle, sizeof needle, "%s%s", NOTICE_TASK "failed: ", f);
+        got += rel_count_messages_with(h, q, needle) + count_in(ans->buf, needle);
+        /* The blocking resume returns before its completion could be pushed:
+         * waiting for f_notices is enough as the earlier ones precede it. */
+        rel_check(got <= f_notices + (faulty ? 1 : 0), "task F: %d notifications, at most %d expected", got,
+                  f_notices);
+    }
+
+    /* A conversation deleted while its task runs: the task is dropped and
+     * its session aborted. */
+    char *r = sim_session_new(h, NULL, "third");
+    out = call(h, ans, r, "background_task", "{\"description\":\"G\",\"prompt\":\"rel-g#\",\"agent\":\"general\"}", &rc,
+               "launch G");
+    char *g = rc == 0 ? rel_find_id(out, "bg_") : NULL;
+    free(out);
+    sim_session_delete(h, r);
+    out = call(h, ans, r, "background_list", "{}", &rc, "list of a deleted conversation");
+    free(out);
+    free(g);
+    free(r);
+    free(d);
+    free(e);
+    free(f);
+    free(batch);
+    free(q);
+}
+
 int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
 {
     int before = rel_failures();
@@ -352,6 +469,8 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
     out = call(h, &ans, parent, "background_list", "{}", &rc, "list after clear");
     rel_check(strncmp(out, "No background tasks found", 25) == 0, "list after clear: %s", out);
     free(out);
+
+    scenario_more(h, cfg, &ans);
 
     /* Shutdown, within a deadline. */
     int64_t t0 = rel_now_ms();
