@@ -10,6 +10,14 @@
  * from on_event (it preempts the event thread on wake-up), so a latency from
  * the return can be negative; from the call it is the full reaction time.
  *
+ * Baselines (sched_wake_1hop_us, sched_wake_2hop_us): the same machine's
+ * cost of waking a thread blocked on a condition variable, and of a relay of
+ * two such wake-ups, measured between the samples. A notification is one
+ * hop (event thread -> plugin worker, which issues the prompt), a blocking
+ * wait's wake two (event thread -> worker -> waiting host thread): tails
+ * shared with the baseline are the scheduler's (a loaded machine), not the
+ * plugin's.
+ *
  * The plugin comes from libocbg-internal.a, loaded on a copy of the simulated
  * host's table whose session_prompt timestamps (CLOCK_MONOTONIC, ns) and then
  * forwards to the sim. Loaded this way it is not among the sim's plugins, so
@@ -183,6 +191,60 @@ static int block_sample(const ocp_plugin *p, double *us, double *us_call)
     return ok ? 0 : -1;
 }
 
+/* A relay of threads blocked on condition variables: station i wakes i+1;
+ * the last one timestamps. */
+typedef struct station {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int go, stop;
+    struct station *next;
+    int64_t woke_ns;
+} station;
+
+static station stations[2];
+
+static void *station_main(void *arg)
+{
+    station *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->go && !s->stop)
+            pthread_cond_wait(&s->cv, &s->mu);
+        if (s->stop)
+            break;
+        s->go = 0;
+        s->woke_ns = bench_ns();
+        if (s->next) {
+            pthread_mutex_lock(&s->next->mu);
+            s->next->go = 1;
+            pthread_cond_signal(&s->next->cv);
+            pthread_mutex_unlock(&s->next->mu);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* One wake-up through `hops` stations: µs from the signal to the last wake. */
+static double relay_sample(int hops)
+{
+    station *first = &stations[2 - hops], *last = &stations[1];
+    pthread_mutex_lock(&last->mu);
+    last->woke_ns = 0;
+    pthread_mutex_unlock(&last->mu);
+    stations[0].next = hops == 2 ? &stations[1] : NULL;
+    bench_sleep_ms(1); /* let every station go to sleep */
+    int64_t t0 = bench_ns();
+    pthread_mutex_lock(&first->mu);
+    first->go = 1;
+    pthread_cond_signal(&first->cv);
+    pthread_mutex_unlock(&first->mu);
+    int64_t t1 = 0;
+    while (!(t1 = __atomic_load_n(&last->woke_ns, __ATOMIC_ACQUIRE)))
+        sched_yield();
+    return (double)(t1 - t0) / 1000.0;
+}
+
 static void report(const char *name, double *v, size_t n)
 {
     if (n == 0) {
@@ -205,24 +267,48 @@ int main(void)
     table.session_prompt = wrap_prompt;
     const ocp_plugin *p = bench_plugin(&table, "{\"poll_interval_ms\":600000}");
 
+    pthread_t relay[2];
+    for (int i = 0; i < 2; i++) {
+        pthread_mutex_init(&stations[i].mu, NULL);
+        pthread_cond_init(&stations[i].cv, NULL);
+        pthread_create(&relay[i], NULL, station_main, &stations[i]);
+    }
     double notify[SAMPLES], notify_call[SAMPLES], block[SAMPLES], block_call[SAMPLES], us, usc;
+    double hop1[SAMPLES], hop2[SAMPLES];
     size_t nn = 0, nb = 0;
-    for (int i = 0; i < WARMUP + SAMPLES; i++)
+    for (int i = 0; i < WARMUP + SAMPLES; i++) {
         if (notify_sample(p, &us, &usc) == 0 && i >= WARMUP) {
             notify[nn] = us;
             notify_call[nn++] = usc;
         }
-    for (int i = 0; i < WARMUP + SAMPLES; i++)
+        double h = relay_sample(1);
+        if (i >= WARMUP)
+            hop1[i - WARMUP] = h;
+    }
+    for (int i = 0; i < WARMUP + SAMPLES; i++) {
         if (block_sample(p, &us, &usc) == 0 && i >= WARMUP) {
             block[nb] = us;
             block_call[nb++] = usc;
         }
+        double h = relay_sample(2);
+        if (i >= WARMUP)
+            hop2[i - WARMUP] = h;
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_mutex_lock(&stations[i].mu);
+        stations[i].stop = 1;
+        pthread_cond_signal(&stations[i].cv);
+        pthread_mutex_unlock(&stations[i].mu);
+        pthread_join(relay[i], NULL);
+    }
     report("notify_latency_us", notify, nn);
     report("notify_latency_from_call_us", notify_call, nn);
     printf("notify_samples: %zu samples\n", nn);
     report("block_wake_us", block, nb);
     report("block_wake_from_call_us", block_call, nb);
     printf("block_wake_samples: %zu samples\n", nb);
+    report("sched_wake_1hop_us", hop1, SAMPLES);
+    report("sched_wake_2hop_us", hop2, SAMPLES);
 
     p->shutdown(p->userdata);
     sim_destroy(H);
