@@ -69,10 +69,11 @@ static void task_in_background(void)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
-    char *out = claude_task(h, s, "Find the bug",
-                            "{\"steps\":[{\"tool\":\"grep\",\"output\":\"x\"},{\"wait_ms\":100},"
-                            "{\"reply\":\"the bug is in foo.c\"}]}",
-                            1);
+    char script[160];
+    snprintf(script, sizeof script,
+             "{\"steps\":[{\"tool\":\"grep\",\"output\":\"x\"},{\"wait_ms\":%d},{\"reply\":\"the bug is in foo.c\"}]}",
+             tap_timeout_ms(300));
+    char *out = claude_task(h, s, "Find the bug", script, 1);
     is_int(t_rc, 0, "Task run_in_background succeeds");
     char *id = t_find_id(out, "bg_");
     ok(id != NULL, "and returns a task id");

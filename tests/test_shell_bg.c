@@ -39,8 +39,7 @@ static char *bash_bg(sim_host *h, const char *session, const char *command, cons
         bail_out("background Bash failed (rc %d): %s", t_rc, out);
     char want[512];
     snprintf(want, sizeof want, "Command running in the background.\ntask_id: %s\nCommand: %s\n\n", id, command);
-    if (strncmp(out, want, strlen(want)) != 0)
-        diag("unexpected launch answer: %s", out);
+    ok(strncmp(out, want, strlen(want)) == 0, "Bash in the background answers with the task id and command");
     free(out);
     return id;
 }
@@ -93,6 +92,7 @@ static int pids_gone(sim_host *h, void *arg)
 static pid_t started[64];
 static int nstarted;
 static char tmpdir[64];
+static const char *fifo_name;
 
 static const char *tmp_path(const char *name)
 {
@@ -164,6 +164,27 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Open the fifo `name` once a command reads it, and write a line to it. */
+static int fifo_open(sim_host *h, void *arg)
+{
+    (void)h;
+    int *fd = arg;
+    *fd = open(tmp_path(fifo_name), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    return *fd >= 0;
+}
+
+static void release(sim_host *h, const char *name)
+{
+    int fd = -1;
+    fifo_name = name;
+    is_int(sim_wait(h, fifo_open, &fd, tap_timeout_ms(5000)), 0, "the command reads the fifo %s", name);
+    if (fd >= 0) {
+        ssize_t n = write(fd, "go\n", 3);
+        is_int(n, 3, "go written to %s", name);
+        close(fd);
+    }
 }
 
 /* ---- TaskStop --------------------------------------------------------- */
@@ -262,8 +283,22 @@ static void exits_and_notifications(void)
     unlike(out, "<error>", "no error");
     free(out);
 
-    char *killed = bash_bg(h, s, "kill -TERM $$", NULL);
-    out = task_output(h, s, killed, 1, tap_timeout_ms(5000));
+    /* Gated on a fifo so that the blocking call waits before the command ends. */
+    if (mkfifo(tmp_path("gate"), 0600) != 0)
+        bail_out("mkfifo");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "read x < %s; kill -TERM $$", tmp_path("gate"));
+    char *killed = bash_bg(h, s, cmd, NULL);
+    char args[128];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"timeout\":%d}", killed, tap_timeout_ms(5000));
+    sim_call *c = sim_tool_start(h, s, "TaskOutput", args);
+    int rc = 0;
+    out = NULL;
+    is_int(sim_tool_wait(c, 30, &rc, &out), -ETIMEDOUT, "TaskOutput waits for it");
+    release(h, "gate");
+    is_int(sim_tool_wait(c, tap_timeout_ms(5000), &rc, &out), 0, "and returns when it ends");
+    sim_tool_free(c);
+    unlink(tmp_path("gate"));
     like(out, "<status>failed</status>\n", "a command ended by a signal failed");
     like(out, "<signal>15</signal>\n", "by signal 15");
     unlike(out, "<exit_code>", "with no exit code");
@@ -281,14 +316,6 @@ static void exits_and_notifications(void)
 }
 
 /* ---- waiting ---------------------------------------------------------- */
-
-static int fifo_open(sim_host *h, void *arg)
-{
-    (void)h;
-    int *fd = arg;
-    *fd = open(tmp_path("fifo"), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    return *fd >= 0;
-}
 
 static void waiters_and_esc(void)
 {
@@ -334,13 +361,7 @@ static void waiters_and_esc(void)
     free(out);
     ok(!sim_tool_done(c[1]) && !sim_tool_done(c[2]), "the other waiters still wait");
 
-    int fd = -1;
-    is_int(sim_wait(h, fifo_open, &fd, tap_timeout_ms(5000)), 0, "the command reads the fifo");
-    if (fd >= 0) {
-        ssize_t n = write(fd, "go\n", 3);
-        is_int(n, 3, "go written");
-        close(fd);
-    }
+    release(h, "fifo");
     for (int i = 1; i < 3; i++) {
         out = NULL;
         is_int(sim_tool_wait(c[i], tap_timeout_ms(5000), &rc, &out), 0, "waiter %d returns", i);
@@ -371,9 +392,8 @@ int main(void)
     exits_and_notifications();
     waiters_and_esc();
     kill_leftovers();
-    const char *tags[] = {"stop.c", "stop.l", "stubborn.c", "stubborn.l", "fifo"};
-    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
-        unlink(tmp_path(tags[i]));
+    for (const char *const *f = (const char *const[]){"stop.c", "stop.l", "stubborn.c", "stubborn.l", NULL}; *f; f++)
+        unlink(tmp_path(*f));
     rmdir(tmpdir);
     return done_testing();
 }

@@ -280,8 +280,11 @@ static void parent_deleted_and_shutdown(void)
     cmd = family_command("down", "", "sleep 300");
     id = bash_bg(h, s, cmd, NULL);
     is_int(wait_family(h, "down", pids), 0, "another command runs");
-    sim_destroy(h); /* the plugin's shutdown */
-    ok(!proc_alive(pids[0]) && !proc_alive(pids[1]), "no process outlives the plugin");
+    sim_destroy(h); /* the plugin's shutdown: SIGKILL to the group, the leader reaped */
+    ok(!proc_alive(pids[1]), "the command's shell is gone when the plugin is");
+    h = sim_create(); /* only for waiting: SIGKILL reaches the child a moment later */
+    is_int(sim_wait(h, pids_gone, pids, tap_timeout_ms(3000)), 0, "no process outlives the plugin");
+    sim_destroy(h);
     kill_leftovers();
     free(cmd);
     free(id);
