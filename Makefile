@@ -46,6 +46,8 @@ BENCHES    := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 .PHONY: all deps check demo check-asan check-tsan check-valgrind bench install uninstall clean
 .DEFAULT_GOAL := all
 .SECONDEXPANSION:
+# Keep intermediate objects (tests, benches): no rebuilds, no rm lines.
+.SECONDARY:
 
 all: deps $(BUILD)/ocbg.so
 

@@ -94,17 +94,24 @@ void sb_puts(strbuf *sb, const char *s)
 
 void sb_printf(strbuf *sb, const char *fmt, ...)
 {
+    /* Format into the spare room first; only a text that did not fit is
+     * formatted again, into a buffer grown to its size. */
+    sb_reserve(sb, 64);
     va_list ap;
     va_start(ap, fmt);
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    size_t room = sb->cap - sb->len;
+    int n = vsnprintf(sb->buf + sb->len, room, fmt, ap);
     va_end(ap);
-    if (n > 0) {
+    if (n > 0 && (size_t)n >= room) {
         sb_reserve(sb, (size_t)n);
         vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap2);
-        sb->len += (size_t)n;
     }
+    if (n > 0)
+        sb->len += (size_t)n;
+    else
+        sb->buf[sb->len] = '\0';
     va_end(ap2);
 }
 
