@@ -43,3 +43,14 @@ check-chaos:
 
 check-chaos-run: rel-build
 	$(REL_ENV) $(REL_ASAN_ENV) REL_CHAOS_SEEDS=$(CHAOS_SEEDS) $(BUILD)/reliability/chaos
+
+STRESS_THREADS ?= 8
+STRESS_OPS ?= 1500
+stress: rel-build
+	$(REL_ENV) REL_STRESS_THREADS=$(STRESS_THREADS) REL_STRESS_OPS=$(STRESS_OPS) \
+	    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OCBG_TEST_TIMEOUT_SCALE=5 $(BUILD)/reliability/stress
+
+# Under ThreadSanitizer (fewer operations: it runs 5-15x slower).
+STRESS_TSAN_OPS ?= 1000
+check-stress-tsan:
+	$(MAKE) stress BUILD=build/tsan SAN="$(SAN_TSAN)" OPT="-O1 -g" STRESS_OPS=$(STRESS_TSAN_OPS)
