@@ -221,7 +221,8 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
             sb_printf(out, "\nCommand timed out after %.0f ms and was stopped.", timeout_ms);
             rc = -ETIMEDOUT;
         } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
-            sb_puts(out, "\nCommand stopped: the call was cancelled.");
+            sb_puts(out, w == WAIT_SHUTDOWN ? "\nCommand stopped: ocbg is shutting down."
+                                            : "\nCommand stopped: the call was cancelled.");
             rc = -ECANCELED;
         }
     }
