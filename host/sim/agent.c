@@ -393,7 +393,8 @@ static void advance_locked(sim_host *h, sim_session *s)
                 cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString("running"));
                 emit_part_locked(h, s, part);
                 t->phase = 1;
-                int ms = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(st, "ms"));
+                double msv = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(st, "ms")); /* NaN if absent */
+                int ms = msv > 0 && msv < 1e9 ? (int)msv : 0;
                 if (ms > 0) {
                     schedule_locked(h, s, sim_mono_ms() + ms);
                     return;
