@@ -56,3 +56,45 @@ stress: rel-build
 STRESS_TSAN_OPS ?= 1000
 check-stress-tsan:
 	$(MAKE) stress BUILD=build/tsan SAN="$(SAN_TSAN)" OPT="-O1 -g" STRESS_OPS=$(STRESS_TSAN_OPS)
+
+# ---- fuzzing: clang libFuzzer, the plugin's objects built by clang with
+# coverage (build/fuzz). FUZZ_SECONDS per target. A crash lands in
+# build/fuzz/artifacts/; copy it to tests/reliability/regress/TARGET/ and it
+# is replayed by every `make fuzz` (and `make fuzz-regress`) from then on.
+FUZZ_TARGETS := tool_args events fork options
+FUZZ_SECONDS ?= 30
+SAN_FUZZ := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_COMMON_OBJ := $(BUILD)/obj/$(REL_DIR)/fuzz/fuzz_common.o
+FUZZ_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/$(REL_DIR)/fuzz/fuzz_%.o $(FUZZ_COMMON_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_COMMON_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
+
+.PHONY: fuzz-run fuzz-regress fuzz-regress-run
+fuzz:
+	$(MAKE) fuzz-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
+
+fuzz-regress:
+	$(MAKE) fuzz-regress-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
+
+# Replay the seed corpus and every saved crash once.
+fuzz-regress-run: deps $(FUZZ_BINS)
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+	    files=$$(find $(REL_DIR)/corpus/$$t $(REL_DIR)/regress/$$t -type f 2>/dev/null | sort); \
+	    [ -n "$$files" ] || continue; \
+	    $(FUZZ_ENV) $(BUILD)/fuzz/fuzz_$$t -runs=1 $$files > $(BUILD)/fuzz/$$t.regress.log 2>&1 \
+	        && echo "fuzz_regress: $$t $$(echo $$files | wc -w) inputs ok" \
+	        || { rc=1; echo "fuzz_regress: $$t FAILED"; tail -40 $(BUILD)/fuzz/$$t.regress.log; }; \
+	done; exit $$rc
+
+fuzz-run: fuzz-regress-run
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+	    mkdir -p $(BUILD)/fuzz/corpus/$$t $(BUILD)/fuzz/artifacts; \
+	    log=$(BUILD)/fuzz/$$t.log; \
+	    $(FUZZ_ENV) $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -timeout=20 \
+	        -rss_limit_mb=3072 -max_len=16384 -artifact_prefix=$(abspath $(BUILD)/fuzz/artifacts)/$$t- \
+	        $(BUILD)/fuzz/corpus/$$t $(REL_DIR)/corpus/$$t > $$log 2>&1 || { rc=1; tail -60 $$log; }; \
+	    echo "fuzz_execs: $$t $$(sed -n 's/^stat::number_of_executed_units: *//p' $$log)"; \
+	done; exit $$rc

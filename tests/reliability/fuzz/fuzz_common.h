@@ -1,0 +1,42 @@
+/* fuzz_common.h — what the libFuzzer targets share: one simulated host and
+ * one plugin instance made by calling ocp_plugin_entry directly (the plugin's
+ * objects are linked in, built by clang with coverage), a conversation with a
+ * completed task and a running one, and $TOKEN substitution so that a corpus
+ * can name them. */
+#ifndef OCBG_FUZZ_COMMON_H
+#define OCBG_FUZZ_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simhost.h"
+
+typedef struct fz_world {
+    sim_host *h;
+    const ocp_plugin *p;
+    char *parent;     /* the calling conversation */
+    char *done_id;    /* a completed task of it */
+    char *run_id;     /* a running task of it */
+    char *run_session;/* the running task's session */
+    char *batch_id;
+} fz_world;
+
+/* The world, made on first use (options: a fast poll). */
+fz_world *fz_world_get(void);
+
+/* Clear the conversation and make a completed and a running task again. */
+void fz_reset(fz_world *w);
+
+/* A fresh running task when the old one is gone (every so often). */
+void fz_refresh(fz_world *w);
+
+/* The input as a NUL-terminated string with $DONE, $RUN, $RUNSES, $PARENT,
+ * $BATCH replaced by the world's ids (malloc'd). */
+char *fz_text(fz_world *w, const uint8_t *data, size_t size);
+
+/* Call a tool as the host would; cancelled=1 makes every wait return at once. */
+int fz_tool(fz_world *w, const char *tool, const char *args, int cancelled);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#endif
