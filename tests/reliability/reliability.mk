@@ -39,7 +39,7 @@ check-faults-run: rel-build
 	    $(REL_ENV) $(REL_ASAN_ENV) $(BUILD)/reliability/$$t || rc=1; \
 	done; exit $$rc
 
-CHAOS_SEEDS ?= 40
+CHAOS_SEEDS ?= 100
 check-chaos:
 	$(MAKE) check-chaos-run BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g"
 
@@ -98,3 +98,12 @@ fuzz-run: fuzz-regress-run
 	        $(BUILD)/fuzz/corpus/$$t $(REL_DIR)/corpus/$$t > $$log 2>&1 || { rc=1; tail -60 $$log; }; \
 	    echo "fuzz_execs: $$t $$(sed -n 's/^stat::number_of_executed_units: *//p' $$log)"; \
 	done; exit $$rc
+
+# Everything, with CI budgets (about 4 minutes on 2 cores).
+CI_FUZZ_SECONDS ?= 20
+check-reliability:
+	$(MAKE) check-faults
+	$(MAKE) check-chaos
+	$(MAKE) stress
+	$(MAKE) check-stress-tsan
+	$(MAKE) fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
