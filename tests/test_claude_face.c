@@ -2,8 +2,8 @@
  * background (a task id at once) and in the foreground (the reply; Esc stops
  * the sub-agent; no task left), TaskOutput and TaskStop on agent tasks, also
  * those launched by background_task (one registry), the not-found and
- * already-finished texts, /tasks and /bashes, and the face options (BashOutput
- * and KillBash never registered). */
+ * already-finished texts, /tasks with no task, and the face options (BashOutput
+ * and KillBash never registered). /tasks with tasks: test_tasks_command.c. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -54,6 +54,25 @@ static char *task_output(sim_host *h, const char *session, const char *id, int b
     char args[128];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":%s}", id, block ? "true" : "false");
     return t_tool(h, session, "TaskOutput", args);
+}
+
+/* Can the plugin run commands here? (valgrind 3.19 has no pidfd_open: the
+ * plugin then refuses every command; test_shell*.c check that it does so
+ * cleanly.) */
+static int shells;
+
+static int probe_shells(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "probe");
+    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
+    int works = t_rc == 0;
+    if (!works)
+        diag("shell tasks cannot run here, their checks are skipped: %s", out);
+    free(out);
+    free(s);
+    sim_destroy(h);
+    return works;
 }
 
 static char *command(sim_host *h, const char *session, const char *name)
@@ -232,96 +251,6 @@ static void task_output_and_stop_on_agents(void)
     sim_destroy(h);
 }
 
-/* ---- /tasks and /bashes ------------------------------------------------ */
-
-/* The row of `id` in a listing, checked field by field. */
-static void check_row(const char *listing, const char *id, const char *type, const char *status,
-                      const char *description)
-{
-    const char *row = strstr(listing, id);
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "%-12s  %-5s  %-9s  ", id, type, status);
-    ok(row && strncmp(row, prefix, strlen(prefix)) == 0, "%s: id, type %s, status %s", id, type, status);
-    if (!row || strncmp(row, prefix, strlen(prefix)) != 0) {
-        diag("row: %.120s", row ? row : "(none)");
-        return;
-    }
-    const char *time = row + strlen(prefix);
-    int y, mo, d, hh, mm, ss;
-    char z;
-    ok(sscanf(time, "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &hh, &mm, &ss, &z) == 7 && z == 'Z' && y >= 2024,
-       "%s: a start time (%.20s)", id, time);
-    const char *runtime = time + 22;
-    const char *end = strchr(runtime, ' ');
-    ok(end && end[-1] == 's' && end - runtime <= 8, "%s: a runtime (%.8s)", id, runtime);
-    char *line = strndup(runtime + 10, strcspn(runtime + 10, "\n"));
-    is_str(line, description, "%s: the description", id);
-    free(line);
-}
-
-static void tasks_listing(void)
-{
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    char *out = command(h, s, "tasks");
-    is_int(t_rc, 0, "/tasks succeeds");
-    is_str(out, "No background tasks in this session.", "/tasks with no task");
-    free(out);
-    out = command(h, s, "bashes");
-    is_str(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n"
-                "No background tasks in this session.",
-           "/bashes: the notice, then the same");
-    free(out);
-
-    char *agent = t_launch_script(h, s, "Agent work", "{\"steps\":[{\"reply\":\"done\"}]}");
-    out = claude_task(h, s, "Broken agent", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 1);
-    char *broken = t_find_id(out, "bg_");
-    free(out);
-    out = t_tool(h, s, "Bash", "{\"command\":\"echo hi\",\"description\":\"say hi\",\"run_in_background\":true}");
-    char *shell = t_find_id(out, "bg_");
-    free(out);
-    out = t_tool(h, s, "Bash", "{\"command\":\"exit 2\",\"run_in_background\":true}");
-    char *bare = t_find_id(out, "bg_");
-    free(out);
-    char *hang = t_launch_script(h, s, "Stopped agent", "{\"steps\":[{\"hang\":true}]}");
-    const char *ids[] = {agent, broken, shell, bare};
-    for (int i = 0; i < 4; i++)
-        free(task_output(h, s, ids[i], 1));
-    free(t_tool(h, s, "TaskStop", id_args(hang)));
-
-    out = command(h, s, "tasks");
-    ok(strncmp(out, "Background tasks (5):\nTask ID       Type   Status     Start Time            Runtime   Description\n",
-               98) == 0,
-       "a count and the column headers");
-    check_row(out, agent, "agent", "completed", "Agent work");
-    check_row(out, broken, "agent", "failed", "Broken agent");
-    check_row(out, shell, "shell", "completed", "say hi $ echo hi");
-    check_row(out, bare, "shell", "failed", "exit 2");
-    check_row(out, hang, "agent", "stopped", "Stopped agent");
-    const char *a = strstr(out, agent), *b = strstr(out, broken), *c = strstr(out, shell), *d = strstr(out, bare),
-               *e = strstr(out, hang);
-    ok(e && d && c && b && a && e < d && d < c && c < b && b < a, "newest first");
-    char *bashes = command(h, s, "bashes");
-    const char *notice = "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n";
-    ok(strncmp(bashes, notice, strlen(notice)) == 0, "/bashes starts with the deprecation notice");
-    is_str(bashes + strlen(notice), out, "then the /tasks listing");
-    free(bashes);
-    free(out);
-
-    char *other = sim_session_new(h, NULL, "other");
-    out = command(h, other, "tasks");
-    is_str(out, "No background tasks in this session.", "another session's tasks are not listed");
-    free(out);
-    free(other);
-    free(agent);
-    free(broken);
-    free(shell);
-    free(bare);
-    free(hang);
-    free(s);
-    sim_destroy(h);
-}
-
 /* ---- faces ------------------------------------------------------------- */
 
 static int has_tool(sim_host *h, const char *name)
@@ -370,9 +299,13 @@ static void faces(void)
     is_int(n, 0, "face_opencode false: no background_* tool");
     is_int(sim_plugin(h, 0)->tool_count, 4, "the Claude face stays");
     s = sim_session_new(h, NULL, "main");
-    out = t_tool(h, s, "Bash", "{\"command\":\"echo alone\"}");
-    is_str(out, "alone\n(exit code 0)", "and works alone");
-    free(out);
+    if (shells) {
+        out = t_tool(h, s, "Bash", "{\"command\":\"echo alone\"}");
+        is_str(out, "alone\n(exit code 0)", "and works alone");
+        free(out);
+    } else {
+        skip(1, "shell tasks cannot run here");
+    }
     out = command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "/tasks too");
     free(out);
@@ -388,10 +321,10 @@ static void faces(void)
 
 int main(void)
 {
+    shells = probe_shells();
     task_in_background();
     task_in_foreground();
     task_output_and_stop_on_agents();
-    tasks_listing();
     faces();
     return done_testing();
 }

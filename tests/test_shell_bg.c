@@ -1,11 +1,9 @@
 /* Background shell tasks (issue 7, spec 002): TaskStop ends the command's
  * whole process group (SIGTERM, then SIGKILL after shell_kill_grace_ms) and no
  * process survives; exit codes and signals in TaskOutput and in the
- * notification; TaskOutput not ready, timed out, several waiters at once, Esc
- * (the wait ends, never the task); a blocking retrieval replaces the
- * notification; the OpenCode face on shell tasks (background_list,
- * background_output, background_cancel, background_clear); shutdown leaves
- * no process behind. */
+ * notification; a blocking retrieval replaces the notification, a
+ * non-blocking one does not. Waiting: test_shell_wait.c; the OpenCode face on
+ * shell tasks: test_shell_opencode.c. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -187,6 +185,22 @@ static void release(sim_host *h, const char *name)
     }
 }
 
+/* Can the plugin run commands here? (Not without pidfd_open, e.g. under
+ * valgrind 3.19: test_shell.c checks the refusal; skip.) */
+static int shells_work(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "probe");
+    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
+    int works = t_rc == 0;
+    if (!works)
+        diag("shell tasks cannot run here; skipped: %s", out);
+    free(out);
+    free(s);
+    sim_destroy(h);
+    return works;
+}
+
 /* ---- TaskStop --------------------------------------------------------- */
 
 static void stop_kills_the_group(void)
@@ -315,82 +329,18 @@ static void exits_and_notifications(void)
     sim_destroy(h);
 }
 
-/* ---- waiting ---------------------------------------------------------- */
-
-static void waiters_and_esc(void)
-{
-    sim_host *h = t_host(SMALL);
-    char *s = sim_session_new(h, NULL, "main");
-    if (mkfifo(tmp_path("fifo"), 0600) != 0)
-        bail_out("mkfifo");
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "read x < %s; echo got $x", tmp_path("fifo"));
-    char *id = bash_bg(h, s, cmd, "waits for go");
-    char *out = task_output(h, s, id, 0, 0);
-    like(out, "<retrieval_status>not_ready</retrieval_status>\n", "block=false on a running task: not ready");
-    like(out, "<status>running</status>\n", "status running");
-    unlike(out, "<exit_code>", "no exit code yet");
-    free(out);
-    out = task_output(h, s, id, 1, 100);
-    like(out, "<retrieval_status>timeout</retrieval_status>\n", "a wait of 100 ms times out");
-    like(out, "<status>running</status>\n", "still running");
-    free(out);
-    out = task_output(h, s, id, 1, -1);
-    is_int(t_rc, -EINVAL, "a negative timeout is refused");
-    is_str(out, "TaskOutput: argument 'timeout' must be a positive number of milliseconds (at most 600000)",
-           "and explained");
-    free(out);
-
-    sim_call *c[3];
-    for (int i = 0; i < 3; i++)
-        c[i] = sim_tool_start(h, s, "TaskOutput", id_args(id)); /* block defaults to true */
-    int rc = 0;
-    for (int i = 0; i < 3; i++) {
-        out = NULL;
-        is_int(sim_tool_wait(c[i], 30, &rc, &out), -ETIMEDOUT, "waiter %d waits (block defaults to true)", i);
-    }
-    sim_tool_cancel(c[0]);
-    is_int(sim_tool_wait(c[0], tap_timeout_ms(2000), &rc, &out), 0, "Esc ends one wait");
-    is_int(rc, -ECANCELED, "with -ECANCELED");
-    char want[160];
-    snprintf(want, sizeof want, "Wait cancelled; task %s continues in the background.", id);
-    is_str(out, want, "saying the task goes on");
-    free(out);
-    out = task_output(h, s, id, 0, 0);
-    like(out, "<status>running</status>\n", "the task was not stopped by Esc");
-    free(out);
-    ok(!sim_tool_done(c[1]) && !sim_tool_done(c[2]), "the other waiters still wait");
-
-    release(h, "fifo");
-    for (int i = 1; i < 3; i++) {
-        out = NULL;
-        is_int(sim_tool_wait(c[i], tap_timeout_ms(5000), &rc, &out), 0, "waiter %d returns", i);
-        is_int(rc, 0, "waiter %d succeeds", i);
-        like(out, "<retrieval_status>success</retrieval_status>\n", "waiter %d: success", i);
-        like(out, "<status>completed</status>\n<description>waits for go</description>\n<exit_code>0</exit_code>\n"
-                  "<output>\ngot go\n</output>\n",
-             "waiter %d: the result", i);
-        free(out);
-    }
-    for (int i = 0; i < 3; i++)
-        sim_tool_free(c[i]);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, id), 0, "the blocking waiters replaced the notification");
-    unlink(tmp_path("fifo"));
-    free(id);
-    free(s);
-    sim_destroy(h);
-}
-
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ocbg-test-shellbg-XXXXXX");
     if (!mkdtemp(tmpdir))
         bail_out("mkdtemp");
+    if (!shells_work()) {
+        rmdir(tmpdir);
+        return done_testing();
+    }
     stop_kills_the_group();
     stop_escalates_to_sigkill();
     exits_and_notifications();
-    waiters_and_esc();
     kill_leftovers();
     for (const char *const *f = (const char *const[]){"stop.c", "stop.l", "stubborn.c", "stubborn.l", NULL}; *f; f++)
         unlink(tmp_path(*f));

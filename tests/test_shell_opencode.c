@@ -156,6 +156,22 @@ static void kill_leftovers(void)
     nstarted = 0;
 }
 
+/* Can the plugin run commands here? (Not without pidfd_open, e.g. under
+ * valgrind 3.19: test_shell.c checks the refusal; skip.) */
+static int shells_work(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "probe");
+    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
+    int works = t_rc == 0;
+    if (!works)
+        diag("shell tasks cannot run here; skipped: %s", out);
+    free(out);
+    free(s);
+    sim_destroy(h);
+    return works;
+}
+
 /* ---- the OpenCode face on shell tasks ---------------------------------- */
 
 static void list_and_output(void)
@@ -296,6 +312,10 @@ int main(void)
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ocbg-test-shellopc-XXXXXX");
     if (!mkdtemp(tmpdir))
         bail_out("mkdtemp");
+    if (!shells_work()) {
+        rmdir(tmpdir);
+        return done_testing();
+    }
     list_and_output();
     batch_cancel_and_clear();
     parent_deleted_and_shutdown();

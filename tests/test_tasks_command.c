@@ -1,0 +1,188 @@
+/* /tasks and /bashes (issue 7, spec 002 user story 4): every task of the
+ * session, agent and shell, newest first, with Task ID, Type, Status (in the
+ * Claude face's words), Start Time, Runtime and description; /bashes says it
+ * is deprecated and shows the same; another session sees none of them. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+static char *task_args(const char *description, const char *prompt, int background)
+{
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "description", description);
+    cJSON_AddStringToObject(a, "prompt", prompt);
+    cJSON_AddStringToObject(a, "subagent_type", "explore");
+    if (background)
+        cJSON_AddTrueToObject(a, "run_in_background");
+    char *json = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return json;
+}
+
+/* A Task whose sub-agent runs `script` (matched on a unique prompt). */
+static char *claude_task(sim_host *h, const char *session, const char *description, const char *script,
+                         int background)
+{
+    static int seq;
+    char prompt[64];
+    snprintf(prompt, sizeof prompt, "claude task #%d#", ++seq);
+    if (sim_script(h, prompt, script, 1) != 0)
+        bail_out("bad script: %s", script);
+    char *args = task_args(description, prompt, background);
+    char *out = t_tool(h, session, "Task", args);
+    free(args);
+    return out;
+}
+
+static char *id_args(const char *id)
+{
+    static char args[4][128];
+    static int next;
+    char *a = args[next++ % 4];
+    snprintf(a, 128, "{\"task_id\":\"%s\"}", id);
+    return a;
+}
+
+static char *task_output(sim_host *h, const char *session, const char *id, int block)
+{
+    char args[128];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":%s}", id, block ? "true" : "false");
+    return t_tool(h, session, "TaskOutput", args);
+}
+
+/* Can the plugin run commands here? (valgrind 3.19 has no pidfd_open: the
+ * plugin then refuses every command; test_shell*.c check that it does so
+ * cleanly.) */
+static int shells;
+
+static int probe_shells(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "probe");
+    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
+    int works = t_rc == 0;
+    if (!works)
+        diag("shell tasks cannot run here, their checks are skipped: %s", out);
+    free(out);
+    free(s);
+    sim_destroy(h);
+    return works;
+}
+
+static char *command(sim_host *h, const char *session, const char *name)
+{
+    char *out = NULL;
+    t_rc = sim_command(h, session, name, "", &out);
+    return out ? out : calloc(1, 1);
+}
+
+/* ---- /tasks and /bashes ------------------------------------------------ */
+
+/* The row of `id` in a listing, checked field by field. */
+static void check_row(const char *listing, const char *id, const char *type, const char *status,
+                      const char *description)
+{
+    const char *row = strstr(listing, id);
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%-12s  %-5s  %-9s  ", id, type, status);
+    ok(row && strncmp(row, prefix, strlen(prefix)) == 0, "%s: id, type %s, status %s", id, type, status);
+    if (!row || strncmp(row, prefix, strlen(prefix)) != 0) {
+        diag("row: %.120s", row ? row : "(none)");
+        return;
+    }
+    const char *time = row + strlen(prefix);
+    int y, mo, d, hh, mm, ss;
+    char z;
+    ok(sscanf(time, "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &hh, &mm, &ss, &z) == 7 && z == 'Z' && y >= 2024,
+       "%s: a start time (%.20s)", id, time);
+    const char *runtime = time + 22;
+    const char *end = strchr(runtime, ' ');
+    ok(end && end[-1] == 's' && end - runtime <= 8, "%s: a runtime (%.8s)", id, runtime);
+    char *line = strndup(runtime + 10, strcspn(runtime + 10, "\n"));
+    is_str(line, description, "%s: the description", id);
+    free(line);
+}
+
+static void tasks_listing(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    char *out = command(h, s, "tasks");
+    is_int(t_rc, 0, "/tasks succeeds");
+    is_str(out, "No background tasks in this session.", "/tasks with no task");
+    free(out);
+    out = command(h, s, "bashes");
+    is_str(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n"
+                "No background tasks in this session.",
+           "/bashes: the notice, then the same");
+    free(out);
+
+    char *agent = t_launch_script(h, s, "Agent work", "{\"steps\":[{\"reply\":\"done\"}]}");
+    out = claude_task(h, s, "Broken agent", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 1);
+    char *broken = t_find_id(out, "bg_");
+    free(out);
+    char *shell = NULL, *bare = NULL;
+    if (shells) {
+        out = t_tool(h, s, "Bash", "{\"command\":\"echo hi\",\"description\":\"say hi\",\"run_in_background\":true}");
+        shell = t_find_id(out, "bg_");
+        free(out);
+        out = t_tool(h, s, "Bash", "{\"command\":\"exit 2\",\"run_in_background\":true}");
+        bare = t_find_id(out, "bg_");
+        free(out);
+    }
+    char *hang = t_launch_script(h, s, "Stopped agent", "{\"steps\":[{\"hang\":true}]}");
+    const char *ids[] = {agent, broken, shell, bare};
+    for (int i = 0; i < 4; i++)
+        if (ids[i])
+            free(task_output(h, s, ids[i], 1));
+    free(t_tool(h, s, "TaskStop", id_args(hang)));
+
+    out = command(h, s, "tasks");
+    char head[128];
+    snprintf(head, sizeof head,
+             "Background tasks (%d):\nTask ID       Type   Status     Start Time            Runtime   Description\n",
+             shells ? 5 : 3);
+    ok(strncmp(out, head, strlen(head)) == 0, "a count and the column headers");
+    check_row(out, agent, "agent", "completed", "Agent work");
+    check_row(out, broken, "agent", "failed", "Broken agent");
+    if (shells) {
+        check_row(out, shell, "shell", "completed", "say hi $ echo hi");
+        check_row(out, bare, "shell", "failed", "exit 2");
+    } else {
+        skip(8, "shell tasks cannot run here");
+    }
+    check_row(out, hang, "agent", "stopped", "Stopped agent");
+    const char *a = strstr(out, agent), *b = strstr(out, broken), *e = strstr(out, hang);
+    const char *c = shells ? strstr(out, shell) : e + 1, *d = shells ? strstr(out, bare) : e + 1;
+    ok(e && d && c && b && a && e < d && d <= c && c < b && b < a, "newest first");
+    char *bashes = command(h, s, "bashes");
+    const char *notice = "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n";
+    ok(strncmp(bashes, notice, strlen(notice)) == 0, "/bashes starts with the deprecation notice");
+    is_str(bashes + strlen(notice), out, "then the /tasks listing");
+    free(bashes);
+    free(out);
+
+    char *other = sim_session_new(h, NULL, "other");
+    out = command(h, other, "tasks");
+    is_str(out, "No background tasks in this session.", "another session's tasks are not listed");
+    free(out);
+    free(other);
+    free(agent);
+    free(broken);
+    free(shell);
+    free(bare);
+    free(hang);
+    free(s);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    shells = probe_shells();
+    tasks_listing();
+    return done_testing();
+}
