@@ -194,7 +194,7 @@ static int shells_work(void)
     char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
     int works = t_rc == 0;
     if (!works)
-        diag("shell tasks cannot run here; skipped: %s", out);
+        skip(1, "shell tasks cannot run here (the plugin has no pidfd_open, e.g. under valgrind 3.19)");
     free(out);
     free(s);
     sim_destroy(h);
@@ -264,6 +264,33 @@ static void stop_escalates_to_sigkill(void)
     free(out);
     kill_leftovers();
     free(cmd);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+/* The leader dies of SIGTERM but a member of its group ignores it: SIGKILL
+ * must still reach the group after the grace period. Known bug (the leader's
+ * exit drops the pending SIGKILL); checked with OCBG_TEST_KNOWN_BUGS=1. */
+static void stop_reaches_a_term_ignoring_member(void)
+{
+    if (!getenv("OCBG_TEST_KNOWN_BUGS")) {
+        skip(4, "known bug: the SIGKILL is dropped when the group leader dies of SIGTERM");
+        return;
+    }
+    sim_host *h = t_host(SMALL);
+    char *s = sim_session_new(h, NULL, "main");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "sh -c \"trap '' TERM; exec sleep 300\" & echo $! > %s; echo $$ > %s; sleep 300",
+             tmp_path("member.c"), tmp_path("member.l"));
+    char *id = bash_bg(h, s, cmd, NULL);
+    pid_t pids[2];
+    is_int(wait_family(h, "member", pids), 0, "the command and its TERM-ignoring child run");
+    char *out = t_tool(h, s, "TaskStop", id_args(id));
+    like(out, "Stopped task ", "TaskStop confirms");
+    free(out);
+    is_int(sim_wait(h, pids_gone, pids, tap_timeout_ms(3000)), 0, "the TERM-ignoring member got SIGKILL");
+    kill_leftovers();
     free(id);
     free(s);
     sim_destroy(h);
@@ -340,9 +367,10 @@ int main(void)
     }
     stop_kills_the_group();
     stop_escalates_to_sigkill();
+    stop_reaches_a_term_ignoring_member();
     exits_and_notifications();
     kill_leftovers();
-    for (const char *const *f = (const char *const[]){"stop.c", "stop.l", "stubborn.c", "stubborn.l", NULL}; *f; f++)
+    for (const char *const *f = (const char *const[]){"stop.c", "stop.l", "stubborn.c", "stubborn.l", "member.c", "member.l", NULL}; *f; f++)
         unlink(tmp_path(*f));
     rmdir(tmpdir);
     return done_testing();

@@ -165,7 +165,7 @@ static int shells_work(void)
     char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
     int works = t_rc == 0;
     if (!works)
-        diag("shell tasks cannot run here; skipped: %s", out);
+        skip(1, "shell tasks cannot run here (the plugin has no pidfd_open, e.g. under valgrind 3.19)");
     free(out);
     free(s);
     sim_destroy(h);
