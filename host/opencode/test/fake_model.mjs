@@ -3,7 +3,9 @@
 //   "E2E <tool> [json args]"  step 0: the model calls <tool>(args) (streamed
 //                              tool_calls); after the tool results: "done <tool>"
 //   "E2E launch2 A B"         two background_task calls at once (children "CHILD fast A/B")
+//   "E2E launch2gated A B"    the same with children "CHILD gate A/B"
 //   "CHILD fast X"            a child's reply: "child reply X"
+//   "CHILD gate X"            "child reply X", once the test called openGate("X")
 //   "CHILD slow"              streams nothing until the client goes away (max 120 s)
 //   "CHILD error"             HTTP 400 with an error body (a non-retryable API error)
 //   anything else              "ack" (e.g. a notification that woke the parent)
@@ -34,14 +36,16 @@ export function decide(body) {
   const toolResults = msgs.slice(lastUser + 1).filter((m) => m.role === "tool");
   let m;
   if ((m = line.match(/^CHILD fast (\S+)/))) return { text: `child reply ${m[1]}` };
+  if ((m = line.match(/^CHILD gate (\S+)/))) return { gate: m[1], text: `child reply ${m[1]}` };
   if (line.startsWith("CHILD slow")) return { hang: true };
   if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
-  if ((m = line.match(/^E2E launch2 (\S+) (\S+)/))) {
+  if ((m = line.match(/^E2E launch2(gated)? (\S+) (\S+)/))) {
     if (toolResults.length) return { text: "launched two" };
+    const kind = m[1] ? "gate" : "fast";
     return {
-      calls: [m[1], m[2]].map((x) => ({
+      calls: [m[2], m[3]].map((x) => ({
         name: "background_task",
-        args: { description: `fast ${x}`, prompt: `CHILD fast ${x}`, agent: "general" },
+        args: { description: `${kind} ${x}`, prompt: `CHILD ${kind} ${x}`, agent: "general" },
       })),
     };
   }
@@ -58,6 +62,12 @@ export async function startFakeModel() {
   const requests = [];
   let seq = 0;
   const open = new Set();
+  // Gates: name -> {opened, waiting: [fn]}; a gated answer waits for openGate(name).
+  const gates = new Map();
+  const gate = (name) => {
+    if (!gates.has(name)) gates.set(name, { opened: false, waiting: [] });
+    return gates.get(name);
+  };
   const server = http.createServer((req, res) => {
     let raw = "";
     req.on("data", (d) => (raw += d));
@@ -85,32 +95,48 @@ export async function startFakeModel() {
       open.add(res);
       res.on("close", () => { rec.closed = true; open.delete(res); });
       const usage = { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } };
-      if (d.hang) {
+      if (d.gate && !gate(d.gate).opened) {
         res.write(chunk({ role: "assistant", content: "" }));
-        const t = setTimeout(() => res.end(), 120000);
-        res.on("close", () => clearTimeout(t));
+        const g = gate(d.gate);
+        const go = () => { if (!rec.closed) answer(); };
+        g.waiting.push(go);
+        res.on("close", () => { g.waiting = g.waiting.filter((f) => f !== go); });
         return;
       }
-      if (d.calls) {
-        d.calls.forEach((c, i) => {
-          res.write(chunk({ role: "assistant", tool_calls: [{ index: i, id: `call_${seq}_${i}`, type: "function",
-            function: { name: c.name, arguments: "" } }] }));
-          res.write(chunk({ tool_calls: [{ index: i, function: { arguments: JSON.stringify(c.args) } }] }));
-        });
-        res.write(chunk({}, "tool_calls", usage));
-      } else {
-        res.write(chunk({ role: "assistant", content: "" }));
-        res.write(chunk({ content: d.text }));
-        res.write(chunk({}, "stop", usage));
+      answer();
+      function answer() {
+        if (d.hang) {
+          res.write(chunk({ role: "assistant", content: "" }));
+          const t = setTimeout(() => res.end(), 120000);
+          res.on("close", () => clearTimeout(t));
+          return;
+        }
+        if (d.calls) {
+          d.calls.forEach((c, i) => {
+            res.write(chunk({ role: "assistant", tool_calls: [{ index: i, id: `call_${seq}_${i}`, type: "function",
+              function: { name: c.name, arguments: "" } }] }));
+            res.write(chunk({ tool_calls: [{ index: i, function: { arguments: JSON.stringify(c.args) } }] }));
+          });
+          res.write(chunk({}, "tool_calls", usage));
+        } else {
+          res.write(chunk({ role: "assistant", content: "" }));
+          res.write(chunk({ content: d.text }));
+          res.write(chunk({}, "stop", usage));
+        }
+        res.end("data: [DONE]\n\n");
+        rec.done = true;
       }
-      res.end("data: [DONE]\n\n");
-      rec.done = true;
     });
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
   return {
     port: server.address().port,
     requests,
+    openGate: (name) => {
+      const g = gate(name);
+      g.opened = true;
+      for (const f of g.waiting.splice(0)) f();
+    },
     close: () =>
       new Promise((r) => {
         for (const res of open) res.destroy();
