@@ -7,9 +7,13 @@
 // node e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR [--only stub|ocbg]
 import { spawn } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
+import {
+  api, assistantTexts, callTool, diag, events, followEvents, freePort, groupMembers, idle, isIdle, isLoopback,
+  listeners, messages, newSession, ok, procStat, say, secs, setBase, sleep, stopEvents, tap, taskIds, textOf,
+  toolParts, turnEnds, userMessage, userTexts, waitFor,
+} from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
 const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : d; };
@@ -19,25 +23,12 @@ if (!BIN || !NPM_DIR || !STUB_DIR || !WORK) {
   console.error("usage: e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR");
   process.exit(2);
 }
-const T0 = Date.now();
-const secs = () => ((Date.now() - T0) / 1000).toFixed(1);
-
-// ---- TAP ----
-let n = 0, failed = 0;
-const ok = (cond, name, extra) => {
-  n++;
-  if (!cond) failed++;
-  console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
-  if (!cond && extra !== undefined) console.log(`# got: ${JSON.stringify(extra).slice(0, 1500)}`);
-  return cond;
-};
-const diag = (s) => console.log(`# [${secs()}s] ${s}`);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---- processes to stop ----
-let server = null, fake = null, sse = null;
+let server = null, fake = null;
+const shellGroups = new Set(); // process groups of the shell tasks the suite started
 async function stopAll() {
-  if (sse) { try { sse.abort(); } catch {} sse = null; }
+  stopEvents();
   if (server && server.exitCode === null && server.signalCode === null) {
     try { process.kill(-server.pid, "SIGTERM"); } catch {}
     const t = Date.now();
@@ -46,11 +37,15 @@ async function stopAll() {
       try { process.kill(-server.pid, "SIGKILL"); } catch {}
     }
   }
+  for (const g of shellGroups) { try { process.kill(-g, "SIGKILL"); } catch {} }
   if (fake) { await fake.close(); fake = null; }
 }
 for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"])
   process.on(sig, async () => { await stopAll(); process.exit(1); });
-process.on("exit", () => { if (server) try { process.kill(-server.pid, "SIGKILL"); } catch {} });
+process.on("exit", () => {
+  if (server) try { process.kill(-server.pid, "SIGKILL"); } catch {}
+  for (const g of shellGroups) { try { process.kill(-g, "SIGKILL"); } catch {} }
+});
 
 // ---- the isolated world ----
 const HOME = path.join(WORK, "home");
@@ -70,133 +65,6 @@ function provideConfigDeps(dir) {
   if (!fs.existsSync(nm)) fs.symlinkSync(path.join(NPM_DIR, "node_modules"), nm);
 }
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
-  });
-}
-
-let BASE = "";
-async function api(method, p, body, timeoutMs = 15000) {
-  const r = await fetch(BASE + p, {
-    method,
-    headers: body !== undefined ? { "content-type": "application/json" } : {},
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  const text = await r.text();
-  let json = null;
-  try { json = text ? JSON.parse(text) : null; } catch {}
-  return { status: r.status, json, text };
-}
-
-async function waitFor(what, fn, timeoutMs = 30000, every = 150) {
-  const t = Date.now();
-  let last;
-  while (Date.now() - t < timeoutMs) {
-    try { last = await fn(); } catch (e) { last = undefined; }
-    if (last) return last;
-    await sleep(every);
-  }
-  diag(`timed out waiting for: ${what}`);
-  return null;
-}
-
-const events = [];
-async function followEvents() {
-  const ac = new AbortController();
-  sse = ac;
-  try {
-    const r = await fetch(BASE + "/event", { signal: ac.signal });
-    const dec = new TextDecoder();
-    let buf = "";
-    for await (const chunk of r.body) {
-      buf += dec.decode(chunk, { stream: true });
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i).trim();
-        buf = buf.slice(i + 1);
-        if (line.startsWith("data:")) {
-          try { events.push(JSON.parse(line.slice(5))); } catch {}
-        }
-      }
-    }
-  } catch {}
-}
-
-const messages = async (sid) => (await api("GET", `/session/${sid}/message`)).json || [];
-const toolParts = (msgs, tool) =>
-  msgs.flatMap((m) => m.parts || []).filter((p) => p.type === "tool" && (!tool || p.tool === tool));
-const assistantTexts = (msgs) =>
-  msgs.filter((m) => m.info.role === "assistant").flatMap((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text));
-const userTexts = (msgs) =>
-  msgs.filter((m) => m.info.role === "user").map((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n"));
-
-async function newSession(title) {
-  const r = await api("POST", "/session", { title });
-  return r.json?.id;
-}
-async function say(sid, text) {
-  return api("POST", `/session/${sid}/prompt_async`, { parts: [{ type: "text", text }] });
-}
-// Waits until the session's last assistant message says `want` (a finished turn).
-// Only messages after the first `since` count (a new turn, not an old one).
-async function turnEnds(sid, want, timeoutMs = 30000, since = 0) {
-  return waitFor(`"${want}" in ${sid}`, async () => {
-    const msgs = (await messages(sid)).slice(since);
-    // any assistant message of the new turn (a notification may wake the session right after)
-    const hit = msgs.find((m) => m.info.role === "assistant" && m.info.finish &&
-      m.parts.some((p) => p.type === "text" && p.text === want));
-    return hit ? msgs.slice(0, msgs.indexOf(hit) + 1) : null;
-  }, timeoutMs);
-}
-// Says "E2E <tool> args" and returns the state of the tool part of that turn.
-async function toolRun(sid, tool, argsText, timeoutMs = 30000) {
-  const since = (await messages(sid)).length;
-  await say(sid, `E2E ${tool}${argsText ? " " + argsText : ""}`);
-  const msgs = await turnEnds(sid, `done ${tool}`, timeoutMs, since);
-  const parts = msgs ? toolParts(msgs, tool) : [];
-  return parts.at(-1)?.state;
-}
-// Launches through the model; returns the background_task part's state once it
-// completed (the turn may end with "ack": a fast child's notice can arrive first).
-async function launch(sid, args) {
-  const since = (await messages(sid)).length;
-  await say(sid, `E2E background_task ${JSON.stringify(args)}`);
-  return waitFor("background_task completed", async () => {
-    const p = toolParts((await messages(sid)).slice(since), "background_task").at(-1);
-    return p && (p.state.status === "completed" || p.state.status === "error") ? p.state : null;
-  }, 30000);
-}
-
-// Listening sockets of a process (from /proc): every one must be on 127.0.0.1.
-function listeners(pid) {
-  const inodes = new Set();
-  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const l = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
-      const m = l.match(/^socket:\[(\d+)\]$/);
-      if (m) inodes.add(m[1]);
-    } catch {}
-  }
-  const out = [];
-  for (const f of ["tcp", "tcp6"]) {
-    let rows = [];
-    try { rows = fs.readFileSync(`/proc/${pid}/net/${f}`, "utf8").trim().split("\n").slice(1); } catch {}
-    for (const row of rows) {
-      const c = row.trim().split(/\s+/);
-      if (c[3] === "0A" && inodes.has(c[9])) out.push(c[1]);
-    }
-  }
-  return out;
-}
-const isLoopback = (hexAddr) => {
-  const [ip] = hexAddr.split(":");
-  return ip === "0100007F" || ip === "00000000000000000000000001000000";
-};
-
 async function main() {
   fs.mkdirSync(HOME, { recursive: true });
   fs.mkdirSync(PROJECT, { recursive: true });
@@ -212,7 +80,8 @@ async function main() {
   fake = await startFakeModel();
   diag(`fake model on 127.0.0.1:${fake.port}`);
   const port = await freePort();
-  BASE = `http://127.0.0.1:${port}`;
+  const BASE = `http://127.0.0.1:${port}`;
+  setBase(BASE);
   const config = {
     $schema: "https://opencode.ai/config.json",
     model: "fake/fake-model",
@@ -246,80 +115,16 @@ async function main() {
   if (!ok(healthy, "opencode serve is healthy on 127.0.0.1")) return;
   followEvents();
 
-  // ---------------- the adapter, with the stub plugin ----------------
   if (ONLY !== "ocbg") {
-    const s1 = await newSession("stub echo");
-    ok(s1, "session created");
-    const echo = await toolRun(s1, "stub_echo", '{"text":"hello"}', 60000);
-    ok(echo?.status === "completed", "the model called stub_echo; the tool completed", echo);
-    const eo = echo?.output ? JSON.parse(echo.output) : {};
-    ok(eo.echo === "hello" && eo.repeat_given === false && eo.session === s1 && eo.agent === "build",
-      "the tool ran in the plugin with the call context", eo);
-    ok(eo.options === '{"answer":42}', "plugin options from opencode.json reach the plugin", eo.options);
-    ok(/^call_/.test(eo.call) && /^msg_/.test(eo.message), "call id and message id reach the plugin", eo);
-
-    // What the model was shown: optional stays optional, descriptions kept.
-    const withTools = fake.requests.find((r) => (r.body.tools || []).some((t) => t.function?.name === "stub_echo"));
-    const spec = withTools?.body.tools.find((t) => t.function.name === "stub_echo")?.function;
-    ok(spec && JSON.stringify(spec.parameters.required) === '["text"]', "the model sees stub_echo with only text required", spec);
-    ok(spec?.parameters.properties.repeat?.description === "How many times (optional)" &&
-       spec?.parameters.properties.repeat?.type === "integer", "the model sees argument types and descriptions", spec);
-
-    const bad = await toolRun(s1, "stub_echo", '{"repeat":2}');
-    ok(bad?.status === "error" && /text/.test(bad?.error || ""), "a missing required argument is refused before the plugin", bad);
-
-    const host = await toolRun(s1, "stub_host", '{"title":"stub child"}', 60000);
-    const ho = host?.output ? JSON.parse(host.output) : {};
-    ok(ho.create?.rc === 0 && ho.create.out.parentID === s1 && ho.create.out.title === "stub child",
-      "session_create from a plugin thread, through the SDK", ho.create);
-    ok(ho.prompt?.rc === 0 && ho.messages?.rc === 0 && ho.messages.out.some((m) => m.parts.some((p) => p.text === "hello from stub")),
-      "session_prompt (noReply) and session_messages", { prompt: ho.prompt, messages: ho.messages?.rc });
-    ok(ho.get?.rc === 0 && ho.status?.rc === 0, "session_get and session_status", { get: ho.get?.rc, status: ho.status });
-    ok(ho.missing?.enoent === true, "a missing session is -ENOENT", ho.missing);
-    const child = ho.create?.out?.id;
-    const cg = child ? await api("GET", `/session/${child}`) : {};
-    ok(cg.json?.parentID === s1, "the child session exists in OpenCode with its parent", cg.json);
-
-    const ev = await toolRun(s1, "stub_events");
-    const eo2 = ev?.output ? JSON.parse(ev.output) : {};
-    ok(eo2.events?.["session.idle"] >= 1 && eo2.events?.["message.part.updated"] >= 1 && eo2.events?.["session.status"] >= 1,
-      "OpenCode events reach on_event", eo2.events);
-    ok(eo2.transforms >= 1 && /^ses_/.test(eo2.transform_session), "messages.transform reaches the plugin with a session id", eo2);
-    ok(fake.requests.some((r) => JSON.stringify(r.body.messages).includes("STUB-MARKER")),
-      "the transformed history is what the model was sent");
-
-    // Cancellation: abort the session while the tool blocks.
-    const s2 = await newSession("stub block");
-    await say(s2, "E2E stub_block");
-    const running = await waitFor("stub_block running", async () =>
-      toolParts(await messages(s2), "stub_block").some((p) => p.state.status === "running"), 30000);
-    ok(running, "stub_block is running (blocked in the plugin)");
-    const tAbort = Date.now();
-    await api("POST", `/session/${s2}/abort`);
-    const ended = await waitFor("stub_block ended", async () => {
-      const p = toolParts(await messages(s2), "stub_block").at(-1);
-      return p && p.state.status !== "running" && p.state.status !== "pending" ? p.state : null;
-    }, 15000);
-    ok(ended && ended.status === "error", `abort ends the blocked tool call (${Date.now() - tAbort} ms)`, ended);
-    const idle = await waitFor("s2 idle", async () => !((await api("GET", "/session/status")).json || {})[s2], 15000);
-    ok(idle, "the session is idle after the abort");
-
-    // A plugin command: config registers it, command.execute.before runs it.
-    const cmds = (await api("GET", "/command")).json || [];
-    ok(cmds.some((c) => c.name === "stubcmd"), "the plugin's command is listed by OpenCode", cmds.map((c) => c.name));
-    const s3 = await newSession("stub command");
-    const cr = await api("POST", `/session/${s3}/command`, { command: "stubcmd", arguments: "x y" }, 60000);
-    ok(cr.status === 200, "POST /session/:id/command", cr.status);
-    const m3 = await messages(s3);
-    ok(userTexts(m3).some((t) => t.includes(`stubcmd ran in ${s3} with arguments [x y]`)),
-      "the command's output is the prompt OpenCode runs", userTexts(m3));
+    for (const scenario of [stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand])
+      await scenario();
   }
-
-  // ---------------- ocbg itself ----------------
-  if (ONLY !== "stub" && ocbgInstalled) {
-    await ocbgScenarios();
-  } else if (ONLY !== "stub") {
+  if (ONLY !== "stub" && !ocbgInstalled) {
     ok(false, "ocbg is installed in the project (make install-opencode PROJECT=...)");
+  } else if (ONLY !== "stub") {
+    for (const scenario of [launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
+      tasksCommand, silentThenWaking])
+      await scenario();
   }
 
   const listen = listeners(server.pid);
@@ -328,14 +133,103 @@ async function main() {
   ok(types.has("session.idle") && types.has("message.part.updated"), "the event stream was followed", [...types]);
 }
 
-const taskIds = (text) => [...new Set((text || "").match(/bg_[A-Za-z0-9_-]+/g) || [])];
 
-async function ocbgScenarios() {
-  const tools = fake.requests.flatMap((r) => r.body.tools || []).map((t) => t.function?.name);
+// ================= the adapter, with the stub plugin =================
+
+async function stubToolCall() {
+  const s = await newSession("stub echo");
+  ok(s, "session created");
+  const echo = await callTool(s, "stub_echo", { text: "hello" }, 60000);
+  ok(echo?.status === "completed", "the model called stub_echo; the tool completed", echo);
+  const eo = echo?.output ? JSON.parse(echo.output) : {};
+  ok(eo.echo === "hello" && eo.repeat_given === false && eo.session === s && eo.agent === "build",
+    "the tool ran in the plugin with the call context", eo);
+  ok(eo.options === '{"answer":42}', "plugin options from opencode.json reach the plugin", eo.options);
+  ok(/^call_/.test(eo.call) && /^msg_/.test(eo.message), "call id and message id reach the plugin", eo);
+
+  // What the model was shown: optional stays optional, descriptions kept.
+  const withTools = fake.requests.find((r) => (r.body.tools || []).some((t) => t.function?.name === "stub_echo"));
+  const spec = withTools?.body.tools.find((t) => t.function.name === "stub_echo")?.function;
+  ok(spec && JSON.stringify(spec.parameters.required) === '["text"]', "the model sees stub_echo with only text required", spec);
+  ok(spec?.parameters.properties.repeat?.description === "How many times (optional)" &&
+     spec?.parameters.properties.repeat?.type === "integer", "the model sees argument types and descriptions", spec);
+
+  const bad = await callTool(s, "stub_echo", { repeat: 2 });
+  ok(bad?.status === "error" && /text/.test(bad?.error || ""), "a missing required argument is refused before the plugin", bad);
+}
+
+async function stubHostCalls() {
+  const s = await newSession("stub host");
+  const host = await callTool(s, "stub_host", { title: "stub child" }, 60000);
+  const ho = host?.output ? JSON.parse(host.output) : {};
+  ok(ho.create?.rc === 0 && ho.create.out.parentID === s && ho.create.out.title === "stub child",
+    "session_create from a plugin thread, through the SDK", ho.create);
+  ok(ho.prompt?.rc === 0 && ho.messages?.rc === 0 && ho.messages.out.some((m) => m.parts.some((p) => p.text === "hello from stub")),
+    "session_prompt (noReply) and session_messages", { prompt: ho.prompt, messages: ho.messages?.rc });
+  ok(ho.get?.rc === 0 && ho.status?.rc === 0, "session_get and session_status", { get: ho.get?.rc, status: ho.status });
+  ok(ho.missing?.enoent === true, "a missing session is -ENOENT", ho.missing);
+  const child = ho.create?.out?.id;
+  const cg = child ? await api("GET", `/session/${child}`) : {};
+  ok(cg.json?.parentID === s, "the child session exists in OpenCode with its parent", cg.json);
+}
+
+async function stubEventsAndTransform() {
+  const s = await newSession("stub events");
+  const ev = await callTool(s, "stub_events");
+  const eo = ev?.output ? JSON.parse(ev.output) : {};
+  ok(eo.events?.["session.idle"] >= 1 && eo.events?.["message.part.updated"] >= 1 && eo.events?.["session.status"] >= 1,
+    "OpenCode events reach on_event", eo.events);
+  ok(eo.transforms >= 1 && /^ses_/.test(eo.transform_session), "messages.transform reaches the plugin with a session id", eo);
+  ok(fake.requests.some((r) => JSON.stringify(r.body.messages).includes("STUB-MARKER")),
+    "the transformed history is what the model was sent");
+}
+
+// Cancellation: abort the session while the tool blocks.
+async function stubAbort() {
+  const s = await newSession("stub block");
+  await say(s, "E2E stub_block");
+  const running = await waitFor("stub_block running", async () =>
+    toolParts(await messages(s), "stub_block").some((p) => p.state.status === "running"), 30000);
+  ok(running, "stub_block is running (blocked in the plugin)");
+  const tAbort = Date.now();
+  await api("POST", `/session/${s}/abort`);
+  const ended = await waitFor("stub_block ended", async () => {
+    const p = toolParts(await messages(s), "stub_block").at(-1);
+    return p && p.state.status !== "running" && p.state.status !== "pending" ? p.state : null;
+  }, 15000);
+  ok(ended && ended.status === "error", `abort ends the blocked tool call (${Date.now() - tAbort} ms)`, ended);
+  ok(await idle(s, 15000), "the session is idle after the abort");
+}
+
+// A plugin command: config registers it, command.execute.before runs it.
+async function stubCommand() {
+  const cmds = (await api("GET", "/command")).json || [];
+  ok(cmds.some((c) => c.name === "stubcmd"), "the plugin's command is listed by OpenCode", cmds.map((c) => c.name));
+  const s = await newSession("stub command");
+  const cr = await api("POST", `/session/${s}/command`, { command: "stubcmd", arguments: "x y" }, 60000);
+  ok(cr.status === 200, "POST /session/:id/command", cr.status);
+  ok(userTexts(await messages(s)).some((t) => t.includes(`stubcmd ran in ${s} with arguments [x y]`)),
+    "the command's output is the prompt OpenCode runs", userTexts(await messages(s)));
+}
+
+// ================= ocbg =================
+
+// Launches one task through the model; its id, or undefined.
+async function launch(sid, args) {
+  const st = await callTool(sid, "background_task", args);
+  return st?.status === "completed" ? taskIds(st.output)[0] : undefined;
+}
+
+// Two background_task calls in one streamed step; both notify, the last wakes.
+async function launchAndNotify() {
   const parent = await newSession("ocbg parent");
+  const since = (await messages(parent)).length;
   await say(parent, "E2E launch2 alpha beta");
-  const launched = await turnEnds(parent, "launched two", 60000, 0);
-  const launches = launched ? toolParts(launched, "background_task") : [];
+  const launched = await waitFor("two launches ended", async () => {
+    const ps = toolParts((await messages(parent)).slice(since), "background_task");
+    return ps.length === 2 && ps.every((p) => p.state.status === "completed" || p.state.status === "error") ? ps : null;
+  }, 60000);
+  const launches = launched || [];
   ok(launches.length === 2 && launches.every((p) => p.state.status === "completed"),
     "the model launched two background tasks", launches.map((p) => p.state));
   const ids = launches.flatMap((p) => taskIds(p.state.output));
@@ -343,79 +237,271 @@ async function ocbgScenarios() {
   const seen = fake.requests.flatMap((r) => r.body.tools || []).find((t) => t.function?.name === "background_output")?.function;
   ok(seen && (seen.parameters.required || []).join() === "task_id" && seen.parameters.properties.block?.type === "boolean",
     "the model sees background_output(task_id, block?, timeout?)", seen?.parameters);
-  void tools;
 
-  // Both finish: notifications in the parent, a silent one, then one that wakes it.
   const notified = await waitFor("two notifications", async () => {
-    const msgs = await messages(parent);
-    const us = msgs.filter((m) => m.info.role === "user");
-    const hits = ids.map((id) => us.findIndex((m) => m.parts.some((p) => (p.text || "").includes(id))));
-    return hits.every((h) => h >= 0) ? msgs : null;
+    const us = (await messages(parent)).filter((m) => m.info.role === "user").map(textOf);
+    return ids.every((id) => us.some((t) => t.includes(id))) ? us : null;
   }, 60000);
-  ok(notified, "both completions were notified in the parent session", notified ? userTexts(notified) : null);
+  ok(notified, "both completions were notified in the parent session", notified);
   if (notified) {
-    // the last notice wakes the parent: an assistant turn follows it
     const woke = await waitFor("parent woken", async () => {
-      const msgs = await messages(parent);
-      const last = msgs.at(-1);
-      return last.info.role === "assistant" && last.parts.some((p) => p.text === "ack") ? msgs : null;
+      const last = (await messages(parent)).at(-1);
+      return last.info.role === "assistant" && last.parts.some((p) => p.text === "ack");
     }, 30000);
     ok(woke, "the last notification woke the parent (the model answered it)");
     const wakers = fake.requests.filter((r) => r.decision.text === "ack" &&
       ids.some((id) => JSON.stringify(r.body.messages).includes(id)));
     ok(wakers.length >= 1, "the model was called with the notifications in its context", wakers.length);
   }
+  await idle(parent);
 
-  const out = await toolRun(parent, "background_output", JSON.stringify({ task_id: ids[0] }), 30000);
+  const out = await callTool(parent, "background_output", { task_id: ids[0] });
   ok(out?.status === "completed" && /child reply (alpha|beta)/.test(out?.output || ""),
     "background_output returns the child's reply", out);
-  const list = await toolRun(parent, "background_list", "", 30000);
+  const list = await callTool(parent, "background_list");
   ok(list?.status === "completed" && ids.every((id) => list.output.includes(id)) && /completed/i.test(list.output),
     "background_list shows both tasks completed", list);
+}
 
-  // Cancel a slow task: its session is aborted.
-  const ls = await launch(parent, { description: "slow one", prompt: "CHILD slow", agent: "general" });
-  const slowId = taskIds(ls?.output)[0];
-  ok(slowId, "a slow task launched", ls);
+// background_cancel of a slow task aborts its session.
+async function cancelSlow() {
+  const parent = await newSession("ocbg cancel");
+  const slowId = await launch(parent, { description: "slow one", prompt: "CHILD slow", agent: "general" });
+  ok(slowId, "a slow task launched");
   const slowReq = await waitFor("the slow child's model request", async () =>
     fake.requests.find((r) => r.decision.hang && !r.closed), 30000);
   ok(slowReq, "the slow child is waiting on the model");
-  const cancel = await toolRun(parent, "background_cancel", JSON.stringify({ task_id: slowId }), 30000);
+  const cancel = await callTool(parent, "background_cancel", { task_id: slowId });
   ok(cancel?.status === "completed" && /cancel/i.test(cancel?.output || ""), "background_cancel answers", cancel);
   const aborted = await waitFor("slow request closed", async () => slowReq && slowReq.closed, 15000);
   ok(aborted, "the slow child's session was aborted (its model request closed)");
-  const lc = await toolRun(parent, "background_list", JSON.stringify({ status: "cancelled" }), 30000);
+  const lc = await callTool(parent, "background_list", { status: "cancelled" });
   ok(lc?.output?.includes(slowId), "background_list(status=cancelled) shows it", lc);
+}
 
-  // A child whose model fails ends as error.
-  const le = await launch(parent, { description: "failing one", prompt: "CHILD error", agent: "general" });
-  const errId = taskIds(le?.output)[0];
-  ok(errId, "a failing task launched", le);
-  const errored = await waitFor("task error", async () => {
-    const st = await toolRun(parent, "background_list", JSON.stringify({ status: "error" }), 15000);
-    return st?.output?.includes(errId) ? st : null;
-  }, 45000, 1000);
-  ok(errored, "the failing child ends as error", errored);
+// A child whose model fails (HTTP 400) ends as error, and the failure notifies.
+async function failingChild() {
+  const parent = await newSession("ocbg error");
+  const errId = await launch(parent, { description: "failing one", prompt: "CHILD error", agent: "general" });
+  ok(errId, "a failing task launched");
+  const notice = errId && await userMessage(parent, errId, 45000);
+  ok(notice && /failed/.test(textOf(notice.msg)), "the failure is notified in the parent", notice && textOf(notice.msg));
+  await idle(parent);
+  const st = await callTool(parent, "background_list", { status: "error" });
+  ok(st?.output?.includes(errId), "the failing child ends as error", st);
   ok(events.some((e) => e.type === "session.error"), "OpenCode reported session.error for it");
+}
+
+// A completed task resumed twice: with background_task(resume=…) it notifies
+// again; with background_resume(block=true) the tool returns only the new
+// reply and nothing is pushed.
+async function resume() {
+  const parent = await newSession("ocbg resume");
+  const id = await launch(parent, { description: "resume me", prompt: "CHILD fast r1", agent: "general" });
+  ok(id, "a task to resume launched");
+  const first = await userMessage(parent, "child reply r1");
+  ok(first && textOf(first.msg).includes(id), "its first reply was notified", first && textOf(first.msg));
+  await idle(parent);
+  const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
+  ok(child, "the task's child session");
+
+  const r = await callTool(parent, "background_task", { resume: id, prompt: "CHILD fast r2" });
+  ok(r?.status === "completed" && r.output.includes(`Resumed task ${id}`), "background_task(resume=id) answers", r);
+  const second = await userMessage(parent, "child reply r2");
+  const st = second ? textOf(second.msg) : "";
+  ok(st.includes(`completed: ${id} (resumed)`),
+    "the resumed task completed again: a second notification with the new reply", st);
+  const cm = child ? await messages(child) : [];
+  ok(userTexts(cm).some((t) => t.includes("CHILD fast r2")) && assistantTexts(cm).includes("child reply r2"),
+    "the child session got the follow-up and answered it", { user: userTexts(cm), assistant: assistantTexts(cm) });
+  await idle(parent);
+
+  const b = await callTool(parent, "background_resume", { task_id: id, message: "CHILD fast r3", block: true });
+  ok(b?.status === "completed" && b.output === "child reply r3",
+    "background_resume(block=true) returns only the new reply", b);
+  const cm3 = child ? await messages(child) : [];
+  ok(assistantTexts(cm3).includes("child reply r3"), "the child answered the blocking follow-up", assistantTexts(cm3));
+  await sleep(1500); // a notification would have been pushed by now
+  const pushed = userTexts(await messages(parent)).filter((t) => t.includes("child reply r3"));
+  ok(pushed.length === 0, "no notification was pushed for the blocking resume", pushed);
+}
+
+// background_task(fork=true): OpenCode forks the parent; the child sees the
+// parent's history with the long tool result cut.
+async function fork() {
+  const big = path.join(PROJECT, "e2e-big.txt");
+  const lines = Array.from({ length: 80 }, (_, i) => `big file line ${String(i + 1).padStart(3, "0")} ${"x".repeat(40)}`);
+  lines.push("big-file-tail-marker");
+  fs.writeFileSync(big, lines.join("\n") + "\n");
+  const parent = await newSession("fork parent");
+  const read = await callTool(parent, "read", { filePath: big });
+  ok(read?.status === "completed" && read.output.length > 1500 && read.output.includes("big-file-tail-marker"),
+    "the parent's history holds a tool result longer than 1500 characters", read && { ...read, output: read.output?.length });
+
+  const id = await launch(parent, { description: "forked one", prompt: "CHILD fast forked", agent: "general", fork: true });
+  ok(id, "a forked task launched");
+  const forked = await waitFor("the fork session", async () =>
+    ((await api("GET", "/session")).json || []).find((s) => s.title === "fork parent (fork #1)"), 15000);
+  ok(forked && !forked.parentID, "OpenCode forked the parent: a session without parentID titled '... (fork #1)'", forked);
+  const fm = forked ? await messages(forked.id) : [];
+  ok(userTexts(fm).some((t) => t.startsWith("[ocbg] You are a background sub-agent forked")),
+    "the fork session holds the preamble", userTexts(fm));
+  ok(userTexts(fm).some((t) => t.includes("E2E read")), "the fork session holds the parent's history", userTexts(fm));
+
+  const req = await waitFor("the forked child's model request", async () =>
+    fake.requests.find((r) => r.decision.text === "child reply forked"), 15000);
+  const body = req ? JSON.stringify(req.body.messages) : "";
+  ok(body.includes("big file line 001") && body.includes("the original was") && !body.includes("big-file-tail-marker"),
+    "the forked child's model request has the parent's long tool result cut",
+    { hasStart: body.includes("big file line 001"), hasCut: body.includes("the original was"),
+      hasTail: body.includes("big-file-tail-marker") });
+  ok(fake.requests.some((r) => r.body.messages?.some((m) => m.role === "system") &&
+    JSON.stringify(r.body.messages).includes("big-file-tail-marker")),
+    "the parent's own requests keep the full tool result");
+  const notice = await userMessage(parent, "child reply forked");
+  ok(notice && textOf(notice.msg).includes(id), "the forked task completed and notified the parent",
+    notice && textOf(notice.msg));
+  await idle(parent);
+}
+
+// Claude face, shell: a failing background command, and one stopped with TaskStop.
+const claude = { session: null, failed: null, stopped: null, agent: null };
+async function claudeShell() {
+  const s = (claude.session = await newSession("claude face"));
+  const b = await callTool(s, "Bash", { command: "echo e2e-shell-out; exit 3", description: "failing echo",
+    run_in_background: true });
+  const id = (claude.failed = b?.output ? taskIds(b.output)[0] : null);
+  ok(b?.status === "completed" && id, "Bash(run_in_background=true) returns a task id", b);
+  const o = await callTool(s, "TaskOutput", { task_id: id });
+  const out = o?.output || "";
+  ok(out.includes("<status>failed</status>") && out.includes("<exit_code>3</exit_code>") && out.includes("e2e-shell-out"),
+    "TaskOutput: status failed, exit code 3, the output", o);
+
+  const dir = path.join(WORK, "pids");
+  fs.mkdirSync(dir, { recursive: true });
+  const shPid = path.join(dir, "sh.pid"), sleepPid = path.join(dir, "sleep.pid");
+  const long = await callTool(s, "Bash", {
+    command: `echo $$ > ${shPid}; sleep 300 & echo $! > ${sleepPid}; wait`, description: "long sleep",
+    run_in_background: true });
+  const lid = (claude.stopped = long?.output ? taskIds(long.output)[0] : null);
+  ok(lid, "a long-running background Bash", long);
+  const pids = await waitFor("pid files", () => {
+    const a = Number(fs.readFileSync(shPid, "utf8")), z = Number(fs.readFileSync(sleepPid, "utf8"));
+    return a && z ? [a, z] : null;
+  }, 10000);
+  const pgrp = pids ? procStat(pids[0])?.pgrp : null;
+  if (pgrp) shellGroups.add(pgrp);
+  ok(pgrp === pids?.[0] && procStat(pids[1])?.pgrp === pgrp && groupMembers(pgrp).length >= 2,
+    "the command runs in its own process group (sh and sleep)", { pids, pgrp });
+  const stop = await callTool(s, "TaskStop", { task_id: lid });
+  ok(stop?.status === "completed" && stop.output.includes(`Stopped task ${lid}`), "TaskStop answers", stop);
+  const gone = pgrp && await waitFor("the process group gone", () => groupMembers(pgrp).length === 0, 10000);
+  ok(gone, "the command's whole process group is gone", pgrp && groupMembers(pgrp));
+  if (gone) shellGroups.delete(pgrp);
+}
+
+// Claude face, agent: Task(run_in_background) read with TaskOutput(block=true).
+async function claudeAgent() {
+  const s = claude.session || (claude.session = await newSession("claude face"));
+  const t = await callTool(s, "Task", { description: "claude agent", prompt: "CHILD gate claude",
+    subagent_type: "general", run_in_background: true });
+  const id = (claude.agent = t?.output ? taskIds(t.output)[0] : null);
+  ok(t?.status === "completed" && id, "Task(run_in_background=true) returns a task id", t);
+  // The child waits for its gate: TaskOutput really blocks until it answers.
+  const since = (await messages(s)).length;
+  await say(s, `E2E TaskOutput ${JSON.stringify({ task_id: id, block: true })}`);
+  const blocked = await waitFor("TaskOutput running", async () =>
+    toolParts((await messages(s)).slice(since), "TaskOutput").some((p) => p.state.status === "running"), 15000);
+  ok(blocked, "TaskOutput(block=true) waits while the agent works");
+  fake.openGate("claude");
+  const o = await waitFor("TaskOutput ended", async () => {
+    const p = toolParts((await messages(s)).slice(since), "TaskOutput").at(-1);
+    return p && (p.state.status === "completed" || p.state.status === "error") ? p.state : null;
+  }, 30000);
+  ok(o?.output?.includes("<status>completed</status>") && o.output.includes("child reply claude"),
+    "TaskOutput(block=true) returns the agent's reply", o);
+  await idle(s);
+}
+
+// /tasks through OpenCode's command route: the listing is the prompt.
+async function tasksCommand() {
+  const s = claude.session;
+  const cmds = (await api("GET", "/command")).json || [];
+  ok(cmds.some((c) => c.name === "tasks"), "OpenCode lists the /tasks command", cmds.map((c) => c.name));
+  const cr = await api("POST", `/session/${s}/command`, { command: "tasks", arguments: "" }, 60000);
+  ok(cr.status === 200, "POST /session/:id/command tasks", cr.status);
+  const listing = userTexts(await messages(s)).find((t) => t.startsWith("Background tasks")) || "";
+  const row = (id, type, status) => id && new RegExp(`^${id}\\s+${type}\\s+${status}\\s`, "m").test(listing);
+  ok(/Task ID\s+Type\s+Status/.test(listing) && row(claude.failed, "shell", "failed") &&
+     row(claude.stopped, "shell", "stopped") && row(claude.agent, "agent", "completed"),
+    "the listing (Task ID / Type / Status) is in the session as the prompt", listing);
+  const last = (await messages(s)).at(-1);
+  ok(last?.info.role === "assistant" && textOf(last) === "ack", "the model answered the listing", last && textOf(last));
+}
+
+// Two tasks in one parent: the first notification is silent (noReply, no
+// model turn), the second wakes the parent. Both children are gated, so the
+// silence is checked while the second one surely still runs.
+async function silentThenWaking() {
+  const parent = await newSession("ocbg order");
+  const since = (await messages(parent)).length;
+  await say(parent, "E2E launch2gated one two");
+  const launched = await turnEnds(parent, "launched two", 30000, since);
+  const ids = launched ? toolParts(launched, "background_task").flatMap((p) => taskIds(p.state.output)) : [];
+  ok(ids.length === 2, "two gated tasks launched", ids);
+  await idle(parent);
+  const [idOne, idTwo] = ids;
+  const requestsBefore = fake.requests.length; // the launch turn's own requests name the ids
+
+  fake.openGate("one");
+  const first = await userMessage(parent, idOne, 30000);
+  ok(first, "the first completion is notified");
+  await sleep(1500); // a model turn for it would have started by now
+  const msgs = await messages(parent);
+  const at = first ? msgs.findIndex((m) => m.info.id === first.msg.info.id) : -1;
+  const after = at >= 0 ? msgs.slice(at + 1) : [];
+  const isBusy = (e) => e.type === "session.status" && e.properties.sessionID === parent &&
+    e.properties.status?.type === "busy";
+  const noticeEvent = first ? events.findIndex((e) => e.type === "message.updated" &&
+    e.properties.info?.id === first.msg.info.id) : -1;
+  const busySince = noticeEvent >= 0 ? events.slice(noticeEvent).filter(isBusy).length : -1;
+  const seenByModel = fake.requests.slice(requestsBefore).filter((r) =>
+    JSON.stringify(r.body.messages || []).includes(idOne));
+  ok(at >= 0 && after.length === 0 && busySince === 0 && await isIdle(parent) && seenByModel.length === 0,
+    "the first notification is silent: no assistant reply, no model call, the parent never went busy",
+    { after: after.map((m) => m.info.role), noticeEvent, busySince, seenByModel: seenByModel.length });
+  const busyBefore = events.filter(isBusy).length;
+
+  fake.openGate("two");
+  const second = await userMessage(parent, idTwo, 30000);
+  ok(second && second.index > at, "the second completion is notified after it");
+  const woke = await turnEnds(parent, "ack", 30000, second ? second.index : 0);
+  ok(woke, "the second notification woke the parent: the model answered");
+  const waker = fake.requests.find((r) => r.decision.text === "ack" &&
+    [idOne, idTwo].every((id) => JSON.stringify(r.body.messages).includes(id)));
+  ok(waker, "that model turn saw both notifications");
+  const busyAfter = events.filter(isBusy).length;
+  ok(busyAfter > busyBefore, "the parent went busy only after the second one", { busyBefore, busyAfter });
+  await idle(parent);
 }
 
 let exitCode = 1;
 try {
   await main();
-  exitCode = failed ? 1 : 0;
+  exitCode = tap.failed ? 1 : 0;
 } catch (e) {
   ok(false, `unexpected: ${e.stack || e}`);
 } finally {
   await stopAll();
   const stopped = server ? server.exitCode !== null || server.signalCode !== null : true;
   ok(stopped, "opencode serve stopped");
-  console.log(`1..${n}`);
-  console.log(`# e2e: ${n - failed} passed, ${failed} failed in ${secs()} s`);
-  if (failed) {
+  console.log(`1..${tap.n}`);
+  console.log(`# e2e: ${tap.n - tap.failed} passed, ${tap.failed} failed in ${secs()} s`);
+  if (tap.failed) {
     try {
       const tail = fs.readFileSync(path.join(WORK, "opencode.log"), "utf8").split("\n").filter((l) => /ERROR|ocbg|plugin/i.test(l)).slice(-30);
       for (const l of tail) console.log(`# log: ${l.slice(0, 300)}`);
     } catch {}
   }
-  process.exitCode = failed ? 1 : exitCode;
+  process.exitCode = tap.failed ? 1 : exitCode;
 }

@@ -1,0 +1,189 @@
+// Shared helpers of the e2e suite (e2e.mjs): TAP output, the HTTP API of
+// `opencode serve`, its event stream, and the ways a scenario drives the
+// scripted model ("E2E <tool> <json args>") and waits for what follows.
+// (harness.mjs is the server-less adapter check; it runs on import.)
+import fs from "node:fs";
+import net from "node:net";
+
+// ---- TAP ----
+const T0 = Date.now();
+export const secs = () => ((Date.now() - T0) / 1000).toFixed(1);
+export const tap = { n: 0, failed: 0 };
+export function ok(cond, name, extra) {
+  tap.n++;
+  if (!cond) tap.failed++;
+  console.log(`${cond ? "ok" : "not ok"} ${tap.n} - ${name}`);
+  if (!cond && extra !== undefined) console.log(`# got: ${JSON.stringify(extra).slice(0, 1500)}`);
+  return !!cond;
+}
+export const diag = (s) => console.log(`# [${secs()}s] ${s}`);
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export async function waitFor(what, fn, timeoutMs = 30000, every = 150) {
+  const t = Date.now();
+  let last;
+  while (Date.now() - t < timeoutMs) {
+    try { last = await fn(); } catch { last = undefined; }
+    if (last) return last;
+    await sleep(every);
+  }
+  diag(`timed out waiting for: ${what}`);
+  return null;
+}
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on("error", reject);
+    s.listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => resolve(p)); });
+  });
+}
+
+// ---- the HTTP API ----
+let BASE = "";
+export const setBase = (url) => { BASE = url; };
+export async function api(method, p, body, timeoutMs = 15000) {
+  const r = await fetch(BASE + p, {
+    method,
+    headers: body !== undefined ? { "content-type": "application/json" } : {},
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const text = await r.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch {}
+  return { status: r.status, json, text };
+}
+
+// ---- the event stream (GET /event), followed until stopEvents() ----
+export const events = [];
+let sse = null;
+export async function followEvents() {
+  const ac = new AbortController();
+  sse = ac;
+  try {
+    const r = await fetch(BASE + "/event", { signal: ac.signal });
+    const dec = new TextDecoder();
+    let buf = "";
+    for await (const chunk of r.body) {
+      buf += dec.decode(chunk, { stream: true });
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i).trim();
+        buf = buf.slice(i + 1);
+        if (line.startsWith("data:")) {
+          try { events.push(JSON.parse(line.slice(5))); } catch {}
+        }
+      }
+    }
+  } catch {}
+}
+export function stopEvents() {
+  if (sse) { try { sse.abort(); } catch {} sse = null; }
+}
+
+// ---- sessions and messages ----
+export const messages = async (sid) => (await api("GET", `/session/${sid}/message`)).json || [];
+export const textOf = (m) => m.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n");
+export const toolParts = (msgs, tool) =>
+  msgs.flatMap((m) => m.parts || []).filter((p) => p.type === "tool" && (!tool || p.tool === tool));
+export const assistantTexts = (msgs) =>
+  msgs.filter((m) => m.info.role === "assistant").flatMap((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text));
+export const userTexts = (msgs) => msgs.filter((m) => m.info.role === "user").map(textOf);
+export const taskIds = (text) => [...new Set((text || "").match(/bg_[A-Za-z0-9_-]+/g) || [])];
+
+export async function newSession(title) {
+  return (await api("POST", "/session", { title })).json?.id;
+}
+export async function say(sid, text) {
+  return api("POST", `/session/${sid}/prompt_async`, { parts: [{ type: "text", text }] });
+}
+export async function isIdle(sid) {
+  return !((await api("GET", "/session/status")).json || {})[sid];
+}
+export const idle = (sid, timeoutMs = 30000) => waitFor(`${sid} idle`, () => isIdle(sid), timeoutMs);
+
+// Waits until the session's last assistant message says `want` (a finished turn).
+// Only messages after the first `since` count (a new turn, not an old one).
+export async function turnEnds(sid, want, timeoutMs = 30000, since = 0) {
+  return waitFor(`"${want}" in ${sid}`, async () => {
+    const msgs = (await messages(sid)).slice(since);
+    // any assistant message of the new turn (a notification may wake the session right after)
+    const hit = msgs.find((m) => m.info.role === "assistant" && m.info.finish &&
+      m.parts.some((p) => p.type === "text" && p.text === want));
+    return hit ? msgs.slice(0, msgs.indexOf(hit) + 1) : null;
+  }, timeoutMs);
+}
+
+// Says "E2E <tool> <args json>": the model calls the tool. Returns the tool
+// part's state once it ended (completed or error), after the session went
+// idle again. A notification landing in the turn may make the model answer
+// "ack" instead of "done <tool>": the tool part is what counts.
+export async function callTool(sid, tool, args, timeoutMs = 30000) {
+  const since = (await messages(sid)).length;
+  await say(sid, `E2E ${tool}${args !== undefined ? " " + JSON.stringify(args) : ""}`);
+  const state = await waitFor(`${tool} ended in ${sid}`, async () => {
+    const p = toolParts((await messages(sid)).slice(since), tool).at(-1);
+    return p && (p.state.status === "completed" || p.state.status === "error") ? p.state : null;
+  }, timeoutMs);
+  await idle(sid);
+  return state;
+}
+
+// The first user message of the session whose text matches (a string or a
+// RegExp), with its index; null at the deadline.
+export async function userMessage(sid, match, timeoutMs = 30000) {
+  const test = (t) => (typeof match === "string" ? t.includes(match) : match.test(t));
+  return waitFor(`a user message ${match} in ${sid}`, async () => {
+    const msgs = await messages(sid);
+    const i = msgs.findIndex((m) => m.info.role === "user" && test(textOf(m)));
+    return i >= 0 ? { msgs, index: i, msg: msgs[i] } : null;
+  }, timeoutMs);
+}
+
+// ---- processes (from /proc) ----
+// Listening TCP sockets of a process: "HEXADDR:PORT" each.
+export function listeners(pid) {
+  const inodes = new Set();
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = fs.readlinkSync(`/proc/${pid}/fd/${fd}`).match(/^socket:\[(\d+)\]$/);
+      if (m) inodes.add(m[1]);
+    } catch {}
+  }
+  const out = [];
+  for (const f of ["tcp", "tcp6"]) {
+    let rows = [];
+    try { rows = fs.readFileSync(`/proc/${pid}/net/${f}`, "utf8").trim().split("\n").slice(1); } catch {}
+    for (const row of rows) {
+      const c = row.trim().split(/\s+/);
+      if (c[3] === "0A" && inodes.has(c[9])) out.push(c[1]);
+    }
+  }
+  return out;
+}
+export const isLoopback = (hexAddr) => {
+  const [ip] = hexAddr.split(":");
+  return ip === "0100007F" || ip === "00000000000000000000000001000000";
+};
+
+// /proc/PID/stat: {state, pgrp}, or null when there is no such process.
+export function procStat(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+    return { state: f[0], pgrp: Number(f[2]) };
+  } catch {
+    return null;
+  }
+}
+// Live (not zombie) processes of a process group.
+export function groupMembers(pgrp) {
+  const out = [];
+  for (const d of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    const st = procStat(d);
+    if (st && st.pgrp === pgrp && st.state !== "Z") out.push(Number(d));
+  }
+  return out;
+}
