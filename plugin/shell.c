@@ -1,5 +1,6 @@
 /* shell.c — see shell.h. The shell thread, spawning, stopping, the output
- * buffer. Linux: pidfds tell the thread at once when a command exits. */
+ * buffer. Linux: pidfds tell the thread at once when a command exits (a
+ * waiter thread per command where pidfd_open is missing). */
 #include "shell.h"
 
 #include <errno.h>
@@ -25,10 +26,32 @@ extern char **environ;
 typedef struct proc {
     char task_id[TASK_ID_SIZE];
     pid_t pid;
-    int pidfd;
-    int out_fd; /* -1 once closed */
+    /* Readable when the command has exited: its pidfd, or where the kernel
+     * (or valgrind) has no pidfd_open, an eventfd a waiter thread writes
+     * after reaping it. */
+    int exit_fd;
+    bool has_waiter;
+    pthread_t waiter;
+    int status;         /* set by the waiter thread before it writes exit_fd */
+    pid_t reaped;       /* waitpid's result, from the waiter thread */
+    int out_fd;         /* -1 once closed */
     struct proc *next;
 } proc;
+
+/* The fallback for systems without pidfds: block in waitpid, then say so. */
+static void *waiter_main(void *arg)
+{
+    proc *p = arg;
+    pid_t r;
+    do
+        r = waitpid(p->pid, &p->status, 0);
+    while (r < 0 && errno == EINTR);
+    p->reaped = r;
+    uint64_t one = 1;
+    ssize_t n = write(p->exit_fd, &one, sizeof one);
+    (void)n;
+    return NULL;
+}
 
 struct shell_runner {
     int wake_fd;        /* eventfd: new work, a stop, shutdown */
@@ -169,21 +192,27 @@ int shell_spawn(ocbg *o, const char *task_id, char **err)
         return -rc;
     }
     free(dir);
-    int pidfd = pidfd_open(pid, 0);
-    if (pidfd < 0) {
-        int e = errno;
-        kill(-pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        close(pipefd[0]);
-        *err = xasprintf("cannot watch the command (pidfd_open: %s)", strerror(e));
-        return -e;
-    }
     fcntl(pipefd[0], F_SETFL, fcntl(pipefd[0], F_GETFL) | O_NONBLOCK);
     proc *p = xcalloc(1, sizeof *p);
     snprintf(p->task_id, sizeof p->task_id, "%s", task_id);
     p->pid = pid;
-    p->pidfd = pidfd;
     p->out_fd = pipefd[0];
+    p->exit_fd = pidfd_open(pid, 0);
+    if (p->exit_fd < 0) {
+        p->exit_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        int e = p->exit_fd < 0 ? errno : pthread_create(&p->waiter, NULL, waiter_main, p);
+        if (e != 0) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            close(pipefd[0]);
+            if (p->exit_fd >= 0)
+                close(p->exit_fd);
+            free(p);
+            *err = xasprintf("cannot watch the command: %s", strerror(e));
+            return -e;
+        }
+        p->has_waiter = true;
+    }
     pthread_mutex_lock(&o->mu);
     t = registry_find(&o->reg, task_id);
     if (t && t->shell)
@@ -198,8 +227,8 @@ int shell_spawn(ocbg *o, const char *task_id, char **err)
 void shell_request_stop(ocbg *o, task *t)
 {
     shell_state *s = t->shell;
-    if (!s || s->exited || s->pid <= 0)
-        return;
+    if (!s || s->exited || s->pid <= 0 || s->stop_requested)
+        return; /* a second stop keeps the first one's SIGKILL deadline */
     s->stop_requested = true;
     kill(-s->pid, SIGTERM);
     s->kill_at_mono = mono_ms() + o->opt.shell_kill_grace_ms;
@@ -243,17 +272,27 @@ static void finish_proc(ocbg *o, proc *p)
     pthread_mutex_lock(&o->mu);
     task *t = registry_find(&o->reg, p->task_id);
     if (t && t->shell)
-        t->shell->exited = true; /* a zombie still holds the pid: no stray kill */
+        t->shell->exited = true;
     pthread_mutex_unlock(&o->mu);
+    /* The group ends with its leader: what it left running (a member that
+     * ignored SIGTERM, a `cmd &`) is killed. With a pidfd the leader is still
+     * an unreaped zombie here, so its group id cannot have been reused. */
+    kill(-p->pid, SIGKILL);
     int status = 0;
     pid_t r;
-    do
-        r = waitpid(p->pid, &status, 0);
-    while (r < 0 && errno == EINTR);
+    if (p->has_waiter) {
+        pthread_join(p->waiter, NULL);
+        status = p->status;
+        r = p->reaped;
+    } else {
+        do
+            r = waitpid(p->pid, &status, 0);
+        while (r < 0 && errno == EINTR);
+    }
     if (p->out_fd >= 0)
-        drain(o, p); /* what it wrote before exiting; children may keep the pipe open */
+        drain(o, p); /* what it wrote before exiting */
     close_output(p);
-    close(p->pidfd);
+    close(p->exit_fd);
 
     pthread_mutex_lock(&o->mu);
     t = registry_find(&o->reg, p->task_id);
@@ -266,14 +305,15 @@ static void finish_proc(ocbg *o, proc *p)
         } else {
             s->exit_code = WEXITSTATUS(status);
         }
-        char how[96];
-        shell_describe_exit(s, how, sizeof how);
-        if (s->stop_requested)
+        if (s->stop_requested) {
             engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
-        else if (r >= 0 && !s->term_signal && s->exit_code == 0)
+        } else if (r >= 0 && !s->term_signal && s->exit_code == 0) {
             engine_finish(o, t, TASK_COMPLETED, NULL, NULL);
-        else {
-            char *why = xasprintf("The command ended with %s.", how);
+        } else {
+            char *why = s->term_signal ? xasprintf("The command was killed by signal %d (%s).", s->term_signal,
+                                                   strsignal(s->term_signal))
+                        : r < 0        ? xstrdup("The command's exit status is unknown (the host reaped it).")
+                                       : xasprintf("The command exited with code %d.", s->exit_code);
             engine_finish(o, t, TASK_ERROR, why, NULL);
             free(why);
         }
@@ -287,10 +327,13 @@ static void kill_all(proc *list)
     for (proc *p = list; p; p = p->next)
         kill(-p->pid, SIGKILL);
     for (proc *p = list; p; p = p->next) {
-        while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        if (p->has_waiter)
+            pthread_join(p->waiter, NULL);
+        else
+            while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
         close_output(p);
-        close(p->pidfd);
+        close(p->exit_fd);
     }
 }
 
@@ -344,7 +387,7 @@ static void *shell_main(void *arg)
         for (proc *p = r->running; p; p = p->next) {
             fds[n] = (struct pollfd){.fd = p->out_fd, .events = POLLIN}; /* fd -1 is skipped */
             owners[n++] = p;
-            fds[n] = (struct pollfd){.fd = p->pidfd, .events = POLLIN};
+            fds[n] = (struct pollfd){.fd = p->exit_fd, .events = POLLIN};
             owners[n++] = p;
         }
         int timeout = next_kill ? (int)(next_kill - mono_ms() > 0 ? next_kill - mono_ms() : 0) : -1;

@@ -4,7 +4,8 @@
  * a bounded buffer, its exit noticed at once.
  *
  * One plugin thread (the shell thread) polls every running command's output
- * pipe and pidfd, plus an eventfd for new work. It sleeps with no timeout
+ * pipe and pidfd, plus an eventfd for new work. A command's process group
+ * ends with it: when the shell exits, what it left running is killed. It sleeps with no timeout
  * when nothing runs: no wakeups. Stop sends SIGTERM to the whole process group
  * and SIGKILL after a grace period; shutdown kills and reaps every command, so
  * no child process outlives the plugin.

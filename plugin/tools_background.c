@@ -318,9 +318,12 @@ static bool items_settled(ocbg *o, void *arg)
 /* Abort each agent item's session (no lock held), then mark those still
  * active cancelled; a failed abort leaves its task running. A shell item (no
  * session) is stopped (SIGTERM, then SIGKILL after the grace period) and
- * waited for: its exit ends it as cancelled. */
-static void cancel_items(ocbg *o, cancel_item *items, size_t n)
+ * waited for: its exit ends it as cancelled. remove: a cancelled task is also
+ * removed, under the same lock hold, so a waiter sees it removed rather than
+ * cancelled. Returns how many it removed. */
+static size_t cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
 {
+    size_t removed = 0;
     for (size_t i = 0; i < n; i++)
         if (items[i].session)
             items[i].rc = hc_session_abort(o, items[i].session, &items[i].err);
@@ -335,6 +338,10 @@ static void cancel_items(ocbg *o, cancel_item *items, size_t n)
             shells = true;
         } else if (items[i].rc == 0 || items[i].rc == -ENOENT) {
             engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+            if (remove) {
+                registry_remove(&o->reg, t);
+                removed++;
+            }
         } else {
             t->cancelling = false;
             engine_request_finalize(o, t); /* an idle ignored meanwhile */
@@ -343,8 +350,16 @@ static void cancel_items(ocbg *o, cancel_item *items, size_t n)
     if (shells) {
         item_list l = {items, n};
         engine_wait(o, NULL, mono_ms() + o->opt.shell_kill_grace_ms + 5000, items_settled, &l);
+        for (size_t i = 0; remove && i < n; i++) {
+            task *t = items[i].session ? NULL : registry_find(&o->reg, items[i].id);
+            if (t && !task_status_active(t->status)) {
+                registry_remove(&o->reg, t);
+                removed++;
+            }
+        }
     }
     pthread_mutex_unlock(&o->mu);
+    return removed;
 }
 
 static void free_items(cancel_item *items, size_t n)
@@ -379,7 +394,7 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
                   in_batch);
         return -EINVAL;
     }
-    cancel_items(o, items, n);
+    cancel_items(o, items, n, false);
     size_t cancelled = 0;
     strbuf failures = {0};
     for (size_t i = 0; i < n; i++) {
@@ -429,7 +444,7 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     char *description = xstrdup(t->description);
     pthread_mutex_unlock(&o->mu);
 
-    cancel_items(o, item, 1);
+    cancel_items(o, item, 1, false);
     int rc = item->rc == -ENOENT ? 0 : item->rc;
     if (rc == 0) {
         sb_printf(out, "Task %s cancelled: %s\n%s; status: cancelled.", id, description,
@@ -502,11 +517,10 @@ int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
         if (task_status_active(t->status) && !t->cancelling)
             add_cancel_item(&items, &n, t);
     pthread_mutex_unlock(&o->mu);
-    cancel_items(o, items, n);
+    size_t cleared = cancel_items(o, items, n, true);
 
     pthread_mutex_lock(&o->mu);
     p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
-    unsigned cleared = 0;
     strbuf kept = {0};
     for (task *t = p ? p->head : NULL; t;) {
         task *next = t->pnext;
@@ -535,7 +549,7 @@ int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     if (cleared == 0 && kept.len == 0) {
         sb_puts(out, "No background tasks to clear.");
     } else {
-        sb_printf(out, "Cleared %u background task%s of this session (%zu running task%s aborted).", cleared,
+        sb_printf(out, "Cleared %zu background task%s of this session (%zu running task%s aborted).", cleared,
                   cleared == 1 ? "" : "s", stopped, stopped == 1 ? " was" : "s were");
         if (kept.len) {
             sb_puts(out, kept.buf);

@@ -296,7 +296,7 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
         }
         char *text = shell_output_text(t->shell, OUTPUT_MAX_CHARS);
         size_t n = strlen(text);
-        sb_printf(out, "<output>\n%s%s</output>\n", text, n && text[n - 1] == '\n' ? "" : "\n");
+        sb_printf(out, "<output>%s%s%s</output>\n", n ? "\n" : "", text, n && text[n - 1] != '\n' ? "\n" : "");
         free(text);
     } else if (t->status == TASK_COMPLETED) {
         size_t len = strlen(t->result ? t->result : ""), chars = utf8_count(t->result ? t->result : "", len);
