@@ -169,7 +169,7 @@ static void one_exported_symbol(void)
 
 static void load_unload_many(void)
 {
-    int rounds = getenv("OCBG_UNDER_VALGRIND") ? 20 : 100, good = 0;
+    int rounds = 100, good = 0;
     for (int i = 0; i < rounds; i++) {
         sim_host *h = sim_create();
         if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), NULL) == 1) {
