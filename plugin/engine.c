@@ -71,8 +71,14 @@ void engine_wake_waiters(ocbg *o)
 
 void engine_request_finalize(ocbg *o, task *t)
 {
-    if (t->type == TASK_SHELL || t->finalizing || t->cancelling || !task_status_active(t->status))
+    if (t->type == TASK_SHELL || t->cancelling || !task_status_active(t->status))
         return;
+    if (t->finalizing) {
+        /* The check under way may have read the messages before this idle's
+         * answer was stored: it runs again at once if it finds nothing. */
+        t->recheck = true;
+        return;
+    }
     t->finalizing = true;
     job *j = xcalloc(1, sizeof *j);
     j->kind = JOB_FINALIZE;
@@ -127,6 +133,7 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     }
     registry_set_status(&o->reg, t, s, now);
     t->finalizing = false;
+    t->recheck = false;
     t->cancelling = false;
     /* A blocking call waiting for this result returns it instead of a
      * notification: waits test "done" before cancellation and timeout, so a
@@ -257,10 +264,15 @@ static void run_finalize(ocbg *o, job *j)
             engine_finish(o, t, TASK_COMPLETED, out.text, out.message_id);
         } else if (out.kind == OUTCOME_ERROR) {
             engine_finish(o, t, TASK_ERROR, out.text, out.message_id);
+        } else if (t->recheck && rc == 0) {
+            t->finalizing = false;
+            t->recheck = false;
+            engine_request_finalize(o, t);
         } else {
             /* Not finished (a stale idle) or the host failed: the poll looks
              * again, less often each time it finds nothing. */
             t->finalizing = false;
+            t->recheck = false;
             t->idle_checks++;
             unsigned shift = t->idle_checks < 5 ? t->idle_checks : 5;
             t->next_check_mono = mono_ms() + ((int64_t)o->opt.poll_interval_ms << shift);

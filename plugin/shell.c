@@ -197,7 +197,12 @@ int shell_spawn(ocbg *o, const char *task_id, char **err)
     snprintf(p->task_id, sizeof p->task_id, "%s", task_id);
     p->pid = pid;
     p->out_fd = pipefd[0];
-    p->exit_fd = pidfd_open(pid, 0);
+    /* Once the kernel (or valgrind) has said it has no pidfd_open, do not
+     * ask again for every command. */
+    static int no_pidfd;
+    p->exit_fd = __atomic_load_n(&no_pidfd, __ATOMIC_RELAXED) ? -1 : pidfd_open(pid, 0);
+    if (p->exit_fd < 0 && errno == ENOSYS)
+        __atomic_store_n(&no_pidfd, 1, __ATOMIC_RELAXED);
     if (p->exit_fd < 0) {
         p->exit_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         int e = p->exit_fd < 0 ? errno : pthread_create(&p->waiter, NULL, waiter_main, p);

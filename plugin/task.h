@@ -55,6 +55,7 @@ typedef struct task {
     unsigned resume_count;
     bool forked;
     bool finalizing;        /* a completion check is queued or running */
+    bool recheck;           /* an idle came during that check: it may have read too early */
     bool cancelling;        /* an abort is in flight: completion checks wait */
     bool seen_busy;
     bool session_gone;

@@ -73,6 +73,7 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
     t->run++;
     t->started_ms = now;
     t->finalizing = false;
+    t->recheck = false;
     t->seen_busy = false;
     t->idle_checks = 0;
     t->next_check_mono = 0;
