@@ -116,7 +116,9 @@ check-tsan:
 	$(MAKE) check BUILD=build/tsan SAN="$(SAN_TSAN)" OPT="-O1 -g" \
 	    TEST_ENV="$(TEST_ENV) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OCBG_BUILD=$(abspath build/tsan) OCBG_PLUGIN_DIR=$(abspath build/tsan/plugin-dir) OCBG_TEST_TIMEOUT_SCALE=5"
 
-VALGRIND ?= valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
+# --fair-sched: valgrind runs one thread at a time; without it a test thread
+# waiting on a condition starves the plugin threads it waits for.
+VALGRIND ?= valgrind -q --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
 check-valgrind:
 	$(MAKE) check BUILD=build/valgrind OPT="-O1 -g" PROVE_FLAGS="-f --exec '$(VALGRIND)'" \
 	    TEST_ENV="$(TEST_ENV) OCBG_UNDER_VALGRIND=1 OCBG_BUILD=$(abspath build/valgrind) OCBG_PLUGIN_DIR=$(abspath build/valgrind/plugin-dir) OCBG_TEST_TIMEOUT_SCALE=30"
