@@ -348,6 +348,17 @@ void shell_kill(task *t)
         kill(-t->shell->pid, SIGKILL);
 }
 
+/* Move newly spawned commands onto the thread's own list. Lock held. */
+static void take_pending(struct shell_runner *r)
+{
+    while (r->pending) {
+        proc *p = r->pending;
+        r->pending = p->next;
+        p->next = r->running;
+        r->running = p;
+    }
+}
+
 static void *shell_main(void *arg)
 {
     ocbg *o = arg;
@@ -357,12 +368,7 @@ static void *shell_main(void *arg)
     size_t cap = 0;
     for (;;) {
         pthread_mutex_lock(&o->mu);
-        while (r->pending) {
-            proc *p = r->pending;
-            r->pending = p->next;
-            p->next = r->running;
-            r->running = p;
-        }
+        take_pending(r);
         bool stopping = o->stopping;
         int64_t next_kill = 0;
         for (proc *p = r->running; p; p = p->next) {
@@ -425,12 +431,7 @@ static void *shell_main(void *arg)
     }
     /* Shutdown: nothing outlives the plugin. */
     pthread_mutex_lock(&o->mu);
-    while (r->pending) {
-        proc *p = r->pending;
-        r->pending = p->next;
-        p->next = r->running;
-        r->running = p;
-    }
+    take_pending(r);
     pthread_mutex_unlock(&o->mu);
     kill_all(r->running);
     while (r->running) {
