@@ -4,83 +4,14 @@
  * those launched by background_task (one registry), the not-found and
  * already-finished texts, /tasks with no task, and the face options (BashOutput
  * and KillBash never registered). /tasks with tasks: test_tasks_command.c. */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "testlib.h"
+#include "shelltest.h"
 
-static char *task_args(const char *description, const char *prompt, int background)
-{
-    cJSON *a = cJSON_CreateObject();
-    cJSON_AddStringToObject(a, "description", description);
-    cJSON_AddStringToObject(a, "prompt", prompt);
-    cJSON_AddStringToObject(a, "subagent_type", "explore");
-    if (background)
-        cJSON_AddTrueToObject(a, "run_in_background");
-    char *json = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    return json;
-}
-
-/* A Task whose sub-agent runs `script` (matched on a unique prompt). */
-static char *claude_task(sim_host *h, const char *session, const char *description, const char *script,
-                         int background)
-{
-    static int seq;
-    char prompt[64];
-    snprintf(prompt, sizeof prompt, "claude task #%d#", ++seq);
-    if (sim_script(h, prompt, script, 1) != 0)
-        bail_out("bad script: %s", script);
-    char *args = task_args(description, prompt, background);
-    char *out = t_tool(h, session, "Task", args);
-    free(args);
-    return out;
-}
-
-static char *id_args(const char *id)
-{
-    static char args[4][128];
-    static int next;
-    char *a = args[next++ % 4];
-    snprintf(a, 128, "{\"task_id\":\"%s\"}", id);
-    return a;
-}
-
-static char *task_output(sim_host *h, const char *session, const char *id, int block)
-{
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":%s}", id, block ? "true" : "false");
-    return t_tool(h, session, "TaskOutput", args);
-}
-
-/* Can the plugin run commands here? (valgrind 3.19 has no pidfd_open: the
- * plugin then refuses every command; test_shell*.c check that it does so
- * cleanly.) */
-static int shells;
-
-static int probe_shells(void)
-{
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "probe");
-    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
-    int works = t_rc == 0;
-    if (!works)
-        diag("shell tasks cannot run here, their checks are skipped: %s", out);
-    free(out);
-    free(s);
-    sim_destroy(h);
-    return works;
-}
-
-static char *command(sim_host *h, const char *session, const char *name)
-{
-    char *out = NULL;
-    t_rc = sim_command(h, session, name, "", &out);
-    return out ? out : calloc(1, 1);
-}
+static int shells; /* can the plugin run commands here? (not under valgrind 3.19) */
 
 /* ---- Task -------------------------------------------------------------- */
 
@@ -92,7 +23,7 @@ static void task_in_background(void)
     snprintf(script, sizeof script,
              "{\"steps\":[{\"tool\":\"grep\",\"output\":\"x\"},{\"wait_ms\":%d},{\"reply\":\"the bug is in foo.c\"}]}",
              tap_timeout_ms(300));
-    char *out = claude_task(h, s, "Find the bug", script, 1);
+    char *out = st_claude_task(h, s, "Find the bug", script, 1);
     is_int(t_rc, 0, "Task run_in_background succeeds");
     char *id = t_find_id(out, "bg_");
     ok(id != NULL, "and returns a task id");
@@ -103,7 +34,7 @@ static void task_in_background(void)
              id, id);
     is_str(out, want, "the launch answer");
     free(out);
-    out = task_output(h, s, id, 1);
+    out = st_task_output(h, s, id, 1, 0);
     is_int(t_rc, 0, "TaskOutput (blocking) succeeds");
     snprintf(want, sizeof want,
              "<retrieval_status>success</retrieval_status>\n<task_id>%s</task_id>\n<task_type>agent</task_type>\n"
@@ -117,24 +48,24 @@ static void task_in_background(void)
     free(id);
 
     /* Non-blocking while it runs: not ready, with progress; the notification comes. */
-    out = claude_task(h, s, "Slow one", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"hang\":true}]}", 1);
+    out = st_claude_task(h, s, "Slow one", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"hang\":true}]}", 1);
     id = t_find_id(out, "bg_");
     free(out);
     is_int(t_wait_output_with(h, s, id, "Progress: 1 tool call", 5000), 0, "the sub-agent made a tool call");
-    out = task_output(h, s, id, 0);
+    out = st_task_output(h, s, id, 0, 0);
     like(out, "<retrieval_status>not_ready</retrieval_status>\n", "block=false: not ready");
     like(out, "<status>running</status>\n<description>Slow one</description>\n<progress>1 tool calls so far</progress>\n",
          "running, with its progress");
     free(out);
     free(id);
 
-    out = claude_task(h, s, "Quick one", "{\"steps\":[{\"reply\":\"quick reply\"}]}", 1);
+    out = st_claude_task(h, s, "Quick one", "{\"steps\":[{\"reply\":\"quick reply\"}]}", 1);
     id = t_find_id(out, "bg_");
     free(out);
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
     is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "an unretrieved Task is notified");
-    out = task_output(h, s, id, 0);
+    out = st_task_output(h, s, id, 0, 0);
     like(out, "<output>\nquick reply\n</output>\n", "and non-blocking TaskOutput returns its reply");
     free(out);
     free(id);
@@ -146,11 +77,11 @@ static void task_in_foreground(void)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
-    char *out = claude_task(h, s, "Answer", "{\"steps\":[{\"wait_ms\":50},{\"reply\":\"forty-two\"}]}", 0);
+    char *out = st_claude_task(h, s, "Answer", "{\"steps\":[{\"wait_ms\":50},{\"reply\":\"forty-two\"}]}", 0);
     is_int(t_rc, 0, "foreground Task succeeds");
     is_str(out, "forty-two", "it returns the sub-agent's reply");
     free(out);
-    out = claude_task(h, s, "Broken", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 0);
+    out = st_claude_task(h, s, "Broken", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 0);
     is_int(t_rc, -EIO, "a failing sub-agent: -EIO");
     like(out, "The sub-agent failed: ", "and says so");
     like(out, "model overloaded", "with the error");
@@ -159,7 +90,7 @@ static void task_in_foreground(void)
     static const char *const script = "{\"steps\":[{\"hang\":true}]}";
     if (sim_script(h, "foreground hang", script, 1) != 0)
         bail_out("script");
-    char *args = task_args("Hangs", "foreground hang", 0);
+    char *args = st_task_args("Hangs", "foreground hang", 0);
     sim_call *c = sim_tool_start(h, s, "Task", args);
     free(args);
     is_int(sim_wait_calls(h, "session_prompt", NULL, 3, tap_timeout_ms(5000)), 0, "the sub-agent is prompted");
@@ -176,7 +107,7 @@ static void task_in_foreground(void)
     ok(child && sim_calls(h, "session_abort", child) >= 1, "its session was aborted");
     free(child);
 
-    out = command(h, s, "tasks");
+    out = st_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "foreground Tasks leave no task behind");
     free(out);
     is_int(t_sync_notifications(h, s), 0, "notifications synced");
@@ -194,7 +125,7 @@ static void task_output_and_stop_on_agents(void)
     char *s = sim_session_new(h, NULL, "main");
     char *other = sim_session_new(h, NULL, "other");
     char *id = t_launch_script(h, s, "Via background_task", "{\"steps\":[{\"reply\":\"shared registry\"}]}");
-    char *out = task_output(h, s, id, 1);
+    char *out = st_task_output(h, s, id, 1, 0);
     like(out, "<task_type>agent</task_type>\n<status>completed</status>\n<description>Via background_task</description>\n"
               "<output>\nshared registry\n</output>\n",
          "TaskOutput reads a task launched by background_task");
@@ -202,7 +133,7 @@ static void task_output_and_stop_on_agents(void)
     free(id);
 
     id = t_launch_script(h, s, "Fails", "{\"steps\":[{\"error\":\"model overloaded\"}]}");
-    out = task_output(h, s, id, 1);
+    out = st_task_output(h, s, id, 1, 0);
     like(out, "<status>failed</status>\n", "error is shown as failed");
     like(out, "<error>", "with an error");
     like(out, "model overloaded", "which says why");
@@ -210,13 +141,13 @@ static void task_output_and_stop_on_agents(void)
     free(id);
 
     id = t_launch_script(h, s, "Forever", "{\"steps\":[{\"hang\":true}]}");
-    out = t_tool(h, other, "TaskStop", id_args(id));
+    out = t_tool(h, other, "TaskStop", st_id_args(id));
     is_int(t_rc, -ENOENT, "another session cannot stop it");
     free(out);
-    out = task_output(h, other, id, 1);
+    out = st_task_output(h, other, id, 1, 0);
     is_int(t_rc, -ENOENT, "nor read it");
     free(out);
-    out = t_tool(h, s, "TaskStop", id_args(id));
+    out = t_tool(h, s, "TaskStop", st_id_args(id));
     is_int(t_rc, 0, "TaskStop on a running agent succeeds");
     char want[256];
     snprintf(want, sizeof want, "Stopped task %s (agent): its session was aborted.", id);
@@ -225,23 +156,23 @@ static void task_output_and_stop_on_agents(void)
     char *child = t_task_session(h, 2);
     ok(child && sim_calls(h, "session_abort", child) == 1, "the session was aborted once");
     free(child);
-    out = task_output(h, s, id, 1);
+    out = st_task_output(h, s, id, 1, 0);
     like(out, "<retrieval_status>success</retrieval_status>\n", "a stopped task is retrieved at once");
     like(out, "<status>stopped</status>\n", "status stopped");
     free(out);
     is_int(t_wait_status(h, s, id, "cancelled", 1000), 0, "background_output says cancelled");
-    out = t_tool(h, s, "TaskStop", id_args(id));
+    out = t_tool(h, s, "TaskStop", st_id_args(id));
     snprintf(want, sizeof want, "Task %s is not running: it has already finished (status: stopped).", id);
     is_str(out, want, "stopping it again: already finished");
     free(out);
     free(id);
 
-    out = task_output(h, s, "bg_00000000", 1);
+    out = st_task_output(h, s, "bg_00000000", 1, 0);
     is_int(t_rc, -ENOENT, "TaskOutput on an unknown id: -ENOENT");
     is_str(out, "Task not found: bg_00000000. Use /tasks or background_list to see this session's tasks.",
            "not found");
     free(out);
-    out = t_tool(h, s, "TaskStop", id_args("bg_00000000"));
+    out = t_tool(h, s, "TaskStop", st_id_args("bg_00000000"));
     is_int(t_rc, -ENOENT, "TaskStop on an unknown id: -ENOENT");
     is_str(out, "Task not found: bg_00000000. Use /tasks or background_list to see this session's tasks.",
            "not found");
@@ -306,7 +237,7 @@ static void faces(void)
     } else {
         skip(1, "shell tasks cannot run here");
     }
-    out = command(h, s, "tasks");
+    out = st_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "/tasks too");
     free(out);
     free(s);
@@ -321,7 +252,7 @@ static void faces(void)
 
 int main(void)
 {
-    shells = probe_shells();
+    shells = st_shells_work(ST_PROBE_DIAG);
     task_in_background();
     task_in_foreground();
     task_output_and_stop_on_agents();

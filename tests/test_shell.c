@@ -6,17 +6,12 @@
  * kept, the middle counted) and the 30000-character cap of TaskOutput. */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "testlib.h"
-
-#define SMALL "{\"shell_output_cap\":4096,\"shell_kill_grace_ms\":300}"
+#include "shelltest.h"
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -41,146 +36,13 @@ static char *bash(sim_host *h, const char *session, const char *command, int tim
     return out;
 }
 
-static char *bash_bg(sim_host *h, const char *session, const char *command)
-{
-    char *args = bash_args(command, 1, 0);
-    char *out = t_tool(h, session, "Bash", args);
-    free(args);
-    char *id = t_find_id(out, "bg_");
-    if (t_rc != 0 || !id)
-        bail_out("background Bash failed (rc %d): %s", t_rc, out);
-    free(out);
-    return id;
-}
-
-static char *task_output(sim_host *h, const char *session, const char *id, int block, int timeout_ms)
-{
-    char args[160];
-    if (timeout_ms)
-        snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":%s,\"timeout\":%d}", id, block ? "true" : "false",
-                 timeout_ms);
-    else
-        snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":%s}", id, block ? "true" : "false");
-    return t_tool(h, session, "TaskOutput", args);
-}
-
-/* A process that exists and is not a zombie (an orphan's zombie may wait for
- * a PID 1 that never reaps: dead all the same). */
-static int proc_alive(pid_t pid)
-{
-    if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
-        return 0;
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
-}
-
-static int pid_gone(sim_host *h, void *arg)
-{
-    (void)h;
-    return !proc_alive(*(pid_t *)arg);
-}
-
-/* Every pid a test learned of: killed at the end whatever happened. */
-static pid_t started[64];
-static int nstarted;
-
-static pid_t read_pid(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    int pid = 0;
-    if (f) {
-        if (fscanf(f, "%d", &pid) != 1)
-            pid = 0;
-        fclose(f);
-    }
-    return pid;
-}
-
-static int pid_file_ready(sim_host *h, void *arg)
-{
-    (void)h;
-    return read_pid(arg) > 0;
-}
-
-/* Wait for a command to write a pid into `path`; remember it. */
-static pid_t wait_pid_file(sim_host *h, const char *path)
-{
-    if (sim_wait(h, pid_file_ready, (void *)path, tap_timeout_ms(5000)) != 0)
-        return 0;
-    pid_t pid = read_pid(path);
-    if (nstarted < 64)
-        started[nstarted++] = pid;
-    return pid;
-}
-
-static void kill_leftovers(void)
-{
-    for (int i = 0; i < nstarted; i++)
-        if (proc_alive(started[i])) {
-            diag("killing left-over process %d", (int)started[i]);
-            kill(started[i], SIGKILL);
-        }
-    nstarted = 0;
-}
-
-static char tmpdir[64];
-
-static const char *tmp_path(const char *name)
-{
-    static char path[4][128];
-    static int next;
-    char *p = path[next++ % 4];
-    snprintf(p, 128, "%s/%s", tmpdir, name);
-    return p;
-}
-
-static char *tasks_listing(sim_host *h, const char *session)
-{
-    char *out = NULL;
-    t_rc = sim_command(h, session, "tasks", "", &out);
-    return out ? out : calloc(1, 1);
-}
-
-/* Can the plugin run commands here? Without pidfd_open (valgrind 3.19) it
- * refuses them: check that it does so cleanly, and skip the rest. */
-static int shells_work(void)
-{
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "probe");
-    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
-    int works = t_rc == 0;
-    if (!works) {
-        diag("shell tasks cannot run here; their checks are skipped");
-        like(out, "Could not start the command: ", "a command that cannot start is refused, saying why");
-        free(out);
-        out = t_tool(h, s, "Bash", "{\"command\":\"true\",\"run_in_background\":true}");
-        ok(t_rc != 0, "in the background too (rc %d)", t_rc);
-        free(out);
-        out = t_tool(h, s, "background_list", "{}");
-        like(out, "| shell | error |", "the background one is listed in error");
-        unlike(out, "running", "nothing is left running");
-    }
-    free(out);
-    free(s);
-    sim_destroy(h);
-    return works;
-}
-
 /* ---- foreground ------------------------------------------------------- */
 
 /* Output, stderr, the working directory, exit codes and signals; no task is
  * left afterwards and no notification is sent. */
 static void foreground_runs(void)
 {
-    sim_host *h = t_host(SMALL);
+    sim_host *h = t_host(ST_SMALL);
     char *s = sim_session_new(h, NULL, "main");
     char *out = bash(h, s, "echo hi; echo oops >&2", 0);
     is_int(t_rc, 0, "foreground Bash succeeds");
@@ -215,7 +77,7 @@ static void foreground_runs(void)
     is_str(out, "(exit code 0)", "no output: only the exit code");
     free(out);
 
-    out = tasks_listing(h, s);
+    out = st_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "foreground commands leave no task behind");
     free(out);
     out = t_tool(h, s, "background_list", "{}");
@@ -230,11 +92,11 @@ static void foreground_runs(void)
 /* The timeout stops the command's whole group; Esc does too. */
 static void foreground_timeout_and_esc(void)
 {
-    sim_host *h = t_host(SMALL);
+    sim_host *h = t_host(ST_SMALL);
     char *s = sim_session_new(h, NULL, "main");
     int timeout = tap_timeout_ms(500);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", tmp_path("fg_child"));
+    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", st_tmp_path("fg_child"));
     char *out = bash(h, s, cmd, timeout);
     is_int(t_rc, -ETIMEDOUT, "a timed-out command: -ETIMEDOUT");
     char want[128];
@@ -242,18 +104,18 @@ static void foreground_timeout_and_esc(void)
              timeout);
     is_str(out, want, "its output so far, how it ended, and the timeout");
     free(out);
-    pid_t child = wait_pid_file(h, tmp_path("fg_child"));
+    pid_t child = st_wait_pid_file(h, st_tmp_path("fg_child"));
     ok(child > 0, "the command started a child");
-    is_int(sim_wait(h, pid_gone, &child, tap_timeout_ms(3000)), 0, "the child did not survive the timeout");
-    out = tasks_listing(h, s);
+    is_int(sim_wait(h, st_pid_gone, &child, tap_timeout_ms(3000)), 0, "the child did not survive the timeout");
+    out = st_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "a timed-out command leaves no task");
     free(out);
 
-    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; wait", tmp_path("esc_child"));
+    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; wait", st_tmp_path("esc_child"));
     char *args = bash_args(cmd, 0, 0);
     sim_call *c = sim_tool_start(h, s, "Bash", args);
     free(args);
-    child = wait_pid_file(h, tmp_path("esc_child"));
+    child = st_wait_pid_file(h, st_tmp_path("esc_child"));
     ok(child > 0, "the foreground command runs");
     int rc = 0;
     out = NULL;
@@ -264,8 +126,8 @@ static void foreground_timeout_and_esc(void)
     like(out, "(killed by signal 15 (Terminated))\nCommand stopped: the call was cancelled.", "and says so");
     free(out);
     sim_tool_free(c);
-    is_int(sim_wait(h, pid_gone, &child, tap_timeout_ms(3000)), 0, "Esc left no process behind");
-    out = tasks_listing(h, s);
+    is_int(sim_wait(h, st_pid_gone, &child, tap_timeout_ms(3000)), 0, "Esc left no process behind");
+    out = st_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "nor a task");
     free(out);
 
@@ -274,7 +136,7 @@ static void foreground_timeout_and_esc(void)
     is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)",
            "and explained");
     free(out);
-    kill_leftovers();
+    st_kill_leftovers();
     free(s);
     sim_destroy(h);
 }
@@ -296,10 +158,10 @@ static char *seq_text(int n, size_t *len)
  * kept, what fell between is counted; exact. */
 static void output_over_the_cap(void)
 {
-    sim_host *h = t_host(SMALL);
+    sim_host *h = t_host(ST_SMALL);
     char *s = sim_session_new(h, NULL, "main");
-    char *id = bash_bg(h, s, "seq 1 20000");
-    char *out = task_output(h, s, id, 1, tap_timeout_ms(10000));
+    char *id = st_bash_bg(h, s, "seq 1 20000", NULL, ST_LAUNCH_UNCHECKED);
+    char *out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
     is_int(t_rc, 0, "TaskOutput succeeds");
     size_t len;
     char *all = seq_text(20000, &len);
@@ -334,8 +196,8 @@ static void taskoutput_cap(void)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
-    char *id = bash_bg(h, s, "seq 1 30000");
-    char *out = task_output(h, s, id, 1, tap_timeout_ms(10000));
+    char *id = st_bash_bg(h, s, "seq 1 30000", NULL, ST_LAUNCH_UNCHECKED);
+    char *out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
     size_t len;
     char *all = seq_text(30000, &len);
     char *want = NULL;
@@ -358,28 +220,18 @@ static void taskoutput_cap(void)
     sim_destroy(h);
 }
 
-static void remove_tmpdir(void)
-{
-    const char *names[] = {"fg_child", "esc_child"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        unlink(tmp_path(names[i]));
-    rmdir(tmpdir);
-}
-
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/ocbg-test-shell-XXXXXX");
-    if (!mkdtemp(tmpdir))
-        bail_out("mkdtemp");
-    if (!shells_work()) {
-        rmdir(tmpdir);
+    st_tmpdir_make("shell");
+    if (!st_shells_work(ST_PROBE_CHECK_REFUSAL)) {
+        st_tmpdir_remove(NULL);
         return done_testing();
     }
     foreground_runs();
     foreground_timeout_and_esc();
     output_over_the_cap();
     taskoutput_cap();
-    kill_leftovers();
-    remove_tmpdir();
+    st_kill_leftovers();
+    st_tmpdir_remove((const char *const[]){"fg_child", "esc_child", NULL});
     return done_testing();
 }

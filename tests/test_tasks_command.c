@@ -2,83 +2,14 @@
  * session, agent and shell, newest first, with Task ID, Type, Status (in the
  * Claude face's words), Start Time, Runtime and description; /bashes says it
  * is deprecated and shows the same; another session sees none of them. */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "testlib.h"
+#include "shelltest.h"
 
-static char *task_args(const char *description, const char *prompt, int background)
-{
-    cJSON *a = cJSON_CreateObject();
-    cJSON_AddStringToObject(a, "description", description);
-    cJSON_AddStringToObject(a, "prompt", prompt);
-    cJSON_AddStringToObject(a, "subagent_type", "explore");
-    if (background)
-        cJSON_AddTrueToObject(a, "run_in_background");
-    char *json = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    return json;
-}
-
-/* A Task whose sub-agent runs `script` (matched on a unique prompt). */
-static char *claude_task(sim_host *h, const char *session, const char *description, const char *script,
-                         int background)
-{
-    static int seq;
-    char prompt[64];
-    snprintf(prompt, sizeof prompt, "claude task #%d#", ++seq);
-    if (sim_script(h, prompt, script, 1) != 0)
-        bail_out("bad script: %s", script);
-    char *args = task_args(description, prompt, background);
-    char *out = t_tool(h, session, "Task", args);
-    free(args);
-    return out;
-}
-
-static char *id_args(const char *id)
-{
-    static char args[4][128];
-    static int next;
-    char *a = args[next++ % 4];
-    snprintf(a, 128, "{\"task_id\":\"%s\"}", id);
-    return a;
-}
-
-static char *task_output(sim_host *h, const char *session, const char *id, int block)
-{
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":%s}", id, block ? "true" : "false");
-    return t_tool(h, session, "TaskOutput", args);
-}
-
-/* Can the plugin run commands here? (valgrind 3.19 has no pidfd_open: the
- * plugin then refuses every command; test_shell*.c check that it does so
- * cleanly.) */
-static int shells;
-
-static int probe_shells(void)
-{
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "probe");
-    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
-    int works = t_rc == 0;
-    if (!works)
-        diag("shell tasks cannot run here, their checks are skipped: %s", out);
-    free(out);
-    free(s);
-    sim_destroy(h);
-    return works;
-}
-
-static char *command(sim_host *h, const char *session, const char *name)
-{
-    char *out = NULL;
-    t_rc = sim_command(h, session, name, "", &out);
-    return out ? out : calloc(1, 1);
-}
+static int shells; /* can the plugin run commands here? (not under valgrind 3.19) */
 
 /* ---- /tasks and /bashes ------------------------------------------------ */
 
@@ -111,18 +42,18 @@ static void tasks_listing(void)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
-    char *out = command(h, s, "tasks");
+    char *out = st_command(h, s, "tasks");
     is_int(t_rc, 0, "/tasks succeeds");
     is_str(out, "No background tasks in this session.", "/tasks with no task");
     free(out);
-    out = command(h, s, "bashes");
+    out = st_command(h, s, "bashes");
     is_str(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n"
                 "No background tasks in this session.",
            "/bashes: the notice, then the same");
     free(out);
 
     char *agent = t_launch_script(h, s, "Agent work", "{\"steps\":[{\"reply\":\"done\"}]}");
-    out = claude_task(h, s, "Broken agent", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 1);
+    out = st_claude_task(h, s, "Broken agent", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 1);
     char *broken = t_find_id(out, "bg_");
     free(out);
     char *shell = NULL, *bare = NULL;
@@ -138,10 +69,10 @@ static void tasks_listing(void)
     const char *ids[] = {agent, broken, shell, bare};
     for (int i = 0; i < 4; i++)
         if (ids[i])
-            free(task_output(h, s, ids[i], 1));
-    free(t_tool(h, s, "TaskStop", id_args(hang)));
+            free(st_task_output(h, s, ids[i], 1, 0));
+    free(t_tool(h, s, "TaskStop", st_id_args(hang)));
 
-    out = command(h, s, "tasks");
+    out = st_command(h, s, "tasks");
     char head[128];
     snprintf(head, sizeof head,
              "Background tasks (%d):\nTask ID       Type   Status     Start Time            Runtime   Description\n",
@@ -159,7 +90,7 @@ static void tasks_listing(void)
     const char *a = strstr(out, agent), *b = strstr(out, broken), *e = strstr(out, hang);
     const char *c = shells ? strstr(out, shell) : e + 1, *d = shells ? strstr(out, bare) : e + 1;
     ok(e && d && c && b && a && e < d && d <= c && c < b && b < a, "newest first");
-    char *bashes = command(h, s, "bashes");
+    char *bashes = st_command(h, s, "bashes");
     const char *notice = "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n";
     ok(strncmp(bashes, notice, strlen(notice)) == 0, "/bashes starts with the deprecation notice");
     is_str(bashes + strlen(notice), out, "then the /tasks listing");
@@ -167,7 +98,7 @@ static void tasks_listing(void)
     free(out);
 
     char *other = sim_session_new(h, NULL, "other");
-    out = command(h, other, "tasks");
+    out = st_command(h, other, "tasks");
     is_str(out, "No background tasks in this session.", "another session's tasks are not listed");
     free(out);
     free(other);
@@ -182,7 +113,7 @@ static void tasks_listing(void)
 
 int main(void)
 {
-    shells = probe_shells();
+    shells = st_shells_work(ST_PROBE_DIAG);
     tasks_listing();
     return done_testing();
 }
