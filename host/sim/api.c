@@ -46,21 +46,33 @@ static int injected(sim_host *h, const char *fn, const char *sid, char *body, in
     return finish(h, fn, sid, body, rc, t);
 }
 
+/* The head of every host function: *out cleared, the call's time and the
+ * body to record (takes args), and an injected fault. Returns 0 to go on, or
+ * the fault's rc, already recorded with *out = "simulated failure of <fn>". */
+static int begin(sim_host *h, const char *fn, const char *sid, cJSON *args, char **out, int64_t *t,
+                 char **body)
+{
+    if (out)
+        *out = NULL;
+    *t = sim_now_ms(h);
+    *body = args_text(args);
+    int rc = sim_call_begin(h, fn);
+    return rc ? injected(h, fn, sid, *body, rc, *t, out) : 0;
+}
+
 static int h_session_create(void *ud, const char *parent_id, const char *title, char **out)
 {
     sim_host *h = ud;
-    if (out)
-        *out = NULL;
-    int64_t t = sim_now_ms(h);
     cJSON *a = cJSON_CreateObject();
     if (parent_id)
         cJSON_AddStringToObject(a, "parentID", parent_id);
     if (title)
         cJSON_AddStringToObject(a, "title", title);
-    char *body = args_text(a);
-    int rc = sim_call_begin(h, "session_create");
+    int64_t t;
+    char *body;
+    int rc = begin(h, "session_create", parent_id, a, out, &t, &body);
     if (rc)
-        return injected(h, "session_create", parent_id, body, rc, t, out);
+        return rc;
     pthread_mutex_lock(&h->mu);
     sim_session *s = sim_session_create_locked(h, parent_id, title);
     char *res = NULL;
@@ -84,15 +96,13 @@ static int h_session_create(void *ud, const char *parent_id, const char *title, 
 static int h_session_get(void *ud, const char *sid, char **out)
 {
     sim_host *h = ud;
-    if (out)
-        *out = NULL;
-    int64_t t = sim_now_ms(h);
     cJSON *a = cJSON_CreateObject();
     cJSON_AddStringToObject(a, "sessionID", sid ? sid : "");
-    char *body = args_text(a);
-    int rc = sim_call_begin(h, "session_get");
+    int64_t t;
+    char *body;
+    int rc = begin(h, "session_get", sid, a, out, &t, &body);
     if (rc)
-        return injected(h, "session_get", sid, body, rc, t, out);
+        return rc;
     pthread_mutex_lock(&h->mu);
     sim_session *s = sim_find_locked(h, sid);
     char *res = NULL;
@@ -113,16 +123,14 @@ static int h_session_get(void *ud, const char *sid, char **out)
 static int h_session_messages(void *ud, const char *sid, int limit, char **out)
 {
     sim_host *h = ud;
-    if (out)
-        *out = NULL;
-    int64_t t = sim_now_ms(h);
     cJSON *a = cJSON_CreateObject();
     cJSON_AddStringToObject(a, "sessionID", sid ? sid : "");
     cJSON_AddNumberToObject(a, "limit", limit);
-    char *body = args_text(a);
-    int rc = sim_call_begin(h, "session_messages");
+    int64_t t;
+    char *body;
+    int rc = begin(h, "session_messages", sid, a, out, &t, &body);
     if (rc)
-        return injected(h, "session_messages", sid, body, rc, t, out);
+        return rc;
     char *res = NULL;
     if (limit < 0) {
         rc = -EINVAL;
@@ -244,15 +252,13 @@ int sim_session_abort(sim_host *h, const char *session_id)
 static int h_session_abort(void *ud, const char *sid, char **out)
 {
     sim_host *h = ud;
-    if (out)
-        *out = NULL;
-    int64_t t = sim_now_ms(h);
     cJSON *a = cJSON_CreateObject();
     cJSON_AddStringToObject(a, "sessionID", sid ? sid : "");
-    char *body = args_text(a);
-    int rc = sim_call_begin(h, "session_abort");
+    int64_t t;
+    char *body;
+    int rc = begin(h, "session_abort", sid, a, out, &t, &body);
     if (rc)
-        return injected(h, "session_abort", sid, body, rc, t, out);
+        return rc;
     pthread_mutex_lock(&h->mu);
     sim_session *s = sim_find_locked(h, sid);
     if (s)
@@ -287,17 +293,15 @@ static int h_session_status(void *ud, char **out)
 static int h_session_fork(void *ud, const char *sid, const char *message_id, char **out)
 {
     sim_host *h = ud;
-    if (out)
-        *out = NULL;
-    int64_t t = sim_now_ms(h);
     cJSON *a = cJSON_CreateObject();
     cJSON_AddStringToObject(a, "sessionID", sid ? sid : "");
     if (message_id)
         cJSON_AddStringToObject(a, "messageID", message_id);
-    char *body = args_text(a);
-    int rc = sim_call_begin(h, "session_fork");
+    int64_t t;
+    char *body;
+    int rc = begin(h, "session_fork", sid, a, out, &t, &body);
     if (rc)
-        return injected(h, "session_fork", sid, body, rc, t, out);
+        return rc;
     char *res = NULL;
     pthread_mutex_lock(&h->mu);
     sim_session *s = sim_find_locked(h, sid);
