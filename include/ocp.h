@@ -2,7 +2,7 @@
  * ocp.h — the ocp plugin ABI: how an agent host (OpenCode, a test host, yours)
  * loads a background-task plugin such as ocbg.so and talks to it.
  *
- * ABI version 1.0. One entry point, two versioned tables:
+ * ABI version 1.1. One entry point, two versioned tables:
  *
  *   host:    handle = dlopen(".../ocbg.so"); entry = dlsym(handle, OCP_ENTRY_SYMBOL);
  *            plugin = entry(&host_table, options_json, err, sizeof err);
@@ -33,6 +33,7 @@
  *   -ECANCELED the call was cancelled, or the plugin is shutting down
  *   -EIO     the host could not do it (transport failure, server error)
  *   -ENOMEM  out of memory
+ *   -EACCES  not permitted (the host's permission rules, or the user, said no)
  * On failure `*out` is either NULL or a readable message (owned as above), and
  * nothing else was changed: a failed create creates nothing.
  *
@@ -59,7 +60,7 @@ extern "C" {
 #endif
 
 #define OCP_ABI_MAJOR 1
-#define OCP_ABI_MINOR 0
+#define OCP_ABI_MINOR 1
 
 /* The one symbol a plugin exports (type: ocp_plugin_entry_fn). */
 #define OCP_ENTRY_SYMBOL "ocp_plugin_entry"
@@ -75,6 +76,25 @@ enum ocp_log_level {
     OCP_LOG_WARN = 2,
     OCP_LOG_ERROR = 3
 };
+
+typedef struct ocp_call_ctx ocp_call_ctx; /* defined with the plugin table */
+
+/* What ask_permission (ABI 1.1) asks the host for: the shape of OpenCode's
+ * ToolContext.ask({permission, patterns, always, metadata}). Filled by the
+ * plugin; every string is borrowed for the duration of the call. */
+typedef struct ocp_permission_request {
+    uint32_t struct_size;      /* sizeof(ocp_permission_request) as the plugin was compiled */
+    const char *permission;    /* the host's permission name: "bash" (run a command), "task"
+                                * (start a sub-agent) */
+    const char *patterns_json; /* JSON array of strings the host's rules are matched against:
+                                * for "bash" each simple command of the command line
+                                * (["git status", "rm -rf build"]), for "task" [agent name] */
+    const char *always_json;   /* JSON array of the patterns an "always" answer approves for
+                                * the rest of the session (["git status *"]); may be NULL:
+                                * the same as patterns_json */
+    const char *metadata_json; /* JSON object the host may show with the question
+                                * ({"command":…,"description":…}); may be NULL */
+} ocp_permission_request;
 
 /* ------------------------------------------------------------------------ */
 /* The host table: filled by the host, given to ocp_plugin_entry. The host   */
@@ -141,6 +161,31 @@ typedef struct ocp_host {
      * plugin. Without it the plugin reads CLOCK_REALTIME. Timeouts always use
      * the monotonic clock. */
     int64_t (*now_ms)(void *userdata);
+
+    /* ---- ABI 1.1 (read only when OCP_HAS_FIELD says the table holds it) -- */
+
+    /* [worker] Optional (NULL: the host has no permission system, and the
+     * plugin acts without asking, as under 1.0). Ask the host, on behalf of
+     * the tool call `ctx`, whether an action that needs the user's consent
+     * may go ahead: apply the host's rules to req->patterns_json and, where a
+     * rule says "ask", ask the user as the host does for its own tools (an
+     * "always" answer approves req->always_json for later asks). The plugin
+     * calls it only from inside tool_call/command_call, on that call's thread,
+     * with that call's ctx, holding none of its locks; it may block until the
+     * user answers.
+     * Returns:
+     *    0          allowed (by a rule or by the user);
+     *   -EACCES     denied, by a rule or by the user; *out = the reason or the
+     *               user's words when there are any (else NULL);
+     *   -ECANCELED  the user cancelled the call (Esc) while the question was
+     *               open: once ctx->cancelled is set the host must answer
+     *               promptly;
+     *   -EINVAL     a malformed request (*out says why);
+     *   -EIO        the host could not ask (the plugin then treats the action
+     *               as denied: it never acts without an answer).
+     * The host must not call into the plugin from this function. */
+    int (*ask_permission)(void *userdata, const ocp_call_ctx *ctx, const ocp_permission_request *req,
+                          char **out);
 } ocp_host;
 
 #define OCP_HOST_MIN_SIZE ((uint32_t)offsetof(ocp_host, now_ms))
@@ -169,7 +214,7 @@ typedef struct ocp_command {
 /* Who is calling, for tool_call and command_call. Filled and owned by the host;
  * every string is borrowed. The host keeps the context valid until tool_call
  * has returned AND no tool_cancel on it is running. */
-typedef struct ocp_call_ctx {
+struct ocp_call_ctx {
     uint32_t struct_size;    /* sizeof(ocp_call_ctx) as the host was compiled */
     const char *session_id;  /* the calling (parent) session */
     const char *message_id;  /* the assistant message making the call; may be NULL */
@@ -181,7 +226,7 @@ typedef struct ocp_call_ctx {
      * equivalent) and then calls plugin->tool_cancel; the plugin reads it
      * atomically. Cancelling ends a wait; it never stops a background task. */
     int cancelled;
-} ocp_call_ctx;
+};
 
 typedef struct ocp_plugin {
     uint32_t struct_size; /* sizeof(ocp_plugin) as the plugin was compiled */

@@ -8,6 +8,7 @@
 #include "fork.h"
 #include "format.h"
 #include "hostcalls.h"
+#include "permission.h"
 #include "tools.h"
 
 #define WAIT_TIMEOUT_DEFAULT_S 120
@@ -140,9 +141,13 @@ int launch_agent_task(ocbg *o, const ocp_call_ctx *ctx, const char *description,
         sb_puts(out, "The call has no session to launch a task from.");
         return -EINVAL;
     }
+    /* The host's consent first: a refusal leaves nothing behind. */
+    int rc = permission_task(o, ctx, agent, description, out);
+    if (rc != 0)
+        return rc;
     char *session = NULL, *err = NULL;
     bool inject;
-    int rc = create_session(o, ctx, description, agent, fork, &inject, &session, &err);
+    rc = create_session(o, ctx, description, agent, fork, &inject, &session, &err);
     if (rc != 0) {
         sb_printf(out, "Failed to %s for the background task: %s", fork ? "fork this session" : "create a session",
                   err);

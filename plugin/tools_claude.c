@@ -9,6 +9,7 @@
 
 #include "format.h"
 #include "hostcalls.h"
+#include "permission.h"
 #include "tools.h"
 
 #define TASKOUTPUT_DEFAULT_MS 30000
@@ -189,8 +190,12 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     double timeout_ms;
     if (!ms_arg(args, "Bash", BASH_DEFAULT_MS, BASH_MAX_MS, &timeout_ms, out))
         return -EINVAL;
+    /* The host's consent first: a refusal runs nothing and registers nothing. */
+    int rc = permission_bash(o, ctx, command, description, out);
+    if (rc != 0)
+        return rc;
     char id[TASK_ID_SIZE];
-    int rc = launch_shell(o, ctx, command, description, !background, id, out);
+    rc = launch_shell(o, ctx, command, description, !background, id, out);
     if (rc != 0)
         return rc;
     if (background) {

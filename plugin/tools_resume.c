@@ -8,6 +8,7 @@
 
 #include "format.h"
 #include "hostcalls.h"
+#include "permission.h"
 #include "tools.h"
 
 /* Undo a resume claim that never reached the sub-agent. Lock held. */
@@ -24,6 +25,22 @@ typedef struct run_key {
     char id[TASK_ID_SIZE];
     unsigned run;
 } run_key;
+
+/* A resume that never reached the sub-agent (refused, or its session is
+ * gone): the task is completed again, as before the claim. */
+static void give_back(ocbg *o, const run_key *key, bool block, int64_t old_completed, int64_t old_started,
+                      bool session_gone)
+{
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, key->id);
+    if (t && block)
+        t->result_waiters--;
+    if (t && t->run == key->run && t->status == TASK_RESUMED) {
+        unclaim(o, t, old_completed, old_started);
+        t->session_gone |= session_gone;
+    }
+    pthread_mutex_unlock(&o->mu);
+}
 
 /* The resumed run has ended (or the task is gone). */
 static bool run_settled(ocbg *o, void *arg)
@@ -89,18 +106,18 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
     engine_wake_waiters(o);
     pthread_mutex_unlock(&o->mu);
 
+    /* The host's consent, as for a launch: a refusal gives the claim back. */
+    int rc = permission_task(o, ctx, agent, NULL, out);
+    if (rc != 0) {
+        give_back(o, &key, block, old_completed, old_started, false);
+        free(session);
+        free(agent);
+        return rc;
+    }
     char *err = NULL;
-    int rc = hc_session_get(o, session, NULL);
+    rc = hc_session_get(o, session, NULL);
     if (rc == -ENOENT) {
-        pthread_mutex_lock(&o->mu);
-        t = registry_find(&o->reg, key.id);
-        if (t && block)
-            t->result_waiters--;
-        if (t && t->run == key.run && t->status == TASK_RESUMED) {
-            unclaim(o, t, old_completed, old_started);
-            t->session_gone = true;
-        }
-        pthread_mutex_unlock(&o->mu);
+        give_back(o, &key, block, old_completed, old_started, true);
         free(session);
         free(agent);
         goto expired;

@@ -30,6 +30,7 @@ static void refusals(sim_host *h)
     ocp_host host = *sim_table(h);
 
     host.abi_major = OCP_ABI_MAJOR + 1;
+    host.abi_minor = 0;
     err[0] = '\0';
     ok(entry(&host, NULL, err, sizeof err) == NULL, "a host of another ABI major is refused");
     like(err, "the host speaks ocp ABI 2.0; this plugin needs ABI 1.x", "the reason names both versions");

@@ -205,6 +205,7 @@ static void turn_clear(sim_turn *t)
     cJSON_Delete(t->parts);
     free(t->msg_id);
     free(t->agent);
+    free(t->waiting_perm);
     uint64_t gen = t->gen;
     memset(t, 0, sizeof *t);
     t->gen = gen + 1;
@@ -256,6 +257,8 @@ static void end_turn_locked(sim_host *h, sim_session *s, cJSON *error, int emit_
     }
     cJSON_Delete(error);
     unschedule_locked(h, s);
+    if (t->waiting_perm)
+        sim_permission_session_ended_locked(h, s->id);
     turn_clear(t);
     s->busy = 0;
     emit_status_locked(h, s, "idle");
@@ -348,9 +351,29 @@ void sim_agent_forget_locked(sim_host *h, sim_session *s)
 {
     drop_queue_locked(s);
     unschedule_locked(h, s);
+    if (s->busy && s->turn.waiting_perm)
+        sim_permission_session_ended_locked(h, s->id);
     if (s->busy)
         turn_clear(&s->turn);
     s->busy = 0;
+}
+
+void sim_agent_permission_answered_locked(sim_host *h, const char *session_id, const char *request_id,
+                                          int go_on)
+{
+    sim_session *s = sim_find_locked(h, session_id);
+    if (!s || !s->busy || !s->turn.waiting_perm || strcmp(s->turn.waiting_perm, request_id) != 0)
+        return;
+    free(s->turn.waiting_perm);
+    s->turn.waiting_perm = NULL;
+    if (!go_on) {
+        end_turn_locked(h, s, NULL, 0);
+        start_next_locked(h, s);
+        return;
+    }
+    s->turn.step++;
+    s->turn.phase = 0;
+    schedule_locked(h, s, sim_mono_ms());
 }
 
 /* Run s's turn from its current step until it must wait, hang or end. */
@@ -456,6 +479,17 @@ static void advance_locked(sim_host *h, sim_session *s)
         }
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "hang")))
             return; /* busy until aborted: nothing scheduled */
+        const cJSON *ask = cJSON_GetObjectItemCaseSensitive(st, "ask");
+        if (ask) {
+            int go = sim_permission_step_locked(h, s, ask, &t->waiting_perm);
+            if (go < 0)
+                return; /* waits for sim_agent_permission_answered_locked */
+            if (go == 0) {
+                end_turn_locked(h, s, NULL, 0);
+                start_next_locked(h, s);
+                return;
+            }
+        }
         t->step++; /* an unknown step is skipped */
     }
 }

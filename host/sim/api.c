@@ -349,6 +349,27 @@ static int64_t h_now_ms(void *ud)
     return sim_now_ms(ud);
 }
 
+static int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out)
+{
+    sim_host *h = ud;
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "permission", req && req->permission ? req->permission : "");
+    cJSON_AddStringToObject(a, "patterns", req && req->patterns_json ? req->patterns_json : "");
+    const char *sid = ctx ? ctx->session_id : NULL;
+    int64_t t;
+    char *body;
+    int rc = begin(h, "ask_permission", sid, a, out, &t, &body);
+    if (rc)
+        return rc;
+    if (!req || req->struct_size < sizeof *req) {
+        set_out(out, sim_strdup("malformed permission request"));
+        rc = -EINVAL;
+    } else {
+        rc = sim_ask_permission(h, ctx, req, out);
+    }
+    return finish(h, "ask_permission", sid, body, rc, t);
+}
+
 void sim_api_fill(sim_host *h)
 {
     ocp_host *t = &h->table;
@@ -369,4 +390,5 @@ void sim_api_fill(sim_host *h)
     t->log = h_log;
     t->free = h_free;
     t->now_ms = h_now_ms;
+    t->ask_permission = h_ask_permission;
 }

@@ -141,6 +141,9 @@ sim_host *sim_create(void)
                 (uint64_t)(uintptr_t)h;
     if (!h->id_rng)
         h->id_rng = 0x9e3779b97f4a7c15ull;
+    h->perm_rules = cJSON_CreateObject();
+    h->perm_always = cJSON_CreateObject();
+    h->perm_log = cJSON_CreateArray();
     h->nbuckets = 1024;
     h->buckets = sim_xcalloc(h->nbuckets, sizeof *h->buckets);
     sim_api_fill(h);
@@ -181,6 +184,7 @@ void sim_destroy(sim_host *h)
     sim_sessions_free_locked(h);
     sim_rules_free_locked(h);
     sim_calls_free_locked(h);
+    sim_permission_free_locked(h);
     free(h->ev_only_type);
     for (sim_typecount *t = h->ev_types; t;) {
         sim_typecount *n = t->next;

@@ -12,6 +12,8 @@ int sim_without(sim_host *h, const char *fn)
         h->table.session_fork = NULL;
     else if (strcmp(fn, "now_ms") == 0)
         h->table.now_ms = NULL;
+    else if (strcmp(fn, "ask_permission") == 0)
+        h->table.ask_permission = NULL;
     else
         rc = -1;
     pthread_mutex_unlock(&h->mu);

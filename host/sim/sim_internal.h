@@ -9,6 +9,7 @@
  *   api.c       the ocp_host functions plugins call
  *   plugins.c   dlopen/entry/shutdown/dlclose of plugins
  *   toolcall.c  tool and command calls as the host's worker makes them
+ *   permission.c  permission rules, questions and answers, ask_permission
  *
  * Locking. `mu` guards everything except the plugin list: sessions, scripts,
  * the scheduler heap, the event queue, the call record, faults. The clock
@@ -39,6 +40,7 @@ typedef struct sim_callrec sim_callrec;
 typedef struct sim_fault sim_fault;
 typedef struct sim_slowfn sim_slowfn;
 typedef struct sim_plugslot sim_plugslot;
+typedef struct sim_perm_req sim_perm_req;
 
 /* A prompt waiting for its turn (the session was busy when it came). */
 struct sim_prompt {
@@ -58,6 +60,7 @@ typedef struct sim_turn {
     int64_t created;   /* wall-clock ms the turn began */
     int transformed;   /* transform_messages already ran for this turn */
     uint64_t gen;      /* changes whenever a turn starts or ends */
+    char *waiting_perm; /* the permission question the turn waits on, or NULL */
 } sim_turn;
 
 struct sim_session {
@@ -181,6 +184,14 @@ struct sim_host {
     sim_fault *faults;
     sim_slowfn *fnstats;
 
+    /* permissions (permission.c) */
+    cJSON *perm_rules;   /* OpenCode's "permission" config object */
+    cJSON *perm_always;  /* {session: [[permission, pattern], …]} approved for good */
+    cJSON *perm_log;     /* every question asked, with its outcome */
+    char *perm_auto;     /* the automatic answer to an "ask", or NULL (questions stay open) */
+    char *perm_auto_msg;
+    sim_perm_req *perm_open; /* open (and answered, not yet collected) questions, newest first */
+
     /* plugins (plug_mu) */
     pthread_mutex_t plug_mu;
     pthread_cond_t plug_cv;
@@ -259,6 +270,10 @@ void sim_agent_prompt_locked(sim_host *h, sim_session *s, cJSON *body);
 void sim_agent_abort_locked(sim_host *h, sim_session *s);
 /* Forget s's turn silently (the session is being deleted). mu held. */
 void sim_agent_forget_locked(sim_host *h, sim_session *s);
+/* The question a turn waited on was answered: go_on 1 continues the turn,
+ * 0 ends it (rejected). mu held. */
+void sim_agent_permission_answered_locked(sim_host *h, const char *session_id, const char *request_id,
+                                          int go_on);
 /* Free every script rule. mu held. */
 void sim_rules_free_locked(sim_host *h);
 
@@ -291,6 +306,19 @@ void sim_calls_free_locked(sim_host *h);
 
 /* Fill h->table with the host functions. */
 void sim_api_fill(sim_host *h);
+
+/* ---- permission.c ------------------------------------------------------ */
+
+/* The ask_permission host function (api.c records it and injects faults). */
+int sim_ask_permission(sim_host *h, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
+/* A sub-agent's "ask" step ({permission, patterns, always?, metadata?}) in
+ * s's turn. Returns 1: allowed, go on; 0: denied or rejected, the turn ends;
+ * -1: the question is open (*request_id, malloc'd): the turn waits for
+ * sim_agent_permission_answered_locked. mu held. */
+int sim_permission_step_locked(sim_host *h, sim_session *s, const cJSON *ask, char **request_id);
+/* s's turn ended (abort, delete): its open questions are rejected. mu held. */
+void sim_permission_session_ended_locked(sim_host *h, const char *session_id);
+void sim_permission_free_locked(sim_host *h);
 
 /* ---- plugins.c --------------------------------------------------------- */
 

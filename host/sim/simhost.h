@@ -59,8 +59,8 @@ void sim_destroy(sim_host *h);
  * plugin by hand may copy it and change struct_size/abi_major. */
 const ocp_host *sim_table(sim_host *h);
 
-/* Make the host table lack an optional function ("session_fork" or
- * "now_ms"): NULL in the table given to plugins loaded from now on. Returns 0,
+/* Make the host table lack an optional function ("session_fork", "now_ms"
+ * or "ask_permission"): NULL in the table given to plugins loaded from now on. Returns 0,
  * or -1 for a function that is not optional. */
 int sim_without(sim_host *h, const char *fn);
 
@@ -137,7 +137,10 @@ char *sim_session_model_input(sim_host *h, const char *session_id);
  *      {"wait_ms":50},
  *      {"reply":"the final answer text"},      -- assistant text, ends the turn
  *      {"error":"model overloaded"},           -- session.error, ends the turn
- *      {"hang":true}                            -- stays busy until aborted
+ *      {"hang":true},                           -- stays busy until aborted
+ *      {"ask":{"permission":"bash","patterns":["rm x"]}} -- asks the user (see
+ *          permissions below): allowed → the next step; denied or rejected →
+ *          the turn ends; open → the turn waits for the answer
  *   ]}
  * A script is chosen by the first rule whose `match` is a substring of the
  * prompt's text (NULL or "" matches every prompt). once=1: the rule is used
@@ -230,6 +233,38 @@ int sim_wait(sim_host *h, int (*pred)(sim_host *h, void *arg), void *arg, int ti
 int sim_wait_calls(sim_host *h, const char *fn, const char *session_id, size_t n, int timeout_ms);
 int sim_wait_messages(sim_host *h, const char *session_id, int n, int timeout_ms);
 int sim_wait_idle(sim_host *h, const char *session_id, int timeout_ms);
+
+/* ---- permissions (OpenCode's, for ABI 1.1 ask_permission) -------------- */
+
+/* The rules, as OpenCode's "permission" config: {"bash": "ask", "task":
+ * {"*": "allow", "secret": "deny"}, …}: per permission an action ("allow",
+ * "ask", "deny") or a {pattern: action} map; '*' and '?' are wildcards, a
+ * pattern ending in " *" also matches without its tail; the last matching
+ * rule wins; nothing matching → allow. Replaces the rules; NULL clears them.
+ * Returns 0 or -EINVAL (nothing changed). */
+int sim_permission_rules(sim_host *h, const char *rules_json);
+
+/* How the user answers an "ask": "once", "always" (approves the request's
+ * "always" patterns in that session for good), "reject" (message: the user's
+ * words, may be NULL), or NULL: questions stay open until sim_permission_reply
+ * (a tool call waits for it, or for Esc). Every question, open or not, emits
+ * permission.asked and, once answered, permission.replied (OpenCode's shapes). */
+void sim_permission_auto(sim_host *h, const char *reply, const char *message);
+
+/* Answer an open question by id (as OpenCode's POST /permission/:id/reply).
+ * Returns 0, -ENOENT (no such open question) or -EINVAL (bad reply). */
+int sim_permission_reply(sim_host *h, const char *request_id, const char *reply, const char *message);
+
+/* The id of the oldest open question of a session (NULL: any session),
+ * malloc'd; NULL when none is open. */
+char *sim_permission_open(sim_host *h, const char *session_id);
+
+/* How many questions were asked (also those a rule answered), and the nth (0
+ * oldest, -1 newest) as JSON: permission.asked's properties plus "outcome":
+ * "allow", "deny", "pending", "once", "always", "reject" or "cancelled".
+ * malloc'd; NULL when out of range. */
+size_t sim_permission_count(sim_host *h);
+char *sim_permission_json(sim_host *h, int n);
 
 /* ---- the clock --------------------------------------------------------- */
 

@@ -1,0 +1,44 @@
+/*
+ * permission.h — asking the host's consent before ocbg runs a command or
+ * starts a sub-agent (ABI 1.1 ask_permission), the way the host's own tools
+ * ask: permission "bash" with each simple command of the command line as a
+ * pattern, permission "task" with the agent's name.
+ *
+ * A host without ask_permission (ABI 1.0, or NULL) has no permission system
+ * to apply: the action goes ahead, as it always did. Any answer other than
+ * "allowed" stops the action: ocbg never acts on a failed question.
+ *
+ * Every function here runs on a tool call's thread, WITHOUT the engine lock
+ * (the question may wait for the user for as long as the user takes).
+ */
+#ifndef OCBG_PERMISSION_H
+#define OCBG_PERMISSION_H
+
+#include <cjson/cJSON.h>
+
+#include "engine.h"
+#include "util.h"
+
+/* May the call `ctx` run `command` (a /bin/sh command line)? description: the
+ * model's description of it (may be NULL). Returns 0 to go ahead; otherwise
+ * a negative errno (-EACCES denied, -ECANCELED Esc while asking, -EIO the
+ * host could not ask) and the answer for the model in out, which says that
+ * nothing was run. */
+int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
+                    strbuf *out);
+
+/* May the call `ctx` start (or resume) a sub-agent of type `agent`? The same
+ * returns; the answer says that no task was started. */
+int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description,
+                    strbuf *out);
+
+/* The patterns a command line is checked against, as OpenCode's bash tool
+ * makes them: every simple command it contains (split at ;, &&, ||, |, &
+ * and newlines outside quotes; the commands inside $(…), `…` and (…) too),
+ * each trimmed; and for each its "always" pattern: the command's prefix (the
+ * program, and the subcommand for programs that have them: "git status",
+ * "npm run build") followed by " *". Pure; both arrays are filled in order,
+ * without duplicates. A command line with nothing in it yields itself. */
+void bash_patterns(const char *command, cJSON *patterns, cJSON *always);
+
+#endif
