@@ -7,6 +7,9 @@
 
 #include "util.h"
 
+/* How much of a permission question a task's status shows. */
+#define PERMISSION_WHAT_CHARS 200
+
 static const char *str_at(const cJSON *obj, const char *key)
 {
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, key));
@@ -91,6 +94,48 @@ static void on_part(ocbg *o, const cJSON *props)
         task_note_tool(t, str_at(part, "callID"), str_at(part, "tool"));
 }
 
+/* What a permission question asks, for the task's status: "bash: rm -rf
+ * build, git push" (capped: a pattern may be a whole script). */
+static char *permission_what(const cJSON *props)
+{
+    const char *perm = str_at(props, "permission");
+    strbuf sb = {0};
+    sb_puts(&sb, perm ? perm : "permission");
+    const cJSON *p;
+    int i = 0;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(props, "patterns"))
+    {
+        if (cJSON_IsString(p))
+            sb_printf(&sb, "%s%s", i++ ? ", " : ": ", p->valuestring);
+    }
+    if (utf8_count(sb.buf, sb.len) > PERMISSION_WHAT_CHARS) {
+        sb.len = utf8_offset(sb.buf, sb.len, PERMISSION_WHAT_CHARS);
+        sb.buf[sb.len] = '\0';
+        sb_puts(&sb, "…");
+    }
+    return sb_take(&sb);
+}
+
+/* permission.asked: the task's sub-agent waits for the user. */
+static void on_permission_asked(ocbg *o, const cJSON *props)
+{
+    task *t = active_task(o, str_at(props, "sessionID"));
+    const char *id = str_at(props, "id");
+    if (!t || !id)
+        return;
+    char *what = permission_what(props);
+    engine_permission_asked(o, t, id, what);
+    free(what);
+}
+
+static void on_permission_replied(ocbg *o, const cJSON *props)
+{
+    task *t = active_task(o, str_at(props, "sessionID"));
+    const char *id = str_at(props, "requestID");
+    if (t && id)
+        engine_permission_replied(o, t, id);
+}
+
 void hooks_on_event(ocbg *o, const char *event_json)
 {
     if (!event_json)
@@ -123,6 +168,10 @@ void hooks_on_event(ocbg *o, const char *event_json)
         on_deleted(o, props);
     } else if (strcmp(type, "message.part.updated") == 0) {
         on_part(o, props);
+    } else if (strcmp(type, "permission.asked") == 0) {
+        on_permission_asked(o, props);
+    } else if (strcmp(type, "permission.replied") == 0) {
+        on_permission_replied(o, props);
     }
     pthread_mutex_unlock(&o->mu);
     cJSON_Delete(ev);

@@ -29,9 +29,11 @@ int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_
         format_duration(dur, sizeof dur, task_runtime(t, now));
         /* A command without its own description is described by itself. */
         bool show_command = t->type == TASK_SHELL && t->description && strcmp(t->description, t->shell->command) != 0;
-        sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s\n", t->id, t->type == TASK_SHELL ? "shell" : "agent",
-                  claude_status(t), start, dur, t->description ? t->description : "", show_command ? " $ " : "",
-                  show_command ? t->shell->command : "");
+        sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s\n", t->id,
+                  t->type == TASK_SHELL ? "shell" : "agent", claude_status(t), start, dur,
+                  t->description ? t->description : "", show_command ? " $ " : "",
+                  show_command ? t->shell->command : "", t->permission_what ? " [waiting for permission: " : "",
+                  t->permission_what ? t->permission_what : "", t->permission_what ? "]" : "");
     }
     pthread_mutex_unlock(&o->mu);
     return 0;

@@ -45,6 +45,7 @@ static void free_notice(notice *n)
 {
     if (!n)
         return;
+    free(n->permission_request);
     free(n->parent_session);
     free(n->agent);
     free(n->text);
@@ -95,6 +96,49 @@ void engine_request_abort(ocbg *o, const char *session_id)
     push_job(o, j);
 }
 
+static void push_notice(ocbg *o, notice *n)
+{
+    job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_NOTIFY;
+    j->notice = n;
+    push_job(o, j);
+}
+
+void engine_permission_asked(ocbg *o, task *t, const char *request_id, const char *what)
+{
+    if (!task_status_active(t->status) ||
+        (t->permission_request && strcmp(t->permission_request, request_id) == 0))
+        return; /* one notice per question, however often the host says it */
+    free(t->permission_request);
+    free(t->permission_what);
+    t->permission_request = xstrdup(request_id);
+    t->permission_what = xstrdup(what);
+    t->last_update_ms = ocbg_now(o);
+    engine_wake_waiters(o);
+    if (t->foreground)
+        return;
+    notice *n = xcalloc(1, sizeof *n);
+    memcpy(n->task_id, t->id, sizeof n->task_id);
+    n->run = t->run;
+    n->parent_session = xstrdup(t->parent->session_id);
+    n->agent = xstrdup(t->parent_agent);
+    n->text = format_permission_notice(t);
+    n->wake = true;
+    n->permission_request = xstrdup(request_id);
+    push_notice(o, n);
+}
+
+void engine_permission_replied(ocbg *o, task *t, const char *request_id)
+{
+    if (!t->permission_request || (request_id && strcmp(t->permission_request, request_id) != 0))
+        return;
+    free(t->permission_request);
+    free(t->permission_what);
+    t->permission_request = t->permission_what = NULL;
+    t->last_update_ms = ocbg_now(o);
+    engine_wake_waiters(o);
+}
+
 static void queue_notice(ocbg *o, task *t, int64_t now)
 {
     notice *n = xcalloc(1, sizeof *n);
@@ -105,10 +149,7 @@ static void queue_notice(ocbg *o, task *t, int64_t now)
     n->text = format_notification(t, now, o->opt.notify_max_chars);
     /* Quiet while siblings still run; a failure or the last one wakes. */
     n->wake = o->opt.wake == WAKE_ALWAYS || t->status == TASK_ERROR || t->parent->active == 0;
-    job *j = xcalloc(1, sizeof *j);
-    j->kind = JOB_NOTIFY;
-    j->notice = n;
-    push_job(o, j);
+    push_notice(o, n);
 }
 
 void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char *message_id)
@@ -132,6 +173,7 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
         }
     }
     registry_set_status(&o->reg, t, s, now);
+    engine_permission_replied(o, t, NULL); /* a question of an ended run is moot */
     t->finalizing = false;
     t->recheck = false;
     t->cancelling = false;
@@ -301,8 +343,15 @@ static void run_notify(ocbg *o, job *j)
     notice *n = j->notice;
     task *t = registry_find(&o->reg, n->task_id);
     /* Gone (cleared, parent deleted) or already returned by a blocking wait. */
-    if (!t || t->delivered_run == n->run || o->stopping)
+    if (!t || o->stopping)
         return;
+    if (n->permission_request) {
+        /* A question answered before its notice went out needs no notice. */
+        if (!t->permission_request || strcmp(t->permission_request, n->permission_request) != 0)
+            return;
+    } else if (t->delivered_run == n->run) {
+        return;
+    }
     char *session = xstrdup(n->parent_session), *agent = xstrdup(n->agent), *text = xstrdup(n->text);
     bool wake = n->wake;
     pthread_mutex_unlock(&o->mu);
@@ -324,7 +373,10 @@ static void run_notify(ocbg *o, job *j)
         schedule_retry(o, n);
         return;
     }
-    /* Out of retries: hold it for the parent's next ocbg answer. */
+    /* Out of retries: hold it for the parent's next ocbg answer (a question
+     * will be stale by then: the task's status shows it). */
+    if (n->permission_request)
+        return;
     parent *p = registry_parent(&o->reg, n->parent_session);
     if (p && registry_find(&o->reg, n->task_id)) {
         held_notice *h = xcalloc(1, sizeof *h);

@@ -39,6 +39,8 @@ typedef struct notice {
     char *agent;   /* the parent's agent, to continue with; may be NULL */
     char *text;
     bool wake;     /* false: noReply (joins the context silently) */
+    char *permission_request; /* a "waiting for permission" notice: sent only while
+                               * the task still waits on this question */
     int attempts;
     int64_t next_try; /* monotonic ms */
     struct notice *next;
@@ -110,6 +112,14 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
 /* Ask the worker to check whether t's run has ended (after an idle event or a
  * poll that found its session idle). No-op while one is queued. */
 void engine_request_finalize(ocbg *o, task *t);
+
+/* The task's session asks the user a permission question (request_id, what:
+ * "bash: rm -rf build"): shown in its status, and the parent is woken once
+ * per question (not for a foreground call, whose caller is mid-call). */
+void engine_permission_asked(ocbg *o, task *t, const char *request_id, const char *what);
+
+/* The question was answered (or the run ended): the task shows running. */
+void engine_permission_replied(ocbg *o, task *t, const char *request_id);
 
 /* Ask the worker to abort a session. */
 void engine_request_abort(ocbg *o, const char *session_id);

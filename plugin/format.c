@@ -35,6 +35,15 @@ static void put_progress(strbuf *out, const task *t, int64_t now)
     sb_printf(out, "\nLast update: %s ago (%s)\n", ago, at);
 }
 
+char *format_permission_notice(const task *t)
+{
+    return xasprintf("[ocbg] Background task %s \"%s\" (agent: %s) is waiting for permission: %s\n"
+                     "The user must answer the request in the task's session (%s); the task goes on "
+                     "when they do. Status: background_output(task_id=\"%s\").",
+                     t->id, t->description ? t->description : "", t->agent ? t->agent : "",
+                     t->permission_what, t->session_id ? t->session_id : "", t->id);
+}
+
 void format_report(strbuf *out, const task *t, int64_t now)
 {
     char dur[32];
@@ -65,6 +74,8 @@ void format_report(strbuf *out, const task *t, int64_t now)
     case TASK_RUNNING:
     case TASK_RESUMED:
         sb_printf(out, "Running for: %s\n", dur);
+        if (t->permission_what)
+            sb_printf(out, "Waiting for permission: %s (the user must answer it)\n", t->permission_what);
         put_progress(out, t, now);
         break;
     case TASK_COMPLETED:
@@ -89,8 +100,10 @@ void format_list_line(strbuf *out, const task *t, int64_t now)
         sb_printf(out, " | %s | shell | %s | %s | %s\n", t->description ? t->description : "",
                   task_status_name(t->status), dur, t->batch_id);
     else
-        sb_printf(out, " | %s | agent: %s | %s | %s | %s\n", t->description ? t->description : "",
-                  t->agent ? t->agent : "", task_status_name(t->status), dur, t->batch_id);
+        sb_printf(out, " | %s | agent: %s | %s%s%s | %s | %s\n", t->description ? t->description : "",
+                  t->agent ? t->agent : "", task_status_name(t->status),
+                  t->permission_what ? ", waiting for permission: " : "",
+                  t->permission_what ? t->permission_what : "", dur, t->batch_id);
 }
 
 char *format_notification(const task *t, int64_t now, int max_chars)

@@ -24,6 +24,9 @@ void format_list_line(strbuf *out, const task *t, int64_t now);
  * the rest. */
 char *format_notification(const task *t, int64_t now, int max_chars);
 
+/* The waking notice that t's session waits for the user's permission. */
+char *format_permission_notice(const task *t);
+
 /* How long the task has run (until now, or until it finished). */
 int64_t task_runtime(const task *t, int64_t now);
 

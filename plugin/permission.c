@@ -35,7 +35,7 @@ static const struct arity {
     {"docker", 2},     {"git config", 3},   {"git remote", 3},  {"git stash", 3},  {"git", 2},
     {"go", 2},         {"kubectl", 2},      {"make", 2},        {"npm exec", 3},   {"npm run", 3},
     {"npm", 2},        {"npx", 2},          {"pip", 2},         {"pnpm run", 3},   {"pnpm", 2},
-    {"poetry", 2},     {"python -m", 3},    {"python3 -m", 3},  {"systemctl", 2},  {"uv run", 3},
+    {"poetry", 2},      {"systemctl", 2},  {"uv run", 3},
     {"uv", 2},         {"yarn run", 3},     {"yarn", 2},
 };
 
@@ -53,6 +53,18 @@ static bool starts_with_words(char **w, int n, const char *prefix)
     return true;
 }
 
+/* Can this word be a subcommand ("status", "run", "build:prod"), rather
+ * than an option, a redirection or an argument ("-C", "2>&1", "./x")? */
+static bool subcommand_word(const char *w)
+{
+    if (!isalnum((unsigned char)*w))
+        return false;
+    for (; *w; w++)
+        if (!isalnum((unsigned char)*w) && !strchr("._:-", *w))
+            return false;
+    return true;
+}
+
 /* "git status *" for "git status --short"; "ls *" for "ls -la". */
 static char *always_pattern(const char *cmd)
 {
@@ -67,8 +79,11 @@ static char *always_pattern(const char *cmd)
             break;
         }
     /* Options are not subcommands: "git -C dir" keeps just "git". */
-    while (words > 1 && (words > n || w[words - 1][0] == '-'))
-        words--;
+    for (int i = 1; i < words; i++)
+        if (i >= n || !subcommand_word(w[i])) {
+            words = i;
+            break;
+        }
     strbuf sb = {0};
     for (int i = 0; i < words && i < n; i++)
         sb_printf(&sb, "%s%s", i ? " " : "", w[i]);

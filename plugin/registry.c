@@ -44,6 +44,8 @@ static void free_task(task *t)
     free(t->agent);
     free(t->result);
     free(t->error);
+    free(t->permission_request);
+    free(t->permission_what);
     free(t->result_message_id);
     shell_state_free(t->shell);
     free(t);

@@ -67,6 +67,8 @@ typedef struct task {
     unsigned recent_calls_next;
     char recent_tools[RECENT_TOOLS][TOOL_NAME_SIZE]; /* ring, newest at recent_tools_next-1 */
     unsigned recent_tools_next;
+    char *permission_request; /* the host's open permission question in the task's session, or NULL */
+    char *permission_what;    /* what it asks: "bash: rm -rf build" (set with permission_request) */
     shell_state *shell;     /* shell tasks only */
     bool foreground;        /* run by a foreground call: removed when it returns */
     parent *parent;

@@ -313,6 +313,8 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
         t->retrieved_ms = ocbg_now(o);
     } else if (task_status_active(t->status)) {
         sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
+        if (t->permission_what)
+            tag(out, "waiting_for_permission", t->permission_what);
     }
     if (t->status == TASK_ERROR)
         tag(out, "error", t->error ? t->error : "unknown error");
