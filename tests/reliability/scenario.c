@@ -10,7 +10,7 @@
 #include "tap.h"
 
 const char *const rel_host_fns[] = {"session_create", "session_get", "session_messages", "session_prompt",
-                                    "session_abort", "session_status", "session_fork"};
+                                    "session_abort", "session_status", "session_fork", "ask_permission"};
 const size_t rel_host_fn_count = sizeof rel_host_fns / sizeof rel_host_fns[0];
 
 #define NOTICE_TASK "[ocbg] Background task "
@@ -100,6 +100,12 @@ static int all_notified(sim_host *h, void *arg)
 
 /* Check a settled agent task's report: completed with `result`, or (under
  * faults) error with a reason. */
+/* A refused command's answer: asking failed, and nothing ran. */
+static int not_run(const char *out)
+{
+    return strstr(out, "Could not ask for permission") && strstr(out, "The command was not run.");
+}
+
 static void check_agent_end(const char *out, const char *id, const char *result, int faulty, const char *what)
 {
     if (!rel_check(out != NULL, "%s %s never settled (still running past the deadline)", what, id))
@@ -279,13 +285,16 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
     out = call(h, &ans, parent, "Bash",
                "{\"command\":\"echo shell-out\",\"description\":\"Shell\",\"run_in_background\":true}", &rc,
                "Bash background");
-    char *s = rel_find_id(out, "bg_");
-    rel_check(rc == 0 && s, "a background shell command needs no host call, yet: rc %d %s", rc, out);
+    /* A shell command's one host call is the permission question: when it
+     * fails nothing runs, and the answer says so. */
+    char *s = rc == 0 ? rel_find_id(out, "bg_") : NULL;
+    rel_check((rc == 0 && s) || (faulty && not_run(out)), "background Bash: rc %d %s", rc, out);
     free(out);
 
     /* Foregrounds: a shell command and a sub-agent. */
     out = call(h, &ans, parent, "Bash", "{\"command\":\"echo fg-shell\"}", &rc, "Bash foreground");
-    rel_check(rc == 0 && strstr(out, "fg-shell"), "foreground Bash: rc %d %s", rc, out);
+    rel_check((rc == 0 && strstr(out, "fg-shell")) || (faulty && not_run(out)), "foreground Bash: rc %d %s", rc,
+              out);
     free(out);
     out = call(h, &ans, parent, "Task",
                "{\"description\":\"Fg\",\"prompt\":\"rel-fg# now\",\"subagent_type\":\"explore\"}", &rc,
