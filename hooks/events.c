@@ -69,11 +69,8 @@ static void on_deleted(ocbg *o, const cJSON *props)
     if (!id)
         return;
     task *t = registry_find_session(&o->reg, id);
-    if (t) {
-        t->session_gone = true;
-        if (task_status_active(t->status) && !t->cancelling)
-            engine_finish(o, t, TASK_ERROR, "The task's session was deleted.", NULL);
-    }
+    if (t)
+        engine_session_deleted(o, t);
     parent *p = registry_parent(&o->reg, id);
     if (p)
         engine_drop_parent(o, p);

@@ -14,6 +14,9 @@
 /* How many newest messages a completion check reads: the answer is the last
  * one; a few more let it walk back over a turn's tool-only messages. */
 #define FINALIZE_MESSAGE_LIMIT 20
+/* How long a task whose session was deleted waits for its parent's deletion
+ * (which a host sends right after its children's) before it ends in error. */
+#define DELETE_GRACE_MS 500
 
 int64_t ocbg_now(ocbg *o)
 {
@@ -187,10 +190,22 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     engine_wake_waiters(o);
 }
 
+void engine_session_deleted(ocbg *o, task *t)
+{
+    bool first = !t->session_gone;
+    t->session_gone = true;
+    if (!task_status_active(t->status) || !first)
+        return;
+    if (!t->cancelling)
+        engine_request_abort(o, t->session_id);
+    t->cancelling = true; /* its idles and errors now come from the abort */
+    t->gone_at_mono = mono_ms();
+}
+
 void engine_stop_task_now(ocbg *o, task *t)
 {
-    if (!task_status_active(t->status))
-        return;
+    if (!task_status_active(t->status) || (t->session_gone && t->cancelling))
+        return; /* ended, or its abort is already on its way */
     if (t->type == TASK_SHELL)
         shell_kill(t);
     else
@@ -434,9 +449,16 @@ static void poll_tick(ocbg *o)
     }
     cJSON_Delete(status_map);
     int64_t now = mono_ms();
-    for (task *t = o->reg.active; t; t = t->anext) {
+    for (task *t = o->reg.active, *next; t; t = next) {
+        next = t->anext;
         if (t->type == TASK_SHELL)
             continue;
+        if (t->session_gone && t->cancelling) {
+            /* deleted alone (its parent lives on): the parent is told */
+            if (now - t->gone_at_mono >= DELETE_GRACE_MS)
+                engine_finish(o, t, TASK_ERROR, "The task's session was deleted.", NULL);
+            continue;
+        }
         if (t->busy_tick == tick) {
             t->seen_busy = true;
             t->idle_checks = 0;

@@ -121,6 +121,14 @@ void engine_permission_asked(ocbg *o, task *t, const char *request_id, const cha
 /* The question was answered (or the run ended): the task shows running. */
 void engine_permission_replied(ocbg *o, task *t, const char *request_id);
 
+/* t's own session was deleted. A host may leave a deleted session's turn
+ * running (OpenCode does, and retries its model calls): the session is
+ * aborted at once. Hosts delete children before their parent, so the task's
+ * ending waits a moment (DELETE_GRACE_MS, at the next poll tick): if the
+ * parent's deletion follows, the task goes with it, silently; if not, it ends
+ * in error and the parent is told. */
+void engine_session_deleted(ocbg *o, task *t);
+
 /* Ask the worker to abort a session. */
 void engine_request_abort(ocbg *o, const char *session_id);
 

@@ -62,6 +62,7 @@ typedef struct task {
     unsigned idle_checks;   /* completion checks that found no finished answer */
     uint64_t busy_tick;     /* the last poll tick that saw the session busy */
     int64_t next_check_mono;
+    int64_t gone_at_mono;   /* when its session's deletion was seen */
     unsigned tool_calls;
     uint32_t recent_calls[RECENT_CALLS]; /* hashes of recently seen call ids */
     unsigned recent_calls_next;

@@ -104,7 +104,7 @@ static int h_session_get(void *ud, const char *sid, char **out)
     if (rc)
         return rc;
     pthread_mutex_lock(&h->mu);
-    sim_session *s = sim_find_locked(h, sid);
+    sim_session *s = sim_find_live_locked(h, sid);
     char *res = NULL;
     if (s) {
         cJSON *j = sim_session_info_locked(s);
@@ -137,7 +137,7 @@ static int h_session_messages(void *ud, const char *sid, int limit, char **out)
         res = sim_strdup("limit must be >= 0");
     } else {
         pthread_mutex_lock(&h->mu);
-        sim_session *s = sim_find_locked(h, sid);
+        sim_session *s = sim_find_live_locked(h, sid);
         if (s) {
             cJSON *j = sim_session_messages_locked(s, limit);
             res = sim_print(j);
@@ -196,7 +196,7 @@ static int apply_prompt(sim_host *h, const char *sid, const char *body_json, cha
         return -EINVAL;
     }
     pthread_mutex_lock(&h->mu);
-    sim_session *s = sim_find_locked(h, sid);
+    sim_session *s = sim_find_live_locked(h, sid);
     if (!s) {
         cJSON_Delete(b);
     } else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "noReply"))) {
@@ -304,7 +304,7 @@ static int h_session_fork(void *ud, const char *sid, const char *message_id, cha
         return rc;
     char *res = NULL;
     pthread_mutex_lock(&h->mu);
-    sim_session *s = sim_find_locked(h, sid);
+    sim_session *s = sim_find_live_locked(h, sid);
     if (s) {
         sim_session *f = sim_session_fork_locked(h, s, message_id);
         cJSON *j = sim_session_info_locked(f);

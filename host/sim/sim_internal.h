@@ -72,6 +72,7 @@ struct sim_session {
     cJSON *denied;     /* object {tool: false} from prompt bodies, owned */
     char *model_input; /* history the model saw last turn, after transforms */
     int busy;
+    int deleted;       /* deleted while busy: its turn runs on, hidden (as OpenCode) */
     sim_turn turn;     /* valid while busy */
     sim_prompt *queue_head, *queue_tail;
     /* Scheduler heap position (-1: not scheduled) and wake time/order. */
@@ -153,6 +154,7 @@ struct sim_host {
     /* sessions: hash by id + creation-order list */
     sim_session **buckets;
     size_t nbuckets, nsessions;
+    size_t ndeleted;   /* deleted sessions whose turn still ran then (kept until destroy) */
     sim_session *s_first, *s_last;
 
     /* scripts */
@@ -233,8 +235,10 @@ char *sim_print(const cJSON *j);
 
 /* A new id "<prefix>_<12 hex, increasing><10 base62 random>", malloc'd. mu held. */
 char *sim_new_id_locked(sim_host *h, const char *prefix);
-/* Find a session by id (NULL when none). mu held. */
+/* Find a session by id, also one deleted while busy (NULL when none). mu held. */
 sim_session *sim_find_locked(sim_host *h, const char *id);
+/* The same, but not a deleted one: what the host's API can see. mu held. */
+sim_session *sim_find_live_locked(sim_host *h, const char *id);
 /* Create a session (parent must exist when given; else NULL). Emits
  * session.created. mu held. */
 sim_session *sim_session_create_locked(sim_host *h, const char *parent_id, const char *title);

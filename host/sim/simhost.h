@@ -19,6 +19,9 @@
  *   An abort of a busy session: the assistant message gets error
  *   MessageAbortedError, then idle, session.idle twice.
  *   A delete: session.deleted for each child first (recursively), then itself.
+ *   As in OpenCode, a busy session's turn is not stopped by its deletion: it
+ *   answers -ENOENT to get/messages/prompt/fork but stays busy in the status
+ *   map until its turn ends or session_abort ends it.
  *   A noReply prompt: the user message is stored; no model turn, no busy/idle.
  *   A prompt to a busy session is queued and runs after the current turn
  *   (its user message is stored when its turn begins; an abort drops it).

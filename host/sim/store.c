@@ -53,6 +53,12 @@ sim_session *sim_find_locked(sim_host *h, const char *id)
     return NULL;
 }
 
+sim_session *sim_find_live_locked(sim_host *h, const char *id)
+{
+    sim_session *s = sim_find_locked(h, id);
+    return s && !s->deleted ? s : NULL;
+}
+
 static void rehash(sim_host *h)
 {
     size_t nb = h->nbuckets * 2;
@@ -124,7 +130,7 @@ static void emit_session_event_locked(sim_host *h, const char *type, const sim_s
 
 sim_session *sim_session_create_locked(sim_host *h, const char *parent_id, const char *title)
 {
-    if (parent_id && !sim_find_locked(h, parent_id))
+    if (parent_id && !sim_find_live_locked(h, parent_id))
         return NULL;
     sim_session *s = session_alloc_locked(h, parent_id, title);
     emit_session_event_locked(h, "session.created", s);
@@ -166,15 +172,24 @@ void sim_session_delete_locked(sim_host *h, sim_session *s)
      * scan after each recursive delete: it may have removed later entries. */
     for (;;) {
         sim_session *c = h->s_first;
-        while (c && !(c->parent_id && strcmp(c->parent_id, s->id) == 0))
+        while (c && (c->deleted || !(c->parent_id && strcmp(c->parent_id, s->id) == 0)))
             c = c->next;
         if (!c)
             break;
         sim_session_delete_locked(h, c);
     }
+    emit_session_event_locked(h, "session.deleted", s);
+    if (s->busy) {
+        /* As OpenCode: deleting a session does not stop its running turn. It
+         * is gone for every lookup but still busy in the status map, and an
+         * abort still ends it. Freed with the host. */
+        s->deleted = 1;
+        h->ndeleted++;
+        sim_changed_locked(h);
+        return;
+    }
     sim_agent_forget_locked(h, s);
     unlink_locked(h, s);
-    emit_session_event_locked(h, "session.deleted", s);
     session_free(s);
     sim_changed_locked(h);
 }
@@ -347,7 +362,7 @@ char *sim_session_new(sim_host *h, const char *parent_id, const char *title)
 int sim_session_delete(sim_host *h, const char *session_id)
 {
     pthread_mutex_lock(&h->mu);
-    sim_session *s = sim_find_locked(h, session_id);
+    sim_session *s = sim_find_live_locked(h, session_id);
     if (s)
         sim_session_delete_locked(h, s);
     pthread_mutex_unlock(&h->mu);
@@ -357,7 +372,7 @@ int sim_session_delete(sim_host *h, const char *session_id)
 int sim_session_exists(sim_host *h, const char *session_id)
 {
     pthread_mutex_lock(&h->mu);
-    int r = sim_find_locked(h, session_id) != NULL;
+    int r = sim_find_live_locked(h, session_id) != NULL;
     pthread_mutex_unlock(&h->mu);
     return r;
 }
@@ -413,7 +428,7 @@ char *sim_session_get_json(sim_host *h, const char *session_id)
 {
     char *out = NULL;
     pthread_mutex_lock(&h->mu);
-    sim_session *s = sim_find_locked(h, session_id);
+    sim_session *s = sim_find_live_locked(h, session_id);
     if (s) {
         cJSON *j = sim_session_info_locked(s);
         out = sim_print(j);
@@ -426,7 +441,7 @@ char *sim_session_get_json(sim_host *h, const char *session_id)
 size_t sim_session_count(sim_host *h)
 {
     pthread_mutex_lock(&h->mu);
-    size_t n = h->nsessions;
+    size_t n = h->nsessions - h->ndeleted;
     pthread_mutex_unlock(&h->mu);
     return n;
 }
