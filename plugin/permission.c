@@ -3,8 +3,10 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "hostcalls.h"
 
@@ -92,6 +94,22 @@ static char *always_pattern(const char *cmd)
     return sb_take(&sb);
 }
 
+/* Commands that only change directory ask nothing of "bash" (as OpenCode):
+ * their paths are checked as external directories instead. */
+static const char *const dir_changers[] = {"cd", "chdir", "pushd", "popd", NULL};
+/* Commands whose path arguments OpenCode checks against the project. */
+static const char *const path_takers[] = {"cd",    "chdir", "pushd", "popd",  "rm",  "cp",  "mv",
+                                          "mkdir", "touch", "chmod", "chown", "cat", NULL};
+
+static bool first_word_in(const char *cmd, const char *const *list)
+{
+    size_t n = strcspn(cmd, " \t");
+    for (; *list; list++)
+        if (strlen(*list) == n && strncmp(cmd, *list, n) == 0)
+            return true;
+    return false;
+}
+
 static void add_command(const char *s, size_t n, cJSON *patterns, cJSON *always)
 {
     while (n && isspace((unsigned char)*s))
@@ -101,6 +119,10 @@ static void add_command(const char *s, size_t n, cJSON *patterns, cJSON *always)
     if (n == 0 || *s == '>')
         return; /* nothing, or the redirection after a subshell */
     char *cmd = xstrndup(s, n);
+    if (first_word_in(cmd, dir_changers)) {
+        free(cmd);
+        return;
+    }
     add_unique(patterns, cmd);
     char *a = always_pattern(cmd);
     add_unique(always, a);
@@ -216,13 +238,70 @@ void bash_patterns(const char *command, cJSON *patterns, cJSON *always)
 {
     size_t len = command ? strlen(command) : 0;
     split(command ? command : "", len, patterns, always, 0);
-    if (cJSON_GetArraySize(patterns) == 0 && !blank(command)) {
-        /* nothing recognisable as a command: the whole line is the pattern */
-        cJSON_AddItemToArray(patterns, cJSON_CreateString(command));
-        char *a = always_pattern(command);
-        cJSON_AddItemToArray(always, cJSON_CreateString(a));
-        free(a);
+}
+
+/* The pattern "<dir>/ *" (no space) for a path argument outside `project`, into dirs. */
+static void add_outside(const char *arg, const char *project, cJSON *dirs)
+{
+    char *path = arg[0] == '/' ? xstrdup(arg) : xasprintf("%s/%s", project, arg);
+    path[strcspn(path, "?*[")] = '\0'; /* a glob: its fixed head */
+    char *real = realpath(path, NULL);
+    char *dir = NULL;
+    if (real) {
+        struct stat st;
+        dir = stat(real, &st) == 0 && S_ISDIR(st.st_mode) ? xstrdup(real) : xstrdup(dirname(real));
+    } else {
+        /* not there yet (mkdir, touch): its parent, as written */
+        char *copy = xstrdup(path);
+        dir = xstrdup(dirname(copy));
+        free(copy);
     }
+    size_t plen = strlen(project);
+    bool inside = strncmp(dir, project, plen) == 0 && (dir[plen] == '\0' || dir[plen] == '/');
+    if (!inside) {
+        char *pat = xasprintf("%s/*", strcmp(dir, "/") == 0 ? "" : dir);
+        add_unique(dirs, pat);
+        free(pat);
+    }
+    free(dir);
+    free(real);
+    free(path);
+}
+
+/* The directories outside the project that a command line's cd/rm/cp/…
+ * arguments name, as OpenCode's bash tool finds them (arguments with $ or `
+ * are not resolved). */
+static void outside_dirs(const char *command, const char *project, cJSON *dirs)
+{
+    /* A plain split at separators: the directory changers are not bash
+     * patterns, so bash_patterns does not list them. */
+    cJSON *all = cJSON_CreateArray();
+    char *copy = xstrdup(command), *save = NULL;
+    for (char *part = strtok_r(copy, ";&|\n", &save); part; part = strtok_r(NULL, ";&|\n", &save))
+        cJSON_AddItemToArray(all, cJSON_CreateString(part));
+    free(copy);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, all)
+    {
+        const char *cmd = c->valuestring;
+        while (isspace((unsigned char)*cmd))
+            cmd++;
+        if (!first_word_in(cmd, path_takers))
+            continue;
+        char *words = xstrdup(cmd), *ws = NULL;
+        strtok_r(words, " \t", &ws);
+        for (char *w = strtok_r(NULL, " \t", &ws); w; w = strtok_r(NULL, " \t", &ws)) {
+            size_t n = strlen(w);
+            if (n >= 2 && (w[0] == '\'' || w[0] == '"') && w[n - 1] == w[0]) {
+                w[n - 1] = '\0';
+                w++;
+            }
+            if (*w && *w != '-' && !strpbrk(w, "$`'\"<>()") && *w != '~')
+                add_outside(w, project, dirs);
+        }
+        free(words);
+    }
+    cJSON_Delete(all);
 }
 
 /* ---- asking -------------------------------------------------------------- */
@@ -275,14 +354,30 @@ int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
 {
     if (!o->host.ask_permission)
         return 0;
+    char *shown = echo(command);
+    char *what = xasprintf("running `%s`", shown);
+    int rc = 0;
+    /* Paths outside the project first, as OpenCode's own bash tool asks. */
+    if (ctx->directory && ctx->directory[0] == '/') {
+        cJSON *dirs = cJSON_CreateArray();
+        outside_dirs(command, ctx->directory, dirs);
+        if (cJSON_GetArraySize(dirs) > 0) {
+            cJSON *m = cJSON_CreateObject();
+            cJSON_AddStringToObject(m, "command", command);
+            cJSON_AddItemToObject(m, "patterns", cJSON_Duplicate(dirs, 1));
+            rc = ask(o, ctx, "external_directory", dirs, dirs, m, what, "The command was not run.", out);
+            cJSON_Delete(m);
+        }
+        cJSON_Delete(dirs);
+    }
     cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
     bash_patterns(command, patterns, always);
     cJSON_AddStringToObject(meta, "command", command);
     if (description && !blank(description))
         cJSON_AddStringToObject(meta, "description", description);
-    char *shown = echo(command);
-    char *what = xasprintf("running `%s`", shown);
-    int rc = ask(o, ctx, "bash", patterns, always, meta, what, "The command was not run.", out);
+    /* Nothing but directory changes: nothing for "bash" to decide. */
+    if (rc == 0 && cJSON_GetArraySize(patterns) > 0)
+        rc = ask(o, ctx, "bash", patterns, always, meta, what, "The command was not run.", out);
     free(what);
     free(shown);
     cJSON_Delete(patterns);

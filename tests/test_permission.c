@@ -86,14 +86,20 @@ static void bash_denied_by_rule(void)
         ok(!exists(file), "the command's side effect is absent");
         free(out);
     }
-    is_int(sim_permission_count(h), 2, "one question per call");
-    char want[600];
+    is_int(sim_permission_count(h), 4, "two questions per call: the directory outside the project, then bash");
+    char want[600], dir[300];
+    snprintf(dir, sizeof dir, "%s", file);
+    *strrchr(dir, '/') = '\0';
+    snprintf(want, sizeof want, "[\"%s/*\"]", dir);
+    is_asked(h, 0, "permission", "external_directory", "first: the file's directory is outside the project");
+    is_asked(h, 0, "patterns", want, "named as <dir>/*");
+    is_asked(h, 0, "outcome", "allow", "allowed by the rules");
     snprintf(want, sizeof want, "[\"echo hi\",\"touch %s\"]", file);
-    is_asked(h, 0, "patterns", want, "each simple command is a pattern");
-    is_asked(h, 0, "always", "[\"echo *\",\"touch *\"]", "with its prefix as the 'always' pattern");
-    is_asked(h, 0, "permission", "bash", "permission bash");
-    is_asked(h, 0, "outcome", "deny", "the rule denied it");
-    char *meta = asked(h, 0, "metadata");
+    is_asked(h, 1, "patterns", want, "each simple command is a pattern");
+    is_asked(h, 1, "always", "[\"echo *\",\"touch *\"]", "with its prefix as the 'always' pattern");
+    is_asked(h, 1, "permission", "bash", "permission bash");
+    is_asked(h, 1, "outcome", "deny", "the rule denied it");
+    char *meta = asked(h, 1, "metadata");
     like(meta, "\"description\":\"a test command\"", "the description goes with the question");
     free(meta);
     no_tasks(h, s, "denied Bash");
@@ -128,7 +134,7 @@ static void bash_asked_once_always_reject(void)
     free(out);
     out = bash(h, s, cmd, 1);
     is_int(t_rc, 0, "once approves one call only: asked again, and runs in the background");
-    is_int(sim_permission_count(h), 3, "three questions so far");
+    is_int(sim_permission_count(h), 6, "six questions so far (each: its directory, then bash)");
     char *id = t_find_id(out, "bg_");
     free(out);
     ok(id && t_wait_status(h, s, id, "completed", 5000) == 0, "the background command completes");
@@ -218,6 +224,33 @@ static void bash_question_fails_or_host_cannot_ask(void)
     is_int(sim_calls(h, "ask_permission", NULL), 0, "and nothing was asked");
     free(out);
     unlink(file);
+    free(s);
+    sim_destroy(h);
+}
+
+static void bash_outside_the_project(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    sim_permission_rules(h, "{\"external_directory\":{\"*\":\"deny\"}}");
+    const char *file = st_tmp_path("outside");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "touch %s", file);
+    char *out = bash(h, s, cmd, 0);
+    is_int(t_rc, -EACCES, "a path outside the project, denied: refused");
+    like(out, "(permission \"external_directory\")", "the answer names the permission");
+    ok(!exists(file), "nothing ran");
+    free(out);
+    size_t n = sim_permission_count(h);
+    out = bash(h, s, "cd /usr && ls >/dev/null", 0);
+    is_int(t_rc, -EACCES, "cd out of the project: refused");
+    is_asked(h, -1, "patterns", "[\"/usr/*\"]", "the directory is asked about");
+    is_int(sim_permission_count(h), n + 1, "and bash is not asked after a refusal");
+    free(out);
+    out = bash(h, s, "touch relative-inside.tmp && rm -f relative-inside.tmp", 0);
+    is_int(t_rc, 0, "paths inside the project ask nothing about directories");
+    is_asked(h, -1, "permission", "bash", "only bash");
+    free(out);
     free(s);
     sim_destroy(h);
 }
@@ -399,6 +432,7 @@ int main(void)
         bash_denied_by_rule();
         bash_asked_once_always_reject();
         bash_esc_while_asking();
+        bash_outside_the_project();
         bash_question_fails_or_host_cannot_ask();
     } else {
         skip(1, "the plugin cannot run commands here (no pidfd_open): the Bash cases need it");
@@ -408,6 +442,6 @@ int main(void)
     child_waits_for_permission();
     child_question_answered_before_its_notice();
     st_kill_leftovers();
-    st_tmpdir_remove((const char *const[]){"denied_fg", "asked_once", "esc_asking", "ask_failed", NULL});
+    st_tmpdir_remove((const char *const[]){"denied_fg", "asked_once", "esc_asking", "ask_failed", "outside", NULL});
     return done_testing();
 }

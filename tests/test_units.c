@@ -70,6 +70,100 @@ static void outcome_cases(void)
     outcome_case(NULL, NULL, OUTCOME_NONE, NULL, "no history");
 }
 
+/* OpenCode's messages around a compaction (1.18.33), as JSON fragments. */
+#define M_PROMPT(id, text) \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"},\"parts\":[{\"type\":\"text\",\"text\":\"" text "\"}]}"
+#define M_ANSWER(id, parts) \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"mode\":\"general\",\"agent\":\"general\"," \
+    "\"time\":{\"created\":1,\"completed\":2},\"finish\":\"stop\"},\"parts\":[" parts "]}"
+#define M_TEXT(text) "{\"type\":\"text\",\"text\":\"" text "\"}"
+#define M_COMPACT(id, autoflag) \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"," \
+    "\"model\":{\"providerID\":\"p\",\"modelID\":\"m\"}},\"parts\":[{\"type\":\"compaction\",\"auto\":" autoflag \
+    ",\"overflow\":false}]}"
+#define M_SUMMARY(id, parent) \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"parentID\":\"" parent "\",\"mode\":\"compaction\"," \
+    "\"agent\":\"compaction\",\"summary\":true,\"time\":{\"created\":3,\"completed\":4},\"finish\":\"stop\"," \
+    "\"cost\":0},\"parts\":[{\"type\":\"step-start\"}," M_TEXT("SUMMARY OF IT ALL") ",{\"type\":\"step-finish\"}]}"
+#define M_SUMMARY_FAILED(id, parent) \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"parentID\":\"" parent "\",\"mode\":\"compaction\"," \
+    "\"agent\":\"compaction\",\"summary\":true,\"time\":{\"created\":3,\"completed\":4},\"finish\":\"error\"," \
+    "\"error\":{\"name\":\"ContextOverflowError\",\"data\":{\"message\":\"too large\"}}},\"parts\":[]}"
+#define M_CONTINUE(id) \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"},\"parts\":[{\"type\":\"text\"," \
+    "\"text\":\"" OUTCOME_CONTINUE_TEXT "\",\"synthetic\":true,\"metadata\":{\"compaction_continue\":true}}]}"
+
+/* Also checks which message ended the run (the next run's prev_message_id). */
+static void outcome_id_case(const char *json, const char *prev, outcome_kind kind, const char *text,
+                            const char *message_id, const char *name)
+{
+    outcome out;
+    outcome_from_messages(json, prev, &out);
+    is_int(out.kind, kind, "%s: kind", name);
+    is_str(out.text, text, "%s: text", name);
+    is_str(out.message_id, message_id, "%s: the message that ended the run", name);
+    outcome_free(&out);
+}
+
+static void outcome_compaction_cases(void)
+{
+#define RUN M_PROMPT("m1", "do it") "," M_ANSWER("m2", M_TEXT("REAL ANSWER"))
+    outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
+                    M_ANSWER("m6", "{\"type\":\"step-start\"},{\"type\":\"step-finish\"}") "]",
+                    NULL, OUTCOME_COMPLETED, "REAL ANSWER", "m6",
+                    "auto compaction, continue turn without text: the answer before it");
+    outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
+                    M_ANSWER("m6", M_TEXT("continued text")) "]",
+                    NULL, OUTCOME_COMPLETED, "continued text", "m6", "continue turn with text: its text");
+    outcome_case("[" RUN "," M_COMPACT("m3", "true") "]", NULL, OUTCOME_NONE, NULL,
+                 "compaction asked, no summary yet: not finished");
+    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "]", NULL, OUTCOME_NONE, NULL,
+                 "automatic summary done, continue to come: not finished");
+    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "]", NULL,
+                 OUTCOME_NONE, NULL, "continue message newest: not finished");
+    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
+                 "{\"info\":{\"id\":\"m6\",\"role\":\"assistant\",\"time\":{\"created\":5}},\"parts\":[]}]",
+                 NULL, OUTCOME_NONE, NULL, "continue turn still writing: not finished");
+    outcome_id_case("[" RUN "," M_COMPACT("m3", "false") "," M_SUMMARY("m4", "m3") "]", NULL, OUTCOME_COMPLETED,
+                    "REAL ANSWER", "m4", "manual compaction (no continue): the answer before it");
+    outcome_case("[" RUN "," M_COMPACT("m3", "false") "," M_SUMMARY("m4", "m3") "]", "m4", OUTCOME_NONE, NULL,
+                 "a manual summary that ended the previous run ends no new one");
+    outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY_FAILED("m4", "m3") "]", NULL,
+                    OUTCOME_COMPLETED, "REAL ANSWER", "m4", "failed summary: not an error, the answer stands");
+    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") "," M_COMPACT("m3", "true") ","
+                 M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER("m6", "") "]",
+                 NULL, OUTCOME_COMPLETED, "(the sub-agent finished without a text reply)",
+                 "no real text at all: never the summary");
+#define COMPACTED RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," \
+    M_ANSWER("m6", M_TEXT("continued text"))
+    outcome_case("[" COMPACTED "]", "m6", OUTCOME_NONE, NULL, "resume sent, its prompt not stored yet: not finished");
+    outcome_id_case("[" COMPACTED "," M_PROMPT("m7", "and now?") "," M_ANSWER("m8", M_TEXT("NEW ANSWER")) "]", "m6",
+                    OUTCOME_COMPLETED, "NEW ANSWER", "m8", "resume of a compacted task: the new answer");
+    outcome_case("[" COMPACTED "," M_PROMPT("m7", "and now?") "," M_ANSWER("m8", "") "]", "m6", OUTCOME_COMPLETED,
+                 "(the sub-agent finished without a text reply)", "a resume's run stops at its own prompt");
+    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
+                 "{\"info\":{\"id\":\"m6\",\"role\":\"assistant\",\"time\":{\"created\":5,\"completed\":6},"
+                 "\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"overloaded\"}}},\"parts\":[]}]",
+                 NULL, OUTCOME_ERROR, "APIError: overloaded", "the continue turn failing is the task's error");
+    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") ","
+                 "{\"info\":{\"id\":\"m5\",\"role\":\"user\"},\"parts\":[{\"type\":\"text\",\"synthetic\":true,"
+                 "\"text\":\"" OUTCOME_CONTINUE_TEXT "\"}]}," M_ANSWER("m6", "") "]",
+                 NULL, OUTCOME_COMPLETED, "REAL ANSWER", "a synthetic continue text without the metadata flag");
+    outcome_case("[" RUN "," M_PROMPT("m3", OUTCOME_CONTINUE_TEXT) "," M_ANSWER("m4", "") "]", NULL,
+                 OUTCOME_COMPLETED, "(the sub-agent finished without a text reply)",
+                 "the same words typed by a user are a prompt");
+    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") ","
+                 "{\"info\":{\"id\":\"m3\",\"role\":\"user\"},\"parts\":[{\"type\":\"compaction\",\"auto\":true,"
+                 "\"overflow\":true}]}," M_SUMMARY("m4", "m3") "," M_PROMPT("m5", "do it") ","
+                 M_ANSWER("m6", M_TEXT("after the replay")) "]",
+                 NULL, OUTCOME_COMPLETED, "after the replay", "overflow: the replayed prompt's answer");
+    outcome_case("[" M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
+                 M_ANSWER("m6", M_TEXT("late")) "]",
+                 NULL, OUTCOME_COMPLETED, "late", "the run's prompt out of sight (the newest messages only)");
+#undef COMPACTED
+#undef RUN
+}
+
 static void utf8_cases(void)
 {
     ok(utf8_valid("h\xc3\xa9llo", 6), "valid two-byte sequence");
@@ -121,14 +215,15 @@ static void bash_pattern_cases(void)
     bash_pattern_case("echo \"a; b\" 'c && d'", "[\"echo \\\"a; b\\\" 'c && d'\"]", "[\"echo *\"]");
     bash_pattern_case("echo $(rm -rf /tmp/x) `id`", "[\"rm -rf /tmp/x\",\"id\",\"echo $(rm -rf /tmp/x) `id`\"]",
                       "[\"rm *\",\"id *\",\"echo *\"]");
-    bash_pattern_case("(cd sub && rm -f a) > out", "[\"cd sub\",\"rm -f a\"]", "[\"cd *\",\"rm *\"]");
+    bash_pattern_case("(cd sub && rm -f a) > out", "[\"rm -f a\"]", "[\"rm *\"]");
     bash_pattern_case("echo \"$(whoami)\"", "[\"whoami\",\"echo \\\"$(whoami)\\\"\"]",
                       "[\"whoami *\",\"echo *\"]");
     bash_pattern_case("npm run build -- --prod\nnpm test", "[\"npm run build -- --prod\",\"npm test\"]",
                       "[\"npm run build *\",\"npm test *\"]");
     bash_pattern_case("git -C repo log", "[\"git -C repo log\"]", "[\"git *\"]");
     bash_pattern_case("echo 'unclosed", "[\"echo 'unclosed\"]", "[\"echo *\"]");
-    bash_pattern_case(";;", "[\";;\"]", "[\";; *\"]");
+    bash_pattern_case("cd /tmp && ls", "[\"ls\"]", "[\"ls *\"]");
+    bash_pattern_case("cd sub", "[]", "[]");
 }
 
 int main(void)
@@ -136,6 +231,7 @@ int main(void)
     bash_pattern_cases();
     options_cases();
     outcome_cases();
+    outcome_compaction_cases();
     utf8_cases();
     return done_testing();
 }
