@@ -55,7 +55,7 @@ all: deps $(BUILD)/ocbg.so
 deps:
 	@sh build-aux/ensure-deps
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -fvisibility=hidden -c $< -o $@
 
