@@ -2,14 +2,113 @@
 #include "outcome.h"
 
 #include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
 
+/* What a message is to a task's run. */
+typedef enum msg_kind {
+    MSG_PROMPT,     /* a real user message: where the run begins */
+    MSG_ANSWER,     /* a real assistant message */
+    MSG_SUMMARY,    /* a compaction's summary */
+    MSG_COMPACTION, /* the user message that asks for a compaction */
+    MSG_CONTINUE,   /* the synthetic message after an automatic compaction */
+    MSG_OTHER,      /* no known role: treated as a boundary, as a prompt is */
+} msg_kind;
+
 static const char *str_at(const cJSON *obj, const char *key)
 {
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, key));
+}
+
+static bool str_is(const cJSON *obj, const char *key, const char *want)
+{
+    const char *s = str_at(obj, key);
+    return s && strcmp(s, want) == 0;
+}
+
+static const cJSON *info_of(const cJSON *msg)
+{
+    return cJSON_GetObjectItemCaseSensitive(msg, "info");
+}
+
+/* The continue message's text part. The metadata flag is what OpenCode sets;
+ * the exact synthetic text is accepted too (a user cannot make a part
+ * synthetic, so a prompt typed with the same words stays a prompt). */
+static bool is_continue_part(const cJSON *part)
+{
+    if (!str_is(part, "type", "text"))
+        return false;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(part, "metadata"),
+                                                      "compaction_continue")))
+        return true;
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(part, "synthetic")) &&
+           str_is(part, "text", OUTCOME_CONTINUE_TEXT);
+}
+
+static msg_kind kind_of(const cJSON *msg)
+{
+    const cJSON *info = info_of(msg);
+    if (str_is(info, "role", "assistant")) {
+        /* A user message's "summary" is an object (its diffs): only an
+         * assistant's summary:true marks a compaction. */
+        bool summary = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) ||
+                       str_is(info, "mode", "compaction") || str_is(info, "agent", "compaction");
+        return summary ? MSG_SUMMARY : MSG_ANSWER;
+    }
+    if (!str_is(info, "role", "user"))
+        return MSG_OTHER;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
+    {
+        if (str_is(part, "type", "compaction"))
+            return MSG_COMPACTION;
+        if (is_continue_part(part))
+            return MSG_CONTINUE;
+    }
+    return MSG_PROMPT;
+}
+
+static bool is_finished(const cJSON *info)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(info, "time"), "completed") ||
+           str_at(info, "finish") || cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(info, "error"));
+}
+
+/* Does OpenCode stop after the summary msgs[i]? Not after a successful
+ * automatic one: a continue message (or the replayed prompt) and a new model
+ * turn follow. The compaction it answers is the one its parentID names, else
+ * the nearest before it (nothing runs between the two); when that is out of
+ * sight, it counts as stopping, so a task never waits for a turn that may not
+ * come. */
+static bool summary_ends_run(const cJSON *const *msgs, int i)
+{
+    const cJSON *info = info_of(msgs[i]);
+    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(info, "error")))
+        return true;
+    const char *parent = str_at(info, "parentID");
+    const cJSON *request = NULL;
+    for (int k = i - 1; k >= 0; k--) {
+        if (kind_of(msgs[k]) != MSG_COMPACTION)
+            continue;
+        if (!request)
+            request = msgs[k];
+        if (parent && str_is(info_of(msgs[k]), "id", parent)) {
+            request = msgs[k];
+            break;
+        }
+    }
+    if (!request)
+        return true;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(request, "parts"))
+    {
+        if (str_is(part, "type", "compaction"))
+            return !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(part, "auto"));
+    }
+    return true;
 }
 
 /* The text parts of one message joined by newlines, or NULL when none. */
@@ -19,15 +118,31 @@ static char *message_text(const cJSON *msg)
     const cJSON *part;
     cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
     {
-        const char *type = str_at(part, "type");
         const char *text = str_at(part, "text");
-        if (!type || strcmp(type, "text") != 0 || !text || !*text)
+        if (!str_is(part, "type", "text") || !text || !*text)
             continue;
         if (sb.len)
             sb_puts(&sb, "\n");
         sb_puts(&sb, text);
     }
     return sb.len ? sb_take(&sb) : NULL;
+}
+
+/* The run's answer: the newest real assistant text back to its prompt,
+ * stepping over compaction messages (a summary is never the answer). */
+static char *run_answer(const cJSON *const *msgs, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        msg_kind k = kind_of(msgs[i]);
+        if (k == MSG_PROMPT || k == MSG_OTHER)
+            break;
+        if (k != MSG_ANSWER)
+            continue;
+        char *text = message_text(msgs[i]);
+        if (text)
+            return text;
+    }
+    return NULL;
 }
 
 /* "APIError: model overloaded" from {name, data:{message}}. */
@@ -42,46 +157,45 @@ static char *error_text(const cJSON *err)
     return xstrdup(msg ? msg : name ? name : "unknown error");
 }
 
+static void decide(const cJSON *const *msgs, int n, const char *prev_message_id, outcome *out)
+{
+    const cJSON *info = info_of(msgs[n - 1]);
+    msg_kind k = kind_of(msgs[n - 1]);
+    if ((k != MSG_ANSWER && k != MSG_SUMMARY) || !is_finished(info))
+        return;
+    if (k == MSG_SUMMARY && !summary_ends_run(msgs, n - 1))
+        return;
+    const char *id = str_at(info, "id");
+    if (id && prev_message_id && strcmp(id, prev_message_id) == 0)
+        return;
+    out->message_id = xstrdup(id);
+    const cJSON *error = cJSON_GetObjectItemCaseSensitive(info, "error");
+    if (k == MSG_ANSWER && cJSON_IsObject(error)) {
+        out->kind = OUTCOME_ERROR;
+        out->text = error_text(error);
+        return;
+    }
+    out->kind = OUTCOME_COMPLETED;
+    out->text = run_answer(msgs, n);
+    if (!out->text)
+        out->text = xstrdup("(the sub-agent finished without a text reply)");
+}
+
 void outcome_from_messages(const char *messages_json, const char *prev_message_id, outcome *out)
 {
     memset(out, 0, sizeof *out);
-    cJSON *msgs = cJSON_Parse(messages_json ? messages_json : "");
-    int n = cJSON_IsArray(msgs) ? cJSON_GetArraySize(msgs) : 0;
-    if (n == 0)
-        goto done;
-    const cJSON *last = cJSON_GetArrayItem(msgs, n - 1);
-    const cJSON *info = cJSON_GetObjectItemCaseSensitive(last, "info");
-    const char *role = str_at(info, "role");
-    const char *id = str_at(info, "id");
-    if (!role || strcmp(role, "assistant") != 0)
-        goto done;
-    if (id && prev_message_id && strcmp(id, prev_message_id) == 0)
-        goto done;
-    const cJSON *time = cJSON_GetObjectItemCaseSensitive(info, "time");
-    const cJSON *error = cJSON_GetObjectItemCaseSensitive(info, "error");
-    bool finished = cJSON_GetObjectItemCaseSensitive(time, "completed") != NULL ||
-                    str_at(info, "finish") != NULL || cJSON_IsObject(error);
-    if (!finished)
-        goto done;
-    out->message_id = xstrdup(id);
-    if (cJSON_IsObject(error)) {
-        out->kind = OUTCOME_ERROR;
-        out->text = error_text(error);
-        goto done;
+    cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
+    int n = cJSON_IsArray(root) ? cJSON_GetArraySize(root) : 0;
+    if (n > 0) {
+        /* Indexed, for the walks back (cJSON arrays are linked lists). */
+        const cJSON **msgs = xcalloc((size_t)n, sizeof *msgs);
+        int i = 0;
+        const cJSON *m;
+        cJSON_ArrayForEach(m, root) msgs[i++] = m;
+        decide(msgs, n, prev_message_id, out);
+        free(msgs);
     }
-    out->kind = OUTCOME_COMPLETED;
-    /* Walk back through this turn's assistant messages for the answer text. */
-    for (int i = n - 1; i >= 0 && !out->text; i--) {
-        const cJSON *m = cJSON_GetArrayItem(msgs, i);
-        const char *r = str_at(cJSON_GetObjectItemCaseSensitive(m, "info"), "role");
-        if (!r || strcmp(r, "assistant") != 0)
-            break;
-        out->text = message_text(m);
-    }
-    if (!out->text)
-        out->text = xstrdup("(the sub-agent finished without a text reply)");
-done:
-    cJSON_Delete(msgs);
+    cJSON_Delete(root);
 }
 
 void outcome_free(outcome *o)

@@ -6,6 +6,10 @@
 #ifndef OCBG_OUTCOME_H
 #define OCBG_OUTCOME_H
 
+/* The synthetic user message OpenCode adds after an automatic compaction. */
+#define OUTCOME_CONTINUE_TEXT \
+    "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
+
 typedef enum outcome_kind {
     OUTCOME_NONE,      /* no finished answer yet: the run goes on */
     OUTCOME_COMPLETED, /* text = the answer */
@@ -15,16 +19,31 @@ typedef enum outcome_kind {
 typedef struct outcome {
     outcome_kind kind;
     char *text;       /* malloc'd; NULL for OUTCOME_NONE */
-    char *message_id; /* the assistant message it came from; malloc'd or NULL */
+    char *message_id; /* the message that ended the run; malloc'd or NULL */
 } outcome;
 
 /* messages_json: OpenCode's [{info, parts}], oldest first (possibly only the
- * newest few). prev_message_id: the assistant message that ended the previous
- * run (NULL for a new task): it never counts as this run's answer.
- * The run has ended when the newest message is a finished assistant message
- * (time.completed, finish or error set) other than prev_message_id. The answer
- * is its text parts; when it has none, the nearest earlier assistant message of
- * the same turn that has text. Malformed input → OUTCOME_NONE. */
+ * newest few). prev_message_id: the message that ended the previous run (NULL
+ * for a new task): it never ends this run.
+ *
+ * Compaction. OpenCode may compact a session after an answer: a user message
+ * with a "compaction" part, then the summary (an assistant message with
+ * summary:true, mode and agent "compaction"), then, when it was automatic and
+ * succeeded, a synthetic "continue" user message (OUTCOME_CONTINUE_TEXT,
+ * metadata.compaction_continue) and one more model turn, the session busy all
+ * along. None of these three is a prompt or an answer: they neither bound the
+ * run nor give its result.
+ *
+ * The run has ended when the newest message is a finished (time.completed,
+ * finish or error set) real assistant message, or a finished summary after
+ * which OpenCode goes no further (a manual compaction, or a failed summary);
+ * and that message is not prev_message_id. A newest compaction or continue
+ * message, or a successful automatic summary, means the run goes on. An
+ * error on a real assistant message ends the run in error; a summary's error
+ * does not (the answer before it stands). The answer is the text of the
+ * newest real assistant message that has text, back to the run's prompt (the
+ * newest real user message); "(the sub-agent finished without a text reply)"
+ * when none has. Malformed input → OUTCOME_NONE. */
 void outcome_from_messages(const char *messages_json, const char *prev_message_id, outcome *out);
 void outcome_free(outcome *o);
 

@@ -105,9 +105,16 @@ static void outcome_id_case(const char *json, const char *prev, outcome_kind kin
     outcome_free(&out);
 }
 
-static void outcome_compaction_cases(void)
-{
+/* A run that answered "REAL ANSWER"; the same run after an automatic
+ * compaction and a continue turn that said "continued text". */
 #define RUN M_PROMPT("m1", "do it") "," M_ANSWER("m2", M_TEXT("REAL ANSWER"))
+#define COMPACTED RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," \
+    M_ANSWER("m6", M_TEXT("continued text"))
+
+/* An automatic compaction after the answer: the run goes on until the
+ * continue turn has ended; a summary is never the result. */
+static void outcome_auto_compaction_cases(void)
+{
     outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
                     M_ANSWER("m6", "{\"type\":\"step-start\"},{\"type\":\"step-finish\"}") "]",
                     NULL, OUTCOME_COMPLETED, "REAL ANSWER", "m6",
@@ -124,18 +131,21 @@ static void outcome_compaction_cases(void)
     outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
                  "{\"info\":{\"id\":\"m6\",\"role\":\"assistant\",\"time\":{\"created\":5}},\"parts\":[]}]",
                  NULL, OUTCOME_NONE, NULL, "continue turn still writing: not finished");
+    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") "," M_COMPACT("m3", "true") ","
+                 M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER("m6", "") "]",
+                 NULL, OUTCOME_COMPLETED, "(the sub-agent finished without a text reply)",
+                 "no real text at all: never the summary");
+}
+
+/* Manual and failed summaries, resumes, and the edges of recognising them. */
+static void outcome_other_compaction_cases(void)
+{
     outcome_id_case("[" RUN "," M_COMPACT("m3", "false") "," M_SUMMARY("m4", "m3") "]", NULL, OUTCOME_COMPLETED,
                     "REAL ANSWER", "m4", "manual compaction (no continue): the answer before it");
     outcome_case("[" RUN "," M_COMPACT("m3", "false") "," M_SUMMARY("m4", "m3") "]", "m4", OUTCOME_NONE, NULL,
                  "a manual summary that ended the previous run ends no new one");
     outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY_FAILED("m4", "m3") "]", NULL,
                     OUTCOME_COMPLETED, "REAL ANSWER", "m4", "failed summary: not an error, the answer stands");
-    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") "," M_COMPACT("m3", "true") ","
-                 M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER("m6", "") "]",
-                 NULL, OUTCOME_COMPLETED, "(the sub-agent finished without a text reply)",
-                 "no real text at all: never the summary");
-#define COMPACTED RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," \
-    M_ANSWER("m6", M_TEXT("continued text"))
     outcome_case("[" COMPACTED "]", "m6", OUTCOME_NONE, NULL, "resume sent, its prompt not stored yet: not finished");
     outcome_id_case("[" COMPACTED "," M_PROMPT("m7", "and now?") "," M_ANSWER("m8", M_TEXT("NEW ANSWER")) "]", "m6",
                     OUTCOME_COMPLETED, "NEW ANSWER", "m8", "resume of a compacted task: the new answer");
@@ -160,8 +170,6 @@ static void outcome_compaction_cases(void)
     outcome_case("[" M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
                  M_ANSWER("m6", M_TEXT("late")) "]",
                  NULL, OUTCOME_COMPLETED, "late", "the run's prompt out of sight (the newest messages only)");
-#undef COMPACTED
-#undef RUN
 }
 
 static void utf8_cases(void)
@@ -231,7 +239,8 @@ int main(void)
     bash_pattern_cases();
     options_cases();
     outcome_cases();
-    outcome_compaction_cases();
+    outcome_auto_compaction_cases();
+    outcome_other_compaction_cases();
     utf8_cases();
     return done_testing();
 }
