@@ -113,6 +113,85 @@ static size_t tokens_of(const cJSON *item)
     return n;
 }
 
+static bool info_is(const cJSON *msg, const char *key, const char *want)
+{
+    const cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, key));
+    return v && strcmp(v, want) == 0;
+}
+
+/* A user message asking for a compaction (its part of type "compaction"). */
+static bool is_compaction_request(const cJSON *msg)
+{
+    if (!info_is(msg, "role", "user"))
+        return false;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
+    {
+        if (is_type(part, "compaction"))
+            return true;
+    }
+    return false;
+}
+
+/* A summary OpenCode counts as done: finished and without an error. */
+static bool is_completed_summary(const cJSON *msg)
+{
+    const cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
+    if (!info_is(msg, "role", "assistant"))
+        return false;
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) && !info_is(msg, "mode", "compaction") &&
+        !info_is(msg, "agent", "compaction"))
+        return false;
+    return cJSON_IsString(cJSON_GetObjectItemCaseSensitive(info, "finish")) &&
+           !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(info, "error"));
+}
+
+/* The index of the compaction request answered by the summary at index `at`:
+ * the one its parentID names, else the nearest before it (a fork may give
+ * messages new ids); 0 when there is none. */
+static size_t request_index(const cJSON *summary, size_t at)
+{
+    const char *parent = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(summary, "info"), "parentID"));
+    size_t nearest = 0;
+    bool found = false;
+    const cJSON *m = summary;
+    for (size_t i = at; i-- > 0;) {
+        m = m->prev; /* the previous item: i stays >= 0, so never the wrap to the last */
+        if (!is_compaction_request(m))
+            continue;
+        if (!found)
+            nearest = i;
+        found = true;
+        if (!parent || info_is(m, "id", parent))
+            return i;
+    }
+    return nearest;
+}
+
+/* Where the model's view begins and where the fork point is (n: none).
+ * OpenCode shows its model the history from the compaction request that the
+ * newest completed summary answers (its filterCompacted); a fork inherits
+ * the same view. */
+static void find_marks(const cJSON *msgs, size_t n, size_t *start, size_t *fork_at)
+{
+    const cJSON *summary = NULL, *m;
+    size_t at = 0, i = 0;
+    *fork_at = n;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        if (*fork_at == n && is_fork_point(m))
+            *fork_at = i;
+        if (is_completed_summary(m)) {
+            summary = m;
+            at = i;
+        }
+        i++;
+    }
+    *start = summary ? request_index(summary, at) : 0;
+}
+
 int fork_process(const char *messages_json, const fork_limits *lim, char **out, fork_stats *st)
 {
     fork_stats local;
@@ -125,20 +204,26 @@ int fork_process(const char *messages_json, const fork_limits *lim, char **out, 
         cJSON_Delete(msgs);
         return -EINVAL;
     }
-    size_t n = (size_t)cJSON_GetArraySize(msgs);
+    size_t n = (size_t)cJSON_GetArraySize(msgs), start, fork_at;
+    find_marks(msgs, n, &start, &fork_at);
+    st->messages_in = n;
+    /* What comes before the compaction is gone from the model's view; a
+     * compaction after the fork point (the sub-agent's own) leaves nothing
+     * inherited. */
+    for (size_t k = 0; k < start; k++)
+        cJSON_DeleteItemFromArray(msgs, 0);
+    n -= start;
+    size_t inherited = fork_at >= start ? fork_at - start : 0;
     size_t *tokens = xcalloc(n ? n : 1, sizeof *tokens);
-    size_t total = 0, i = 0, inherited = n;
+    size_t total = 0, i = 0;
     cJSON *m;
     cJSON_ArrayForEach(m, msgs)
     {
-        if (inherited == n && is_fork_point(m))
-            inherited = i;
         if (i < inherited)
             st->results_cut += cut_results(m, lim->max_tool_chars);
         tokens[i] = tokens_of(m);
         total += tokens[i++];
     }
-    st->messages_in = n;
     /* Drop the oldest inherited messages until it fits; the newest always stays. */
     size_t drop = 0;
     while (total > lim->max_tokens && drop < inherited && drop + 1 < n)
@@ -187,6 +272,10 @@ static void render_part(strbuf *sb, const cJSON *part)
         if (error)
             sb_printf(sb, "[error]\n%s\n", error);
         cJSON_free(input);
+    } else if (is_type(part, "compaction")) {
+        /* OpenCode shows its model a compaction request as a question; say
+         * what it stands for. */
+        sb_puts(sb, "[the conversation before this point was compacted; its summary follows]\n");
     }
 }
 

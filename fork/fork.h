@@ -3,12 +3,19 @@
  * functions over an OpenCode message history ([{info, parts}], oldest first).
  * No host, no lock, no threads: callable from any thread.
  *
- * 1. Tool results longer than max_tool_chars characters are cut: a tool part's
+ * 1. After a compaction, only what OpenCode shows its own model is kept: the
+ *    messages from the compaction request (a user message with a
+ *    "compaction" part) that the newest completed summary (summary:true or
+ *    mode "compaction", finish set, no error) answers, by its parentID, else
+ *    the nearest request before it. A failed or unfinished summary drops
+ *    nothing. When that compaction is after the fork point (the sub-agent's
+ *    own), nothing inherited is left.
+ * 2. Tool results longer than max_tool_chars characters are cut: a tool part's
  *    state.output and state.error, and the text of any other tool-result part.
  *    The tool's name, its input and its call id are never touched. The cut
  *    text ends with a marker giving the original length. Characters are code
  *    points: a cut never splits a UTF-8 sequence.
- * 2. When the estimated total exceeds max_tokens, the oldest messages are
+ * 3. When the estimated total exceeds max_tokens, the oldest messages are
  *    dropped until it fits; the newest message is always kept.
  * Only the inherited context is processed: the messages before the first one
  * whose text starts with FORK_PREAMBLE_MARK (all of them when there is none).
@@ -59,7 +66,8 @@ int fork_process(const char *messages_json, const fork_limits *lim, char **out, 
 char *fork_preamble(const fork_limits *lim);
 
 /* A processed history rendered as one text, for hosts that cannot fork: the
- * sub-agent gets it as one message (malloc'd; "" for an empty history). */
+ * sub-agent gets it as one message (malloc'd; "" for an empty history). A
+ * compaction request is rendered as a line saying the summary follows. */
 char *fork_render(const char *processed_json);
 
 #endif
