@@ -222,10 +222,9 @@ static void drop_queue_locked(sim_session *s)
     s->queue_tail = NULL;
 }
 
-/* Store the turn's assistant message (with `error` when given, owned) and
- * end the turn: message.updated, [session.error], idle status, session.idle
- * (twice after an error or abort, as OpenCode does). */
-static void end_turn_locked(sim_host *h, sim_session *s, cJSON *error, int emit_session_error)
+/* Store the turn's assistant message as it stands (with a copy of `error`
+ * when given): message.updated, then it joins the session. */
+static void store_answer_locked(sim_host *h, sim_session *s, const cJSON *error)
 {
     sim_turn *t = &s->turn;
     cJSON *msg = cJSON_CreateObject();
@@ -244,18 +243,18 @@ static void end_turn_locked(sim_host *h, sim_session *s, cJSON *error, int emit_
         cJSON_AddItemToObject(info, "error", cJSON_Duplicate(error, 1));
     else
         cJSON_AddStringToObject(info, "finish", "stop");
-    cJSON_AddItemToObject(msg, "parts", t->parts);
+    cJSON_AddItemToObject(msg, "parts", t->parts ? t->parts : cJSON_CreateArray());
     t->parts = NULL;
     t->open_part = NULL;
     emit_message_locked(h, s, msg);
     sim_session_append_locked(h, s, msg);
-    if (error && emit_session_error) {
-        cJSON *props = cJSON_CreateObject();
-        cJSON_AddStringToObject(props, "sessionID", s->id);
-        cJSON_AddItemToObject(props, "error", cJSON_Duplicate(error, 1));
-        sim_emit_props_locked(h, "session.error", props);
-    }
-    cJSON_Delete(error);
+}
+
+/* The turn is over: idle status, session.idle (twice after an error or
+ * abort, as OpenCode does). */
+static void go_idle_locked(sim_host *h, sim_session *s, int twice)
+{
+    sim_turn *t = &s->turn;
     unschedule_locked(h, s);
     if (t->waiting_perm)
         sim_permission_session_ended_locked(h, s->id);
@@ -263,9 +262,169 @@ static void end_turn_locked(sim_host *h, sim_session *s, cJSON *error, int emit_
     s->busy = 0;
     emit_status_locked(h, s, "idle");
     emit_idle_locked(h, s);
-    if (error)
+    if (twice)
         emit_idle_locked(h, s);
     sim_changed_locked(h);
+}
+
+/* Store the turn's assistant message (with `error` when given, owned) and
+ * end the turn: message.updated, [session.error], idle. */
+static void end_turn_locked(sim_host *h, sim_session *s, cJSON *error, int emit_session_error)
+{
+    store_answer_locked(h, s, error);
+    if (error && emit_session_error) {
+        cJSON *props = cJSON_CreateObject();
+        cJSON_AddStringToObject(props, "sessionID", s->id);
+        cJSON_AddItemToObject(props, "error", cJSON_Duplicate(error, 1));
+        sim_emit_props_locked(h, "session.error", props);
+    }
+    go_idle_locked(h, s, error != NULL);
+    cJSON_Delete(error);
+}
+
+/* ---- compaction (the "compact" step) ------------------------------------ */
+
+#define CONTINUE_TEXT \
+    "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
+
+/* A new message of s: {info:{id, sessionID, role, time:{created}}, parts:[]}. */
+static cJSON *new_message_locked(sim_host *h, const sim_session *s, const char *role)
+{
+    cJSON *msg = cJSON_CreateObject();
+    cJSON *info = cJSON_AddObjectToObject(msg, "info");
+    char *id = sim_new_id_locked(h, "msg");
+    cJSON_AddStringToObject(info, "id", id);
+    free(id);
+    cJSON_AddStringToObject(info, "sessionID", s->id);
+    cJSON_AddStringToObject(info, "role", role);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(info, "time"), "created", (double)sim_now_locked(h));
+    cJSON_AddArrayToObject(msg, "parts");
+    return msg;
+}
+
+/* A new part of msg: {id, sessionID, messageID, type}. */
+static cJSON *new_part_locked(sim_host *h, cJSON *msg, const char *type)
+{
+    const cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
+    cJSON *part = cJSON_CreateObject();
+    char *id = sim_new_id_locked(h, "prt");
+    cJSON_AddStringToObject(part, "id", id);
+    free(id);
+    cJSON_AddItemToObject(part, "sessionID", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(info, "sessionID"), 0));
+    cJSON_AddItemToObject(part, "messageID", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(info, "id"), 0));
+    cJSON_AddStringToObject(part, "type", type);
+    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(msg, "parts"), part);
+    return part;
+}
+
+/* A user message as OpenCode writes one itself: the turn's agent and model. */
+static cJSON *host_user_message_locked(sim_host *h, const sim_session *s)
+{
+    cJSON *msg = new_message_locked(h, s, "user");
+    cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
+    cJSON_AddStringToObject(info, "agent", s->turn.agent);
+    cJSON *model = cJSON_AddObjectToObject(info, "model");
+    cJSON_AddStringToObject(model, "providerID", "sim");
+    cJSON_AddStringToObject(model, "modelID", "sim-model");
+    return msg;
+}
+
+/* Emit message.updated (and, with_parts, message.part.updated for each
+ * part), then store msg. Returns msg's id (valid while the session is). */
+static const char *add_message_locked(sim_host *h, sim_session *s, cJSON *msg, int with_parts)
+{
+    emit_message_locked(h, s, msg);
+    const cJSON *part;
+    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
+    {
+        if (with_parts)
+            emit_part_locked(h, s, part);
+    }
+    sim_session_append_locked(h, s, msg);
+    return cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "info"), "id"));
+}
+
+/* The summary answering compaction request `parent`: OpenCode's shape, with
+ * ContextOverflowError and finish "error" when it failed. */
+static void add_summary_locked(sim_host *h, sim_session *s, const char *parent, const char *text, int failed)
+{
+    cJSON *msg = new_message_locked(h, s, "assistant");
+    cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
+    cJSON_AddStringToObject(info, "parentID", parent);
+    cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(info, "time"), "completed", (double)sim_now_locked(h));
+    cJSON_AddStringToObject(info, "mode", "compaction");
+    cJSON_AddStringToObject(info, "agent", "compaction");
+    cJSON_AddBoolToObject(info, "summary", 1);
+    cJSON_AddStringToObject(info, "modelID", "sim-model");
+    cJSON_AddStringToObject(info, "providerID", "sim");
+    cJSON *tokens = cJSON_AddObjectToObject(info, "tokens");
+    cJSON_AddNumberToObject(tokens, "input", 0);
+    cJSON_AddNumberToObject(tokens, "output", 0);
+    cJSON_AddNumberToObject(tokens, "reasoning", 0);
+    cJSON *cache = cJSON_AddObjectToObject(tokens, "cache");
+    cJSON_AddNumberToObject(cache, "read", 0);
+    cJSON_AddNumberToObject(cache, "write", 0);
+    cJSON_AddNumberToObject(info, "cost", 0);
+    new_part_locked(h, msg, "step-start");
+    if (failed) {
+        cJSON_AddItemToObject(info, "error", error_json("ContextOverflowError", "Session too large to compact"));
+        cJSON_AddStringToObject(info, "finish", "error");
+    } else {
+        cJSON_AddStringToObject(new_part_locked(h, msg, "text"), "text", text);
+        new_part_locked(h, msg, "step-finish");
+        cJSON_AddStringToObject(info, "finish", "stop");
+    }
+    add_message_locked(h, s, msg, 0);
+}
+
+/* The "compact" step: the turn's answer so far is stored, then OpenCode's
+ * compaction follows (request, summary, continue message, session.compacted)
+ * with the session busy. Returns 1 when a continue turn follows (the next
+ * steps, in a new assistant message), 0 when the turn has ended. */
+static int compact_locked(sim_host *h, sim_session *s, const cJSON *opt)
+{
+    sim_turn *t = &s->turn;
+    int is_auto = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(opt, "auto"));
+    int failed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opt, "fail"));
+    const char *summary = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(opt, "summary"));
+    store_answer_locked(h, s, NULL);
+    cJSON *req = host_user_message_locked(h, s);
+    cJSON *part = new_part_locked(h, req, "compaction");
+    cJSON_AddBoolToObject(part, "auto", is_auto);
+    cJSON_AddBoolToObject(part, "overflow", 0);
+    char *req_id = sim_strdup(add_message_locked(h, s, req, 1));
+    add_summary_locked(h, s, req_id, summary ? summary : "Summary of the conversation so far.", failed);
+    free(req_id);
+    if (failed) {
+        go_idle_locked(h, s, 0);
+        return 0;
+    }
+    if (is_auto) {
+        cJSON *cont = host_user_message_locked(h, s);
+        part = new_part_locked(h, cont, "text");
+        cJSON_AddStringToObject(part, "text", CONTINUE_TEXT);
+        cJSON_AddBoolToObject(part, "synthetic", 1);
+        cJSON_AddBoolToObject(cJSON_AddObjectToObject(part, "metadata"), "compaction_continue", 1);
+        add_message_locked(h, s, cont, 1);
+    }
+    cJSON *props = cJSON_CreateObject();
+    cJSON_AddStringToObject(props, "sessionID", s->id);
+    sim_emit_props_locked(h, "session.compacted", props);
+    if (!is_auto) {
+        go_idle_locked(h, s, 0);
+        return 0;
+    }
+    /* The continue turn: a new model call, so the plugins transform the
+     * history again before it. */
+    free(t->msg_id);
+    t->msg_id = sim_new_id_locked(h, "msg");
+    t->parts = cJSON_CreateArray();
+    t->created = sim_now_locked(h);
+    t->transformed = 0;
+    t->step++;
+    schedule_locked(h, s, sim_mono_ms());
+    return 1;
 }
 
 /* Begin a turn for body (owned): store the user message, go busy, pick the
@@ -466,6 +625,10 @@ static void advance_locked(sim_host *h, sim_session *s)
             cJSON_AddStringToObject(part, "type", "text");
             cJSON_AddStringToObject(part, "text", cJSON_IsString(reply) ? reply->valuestring : "");
             cJSON_AddItemToArray(t->parts, part);
+            if (cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(t->steps, t->step + 1), "compact")) {
+                t->step++; /* the compaction stores this answer, the turn goes on */
+                continue;
+            }
             end_turn_locked(h, s, NULL, 0);
             start_next_locked(h, s);
             return;
@@ -475,6 +638,12 @@ static void advance_locked(sim_host *h, sim_session *s)
                             error_json("APIError", cJSON_IsString(err) ? err->valuestring : "error"),
                             1);
             start_next_locked(h, s);
+            return;
+        }
+        const cJSON *compact = cJSON_GetObjectItemCaseSensitive(st, "compact");
+        if (compact && !cJSON_IsFalse(compact)) {
+            if (!compact_locked(h, s, compact))
+                start_next_locked(h, s);
             return;
         }
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "hang")))

@@ -139,12 +139,33 @@ char *sim_session_model_input(sim_host *h, const char *session_id);
  *      {"tool":"read","input":{...},"output":"text","ms":20,"fail":false},
  *      {"wait_ms":50},
  *      {"reply":"the final answer text"},      -- assistant text, ends the turn
+ *          (unless a "compact" step follows: then the turn goes on)
  *      {"error":"model overloaded"},           -- session.error, ends the turn
  *      {"hang":true},                           -- stays busy until aborted
  *      {"ask":{"permission":"bash","patterns":["rm x"]}} -- asks the user (see
  *          permissions below): allowed → the next step; denied or rejected →
  *          the turn ends; open → the turn waits for the answer
+ *      {"compact":true} or {"compact":{"summary":"text","auto":false,"fail":true}}
+ *          -- OpenCode 1.18's compaction after the answer, the session busy
+ *          throughout: the assistant message so far is stored
+ *          (message.updated); a user message whose one part is {type:
+ *          "compaction", auto, overflow:false} (message.updated,
+ *          message.part.updated); the summary, an assistant message
+ *          {parentID: that message, mode and agent "compaction", summary:
+ *          true, finish "stop", tokens, cost} with parts step-start, text
+ *          (summary, default "Summary of the conversation so far."),
+ *          step-finish. fail: true → the summary has error
+ *          ContextOverflowError, finish "error", no text, and the turn ends
+ *          (no session.error). auto (default true) → a synthetic user
+ *          message {text: "Continue if you have next steps, …", synthetic,
+ *          metadata:{compaction_continue:true}}; then session.compacted; then
+ *          the steps after this one run as a new model turn (transform_messages
+ *          again, a new assistant message; no steps: one without text), and
+ *          idle comes at its end. auto: false (a manual /summarize) →
+ *          session.compacted, and the turn ends; later steps are not run.
  *   ]}
+ *   E.g. {"steps":[{"reply":"A"},{"compact":true},{"reply":"B"}]}: A, the
+ *   compaction, then B, then idle.
  * A script is chosen by the first rule whose `match` is a substring of the
  * prompt's text (NULL or "" matches every prompt). once=1: the rule is used
  * for one prompt then removed; once=0: it stays. Rules are tried in the order
