@@ -72,7 +72,8 @@ static void outcome_cases(void)
 
 /* OpenCode's messages around a compaction (1.18.33), as JSON fragments. */
 #define M_PROMPT(id, text) \
-    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"},\"parts\":[{\"type\":\"text\",\"text\":\"" text "\"}]}"
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"}," \
+    "\"parts\":[{\"type\":\"text\",\"text\":\"" text "\"}]}"
 #define M_ANSWER(id, parts) \
     "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"mode\":\"general\",\"agent\":\"general\"," \
     "\"time\":{\"created\":1,\"completed\":2},\"finish\":\"stop\"},\"parts\":[" parts "]}"
