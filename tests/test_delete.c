@@ -57,8 +57,11 @@ static int none_busy(sim_host *h, void *arg)
 static void check_stopped(sim_host *h, family *f, size_t prompts_before, const char *how)
 {
     is_int(sim_wait(h, none_busy, f, tap_timeout_ms(5000)), 0, "%s: no child is left running", how);
-    for (int i = 0; i < TASKS; i++)
+    /* The sim records a call after its effect shows: wait for the record. */
+    for (int i = 0; i < TASKS; i++) {
+        sim_wait_calls(h, "session_abort", f->children[i], 1, tap_timeout_ms(5000));
         is_int(sim_calls(h, "session_abort", f->children[i]), 1, "%s: child %d aborted once", how, i);
+    }
     char *other = sim_session_new(h, NULL, "elsewhere");
     is_int(t_sync_notifications(h, other), 0, "%s: the worker's queue is flushed", how);
     free(other);
