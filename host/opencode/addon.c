@@ -49,6 +49,10 @@ struct adapter {
     pthread_t js_thread;
     void *dl;
     const ocp_plugin *plugin;
+    /* copies from the plugin table, which is gone once shutdown returned: a
+     * worker released by shutdown frees its result with them afterwards */
+    void (*plugin_free)(void *userdata, char *p);
+    void *plugin_ud;
     ocp_host host;
     napi_ref client_ref;
     napi_ref zod_ref;         /* may be NULL: no zod, raw JSON Schema per argument */
@@ -807,7 +811,7 @@ static void *worker_main(void *arg) {
         j->returned = 1;
         pthread_mutex_unlock(&j->mu);
         j->out = xstrdup(out);
-        p->free(p->userdata, out);
+        ad->plugin_free(ad->plugin_ud, out); /* shutdown may have returned */
     }
     j->rc = rc;
     if (rc != 0 && j->kind == JOB_COMMAND && !j->out)
@@ -1362,6 +1366,8 @@ static napi_value addon_init(napi_env env, napi_callback_info info) {
         return NULL; /* ad leaks on purpose: queued tsfn finalisation may read it */
     }
 
+    ad->plugin_free = ad->plugin->free;
+    ad->plugin_ud = ad->plugin->userdata;
     napi_value hooks, tools;
     napi_create_object(env, &hooks);
     napi_create_object(env, &tools);
