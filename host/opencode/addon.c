@@ -20,6 +20,10 @@
  * fill the record and signal its condition variable. Only the calling thread
  * waits. A host call on the JS thread itself fails at once (-EIO) rather than
  * deadlocking; the ABI forbids it anyway.
+ *
+ * ask_permission (ABI 1.1) takes the same road with the tool call's own
+ * ToolContext: ctx.ask() on the JS thread, the worker waiting for its promise
+ * with no time limit; Esc (the tool's AbortSignal) or shutdown ends the wait.
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -65,6 +69,8 @@ struct adapter {
     int tsfn_gone;            /* the thread-safe functions were released */
     int log_level;            /* minimum level written */
     int js_pending;           /* JS thread only: promises waiting on workers */
+    struct hostcall *asks;    /* permission questions a worker waits on (under mu) */
+    int warned_no_ask;        /* JS thread only: "this OpenCode has no ctx.ask" logged */
     size_t ncmd;              /* copies of the plugin's commands (its table */
     char **cmd_name;          /* is gone after shutdown) */
     char **cmd_desc;
@@ -233,23 +239,40 @@ static int js_array_replace(napi_env env, napi_value arr, napi_value items) {
 /* host calls: plugin/worker thread -> JS thread -> SDK -> back              */
 /* ------------------------------------------------------------------------ */
 
-enum hc_kind { HC_SDK, HC_LOG };
+/* HC_SDK: client[group][method](opts). HC_LOG: fire and forget.
+ * HC_ASK: ctx.ask(request) of a tool call's ToolContext (ask_permission). */
+enum hc_kind { HC_SDK, HC_LOG, HC_ASK };
+
+struct job;
 
 typedef struct hostcall {
     enum hc_kind kind;
-    int refs; /* the waiting caller + the JS side; guarded by mu */
+    int refs; /* HC_SDK: the waiting caller + the JS side. HC_ASK: the waiting
+               * worker + the queued item + each promise callback (released by
+               * its finalizer: a promise may never settle). Guarded by mu. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done;
     const char *group;  /* client[group][method](opts) */
     const char *method;
-    char *opts_json;
+    char *opts_json;    /* HC_ASK: the ctx.ask argument */
     int want_out;       /* put JSON.stringify(data) into out */
     int rc;
     char *out;
     /* HC_LOG */
     enum ocp_log_level level;
+    /* HC_ASK: the asking tool call. Read on the JS thread only while !done:
+     * the job lives until its worker has left the wait, and is freed on the
+     * JS thread (done_tsfn), so it cannot go away during one JS callback. */
+    struct job *job;
+    struct hostcall *next; /* in adapter.asks while the worker waits (ad->mu) */
 } hostcall;
+
+static void hc_ref(hostcall *hc) {
+    pthread_mutex_lock(&hc->mu);
+    hc->refs++;
+    pthread_mutex_unlock(&hc->mu);
+}
 
 static void hc_unref(hostcall *hc) {
     pthread_mutex_lock(&hc->mu);
@@ -264,20 +287,36 @@ static void hc_unref(hostcall *hc) {
     }
 }
 
-/* Completes the call once (JS thread); takes ownership of out. */
-static void hc_finish(hostcall *hc, int rc, char *out) {
+/* Completes the call once and wakes its caller; takes ownership of out (freed
+ * when the call was already complete). Any thread. Returns 1 if this call
+ * completed it. Drops no reference. */
+static int hc_complete(hostcall *hc, int rc, char *out) {
     pthread_mutex_lock(&hc->mu);
     if (hc->done) {
         pthread_mutex_unlock(&hc->mu);
         free(out);
-        return;
+        return 0;
     }
     hc->done = 1;
     hc->rc = rc;
     hc->out = out;
     pthread_cond_broadcast(&hc->cv);
     pthread_mutex_unlock(&hc->mu);
-    hc_unref(hc);
+    return 1;
+}
+
+/* HC_SDK: completes the call (JS thread); the first completion drops the JS
+ * side's reference. */
+static void hc_finish(hostcall *hc, int rc, char *out) {
+    if (hc_complete(hc, rc, out))
+        hc_unref(hc);
+}
+
+static int hc_is_done(hostcall *hc) {
+    pthread_mutex_lock(&hc->mu);
+    int d = hc->done;
+    pthread_mutex_unlock(&hc->mu);
+    return d;
 }
 
 /* A readable message for an SDK error value (the parsed error body or an Error). */
@@ -442,6 +481,8 @@ static void log_on_js(napi_env env, adapter *ad, hostcall *hc) {
         stderr_log(hc->level, hc->out ? hc->out : "");
 }
 
+static void ask_start(napi_env env, adapter *ad, hostcall *hc);
+
 /* Thread-safe function callback (JS thread). env is NULL when the function
  * is being torn down: fail what is still queued. */
 static void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
@@ -455,6 +496,14 @@ static void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *
             stderr_log(hc->level, hc->out ? hc->out : "");
         free(hc->out);
         free(hc);
+        return;
+    }
+    if (hc->kind == HC_ASK) {
+        if (!env)
+            hc_complete(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
+        else
+            ask_start(env, ad, hc);
+        hc_unref(hc); /* the queued item's reference */
         return;
     }
     if (!env) {
@@ -664,7 +713,12 @@ static void h_free(void *ud, char *p) {
 
 enum job_kind { JOB_TOOL, JOB_COMMAND, JOB_DISPOSE };
 
+/* Marks a live job, so that ask_permission can check the ocp_call_ctx it is
+ * given really is one of ours before stepping back to its job. */
+#define JOB_MAGIC 0x6f63626au
+
 typedef struct job {
+    uint32_t magic;
     enum job_kind kind;
     adapter *ad;
     napi_deferred deferred;
@@ -677,6 +731,7 @@ typedef struct job {
     napi_ref signal_ref; /* the AbortSignal and our listener, to remove it */
     napi_ref listener_ref;
     napi_ref parts_ref;  /* command: output.parts, replaced in place */
+    napi_ref tctx_ref;   /* tool: the ToolContext execute() got (its ask()) */
     int rc;
     char *out;
 } job;
@@ -699,7 +754,10 @@ static void job_free(napi_env env, job *j) {
             napi_delete_reference(env, j->listener_ref);
         if (j->parts_ref)
             napi_delete_reference(env, j->parts_ref);
+        if (j->tctx_ref)
+            napi_delete_reference(env, j->tctx_ref);
     }
+    j->magic = 0;
     pthread_mutex_destroy(&j->mu);
     free(j->name);
     free(j->args);
@@ -716,6 +774,7 @@ static job *job_new(adapter *ad, enum job_kind kind) {
     job *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
+    j->magic = JOB_MAGIC;
     j->kind = kind;
     j->ad = ad;
     j->ctx.struct_size = sizeof j->ctx;
@@ -867,6 +926,11 @@ static napi_value on_abort(napi_env env, napi_callback_info info) {
         pthread_mutex_lock(&j->mu);
         if (!j->returned) {
             __atomic_store_n(&j->ctx.cancelled, 1, __ATOMIC_SEQ_CST);
+            /* Esc ends an open permission question at once: OpenCode never
+             * settles ctx.ask() after an abort (the question stays listed). */
+            for (hostcall *hc = ad->asks; hc; hc = hc->next)
+                if (hc->job == j)
+                    hc_complete(hc, -ECANCELED, xstrdup("cancelled while OpenCode was asking the user"));
             ad->plugin->tool_cancel(ad->plugin->userdata, &j->ctx);
         }
         pthread_mutex_unlock(&j->mu);
@@ -919,6 +983,8 @@ static napi_value tool_execute(napi_env env, napi_callback_info info) {
     j->s_call = js_string(env, js_get(env, c, "callID"));
     j->s_dir = js_string(env, js_get(env, c, "directory"));
     job_set_ctx(j);
+    if (c && js_is(env, c, napi_object))
+        napi_create_reference(env, c, 1, &j->tctx_ref);
 
     napi_value signal = js_get(env, c, "abort");
     if (signal) {
@@ -950,6 +1016,301 @@ static napi_value tool_execute(napi_env env, napi_callback_info info) {
         job_free(env, j);
     }
     return promise;
+}
+
+/* ------------------------------------------------------------------------ */
+/* permission questions (ABI 1.1 ask_permission): worker -> JS ctx.ask()     */
+/* ------------------------------------------------------------------------ */
+
+/* The JSON array of strings in text, or NULL when it is not one. */
+static cJSON *string_array(const char *text) {
+    cJSON *a = text ? cJSON_Parse(text) : NULL;
+    const cJSON *e;
+    if (!cJSON_IsArray(a)) {
+        cJSON_Delete(a);
+        return NULL;
+    }
+    cJSON_ArrayForEach(e, a) if (!cJSON_IsString(e)) {
+        cJSON_Delete(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* The ctx.ask() argument {permission, patterns, always, metadata} as JSON text
+ * (malloc'd), or NULL with *why saying what is wrong with req. Any thread. */
+static char *ask_input(const ocp_permission_request *req, const char **why) {
+    if (req->struct_size < offsetof(ocp_permission_request, patterns_json) + sizeof req->patterns_json ||
+        !req->permission || !*req->permission) {
+        *why = "ask_permission: no permission name";
+        return NULL;
+    }
+    cJSON *patterns = string_array(req->patterns_json);
+    if (!patterns) {
+        *why = "ask_permission: patterns_json is not a JSON array of strings";
+        return NULL;
+    }
+    const char *always_json = OCP_HAS_FIELD(ocp_permission_request, req, always_json) ? req->always_json : NULL;
+    const char *meta_json = OCP_HAS_FIELD(ocp_permission_request, req, metadata_json) ? req->metadata_json : NULL;
+    cJSON *always = always_json ? string_array(always_json) : cJSON_Duplicate(patterns, 1);
+    cJSON *meta = meta_json ? cJSON_Parse(meta_json) : cJSON_CreateObject();
+    char *text = NULL;
+    if (!always)
+        *why = "ask_permission: always_json is not a JSON array of strings";
+    else if (!cJSON_IsObject(meta))
+        *why = "ask_permission: metadata_json is not a JSON object";
+    else {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "permission", req->permission);
+        cJSON_AddItemToObject(o, "patterns", patterns);
+        cJSON_AddItemToObject(o, "always", always);
+        cJSON_AddItemToObject(o, "metadata", meta);
+        patterns = always = meta = NULL;
+        text = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (!text)
+            *why = "out of memory";
+    }
+    cJSON_Delete(patterns);
+    cJSON_Delete(always);
+    cJSON_Delete(meta);
+    return text;
+}
+
+/* The deny rules of OpenCode's ruleset [{permission, pattern, action}] as
+ * `bash "rm *": deny, …` (malloc'd), or NULL when there are none. */
+static char *deny_rules(const char *ruleset_json) {
+    cJSON *rules = ruleset_json ? cJSON_Parse(ruleset_json) : NULL;
+    char *acc = NULL;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, rules) {
+        const char *perm = cJSON_GetStringValue(cJSON_GetObjectItem(r, "permission"));
+        const char *pat = cJSON_GetStringValue(cJSON_GetObjectItem(r, "pattern"));
+        const char *act = cJSON_GetStringValue(cJSON_GetObjectItem(r, "action"));
+        if (!perm || !pat || !act || strcmp(act, "deny"))
+            continue;
+        char *next = xprintf("%s%s%s \"%s\": deny", acc ? acc : "", acc ? ", " : "", perm, pat);
+        free(acc);
+        acc = next;
+    }
+    cJSON_Delete(rules);
+    return acc;
+}
+
+static napi_value ask_on_fulfilled(napi_env env, napi_callback_info info) {
+    void *data;
+    napi_get_cb_info(env, info, NULL, NULL, NULL, &data);
+    hc_complete(data, 0, NULL);
+    return NULL;
+}
+
+/* ctx.ask() rejected (JS thread). OpenCode 1.18.33 rejects with its own error
+ * classes, told apart by `_tag` (= name): PermissionDeniedError {ruleset} for
+ * a deny rule, PermissionRejectedError for the user's "reject",
+ * PermissionCorrectedError {feedback} for a reject with a message. The
+ * PermissionV2 names (DeclinedError, CorrectedError, BlockedError) map alike.
+ * Everything else means OpenCode could not ask: -EIO. */
+static napi_value ask_on_rejected(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value err = NULL;
+    void *data;
+    napi_get_cb_info(env, info, &argc, &err, NULL, &data);
+    hostcall *hc = data;
+    if (argc < 1)
+        err = NULL;
+    char *tag = js_string(env, js_get(env, err, "_tag"));
+    if (!tag)
+        tag = js_string(env, js_get(env, err, "name"));
+    int rc = -EACCES;
+    char *text;
+    if (tag && (strstr(tag, "DeniedError") || strstr(tag, "BlockedError"))) {
+        napi_value rs = js_get(env, err, "ruleset");
+        if (!rs)
+            rs = js_get(env, err, "rules");
+        char *rs_json = rs ? js_stringify(env, rs) : NULL;
+        char *rules = deny_rules(rs_json);
+        text = rules ? xprintf("OpenCode's permission rules deny it (%s)", rules)
+                     : xstrdup("OpenCode's permission rules deny it");
+        free(rules);
+        free(rs_json);
+    } else if (tag && strstr(tag, "CorrectedError")) {
+        char *fb = js_string(env, js_get(env, err, "feedback"));
+        text = fb && *fb ? xprintf("the user rejected it, saying: \"%s\"", fb) : xstrdup("the user rejected it");
+        free(fb);
+    } else if (tag && (strstr(tag, "RejectedError") || strstr(tag, "DeclinedError"))) {
+        text = xstrdup("the user rejected it");
+    } else {
+        rc = -EIO;
+        char *msg = js_string(env, js_get(env, err, "message"));
+        if (!msg && err) {
+            napi_value sv;
+            if (napi_coerce_to_string(env, err, &sv) == napi_ok)
+                msg = js_string(env, sv);
+            else
+                free(take_exception(env));
+        }
+        text = xprintf("OpenCode could not ask: %s%s%s", tag ? tag : "", tag ? ": " : "", msg ? msg : "unknown error");
+        free(msg);
+    }
+    free(tag);
+    hc_complete(hc, rc, text);
+    return NULL;
+}
+
+static void ask_cb_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    hc_unref(data);
+}
+
+/* A promise callback holding its own reference to hc until it is garbage
+ * collected: OpenCode may never settle the promise (it does not after an
+ * abort), so neither callback can count on running. 0, or -1 (not usable). */
+static int ask_callback(napi_env env, hostcall *hc, const char *name, napi_callback cb, napi_value *fn) {
+    if (napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, hc, fn) != napi_ok)
+        return -1;
+    hc_ref(hc);
+    if (napi_add_finalizer(env, *fn, hc, ask_cb_finalize, NULL, NULL) != napi_ok) {
+        hc_unref(hc);
+        return -1;
+    }
+    return 0;
+}
+
+/* JS thread: calls ctx.ask(input) for the waiting worker; the promise's
+ * callbacks complete hc. */
+static void ask_start(napi_env env, adapter *ad, hostcall *hc) {
+    if (hc_is_done(hc))
+        return; /* cancelled while queued: the job may be gone already */
+    napi_handle_scope scope;
+    napi_open_handle_scope(env, &scope);
+    job *j = hc->job;
+    napi_value tctx = NULL, fn, arg, promise, cbs[2];
+    if (j->tctx_ref && napi_get_reference_value(env, j->tctx_ref, &tctx) != napi_ok)
+        tctx = NULL;
+    fn = js_get(env, tctx, "ask");
+    if (!js_is(env, fn, napi_function)) {
+        /* No ToolContext.ask: this OpenCode checks no permission for plugin
+         * tools, so ocbg acts as it did before ABI 1.1 (see NOTES.md). */
+        if (!ad->warned_no_ask) {
+            ad->warned_no_ask = 1;
+            h_log(ad, OCP_LOG_WARN,
+                  "ocbg: this OpenCode's tool context has no ask(): commands and sub-agents start without "
+                  "permission questions");
+        }
+        hc_complete(hc, 0, NULL);
+    } else if (!(arg = js_parse(env, hc->opts_json))) {
+        hc_complete(hc, -EIO, xstrdup("OpenCode could not ask: the question is not valid JSON"));
+    } else if (napi_call_function(env, tctx, fn, 1, &arg, &promise) != napi_ok) {
+        char *e = take_exception(env);
+        hc_complete(hc, -EIO, xprintf("OpenCode could not ask: %s", e ? e : "ctx.ask() failed"));
+        free(e);
+    } else {
+        bool is_promise = false;
+        napi_is_promise(env, promise, &is_promise);
+        if (!is_promise) {
+            hc_complete(hc, 0, NULL); /* returned without throwing: allowed */
+        } else if (ask_callback(env, hc, "ocbgAskOk", ask_on_fulfilled, &cbs[0]) != 0 ||
+                   ask_callback(env, hc, "ocbgAskErr", ask_on_rejected, &cbs[1]) != 0 ||
+                   !js_call_method(env, promise, "then", 2, cbs)) {
+            free(take_exception(env));
+            hc_complete(hc, -EIO, xstrdup("OpenCode could not ask: cannot wait for ctx.ask()"));
+        }
+    }
+    napi_close_handle_scope(env, scope);
+}
+
+/* Removes hc from the adapter's open questions. Caller holds ad->mu. */
+static void asks_remove(adapter *ad, hostcall *hc) {
+    for (hostcall **p = &ad->asks; *p; p = &(*p)->next)
+        if (*p == hc) {
+            *p = hc->next;
+            return;
+        }
+}
+
+/* ask_permission [worker]: ctx.ask() on the JS thread, and the tool call's
+ * worker waits for the answer, without a time limit (the user may take
+ * minutes); Esc (on_abort) and shutdown end the wait at once with -ECANCELED.
+ * ctx must be the ocp_call_ctx of one of this adapter's jobs. *out: the
+ * reason on failure (malloc'd, freed with h_free), else NULL. */
+static int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out) {
+    adapter *ad = ud;
+    char *dummy = NULL;
+    if (!out)
+        out = &dummy;
+    *out = NULL;
+    if (!ctx || !req) {
+        *out = xstrdup("ask_permission: no call context or request");
+        return -EINVAL;
+    }
+    job *j = (job *)(void *)((char *)(uintptr_t)ctx - offsetof(job, ctx));
+    if (j->magic != JOB_MAGIC || j->ad != ad) {
+        *out = xstrdup("ask_permission: not the call context of a tool call of this host");
+        return -EINVAL;
+    }
+    if (on_js_thread(ad)) {
+        *out = xstrdup("ocbg: permission question on OpenCode's event thread refused (it would deadlock)");
+        return -EIO;
+    }
+    if (j->kind != JOB_TOOL) {
+        *out = xstrdup("OpenCode asks for permission only inside a tool call (a slash command has no ToolContext)");
+        return -EIO;
+    }
+    const char *why = NULL;
+    char *input = ask_input(req, &why);
+    if (!input) {
+        *out = xstrdup(why);
+        return -EINVAL;
+    }
+    hostcall *hc = calloc(1, sizeof *hc);
+    if (!hc) {
+        free(input);
+        return -ENOMEM;
+    }
+    hc->kind = HC_ASK;
+    hc->refs = 2; /* this worker + the queued item */
+    pthread_mutex_init(&hc->mu, NULL);
+    pthread_cond_init(&hc->cv, NULL);
+    hc->opts_json = input;
+    hc->job = j;
+
+    /* Registered under ad->mu, where on_abort sets `cancelled`: an Esc either
+     * came before (seen here) or finds the question in the list. */
+    const char *refused = NULL;
+    pthread_mutex_lock(&ad->mu);
+    if (ad->closing || ad->tsfn_gone)
+        refused = "ocbg is shutting down";
+    else if (__atomic_load_n(&ctx->cancelled, __ATOMIC_SEQ_CST))
+        refused = "cancelled before OpenCode asked the user";
+    else {
+        hc->next = ad->asks;
+        ad->asks = hc;
+    }
+    pthread_mutex_unlock(&ad->mu);
+    if (refused) {
+        hc->refs = 1;
+        hc_unref(hc);
+        *out = xstrdup(refused);
+        return -ECANCELED;
+    }
+    if (napi_call_threadsafe_function(ad->host_tsfn, hc, napi_tsfn_blocking) != napi_ok) {
+        hc_complete(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
+        hc_unref(hc); /* never queued */
+    }
+    pthread_mutex_lock(&hc->mu);
+    while (!hc->done)
+        pthread_cond_wait(&hc->cv, &hc->mu);
+    int rc = hc->rc;
+    *out = hc->out;
+    hc->out = NULL;
+    pthread_mutex_unlock(&hc->mu);
+    pthread_mutex_lock(&ad->mu);
+    asks_remove(ad, hc);
+    pthread_mutex_unlock(&ad->mu);
+    hc_unref(hc);
+    free(dummy);
+    return rc;
 }
 
 /* event({event}) — on_event on the JS thread; never blocks. */
@@ -1106,6 +1467,9 @@ static void *shutdown_main(void *arg) {
     adapter *ad = j->ad;
     pthread_mutex_lock(&ad->mu);
     ad->closing = 1; /* no new on_event / transform / tool_cancel / tool_call */
+    /* open permission questions end now: shutdown waits for their tool calls */
+    for (hostcall *hc = ad->asks; hc; hc = hc->next)
+        hc_complete(hc, -ECANCELED, xstrdup("ocbg is shutting down"));
     pthread_mutex_unlock(&ad->mu);
     ad->plugin->shutdown(ad->plugin->userdata);
     pthread_mutex_lock(&ad->mu);
@@ -1333,6 +1697,7 @@ static napi_value addon_init(napi_env env, napi_callback_info info) {
     h->log = h_log;
     h->free = h_free;
     h->now_ms = NULL;
+    h->ask_permission = h_ask_permission;
 
     /* The thread-safe functions exist before the plugin starts: its threads
      * may call the host at once. Unref'd: they never keep OpenCode alive. */

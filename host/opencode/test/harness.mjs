@@ -192,12 +192,81 @@ const other = [{ type: "text", text: "x" }];
 await hooks["command.execute.before"]({ command: "init", sessionID: "ses_c", arguments: "" }, { parts: other });
 ok(other[0].text === "x", "other commands untouched");
 
+// Permission questions (ABI 1.1 ask_permission -> ctx.ask). OpenCode rejects
+// ctx.ask() with its own error classes; these are shaped like 1.18.33's.
+const ocError = (tag, message, extra = {}) => Object.assign(new Error(message), { name: tag, _tag: tag, ...extra });
+const askWith = (ask, extra = {}) => ctx({ ask, ...extra });
+const stubAsk = async (args, c) => JSON.parse(await withTimeout(hooks.tool.stub_ask.execute(args, c), 5000, "stub_ask"));
+let asked = [];
+const recordAsk = (answer) => function (input) { asked.push({ input, self: this }); return answer(); };
+
+const okCtx = askWith(recordAsk(() => Promise.resolve()));
+let a = await stubAsk({ permission: "bash", patterns: ["git status", "rm -rf build"], always: ["git status *", "rm *"],
+  metadata: { command: "git status; rm -rf build" } }, okCtx);
+ok(a.rc === "0" && a.out === null, "ask: ctx.ask() fulfilled -> allowed (0)", a);
+const in0 = asked[0]?.input;
+ok(asked.length === 1 && asked[0].self === okCtx && in0.permission === "bash" &&
+   JSON.stringify(in0.patterns) === '["git status","rm -rf build"]' && JSON.stringify(in0.always) === '["git status *","rm *"]' &&
+   in0.metadata.command === "git status; rm -rf build", "ask: ctx.ask({permission, patterns, always, metadata}) got parsed values", asked);
+asked = [];
+a = await stubAsk({ permission: "task", patterns: ["general"] }, askWith(recordAsk(() => Promise.resolve())));
+ok(a.rc === "0" && JSON.stringify(asked[0]?.input.always) === '["general"]' && JSON.stringify(asked[0]?.input.metadata) === "{}",
+   "ask: no always -> the patterns; no metadata -> {}", asked[0]?.input);
+
+a = await stubAsk({ permission: "bash", patterns: ["rm -rf /"] },
+  askWith(() => Promise.reject(ocError("PermissionDeniedError", "The user has specified a rule which prevents you ...",
+    { ruleset: [{ permission: "*", pattern: "*", action: "allow" }, { permission: "bash", pattern: "*", action: "allow" },
+      { permission: "bash", pattern: "rm *", action: "deny" }] }))));
+ok(a.rc === "EACCES" && a.out === `OpenCode's permission rules deny it (bash "rm *": deny)`,
+   "ask: PermissionDeniedError (a deny rule) -> -EACCES naming the rule", a);
+a = await stubAsk({ permission: "bash", patterns: ["ls"] },
+  askWith(() => Promise.reject(ocError("PermissionRejectedError", "The user rejected permission to use this specific tool call."))));
+ok(a.rc === "EACCES" && a.out === "the user rejected it", "ask: PermissionRejectedError (reject) -> -EACCES", a);
+a = await stubAsk({ permission: "bash", patterns: ["ls"] },
+  askWith(() => Promise.reject(ocError("PermissionCorrectedError", "The user rejected ... feedback: use git ls-files",
+    { feedback: "use git ls-files" }))));
+ok(a.rc === "EACCES" && a.out === 'the user rejected it, saying: "use git ls-files"',
+   "ask: PermissionCorrectedError (reject with a message) -> -EACCES with the user's words", a);
+a = await stubAsk({ permission: "bash", patterns: ["ls"] }, askWith(() => Promise.reject(new TypeError("boom"))));
+ok(a.rc === "EIO" && a.out === "OpenCode could not ask: TypeError: boom", "ask: any other rejection -> -EIO", a);
+a = await stubAsk({ permission: "bash", patterns: ["ls"] }, askWith(() => { throw new Error("sync boom"); }));
+ok(a.rc === "EIO" && /sync boom/.test(a.out), "ask: ctx.ask() throwing -> -EIO", a);
+
+// Esc while the user is being asked: OpenCode never settles ctx.ask() after
+// an abort, so the abort itself must end the wait.
+const acAsk = new AbortController();
+let askSeen = null;
+const tAsk = Date.now();
+const pendingAsk = stubAsk({ permission: "bash", patterns: ["sleep 1"] },
+  askWith(() => { askSeen = Date.now(); return new Promise(() => {}); }, { abort: acAsk.signal }));
+const askOpen = await withTimeout(new Promise((r) => { const t = setInterval(() => { if (askSeen) { clearInterval(t); r(true); } }, 5); }),
+  5000, "ctx.ask called");
+acAsk.abort();
+const tEsc = Date.now();
+a = await pendingAsk;
+ok(askOpen && a.rc === "ECANCELED" && Date.now() - tEsc < 1000,
+   `ask: Esc while asking -> -ECANCELED at once (${Date.now() - tEsc} ms after the abort, ${Date.now() - tAsk} ms in all)`, a);
+const acPre = new AbortController();
+acPre.abort();
+asked = [];
+a = await stubAsk({ permission: "bash", patterns: ["ls"] }, askWith(recordAsk(() => Promise.resolve()), { abort: acPre.signal }));
+ok(a.rc === "ECANCELED" && asked.length === 0, "ask: a call already cancelled -> -ECANCELED, nobody asked", { a, asked: asked.length });
+
+a = await stubAsk({ permission: "bash", patterns: ["ls"] }, ctx());
+ok(a.rc === "0", "ask: a tool context without ask() (older OpenCode) -> allowed, as before ABI 1.1", a);
+asked = [];
+a = await stubAsk({ permission: "bash", raw_patterns: '["ls", 3]' }, askWith(recordAsk(() => Promise.resolve())));
+ok(a.rc === "EINVAL" && /patterns_json/.test(a.out) && asked.length === 0, "ask: malformed patterns -> -EINVAL, nobody asked", a);
+
 // Dispose while a tool call blocks: shutdown releases it, nothing deadlocks.
 const pending = hooks.tool.stub_block.execute({}, ctx({ abort: new AbortController().signal }))
   .then(() => { throw new Error("resolved"); }, (e) => { throw e; });
 pending.catch(() => {});
 const pendingHost = hooks.tool.stub_host.execute({}, ctx());
 pendingHost.catch(() => {});
+let openAsked = false;
+const openAsk = hooks.tool.stub_ask.execute({ permission: "bash", patterns: ["ls"] },
+  askWith(() => { openAsked = true; return new Promise(() => {}); }));
 await new Promise((r) => setTimeout(r, 100));
 await withTimeout(hooks.dispose(), 10000, "dispose");
 let sd = null;
@@ -207,6 +276,8 @@ try {
   sd = e.message;
 }
 ok(sd === "stub_block: shutting down", "dispose releases a blocked tool call", sd);
+const oa = JSON.parse(await withTimeout(openAsk, 5000, "open ask after dispose"));
+ok(openAsked && oa.rc === "ECANCELED" && oa.out === "ocbg is shutting down", "dispose ends an open permission question", oa);
 let after = null;
 try {
   await hooks.tool.stub_echo.execute({ text: "late" }, ctx());

@@ -11,6 +11,10 @@
  *                             session_get of a missing id (-ENOENT expected)
  *   stub_block()              blocks until ctx->cancelled (tool_cancel) or shutdown
  *   stub_events()             the event types seen so far, and transform calls
+ *   stub_ask(permission, patterns, always?, metadata?, raw_patterns?)
+ *                             host->ask_permission with the call's ctx; answers
+ *                             {"rc":"0"|"EACCES"|…, "out": text or null}
+ *                             (raw_patterns: patterns_json sent as that text)
  * Command: stubcmd.  transform_messages appends a text part "STUB-MARKER" to
  * the last message (copying that message's last text part).
  */
@@ -52,6 +56,14 @@ static const ocp_tool stub_tools[] = {
      "{\"type\":\"object\",\"properties\":{},\"required\":[]}"},
     {"stub_events", "List the event types seen (stub plugin).",
      "{\"type\":\"object\",\"properties\":{},\"required\":[]}"},
+    {"stub_ask", "Ask the host for permission (stub plugin).",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"permission\":{\"type\":\"string\",\"description\":\"Permission name\"},"
+     "\"patterns\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Patterns\"},"
+     "\"always\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Always patterns\"},"
+     "\"metadata\":{\"type\":\"object\",\"description\":\"Shown with the question\"},"
+     "\"raw_patterns\":{\"type\":\"string\",\"description\":\"patterns_json as given\"}},"
+     "\"required\":[\"permission\"]}"},
 };
 
 static const ocp_command stub_commands[] = {
@@ -131,6 +143,51 @@ static void *host_job_main(void *arg) {
     return NULL;
 }
 
+static const char *errno_name(int rc) {
+    switch (rc) {
+    case 0: return "0";
+    case -EACCES: return "EACCES";
+    case -ECANCELED: return "ECANCELED";
+    case -EINVAL: return "EINVAL";
+    case -EIO: return "EIO";
+    case -ENOSYS: return "ENOSYS";
+    default: return "other";
+    }
+}
+
+/* stub_ask: one ask_permission with the arguments as the request. */
+static char *ask_host(struct stub *st, const cJSON *args, ocp_call_ctx *ctx) {
+    const ocp_host *h = st->host;
+    cJSON *r = cJSON_CreateObject();
+    if (!OCP_HAS_FIELD(ocp_host, h, ask_permission) || !h->ask_permission) {
+        cJSON_AddStringToObject(r, "rc", "no ask_permission");
+    } else {
+        const cJSON *raw = cJSON_GetObjectItem(args, "raw_patterns");
+        const cJSON *pat = cJSON_GetObjectItem(args, "patterns");
+        const cJSON *alw = cJSON_GetObjectItem(args, "always");
+        const cJSON *meta = cJSON_GetObjectItem(args, "metadata");
+        char *p = cJSON_IsString(raw) ? strdup(raw->valuestring) : pat ? cJSON_PrintUnformatted(pat) : strdup("[]");
+        char *a = alw ? cJSON_PrintUnformatted(alw) : NULL;
+        char *m = meta ? cJSON_PrintUnformatted(meta) : NULL;
+        ocp_permission_request req = {sizeof req,
+                                      cJSON_GetStringValue(cJSON_GetObjectItem(args, "permission")), p, a, m};
+        char *out = NULL;
+        int rc = h->ask_permission(h->userdata, ctx, &req, &out);
+        cJSON_AddStringToObject(r, "rc", errno_name(rc));
+        if (out)
+            cJSON_AddStringToObject(r, "out", out);
+        else
+            cJSON_AddNullToObject(r, "out");
+        h->free(h->userdata, out);
+        free(p);
+        free(a);
+        free(m);
+    }
+    char *text = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    return text;
+}
+
 static int tool_call(void *ud, const char *tool, const char *args_json, ocp_call_ctx *ctx, char **out) {
     struct stub *st = ud;
     *out = NULL;
@@ -183,6 +240,8 @@ static int tool_call(void *ud, const char *tool, const char *args_json, ocp_call
         int why_shutdown = st->shutting_down;
         pthread_mutex_unlock(&st->mu);
         rc = reply(out, -ECANCELED, why_shutdown ? "stub_block: shutting down" : "stub_block: cancelled");
+    } else if (!strcmp(tool, "stub_ask")) {
+        *out = ask_host(st, args, ctx);
     } else if (!strcmp(tool, "stub_events")) {
         pthread_mutex_lock(&st->mu);
         cJSON *r = cJSON_CreateObject();
