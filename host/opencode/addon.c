@@ -24,6 +24,10 @@
  * ask_permission (ABI 1.1) takes the same road with the tool call's own
  * ToolContext: ctx.ask() on the JS thread, the worker waiting for its promise
  * with no time limit; Esc (the tool's AbortSignal) or shutdown ends the wait.
+ *
+ * Options: the adapter adds "face_claude": false unless the user chose (see
+ * plugin_options), because OpenCode's own bash/task tools would otherwise sit
+ * beside Bash/Task.
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -1636,6 +1640,26 @@ static napi_value add_fn(napi_env env, napi_value obj, const char *key, napi_cal
     return fn;
 }
 
+/* The options the plugin gets: the user's (JSON text, or NULL when none were
+ * given), with "face_claude": false added unless the user set face_claude, or
+ * set face_opencode to false (then the Claude face is all that is left).
+ * Why: OpenCode has its own `bash` and `task` tools, and the model would see
+ * `Bash`/`bash` and `Task`/`task` side by side, differing only by case.
+ * Text that is not a JSON object is passed on unchanged (the plugin refuses
+ * it with its own message). Returns malloc'd text, or NULL (no options). */
+static char *plugin_options(const char *user_json) {
+    cJSON *o = user_json ? cJSON_Parse(user_json) : cJSON_CreateObject();
+    if (!cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        return xstrdup(user_json);
+    }
+    if (!cJSON_HasObjectItem(o, "face_claude") && !cJSON_IsFalse(cJSON_GetObjectItem(o, "face_opencode")))
+        cJSON_AddFalseToObject(o, "face_claude");
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text ? text : xstrdup(user_json);
+}
+
 static napi_value addon_init(napi_env env, napi_callback_info info) {
     size_t argc = 3;
     napi_value argv[3] = {NULL, NULL, NULL};
@@ -1716,9 +1740,11 @@ static napi_value addon_init(napi_env env, napi_callback_info info) {
     if (z)
         napi_create_reference(env, z, 1, &ad->zod_ref);
 
-    char *opts = NULL;
+    char *user_opts = NULL;
     if (options && (js_is(env, options, napi_object)))
-        opts = js_stringify(env, options);
+        user_opts = js_stringify(env, options);
+    char *opts = plugin_options(user_opts);
+    free(user_opts);
     char err[512] = "";
     ad->plugin = entry(&ad->host, opts, err, sizeof err);
     free(opts);

@@ -1,7 +1,9 @@
 // End-to-end: a real `opencode serve` (pinned, from npm) on 127.0.0.1 with an
 // isolated HOME and offline settings, the scripted fake model of
-// fake_model.mjs, ocbg installed into the project (make install-opencode
-// PROJECT=...) and the stub plugin listed in opencode.json with options.
+// fake_model.mjs, ocbg installed with make install-opencode PROJECT=... and
+// then moved out of the scanned folder to be listed in opencode.json with
+// options {face_claude: true} (OpenCode 1.18.33 would load a scanned copy a
+// second time, without options), and the stub plugin listed with options.
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR [--only stub|ocbg]
@@ -52,6 +54,7 @@ const HOME = path.join(WORK, "home");
 const PROJECT = path.join(WORK, "project");
 const CONFIG = path.join(HOME, ".config");
 const STUBPLUG = path.join(WORK, "stubplug");
+const OCBGPLUG = path.join(WORK, "ocbg"); // listed with options, not scanned
 
 // OpenCode installs @opencode-ai/plugin into every config directory at the first
 // request (slow, or a stall offline): give each one what it would install.
@@ -75,7 +78,14 @@ async function main() {
   for (const f of ["ocbg.js", "ocbg_opencode.node", "ocbg.so"]) fs.copyFileSync(path.join(STUB_DIR, f), path.join(STUBPLUG, f));
   if (!fs.existsSync(path.join(STUBPLUG, "node_modules")))
     fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(STUBPLUG, "node_modules"));
-  const ocbgInstalled = fs.existsSync(path.join(PROJECT, ".opencode/plugin/ocbg.js"));
+  const installed = path.join(PROJECT, ".opencode/plugin");
+  const ocbgInstalled = fs.existsSync(path.join(installed, "ocbg.js"));
+  if (ocbgInstalled) {
+    fs.mkdirSync(OCBGPLUG, { recursive: true });
+    for (const f of ["ocbg.js", "ocbg_opencode.node", "ocbg.so"]) fs.renameSync(path.join(installed, f), path.join(OCBGPLUG, f));
+    if (!fs.existsSync(path.join(OCBGPLUG, "node_modules")))
+      fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(OCBGPLUG, "node_modules"));
+  }
 
   fake = await startFakeModel();
   diag(`fake model on 127.0.0.1:${fake.port}`);
@@ -97,7 +107,10 @@ async function main() {
         models: { "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } } },
       },
     },
-    plugin: ONLY === "ocbg" ? [] : [[path.join(STUBPLUG, "ocbg.js"), { answer: 42 }]],
+    plugin: [
+      ...(ONLY === "ocbg" ? [] : [[path.join(STUBPLUG, "ocbg.js"), { answer: 42 }]]),
+      ...(ONLY === "stub" ? [] : [[path.join(OCBGPLUG, "ocbg.js"), { face_claude: true }]]),
+    ],
   };
   const env = {
     PATH: process.env.PATH, HOME, XDG_CONFIG_HOME: CONFIG,
@@ -144,7 +157,8 @@ async function stubToolCall() {
   const eo = echo?.output ? JSON.parse(echo.output) : {};
   ok(eo.echo === "hello" && eo.repeat_given === false && eo.session === s && eo.agent === "build",
     "the tool ran in the plugin with the call context", eo);
-  ok(eo.options === '{"answer":42}', "plugin options from opencode.json reach the plugin", eo.options);
+  ok(eo.options === '{"answer":42,"face_claude":false}',
+    "plugin options from opencode.json reach the plugin (the adapter adds face_claude: false)", eo.options);
   ok(/^call_/.test(eo.call) && /^msg_/.test(eo.message), "call id and message id reach the plugin", eo);
 
   // What the model was shown: optional stays optional, descriptions kept.
@@ -372,6 +386,10 @@ async function claudeShell() {
     run_in_background: true });
   const id = (claude.failed = b?.output ? taskIds(b.output)[0] : null);
   ok(b?.status === "completed" && id, "Bash(run_in_background=true) returns a task id", b);
+  const offered = new Set(fake.requests.flatMap((r) => (r.body.tools || []).map((t) => t.function?.name)));
+  ok(offered.has("Bash") && offered.has("bash") && offered.has("Task") && offered.has("task"),
+    "with face_claude: true the model is offered Bash and bash, Task and task (why it is off by default)",
+    [...offered].filter((n) => /^(bash|task)$/i.test(n)));
   const o = await callTool(s, "TaskOutput", { task_id: id });
   const out = o?.output || "";
   ok(out.includes("<status>failed</status>") && out.includes("<exit_code>3</exit_code>") && out.includes("e2e-shell-out"),

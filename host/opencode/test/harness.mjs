@@ -109,7 +109,8 @@ const echo = JSON.parse(await hooks.tool.stub_echo.execute({ text: "hi" }, ctx()
 ok(echo.echo === "hi" && echo.repeat_given === false, "stub_echo runs on a worker and answers", echo);
 ok(echo.session === "ses_parent" && echo.agent === "build" && echo.call === "call_1" && echo.directory === "/tmp",
    "call context reaches the plugin", echo);
-ok(echo.options === '{"answer":42}' && echo.host === "opencode", "plugin options reach the plugin", echo);
+ok(echo.options === '{"answer":42,"face_claude":false}' && echo.host === "opencode",
+   "plugin options reach the plugin, with the Claude face off by default", echo);
 
 let err = null;
 try {
@@ -258,6 +259,19 @@ asked = [];
 a = await stubAsk({ permission: "bash", raw_patterns: '["ls", 3]' }, askWith(recordAsk(() => Promise.resolve())));
 ok(a.rc === "EINVAL" && /patterns_json/.test(a.out) && asked.length === 0, "ask: malformed patterns -> -EINVAL, nobody asked", a);
 
+// The face_claude default: added unless the user chose.
+const optsOf = async (options) => {
+  const h = await mod.server({ client, directory: "/tmp" }, options);
+  const o = JSON.parse(await h.tool.stub_echo.execute({ text: "o" }, ctx())).options;
+  await h.dispose();
+  return o;
+};
+ok(await optsOf(undefined) === '{"face_claude":false}', "no options -> {face_claude:false}");
+ok(await optsOf({ face_claude: true, wake: "always" }) === '{"face_claude":true,"wake":"always"}',
+   "face_claude set by the user is kept");
+ok(await optsOf({ face_opencode: false }) === '{"face_opencode":false}',
+   "face_opencode:false alone keeps the plugin's default (the Claude face stays)");
+
 // Dispose while a tool call blocks: shutdown releases it, nothing deadlocks.
 const pending = hooks.tool.stub_block.execute({}, ctx({ abort: new AbortController().signal }))
   .then(() => { throw new Error("resolved"); }, (e) => { throw e; });
@@ -290,7 +304,7 @@ await pendingHost.catch(() => {});
 // A second instance in the same process still works (own state).
 const hooks2 = await mod.server({ client, directory: "/tmp" }, undefined);
 const e2 = JSON.parse(await hooks2.tool.stub_echo.execute({ text: "again", repeat: 3 }, ctx()));
-ok(e2.echo === "again" && e2.repeat === 3 && e2.options === "null", "a second instance, default options", e2);
+ok(e2.echo === "again" && e2.repeat === 3 && e2.options === '{"face_claude":false}', "a second instance, default options", e2);
 await hooks2.dispose();
 
 console.log(`1..${n}`);
