@@ -4,6 +4,8 @@
 // then moved out of the scanned folder to be listed in opencode.json with
 // options {face_claude: true} (OpenCode 1.18.33 would load a scanned copy a
 // second time, without options), and the stub plugin listed with options.
+// The permission rules of the config let every scenario run, except commands
+// naming e2e-ask (asked) or e2e-deny (denied), and the agent e2e-nope (denied).
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR [--only stub|ocbg]
@@ -13,8 +15,8 @@ import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
   api, assistantTexts, callTool, diag, events, followEvents, freePort, groupMembers, idle, isIdle, isLoopback,
-  listeners, messages, newSession, ok, procStat, say, secs, setBase, sleep, stopEvents, tap, taskIds, textOf,
-  toolParts, turnEnds, userMessage, userTexts, waitFor,
+  listeners, messages, newSession, ok, permissionAsked, procStat, replyPermission, say, sayTool, secs, setBase,
+  sleep, stopEvents, tap, taskIds, textOf, toolEnded, toolParts, turnEnds, userMessage, userTexts, waitFor,
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -55,6 +57,9 @@ const PROJECT = path.join(WORK, "project");
 const CONFIG = path.join(HOME, ".config");
 const STUBPLUG = path.join(WORK, "stubplug");
 const OCBGPLUG = path.join(WORK, "ocbg"); // listed with options, not scanned
+// Files the permission scenarios' commands would write: inside the project,
+// so that only the bash rules decide (a path outside it asks external_directory).
+const SIDE = path.join(PROJECT, "side");
 
 // OpenCode installs @opencode-ai/plugin into every config directory at the first
 // request (slow, or a stall offline): give each one what it would install.
@@ -86,6 +91,7 @@ async function main() {
     if (!fs.existsSync(path.join(OCBGPLUG, "node_modules")))
       fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(OCBGPLUG, "node_modules"));
   }
+  fs.mkdirSync(SIDE, { recursive: true });
 
   fake = await startFakeModel();
   diag(`fake model on 127.0.0.1:${fake.port}`);
@@ -98,7 +104,12 @@ async function main() {
     small_model: "fake/fake-model",
     autoupdate: false,
     share: "disabled",
-    permission: { edit: "allow", bash: "allow", webfetch: "allow" },
+    permission: {
+      edit: "allow", webfetch: "allow",
+      bash: { "*": "allow", "*e2e-ask*": "ask", "*e2e-deny*": "deny" },
+      task: { "*": "allow", "e2e-nope": "deny" },
+    },
+    agent: { "e2e-nope": { description: "A sub-agent the e2e permission rules deny", mode: "subagent" } },
     provider: {
       fake: {
         npm: "@ai-sdk/openai-compatible",
@@ -136,7 +147,8 @@ async function main() {
     ok(false, "ocbg is installed in the project (make install-opencode PROJECT=...)");
   } else if (ONLY !== "stub") {
     for (const scenario of [launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
-      tasksCommand, silentThenWaking])
+      tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
+      childAsksPermission, taskDenied])
       await scenario();
   }
 
@@ -501,6 +513,131 @@ async function silentThenWaking() {
   const busyAfter = events.filter(isBusy).length;
   ok(busyAfter > busyBefore, "the parent went busy only after the second one", { busyBefore, busyAfter });
   await idle(parent);
+}
+
+// ================= ocbg asking OpenCode's permission (ABI 1.1) =================
+
+// A deny rule: the Bash call is refused, nobody is asked, nothing runs.
+async function bashDenied() {
+  const s = await newSession("perm deny");
+  const f = path.join(SIDE, "e2e-deny.txt");
+  const from = events.length;
+  const st = await callTool(s, "Bash", { command: `touch ${f}`, description: "denied touch" });
+  ok(st?.status === "error" && /^Permission denied: running `touch /.test(st.error) &&
+     st.error.includes(`OpenCode's permission rules deny it (bash "*e2e-deny*": deny)`) && /was not run/.test(st.error),
+    "a bash deny rule refuses Bash: Permission denied, naming the rule", st);
+  ok(!fs.existsSync(f), "the denied command never ran (no side-effect file)");
+  ok(!events.slice(from).some((e) => e.type === "permission.asked" && e.properties.sessionID === s),
+    "a deny rule asks nobody");
+}
+
+// An "ask" rule answered "once": asked with the call's patterns, then it runs.
+async function bashAskedOnce() {
+  const s = await newSession("perm ask");
+  const f = path.join(SIDE, "e2e-ask-once.txt");
+  const cmd = `echo yes > ${f}`;
+  const from = events.length;
+  const since = await sayTool(s, "Bash", { command: cmd, description: "asked echo" });
+  const asked = await permissionAsked(s, from);
+  const ap = asked?.properties;
+  ok(ap?.permission === "bash" && JSON.stringify(ap.patterns) === JSON.stringify([cmd]) &&
+     JSON.stringify(ap.always) === '["echo *"]' && ap.metadata?.command === cmd && /^call_/.test(ap.tool?.callID || ""),
+    "Bash asks OpenCode: permission.asked for the session, patterns = the command, always = echo *, the tool call",
+    ap);
+  ok(!fs.existsSync(f), "nothing ran before the answer");
+  ok(ap && await replyPermission(ap.id, "once") === 200, "the user answers once (POST /permission/:id/reply)");
+  const st = await toolEnded(s, "Bash", since);
+  await idle(s);
+  ok(st?.status === "completed" && fs.existsSync(f), "allowed once: the command ran", st);
+  ok(events.slice(from).some((e) => e.type === "permission.replied" && e.properties.requestID === ap?.id &&
+     e.properties.reply === "once"), "permission.replied once");
+}
+
+// "reject", with and without the user's words: refused, nothing runs.
+async function bashRejected() {
+  const s = await newSession("perm reject");
+  for (const [name, message, want] of [
+    ["e2e-ask-reject.txt", undefined, "the user rejected it"],
+    ["e2e-ask-words.txt", "use printf instead", `the user rejected it, saying: "use printf instead"`],
+  ]) {
+    const f = path.join(SIDE, name);
+    const from = events.length;
+    const since = await sayTool(s, "Bash", { command: `touch ${f}`, description: "rejected touch" });
+    const asked = await permissionAsked(s, from);
+    ok(asked && await replyPermission(asked.properties.id, "reject", message) === 200,
+      `the user answers reject${message ? " with a message" : ""}`);
+    const st = await toolEnded(s, "Bash", since);
+    await idle(s);
+    ok(st?.status === "error" && /^Permission denied: running `touch /.test(st.error) && st.error.includes(want) &&
+       /was not run/.test(st.error), `rejected${message ? " with the user's words" : ""}: Permission denied: ${want}`, st);
+    ok(!fs.existsSync(f), "the rejected command never ran");
+  }
+}
+
+// Esc while the user is being asked: the tool ends at once, nothing runs.
+async function bashEscWhileAsking() {
+  const s = await newSession("perm esc");
+  const f = path.join(SIDE, "e2e-ask-esc.txt");
+  const from = events.length;
+  const since = await sayTool(s, "Bash", { command: `touch ${f}`, description: "abandoned touch" });
+  const asked = await permissionAsked(s, from);
+  ok(asked, "the question is open");
+  const t0 = Date.now();
+  await api("POST", `/session/${s}/abort`);
+  const st = await toolEnded(s, "Bash", since, 10000);
+  const ms = Date.now() - t0;
+  ok(st?.status === "error" && ms < 3000, `Esc while asking ends the Bash call (${ms} ms)`, st);
+  await idle(s);
+  await sleep(300); // a late run would have written the file by now
+  ok(!fs.existsSync(f), "the abandoned command never ran");
+  const open = ((await api("GET", "/permission")).json || []).some((p) => p.id === asked?.properties.id);
+  diag(`after the abort the question is ${open ? "still listed" : "gone"} in GET /permission`);
+}
+
+// A background sub-agent whose own bash tool (OpenCode's) hits an "ask" rule:
+// the parent hears once that it waits, background_output says so; answered,
+// the task completes and notifies.
+async function childAsksPermission() {
+  const parent = await newSession("perm child");
+  const f = path.join(PROJECT, "e2e-ask-child.txt"); // inside the project: no external_directory question
+  const cmd = "echo e2e-ask-child > e2e-ask-child.txt";
+  const from = events.length;
+  const id = await launch(parent, { description: "asking child", agent: "general",
+    prompt: `CHILD call bash ${JSON.stringify({ command: cmd, description: "child echo" })}` });
+  ok(id, "a task whose sub-agent runs bash launched");
+  const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
+  const asked = child && await permissionAsked(child, from);
+  ok(asked?.properties.permission === "bash" && asked.properties.patterns.some((p) => p.includes("e2e-ask-child")),
+    "the sub-agent's bash asks in the child session", asked?.properties);
+  const notice = await userMessage(parent, "is waiting for permission", 30000);
+  const nt = notice ? textOf(notice.msg) : "";
+  ok(nt.startsWith(`[ocbg] Background task ${id} "asking child" (agent: general) is waiting for permission: bash: `) &&
+     nt.includes("e2e-ask-child"), "the parent is told the task waits for permission", nt);
+  ok(notice && await turnEnds(parent, "ack", 30000, notice.index), "the notice woke the parent (the model answered)");
+  await idle(parent);
+  const out = await callTool(parent, "background_output", { task_id: id });
+  ok(out?.status === "completed" && /Waiting for permission: bash: .*e2e-ask-child/.test(out.output),
+    "background_output shows Waiting for permission", out);
+  ok(!fs.existsSync(f), "the sub-agent's command waits for the answer");
+  ok(asked && await replyPermission(asked.properties.id, "once") === 200, "the user answers once");
+  const done = await userMessage(parent, "child reply bash", 30000);
+  ok(done && textOf(done.msg).includes(id) && fs.existsSync(f), "the command ran; the task completed and notified",
+    done && textOf(done.msg));
+  await idle(parent);
+  const waits = userTexts(await messages(parent)).filter((t) => t.includes("is waiting for permission"));
+  ok(waits.length === 1, "the waiting notice came exactly once", waits);
+}
+
+// A task deny rule for the agent: background_task refused, no session made.
+async function taskDenied() {
+  const parent = await newSession("perm task");
+  const st = await callTool(parent, "background_task", { description: "denied agent", prompt: "CHILD fast nope",
+    agent: "e2e-nope" });
+  ok(st?.status === "error" && /^Permission denied: starting a sub-agent of type "e2e-nope"/.test(st.error) &&
+     st.error.includes(`task "e2e-nope": deny`) && /No task was started/.test(st.error),
+    "a task deny rule refuses background_task for that agent", st);
+  const kids = (await api("GET", `/session/${parent}/children`)).json;
+  ok(Array.isArray(kids) && kids.length === 0, "no child session was created", kids);
 }
 
 let exitCode = 1;

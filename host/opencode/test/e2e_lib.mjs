@@ -120,14 +120,40 @@ export async function turnEnds(sid, want, timeoutMs = 30000, since = 0) {
 // idle again. A notification landing in the turn may make the model answer
 // "ack" instead of "done <tool>": the tool part is what counts.
 export async function callTool(sid, tool, args, timeoutMs = 30000) {
+  const since = await sayTool(sid, tool, args);
+  const state = await toolEnded(sid, tool, since, timeoutMs);
+  await idle(sid);
+  return state;
+}
+
+// Says "E2E <tool> <args json>" and returns at once: the number of messages
+// before it (for toolEnded), so that the test can act while the tool runs.
+export async function sayTool(sid, tool, args) {
   const since = (await messages(sid)).length;
   await say(sid, `E2E ${tool}${args !== undefined ? " " + JSON.stringify(args) : ""}`);
-  const state = await waitFor(`${tool} ended in ${sid}`, async () => {
+  return since;
+}
+
+// The state of the last <tool> part after message `since` once it ended
+// (completed or error); null at the deadline.
+export function toolEnded(sid, tool, since, timeoutMs = 30000) {
+  return waitFor(`${tool} ended in ${sid}`, async () => {
     const p = toolParts((await messages(sid)).slice(since), tool).at(-1);
     return p && (p.state.status === "completed" || p.state.status === "error") ? p.state : null;
   }, timeoutMs);
-  await idle(sid);
-  return state;
+}
+
+// The first permission.asked event for the session among events[from…];
+// null at the deadline.
+export function permissionAsked(sid, from = 0, timeoutMs = 30000) {
+  return waitFor(`permission.asked for ${sid}`, () =>
+    events.slice(from).find((e) => e.type === "permission.asked" && e.properties.sessionID === sid), timeoutMs, 50);
+}
+
+// Answers a permission question as the TUI does: "once" | "always" | "reject"
+// (with the user's message, if any). The HTTP status.
+export async function replyPermission(requestID, reply, message) {
+  return (await api("POST", `/permission/${requestID}/reply`, message === undefined ? { reply } : { reply, message })).status;
 }
 
 // The first user message of the session whose text matches (a string or a

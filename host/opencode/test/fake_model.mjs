@@ -8,6 +8,8 @@
 //   "CHILD gate X"            "child reply X", once the test called openGate("X")
 //   "CHILD slow"              streams nothing until the client goes away (max 120 s)
 //   "CHILD error"             HTTP 400 with an error body (a non-retryable API error)
+//   "CHILD call <tool> <json>" the child calls <tool>(args) (e.g. OpenCode's own bash);
+//                              after the tool result: "child reply <tool>"
 //   anything else              "ack" (e.g. a notification that woke the parent)
 // Title requests (a system prompt about titles) get "E2E title".
 import http from "node:http";
@@ -39,6 +41,12 @@ export function decide(body) {
   if ((m = line.match(/^CHILD gate (\S+)/))) return { gate: m[1], text: `child reply ${m[1]}` };
   if (line.startsWith("CHILD slow")) return { hang: true };
   if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
+  if ((m = line.match(/^CHILD call (\S+)\s*(.*)$/))) {
+    if (toolResults.length) return { text: `child reply ${m[1]}` };
+    let args = {};
+    try { args = m[2] ? JSON.parse(m[2]) : {}; } catch { args = {}; }
+    return { calls: [{ name: m[1], args }] };
+  }
   if ((m = line.match(/^E2E launch2(gated)? (\S+) (\S+)/))) {
     if (toolResults.length) return { text: "launched two" };
     const kind = m[1] ? "gate" : "fast";
