@@ -110,7 +110,7 @@ static bool first_word_in(const char *cmd, const char *const *list)
     return false;
 }
 
-static void add_command(const char *s, size_t n, cJSON *patterns, cJSON *always)
+static void add_command(const char *s, size_t n, cJSON *cmds)
 {
     while (n && isspace((unsigned char)*s))
         s++, n--;
@@ -119,14 +119,7 @@ static void add_command(const char *s, size_t n, cJSON *patterns, cJSON *always)
     if (n == 0 || *s == '>')
         return; /* nothing, or the redirection after a subshell */
     char *cmd = xstrndup(s, n);
-    if (first_word_in(cmd, dir_changers)) {
-        free(cmd);
-        return;
-    }
-    add_unique(patterns, cmd);
-    char *a = always_pattern(cmd);
-    add_unique(always, a);
-    free(a);
+    add_unique(cmds, cmd);
     free(cmd);
 }
 
@@ -160,7 +153,7 @@ static size_t skip_group(const char *s, size_t i, size_t len)
     return len;
 }
 
-static void split(const char *s, size_t len, cJSON *patterns, cJSON *always, int depth);
+static void split(const char *s, size_t len, cJSON *cmds, int depth);
 
 static bool blank_prefix(const char *s, size_t n)
 {
@@ -182,7 +175,7 @@ static bool separator_at(const char *s, size_t i, size_t len)
 }
 
 /* The commands nested in s[i..end) — inside $(…), (…), `…` or "…$(…)…". */
-static void split_nested(const char *s, size_t i, size_t end, cJSON *patterns, cJSON *always, int depth)
+static void split_nested(const char *s, size_t i, size_t end, cJSON *cmds, int depth)
 {
     if (depth > 8 || end <= i)
         return;
@@ -195,7 +188,7 @@ static void split_nested(const char *s, size_t i, size_t end, cJSON *patterns, c
                 j++;
             } else if ((s[j] == '$' && s[j + 1] == '(') || s[j] == '`') {
                 size_t e = skip_group(s, j, end);
-                split_nested(s, j, e, patterns, always, depth + 1);
+                split_nested(s, j, e, cmds, depth + 1);
                 j = e - 1;
             }
         }
@@ -203,10 +196,10 @@ static void split_nested(const char *s, size_t i, size_t end, cJSON *patterns, c
     }
     size_t from = i + 1 + (open == '$');
     size_t to = end > from && s[end - 1] == (open == '`' ? '`' : ')') ? end - 1 : end;
-    split(s + from, to - from, patterns, always, depth + 1);
+    split(s + from, to - from, cmds, depth + 1);
 }
 
-static void split(const char *s, size_t len, cJSON *patterns, cJSON *always, int depth)
+static void split(const char *s, size_t len, cJSON *cmds, int depth)
 {
     size_t start = 0;
     for (size_t i = 0; i < len;) {
@@ -215,15 +208,15 @@ static void split(const char *s, size_t len, cJSON *patterns, cJSON *always, int
             i += 2;
         } else if (c == '\'' || c == '"' || c == '`' || (c == '$' && i + 1 < len && s[i + 1] == '(')) {
             size_t e = skip_group(s, i, len);
-            split_nested(s, i, e, patterns, always, depth);
+            split_nested(s, i, e, cmds, depth);
             i = e;
         } else if (c == '(' && blank_prefix(s + start, i - start)) {
             /* a subshell: its commands, not itself */
             size_t e = skip_group(s, i, len);
-            split_nested(s, i, e, patterns, always, depth);
+            split_nested(s, i, e, cmds, depth);
             i = start = e;
         } else if (separator_at(s, i, len)) {
-            add_command(s + start, i - start, patterns, always);
+            add_command(s + start, i - start, cmds);
             i += (i + 1 < len && (s[i + 1] == c || (c == '|' && s[i + 1] == '&')));
             start = ++i;
         } else {
@@ -231,13 +224,36 @@ static void split(const char *s, size_t len, cJSON *patterns, cJSON *always, int
         }
     }
     if (start < len)
-        add_command(s + start, len - start, patterns, always);
+        add_command(s + start, len - start, cmds);
+}
+
+/* Every simple command of a command line, in order, without duplicates. */
+static cJSON *simple_commands(const char *command)
+{
+    cJSON *cmds = cJSON_CreateArray();
+    split(command ? command : "", command ? strlen(command) : 0, cmds, 0);
+    return cmds;
+}
+
+static void patterns_of(const cJSON *cmds, cJSON *patterns, cJSON *always)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cmds)
+    {
+        if (first_word_in(c->valuestring, dir_changers))
+            continue;
+        add_unique(patterns, c->valuestring);
+        char *a = always_pattern(c->valuestring);
+        add_unique(always, a);
+        free(a);
+    }
 }
 
 void bash_patterns(const char *command, cJSON *patterns, cJSON *always)
 {
-    size_t len = command ? strlen(command) : 0;
-    split(command ? command : "", len, patterns, always, 0);
+    cJSON *cmds = simple_commands(command);
+    patterns_of(cmds, patterns, always);
+    cJSON_Delete(cmds);
 }
 
 /* The pattern "<dir>/ *" (no space) for a path argument outside `project`, into dirs. */
@@ -271,24 +287,14 @@ static void add_outside(const char *arg, const char *project, cJSON *dirs)
 /* The directories outside the project that a command line's cd/rm/cp/…
  * arguments name, as OpenCode's bash tool finds them (arguments with $ or `
  * are not resolved). */
-static void outside_dirs(const char *command, const char *project, cJSON *dirs)
+static void outside_dirs(const cJSON *cmds, const char *project, cJSON *dirs)
 {
-    /* A plain split at separators: the directory changers are not bash
-     * patterns, so bash_patterns does not list them. */
-    cJSON *all = cJSON_CreateArray();
-    char *copy = xstrdup(command), *save = NULL;
-    for (char *part = strtok_r(copy, ";&|\n", &save); part; part = strtok_r(NULL, ";&|\n", &save))
-        cJSON_AddItemToArray(all, cJSON_CreateString(part));
-    free(copy);
     const cJSON *c;
-    cJSON_ArrayForEach(c, all)
+    cJSON_ArrayForEach(c, cmds)
     {
-        const char *cmd = c->valuestring;
-        while (isspace((unsigned char)*cmd))
-            cmd++;
-        if (!first_word_in(cmd, path_takers))
+        if (!first_word_in(c->valuestring, path_takers))
             continue;
-        char *words = xstrdup(cmd), *ws = NULL;
+        char *words = xstrdup(c->valuestring), *ws = NULL;
         strtok_r(words, " \t", &ws);
         for (char *w = strtok_r(NULL, " \t", &ws); w; w = strtok_r(NULL, " \t", &ws)) {
             size_t n = strlen(w);
@@ -301,7 +307,6 @@ static void outside_dirs(const char *command, const char *project, cJSON *dirs)
         }
         free(words);
     }
-    cJSON_Delete(all);
 }
 
 /* ---- asking -------------------------------------------------------------- */
@@ -313,8 +318,9 @@ static char *echo(const char *s)
     return keep < len ? xasprintf("%.*s…", (int)keep, s) : xstrdup(s);
 }
 
-/* One question to the host. what: the action as the answer names it ("running
- * `ls`"); nothing_done: what the answer says was not done. */
+/* One question to the host (patterns, always and metadata are consumed).
+ * what: the action as the answer names it ("running `ls`"); nothing_done:
+ * what the answer says was not done. */
 static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *patterns, cJSON *always,
                cJSON *metadata, const char *what, const char *nothing_done, strbuf *out)
 {
@@ -346,6 +352,9 @@ static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *
         rc = rc < 0 ? rc : -EIO;
     }
     free(reason);
+    cJSON_Delete(patterns);
+    cJSON_Delete(always);
+    cJSON_Delete(metadata);
     return rc;
 }
 
@@ -356,33 +365,37 @@ int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
         return 0;
     char *shown = echo(command);
     char *what = xasprintf("running `%s`", shown);
+    free(shown);
+    cJSON *cmds = simple_commands(command);
     int rc = 0;
     /* Paths outside the project first, as OpenCode's own bash tool asks. */
-    if (ctx->directory && ctx->directory[0] == '/') {
-        cJSON *dirs = cJSON_CreateArray();
-        outside_dirs(command, ctx->directory, dirs);
-        if (cJSON_GetArraySize(dirs) > 0) {
-            cJSON *m = cJSON_CreateObject();
-            cJSON_AddStringToObject(m, "command", command);
-            cJSON_AddItemToObject(m, "patterns", cJSON_Duplicate(dirs, 1));
-            rc = ask(o, ctx, "external_directory", dirs, dirs, m, what, "The command was not run.", out);
-            cJSON_Delete(m);
-        }
+    cJSON *dirs = cJSON_CreateArray();
+    if (ctx->directory && ctx->directory[0] == '/')
+        outside_dirs(cmds, ctx->directory, dirs);
+    if (cJSON_GetArraySize(dirs) > 0) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "command", command);
+        cJSON_AddItemToObject(m, "patterns", cJSON_Duplicate(dirs, 1));
+        rc = ask(o, ctx, "external_directory", dirs, cJSON_Duplicate(dirs, 1), m, what, "The command was not run.",
+                 out);
+    } else {
         cJSON_Delete(dirs);
     }
-    cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
-    bash_patterns(command, patterns, always);
-    cJSON_AddStringToObject(meta, "command", command);
-    if (description && !blank(description))
-        cJSON_AddStringToObject(meta, "description", description);
+    cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray();
+    patterns_of(cmds, patterns, always);
+    cJSON_Delete(cmds);
     /* Nothing but directory changes: nothing for "bash" to decide. */
-    if (rc == 0 && cJSON_GetArraySize(patterns) > 0)
+    if (rc == 0 && cJSON_GetArraySize(patterns) > 0) {
+        cJSON *meta = cJSON_CreateObject();
+        cJSON_AddStringToObject(meta, "command", command);
+        if (description && !blank(description))
+            cJSON_AddStringToObject(meta, "description", description);
         rc = ask(o, ctx, "bash", patterns, always, meta, what, "The command was not run.", out);
+    } else {
+        cJSON_Delete(patterns);
+        cJSON_Delete(always);
+    }
     free(what);
-    free(shown);
-    cJSON_Delete(patterns);
-    cJSON_Delete(always);
-    cJSON_Delete(meta);
     return rc;
 }
 
@@ -399,11 +412,8 @@ int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const c
         cJSON_AddStringToObject(meta, "description", description);
     char *shown = echo(agent);
     char *what = xasprintf("starting a sub-agent of type \"%s\"", shown);
+    free(shown);
     int rc = ask(o, ctx, "task", patterns, always, meta, what, "No task was started.", out);
     free(what);
-    free(shown);
-    cJSON_Delete(patterns);
-    cJSON_Delete(always);
-    cJSON_Delete(meta);
     return rc;
 }
