@@ -169,18 +169,6 @@ static char *task_with(sim_host *h, const char *parent, const char *script, cons
     return id;
 }
 
-/* The text of the session's newest message containing needle (malloc'd), or NULL. */
-static char *message_with(sim_host *h, const char *session, const char *needle)
-{
-    for (int i = sim_session_message_count(h, session) - 1; i >= 0; i--) {
-        char *text = sim_session_message_text(h, session, i);
-        if (text && strstr(text, needle))
-            return text;
-        free(text);
-    }
-    return NULL;
-}
-
 static void check_result(sim_host *h, const char *parent, const char *id, const char *result, const char *name)
 {
     char *out = t_output(h, parent, id);
@@ -192,7 +180,7 @@ static void check_result(sim_host *h, const char *parent, const char *id, const 
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
     is_int(t_wait_messages_with(h, parent, needle, 1, 5000), 0, "%s: the parent is notified", name);
-    char *body = message_with(h, parent, needle);
+    char *body = t_message_with(h, parent, needle);
     tail = report_tail(result);
     ok(ends_with(body, tail), "%s: the notification's result is '%s'", name, result);
     unlike(body, SUMMARY, "%s: the notification has no summary", name);
@@ -259,13 +247,6 @@ static void claude_face_results(void)
     sim_destroy(h);
 }
 
-static int question_open(sim_host *h, void *session)
-{
-    char *q = sim_permission_open(h, session);
-    free(q);
-    return q != NULL;
-}
-
 /* A stray idle while the continue turn runs (here: waiting on a question)
  * finds the run unfinished; the task ends with the continue turn's answer. */
 static void stray_idle_during_continue(void)
@@ -277,7 +258,7 @@ static void stray_idle_during_continue(void)
                                "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"ask\":{\"permission\":\"bash\","
                                "\"patterns\":[\"make\"]}},{\"reply\":\"after the question\"}]}");
     char *child = t_task_session(h, 0);
-    is_int(sim_wait(h, question_open, child, tap_timeout_ms(5000)), 0, "the continue turn asks a question");
+    is_int(sim_wait(h, t_question_open, child, tap_timeout_ms(5000)), 0, "the continue turn asks a question");
     char *q = sim_permission_open(h, child);
     size_t reads = sim_calls(h, "session_messages", child);
     char ev[160];

@@ -157,13 +157,6 @@ static void bash_asked_once_always_reject(void)
     sim_destroy(h);
 }
 
-static int question_open(sim_host *h, void *session)
-{
-    char *id = sim_permission_open(h, session);
-    free(id);
-    return id != NULL;
-}
-
 static void bash_esc_while_asking(void)
 {
     sim_host *h = t_host(NULL);
@@ -175,7 +168,7 @@ static void bash_esc_while_asking(void)
     char *args = bash_args(cmd, 0);
     sim_call *c = sim_tool_start(h, s, "Bash", args);
     free(args);
-    is_int(sim_wait(h, question_open, s, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
+    is_int(sim_wait(h, t_question_open, s, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
     ok(!sim_tool_done(c), "the call has not returned");
     sim_tool_cancel(c);
     int rc = 0;
@@ -334,18 +327,6 @@ static void resume_denied_keeps_the_task(void)
 
 /* ---- a sub-agent waiting for the user ------------------------------------ */
 
-/* The newest message of the session that contains needle (malloc'd), or NULL. */
-static char *message_with(sim_host *h, const char *session, const char *needle)
-{
-    for (int i = sim_session_message_count(h, session) - 1; i >= 0; i--) {
-        char *text = sim_session_message_text(h, session, i);
-        if (text && strstr(text, needle))
-            return text;
-        free(text);
-    }
-    return NULL;
-}
-
 static void child_waits_for_permission(void)
 {
     sim_host *h = t_host(NULL);
@@ -361,7 +342,7 @@ static void child_waits_for_permission(void)
            "background_output shows what the sub-agent waits for");
     is_int(t_wait_messages_with(h, s, "is waiting for permission: bash: rm -rf build", 1, 5000), 0,
            "the parent is told");
-    char *note = message_with(h, s, "is waiting for permission");
+    char *note = t_message_with(h, s, "is waiting for permission");
     like(note, "[ocbg] Background task ", "the notice names the task");
     like(note, "\"Clean up\" (agent: explore) is waiting for permission: bash: rm -rf build", "and the question");
     free(note);

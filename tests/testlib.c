@@ -187,3 +187,21 @@ int t_sync_notifications(sim_host *h, const char *session)
     free(id);
     return t_wait_messages_with(h, session, needle, 1, 5000);
 }
+
+char *t_message_with(sim_host *h, const char *session, const char *needle)
+{
+    for (int i = sim_session_message_count(h, session) - 1; i >= 0; i--) {
+        char *text = sim_session_message_text(h, session, i);
+        if (text && strstr(text, needle))
+            return text;
+        free(text);
+    }
+    return NULL;
+}
+
+int t_question_open(sim_host *h, void *session)
+{
+    char *id = sim_permission_open(h, session);
+    free(id);
+    return id != NULL;
+}

@@ -53,6 +53,14 @@ char *t_output(sim_host *h, const char *session, const char *task_id);
 /* Wait until background_output for the task contains `needle`. */
 int t_wait_output_with(sim_host *h, const char *session, const char *task_id, const char *needle, int timeout_ms);
 
+/* The text of the session's newest message containing needle (malloc'd), or
+ * NULL when none does. */
+char *t_message_with(sim_host *h, const char *session, const char *needle);
+
+/* sim_wait predicate: a permission question is open in the session (arg: its
+ * id, or NULL for any session). */
+int t_question_open(sim_host *h, void *session);
+
 /* A synchronisation point for "nothing more was sent": launch a quick task
  * from `session`, wait for its notification to reach the session (the worker
  * pushes notifications in order, so any notification queued before it has been
