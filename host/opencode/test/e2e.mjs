@@ -109,13 +109,20 @@ async function main() {
       bash: { "*": "allow", "*e2e-ask*": "ask", "*e2e-deny*": "deny" },
       task: { "*": "allow", "e2e-nope": "deny" },
     },
-    agent: { "e2e-nope": { description: "A sub-agent the e2e permission rules deny", mode: "subagent" } },
+    agent: {
+      "e2e-nope": { description: "A sub-agent the e2e permission rules deny", mode: "subagent" },
+      "e2e-compact": { description: "A sub-agent on a small-context model (it compacts)", mode: "subagent",
+        model: "fake/small-model" },
+    },
     provider: {
       fake: {
         npm: "@ai-sdk/openai-compatible",
         name: "Fake",
         options: { baseURL: `http://127.0.0.1:${fake.port}/v1`, apiKey: "fake" },
-        models: { "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } } },
+        models: {
+          "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } },
+          "small-model": { name: "Fake small", tool_call: true, limit: { context: 8000, output: 1000 } },
+        },
       },
     },
     plugin: [
@@ -148,7 +155,7 @@ async function main() {
   } else if (ONLY !== "stub") {
     for (const scenario of [launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
-      childAsksPermission, taskDenied])
+      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild])
       await scenario();
   }
 
@@ -638,6 +645,57 @@ async function taskDenied() {
     "a task deny rule refuses background_task for that agent", st);
   const kids = (await api("GET", `/session/${parent}/children`)).json;
   ok(Array.isArray(kids) && kids.length === 0, "no child session was created", kids);
+}
+
+// ================= host events in OpenCode's own order =================
+
+// Deleting a parent with three running tasks: OpenCode deletes the children
+// first and would leave them busy, their model streams open; ocbg aborts them.
+async function deleteStopsChildren() {
+  const parent = await newSession("ocbg delete");
+  const before = fake.requests.length;
+  const ids = [];
+  for (const x of ["d1", "d2", "d3"])
+    ids.push(await launch(parent, { description: `slow ${x}`, prompt: `CHILD slow ${x}`, agent: "general" }));
+  ok(ids.every(Boolean), "three slow tasks launched", ids);
+  const streams = await waitFor("three open child model streams", async () => {
+    const open = fake.requests.slice(before).filter((r) => r.decision.hang && !r.closed);
+    return open.length === 3 ? open : null;
+  }, 30000);
+  ok(streams, "their three model streams are open");
+  const kids = ((await api("GET", `/session/${parent}/children`)).json || []).map((s) => s.id);
+  ok(kids.length === 3, "three child sessions", kids);
+  const del = await api("DELETE", `/session/${parent}`);
+  ok(del.status === 200, "DELETE /session/<parent>", del.status);
+  const closed = streams && await waitFor("child streams closed", async () => streams.every((r) => r.closed), 15000);
+  ok(closed, "every child's model stream closed", streams && streams.map((r) => r.closed));
+  const quiet = await waitFor("no child busy", async () => {
+    const st = (await api("GET", "/session/status")).json || {};
+    return kids.every((k) => !st[k]);
+  }, 15000);
+  ok(quiet, "no child is busy (or retrying) in /session/status");
+  const gone = await Promise.all(kids.map(async (k) => (await api("GET", `/session/${k}`)).status));
+  ok(gone.every((s) => s === 404), "the child sessions are gone", gone);
+}
+
+// A child whose answer brings its context near the limit: OpenCode compacts
+// it right after (summary, continue message, one more turn). The task's result
+// is the child's answer, never the summary.
+async function compactedChild() {
+  const parent = await newSession("ocbg compaction");
+  const id = await launch(parent, { description: "compacting", prompt: "CHILD compact cx", agent: "e2e-compact" });
+  ok(id, "a task on the small-context model launched");
+  const notice = id && await userMessage(parent, id, 60000);
+  const nt = notice ? textOf(notice.msg) : "";
+  const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
+  const cm = child ? await messages(child) : [];
+  ok(cm.some((m) => m.info.summary === true && textOf(m).includes("E2E SUMMARY")),
+    "OpenCode compacted the child (a summary message)", cm.map((m) => `${m.info.role}:${m.info.summary ? "summary" : ""}`));
+  ok(nt.includes("child reply cx") && !nt.includes("E2E SUMMARY"), "the notification carries the answer, not the summary", nt);
+  await idle(parent);
+  const out = await callTool(parent, "background_output", { task_id: id });
+  ok(out?.status === "completed" && out.output.includes("child reply cx") && !out.output.includes("E2E SUMMARY"),
+    "background_output returns the answer, not the summary", out);
 }
 
 let exitCode = 1;

@@ -10,6 +10,11 @@
 //   "CHILD error"             HTTP 400 with an error body (a non-retryable API error)
 //   "CHILD call <tool> <json>" the child calls <tool>(args) (e.g. OpenCode's own bash);
 //                              after the tool result: "child reply <tool>"
+//   "CHILD compact X"         "child reply X" with a usage of 7520 tokens: on a model with
+//                              limit {context: 8000, output: 1000} OpenCode compacts after it
+// OpenCode's compaction requests: the summary request (its prompt holds "Here is the
+// conversation so far") gets "E2E SUMMARY of the conversation"; the synthetic
+// "Continue if you have next steps…" message gets a reply with no text.
 //   anything else              "ack" (e.g. a notification that woke the parent)
 // Title requests (a system prompt about titles) get "E2E title".
 import http from "node:http";
@@ -23,6 +28,10 @@ const textOf = (content) =>
 
 export function decide(body) {
   const msgs = body.messages || [];
+  const lastText = textOf(msgs.at(-1)?.content);
+  if (msgs.some((m) => textOf(m.content).includes("Here is the conversation so far")))
+    return { text: "E2E SUMMARY of the conversation" };
+  if (msgs.at(-1)?.role === "user" && lastText.startsWith("Continue if you have next steps")) return { text: "" };
   const system = msgs.filter((m) => m.role === "system").map((m) => textOf(m.content)).join("\n");
   if (/title/i.test(system) && !/E2E|CHILD/.test(textOf(msgs.at(-1)?.content))) return { text: "E2E title" };
   // The script line: the newest user message holding an "E2E"/"CHILD" line.
@@ -38,6 +47,10 @@ export function decide(body) {
   const toolResults = msgs.slice(lastUser + 1).filter((m) => m.role === "tool");
   let m;
   if ((m = line.match(/^CHILD fast (\S+)/))) return { text: `child reply ${m[1]}` };
+  if ((m = line.match(/^CHILD compact (\S+)/))) {
+    if (msgs.slice(lastUser + 1).some((x) => x.role === "assistant")) return { text: "" };
+    return { text: `child reply ${m[1]}`, usage: { prompt_tokens: 7500, completion_tokens: 20, total_tokens: 7520 } };
+  }
   if ((m = line.match(/^CHILD gate (\S+)/))) return { gate: m[1], text: `child reply ${m[1]}` };
   if (line.startsWith("CHILD slow")) return { hang: true };
   if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
@@ -102,7 +115,7 @@ export async function startFakeModel() {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
       open.add(res);
       res.on("close", () => { rec.closed = true; open.delete(res); });
-      const usage = { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } };
+      const usage = { usage: d.usage || { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } };
       if (d.gate && !gate(d.gate).opened) {
         res.write(chunk({ role: "assistant", content: "" }));
         const g = gate(d.gate);
@@ -128,7 +141,7 @@ export async function startFakeModel() {
           res.write(chunk({}, "tool_calls", usage));
         } else {
           res.write(chunk({ role: "assistant", content: "" }));
-          res.write(chunk({ content: d.text }));
+          if (d.text) res.write(chunk({ content: d.text }));
           res.write(chunk({}, "stop", usage));
         }
         res.end("data: [DONE]\n\n");
