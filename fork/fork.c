@@ -134,16 +134,17 @@ static bool is_compaction_request(const cJSON *msg)
     return false;
 }
 
-/* A summary OpenCode counts as done: finished and without an error. */
+/* A summary OpenCode counts as done: finished and without an error. Called
+ * on every message of a 10 MB history, so the common case costs two key
+ * lookups: OpenCode gives every assistant message a mode ("compaction" for a
+ * summary) and user messages none. */
 static bool is_completed_summary(const cJSON *msg)
 {
     const cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
-    if (!info_is(msg, "role", "assistant"))
+    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "mode"));
+    if (mode ? strcmp(mode, "compaction") != 0 : !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")))
         return false;
-    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) && !info_is(msg, "mode", "compaction") &&
-        !info_is(msg, "agent", "compaction"))
-        return false;
-    return cJSON_IsString(cJSON_GetObjectItemCaseSensitive(info, "finish")) &&
+    return info_is(msg, "role", "assistant") && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(info, "finish")) &&
            !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(info, "error"));
 }
 
