@@ -28,7 +28,7 @@ ALL_CFLAGS = -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS)
 LDLIBS  += -lcjson -lpthread -ldl
 
 # Every plugin source: entry and engine, event hooks, fork processing.
-PLUGIN_SRC := $(sort $(wildcard plugin/*.c hooks/*.c fork/*.c))
+PLUGIN_SRC := $(sort $(wildcard plugin/*.c plugin/*/*.c hooks/*.c fork/*.c))
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/obj/%.o)
 # The simulated host (library part; demo.c has the demo's main).
 SIM_SRC    := $(filter-out host/sim/demo.c,$(sort $(wildcard host/sim/*.c)))

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "fork.h"
-#include "util.h"
+#include "base/util.h"
 
 #define RUNS 7
 

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "simhost.h"
 
 #define SAMPLES 300

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 size_t fork_estimate_tokens(const char *str, size_t n)
 {

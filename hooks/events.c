@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* How much of a permission question a task's status shows. */
 #define PERMISSION_WHAT_CHARS 200

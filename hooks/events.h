@@ -10,7 +10,7 @@
 #ifndef OCBG_EVENTS_H
 #define OCBG_EVENTS_H
 
-#include "engine.h"
+#include "engine/engine.h"
 
 /* Handle one event (JSON text {type, properties}); unknown or malformed
  * events are ignored. */

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "events.h"
 #include "fork.h"
-#include "tools.h"
-#include "util.h"
+#include "face/tools.h"
+#include "base/util.h"
 
 #define OCBG_VERSION "0.1.0"
 

@@ -12,7 +12,7 @@
 #include "fork.h"
 #include "shelltest.h"
 #include "testlib.h"
-#include "util.h"
+#include "base/util.h"
 
 #define CONTINUE_TEXT \
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."

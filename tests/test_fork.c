@@ -9,7 +9,7 @@
 
 #include "fork.h"
 #include "testlib.h"
-#include "util.h"
+#include "base/util.h"
 
 static const fork_limits LIM = {1500, 100000};
 

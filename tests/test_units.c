@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
-#include "options.h"
-#include "outcome.h"
-#include "permission.h"
+#include "text/texts.h"
+#include "base/options.h"
+#include "model/outcome.h"
+#include "ops/permission.h"
 #include "tap.h"
-#include "util.h"
+#include "base/util.h"
 
 static void options_cases(void)
 {

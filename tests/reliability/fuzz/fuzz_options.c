@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ocp.h"
-#include "options.h"
+#include "base/options.h"
 #include "simhost.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "tools.h"
+#include "face/tools.h"
 
 static uint64_t execs;
 

@@ -1,11 +1,11 @@
 /* map.c — see map.h. FNV-1a hashing; chains are short at load <= 1. */
-#include "map.h"
+#include "base/map.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 struct map_entry {
     const char *key;

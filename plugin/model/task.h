@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "map.h"
-#include "shell.h"
+#include "base/map.h"
+#include "run/shell.h"
 
 typedef enum task_status {
     TASK_PENDING,   /* queued by a concurrency cap (not used yet) */

@@ -1,6 +1,6 @@
 /* tools_table.c — the OpenCode face's tools as data: names, descriptions for
  * the model, arguments. The JSON Schemas and the argument checks come from here. */
-#include "tools.h"
+#include "face/tools.h"
 
 #define N(a) (sizeof a / sizeof a[0])
 

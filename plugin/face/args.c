@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "tools.h"
+#include "face/tools.h"
 
 static const char *const type_names[] = {[ARG_STRING] = "string", [ARG_BOOLEAN] = "boolean",
                                          [ARG_NUMBER] = "number", [ARG_STRING_ARRAY] = "array"};

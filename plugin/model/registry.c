@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "task.h"
-#include "util.h"
+#include "model/task.h"
+#include "base/util.h"
 
 static const char *const status_names[] = {
     [TASK_PENDING] = "pending",     [TASK_RUNNING] = "running",     [TASK_COMPLETED] = "completed",

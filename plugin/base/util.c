@@ -1,5 +1,5 @@
 /* util.c — see util.h. */
-#include "util.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "engine.h"
-#include "util.h"
+#include "engine/engine.h"
+#include "base/util.h"
 
 #define ARG_MAX_BYTES (1024 * 1024)
 

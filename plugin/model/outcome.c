@@ -1,12 +1,12 @@
 /* outcome.c — see outcome.h. */
-#include "outcome.h"
+#include "model/outcome.h"
 
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* What a message is to a task's run. */
 typedef enum msg_kind {

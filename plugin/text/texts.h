@@ -6,8 +6,8 @@
 #ifndef OCBG_FORMAT_H
 #define OCBG_FORMAT_H
 
-#include "engine.h"
-#include "util.h"
+#include "engine/engine.h"
+#include "base/util.h"
 
 /* How much of a command's output a report shows (the tail is kept). */
 #define SHELL_REPORT_CHARS 30000

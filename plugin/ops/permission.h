@@ -16,8 +16,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine.h"
-#include "util.h"
+#include "engine/engine.h"
+#include "base/util.h"
 
 /* May the call `ctx` run `command` (a /bin/sh command line)? description: the
  * model's description of it (may be NULL). Returns 0 to go ahead; otherwise

@@ -1,15 +1,15 @@
 /* engine.c — see engine.h. The worker thread, jobs, the poll, waits. */
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
-#include "hostcalls.h"
-#include "outcome.h"
-#include "util.h"
+#include "text/texts.h"
+#include "hostapi/hostcalls.h"
+#include "model/outcome.h"
+#include "base/util.h"
 
 /* How many newest messages a completion check reads: the answer is the last
  * one; a few more let it walk back over a turn's tool-only messages. */

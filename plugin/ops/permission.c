@@ -1,5 +1,5 @@
 /* permission.c — see permission.h. */
-#include "permission.h"
+#include "ops/permission.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "hostcalls.h"
+#include "hostapi/hostcalls.h"
 
 /* How much of a command line or a host's reason an answer echoes. */
 #define ECHO_MAX_CHARS 200

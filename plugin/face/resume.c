@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
-#include "hostcalls.h"
-#include "permission.h"
-#include "tools.h"
+#include "text/texts.h"
+#include "hostapi/hostcalls.h"
+#include "ops/permission.h"
+#include "face/tools.h"
 
 /* Undo a resume claim that never reached the sub-agent. Lock held. */
 static void unclaim(ocbg *o, task *t, int64_t completed_ms, int64_t started_ms)

@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "format.h"
-#include "tools.h"
+#include "text/texts.h"
+#include "face/tools.h"
 
 int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
 {

@@ -1,5 +1,5 @@
 /* options.c — see options.h. One table row per integer option. */
-#include "options.h"
+#include "base/options.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

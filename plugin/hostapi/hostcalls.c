@@ -1,5 +1,5 @@
 /* hostcalls.c — see hostcalls.h. */
-#include "hostcalls.h"
+#include "hostapi/hostcalls.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "base/util.h"
 
 void hc_log(ocbg *o, enum ocp_log_level level, const char *fmt, ...)
 {

@@ -1,7 +1,7 @@
 /* shell.c — see shell.h. The shell thread, spawning, stopping, the output
  * buffer. Linux: pidfds tell the thread at once when a command exits (a
  * waiter thread per command where pidfd_open is missing). */
-#include "shell.h"
+#include "run/shell.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "hostcalls.h"
-#include "util.h"
+#include "engine/engine.h"
+#include "hostapi/hostcalls.h"
+#include "base/util.h"
 
 extern char **environ;
 

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "fork.h"
-#include "format.h"
-#include "hostcalls.h"
-#include "permission.h"
-#include "tools.h"
+#include "text/texts.h"
+#include "hostapi/hostcalls.h"
+#include "ops/permission.h"
+#include "face/tools.h"
 
 #define WAIT_TIMEOUT_DEFAULT_S 120
 #define WAIT_TIMEOUT_MAX_S 600

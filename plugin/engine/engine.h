@@ -23,8 +23,8 @@
 #include <stdint.h>
 
 #include "ocp.h"
-#include "options.h"
-#include "task.h"
+#include "base/options.h"
+#include "model/task.h"
 
 typedef enum job_kind {
     JOB_FINALIZE, /* read the task's messages and decide how its run ended */

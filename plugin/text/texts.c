@@ -1,5 +1,5 @@
 /* format.c — see format.h. */
-#include "format.h"
+#include "text/texts.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 void hc_log(ocbg *o, enum ocp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void hc_free(ocbg *o, char *host_string);

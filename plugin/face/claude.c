@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
-#include "hostcalls.h"
-#include "permission.h"
-#include "tools.h"
+#include "text/texts.h"
+#include "hostapi/hostcalls.h"
+#include "ops/permission.h"
+#include "face/tools.h"
 
 #define TASKOUTPUT_DEFAULT_MS 30000
 #define TASKOUTPUT_MAX_MS 600000
