@@ -237,8 +237,8 @@ __attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const 
     ocbg *o = &in->o;
     /* Copy what the host's table holds; fields of a newer minor it lacks stay
      * NULL, fields of a newer host we do not know are ignored. */
-    memcpy(&o->host, host, host->struct_size < sizeof o->host ? host->struct_size : sizeof o->host);
-    o->host.struct_size = (uint32_t)sizeof o->host;
+    memcpy(&o->api.host, host, host->struct_size < sizeof o->api.host ? host->struct_size : sizeof o->api.host);
+    o->api.host.struct_size = (uint32_t)sizeof o->api.host;
     o->opt = opt;
 
     /* The faces the options turn on: one registry serves both. */
@@ -264,6 +264,8 @@ __attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const 
     t->version = OCBG_VERSION;
     t->tool_count = in->ntools;
     t->tools = in->tools;
+    o->api.tools = in->tools;
+    o->api.tool_count = in->ntools;
     t->command_count = sizeof commands / sizeof commands[0];
     t->commands = commands;
     t->tool_call = plugin_tool_call;

@@ -20,7 +20,7 @@
 
 int64_t ocbg_now(ocbg *o)
 {
-    return o->host.now_ms ? o->host.now_ms(o->host.userdata) : wall_ms();
+    return o->api.host.now_ms ? o->api.host.now_ms(o->api.host.userdata) : wall_ms();
 }
 
 /* ---- jobs (locked) ----------------------------------------------------- */
@@ -306,11 +306,11 @@ static void run_finalize(ocbg *o, job *j)
     pthread_mutex_unlock(&o->mu);
 
     char *json = NULL, *err = NULL;
-    int rc = hc_session_messages(o, session, FINALIZE_MESSAGE_LIMIT, &json, &err);
+    int rc = hc_session_messages(&o->api, session, FINALIZE_MESSAGE_LIMIT, &json, &err);
     outcome out = {0};
     if (rc == 0)
         outcome_from_messages(json, prev, &out);
-    hc_free(o, json);
+    hc_free(&o->api, json);
 
     pthread_mutex_lock(&o->mu);
     t = registry_find(&o->reg, j->task_id);
@@ -371,7 +371,7 @@ static void run_notify(ocbg *o, job *j)
     bool wake = n->wake;
     pthread_mutex_unlock(&o->mu);
     char *err = NULL;
-    int rc = hc_session_prompt(o, session, text, agent, !wake, false, &err);
+    int rc = hc_session_prompt(&o->api, session, text, agent, !wake, false, &err);
     pthread_mutex_lock(&o->mu);
     free(session);
     free(agent);
@@ -405,7 +405,7 @@ static void run_notify(ocbg *o, job *j)
 static void run_abort(ocbg *o, job *j)
 {
     pthread_mutex_unlock(&o->mu);
-    hc_session_abort(o, j->session_id, NULL);
+    hc_session_abort(&o->api, j->session_id, NULL);
     pthread_mutex_lock(&o->mu);
 }
 
@@ -431,9 +431,9 @@ static void poll_tick(ocbg *o)
 {
     pthread_mutex_unlock(&o->mu);
     char *json = NULL;
-    int rc = hc_session_status(o, &json, NULL);
+    int rc = hc_session_status(&o->api, &json, NULL);
     cJSON *status_map = rc == 0 ? cJSON_Parse(json) : NULL;
-    hc_free(o, json);
+    hc_free(&o->api, json);
     pthread_mutex_lock(&o->mu);
     uint64_t tick = ++o->polls;
     if (!cJSON_IsObject(status_map)) {

@@ -24,6 +24,7 @@
 
 #include "ocp.h"
 #include "base/options.h"
+#include "hostapi/hostcalls.h"
 #include "model/task.h"
 
 typedef enum job_kind {
@@ -64,7 +65,7 @@ typedef struct waiter {
 typedef enum wait_result { WAIT_DONE, WAIT_TIMEOUT, WAIT_CANCELLED, WAIT_SHUTDOWN } wait_result;
 
 typedef struct ocbg {
-    ocp_host host;      /* the host's table, copied; fields it lacks are NULL */
+    hostapi api;        /* the host's table, copied, and how to call it */
     options opt;
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* the worker's wake-up */

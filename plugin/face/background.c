@@ -82,11 +82,11 @@ static int create_session(ocbg *o, const ocp_call_ctx *ctx, const char *descript
                           bool fork, bool *inject, char **session, char **err)
 {
     *inject = false;
-    if (fork && o->host.session_fork)
-        return hc_session_fork(o, ctx->session_id, ctx->message_id, session, err);
+    if (fork && o->api.host.session_fork)
+        return hc_session_fork(&o->api, ctx->session_id, ctx->message_id, session, err);
     *inject = fork;
     char *title = xasprintf("%s (@%s background task)", description, agent);
-    int rc = hc_session_create(o, ctx->session_id, title, session, err);
+    int rc = hc_session_create(&o->api, ctx->session_id, title, session, err);
     free(title);
     return rc;
 }
@@ -102,12 +102,12 @@ static int fork_context(ocbg *o, const ocp_call_ctx *ctx, bool inject, char **te
         return 0;
     }
     char *history = NULL, *processed = NULL;
-    int rc = hc_session_messages(o, ctx->session_id, 0, &history, err);
+    int rc = hc_session_messages(&o->api, ctx->session_id, 0, &history, err);
     if (rc == 0 && fork_process(history, &lim, &processed, NULL) != 0) {
         *err = xstrdup("the parent's history is not a message list");
         rc = -EIO;
     }
-    hc_free(o, history);
+    hc_free(&o->api, history);
     if (rc == 0) {
         char *rendered = fork_render(processed);
         *text = xasprintf("%s\n\nThe parent conversation so far:\n\n%s", preamble, rendered);
@@ -177,14 +177,14 @@ int launch_agent_task(ocbg *o, const ocp_call_ctx *ctx, const char *description,
         char *context = NULL;
         rc = fork_context(o, ctx, inject, &context, &err);
         if (rc == 0)
-            rc = hc_session_prompt(o, session, context, agent, true, false, &err);
+            rc = hc_session_prompt(&o->api, session, context, agent, true, false, &err);
         free(context);
         if (rc != 0) {
             free(session);
             return start_failed(o, id, "Failed to give the forked sub-agent its context", err, rc, out);
         }
     }
-    rc = hc_session_prompt(o, session, prompt, agent, false, true, &err);
+    rc = hc_session_prompt(&o->api, session, prompt, agent, false, true, &err);
     free(session);
     if (rc != 0)
         return start_failed(o, id, "Failed to send the prompt to the sub-agent", err, rc, out);
@@ -331,7 +331,7 @@ static size_t cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
     size_t removed = 0;
     for (size_t i = 0; i < n; i++)
         if (items[i].session)
-            items[i].rc = hc_session_abort(o, items[i].session, &items[i].err);
+            items[i].rc = hc_session_abort(&o->api, items[i].session, &items[i].err);
     pthread_mutex_lock(&o->mu);
     bool shells = false;
     for (size_t i = 0; i < n; i++) {

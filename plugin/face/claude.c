@@ -114,7 +114,7 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     drop_foreground(o, id);
     pthread_mutex_unlock(&o->mu);
     if (session) {
-        hc_session_abort(o, session, NULL);
+        hc_session_abort(&o->api, session, NULL);
         free(session);
         pthread_mutex_lock(&o->mu);
         t = registry_find(&o->reg, id);

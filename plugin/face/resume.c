@@ -115,14 +115,14 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
         return rc;
     }
     char *err = NULL;
-    rc = hc_session_get(o, session, NULL);
+    rc = hc_session_get(&o->api, session, NULL);
     if (rc == -ENOENT) {
         give_back(o, &key, block, old_completed, old_started, true);
         free(session);
         free(agent);
         goto expired;
     }
-    rc = hc_session_prompt(o, session, prompt, agent, false, true, &err);
+    rc = hc_session_prompt(&o->api, session, prompt, agent, false, true, &err);
     free(session);
     free(agent);
     if (rc != 0) {

@@ -9,28 +9,28 @@
 
 #include "base/util.h"
 
-void hc_log(ocbg *o, enum ocp_log_level level, const char *fmt, ...)
+void hc_log(hostapi *a, enum ocp_log_level level, const char *fmt, ...)
 {
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    o->host.log(o->host.userdata, level, line);
+    a->host.log(a->host.userdata, level, line);
 }
 
-void hc_free(ocbg *o, char *p)
+void hc_free(hostapi *a, char *p)
 {
     if (p)
-        o->host.free(o->host.userdata, p);
+        a->host.free(a->host.userdata, p);
 }
 
 /* Turns a failed call's result into *err and logs it; returns rc. */
-static int failed(ocbg *o, const char *fn, const char *session, int rc, char *host_msg, char **err)
+static int failed(hostapi *a, const char *fn, const char *session, int rc, char *host_msg, char **err)
 {
     char *msg = xasprintf("%s", host_msg && *host_msg ? host_msg : strerror(-rc));
-    hc_free(o, host_msg);
-    hc_log(o, OCP_LOG_WARN, "ocbg: %s(%s) failed: %s", fn, session ? session : "", msg);
+    hc_free(a, host_msg);
+    hc_log(a, OCP_LOG_WARN, "ocbg: %s(%s) failed: %s", fn, session ? session : "", msg);
     if (err)
         *err = msg;
     else
@@ -39,7 +39,7 @@ static int failed(ocbg *o, const char *fn, const char *session, int rc, char *ho
 }
 
 /* The id of a Session JSON the host returned (freed here); -EIO without one. */
-static int session_id_of(ocbg *o, const char *fn, char *out, char **id_out, char **err)
+static int session_id_of(hostapi *a, const char *fn, char *out, char **id_out, char **err)
 {
     cJSON *s = cJSON_Parse(out);
     const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s, "id"));
@@ -47,60 +47,60 @@ static int session_id_of(ocbg *o, const char *fn, char *out, char **id_out, char
     if (id && *id) {
         *id_out = xstrdup(id);
     } else {
-        hc_log(o, OCP_LOG_WARN, "ocbg: %s returned no session id", fn);
+        hc_log(a, OCP_LOG_WARN, "ocbg: %s returned no session id", fn);
         if (err)
             *err = xstrdup("the host returned a session without an id");
         rc = -EIO;
     }
     cJSON_Delete(s);
-    hc_free(o, out);
+    hc_free(a, out);
     return rc;
 }
 
-int hc_session_create(ocbg *o, const char *parent_id, const char *title, char **id_out, char **err)
+int hc_session_create(hostapi *a, const char *parent_id, const char *title, char **id_out, char **err)
 {
     char *out = NULL;
-    int rc = o->host.session_create(o->host.userdata, parent_id, title, &out);
+    int rc = a->host.session_create(a->host.userdata, parent_id, title, &out);
     if (rc != 0)
-        return failed(o, "session_create", parent_id, rc, out, err);
-    return session_id_of(o, "session_create", out, id_out, err);
+        return failed(a, "session_create", parent_id, rc, out, err);
+    return session_id_of(a, "session_create", out, id_out, err);
 }
 
-int hc_session_fork(ocbg *o, const char *session_id, const char *message_id, char **id_out, char **err)
+int hc_session_fork(hostapi *a, const char *session_id, const char *message_id, char **id_out, char **err)
 {
-    if (!o->host.session_fork) {
+    if (!a->host.session_fork) {
         if (err)
             *err = xstrdup("the host cannot fork sessions");
         return -ENOSYS;
     }
     char *out = NULL;
-    int rc = o->host.session_fork(o->host.userdata, session_id, message_id, &out);
+    int rc = a->host.session_fork(a->host.userdata, session_id, message_id, &out);
     if (rc != 0)
-        return failed(o, "session_fork", session_id, rc, out, err);
-    return session_id_of(o, "session_fork", out, id_out, err);
+        return failed(a, "session_fork", session_id, rc, out, err);
+    return session_id_of(a, "session_fork", out, id_out, err);
 }
 
-int hc_session_get(ocbg *o, const char *session_id, char **err)
+int hc_session_get(hostapi *a, const char *session_id, char **err)
 {
     char *out = NULL;
-    int rc = o->host.session_get(o->host.userdata, session_id, &out);
+    int rc = a->host.session_get(a->host.userdata, session_id, &out);
     if (rc != 0)
-        return failed(o, "session_get", session_id, rc, out, err);
-    hc_free(o, out);
+        return failed(a, "session_get", session_id, rc, out, err);
+    hc_free(a, out);
     return 0;
 }
 
-int hc_session_messages(ocbg *o, const char *session_id, int limit, char **json, char **err)
+int hc_session_messages(hostapi *a, const char *session_id, int limit, char **json, char **err)
 {
     char *out = NULL;
-    int rc = o->host.session_messages(o->host.userdata, session_id, limit, &out);
+    int rc = a->host.session_messages(a->host.userdata, session_id, limit, &out);
     if (rc != 0)
-        return failed(o, "session_messages", session_id, rc, out, err);
+        return failed(a, "session_messages", session_id, rc, out, err);
     *json = out;
     return 0;
 }
 
-int hc_session_prompt(ocbg *o, const char *session_id, const char *text, const char *agent,
+int hc_session_prompt(hostapi *a, const char *session_id, const char *text, const char *agent,
                       bool no_reply, bool deny_tools, char **err)
 {
     cJSON *body = cJSON_CreateObject();
@@ -115,8 +115,8 @@ int hc_session_prompt(ocbg *o, const char *session_id, const char *text, const c
         cJSON_AddTrueToObject(body, "noReply");
     if (deny_tools) {
         cJSON *tools = cJSON_AddObjectToObject(body, "tools");
-        for (size_t i = 0; i < o->table.tool_count; i++)
-            cJSON_AddFalseToObject(tools, o->table.tools[i].name);
+        for (size_t i = 0; i < a->tool_count; i++)
+            cJSON_AddFalseToObject(tools, a->tools[i].name);
     }
     char *json = cJSON_PrintUnformatted(body);
     cJSON_Delete(body);
@@ -126,30 +126,30 @@ int hc_session_prompt(ocbg *o, const char *session_id, const char *text, const c
         return -ENOMEM;
     }
     char *out = NULL;
-    int rc = o->host.session_prompt(o->host.userdata, session_id, json, &out);
+    int rc = a->host.session_prompt(a->host.userdata, session_id, json, &out);
     cJSON_free(json);
     if (rc != 0)
-        return failed(o, "session_prompt", session_id, rc, out, err);
-    hc_free(o, out);
+        return failed(a, "session_prompt", session_id, rc, out, err);
+    hc_free(a, out);
     return 0;
 }
 
-int hc_session_abort(ocbg *o, const char *session_id, char **err)
+int hc_session_abort(hostapi *a, const char *session_id, char **err)
 {
     char *out = NULL;
-    int rc = o->host.session_abort(o->host.userdata, session_id, &out);
+    int rc = a->host.session_abort(a->host.userdata, session_id, &out);
     if (rc != 0)
-        return failed(o, "session_abort", session_id, rc, out, err);
-    hc_free(o, out);
+        return failed(a, "session_abort", session_id, rc, out, err);
+    hc_free(a, out);
     return 0;
 }
 
-int hc_session_status(ocbg *o, char **json, char **err)
+int hc_session_status(hostapi *a, char **json, char **err)
 {
     char *out = NULL;
-    int rc = o->host.session_status(o->host.userdata, &out);
+    int rc = a->host.session_status(a->host.userdata, &out);
     if (rc != 0)
-        return failed(o, "session_status", NULL, rc, out, err);
+        return failed(a, "session_status", NULL, rc, out, err);
     *json = out;
     return 0;
 }

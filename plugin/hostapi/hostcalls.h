@@ -1,6 +1,6 @@
 /*
  * hostcalls.h — the plugin's side of the host table: one wrapper per host
- * function, called WITHOUT the engine lock held (they may block).
+ * function, called WITHOUT the engine lock held (they may block). [any thread]
  *
  * Each returns 0 or a negative errno. On failure, when err is not NULL, *err
  * is a readable message (malloc'd, never NULL). JSON results (`*json`) are
@@ -10,25 +10,33 @@
 #define OCBG_HOSTCALLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
-#include "engine/engine.h"
+#include "ocp.h"
 
-void hc_log(ocbg *o, enum ocp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void hc_free(ocbg *o, char *host_string);
+/* The host as the plugin calls it. */
+typedef struct hostapi {
+    ocp_host host;          /* the host's table, copied; fields it lacks are NULL */
+    const ocp_tool *tools;  /* this plugin's tools, turned off in a sub-agent's session */
+    size_t tool_count;
+} hostapi;
+
+void hc_log(hostapi *a, enum ocp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void hc_free(hostapi *a, char *host_string);
 
 /* Creates a session; *id_out = its id (malloc'd). */
-int hc_session_create(ocbg *o, const char *parent_id, const char *title, char **id_out, char **err);
+int hc_session_create(hostapi *a, const char *parent_id, const char *title, char **id_out, char **err);
 /* 0 when the session exists; -ENOENT when it is gone. */
-int hc_session_get(ocbg *o, const char *session_id, char **err);
-int hc_session_messages(ocbg *o, const char *session_id, int limit, char **json, char **err);
+int hc_session_get(hostapi *a, const char *session_id, char **err);
+int hc_session_messages(hostapi *a, const char *session_id, int limit, char **json, char **err);
 /* Sends one text part. agent may be NULL. deny_tools: turn this plugin's tools
  * off in that session (a sub-agent must not start background tasks). */
-int hc_session_prompt(ocbg *o, const char *session_id, const char *text, const char *agent,
+int hc_session_prompt(hostapi *a, const char *session_id, const char *text, const char *agent,
                       bool no_reply, bool deny_tools, char **err);
 /* Forks a session (messages before message_id; all when NULL); *id_out = the
  * new session's id (malloc'd). -ENOSYS when the host cannot fork. */
-int hc_session_fork(ocbg *o, const char *session_id, const char *message_id, char **id_out, char **err);
-int hc_session_abort(ocbg *o, const char *session_id, char **err);
-int hc_session_status(ocbg *o, char **json, char **err);
+int hc_session_fork(hostapi *a, const char *session_id, const char *message_id, char **id_out, char **err);
+int hc_session_abort(hostapi *a, const char *session_id, char **err);
+int hc_session_status(hostapi *a, char **json, char **err);
 
 #endif

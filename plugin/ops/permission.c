@@ -326,14 +326,14 @@ static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *
 {
     int rc = 0;
     char *reason = NULL;
-    if (o->host.ask_permission) {
+    if (o->api.host.ask_permission) {
         char *p = cJSON_PrintUnformatted(patterns), *a = cJSON_PrintUnformatted(always);
         char *m = cJSON_PrintUnformatted(metadata);
         ocp_permission_request req = {sizeof req, permission, p, a, m};
         char *host_out = NULL;
-        rc = o->host.ask_permission(o->host.userdata, ctx, &req, &host_out);
+        rc = o->api.host.ask_permission(o->api.host.userdata, ctx, &req, &host_out);
         reason = host_out && *host_out ? echo(host_out) : NULL;
-        hc_free(o, host_out);
+        hc_free(&o->api, host_out);
         free(p);
         free(a);
         free(m);
@@ -347,7 +347,7 @@ static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *
     } else if (rc != 0) {
         sb_printf(out, "Could not ask for permission (%s): %s. %s", reason ? reason : strerror(-rc), what,
                   nothing_done);
-        hc_log(o, OCP_LOG_WARN, "ocbg: ask_permission(%s) failed: %s", permission,
+        hc_log(&o->api, OCP_LOG_WARN, "ocbg: ask_permission(%s) failed: %s", permission,
                reason ? reason : strerror(-rc));
         rc = rc < 0 ? rc : -EIO;
     }
@@ -361,7 +361,7 @@ static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *
 int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
                     strbuf *out)
 {
-    if (!o->host.ask_permission)
+    if (!o->api.host.ask_permission)
         return 0;
     char *shown = echo(command);
     char *what = xasprintf("running `%s`", shown);
@@ -402,7 +402,7 @@ int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
 int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description,
                     strbuf *out)
 {
-    if (!o->host.ask_permission)
+    if (!o->api.host.ask_permission)
         return 0;
     cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
     cJSON_AddItemToArray(patterns, cJSON_CreateString(agent));
