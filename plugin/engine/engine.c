@@ -8,6 +8,7 @@
 
 #include "text/texts.h"
 #include "hostapi/hostcalls.h"
+#include "run/shell.h"
 #include "model/outcome.h"
 #include "base/util.h"
 

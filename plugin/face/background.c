@@ -9,6 +9,7 @@
 #include "text/texts.h"
 #include "hostapi/hostcalls.h"
 #include "ops/permission.h"
+#include "run/shell.h"
 #include "face/tools.h"
 
 #define WAIT_TIMEOUT_DEFAULT_S 120

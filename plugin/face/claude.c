@@ -10,6 +10,7 @@
 #include "text/texts.h"
 #include "hostapi/hostcalls.h"
 #include "ops/permission.h"
+#include "run/shell.h"
 #include "face/tools.h"
 
 #define TASKOUTPUT_DEFAULT_MS 30000
@@ -142,15 +143,7 @@ static int launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, c
     t->parent_agent = xstrdup(ctx->agent);
     t->foreground = foreground;
     t->result_waiters += foreground;
-    shell_state *s = xcalloc(1, sizeof *s);
-    s->command = xstrdup(command);
-    s->directory = xstrdup(ctx->directory);
-    size_t half = (size_t)o->opt.shell_output_cap / 2;
-    s->out.head = xmalloc(half);
-    s->out.head_cap = half;
-    s->out.tail = xmalloc(half);
-    s->out.tail_cap = half;
-    t->shell = s;
+    t->shell = shell_state_new(command, ctx->directory, (size_t)o->opt.shell_output_cap);
     memcpy(id, t->id, TASK_ID_SIZE);
     pthread_mutex_unlock(&o->mu);
 

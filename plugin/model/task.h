@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "base/map.h"
-#include "run/shell.h"
+#include "model/shell_state.h"
 
 typedef enum task_status {
     TASK_PENDING,   /* queued by a concurrency cap (not used yet) */

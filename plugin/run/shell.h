@@ -21,31 +21,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "model/shell_state.h"
+
 typedef struct ocbg ocbg;
 typedef struct task task;
-
-/* The output kept of one command: the first head_cap bytes and the last
- * tail_cap bytes; what falls between is counted, not kept. */
-typedef struct shell_output {
-    char *head;
-    size_t head_len, head_cap;
-    char *tail;             /* ring of tail_cap bytes */
-    size_t tail_len, tail_pos, tail_cap;
-    uint64_t total;         /* every byte the command wrote */
-} shell_output;
-
-/* What a shell task holds beyond the common task fields. */
-typedef struct shell_state {
-    char *command;
-    char *directory;
-    pid_t pid;              /* also the process group id */
-    bool exited;
-    int exit_code;          /* when it exited normally */
-    int term_signal;        /* when a signal ended it (0: none) */
-    bool stop_requested;    /* TaskStop: the ending is "stopped", not a failure */
-    int64_t kill_at_mono;   /* when SIGKILL follows a SIGTERM (0: not scheduled) */
-    shell_output out;
-} shell_state;
 
 /* Start / stop the shell thread. [engine_start / engine_stop] */
 int shell_start(ocbg *o);
@@ -62,15 +41,5 @@ void shell_request_stop(ocbg *o, task *t);
 
 /* SIGKILL its process group now (the task is being removed). Engine lock held. */
 void shell_kill(task *t);
-
-/* The output as text: all of it, or when more than max_chars characters (or
- * when the middle was dropped), the tail with a note of what was left out.
- * Engine lock held. malloc'd. */
-char *shell_output_text(const shell_state *s, size_t max_chars);
-
-/* "exit code 0", "killed by signal 15 (Terminated)", "running". */
-void shell_describe_exit(const shell_state *s, char *buf, size_t size);
-
-void shell_state_free(shell_state *s);
 
 #endif

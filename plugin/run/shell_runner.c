@@ -67,75 +67,6 @@ static void wake(struct shell_runner *r)
     (void)n; /* a full counter already means "wake up" */
 }
 
-/* ---- the output buffer ------------------------------------------------- */
-
-static void output_append(shell_output *o, const char *data, size_t n)
-{
-    o->total += n;
-    size_t room = o->head_cap - o->head_len;
-    size_t to_head = n < room ? n : room;
-    memcpy(o->head + o->head_len, data, to_head);
-    o->head_len += to_head;
-    data += to_head;
-    n -= to_head;
-    if (n == 0)
-        return;
-    if (n >= o->tail_cap) { /* only the last tail_cap bytes can stay */
-        data += n - o->tail_cap;
-        n = o->tail_cap;
-    }
-    for (size_t i = 0; i < n; i++) {
-        o->tail[o->tail_pos] = data[i];
-        o->tail_pos = (o->tail_pos + 1) % o->tail_cap;
-    }
-    o->tail_len = o->tail_len + n > o->tail_cap ? o->tail_cap : o->tail_len + n;
-}
-
-char *shell_output_text(const shell_state *s, size_t max_chars)
-{
-    const shell_output *o = &s->out;
-    strbuf raw = {0};
-    sb_putn(&raw, o->head, o->head_len);
-    uint64_t dropped = o->total - o->head_len - o->tail_len;
-    if (dropped)
-        sb_printf(&raw, "\n[... %llu bytes of output left out here ...]\n", (unsigned long long)dropped);
-    size_t start = (o->tail_pos + o->tail_cap - o->tail_len) % (o->tail_cap ? o->tail_cap : 1);
-    for (size_t i = 0; i < o->tail_len; i++)
-        sb_putn(&raw, &o->tail[(start + i) % o->tail_cap], 1);
-    /* Commands may print anything: make it valid text. */
-    char *text = utf8_sanitize(raw.buf ? raw.buf : "", raw.len);
-    sb_free(&raw);
-    size_t len = strlen(text), chars = utf8_count(text, len);
-    if (chars <= max_chars)
-        return text;
-    size_t from = utf8_offset(text, len, chars - max_chars);
-    char *cut = xasprintf("[... output cut: the last %zu of %zu characters follow ...]\n%s", max_chars, chars,
-                          text + from);
-    free(text);
-    return cut;
-}
-
-void shell_describe_exit(const shell_state *s, char *buf, size_t size)
-{
-    if (!s->exited)
-        snprintf(buf, size, "running");
-    else if (s->term_signal)
-        snprintf(buf, size, "killed by signal %d (%s)", s->term_signal, strsignal(s->term_signal));
-    else
-        snprintf(buf, size, "exit code %d", s->exit_code);
-}
-
-void shell_state_free(shell_state *s)
-{
-    if (!s)
-        return;
-    free(s->command);
-    free(s->directory);
-    free(s->out.head);
-    free(s->out.tail);
-    free(s);
-}
-
 /* ---- spawning ---------------------------------------------------------- */
 
 int shell_spawn(ocbg *o, const char *task_id, char **err)
@@ -252,7 +183,7 @@ static bool drain(ocbg *o, proc *p)
             pthread_mutex_lock(&o->mu);
             task *t = registry_find(&o->reg, p->task_id);
             if (t && t->shell) {
-                output_append(&t->shell->out, buf, (size_t)n);
+                shell_output_append(&t->shell->out, buf, (size_t)n);
                 t->last_update_ms = ocbg_now(o);
             }
             pthread_mutex_unlock(&o->mu);

@@ -1,0 +1,56 @@
+/*
+ * shell_state.h — what a shell task holds beyond the common task fields: its
+ * command, its process, how it exited, and the output kept of it (the first
+ * and the last bytes, in fixed buffers, whatever the command prints).
+ * Pure data: no threads, no host calls. The engine lock guards it like the
+ * rest of the task.
+ */
+#ifndef OCBG_SHELL_STATE_H
+#define OCBG_SHELL_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The output kept of one command: the first head_cap bytes and the last
+ * tail_cap bytes; what falls between is counted, not kept. */
+typedef struct shell_output {
+    char *head;
+    size_t head_len, head_cap;
+    char *tail;             /* ring of tail_cap bytes */
+    size_t tail_len, tail_pos, tail_cap;
+    uint64_t total;         /* every byte the command wrote */
+} shell_output;
+
+/* What a shell task holds beyond the common task fields. */
+typedef struct shell_state {
+    char *command;
+    char *directory;
+    pid_t pid;              /* also the process group id */
+    bool exited;
+    int exit_code;          /* when it exited normally */
+    int term_signal;        /* when a signal ended it (0: none) */
+    bool stop_requested;    /* TaskStop: the ending is "stopped", not a failure */
+    int64_t kill_at_mono;   /* when SIGKILL follows a SIGTERM (0: not scheduled) */
+    shell_output out;
+} shell_state;
+
+/* A new state for `command` run in `directory` (may be NULL), keeping at
+ * most output_cap bytes of output (half head, half tail). */
+shell_state *shell_state_new(const char *command, const char *directory, size_t output_cap);
+
+/* Keep n more bytes of output: they fill the head, then the tail ring. */
+void shell_output_append(shell_output *o, const char *data, size_t n);
+
+/* The output as text: all of it, or when more than max_chars characters (or
+ * when the middle was dropped), the tail with a note of what was left out.
+ * malloc'd. */
+char *shell_output_text(const shell_state *s, size_t max_chars);
+
+/* "exit code 0", "killed by signal 15 (Terminated)", "running". */
+void shell_describe_exit(const shell_state *s, char *buf, size_t size);
+
+void shell_state_free(shell_state *s);
+
+#endif
