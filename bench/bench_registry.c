@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "model/task.h"
+#include "model/registry.h"
 
 #define TASKS 10000
 #define PARENTS 100

@@ -25,7 +25,7 @@
 #include "ocp.h"
 #include "base/options.h"
 #include "hostapi/hostcalls.h"
-#include "model/task.h"
+#include "model/registry.h"
 
 typedef enum job_kind {
     JOB_FINALIZE, /* read the task's messages and decide how its run ended */

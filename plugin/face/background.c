@@ -169,7 +169,7 @@ int launch_agent_task(ocbg *o, const ocp_call_ctx *ctx, const char *description,
     /* A foreground call owns the result from the start: no notification. */
     t->result_waiters += foreground;
     memcpy(id, t->id, TASK_ID_SIZE);
-    memcpy(batch, t->batch_id, TASK_ID_SIZE);
+    memcpy(batch, t->batch->id, TASK_ID_SIZE);
     pthread_mutex_unlock(&o->mu);
 
     /* The task is registered before anything is sent, so its first events
@@ -384,7 +384,7 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
     size_t n = 0, in_batch = 0;
     cancel_item *items = NULL;
     for (task *t = p ? p->head : NULL; t; t = t->pnext) {
-        if (strcmp(t->batch_id, batch) != 0)
+        if (strcmp(t->batch->id, batch) != 0)
             continue;
         in_batch++;
         if (task_status_active(t->status) && !t->cancelling)
@@ -478,7 +478,7 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
     for (task *t = p ? p->head : NULL; t; t = t->pnext) {
         if (status && strcmp(task_status_name(t->status), status) != 0)
             continue;
-        if (batch && strcmp(t->batch_id, batch) != 0)
+        if (batch && strcmp(t->batch->id, batch) != 0)
             continue;
         format_list_line(&lines, t, now);
         counts[t->status]++;

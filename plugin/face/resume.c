@@ -239,7 +239,7 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
             parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
             bool any = false;
             for (task *t = p ? p->head : NULL; t; t = t->pnext) {
-                if (strcmp(t->batch_id, id) == 0) {
+                if (strcmp(t->batch->id, id) == 0) {
                     add_id(&l, t->id);
                     any = true;
                 }

@@ -1,30 +1,11 @@
-/* registry.c — see task.h. */
+/* registry.c — see registry.h. */
+#include "model/registry.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/task.h"
 #include "base/util.h"
-
-static const char *const status_names[] = {
-    [TASK_PENDING] = "pending",     [TASK_RUNNING] = "running",     [TASK_COMPLETED] = "completed",
-    [TASK_ERROR] = "error",         [TASK_CANCELLED] = "cancelled", [TASK_RESUMED] = "resumed",
-};
-
-const char *task_status_name(task_status s)
-{
-    return (unsigned)s < sizeof status_names / sizeof status_names[0] ? status_names[s] : "unknown";
-}
-
-bool task_status_active(task_status s)
-{
-    return s == TASK_RUNNING || s == TASK_RESUMED || s == TASK_PENDING;
-}
-
-bool task_status_terminal(task_status s)
-{
-    return s == TASK_COMPLETED || s == TASK_ERROR || s == TASK_CANCELLED;
-}
 
 void registry_init(registry *r)
 {
@@ -34,25 +15,29 @@ void registry_init(registry *r)
     map_init(&r->parents);
 }
 
-static void free_task(task *t)
+/* Drop one reference to b: its last task left and its parent moved on. */
+static void batch_unref(task_batch *b)
 {
-    free(t->session_id);
-    free(t->parent_message);
-    free(t->parent_agent);
-    free(t->description);
-    free(t->prompt);
-    free(t->agent);
-    free(t->result);
-    free(t->error);
-    free(t->permission_request);
-    free(t->permission_what);
-    free(t->result_message_id);
-    shell_state_free(t->shell);
-    free(t);
+    if (b && --b->refs == 0)
+        free(b);
+}
+
+/* The parent's current batch, a new one when none of its tasks is active. */
+static task_batch *parent_batch(parent *p)
+{
+    if (p->active == 0 || !p->batch) {
+        batch_unref(p->batch);
+        p->batch = xcalloc(1, sizeof *p->batch);
+        /* batch ids share the id space with nothing else */
+        random_id(p->batch->id, sizeof p->batch->id, "batch_");
+        p->batch->refs = 1;
+    }
+    return p->batch;
 }
 
 static void free_parent(parent *p)
 {
+    batch_unref(p->batch);
     for (held_notice *h = p->held; h;) {
         held_notice *next = h->next;
         free(h->text);
@@ -83,7 +68,8 @@ void registry_free(registry *r)
     for (size_t i = 0; i < v.n; i++) {
         for (task *t = v.items[i]->head; t;) {
             task *next = t->pnext;
-            free_task(t);
+            batch_unref(t->batch);
+            task_free(t);
             t = next;
         }
         free_parent(v.items[i]);
@@ -150,11 +136,9 @@ task *registry_add(registry *r, const char *parent_session, const char *session_
     do
         random_id(t->id, sizeof t->id, "bg_");
     while (map_get(&r->by_id, t->id));
-    if (p->active == 0) {
-        /* A new batch; batch ids share the id space with nothing else. */
-        random_id(p->batch_id, sizeof p->batch_id, "batch_");
-    }
-    memcpy(t->batch_id, p->batch_id, sizeof t->batch_id);
+    t->batch = parent_batch(p);
+    t->batch->total++;
+    t->batch->refs++;
     t->session_id = xstrdup(session_id);
     t->type = type;
     t->status = TASK_RUNNING;
@@ -178,10 +162,13 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
 {
     bool was = task_status_active(t->status), is = task_status_active(s);
     t->status = s;
-    if (was && !is)
+    if (was && !is) {
         active_unlink(r, t);
-    else if (!was && is)
+        t->batch->done++;
+    } else if (!was && is) {
         active_link(r, t);
+        t->batch->done--;
+    }
     if (task_status_terminal(s))
         t->completed_ms = now;
     t->last_update_ms = now;
@@ -208,7 +195,10 @@ static void unlink_task(registry *r, task *t)
 void registry_remove(registry *r, task *t)
 {
     unlink_task(r, t);
-    free_task(t);
+    t->batch->total--;
+    t->batch->done -= !task_status_active(t->status);
+    batch_unref(t->batch);
+    task_free(t);
 }
 
 void registry_remove_parent(registry *r, parent *p)
@@ -219,38 +209,13 @@ void registry_remove_parent(registry *r, parent *p)
     free_parent(p);
 }
 
-void registry_batch_progress(const task *t, unsigned *done, unsigned *total)
-{
-    *done = *total = 0;
-    for (const task *o = t->parent->head; o; o = o->pnext) {
-        if (strcmp(o->batch_id, t->batch_id) != 0)
-            continue;
-        (*total)++;
-        if (!task_status_active(o->status))
-            (*done)++;
-    }
-}
 
-static uint32_t hash32(const char *s)
+void registry_set_session(registry *r, task *t, const char *session_id)
 {
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h ? h : 1;
-}
-
-void task_note_tool(task *t, const char *call_id, const char *tool)
-{
-    if (call_id) {
-        uint32_t h = hash32(call_id);
-        for (unsigned i = 0; i < RECENT_CALLS; i++)
-            if (t->recent_calls[i] == h)
-                return; /* an update of a call already counted */
-        t->recent_calls[t->recent_calls_next++ % RECENT_CALLS] = h;
-    }
-    t->tool_calls++;
-    if (tool) {
-        char *slot = t->recent_tools[t->recent_tools_next++ % RECENT_TOOLS];
-        snprintf(slot, TOOL_NAME_SIZE, "%s", tool);
-    }
+    if (t->session_id && map_get(&r->by_session, t->session_id) == t)
+        map_del(&r->by_session, t->session_id);
+    free(t->session_id);
+    t->session_id = xstrdup(session_id);
+    if (t->session_id)
+        map_put(&r->by_session, t->session_id, t);
 }

@@ -1,11 +1,7 @@
 /*
- * task.h — one background task and the registry that indexes them.
- *
- * The registry is O(1) by task id and by the task's own session id, and keeps
- * each parent session's tasks in a list (newest first) so that listing and
- * clearing never scan other sessions' tasks. Active tasks (running, resumed)
- * are also on one list, which is all the poller walks.
- * Not thread-safe: every function here runs under the engine's lock.
+ * task.h — one background task: what it was asked, where it runs, how its
+ * runs ended, what it has done so far; and the rules of its statuses.
+ * Pure data: no threads, no host calls. The engine's lock guards every task.
  */
 #ifndef OCBG_TASK_H
 #define OCBG_TASK_H
@@ -13,7 +9,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "base/map.h"
 #include "model/shell_state.h"
 
 typedef enum task_status {
@@ -33,10 +28,11 @@ typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
 #define TOOL_NAME_SIZE 24
 
 typedef struct parent parent;
+typedef struct task_batch task_batch;
 
 typedef struct task {
     char id[TASK_ID_SIZE];
-    char batch_id[TASK_ID_SIZE];
+    task_batch *batch;           /* the batch it was launched in (model/registry.h) */
     task_type type;
     task_status status;
     char *session_id;       /* the task's own (child) session; NULL for a shell task */
@@ -77,64 +73,17 @@ typedef struct task {
     struct task *anext, *aprev; /* the active list */
 } task;
 
-/* An undelivered notification waiting for the parent's next ocbg answer. */
-typedef struct held_notice {
-    char *text;
-    struct held_notice *next;
-} held_notice;
-
-struct parent {
-    char *session_id;
-    task *head;          /* newest first */
-    unsigned count;
-    unsigned active;     /* running or resumed */
-    char batch_id[TASK_ID_SIZE]; /* the batch new tasks join while active > 0 */
-    held_notice *held, **held_tail;
-};
-
-typedef struct registry {
-    map by_id;       /* task id → task */
-    map by_session;  /* task session id → task */
-    map parents;     /* parent session id → parent */
-    task *active;    /* active list head */
-    unsigned active_count;
-    unsigned active_agents; /* active agent tasks: what the fallback poll is for */
-    unsigned count;
-} registry;
-
 const char *task_status_name(task_status s);
 bool task_status_active(task_status s);   /* running or resumed (or pending) */
 bool task_status_terminal(task_status s); /* completed, error, cancelled */
 
-void registry_init(registry *r);
-void registry_free(registry *r); /* frees every task and parent */
-
-task *registry_find(registry *r, const char *task_id);
-task *registry_find_session(registry *r, const char *session_id);
-parent *registry_parent(registry *r, const char *parent_session); /* NULL when it has no tasks */
-
-/* A new task of `parent_session` with a fresh unique id and the given session
- * (NULL for a shell task),
- * status running, on the parent's list (newest first); joins the parent's
- * current batch when the parent has active tasks, else opens a new batch.
- * Takes ownership of nothing: strings are copied. */
-task *registry_add(registry *r, const char *parent_session, const char *session_id, task_type type,
-                   int64_t now);
-
-/* Change status, keeping the active list, the parent's active count and the
- * completion time right. */
-void registry_set_status(registry *r, task *t, task_status s, int64_t now);
-
-/* Unlink and free one task. */
-void registry_remove(registry *r, task *t);
-
-/* Remove a parent and all its tasks. */
-void registry_remove_parent(registry *r, parent *p);
-
-/* Batch progress for t's batch among its parent's tasks. */
-void registry_batch_progress(const task *t, unsigned *done, unsigned *total);
-
 /* Record a tool part seen for t (progress); counts each call id once. */
 void task_note_tool(task *t, const char *call_id, const char *tool);
+
+/* How long the task has run (until now, or until it finished). */
+int64_t task_runtime(const task *t, int64_t now);
+
+/* Free a task and everything it owns (not its parent or batch). */
+void task_free(task *t);
 
 #endif

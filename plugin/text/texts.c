@@ -4,12 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t task_runtime(const task *t, int64_t now)
-{
-    int64_t end = task_status_active(t->status) || !t->completed_ms ? now : t->completed_ms;
-    return end - t->started_ms;
-}
-
 static void put_markers(strbuf *out, const task *t)
 {
     if (t->resume_count > 0)
@@ -55,7 +49,7 @@ void format_report(strbuf *out, const task *t, int64_t now)
         sb_printf(out, "Command: %s\n", t->shell->command);
     else
         sb_printf(out, "Agent: %s\n", t->agent ? t->agent : "");
-    sb_printf(out, "Batch: %s\n", t->batch_id);
+    sb_printf(out, "Batch: %s\n", t->batch->id);
     if (t->resume_count > 0)
         sb_printf(out, "Resumed: %u time%s\n", t->resume_count, t->resume_count == 1 ? "" : "s");
     if (t->type == TASK_SHELL) {
@@ -98,12 +92,12 @@ void format_list_line(strbuf *out, const task *t, int64_t now)
     put_markers(out, t);
     if (t->type == TASK_SHELL)
         sb_printf(out, " | %s | shell | %s | %s | %s\n", t->description ? t->description : "",
-                  task_status_name(t->status), dur, t->batch_id);
+                  task_status_name(t->status), dur, t->batch->id);
     else
         sb_printf(out, " | %s | agent: %s | %s%s%s | %s | %s\n", t->description ? t->description : "",
                   t->agent ? t->agent : "", task_status_name(t->status),
                   t->permission_what ? ", waiting for permission: " : "",
-                  t->permission_what ? t->permission_what : "", dur, t->batch_id);
+                  t->permission_what ? t->permission_what : "", dur, t->batch->id);
 }
 
 char *format_notification(const task *t, int64_t now, int max_chars)
@@ -123,12 +117,11 @@ char *format_notification(const task *t, int64_t now, int max_chars)
         sb_printf(&sb, " \"%s\" (agent: %s, %s)\n", t->description ? t->description : "",
                   t->agent ? t->agent : "", dur);
     }
-    unsigned done, total;
-    registry_batch_progress(t, &done, &total);
+    unsigned done = t->batch->done, total = t->batch->total;
     if (done == total)
-        sb_printf(&sb, "Batch %s: all %u task%s done.\n", t->batch_id, total, total == 1 ? "" : "s");
+        sb_printf(&sb, "Batch %s: all %u task%s done.\n", t->batch->id, total, total == 1 ? "" : "s");
     else
-        sb_printf(&sb, "Batch %s: %u of %u tasks done, %u still running.\n", t->batch_id, done, total,
+        sb_printf(&sb, "Batch %s: %u of %u tasks done, %u still running.\n", t->batch->id, done, total,
                   total - done);
     if (t->type == TASK_SHELL) {
         char *text = shell_output_text(t->shell, (size_t)max_chars);

@@ -1,13 +1,14 @@
 /*
- * format.h — the texts the model reads: a task's report (background_output),
- * a list line, a notification. Pure functions over a task, called with the
- * engine lock held.
+ * texts.h — the texts the model reads, shared by both faces: a task's report
+ * (background_output), a list line, a notification. Pure functions of a task
+ * (and its batch's counters): no registry walks, no host calls. Called with
+ * the engine lock held, as every read of a task.
  */
 #ifndef OCBG_FORMAT_H
 #define OCBG_FORMAT_H
 
-#include "engine/engine.h"
 #include "base/util.h"
+#include "model/registry.h"
 
 /* How much of a command's output a report shows (the tail is kept). */
 #define SHELL_REPORT_CHARS 30000
@@ -26,8 +27,5 @@ char *format_notification(const task *t, int64_t now, int max_chars);
 
 /* The waking notice that t's session waits for the user's permission. */
 char *format_permission_notice(const task *t);
-
-/* How long the task has run (until now, or until it finished). */
-int64_t task_runtime(const task *t, int64_t now);
 
 #endif

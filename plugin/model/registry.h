@@ -1,0 +1,80 @@
+/*
+ * registry.h — every task of the plugin instance, indexed: O(1) by task id
+ * and by the task's own session id; each parent session's tasks on a list
+ * (newest first) so that listing and clearing never scan other sessions'
+ * tasks; active tasks (pending, running, resumed) on one list, which is all
+ * the poller walks; each batch with its counters, so a notification's
+ * "2 of 5 done" costs nothing.
+ * Pure data: not thread-safe, every function runs under the engine's lock.
+ */
+#ifndef OCBG_REGISTRY_H
+#define OCBG_REGISTRY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/map.h"
+#include "model/task.h"
+
+/* The tasks a parent launched while some of its tasks were active. */
+struct task_batch {
+    char id[TASK_ID_SIZE];
+    unsigned total;  /* tasks of the batch still in the registry */
+    unsigned done;   /* of those, the ones not active */
+    unsigned refs;   /* total, plus one while it is its parent's current batch */
+};
+
+/* An undelivered notification waiting for the parent's next ocbg answer. */
+typedef struct held_notice {
+    char *text;
+    struct held_notice *next;
+} held_notice;
+
+struct parent {
+    char *session_id;
+    task *head;          /* newest first */
+    unsigned count;
+    unsigned active;     /* running or resumed */
+    task_batch *batch;        /* the batch new tasks join while active > 0; may be NULL */
+    held_notice *held, **held_tail;
+};
+
+typedef struct registry {
+    map by_id;       /* task id → task */
+    map by_session;  /* task session id → task */
+    map parents;     /* parent session id → parent */
+    task *active;    /* active list head */
+    unsigned active_count;
+    unsigned active_agents; /* active agent tasks: what the fallback poll is for */
+    unsigned count;
+} registry;
+
+void registry_init(registry *r);
+void registry_free(registry *r); /* frees every task and parent */
+
+task *registry_find(registry *r, const char *task_id);
+task *registry_find_session(registry *r, const char *session_id);
+parent *registry_parent(registry *r, const char *parent_session); /* NULL when it has no tasks */
+
+/* A new task of `parent_session` with a fresh unique id and the given session
+ * (NULL for a shell task),
+ * status running, on the parent's list (newest first); joins the parent's
+ * current batch when the parent has active tasks, else opens a new batch.
+ * Takes ownership of nothing: strings are copied. */
+task *registry_add(registry *r, const char *parent_session, const char *session_id, task_type type,
+                   int64_t now);
+
+/* Change status, keeping the active list, the parent's active count and the
+ * completion time right. */
+void registry_set_status(registry *r, task *t, task_status s, int64_t now);
+
+/* Unlink and free one task. */
+void registry_remove(registry *r, task *t);
+
+/* Remove a parent and all its tasks. */
+void registry_remove_parent(registry *r, parent *p);
+
+/* Give t its own session (a runner created it): findable by it from now. */
+void registry_set_session(registry *r, task *t, const char *session_id);
+
+#endif

@@ -1,0 +1,75 @@
+/* task.c — see task.h. */
+#include "model/task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+static const char *const status_names[] = {
+    [TASK_PENDING] = "pending",     [TASK_RUNNING] = "running",     [TASK_COMPLETED] = "completed",
+    [TASK_ERROR] = "error",         [TASK_CANCELLED] = "cancelled", [TASK_RESUMED] = "resumed",
+};
+
+const char *task_status_name(task_status s)
+{
+    return (unsigned)s < sizeof status_names / sizeof status_names[0] ? status_names[s] : "unknown";
+}
+
+bool task_status_active(task_status s)
+{
+    return s == TASK_RUNNING || s == TASK_RESUMED || s == TASK_PENDING;
+}
+
+bool task_status_terminal(task_status s)
+{
+    return s == TASK_COMPLETED || s == TASK_ERROR || s == TASK_CANCELLED;
+}
+
+int64_t task_runtime(const task *t, int64_t now)
+{
+    int64_t end = task_status_active(t->status) || !t->completed_ms ? now : t->completed_ms;
+    return end - t->started_ms;
+}
+
+void task_free(task *t)
+{
+    free(t->session_id);
+    free(t->parent_message);
+    free(t->parent_agent);
+    free(t->description);
+    free(t->prompt);
+    free(t->agent);
+    free(t->result);
+    free(t->error);
+    free(t->permission_request);
+    free(t->permission_what);
+    free(t->result_message_id);
+    shell_state_free(t->shell);
+    free(t);
+}
+
+static uint32_t hash32(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h ? h : 1;
+}
+
+void task_note_tool(task *t, const char *call_id, const char *tool)
+{
+    if (call_id) {
+        uint32_t h = hash32(call_id);
+        for (unsigned i = 0; i < RECENT_CALLS; i++)
+            if (t->recent_calls[i] == h)
+                return; /* an update of a call already counted */
+        t->recent_calls[t->recent_calls_next++ % RECENT_CALLS] = h;
+    }
+    t->tool_calls++;
+    if (tool) {
+        char *slot = t->recent_tools[t->recent_tools_next++ % RECENT_TOOLS];
+        snprintf(slot, TOOL_NAME_SIZE, "%s", tool);
+    }
+}
