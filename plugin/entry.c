@@ -276,7 +276,7 @@ __attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const 
     t->shutdown = plugin_shutdown;
     t->free = plugin_free;
 
-    int rc = engine_start(o);
+    int rc = engine_start(o, agent_runner_open, shell_runner_open);
     if (rc != 0) {
         set_err(err, err_size, "ocbg: could not start its worker thread: %s", strerror(rc));
         free_instance(in);

@@ -26,6 +26,12 @@
 #include "base/options.h"
 #include "hostapi/hostcalls.h"
 #include "model/registry.h"
+#include "run/runner.h"
+
+#define ENGINE_RUNNERS 2 /* TASK_AGENT, TASK_SHELL */
+
+/* Opens one runner (run/runner.h) with what the engine lends it. */
+typedef runner *(*runner_open_fn)(const runner_env *env, int *rc);
 
 typedef enum job_kind {
     JOB_FINALIZE, /* read the task's messages and decide how its run ended */
@@ -80,20 +86,28 @@ typedef struct ocbg {
     waiter *waiters;
     int64_t next_poll;  /* monotonic ms of the next poll tick; 0 = none */
     ocp_plugin table;
-    struct shell_runner *shell; /* the shell thread (shell.c) */
+    runner *runners[ENGINE_RUNNERS]; /* by task_type: how a run is carried out */
     /* Counters for tests and benchmarks. */
     uint64_t worker_wakeups;
     uint64_t polls;
 } ocbg;
 
-/* Start the worker thread. Returns 0 or an errno. [entry] */
-int engine_start(ocbg *o);
+/* Start the engine: its lock and registry, its two runners (opened with the
+ * env the engine lends them: the runners never call the engine by name) and
+ * its worker thread. o->api and o->opt are set. Returns 0 or an errno; on
+ * failure nothing is left running. [entry] */
+int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell);
 /* Release every waiter, wait for tool calls in flight to leave, join the
  * worker, free every task and queued item. [shutdown] */
 void engine_stop(ocbg *o);
 
 /* Wall-clock ms from the host's clock when it has one. [any] */
 int64_t ocbg_now(ocbg *o);
+
+/* Start the run of registered task `task_id` with its type's runner. [worker,
+ * lock NOT held] 0, or a negative errno and *err (malloc'd, a sentence); the
+ * task is then left for the caller to end or remove. */
+int engine_run_start(ocbg *o, task_type type, const char *task_id, char **err);
 
 /* ---- everything below runs with o->mu held ---- */
 
@@ -133,9 +147,17 @@ void engine_session_deleted(ocbg *o, task *t);
 /* Ask the worker to abort a session. */
 void engine_request_abort(ocbg *o, const char *session_id);
 
-/* Stop an active task at once, for removal: abort its session (queued for the
- * worker) or SIGKILL its command's process group. */
+/* Queue a notification (owned from now) for the worker to push. */
+void engine_push_notice(ocbg *o, notice *n);
+
+/* Stop an active task at once, for removal: its runner's kill (an agent's
+ * session aborted by the worker; a command's process group SIGKILLed). */
 void engine_stop_task_now(ocbg *o, task *t);
+
+/* Ask an active task's run to end (an agent's session aborted by the worker;
+ * a command sent SIGTERM, SIGKILL after the grace period); the end comes
+ * through engine_finish. */
+void engine_stop_task(ocbg *o, task *t);
 
 /* Remove a parent session's tasks (the parent was deleted): running ones are
  * aborted, waiters on them are told. */

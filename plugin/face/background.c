@@ -5,11 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fork.h"
 #include "text/texts.h"
 #include "hostapi/hostcalls.h"
-#include "ops/permission.h"
-#include "run/shell.h"
+#include "ops/ops.h"
 #include "face/tools.h"
 
 #define WAIT_TIMEOUT_DEFAULT_S 120
@@ -69,135 +67,13 @@ static const char *resume_arg(const cJSON *args)
     return r && !blank(r) ? r : NULL;
 }
 
-static fork_limits limits_of(const ocbg *o)
-{
-    fork_limits lim = {(size_t)o->opt.fork_tool_chars, (size_t)o->opt.fork_max_tokens};
-    return lim;
-}
-
-/* The child's session: a new child of the caller's session, or for a fork
- * the host's fork of it (messages before the calling message). A host that
- * cannot fork gets a new child and *inject set: the processed history is then
- * sent as a message. */
-static int create_session(ocbg *o, const ocp_call_ctx *ctx, const char *description, const char *agent,
-                          bool fork, bool *inject, char **session, char **err)
-{
-    *inject = false;
-    if (fork && o->api.host.session_fork)
-        return hc_session_fork(&o->api, ctx->session_id, ctx->message_id, session, err);
-    *inject = fork;
-    char *title = xasprintf("%s (@%s background task)", description, agent);
-    int rc = hc_session_create(&o->api, ctx->session_id, title, session, err);
-    free(title);
-    return rc;
-}
-
-/* What a forked child is told before its task (noReply): the preamble, and
- * when injecting, the caller's processed history rendered after it. */
-static int fork_context(ocbg *o, const ocp_call_ctx *ctx, bool inject, char **text, char **err)
-{
-    fork_limits lim = limits_of(o);
-    char *preamble = fork_preamble(&lim);
-    if (!inject) {
-        *text = preamble;
-        return 0;
-    }
-    char *history = NULL, *processed = NULL;
-    int rc = hc_session_messages(&o->api, ctx->session_id, 0, &history, err);
-    if (rc == 0 && fork_process(history, &lim, &processed, NULL) != 0) {
-        *err = xstrdup("the parent's history is not a message list");
-        rc = -EIO;
-    }
-    hc_free(&o->api, history);
-    if (rc == 0) {
-        char *rendered = fork_render(processed);
-        *text = xasprintf("%s\n\nThe parent conversation so far:\n\n%s", preamble, rendered);
-        free(rendered);
-    }
-    free(processed);
-    free(preamble);
-    return rc;
-}
-
-/* End a just-registered task in error because its start failed. */
-static int start_failed(ocbg *o, const char *id, const char *what, char *err, int rc, strbuf *out)
-{
-    char *why = xasprintf("%s: %s", what, err ? err : "unknown error");
-    pthread_mutex_lock(&o->mu);
-    task *t = registry_find(&o->reg, id);
-    if (t)
-        engine_finish(o, t, TASK_ERROR, why, NULL);
-    pthread_mutex_unlock(&o->mu);
-    sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, why);
-    free(why);
-    free(err);
-    return rc;
-}
-
-int launch_agent_task(ocbg *o, const ocp_call_ctx *ctx, const char *description, const char *prompt,
-                      const char *agent, bool fork, bool foreground, char id[TASK_ID_SIZE],
-                      char batch[TASK_ID_SIZE], strbuf *out)
-{
-    if (!ctx->session_id) {
-        sb_puts(out, "The call has no session to launch a task from.");
-        return -EINVAL;
-    }
-    /* The host's consent first: a refusal leaves nothing behind. */
-    int rc = permission_task(o, ctx, agent, description, out);
-    if (rc != 0)
-        return rc;
-    char *session = NULL, *err = NULL;
-    bool inject;
-    rc = create_session(o, ctx, description, agent, fork, &inject, &session, &err);
-    if (rc != 0) {
-        sb_printf(out, "Failed to %s for the background task: %s", fork ? "fork this session" : "create a session",
-                  err);
-        free(err);
-        return rc;
-    }
-
-    pthread_mutex_lock(&o->mu);
-    task *t = registry_add(&o->reg, ctx->session_id, session, TASK_AGENT, ocbg_now(o));
-    engine_task_activated(o);
-    t->description = xstrdup(description);
-    t->prompt = xstrdup(prompt);
-    t->agent = xstrdup(agent);
-    t->parent_message = xstrdup(ctx->message_id);
-    t->parent_agent = xstrdup(ctx->agent);
-    t->forked = fork;
-    t->foreground = foreground;
-    /* A foreground call owns the result from the start: no notification. */
-    t->result_waiters += foreground;
-    memcpy(id, t->id, TASK_ID_SIZE);
-    memcpy(batch, t->batch->id, TASK_ID_SIZE);
-    pthread_mutex_unlock(&o->mu);
-
-    /* The task is registered before anything is sent, so its first events
-     * always find it. */
-    if (fork) {
-        char *context = NULL;
-        rc = fork_context(o, ctx, inject, &context, &err);
-        if (rc == 0)
-            rc = hc_session_prompt(&o->api, session, context, agent, true, false, &err);
-        free(context);
-        if (rc != 0) {
-            free(session);
-            return start_failed(o, id, "Failed to give the forked sub-agent its context", err, rc, out);
-        }
-    }
-    rc = hc_session_prompt(&o->api, session, prompt, agent, false, true, &err);
-    free(session);
-    if (rc != 0)
-        return start_failed(o, id, "Failed to send the prompt to the sub-agent", err, rc, out);
-    return 0;
-}
-
 static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
 {
     const char *description = arg_str(args, "description");
     const char *agent = arg_str(args, "agent");
     char id[TASK_ID_SIZE], batch[TASK_ID_SIZE];
-    int rc = launch_agent_task(o, ctx, description, arg_str(args, "prompt"), agent, fork, false, id, batch, out);
+    launch_req req = {description, arg_str(args, "prompt"), agent, fork, false};
+    int rc = op_launch_agent(o, ctx, &req, id, batch, out);
     if (rc != 0)
         return rc;
     sb_printf(out,
@@ -340,7 +216,7 @@ static size_t cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
         if (!t)
             continue;
         if (!items[i].session) {
-            shell_request_stop(o, t);
+            engine_stop_task(o, t);
             shells = true;
         } else if (items[i].rc == 0 || items[i].rc == -ENOENT) {
             engine_finish(o, t, TASK_CANCELLED, NULL, NULL);

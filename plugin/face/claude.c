@@ -9,8 +9,7 @@
 
 #include "text/texts.h"
 #include "hostapi/hostcalls.h"
-#include "ops/permission.h"
-#include "run/shell.h"
+#include "ops/ops.h"
 #include "face/tools.h"
 
 #define TASKOUTPUT_DEFAULT_MS 30000
@@ -78,7 +77,8 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     const char *agent = arg_str(args, "subagent_type");
     bool background = arg_bool(args, "run_in_background", false);
     char id[TASK_ID_SIZE], batch[TASK_ID_SIZE];
-    int rc = launch_agent_task(o, ctx, description, prompt, agent, false, !background, id, batch, out);
+    launch_req req = {description, prompt, agent, false, !background};
+    int rc = op_launch_agent(o, ctx, &req, id, batch, out);
     if (rc != 0)
         return rc;
     if (background) {
@@ -129,42 +129,6 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 
 /* ---- Bash ----------------------------------------------------------------- */
 
-static int launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
-                        bool foreground, char id[TASK_ID_SIZE], strbuf *out)
-{
-    if (!ctx->session_id) {
-        sb_puts(out, "The call has no session to run a command for.");
-        return -EINVAL;
-    }
-    pthread_mutex_lock(&o->mu);
-    task *t = registry_add(&o->reg, ctx->session_id, NULL, TASK_SHELL, ocbg_now(o));
-    t->description = xstrdup(description && !blank(description) ? description : command);
-    t->parent_message = xstrdup(ctx->message_id);
-    t->parent_agent = xstrdup(ctx->agent);
-    t->foreground = foreground;
-    t->result_waiters += foreground;
-    t->shell = shell_state_new(command, ctx->directory, (size_t)o->opt.shell_output_cap);
-    memcpy(id, t->id, TASK_ID_SIZE);
-    pthread_mutex_unlock(&o->mu);
-
-    char *err = NULL;
-    int rc = shell_spawn(o, id, &err);
-    if (rc != 0) {
-        pthread_mutex_lock(&o->mu);
-        t = registry_find(&o->reg, id);
-        char *why = xasprintf("Could not start the command: %s", err);
-        if (t)
-            engine_finish(o, t, TASK_ERROR, why, NULL);
-        if (foreground && t)
-            registry_remove(&o->reg, t);
-        pthread_mutex_unlock(&o->mu);
-        sb_puts(out, why);
-        free(why);
-        free(err);
-    }
-    return rc;
-}
-
 /* The command's exit and output, for the model. Lock held. */
 static void put_shell_result(strbuf *out, const task *t)
 {
@@ -183,12 +147,8 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     double timeout_ms;
     if (!ms_arg(args, "Bash", BASH_DEFAULT_MS, BASH_MAX_MS, &timeout_ms, out))
         return -EINVAL;
-    /* The host's consent first: a refusal runs nothing and registers nothing. */
-    int rc = permission_bash(o, ctx, command, description, out);
-    if (rc != 0)
-        return rc;
     char id[TASK_ID_SIZE];
-    rc = launch_shell(o, ctx, command, description, !background, id, out);
+    int rc = op_launch_shell(o, ctx, command, description, !background, id, out);
     if (rc != 0)
         return rc;
     if (background) {
@@ -204,7 +164,7 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     task *t = registry_find(&o->reg, id);
     if (t && w != WAIT_DONE && task_status_active(t->status)) {
         /* Timed out or cancelled: a foreground command does not outlive its call. */
-        shell_request_stop(o, t);
+        engine_stop_task(o, t);
         engine_wait(o, NULL, mono_ms() + o->opt.shell_kill_grace_ms + 5000, task_settled, id);
         t = registry_find(&o->reg, id);
     }
@@ -348,7 +308,7 @@ int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
         sb_free(&inner);
         return rc;
     }
-    shell_request_stop(o, t);
+    engine_stop_task(o, t);
     char key[TASK_ID_SIZE], *command = xstrdup(t->shell->command);
     memcpy(key, t->id, sizeof key);
     engine_wait(o, ctx, mono_ms() + o->opt.shell_kill_grace_ms + 5000, task_settled, key);

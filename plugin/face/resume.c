@@ -8,6 +8,7 @@
 
 #include "text/texts.h"
 #include "hostapi/hostcalls.h"
+#include "ops/ops.h"
 #include "ops/permission.h"
 #include "face/tools.h"
 

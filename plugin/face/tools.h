@@ -82,15 +82,6 @@ int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
 int tool_background_resume(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 
-/* Launch an agent task of the caller's session: a child session (or a fork
- * of the caller's), the task registered, its prompt sent. foreground: the
- * caller will wait for the result itself (no notification). On success id and
- * batch are filled and out is untouched; on failure out has the error (a task
- * whose prompt could not be sent exists, in error). */
-int launch_agent_task(ocbg *o, const ocp_call_ctx *ctx, const char *description, const char *prompt,
-                      const char *agent, bool fork, bool foreground, char id[TASK_ID_SIZE],
-                      char batch[TASK_ID_SIZE], strbuf *out);
-
 /* Resume mode of background_task and background_resume: validates in the
  * spec's order with its exact texts, then sends `prompt` to the task's
  * session. With block, waits up to timeout_s and answers with only the new

@@ -25,6 +25,11 @@ void hc_free(hostapi *a, char *p)
         a->host.free(a->host.userdata, p);
 }
 
+int64_t hc_now(const hostapi *a)
+{
+    return a->host.now_ms ? a->host.now_ms(a->host.userdata) : wall_ms();
+}
+
 /* Turns a failed call's result into *err and logs it; returns rc. */
 static int failed(hostapi *a, const char *fn, const char *session, int rc, char *host_msg, char **err)
 {

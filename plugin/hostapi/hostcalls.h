@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ocp.h"
 
@@ -23,6 +24,9 @@ typedef struct hostapi {
 
 void hc_log(hostapi *a, enum ocp_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void hc_free(hostapi *a, char *host_string);
+/* Wall-clock ms from the host's clock when it has one (lock-free: callable
+ * under the engine lock). */
+int64_t hc_now(const hostapi *a);
 
 /* Creates a session; *id_out = its id (malloc'd). */
 int hc_session_create(hostapi *a, const char *parent_id, const char *title, char **id_out, char **err);

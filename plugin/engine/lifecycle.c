@@ -1,0 +1,72 @@
+/* lifecycle.c — see engine.h: starting and stopping an engine, its runners
+ * and its worker. */
+#include <stdlib.h>
+
+#include "base/util.h"
+#include "engine/engine.h"
+#include "engine/jobs.h"
+#include "engine/worker.h"
+
+static void runner_finished(void *engine, task *t, task_status s, const char *text, const char *message_id)
+{
+    engine_finish(engine, t, s, text, message_id);
+}
+
+static void runner_abort(void *engine, const char *session_id)
+{
+    engine_request_abort(engine, session_id);
+}
+
+static void close_runners(ocbg *o)
+{
+    for (int i = 0; i < ENGINE_RUNNERS; i++) {
+        if (o->runners[i])
+            o->runners[i]->close(o->runners[i]);
+        o->runners[i] = NULL;
+    }
+}
+
+static void free_state(ocbg *o)
+{
+    jobs_free_all(o);
+    registry_free(&o->reg);
+    pthread_cond_destroy(&o->work_cv);
+    pthread_cond_destroy(&o->drain_cv);
+    pthread_mutex_destroy(&o->mu);
+}
+
+int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
+{
+    pthread_mutex_init(&o->mu, NULL);
+    cond_init_monotonic(&o->work_cv);
+    cond_init_monotonic(&o->drain_cv);
+    registry_init(&o->reg);
+    o->jobs = NULL;
+    o->jobs_tail = &o->jobs;
+    runner_env env = {&o->mu, &o->reg, &o->api, &o->opt, o, runner_finished, runner_abort};
+    int rc = 0;
+    o->runners[TASK_AGENT] = open_agent(&env, &rc);
+    if (rc == 0)
+        o->runners[TASK_SHELL] = open_shell(&env, &rc);
+    if (rc == 0)
+        rc = worker_start(o);
+    if (rc != 0) {
+        close_runners(o);
+        free_state(o);
+    }
+    return rc;
+}
+
+void engine_stop(ocbg *o)
+{
+    pthread_mutex_lock(&o->mu);
+    o->stopping = true;
+    engine_wake_waiters(o);
+    pthread_cond_broadcast(&o->work_cv);
+    while (o->calls_in_flight > 0)
+        pthread_cond_wait(&o->drain_cv, &o->mu);
+    pthread_mutex_unlock(&o->mu);
+    worker_join(o);
+    close_runners(o); /* kills and reaps every command still running */
+    free_state(o);
+}

@@ -1,0 +1,238 @@
+/* worker.c — the engine's worker thread: jobs (completion checks, pushes of
+ * notifications, aborts), retries of failed pushes, the fallback poll. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "engine/jobs.h"
+#include "engine/worker.h"
+#include "model/outcome.h"
+
+/* How many newest messages a completion check reads: the answer is the last
+ * one; a few more let it walk back over a turn's tool-only messages. */
+#define FINALIZE_MESSAGE_LIMIT 20
+/* How long a task whose session was deleted waits for its parent's deletion
+ * (which a host sends right after its children's) before it ends in error. */
+#define DELETE_GRACE_MS 500
+
+/* ---- jobs (locked) ----------------------------------------------------- */
+
+static void run_finalize(ocbg *o, job *j)
+{
+    task *t = registry_find(&o->reg, j->task_id);
+    if (!t || t->run != j->run || !task_status_active(t->status) || t->cancelling) {
+        if (t && t->run == j->run)
+            t->finalizing = false;
+        return;
+    }
+    char *session = xstrdup(t->session_id);
+    char *prev = xstrdup(t->result_message_id);
+    pthread_mutex_unlock(&o->mu);
+
+    char *json = NULL, *err = NULL;
+    int rc = hc_session_messages(&o->api, session, FINALIZE_MESSAGE_LIMIT, &json, &err);
+    outcome out = {0};
+    if (rc == 0)
+        outcome_from_messages(json, prev, &out);
+    hc_free(&o->api, json);
+
+    pthread_mutex_lock(&o->mu);
+    t = registry_find(&o->reg, j->task_id);
+    if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling) {
+        if (rc == -ENOENT) {
+            engine_finish(o, t, TASK_ERROR, "The task's session no longer exists.", NULL);
+        } else if (out.kind == OUTCOME_COMPLETED) {
+            engine_finish(o, t, TASK_COMPLETED, out.text, out.message_id);
+        } else if (out.kind == OUTCOME_ERROR) {
+            engine_finish(o, t, TASK_ERROR, out.text, out.message_id);
+        } else if (t->recheck && rc == 0) {
+            t->finalizing = false;
+            t->recheck = false;
+            engine_request_finalize(o, t);
+        } else {
+            /* Not finished (a stale idle) or the host failed: the poll looks
+             * again, less often each time it finds nothing. */
+            t->finalizing = false;
+            t->recheck = false;
+            t->idle_checks++;
+            unsigned shift = t->idle_checks < 5 ? t->idle_checks : 5;
+            t->next_check_mono = mono_ms() + ((int64_t)o->opt.poll_interval_ms << shift);
+        }
+    } else if (t && t->run == j->run) {
+        t->finalizing = false;
+    }
+    outcome_free(&out);
+    free(err);
+    free(session);
+    free(prev);
+}
+
+static void run_notify(ocbg *o, job *j)
+{
+    notice *n = j->notice;
+    task *t = registry_find(&o->reg, n->task_id);
+    /* Gone (cleared, parent deleted) or already returned by a blocking wait. */
+    if (!t || o->stopping)
+        return;
+    if (n->permission_request) {
+        /* A question answered before its notice went out needs no notice. */
+        if (!t->permission_request || strcmp(t->permission_request, n->permission_request) != 0)
+            return;
+    } else if (t->delivered_run == n->run) {
+        return;
+    }
+    char *session = xstrdup(n->parent_session), *agent = xstrdup(n->agent), *text = xstrdup(n->text);
+    bool wake = n->wake;
+    pthread_mutex_unlock(&o->mu);
+    char *err = NULL;
+    int rc = hc_session_prompt(&o->api, session, text, agent, !wake, false, &err);
+    pthread_mutex_lock(&o->mu);
+    free(session);
+    free(agent);
+    free(text);
+    if (rc == 0 || rc == -ENOENT) { /* delivered, or the parent is gone */
+        free(err);
+        return;
+    }
+    free(err);
+    if (n->attempts < o->opt.notify_retries) {
+        n->next_try = mono_ms() + ((int64_t)o->opt.notify_retry_ms << n->attempts);
+        n->attempts++;
+        j->notice = NULL;
+        jobs_retry_later(o, n);
+        return;
+    }
+    /* Out of retries: hold it for the parent's next ocbg answer (a question
+     * will be stale by then: the task's status shows it). */
+    if (n->permission_request)
+        return;
+    parent *p = registry_parent(&o->reg, n->parent_session);
+    if (p && registry_find(&o->reg, n->task_id)) {
+        held_notice *h = xcalloc(1, sizeof *h);
+        h->text = n->text;
+        n->text = NULL;
+        *p->held_tail = h;
+        p->held_tail = &h->next;
+    }
+}
+
+static void run_abort(ocbg *o, job *j)
+{
+    pthread_mutex_unlock(&o->mu);
+    hc_session_abort(&o->api, j->session_id, NULL);
+    pthread_mutex_lock(&o->mu);
+}
+
+static void run_job(ocbg *o, job *j)
+{
+    switch (j->kind) {
+    case JOB_FINALIZE:
+        run_finalize(o, j);
+        break;
+    case JOB_NOTIFY:
+        run_notify(o, j);
+        break;
+    case JOB_ABORT:
+        run_abort(o, j);
+        break;
+    }
+    job_free(j);
+}
+
+/* One fallback poll: one status-map call for all active tasks. A task whose
+ * session is not busy gets a completion check (its idle event may be lost). */
+static void poll_tick(ocbg *o)
+{
+    pthread_mutex_unlock(&o->mu);
+    char *json = NULL;
+    int rc = hc_session_status(&o->api, &json, NULL);
+    cJSON *status_map = rc == 0 ? cJSON_Parse(json) : NULL;
+    hc_free(&o->api, json);
+    pthread_mutex_lock(&o->mu);
+    uint64_t tick = ++o->polls;
+    if (!cJSON_IsObject(status_map)) {
+        cJSON_Delete(status_map);
+        return;
+    }
+    const cJSON *item;
+    cJSON_ArrayForEach(item, status_map)
+    {
+        task *t = registry_find_session(&o->reg, item->string);
+        if (t)
+            t->busy_tick = tick;
+    }
+    cJSON_Delete(status_map);
+    int64_t now = mono_ms();
+    for (task *t = o->reg.active, *next; t; t = next) {
+        next = t->anext;
+        if (t->type == TASK_SHELL || !t->session_id)
+            continue; /* a command, or an agent whose session is being created */
+        if (t->session_gone && t->cancelling) {
+            /* deleted alone (its parent lives on): the parent is told */
+            if (now - t->gone_at_mono >= DELETE_GRACE_MS)
+                engine_finish(o, t, TASK_ERROR, "The task's session was deleted.", NULL);
+            continue;
+        }
+        if (t->busy_tick == tick) {
+            t->seen_busy = true;
+            t->idle_checks = 0;
+            t->next_check_mono = 0;
+        } else if (now >= t->next_check_mono) {
+            engine_request_finalize(o, t);
+        }
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    ocbg *o = arg;
+    pthread_mutex_lock(&o->mu);
+    while (!o->stopping) {
+        int64_t now = mono_ms();
+        jobs_take_due_retries(o, now);
+        job *j = jobs_pop(o);
+        if (j) {
+            run_job(o, j);
+            continue;
+        }
+        if (o->reg.active_agents == 0) {
+            o->next_poll = 0;
+        } else if (o->next_poll == 0) {
+            o->next_poll = now + o->opt.poll_interval_ms;
+        } else if (now >= o->next_poll) {
+            o->next_poll = now + o->opt.poll_interval_ms;
+            poll_tick(o);
+            continue;
+        }
+        int64_t deadline = o->next_poll;
+        if (o->retries && (deadline == 0 || o->retries->next_try < deadline))
+            deadline = o->retries->next_try;
+        if (deadline == 0) {
+            pthread_cond_wait(&o->work_cv, &o->mu);
+        } else {
+            struct timespec ts;
+            mono_deadline(&ts, deadline);
+            pthread_cond_timedwait(&o->work_cv, &o->mu, &ts);
+        }
+        o->worker_wakeups++;
+    }
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+
+int worker_start(ocbg *o)
+{
+    int rc = pthread_create(&o->worker, NULL, worker_main, o);
+    o->worker_started = rc == 0;
+    return rc;
+}
+
+void worker_join(ocbg *o)
+{
+    if (o->worker_started)
+        pthread_join(o->worker, NULL);
+    o->worker_started = false;
+}

@@ -1,0 +1,171 @@
+/*
+ * agent_runner.c — agent tasks: a host session per task. Start creates the
+ * session (a child of the parent's, or for a fork the host's fork of it),
+ * gives a forked child its context, then sends the prompt; stop and kill
+ * have the engine abort the session. How a run ends is read from the
+ * session's messages by the engine (model/outcome.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "fork.h"
+#include "run/runner.h"
+
+typedef struct agent_runner {
+    runner base; /* first: the engine holds a runner * */
+    runner_env env;
+} agent_runner;
+
+/* What start needs of the task, copied under the lock. */
+typedef struct start_plan {
+    char *parent_session, *parent_message, *description, *agent, *prompt;
+    bool fork;
+} start_plan;
+
+static void plan_free(start_plan *p)
+{
+    free(p->parent_session);
+    free(p->parent_message);
+    free(p->description);
+    free(p->agent);
+    free(p->prompt);
+}
+
+static bool plan_of(agent_runner *r, const char *task_id, start_plan *p)
+{
+    pthread_mutex_lock(r->env.mu);
+    task *t = registry_find(r->env.reg, task_id);
+    if (t) {
+        p->parent_session = xstrdup(t->parent->session_id);
+        p->parent_message = xstrdup(t->parent_message);
+        p->description = xstrdup(t->description);
+        p->agent = xstrdup(t->agent);
+        p->prompt = xstrdup(t->prompt);
+        p->fork = t->forked;
+    }
+    pthread_mutex_unlock(r->env.mu);
+    return t != NULL;
+}
+
+/* The child's session: a new child of the parent's session, or for a fork
+ * the host's fork of it (messages before the calling message). A host that
+ * cannot fork gets a new child and *inject set: the processed history is
+ * then sent as a message. */
+static int create_session(agent_runner *r, const start_plan *p, bool *inject, char **session, char **err)
+{
+    *inject = false;
+    if (p->fork && r->env.api->host.session_fork)
+        return hc_session_fork(r->env.api, p->parent_session, p->parent_message, session, err);
+    *inject = p->fork;
+    char *title = xasprintf("%s (@%s background task)", p->description, p->agent);
+    int rc = hc_session_create(r->env.api, p->parent_session, title, session, err);
+    free(title);
+    return rc;
+}
+
+/* What a forked child is told before its task (noReply): the preamble, and
+ * when injecting, the parent's processed history rendered after it. */
+static int fork_context(agent_runner *r, const start_plan *p, bool inject, char **text, char **err)
+{
+    fork_limits lim = {(size_t)r->env.opt->fork_tool_chars, (size_t)r->env.opt->fork_max_tokens};
+    char *preamble = fork_preamble(&lim);
+    if (!inject) {
+        *text = preamble;
+        return 0;
+    }
+    char *history = NULL, *processed = NULL;
+    int rc = hc_session_messages(r->env.api, p->parent_session, 0, &history, err);
+    if (rc == 0 && fork_process(history, &lim, &processed, NULL) != 0) {
+        *err = xstrdup("the parent's history is not a message list");
+        rc = -EIO;
+    }
+    hc_free(r->env.api, history);
+    if (rc == 0) {
+        char *rendered = fork_render(processed);
+        *text = xasprintf("%s\n\nThe parent conversation so far:\n\n%s", preamble, rendered);
+        free(rendered);
+    }
+    free(processed);
+    free(preamble);
+    return rc;
+}
+
+/* *err = "<what>: <why>", the host's reason consumed. */
+static int fail(int rc, const char *what, char **err)
+{
+    char *why = *err;
+    *err = xasprintf("%s: %s", what, why ? why : "unknown error");
+    free(why);
+    return rc;
+}
+
+/* Context (a fork) then the prompt, into the task's new session. */
+static int send_prompts(agent_runner *r, const start_plan *p, const char *session, bool inject, char **err)
+{
+    if (p->fork) {
+        char *context = NULL;
+        int rc = fork_context(r, p, inject, &context, err);
+        if (rc == 0)
+            rc = hc_session_prompt(r->env.api, session, context, p->agent, true, false, err);
+        free(context);
+        if (rc != 0)
+            return fail(rc, "Failed to give the forked sub-agent its context", err);
+    }
+    int rc = hc_session_prompt(r->env.api, session, p->prompt, p->agent, false, true, err);
+    return rc != 0 ? fail(rc, "Failed to send the prompt to the sub-agent", err) : 0;
+}
+
+static int agent_start(runner *base, const char *task_id, char **err)
+{
+    agent_runner *r = (agent_runner *)base;
+    start_plan p = {0};
+    if (!plan_of(r, task_id, &p)) {
+        *err = xstrdup("the task is gone");
+        return -ENOENT;
+    }
+    char *session = NULL;
+    bool inject;
+    int rc = create_session(r, &p, &inject, &session, err);
+    if (rc != 0) {
+        rc = fail(rc, p.fork ? "Failed to fork this session for the background task"
+                             : "Failed to create a session for the background task", err);
+        plan_free(&p);
+        return rc;
+    }
+    /* The session is the task's before anything is sent to it, so its first
+     * events always find the task. */
+    pthread_mutex_lock(r->env.mu);
+    task *t = registry_find(r->env.reg, task_id);
+    if (t)
+        registry_set_session(r->env.reg, t, session);
+    pthread_mutex_unlock(r->env.mu);
+    rc = t ? send_prompts(r, &p, session, inject, err) : -ENOENT;
+    if (!t)
+        *err = xstrdup("the task is gone");
+    free(session);
+    plan_free(&p);
+    return rc;
+}
+
+static void agent_stop(runner *base, task *t)
+{
+    agent_runner *r = (agent_runner *)base;
+    if (t->session_id)
+        r->env.abort_session(r->env.engine, t->session_id);
+}
+
+static void agent_close(runner *base)
+{
+    free(base);
+}
+
+runner *agent_runner_open(const runner_env *env, int *rc)
+{
+    *rc = 0;
+    agent_runner *r = xcalloc(1, sizeof *r);
+    r->base = (runner){agent_start, agent_stop, agent_stop, agent_close};
+    r->env = *env;
+    return &r->base;
+}
