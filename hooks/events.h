@@ -1,6 +1,7 @@
 /*
- * events.h — the plugin's event hook: OpenCode events in, task state changes
- * and queued work out.
+ * events.h — the plugin's event hook: host events in, small typed notes
+ * (engine.h: session_note) out, handed to the engine. This file only decodes:
+ * it touches no task and takes no lock itself.
  *
  * [event] Runs on the host's event thread: never blocks beyond the engine lock
  * (held only briefly by anyone), never calls the host (except the lock-free

@@ -92,6 +92,31 @@ typedef struct ocbg {
     uint64_t polls;
 } ocbg;
 
+/* What a host event says about one session (decoded by hooks/events.c). */
+typedef enum note_kind {
+    NOTE_IDLE,               /* the session is idle: its run may have ended */
+    NOTE_BUSY,               /* working (or retrying) */
+    NOTE_ERROR,              /* its run failed: text */
+    NOTE_DELETED,            /* the session was deleted */
+    NOTE_PART,               /* a message part changed: progress; a tool part has call_id, tool */
+    NOTE_PERMISSION_ASKED,   /* request_id; text: what it asks ("bash: rm -rf build") */
+    NOTE_PERMISSION_REPLIED, /* request_id */
+} note_kind;
+
+typedef struct session_note {
+    note_kind kind;
+    const char *session_id;   /* NULL: the note is ignored */
+    const char *text;
+    const char *call_id, *tool;
+    const char *request_id;
+} session_note;
+
+/* Apply a note to the task whose session it names (or, for a deletion, to
+ * the tasks that session launched). [event] Takes the lock briefly; never
+ * calls the host (work that needs it is queued for the worker). The note's
+ * strings are borrowed for the call. */
+void engine_note(ocbg *o, const session_note *n);
+
 /* Start the engine: its lock and registry, its two runners (opened with the
  * env the engine lends them: the runners never call the engine by name) and
  * its worker thread. o->api and o->opt are set. Returns 0 or an errno; on

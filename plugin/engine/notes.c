@@ -1,0 +1,89 @@
+/* notes.c — see engine.h (engine_note): what a host event means for a task,
+ * applied under the engine lock. Never calls the host; work that needs it
+ * (reading the answer, aborting) is queued for the worker. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+
+/* The task whose own session this is, if it is active. */
+static task *active_task(ocbg *o, const char *session_id)
+{
+    task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
+    return t && task_status_active(t->status) ? t : NULL;
+}
+
+/* Idle: the run may have ended. Duplicates are harmless: one check is
+ * queued at a time and it only acts on a finished answer it has not seen. */
+static void on_idle(ocbg *o, task *t)
+{
+    t->last_update_ms = ocbg_now(o);
+    engine_request_finalize(o, t);
+}
+
+static void on_busy(ocbg *o, task *t)
+{
+    t->seen_busy = true;
+    t->idle_checks = 0;
+    t->next_check_mono = 0;
+    t->last_update_ms = ocbg_now(o);
+}
+
+/* The session's deletion: its task (if any) and the tasks it launched. */
+static void on_deleted(ocbg *o, const char *session_id)
+{
+    task *t = registry_find_session(&o->reg, session_id);
+    if (t)
+        engine_session_deleted(o, t);
+    parent *p = registry_parent(&o->reg, session_id);
+    if (p)
+        engine_drop_parent(o, p);
+}
+
+/* A note about an active task's session. */
+static void on_task_note(ocbg *o, task *t, const session_note *n)
+{
+    switch (n->kind) {
+    case NOTE_IDLE:
+        on_idle(o, t);
+        break;
+    case NOTE_BUSY:
+        on_busy(o, t);
+        break;
+    case NOTE_ERROR:
+        /* the idles that follow find it finished; an abort we asked for is no error */
+        if (!t->cancelling)
+            engine_finish(o, t, TASK_ERROR, n->text, NULL);
+        break;
+    case NOTE_PART:
+        t->last_update_ms = ocbg_now(o);
+        if (n->tool)
+            task_note_tool(t, n->call_id, n->tool);
+        break;
+    case NOTE_PERMISSION_ASKED:
+        engine_permission_asked(o, t, n->request_id, n->text);
+        break;
+    case NOTE_PERMISSION_REPLIED:
+        engine_permission_replied(o, t, n->request_id);
+        break;
+    case NOTE_DELETED:
+        break;
+    }
+}
+
+void engine_note(ocbg *o, const session_note *n)
+{
+    if (!n->session_id)
+        return;
+    pthread_mutex_lock(&o->mu);
+    if (o->stopping) {
+        /* nothing: shutdown owns the state now */
+    } else if (n->kind == NOTE_DELETED) {
+        on_deleted(o, n->session_id);
+    } else {
+        task *t = active_task(o, n->session_id);
+        if (t)
+            on_task_note(o, t, n);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
