@@ -25,14 +25,6 @@ bool wait_timeout_arg(const cJSON *args, const char *tool, double *seconds, strb
     return true;
 }
 
-task *find_own_task(ocbg *o, const char *task_id, const ocp_call_ctx *ctx)
-{
-    task *t = registry_find(&o->reg, task_id);
-    if (!t || !ctx->session_id || strcmp(t->parent->session_id, ctx->session_id) != 0)
-        return NULL;
-    return t;
-}
-
 int task_not_found(strbuf *out, const char *id)
 {
     sb_printf(out, "Task not found: %s. Use background_list to see available tasks.", id);
@@ -107,12 +99,6 @@ int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
 
 /* ---- background_output ------------------------------------------------- */
 
-bool task_settled(ocbg *o, void *arg)
-{
-    task *t = registry_find(&o->reg, arg);
-    return !t || !task_status_active(t->status);
-}
-
 int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
@@ -122,7 +108,7 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
         return -EINVAL;
 
     pthread_mutex_lock(&o->mu);
-    task *t = find_own_task(o, id, ctx);
+    task *t = op_find_own(o, id, ctx);
     if (!t) {
         pthread_mutex_unlock(&o->mu);
         return task_not_found(out, id);
@@ -131,11 +117,7 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     if (block && task_status_active(t->status)) {
         char key[TASK_ID_SIZE];
         memcpy(key, t->id, sizeof key);
-        t->result_waiters++;
-        wait_result w = engine_wait(o, ctx, mono_ms() + (int64_t)(timeout * 1000), task_settled, key);
-        t = registry_find(&o->reg, key);
-        if (t)
-            t->result_waiters--;
+        wait_result w = op_await(o, ctx, key, mono_ms() + (int64_t)(timeout * 1000), false, &t);
         if (!t) {
             sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
             pthread_mutex_unlock(&o->mu);
@@ -164,99 +146,10 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
 
 /* ---- background_cancel ------------------------------------------------- */
 
-typedef struct cancel_item {
-    char id[TASK_ID_SIZE];
-    char *session;
-    int rc;
-    char *err;
-} cancel_item;
-
-/* Claim an active task for cancelling: its completion checks wait while the
- * abort is in flight. Lock held. */
-static void add_cancel_item(cancel_item **items, size_t *n, task *t)
-{
-    t->cancelling = true;
-    *items = xrealloc(*items, (*n + 1) * sizeof **items);
-    cancel_item *it = &(*items)[(*n)++];
-    memset(it, 0, sizeof *it);
-    memcpy(it->id, t->id, sizeof it->id);
-    it->session = xstrdup(t->session_id); /* NULL for a shell task */
-}
-
-typedef struct item_list {
-    cancel_item *items;
-    size_t n;
-} item_list;
-
-static bool items_settled(ocbg *o, void *arg)
-{
-    item_list *l = arg;
-    for (size_t i = 0; i < l->n; i++)
-        if (!task_settled(o, l->items[i].id))
-            return false;
-    return true;
-}
-
-/* Abort each agent item's session (no lock held), then mark those still
- * active cancelled; a failed abort leaves its task running. A shell item (no
- * session) is stopped (SIGTERM, then SIGKILL after the grace period) and
- * waited for: its exit ends it as cancelled. remove: a cancelled task is also
- * removed, under the same lock hold, so a waiter sees it removed rather than
- * cancelled. Returns how many it removed. */
-static size_t cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
-{
-    size_t removed = 0;
-    for (size_t i = 0; i < n; i++)
-        if (items[i].session)
-            items[i].rc = hc_session_abort(&o->api, items[i].session, &items[i].err);
-    pthread_mutex_lock(&o->mu);
-    bool shells = false;
-    for (size_t i = 0; i < n; i++) {
-        task *t = registry_find(&o->reg, items[i].id);
-        if (!t)
-            continue;
-        if (!items[i].session) {
-            engine_stop_task(o, t);
-            shells = true;
-        } else if (items[i].rc == 0 || items[i].rc == -ENOENT) {
-            engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
-            if (remove) {
-                registry_remove(&o->reg, t);
-                removed++;
-            }
-        } else {
-            t->cancelling = false;
-            engine_request_finalize(o, t); /* an idle ignored meanwhile */
-        }
-    }
-    if (shells) {
-        item_list l = {items, n};
-        engine_wait(o, NULL, mono_ms() + o->opt.shell_kill_grace_ms + 5000, items_settled, &l);
-        for (size_t i = 0; remove && i < n; i++) {
-            task *t = items[i].session ? NULL : registry_find(&o->reg, items[i].id);
-            if (t && !task_status_active(t->status)) {
-                registry_remove(&o->reg, t);
-                removed++;
-            }
-        }
-    }
-    pthread_mutex_unlock(&o->mu);
-    return removed;
-}
-
-static void free_items(cancel_item *items, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free(items[i].session);
-        free(items[i].err);
-    }
-    free(items);
-}
-
 static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *out)
 {
     pthread_mutex_lock(&o->mu);
-    parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+    parent *p = op_parent_of(o, ctx);
     size_t n = 0, in_batch = 0;
     cancel_item *items = NULL;
     for (task *t = p ? p->head : NULL; t; t = t->pnext) {
@@ -264,7 +157,7 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
             continue;
         in_batch++;
         if (task_status_active(t->status) && !t->cancelling)
-            add_cancel_item(&items, &n, t);
+            op_cancel_add(&items, &n, t);
     }
     pthread_mutex_unlock(&o->mu);
     if (in_batch == 0) {
@@ -276,7 +169,7 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
                   in_batch);
         return -EINVAL;
     }
-    cancel_items(o, items, n, false);
+    op_cancel_items(o, items, n, false);
     size_t cancelled = 0;
     strbuf failures = {0};
     for (size_t i = 0; i < n; i++) {
@@ -294,7 +187,7 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
         sb_puts(out, failures.buf);
     sb_free(&failures);
     int rc = cancelled ? 0 : items[0].rc;
-    free_items(items, n);
+    op_cancel_free(items, n);
     return rc;
 }
 
@@ -304,7 +197,7 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     if (strncmp(id, "batch_", 6) == 0)
         return cancel_batch(o, id, ctx, out);
     pthread_mutex_lock(&o->mu);
-    task *t = find_own_task(o, id, ctx);
+    task *t = op_find_own(o, id, ctx);
     if (!t) {
         pthread_mutex_unlock(&o->mu);
         return task_not_found(out, id);
@@ -322,11 +215,11 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     }
     cancel_item *item = NULL;
     size_t one = 0;
-    add_cancel_item(&item, &one, t);
+    op_cancel_add(&item, &one, t);
     char *description = xstrdup(t->description);
     pthread_mutex_unlock(&o->mu);
 
-    cancel_items(o, item, 1, false);
+    op_cancel_items(o, item, 1, false);
     int rc = item->rc == -ENOENT ? 0 : item->rc;
     if (rc == 0) {
         sb_printf(out, "Task %s cancelled: %s\n%s; status: cancelled.", id, description,
@@ -336,7 +229,7 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
                   item->err);
     }
     free(description);
-    free_items(item, 1);
+    op_cancel_free(item, 1);
     return rc;
 }
 
@@ -347,7 +240,7 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
     const char *status = arg_str(args, "status");
     const char *batch = arg_str(args, "batch_id");
     pthread_mutex_lock(&o->mu);
-    parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+    parent *p = op_parent_of(o, ctx);
     int64_t now = ocbg_now(o);
     unsigned counts[TASK_RESUMED + 1] = {0}, shown = 0;
     strbuf lines = {0};
@@ -392,17 +285,17 @@ int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
      * failed is still running and stays, still cancellable, rather than
      * becoming an orphan. */
     pthread_mutex_lock(&o->mu);
-    parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+    parent *p = op_parent_of(o, ctx);
     size_t n = 0;
     cancel_item *items = NULL;
     for (task *t = p ? p->head : NULL; t; t = t->pnext)
         if (task_status_active(t->status) && !t->cancelling)
-            add_cancel_item(&items, &n, t);
+            op_cancel_add(&items, &n, t);
     pthread_mutex_unlock(&o->mu);
-    size_t cleared = cancel_items(o, items, n, true);
+    size_t cleared = op_cancel_items(o, items, n, true);
 
     pthread_mutex_lock(&o->mu);
-    p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+    p = op_parent_of(o, ctx);
     strbuf kept = {0};
     for (task *t = p ? p->head : NULL; t;) {
         task *next = t->pnext;
@@ -426,7 +319,7 @@ int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     size_t stopped = 0;
     for (size_t i = 0; i < n; i++)
         stopped += items[i].rc == 0 || items[i].rc == -ENOENT;
-    free_items(items, n);
+    op_cancel_free(items, n);
     int rc = 0;
     if (cleared == 0 && kept.len == 0) {
         sb_puts(out, "No background tasks to clear.");

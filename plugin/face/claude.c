@@ -89,10 +89,8 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         return 0;
     }
     pthread_mutex_lock(&o->mu);
-    wait_result w = engine_wait(o, ctx, mono_ms() + FOREGROUND_TASK_MS, task_settled, id);
-    task *t = registry_find(&o->reg, id);
-    if (t)
-        t->result_waiters--;
+    task *t;
+    wait_result w = op_await(o, ctx, id, mono_ms() + FOREGROUND_TASK_MS, true, &t);
     char *session = NULL;
     if (!t) {
         sb_printf(out, "The sub-agent's task %s was removed while it ran.", id);
@@ -160,16 +158,14 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         return 0;
     }
     pthread_mutex_lock(&o->mu);
-    wait_result w = engine_wait(o, ctx, mono_ms() + (int64_t)timeout_ms, task_settled, id);
-    task *t = registry_find(&o->reg, id);
+    task *t;
+    wait_result w = op_await(o, ctx, id, mono_ms() + (int64_t)timeout_ms, true, &t);
     if (t && w != WAIT_DONE && task_status_active(t->status)) {
         /* Timed out or cancelled: a foreground command does not outlive its call. */
+        t->result_waiters++; /* still the caller's result */
         engine_stop_task(o, t);
-        engine_wait(o, NULL, mono_ms() + o->opt.shell_kill_grace_ms + 5000, task_settled, id);
-        t = registry_find(&o->reg, id);
+        op_await(o, NULL, id, mono_ms() + o->opt.shell_kill_grace_ms + 5000, true, &t);
     }
-    if (t)
-        t->result_waiters--;
     if (!t) {
         sb_puts(out, "The command's task was removed while it ran.");
         rc = -ENOENT;
@@ -204,7 +200,7 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
     if (!ms_arg(args, "TaskOutput", TASKOUTPUT_DEFAULT_MS, TASKOUTPUT_MAX_MS, &timeout_ms, out))
         return -EINVAL;
     pthread_mutex_lock(&o->mu);
-    task *t = find_own_task(o, id, ctx);
+    task *t = op_find_own(o, id, ctx);
     if (!t) {
         pthread_mutex_unlock(&o->mu);
         return not_found(out, id);
@@ -217,11 +213,7 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
         } else {
             char key[TASK_ID_SIZE];
             memcpy(key, t->id, sizeof key);
-            t->result_waiters++;
-            wait_result w = engine_wait(o, ctx, mono_ms() + (int64_t)timeout_ms, task_settled, key);
-            t = registry_find(&o->reg, key);
-            if (t)
-                t->result_waiters--;
+            wait_result w = op_await(o, ctx, key, mono_ms() + (int64_t)timeout_ms, false, &t);
             if (!t) {
                 pthread_mutex_unlock(&o->mu);
                 sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
@@ -284,7 +276,7 @@ int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
 {
     const char *id = arg_str(args, "task_id");
     pthread_mutex_lock(&o->mu);
-    task *t = find_own_task(o, id, ctx);
+    task *t = op_find_own(o, id, ctx);
     if (!t) {
         pthread_mutex_unlock(&o->mu);
         return not_found(out, id);
@@ -311,7 +303,7 @@ int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     engine_stop_task(o, t);
     char key[TASK_ID_SIZE], *command = xstrdup(t->shell->command);
     memcpy(key, t->id, sizeof key);
-    engine_wait(o, ctx, mono_ms() + o->opt.shell_kill_grace_ms + 5000, task_settled, key);
+    engine_wait(o, ctx, mono_ms() + o->opt.shell_kill_grace_ms + 5000, op_task_settled, key);
     t = registry_find(&o->reg, key);
     if (t && !task_status_active(t->status))
         sb_printf(out, "Stopped task %s (shell): %s", key, command);

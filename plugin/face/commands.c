@@ -6,6 +6,7 @@
 
 #include "text/texts.h"
 #include "face/tools.h"
+#include "ops/ops.h"
 
 int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
 {
@@ -13,7 +14,7 @@ int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_
     if (strcmp(command, "bashes") == 0)
         sb_puts(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n");
     pthread_mutex_lock(&o->mu);
-    parent *p = ctx && ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+    parent *p = op_parent_of(o, ctx);
     if (!p || !p->head) {
         pthread_mutex_unlock(&o->mu);
         sb_puts(out, "No background tasks in this session.");

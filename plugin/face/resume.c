@@ -59,7 +59,7 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
         return -EINVAL;
     }
     pthread_mutex_lock(&o->mu);
-    task *t = find_own_task(o, id, ctx);
+    task *t = op_find_own(o, id, ctx);
     if (!t) {
         pthread_mutex_unlock(&o->mu);
         return task_not_found(out, id);
@@ -219,7 +219,7 @@ static bool all_settled(ocbg *o, void *arg)
 {
     id_list *l = arg;
     for (size_t i = 0; i < l->n; i++)
-        if (!task_settled(o, l->ids[i]))
+        if (!op_task_settled(o, l->ids[i]))
             return false;
     return true;
 }
@@ -237,7 +237,7 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     {
         const char *id = item->valuestring;
         if (strncmp(id, "batch_", 6) == 0) {
-            parent *p = ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+            parent *p = op_parent_of(o, ctx);
             bool any = false;
             for (task *t = p ? p->head : NULL; t; t = t->pnext) {
                 if (strcmp(t->batch->id, id) == 0) {
@@ -251,7 +251,7 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
                 sb_printf(out, "Batch not found: %s. Use background_list to see available tasks.", id);
                 return -ENOENT;
             }
-        } else if (find_own_task(o, id, ctx)) {
+        } else if (op_find_own(o, id, ctx)) {
             add_id(&l, id);
         } else {
             pthread_mutex_unlock(&o->mu);

@@ -93,14 +93,6 @@ int resume_task(ocbg *o, const char *task_id, const char *prompt, bool block, do
  * false (and the error in out) when it is not a positive number. */
 bool wait_timeout_arg(const cJSON *args, const char *tool, double *seconds, strbuf *out);
 
-/* A task of the caller's session, or NULL (a session sees only its own).
- * Engine lock held. */
-task *find_own_task(ocbg *o, const char *task_id, const ocp_call_ctx *ctx);
-
-/* The wait predicate for one task: gone, or no longer active. arg: its id.
- * Engine lock held. */
-bool task_settled(ocbg *o, void *task_id);
-
 /* "Task not found: <id>. Use background_list to see available tasks."; -ENOENT */
 int task_not_found(strbuf *out, const char *task_id);
 

@@ -39,4 +39,46 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, cha
 int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
                     bool foreground, char id[TASK_ID_SIZE], strbuf *out);
 
+/* An active task being cancelled: its id, its session (NULL: a command), how
+ * the abort went (rc, err). */
+typedef struct cancel_item {
+    char id[TASK_ID_SIZE];
+    char *session;
+    int rc;
+    char *err;
+} cancel_item;
+
+/* Claim active task t for cancelling (its completion checks wait while the
+ * abort is in flight) and add it to items. [lock held] */
+void op_cancel_add(cancel_item **items, size_t *n, task *t);
+
+/* Abort each agent item's session, then mark those still active cancelled;
+ * a failed abort leaves its task running (rc, err say why). A command is
+ * stopped (SIGTERM, then SIGKILL after the grace period) and waited for: its
+ * exit ends it as cancelled. remove: cancelled tasks are also removed, in the
+ * same lock hold, so a waiter sees them removed. Returns how many it removed.
+ * [lock not held] */
+size_t op_cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove);
+
+void op_cancel_free(cancel_item *items, size_t n);
+
+/* Task task_id if it is the caller's session's, else NULL (a session sees
+ * only its own). [lock held] */
+task *op_find_own(ocbg *o, const char *task_id, const ocp_call_ctx *ctx);
+
+/* The caller's session's tasks (NULL: none). [lock held] */
+parent *op_parent_of(ocbg *o, const ocp_call_ctx *ctx);
+
+/* The wait predicate for one task: gone, or no longer active. arg: its id.
+ * [lock held] */
+bool op_task_settled(ocbg *o, void *task_id);
+
+/* Wait, as a caller that will return the result (no notification for a run
+ * that ends meanwhile), until task `id` is settled or the deadline passes
+ * (monotonic ms), ctx is cancelled or the plugin stops. owner: the caller
+ * already counts as a result waiter (a foreground launch). *t: the task
+ * after the wait, NULL when it was removed meanwhile. [lock held] */
+wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner,
+                     task **t);
+
 #endif

@@ -140,10 +140,13 @@ static int agent_start(runner *base, const char *task_id, char **err)
     task *t = registry_find(r->env.reg, task_id);
     if (t)
         registry_set_session(r->env.reg, t, session);
+    bool live = t && task_status_active(t->status) && !t->cancelling;
     pthread_mutex_unlock(r->env.mu);
-    rc = t ? send_prompts(r, &p, session, inject, err) : -ENOENT;
-    if (!t)
-        *err = xstrdup("the task is gone");
+    /* cancelled or removed while its session was being created: the new
+     * session is left without a prompt (nothing runs in it) */
+    rc = live ? send_prompts(r, &p, session, inject, err) : -ECANCELED;
+    if (!live)
+        *err = xstrdup("the task was stopped before it started");
     free(session);
     plan_free(&p);
     return rc;

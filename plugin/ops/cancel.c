@@ -1,0 +1,90 @@
+/* cancel.c — see ops.h: cancelling active tasks (one, a batch, a clear). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "ops/ops.h"
+
+/* Claim an active task for cancelling: its completion checks wait while the
+ * abort is in flight. Lock held. */
+void op_cancel_add(cancel_item **items, size_t *n, task *t)
+{
+    t->cancelling = true;
+    *items = xrealloc(*items, (*n + 1) * sizeof **items);
+    cancel_item *it = &(*items)[(*n)++];
+    memset(it, 0, sizeof *it);
+    memcpy(it->id, t->id, sizeof it->id);
+    it->session = xstrdup(t->session_id); /* NULL for a shell task */
+}
+
+typedef struct item_list {
+    cancel_item *items;
+    size_t n;
+} item_list;
+
+static bool items_settled(ocbg *o, void *arg)
+{
+    item_list *l = arg;
+    for (size_t i = 0; i < l->n; i++)
+        if (!op_task_settled(o, l->items[i].id))
+            return false;
+    return true;
+}
+
+/* Abort each agent item's session (no lock held), then mark those still
+ * active cancelled; a failed abort leaves its task running. A shell item (no
+ * session) is stopped (SIGTERM, then SIGKILL after the grace period) and
+ * waited for: its exit ends it as cancelled. remove: a cancelled task is also
+ * removed, under the same lock hold, so a waiter sees it removed rather than
+ * cancelled. Returns how many it removed. */
+size_t op_cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
+{
+    size_t removed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].session)
+            items[i].rc = hc_session_abort(&o->api, items[i].session, &items[i].err);
+    pthread_mutex_lock(&o->mu);
+    bool shells = false;
+    for (size_t i = 0; i < n; i++) {
+        task *t = registry_find(&o->reg, items[i].id);
+        if (!t)
+            continue;
+        if (!items[i].session) {
+            engine_stop_task(o, t);
+            shells = true;
+        } else if (items[i].rc == 0 || items[i].rc == -ENOENT) {
+            engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+            if (remove) {
+                registry_remove(&o->reg, t);
+                removed++;
+            }
+        } else {
+            t->cancelling = false;
+            engine_request_finalize(o, t); /* an idle ignored meanwhile */
+        }
+    }
+    if (shells) {
+        item_list l = {items, n};
+        engine_wait(o, NULL, mono_ms() + o->opt.shell_kill_grace_ms + 5000, items_settled, &l);
+        for (size_t i = 0; remove && i < n; i++) {
+            task *t = items[i].session ? NULL : registry_find(&o->reg, items[i].id);
+            if (t && !task_status_active(t->status)) {
+                registry_remove(&o->reg, t);
+                removed++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&o->mu);
+    return removed;
+}
+
+void op_cancel_free(cancel_item *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(items[i].session);
+        free(items[i].err);
+    }
+    free(items);
+}
+

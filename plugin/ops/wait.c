@@ -1,0 +1,39 @@
+/* wait.c — see ops.h: finding the caller's own tasks, and waiting for them. */
+#include <string.h>
+
+#include "base/util.h"
+#include "ops/ops.h"
+
+task *op_find_own(ocbg *o, const char *task_id, const ocp_call_ctx *ctx)
+{
+    task *t = registry_find(&o->reg, task_id);
+    if (!t || !ctx->session_id || strcmp(t->parent->session_id, ctx->session_id) != 0)
+        return NULL;
+    return t;
+}
+
+parent *op_parent_of(ocbg *o, const ocp_call_ctx *ctx)
+{
+    return ctx && ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
+}
+
+bool op_task_settled(ocbg *o, void *arg)
+{
+    task *t = registry_find(&o->reg, arg);
+    return !t || !task_status_active(t->status);
+}
+
+wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner,
+                     task **t)
+{
+    char key[TASK_ID_SIZE];
+    memcpy(key, id, sizeof key);
+    task *before = registry_find(&o->reg, key);
+    if (before && !owner)
+        before->result_waiters++;
+    wait_result w = engine_wait(o, ctx, deadline, op_task_settled, key);
+    *t = registry_find(&o->reg, key);
+    if (*t && (before || owner))
+        (*t)->result_waiters--;
+    return w;
+}
