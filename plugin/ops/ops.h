@@ -81,4 +81,40 @@ bool op_task_settled(ocbg *o, void *task_id);
 wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner,
                      task **t);
 
+/* Why a resume was refused before anything was sent. */
+typedef enum resume_refusal {
+    RESUME_OK,
+    RESUME_NOT_FOUND,      /* not a task of the caller's session */
+    RESUME_SHELL,          /* a command cannot be resumed */
+    RESUME_BUSY,           /* already working on a follow-up */
+    RESUME_NOT_COMPLETED,  /* status (in the claim) is not completed */
+    RESUME_EXPIRED,        /* its session is gone */
+} resume_refusal;
+
+/* A task claimed for a follow-up: status resumed, a new run. */
+typedef struct resume_claim {
+    char id[TASK_ID_SIZE];
+    unsigned run, resume_count;
+    task_status status;       /* the status found (for RESUME_NOT_COMPLETED) */
+    bool block;               /* the caller will wait for the run's result */
+    int64_t old_completed, old_started;
+    char *session, *agent;    /* owned: op_resume_claim_free */
+} resume_claim;
+
+/* Claim task id for a follow-up. [lock held] RESUME_OK and *c filled, or a
+ * refusal (nothing changed). */
+resume_refusal op_resume_claim(ocbg *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c);
+
+/* Ask permission, check the session still exists, send the follow-up.
+ * [lock not held] 0; -ESTALE: the session is gone (the claim given back,
+ * the task completed as before); another negative errno with the answer in
+ * out: refused (claim given back) or the send failed (the task in error). */
+int op_resume_send(ocbg *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out);
+
+/* Wait for the claimed run to end (a blocking resume). *t: the task after,
+ * NULL when removed. [lock held] */
+wait_result op_resume_wait(ocbg *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t);
+
+void op_resume_claim_free(resume_claim *c);
+
 #endif

@@ -1,0 +1,127 @@
+/* resume.c — see ops.h: a completed agent task takes a follow-up prompt in
+ * its own session, with its full history. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "ops/ops.h"
+#include "ops/permission.h"
+
+resume_refusal op_resume_claim(ocbg *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
+{
+    task *t = op_find_own(o, id, ctx);
+    if (!t)
+        return RESUME_NOT_FOUND;
+    if (t->type == TASK_SHELL)
+        return RESUME_SHELL;
+    if (t->status == TASK_RESUMED)
+        return RESUME_BUSY;
+    c->status = t->status;
+    if (t->status != TASK_COMPLETED)
+        return RESUME_NOT_COMPLETED;
+    if (t->session_gone)
+        return RESUME_EXPIRED;
+    /* Claimed under the lock: of two racing resumes the first wins. */
+    int64_t now = ocbg_now(o);
+    c->old_completed = t->completed_ms;
+    c->old_started = t->started_ms;
+    registry_set_status(&o->reg, t, TASK_RESUMED, now);
+    engine_task_activated(o);
+    t->resume_count++;
+    t->run++;
+    t->started_ms = now;
+    t->finalizing = t->recheck = t->seen_busy = false;
+    t->idle_checks = 0;
+    t->next_check_mono = 0;
+    /* A blocking resume owns this run's result from the start, so a response
+     * that comes back before it waits is not also pushed as a notification. */
+    c->block = block;
+    t->result_waiters += block;
+    memcpy(c->id, t->id, sizeof c->id);
+    c->run = t->run;
+    c->resume_count = t->resume_count;
+    c->session = xstrdup(t->session_id);
+    c->agent = xstrdup(t->agent);
+    engine_wake_waiters(o);
+    return RESUME_OK;
+}
+
+/* A resume that never reached the sub-agent (refused, or its session is
+ * gone): the task is completed again, as before the claim. Lock not held. */
+static void give_back(ocbg *o, const resume_claim *c, bool session_gone)
+{
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, c->id);
+    if (t && c->block)
+        t->result_waiters--;
+    if (t && t->run == c->run && t->status == TASK_RESUMED) {
+        registry_set_status(&o->reg, t, TASK_COMPLETED, c->old_completed);
+        t->resume_count--;
+        t->run--;
+        t->started_ms = c->old_started;
+        t->session_gone |= session_gone;
+        engine_wake_waiters(o);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+/* The follow-up could not be sent: the resumed run ends in error. */
+static void send_failed(ocbg *o, const resume_claim *c, const char *why)
+{
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, c->id);
+    if (t && t->run == c->run)
+        engine_finish(o, t, TASK_ERROR, why, NULL);
+    if (t && c->block)
+        t->result_waiters--;
+    pthread_mutex_unlock(&o->mu);
+}
+
+int op_resume_send(ocbg *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)
+{
+    /* The host's consent, as for a launch: a refusal gives the claim back. */
+    int rc = permission_task(o, ctx, c->agent, NULL, out);
+    if (rc != 0) {
+        give_back(o, c, false);
+        return rc;
+    }
+    if (hc_session_get(&o->api, c->session, NULL) == -ENOENT) {
+        give_back(o, c, true);
+        return -ESTALE;
+    }
+    char *err = NULL;
+    rc = hc_session_prompt(&o->api, c->session, prompt, c->agent, false, true, &err);
+    if (rc != 0) {
+        char *why = xasprintf("Failed to send the follow-up prompt to the sub-agent: %s", err);
+        send_failed(o, c, why);
+        sb_printf(out, "Resuming task %s failed. %s\nIts status is error.", c->id, why);
+        free(why);
+        free(err);
+    }
+    return rc;
+}
+
+/* The resumed run has ended (or the task is gone). */
+static bool run_settled(ocbg *o, void *arg)
+{
+    const resume_claim *c = arg;
+    task *t = registry_find(&o->reg, c->id);
+    return !t || t->run != c->run || !task_status_active(t->status);
+}
+
+wait_result op_resume_wait(ocbg *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
+{
+    wait_result w = engine_wait(o, ctx, deadline, run_settled, c);
+    *t = registry_find(&o->reg, c->id);
+    if (*t)
+        (*t)->result_waiters--;
+    return w;
+}
+
+void op_resume_claim_free(resume_claim *c)
+{
+    free(c->session);
+    free(c->agent);
+    c->session = c->agent = NULL;
+}
