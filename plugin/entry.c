@@ -203,44 +203,33 @@ static const char *missing_host_function(const ocp_host *h)
     return NULL;
 }
 
-__attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const ocp_host *host,
-                                                                          const char *options_json, char *err,
-                                                                          size_t err_size)
+/* Is the host's table one this plugin can use? If not, err says why. */
+static bool host_ok(const ocp_host *host, char *err, size_t err_size)
 {
-    if (!host) {
-        set_err(err, err_size, "ocbg: no host table given");
-        return NULL;
-    }
     if (host->abi_major != OCP_ABI_MAJOR) {
         set_err(err, err_size, "ocbg: the host speaks ocp ABI %u.%u; this plugin needs ABI %d.x",
                 (unsigned)host->abi_major, (unsigned)host->abi_minor, OCP_ABI_MAJOR);
-        return NULL;
+        return false;
     }
     if (host->struct_size < OCP_HOST_MIN_SIZE) {
         set_err(err, err_size, "ocbg: the host table is too small (%u bytes; ABI %d.0 needs at least %u)",
                 (unsigned)host->struct_size, OCP_ABI_MAJOR, (unsigned)OCP_HOST_MIN_SIZE);
-        return NULL;
+        return false;
     }
     const char *missing = missing_host_function(host);
     if (missing) {
         set_err(err, err_size, "ocbg: the host table has no %s function", missing);
-        return NULL;
+        return false;
     }
-    options opt;
-    char why[512];
-    if (options_parse(&opt, options_json, why, sizeof why) != 0) {
-        set_err(err, err_size, "ocbg: invalid options: %s", why);
-        return NULL;
-    }
+    return true;
+}
 
-    instance *in = xcalloc(1, sizeof *in);
+/* The plugin table: the tools of the faces the options turn on (one
+ * registry serves both), the commands, the entry points. */
+static void build_table(instance *in)
+{
     ocbg *o = &in->o;
-    /* Copy what the host's table holds; fields of a newer minor it lacks stay
-     * NULL, fields of a newer host we do not know are ignored. */
-    memcpy(&o->api.host, host, host->struct_size < sizeof o->api.host ? host->struct_size : sizeof o->api.host);
-    o->api.host.struct_size = (uint32_t)sizeof o->api.host;
-    o->opt = opt;
-
+    const options opt = o->opt;
     /* The faces the options turn on: one registry serves both. */
     size_t max = background_tool_count + claude_tool_count;
     in->specs = xcalloc(max, sizeof *in->specs);
@@ -276,11 +265,40 @@ __attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const 
     t->shutdown = plugin_shutdown;
     t->free = plugin_free;
 
+}
+
+__attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const ocp_host *host,
+                                                                          const char *options_json, char *err,
+                                                                          size_t err_size)
+{
+    if (!host) {
+        set_err(err, err_size, "ocbg: no host table given");
+        return NULL;
+    }
+    if (!host_ok(host, err, err_size))
+        return NULL;
+    options opt;
+    char why[512];
+    if (options_parse(&opt, options_json, why, sizeof why) != 0) {
+        set_err(err, err_size, "ocbg: invalid options: %s", why);
+        return NULL;
+    }
+
+    instance *in = xcalloc(1, sizeof *in);
+    ocbg *o = &in->o;
+    /* Copy what the host's table holds; fields of a newer minor it lacks stay
+     * NULL, fields of a newer host we do not know are ignored. */
+    memcpy(&o->api.host, host, host->struct_size < sizeof o->api.host ? host->struct_size : sizeof o->api.host);
+    o->api.host.struct_size = (uint32_t)sizeof o->api.host;
+    o->opt = opt;
+
+    build_table(in);
+
     int rc = engine_start(o, agent_runner_open, shell_runner_open);
     if (rc != 0) {
         set_err(err, err_size, "ocbg: could not start its worker thread: %s", strerror(rc));
         free_instance(in);
         return NULL;
     }
-    return t;
+    return &o->table;
 }

@@ -192,6 +192,45 @@ static void tag(strbuf *out, const char *name, const char *value)
     sb_printf(out, "<%s>%s</%s>\n", name, value, name);
 }
 
+/* TaskOutput's tags for t. Lock held. */
+static void put_task_output(ocbg *o, strbuf *out, task *t, const char *retrieval)
+{
+    tag(out, "retrieval_status", retrieval);
+    tag(out, "task_id", t->id);
+    tag(out, "task_type", t->type == TASK_SHELL ? "shell" : "agent");
+    tag(out, "status", claude_status(t));
+    tag(out, "description", t->description ? t->description : "");
+    if (t->type == TASK_SHELL) {
+        if (t->shell->exited && !t->shell->term_signal) {
+            char code[16];
+            snprintf(code, sizeof code, "%d", t->shell->exit_code);
+            tag(out, "exit_code", code);
+        } else if (t->shell->term_signal) {
+            char sig[32];
+            snprintf(sig, sizeof sig, "%d", t->shell->term_signal);
+            tag(out, "signal", sig);
+        }
+        char *text = shell_output_text(t->shell, OUTPUT_MAX_CHARS);
+        size_t n = strlen(text);
+        sb_printf(out, "<output>%s%s%s</output>\n", n ? "\n" : "", text, n && text[n - 1] != '\n' ? "\n" : "");
+        free(text);
+    } else if (t->status == TASK_COMPLETED) {
+        size_t len = strlen(t->result ? t->result : ""), chars = utf8_count(t->result ? t->result : "", len);
+        const char *from = t->result ? t->result : "";
+        if (chars > OUTPUT_MAX_CHARS)
+            from += utf8_offset(from, len, chars - OUTPUT_MAX_CHARS);
+        sb_printf(out, "<output>\n%s%s\n</output>\n", chars > OUTPUT_MAX_CHARS ? "[... earlier output cut ...]\n" : "",
+                  from);
+        t->retrieved_ms = ocbg_now(o);
+    } else if (task_status_active(t->status)) {
+        sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
+        if (t->permission_what)
+            tag(out, "waiting_for_permission", t->permission_what);
+    }
+    if (t->status == TASK_ERROR)
+        tag(out, "error", t->error ? t->error : "unknown error");
+}
+
 int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
@@ -229,40 +268,7 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
                 retrieval = "timeout";
         }
     }
-    tag(out, "retrieval_status", retrieval);
-    tag(out, "task_id", t->id);
-    tag(out, "task_type", t->type == TASK_SHELL ? "shell" : "agent");
-    tag(out, "status", claude_status(t));
-    tag(out, "description", t->description ? t->description : "");
-    if (t->type == TASK_SHELL) {
-        if (t->shell->exited && !t->shell->term_signal) {
-            char code[16];
-            snprintf(code, sizeof code, "%d", t->shell->exit_code);
-            tag(out, "exit_code", code);
-        } else if (t->shell->term_signal) {
-            char sig[32];
-            snprintf(sig, sizeof sig, "%d", t->shell->term_signal);
-            tag(out, "signal", sig);
-        }
-        char *text = shell_output_text(t->shell, OUTPUT_MAX_CHARS);
-        size_t n = strlen(text);
-        sb_printf(out, "<output>%s%s%s</output>\n", n ? "\n" : "", text, n && text[n - 1] != '\n' ? "\n" : "");
-        free(text);
-    } else if (t->status == TASK_COMPLETED) {
-        size_t len = strlen(t->result ? t->result : ""), chars = utf8_count(t->result ? t->result : "", len);
-        const char *from = t->result ? t->result : "";
-        if (chars > OUTPUT_MAX_CHARS)
-            from += utf8_offset(from, len, chars - OUTPUT_MAX_CHARS);
-        sb_printf(out, "<output>\n%s%s\n</output>\n", chars > OUTPUT_MAX_CHARS ? "[... earlier output cut ...]\n" : "",
-                  from);
-        t->retrieved_ms = ocbg_now(o);
-    } else if (task_status_active(t->status)) {
-        sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
-        if (t->permission_what)
-            tag(out, "waiting_for_permission", t->permission_what);
-    }
-    if (t->status == TASK_ERROR)
-        tag(out, "error", t->error ? t->error : "unknown error");
+    put_task_output(o, out, t, retrieval);
     /* A blocking call that returned the result replaces the notification. */
     if (block && !task_status_active(t->status))
         t->delivered_run = t->run;

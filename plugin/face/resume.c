@@ -136,6 +136,40 @@ static bool all_settled(ocbg *o, void *arg)
     return true;
 }
 
+/* Every id named (a batch: each of its tasks), or an error before any
+ * wait: an unknown id, an unknown batch, none at all. Lock held. */
+static int resolve_ids(ocbg *o, ocp_call_ctx *ctx, const cJSON *args, id_list *l, strbuf *out)
+{
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(args, "task_ids"))
+    {
+        const char *id = item->valuestring;
+        if (strncmp(id, "batch_", 6) != 0) {
+            if (!op_find_own(o, id, ctx))
+                return task_not_found(out, id);
+            add_id(l, id);
+            continue;
+        }
+        parent *p = op_parent_of(o, ctx);
+        bool any = false;
+        for (task *t = p ? p->head : NULL; t; t = t->pnext) {
+            if (strcmp(t->batch->id, id) == 0) {
+                add_id(l, t->id);
+                any = true;
+            }
+        }
+        if (!any) {
+            sb_printf(out, "Batch not found: %s. Use background_list to see available tasks.", id);
+            return -ENOENT;
+        }
+    }
+    if (l->n == 0) {
+        sb_puts(out, "background_block: argument 'task_ids' must name at least one task");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     double timeout;
@@ -143,38 +177,11 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
         return -EINVAL;
     id_list l = {0};
     pthread_mutex_lock(&o->mu);
-    /* Resolve every id first: an unknown one is an error before any wait. */
-    const cJSON *item;
-    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(args, "task_ids"))
-    {
-        const char *id = item->valuestring;
-        if (strncmp(id, "batch_", 6) == 0) {
-            parent *p = op_parent_of(o, ctx);
-            bool any = false;
-            for (task *t = p ? p->head : NULL; t; t = t->pnext) {
-                if (strcmp(t->batch->id, id) == 0) {
-                    add_id(&l, t->id);
-                    any = true;
-                }
-            }
-            if (!any) {
-                pthread_mutex_unlock(&o->mu);
-                free(l.ids);
-                sb_printf(out, "Batch not found: %s. Use background_list to see available tasks.", id);
-                return -ENOENT;
-            }
-        } else if (op_find_own(o, id, ctx)) {
-            add_id(&l, id);
-        } else {
-            pthread_mutex_unlock(&o->mu);
-            free(l.ids);
-            return task_not_found(out, id);
-        }
-    }
-    if (l.n == 0) {
+    int rc = resolve_ids(o, ctx, args, &l, out);
+    if (rc != 0) {
         pthread_mutex_unlock(&o->mu);
-        sb_puts(out, "background_block: argument 'task_ids' must name at least one task");
-        return -EINVAL;
+        free(l.ids);
+        return rc;
     }
     wait_result w = all_settled(o, &l) ? WAIT_DONE
                                        : engine_wait(o, ctx, mono_ms() + (int64_t)(timeout * 1000), all_settled, &l);
@@ -195,7 +202,6 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
             finished++;
     }
     pthread_mutex_unlock(&o->mu);
-    int rc = 0;
     if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
         sb_printf(out, "%s; the tasks go on in the background.\n",
                   w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down");
