@@ -2,6 +2,7 @@
 #
 #   make                 build/ocbg.so (the plugin)
 #   make check           build and run every test with prove
+#   make check-layout    the layout checker's own tests (build-aux/layout-check.c)
 #   make demo            the plugin in the simulated host
 #   make check-asan      the suite under AddressSanitizer + UBSan
 #   make check-tsan      the suite under ThreadSanitizer
@@ -43,7 +44,7 @@ TPLUGS     := $(foreach p,$(TPLUG_SRC:tests/plugins/%.c=%),$(BUILD)/test-plugins
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 BENCHES    := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check demo check-asan check-tsan check-valgrind bench install uninstall clean
+.PHONY: all deps check check-layout demo check-asan check-tsan check-valgrind bench install uninstall clean
 .DEFAULT_GOAL := all
 .SECONDEXPANSION:
 # Keep intermediate objects (tests, benches): no rebuilds, no rm lines.
@@ -99,8 +100,20 @@ $(BUILD)/plugin-dir/ocbg.so: $(BUILD)/ocbg.so
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS)
+check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS) $(BUILD)/layout-check
+	$(LAYOUT_FIXTURES)
 	$(TEST_ENV) $(PROVE) $(PROVE_FLAGS) $(TESTS)
+
+# The layout checker: file and function lengths, dependency cycles, layers
+# (see build-aux/layout-check.c); its tests run it on tests/layout/fixtures/.
+$(BUILD)/layout-check: build-aux/layout-check.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE $(CFLAGS) -o $@ $<
+
+LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/layout/check-fixtures
+
+check-layout: $(BUILD)/layout-check
+	$(LAYOUT_FIXTURES)
 
 demo: deps $(BUILD)/plugin-dir/ocbg.so $(BUILD)/ocbg-demo
 	$(BUILD)/ocbg-demo $(BUILD)/plugin-dir
