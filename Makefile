@@ -102,6 +102,7 @@ $(BUILD)/plugin-dir/ocbg.so: $(BUILD)/ocbg.so
 
 check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS) $(BUILD)/layout-check
 	$(LAYOUT_FIXTURES)
+	$(LAYOUT_RUN)
 	$(TEST_ENV) $(PROVE) $(PROVE_FLAGS) $(TESTS)
 
 # The layout checker: file and function lengths, dependency cycles, layers
@@ -111,9 +112,13 @@ $(BUILD)/layout-check: build-aux/layout-check.c
 	$(CC) -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE $(CFLAGS) -o $@ $<
 
 LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/layout/check-fixtures
+# The real tree: sizes, cycles, and the plugin's layers (build-aux/layers).
+LAYOUT_PATHS = include plugin hooks fork host/sim host/opencode
+LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I hooks -I fork -I host/sim $(LAYOUT_PATHS)
 
 check-layout: $(BUILD)/layout-check
 	$(LAYOUT_FIXTURES)
+	$(LAYOUT_RUN)
 
 demo: deps $(BUILD)/plugin-dir/ocbg.so $(BUILD)/ocbg-demo
 	$(BUILD)/ocbg-demo $(BUILD)/plugin-dir

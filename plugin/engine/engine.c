@@ -25,6 +25,40 @@ void engine_wake_waiters(ocbg *o)
         pthread_cond_signal(&w->cv);
 }
 
+void engine_request_finalize(ocbg *o, task *t)
+{
+    if (t->type == TASK_SHELL || !t->session_id || t->cancelling || !task_status_active(t->status))
+        return;
+    if (t->finalizing) {
+        /* The check under way may have read the messages before this idle's
+         * answer was stored: it runs again at once if it finds nothing. */
+        t->recheck = true;
+        return;
+    }
+    t->finalizing = true;
+    job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_FINALIZE;
+    memcpy(j->task_id, t->id, sizeof j->task_id);
+    j->run = t->run;
+    jobs_push(&o->q, j);
+}
+
+void engine_request_abort(ocbg *o, const char *session_id)
+{
+    job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_ABORT;
+    j->session_id = xstrdup(session_id);
+    jobs_push(&o->q, j);
+}
+
+void engine_push_notice(ocbg *o, notice *n)
+{
+    job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_NOTIFY;
+    j->notice = n;
+    jobs_push(&o->q, j);
+}
+
 void engine_permission_asked(ocbg *o, task *t, const char *request_id, const char *what)
 {
     if (!task_status_active(t->status) ||

@@ -26,41 +26,13 @@
 #include "base/options.h"
 #include "hostapi/hostcalls.h"
 #include "model/registry.h"
+#include "engine/jobs.h"
 #include "run/runner.h"
 
 #define ENGINE_RUNNERS 2 /* TASK_AGENT, TASK_SHELL */
 
 /* Opens one runner (run/runner.h) with what the engine lends it. */
 typedef runner *(*runner_open_fn)(const runner_env *env, int *rc);
-
-typedef enum job_kind {
-    JOB_FINALIZE, /* read the task's messages and decide how its run ended */
-    JOB_NOTIFY,   /* push a notification into the parent session */
-    JOB_ABORT,    /* abort a session */
-} job_kind;
-
-typedef struct notice {
-    char task_id[TASK_ID_SIZE];
-    unsigned run;
-    char *parent_session;
-    char *agent;   /* the parent's agent, to continue with; may be NULL */
-    char *text;
-    bool wake;     /* false: noReply (joins the context silently) */
-    char *permission_request; /* a "waiting for permission" notice: sent only while
-                               * the task still waits on this question */
-    int attempts;
-    int64_t next_try; /* monotonic ms */
-    struct notice *next;
-} notice;
-
-typedef struct job {
-    job_kind kind;
-    char task_id[TASK_ID_SIZE];
-    unsigned run;
-    char *session_id; /* JOB_ABORT */
-    notice *notice;   /* JOB_NOTIFY */
-    struct job *next;
-} job;
 
 typedef struct waiter {
     pthread_cond_t cv;
@@ -81,8 +53,7 @@ typedef struct ocbg {
     bool stopping;
     unsigned calls_in_flight;
     registry reg;
-    job *jobs, **jobs_tail;
-    notice *retries;    /* failed pushes waiting for their next try, by time */
+    job_queue q;        /* the worker's jobs and retries (engine/jobs.h) */
     waiter *waiters;
     int64_t next_poll;  /* monotonic ms of the next poll tick; 0 = none */
     ocp_plugin table;

@@ -6,21 +6,29 @@
 #include "base/util.h"
 #include "engine/jobs.h"
 
-void jobs_push(ocbg *o, job *j)
+void jobs_init(job_queue *q, pthread_cond_t *wake)
 {
-    j->next = NULL;
-    *o->jobs_tail = j;
-    o->jobs_tail = &j->next;
-    pthread_cond_signal(&o->work_cv);
+    q->jobs = NULL;
+    q->jobs_tail = &q->jobs;
+    q->retries = NULL;
+    q->wake = wake;
 }
 
-job *jobs_pop(ocbg *o)
+void jobs_push(job_queue *q, job *j)
 {
-    job *j = o->jobs;
+    j->next = NULL;
+    *q->jobs_tail = j;
+    q->jobs_tail = &j->next;
+    pthread_cond_signal(q->wake);
+}
+
+job *jobs_pop(job_queue *q)
+{
+    job *j = q->jobs;
     if (j) {
-        o->jobs = j->next;
-        if (!o->jobs)
-            o->jobs_tail = &o->jobs;
+        q->jobs = j->next;
+        if (!q->jobs)
+            q->jobs_tail = &q->jobs;
     }
     return j;
 }
@@ -43,71 +51,35 @@ void job_free(job *j)
     free(j);
 }
 
-void engine_request_finalize(ocbg *o, task *t)
-{
-    if (t->type == TASK_SHELL || !t->session_id || t->cancelling || !task_status_active(t->status))
-        return;
-    if (t->finalizing) {
-        /* The check under way may have read the messages before this idle's
-         * answer was stored: it runs again at once if it finds nothing. */
-        t->recheck = true;
-        return;
-    }
-    t->finalizing = true;
-    job *j = xcalloc(1, sizeof *j);
-    j->kind = JOB_FINALIZE;
-    memcpy(j->task_id, t->id, sizeof j->task_id);
-    j->run = t->run;
-    jobs_push(o, j);
-}
-
-void engine_request_abort(ocbg *o, const char *session_id)
-{
-    job *j = xcalloc(1, sizeof *j);
-    j->kind = JOB_ABORT;
-    j->session_id = xstrdup(session_id);
-    jobs_push(o, j);
-}
-
-void engine_push_notice(ocbg *o, notice *n)
-{
-    job *j = xcalloc(1, sizeof *j);
-    j->kind = JOB_NOTIFY;
-    j->notice = n;
-    jobs_push(o, j);
-}
-
-/* ---- the worker's jobs (entered and left with the lock held) ----------- */
-
 /* Insert into the retry list, ordered by next_try. */
-void jobs_retry_later(ocbg *o, notice *n)
+void jobs_retry_later(job_queue *q, notice *n)
 {
-    notice **p = &o->retries;
+    notice **p = &q->retries;
     while (*p && (*p)->next_try <= n->next_try)
         p = &(*p)->next;
     n->next = *p;
     *p = n;
 }
 
-void jobs_take_due_retries(ocbg *o, int64_t now)
+void jobs_take_due_retries(job_queue *q, int64_t now)
 {
-    while (o->retries && o->retries->next_try <= now) {
-        notice *n = o->retries;
-        o->retries = n->next;
+    while (q->retries && q->retries->next_try <= now) {
+        notice *n = q->retries;
+        q->retries = n->next;
         job *j = xcalloc(1, sizeof *j);
         j->kind = JOB_NOTIFY;
         j->notice = n;
-        jobs_push(o, j);
+        jobs_push(q, j);
     }
 }
 
-void jobs_free_all(ocbg *o)
+void jobs_free_all(job_queue *q)
 {
-    for (job *j; (j = jobs_pop(o));)
+    for (job *j; (j = jobs_pop(q));)
         job_free(j);
-    while (o->retries) {
-        notice *n = o->retries;
-        o->retries = n->next;
+    while (q->retries) {
+        notice *n = q->retries;
+        q->retries = n->next;
         notice_free(n);
     }
 }

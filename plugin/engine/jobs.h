@@ -1,26 +1,66 @@
 /*
- * jobs.h — the engine's work queue (private to engine/): what the worker
- * thread is to do, in order, and the pushes to retry later. Every function
- * runs with the engine lock held and never blocks.
+ * jobs.h — the engine's work queue: what the worker thread is to do, in
+ * order, and the notification pushes to retry later, by time. A plain
+ * queue: every function runs with the engine lock held and never blocks.
  */
 #ifndef OCBG_JOBS_H
 #define OCBG_JOBS_H
 
-#include "engine/engine.h"
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 
+#include "model/task.h"
+
+typedef enum job_kind {
+    JOB_FINALIZE, /* read the task's messages and decide how its run ended */
+    JOB_NOTIFY,   /* push a notification into the parent session */
+    JOB_ABORT,    /* abort a session */
+} job_kind;
+
+typedef struct notice {
+    char task_id[TASK_ID_SIZE];
+    unsigned run;
+    char *parent_session;
+    char *agent;   /* the parent's agent, to continue with; may be NULL */
+    char *text;
+    bool wake;     /* false: noReply (joins the context silently) */
+    char *permission_request; /* a "waiting for permission" notice: sent only while
+                               * the task still waits on this question */
+    int attempts;
+    int64_t next_try; /* monotonic ms */
+    struct notice *next;
+} notice;
+
+typedef struct job {
+    job_kind kind;
+    char task_id[TASK_ID_SIZE];
+    unsigned run;
+    char *session_id; /* JOB_ABORT */
+    notice *notice;   /* JOB_NOTIFY */
+    struct job *next;
+} job;
+
+typedef struct job_queue {
+    job *jobs, **jobs_tail;
+    notice *retries;        /* failed pushes waiting for their next try, by time */
+    pthread_cond_t *wake;   /* signalled for every new job: the worker's wake-up */
+} job_queue;
+
+void jobs_init(job_queue *q, pthread_cond_t *wake);
 /* Queue j (owned by the queue from now) and wake the worker. */
-void jobs_push(ocbg *o, job *j);
+void jobs_push(job_queue *q, job *j);
 /* The next job (the caller's to free with job_free), or NULL. */
-job *jobs_pop(ocbg *o);
+job *jobs_pop(job_queue *q);
 void job_free(job *j);
 void notice_free(notice *n);
 
 /* Keep n (owned from now) for another try at n->next_try. */
-void jobs_retry_later(ocbg *o, notice *n);
+void jobs_retry_later(job_queue *q, notice *n);
 /* Queue the retries that are due at `now` (monotonic ms). */
-void jobs_take_due_retries(ocbg *o, int64_t now);
+void jobs_take_due_retries(job_queue *q, int64_t now);
 
 /* Shutdown: free every queued job and retry. */
-void jobs_free_all(ocbg *o);
+void jobs_free_all(job_queue *q);
 
 #endif

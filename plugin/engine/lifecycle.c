@@ -4,7 +4,6 @@
 
 #include "base/util.h"
 #include "engine/engine.h"
-#include "engine/jobs.h"
 #include "engine/worker.h"
 
 static void runner_finished(void *engine, task *t, task_status s, const char *text, const char *message_id)
@@ -28,7 +27,7 @@ static void close_runners(ocbg *o)
 
 static void free_state(ocbg *o)
 {
-    jobs_free_all(o);
+    jobs_free_all(&o->q);
     registry_free(&o->reg);
     pthread_cond_destroy(&o->work_cv);
     pthread_cond_destroy(&o->drain_cv);
@@ -41,8 +40,7 @@ int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
     cond_init_monotonic(&o->work_cv);
     cond_init_monotonic(&o->drain_cv);
     registry_init(&o->reg);
-    o->jobs = NULL;
-    o->jobs_tail = &o->jobs;
+    jobs_init(&o->q, &o->work_cv);
     runner_env env = {&o->mu, &o->reg, &o->api, &o->opt, o, runner_finished, runner_abort};
     int rc = 0;
     o->runners[TASK_AGENT] = open_agent(&env, &rc);

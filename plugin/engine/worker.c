@@ -101,7 +101,7 @@ static void run_notify(ocbg *o, job *j)
         n->next_try = mono_ms() + ((int64_t)o->opt.notify_retry_ms << n->attempts);
         n->attempts++;
         j->notice = NULL;
-        jobs_retry_later(o, n);
+        jobs_retry_later(&o->q, n);
         return;
     }
     /* Out of retries: hold it for the parent's next ocbg answer (a question
@@ -191,8 +191,8 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&o->mu);
     while (!o->stopping) {
         int64_t now = mono_ms();
-        jobs_take_due_retries(o, now);
-        job *j = jobs_pop(o);
+        jobs_take_due_retries(&o->q, now);
+        job *j = jobs_pop(&o->q);
         if (j) {
             run_job(o, j);
             continue;
@@ -207,8 +207,8 @@ static void *worker_main(void *arg)
             continue;
         }
         int64_t deadline = o->next_poll;
-        if (o->retries && (deadline == 0 || o->retries->next_try < deadline))
-            deadline = o->retries->next_try;
+        if (o->q.retries && (deadline == 0 || o->q.retries->next_try < deadline))
+            deadline = o->q.retries->next_try;
         if (deadline == 0) {
             pthread_cond_wait(&o->work_cv, &o->mu);
         } else {

@@ -1,5 +1,6 @@
 /* args.c — schema generation and argument checks for tools.h. */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 
 #include "face/tools.h"
@@ -156,4 +157,27 @@ double arg_num(const cJSON *args, const char *name, double def)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, name);
     return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+/* ---- answers both faces' handlers share ------------------------------ */
+
+#define WAIT_TIMEOUT_DEFAULT_S 120
+#define WAIT_TIMEOUT_MAX_S 600
+
+bool wait_timeout_arg(const cJSON *args, const char *tool, double *seconds, strbuf *out)
+{
+    double t = arg_num(args, "timeout", WAIT_TIMEOUT_DEFAULT_S);
+    if (!(t > 0) || !isfinite(t)) {
+        sb_printf(out, "%s: argument 'timeout' must be a positive number of seconds (at most %d)", tool,
+                  WAIT_TIMEOUT_MAX_S);
+        return false;
+    }
+    *seconds = t > WAIT_TIMEOUT_MAX_S ? WAIT_TIMEOUT_MAX_S : t;
+    return true;
+}
+
+int task_not_found(strbuf *out, const char *id)
+{
+    sb_printf(out, "Task not found: %s. Use background_list to see available tasks.", id);
+    return -ENOENT;
 }

@@ -10,27 +10,6 @@
 #include "ops/ops.h"
 #include "face/tools.h"
 
-#define WAIT_TIMEOUT_DEFAULT_S 120
-#define WAIT_TIMEOUT_MAX_S 600
-
-bool wait_timeout_arg(const cJSON *args, const char *tool, double *seconds, strbuf *out)
-{
-    double t = arg_num(args, "timeout", WAIT_TIMEOUT_DEFAULT_S);
-    if (!(t > 0) || !isfinite(t)) {
-        sb_printf(out, "%s: argument 'timeout' must be a positive number of seconds (at most %d)", tool,
-                  WAIT_TIMEOUT_MAX_S);
-        return false;
-    }
-    *seconds = t > WAIT_TIMEOUT_MAX_S ? WAIT_TIMEOUT_MAX_S : t;
-    return true;
-}
-
-int task_not_found(strbuf *out, const char *id)
-{
-    sb_printf(out, "Task not found: %s. Use background_list to see available tasks.", id);
-    return -ENOENT;
-}
-
 /* ---- background_task --------------------------------------------------- */
 
 /* Launch mode needs all three; resume mode words its own errors. */

@@ -61,7 +61,7 @@ extern const size_t background_tool_count;
 extern const tool_spec claude_tools[];
 extern const size_t claude_tool_count;
 
-/* The handlers (tools_background.c, tools_resume.c, tools_claude.c). */
+/* The handlers (face/background.c, face/resume.c, face/claude.c). */
 int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
