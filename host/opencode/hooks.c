@@ -65,7 +65,7 @@ napi_value hook_transform(napi_env env, napi_callback_info info) {
                     stderr_log(OCP_LOG_WARN, "transform_messages returned something that is not a message array");
             }
             if (out)
-                ad->plugin->free(ad->plugin->userdata, out);
+                ad->plugin_free(ad->plugin_ud, out);
         }
         pthread_mutex_unlock(&ad->mu);
     }
