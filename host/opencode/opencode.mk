@@ -44,13 +44,22 @@ $(OC_NPM_STAMP):
 
 opencode-npm: $(OC_NPM_STAMP)
 
-# The addon: napi_* symbols are left undefined, resolved by the process that
-# loads it (Bun inside OpenCode, or node).
-$(OC_ADDON): host/opencode/addon.c include/ocp.h $(OC_HDR_STAMP)
+# The addon, one object per host/opencode/*.c (test/ holds the stub). Every
+# object depends on every header there: the files share adapter.h.
+OC_SRC        := $(sort $(wildcard host/opencode/*.c))
+OC_HDR        := $(sort $(wildcard host/opencode/*.h))
+OC_OBJ        := $(OC_SRC:host/opencode/%.c=$(OC_DIR)/obj/%.o)
+
+$(OC_OBJ): $(OC_DIR)/obj/%.o: host/opencode/%.c $(OC_HDR) include/ocp.h $(OC_HDR_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS) -D_GNU_SOURCE -Iinclude \
-	    -isystem $(OC_NAPI_INC) -fvisibility=hidden \
-	    -shared -o $@ $< -lcjson -ldl -lpthread
+	    -isystem $(OC_NAPI_INC) -fvisibility=hidden -c $< -o $@
+
+# napi_* symbols are left undefined, resolved by the process that loads the
+# addon (Bun inside OpenCode, or node).
+$(OC_ADDON): $(OC_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(OPT) -fPIC -pthread $(SAN) $(CFLAGS) -shared -o $@ $(OC_OBJ) -lcjson -ldl -lpthread
 
 $(OC_DIR)/ocbg.js: host/opencode/ocbg.js
 	@mkdir -p $(dir $@)

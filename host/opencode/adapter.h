@@ -1,0 +1,308 @@
+/*
+ * adapter.h — what the files of ocbg_opencode.node share. ocbg_opencode.node
+ * runs an ocp plugin (ocbg.so, found beside it) inside OpenCode. OpenCode runs
+ * plugins as JavaScript on one Bun event loop; ocbg.js (a few lines) loads this
+ * Node-API addon and calls init().
+ *
+ * Everything here is private to the addon: it is built with
+ * -fvisibility=hidden, and only the Node-API module entry points are exported.
+ *
+ * Files (one job each):
+ *   util.c       C helpers: strdup/printf to malloc'd text, stderr log
+ *   js.c         JS value helpers (strings, properties, JSON, promises)
+ *   hostcall.c   a host call crossing to the JS thread (record, thread-safe
+ *                function callback, SDK request and its answer, log)
+ *   hostfns.c    the ocp_host table: session_*, log, free
+ *   ask.c        ask_permission over the tool's own ctx.ask()
+ *   jobs.c       tool calls and commands: jobs, workers, settling promises
+ *   tools.c      tool execute() and its AbortSignal (tool_cancel)
+ *   hooks.c      event, messages.transform, config, command hooks
+ *   schema.c     tool arguments: JSON Schema -> zod
+ *   lifecycle.c  init (load the plugin, build the hooks), dispose/shutdown,
+ *                the module entry
+ *
+ * Threads (see NOTES.md for the full story), as tagged below:
+ *   [js]      OpenCode's event loop. Runs every hook: event (on_event),
+ *             messages.transform, tool execute() and command hooks (they only
+ *             start a worker and return a Promise), the settling of those
+ *             Promises, and every SDK call. It never waits for C.
+ *   [worker]  one detached pthread per tool call / command: plugin->tool_call
+ *             may block as long as it likes there.
+ *   [plugin]  the plugin's own threads (poller, notifier, ...).
+ *   [shutdown] one pthread started by dispose(): plugin->shutdown may wait for
+ *             plugin threads blocked in host calls, which need the JS thread.
+ *   [any]     any of these.
+ *
+ * A host call (session_create, ...) made on a worker or plugin thread becomes a
+ * `hostcall` record handed to the JS thread through a Node-API thread-safe
+ * function; the JS side calls the SDK `client`, and its promise's then/catch
+ * fill the record and signal its condition variable. Only the calling thread
+ * waits. A host call on the JS thread itself fails at once (-EIO) rather than
+ * deadlocking; the ABI forbids it anyway.
+ *
+ * ask_permission (ABI 1.1) takes the same road with the tool call's own
+ * ToolContext: ctx.ask() on the JS thread, the worker waiting for its promise
+ * with no time limit; Esc (the tool's AbortSignal) or shutdown ends the wait.
+ *
+ * Memory: "malloc'd" results belong to the caller (free()). JS values
+ * (napi_value) live in the caller's handle scope.
+ */
+#ifndef OCBG_OPENCODE_ADAPTER_H
+#define OCBG_OPENCODE_ADAPTER_H
+
+#define NAPI_VERSION 8
+#include <node_api.h>
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ocp.h"
+
+#define PLUGIN_FILE "ocbg.so"
+/* How long the SDK may take for one request before it is aborted (ms). */
+#define HOST_CALL_TIMEOUT_MS 30000
+/* A safety margin on the C side: if the JS thread never answers at all. */
+#define HOST_CALL_GRACE_MS 15000
+
+typedef struct hostcall hostcall;
+typedef struct job job;
+
+/* One per init() (one plugin instance). Allocated at init and never freed:
+ * a late thread-safe-function finalisation or plugin thread may still read it. */
+typedef struct adapter {
+    napi_env env;
+    pthread_t js_thread;
+    void *dl;
+    const ocp_plugin *plugin; /* valid until plugin->shutdown returns */
+    /* copies from the plugin table, which is gone once shutdown returned: a
+     * worker released by shutdown frees its result with them afterwards */
+    void (*plugin_free)(void *userdata, char *p);
+    void *plugin_ud;
+    ocp_host host;
+    napi_ref client_ref;
+    napi_ref zod_ref;         /* may be NULL: no zod, raw JSON Schema per argument */
+    napi_threadsafe_function host_tsfn; /* plugin/worker thread -> JS: SDK calls, logs */
+    napi_threadsafe_function done_tsfn; /* worker/shutdown thread -> JS: settle promises */
+    pthread_mutex_t mu;       /* guards the fields below; held around JS-thread calls into the plugin */
+    pthread_cond_t cv;
+    int closing;              /* shutdown has begun: start no new call into the plugin */
+    int workers;              /* worker threads not yet finished */
+    int tsfn_gone;            /* the thread-safe functions were released */
+    int log_level;            /* minimum level written */
+    int js_pending;           /* JS thread only: promises waiting on workers */
+    hostcall *asks;           /* permission questions a worker waits on (under mu) */
+    int warned_no_ask;        /* JS thread only: "this OpenCode has no ctx.ask" logged */
+    size_t ncmd;              /* copies of the plugin's commands (its table */
+    char **cmd_name;          /* is gone after shutdown) */
+    char **cmd_desc;
+} adapter;
+
+/* ------------------------------------------------------------------------ */
+/* hostcall: one request from a non-JS thread to the JS thread               */
+/* ------------------------------------------------------------------------ */
+
+/* HC_SDK: client[group][method](opts). HC_LOG: fire and forget.
+ * HC_ASK: ctx.ask(request) of a tool call's ToolContext (ask_permission). */
+enum hc_kind { HC_SDK, HC_LOG, HC_ASK };
+
+struct hostcall {
+    enum hc_kind kind;
+    int refs; /* HC_SDK: the waiting caller + the JS side. HC_ASK: the waiting
+               * worker + the queued item + each promise callback (released by
+               * its finalizer: a promise may never settle). Guarded by mu. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    const char *group;  /* client[group][method](opts) */
+    const char *method;
+    char *opts_json;    /* HC_ASK: the ctx.ask argument */
+    int want_out;       /* put JSON.stringify(data) into out */
+    int rc;
+    char *out;
+    /* HC_LOG */
+    enum ocp_log_level level;
+    /* HC_ASK: the asking tool call. Read on the JS thread only while !done:
+     * the job lives until its worker has left the wait, and is freed on the
+     * JS thread (done_tsfn), so it cannot go away during one JS callback. */
+    job *job;
+    hostcall *next; /* in adapter.asks while the worker waits (ad->mu) */
+};
+
+/* ------------------------------------------------------------------------ */
+/* job: one tool call, command, or the dispose, settled on the JS thread     */
+/* ------------------------------------------------------------------------ */
+
+enum job_kind { JOB_TOOL, JOB_COMMAND, JOB_DISPOSE };
+
+/* Marks a live job, so that ask_permission can check the ocp_call_ctx it is
+ * given really is one of ours before stepping back to its job. */
+#define JOB_MAGIC 0x6f63626au
+
+struct job {
+    uint32_t magic;
+    enum job_kind kind;
+    adapter *ad;
+    napi_deferred deferred;
+    char *name;          /* tool or command */
+    char *args;          /* args JSON (tool) or the argument text (command) */
+    ocp_call_ctx ctx;
+    char *s_session, *s_message, *s_agent, *s_call, *s_dir;
+    pthread_mutex_t mu;  /* orders tool_cancel against the end of tool_call */
+    int returned;        /* tool_call has returned */
+    napi_ref signal_ref; /* the AbortSignal and our listener, to remove it */
+    napi_ref listener_ref;
+    napi_ref parts_ref;  /* command: output.parts, replaced in place */
+    napi_ref tctx_ref;   /* tool: the ToolContext execute() got (its ask()) */
+    int rc;
+    char *out;
+};
+
+/* ---- util.c -------------------------------------------------------------- */
+
+/* [any] strdup that passes NULL through. NULL also when out of memory. */
+char *xstrdup(const char *s);
+/* [any] printf into malloc'd text; NULL when out of memory. */
+char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* [any] 1 when the caller is OpenCode's event thread (where waiting deadlocks). */
+int on_js_thread(adapter *ad);
+/* [any] "ocbg [level] msg" on stderr: the log of last resort. */
+void stderr_log(enum ocp_log_level level, const char *msg);
+
+/* ---- js.c: JS values [js] ------------------------------------------------- */
+
+/* Throws a JS Error with msg (unless one is pending); returns NULL, so that a
+ * callback can `return throw_msg(...)`. */
+napi_value throw_msg(napi_env env, const char *msg);
+/* Clears a pending JS exception: its text (malloc'd), or NULL if none. */
+char *take_exception(napi_env env);
+/* A JS string as malloc'd UTF-8; NULL when v is not a string (or no memory). */
+char *js_string(napi_env env, napi_value v);
+/* A JS string of s ("" for NULL). */
+napi_value js_str(napi_env env, const char *s);
+napi_value js_undefined(napi_env env);
+/* obj[key]; NULL when obj is no object/function or the value is undefined/null. */
+napi_value js_get(napi_env env, napi_value obj, const char *key);
+/* 1 when v is non-NULL and of type want. */
+int js_is(napi_env env, napi_value v, napi_valuetype want);
+/* obj[method](...argv); NULL when it is no function or threw (exception left
+ * pending: the caller clears it with take_exception). */
+napi_value js_call_method(napi_env env, napi_value obj, const char *method, size_t argc,
+                          const napi_value *argv);
+/* globalThis[name], or NULL. */
+napi_value js_global(napi_env env, const char *name);
+/* JSON.stringify(v), malloc'd; NULL for undefined or on error (cleared). */
+char *js_stringify(napi_env env, napi_value v);
+/* JSON.parse(text); NULL on error (exception cleared). */
+napi_value js_parse(napi_env env, const char *text);
+/* Replaces the contents of the array arr with those of the array items, in
+ * place (OpenCode keeps its own reference to the array it passed a hook).
+ * 0, or -1 when either is not an array or arr cannot be truncated. */
+int js_array_replace(napi_env env, napi_value arr, napi_value items);
+/* A Promise already rejected with Error(msg) / already resolved (undefined). */
+napi_value rejected(napi_env env, const char *msg);
+napi_value resolved(napi_env env);
+/* obj[key] = a function calling cb with data; returns that function. */
+napi_value add_fn(napi_env env, napi_value obj, const char *key, napi_callback cb, void *data);
+
+/* ---- hostcall.c ------------------------------------------------------------ */
+
+/* [any] Reference counting of a hostcall; the last unref frees it. */
+void hc_ref(hostcall *hc);
+void hc_unref(hostcall *hc);
+/* [any] Completes the call once and wakes its waiter; takes ownership of out
+ * (freed when the call was already complete). Returns 1 if this call completed
+ * it, 0 if it was already complete. Drops no reference. */
+int hc_complete(hostcall *hc, int rc, char *out);
+/* [any] 1 once the call is complete. */
+int hc_is_done(hostcall *hc);
+/* [js] host_tsfn's callback: runs a queued hostcall (data) for context (the
+ * adapter). env is NULL when the function is being torn down: what is still
+ * queued fails with -ECANCELED. Consumes the queued item's reference. */
+void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
+/* [worker, plugin] Sends client[group][method](opts) and blocks until it ends
+ * (at most HOST_CALL_TIMEOUT_MS + HOST_CALL_GRACE_MS). Consumes opts. group
+ * and method must be static strings. Returns 0 with *out = JSON.stringify(data)
+ * when want_out (else NULL), or a negative errno with *out = a readable
+ * message or NULL: -ENOENT (not found), -EIO (error, timeout, or called on the
+ * JS thread), -ECANCELED (shutting down), -ENOMEM. out may be NULL. */
+int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out,
+                 char **out);
+
+/* ---- hostfns.c ------------------------------------------------------------- */
+
+/* [js, init] Fills ad->host: the ocp_host table the plugin receives. */
+void host_table_init(adapter *ad);
+/* [any] The table's log: below ad->log_level nothing; on the JS thread or
+ * after shutdown to stderr; else to OpenCode's log (fire and forget), and
+ * warnings and errors to stderr too. Never fails. */
+void h_log(void *ud, enum ocp_log_level level, const char *message);
+
+/* ---- ask.c ----------------------------------------------------------------- */
+
+/* [worker] The table's ask_permission (see ocp.h and NOTES.md): 0 allowed,
+ * -EACCES refused, -ECANCELED (Esc, shutdown), -EINVAL (bad request or ctx),
+ * -EIO (could not ask, or no ToolContext); *out a reason (malloc'd) or NULL. */
+int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
+/* [js] host_tsfn's part for HC_ASK: calls ctx.ask() for the waiting worker;
+ * the promise's callbacks (or a failure here) complete hc. Keeps no reference
+ * of its own beyond the callbacks'. */
+void ask_start(napi_env env, adapter *ad, hostcall *hc);
+/* [any, holding ad->mu] Completes the open questions of job j (every open
+ * question when j is NULL) with -ECANCELED and a copy of why. */
+void asks_cancel(adapter *ad, const job *j, const char *why);
+
+/* ---- jobs.c ---------------------------------------------------------------- */
+
+/* [js] A new job of kind for ad (its ctx points nowhere yet); NULL when out of memory. */
+job *job_new(adapter *ad, enum job_kind kind);
+/* [js] Points j->ctx at the job's copied strings (s_session, ...). */
+void job_set_ctx(job *j);
+/* [js, or any with env NULL after teardown] Frees j; with env, also removes
+ * its abort listener and its references. */
+void job_free(napi_env env, job *j);
+/* [js] Starts a worker running j (tool_call or command_call) and keeps the
+ * loop alive until it is settled. 0, or -1 (shutting down, or no thread) with
+ * j untouched: the caller settles and frees it. */
+int start_worker(napi_env env, adapter *ad, job *j);
+/* [js] Adds d to the promises waiting on workers; the first keeps the loop
+ * alive (done_tsfn ref'd), the last lets it go. */
+void pending_add(napi_env env, adapter *ad, int d);
+/* [js] done_tsfn's callback: settles a job's promise and frees it (env NULL:
+ * torn down, only frees); after the dispose job, releases the TSFNs. */
+void done_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
+
+/* ---- tools.c --------------------------------------------------------------- */
+
+/* Data of a tool's execute(): the adapter and a copy of the tool's name (the
+ * plugin's table is gone after shutdown). Freed by the function's finalizer. */
+typedef struct tool_ref {
+    adapter *ad;
+    char name[];
+} tool_ref;
+
+/* [js] tool.execute(args, ctx), data = a tool_ref: a Promise of the answer
+ * text, rejected with Error(text) on failure. */
+napi_value tool_execute(napi_env env, napi_callback_info info);
+
+/* ---- hooks.c: OpenCode hooks, data = the adapter [js] ---------------------- */
+
+napi_value hook_event(napi_env env, napi_callback_info info);
+napi_value hook_transform(napi_env env, napi_callback_info info);
+napi_value hook_config(napi_env env, napi_callback_info info);
+napi_value hook_command(napi_env env, napi_callback_info info);
+
+/* ---- schema.c -------------------------------------------------------------- */
+
+/* [js] A tool's args shape {name: zod type} from its JSON Schema text, with
+ * z = tool.schema; z NULL: the raw JSON Schema of each property. */
+napi_value tool_args(napi_env env, napi_value z, const char *schema_json);
+
+/* ---- lifecycle.c ----------------------------------------------------------- */
+
+/* [js] Releases both thread-safe functions once (later host calls get
+ * -ECANCELED). The adapter stays allocated. */
+void release_tsfns(adapter *ad);
+
+#endif

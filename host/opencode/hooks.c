@@ -1,0 +1,140 @@
+/*
+ * hooks.c — OpenCode's hooks other than tools [js]: event -> on_event,
+ * messages.transform -> transform_messages (both called under ad->mu, so
+ * that none runs concurrently with shutdown), config (the plugin's slash
+ * commands) and command.execute.before (a command job on a worker).
+ */
+#include "adapter.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* event({event}) — on_event on the JS thread; never blocks. */
+napi_value hook_event(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value arg = NULL;
+    void *data;
+    napi_get_cb_info(env, info, &argc, &arg, NULL, &data);
+    adapter *ad = data;
+    napi_value ev = argc >= 1 ? js_get(env, arg, "event") : NULL;
+    char *json = ev ? js_stringify(env, ev) : NULL;
+    if (json) {
+        pthread_mutex_lock(&ad->mu);
+        if (!ad->closing)
+            ad->plugin->on_event(ad->plugin->userdata, json);
+        pthread_mutex_unlock(&ad->mu);
+        free(json);
+    }
+    return resolved(env);
+}
+
+/* experimental.chat.messages.transform(input, output{messages}).
+ * OpenCode 1.18.33 passes input = {} and keeps using its own array, so the
+ * session id comes from the messages and the array is replaced in place. */
+napi_value hook_transform(napi_env env, napi_callback_info info) {
+    size_t argc = 2;
+    napi_value argv[2] = {NULL, NULL};
+    void *data;
+    napi_get_cb_info(env, info, &argc, argv, NULL, &data);
+    adapter *ad = data;
+    napi_value input = argc >= 1 ? argv[0] : NULL, output = argc >= 2 ? argv[1] : NULL;
+    napi_value msgs = js_get(env, output, "messages");
+    bool is_arr = false;
+    if (!msgs || napi_is_array(env, msgs, &is_arr) != napi_ok || !is_arr)
+        return resolved(env);
+    char *sid = js_string(env, js_get(env, input, "sessionID"));
+    uint32_t n = 0;
+    napi_get_array_length(env, msgs, &n);
+    if (!sid && n > 0) {
+        napi_value last, inf;
+        napi_get_element(env, msgs, n - 1, &last);
+        inf = js_get(env, last, "info");
+        sid = js_string(env, js_get(env, inf, "sessionID"));
+    }
+    char *json = js_stringify(env, msgs);
+    char *out = NULL;
+    int rc = -1;
+    if (json) {
+        /* under mu: shutdown cannot begin until the plugin's string is freed */
+        pthread_mutex_lock(&ad->mu);
+        if (!ad->closing) {
+            rc = ad->plugin->transform_messages(ad->plugin->userdata, sid, json, &out);
+            if (rc == 0 && out) {
+                napi_value repl = js_parse(env, out);
+                if (!repl || js_array_replace(env, msgs, repl) != 0)
+                    stderr_log(OCP_LOG_WARN, "transform_messages returned something that is not a message array");
+            }
+            if (out)
+                ad->plugin_free(ad->plugin_ud, out);
+        }
+        pthread_mutex_unlock(&ad->mu);
+    }
+    free(json);
+    free(sid);
+    return resolved(env);
+}
+
+/* config(cfg): adds the plugin's slash commands (cfg.command[name]) so that
+ * OpenCode lists them; command.execute.before then runs them. */
+napi_value hook_config(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value cfg = NULL;
+    void *data;
+    napi_get_cb_info(env, info, &argc, &cfg, NULL, &data);
+    adapter *ad = data;
+    if (argc < 1 || !js_is(env, cfg, napi_object))
+        return resolved(env);
+    napi_value cmds = js_get(env, cfg, "command");
+    if (!cmds) {
+        napi_create_object(env, &cmds);
+        napi_set_named_property(env, cfg, "command", cmds);
+    }
+    for (size_t i = 0; i < ad->ncmd; i++) {
+        if (js_get(env, cmds, ad->cmd_name[i]))
+            continue; /* the user's own definition wins */
+        napi_value def;
+        napi_create_object(env, &def);
+        char *tmpl = xprintf("/%s $ARGUMENTS (handled by the ocbg plugin)", ad->cmd_name[i]);
+        napi_set_named_property(env, def, "template", js_str(env, tmpl));
+        free(tmpl);
+        napi_set_named_property(env, def, "description", js_str(env, ad->cmd_desc[i]));
+        napi_set_named_property(env, cmds, ad->cmd_name[i], def);
+    }
+    return resolved(env);
+}
+
+/* command.execute.before({command, sessionID, arguments}, output{parts}) */
+napi_value hook_command(napi_env env, napi_callback_info info) {
+    size_t argc = 2;
+    napi_value argv[2] = {NULL, NULL};
+    void *data;
+    napi_get_cb_info(env, info, &argc, argv, NULL, &data);
+    adapter *ad = data;
+    char *name = argc >= 1 ? js_string(env, js_get(env, argv[0], "command")) : NULL;
+    int ours = 0;
+    for (size_t i = 0; name && i < ad->ncmd; i++)
+        if (!strcmp(ad->cmd_name[i], name))
+            ours = 1;
+    napi_value parts = argc >= 2 ? js_get(env, argv[1], "parts") : NULL;
+    if (!ours || !parts) {
+        free(name);
+        return resolved(env);
+    }
+    job *j = job_new(ad, JOB_COMMAND);
+    if (!j) {
+        free(name);
+        return rejected(env, "ocbg: out of memory");
+    }
+    j->name = name;
+    j->args = js_string(env, js_get(env, argv[0], "arguments"));
+    j->s_session = js_string(env, js_get(env, argv[0], "sessionID"));
+    job_set_ctx(j);
+    napi_create_reference(env, parts, 1, &j->parts_ref);
+    napi_value promise;
+    napi_create_promise(env, &j->deferred, &promise);
+    if (start_worker(env, ad, j) != 0) {
+        napi_resolve_deferred(env, j->deferred, js_undefined(env));
+        job_free(env, j);
+    }
+    return promise;
+}

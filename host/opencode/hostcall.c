@@ -1,0 +1,363 @@
+/*
+ * hostcall.c — a host call crossing from a worker or plugin thread to the JS
+ * thread and back: the refcounted record, host_tsfn's callback, the SDK
+ * request with its answer (then/catch -> rc and text), and the log.
+ */
+#include "adapter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void hc_ref(hostcall *hc) {
+    pthread_mutex_lock(&hc->mu);
+    hc->refs++;
+    pthread_mutex_unlock(&hc->mu);
+}
+
+void hc_unref(hostcall *hc) {
+    pthread_mutex_lock(&hc->mu);
+    int left = --hc->refs;
+    pthread_mutex_unlock(&hc->mu);
+    if (left == 0) {
+        pthread_mutex_destroy(&hc->mu);
+        pthread_cond_destroy(&hc->cv);
+        free(hc->opts_json);
+        free(hc->out);
+        free(hc);
+    }
+}
+
+/* Completes the call once and wakes its caller; takes ownership of out (freed
+ * when the call was already complete). Any thread. Returns 1 if this call
+ * completed it. Drops no reference. */
+int hc_complete(hostcall *hc, int rc, char *out) {
+    pthread_mutex_lock(&hc->mu);
+    if (hc->done) {
+        pthread_mutex_unlock(&hc->mu);
+        free(out);
+        return 0;
+    }
+    hc->done = 1;
+    hc->rc = rc;
+    hc->out = out;
+    pthread_cond_broadcast(&hc->cv);
+    pthread_mutex_unlock(&hc->mu);
+    return 1;
+}
+
+/* HC_SDK: completes the call (JS thread); the first completion drops the JS
+ * side's reference. */
+static void hc_finish(hostcall *hc, int rc, char *out) {
+    if (hc_complete(hc, rc, out))
+        hc_unref(hc);
+}
+
+int hc_is_done(hostcall *hc) {
+    pthread_mutex_lock(&hc->mu);
+    int d = hc->done;
+    pthread_mutex_unlock(&hc->mu);
+    return d;
+}
+
+/* A readable message for an SDK error value (the parsed error body or an Error). */
+static char *error_text(napi_env env, napi_value err, int status) {
+    napi_value data = js_get(env, err, "data");
+    char *msg = js_string(env, js_get(env, data, "message"));
+    if (!msg)
+        msg = js_string(env, js_get(env, err, "message"));
+    char *name = js_string(env, js_get(env, err, "name"));
+    if (!msg) {
+        msg = js_stringify(env, err);
+        if (!msg) {
+            napi_value s;
+            if (err && napi_coerce_to_string(env, err, &s) == napi_ok)
+                msg = js_string(env, s);
+        }
+    }
+    char *t = status > 0 ? xprintf("OpenCode: %s%s%s (HTTP %d)", name ? name : "", name ? ": " : "",
+                                   msg ? msg : "request failed", status)
+                         : xprintf("OpenCode: %s%s%s", name ? name : "", name ? ": " : "",
+                                   msg ? msg : "request failed");
+    free(msg);
+    free(name);
+    return t;
+}
+
+static int error_is_not_found(napi_env env, napi_value err, int status) {
+    if (status == 404)
+        return 1;
+    char *name = js_string(env, js_get(env, err, "name"));
+    int nf = name && !strcmp(name, "NotFoundError");
+    free(name);
+    return nf;
+}
+
+static napi_value hc_on_fulfilled(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value res = NULL;
+    void *data;
+    napi_get_cb_info(env, info, &argc, &res, NULL, &data);
+    hostcall *hc = data;
+    if (argc < 1)
+        res = NULL;
+    int status = 0;
+    napi_value response = js_get(env, res, "response");
+    napi_value st = js_get(env, response, "status");
+    if (st)
+        napi_get_value_int32(env, st, &status);
+    napi_value err = js_get(env, res, "error");
+    if (err || (status >= 400)) {
+        int rc = error_is_not_found(env, err, status) ? -ENOENT : -EIO;
+        hc_finish(hc, rc, error_text(env, err, status));
+        return NULL;
+    }
+    char *out = NULL;
+    if (hc->want_out) {
+        napi_value d = js_get(env, res, "data");
+        out = d ? js_stringify(env, d) : NULL;
+        if (!out) {
+            hc_finish(hc, -EIO, xprintf("OpenCode: empty answer to %s.%s", hc->group, hc->method));
+            return NULL;
+        }
+    }
+    hc_finish(hc, 0, out);
+    return NULL;
+}
+
+static napi_value hc_on_rejected(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value err = NULL;
+    void *data;
+    napi_get_cb_info(env, info, &argc, &err, NULL, &data);
+    hostcall *hc = data;
+    int status = 0;
+    napi_value cause = js_get(env, err, "cause");
+    napi_value st = js_get(env, cause, "status");
+    if (st)
+        napi_get_value_int32(env, st, &status);
+    napi_value body = js_get(env, cause, "body");
+    int rc = error_is_not_found(env, body ? body : err, status) ? -ENOENT : -EIO;
+    hc_finish(hc, rc, error_text(env, body ? body : err, status));
+    return NULL;
+}
+
+/* Runs on the JS thread: starts the SDK call; its promise finishes hc later. */
+static void hc_start(napi_env env, adapter *ad, hostcall *hc) {
+    napi_value client, group, opts, promise, args[2];
+    if (napi_get_reference_value(env, ad->client_ref, &client) != napi_ok || !client) {
+        hc_finish(hc, -EIO, xstrdup("OpenCode: no SDK client"));
+        return;
+    }
+    group = js_get(env, client, hc->group);
+    opts = js_parse(env, hc->opts_json ? hc->opts_json : "{}");
+    if (!group || !opts) {
+        hc_finish(hc, -EIO, xprintf("OpenCode: the SDK has no %s", hc->group));
+        return;
+    }
+    /* every request gets a timeout: AbortSignal.timeout(ms) */
+    napi_value abort_signal = js_global(env, "AbortSignal"), ms, sig;
+    napi_create_int32(env, HOST_CALL_TIMEOUT_MS, &ms);
+    sig = js_call_method(env, abort_signal, "timeout", 1, &ms);
+    if (sig)
+        napi_set_named_property(env, opts, "signal", sig);
+    else
+        free(take_exception(env));
+    promise = js_call_method(env, group, hc->method, 1, &opts);
+    if (!promise) {
+        char *e = take_exception(env);
+        hc_finish(hc, -EIO, xprintf("OpenCode: %s.%s failed: %s", hc->group, hc->method,
+                                    e ? e : "not a function"));
+        free(e);
+        return;
+    }
+    napi_create_function(env, "ocbgHostOk", NAPI_AUTO_LENGTH, hc_on_fulfilled, hc, &args[0]);
+    napi_create_function(env, "ocbgHostErr", NAPI_AUTO_LENGTH, hc_on_rejected, hc, &args[1]);
+    bool is_promise = false;
+    napi_is_promise(env, promise, &is_promise);
+    if (!is_promise || !js_call_method(env, promise, "then", 2, args)) {
+        free(take_exception(env));
+        /* not a promise: treat the value itself as the result */
+        napi_value argv[1] = {promise}, dummy;
+        napi_value fn = args[0];
+        if (napi_call_function(env, js_undefined(env), fn, 1, argv, &dummy) != napi_ok)
+            free(take_exception(env));
+    }
+}
+
+static napi_value js_noop(napi_env env, napi_callback_info info) {
+    (void)env;
+    (void)info;
+    return NULL;
+}
+
+static void log_on_js(napi_env env, adapter *ad, hostcall *hc) {
+    static const char *levels[] = {"debug", "info", "warn", "error"};
+    napi_value client, app;
+    int sent = 0;
+    if (napi_get_reference_value(env, ad->client_ref, &client) == napi_ok && client &&
+        (app = js_get(env, client, "app"))) {
+        cJSON *o = cJSON_CreateObject(), *b = cJSON_AddObjectToObject(o, "body");
+        cJSON_AddStringToObject(b, "service", "ocbg");
+        cJSON_AddStringToObject(b, "level", levels[hc->level <= OCP_LOG_ERROR ? hc->level : 3]);
+        cJSON_AddStringToObject(b, "message", hc->out ? hc->out : "");
+        char *t = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        napi_value opts = t ? js_parse(env, t) : NULL;
+        free(t);
+        napi_value p = opts ? js_call_method(env, app, "log", 1, &opts) : NULL;
+        if (p) {
+            sent = 1;
+            /* swallow a rejection so that it is not reported as unhandled */
+            napi_value args[2];
+            args[0] = js_undefined(env);
+            napi_create_function(env, "ocbgLogErr", NAPI_AUTO_LENGTH, js_noop, NULL, &args[1]);
+            if (!js_call_method(env, p, "then", 2, args))
+                free(take_exception(env));
+        } else {
+            free(take_exception(env));
+        }
+    }
+    if (!sent || hc->level >= OCP_LOG_WARN)
+        stderr_log(hc->level, hc->out ? hc->out : "");
+}
+
+/* Thread-safe function callback (JS thread). env is NULL when the function
+ * is being torn down: fail what is still queued. */
+void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
+    (void)js_cb;
+    adapter *ad = context;
+    hostcall *hc = data;
+    if (hc->kind == HC_LOG) {
+        if (env)
+            log_on_js(env, ad, hc);
+        else
+            stderr_log(hc->level, hc->out ? hc->out : "");
+        free(hc->out);
+        free(hc);
+        return;
+    }
+    if (hc->kind == HC_ASK) {
+        if (!env)
+            hc_complete(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
+        else
+            ask_start(env, ad, hc);
+        hc_unref(hc); /* the queued item's reference */
+        return;
+    }
+    if (!env) {
+        hc_finish(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
+        return;
+    }
+    napi_handle_scope scope;
+    napi_open_handle_scope(env, &scope);
+    hc_start(env, ad, hc);
+    napi_close_handle_scope(env, scope);
+}
+
+/* A new HC_SDK record owning opts_json, with two references: the waiting
+ * caller's and the JS side's. NULL when out of memory (opts_json untouched). */
+static hostcall *hc_new_sdk(const char *group, const char *method, char *opts_json, int want_out) {
+    hostcall *hc = calloc(1, sizeof *hc);
+    if (!hc)
+        return NULL;
+    hc->kind = HC_SDK;
+    hc->refs = 2;
+    pthread_mutex_init(&hc->mu, NULL);
+    /* CLOCK_MONOTONIC: a clock change must not shorten or stretch the wait */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&hc->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    hc->group = group;
+    hc->method = method;
+    hc->opts_json = opts_json;
+    hc->want_out = want_out;
+    return hc;
+}
+
+/* Queues hc on host_tsfn. 0, or -1 when the TSFNs are gone or closing (hc
+ * was not queued). */
+static int hc_queue(adapter *ad, hostcall *hc) {
+    pthread_mutex_lock(&ad->mu);
+    int gone = ad->tsfn_gone;
+    pthread_mutex_unlock(&ad->mu);
+    napi_status s = gone ? napi_closing : napi_call_threadsafe_function(ad->host_tsfn, hc, napi_tsfn_blocking);
+    return s == napi_ok ? 0 : -1;
+}
+
+/* CLOCK_MONOTONIC now + ms. */
+static struct timespec deadline_in(long long ms) {
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    return dl;
+}
+
+/* Waits for the JS side to complete hc, at most until the SDK's own timeout
+ * plus a grace period (the JS thread may never answer). Returns its rc and
+ * moves its text to *out (out may be NULL); -EIO on timeout. */
+static int hc_wait(hostcall *hc, char **out) {
+    struct timespec dl = deadline_in(HOST_CALL_TIMEOUT_MS + HOST_CALL_GRACE_MS);
+    pthread_mutex_lock(&hc->mu);
+    int timed_out = 0;
+    while (!hc->done) {
+        if (pthread_cond_timedwait(&hc->cv, &hc->mu, &dl) == ETIMEDOUT && !hc->done) {
+            timed_out = 1;
+            break;
+        }
+    }
+    int rc;
+    if (timed_out) {
+        rc = -EIO;
+        if (out)
+            *out = xprintf("OpenCode did not answer %s.%s in time", hc->group, hc->method);
+    } else {
+        rc = hc->rc;
+        if (out) {
+            *out = hc->out;
+            hc->out = NULL;
+        }
+    }
+    pthread_mutex_unlock(&hc->mu);
+    return rc;
+}
+
+/* Sends one SDK request and blocks the calling (non-JS) thread until it ends. */
+int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out,
+                 char **out) {
+    if (out)
+        *out = NULL;
+    char *opts_json = cJSON_PrintUnformatted(opts);
+    cJSON_Delete(opts);
+    if (!opts_json)
+        return -ENOMEM;
+    if (on_js_thread(ad)) {
+        free(opts_json);
+        if (out)
+            *out = xstrdup("ocbg: host call on OpenCode's event thread refused (it would deadlock)");
+        return -EIO;
+    }
+    hostcall *hc = hc_new_sdk(group, method, opts_json, want_out);
+    if (!hc) {
+        free(opts_json);
+        return -ENOMEM;
+    }
+    if (hc_queue(ad, hc) != 0) {
+        hc->refs = 1; /* the JS side never got it */
+        hc_unref(hc);
+        if (out)
+            *out = xstrdup("OpenCode is shutting down");
+        return -ECANCELED;
+    }
+    int rc = hc_wait(hc, out);
+    hc_unref(hc);
+    return rc;
+}

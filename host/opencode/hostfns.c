@@ -1,0 +1,143 @@
+/*
+ * hostfns.c — the ocp_host table the plugin gets: each session_* function
+ * turns its arguments into the SDK's options ({path:{id}, body, query}) and
+ * makes a host_request; log goes fire-and-forget to OpenCode's log.
+ */
+#include "adapter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static cJSON *opts_path(const char *id) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *p = cJSON_AddObjectToObject(o, "path");
+    cJSON_AddStringToObject(p, "id", id ? id : "");
+    return o;
+}
+
+static int h_session_create(void *ud, const char *parent_id, const char *title, char **out) {
+    cJSON *o = cJSON_CreateObject(), *b = cJSON_AddObjectToObject(o, "body");
+    if (parent_id)
+        cJSON_AddStringToObject(b, "parentID", parent_id);
+    if (title)
+        cJSON_AddStringToObject(b, "title", title);
+    return host_request(ud, "session", "create", o, 1, out);
+}
+
+static int h_session_get(void *ud, const char *id, char **out) {
+    if (!id) {
+        *out = xstrdup("session id missing");
+        return -EINVAL;
+    }
+    return host_request(ud, "session", "get", opts_path(id), 1, out);
+}
+
+static int h_session_messages(void *ud, const char *id, int limit, char **out) {
+    if (!id) {
+        *out = xstrdup("session id missing");
+        return -EINVAL;
+    }
+    cJSON *o = opts_path(id);
+    if (limit > 0)
+        cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "query"), "limit", limit);
+    return host_request(ud, "session", "messages", o, 1, out);
+}
+
+static int h_session_prompt(void *ud, const char *id, const char *body_json, char **out) {
+    cJSON *body = cJSON_Parse(body_json ? body_json : "");
+    if (!id || !cJSON_IsObject(body)) {
+        cJSON_Delete(body);
+        *out = xstrdup(id ? "prompt body is not a JSON object" : "session id missing");
+        return -EINVAL;
+    }
+    cJSON *o = opts_path(id);
+    cJSON_AddItemToObject(o, "body", body);
+    char *msg = NULL;
+    int rc = host_request(ud, "session", "promptAsync", o, 0, &msg);
+    if (rc == 0) {
+        free(msg);
+        msg = NULL;
+    }
+    *out = msg;
+    return rc;
+}
+
+static int h_session_abort(void *ud, const char *id, char **out) {
+    if (!id) {
+        *out = xstrdup("session id missing");
+        return -EINVAL;
+    }
+    char *msg = NULL;
+    int rc = host_request(ud, "session", "abort", opts_path(id), 0, &msg);
+    if (rc == 0) {
+        free(msg);
+        msg = NULL;
+    }
+    *out = msg;
+    return rc;
+}
+
+static int h_session_status(void *ud, char **out) {
+    return host_request(ud, "session", "status", cJSON_CreateObject(), 1, out);
+}
+
+static int h_session_fork(void *ud, const char *id, const char *message_id, char **out) {
+    if (!id) {
+        *out = xstrdup("session id missing");
+        return -EINVAL;
+    }
+    cJSON *o = opts_path(id), *b = cJSON_AddObjectToObject(o, "body");
+    if (message_id)
+        cJSON_AddStringToObject(b, "messageID", message_id);
+    return host_request(ud, "session", "fork", o, 1, out);
+}
+
+void h_log(void *ud, enum ocp_log_level level, const char *message) {
+    adapter *ad = ud;
+    if ((int)level < ad->log_level)
+        return;
+    pthread_mutex_lock(&ad->mu);
+    int gone = ad->tsfn_gone;
+    pthread_mutex_unlock(&ad->mu);
+    if (gone || on_js_thread(ad)) {
+        stderr_log(level, message ? message : "");
+        return;
+    }
+    hostcall *hc = calloc(1, sizeof *hc);
+    if (!hc)
+        return;
+    hc->kind = HC_LOG;
+    hc->level = level;
+    hc->out = xstrdup(message ? message : "");
+    if (napi_call_threadsafe_function(ad->host_tsfn, hc, napi_tsfn_nonblocking) != napi_ok) {
+        stderr_log(level, hc->out ? hc->out : "");
+        free(hc->out);
+        free(hc);
+    }
+}
+
+static void h_free(void *ud, char *p) {
+    (void)ud;
+    free(p);
+}
+
+void host_table_init(adapter *ad) {
+    ocp_host *h = &ad->host;
+    h->struct_size = sizeof *h;
+    h->abi_major = OCP_ABI_MAJOR;
+    h->abi_minor = OCP_ABI_MINOR;
+    h->userdata = ad;
+    h->host_name = "opencode";
+    h->host_version = NULL;
+    h->session_create = h_session_create;
+    h->session_get = h_session_get;
+    h->session_messages = h_session_messages;
+    h->session_prompt = h_session_prompt;
+    h->session_abort = h_session_abort;
+    h->session_status = h_session_status;
+    h->session_fork = h_session_fork;
+    h->log = h_log;
+    h->free = h_free;
+    h->now_ms = NULL;
+    h->ask_permission = h_ask_permission;
+}
