@@ -535,131 +535,175 @@ void sim_agent_permission_answered_locked(sim_host *h, const char *session_id, c
     schedule_locked(h, s, sim_mono_ms());
 }
 
+/* What a step handler tells the loop in advance_locked: run the turn's
+ * current step (the same one again, or the next) now, or stop: the turn waits
+ * (scheduled), hangs, or has ended. */
+enum step_result { STEP_GO_ON, STEP_STOP };
+
+/* End the turn as it stands (no error) and start a queued prompt. */
+static enum step_result end_and_next_locked(sim_host *h, sim_session *s)
+{
+    end_turn_locked(h, s, NULL, 0);
+    start_next_locked(h, s);
+    return STEP_STOP;
+}
+
+/* A tool step, first half: the tool part appears (pending, then running);
+ * with "ms" the turn waits that long before the second half. */
+static enum step_result tool_begin_locked(sim_host *h, sim_session *s, const cJSON *st, const char *tool)
+{
+    sim_turn *t = &s->turn;
+    cJSON *part = cJSON_CreateObject();
+    char *pid = sim_new_id_locked(h, "prt");
+    char *cid = sim_new_id_locked(h, "call");
+    cJSON_AddStringToObject(part, "id", pid);
+    cJSON_AddStringToObject(part, "sessionID", s->id);
+    cJSON_AddStringToObject(part, "messageID", t->msg_id);
+    cJSON_AddStringToObject(part, "type", "tool");
+    cJSON_AddStringToObject(part, "callID", cid);
+    cJSON_AddStringToObject(part, "tool", tool);
+    free(pid);
+    free(cid);
+    cJSON *state = cJSON_AddObjectToObject(part, "state");
+    cJSON_AddStringToObject(state, "status", "pending");
+    const cJSON *input = cJSON_GetObjectItemCaseSensitive(st, "input");
+    cJSON_AddItemToObject(state, "input", input ? cJSON_Duplicate(input, 1) : cJSON_CreateObject());
+    cJSON_AddItemToArray(t->parts, part);
+    t->open_part = part;
+    emit_part_locked(h, s, part);
+    cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString("running"));
+    emit_part_locked(h, s, part);
+    t->phase = 1;
+    double msv = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(st, "ms")); /* NaN if absent */
+    int ms = msv > 0 && msv < 1e9 ? (int)msv : 0;
+    if (ms > 0) {
+        schedule_locked(h, s, sim_mono_ms() + ms);
+        return STEP_STOP;
+    }
+    return STEP_GO_ON;
+}
+
+/* A tool step, second half: the part completes (or fails: "fail", or a tool
+ * a prompt's "tools" denied to the session). */
+static enum step_result tool_end_locked(sim_host *h, sim_session *s, const cJSON *st, const char *tool)
+{
+    sim_turn *t = &s->turn;
+    cJSON *part = t->open_part;
+    cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
+    const char *output = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "output"));
+    int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
+    int fail = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "fail")) || denied;
+    cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString(fail ? "error" : "completed"));
+    if (denied) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Model tried to call unavailable tool '%s'", tool);
+        cJSON_AddStringToObject(state, "error", msg);
+    } else {
+        cJSON_AddStringToObject(state, fail ? "error" : "output", output ? output : "");
+    }
+    t->open_part = NULL;
+    t->phase = 0;
+    t->step++;
+    emit_part_locked(h, s, part);
+    sim_changed_locked(h);
+    return STEP_GO_ON;
+}
+
+/* {"wait_ms":n}: the turn waits n ms, then goes on. */
+static enum step_result wait_step_locked(sim_host *h, sim_session *s, const cJSON *wait)
+{
+    sim_turn *t = &s->turn;
+    if (t->phase == 0 && cJSON_GetNumberValue(wait) > 0) {
+        t->phase = 1;
+        schedule_locked(h, s, sim_mono_ms() + (int64_t)cJSON_GetNumberValue(wait));
+        return STEP_STOP;
+    }
+    t->phase = 0;
+    t->step++;
+    return STEP_GO_ON;
+}
+
+/* {"reply":text}: the answer's text part; the turn ends, unless a "compact"
+ * step follows (the compaction stores this answer, the turn goes on). */
+static enum step_result reply_step_locked(sim_host *h, sim_session *s, const cJSON *reply)
+{
+    sim_turn *t = &s->turn;
+    cJSON *part = cJSON_CreateObject();
+    char *pid = sim_new_id_locked(h, "prt");
+    cJSON_AddStringToObject(part, "id", pid);
+    free(pid);
+    cJSON_AddStringToObject(part, "sessionID", s->id);
+    cJSON_AddStringToObject(part, "messageID", t->msg_id);
+    cJSON_AddStringToObject(part, "type", "text");
+    cJSON_AddStringToObject(part, "text", cJSON_IsString(reply) ? reply->valuestring : "");
+    cJSON_AddItemToArray(t->parts, part);
+    if (cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(t->steps, t->step + 1), "compact")) {
+        t->step++;
+        return STEP_GO_ON;
+    }
+    return end_and_next_locked(h, s);
+}
+
+/* {"ask":{…}}: a permission question; the turn goes on, ends, or waits for
+ * the answer (sim_agent_permission_answered_locked). */
+static enum step_result ask_step_locked(sim_host *h, sim_session *s, const cJSON *ask)
+{
+    sim_turn *t = &s->turn;
+    int go = sim_permission_step_locked(h, s, ask, &t->waiting_perm);
+    if (go < 0)
+        return STEP_STOP;
+    if (go == 0)
+        return end_and_next_locked(h, s);
+    t->step++;
+    return STEP_GO_ON;
+}
+
+/* Run one step. The kinds are tried in this order; an unknown step is
+ * skipped. */
+static enum step_result run_step_locked(sim_host *h, sim_session *s, const cJSON *st)
+{
+    const char *tool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "tool"));
+    const cJSON *wait = cJSON_GetObjectItemCaseSensitive(st, "wait_ms");
+    const cJSON *reply = cJSON_GetObjectItemCaseSensitive(st, "reply");
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "error");
+    const cJSON *compact = cJSON_GetObjectItemCaseSensitive(st, "compact");
+    const cJSON *ask = cJSON_GetObjectItemCaseSensitive(st, "ask");
+    if (tool)
+        return s->turn.phase == 0 ? tool_begin_locked(h, s, st, tool) : tool_end_locked(h, s, st, tool);
+    if (wait)
+        return wait_step_locked(h, s, wait);
+    if (reply)
+        return reply_step_locked(h, s, reply);
+    if (err) {
+        end_turn_locked(h, s, error_json("APIError", cJSON_IsString(err) ? err->valuestring : "error"), 1);
+        start_next_locked(h, s);
+        return STEP_STOP;
+    }
+    if (compact && !cJSON_IsFalse(compact)) {
+        if (!compact_locked(h, s, compact))
+            start_next_locked(h, s);
+        return STEP_STOP;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "hang")))
+        return STEP_STOP; /* busy until aborted: nothing scheduled */
+    if (ask)
+        return ask_step_locked(h, s, ask);
+    s->turn.step++;
+    return STEP_GO_ON;
+}
+
 /* Run s's turn from its current step until it must wait, hang or end. */
 static void advance_locked(sim_host *h, sim_session *s)
 {
-    sim_turn *t = &s->turn;
     for (;;) {
-        cJSON *st = cJSON_GetArrayItem(t->steps, t->step);
+        cJSON *st = cJSON_GetArrayItem(s->turn.steps, s->turn.step);
         if (!st) {
             /* Steps ran out: the turn ends with whatever parts it made. */
-            end_turn_locked(h, s, NULL, 0);
-            start_next_locked(h, s);
+            end_and_next_locked(h, s);
             return;
         }
-        const char *tool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "tool"));
-        const cJSON *wait = cJSON_GetObjectItemCaseSensitive(st, "wait_ms");
-        const cJSON *reply = cJSON_GetObjectItemCaseSensitive(st, "reply");
-        const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "error");
-        if (tool) {
-            if (t->phase == 0) {
-                cJSON *part = cJSON_CreateObject();
-                char *pid = sim_new_id_locked(h, "prt");
-                char *cid = sim_new_id_locked(h, "call");
-                cJSON_AddStringToObject(part, "id", pid);
-                cJSON_AddStringToObject(part, "sessionID", s->id);
-                cJSON_AddStringToObject(part, "messageID", t->msg_id);
-                cJSON_AddStringToObject(part, "type", "tool");
-                cJSON_AddStringToObject(part, "callID", cid);
-                cJSON_AddStringToObject(part, "tool", tool);
-                free(pid);
-                free(cid);
-                cJSON *state = cJSON_AddObjectToObject(part, "state");
-                cJSON_AddStringToObject(state, "status", "pending");
-                const cJSON *input = cJSON_GetObjectItemCaseSensitive(st, "input");
-                cJSON_AddItemToObject(state, "input",
-                                      input ? cJSON_Duplicate(input, 1) : cJSON_CreateObject());
-                cJSON_AddItemToArray(t->parts, part);
-                t->open_part = part;
-                emit_part_locked(h, s, part);
-                cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString("running"));
-                emit_part_locked(h, s, part);
-                t->phase = 1;
-                double msv = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(st, "ms")); /* NaN if absent */
-                int ms = msv > 0 && msv < 1e9 ? (int)msv : 0;
-                if (ms > 0) {
-                    schedule_locked(h, s, sim_mono_ms() + ms);
-                    return;
-                }
-                continue;
-            }
-            cJSON *part = t->open_part;
-            cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
-            const char *output =
-                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "output"));
-            int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
-            int fail = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "fail")) || denied;
-            cJSON_ReplaceItemInObjectCaseSensitive(state, "status",
-                                                   cJSON_CreateString(fail ? "error" : "completed"));
-            if (denied) {
-                char msg[300];
-                snprintf(msg, sizeof msg, "Model tried to call unavailable tool '%s'", tool);
-                cJSON_AddStringToObject(state, "error", msg);
-            } else {
-                cJSON_AddStringToObject(state, fail ? "error" : "output", output ? output : "");
-            }
-            t->open_part = NULL;
-            t->phase = 0;
-            t->step++;
-            emit_part_locked(h, s, part);
-            sim_changed_locked(h);
-            continue;
-        }
-        if (wait) {
-            if (t->phase == 0 && cJSON_GetNumberValue(wait) > 0) {
-                t->phase = 1;
-                schedule_locked(h, s, sim_mono_ms() + (int64_t)cJSON_GetNumberValue(wait));
-                return;
-            }
-            t->phase = 0;
-            t->step++;
-            continue;
-        }
-        if (reply) {
-            cJSON *part = cJSON_CreateObject();
-            char *pid = sim_new_id_locked(h, "prt");
-            cJSON_AddStringToObject(part, "id", pid);
-            free(pid);
-            cJSON_AddStringToObject(part, "sessionID", s->id);
-            cJSON_AddStringToObject(part, "messageID", t->msg_id);
-            cJSON_AddStringToObject(part, "type", "text");
-            cJSON_AddStringToObject(part, "text", cJSON_IsString(reply) ? reply->valuestring : "");
-            cJSON_AddItemToArray(t->parts, part);
-            if (cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(t->steps, t->step + 1), "compact")) {
-                t->step++; /* the compaction stores this answer, the turn goes on */
-                continue;
-            }
-            end_turn_locked(h, s, NULL, 0);
-            start_next_locked(h, s);
+        if (run_step_locked(h, s, st) == STEP_STOP)
             return;
-        }
-        if (err) {
-            end_turn_locked(h, s,
-                            error_json("APIError", cJSON_IsString(err) ? err->valuestring : "error"),
-                            1);
-            start_next_locked(h, s);
-            return;
-        }
-        const cJSON *compact = cJSON_GetObjectItemCaseSensitive(st, "compact");
-        if (compact && !cJSON_IsFalse(compact)) {
-            if (!compact_locked(h, s, compact))
-                start_next_locked(h, s);
-            return;
-        }
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "hang")))
-            return; /* busy until aborted: nothing scheduled */
-        const cJSON *ask = cJSON_GetObjectItemCaseSensitive(st, "ask");
-        if (ask) {
-            int go = sim_permission_step_locked(h, s, ask, &t->waiting_perm);
-            if (go < 0)
-                return; /* waits for sim_agent_permission_answered_locked */
-            if (go == 0) {
-                end_turn_locked(h, s, NULL, 0);
-                start_next_locked(h, s);
-                return;
-            }
-        }
-        t->step++; /* an unknown step is skipped */
     }
 }
 
