@@ -29,12 +29,12 @@ int sim_script(sim_host *h, const char *match, const char *script_json, int once
     r->match = sim_strdup(match ? match : "");
     r->script = j;
     r->once = once;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_rule **pp = &h->rules;
     while (*pp)
         pp = &(*pp)->next;
     *pp = r;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return 0;
 }
 
@@ -160,14 +160,14 @@ static void emit_status_locked(sim_host *h, const sim_session *s, const char *ty
     cJSON *props = cJSON_CreateObject();
     cJSON_AddStringToObject(props, "sessionID", s->id);
     cJSON_AddStringToObject(cJSON_AddObjectToObject(props, "status"), "type", type);
-    sim_emit_props_locked(h, "session.status", props);
+    sim_emit_props_locked(&h->core, "session.status", props);
 }
 
 static void emit_idle_locked(sim_host *h, const sim_session *s)
 {
     cJSON *props = cJSON_CreateObject();
     cJSON_AddStringToObject(props, "sessionID", s->id);
-    sim_emit_props_locked(h, "session.idle", props);
+    sim_emit_props_locked(&h->core, "session.idle", props);
 }
 
 static void emit_part_locked(sim_host *h, const sim_session *s, const cJSON *part)
@@ -175,7 +175,7 @@ static void emit_part_locked(sim_host *h, const sim_session *s, const cJSON *par
     cJSON *props = cJSON_CreateObject();
     cJSON_AddStringToObject(props, "sessionID", s->id);
     cJSON_AddItemToObject(props, "part", cJSON_Duplicate(part, 1));
-    sim_emit_props_locked(h, "message.part.updated", props);
+    sim_emit_props_locked(&h->core, "message.part.updated", props);
 }
 
 static void emit_message_locked(sim_host *h, const sim_session *s, const cJSON *msg)
@@ -184,7 +184,7 @@ static void emit_message_locked(sim_host *h, const sim_session *s, const cJSON *
     cJSON_AddStringToObject(props, "sessionID", s->id);
     cJSON_AddItemToObject(props, "info",
                           cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(msg, "info"), 1));
-    sim_emit_props_locked(h, "message.updated", props);
+    sim_emit_props_locked(&h->core, "message.updated", props);
 }
 
 static cJSON *error_json(const char *name, const char *message)
@@ -234,7 +234,7 @@ static void store_answer_locked(sim_host *h, sim_session *s, const cJSON *error)
     cJSON_AddStringToObject(info, "role", "assistant");
     cJSON *tm = cJSON_AddObjectToObject(info, "time");
     cJSON_AddNumberToObject(tm, "created", (double)t->created);
-    cJSON_AddNumberToObject(tm, "completed", (double)sim_now_locked(h));
+    cJSON_AddNumberToObject(tm, "completed", (double)sim_wall_ms(&h->core));
     cJSON_AddStringToObject(info, "agent", t->agent);
     cJSON_AddStringToObject(info, "mode", t->agent);
     cJSON_AddStringToObject(info, "modelID", "sim-model");
@@ -264,7 +264,7 @@ static void go_idle_locked(sim_host *h, sim_session *s, int twice)
     emit_idle_locked(h, s);
     if (twice)
         emit_idle_locked(h, s);
-    sim_changed_locked(h);
+    sim_changed_locked(&h->core);
 }
 
 /* Store the turn's assistant message (with `error` when given, owned) and
@@ -276,7 +276,7 @@ static void end_turn_locked(sim_host *h, sim_session *s, cJSON *error, int emit_
         cJSON *props = cJSON_CreateObject();
         cJSON_AddStringToObject(props, "sessionID", s->id);
         cJSON_AddItemToObject(props, "error", cJSON_Duplicate(error, 1));
-        sim_emit_props_locked(h, "session.error", props);
+        sim_emit_props_locked(&h->core, "session.error", props);
     }
     go_idle_locked(h, s, error != NULL);
     cJSON_Delete(error);
@@ -297,7 +297,7 @@ static cJSON *new_message_locked(sim_host *h, const sim_session *s, const char *
     free(id);
     cJSON_AddStringToObject(info, "sessionID", s->id);
     cJSON_AddStringToObject(info, "role", role);
-    cJSON_AddNumberToObject(cJSON_AddObjectToObject(info, "time"), "created", (double)sim_now_locked(h));
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(info, "time"), "created", (double)sim_wall_ms(&h->core));
     cJSON_AddArrayToObject(msg, "parts");
     return msg;
 }
@@ -352,7 +352,7 @@ static void add_summary_locked(sim_host *h, sim_session *s, const char *parent, 
     cJSON *msg = new_message_locked(h, s, "assistant");
     cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
     cJSON_AddStringToObject(info, "parentID", parent);
-    cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(info, "time"), "completed", (double)sim_now_locked(h));
+    cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(info, "time"), "completed", (double)sim_wall_ms(&h->core));
     cJSON_AddStringToObject(info, "mode", "compaction");
     cJSON_AddStringToObject(info, "agent", "compaction");
     cJSON_AddBoolToObject(info, "summary", 1);
@@ -410,7 +410,7 @@ static int compact_locked(sim_host *h, sim_session *s, const cJSON *opt)
     }
     cJSON *props = cJSON_CreateObject();
     cJSON_AddStringToObject(props, "sessionID", s->id);
-    sim_emit_props_locked(h, "session.compacted", props);
+    sim_emit_props_locked(&h->core, "session.compacted", props);
     if (!is_auto) {
         go_idle_locked(h, s, 0);
         return 0;
@@ -420,7 +420,7 @@ static int compact_locked(sim_host *h, sim_session *s, const cJSON *opt)
     free(t->msg_id);
     t->msg_id = sim_new_id_locked(h, "msg");
     t->parts = cJSON_CreateArray();
-    t->created = sim_now_locked(h);
+    t->created = sim_wall_ms(&h->core);
     t->transformed = 0;
     t->step++;
     schedule_locked(h, s, sim_mono_ms());
@@ -442,13 +442,13 @@ static void start_turn_locked(sim_host *h, sim_session *s, cJSON *body)
     t->agent = sim_strdup(agent ? agent : "build");
     t->msg_id = sim_new_id_locked(h, "msg");
     t->parts = cJSON_CreateArray();
-    t->created = sim_now_locked(h);
+    t->created = sim_wall_ms(&h->core);
     t->gen++;
     cJSON_Delete(body);
     s->busy = 1;
     emit_status_locked(h, s, "busy");
     schedule_locked(h, s, sim_mono_ms());
-    sim_changed_locked(h);
+    sim_changed_locked(&h->core);
 }
 
 static void start_next_locked(sim_host *h, sim_session *s)
@@ -605,7 +605,7 @@ static enum step_result tool_end_locked(sim_host *h, sim_session *s, const cJSON
     t->phase = 0;
     t->step++;
     emit_part_locked(h, s, part);
-    sim_changed_locked(h);
+    sim_changed_locked(&h->core);
     return STEP_GO_ON;
 }
 
@@ -718,16 +718,16 @@ static void transform_unlocked(sim_host *h, sim_session *s)
     cJSON *hist = sim_session_messages_locked(s, 0);
     char *in = sim_print(hist);
     cJSON_Delete(hist);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     char *seen = sim_plugins_transform(h, id, in);
     free(in);
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *now = sim_find_locked(h, id);
     if (now && now->busy && now->turn.gen == gen) {
         free(now->model_input);
         now->model_input = seen;
         now->turn.transformed = 1;
-        sim_changed_locked(h);
+        sim_changed_locked(&h->core);
     } else {
         free(seen);
     }
@@ -737,16 +737,16 @@ static void transform_unlocked(sim_host *h, sim_session *s)
 static void *sched_main(void *arg)
 {
     sim_host *h = arg;
-    pthread_mutex_lock(&h->mu);
-    while (!h->stopping) {
+    pthread_mutex_lock(&h->core.mu);
+    while (!h->core.stopping) {
         if (h->heap_len == 0) {
-            sim_cond_wait_until(&h->sched_cv, &h->mu, -1);
+            sim_cond_wait_until(&h->sched_cv, &h->core.mu, -1);
             continue;
         }
         sim_session *s = h->heap[0];
         int64_t now = sim_mono_ms();
         if (s->wake_mono > now) {
-            sim_cond_wait_until(&h->sched_cv, &h->mu, s->wake_mono);
+            sim_cond_wait_until(&h->sched_cv, &h->core.mu, s->wake_mono);
             continue;
         }
         unschedule_locked(h, s);
@@ -765,7 +765,7 @@ static void *sched_main(void *arg)
         }
         advance_locked(h, s);
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return NULL;
 }
 

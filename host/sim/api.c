@@ -73,7 +73,7 @@ static int h_session_create(void *ud, const char *parent_id, const char *title, 
     int rc = begin(h, "session_create", parent_id, a, out, &t, &body);
     if (rc)
         return rc;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_session_create_locked(h, parent_id, title);
     char *res = NULL;
     if (s) {
@@ -81,7 +81,7 @@ static int h_session_create(void *ud, const char *parent_id, const char *title, 
         res = sim_print(j);
         cJSON_Delete(j);
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     if (!s) {
         set_out(out, msgf("Session not found: %s", parent_id));
         rc = -ENOENT;
@@ -103,7 +103,7 @@ static int h_session_get(void *ud, const char *sid, char **out)
     int rc = begin(h, "session_get", sid, a, out, &t, &body);
     if (rc)
         return rc;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_live_locked(h, sid);
     char *res = NULL;
     if (s) {
@@ -111,7 +111,7 @@ static int h_session_get(void *ud, const char *sid, char **out)
         res = sim_print(j);
         cJSON_Delete(j);
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     if (!res) {
         rc = -ENOENT;
         res = msgf("Session not found: %s", sid);
@@ -136,14 +136,14 @@ static int h_session_messages(void *ud, const char *sid, int limit, char **out)
         rc = -EINVAL;
         res = sim_strdup("limit must be >= 0");
     } else {
-        pthread_mutex_lock(&h->mu);
+        pthread_mutex_lock(&h->core.mu);
         sim_session *s = sim_find_live_locked(h, sid);
         if (s) {
             cJSON *j = sim_session_messages_locked(s, limit);
             res = sim_print(j);
             cJSON_Delete(j);
         }
-        pthread_mutex_unlock(&h->mu);
+        pthread_mutex_unlock(&h->core.mu);
         if (!res) {
             rc = -ENOENT;
             res = msgf("Session not found: %s", sid);
@@ -195,7 +195,7 @@ static int apply_prompt(sim_host *h, const char *sid, const char *body_json, cha
         *why = sim_strdup(bad);
         return -EINVAL;
     }
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_live_locked(h, sid);
     if (!s) {
         cJSON_Delete(b);
@@ -206,7 +206,7 @@ static int apply_prompt(sim_host *h, const char *sid, const char *body_json, cha
     } else {
         sim_agent_prompt_locked(h, s, b);
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     if (!s) {
         *why = msgf("Session not found: %s", sid);
         return -ENOENT;
@@ -241,11 +241,11 @@ int sim_session_prompt(sim_host *h, const char *session_id, const char *body_jso
 
 int sim_session_abort(sim_host *h, const char *session_id)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(h, session_id);
     if (s)
         sim_agent_abort_locked(h, s);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return s ? 0 : -ENOENT;
 }
 
@@ -259,11 +259,11 @@ static int h_session_abort(void *ud, const char *sid, char **out)
     int rc = begin(h, "session_abort", sid, a, out, &t, &body);
     if (rc)
         return rc;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(h, sid);
     if (s)
         sim_agent_abort_locked(h, s);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     if (!s) {
         rc = -ENOENT;
         set_out(out, msgf("Session not found: %s", sid));
@@ -281,11 +281,11 @@ static int h_session_status(void *ud, char **out)
     if (rc)
         return injected(h, "session_status", NULL, sim_strdup("{}"), rc, t, out);
     cJSON *m = cJSON_CreateObject();
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     for (sim_session *s = h->s_first; s; s = s->next)
         if (s->busy)
             cJSON_AddStringToObject(cJSON_AddObjectToObject(m, s->id), "type", "busy");
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     set_out(out, args_text(m));
     return finish(h, "session_status", NULL, sim_strdup("{}"), 0, t);
 }
@@ -303,7 +303,7 @@ static int h_session_fork(void *ud, const char *sid, const char *message_id, cha
     if (rc)
         return rc;
     char *res = NULL;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_live_locked(h, sid);
     if (s) {
         sim_session *f = sim_session_fork_locked(h, s, message_id);
@@ -311,7 +311,7 @@ static int h_session_fork(void *ud, const char *sid, const char *message_id, cha
         res = sim_print(j);
         cJSON_Delete(j);
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     if (!res) {
         rc = -ENOENT;
         res = msgf("Session not found: %s", sid);

@@ -22,7 +22,7 @@ static sim_slowfn *fnstat_locked(sim_host *h, const char *fn)
 
 void sim_fail(sim_host *h, const char *fn, int nth, int count, int err)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     /* One rule per function: a new one replaces the old. */
     for (sim_fault **pp = &h->faults; *pp;) {
         sim_fault *f = *pp;
@@ -44,31 +44,31 @@ void sim_fail(sim_host *h, const char *fn, int nth, int count, int err)
         f->next = h->faults;
         h->faults = f;
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
 }
 
 void sim_slow(sim_host *h, const char *fn, int ms)
 {
     if (!fn)
         return;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     fnstat_locked(h, fn)->ms = ms > 0 ? ms : 0;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
 }
 
 int sim_call_begin(sim_host *h, const char *fn)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_slowfn *st = fnstat_locked(h, fn);
     int ms = st->ms;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     if (ms > 0) {
         /* A slow host: the plugin's thread is stuck in the call, host locks free. */
         struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
             ;
     }
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     uint64_t k = ++st->calls;
     int rc = 0;
     for (sim_fault *f = h->faults; f; f = f->next) {
@@ -78,14 +78,14 @@ int sim_call_begin(sim_host *h, const char *fn)
         if (nth >= (uint64_t)f->nth && (f->count < 0 || nth < (uint64_t)f->nth + (uint64_t)f->count))
             rc = f->err;
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return rc;
 }
 
 void sim_call_record(sim_host *h, const char *fn, const char *session, const char *body, int rc,
                      int64_t t_ms)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     if (h->ncalls == h->calls_cap) {
         h->calls_cap = h->calls_cap ? h->calls_cap * 2 : 64;
         h->calls = sim_xrealloc(h->calls, h->calls_cap * sizeof *h->calls);
@@ -96,8 +96,8 @@ void sim_call_record(sim_host *h, const char *fn, const char *session, const cha
     c->body = sim_strdup(body);
     c->rc = rc;
     c->t_ms = t_ms;
-    sim_changed_locked(h);
-    pthread_mutex_unlock(&h->mu);
+    sim_changed_locked(&h->core);
+    pthread_mutex_unlock(&h->core.mu);
 }
 
 static int rec_matches(const sim_callrec *c, const char *fn, const char *sid)
@@ -112,17 +112,17 @@ static int rec_matches(const sim_callrec *c, const char *fn, const char *sid)
 size_t sim_calls(sim_host *h, const char *fn, const char *session_id)
 {
     size_t n = 0;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     for (size_t i = 0; i < h->ncalls; i++)
         n += rec_matches(&h->calls[i], fn, session_id);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return n;
 }
 
 char *sim_call_body(sim_host *h, const char *fn, const char *session_id, int n)
 {
     char *out = NULL;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     if (n >= 0) {
         int seen = 0;
         for (size_t i = 0; i < h->ncalls && !out; i++)
@@ -134,14 +134,14 @@ char *sim_call_body(sim_host *h, const char *fn, const char *session_id, int n)
             if (rec_matches(&h->calls[i], fn, session_id) && seen-- == n)
                 out = sim_strdup(h->calls[i].body ? h->calls[i].body : "");
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return out;
 }
 
 char *sim_calls_json(sim_host *h)
 {
     cJSON *a = cJSON_CreateArray();
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     for (size_t i = 0; i < h->ncalls; i++) {
         const sim_callrec *c = &h->calls[i];
         cJSON *o = cJSON_CreateObject();
@@ -158,7 +158,7 @@ char *sim_calls_json(sim_host *h)
         cJSON_AddNumberToObject(o, "t_ms", (double)c->t_ms);
         cJSON_AddItemToArray(a, o);
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     char *s = sim_print(a);
     cJSON_Delete(a);
     return s;

@@ -8,117 +8,14 @@
 #include <time.h>
 #include <unistd.h>
 
-void *sim_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fputs("simhost: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
-void *sim_xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz ? sz : 1);
-    if (!p) {
-        fputs("simhost: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
-void *sim_xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fputs("simhost: out of memory\n", stderr);
-        abort();
-    }
-    return q;
-}
-
-char *sim_strdup(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = sim_xmalloc(n);
-    memcpy(d, s, n);
-    return d;
-}
-
-char *sim_print(const cJSON *j)
-{
-    char *s = cJSON_PrintUnformatted(j);
-    if (!s) {
-        fputs("simhost: out of memory printing JSON\n", stderr);
-        abort();
-    }
-    return s;
-}
-
-int64_t sim_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The offset is atomic so that now_ms takes no lock: plugins call it while
- * holding their own locks (ocp.h), so it must return at once. */
-int64_t sim_now_locked(sim_host *h)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-           __atomic_load_n(&h->advance_ms, __ATOMIC_SEQ_CST);
-}
-
 int64_t sim_now_ms(sim_host *h)
 {
-    return sim_now_locked(h);
+    return sim_wall_ms(&h->core);
 }
 
 void sim_advance_ms(sim_host *h, int64_t ms)
 {
-    __atomic_add_fetch(&h->advance_ms, ms, __ATOMIC_SEQ_CST);
-    sim_changed(h);
-}
-
-int sim_cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    int rc = pthread_condattr_init(&a);
-    if (rc)
-        return rc;
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-    return rc;
-}
-
-void sim_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_mono)
-{
-    if (until_mono < 0) {
-        pthread_cond_wait(cv, mu);
-        return;
-    }
-    struct timespec ts = {.tv_sec = until_mono / 1000, .tv_nsec = (until_mono % 1000) * 1000000};
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
-void sim_changed_locked(sim_host *h)
-{
-    h->version++;
-    pthread_cond_broadcast(&h->state_cv);
-}
-
-void sim_changed(sim_host *h)
-{
-    pthread_mutex_lock(&h->mu);
-    sim_changed_locked(h);
-    pthread_mutex_unlock(&h->mu);
+    sim_clock_advance(&h->core, ms);
 }
 
 sim_host *sim_create(void)
@@ -126,10 +23,12 @@ sim_host *sim_create(void)
     sim_host *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
-    pthread_mutex_init(&h->mu, NULL);
+    if (sim_core_init(&h->core) != 0) {
+        free(h);
+        return NULL;
+    }
     pthread_mutex_init(&h->plug_mu, NULL);
-    if (sim_cond_init(&h->state_cv) || sim_cond_init(&h->ev_cv) || sim_cond_init(&h->sched_cv) ||
-        sim_cond_init(&h->plug_cv)) {
+    if (sim_cond_init(&h->sched_cv) || sim_cond_init(&h->plug_cv)) {
         free(h);
         return NULL;
     }
@@ -153,9 +52,9 @@ sim_host *sim_create(void)
         return NULL;
     }
     if (sim_agent_start(h) != 0) {
-        pthread_mutex_lock(&h->mu);
-        h->stopping = 1;
-        pthread_mutex_unlock(&h->mu);
+        pthread_mutex_lock(&h->core.mu);
+        h->core.stopping = 1;
+        pthread_mutex_unlock(&h->core.mu);
         sim_events_join(h);
         free(h->buckets);
         free(h);
@@ -171,37 +70,28 @@ void sim_destroy(sim_host *h)
     /* Plugins first: their shutdown may wait for their threads, which may be
      * in host calls that need the scheduler and the store alive. */
     sim_unload_plugins(h);
-    pthread_mutex_lock(&h->mu);
-    h->stopping = 1;
-    pthread_cond_broadcast(&h->ev_cv);
+    pthread_mutex_lock(&h->core.mu);
+    h->core.stopping = 1;
+    pthread_cond_broadcast(&h->core.ev.cv);
     pthread_cond_broadcast(&h->sched_cv);
-    sim_changed_locked(h);
-    pthread_mutex_unlock(&h->mu);
+    sim_changed_locked(&h->core);
+    pthread_mutex_unlock(&h->core.mu);
     sim_agent_join(h);
     sim_events_join(h);
 
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_sessions_free_locked(h);
     sim_rules_free_locked(h);
     sim_calls_free_locked(h);
     sim_permission_free_locked(h);
-    free(h->ev_only_type);
-    for (sim_typecount *t = h->ev_types; t;) {
-        sim_typecount *n = t->next;
-        free(t->type);
-        free(t);
-        t = n;
-    }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     free(h->buckets);
     free(h->heap);
     free(h->plugins);
-    pthread_cond_destroy(&h->state_cv);
-    pthread_cond_destroy(&h->ev_cv);
     pthread_cond_destroy(&h->sched_cv);
     pthread_cond_destroy(&h->plug_cv);
-    pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->plug_mu);
+    sim_core_destroy(&h->core);
     free(h);
 }
 
@@ -214,9 +104,9 @@ int sim_wait(sim_host *h, int (*pred)(sim_host *h, void *arg), void *arg, int ti
 {
     int64_t deadline = sim_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     for (;;) {
-        pthread_mutex_lock(&h->mu);
-        uint64_t seen = h->version;
-        pthread_mutex_unlock(&h->mu);
+        pthread_mutex_lock(&h->core.mu);
+        uint64_t seen = h->core.version;
+        pthread_mutex_unlock(&h->core.mu);
         /* The predicate runs unlocked: it may call any sim_* function. */
         if (pred(h, arg))
             return 0;
@@ -224,11 +114,11 @@ int sim_wait(sim_host *h, int (*pred)(sim_host *h, void *arg), void *arg, int ti
         if (now >= deadline)
             return -ETIMEDOUT;
         int64_t until = now + 20 < deadline ? now + 20 : deadline;
-        pthread_mutex_lock(&h->mu);
+        pthread_mutex_lock(&h->core.mu);
         /* A change since `seen` means re-check at once. */
-        if (h->version == seen)
-            sim_cond_wait_until(&h->state_cv, &h->mu, until);
-        pthread_mutex_unlock(&h->mu);
+        if (h->core.version == seen)
+            sim_cond_wait_until(&h->core.state_cv, &h->core.mu, until);
+        pthread_mutex_unlock(&h->core.mu);
     }
 }
 

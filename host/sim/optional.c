@@ -7,7 +7,7 @@
 int sim_without(sim_host *h, const char *fn)
 {
     int rc = 0;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     if (strcmp(fn, "session_fork") == 0)
         h->table.session_fork = NULL;
     else if (strcmp(fn, "now_ms") == 0)
@@ -16,6 +16,6 @@ int sim_without(sim_host *h, const char *fn)
         h->table.ask_permission = NULL;
     else
         rc = -1;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return rc;
 }

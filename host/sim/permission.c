@@ -115,7 +115,7 @@ static void log_request_locked(sim_host *h, cJSON *info, const char *outcome, cJ
     cJSON_AddItemToArray(h->perm_log, r);
     if (record)
         *record = r;
-    sim_changed_locked(h);
+    sim_changed_locked(&h->core);
 }
 
 static void set_outcome(cJSON *record, const char *outcome)
@@ -134,7 +134,7 @@ static sim_perm_req *open_locked(sim_host *h, cJSON *info, const char *session, 
     log_request_locked(h, info, "pending", &r->record);
     r->next = h->perm_open;
     h->perm_open = r;
-    sim_emit_props_locked(h, "permission.asked", cJSON_Duplicate(info, 1));
+    sim_emit_props_locked(&h->core, "permission.asked", cJSON_Duplicate(info, 1));
     return r;
 }
 
@@ -210,8 +210,8 @@ static void answer_locked(sim_host *h, sim_perm_req *r, const char *reply, const
     cJSON_AddStringToObject(props, "sessionID", r->session);
     cJSON_AddStringToObject(props, "requestID", r->id);
     cJSON_AddStringToObject(props, "reply", r->reply);
-    sim_emit_props_locked(h, "permission.replied", props);
-    sim_changed_locked(h);
+    sim_emit_props_locked(&h->core, "permission.replied", props);
+    sim_changed_locked(&h->core);
     if (!r->for_turn)
         return; /* the waiting tool call wakes (state_cv) and frees it */
     unlink_locked(h, r);
@@ -224,13 +224,13 @@ int sim_permission_reply(sim_host *h, const char *request_id, const char *reply,
 {
     if (!reply || (strcmp(reply, "once") && strcmp(reply, "always") && strcmp(reply, "reject")))
         return -EINVAL;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_perm_req *r = h->perm_open;
     while (r && (r->reply || strcmp(r->id, request_id ? request_id : "") != 0))
         r = r->next;
     if (r)
         answer_locked(h, r, reply, message, 1);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return r ? 0 : -ENOENT;
 }
 
@@ -257,7 +257,7 @@ int sim_ask_permission(sim_host *h, const ocp_call_ctx *ctx, const ocp_permissio
         *out = sim_strdup("malformed permission request");
         return -EINVAL;
     }
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     const char *action = decide_locked(h, ctx->session_id, req->permission, patterns);
     cJSON *info = request_info_locked(h, ctx->session_id, req->permission, patterns, always, meta,
                                       ctx->message_id, ctx->call_id);
@@ -273,7 +273,7 @@ int sim_ask_permission(sim_host *h, const ocp_call_ctx *ctx, const ocp_permissio
                               "tool call.");
             rc = -EACCES;
         }
-        pthread_mutex_unlock(&h->mu);
+        pthread_mutex_unlock(&h->core.mu);
         return rc;
     }
     sim_perm_req *r = open_locked(h, info, ctx->session_id, 0);
@@ -281,8 +281,8 @@ int sim_ask_permission(sim_host *h, const ocp_call_ctx *ctx, const ocp_permissio
         answer_locked(h, r, h->perm_auto, h->perm_auto_msg, 0);
     /* Wait for the answer, or for Esc (re-checked often: the flag is the
      * caller's and changes without a host state change). */
-    while (!r->reply && !__atomic_load_n(&ctx->cancelled, __ATOMIC_SEQ_CST) && !h->stopping)
-        sim_cond_wait_until(&h->state_cv, &h->mu, sim_mono_ms() + 10);
+    while (!r->reply && !__atomic_load_n(&ctx->cancelled, __ATOMIC_SEQ_CST) && !h->core.stopping)
+        sim_cond_wait_until(&h->core.state_cv, &h->core.mu, sim_mono_ms() + 10);
     if (!r->reply)
         answer_locked(h, r, "cancelled", NULL, 0);
     if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->record, "outcome")), "cancelled") == 0) {
@@ -293,7 +293,7 @@ int sim_ask_permission(sim_host *h, const ocp_call_ctx *ctx, const ocp_permissio
     }
     unlink_locked(h, r);
     req_free(r);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return rc;
 }
 
@@ -351,50 +351,50 @@ int sim_permission_rules(sim_host *h, const char *rules_json)
             return -EINVAL;
         }
     }
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     cJSON_Delete(h->perm_rules);
     h->perm_rules = rules;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return 0;
 }
 
 void sim_permission_auto(sim_host *h, const char *reply, const char *message)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     free(h->perm_auto);
     free(h->perm_auto_msg);
     h->perm_auto = reply ? sim_strdup(reply) : NULL;
     h->perm_auto_msg = sim_strdup(message);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
 }
 
 size_t sim_permission_count(sim_host *h)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     size_t n = (size_t)cJSON_GetArraySize(h->perm_log);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return n;
 }
 
 char *sim_permission_json(sim_host *h, int n)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     int size = cJSON_GetArraySize(h->perm_log);
     const cJSON *r = cJSON_GetArrayItem(h->perm_log, n < 0 ? size + n : n);
     char *s = r ? sim_print(r) : NULL;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return s;
 }
 
 char *sim_permission_open(sim_host *h, const char *session_id)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     const sim_perm_req *found = NULL;
     for (const sim_perm_req *r = h->perm_open; r; r = r->next)
         if (!r->reply && (!session_id || strcmp(r->session, session_id) == 0))
             found = r; /* the list is newest first: keep the oldest */
     char *id = found ? sim_strdup(found->id) : NULL;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return id;
 }
 

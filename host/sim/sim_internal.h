@@ -1,10 +1,10 @@
 /*
  * sim_internal.h — the simulated host's private state, shared by its files:
  *
- *   host.c      create/destroy, the clock, state-change signalling, sim_wait
+ *   host.c      create/destroy, the clock's public face, sim_wait
  *   store.c     sessions and messages (ids, JSON shapes, fork, delete)
  *   agent.c     scripts and the one scheduler thread that runs every turn
- *   events.c    the event queue, its one delivery thread, event faults
+ *   events.c    the event queue's one delivery thread
  *   calls.c     the record of plugin calls, call faults and slowness
  *   api.c       the ocp_host functions plugins call
  *   plugins.c   dlopen/entry/shutdown/dlclose of plugins
@@ -30,12 +30,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "sim_core.h"
 #include "simhost.h"
 
 typedef struct sim_prompt sim_prompt;
 typedef struct sim_session sim_session;
 typedef struct sim_rule sim_rule;
-typedef struct sim_event sim_event;
 typedef struct sim_callrec sim_callrec;
 typedef struct sim_fault sim_fault;
 typedef struct sim_slowfn sim_slowfn;
@@ -91,15 +91,6 @@ struct sim_rule {
     sim_rule *next;
 };
 
-/* A queued event. */
-struct sim_event {
-    char *json;
-    char *type;
-    int64_t due_mono; /* monotonic ms before which it is not delivered */
-    uint64_t seq;     /* emission order; copies share the original's */
-    sim_event *prev, *next;
-};
-
 /* One recorded plugin call. */
 struct sim_callrec {
     char *fn;
@@ -129,23 +120,11 @@ struct sim_plugslot {
     char *path;
 };
 
-typedef struct sim_typecount {
-    char *type;
-    size_t n;
-    struct sim_typecount *next;
-} sim_typecount;
-
 struct sim_host {
     ocp_host table;
 
-    pthread_mutex_t mu;
-    pthread_cond_t state_cv; /* broadcast on every state change (monotonic) */
-    pthread_cond_t ev_cv;    /* the event thread waits on it */
+    sim_core core;           /* mu, the change signal, the clock, the event queue */
     pthread_cond_t sched_cv; /* the scheduler waits on it */
-    uint64_t version;        /* bumped on every state change */
-    int stopping;            /* threads exit */
-
-    int64_t advance_ms; /* atomic: read without mu by now_ms */
 
     /* ids */
     uint64_t id_last;
@@ -167,16 +146,7 @@ struct sim_host {
     pthread_t sched_thread;
     int sched_started;
 
-    /* events */
-    sim_event *ev_head, *ev_tail;
-    uint64_t ev_seq;         /* last sequence number given */
-    uint64_t ev_inflight;    /* seq being delivered now (0: none) */
-    size_t ev_delivered;
-    sim_typecount *ev_types;
-    uint64_t ev_rng;
-    double ev_drop, ev_dup;
-    int ev_delay_ms;
-    char *ev_only_type;
+    /* event delivery */
     pthread_t ev_thread;
     int ev_started;
 
@@ -204,32 +174,6 @@ struct sim_host {
     int plug_closing;     /* unload in progress: start no new call */
     char load_error[512];
 };
-
-/* ---- host.c ------------------------------------------------------------ */
-
-/* Monotonic ms (for deadlines and scheduling). Any thread. */
-int64_t sim_mono_ms(void);
-/* Wall-clock ms plus the test's offset. Any thread, no lock needed (the
- * name is historical: callers holding mu may use it too). */
-int64_t sim_now_locked(sim_host *h);
-/* Note a state change: bump the version, wake sim_wait. Caller holds mu. */
-void sim_changed_locked(sim_host *h);
-/* The same, taking mu itself. */
-void sim_changed(sim_host *h);
-/* Wait on `cv` (a monotonic-clock condvar) with mu held, until abs monotonic
- * ms `until_mono` (or forever when < 0). */
-void sim_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_mono);
-/* Initialise a condvar on CLOCK_MONOTONIC. Returns 0 or an errno. */
-int sim_cond_init(pthread_cond_t *cv);
-/* strdup that tolerates NULL (returns NULL). Aborts on no memory: the sim
- * host is test machinery and an OOM there is not a case under test. */
-char *sim_strdup(const char *s);
-/* malloc/calloc/realloc that abort on failure (same reason). */
-void *sim_xmalloc(size_t n);
-void *sim_xcalloc(size_t n, size_t sz);
-void *sim_xrealloc(void *p, size_t n);
-/* cJSON_PrintUnformatted that aborts on failure; result malloc'd. */
-char *sim_print(const cJSON *j);
 
 /* ---- store.c ----------------------------------------------------------- */
 
@@ -265,7 +209,7 @@ void sim_sessions_free_locked(sim_host *h);
 
 /* Start the scheduler thread. Returns 0 or an errno. */
 int sim_agent_start(sim_host *h);
-/* Stop and join it (h->stopping must already be set under mu). */
+/* Stop and join it (h->core.stopping must already be set under mu). */
 void sim_agent_join(sim_host *h);
 /* A prompt body arrived for s (validated, not noReply): run it now or queue
  * it. Takes ownership of body. mu held. */
@@ -285,14 +229,8 @@ void sim_rules_free_locked(sim_host *h);
 
 /* Start the event thread. Returns 0 or an errno. */
 int sim_events_start(sim_host *h);
-/* Stop and join it (h->stopping set under mu), free queued events. */
+/* Stop and join it (h->core.stopping set under mu), free queued events. */
 void sim_events_join(sim_host *h);
-/* Queue an event (takes ownership of ev: {type, properties}). mu held. */
-void sim_emit_locked(sim_host *h, cJSON *ev);
-/* Queue an event given as text (type read from it, "" when unreadable). mu held. */
-void sim_emit_text_locked(sim_host *h, const char *json);
-/* Convenience: {"type":type,"properties":props} with props owned. mu held. */
-void sim_emit_props_locked(sim_host *h, const char *type, cJSON *props);
 
 /* ---- calls.c ----------------------------------------------------------- */
 

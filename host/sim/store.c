@@ -22,7 +22,7 @@ char *sim_new_id_locked(sim_host *h, const char *prefix)
     static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     /* Like OpenCode: a time-based part that increases (so ids sort by
      * creation), then random characters. */
-    uint64_t t = (uint64_t)sim_now_locked(h) << 12;
+    uint64_t t = (uint64_t)sim_wall_ms(&h->core) << 12;
     if (t <= h->id_last)
         t = h->id_last + 1;
     h->id_last = t;
@@ -98,10 +98,10 @@ static sim_session *session_alloc_locked(sim_host *h, const char *parent_id, con
         /* OpenCode's default titles. */
         char buf[64];
         snprintf(buf, sizeof buf, "%s session - %lld", parent_id ? "Child" : "New",
-                 (long long)sim_now_locked(h));
+                 (long long)sim_wall_ms(&h->core));
         s->title = sim_strdup(buf);
     }
-    s->created = s->updated = sim_now_locked(h);
+    s->created = s->updated = sim_wall_ms(&h->core);
     s->messages = cJSON_CreateArray();
     s->denied = cJSON_CreateObject();
     s->heap_idx = -1;
@@ -125,7 +125,7 @@ static void emit_session_event_locked(sim_host *h, const char *type, const sim_s
     cJSON *props = cJSON_CreateObject();
     cJSON_AddStringToObject(props, "sessionID", s->id);
     cJSON_AddItemToObject(props, "info", sim_session_info_locked(s));
-    sim_emit_props_locked(h, type, props);
+    sim_emit_props_locked(&h->core, type, props);
 }
 
 sim_session *sim_session_create_locked(sim_host *h, const char *parent_id, const char *title)
@@ -134,7 +134,7 @@ sim_session *sim_session_create_locked(sim_host *h, const char *parent_id, const
         return NULL;
     sim_session *s = session_alloc_locked(h, parent_id, title);
     emit_session_event_locked(h, "session.created", s);
-    sim_changed_locked(h);
+    sim_changed_locked(&h->core);
     return s;
 }
 
@@ -185,13 +185,13 @@ void sim_session_delete_locked(sim_host *h, sim_session *s)
          * abort still ends it. Freed with the host. */
         s->deleted = 1;
         h->ndeleted++;
-        sim_changed_locked(h);
+        sim_changed_locked(&h->core);
         return;
     }
     sim_agent_forget_locked(h, s);
     unlink_locked(h, s);
     session_free(s);
-    sim_changed_locked(h);
+    sim_changed_locked(&h->core);
 }
 
 void sim_sessions_free_locked(sim_host *h)
@@ -266,15 +266,15 @@ sim_session *sim_session_fork_locked(sim_host *h, sim_session *s, const char *me
         cJSON_AddItemToArray(f->messages, c);
     }
     emit_session_event_locked(h, "session.created", f);
-    sim_changed_locked(h);
+    sim_changed_locked(&h->core);
     return f;
 }
 
 void sim_session_append_locked(sim_host *h, sim_session *s, cJSON *msg)
 {
     cJSON_AddItemToArray(s->messages, msg);
-    s->updated = sim_now_locked(h);
-    sim_changed_locked(h);
+    s->updated = sim_wall_ms(&h->core);
+    sim_changed_locked(&h->core);
 }
 
 cJSON *sim_session_messages_locked(const sim_session *s, int limit)
@@ -326,7 +326,7 @@ cJSON *sim_user_message_locked(sim_host *h, sim_session *s, const cJSON *body)
     cJSON_AddStringToObject(info, "sessionID", s->id);
     cJSON_AddStringToObject(info, "role", "user");
     cJSON *t = cJSON_AddObjectToObject(info, "time");
-    cJSON_AddNumberToObject(t, "created", (double)sim_now_locked(h));
+    cJSON_AddNumberToObject(t, "created", (double)sim_wall_ms(&h->core));
     const char *agent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "agent"));
     cJSON_AddStringToObject(info, "agent", agent ? agent : "build");
     cJSON *parts = cJSON_AddArrayToObject(msg, "parts");
@@ -352,67 +352,67 @@ cJSON *sim_user_message_locked(sim_host *h, sim_session *s, const cJSON *body)
 
 char *sim_session_new(sim_host *h, const char *parent_id, const char *title)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_session_create_locked(h, parent_id, title);
     char *id = s ? sim_strdup(s->id) : NULL;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return id;
 }
 
 int sim_session_delete(sim_host *h, const char *session_id)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_live_locked(h, session_id);
     if (s)
         sim_session_delete_locked(h, s);
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return s ? 0 : -ENOENT;
 }
 
 int sim_session_exists(sim_host *h, const char *session_id)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     int r = sim_find_live_locked(h, session_id) != NULL;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return r;
 }
 
 int sim_session_busy(sim_host *h, const char *session_id)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(h, session_id);
     int r = s && s->busy;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return r;
 }
 
 char *sim_session_messages_json(sim_host *h, const char *session_id)
 {
     char *out = NULL;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(h, session_id);
     if (s) {
         cJSON *m = sim_session_messages_locked(s, 0);
         out = sim_print(m);
         cJSON_Delete(m);
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return out;
 }
 
 int sim_session_message_count(sim_host *h, const char *session_id)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(h, session_id);
     int n = s ? cJSON_GetArraySize(s->messages) : -1;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return n;
 }
 
 char *sim_session_message_text(sim_host *h, const char *session_id, int n)
 {
     char *out = NULL;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(h, session_id);
     if (s) {
         int count = cJSON_GetArraySize(s->messages);
@@ -420,48 +420,48 @@ char *sim_session_message_text(sim_host *h, const char *session_id, int n)
         if (i >= 0 && i < count)
             out = sim_prompt_text(cJSON_GetArrayItem(s->messages, i));
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return out;
 }
 
 char *sim_session_get_json(sim_host *h, const char *session_id)
 {
     char *out = NULL;
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_live_locked(h, session_id);
     if (s) {
         cJSON *j = sim_session_info_locked(s);
         out = sim_print(j);
         cJSON_Delete(j);
     }
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return out;
 }
 
 size_t sim_session_count(sim_host *h)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     size_t n = h->nsessions - h->ndeleted;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return n;
 }
 
 int sim_session_tool_denied(sim_host *h, const char *session_id, const char *tool)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(h, session_id);
     int r = -1;
     if (s)
         r = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool)) ? 1 : 0;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return r;
 }
 
 char *sim_session_model_input(sim_host *h, const char *session_id)
 {
-    pthread_mutex_lock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(h, session_id);
     char *out = s ? sim_strdup(s->model_input) : NULL;
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->core.mu);
     return out;
 }
