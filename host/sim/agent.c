@@ -79,15 +79,15 @@ static cJSON *choose_steps_locked(sim_host *h, const char *text)
 
 static int heap_less(const sim_session *a, const sim_session *b)
 {
-    if (a->wake_mono != b->wake_mono)
-        return a->wake_mono < b->wake_mono;
-    return a->wake_seq < b->wake_seq;
+    if (a->run->wake_mono != b->run->wake_mono)
+        return a->run->wake_mono < b->run->wake_mono;
+    return a->run->wake_seq < b->run->wake_seq;
 }
 
 static void heap_set(sim_host *h, size_t i, sim_session *s)
 {
     h->heap[i] = s;
-    s->heap_idx = (long)i;
+    s->run->heap_idx = (long)i;
 }
 
 static void heap_up(sim_host *h, size_t i)
@@ -125,16 +125,16 @@ static void heap_down(sim_host *h, size_t i)
 
 static void unschedule_locked(sim_host *h, sim_session *s)
 {
-    if (s->heap_idx < 0)
+    if (s->run->heap_idx < 0)
         return;
-    size_t i = (size_t)s->heap_idx;
-    s->heap_idx = -1;
+    size_t i = (size_t)s->run->heap_idx;
+    s->run->heap_idx = -1;
     h->heap_len--;
     if (i == h->heap_len)
         return;
     heap_set(h, i, h->heap[h->heap_len]);
     heap_up(h, i);
-    heap_down(h, (size_t)h->heap[i]->heap_idx);
+    heap_down(h, (size_t)h->heap[i]->run->heap_idx);
 }
 
 /* Wake s's turn at monotonic ms `at` (replacing an earlier wake). */
@@ -145,8 +145,8 @@ static void schedule_locked(sim_host *h, sim_session *s, int64_t at)
         h->heap_cap = h->heap_cap ? h->heap_cap * 2 : 64;
         h->heap = sim_xrealloc(h->heap, h->heap_cap * sizeof *h->heap);
     }
-    s->wake_mono = at;
-    s->wake_seq = ++h->sched_seq;
+    s->run->wake_mono = at;
+    s->run->wake_seq = ++h->sched_seq;
     h->heap_len++;
     heap_set(h, h->heap_len - 1, s);
     heap_up(h, h->heap_len - 1);
@@ -213,20 +213,22 @@ static void turn_clear(sim_turn *t)
 
 static void drop_queue_locked(sim_session *s)
 {
-    while (s->queue_head) {
-        sim_prompt *p = s->queue_head;
-        s->queue_head = p->next;
+    if (!s->run)
+        return;
+    while (s->run->queue_head) {
+        sim_prompt *p = s->run->queue_head;
+        s->run->queue_head = p->next;
         cJSON_Delete(p->body);
         free(p);
     }
-    s->queue_tail = NULL;
+    s->run->queue_tail = NULL;
 }
 
 /* Store the turn's assistant message as it stands (with a copy of `error`
  * when given): message.updated, then it joins the session. */
 static void store_answer_locked(sim_host *h, sim_session *s, const cJSON *error)
 {
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     cJSON *msg = cJSON_CreateObject();
     cJSON *info = cJSON_AddObjectToObject(msg, "info");
     cJSON_AddStringToObject(info, "id", t->msg_id);
@@ -247,14 +249,14 @@ static void store_answer_locked(sim_host *h, sim_session *s, const cJSON *error)
     t->parts = NULL;
     t->open_part = NULL;
     emit_message_locked(h, s, msg);
-    sim_session_append_locked(h, s, msg);
+    sim_session_append_locked(&h->store, s, msg);
 }
 
 /* The turn is over: idle status, session.idle (twice after an error or
  * abort, as OpenCode does). */
 static void go_idle_locked(sim_host *h, sim_session *s, int twice)
 {
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     unschedule_locked(h, s);
     if (t->waiting_perm)
         sim_permission_session_ended_locked(h, s->id);
@@ -287,42 +289,12 @@ static void end_turn_locked(sim_host *h, sim_session *s, cJSON *error, int emit_
 #define CONTINUE_TEXT \
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
 
-/* A new message of s: {info:{id, sessionID, role, time:{created}}, parts:[]}. */
-static cJSON *new_message_locked(sim_host *h, const sim_session *s, const char *role)
-{
-    cJSON *msg = cJSON_CreateObject();
-    cJSON *info = cJSON_AddObjectToObject(msg, "info");
-    char *id = sim_new_id_locked(h, "msg");
-    cJSON_AddStringToObject(info, "id", id);
-    free(id);
-    cJSON_AddStringToObject(info, "sessionID", s->id);
-    cJSON_AddStringToObject(info, "role", role);
-    cJSON_AddNumberToObject(cJSON_AddObjectToObject(info, "time"), "created", (double)sim_wall_ms(&h->core));
-    cJSON_AddArrayToObject(msg, "parts");
-    return msg;
-}
-
-/* A new part of msg: {id, sessionID, messageID, type}. */
-static cJSON *new_part_locked(sim_host *h, cJSON *msg, const char *type)
-{
-    const cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
-    cJSON *part = cJSON_CreateObject();
-    char *id = sim_new_id_locked(h, "prt");
-    cJSON_AddStringToObject(part, "id", id);
-    free(id);
-    cJSON_AddItemToObject(part, "sessionID", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(info, "sessionID"), 0));
-    cJSON_AddItemToObject(part, "messageID", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(info, "id"), 0));
-    cJSON_AddStringToObject(part, "type", type);
-    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(msg, "parts"), part);
-    return part;
-}
-
 /* A user message as OpenCode writes one itself: the turn's agent and model. */
 static cJSON *host_user_message_locked(sim_host *h, const sim_session *s)
 {
-    cJSON *msg = new_message_locked(h, s, "user");
+    cJSON *msg = sim_message_new_locked(&h->store, s, "user");
     cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
-    cJSON_AddStringToObject(info, "agent", s->turn.agent);
+    cJSON_AddStringToObject(info, "agent", s->run->turn.agent);
     cJSON *model = cJSON_AddObjectToObject(info, "model");
     cJSON_AddStringToObject(model, "providerID", "sim");
     cJSON_AddStringToObject(model, "modelID", "sim-model");
@@ -340,7 +312,7 @@ static const char *add_message_locked(sim_host *h, sim_session *s, cJSON *msg, i
         if (with_parts)
             emit_part_locked(h, s, part);
     }
-    sim_session_append_locked(h, s, msg);
+    sim_session_append_locked(&h->store, s, msg);
     return cJSON_GetStringValue(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "info"), "id"));
 }
@@ -349,7 +321,7 @@ static const char *add_message_locked(sim_host *h, sim_session *s, cJSON *msg, i
  * ContextOverflowError and finish "error" when it failed. */
 static void add_summary_locked(sim_host *h, sim_session *s, const char *parent, const char *text, int failed)
 {
-    cJSON *msg = new_message_locked(h, s, "assistant");
+    cJSON *msg = sim_message_new_locked(&h->store, s, "assistant");
     cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
     cJSON_AddStringToObject(info, "parentID", parent);
     cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(info, "time"), "completed", (double)sim_wall_ms(&h->core));
@@ -366,13 +338,13 @@ static void add_summary_locked(sim_host *h, sim_session *s, const char *parent, 
     cJSON_AddNumberToObject(cache, "read", 0);
     cJSON_AddNumberToObject(cache, "write", 0);
     cJSON_AddNumberToObject(info, "cost", 0);
-    new_part_locked(h, msg, "step-start");
+    sim_part_new_locked(&h->store, msg, "step-start");
     if (failed) {
         cJSON_AddItemToObject(info, "error", error_json("ContextOverflowError", "Session too large to compact"));
         cJSON_AddStringToObject(info, "finish", "error");
     } else {
-        cJSON_AddStringToObject(new_part_locked(h, msg, "text"), "text", text);
-        new_part_locked(h, msg, "step-finish");
+        cJSON_AddStringToObject(sim_part_new_locked(&h->store, msg, "text"), "text", text);
+        sim_part_new_locked(&h->store, msg, "step-finish");
         cJSON_AddStringToObject(info, "finish", "stop");
     }
     add_message_locked(h, s, msg, 0);
@@ -384,13 +356,13 @@ static void add_summary_locked(sim_host *h, sim_session *s, const char *parent, 
  * steps, in a new assistant message), 0 when the turn has ended. */
 static int compact_locked(sim_host *h, sim_session *s, const cJSON *opt)
 {
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     int is_auto = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(opt, "auto"));
     int failed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opt, "fail"));
     const char *summary = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(opt, "summary"));
     store_answer_locked(h, s, NULL);
     cJSON *req = host_user_message_locked(h, s);
-    cJSON *part = new_part_locked(h, req, "compaction");
+    cJSON *part = sim_part_new_locked(&h->store, req, "compaction");
     cJSON_AddBoolToObject(part, "auto", is_auto);
     cJSON_AddBoolToObject(part, "overflow", 0);
     char *req_id = sim_strdup(add_message_locked(h, s, req, 1));
@@ -402,7 +374,7 @@ static int compact_locked(sim_host *h, sim_session *s, const cJSON *opt)
     }
     if (is_auto) {
         cJSON *cont = host_user_message_locked(h, s);
-        part = new_part_locked(h, cont, "text");
+        part = sim_part_new_locked(&h->store, cont, "text");
         cJSON_AddStringToObject(part, "text", CONTINUE_TEXT);
         cJSON_AddBoolToObject(part, "synthetic", 1);
         cJSON_AddBoolToObject(cJSON_AddObjectToObject(part, "metadata"), "compaction_continue", 1);
@@ -418,7 +390,7 @@ static int compact_locked(sim_host *h, sim_session *s, const cJSON *opt)
     /* The continue turn: a new model call, so the plugins transform the
      * history again before it. */
     free(t->msg_id);
-    t->msg_id = sim_new_id_locked(h, "msg");
+    t->msg_id = sim_new_id_locked(&h->store, "msg");
     t->parts = cJSON_CreateArray();
     t->created = sim_wall_ms(&h->core);
     t->transformed = 0;
@@ -431,16 +403,16 @@ static int compact_locked(sim_host *h, sim_session *s, const cJSON *opt)
  * script, wake the scheduler. */
 static void start_turn_locked(sim_host *h, sim_session *s, cJSON *body)
 {
-    cJSON *user = sim_user_message_locked(h, s, body);
+    cJSON *user = sim_user_message_locked(&h->store, s, body);
     emit_message_locked(h, s, user);
-    sim_session_append_locked(h, s, user);
+    sim_session_append_locked(&h->store, s, user);
     char *text = sim_prompt_text(body);
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     t->steps = choose_steps_locked(h, text);
     free(text);
     const char *agent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(body, "agent"));
     t->agent = sim_strdup(agent ? agent : "build");
-    t->msg_id = sim_new_id_locked(h, "msg");
+    t->msg_id = sim_new_id_locked(&h->store, "msg");
     t->parts = cJSON_CreateArray();
     t->created = sim_wall_ms(&h->core);
     t->gen++;
@@ -453,12 +425,12 @@ static void start_turn_locked(sim_host *h, sim_session *s, cJSON *body)
 
 static void start_next_locked(sim_host *h, sim_session *s)
 {
-    if (s->busy || !s->queue_head)
+    if (s->busy || !s->run->queue_head)
         return;
-    sim_prompt *p = s->queue_head;
-    s->queue_head = p->next;
-    if (!s->queue_head)
-        s->queue_tail = NULL;
+    sim_prompt *p = s->run->queue_head;
+    s->run->queue_head = p->next;
+    if (!s->run->queue_head)
+        s->run->queue_tail = NULL;
     cJSON *body = p->body;
     free(p);
     start_turn_locked(h, s, body);
@@ -466,6 +438,10 @@ static void start_next_locked(sim_host *h, sim_session *s)
 
 void sim_agent_prompt_locked(sim_host *h, sim_session *s, cJSON *body)
 {
+    if (!s->run) {
+        s->run = sim_xcalloc(1, sizeof *s->run);
+        s->run->heap_idx = -1;
+    }
     /* tools: {name: false} denies those tools to the session for good. */
     const cJSON *tool;
     cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(body, "tools"))
@@ -483,11 +459,11 @@ void sim_agent_prompt_locked(sim_host *h, sim_session *s, cJSON *body)
      * its own turn begins). */
     sim_prompt *p = sim_xcalloc(1, sizeof *p);
     p->body = body;
-    if (s->queue_tail)
-        s->queue_tail->next = p;
+    if (s->run->queue_tail)
+        s->run->queue_tail->next = p;
     else
-        s->queue_head = p;
-    s->queue_tail = p;
+        s->run->queue_head = p;
+    s->run->queue_tail = p;
 }
 
 void sim_agent_abort_locked(sim_host *h, sim_session *s)
@@ -495,7 +471,7 @@ void sim_agent_abort_locked(sim_host *h, sim_session *s)
     drop_queue_locked(s);
     if (!s->busy)
         return;
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     if (t->open_part) {
         cJSON *state = cJSON_GetObjectItemCaseSensitive(t->open_part, "state");
         cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString("error"));
@@ -506,32 +482,36 @@ void sim_agent_abort_locked(sim_host *h, sim_session *s)
     end_turn_locked(h, s, error_json("MessageAbortedError", "Aborted"), 0);
 }
 
-void sim_agent_forget_locked(sim_host *h, sim_session *s)
+void sim_agent_release_locked(void *ctx, sim_session *s)
 {
+    sim_host *h = ctx;
+    if (!s->run)
+        return; /* never prompted: nothing queued, scheduled or running */
     drop_queue_locked(s);
     unschedule_locked(h, s);
-    if (s->busy && s->turn.waiting_perm)
+    if (s->busy && s->run->turn.waiting_perm)
         sim_permission_session_ended_locked(h, s->id);
-    if (s->busy)
-        turn_clear(&s->turn);
+    turn_clear(&s->run->turn);
     s->busy = 0;
+    free(s->run);
+    s->run = NULL;
 }
 
 void sim_agent_permission_answered_locked(sim_host *h, const char *session_id, const char *request_id,
                                           int go_on)
 {
-    sim_session *s = sim_find_locked(h, session_id);
-    if (!s || !s->busy || !s->turn.waiting_perm || strcmp(s->turn.waiting_perm, request_id) != 0)
+    sim_session *s = sim_find_locked(&h->store, session_id);
+    if (!s || !s->busy || !s->run->turn.waiting_perm || strcmp(s->run->turn.waiting_perm, request_id) != 0)
         return;
-    free(s->turn.waiting_perm);
-    s->turn.waiting_perm = NULL;
+    free(s->run->turn.waiting_perm);
+    s->run->turn.waiting_perm = NULL;
     if (!go_on) {
         end_turn_locked(h, s, NULL, 0);
         start_next_locked(h, s);
         return;
     }
-    s->turn.step++;
-    s->turn.phase = 0;
+    s->run->turn.step++;
+    s->run->turn.phase = 0;
     schedule_locked(h, s, sim_mono_ms());
 }
 
@@ -552,10 +532,10 @@ static enum step_result end_and_next_locked(sim_host *h, sim_session *s)
  * with "ms" the turn waits that long before the second half. */
 static enum step_result tool_begin_locked(sim_host *h, sim_session *s, const cJSON *st, const char *tool)
 {
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     cJSON *part = cJSON_CreateObject();
-    char *pid = sim_new_id_locked(h, "prt");
-    char *cid = sim_new_id_locked(h, "call");
+    char *pid = sim_new_id_locked(&h->store, "prt");
+    char *cid = sim_new_id_locked(&h->store, "call");
     cJSON_AddStringToObject(part, "id", pid);
     cJSON_AddStringToObject(part, "sessionID", s->id);
     cJSON_AddStringToObject(part, "messageID", t->msg_id);
@@ -587,7 +567,7 @@ static enum step_result tool_begin_locked(sim_host *h, sim_session *s, const cJS
  * a prompt's "tools" denied to the session). */
 static enum step_result tool_end_locked(sim_host *h, sim_session *s, const cJSON *st, const char *tool)
 {
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     cJSON *part = t->open_part;
     cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
     const char *output = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "output"));
@@ -612,7 +592,7 @@ static enum step_result tool_end_locked(sim_host *h, sim_session *s, const cJSON
 /* {"wait_ms":n}: the turn waits n ms, then goes on. */
 static enum step_result wait_step_locked(sim_host *h, sim_session *s, const cJSON *wait)
 {
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     if (t->phase == 0 && cJSON_GetNumberValue(wait) > 0) {
         t->phase = 1;
         schedule_locked(h, s, sim_mono_ms() + (int64_t)cJSON_GetNumberValue(wait));
@@ -627,9 +607,9 @@ static enum step_result wait_step_locked(sim_host *h, sim_session *s, const cJSO
  * step follows (the compaction stores this answer, the turn goes on). */
 static enum step_result reply_step_locked(sim_host *h, sim_session *s, const cJSON *reply)
 {
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     cJSON *part = cJSON_CreateObject();
-    char *pid = sim_new_id_locked(h, "prt");
+    char *pid = sim_new_id_locked(&h->store, "prt");
     cJSON_AddStringToObject(part, "id", pid);
     free(pid);
     cJSON_AddStringToObject(part, "sessionID", s->id);
@@ -648,7 +628,7 @@ static enum step_result reply_step_locked(sim_host *h, sim_session *s, const cJS
  * the answer (sim_agent_permission_answered_locked). */
 static enum step_result ask_step_locked(sim_host *h, sim_session *s, const cJSON *ask)
 {
-    sim_turn *t = &s->turn;
+    sim_turn *t = &s->run->turn;
     int go = sim_permission_step_locked(h, s, ask, &t->waiting_perm);
     if (go < 0)
         return STEP_STOP;
@@ -669,7 +649,7 @@ static enum step_result run_step_locked(sim_host *h, sim_session *s, const cJSON
     const cJSON *compact = cJSON_GetObjectItemCaseSensitive(st, "compact");
     const cJSON *ask = cJSON_GetObjectItemCaseSensitive(st, "ask");
     if (tool)
-        return s->turn.phase == 0 ? tool_begin_locked(h, s, st, tool) : tool_end_locked(h, s, st, tool);
+        return s->run->turn.phase == 0 ? tool_begin_locked(h, s, st, tool) : tool_end_locked(h, s, st, tool);
     if (wait)
         return wait_step_locked(h, s, wait);
     if (reply)
@@ -688,7 +668,7 @@ static enum step_result run_step_locked(sim_host *h, sim_session *s, const cJSON
         return STEP_STOP; /* busy until aborted: nothing scheduled */
     if (ask)
         return ask_step_locked(h, s, ask);
-    s->turn.step++;
+    s->run->turn.step++;
     return STEP_GO_ON;
 }
 
@@ -696,7 +676,7 @@ static enum step_result run_step_locked(sim_host *h, sim_session *s, const cJSON
 static void advance_locked(sim_host *h, sim_session *s)
 {
     for (;;) {
-        cJSON *st = cJSON_GetArrayItem(s->turn.steps, s->turn.step);
+        cJSON *st = cJSON_GetArrayItem(s->run->turn.steps, s->run->turn.step);
         if (!st) {
             /* Steps ran out: the turn ends with whatever parts it made. */
             end_and_next_locked(h, s);
@@ -714,7 +694,7 @@ static void advance_locked(sim_host *h, sim_session *s)
 static void transform_unlocked(sim_host *h, sim_session *s)
 {
     char *id = sim_strdup(s->id);
-    uint64_t gen = s->turn.gen;
+    uint64_t gen = s->run->turn.gen;
     cJSON *hist = sim_session_messages_locked(s, 0);
     char *in = sim_print(hist);
     cJSON_Delete(hist);
@@ -722,11 +702,11 @@ static void transform_unlocked(sim_host *h, sim_session *s)
     char *seen = sim_plugins_transform(h, id, in);
     free(in);
     pthread_mutex_lock(&h->core.mu);
-    sim_session *now = sim_find_locked(h, id);
-    if (now && now->busy && now->turn.gen == gen) {
+    sim_session *now = sim_find_locked(&h->store, id);
+    if (now && now->busy && now->run->turn.gen == gen) {
         free(now->model_input);
         now->model_input = seen;
-        now->turn.transformed = 1;
+        now->run->turn.transformed = 1;
         sim_changed_locked(&h->core);
     } else {
         free(seen);
@@ -745,22 +725,22 @@ static void *sched_main(void *arg)
         }
         sim_session *s = h->heap[0];
         int64_t now = sim_mono_ms();
-        if (s->wake_mono > now) {
-            sim_cond_wait_until(&h->sched_cv, &h->core.mu, s->wake_mono);
+        if (s->run->wake_mono > now) {
+            sim_cond_wait_until(&h->sched_cv, &h->core.mu, s->run->wake_mono);
             continue;
         }
         unschedule_locked(h, s);
         if (!s->busy)
             continue;
-        if (!s->turn.transformed) {
+        if (!s->run->turn.transformed) {
             /* Only this thread advances turns, so the turn cannot move on
              * while mu is released; an abort or delete changes gen. */
-            uint64_t gen = s->turn.gen;
+            uint64_t gen = s->run->turn.gen;
             char *id = sim_strdup(s->id);
             transform_unlocked(h, s);
-            s = sim_find_locked(h, id);
+            s = sim_find_locked(&h->store, id);
             free(id);
-            if (!s || !s->busy || s->turn.gen != gen)
+            if (!s || !s->busy || s->run->turn.gen != gen)
                 continue;
         }
         advance_locked(h, s);

@@ -74,7 +74,7 @@ static int h_session_create(void *ud, const char *parent_id, const char *title, 
     if (rc)
         return rc;
     pthread_mutex_lock(&h->core.mu);
-    sim_session *s = sim_session_create_locked(h, parent_id, title);
+    sim_session *s = sim_session_create_locked(&h->store, parent_id, title);
     char *res = NULL;
     if (s) {
         cJSON *j = sim_session_info_locked(s);
@@ -104,7 +104,7 @@ static int h_session_get(void *ud, const char *sid, char **out)
     if (rc)
         return rc;
     pthread_mutex_lock(&h->core.mu);
-    sim_session *s = sim_find_live_locked(h, sid);
+    sim_session *s = sim_find_live_locked(&h->store, sid);
     char *res = NULL;
     if (s) {
         cJSON *j = sim_session_info_locked(s);
@@ -137,7 +137,7 @@ static int h_session_messages(void *ud, const char *sid, int limit, char **out)
         res = sim_strdup("limit must be >= 0");
     } else {
         pthread_mutex_lock(&h->core.mu);
-        sim_session *s = sim_find_live_locked(h, sid);
+        sim_session *s = sim_find_live_locked(&h->store, sid);
         if (s) {
             cJSON *j = sim_session_messages_locked(s, limit);
             res = sim_print(j);
@@ -196,12 +196,12 @@ static int apply_prompt(sim_host *h, const char *sid, const char *body_json, cha
         return -EINVAL;
     }
     pthread_mutex_lock(&h->core.mu);
-    sim_session *s = sim_find_live_locked(h, sid);
+    sim_session *s = sim_find_live_locked(&h->store, sid);
     if (!s) {
         cJSON_Delete(b);
     } else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(b, "noReply"))) {
         /* Stored without a model turn and, per the ABI, without events. */
-        sim_session_append_locked(h, s, sim_user_message_locked(h, s, b));
+        sim_session_append_locked(&h->store, s, sim_user_message_locked(&h->store, s, b));
         cJSON_Delete(b);
     } else {
         sim_agent_prompt_locked(h, s, b);
@@ -242,7 +242,7 @@ int sim_session_prompt(sim_host *h, const char *session_id, const char *body_jso
 int sim_session_abort(sim_host *h, const char *session_id)
 {
     pthread_mutex_lock(&h->core.mu);
-    sim_session *s = sim_find_locked(h, session_id);
+    sim_session *s = sim_find_locked(&h->store, session_id);
     if (s)
         sim_agent_abort_locked(h, s);
     pthread_mutex_unlock(&h->core.mu);
@@ -260,7 +260,7 @@ static int h_session_abort(void *ud, const char *sid, char **out)
     if (rc)
         return rc;
     pthread_mutex_lock(&h->core.mu);
-    sim_session *s = sim_find_locked(h, sid);
+    sim_session *s = sim_find_locked(&h->store, sid);
     if (s)
         sim_agent_abort_locked(h, s);
     pthread_mutex_unlock(&h->core.mu);
@@ -282,7 +282,7 @@ static int h_session_status(void *ud, char **out)
         return injected(h, "session_status", NULL, sim_strdup("{}"), rc, t, out);
     cJSON *m = cJSON_CreateObject();
     pthread_mutex_lock(&h->core.mu);
-    for (sim_session *s = h->s_first; s; s = s->next)
+    for (sim_session *s = h->store.first; s; s = s->next)
         if (s->busy)
             cJSON_AddStringToObject(cJSON_AddObjectToObject(m, s->id), "type", "busy");
     pthread_mutex_unlock(&h->core.mu);
@@ -304,9 +304,9 @@ static int h_session_fork(void *ud, const char *sid, const char *message_id, cha
         return rc;
     char *res = NULL;
     pthread_mutex_lock(&h->core.mu);
-    sim_session *s = sim_find_live_locked(h, sid);
+    sim_session *s = sim_find_live_locked(&h->store, sid);
     if (s) {
-        sim_session *f = sim_session_fork_locked(h, s, message_id);
+        sim_session *f = sim_session_fork_locked(&h->store, s, message_id);
         cJSON *j = sim_session_info_locked(f);
         res = sim_print(j);
         cJSON_Delete(j);

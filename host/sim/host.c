@@ -32,22 +32,15 @@ sim_host *sim_create(void)
         free(h);
         return NULL;
     }
-    /* Ids need only be unique within a host; a seed from time and pid keeps
-     * two hosts in one process from sharing suffixes. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h->id_rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
-                (uint64_t)(uintptr_t)h;
-    if (!h->id_rng)
-        h->id_rng = 0x9e3779b97f4a7c15ull;
+    sim_store_init(&h->store, &h->core);
+    h->store.release = sim_agent_release_locked;
+    h->store.release_ctx = h;
     h->perm_rules = cJSON_CreateObject();
     h->perm_always = cJSON_CreateObject();
     h->perm_log = cJSON_CreateArray();
-    h->nbuckets = 1024;
-    h->buckets = sim_xcalloc(h->nbuckets, sizeof *h->buckets);
     sim_api_fill(h);
     if (sim_events_start(h) != 0) {
-        free(h->buckets);
+        free(h->store.buckets);
         free(h);
         return NULL;
     }
@@ -56,7 +49,7 @@ sim_host *sim_create(void)
         h->core.stopping = 1;
         pthread_mutex_unlock(&h->core.mu);
         sim_events_join(h);
-        free(h->buckets);
+        free(h->store.buckets);
         free(h);
         return NULL;
     }
@@ -80,12 +73,11 @@ void sim_destroy(sim_host *h)
     sim_events_join(h);
 
     pthread_mutex_lock(&h->core.mu);
-    sim_sessions_free_locked(h);
+    sim_store_free_locked(&h->store);
     sim_rules_free_locked(h);
     sim_calls_free_locked(h);
     sim_permission_free_locked(h);
     pthread_mutex_unlock(&h->core.mu);
-    free(h->buckets);
     free(h->heap);
     free(h->plugins);
     pthread_cond_destroy(&h->sched_cv);

@@ -143,7 +143,7 @@ static cJSON *request_info_locked(sim_host *h, const char *session, const char *
                                   const char *call_id)
 {
     cJSON *info = cJSON_CreateObject();
-    char *id = sim_new_id_locked(h, "per");
+    char *id = sim_new_id_locked(&h->store, "per");
     cJSON_AddStringToObject(info, "id", id);
     free(id);
     cJSON_AddStringToObject(info, "sessionID", session);
@@ -308,7 +308,7 @@ int sim_permission_step_locked(sim_host *h, sim_session *s, const cJSON *ask, ch
         return 1; /* malformed: the step is skipped */
     const char *action = decide_locked(h, s->id, perm, patterns);
     cJSON *info = request_info_locked(h, s->id, perm, patterns, cJSON_GetObjectItemCaseSensitive(ask, "always"),
-                                      cJSON_GetObjectItemCaseSensitive(ask, "metadata"), s->turn.msg_id, NULL);
+                                      cJSON_GetObjectItemCaseSensitive(ask, "metadata"), s->run->turn.msg_id, NULL);
     if (strcmp(action, "ask") != 0) {
         log_request_locked(h, info, action, NULL);
         cJSON_Delete(info);

@@ -2,7 +2,7 @@
  * sim_internal.h — the simulated host's private state, shared by its files:
  *
  *   host.c      create/destroy, the clock's public face, sim_wait
- *   store.c     sessions and messages (ids, JSON shapes, fork, delete)
+ *   host_sessions.c  the user's view of the sessions (simhost.h)
  *   agent.c     scripts and the one scheduler thread that runs every turn
  *   events.c    the event queue's one delivery thread
  *   calls.c     the record of plugin calls, call faults and slowness
@@ -30,11 +30,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "sim_core.h"
+#include "sim_store.h"
 #include "simhost.h"
 
 typedef struct sim_prompt sim_prompt;
-typedef struct sim_session sim_session;
 typedef struct sim_rule sim_rule;
 typedef struct sim_callrec sim_callrec;
 typedef struct sim_fault sim_fault;
@@ -63,24 +62,16 @@ typedef struct sim_turn {
     char *waiting_perm; /* the permission question the turn waits on, or NULL */
 } sim_turn;
 
-struct sim_session {
-    char *id;
-    char *parent_id;   /* NULL: top-level */
-    char *title;
-    int64_t created, updated;
-    cJSON *messages;   /* array of {info, parts}, oldest first, owned */
-    cJSON *denied;     /* object {tool: false} from prompt bodies, owned */
-    char *model_input; /* history the model saw last turn, after transforms */
-    int busy;
-    int deleted;       /* deleted while busy: its turn runs on, hidden (as OpenCode) */
-    sim_turn turn;     /* valid while busy */
+/* A session's turn state (s->run): allocated with its first prompt,
+ * released by the store's release hook (agent.c). */
+typedef struct sim_run sim_run;
+struct sim_run {
+    sim_turn turn;     /* valid while the session is busy */
     sim_prompt *queue_head, *queue_tail;
     /* Scheduler heap position (-1: not scheduled) and wake time/order. */
     long heap_idx;
     int64_t wake_mono;
     uint64_t wake_seq;
-    sim_session *hnext;           /* hash chain */
-    sim_session *prev, *next;     /* creation order */
 };
 
 /* A script rule (sim_script). */
@@ -126,15 +117,7 @@ struct sim_host {
     sim_core core;           /* mu, the change signal, the clock, the event queue */
     pthread_cond_t sched_cv; /* the scheduler waits on it */
 
-    /* ids */
-    uint64_t id_last;
-    uint64_t id_rng;
-
-    /* sessions: hash by id + creation-order list */
-    sim_session **buckets;
-    size_t nbuckets, nsessions;
-    size_t ndeleted;   /* deleted sessions whose turn still ran then (kept until destroy) */
-    sim_session *s_first, *s_last;
+    sim_store store;         /* sessions and messages */
 
     /* scripts */
     sim_rule *rules;
@@ -175,36 +158,6 @@ struct sim_host {
     char load_error[512];
 };
 
-/* ---- store.c ----------------------------------------------------------- */
-
-/* A new id "<prefix>_<12 hex, increasing><10 base62 random>", malloc'd. mu held. */
-char *sim_new_id_locked(sim_host *h, const char *prefix);
-/* Find a session by id, also one deleted while busy (NULL when none). mu held. */
-sim_session *sim_find_locked(sim_host *h, const char *id);
-/* The same, but not a deleted one: what the host's API can see. mu held. */
-sim_session *sim_find_live_locked(sim_host *h, const char *id);
-/* Create a session (parent must exist when given; else NULL). Emits
- * session.created. mu held. */
-sim_session *sim_session_create_locked(sim_host *h, const char *parent_id, const char *title);
-/* The session as OpenCode's Session JSON, owned by the caller. mu held. */
-cJSON *sim_session_info_locked(const sim_session *s);
-/* Delete a session and its descendants (children first), emitting
- * session.deleted for each. mu held. */
-void sim_session_delete_locked(sim_host *h, sim_session *s);
-/* Fork: a new session holding copies of the messages before message_id (all
- * when NULL or not found). mu held. */
-sim_session *sim_session_fork_locked(sim_host *h, sim_session *s, const char *message_id);
-/* Append a message {info, parts} (owned by the session afterwards). mu held. */
-void sim_session_append_locked(sim_host *h, sim_session *s, cJSON *msg);
-/* The messages JSON (newest `limit` when limit > 0), owned by the caller. mu held. */
-cJSON *sim_session_messages_locked(const sim_session *s, int limit);
-/* Build a user message from a prompt body (parts copied, agent). mu held. */
-cJSON *sim_user_message_locked(sim_host *h, sim_session *s, const cJSON *body);
-/* The prompt's text: its text parts joined by "\n", malloc'd. */
-char *sim_prompt_text(const cJSON *body);
-/* Free every session. mu held (or no other thread left). */
-void sim_sessions_free_locked(sim_host *h);
-
 /* ---- agent.c ----------------------------------------------------------- */
 
 /* Start the scheduler thread. Returns 0 or an errno. */
@@ -216,8 +169,9 @@ void sim_agent_join(sim_host *h);
 void sim_agent_prompt_locked(sim_host *h, sim_session *s, cJSON *body);
 /* Abort s's turn (and queued prompts); nothing when idle. mu held. */
 void sim_agent_abort_locked(sim_host *h, sim_session *s);
-/* Forget s's turn silently (the session is being deleted). mu held. */
-void sim_agent_forget_locked(sim_host *h, sim_session *s);
+/* The store's release hook (ctx: the host): forget s's turn silently and
+ * free s->run (the session is being freed). mu held. */
+void sim_agent_release_locked(void *ctx, sim_session *s);
 /* The question a turn waited on was answered: go_on 1 continues the turn,
  * 0 ends it (rejected). mu held. */
 void sim_agent_permission_answered_locked(sim_host *h, const char *session_id, const char *request_id,

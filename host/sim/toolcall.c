@@ -34,8 +34,8 @@ static sim_call *call_new(sim_host *h, const char *session_id, const char *name,
     c->args = sim_strdup(args ? args : (is_command ? "" : "{}"));
     c->is_command = is_command;
     pthread_mutex_lock(&h->core.mu);
-    c->message_id = sim_new_id_locked(h, "msg");
-    c->call_id = is_command ? NULL : sim_new_id_locked(h, "call");
+    c->message_id = sim_new_id_locked(&h->store, "msg");
+    c->call_id = is_command ? NULL : sim_new_id_locked(&h->store, "call");
     pthread_mutex_unlock(&h->core.mu);
     char *cwd = getcwd(NULL, 0);
     c->directory = sim_strdup(cwd ? cwd : ".");
