@@ -204,7 +204,7 @@ static int apply_prompt(sim_host *h, const char *sid, const char *body_json, cha
         sim_session_append_locked(&h->store, s, sim_user_message_locked(&h->store, s, b));
         cJSON_Delete(b);
     } else {
-        sim_agent_prompt_locked(h, s, b);
+        sim_agent_prompt_locked(&h->agents, s, b);
     }
     pthread_mutex_unlock(&h->core.mu);
     if (!s) {
@@ -244,7 +244,7 @@ int sim_session_abort(sim_host *h, const char *session_id)
     pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(&h->store, session_id);
     if (s)
-        sim_agent_abort_locked(h, s);
+        sim_agent_abort_locked(&h->agents, s);
     pthread_mutex_unlock(&h->core.mu);
     return s ? 0 : -ENOENT;
 }
@@ -262,7 +262,7 @@ static int h_session_abort(void *ud, const char *sid, char **out)
     pthread_mutex_lock(&h->core.mu);
     sim_session *s = sim_find_locked(&h->store, sid);
     if (s)
-        sim_agent_abort_locked(h, s);
+        sim_agent_abort_locked(&h->agents, s);
     pthread_mutex_unlock(&h->core.mu);
     if (!s) {
         rc = -ENOENT;

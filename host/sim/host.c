@@ -18,6 +18,12 @@ void sim_advance_ms(sim_host *h, int64_t ms)
     sim_clock_advance(&h->core, ms);
 }
 
+/* The agents' transform hook: every plugin's transform_messages. */
+static char *transform_hook(void *ctx, const char *session_id, const char *messages_json)
+{
+    return sim_plugins_transform(ctx, session_id, messages_json);
+}
+
 sim_host *sim_create(void)
 {
     sim_host *h = calloc(1, sizeof *h);
@@ -28,13 +34,20 @@ sim_host *sim_create(void)
         return NULL;
     }
     pthread_mutex_init(&h->plug_mu, NULL);
-    if (sim_cond_init(&h->sched_cv) || sim_cond_init(&h->plug_cv)) {
+    if (sim_cond_init(&h->plug_cv)) {
         free(h);
         return NULL;
     }
     sim_store_init(&h->store, &h->core);
-    h->store.release = sim_agent_release_locked;
-    h->store.release_ctx = h;
+    if (sim_agents_init(&h->agents, &h->store) != 0) {
+        free(h);
+        return NULL;
+    }
+    h->agents.hooks.transform = transform_hook;
+    h->agents.hooks.transform_ctx = h;
+    h->agents.hooks.ask = sim_permission_ask_step_locked;
+    h->agents.hooks.turn_gone = sim_permission_turn_gone_locked;
+    h->agents.hooks.perm_ctx = h;
     h->perm_rules = cJSON_CreateObject();
     h->perm_always = cJSON_CreateObject();
     h->perm_log = cJSON_CreateArray();
@@ -44,7 +57,7 @@ sim_host *sim_create(void)
         free(h);
         return NULL;
     }
-    if (sim_agent_start(h) != 0) {
+    if (sim_agents_start(&h->agents) != 0) {
         pthread_mutex_lock(&h->core.mu);
         h->core.stopping = 1;
         pthread_mutex_unlock(&h->core.mu);
@@ -66,21 +79,18 @@ void sim_destroy(sim_host *h)
     pthread_mutex_lock(&h->core.mu);
     h->core.stopping = 1;
     pthread_cond_broadcast(&h->core.ev.cv);
-    pthread_cond_broadcast(&h->sched_cv);
     sim_changed_locked(&h->core);
     pthread_mutex_unlock(&h->core.mu);
-    sim_agent_join(h);
+    sim_agents_join(&h->agents);
     sim_events_join(h);
 
     pthread_mutex_lock(&h->core.mu);
     sim_store_free_locked(&h->store);
-    sim_rules_free_locked(h);
     sim_calls_free_locked(h);
     sim_permission_free_locked(h);
     pthread_mutex_unlock(&h->core.mu);
-    free(h->heap);
+    sim_agents_destroy(&h->agents);
     free(h->plugins);
-    pthread_cond_destroy(&h->sched_cv);
     pthread_cond_destroy(&h->plug_cv);
     pthread_mutex_destroy(&h->plug_mu);
     sim_core_destroy(&h->core);

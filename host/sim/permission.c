@@ -216,7 +216,7 @@ static void answer_locked(sim_host *h, sim_perm_req *r, const char *reply, const
         return; /* the waiting tool call wakes (state_cv) and frees it */
     unlink_locked(h, r);
     if (tell_turn)
-        sim_agent_permission_answered_locked(h, r->session, r->id, strcmp(r->reply, "reject") != 0);
+        sim_agent_permission_answered_locked(&h->agents, r->session, r->id, strcmp(r->reply, "reject") != 0);
     req_free(r);
 }
 
@@ -299,22 +299,24 @@ int sim_ask_permission(sim_host *h, const ocp_call_ctx *ctx, const ocp_permissio
 
 /* ---- a sub-agent's question (the script's "ask" step) ------------------ */
 
-int sim_permission_step_locked(sim_host *h, sim_session *s, const cJSON *ask, char **request_id)
+int sim_permission_ask_step_locked(void *ctx, const char *session_id, const char *message_id, const cJSON *ask,
+                                   char **request_id)
 {
+    sim_host *h = ctx;
     const char *perm = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ask, "permission"));
     const cJSON *patterns = cJSON_GetObjectItemCaseSensitive(ask, "patterns");
     *request_id = NULL;
     if (!perm || !cJSON_IsArray(patterns))
         return 1; /* malformed: the step is skipped */
-    const char *action = decide_locked(h, s->id, perm, patterns);
-    cJSON *info = request_info_locked(h, s->id, perm, patterns, cJSON_GetObjectItemCaseSensitive(ask, "always"),
-                                      cJSON_GetObjectItemCaseSensitive(ask, "metadata"), s->run->turn.msg_id, NULL);
+    const char *action = decide_locked(h, session_id, perm, patterns);
+    cJSON *info = request_info_locked(h, session_id, perm, patterns, cJSON_GetObjectItemCaseSensitive(ask, "always"),
+                                      cJSON_GetObjectItemCaseSensitive(ask, "metadata"), message_id, NULL);
     if (strcmp(action, "ask") != 0) {
         log_request_locked(h, info, action, NULL);
         cJSON_Delete(info);
         return strcmp(action, "allow") == 0 ? 1 : 0;
     }
-    sim_perm_req *r = open_locked(h, info, s->id, 1);
+    sim_perm_req *r = open_locked(h, info, session_id, 1);
     if (h->perm_auto) {
         /* answered at once: the step goes on (or the turn ends) now */
         int go_on = strcmp(h->perm_auto, "reject") != 0;
@@ -325,8 +327,9 @@ int sim_permission_step_locked(sim_host *h, sim_session *s, const cJSON *ask, ch
     return -1;
 }
 
-void sim_permission_session_ended_locked(sim_host *h, const char *session_id)
+void sim_permission_turn_gone_locked(void *ctx, const char *session_id)
 {
+    sim_host *h = ctx;
     for (sim_perm_req *r = h->perm_open, *next; r; r = next) {
         next = r->next;
         if (r->for_turn && !r->reply && strcmp(r->session, session_id) == 0)

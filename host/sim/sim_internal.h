@@ -3,7 +3,7 @@
  *
  *   host.c      create/destroy, the clock's public face, sim_wait
  *   host_sessions.c  the user's view of the sessions (simhost.h)
- *   agent.c     scripts and the one scheduler thread that runs every turn
+ *   host_face.c thin public wrappers (simhost.h) over the lower layers
  *   events.c    the event queue's one delivery thread
  *   calls.c     the record of plugin calls, call faults and slowness
  *   api.c       the ocp_host functions plugins call
@@ -30,57 +30,14 @@
 
 #include <cjson/cJSON.h>
 
-#include "sim_store.h"
+#include "sim_agent.h"
 #include "simhost.h"
 
-typedef struct sim_prompt sim_prompt;
-typedef struct sim_rule sim_rule;
 typedef struct sim_callrec sim_callrec;
 typedef struct sim_fault sim_fault;
 typedef struct sim_slowfn sim_slowfn;
 typedef struct sim_plugslot sim_plugslot;
 typedef struct sim_perm_req sim_perm_req;
-
-/* A prompt waiting for its turn (the session was busy when it came). */
-struct sim_prompt {
-    cJSON *body; /* the parsed prompt body, owned */
-    sim_prompt *next;
-};
-
-/* The model turn a busy session is running (see agent.c). */
-typedef struct sim_turn {
-    cJSON *steps;      /* the script's steps array, owned copy */
-    int step;          /* the next step to run */
-    int phase;         /* 0: step not started; 1: waiting for the step's time */
-    char *msg_id;      /* the assistant message being produced */
-    char *agent;       /* the agent named by the prompt (or "build") */
-    cJSON *parts;      /* the assistant message's parts so far, owned */
-    cJSON *open_part;  /* a tool part still running (inside parts), or NULL */
-    int64_t created;   /* wall-clock ms the turn began */
-    int transformed;   /* transform_messages already ran for this turn */
-    uint64_t gen;      /* changes whenever a turn starts or ends */
-    char *waiting_perm; /* the permission question the turn waits on, or NULL */
-} sim_turn;
-
-/* A session's turn state (s->run): allocated with its first prompt,
- * released by the store's release hook (agent.c). */
-typedef struct sim_run sim_run;
-struct sim_run {
-    sim_turn turn;     /* valid while the session is busy */
-    sim_prompt *queue_head, *queue_tail;
-    /* Scheduler heap position (-1: not scheduled) and wake time/order. */
-    long heap_idx;
-    int64_t wake_mono;
-    uint64_t wake_seq;
-};
-
-/* A script rule (sim_script). */
-struct sim_rule {
-    char *match;   /* "" matches everything */
-    cJSON *script; /* {"steps":[…]}, owned */
-    int once;
-    sim_rule *next;
-};
 
 /* One recorded plugin call. */
 struct sim_callrec {
@@ -115,19 +72,9 @@ struct sim_host {
     ocp_host table;
 
     sim_core core;           /* mu, the change signal, the clock, the event queue */
-    pthread_cond_t sched_cv; /* the scheduler waits on it */
 
     sim_store store;         /* sessions and messages */
-
-    /* scripts */
-    sim_rule *rules;
-
-    /* scheduler */
-    sim_session **heap;
-    size_t heap_len, heap_cap;
-    uint64_t sched_seq;
-    pthread_t sched_thread;
-    int sched_started;
+    sim_agents agents;       /* scripts and the scheduler */
 
     /* event delivery */
     pthread_t ev_thread;
@@ -158,27 +105,6 @@ struct sim_host {
     char load_error[512];
 };
 
-/* ---- agent.c ----------------------------------------------------------- */
-
-/* Start the scheduler thread. Returns 0 or an errno. */
-int sim_agent_start(sim_host *h);
-/* Stop and join it (h->core.stopping must already be set under mu). */
-void sim_agent_join(sim_host *h);
-/* A prompt body arrived for s (validated, not noReply): run it now or queue
- * it. Takes ownership of body. mu held. */
-void sim_agent_prompt_locked(sim_host *h, sim_session *s, cJSON *body);
-/* Abort s's turn (and queued prompts); nothing when idle. mu held. */
-void sim_agent_abort_locked(sim_host *h, sim_session *s);
-/* The store's release hook (ctx: the host): forget s's turn silently and
- * free s->run (the session is being freed). mu held. */
-void sim_agent_release_locked(void *ctx, sim_session *s);
-/* The question a turn waited on was answered: go_on 1 continues the turn,
- * 0 ends it (rejected). mu held. */
-void sim_agent_permission_answered_locked(sim_host *h, const char *session_id, const char *request_id,
-                                          int go_on);
-/* Free every script rule. mu held. */
-void sim_rules_free_locked(sim_host *h);
-
 /* ---- events.c ---------------------------------------------------------- */
 
 /* Start the event thread. Returns 0 or an errno. */
@@ -207,13 +133,13 @@ void sim_api_fill(sim_host *h);
 
 /* The ask_permission host function (api.c records it and injects faults). */
 int sim_ask_permission(sim_host *h, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
-/* A sub-agent's "ask" step ({permission, patterns, always?, metadata?}) in
- * s's turn. Returns 1: allowed, go on; 0: denied or rejected, the turn ends;
- * -1: the question is open (*request_id, malloc'd): the turn waits for
- * sim_agent_permission_answered_locked. mu held. */
-int sim_permission_step_locked(sim_host *h, sim_session *s, const cJSON *ask, char **request_id);
-/* s's turn ended (abort, delete): its open questions are rejected. mu held. */
-void sim_permission_session_ended_locked(sim_host *h, const char *session_id);
+/* The agents' ask hook (ctx: the host): a sub-agent's "ask" step (see
+ * sim_agent_hooks.ask). mu held. */
+int sim_permission_ask_step_locked(void *ctx, const char *session_id, const char *message_id, const cJSON *ask,
+                                   char **request_id);
+/* The agents' turn_gone hook (ctx: the host): the turn's open questions are
+ * rejected. mu held. */
+void sim_permission_turn_gone_locked(void *ctx, const char *session_id);
 void sim_permission_free_locked(sim_host *h);
 
 /* ---- plugins.c --------------------------------------------------------- */
