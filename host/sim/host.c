@@ -8,20 +8,16 @@
 #include <time.h>
 #include <unistd.h>
 
-int64_t sim_now_ms(sim_host *h)
-{
-    return sim_wall_ms(&h->core);
-}
-
-void sim_advance_ms(sim_host *h, int64_t ms)
-{
-    sim_clock_advance(&h->core, ms);
-}
-
 /* The agents' transform hook: every plugin's transform_messages. */
 static char *transform_hook(void *ctx, const char *session_id, const char *messages_json)
 {
     return sim_plugins_transform(ctx, session_id, messages_json);
+}
+
+/* The API's deliver hook: every plugin's on_event. */
+static void deliver_hook(void *ctx, const char *event_json)
+{
+    sim_plugins_deliver(ctx, event_json);
 }
 
 sim_host *sim_create(void)
@@ -43,16 +39,13 @@ sim_host *sim_create(void)
         free(h);
         return NULL;
     }
+    sim_api_init(&h->api, &h->agents);
+    /* The lower layers reach the plugins only through these hooks. */
     h->agents.hooks.transform = transform_hook;
     h->agents.hooks.transform_ctx = h;
-    h->agents.hooks.ask = sim_permission_ask_step_locked;
-    h->agents.hooks.turn_gone = sim_permission_turn_gone_locked;
-    h->agents.hooks.perm_ctx = h;
-    h->perm_rules = cJSON_CreateObject();
-    h->perm_always = cJSON_CreateObject();
-    h->perm_log = cJSON_CreateArray();
-    sim_api_fill(h);
-    if (sim_events_start(h) != 0) {
+    h->api.deliver = deliver_hook;
+    h->api.deliver_ctx = h;
+    if (sim_api_start(&h->api) != 0) {
         free(h->store.buckets);
         free(h);
         return NULL;
@@ -61,7 +54,7 @@ sim_host *sim_create(void)
         pthread_mutex_lock(&h->core.mu);
         h->core.stopping = 1;
         pthread_mutex_unlock(&h->core.mu);
-        sim_events_join(h);
+        sim_api_join(&h->api);
         free(h->store.buckets);
         free(h);
         return NULL;
@@ -78,16 +71,14 @@ void sim_destroy(sim_host *h)
     sim_unload_plugins(h);
     pthread_mutex_lock(&h->core.mu);
     h->core.stopping = 1;
-    pthread_cond_broadcast(&h->core.ev.cv);
     sim_changed_locked(&h->core);
     pthread_mutex_unlock(&h->core.mu);
     sim_agents_join(&h->agents);
-    sim_events_join(h);
+    sim_api_join(&h->api);
 
     pthread_mutex_lock(&h->core.mu);
     sim_store_free_locked(&h->store);
-    sim_calls_free_locked(h);
-    sim_permission_free_locked(h);
+    sim_api_free_locked(&h->api);
     pthread_mutex_unlock(&h->core.mu);
     sim_agents_destroy(&h->agents);
     free(h->plugins);
@@ -99,7 +90,7 @@ void sim_destroy(sim_host *h)
 
 const ocp_host *sim_table(sim_host *h)
 {
-    return &h->table;
+    return &h->api.table;
 }
 
 int sim_wait(sim_host *h, int (*pred)(sim_host *h, void *arg), void *arg, int timeout_ms)

@@ -24,6 +24,24 @@ int sim_session_delete(sim_host *h, const char *session_id)
     return s ? 0 : -ENOENT;
 }
 
+int sim_session_prompt(sim_host *h, const char *session_id, const char *body_json)
+{
+    char *why = NULL;
+    int rc = sim_api_prompt(&h->api, session_id, body_json, &why);
+    free(why);
+    return rc;
+}
+
+int sim_session_abort(sim_host *h, const char *session_id)
+{
+    pthread_mutex_lock(&h->core.mu);
+    sim_session *s = sim_find_locked(&h->store, session_id);
+    if (s)
+        sim_agent_abort_locked(&h->agents, s);
+    pthread_mutex_unlock(&h->core.mu);
+    return s ? 0 : -ENOENT;
+}
+
 int sim_session_exists(sim_host *h, const char *session_id)
 {
     pthread_mutex_lock(&h->core.mu);
