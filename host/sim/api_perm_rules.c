@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* OpenCode's wildcard: '*' any run of characters, '?' one; a pattern that
  * ends in " *" also matches without its tail ("ls *" matches "ls"). */
 static int wild(const char *s, const char *p)

@@ -1,7 +1,7 @@
 /* host_face.c — the public functions of simhost.h that are thin wrappers over
  * a lower layer: scripts (agents), events (core), optional host functions,
  * the call record and faults, permissions (API). */
-#include "sim_internal.h"
+#include "sim_host_int.h"
 
 #include <errno.h>
 

@@ -1,6 +1,6 @@
 /* host_sessions.c — the user's view of the sessions (simhost.h): what a test
  * reads and does as the user would, over the store. */
-#include "sim_internal.h"
+#include "sim_host_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -4,11 +4,26 @@
  *   core.c         the lock, the state-change signal, the clock, allocation
  *   core_events.c  the event queue every layer emits into (with its faults)
  *
- * The layers above it (store, agents, API, host) are still in
- * sim_internal.h; each uses only what is below it.
+ * The layers, each using only those below it. A lower layer never calls a
+ * function of a higher one: where it must reach up, it calls a function
+ * pointer the higher one gave it (noted "hook" below).
+ *
+ *   0 core    sim_core.h      lock, clock, change signal, event queue
+ *   1 store   sim_store.h     sessions and their messages
+ *             hook: release (a session's turn state, to the agents)
+ *   2 agents  sim_agent.h     scripts, the scheduler running every turn
+ *             hooks: transform (to the host's plugins), ask and turn_gone
+ *             (to the API's permissions)
+ *   3 api     sim_api.h       the ocp_host table and its functions, call
+ *                             record and faults, permissions, event delivery
+ *             hook: deliver (to the host's plugins)
+ *   4 host    sim_host_int.h  plugins, tool calls, the public simhost.h
+ *
+ * A layer with several files has a private header for what they share
+ * (sim_agent_int.h, sim_api_int.h). demo.c uses only simhost.h.
  *
  * Locking. `mu` guards the state of every layer except the host's plugin list
- * (its own lock, plug_mu). The clock offset is atomic. No lock is
+ * (its own lock, see sim_host_int.h). The clock offset is atomic. No lock is
  * held while a plugin runs code that may call back into the host.
  *
  * Functions named *_locked must be called with `mu` held; the others take

@@ -1,6 +1,6 @@
 /* plugins.c — loading plugins as a real host does (dlopen, the entry point,
  * version checks), calling into them, and unloading them in a safe order. */
-#include "sim_internal.h"
+#include "sim_host_int.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

@@ -1,7 +1,7 @@
 /* toolcall.c — tool and command calls as the host's worker makes them: a
  * context per call, on the caller's thread or on a thread of its own so a test
  * can cancel it (Esc). */
-#include "sim_internal.h"
+#include "sim_host_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,12 +1,14 @@
 /*
- * sim_internal.h — the simulated host's top layer (4: host), over the API
- * (sim_api.h), the agents, the store and the core:
+ * sim_host_int.h — layer 4 of the simulated host, the top: plugins, tool
+ * calls and the public API of simhost.h, over the API (sim_api.h), the
+ * agents, the store and the core. Its files only:
  *
- *   host.c           create/destroy, the layers wired together, sim_wait
+ *   host.c           create/destroy, the layers wired together
+ *   host_plugins.c   dlopen/entry/shutdown/dlclose of plugins, calls into them
+ *   host_toolcall.c  tool and command calls as the host's worker makes them
  *   host_sessions.c  the user's view of the sessions (simhost.h)
  *   host_face.c      thin public wrappers (simhost.h) over the lower layers
- *   plugins.c        dlopen/entry/shutdown/dlclose of plugins, calls into them
- *   toolcall.c       tool and command calls as the host's worker makes them
+ *   host_wait.c      sim_wait and the waits built on it
  *
  * Locking. The core's `mu` guards every lower layer's state. `plug_mu`
  * guards the plugin list; it is held while the host calls a plugin's on_event
@@ -15,8 +17,8 @@
  * together. No host lock is held while a plugin runs code that may call back
  * into the host, so a plugin thread can always make host calls.
  */
-#ifndef OCBG_SIM_INTERNAL_H
-#define OCBG_SIM_INTERNAL_H
+#ifndef OCBG_SIM_HOST_INT_H
+#define OCBG_SIM_HOST_INT_H
 
 #include <pthread.h>
 #include <stdint.h>
@@ -49,7 +51,7 @@ struct sim_host {
     char load_error[512];
 };
 
-/* ---- plugins.c --------------------------------------------------------- */
+/* ---- host_plugins.c --------------------------------------------------------- */
 
 /* Call every loaded plugin's on_event with json (under plug_mu; event thread). */
 void sim_plugins_deliver(sim_host *h, const char *json);
