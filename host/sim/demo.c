@@ -79,41 +79,51 @@ static char *id_in(const char *text)
     return p ? strndup(p + 9, 11) : NULL;
 }
 
-int main(int argc, char **argv)
+/* One plugin's tools, with their parameters ("name?" when optional). */
+static void print_tools(const ocp_plugin *p)
 {
-    const char *dir = argc > 1 ? argv[1] : "build/plugin-dir";
+    printf("  %s %s (ocp ABI %u.%u) registered %zu tools:\n", p->name, p->version, p->abi_major, p->abi_minor,
+           p->tool_count);
+    for (size_t t = 0; t < p->tool_count; t++) {
+        cJSON *schema = cJSON_Parse(p->tools[t].parameters_json);
+        cJSON *required = cJSON_GetObjectItem(schema, "required");
+        printf("    %-18s (", p->tools[t].name);
+        const cJSON *prop;
+        int first = 1;
+        cJSON_ArrayForEach(prop, cJSON_GetObjectItem(schema, "properties"))
+        {
+            int req = 0;
+            const cJSON *r;
+            cJSON_ArrayForEach(r, required) req |= strcmp(r->valuestring, prop->string) == 0;
+            printf("%s%s%s", first ? "" : ", ", prop->string, req ? "" : "?");
+            first = 0;
+        }
+        printf(")\n");
+        cJSON_Delete(schema);
+    }
+}
+
+/* Load the plugins from dir and show what they registered. NULL (and a line
+ * on stderr) when none loaded. */
+static sim_host *load(const char *dir)
+{
     sim_host *h = sim_create();
     int n = sim_load_plugins(h, dir, NULL);
     if (n < 1) {
         fprintf(stderr, "demo: no plugin loaded from %s: %s\n", dir, sim_load_error(h));
         sim_destroy(h);
-        return 1;
+        return NULL;
     }
     printf("Simulated host: loaded %d plugin(s) from %s\n", n, dir);
-    for (size_t i = 0; i < sim_plugin_count(h); i++) {
-        const ocp_plugin *p = sim_plugin(h, i);
-        printf("  %s %s (ocp ABI %u.%u) registered %zu tools:\n", p->name, p->version, p->abi_major,
-               p->abi_minor, p->tool_count);
-        for (size_t t = 0; t < p->tool_count; t++) {
-            cJSON *schema = cJSON_Parse(p->tools[t].parameters_json);
-            cJSON *required = cJSON_GetObjectItem(schema, "required");
-            printf("    %-18s (", p->tools[t].name);
-            const cJSON *prop;
-            int first = 1;
-            cJSON_ArrayForEach(prop, cJSON_GetObjectItem(schema, "properties"))
-            {
-                int req = 0;
-                const cJSON *r;
-                cJSON_ArrayForEach(r, required) req |= strcmp(r->valuestring, prop->string) == 0;
-                printf("%s%s%s", first ? "" : ", ", prop->string, req ? "" : "?");
-                first = 0;
-            }
-            printf(")\n");
-            cJSON_Delete(schema);
-        }
-    }
+    for (size_t i = 0; i < sim_plugin_count(h); i++)
+        print_tools(sim_plugin(h, i));
+    return h;
+}
 
-    /* Two sub-agents: one quick, one that reads and greps for a while. */
+/* Two sub-agents: one quick, one that reads and greps for a while; and the
+ * parent's answer once both are in. */
+static void add_scripts(sim_host *h)
+{
     sim_script(h, "List the TODO comments",
                "{\"steps\":[{\"tool\":\"grep\",\"input\":{\"pattern\":\"TODO\"},\"output\":\"3 matches\",\"ms\":150},"
                "{\"reply\":\"3 TODOs: src/a.c:10, src/b.c:22, src/c.c:5\"}]}", 1);
@@ -122,16 +132,12 @@ int main(int argc, char **argv)
                "{\"tool\":\"read\",\"input\":{\"path\":\"README.md\"},\"output\":\"...\",\"ms\":200},"
                "{\"reply\":\"The build is one Makefile: make, make check, make demo.\"}]}", 1);
     sim_script(h, "[ocbg] Background task", "{\"steps\":[{\"reply\":\"Both results are in; carrying on.\"}]}", 0);
+}
 
-    char *parent = sim_session_new(h, NULL, "demo conversation");
-    printf("\nParent session %s: the model starts two background tasks and goes on.\n", parent);
-    char *a = call(h, parent, "background_task",
-                   "{\"description\":\"Find TODOs\",\"prompt\":\"List the TODO comments\",\"agent\":\"explore\"}");
-    char *b = call(h, parent, "background_task",
-                   "{\"description\":\"Summarise build\",\"prompt\":\"Summarise the build\",\"agent\":\"general\"}");
-    char *id_a = id_in(a), *id_b = id_in(b);
-    free(call(h, parent, "background_list", "{}"));
-
+/* Print the two tasks' notifications as they arrive in the parent's
+ * transcript, then the woken parent's reply. Returns how many arrived. */
+static int show_notifications(sim_host *h, const char *parent)
+{
     printf("\nWaiting for the notifications in the parent transcript...\n");
     int seen = sim_session_message_count(h, parent);
     int notes = 0;
@@ -152,7 +158,12 @@ int main(int argc, char **argv)
     char *reply = sim_session_message_text(h, parent, -1);
     printf("\n[transcript] parent model replies: %s\n", reply ? reply : "");
     free(reply);
+    return notes;
+}
 
+/* Read task id_a's result, then resume its sub-agent and wait for the answer. */
+static void read_and_resume(sim_host *h, const char *parent, const char *id_a)
+{
     char args[256];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id_a ? id_a : "");
     free(call(h, parent, "background_output", args));
@@ -162,7 +173,12 @@ int main(int argc, char **argv)
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"Which of them is oldest?\",\"block\":true}",
              id_a ? id_a : "");
     free(call(h, parent, "background_resume", args));
+}
 
+/* A fork, then a background shell command; each notifies the parent.
+ * Returns how many of the two notifications arrived. */
+static int fork_and_shell(sim_host *h, const char *parent)
+{
     printf("\nA fork: the sub-agent starts with this conversation's context:\n");
     sim_script(h, "Check the plan", "{\"steps\":[{\"reply\":\"The plan holds: both results agree.\"}]}", 1);
     int before = t_notes(h, parent);
@@ -175,13 +191,39 @@ int main(int argc, char **argv)
     free(call(h, parent, "Bash",
               "{\"command\":\"for i in 1 2 3; do echo step $i; sleep 0.1; done\",\"description\":\"three steps\","
               "\"run_in_background\":true}"));
-    later += show_next_note(h, parent, before);
+    return later + show_next_note(h, parent, before);
+}
 
+static void show_tasks_command(sim_host *h, const char *parent)
+{
     printf("\n> user types /tasks\n");
     char *list = NULL;
     sim_command(h, parent, "tasks", "", &list);
     print_indented(list ? list : "");
     free(list);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "build/plugin-dir";
+    sim_host *h = load(dir);
+    if (!h)
+        return 1;
+    add_scripts(h);
+
+    char *parent = sim_session_new(h, NULL, "demo conversation");
+    printf("\nParent session %s: the model starts two background tasks and goes on.\n", parent);
+    char *a = call(h, parent, "background_task",
+                   "{\"description\":\"Find TODOs\",\"prompt\":\"List the TODO comments\",\"agent\":\"explore\"}");
+    char *b = call(h, parent, "background_task",
+                   "{\"description\":\"Summarise build\",\"prompt\":\"Summarise the build\",\"agent\":\"general\"}");
+    char *id_a = id_in(a);
+    free(call(h, parent, "background_list", "{}"));
+
+    int notes = show_notifications(h, parent);
+    read_and_resume(h, parent, id_a);
+    int later = fork_and_shell(h, parent);
+    show_tasks_command(h, parent);
 
     int ok = notes == 2 && later == 2;
     printf("\n%s\n", ok ? "Demo done: two tasks ran in parallel, their notifications arrived, a result was read "
@@ -190,7 +232,6 @@ int main(int argc, char **argv)
     free(a);
     free(b);
     free(id_a);
-    free(id_b);
     free(parent);
     sim_destroy(h);
     return ok ? 0 : 1;

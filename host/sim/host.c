@@ -1,124 +1,19 @@
-/* host.c — the simulated host's life cycle, clock and waits (see simhost.h). */
-#include "sim_internal.h"
+/* host.c — the simulated host's life cycle: the layers created, wired
+ * together (the hooks through which they reach the plugins), and destroyed. */
+#include "sim_host_int.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-void *sim_xmalloc(size_t n)
+/* The agents' transform hook: every plugin's transform_messages. */
+static char *transform_hook(void *ctx, const char *session_id, const char *messages_json)
 {
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fputs("simhost: out of memory\n", stderr);
-        abort();
-    }
-    return p;
+    return sim_plugins_transform(ctx, session_id, messages_json);
 }
 
-void *sim_xcalloc(size_t n, size_t sz)
+/* The API's deliver hook: every plugin's on_event. */
+static void deliver_hook(void *ctx, const char *event_json)
 {
-    void *p = calloc(n ? n : 1, sz ? sz : 1);
-    if (!p) {
-        fputs("simhost: out of memory\n", stderr);
-        abort();
-    }
-    return p;
-}
-
-void *sim_xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fputs("simhost: out of memory\n", stderr);
-        abort();
-    }
-    return q;
-}
-
-char *sim_strdup(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = sim_xmalloc(n);
-    memcpy(d, s, n);
-    return d;
-}
-
-char *sim_print(const cJSON *j)
-{
-    char *s = cJSON_PrintUnformatted(j);
-    if (!s) {
-        fputs("simhost: out of memory printing JSON\n", stderr);
-        abort();
-    }
-    return s;
-}
-
-int64_t sim_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The offset is atomic so that now_ms takes no lock: plugins call it while
- * holding their own locks (ocp.h), so it must return at once. */
-int64_t sim_now_locked(sim_host *h)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-           __atomic_load_n(&h->advance_ms, __ATOMIC_SEQ_CST);
-}
-
-int64_t sim_now_ms(sim_host *h)
-{
-    return sim_now_locked(h);
-}
-
-void sim_advance_ms(sim_host *h, int64_t ms)
-{
-    __atomic_add_fetch(&h->advance_ms, ms, __ATOMIC_SEQ_CST);
-    sim_changed(h);
-}
-
-int sim_cond_init(pthread_cond_t *cv)
-{
-    pthread_condattr_t a;
-    int rc = pthread_condattr_init(&a);
-    if (rc)
-        return rc;
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    rc = pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-    return rc;
-}
-
-void sim_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t until_mono)
-{
-    if (until_mono < 0) {
-        pthread_cond_wait(cv, mu);
-        return;
-    }
-    struct timespec ts = {.tv_sec = until_mono / 1000, .tv_nsec = (until_mono % 1000) * 1000000};
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
-void sim_changed_locked(sim_host *h)
-{
-    h->version++;
-    pthread_cond_broadcast(&h->state_cv);
-}
-
-void sim_changed(sim_host *h)
-{
-    pthread_mutex_lock(&h->mu);
-    sim_changed_locked(h);
-    pthread_mutex_unlock(&h->mu);
+    sim_plugins_deliver(ctx, event_json);
 }
 
 sim_host *sim_create(void)
@@ -126,38 +21,37 @@ sim_host *sim_create(void)
     sim_host *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
-    pthread_mutex_init(&h->mu, NULL);
+    if (sim_core_init(&h->core) != 0) {
+        free(h);
+        return NULL;
+    }
     pthread_mutex_init(&h->plug_mu, NULL);
-    if (sim_cond_init(&h->state_cv) || sim_cond_init(&h->ev_cv) || sim_cond_init(&h->sched_cv) ||
-        sim_cond_init(&h->plug_cv)) {
+    if (sim_cond_init(&h->plug_cv)) {
         free(h);
         return NULL;
     }
-    /* Ids need only be unique within a host; a seed from time and pid keeps
-     * two hosts in one process from sharing suffixes. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    h->id_rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
-                (uint64_t)(uintptr_t)h;
-    if (!h->id_rng)
-        h->id_rng = 0x9e3779b97f4a7c15ull;
-    h->perm_rules = cJSON_CreateObject();
-    h->perm_always = cJSON_CreateObject();
-    h->perm_log = cJSON_CreateArray();
-    h->nbuckets = 1024;
-    h->buckets = sim_xcalloc(h->nbuckets, sizeof *h->buckets);
-    sim_api_fill(h);
-    if (sim_events_start(h) != 0) {
-        free(h->buckets);
+    sim_store_init(&h->store, &h->core);
+    if (sim_agents_init(&h->agents, &h->store) != 0) {
         free(h);
         return NULL;
     }
-    if (sim_agent_start(h) != 0) {
-        pthread_mutex_lock(&h->mu);
-        h->stopping = 1;
-        pthread_mutex_unlock(&h->mu);
-        sim_events_join(h);
-        free(h->buckets);
+    sim_api_init(&h->api, &h->agents);
+    /* The lower layers reach the plugins only through these hooks. */
+    h->agents.hooks.transform = transform_hook;
+    h->agents.hooks.transform_ctx = h;
+    h->api.deliver = deliver_hook;
+    h->api.deliver_ctx = h;
+    if (sim_api_start(&h->api) != 0) {
+        free(h->store.buckets);
+        free(h);
+        return NULL;
+    }
+    if (sim_agents_start(&h->agents) != 0) {
+        pthread_mutex_lock(&h->core.mu);
+        h->core.stopping = 1;
+        pthread_mutex_unlock(&h->core.mu);
+        sim_api_join(&h->api);
+        free(h->store.buckets);
         free(h);
         return NULL;
     }
@@ -171,107 +65,26 @@ void sim_destroy(sim_host *h)
     /* Plugins first: their shutdown may wait for their threads, which may be
      * in host calls that need the scheduler and the store alive. */
     sim_unload_plugins(h);
-    pthread_mutex_lock(&h->mu);
-    h->stopping = 1;
-    pthread_cond_broadcast(&h->ev_cv);
-    pthread_cond_broadcast(&h->sched_cv);
-    sim_changed_locked(h);
-    pthread_mutex_unlock(&h->mu);
-    sim_agent_join(h);
-    sim_events_join(h);
+    pthread_mutex_lock(&h->core.mu);
+    h->core.stopping = 1;
+    sim_changed_locked(&h->core);
+    pthread_mutex_unlock(&h->core.mu);
+    sim_agents_join(&h->agents);
+    sim_api_join(&h->api);
 
-    pthread_mutex_lock(&h->mu);
-    sim_sessions_free_locked(h);
-    sim_rules_free_locked(h);
-    sim_calls_free_locked(h);
-    sim_permission_free_locked(h);
-    free(h->ev_only_type);
-    for (sim_typecount *t = h->ev_types; t;) {
-        sim_typecount *n = t->next;
-        free(t->type);
-        free(t);
-        t = n;
-    }
-    pthread_mutex_unlock(&h->mu);
-    free(h->buckets);
-    free(h->heap);
+    pthread_mutex_lock(&h->core.mu);
+    sim_store_free_locked(&h->store);
+    sim_api_free_locked(&h->api);
+    pthread_mutex_unlock(&h->core.mu);
+    sim_agents_destroy(&h->agents);
     free(h->plugins);
-    pthread_cond_destroy(&h->state_cv);
-    pthread_cond_destroy(&h->ev_cv);
-    pthread_cond_destroy(&h->sched_cv);
     pthread_cond_destroy(&h->plug_cv);
-    pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->plug_mu);
+    sim_core_destroy(&h->core);
     free(h);
 }
 
 const ocp_host *sim_table(sim_host *h)
 {
-    return &h->table;
-}
-
-int sim_wait(sim_host *h, int (*pred)(sim_host *h, void *arg), void *arg, int timeout_ms)
-{
-    int64_t deadline = sim_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
-    for (;;) {
-        pthread_mutex_lock(&h->mu);
-        uint64_t seen = h->version;
-        pthread_mutex_unlock(&h->mu);
-        /* The predicate runs unlocked: it may call any sim_* function. */
-        if (pred(h, arg))
-            return 0;
-        int64_t now = sim_mono_ms();
-        if (now >= deadline)
-            return -ETIMEDOUT;
-        int64_t until = now + 20 < deadline ? now + 20 : deadline;
-        pthread_mutex_lock(&h->mu);
-        /* A change since `seen` means re-check at once. */
-        if (h->version == seen)
-            sim_cond_wait_until(&h->state_cv, &h->mu, until);
-        pthread_mutex_unlock(&h->mu);
-    }
-}
-
-struct calls_arg {
-    const char *fn, *sid;
-    size_t n;
-};
-
-static int pred_calls(sim_host *h, void *arg)
-{
-    struct calls_arg *a = arg;
-    return sim_calls(h, a->fn, a->sid) >= a->n;
-}
-
-int sim_wait_calls(sim_host *h, const char *fn, const char *session_id, size_t n, int timeout_ms)
-{
-    struct calls_arg a = {fn, session_id, n};
-    return sim_wait(h, pred_calls, &a, timeout_ms);
-}
-
-struct msgs_arg {
-    const char *sid;
-    int n;
-};
-
-static int pred_messages(sim_host *h, void *arg)
-{
-    struct msgs_arg *a = arg;
-    return sim_session_message_count(h, a->sid) >= a->n;
-}
-
-int sim_wait_messages(sim_host *h, const char *session_id, int n, int timeout_ms)
-{
-    struct msgs_arg a = {session_id, n};
-    return sim_wait(h, pred_messages, &a, timeout_ms);
-}
-
-static int pred_idle(sim_host *h, void *arg)
-{
-    return !sim_session_busy(h, arg);
-}
-
-int sim_wait_idle(sim_host *h, const char *session_id, int timeout_ms)
-{
-    return sim_wait(h, pred_idle, (void *)session_id, timeout_ms);
+    return &h->api.table;
 }

@@ -1,6 +1,6 @@
 /* plugins.c — loading plugins as a real host does (dlopen, the entry point,
  * version checks), calling into them, and unloading them in a safe order. */
-#include "sim_internal.h"
+#include "sim_host_int.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -43,7 +43,7 @@ static int load_one(sim_host *h, const char *path, const char *options_json)
     ocp_plugin_entry_fn entry;
     memcpy(&entry, &sym, sizeof entry); /* object pointer -> function pointer, as dlsym requires */
     char err[512] = "";
-    const ocp_plugin *p = entry(&h->table, options_json, err, sizeof err);
+    const ocp_plugin *p = entry(&h->api.table, options_json, err, sizeof err);
     if (!p) {
         set_error(h, "%s%s", err[0] ? err : "plugin refused to load: ", err[0] ? "" : path);
         dlclose(handle);

@@ -1,7 +1,7 @@
 /* toolcall.c — tool and command calls as the host's worker makes them: a
  * context per call, on the caller's thread or on a thread of its own so a test
  * can cancel it (Esc). */
-#include "sim_internal.h"
+#include "sim_host_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -33,10 +33,10 @@ static sim_call *call_new(sim_host *h, const char *session_id, const char *name,
     c->name = sim_strdup(name ? name : "");
     c->args = sim_strdup(args ? args : (is_command ? "" : "{}"));
     c->is_command = is_command;
-    pthread_mutex_lock(&h->mu);
-    c->message_id = sim_new_id_locked(h, "msg");
-    c->call_id = is_command ? NULL : sim_new_id_locked(h, "call");
-    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_lock(&h->core.mu);
+    c->message_id = sim_new_id_locked(&h->store, "msg");
+    c->call_id = is_command ? NULL : sim_new_id_locked(&h->store, "call");
+    pthread_mutex_unlock(&h->core.mu);
     char *cwd = getcwd(NULL, 0);
     c->directory = sim_strdup(cwd ? cwd : ".");
     free(cwd);
@@ -100,7 +100,7 @@ static void call_run(sim_call *c)
     c->done = 1;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    sim_changed(c->h);
+    sim_changed(&c->h->core);
 }
 
 static int call_sync(sim_host *h, const char *sid, const char *name, const char *args, int is_cmd,

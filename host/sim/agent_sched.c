@@ -1,0 +1,182 @@
+/* agent_sched.c — the one scheduler thread that runs every session's model
+ * turn, from a heap of sessions ordered by wake time; before a turn's first
+ * step, the history goes through the plugins' transform_messages (a hook). */
+#include "sim_agent_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int heap_less(const sim_session *a, const sim_session *b)
+{
+    if (a->run->wake_mono != b->run->wake_mono)
+        return a->run->wake_mono < b->run->wake_mono;
+    return a->run->wake_seq < b->run->wake_seq;
+}
+
+static void heap_set(sim_agents *ag, size_t i, sim_session *s)
+{
+    ag->heap[i] = s;
+    s->run->heap_idx = (long)i;
+}
+
+static void heap_up(sim_agents *ag, size_t i)
+{
+    sim_session *s = ag->heap[i];
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!heap_less(s, ag->heap[p]))
+            break;
+        heap_set(ag, i, ag->heap[p]);
+        i = p;
+    }
+    heap_set(ag, i, s);
+}
+
+static void heap_down(sim_agents *ag, size_t i)
+{
+    sim_session *s = ag->heap[i];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const sim_session *best = s;
+        if (l < ag->heap_len && heap_less(ag->heap[l], best)) {
+            m = l;
+            best = ag->heap[l];
+        }
+        if (l + 1 < ag->heap_len && heap_less(ag->heap[l + 1], best))
+            m = l + 1;
+        if (m == i)
+            break;
+        heap_set(ag, i, ag->heap[m]);
+        i = m;
+    }
+    heap_set(ag, i, s);
+}
+
+void sim_agent_unschedule_locked(sim_agents *ag, sim_session *s)
+{
+    if (s->run->heap_idx < 0)
+        return;
+    size_t i = (size_t)s->run->heap_idx;
+    s->run->heap_idx = -1;
+    ag->heap_len--;
+    if (i == ag->heap_len)
+        return;
+    heap_set(ag, i, ag->heap[ag->heap_len]);
+    heap_up(ag, i);
+    heap_down(ag, (size_t)ag->heap[i]->run->heap_idx);
+}
+
+void sim_agent_schedule_locked(sim_agents *ag, sim_session *s, int64_t at)
+{
+    sim_agent_unschedule_locked(ag, s);
+    if (ag->heap_len == ag->heap_cap) {
+        ag->heap_cap = ag->heap_cap ? ag->heap_cap * 2 : 64;
+        ag->heap = sim_xrealloc(ag->heap, ag->heap_cap * sizeof *ag->heap);
+    }
+    s->run->wake_mono = at;
+    s->run->wake_seq = ++ag->sched_seq;
+    ag->heap_len++;
+    heap_set(ag, ag->heap_len - 1, s);
+    heap_up(ag, ag->heap_len - 1);
+    pthread_cond_signal(&ag->sched_cv);
+}
+
+/* Before a turn's first step, the host (like OpenCode before each model call)
+ * passes the history through the plugins' transform_messages (the transform
+ * hook). That calls into plugins, so it runs with mu released; the turn may
+ * be aborted or the session deleted meanwhile, which `gen` and a fresh lookup
+ * detect. */
+static void transform_unlocked(sim_agents *ag, sim_session *s)
+{
+    char *id = sim_strdup(s->id);
+    uint64_t gen = s->run->turn.gen;
+    cJSON *hist = sim_session_messages_locked(s, 0);
+    char *in = sim_print(hist);
+    cJSON_Delete(hist);
+    pthread_mutex_unlock(&ag->core->mu);
+    char *seen = ag->hooks.transform ? ag->hooks.transform(ag->hooks.transform_ctx, id, in) : sim_strdup(in);
+    free(in);
+    pthread_mutex_lock(&ag->core->mu);
+    sim_session *now = sim_find_locked(ag->store, id);
+    if (now && now->busy && now->run->turn.gen == gen) {
+        free(now->model_input);
+        now->model_input = seen;
+        now->run->turn.transformed = 1;
+        sim_changed_locked(ag->core);
+    } else {
+        free(seen);
+    }
+    free(id);
+}
+
+static void *sched_main(void *arg)
+{
+    sim_agents *ag = arg;
+    pthread_mutex_lock(&ag->core->mu);
+    while (!ag->core->stopping) {
+        if (ag->heap_len == 0) {
+            sim_cond_wait_until(&ag->sched_cv, &ag->core->mu, -1);
+            continue;
+        }
+        sim_session *s = ag->heap[0];
+        int64_t now = sim_mono_ms();
+        if (s->run->wake_mono > now) {
+            sim_cond_wait_until(&ag->sched_cv, &ag->core->mu, s->run->wake_mono);
+            continue;
+        }
+        sim_agent_unschedule_locked(ag, s);
+        if (!s->busy)
+            continue;
+        if (!s->run->turn.transformed) {
+            /* Only this thread advances turns, so the turn cannot move on
+             * while mu is released; an abort or delete changes gen. */
+            uint64_t gen = s->run->turn.gen;
+            char *id = sim_strdup(s->id);
+            transform_unlocked(ag, s);
+            s = sim_find_locked(ag->store, id);
+            free(id);
+            if (!s || !s->busy || s->run->turn.gen != gen)
+                continue;
+        }
+        sim_agent_advance_locked(ag, s);
+    }
+    pthread_mutex_unlock(&ag->core->mu);
+    return NULL;
+}
+
+int sim_agents_start(sim_agents *ag)
+{
+    int rc = pthread_create(&ag->sched_thread, NULL, sched_main, ag);
+    if (rc == 0)
+        ag->sched_started = 1;
+    return rc;
+}
+
+void sim_agents_join(sim_agents *ag)
+{
+    pthread_mutex_lock(&ag->core->mu);
+    pthread_cond_broadcast(&ag->sched_cv);
+    pthread_mutex_unlock(&ag->core->mu);
+    if (ag->sched_started)
+        pthread_join(ag->sched_thread, NULL);
+    ag->sched_started = 0;
+}
+
+int sim_agents_init(sim_agents *ag, sim_store *store)
+{
+    memset(ag, 0, sizeof *ag);
+    ag->core = store->core;
+    ag->store = store;
+    store->release = sim_agent_release_locked;
+    store->release_ctx = ag;
+    return sim_cond_init(&ag->sched_cv);
+}
+
+void sim_agents_destroy(sim_agents *ag)
+{
+    sim_agent_rules_free_locked(ag);
+    free(ag->heap);
+    ag->heap = NULL;
+    ag->heap_len = ag->heap_cap = 0;
+    pthread_cond_destroy(&ag->sched_cv);
+}

@@ -1,0 +1,179 @@
+/* agent_steps.c — running a turn's script: one handler per step kind, and the
+ * loop that runs steps until the turn must wait, hangs or ends. */
+#include "sim_agent_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* What a step handler tells the loop in sim_agent_advance_locked: run the
+ * turn's current step (the same one again, or the next) now, or stop: the
+ * turn waits (scheduled), hangs, or has ended. */
+enum step_result { STEP_GO_ON, STEP_STOP };
+
+/* End the turn as it stands (no error) and start a queued prompt. */
+static enum step_result end_and_next_locked(sim_agents *ag, sim_session *s)
+{
+    sim_agent_end_turn_locked(ag, s, NULL, 0);
+    sim_agent_start_next_locked(ag, s);
+    return STEP_STOP;
+}
+
+/* A tool step, first half: the tool part appears (pending, then running);
+ * with "ms" the turn waits that long before the second half. */
+static enum step_result tool_begin_locked(sim_agents *ag, sim_session *s, const cJSON *st, const char *tool)
+{
+    sim_turn *t = &s->run->turn;
+    cJSON *part = cJSON_CreateObject();
+    char *pid = sim_new_id_locked(ag->store, "prt");
+    char *cid = sim_new_id_locked(ag->store, "call");
+    cJSON_AddStringToObject(part, "id", pid);
+    cJSON_AddStringToObject(part, "sessionID", s->id);
+    cJSON_AddStringToObject(part, "messageID", t->msg_id);
+    cJSON_AddStringToObject(part, "type", "tool");
+    cJSON_AddStringToObject(part, "callID", cid);
+    cJSON_AddStringToObject(part, "tool", tool);
+    free(pid);
+    free(cid);
+    cJSON *state = cJSON_AddObjectToObject(part, "state");
+    cJSON_AddStringToObject(state, "status", "pending");
+    const cJSON *input = cJSON_GetObjectItemCaseSensitive(st, "input");
+    cJSON_AddItemToObject(state, "input", input ? cJSON_Duplicate(input, 1) : cJSON_CreateObject());
+    cJSON_AddItemToArray(t->parts, part);
+    t->open_part = part;
+    sim_agent_emit_part_locked(ag, s, part);
+    cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString("running"));
+    sim_agent_emit_part_locked(ag, s, part);
+    t->phase = 1;
+    double msv = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(st, "ms")); /* NaN if absent */
+    int ms = msv > 0 && msv < 1e9 ? (int)msv : 0;
+    if (ms > 0) {
+        sim_agent_schedule_locked(ag, s, sim_mono_ms() + ms);
+        return STEP_STOP;
+    }
+    return STEP_GO_ON;
+}
+
+/* A tool step, second half: the part completes (or fails: "fail", or a tool
+ * a prompt's "tools" denied to the session). */
+static enum step_result tool_end_locked(sim_agents *ag, sim_session *s, const cJSON *st, const char *tool)
+{
+    sim_turn *t = &s->run->turn;
+    cJSON *part = t->open_part;
+    cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
+    const char *output = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "output"));
+    int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
+    int fail = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "fail")) || denied;
+    cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString(fail ? "error" : "completed"));
+    if (denied) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "Model tried to call unavailable tool '%s'", tool);
+        cJSON_AddStringToObject(state, "error", msg);
+    } else {
+        cJSON_AddStringToObject(state, fail ? "error" : "output", output ? output : "");
+    }
+    t->open_part = NULL;
+    t->phase = 0;
+    t->step++;
+    sim_agent_emit_part_locked(ag, s, part);
+    sim_changed_locked(ag->core);
+    return STEP_GO_ON;
+}
+
+/* {"wait_ms":n}: the turn waits n ms, then goes on. */
+static enum step_result wait_step_locked(sim_agents *ag, sim_session *s, const cJSON *wait)
+{
+    sim_turn *t = &s->run->turn;
+    if (t->phase == 0 && cJSON_GetNumberValue(wait) > 0) {
+        t->phase = 1;
+        sim_agent_schedule_locked(ag, s, sim_mono_ms() + (int64_t)cJSON_GetNumberValue(wait));
+        return STEP_STOP;
+    }
+    t->phase = 0;
+    t->step++;
+    return STEP_GO_ON;
+}
+
+/* {"reply":text}: the answer's text part; the turn ends, unless a "compact"
+ * step follows (the compaction stores this answer, the turn goes on). */
+static enum step_result reply_step_locked(sim_agents *ag, sim_session *s, const cJSON *reply)
+{
+    sim_turn *t = &s->run->turn;
+    cJSON *part = cJSON_CreateObject();
+    char *pid = sim_new_id_locked(ag->store, "prt");
+    cJSON_AddStringToObject(part, "id", pid);
+    free(pid);
+    cJSON_AddStringToObject(part, "sessionID", s->id);
+    cJSON_AddStringToObject(part, "messageID", t->msg_id);
+    cJSON_AddStringToObject(part, "type", "text");
+    cJSON_AddStringToObject(part, "text", cJSON_IsString(reply) ? reply->valuestring : "");
+    cJSON_AddItemToArray(t->parts, part);
+    if (cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(t->steps, t->step + 1), "compact")) {
+        t->step++;
+        return STEP_GO_ON;
+    }
+    return end_and_next_locked(ag, s);
+}
+
+/* {"ask":{…}}: a permission question; the turn goes on, ends, or waits for
+ * the answer (sim_agent_permission_answered_locked). */
+static enum step_result ask_step_locked(sim_agents *ag, sim_session *s, const cJSON *ask)
+{
+    sim_turn *t = &s->run->turn;
+    int go = ag->hooks.ask ? ag->hooks.ask(ag->hooks.perm_ctx, s->id, t->msg_id, ask, &t->waiting_perm) : 1;
+    if (go < 0)
+        return STEP_STOP;
+    if (go == 0)
+        return end_and_next_locked(ag, s);
+    t->step++;
+    return STEP_GO_ON;
+}
+
+/* Run one step. The kinds are tried in this order; an unknown step is
+ * skipped. */
+static enum step_result run_step_locked(sim_agents *ag, sim_session *s, const cJSON *st)
+{
+    const char *tool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "tool"));
+    const cJSON *wait = cJSON_GetObjectItemCaseSensitive(st, "wait_ms");
+    const cJSON *reply = cJSON_GetObjectItemCaseSensitive(st, "reply");
+    const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "error");
+    const cJSON *compact = cJSON_GetObjectItemCaseSensitive(st, "compact");
+    const cJSON *ask = cJSON_GetObjectItemCaseSensitive(st, "ask");
+    if (tool)
+        return s->run->turn.phase == 0 ? tool_begin_locked(ag, s, st, tool) : tool_end_locked(ag, s, st, tool);
+    if (wait)
+        return wait_step_locked(ag, s, wait);
+    if (reply)
+        return reply_step_locked(ag, s, reply);
+    if (err) {
+        const char *text = cJSON_IsString(err) ? err->valuestring : "error";
+        sim_agent_end_turn_locked(ag, s, sim_agent_error_json("APIError", text), 1);
+        sim_agent_start_next_locked(ag, s);
+        return STEP_STOP;
+    }
+    if (compact && !cJSON_IsFalse(compact)) {
+        if (!sim_agent_compact_locked(ag, s, compact))
+            sim_agent_start_next_locked(ag, s);
+        return STEP_STOP;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "hang")))
+        return STEP_STOP; /* busy until aborted: nothing scheduled */
+    if (ask)
+        return ask_step_locked(ag, s, ask);
+    s->run->turn.step++;
+    return STEP_GO_ON;
+}
+
+/* Run s's turn from its current step until it must wait, hang or end. */
+void sim_agent_advance_locked(sim_agents *ag, sim_session *s)
+{
+    for (;;) {
+        cJSON *st = cJSON_GetArrayItem(s->run->turn.steps, s->run->turn.step);
+        if (!st) {
+            /* Steps ran out: the turn ends with whatever parts it made. */
+            end_and_next_locked(ag, s);
+            return;
+        }
+        if (run_step_locked(ag, s, st) == STEP_STOP)
+            return;
+    }
+}

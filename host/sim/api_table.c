@@ -1,0 +1,168 @@
+/* api_table.c — the host table (ocp.h) the plugins get: its setup, the frame
+ * every host function shares (injected fault and slowness first, the call
+ * recorded last; api_calls.c), and the small functions: log, free, now_ms,
+ * ask_permission's frame. */
+#include "sim_api_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sim_api_set_out(char **out, char *s)
+{
+    if (out)
+        *out = s;
+    else
+        free(s);
+}
+
+char *sim_api_msgf(const char *fmt, const char *arg)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, fmt, arg ? arg : "(null)");
+    return sim_strdup(buf);
+}
+
+char *sim_api_args_text(cJSON *o)
+{
+    char *s = sim_print(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+int sim_api_finish(sim_api *a, const char *fn, const char *sid, char *body, int rc, int64_t t)
+{
+    sim_api_call_record(a, fn, sid, body, rc, t);
+    free(body);
+    return rc;
+}
+
+int sim_api_injected(sim_api *a, const char *fn, const char *sid, char *body, int rc, int64_t t, char **out)
+{
+    sim_api_set_out(out, sim_api_msgf("simulated failure of %s", fn));
+    return sim_api_finish(a, fn, sid, body, rc, t);
+}
+
+int sim_api_begin(sim_api *a, const char *fn, const char *sid, cJSON *args, char **out, int64_t *t,
+                  char **body)
+{
+    if (out)
+        *out = NULL;
+    *t = sim_wall_ms(a->core);
+    *body = sim_api_args_text(args);
+    int rc = sim_api_call_begin(a, fn);
+    return rc ? sim_api_injected(a, fn, sid, *body, rc, *t, out) : 0;
+}
+
+static void h_log(void *ud, enum ocp_log_level level, const char *message)
+{
+    sim_api *a = ud;
+    static const char *const names[] = {"debug", "info", "warn", "error"};
+    const char *lv = (unsigned)level < 4 ? names[level] : "unknown";
+    int64_t t = sim_wall_ms(a->core);
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "level", lv);
+    cJSON_AddStringToObject(args, "message", message ? message : "");
+    char *body = sim_api_args_text(args);
+    /* Only shown when asked: a test's TAP output stays readable. */
+    if (getenv("OCBG_SIM_LOG"))
+        fprintf(stderr, "# [plugin %s] %s\n", lv, message ? message : "");
+    sim_api_call_record(a, "log", NULL, body, 0, t);
+    free(body);
+}
+
+static void h_free(void *ud, char *p)
+{
+    (void)ud;
+    free(p);
+}
+
+static int64_t h_now_ms(void *ud)
+{
+    sim_api *a = ud;
+    /* Not recorded: plugins read the clock far too often for a useful record. */
+    return sim_wall_ms(a->core);
+}
+
+static int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out)
+{
+    sim_api *a = ud;
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "permission", req && req->permission ? req->permission : "");
+    cJSON_AddStringToObject(args, "patterns", req && req->patterns_json ? req->patterns_json : "");
+    const char *sid = ctx ? ctx->session_id : NULL;
+    int64_t t;
+    char *body;
+    int rc = sim_api_begin(a, "ask_permission", sid, args, out, &t, &body);
+    if (rc)
+        return rc;
+    if (!req || req->struct_size < sizeof *req) {
+        sim_api_set_out(out, sim_strdup("malformed permission request"));
+        rc = -EINVAL;
+    } else {
+        rc = sim_api_ask_permission(a, ctx, req, out);
+    }
+    return sim_api_finish(a, "ask_permission", sid, body, rc, t);
+}
+
+/* The table, as the plugins get it. */
+static void fill(sim_api *a)
+{
+    ocp_host *t = &a->table;
+    memset(t, 0, sizeof *t);
+    t->struct_size = sizeof *t;
+    t->abi_major = OCP_ABI_MAJOR;
+    t->abi_minor = OCP_ABI_MINOR;
+    t->userdata = a;
+    t->host_name = "ocbg-sim";
+    t->host_version = "0.1.0";
+    t->session_create = sim_hf_session_create;
+    t->session_get = sim_hf_session_get;
+    t->session_messages = sim_hf_session_messages;
+    t->session_prompt = sim_hf_session_prompt;
+    t->session_abort = sim_hf_session_abort;
+    t->session_status = sim_hf_session_status;
+    t->session_fork = sim_hf_session_fork;
+    t->log = h_log;
+    t->free = h_free;
+    t->now_ms = h_now_ms;
+    t->ask_permission = h_ask_permission;
+}
+
+void sim_api_init(sim_api *a, sim_agents *agents)
+{
+    memset(a, 0, sizeof *a);
+    a->core = agents->core;
+    a->store = agents->store;
+    a->agents = agents;
+    a->perm_rules = cJSON_CreateObject();
+    a->perm_always = cJSON_CreateObject();
+    a->perm_log = cJSON_CreateArray();
+    fill(a);
+    agents->hooks.ask = sim_api_ask_step_locked;
+    agents->hooks.turn_gone = sim_api_turn_gone_locked;
+    agents->hooks.perm_ctx = a;
+}
+
+void sim_api_free_locked(sim_api *a)
+{
+    sim_api_calls_free_locked(a);
+    sim_api_perm_free_locked(a);
+}
+
+int sim_api_without(sim_api *a, const char *fn)
+{
+    int rc = 0;
+    pthread_mutex_lock(&a->core->mu);
+    if (strcmp(fn, "session_fork") == 0)
+        a->table.session_fork = NULL;
+    else if (strcmp(fn, "now_ms") == 0)
+        a->table.now_ms = NULL;
+    else if (strcmp(fn, "ask_permission") == 0)
+        a->table.ask_permission = NULL;
+    else
+        rc = -1;
+    pthread_mutex_unlock(&a->core->mu);
+    return rc;
+}

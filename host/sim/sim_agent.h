@@ -1,0 +1,90 @@
+/*
+ * sim_agent.h — layer 2 of the simulated host: simulated sub-agents. A test's
+ * script rules say what a session does when prompted; one scheduler thread
+ * runs every session's model turn from a time-ordered heap (a thread per
+ * session would not scale to thousands of sessions), emitting the events
+ * OpenCode emits. Uses the store and the core only.
+ *
+ *   agent_scripts.c  the script rules and choosing a prompt's steps
+ *   agent_sched.c    the heap, the scheduler thread, the transform before a turn
+ *   agent_turn.c     a turn's life: prompt, queue, start, end, abort, release
+ *   agent_steps.c    running a turn's steps (tool, wait, reply, error, ask, …)
+ *   agent_compact.c  the "compact" step: OpenCode's compaction messages
+ *
+ * Two things a turn needs come from layers above, through the hooks below:
+ * the plugins' transform_messages (host) and permission questions (API).
+ *
+ * Functions named *_locked are called with the core's `mu` held.
+ */
+#ifndef OCBG_SIM_AGENT_H
+#define OCBG_SIM_AGENT_H
+
+#include "sim_store.h"
+
+typedef struct sim_rule sim_rule;
+
+/* What the agents need from the layers above, set by them before the
+ * scheduler starts. Any hook may be NULL (see each). */
+typedef struct sim_agent_hooks {
+    /* The history a turn's model sees, after every plugin's
+     * transform_messages: malloc'd (a copy of messages_json when nothing
+     * changed). Called WITHOUT mu, on the scheduler thread. NULL: unchanged. */
+    char *(*transform)(void *ctx, const char *session_id, const char *messages_json);
+    void *transform_ctx;
+    /* A script's "ask" step ({permission, patterns, always?, metadata?}) in
+     * the turn producing message_id. Returns 1: allowed, go on; 0: denied or
+     * rejected, the turn ends; -1: the question is open (*request_id,
+     * malloc'd): the turn waits for sim_agent_permission_answered_locked.
+     * mu held. NULL: every ask is allowed. */
+    int (*ask)(void *ctx, const char *session_id, const char *message_id, const cJSON *ask, char **request_id);
+    /* A turn that waited on a question is gone (aborted, deleted): its open
+     * questions are moot. mu held. NULL: nothing to do. */
+    void (*turn_gone)(void *ctx, const char *session_id);
+    void *perm_ctx;
+} sim_agent_hooks;
+
+typedef struct sim_agents {
+    sim_core *core;
+    sim_store *store;
+    sim_rule *rules;          /* script rules, in the order added */
+    sim_session **heap;       /* sessions whose turn wakes, soonest first */
+    size_t heap_len, heap_cap;
+    uint64_t sched_seq;
+    pthread_cond_t sched_cv;  /* the scheduler waits on it */
+    pthread_t sched_thread;
+    int sched_started;
+    sim_agent_hooks hooks;
+} sim_agents;
+
+/* ---- agent_sched.c ------------------------------------------------------ */
+
+/* Set up over store (and its core); becomes the store's release hook.
+ * Returns 0 or an errno. */
+int sim_agents_init(sim_agents *ag, sim_store *store);
+/* Start the scheduler thread. Returns 0 or an errno. */
+int sim_agents_start(sim_agents *ag);
+/* Wake and join it (core->stopping must already be set under mu). */
+void sim_agents_join(sim_agents *ag);
+/* Free the rules and the heap. After the store is freed (its release hook
+ * uses the heap); no other thread left. */
+void sim_agents_destroy(sim_agents *ag);
+
+/* ---- agent_scripts.c ---------------------------------------------------- */
+
+/* Add a script rule (see sim_script in simhost.h). Returns 0 or -EINVAL.
+ * Takes mu itself. */
+int sim_agents_script(sim_agents *ag, const char *match, const char *script_json, int once);
+
+/* ---- agent_turn.c ------------------------------------------------------- */
+
+/* A prompt body arrived for s (validated, not noReply): run it now or queue
+ * it. Takes ownership of body. */
+void sim_agent_prompt_locked(sim_agents *ag, sim_session *s, cJSON *body);
+/* Abort s's turn (and queued prompts); nothing when idle. */
+void sim_agent_abort_locked(sim_agents *ag, sim_session *s);
+/* The question a turn waited on was answered: go_on 1 continues the turn,
+ * 0 ends it (rejected). */
+void sim_agent_permission_answered_locked(sim_agents *ag, const char *session_id, const char *request_id,
+                                          int go_on);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * sim_host_int.h — layer 4 of the simulated host, the top: plugins, tool
+ * calls and the public API of simhost.h, over the API (sim_api.h), the
+ * agents, the store and the core. Its files only:
+ *
+ *   host.c           create/destroy, the layers wired together
+ *   host_plugins.c   dlopen/entry/shutdown/dlclose of plugins, calls into them
+ *   host_toolcall.c  tool and command calls as the host's worker makes them
+ *   host_sessions.c  the user's view of the sessions (simhost.h)
+ *   host_face.c      thin public wrappers (simhost.h) over the lower layers
+ *   host_wait.c      sim_wait and the waits built on it
+ *
+ * Locking. The core's `mu` guards every lower layer's state. `plug_mu`
+ * guards the plugin list; it is held while the host calls a plugin's on_event
+ * or transform_messages (both may not block or call the host), never while
+ * calling tool_call, command_call or shutdown. The two are never held
+ * together. No host lock is held while a plugin runs code that may call back
+ * into the host, so a plugin thread can always make host calls.
+ */
+#ifndef OCBG_SIM_HOST_INT_H
+#define OCBG_SIM_HOST_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "sim_api.h"
+#include "simhost.h"
+
+typedef struct sim_plugslot sim_plugslot;
+
+struct sim_plugslot {
+    void *handle;
+    const ocp_plugin *plugin;
+    char *path;
+};
+
+struct sim_host {
+    sim_core core;     /* mu, the change signal, the clock, the event queue */
+    sim_store store;   /* sessions and messages */
+    sim_agents agents; /* scripts and the scheduler */
+    sim_api api;       /* the host table, permissions, call record, event delivery */
+
+    /* plugins (plug_mu) */
+    pthread_mutex_t plug_mu;
+    pthread_cond_t plug_cv;
+    sim_plugslot *plugins;
+    size_t nplugins;
+    int plug_inflight;    /* tool/command calls in progress (may block until shutdown) */
+    int plug_quick;       /* tool_cancel calls in progress (never block long) */
+    int plug_closing;     /* unload in progress: start no new call */
+    char load_error[512];
+};
+
+/* ---- host_plugins.c --------------------------------------------------------- */
+
+/* Call every loaded plugin's on_event with json (under plug_mu; event thread). */
+void sim_plugins_deliver(sim_host *h, const char *json);
+/* Pass messages_json through every plugin's transform_messages; returns the
+ * result (malloc'd) — a copy of the input when no plugin changed it. */
+char *sim_plugins_transform(sim_host *h, const char *session_id, const char *messages_json);
+/* Begin a call into plugin i (tool_call, command_call, tool_cancel): returns
+ * the plugin, or NULL (with *rc set: -ENOENT none loaded, -ECANCELED
+ * unloading). Pair with sim_plugin_leave. */
+const ocp_plugin *sim_plugin_enter(sim_host *h, size_t i, int *rc);
+void sim_plugin_leave(sim_host *h);
+/* Begin a short call (tool_cancel) into a plugin known by its table, only if
+ * still loaded and not closing. Returns 1 when entered; then no shutdown
+ * begins until sim_plugin_leave_quick. */
+int sim_plugin_enter_table(sim_host *h, const ocp_plugin *p);
+void sim_plugin_leave_quick(sim_host *h);
+
+#endif

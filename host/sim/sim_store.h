@@ -1,0 +1,94 @@
+/*
+ * sim_store.h — layer 1 of the simulated host: sessions and their messages,
+ * in OpenCode's JSON shapes. Uses only the core (sim_core.h).
+ *
+ *   store_sessions.c  ids, the session table, create, delete, fork
+ *   store_messages.c  message and part JSON: build, append, list
+ *
+ * A session's turn (what the agents layer runs) is not the store's: the store
+ * keeps an opaque pointer for it (`run`) and, before it frees a session,
+ * hands it back through the `release` hook the layer above set.
+ *
+ * Every function here is called with the core's `mu` held.
+ */
+#ifndef OCBG_SIM_STORE_H
+#define OCBG_SIM_STORE_H
+
+#include "sim_core.h"
+
+typedef struct sim_session sim_session;
+struct sim_run; /* a session's turn state: the agents layer's, opaque here */
+
+struct sim_session {
+    char *id;
+    char *parent_id;   /* NULL: top-level */
+    char *title;
+    int64_t created, updated;
+    cJSON *messages;   /* array of {info, parts}, oldest first, owned */
+    cJSON *denied;     /* object {tool: false} from prompt bodies, owned */
+    char *model_input; /* history the model saw last turn, after transforms */
+    int busy;          /* a turn is running (the status map shows it) */
+    int deleted;       /* deleted while busy: its turn runs on, hidden (as OpenCode) */
+    struct sim_run *run;       /* the layer above's, released through sim_store.release */
+    sim_session *hnext;        /* hash chain */
+    sim_session *prev, *next;  /* creation order */
+};
+
+typedef struct sim_store {
+    sim_core *core;
+    uint64_t id_last; /* ids */
+    uint64_t id_rng;
+    sim_session **buckets; /* hash by id */
+    size_t nbuckets, nsessions;
+    size_t ndeleted;   /* deleted sessions whose turn still ran then (kept until the end) */
+    sim_session *first, *last; /* creation order */
+    /* Set by the layer above: called (mu held) before a session is freed, to
+     * release s->run. May be NULL. */
+    void (*release)(void *ctx, sim_session *s);
+    void *release_ctx;
+} sim_store;
+
+/* ---- store_sessions.c --------------------------------------------------- */
+
+/* An empty store over core. */
+void sim_store_init(sim_store *st, sim_core *core);
+/* Free every session (each released first) and the table. */
+void sim_store_free_locked(sim_store *st);
+/* A new id "<prefix>_<12 hex, increasing><10 base62 random>", malloc'd. */
+char *sim_new_id_locked(sim_store *st, const char *prefix);
+/* Find a session by id, also one deleted while busy (NULL when none). */
+sim_session *sim_find_locked(sim_store *st, const char *id);
+/* The same, but not a deleted one: what the host's API can see. */
+sim_session *sim_find_live_locked(sim_store *st, const char *id);
+/* Create a session (parent must exist when given; else NULL). Emits
+ * session.created. */
+sim_session *sim_session_create_locked(sim_store *st, const char *parent_id, const char *title);
+/* The session as OpenCode's Session JSON, owned by the caller. */
+cJSON *sim_session_info_locked(const sim_session *s);
+/* Delete a session and its descendants (children first), emitting
+ * session.deleted for each. A busy one stays (deleted, hidden) until the end. */
+void sim_session_delete_locked(sim_store *st, sim_session *s);
+/* Fork: a new session holding copies of the messages before message_id (all
+ * when NULL or not found). Emits session.created. */
+sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *message_id);
+
+/* ---- store_messages.c --------------------------------------------------- */
+
+/* Append a message {info, parts} (owned by the session afterwards). */
+void sim_session_append_locked(sim_store *st, sim_session *s, cJSON *msg);
+/* The messages JSON (newest `limit` when limit > 0), owned by the caller. */
+cJSON *sim_session_messages_locked(const sim_session *s, int limit);
+/* A user message built from a prompt body (parts copied, agent). */
+cJSON *sim_user_message_locked(sim_store *st, sim_session *s, const cJSON *body);
+/* A new message of s: {info:{id, sessionID, role, time:{created}}, parts:[]}. */
+cJSON *sim_message_new_locked(sim_store *st, const sim_session *s, const char *role);
+/* A new part appended to msg's parts: {id, sessionID, messageID, type};
+ * returned (owned by msg). */
+cJSON *sim_part_new_locked(sim_store *st, cJSON *msg, const char *type);
+/* Give a copied message (and its parts) new ids in session s. */
+void sim_message_rebase_locked(sim_store *st, sim_session *s, cJSON *msg);
+/* A prompt body's (or a message's) text: its text parts joined by "\n",
+ * malloc'd. Needs no lock. */
+char *sim_prompt_text(const cJSON *body);
+
+#endif

@@ -1,0 +1,273 @@
+/* store_sessions.c — the session table: ids, lookup, create, delete, fork
+ * (see sim_store.h). */
+#include "sim_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* xorshift64*: ids only need to look random and differ. */
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+void sim_store_init(sim_store *st, sim_core *core)
+{
+    memset(st, 0, sizeof *st);
+    st->core = core;
+    /* Ids need only be unique within a host; a seed from time and pid keeps
+     * two hosts in one process from sharing suffixes. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    st->id_rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
+                 (uint64_t)(uintptr_t)st;
+    if (!st->id_rng)
+        st->id_rng = 0x9e3779b97f4a7c15ull;
+    st->nbuckets = 1024;
+    st->buckets = sim_xcalloc(st->nbuckets, sizeof *st->buckets);
+}
+
+char *sim_new_id_locked(sim_store *st, const char *prefix)
+{
+    static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    /* Like OpenCode: a time-based part that increases (so ids sort by
+     * creation), then random characters. */
+    uint64_t t = (uint64_t)sim_wall_ms(st->core) << 12;
+    if (t <= st->id_last)
+        t = st->id_last + 1;
+    st->id_last = t;
+    char rnd[11];
+    for (int i = 0; i < 10; i++)
+        rnd[i] = b62[rng_next(&st->id_rng) % 62];
+    rnd[10] = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s_%012llx%s", prefix, (unsigned long long)(t & 0xffffffffffffull), rnd);
+    return sim_strdup(buf);
+}
+
+static size_t hash_str(const char *s)
+{
+    size_t x = 1469598103934665603ull;
+    for (; *s; s++)
+        x = (x ^ (unsigned char)*s) * 1099511628211ull;
+    return x;
+}
+
+sim_session *sim_find_locked(sim_store *st, const char *id)
+{
+    if (!id)
+        return NULL;
+    for (sim_session *s = st->buckets[hash_str(id) % st->nbuckets]; s; s = s->hnext)
+        if (strcmp(s->id, id) == 0)
+            return s;
+    return NULL;
+}
+
+sim_session *sim_find_live_locked(sim_store *st, const char *id)
+{
+    sim_session *s = sim_find_locked(st, id);
+    return s && !s->deleted ? s : NULL;
+}
+
+static void rehash(sim_store *st)
+{
+    size_t nb = st->nbuckets * 2;
+    sim_session **b = sim_xcalloc(nb, sizeof *b);
+    for (sim_session *s = st->first; s; s = s->next) {
+        size_t i = hash_str(s->id) % nb;
+        s->hnext = b[i];
+        b[i] = s;
+    }
+    free(st->buckets);
+    st->buckets = b;
+    st->nbuckets = nb;
+}
+
+cJSON *sim_session_info_locked(const sim_session *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", s->id);
+    if (s->parent_id)
+        cJSON_AddStringToObject(o, "parentID", s->parent_id);
+    cJSON_AddStringToObject(o, "title", s->title);
+    cJSON_AddStringToObject(o, "directory", ".");
+    cJSON *t = cJSON_AddObjectToObject(o, "time");
+    cJSON_AddNumberToObject(t, "created", (double)s->created);
+    cJSON_AddNumberToObject(t, "updated", (double)s->updated);
+    return o;
+}
+
+static sim_session *session_alloc_locked(sim_store *st, const char *parent_id, const char *title)
+{
+    sim_session *s = sim_xcalloc(1, sizeof *s);
+    s->id = sim_new_id_locked(st, "ses");
+    s->parent_id = sim_strdup(parent_id);
+    if (title && *title) {
+        s->title = sim_strdup(title);
+    } else {
+        /* OpenCode's default titles. */
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s session - %lld", parent_id ? "Child" : "New",
+                 (long long)sim_wall_ms(st->core));
+        s->title = sim_strdup(buf);
+    }
+    s->created = s->updated = sim_wall_ms(st->core);
+    s->messages = cJSON_CreateArray();
+    s->denied = cJSON_CreateObject();
+    if (st->nsessions + 1 > st->nbuckets)
+        rehash(st);
+    size_t i = hash_str(s->id) % st->nbuckets;
+    s->hnext = st->buckets[i];
+    st->buckets[i] = s;
+    s->prev = st->last;
+    if (st->last)
+        st->last->next = s;
+    else
+        st->first = s;
+    st->last = s;
+    st->nsessions++;
+    return s;
+}
+
+static void emit_session_event_locked(sim_store *st, const char *type, const sim_session *s)
+{
+    cJSON *props = cJSON_CreateObject();
+    cJSON_AddStringToObject(props, "sessionID", s->id);
+    cJSON_AddItemToObject(props, "info", sim_session_info_locked(s));
+    sim_emit_props_locked(st->core, type, props);
+}
+
+sim_session *sim_session_create_locked(sim_store *st, const char *parent_id, const char *title)
+{
+    if (parent_id && !sim_find_live_locked(st, parent_id))
+        return NULL;
+    sim_session *s = session_alloc_locked(st, parent_id, title);
+    emit_session_event_locked(st, "session.created", s);
+    sim_changed_locked(st->core);
+    return s;
+}
+
+static void session_free(sim_session *s)
+{
+    free(s->id);
+    free(s->parent_id);
+    free(s->title);
+    cJSON_Delete(s->messages);
+    cJSON_Delete(s->denied);
+    free(s->model_input);
+    free(s);
+}
+
+static void unlink_locked(sim_store *st, sim_session *s)
+{
+    sim_session **pp = &st->buckets[hash_str(s->id) % st->nbuckets];
+    while (*pp != s)
+        pp = &(*pp)->hnext;
+    *pp = s->hnext;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        st->first = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    else
+        st->last = s->prev;
+    st->nsessions--;
+}
+
+/* Release the layer above's state, unlink and free. */
+static void discard_locked(sim_store *st, sim_session *s)
+{
+    if (st->release)
+        st->release(st->release_ctx, s);
+    unlink_locked(st, s);
+    session_free(s);
+}
+
+void sim_session_delete_locked(sim_store *st, sim_session *s)
+{
+    /* Children first, each with its own event, as OpenCode does. Restart the
+     * scan after each recursive delete: it may have removed later entries. */
+    for (;;) {
+        sim_session *c = st->first;
+        while (c && (c->deleted || !(c->parent_id && strcmp(c->parent_id, s->id) == 0)))
+            c = c->next;
+        if (!c)
+            break;
+        sim_session_delete_locked(st, c);
+    }
+    emit_session_event_locked(st, "session.deleted", s);
+    if (s->busy) {
+        /* As OpenCode: deleting a session does not stop its running turn. It
+         * is gone for every lookup but still busy in the status map, and an
+         * abort still ends it. Freed with the host. */
+        s->deleted = 1;
+        st->ndeleted++;
+        sim_changed_locked(st->core);
+        return;
+    }
+    discard_locked(st, s);
+    sim_changed_locked(st->core);
+}
+
+void sim_store_free_locked(sim_store *st)
+{
+    while (st->first)
+        discard_locked(st, st->first);
+    free(st->buckets);
+    st->buckets = NULL;
+}
+
+/* OpenCode names forks "<title> (fork #1)", counting up when forking a fork. */
+static char *fork_title(const char *title)
+{
+    const char *p = strstr(title, " (fork #");
+    const char *last = NULL;
+    while (p) {
+        last = p;
+        p = strstr(p + 1, " (fork #");
+    }
+    int n = 0;
+    size_t keep = strlen(title);
+    if (last) {
+        char close = 0;
+        int consumed = 0;
+        if (sscanf(last, " (fork #%d%c%n", &n, &close, &consumed) == 2 && close == ')' && last[consumed] == 0)
+            keep = (size_t)(last - title);
+        else
+            n = 0;
+    }
+    size_t len = keep + 32;
+    char *t = sim_xmalloc(len);
+    snprintf(t, len, "%.*s (fork #%d)", (int)keep, title, n + 1);
+    return t;
+}
+
+sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *message_id)
+{
+    char *title = fork_title(s->title);
+    sim_session *f = session_alloc_locked(st, NULL, title);
+    free(title);
+    cJSON *m;
+    cJSON_ArrayForEach(m, s->messages)
+    {
+        cJSON *info = cJSON_GetObjectItemCaseSensitive(m, "info");
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "id"));
+        if (message_id && id && strcmp(id, message_id) == 0)
+            break;
+        cJSON *c = cJSON_Duplicate(m, 1);
+        sim_message_rebase_locked(st, f, c);
+        cJSON_AddItemToArray(f->messages, c);
+    }
+    emit_session_event_locked(st, "session.created", f);
+    sim_changed_locked(st->core);
+    return f;
+}
