@@ -1,4 +1,4 @@
-/* plugins.c — loading plugins as a real host does (dlopen, the entry point,
+/* host_plugins.c — loading plugins as a real host does (dlopen, the entry point,
  * version checks), calling into them, and unloading them in a safe order. */
 #include "sim_host_int.h"
 

@@ -1,4 +1,4 @@
-/* toolcall.c — tool and command calls as the host's worker makes them: a
+/* host_toolcall.c — tool and command calls as the host's worker makes them: a
  * context per call, on the caller's thread or on a thread of its own so a test
  * can cancel it (Esc). */
 #include "sim_host_int.h"

@@ -59,7 +59,7 @@ struct sim_host {
     char load_error[512];
 };
 
-/* ---- host_plugins.c --------------------------------------------------------- */
+/* ---- host_plugins.c ----------------------------------------------------- */
 
 /* Call every loaded plugin's on_event with json (under plug_mu; event thread). */
 void sim_plugins_deliver(sim_host *h, const char *json);
