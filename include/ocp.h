@@ -6,8 +6,11 @@
  *
  *   host:    handle = dlopen(".../ocbg.so"); entry = dlsym(handle, OCP_ENTRY_SYMBOL);
  *            plugin = entry(&host_table, options_json, err, sizeof err);
+ *            pfree = plugin->free; pud = plugin->userdata;   (copies: see shutdown)
  *            ... tool_call / tool_cancel / command_call / on_event / transform_messages ...
- *            plugin->shutdown(plugin->userdata); dlclose(handle);
+ *            plugin->shutdown(plugin->userdata);   (frees *plugin)
+ *            ... pfree(pud, s) for answers of calls shutdown released ...
+ *            dlclose(handle);
  *
  * Versioning. Both tables start with their own size and the ABI major/minor the
  * side was compiled against. Fields are only ever appended; a new minor adds
@@ -21,7 +24,8 @@
  *     Copy it to keep it.
  *   - A `char **out` result belongs to the caller once set, and is freed with
  *     the `free` function of the table whose function produced it:
- *     host results with host->free, plugin results with plugin->free.
+ *     host results with host->free, plugin results with plugin->free (after
+ *     shutdown: with the copy of it the host took before; see shutdown).
  *   - Strings are UTF-8. JSON crosses as text in OpenCode's own shapes (session,
  *     message `[{info, parts}]`, event `{type, properties}`), never as a parsed
  *     object, so that neither side depends on the other's JSON library.
@@ -40,14 +44,18 @@
  * Thread tags (on every function below):
  *   [any]    may be called from any thread, concurrently, and may block.
  *   [event]  called on the host's event thread. The callee must not block and
- *            must not call back into the host: it records and hands work to
- *            its own threads. (OpenCode runs plugins on one JavaScript event
- *            loop; a host call made from that thread while the loop waits for
- *            the plugin would deadlock.)
+ *            must not call back into the host, now_ms excepted: it records
+ *            and hands work to its own threads. (OpenCode runs plugins on one
+ *            JavaScript event loop; a host call made from that thread while
+ *            the loop waits for the plugin would deadlock.) The same holds for
+ *            transform_messages, which a host may call on that thread too.
+ *            So from on_event and transform_messages a plugin calls no host
+ *            function but now_ms (not log either).
  *   [worker] called on a host thread that may block for as long as the call
  *            takes (a blocking wait), never on the host's event thread.
- * The plugin never calls the host while holding one of its own locks, so a host
- * may take its own locks around calls into the plugin.
+ * The plugin never calls the host while holding one of its own locks (now_ms
+ * again excepted), so a host may take its own locks around calls into the
+ * plugin.
  */
 #ifndef OCP_H
 #define OCP_H
@@ -128,7 +136,28 @@ typedef struct ocp_host {
      *    "noReply"?: true (store the message, run no model turn, no events),
      *    "tools"?: {"tool_name": false, …} (deny tools to that session)}
      * Returns once the host accepted the prompt (queued while the session is
-     * busy). On success *out is left NULL. */
+     * busy). On success *out is left NULL.
+     *
+     * The session need not show busy (in session_status, or by an event)
+     * before this returns. How the plugin learns that a task's turn ended:
+     * it checks the session (session_messages, newest 20) when it is told
+     * the session is idle (session.idle or session.status idle: at once),
+     * and when its poll (session_status every poll_interval_ms, default
+     * 1000, while an agent task runs) does not list the session. The run has
+     * ended when the newest message is a finished assistant message
+     * (time.completed, finish or error set) other than the one that ended
+     * the task's previous run. A check that finds none backs off: the poll checks that session
+     * again after 2, 4, 8, 16, then every 32 poll intervals, until it is seen
+     * busy (listed in the map, or a session.status busy/retry event). So:
+     *   - a host must store the turn's answer (visible to session_messages)
+     *     before it reports the session idle, by event or by the map;
+     *     otherwise the answer is found only by a later poll, up to 32
+     *     intervals late;
+     *   - it must emit session.idle (or session.status idle) when a turn
+     *     ends, or rely on the poll;
+     *   - until the new turn shows (busy, or its user message stored), a
+     *     poll may see the session idle: that costs one check that finds
+     *     nothing, and the backoff above; it is not an error. */
     int (*session_prompt)(void *userdata, const char *session_id, const char *body_json, char **out);
 
     /* [any] Abort the session's running turn (and its queued prompts). Success
@@ -144,7 +173,12 @@ typedef struct ocp_host {
      * Session JSON. This pointer may be NULL: the host cannot fork. */
     int (*session_fork)(void *userdata, const char *session_id, const char *message_id, char **out);
 
-    /* [any] Write a line to the host's log. Never fails, never blocks for long. */
+    /* [any] Write a line to the host's log. Never fails, never blocks for
+     * long. Any thread, but never from the plugin's on_event or
+     * transform_messages (the [event] rule) and never under the plugin's own
+     * locks: ocbg logs only on its worker thread and in tool calls, after a
+     * host call failed. So a host may take the lock it holds while delivering
+     * events. */
     void (*log)(void *userdata, enum ocp_log_level level, const char *message);
 
     /* [any] Free a string this table's functions returned in *out. NULL is a no-op. */
@@ -156,10 +190,10 @@ typedef struct ocp_host {
      * absent from an older table): wall-clock time in milliseconds since the
      * Unix epoch, for the timestamps and durations the plugin shows. A test
      * host supplies it to drive time. It is the one host function the plugin
-     * calls while holding its own lock, so it must return at once, take no
-     * lock the host holds while calling the plugin, and never call into the
-     * plugin. Without it the plugin reads CLOCK_REALTIME. Timeouts always use
-     * the monotonic clock. */
+     * calls from on_event and while holding its own lock, so it must return
+     * at once, take no lock the host holds while calling the plugin, and
+     * never call into the plugin. Without it the plugin reads CLOCK_REALTIME.
+     * Timeouts always use the monotonic clock. */
     int64_t (*now_ms)(void *userdata);
 
     /* ---- ABI 1.1 (read only when OCP_HAS_FIELD says the table holds it) -- */
@@ -261,31 +295,89 @@ typedef struct ocp_plugin {
                         ocp_call_ctx *ctx, char **out);
 
     /* [event] One host event, as OpenCode's event JSON {"type":…,"properties":…}.
-     * Never fails; unknown and malformed events are ignored. */
+     * Never fails; unknown and malformed events are ignored (an event needs a
+     * string "type" and an object "properties"). Calls no host function but
+     * now_ms; takes the plugin's lock briefly.
+     *
+     * What ocbg reads; every other event and field is ignored. S is the
+     * session the event is about; an event changes something only when S is
+     * the session of one of its running tasks (or, for session.deleted, a
+     * session that launched tasks). Properties, minimal:
+     *
+     *   session.idle          {sessionID: S}
+     *       the run may have ended: a completion check (see session_prompt).
+     *   session.status        {sessionID: S, status: {type: "idle"}}
+     *       the same as session.idle;
+     *                         {sessionID: S, status: {type: "busy"|"retry"}}
+     *       (any type but "idle") the run goes on: the poll's backoff resets.
+     *   session.error         {sessionID: S, error: {name, data: {message}}}
+     *       the run ends in error "name: message" (either alone if the other
+     *       is missing); ignored after an abort the plugin asked for.
+     *   session.deleted       {info: {id: S}}, or {sessionID: S}
+     *       a running task's session: the plugin aborts it, and the task
+     *       ends in error unless the deletion of the session that launched
+     *       it follows within 500 ms (hosts delete children first); a
+     *       finished task's: it can no longer be resumed; a session that
+     *       launched tasks: its tasks are stopped and forgotten.
+     *   message.part.updated  {part: {sessionID: S, type: "tool", callID, tool}}
+     *       progress: one tool call counted per callID, the tool's name
+     *       shown. S may instead be properties.sessionID. Parts of any other
+     *       type are skipped unparsed: an event whose text lacks the bytes
+     *       "type":"tool" (no blank around the colon) is dropped at once, so
+     *       send compact JSON, as OpenCode does.
+     *   permission.asked      {sessionID: S, id, permission, patterns: [...]}
+     *       the task waits for the user: its status says on what
+     *       ("permission: pattern, ..."), and the session that launched it
+     *       is told once per id (a prompt), unless the task runs in the
+     *       foreground. id is required; permission and patterns only shape
+     *       the text.
+     *   permission.replied    {sessionID: S, requestID}
+     *       the question requestID was answered: the task shows running.
+     *
+     * An event about any other session costs one JSON parse, the plugin's
+     * lock and one hash lookup. */
     void (*on_event)(void *userdata, const char *event_json);
 
     /* [any] Called before each model call of a session with the history the
-     * model is about to see ([{info, parts}]). Never calls the host, never
-     * waits. Returns 0 with *out = NULL to leave it unchanged, or 0 with *out =
-     * the history to use instead. On failure (negative errno) the host uses
-     * the history unchanged. */
+     * model is about to see ([{info, parts}]). Calls no host function (the
+     * [event] rule), never waits. Returns 0 with *out = NULL to leave it
+     * unchanged, or 0 with *out = the history to use instead. On failure
+     * (negative errno) the host uses the history unchanged.
+     *
+     * A plugin changes only the history of sessions it created itself,
+     * through this table's session_create or session_fork: a host may skip
+     * the call for any other session. The cost when it does not skip: the
+     * host serializes the whole history to JSON for every model call; ocbg
+     * then takes its lock for one hash lookup and returns 0 with *out = NULL
+     * for every session that is not a forked task's (it rewrites only those:
+     * long tool results cut, the oldest messages dropped to fit a token
+     * budget). */
     int (*transform_messages)(void *userdata, const char *session_id,
                               const char *messages_json, char **out);
 
     /* [any, once] Stop: release every blocked tool_call (it returns
      * -ECANCELED with a message saying the plugin is shutting down), stop and
-     * join every plugin thread, free everything. Tool calls may still be in
+     * join every plugin thread, free everything: this table (the ocp_plugin
+     * it points to) and `userdata` included. Tool calls may still be in
      * flight on other threads; shutdown returns after each has left the
-     * plugin. The host must not call anything in this table afterwards (but
-     * `free`, for strings those calls returned), must
-     * not start a new call once shutdown has begun, and must not call on_event
-     * concurrently with it. After it returns the host may dlclose the plugin. */
+     * plugin, but such a call's host thread may still hold its answer, to be
+     * freed after shutdown returned. So a host copies `free` and `userdata`
+     * out of this table BEFORE it calls shutdown (simplest: when it loads the
+     * plugin) and frees those answers with the copy: the copied function
+     * stays valid until dlclose (it does not use userdata). A host thread
+     * that makes a call takes the copies before the call, not after it
+     * returns. Once it has called shutdown the host reads nothing more from
+     * this table, starts no new call, and must not call on_event
+     * concurrently with it. After it returns, and every answer is freed, the
+     * host may dlclose the plugin. */
     void (*shutdown)(void *userdata);
 
     /* [any] Free a string this table's functions returned in *out. NULL is a
      * no-op. The one function a host may still call after shutdown has
      * returned (until dlclose): a tool call that shutdown released returns a
-     * string the host frees afterwards. So it must not use `userdata`. */
+     * string the host frees afterwards. It must not use `userdata`, which
+     * shutdown freed. Shutdown frees this table too: call the copy of `free`
+     * (and pass the copy of `userdata`) the host took before shutdown. */
     void (*free)(void *userdata, char *p);
 } ocp_plugin;
 

@@ -1,4 +1,4 @@
-/* plugins.c — loading plugins as a real host does (dlopen, the entry point,
+/* host_plugins.c — loading plugins as a real host does (dlopen, the entry point,
  * version checks), calling into them, and unloading them in a safe order. */
 #include "sim_host_int.h"
 
@@ -72,6 +72,8 @@ static int load_one(sim_host *h, const char *path, const char *options_json)
     h->plugins[h->nplugins].handle = handle;
     h->plugins[h->nplugins].plugin = p;
     h->plugins[h->nplugins].path = sim_strdup(path);
+    h->plugins[h->nplugins].free = p->free;
+    h->plugins[h->nplugins].userdata = p->userdata;
     h->nplugins++;
     pthread_mutex_unlock(&h->plug_mu);
     return 1;
@@ -154,7 +156,8 @@ void sim_unload_plugins(sim_host *h)
         slots[i].plugin->shutdown(slots[i].plugin->userdata);
 
     /* A tool call released by shutdown may still be freeing its answer with
-     * plugin->free; the code must stay mapped until it is done. */
+     * the copy of plugin->free it was given (the table is gone now); the code
+     * must stay mapped until it is done. */
     pthread_mutex_lock(&h->plug_mu);
     while (h->plug_inflight > 0)
         sim_cond_wait_until(&h->plug_cv, &h->plug_mu, -1);
@@ -195,13 +198,13 @@ char *sim_plugins_transform(sim_host *h, const char *session_id, const char *mes
             cur = sim_strdup(out);
         }
         if (out)
-            p->free(p->userdata, out);
+            h->plugins[i].free(h->plugins[i].userdata, out);
     }
     pthread_mutex_unlock(&h->plug_mu);
     return cur;
 }
 
-const ocp_plugin *sim_plugin_enter(sim_host *h, size_t i, int *rc)
+const ocp_plugin *sim_plugin_enter(sim_host *h, size_t i, int *rc, sim_plugin_free_fn *pfree, void **ud)
 {
     const ocp_plugin *p = NULL;
     pthread_mutex_lock(&h->plug_mu);
@@ -211,6 +214,8 @@ const ocp_plugin *sim_plugin_enter(sim_host *h, size_t i, int *rc)
         *rc = -ENOENT;
     } else {
         p = h->plugins[i].plugin;
+        *pfree = h->plugins[i].free;
+        *ud = h->plugins[i].userdata;
         h->plug_inflight++;
         *rc = 0;
     }

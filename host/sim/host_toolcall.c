@@ -1,4 +1,4 @@
-/* toolcall.c — tool and command calls as the host's worker makes them: a
+/* host_toolcall.c — tool and command calls as the host's worker makes them: a
  * context per call, on the caller's thread or on a thread of its own so a test
  * can cancel it (Esc). */
 #include "sim_host_int.h"
@@ -71,7 +71,12 @@ static void call_run(sim_call *c)
 {
     int rc = 0;
     char *text = NULL;
-    const ocp_plugin *p = sim_plugin_enter(c->h, 0, &rc);
+    /* The plugin's free and userdata as copied at load: once tool_call has
+     * returned, an unload's shutdown may have freed the table (it does not
+     * wait for us), and the answer is freed after that (ocp.h). */
+    sim_plugin_free_fn pfree = NULL;
+    void *ud = NULL;
+    const ocp_plugin *p = sim_plugin_enter(c->h, 0, &rc, &pfree, &ud);
     if (!p) {
         text = sim_strdup(rc == -ECANCELED ? "the plugin is shutting down" : "no plugin loaded");
     } else {
@@ -79,10 +84,6 @@ static void call_run(sim_call *c)
         c->plugin = p;
         pthread_mutex_unlock(&c->mu);
         char *out = NULL;
-        /* Read the table before the call: once tool_call has returned, an
-         * unload's shutdown may free the table (it no longer waits for us). */
-        void (*pfree)(void *, char *) = p->free;
-        void *ud = p->userdata;
         if (c->is_command)
             rc = p->command_call ? p->command_call(ud, c->name, c->args, &c->ctx, &out) : -ENOSYS;
         else

@@ -28,10 +28,18 @@
 
 typedef struct sim_plugslot sim_plugslot;
 
+/* The plugin's free function type (ocp_plugin.free). */
+typedef void (*sim_plugin_free_fn)(void *userdata, char *p);
+
 struct sim_plugslot {
     void *handle;
-    const ocp_plugin *plugin;
+    const ocp_plugin *plugin; /* valid until its shutdown returns */
     char *path;
+    /* Copied from the table at load, as ocp.h asks of a host: shutdown frees
+     * the table, and a tool call it released may free its answer afterwards.
+     * The function stays valid until dlclose. */
+    sim_plugin_free_fn free;
+    void *userdata;
 };
 
 struct sim_host {
@@ -51,17 +59,18 @@ struct sim_host {
     char load_error[512];
 };
 
-/* ---- host_plugins.c --------------------------------------------------------- */
+/* ---- host_plugins.c ----------------------------------------------------- */
 
 /* Call every loaded plugin's on_event with json (under plug_mu; event thread). */
 void sim_plugins_deliver(sim_host *h, const char *json);
 /* Pass messages_json through every plugin's transform_messages; returns the
  * result (malloc'd) — a copy of the input when no plugin changed it. */
 char *sim_plugins_transform(sim_host *h, const char *session_id, const char *messages_json);
-/* Begin a call into plugin i (tool_call, command_call, tool_cancel): returns
- * the plugin, or NULL (with *rc set: -ENOENT none loaded, -ECANCELED
- * unloading). Pair with sim_plugin_leave. */
-const ocp_plugin *sim_plugin_enter(sim_host *h, size_t i, int *rc);
+/* Begin a call into plugin i (tool_call, command_call): returns the plugin,
+ * with the copies of its free and userdata taken at load (*pfree, *ud: use
+ * them, not the table, to free the call's answer), or NULL (with *rc set:
+ * -ENOENT none loaded, -ECANCELED unloading). Pair with sim_plugin_leave. */
+const ocp_plugin *sim_plugin_enter(sim_host *h, size_t i, int *rc, sim_plugin_free_fn *pfree, void **ud);
 void sim_plugin_leave(sim_host *h);
 /* Begin a short call (tool_cancel) into a plugin known by its table, only if
  * still loaded and not closing. Returns 1 when entered; then no shutdown
