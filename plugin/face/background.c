@@ -218,21 +218,10 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
 {
     const char *status = arg_str(args, "status");
     const char *batch = arg_str(args, "batch_id");
-    pthread_mutex_lock(&o->mu);
-    parent *p = op_parent_of(o, ctx);
-    int64_t now = ocbg_now(o);
-    unsigned counts[TASK_RESUMED + 1] = {0}, shown = 0;
+    unsigned counts[TASK_STATUS_COUNT];
     strbuf lines = {0};
-    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
-        if (status && strcmp(task_status_name(t->status), status) != 0)
-            continue;
-        if (batch && strcmp(t->batch->id, batch) != 0)
-            continue;
-        format_list_line(&lines, t, now);
-        counts[t->status]++;
-        shown++;
-    }
-    pthread_mutex_unlock(&o->mu);
+    list_filter f = {status, batch};
+    unsigned shown = op_list(o, ctx, &f, format_list_line, &lines, counts);
     if (shown == 0) {
         sb_puts(out, "No background tasks found");
         if (status || batch)
@@ -244,7 +233,7 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
     sb_printf(out, "Background tasks of this session (newest first):\n%s\nTotal: %u task%s", lines.buf, shown,
               shown == 1 ? "" : "s");
     const char *sep = " (";
-    for (int s = TASK_PENDING; s <= TASK_RESUMED; s++) {
+    for (int s = 0; s < TASK_STATUS_COUNT; s++) {
         if (counts[s]) {
             sb_printf(out, "%s%u %s", sep, counts[s], task_status_name((task_status)s));
             sep = ", ";
@@ -260,45 +249,10 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
 int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)args;
-    /* Cancel what runs, then remove what no longer runs: a task whose abort
-     * failed is still running and stays, still cancellable, rather than
-     * becoming an orphan. */
-    pthread_mutex_lock(&o->mu);
-    parent *p = op_parent_of(o, ctx);
-    size_t n = 0;
-    cancel_item *items = NULL;
-    for (task *t = p ? p->head : NULL; t; t = t->pnext)
-        if (task_status_active(t->status) && !t->cancelling)
-            op_cancel_add(&items, &n, t);
-    pthread_mutex_unlock(&o->mu);
-    size_t cleared = op_cancel_items(o, items, n, true);
-
-    pthread_mutex_lock(&o->mu);
-    p = op_parent_of(o, ctx);
-    strbuf kept = {0};
-    for (task *t = p ? p->head : NULL; t;) {
-        task *next = t->pnext;
-        if (task_status_active(t->status)) {
-            const char *why = "it is still running";
-            for (size_t i = 0; i < n; i++)
-                if (strcmp(items[i].id, t->id) == 0 && items[i].err)
-                    why = items[i].err;
-            sb_printf(&kept, "\n- %s: aborting its session failed (%s); it is still running and was kept.", t->id,
-                      why);
-        } else {
-            registry_remove(&o->reg, t);
-            cleared++;
-        }
-        t = next;
-    }
-    if (p && p->count == 0)
-        registry_remove_parent(&o->reg, p);
-    engine_wake_waiters(o);
-    pthread_mutex_unlock(&o->mu);
-    size_t stopped = 0;
-    for (size_t i = 0; i < n; i++)
-        stopped += items[i].rc == 0 || items[i].rc == -ENOENT;
-    op_cancel_free(items, n);
+    clear_result r;
+    op_clear(o, ctx, &r);
+    size_t cleared = r.cleared, stopped = r.stopped;
+    strbuf kept = r.kept;
     int rc = 0;
     if (cleared == 0 && kept.len == 0) {
         sb_puts(out, "No background tasks to clear.");

@@ -8,34 +8,36 @@
 #include "face/tools.h"
 #include "ops/ops.h"
 
+/* One /tasks row (list_line_fn). */
+static void tasks_row(strbuf *out, const task *t, int64_t now)
+{
+    char start[32], dur[32];
+    format_time(start, sizeof start, t->started_ms);
+    format_duration(dur, sizeof dur, task_runtime(t, now));
+    /* A command without its own description is described by itself. */
+    bool show_command = t->type == TASK_SHELL && t->description && strcmp(t->description, t->shell->command) != 0;
+    sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s\n", t->id, t->type == TASK_SHELL ? "shell" : "agent",
+              claude_status(t), start, dur, t->description ? t->description : "", show_command ? " $ " : "",
+              show_command ? t->shell->command : "", t->permission_what ? " [waiting for permission: " : "",
+              t->permission_what ? t->permission_what : "", t->permission_what ? "]" : "");
+}
+
 int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)arguments;
     if (strcmp(command, "bashes") == 0)
         sb_puts(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n");
-    pthread_mutex_lock(&o->mu);
-    parent *p = op_parent_of(o, ctx);
-    if (!p || !p->head) {
-        pthread_mutex_unlock(&o->mu);
+    unsigned counts[TASK_STATUS_COUNT];
+    strbuf rows = {0};
+    unsigned n = op_list(o, ctx, NULL, tasks_row, &rows, counts);
+    if (n == 0) {
         sb_puts(out, "No background tasks in this session.");
-        return 0;
+    } else {
+        sb_printf(out, "Background tasks (%u):\n", n);
+        sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s\n", "Task ID", "Type", "Status", "Start Time", "Runtime",
+                  "Description");
+        sb_puts(out, rows.buf);
     }
-    int64_t now = ocbg_now(o);
-    sb_printf(out, "Background tasks (%u):\n", p->count);
-    sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s\n", "Task ID", "Type", "Status", "Start Time", "Runtime",
-              "Description");
-    for (task *t = p->head; t; t = t->pnext) {
-        char start[32], dur[32];
-        format_time(start, sizeof start, t->started_ms);
-        format_duration(dur, sizeof dur, task_runtime(t, now));
-        /* A command without its own description is described by itself. */
-        bool show_command = t->type == TASK_SHELL && t->description && strcmp(t->description, t->shell->command) != 0;
-        sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s\n", t->id,
-                  t->type == TASK_SHELL ? "shell" : "agent", claude_status(t), start, dur,
-                  t->description ? t->description : "", show_command ? " $ " : "",
-                  show_command ? t->shell->command : "", t->permission_what ? " [waiting for permission: " : "",
-                  t->permission_what ? t->permission_what : "", t->permission_what ? "]" : "");
-    }
-    pthread_mutex_unlock(&o->mu);
+    sb_free(&rows);
     return 0;
 }

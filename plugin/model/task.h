@@ -19,6 +19,7 @@ typedef enum task_status {
     TASK_CANCELLED,
     TASK_RESUMED,   /* a completed task working on a follow-up prompt */
 } task_status;
+#define TASK_STATUS_COUNT (TASK_RESUMED + 1)
 
 typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
 

@@ -1,5 +1,5 @@
 /*
- * ops.h — the operations both faces share: launch, wait, cancel, clear,
+ * ops.h — the operations both faces share: launch, wait, cancel, list, clear,
  * resume, and finding a session's own tasks. A face (face/) turns a tool's
  * arguments into one of these and words the answer; an operation decides
  * what happens to tasks, asks the host's permission where it must, and never
@@ -61,6 +61,32 @@ void op_cancel_add(cancel_item **items, size_t *n, task *t);
 size_t op_cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove);
 
 void op_cancel_free(cancel_item *items, size_t n);
+
+/* What clearing a session's tasks did. */
+typedef struct clear_result {
+    size_t cleared; /* tasks removed */
+    size_t stopped; /* running tasks aborted */
+    strbuf kept;    /* a line per task whose abort failed (still running, kept); free with sb_free */
+} clear_result;
+
+/* Which tasks a listing shows (NULL fields: any). */
+typedef struct list_filter {
+    const char *status; /* a status name */
+    const char *batch;  /* a batch id */
+} list_filter;
+
+/* Writes one task's line (with the lock held: a pure text function). */
+typedef void (*list_line_fn)(strbuf *out, const task *t, int64_t now);
+
+/* The caller's session's tasks matching f (NULL: all), newest first, a line
+ * each into lines; counts[status] counts them. [lock not held] Returns how
+ * many were listed. */
+unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, list_line_fn line, strbuf *lines,
+                 unsigned counts[TASK_STATUS_COUNT]);
+
+/* Clear the caller's session's tasks: cancel the active ones, remove every
+ * task that no longer runs. [lock not held] */
+void op_clear(ocbg *o, const ocp_call_ctx *ctx, clear_result *r);
 
 /* Task task_id if it is the caller's session's, else NULL (a session sees
  * only its own). [lock held] */

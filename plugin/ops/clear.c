@@ -1,0 +1,53 @@
+/* clear.c — see ops.h: clearing the caller's session's tasks. */
+#include <errno.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "ops/ops.h"
+
+/* Why item id's abort failed, or a default. */
+static const char *kept_reason(const cancel_item *items, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(items[i].id, id) == 0 && items[i].err)
+            return items[i].err;
+    return "it is still running";
+}
+
+void op_clear(ocbg *o, const ocp_call_ctx *ctx, clear_result *r)
+{
+    memset(r, 0, sizeof *r);
+    /* Cancel what runs, then remove what no longer runs: a task whose abort
+     * failed is still running and stays, still cancellable, rather than
+     * becoming an orphan. */
+    pthread_mutex_lock(&o->mu);
+    parent *p = op_parent_of(o, ctx);
+    size_t n = 0;
+    cancel_item *items = NULL;
+    for (task *t = p ? p->head : NULL; t; t = t->pnext)
+        if (task_status_active(t->status) && !t->cancelling)
+            op_cancel_add(&items, &n, t);
+    pthread_mutex_unlock(&o->mu);
+    r->cleared = op_cancel_items(o, items, n, true);
+
+    pthread_mutex_lock(&o->mu);
+    p = op_parent_of(o, ctx);
+    for (task *t = p ? p->head : NULL; t;) {
+        task *next = t->pnext;
+        if (task_status_active(t->status)) {
+            sb_printf(&r->kept, "\n- %s: aborting its session failed (%s); it is still running and was kept.", t->id,
+                      kept_reason(items, n, t->id));
+        } else {
+            registry_remove(&o->reg, t);
+            r->cleared++;
+        }
+        t = next;
+    }
+    if (p && p->count == 0)
+        registry_remove_parent(&o->reg, p);
+    engine_wake_waiters(o);
+    pthread_mutex_unlock(&o->mu);
+    for (size_t i = 0; i < n; i++)
+        r->stopped += items[i].rc == 0 || items[i].rc == -ENOENT;
+    op_cancel_free(items, n);
+}

@@ -1,0 +1,25 @@
+/* list.c — see ops.h: listing the caller's session's tasks. */
+#include <string.h>
+
+#include "ops/ops.h"
+
+unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, list_line_fn line, strbuf *lines,
+                 unsigned counts[TASK_STATUS_COUNT])
+{
+    unsigned shown = 0;
+    memset(counts, 0, TASK_STATUS_COUNT * sizeof *counts);
+    pthread_mutex_lock(&o->mu);
+    parent *p = op_parent_of(o, ctx);
+    int64_t now = ocbg_now(o);
+    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
+        if (f && f->status && strcmp(task_status_name(t->status), f->status) != 0)
+            continue;
+        if (f && f->batch && strcmp(t->batch->id, f->batch) != 0)
+            continue;
+        line(lines, t, now);
+        counts[t->status]++;
+        shown++;
+    }
+    pthread_mutex_unlock(&o->mu);
+    return shown;
+}
