@@ -279,6 +279,33 @@ static void fork_with_host_support(void)
     sim_destroy(h);
 }
 
+/* A host's fork holds the parent's messages, the newest a finished answer.
+ * A poll that reads the fork before its own first message is stored must not
+ * take that answer for the child's (the prompts are made slow so that polls
+ * land in that window). */
+static void fork_polled_before_its_prompt(void)
+{
+    char *parent;
+    sim_host *h = parent_with_history(&parent, "{\"poll_interval_ms\":50}");
+    sim_script(h, "continue the analysis", "{\"steps\":[{\"reply\":\"forked child done\"}]}", 1);
+    sim_slow(h, "session_prompt", 400);
+    char *out = t_tool(h, parent, "background_task",
+                       "{\"description\":\"Forked\",\"prompt\":\"continue the analysis\",\"agent\":\"general\","
+                       "\"fork\":true}");
+    char *id = t_find_id(out, "bg_");
+    free(out);
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the forked task completes");
+    char args[64];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    out = t_tool(h, parent, "background_output", args);
+    like(out, "forked child done", "with its own answer");
+    unlike(out, "I read big.txt", "not the parent's last answer it inherited");
+    free(out);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
 static void fork_without_host_support(void)
 {
     sim_host *h = sim_create();
@@ -352,6 +379,7 @@ int main(void)
     history_edges();
     after_the_fork_point();
     fork_with_host_support();
+    fork_polled_before_its_prompt();
     fork_without_host_support();
     fork_with_resume_refused();
     return done_testing();

@@ -27,7 +27,7 @@ void engine_wake_waiters(ocbg *o)
 
 void engine_request_finalize(ocbg *o, task *t)
 {
-    if (t->type == TASK_SHELL || !t->session_id || t->cancelling || !task_status_active(t->status))
+    if (t->type == TASK_SHELL || !t->session_id || t->inherited || t->cancelling || !task_status_active(t->status))
         return;
     if (t->finalizing) {
         /* The check under way may have read the messages before this idle's

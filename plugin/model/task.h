@@ -55,6 +55,7 @@ typedef struct task {
     bool recheck;           /* an idle came during that check: it may have read too early */
     bool cancelling;        /* an abort is in flight: completion checks wait */
     bool seen_busy;
+    bool inherited;         /* a host's fork: its newest messages are the parent's until its first prompt is stored */
     bool session_gone;
     unsigned idle_checks;   /* completion checks that found no finished answer */
     uint64_t busy_tick;     /* the last poll tick that saw the session busy */

@@ -101,8 +101,20 @@ static int fail(int rc, const char *what, char **err)
     return rc;
 }
 
+/* A fork's context is stored: its session's newest message is now its own,
+ * and completion checks may read it. */
+static void context_stored(agent_runner *r, const char *task_id)
+{
+    pthread_mutex_lock(r->env.mu);
+    task *t = registry_find(r->env.reg, task_id);
+    if (t)
+        t->inherited = false;
+    pthread_mutex_unlock(r->env.mu);
+}
+
 /* Context (a fork) then the prompt, into the task's new session. */
-static int send_prompts(agent_runner *r, const start_plan *p, const char *session, bool inject, char **err)
+static int send_prompts(agent_runner *r, const char *task_id, const start_plan *p, const char *session, bool inject,
+                        char **err)
 {
     if (p->fork) {
         char *context = NULL;
@@ -110,6 +122,7 @@ static int send_prompts(agent_runner *r, const start_plan *p, const char *sessio
         if (rc == 0)
             rc = hc_session_prompt(r->env.api, session, context, p->agent, true, false, err);
         free(context);
+        context_stored(r, task_id);
         if (rc != 0)
             return fail(rc, "Failed to give the forked sub-agent its context", err);
     }
@@ -138,13 +151,18 @@ static int agent_start(runner *base, const char *task_id, char **err)
      * events always find the task. */
     pthread_mutex_lock(r->env.mu);
     task *t = registry_find(r->env.reg, task_id);
-    if (t)
+    if (t) {
         registry_set_session(r->env.reg, t, session);
+        /* A host's fork holds the parent's messages, the newest perhaps a
+         * finished answer: no completion check reads it before the fork's
+         * own first message is stored. */
+        t->inherited = p.fork && !inject;
+    }
     bool live = t && task_status_active(t->status) && !t->cancelling;
     pthread_mutex_unlock(r->env.mu);
     /* cancelled or removed while its session was being created: the new
      * session is left without a prompt (nothing runs in it) */
-    rc = live ? send_prompts(r, &p, session, inject, err) : -ECANCELED;
+    rc = live ? send_prompts(r, task_id, &p, session, inject, err) : -ECANCELED;
     if (!live)
         *err = xstrdup("the task was stopped before it started");
     free(session);
