@@ -1,14 +1,14 @@
 /* bench_notify — how fast the plugin reacts to a task's end.
  *
- * notify_latency_us: from the session.idle hook (plugin->on_event) returning
- * to the parent-session prompt (the notification) being issued, i.e. entering
- * the host's session_prompt. block_wake_us: from the same hook returning to a
- * background_output(block=true) waiting on the task returning to its host
- * thread. p50 and p99 over SAMPLES runs (after WARMUP discarded ones).
- * The same two figures are also given from the hook's call (_from_call): the
- * plugin's worker can finish the whole chain before the event thread is back
- * from on_event (it preempts the event thread on wake-up), so a latency from
- * the return can be negative; from the call it is the full reaction time.
+ * notify_latency_us: from the host calling the session.idle hook
+ * (plugin->on_event) to the parent-session prompt (the notification) being
+ * issued, i.e. entering the host's session_prompt. block_wake_us: from the
+ * same call to a background_output(block=true) waiting on the task returning
+ * to its host thread. p50 and p99 over SAMPLES runs (after WARMUP discarded
+ * ones). Both count from the hook's call, not its return: the plugin's worker
+ * can finish the whole chain before the event thread is back from on_event
+ * (it preempts the event thread on wake-up), so a figure from the return
+ * could be negative; from the call it is the whole reaction time.
  *
  * Baselines (sched_wake_1hop_us, sched_wake_2hop_us): the same machine's
  * cost of waking a thread blocked on a condition variable, and of a relay of
@@ -93,7 +93,7 @@ static void emit_idle(const ocp_plugin *p, const char *session)
     p->on_event(p->userdata, ev);
 }
 
-static int notify_sample(const ocp_plugin *p, double *us, double *us_call)
+static int notify_sample(const ocp_plugin *p, double *us)
 {
     char psid[128], id[32], session[128];
     pthread_mutex_lock(&mu);
@@ -108,10 +108,9 @@ static int notify_sample(const ocp_plugin *p, double *us, double *us_call)
 
     int64_t tc = bench_ns();
     emit_idle(p, session);
-    int64_t t0 = bench_ns();
 
     pthread_mutex_lock(&mu);
-    int64_t deadline = t0 + 5000000000LL;
+    int64_t deadline = bench_ns() + 5000000000LL;
     while (prompt_ns == 0 && bench_ns() < deadline) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -129,8 +128,7 @@ static int notify_sample(const ocp_plugin *p, double *us, double *us_call)
         fprintf(stderr, "bench_notify: no notification within 5 s\n");
         return -1;
     }
-    *us = (double)(tp - t0) / 1000.0;
-    *us_call = (double)(tp - tc) / 1000.0;
+    *us = (double)(tp - tc) / 1000.0;
     /* Let the parent's turn on the notice end before the next sample. */
     sim_wait_messages(H, psid, 2, 5000);
     sim_wait_idle(H, psid, 5000);
@@ -162,7 +160,7 @@ static int has_waiter(const ocp_plugin *p)
     return yes;
 }
 
-static int block_sample(const ocp_plugin *p, double *us, double *us_call)
+static int block_sample(const ocp_plugin *p, double *us)
 {
     blocker b = {.p = p};
     char id[32], session[128];
@@ -179,15 +177,13 @@ static int block_sample(const ocp_plugin *p, double *us, double *us_call)
     bench_sleep_ms(1);
     int64_t tc = bench_ns();
     emit_idle(p, session);
-    int64_t t0 = bench_ns();
     pthread_join(th, NULL);
     int ok = b.rc == 0 && b.out && strstr(b.out, ": completed");
     if (!ok)
         fprintf(stderr, "bench_notify: blocking output did not return the result (rc %d): %.200s\n", b.rc,
                 b.out ? b.out : "");
     free(b.out);
-    *us = (double)(b.returned_ns - t0) / 1000.0;
-    *us_call = (double)(b.returned_ns - tc) / 1000.0;
+    *us = (double)(b.returned_ns - tc) / 1000.0;
     return ok ? 0 : -1;
 }
 
@@ -273,23 +269,19 @@ int main(void)
         pthread_cond_init(&stations[i].cv, NULL);
         pthread_create(&relay[i], NULL, station_main, &stations[i]);
     }
-    double notify[SAMPLES], notify_call[SAMPLES], block[SAMPLES], block_call[SAMPLES], us, usc;
+    double notify[SAMPLES], block[SAMPLES], us;
     double hop1[SAMPLES], hop2[SAMPLES];
     size_t nn = 0, nb = 0;
     for (int i = 0; i < WARMUP + SAMPLES; i++) {
-        if (notify_sample(p, &us, &usc) == 0 && i >= WARMUP) {
-            notify[nn] = us;
-            notify_call[nn++] = usc;
-        }
+        if (notify_sample(p, &us) == 0 && i >= WARMUP)
+            notify[nn++] = us;
         double h = relay_sample(1);
         if (i >= WARMUP)
             hop1[i - WARMUP] = h;
     }
     for (int i = 0; i < WARMUP + SAMPLES; i++) {
-        if (block_sample(p, &us, &usc) == 0 && i >= WARMUP) {
-            block[nb] = us;
-            block_call[nb++] = usc;
-        }
+        if (block_sample(p, &us) == 0 && i >= WARMUP)
+            block[nb++] = us;
         double h = relay_sample(2);
         if (i >= WARMUP)
             hop2[i - WARMUP] = h;
@@ -302,10 +294,8 @@ int main(void)
         pthread_join(relay[i], NULL);
     }
     report("notify_latency_us", notify, nn);
-    report("notify_latency_from_call_us", notify_call, nn);
     printf("notify_samples: %zu samples\n", nn);
     report("block_wake_us", block, nb);
-    report("block_wake_from_call_us", block_call, nb);
     printf("block_wake_samples: %zu samples\n", nb);
     report("sched_wake_1hop_us", hop1, SAMPLES);
     report("sched_wake_2hop_us", hop2, SAMPLES);
