@@ -52,7 +52,7 @@ static void decode_status(const cJSON *props, session_note *n)
     const char *st = str_at(cJSON_GetObjectItemCaseSensitive(props, "status"), "type");
     if (!st)
         n->session_id = NULL;
-    n->kind = st && strcmp(st, "idle") == 0 ? NOTE_IDLE : NOTE_BUSY;
+    n->kind = st && strcmp(st, "idle") == 0 ? NOTE_IDLE : st && strcmp(st, "retry") == 0 ? NOTE_RETRY : NOTE_BUSY;
 }
 
 static void decode_part(const cJSON *props, session_note *n)

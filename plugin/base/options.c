@@ -22,6 +22,9 @@ static const int_option int_options[] = {
     {"fork_max_tokens", offsetof(options, fork_max_tokens), 1000, 10000000, 100000},
     {"shell_output_cap", offsetof(options, shell_output_cap), 1024, 64 * 1024 * 1024, 1024 * 1024},
     {"shell_kill_grace_ms", offsetof(options, shell_kill_grace_ms), 0, 60000, 2000},
+    {"max_running_agents", offsetof(options, max_running_agents), 1, 1000, 5},
+    {"max_running_shells", offsetof(options, max_running_shells), 1, 1000, 8},
+    {"max_queued", offsetof(options, max_queued), 0, 100000, 20},
 };
 #define N_INT_OPTIONS (sizeof int_options / sizeof int_options[0])
 
@@ -54,7 +57,43 @@ static int known_keys(char *out, size_t size)
         used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", int_options[i].name);
     for (size_t i = 0; i < N_BOOL_OPTIONS; i++)
         used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", bool_options[i].name);
-    return snprintf(out + used, used < size ? size - used : 0, "wake");
+    return snprintf(out + used, used < size ? size - used : 0, "wake, max_running_per_agent");
+}
+
+int options_agent_cap(const options *o, const char *agent)
+{
+    for (int i = 0; agent && i < o->agent_cap_count; i++)
+        if (strcmp(o->agent_caps[i].agent, agent) == 0)
+            return o->agent_caps[i].max;
+    return 0;
+}
+
+/* max_running_per_agent: {"explore": 3, ...} */
+static int parse_agent_caps(options *o, const cJSON *item, char *err, size_t err_size)
+{
+    if (!cJSON_IsObject(item)) {
+        snprintf(err, err_size, "option 'max_running_per_agent' must be an object of agent names to caps, "
+                                "like {\"explore\": 3}");
+        return -EINVAL;
+    }
+    o->agent_cap_count = 0;
+    for (const cJSON *c = item->child; c; c = c->next) {
+        double v = c->valuedouble;
+        if (!cJSON_IsNumber(c) || v != floor(v) || v < 1 || v > 1000) {
+            snprintf(err, err_size, "option 'max_running_per_agent': the cap of '%s' must be a whole number "
+                     "from 1 to 1000", c->string);
+            return -EINVAL;
+        }
+        if (!*c->string || strlen(c->string) >= AGENT_NAME_MAX || o->agent_cap_count == AGENT_CAPS_MAX) {
+            snprintf(err, err_size, "option 'max_running_per_agent': at most %d agents, names of 1 to %d "
+                     "characters", AGENT_CAPS_MAX, AGENT_NAME_MAX - 1);
+            return -EINVAL;
+        }
+        agent_cap *ac = &o->agent_caps[o->agent_cap_count++];
+        snprintf(ac->agent, sizeof ac->agent, "%s", c->string);
+        ac->max = (int)v;
+    }
+    return 0;
 }
 
 static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
@@ -95,6 +134,8 @@ static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
         }
         return 0;
     }
+    if (strcmp(key, "max_running_per_agent") == 0)
+        return parse_agent_caps(o, item, err, err_size);
     char known[1024];
     known_keys(known, sizeof known);
     snprintf(err, err_size, "unknown option '%s' (known: %s)", key, known);

@@ -15,6 +15,15 @@ typedef enum wake_policy {
     WAKE_ALWAYS, /* wake the parent for every notification */
 } wake_policy;
 
+#define AGENT_CAPS_MAX 16
+#define AGENT_NAME_MAX 64
+
+/* A cap on the running tasks of one agent (max_running_per_agent). */
+typedef struct agent_cap {
+    char agent[AGENT_NAME_MAX];
+    int max;
+} agent_cap;
+
 typedef struct options {
     int poll_interval_ms;  /* fallback poll tick while tasks are active */
     int notify_max_chars;  /* result text cap in a notification */
@@ -25,12 +34,20 @@ typedef struct options {
     int fork_max_tokens;   /* fork: oldest messages dropped above this estimate */
     int shell_output_cap;  /* bytes of a command's output kept (head and tail halves) */
     int shell_kill_grace_ms; /* SIGTERM to SIGKILL when a command is stopped */
+    int max_running_agents; /* agent tasks running at once, all sessions together */
+    int max_running_shells; /* background commands running at once */
+    int max_queued;        /* pending tasks (agents and commands) before a launch is refused */
+    agent_cap agent_caps[AGENT_CAPS_MAX]; /* per-agent caps, agent_cap_count used */
+    int agent_cap_count;
     bool face_opencode;    /* register background_* */
     bool face_claude;      /* register Task, Bash, TaskOutput, TaskStop and /tasks */
 } options;
 
 /* The defaults. */
 void options_default(options *o);
+
+/* The cap of agent `agent` (max_running_per_agent), or 0 when it has none. */
+int options_agent_cap(const options *o, const char *agent);
 
 /* Parse `json` (NULL or "" = defaults) into *o. Returns 0, or -EINVAL with a
  * readable reason in err (o is then left at the defaults). [any thread] */

@@ -154,8 +154,19 @@ void engine_session_deleted(ocbg *o, task *t)
     t->gone_at_mono = mono_ms();
 }
 
+/* A pending task has nothing running: stopping it ends it, cancelled. */
+static bool stop_pending(ocbg *o, task *t)
+{
+    if (t->status != TASK_PENDING)
+        return false;
+    engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+    return true;
+}
+
 void engine_stop_task_now(ocbg *o, task *t)
 {
+    if (stop_pending(o, t))
+        return;
     if (!task_status_active(t->status) || (t->session_gone && t->cancelling))
         return; /* ended, or its abort is already on its way */
     o->runners[t->type]->kill(o->runners[t->type], t);
@@ -163,6 +174,8 @@ void engine_stop_task_now(ocbg *o, task *t)
 
 void engine_stop_task(ocbg *o, task *t)
 {
+    if (stop_pending(o, t))
+        return;
     if (task_status_active(t->status))
         o->runners[t->type]->stop(o->runners[t->type], t);
 }

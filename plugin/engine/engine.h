@@ -56,6 +56,7 @@ typedef struct ocbg {
     job_queue q;        /* the worker's jobs and retries (engine/jobs.h) */
     waiter *waiters;
     int64_t next_poll;  /* monotonic ms of the next poll tick; 0 = none */
+    bool sched_due;     /* a slot freed with tasks pending: the worker runs the scheduler */
     ocp_plugin table;
     runner *runners[ENGINE_RUNNERS]; /* by task_type: how a run is carried out */
     /* Counters for tests and benchmarks. */
@@ -66,7 +67,8 @@ typedef struct ocbg {
 /* What a host event says about one session (decoded by hooks/events.c). */
 typedef enum note_kind {
     NOTE_IDLE,               /* the session is idle: its run may have ended */
-    NOTE_BUSY,               /* working (or retrying) */
+    NOTE_BUSY,               /* working */
+    NOTE_RETRY,              /* working, but the host retries a failed (rate-limited) model call */
     NOTE_ERROR,              /* its run failed: text */
     NOTE_DELETED,            /* the session was deleted */
     NOTE_PART,               /* a message part changed: progress; a tool part has call_id, tool */

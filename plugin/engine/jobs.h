@@ -16,6 +16,7 @@ typedef enum job_kind {
     JOB_FINALIZE, /* read the task's messages and decide how its run ended */
     JOB_NOTIFY,   /* push a notification into the parent session */
     JOB_ABORT,    /* abort a session */
+    JOB_START,    /* start the run of a task the scheduler admitted from the queue */
 } job_kind;
 
 typedef struct notice {

@@ -4,6 +4,7 @@
 
 #include "base/util.h"
 #include "engine/engine.h"
+#include "engine/sched.h"
 #include "engine/worker.h"
 
 static void runner_finished(void *engine, task *t, task_status s, const char *text, const char *message_id)
@@ -40,6 +41,8 @@ int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
     cond_init_monotonic(&o->work_cv);
     cond_init_monotonic(&o->drain_cv);
     registry_init(&o->reg);
+    o->reg.lanes.on_freed = sched_freed;
+    o->reg.lanes.on_freed_arg = o;
     jobs_init(&o->q, &o->work_cv);
     runner_env env = {&o->mu, &o->reg, &o->api, &o->opt, o, runner_finished, runner_abort};
     int rc = 0;

@@ -18,11 +18,15 @@ static task *active_task(ocbg *o, const char *session_id)
 static void on_idle(ocbg *o, task *t)
 {
     t->last_update_ms = ocbg_now(o);
+    lanes_set_retrying(&o->reg.lanes, t, false);
     engine_request_finalize(o, t);
 }
 
-static void on_busy(ocbg *o, task *t)
+/* Busy again, or retrying: a retry holds back the task's lane (the
+ * scheduler admits no more of its agent) until the host gets through. */
+static void on_busy(ocbg *o, task *t, bool retrying)
 {
+    lanes_set_retrying(&o->reg.lanes, t, retrying);
     t->seen_busy = true;
     t->idle_checks = 0;
     t->next_check_mono = 0;
@@ -48,7 +52,8 @@ static void on_task_note(ocbg *o, task *t, const session_note *n)
         on_idle(o, t);
         break;
     case NOTE_BUSY:
-        on_busy(o, t);
+    case NOTE_RETRY:
+        on_busy(o, t, n->kind == NOTE_RETRY);
         break;
     case NOTE_ERROR:
         /* the idles that follow find it finished; an abort we asked for is no error */

@@ -8,6 +8,7 @@
 #include "base/util.h"
 #include "engine/jobs.h"
 #include "engine/worker.h"
+#include "engine/sched.h"
 #include "model/outcome.h"
 
 /* How many newest messages a completion check reads: the answer is the last
@@ -125,6 +126,32 @@ static void run_abort(ocbg *o, job *j)
     pthread_mutex_lock(&o->mu);
 }
 
+/* Start a task the scheduler admitted from the queue. A task cancelled
+ * meanwhile never starts; one that cannot start ends in error (its launch
+ * call returned long ago: the parent is told). */
+static void run_start(ocbg *o, job *j)
+{
+    task *t = registry_find(&o->reg, j->task_id);
+    if (!t || t->run != j->run || !task_status_active(t->status))
+        return;
+    if (t->cancelling) {
+        engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+        return;
+    }
+    task_type type = t->type;
+    pthread_mutex_unlock(&o->mu);
+    char *err = NULL;
+    int rc = engine_run_start(o, type, j->task_id, &err);
+    pthread_mutex_lock(&o->mu);
+    t = rc != 0 ? registry_find(&o->reg, j->task_id) : NULL;
+    if (t && t->run == j->run) {
+        char *why = xasprintf("The task could not start: %s", err ? err : "unknown error");
+        engine_finish(o, t, t->cancelling ? TASK_CANCELLED : TASK_ERROR, why, NULL);
+        free(why);
+    }
+    free(err);
+}
+
 static void run_job(ocbg *o, job *j)
 {
     switch (j->kind) {
@@ -136,6 +163,9 @@ static void run_job(ocbg *o, job *j)
         break;
     case JOB_ABORT:
         run_abort(o, j);
+        break;
+    case JOB_START:
+        run_start(o, j);
         break;
     }
     job_free(j);
@@ -192,6 +222,10 @@ static void *worker_main(void *arg)
     while (!o->stopping) {
         int64_t now = mono_ms();
         jobs_take_due_retries(&o->q, now);
+        if (o->sched_due) {
+            o->sched_due = false;
+            sched_pump(o);
+        }
         job *j = jobs_pop(&o->q);
         if (j) {
             run_job(o, j);

@@ -42,17 +42,19 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
 {
     const char *description = arg_str(args, "description");
     const char *agent = arg_str(args, "agent");
-    char id[TASK_ID_SIZE], batch[TASK_ID_SIZE];
+    launched l = {0};
     launch_req req = {description, arg_str(args, "prompt"), agent, fork, false};
-    int rc = op_launch_agent(o, ctx, &req, id, batch, out);
+    int rc = op_launch_agent(o, ctx, &req, &l, out);
     if (rc != 0)
         return rc;
     sb_printf(out,
               "Background task launched%s.\nTask ID: %s%s\nBatch: %s\nDescription: %s\nAgent: %s\n"
-              "Status: running\n\nYou will be notified when it finishes; there is no need to poll. "
+              "Status: %s\n%s%s\nYou will be notified when it finishes; there is no need to poll. "
               "To check on it: background_output(task_id=\"%s\").",
-              fork ? " with a fork of this conversation's context" : "", id, fork ? " (forked)" : "", batch,
-              description, agent, id);
+              fork ? " with a fork of this conversation's context" : "", l.id, fork ? " (forked)" : "", l.batch,
+              description, agent, l.queued.len ? "pending" : "running", l.queued.len ? l.queued.buf : "",
+              l.queued.len ? "\n" : "", l.id);
+    sb_free(&l.queued);
     return 0;
 }
 

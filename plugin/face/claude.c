@@ -76,18 +76,21 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     const char *prompt = arg_str(args, "prompt");
     const char *agent = arg_str(args, "subagent_type");
     bool background = arg_bool(args, "run_in_background", false);
-    char id[TASK_ID_SIZE], batch[TASK_ID_SIZE];
+    launched l = {0};
     launch_req req = {description, prompt, agent, false, !background};
-    int rc = op_launch_agent(o, ctx, &req, id, batch, out);
+    int rc = op_launch_agent(o, ctx, &req, &l, out);
     if (rc != 0)
         return rc;
+    const char *id = l.id;
     if (background) {
         sb_printf(out,
-                  "Async agent launched in the background.\ntask_id: %s\nDescription: %s\nAgent: %s\n\n"
+                  "Async agent launched in the background.\ntask_id: %s\nDescription: %s\nAgent: %s\n%s%s\n"
                   "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).",
-                  id, description, agent, id);
+                  id, description, agent, l.queued.len ? l.queued.buf : "", l.queued.len ? "\n" : "", id);
+        sb_free(&l.queued);
         return 0;
     }
+    sb_free(&l.queued); /* a foreground call waits through the queue */
     pthread_mutex_lock(&o->mu);
     task *t;
     wait_result w = op_await(o, ctx, id, mono_ms() + FOREGROUND_TASK_MS, true, &t);
@@ -97,7 +100,9 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         rc = -ENOENT;
     } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
         /* Esc on a foreground Task stops the sub-agent: nobody else waits for it. */
-        if (task_status_active(t->status) && !t->cancelling) {
+        if (t->status == TASK_PENDING) {
+            engine_stop_task(o, t); /* never started: it just leaves the queue */
+        } else if (task_status_active(t->status) && !t->cancelling) {
             t->cancelling = true;
             session = xstrdup(t->session_id);
         }
@@ -145,16 +150,19 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     double timeout_ms;
     if (!ms_arg(args, "Bash", BASH_DEFAULT_MS, BASH_MAX_MS, &timeout_ms, out))
         return -EINVAL;
-    char id[TASK_ID_SIZE];
-    int rc = op_launch_shell(o, ctx, command, description, !background, id, out);
+    launched l = {0};
+    int rc = op_launch_shell(o, ctx, command, description, !background, &l, out);
     if (rc != 0)
         return rc;
+    const char *id = l.id;
     if (background) {
         sb_printf(out,
-                  "Command running in the background.\ntask_id: %s\nCommand: %s\n\n"
+                  "Command %s in the background.\ntask_id: %s\nCommand: %s\n%s%s\n"
                   "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
                   "to stop it: TaskStop(task_id=\"%s\").",
-                  id, command, id, id);
+                  l.queued.len ? "queued to run" : "running", id, command, l.queued.len ? l.queued.buf : "",
+                  l.queued.len ? "\n" : "", id, id);
+        sb_free(&l.queued);
         return 0;
     }
     pthread_mutex_lock(&o->mu);

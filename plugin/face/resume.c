@@ -12,8 +12,9 @@
 #include "face/tools.h"
 
 /* A refused claim, worded as the spec says. */
-static int refused(resume_refusal why, const char *id, task_status status, strbuf *out)
+static int refused(resume_refusal why, const char *id, const resume_claim *c, strbuf *out)
 {
+    task_status status = c->status;
     switch (why) {
     case RESUME_NOT_FOUND:
         return task_not_found(out, id);
@@ -26,6 +27,9 @@ static int refused(resume_refusal why, const char *id, task_status status, strbu
     case RESUME_NOT_COMPLETED:
         sb_printf(out, "Only completed tasks can be resumed. Current status: %s", task_status_name(status));
         return -EINVAL;
+    case RESUME_NO_SLOT:
+        sb_printf(out, "Task %s cannot be resumed now: %s. Resume it when a running task finishes.", id, c->why);
+        return -EAGAIN;
     case RESUME_EXPIRED:
     case RESUME_OK:
         break;
@@ -78,10 +82,10 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
     resume_refusal why = op_resume_claim(o, ctx, id, block, &c);
     pthread_mutex_unlock(&o->mu);
     if (why != RESUME_OK)
-        return refused(why, id, c.status, out);
+        return refused(why, id, &c, out);
     int rc = op_resume_send(o, ctx, &c, prompt, out);
     if (rc == -ESTALE)
-        rc = refused(RESUME_EXPIRED, id, c.status, out);
+        rc = refused(RESUME_EXPIRED, id, &c, out);
     if (rc == 0 && warning)
         sb_puts(out, warning);
     if (rc == 0 && !block) {

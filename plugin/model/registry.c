@@ -13,6 +13,7 @@ void registry_init(registry *r)
     map_init(&r->by_id);
     map_init(&r->by_session);
     map_init(&r->parents);
+    lanes_init(&r->lanes);
 }
 
 /* Drop one reference to b: its last task left and its parent moved on. */
@@ -78,6 +79,7 @@ void registry_free(registry *r)
     map_free(&r->by_id);
     map_free(&r->by_session);
     map_free(&r->parents);
+    lanes_free(&r->lanes);
     memset(r, 0, sizeof *r);
 }
 
@@ -122,7 +124,24 @@ static void active_unlink(registry *r, task *t)
     t->parent->active--;
 }
 
-task *registry_add(registry *r, const char *parent_session, const char *session_id, task_type type,
+/* A task's place in its lane for status s: waiting, holding a slot, neither. */
+static void lane_leave(registry *r, task *t)
+{
+    if (t->status == TASK_PENDING)
+        lanes_dequeue(&r->lanes, t);
+    else if (t->status == TASK_RUNNING || t->status == TASK_RESUMED)
+        lanes_release(&r->lanes, t);
+}
+
+static void lane_enter(registry *r, task *t)
+{
+    if (t->status == TASK_PENDING)
+        lanes_enqueue(&r->lanes, t);
+    else if (t->status == TASK_RUNNING || t->status == TASK_RESUMED)
+        lanes_hold(&r->lanes, t);
+}
+
+task *registry_add(registry *r, const char *parent_session, task_type type, const char *agent, task_status s,
                    int64_t now)
 {
     parent *p = map_get(&r->parents, parent_session);
@@ -139,10 +158,12 @@ task *registry_add(registry *r, const char *parent_session, const char *session_
     t->batch = parent_batch(p);
     t->batch->total++;
     t->batch->refs++;
-    t->session_id = xstrdup(session_id);
     t->type = type;
-    t->status = TASK_RUNNING;
-    t->created_ms = t->started_ms = t->last_update_ms = now;
+    t->agent = xstrdup(agent);
+    t->lane = lanes_of(&r->lanes, type, agent);
+    t->status = s;
+    t->created_ms = t->last_update_ms = now;
+    t->started_ms = s == TASK_PENDING ? 0 : now;
     t->run = 1;
     t->parent = p;
     t->pnext = p->head;
@@ -151,17 +172,22 @@ task *registry_add(registry *r, const char *parent_session, const char *session_
     p->head = t;
     p->count++;
     map_put(&r->by_id, t->id, t);
-    if (t->session_id)
-        map_put(&r->by_session, t->session_id, t);
     r->count++;
     active_link(r, t);
+    lane_enter(r, t);
     return t;
 }
 
 void registry_set_status(registry *r, task *t, task_status s, int64_t now)
 {
     bool was = task_status_active(t->status), is = task_status_active(s);
-    t->status = s;
+    if (t->status == TASK_PENDING && s == TASK_RUNNING)
+        t->started_ms = now;
+    if (t->status != s) {
+        lane_leave(r, t);
+        t->status = s;
+        lane_enter(r, t);
+    }
     if (was && !is) {
         active_unlink(r, t);
         t->batch->done++;
@@ -176,6 +202,7 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
 
 static void unlink_task(registry *r, task *t)
 {
+    lane_leave(r, t);
     if (task_status_active(t->status))
         active_unlink(r, t);
     parent *p = t->parent;

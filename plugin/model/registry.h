@@ -4,7 +4,8 @@
  * (newest first) so that listing and clearing never scan other sessions'
  * tasks; active tasks (pending, running, resumed) on one list, which is all
  * the poller walks; each batch with its counters, so a notification's
- * "2 of 5 done" costs nothing.
+ * "2 of 5 done" costs nothing; the run slots and queues (model/lanes.h),
+ * kept in step with each task's status.
  * Pure data: not thread-safe, every function runs under the engine's lock.
  */
 #ifndef OCBG_REGISTRY_H
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/map.h"
+#include "model/lanes.h"
 #include "model/task.h"
 
 /* The tasks a parent launched while some of its tasks were active. */
@@ -47,6 +49,7 @@ typedef struct registry {
     unsigned active_count;
     unsigned active_agents; /* active agent tasks: what the fallback poll is for */
     unsigned count;
+    lanes lanes;     /* slots held and tasks pending, by agent name and for commands */
 } registry;
 
 void registry_init(registry *r);
@@ -56,16 +59,17 @@ task *registry_find(registry *r, const char *task_id);
 task *registry_find_session(registry *r, const char *session_id);
 parent *registry_parent(registry *r, const char *parent_session); /* NULL when it has no tasks */
 
-/* A new task of `parent_session` with a fresh unique id and the given session
- * (NULL for a shell task),
- * status running, on the parent's list (newest first); joins the parent's
- * current batch when the parent has active tasks, else opens a new batch.
- * Takes ownership of nothing: strings are copied. */
-task *registry_add(registry *r, const char *parent_session, const char *session_id, task_type type,
+/* A new task of `parent_session` with a fresh unique id, no session yet, of
+ * agent `agent` (NULL for a command), with status `s` (running: it holds a
+ * slot of its lane; pending: it joins the end of its lane's queue), on the
+ * parent's list (newest first); joins the parent's current batch when the
+ * parent has active tasks, else opens a new batch. Takes ownership of
+ * nothing: strings are copied. */
+task *registry_add(registry *r, const char *parent_session, task_type type, const char *agent, task_status s,
                    int64_t now);
 
-/* Change status, keeping the active list, the parent's active count and the
- * completion time right. */
+/* Change status, keeping the active list, the parent's active count, the
+ * lanes' slots and queues, and the start and completion times right. */
 void registry_set_status(registry *r, task *t, task_status s, int64_t now);
 
 /* Unlink and free one task. */

@@ -29,6 +29,8 @@ bool task_status_terminal(task_status s)
 
 int64_t task_runtime(const task *t, int64_t now)
 {
+    if (!t->started_ms)
+        return 0; /* pending: not started yet */
     int64_t end = task_status_active(t->status) || !t->completed_ms ? now : t->completed_ms;
     return end - t->started_ms;
 }

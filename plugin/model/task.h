@@ -12,7 +12,7 @@
 #include "model/shell_state.h"
 
 typedef enum task_status {
-    TASK_PENDING,   /* queued by a concurrency cap (not used yet) */
+    TASK_PENDING,   /* queued by a concurrency cap: no session or process yet */
     TASK_RUNNING,
     TASK_COMPLETED,
     TASK_ERROR,
@@ -30,6 +30,7 @@ typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
 
 typedef struct parent parent;
 typedef struct task_batch task_batch;
+typedef struct lane lane;
 
 typedef struct task {
     char id[TASK_ID_SIZE];
@@ -70,6 +71,10 @@ typedef struct task {
     char *permission_what;    /* what it asks: "bash: rm -rf build" (set with permission_request) */
     shell_state *shell;     /* shell tasks only */
     bool foreground;        /* run by a foreground call: removed when it returns */
+    lane *lane;             /* where it holds or waits for a run slot (model/lanes.h) */
+    struct task *qnext, *qprev; /* its lane's queue while pending */
+    uint64_t qseq;          /* its place in launch order while pending */
+    bool retrying;          /* its host retries a rate-limited call (counted in its lane) */
     parent *parent;
     struct task *pnext, *pprev; /* the parent's list, newest first */
     struct task *anext, *aprev; /* the active list */

@@ -6,15 +6,43 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/sched.h"
 #include "ops/ops.h"
 #include "ops/permission.h"
 
+/* Admit a new task of (type, agent): 0 with *s its first status, or
+ * -EAGAIN with the refusal in out (every slot busy, the queue full).
+ * Lock held. */
+static int admit(ocbg *o, task_type type, const char *agent, task_status *s, strbuf *out)
+{
+    admission a = sched_admission(o, type, agent);
+    *s = a == ADMIT_NOW ? TASK_RUNNING : TASK_PENDING;
+    if (a != ADMIT_FULL)
+        return 0;
+    sb_puts(out, "Not launched: ");
+    sched_why_waiting(o, lanes_of(&o->reg.lanes, type, agent), out);
+    sb_printf(out, ", and the queue is full (%u task%s waiting, max_queued %d). Wait for a task to finish, or "
+                   "cancel one, then launch again.",
+              o->reg.lanes.queued, o->reg.lanes.queued == 1 ? "" : "s", o->opt.max_queued);
+    return -EAGAIN;
+}
+
+/* The line a queued launch adds to its answer. Lock held. */
+static void queued_note(ocbg *o, const task *t, strbuf *note)
+{
+    sb_puts(note, "Queued: ");
+    sched_why_waiting(o, t->lane, note);
+    sb_printf(note, "; it starts when a slot frees (%u ahead of it in the queue). Its status is pending until "
+                    "then.",
+              lanes_ahead(&o->reg.lanes, t));
+}
+
 /* A task of the caller's session, registered with what both kinds share.
  * Lock held. */
-static task *register_task(ocbg *o, const ocp_call_ctx *ctx, task_type type, const char *description,
-                           bool foreground)
+static task *register_task(ocbg *o, const ocp_call_ctx *ctx, task_type type, const char *agent, task_status s,
+                           const char *description, bool foreground)
 {
-    task *t = registry_add(&o->reg, ctx->session_id, NULL, type, ocbg_now(o));
+    task *t = registry_add(&o->reg, ctx->session_id, type, agent, s, ocbg_now(o));
     engine_task_activated(o);
     t->description = xstrdup(description);
     t->parent_message = xstrdup(ctx->message_id);
@@ -32,7 +60,11 @@ static int start_failed(ocbg *o, const char *id, char *err, int rc, strbuf *out)
     pthread_mutex_lock(&o->mu);
     task *t = registry_find(&o->reg, id);
     bool created = t && t->session_id;
-    if (t && created) {
+    if (t && t->cancelling) {
+        created = false; /* cancelled while it started: it ends as cancelled, not in error */
+        engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+        sb_printf(out, "Task %s was cancelled before it started.", id);
+    } else if (t && created) {
         engine_finish(o, t, TASK_ERROR, err, NULL);
     } else if (t) {
         parent *p = t->parent;
@@ -44,14 +76,13 @@ static int start_failed(ocbg *o, const char *id, char *err, int rc, strbuf *out)
     pthread_mutex_unlock(&o->mu);
     if (created)
         sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, err);
-    else
+    else if (!t || !task_status_terminal(t->status))
         sb_puts(out, err);
     free(err);
     return rc;
 }
 
-int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, char id[TASK_ID_SIZE],
-                    char batch[TASK_ID_SIZE], strbuf *out)
+int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out)
 {
     if (!ctx->session_id) {
         sb_puts(out, "The call has no session to launch a task from.");
@@ -62,21 +93,30 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, cha
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&o->mu);
-    task *t = register_task(o, ctx, TASK_AGENT, req->description, req->foreground);
+    task_status s;
+    rc = admit(o, TASK_AGENT, req->agent, &s, out);
+    if (rc != 0) {
+        pthread_mutex_unlock(&o->mu);
+        return rc;
+    }
+    task *t = register_task(o, ctx, TASK_AGENT, req->agent, s, req->description, req->foreground);
     t->prompt = xstrdup(req->prompt);
-    t->agent = xstrdup(req->agent);
     t->forked = req->fork;
-    memcpy(id, t->id, TASK_ID_SIZE);
-    memcpy(batch, t->batch->id, TASK_ID_SIZE);
+    memcpy(l->id, t->id, TASK_ID_SIZE);
+    memcpy(l->batch, t->batch->id, TASK_ID_SIZE);
+    if (s == TASK_PENDING)
+        queued_note(o, t, &l->queued);
     pthread_mutex_unlock(&o->mu);
+    if (s == TASK_PENDING)
+        return 0; /* the worker starts it when a slot frees */
 
     char *err = NULL;
-    rc = engine_run_start(o, TASK_AGENT, id, &err);
-    return rc != 0 ? start_failed(o, id, err, rc, out) : 0;
+    rc = engine_run_start(o, TASK_AGENT, l->id, &err);
+    return rc != 0 ? start_failed(o, l->id, err, rc, out) : 0;
 }
 
 int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
-                    bool foreground, char id[TASK_ID_SIZE], strbuf *out)
+                    bool foreground, launched *l, strbuf *out)
 {
     if (!ctx->session_id) {
         sb_puts(out, "The call has no session to run a command for.");
@@ -87,13 +127,27 @@ int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&o->mu);
-    task *t = register_task(o, ctx, TASK_SHELL, description && !blank(description) ? description : command,
+    /* A foreground command is the model's ordinary shell call: it runs at
+     * once, as the host's own would; background ones take turns. */
+    task_status s = TASK_RUNNING;
+    rc = foreground ? 0 : admit(o, TASK_SHELL, NULL, &s, out);
+    if (rc != 0) {
+        pthread_mutex_unlock(&o->mu);
+        return rc;
+    }
+    task *t = register_task(o, ctx, TASK_SHELL, NULL, s, description && !blank(description) ? description : command,
                             foreground);
     t->shell = shell_state_new(command, ctx->directory, (size_t)o->opt.shell_output_cap);
-    memcpy(id, t->id, TASK_ID_SIZE);
+    memcpy(l->id, t->id, TASK_ID_SIZE);
+    memcpy(l->batch, t->batch->id, TASK_ID_SIZE);
+    if (s == TASK_PENDING)
+        queued_note(o, t, &l->queued);
     pthread_mutex_unlock(&o->mu);
+    if (s == TASK_PENDING)
+        return 0;
 
     char *err = NULL;
+    const char *id = l->id;
     rc = engine_run_start(o, TASK_SHELL, id, &err);
     if (rc != 0) {
         char *why = xasprintf("Could not start the command: %s", err);

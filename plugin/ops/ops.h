@@ -24,20 +24,29 @@ typedef struct launch_req {
     bool foreground; /* the caller waits for the result itself: no notification */
 } launch_req;
 
+/* What a launch made. */
+typedef struct launched {
+    char id[TASK_ID_SIZE];
+    char batch[TASK_ID_SIZE];
+    strbuf queued; /* empty: it started; else it waits for a slot, and this line says why (sb_free it) */
+} launched;
+
 /* Launch an agent task of the caller's session: the host's permission, the
- * task registered, its session created (or forked), its prompt sent. [lock
- * not held] 0 with id and batch filled (out untouched); or a negative errno
- * with the error in out: nothing remains unless the session was created (the
- * task then exists, in error). */
-int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, char id[TASK_ID_SIZE],
-                    char batch[TASK_ID_SIZE], strbuf *out);
+ * scheduler's admission (engine/sched.h), the task registered, and if a slot
+ * is free its session created (or forked) and its prompt sent; else it is
+ * pending and the worker starts it when a slot frees. [lock not held] 0 with
+ * *l filled (out untouched); or a negative errno with the error in out
+ * (-EAGAIN: every slot busy and the queue full): nothing remains unless the
+ * session was created (the task then exists, in error). */
+int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out);
 
 /* Run `command` for the caller's session in its directory: permission, task,
- * process. [lock not held] 0 with id; or a negative errno and the error in
- * out (a command that could not start is a task in error; a foreground one
- * is removed). */
+ * process (a background command waits for a slot like an agent task; a
+ * foreground one runs at once). [lock not held] 0 with *l; or a negative
+ * errno and the error in out (a command that could not start is a task in
+ * error; a foreground one is removed). */
 int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
-                    bool foreground, char id[TASK_ID_SIZE], strbuf *out);
+                    bool foreground, launched *l, strbuf *out);
 
 /* An active task being cancelled: its id, its session (NULL: a command), how
  * the abort went (rc, err). */
@@ -115,6 +124,7 @@ typedef enum resume_refusal {
     RESUME_BUSY,           /* already working on a follow-up */
     RESUME_NOT_COMPLETED,  /* status (in the claim) is not completed */
     RESUME_EXPIRED,        /* its session is gone */
+    RESUME_NO_SLOT,        /* no run slot is free (why: in the claim) */
 } resume_refusal;
 
 /* A task claimed for a follow-up: status resumed, a new run. */
@@ -125,6 +135,7 @@ typedef struct resume_claim {
     bool block;               /* the caller will wait for the run's result */
     int64_t old_completed, old_started;
     char *session, *agent;    /* owned: op_resume_claim_free */
+    char why[200];            /* RESUME_NO_SLOT: which cap, in words */
 } resume_claim;
 
 /* Claim task id for a follow-up. [lock held] RESUME_OK and *c filled, or a

@@ -1,10 +1,12 @@
 /* resume.c — see ops.h: a completed agent task takes a follow-up prompt in
  * its own session, with its full history. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/sched.h"
 #include "ops/ops.h"
 #include "ops/permission.h"
 
@@ -22,6 +24,15 @@ resume_refusal op_resume_claim(ocbg *o, const ocp_call_ctx *ctx, const char *id,
         return RESUME_NOT_COMPLETED;
     if (t->session_gone)
         return RESUME_EXPIRED;
+    /* A follow-up is a run like a launch: it needs a free slot. It is not
+     * queued (a resume's claim and send happen in one call). */
+    if (sched_admission(o, TASK_AGENT, t->agent) != ADMIT_NOW) {
+        strbuf why = {0};
+        sched_why_waiting(o, t->lane, &why);
+        snprintf(c->why, sizeof c->why, "%s", why.buf);
+        sb_free(&why);
+        return RESUME_NO_SLOT;
+    }
     /* Claimed under the lock: of two racing resumes the first wins. */
     int64_t now = ocbg_now(o);
     c->old_completed = t->completed_ms;

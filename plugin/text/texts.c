@@ -52,6 +52,10 @@ void format_report(strbuf *out, const task *t, int64_t now)
     sb_printf(out, "Batch: %s\n", t->batch->id);
     if (t->resume_count > 0)
         sb_printf(out, "Resumed: %u time%s\n", t->resume_count, t->resume_count == 1 ? "" : "s");
+    if (t->type == TASK_SHELL && t->status == TASK_PENDING) {
+        sb_puts(out, "Waiting for a free slot to start.\n");
+        return;
+    }
     if (t->type == TASK_SHELL) {
         char how[96];
         shell_describe_exit(t->shell, how, sizeof how);

@@ -1,0 +1,85 @@
+/* sched.c — see sched.h. */
+#include "engine/sched.h"
+
+#include <string.h>
+
+#include "base/util.h"
+
+/* May a task of lane l start now? */
+static bool lane_open(ocbg *o, const lane *l)
+{
+    const lanes *ls = &o->reg.lanes;
+    if (l == &ls->shell)
+        return l->running < (unsigned)o->opt.max_running_shells;
+    int cap = options_agent_cap(&o->opt, l->name);
+    return ls->running_agents < (unsigned)o->opt.max_running_agents && (cap == 0 || l->running < (unsigned)cap) &&
+           l->retrying == 0;
+}
+
+admission sched_admission(ocbg *o, task_type type, const char *agent)
+{
+    lanes *ls = &o->reg.lanes;
+    lane *l = lanes_of(ls, type, agent);
+    /* Open lanes have no one waiting (every release pumps), so a task that
+     * starts at once jumps no queue. */
+    if (lane_open(o, l) && l->queued == 0)
+        return ADMIT_NOW;
+    return ls->queued < (unsigned)o->opt.max_queued ? ADMIT_QUEUE : ADMIT_FULL;
+}
+
+void sched_why_waiting(ocbg *o, const lane *l, strbuf *out)
+{
+    const lanes *ls = &o->reg.lanes;
+    int cap = options_agent_cap(&o->opt, l->name);
+    if (l == &ls->shell)
+        sb_printf(out, "all %d command slots are busy (max_running_shells %d)", o->opt.max_running_shells,
+                  o->opt.max_running_shells);
+    else if (l->retrying > 0)
+        sb_printf(out, "the host is retrying a rate-limited call of a running %s task; %s tasks wait until it "
+                       "clears", l->name, l->name);
+    else if (cap > 0 && l->running >= (unsigned)cap)
+        sb_printf(out, "all %d %s slots are busy (max_running_per_agent %s: %d)", cap, l->name, l->name, cap);
+    else
+        sb_printf(out, "all %d agent slots are busy (max_running_agents %d)", o->opt.max_running_agents,
+                  o->opt.max_running_agents);
+}
+
+static void queue_start(ocbg *o, task *t)
+{
+    registry_set_status(&o->reg, t, TASK_RUNNING, ocbg_now(o));
+    job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_START;
+    memcpy(j->task_id, t->id, sizeof j->task_id);
+    j->run = t->run;
+    jobs_push(&o->q, j);
+}
+
+/* The open agent lane whose oldest pending task is the oldest, or NULL. */
+static lane *next_agent_lane(ocbg *o)
+{
+    lane *best = NULL;
+    for (lane *l = o->reg.lanes.all; l; l = l->next)
+        if (l->qhead && (!best || l->qhead->qseq < best->qhead->qseq) && lane_open(o, l))
+            best = l;
+    return best;
+}
+
+void sched_pump(ocbg *o)
+{
+    lanes *ls = &o->reg.lanes;
+    if (ls->queued == 0)
+        return;
+    for (lane *l; (l = next_agent_lane(o));)
+        queue_start(o, l->qhead);
+    while (ls->shell.qhead && lane_open(o, &ls->shell))
+        queue_start(o, ls->shell.qhead);
+}
+
+void sched_freed(void *engine)
+{
+    ocbg *o = engine;
+    if (o->reg.lanes.queued == 0)
+        return;
+    o->sched_due = true;
+    pthread_cond_signal(&o->work_cv);
+}

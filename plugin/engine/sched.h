@@ -1,0 +1,37 @@
+/*
+ * sched.h — the scheduler: whether a task may start now or must wait, and
+ * the start of waiting tasks, oldest first, as slots free up. The caps come
+ * from the options (max_running_agents, max_running_per_agent,
+ * max_running_shells, max_queued); a lane whose host reports a rate-limit
+ * retry for one of its tasks admits nothing more until the retry clears.
+ * Every function runs with the engine lock held and never blocks.
+ */
+#ifndef OCBG_SCHED_H
+#define OCBG_SCHED_H
+
+#include <stdbool.h>
+
+#include "base/util.h"
+#include "engine/engine.h"
+
+/* How a new task of (type, agent) is to be admitted. */
+typedef enum admission {
+    ADMIT_NOW,    /* a slot is free: it runs at once */
+    ADMIT_QUEUE,  /* it waits, pending, for a slot */
+    ADMIT_FULL,   /* every slot is taken and the queue is full: refused */
+} admission;
+
+admission sched_admission(ocbg *o, task_type type, const char *agent);
+
+/* Why lane l admits nothing now, in words ("all 5 agent slots are busy
+ * (max_running_agents 5)"); written to out. */
+void sched_why_waiting(ocbg *o, const lane *l, strbuf *out);
+
+/* Start every pending task that may start now, oldest first: each is set
+ * running and its start queued for the worker. */
+void sched_pump(ocbg *o);
+
+/* The lanes' "a slot freed" callback: have the worker pump. */
+void sched_freed(void *engine);
+
+#endif

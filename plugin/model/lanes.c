@@ -1,0 +1,120 @@
+/* lanes.c — see lanes.h. */
+#include "model/lanes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+void lanes_init(lanes *ls)
+{
+    memset(ls, 0, sizeof *ls);
+    map_init(&ls->by_agent);
+    ls->shell.name = xstrdup("");
+}
+
+void lanes_free(lanes *ls)
+{
+    for (lane *l = ls->all; l;) {
+        lane *next = l->next;
+        free(l->name);
+        free(l);
+        l = next;
+    }
+    free(ls->shell.name);
+    map_free(&ls->by_agent);
+    memset(ls, 0, sizeof *ls);
+}
+
+lane *lanes_of(lanes *ls, task_type type, const char *agent)
+{
+    if (type == TASK_SHELL)
+        return &ls->shell;
+    const char *key = agent ? agent : "";
+    lane *l = map_get(&ls->by_agent, key);
+    if (!l) {
+        l = xcalloc(1, sizeof *l);
+        l->name = xstrdup(key);
+        l->next = ls->all;
+        ls->all = l;
+        map_put(&ls->by_agent, l->name, l);
+    }
+    return l;
+}
+
+void lanes_enqueue(lanes *ls, task *t)
+{
+    lane *l = t->lane;
+    t->qseq = ++ls->next_seq;
+    t->qnext = NULL;
+    t->qprev = l->qtail;
+    if (l->qtail)
+        l->qtail->qnext = t;
+    else
+        l->qhead = t;
+    l->qtail = t;
+    l->queued++;
+    ls->queued++;
+}
+
+void lanes_dequeue(lanes *ls, task *t)
+{
+    lane *l = t->lane;
+    if (t->qprev)
+        t->qprev->qnext = t->qnext;
+    else
+        l->qhead = t->qnext;
+    if (t->qnext)
+        t->qnext->qprev = t->qprev;
+    else
+        l->qtail = t->qprev;
+    t->qnext = t->qprev = NULL;
+    l->queued--;
+    ls->queued--;
+}
+
+void lanes_hold(lanes *ls, task *t)
+{
+    t->lane->running++;
+    ls->running_agents += t->type == TASK_AGENT;
+}
+
+static void freed(lanes *ls)
+{
+    if (ls->on_freed)
+        ls->on_freed(ls->on_freed_arg);
+}
+
+void lanes_release(lanes *ls, task *t)
+{
+    if (t->retrying) {
+        t->retrying = false;
+        t->lane->retrying--;
+    }
+    t->lane->running--;
+    ls->running_agents -= t->type == TASK_AGENT;
+    freed(ls);
+}
+
+void lanes_set_retrying(lanes *ls, task *t, bool retrying)
+{
+    if (t->retrying == retrying)
+        return;
+    t->retrying = retrying;
+    if (retrying) {
+        t->lane->retrying++;
+    } else {
+        t->lane->retrying--;
+        freed(ls);
+    }
+}
+
+unsigned lanes_ahead(const lanes *ls, const task *t)
+{
+    unsigned n = 0;
+    const lane *first = t->type == TASK_SHELL ? &ls->shell : ls->all;
+    for (const lane *l = first; l; l = t->type == TASK_SHELL ? NULL : l->next)
+        for (const task *q = l->qhead; q && q->qseq < t->qseq; q = q->qnext)
+            n++;
+    return n;
+}
