@@ -1,85 +1,13 @@
-/* agent_sched.c — the one scheduler thread that runs every session's model
- * turn, from a heap of sessions ordered by wake time; before a turn's first
- * step, the history goes through the plugins' transform_messages (a hook). */
+/* agent_sched.c — layer 2 (agents), its top file: the one scheduler thread
+ * that runs every session's model turn, soonest wake first (agent_heap.c);
+ * before a turn's first step, the history goes through the plugins'
+ * transform_messages (a hook). The agents' setup and teardown. Uses
+ * agent_steps.c, agent_turn.c, agent_heap.c, agent_scripts.c, the store and
+ * the core. */
 #include "sim_agent_int.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static int heap_less(const sim_session *a, const sim_session *b)
-{
-    if (a->run->wake_mono != b->run->wake_mono)
-        return a->run->wake_mono < b->run->wake_mono;
-    return a->run->wake_seq < b->run->wake_seq;
-}
-
-static void heap_set(sim_agents *ag, size_t i, sim_session *s)
-{
-    ag->heap[i] = s;
-    s->run->heap_idx = (long)i;
-}
-
-static void heap_up(sim_agents *ag, size_t i)
-{
-    sim_session *s = ag->heap[i];
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!heap_less(s, ag->heap[p]))
-            break;
-        heap_set(ag, i, ag->heap[p]);
-        i = p;
-    }
-    heap_set(ag, i, s);
-}
-
-static void heap_down(sim_agents *ag, size_t i)
-{
-    sim_session *s = ag->heap[i];
-    for (;;) {
-        size_t l = 2 * i + 1, m = i;
-        const sim_session *best = s;
-        if (l < ag->heap_len && heap_less(ag->heap[l], best)) {
-            m = l;
-            best = ag->heap[l];
-        }
-        if (l + 1 < ag->heap_len && heap_less(ag->heap[l + 1], best))
-            m = l + 1;
-        if (m == i)
-            break;
-        heap_set(ag, i, ag->heap[m]);
-        i = m;
-    }
-    heap_set(ag, i, s);
-}
-
-void sim_agent_unschedule_locked(sim_agents *ag, sim_session *s)
-{
-    if (s->run->heap_idx < 0)
-        return;
-    size_t i = (size_t)s->run->heap_idx;
-    s->run->heap_idx = -1;
-    ag->heap_len--;
-    if (i == ag->heap_len)
-        return;
-    heap_set(ag, i, ag->heap[ag->heap_len]);
-    heap_up(ag, i);
-    heap_down(ag, (size_t)ag->heap[i]->run->heap_idx);
-}
-
-void sim_agent_schedule_locked(sim_agents *ag, sim_session *s, int64_t at)
-{
-    sim_agent_unschedule_locked(ag, s);
-    if (ag->heap_len == ag->heap_cap) {
-        ag->heap_cap = ag->heap_cap ? ag->heap_cap * 2 : 64;
-        ag->heap = sim_xrealloc(ag->heap, ag->heap_cap * sizeof *ag->heap);
-    }
-    s->run->wake_mono = at;
-    s->run->wake_seq = ++ag->sched_seq;
-    ag->heap_len++;
-    heap_set(ag, ag->heap_len - 1, s);
-    heap_up(ag, ag->heap_len - 1);
-    pthread_cond_signal(&ag->sched_cv);
-}
 
 /* Before a turn's first step, the host (like OpenCode before each model call)
  * passes the history through the plugins' transform_messages (the transform

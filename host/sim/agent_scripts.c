@@ -1,5 +1,6 @@
-/* agent_scripts.c — the script rules a test adds (sim_script) and the choice
- * of a prompt's steps among them. */
+/* agent_scripts.c — layer 2 (agents), its lowest file: the script rules a
+ * test adds (sim_script) and the choice of a prompt's steps among them. Uses
+ * the core only. */
 #include "sim_agent_int.h"
 
 #include <errno.h>

@@ -1,5 +1,7 @@
-/* agent_steps.c — running a turn's script: one handler per step kind, and the
- * loop that runs steps until the turn must wait, hangs or ends. */
+/* agent_steps.c — layer 2 (agents): running a turn's script: one handler per
+ * step kind, and the loop that runs steps until the turn must wait, hangs or
+ * ends. Uses agent_compact.c, agent_turn.c, agent_heap.c, the store and the
+ * core. */
 #include "sim_agent_int.h"
 
 #include <stdio.h>

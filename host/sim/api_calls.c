@@ -1,5 +1,6 @@
-/* api_calls.c — the record of every host call a plugin made, and the faults and
- * slowness a test injects into them. */
+/* api_calls.c — layer 3 (API), its lowest file: the record of every host
+ * call a plugin made, and the faults and slowness a test injects into them.
+ * Uses the core only. */
 #include "sim_api_int.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* api_delivery.c — the one thread that delivers the event queue
- * (core_events.c), in order, through the deliver hook (the host's plugins'
- * on_event). */
+/* api_delivery.c — layer 3 (API): the one thread that delivers the event
+ * queue (core_events.c), in order, through the deliver hook (the host's
+ * plugins' on_event). Uses the core only. */
 #include "sim_api_int.h"
 
 static void *event_main(void *arg)

@@ -1,7 +1,8 @@
-/* api_perm_rules.c — the permission rules, shaped like OpenCode's
- * "permission" config: per permission an action or a {pattern: action} map,
- * wildcards, the last matching rule winning, and what an "always" answer
- * approved for good; the decision (allow, ask, deny) for a request. */
+/* api_perm_rules.c — layer 3 (API), low: the permission rules, shaped like
+ * OpenCode's "permission" config: per permission an action or a
+ * {pattern: action} map, wildcards, the last matching rule winning, and what
+ * an "always" answer approved for good; the decision (allow, ask, deny) for a
+ * request. Uses the core only. */
 #include "sim_api_int.h"
 
 #include <errno.h>

@@ -1,5 +1,7 @@
-/* api_prompt.c — session_prompt: a prompt body checked as OpenCode would,
- * then stored (noReply: no turn, no events) or run or queued by the agents. */
+/* api_prompt.c — layer 3 (API): session_prompt: a prompt body checked as
+ * OpenCode would, then stored (noReply: no turn, no events) or run or queued
+ * by the agents; in the frame of api_frame.c (fault, record). Uses
+ * api_frame.c, api_calls.c, the agents, the store and the core. */
 #include "sim_api_int.h"
 
 #include <errno.h>

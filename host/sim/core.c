@@ -1,5 +1,6 @@
-/* core.c — the lock, the state-change signal, the clock and allocation that
- * every layer of the simulated host shares (see sim_core.h). */
+/* core.c — layer 0 (core), its lowest file: the state-change signal, the
+ * clock, condvars and allocation that every layer of the simulated host
+ * shares (see sim_core.h). Calls no other file of the host. */
 #include "sim_core.h"
 
 #include <stdio.h>
@@ -114,26 +115,4 @@ void sim_changed(sim_core *c)
     pthread_mutex_lock(&c->mu);
     sim_changed_locked(c);
     pthread_mutex_unlock(&c->mu);
-}
-
-int sim_core_init(sim_core *c)
-{
-    int rc = sim_cond_init(&c->state_cv);
-    if (rc)
-        return rc;
-    rc = sim_cond_init(&c->ev.cv);
-    if (rc) {
-        pthread_cond_destroy(&c->state_cv);
-        return rc;
-    }
-    pthread_mutex_init(&c->mu, NULL);
-    return 0;
-}
-
-void sim_core_destroy(sim_core *c)
-{
-    sim_events_free_locked(c);
-    pthread_cond_destroy(&c->state_cv);
-    pthread_cond_destroy(&c->ev.cv);
-    pthread_mutex_destroy(&c->mu);
 }

@@ -3,7 +3,7 @@
  * delay) decided when an event is emitted, from a seeded random source, so a
  * given seed and event sequence always give the same faults. Delivery (a
  * thread that takes due events and hands them to the plugins) is the API
- * layer's. */
+ * layer's. Layer 0 (core); uses core.c. */
 #include "sim_core.h"
 
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* demo.c — `make demo`: ocbg.so loaded by the simulated host from a plugin
  * directory, exactly as a host would; a model launches two background tasks,
- * keeps going, and the notifications arrive in its transcript. */
+ * keeps going, and the notifications arrive in its transcript. Above the
+ * host layer: uses only simhost.h. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>

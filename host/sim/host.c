@@ -1,5 +1,6 @@
-/* host.c — the simulated host's life cycle: the layers created, wired
- * together (the hooks through which they reach the plugins), and destroyed. */
+/* host.c — layer 4 (host), its top file: the simulated host's life cycle:
+ * the layers created, wired together (the hooks through which they reach the
+ * plugins), and destroyed. Uses host_plugins.c and every layer below. */
 #include "sim_host_int.h"
 
 #include <stdlib.h>

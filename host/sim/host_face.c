@@ -1,6 +1,7 @@
-/* host_face.c — the public functions of simhost.h that are thin wrappers over
- * a lower layer: scripts (agents), events (core), optional host functions,
- * the call record and faults, permissions (API). */
+/* host_face.c — layer 4 (host): the public functions of simhost.h that are
+ * thin wrappers over a lower layer: scripts (agents), events (core), optional
+ * host functions, the call record and faults, permissions (API). Uses no
+ * other host file. */
 #include "sim_host_int.h"
 
 #include <errno.h>

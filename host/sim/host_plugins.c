@@ -1,5 +1,6 @@
-/* host_plugins.c — loading plugins as a real host does (dlopen, the entry point,
- * version checks), calling into them, and unloading them in a safe order. */
+/* host_plugins.c — layer 4 (host), its lowest file: loading plugins as a real
+ * host does (dlopen, the entry point, version checks), calling into them, and
+ * unloading them in a safe order. Uses the layers below only. */
 #include "sim_host_int.h"
 
 #include <dirent.h>

@@ -1,5 +1,6 @@
-/* host_sessions.c — the user's view of the sessions (simhost.h): what a test
- * reads and does as the user would, over the store. */
+/* host_sessions.c — layer 4 (host): the user's view of the sessions
+ * (simhost.h): what a test reads and does as the user would, over the store
+ * (and the API's prompt, the agents' abort). Uses no other host file. */
 #include "sim_host_int.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* host_toolcall.c — tool and command calls as the host's worker makes them: a
- * context per call, on the caller's thread or on a thread of its own so a test
- * can cancel it (Esc). */
+/* host_toolcall.c — layer 4 (host): tool and command calls as the host's
+ * worker makes them: a context per call, on the caller's thread or on a
+ * thread of its own so a test can cancel it (Esc). Uses host_plugins.c. */
 #include "sim_host_int.h"
 
 #include <errno.h>

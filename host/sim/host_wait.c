@@ -1,5 +1,6 @@
-/* host_wait.c — waiting on conditions (simhost.h's sim_wait and the common
- * waits built on it): re-checked on every state change and every 20 ms. */
+/* host_wait.c — layer 4 (host): waiting on conditions (simhost.h's sim_wait
+ * and the common waits built on it): re-checked on every state change and
+ * every 20 ms. Uses host_face.c and host_sessions.c. */
 #include "sim_host_int.h"
 
 #include <errno.h>

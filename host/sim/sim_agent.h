@@ -6,10 +6,14 @@
  * OpenCode emits. Uses the store and the core only.
  *
  *   agent_scripts.c  the script rules and choosing a prompt's steps
- *   agent_sched.c    the heap, the scheduler thread, the transform before a turn
+ *   agent_heap.c     the heap of sessions whose turn wakes, soonest first
  *   agent_turn.c     a turn's life: prompt, queue, start, end, abort, release
- *   agent_steps.c    running a turn's steps (tool, wait, reply, error, ask, …)
  *   agent_compact.c  the "compact" step: OpenCode's compaction messages
+ *   agent_steps.c    running a turn's steps (tool, wait, reply, error, ask, …)
+ *   agent_sched.c    the scheduler thread, the transform before a turn; setup
+ *
+ * Lowest first: a file uses only those listed before it (and the layers
+ * below).
  *
  * Two things a turn needs come from layers above, through the hooks below:
  * the plugins' transform_messages (host) and permission questions (API).
@@ -56,19 +60,6 @@ typedef struct sim_agents {
     sim_agent_hooks hooks;
 } sim_agents;
 
-/* ---- agent_sched.c ------------------------------------------------------ */
-
-/* Set up over store (and its core); becomes the store's release hook.
- * Returns 0 or an errno. */
-int sim_agents_init(sim_agents *ag, sim_store *store);
-/* Start the scheduler thread. Returns 0 or an errno. */
-int sim_agents_start(sim_agents *ag);
-/* Wake and join it (core->stopping must already be set under mu). */
-void sim_agents_join(sim_agents *ag);
-/* Free the rules and the heap. After the store is freed (its release hook
- * uses the heap); no other thread left. */
-void sim_agents_destroy(sim_agents *ag);
-
 /* ---- agent_scripts.c ---------------------------------------------------- */
 
 /* Add a script rule (see sim_script in simhost.h). Returns 0 or -EINVAL.
@@ -86,5 +77,18 @@ void sim_agent_abort_locked(sim_agents *ag, sim_session *s);
  * 0 ends it (rejected). */
 void sim_agent_permission_answered_locked(sim_agents *ag, const char *session_id, const char *request_id,
                                           int go_on);
+
+/* ---- agent_sched.c ------------------------------------------------------ */
+
+/* Set up over store (and its core); becomes the store's release hook.
+ * Returns 0 or an errno. */
+int sim_agents_init(sim_agents *ag, sim_store *store);
+/* Start the scheduler thread. Returns 0 or an errno. */
+int sim_agents_start(sim_agents *ag);
+/* Wake and join it (core->stopping must already be set under mu). */
+void sim_agents_join(sim_agents *ag);
+/* Free the rules and the heap. After the store is freed (its release hook
+ * uses the heap); no other thread left. */
+void sim_agents_destroy(sim_agents *ag);
 
 #endif

@@ -58,7 +58,7 @@ cJSON *sim_agent_choose_steps_locked(sim_agents *ag, const char *text);
 /* Free every rule. */
 void sim_agent_rules_free_locked(sim_agents *ag);
 
-/* ---- agent_sched.c ------------------------------------------------------ */
+/* ---- agent_heap.c ------------------------------------------------------- */
 
 /* Wake s's turn at monotonic ms `at` (replacing an earlier wake). */
 void sim_agent_schedule_locked(sim_agents *ag, sim_session *s, int64_t at);
@@ -86,15 +86,15 @@ void sim_agent_start_next_locked(sim_agents *ag, sim_session *s);
  * free s->run (the session is being freed). */
 void sim_agent_release_locked(void *ctx, sim_session *s);
 
-/* ---- agent_steps.c ------------------------------------------------------ */
-
-/* Run s's turn from its current step until it must wait, hang or end. */
-void sim_agent_advance_locked(sim_agents *ag, sim_session *s);
-
 /* ---- agent_compact.c ---------------------------------------------------- */
 
 /* The "compact" step (opt: its value). Returns 1 when a continue turn follows
  * (the next steps, in a new assistant message), 0 when the turn has ended. */
 int sim_agent_compact_locked(sim_agents *ag, sim_session *s, const cJSON *opt);
+
+/* ---- agent_steps.c ------------------------------------------------------ */
+
+/* Run s's turn from its current step until it must wait, hang or end. */
+void sim_agent_advance_locked(sim_agents *ag, sim_session *s);
 
 #endif

@@ -5,14 +5,18 @@
  * ask_permission (and behind a sub-agent's "ask" step); the thread that
  * delivers events. Uses the agents, the store and the core.
  *
- *   api_table.c       the table, the frame every host function shares (fault,
- *                     record), log, free, now_ms, ask_permission's frame
- *   api_sessions.c    session_create, _get, _messages, _abort, _status, _fork
- *   api_prompt.c      session_prompt: the body checked, stored or run
  *   api_calls.c       the call record, call faults and slowness
+ *   api_frame.c       the frame every host function shares (fault, record)
  *   api_perm_rules.c  permission rules: wildcards, the decision for a request
  *   api_permission.c  permission questions: asked, answered, waited for
+ *   api_sessions.c    session_create, _get, _messages, _abort, _status, _fork
+ *   api_prompt.c      session_prompt: the body checked, stored or run
  *   api_delivery.c    the event thread: the queue to the plugins' on_event
+ *   api_table.c       the table (pointing to the host functions above), log,
+ *                     free, now_ms, ask_permission's frame; setup, teardown
+ *
+ * Lowest first: a file uses only those listed before it (and the layers
+ * below).
  *
  * Reaching up: event delivery calls the host's plugins through the `deliver`
  * hook the host sets before sim_api_start.

@@ -43,7 +43,7 @@ void sim_api_call_record(sim_api *a, const char *fn, const char *session, const 
 /* Free the record and the fault tables. mu held. */
 void sim_api_calls_free_locked(sim_api *a);
 
-/* ---- api_table.c: the frame of every host function ---------------------- */
+/* ---- api_frame.c: the frame of every host function ---------------------- */
 
 /* *out = s when out is given, else s is freed. */
 void sim_api_set_out(char **out, char *s);
@@ -64,6 +64,8 @@ int sim_api_finish(sim_api *a, const char *fn, const char *sid, char *body, int 
 
 /* ---- the host functions (ud: the sim_api) ------------------------------- */
 
+/* Defined in api_sessions.c and api_prompt.c; api_table.c puts them in the
+ * table. */
 int sim_hf_session_create(void *ud, const char *parent_id, const char *title, char **out); /* api_sessions.c */
 int sim_hf_session_get(void *ud, const char *sid, char **out);
 int sim_hf_session_messages(void *ud, const char *sid, int limit, char **out);

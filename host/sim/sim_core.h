@@ -1,12 +1,16 @@
 /*
  * sim_core.h — layer 0 of the simulated host: what every layer above shares.
  *
- *   core.c         the lock, the state-change signal, the clock, allocation
+ *   core.c         the state-change signal, the clock, condvars, allocation
  *   core_events.c  the event queue every layer emits into (with its faults)
+ *   core_init.c    setting up and tearing down the lock, condvars and queue
  *
  * The layers, each using only those below it. A lower layer never calls a
  * function of a higher one: where it must reach up, it calls a function
- * pointer the higher one gave it (noted "hook" below).
+ * pointer the higher one gave it (noted "hook" below). Within a layer, files
+ * depend one way too: each layer's header lists its files lowest first, and
+ * a file uses (includes, calls) only files listed before it. `make check`
+ * runs build-aux/layout-check over host/sim, which fails on any cycle.
  *
  *   0 core    sim_core.h      lock, clock, change signal, event queue
  *   1 store   sim_store.h     sessions and their messages
@@ -75,13 +79,15 @@ typedef struct sim_core {
     sim_evq ev;
 } sim_core;
 
-/* ---- core.c ------------------------------------------------------------ */
+/* ---- core_init.c ------------------------------------------------------- */
 
 /* Initialise mu and the condvars. Returns 0 or an errno (nothing to free). */
 int sim_core_init(sim_core *c);
 /* Free what is left in the event queue, destroy the lock and condvars. No
  * other thread may be using c. */
 void sim_core_destroy(sim_core *c);
+
+/* ---- core.c ------------------------------------------------------------ */
 
 /* Monotonic ms (for deadlines and scheduling). Any thread. */
 int64_t sim_mono_ms(void);

@@ -3,12 +3,15 @@
  * calls and the public API of simhost.h, over the API (sim_api.h), the
  * agents, the store and the core. Its files only:
  *
- *   host.c           create/destroy, the layers wired together
  *   host_plugins.c   dlopen/entry/shutdown/dlclose of plugins, calls into them
  *   host_toolcall.c  tool and command calls as the host's worker makes them
  *   host_sessions.c  the user's view of the sessions (simhost.h)
  *   host_face.c      thin public wrappers (simhost.h) over the lower layers
  *   host_wait.c      sim_wait and the waits built on it
+ *   host.c           create/destroy, the layers wired together
+ *
+ * Lowest first: a file uses only those listed before it (and the layers
+ * below). demo.c, above them all, uses only simhost.h.
  *
  * Locking. The core's `mu` guards every lower layer's state. `plug_mu`
  * guards the plugin list; it is held while the host calls a plugin's on_event

@@ -2,8 +2,11 @@
  * sim_store.h — layer 1 of the simulated host: sessions and their messages,
  * in OpenCode's JSON shapes. Uses only the core (sim_core.h).
  *
- *   store_sessions.c  ids, the session table, create, delete, fork
+ *   store_ids.c       ids (sessions, messages, parts, calls)
  *   store_messages.c  message and part JSON: build, append, list
+ *   store_sessions.c  the session table: lookup, create, delete, fork
+ *
+ * Lowest first: a file uses only those listed before it (and the core).
  *
  * A session's turn (what the agents layer runs) is not the store's: the store
  * keeps an opaque pointer for it (`run`) and, before it frees a session,
@@ -48,29 +51,12 @@ typedef struct sim_store {
     void *release_ctx;
 } sim_store;
 
-/* ---- store_sessions.c --------------------------------------------------- */
+/* ---- store_ids.c -------------------------------------------------------- */
 
-/* An empty store over core. */
-void sim_store_init(sim_store *st, sim_core *core);
-/* Free every session (each released first) and the table. */
-void sim_store_free_locked(sim_store *st);
+/* Seed st's id source (at sim_store_init). */
+void sim_store_ids_init(sim_store *st);
 /* A new id "<prefix>_<12 hex, increasing><10 base62 random>", malloc'd. */
 char *sim_new_id_locked(sim_store *st, const char *prefix);
-/* Find a session by id, also one deleted while busy (NULL when none). */
-sim_session *sim_find_locked(sim_store *st, const char *id);
-/* The same, but not a deleted one: what the host's API can see. */
-sim_session *sim_find_live_locked(sim_store *st, const char *id);
-/* Create a session (parent must exist when given; else NULL). Emits
- * session.created. */
-sim_session *sim_session_create_locked(sim_store *st, const char *parent_id, const char *title);
-/* The session as OpenCode's Session JSON, owned by the caller. */
-cJSON *sim_session_info_locked(const sim_session *s);
-/* Delete a session and its descendants (children first), emitting
- * session.deleted for each. A busy one stays (deleted, hidden) until the end. */
-void sim_session_delete_locked(sim_store *st, sim_session *s);
-/* Fork: a new session holding copies of the messages before message_id (all
- * when NULL or not found). Emits session.created. */
-sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *message_id);
 
 /* ---- store_messages.c --------------------------------------------------- */
 
@@ -90,5 +76,27 @@ void sim_message_rebase_locked(sim_store *st, sim_session *s, cJSON *msg);
 /* A prompt body's (or a message's) text: its text parts joined by "\n",
  * malloc'd. Needs no lock. */
 char *sim_prompt_text(const cJSON *body);
+
+/* ---- store_sessions.c --------------------------------------------------- */
+
+/* An empty store over core. */
+void sim_store_init(sim_store *st, sim_core *core);
+/* Free every session (each released first) and the table. */
+void sim_store_free_locked(sim_store *st);
+/* Find a session by id, also one deleted while busy (NULL when none). */
+sim_session *sim_find_locked(sim_store *st, const char *id);
+/* The same, but not a deleted one: what the host's API can see. */
+sim_session *sim_find_live_locked(sim_store *st, const char *id);
+/* Create a session (parent must exist when given; else NULL). Emits
+ * session.created. */
+sim_session *sim_session_create_locked(sim_store *st, const char *parent_id, const char *title);
+/* The session as OpenCode's Session JSON, owned by the caller. */
+cJSON *sim_session_info_locked(const sim_session *s);
+/* Delete a session and its descendants (children first), emitting
+ * session.deleted for each. A busy one stays (deleted, hidden) until the end. */
+void sim_session_delete_locked(sim_store *st, sim_session *s);
+/* Fork: a new session holding copies of the messages before message_id (all
+ * when NULL or not found). Emits session.created. */
+sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *message_id);
 
 #endif

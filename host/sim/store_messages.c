@@ -1,5 +1,6 @@
-/* store_messages.c — messages and parts in OpenCode's shapes: built, given
- * ids, appended to a session, listed (see sim_store.h). */
+/* store_messages.c — layer 1 (store): messages and parts in OpenCode's
+ * shapes: built, given ids, appended to a session, listed (see sim_store.h).
+ * Uses store_ids.c and the core. */
 #include "sim_store.h"
 
 #include <stdlib.h>

@@ -1,0 +1,49 @@
+/* store_ids.c — layer 1 (store), its lowest file: the ids of sessions,
+ * messages, parts and calls, as OpenCode makes them (see sim_store.h). Uses
+ * the core only. */
+#include "sim_store.h"
+
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* xorshift64*: ids only need to look random and differ. */
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+void sim_store_ids_init(sim_store *st)
+{
+    /* Ids need only be unique within a host; a seed from time and pid keeps
+     * two hosts in one process from sharing suffixes. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    st->id_rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
+                 (uint64_t)(uintptr_t)st;
+    if (!st->id_rng)
+        st->id_rng = 0x9e3779b97f4a7c15ull;
+}
+
+char *sim_new_id_locked(sim_store *st, const char *prefix)
+{
+    static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    /* Like OpenCode: a time-based part that increases (so ids sort by
+     * creation), then random characters. */
+    uint64_t t = (uint64_t)sim_wall_ms(st->core) << 12;
+    if (t <= st->id_last)
+        t = st->id_last + 1;
+    st->id_last = t;
+    char rnd[11];
+    for (int i = 0; i < 10; i++)
+        rnd[i] = b62[rng_next(&st->id_rng) % 62];
+    rnd[10] = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s_%012llx%s", prefix, (unsigned long long)(t & 0xffffffffffffull), rnd);
+    return sim_strdup(buf);
+}
