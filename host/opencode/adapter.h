@@ -11,8 +11,9 @@
  *   util.c       C helpers: strdup/printf to malloc'd text, stderr log
  *   js.c         JS value helpers (strings, properties, JSON, promises)
  *   hostcall.c   a host call crossing to the JS thread (record, thread-safe
- *                function callback, SDK request and its answer, log)
- *   hostfns.c    the ocp_host table: session_*, log, free
+ *                function callback, SDK request and its answer, the log:
+ *                h_log)
+ *   hostfns.c    the ocp_host table: session_*, free (log is h_log)
  *   ask.c        ask_permission over the tool's own ctx.ask()
  *   jobs.c       tool calls and commands: jobs, workers, settling promises
  *   tools.c      tool execute() and its AbortSignal (tool_cancel)
@@ -229,15 +230,15 @@ void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
  * JS thread), -ECANCELED (shutting down), -ENOMEM. out may be NULL. */
 int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out,
                  char **out);
+/* [any] The table's log: below ad->log_level nothing; on the JS thread or
+ * after shutdown to stderr; else to OpenCode's log (fire and forget), and
+ * warnings and errors to stderr too. Never fails. */
+void h_log(void *ud, enum ocp_log_level level, const char *message);
 
 /* ---- hostfns.c ------------------------------------------------------------- */
 
 /* [js, init] Fills ad->host: the ocp_host table the plugin receives. */
 void host_table_init(adapter *ad);
-/* [any] The table's log: below ad->log_level nothing; on the JS thread or
- * after shutdown to stderr; else to OpenCode's log (fire and forget), and
- * warnings and errors to stderr too. Never fails. */
-void h_log(void *ud, enum ocp_log_level level, const char *message);
 
 /* ---- ask.c ----------------------------------------------------------------- */
 
