@@ -128,6 +128,10 @@ struct hostcall {
      * the job lives until its worker has left the wait, and is freed on the
      * JS thread (done_tsfn), so it cannot go away during one JS callback. */
     job *job;
+    /* HC_ASK: what host_tsfn_call runs for it on the JS thread (ask.c sets
+     * its ask_start here: hostcall.c does not know about asks). Keeps no
+     * reference of its own beyond what it hands to promise callbacks. */
+    void (*start)(napi_env env, adapter *ad, hostcall *hc);
     hostcall *next; /* in adapter.asks while the worker waits (ad->mu) */
 };
 
@@ -219,8 +223,9 @@ int hc_complete(hostcall *hc, int rc, char *out);
 /* [any] 1 once the call is complete. */
 int hc_is_done(hostcall *hc);
 /* [js] host_tsfn's callback: runs a queued hostcall (data) for context (the
- * adapter). env is NULL when the function is being torn down: what is still
- * queued fails with -ECANCELED. Consumes the queued item's reference. */
+ * adapter): HC_SDK here, HC_LOG with log_on_js, HC_ASK with its start. env is
+ * NULL when the function is being torn down: what is still queued fails with
+ * -ECANCELED. Consumes the queued item's reference. */
 void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
 /* [worker, plugin] Sends client[group][method](opts) and blocks until it ends
  * (at most HOST_CALL_TIMEOUT_MS + HOST_CALL_GRACE_MS). Consumes opts. group
@@ -246,10 +251,6 @@ void host_table_init(adapter *ad);
  * -EACCES refused, -ECANCELED (Esc, shutdown), -EINVAL (bad request or ctx),
  * -EIO (could not ask, or no ToolContext); *out a reason (malloc'd) or NULL. */
 int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
-/* [js] host_tsfn's part for HC_ASK: calls ctx.ask() for the waiting worker;
- * the promise's callbacks (or a failure here) complete hc. Keeps no reference
- * of its own beyond the callbacks'. */
-void ask_start(napi_env env, adapter *ad, hostcall *hc);
 /* [any, holding ad->mu] Completes the open questions of job j (every open
  * question when j is NULL) with -ECANCELED and a copy of why. */
 void asks_cancel(adapter *ad, const job *j, const char *why);

@@ -268,7 +268,7 @@ void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
         if (!env)
             hc_complete(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
         else
-            ask_start(env, ad, hc);
+            hc->start(env, ad, hc);
         hc_unref(hc); /* the queued item's reference */
         return;
     }
