@@ -160,6 +160,9 @@ struct job {
     napi_ref listener_ref;
     napi_ref parts_ref;  /* command: output.parts, replaced in place */
     napi_ref tctx_ref;   /* tool: the ToolContext execute() got (its ask()) */
+    /* [js] run by done_tsfn_call once the job is settled and freed, or NULL.
+     * The dispose job's releases the thread-safe functions (lifecycle.c). */
+    void (*settled)(adapter *ad);
     int rc;
     char *out;
 };
@@ -271,8 +274,8 @@ int start_worker(napi_env env, adapter *ad, job *j);
 /* [js] Adds d to the promises waiting on workers; the first keeps the loop
  * alive (done_tsfn ref'd), the last lets it go. */
 void pending_add(napi_env env, adapter *ad, int d);
-/* [js] done_tsfn's callback: settles a job's promise and frees it (env NULL:
- * torn down, only frees); after the dispose job, releases the TSFNs. */
+/* [js] done_tsfn's callback: settles a job's promise, frees it and runs its
+ * settled (env NULL: torn down, only frees). */
 void done_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
 
 /* ---- tools.c --------------------------------------------------------------- */
@@ -301,10 +304,6 @@ napi_value hook_command(napi_env env, napi_callback_info info);
  * z = tool.schema; z NULL: the raw JSON Schema of each property. */
 napi_value tool_args(napi_env env, napi_value z, const char *schema_json);
 
-/* ---- lifecycle.c ----------------------------------------------------------- */
-
-/* [js] Releases both thread-safe functions once (later host calls get
- * -ECANCELED). The adapter stays allocated. */
-void release_tsfns(adapter *ad);
+/* ---- lifecycle.c: init, dispose and the module entry; nothing shared ------- */
 
 #endif
