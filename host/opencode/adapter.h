@@ -13,14 +13,20 @@
  *   hostcall.c   a host call crossing to the JS thread (record, thread-safe
  *                function callback, SDK request and its answer, the log:
  *                h_log)
- *   hostfns.c    the ocp_host table: session_*, free (log is h_log)
  *   ask.c        ask_permission over the tool's own ctx.ask()
+ *   hostfns.c    the ocp_host table: session_*, free (log is h_log)
  *   jobs.c       tool calls and commands: jobs, workers, settling promises
  *   tools.c      tool execute() and its AbortSignal (tool_cancel)
  *   hooks.c      event, messages.transform, config, command hooks
  *   schema.c     tool arguments: JSON Schema -> zod
  *   lifecycle.c  init (load the plugin, build the hooks), dispose/shutdown,
  *                the module entry
+ * Every .c includes only this header, and calls (or names) functions of
+ * files listed above it only: util <- js <- hostcall <- ask <- hostfns,
+ * jobs <- tools, hooks, schema <- lifecycle. Where a lower file must run
+ * code of a higher one, the higher one hands it a function pointer
+ * (hostcall.start, job.settled, the hook and TSFN callbacks lifecycle.c
+ * registers). make check's layout checker refuses a cycle between files.
  *
  * Threads (see NOTES.md for the full story), as tagged below:
  *   [js]      OpenCode's event loop. Runs every hook: event (on_event),
@@ -243,11 +249,6 @@ int host_request(adapter *ad, const char *group, const char *method, cJSON *opts
  * warnings and errors to stderr too. Never fails. */
 void h_log(void *ud, enum ocp_log_level level, const char *message);
 
-/* ---- hostfns.c ------------------------------------------------------------- */
-
-/* [js, init] Fills ad->host: the ocp_host table the plugin receives. */
-void host_table_init(adapter *ad);
-
 /* ---- ask.c ----------------------------------------------------------------- */
 
 /* [worker] The table's ask_permission (see ocp.h and NOTES.md): 0 allowed,
@@ -257,6 +258,11 @@ int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_req
 /* [any, holding ad->mu] Completes the open questions of job j (every open
  * question when j is NULL) with -ECANCELED and a copy of why. */
 void asks_cancel(adapter *ad, const job *j, const char *why);
+
+/* ---- hostfns.c ------------------------------------------------------------- */
+
+/* [js, init] Fills ad->host: the ocp_host table the plugin receives. */
+void host_table_init(adapter *ad);
 
 /* ---- jobs.c ---------------------------------------------------------------- */
 
