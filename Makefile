@@ -113,17 +113,20 @@ $(BUILD)/layout-check: build-aux/layout-check.c
 
 LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/layout/check-fixtures
 # The real tree: sizes, cycles, and the plugin's layers (build-aux/layers).
-# The plugin (the ABI, plugin/, hooks/, fork/). host/sim (layered store <- agents <- API <- host) and
-# host/opencode (split by job) still have call cycles between files: `make check-layout-hosts` lists them.
+# The plugin (the ABI, plugin/, hooks/, fork/). host/sim (layered store <- agents <- API <- host)
+# still has call cycles between files: `make check-layout-hosts` lists them.
 LAYOUT_PATHS = include plugin hooks fork
-LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I hooks -I fork -I host/sim $(LAYOUT_PATHS)
+# The OpenCode addon (host/opencode/*.c, *.h) and its test stub (test/stub_plugin.c): sizes and cycles.
+LAYOUT_PATHS_OPENCODE = host/opencode
+LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I hooks -I fork -I host/sim $(LAYOUT_PATHS) \
+    $(LAYOUT_PATHS_OPENCODE)
 
 check-layout: $(BUILD)/layout-check
 	$(LAYOUT_FIXTURES)
 	$(LAYOUT_RUN)
 
 check-layout-hosts: $(BUILD)/layout-check
-	$(BUILD)/layout-check -I include -I host/sim host/sim $(wildcard host/opencode/*.c host/opencode/*.h)
+	$(BUILD)/layout-check -I include -I host/sim host/sim
 
 demo: deps $(BUILD)/plugin-dir/ocbg.so $(BUILD)/ocbg-demo
 	$(BUILD)/ocbg-demo $(BUILD)/plugin-dir
