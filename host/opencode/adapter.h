@@ -134,8 +134,8 @@ struct hostcall {
      * the job lives until its worker has left the wait, and is freed on the
      * JS thread (done_tsfn), so it cannot go away during one JS callback. */
     job *job;
-    /* HC_ASK: what host_tsfn_call runs for it on the JS thread (ask.c sets
-     * its ask_start here: hostcall.c does not know about asks). Keeps no
+    /* HC_ASK: what host_tsfn_call runs for it on the JS thread: ask.c's
+     * ask_start, set by ask.c (hostcall.c calls nothing of ask.c). Keeps no
      * reference of its own beyond what it hands to promise callbacks. */
     void (*start)(napi_env env, adapter *ad, hostcall *hc);
     hostcall *next; /* in adapter.asks while the worker waits (ad->mu) */
