@@ -11,15 +11,22 @@
  *   util.c       C helpers: strdup/printf to malloc'd text, stderr log
  *   js.c         JS value helpers (strings, properties, JSON, promises)
  *   hostcall.c   a host call crossing to the JS thread (record, thread-safe
- *                function callback, SDK request and its answer, log)
- *   hostfns.c    the ocp_host table: session_*, log, free
+ *                function callback, SDK request and its answer, the log:
+ *                h_log)
  *   ask.c        ask_permission over the tool's own ctx.ask()
+ *   hostfns.c    the ocp_host table: session_*, free (log is h_log)
  *   jobs.c       tool calls and commands: jobs, workers, settling promises
  *   tools.c      tool execute() and its AbortSignal (tool_cancel)
  *   hooks.c      event, messages.transform, config, command hooks
  *   schema.c     tool arguments: JSON Schema -> zod
  *   lifecycle.c  init (load the plugin, build the hooks), dispose/shutdown,
  *                the module entry
+ * Every .c includes only this header, and calls (or names) functions of
+ * files listed above it only: util <- js <- hostcall <- ask <- hostfns,
+ * jobs <- tools, hooks, schema <- lifecycle. Where a lower file must run
+ * code of a higher one, the higher one hands it a function pointer
+ * (hostcall.start, job.settled, the hook and TSFN callbacks lifecycle.c
+ * registers). make check's layout checker refuses a cycle between files.
  *
  * Threads (see NOTES.md for the full story), as tagged below:
  *   [js]      OpenCode's event loop. Runs every hook: event (on_event),
@@ -127,6 +134,10 @@ struct hostcall {
      * the job lives until its worker has left the wait, and is freed on the
      * JS thread (done_tsfn), so it cannot go away during one JS callback. */
     job *job;
+    /* HC_ASK: what host_tsfn_call runs for it on the JS thread: ask.c's
+     * ask_start, set by ask.c (hostcall.c calls nothing of ask.c). Keeps no
+     * reference of its own beyond what it hands to promise callbacks. */
+    void (*start)(napi_env env, adapter *ad, hostcall *hc);
     hostcall *next; /* in adapter.asks while the worker waits (ad->mu) */
 };
 
@@ -155,6 +166,9 @@ struct job {
     napi_ref listener_ref;
     napi_ref parts_ref;  /* command: output.parts, replaced in place */
     napi_ref tctx_ref;   /* tool: the ToolContext execute() got (its ask()) */
+    /* [js] run by done_tsfn_call once the job is settled and freed, or NULL.
+     * The dispose job's releases the thread-safe functions (lifecycle.c). */
+    void (*settled)(adapter *ad);
     int rc;
     char *out;
 };
@@ -218,8 +232,9 @@ int hc_complete(hostcall *hc, int rc, char *out);
 /* [any] 1 once the call is complete. */
 int hc_is_done(hostcall *hc);
 /* [js] host_tsfn's callback: runs a queued hostcall (data) for context (the
- * adapter). env is NULL when the function is being torn down: what is still
- * queued fails with -ECANCELED. Consumes the queued item's reference. */
+ * adapter): HC_SDK here, HC_LOG with log_on_js, HC_ASK with its start. env is
+ * NULL when the function is being torn down: what is still queued fails with
+ * -ECANCELED. Consumes the queued item's reference. */
 void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
 /* [worker, plugin] Sends client[group][method](opts) and blocks until it ends
  * (at most HOST_CALL_TIMEOUT_MS + HOST_CALL_GRACE_MS). Consumes opts. group
@@ -229,11 +244,6 @@ void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
  * JS thread), -ECANCELED (shutting down), -ENOMEM. out may be NULL. */
 int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out,
                  char **out);
-
-/* ---- hostfns.c ------------------------------------------------------------- */
-
-/* [js, init] Fills ad->host: the ocp_host table the plugin receives. */
-void host_table_init(adapter *ad);
 /* [any] The table's log: below ad->log_level nothing; on the JS thread or
  * after shutdown to stderr; else to OpenCode's log (fire and forget), and
  * warnings and errors to stderr too. Never fails. */
@@ -245,13 +255,14 @@ void h_log(void *ud, enum ocp_log_level level, const char *message);
  * -EACCES refused, -ECANCELED (Esc, shutdown), -EINVAL (bad request or ctx),
  * -EIO (could not ask, or no ToolContext); *out a reason (malloc'd) or NULL. */
 int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
-/* [js] host_tsfn's part for HC_ASK: calls ctx.ask() for the waiting worker;
- * the promise's callbacks (or a failure here) complete hc. Keeps no reference
- * of its own beyond the callbacks'. */
-void ask_start(napi_env env, adapter *ad, hostcall *hc);
 /* [any, holding ad->mu] Completes the open questions of job j (every open
  * question when j is NULL) with -ECANCELED and a copy of why. */
 void asks_cancel(adapter *ad, const job *j, const char *why);
+
+/* ---- hostfns.c ------------------------------------------------------------- */
+
+/* [js, init] Fills ad->host: the ocp_host table the plugin receives. */
+void host_table_init(adapter *ad);
 
 /* ---- jobs.c ---------------------------------------------------------------- */
 
@@ -269,8 +280,8 @@ int start_worker(napi_env env, adapter *ad, job *j);
 /* [js] Adds d to the promises waiting on workers; the first keeps the loop
  * alive (done_tsfn ref'd), the last lets it go. */
 void pending_add(napi_env env, adapter *ad, int d);
-/* [js] done_tsfn's callback: settles a job's promise and frees it (env NULL:
- * torn down, only frees); after the dispose job, releases the TSFNs. */
+/* [js] done_tsfn's callback: settles a job's promise, frees it and runs its
+ * settled (env NULL: torn down, only frees). */
 void done_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
 
 /* ---- tools.c --------------------------------------------------------------- */
@@ -299,10 +310,6 @@ napi_value hook_command(napi_env env, napi_callback_info info);
  * z = tool.schema; z NULL: the raw JSON Schema of each property. */
 napi_value tool_args(napi_env env, napi_value z, const char *schema_json);
 
-/* ---- lifecycle.c ----------------------------------------------------------- */
-
-/* [js] Releases both thread-safe functions once (later host calls get
- * -ECANCELED). The adapter stays allocated. */
-void release_tsfns(adapter *ad);
+/* ---- lifecycle.c: init, dispose and the module entry; nothing shared ------- */
 
 #endif

@@ -166,9 +166,11 @@ static int ask_callback(napi_env env, hostcall *hc, const char *name, napi_callb
     return 0;
 }
 
-/* JS thread: calls ctx.ask(input) for the waiting worker; the promise's
- * callbacks complete hc. */
-void ask_start(napi_env env, adapter *ad, hostcall *hc) {
+/* An HC_ASK's start (host_tsfn_call runs it on the JS thread): calls
+ * ctx.ask(input) for the waiting worker; the promise's callbacks (or a
+ * failure here) complete hc. Keeps no reference of its own beyond the
+ * callbacks'. */
+static void ask_start(napi_env env, adapter *ad, hostcall *hc) {
     if (hc_is_done(hc))
         return; /* cancelled while queued: the job may be gone already */
     napi_handle_scope scope;
@@ -259,6 +261,7 @@ static hostcall *ask_new(job *j, char *input) {
     pthread_cond_init(&hc->cv, NULL);
     hc->opts_json = input;
     hc->job = j;
+    hc->start = ask_start;
     return hc;
 }
 

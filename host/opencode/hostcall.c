@@ -223,6 +223,32 @@ static void log_on_js(napi_env env, adapter *ad, hostcall *hc) {
         stderr_log(hc->level, hc->out ? hc->out : "");
 }
 
+/* The table's log (hostfns.c puts it there; ask.c and lifecycle.c log with
+ * it too): an HC_LOG record queued without waiting, run by log_on_js. */
+void h_log(void *ud, enum ocp_log_level level, const char *message) {
+    adapter *ad = ud;
+    if ((int)level < ad->log_level)
+        return;
+    pthread_mutex_lock(&ad->mu);
+    int gone = ad->tsfn_gone;
+    pthread_mutex_unlock(&ad->mu);
+    if (gone || on_js_thread(ad)) {
+        stderr_log(level, message ? message : "");
+        return;
+    }
+    hostcall *hc = calloc(1, sizeof *hc);
+    if (!hc)
+        return;
+    hc->kind = HC_LOG;
+    hc->level = level;
+    hc->out = xstrdup(message ? message : "");
+    if (napi_call_threadsafe_function(ad->host_tsfn, hc, napi_tsfn_nonblocking) != napi_ok) {
+        stderr_log(level, hc->out ? hc->out : "");
+        free(hc->out);
+        free(hc);
+    }
+}
+
 /* Thread-safe function callback (JS thread). env is NULL when the function
  * is being torn down: fail what is still queued. */
 void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
@@ -242,7 +268,7 @@ void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
         if (!env)
             hc_complete(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
         else
-            ask_start(env, ad, hc);
+            hc->start(env, ad, hc);
         hc_unref(hc); /* the queued item's reference */
         return;
     }

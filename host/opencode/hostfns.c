@@ -1,7 +1,7 @@
 /*
  * hostfns.c — the ocp_host table the plugin gets: each session_* function
  * turns its arguments into the SDK's options ({path:{id}, body, query}) and
- * makes a host_request; log goes fire-and-forget to OpenCode's log.
+ * makes a host_request; log is hostcall.c's h_log.
  */
 #include "adapter.h"
 
@@ -90,30 +90,6 @@ static int h_session_fork(void *ud, const char *id, const char *message_id, char
     if (message_id)
         cJSON_AddStringToObject(b, "messageID", message_id);
     return host_request(ud, "session", "fork", o, 1, out);
-}
-
-void h_log(void *ud, enum ocp_log_level level, const char *message) {
-    adapter *ad = ud;
-    if ((int)level < ad->log_level)
-        return;
-    pthread_mutex_lock(&ad->mu);
-    int gone = ad->tsfn_gone;
-    pthread_mutex_unlock(&ad->mu);
-    if (gone || on_js_thread(ad)) {
-        stderr_log(level, message ? message : "");
-        return;
-    }
-    hostcall *hc = calloc(1, sizeof *hc);
-    if (!hc)
-        return;
-    hc->kind = HC_LOG;
-    hc->level = level;
-    hc->out = xstrdup(message ? message : "");
-    if (napi_call_threadsafe_function(ad->host_tsfn, hc, napi_tsfn_nonblocking) != napi_ok) {
-        stderr_log(level, hc->out ? hc->out : "");
-        free(hc->out);
-        free(hc);
-    }
 }
 
 static void h_free(void *ud, char *p) {

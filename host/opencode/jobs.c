@@ -102,12 +102,12 @@ void done_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
         return;
     }
     adapter *ad = j->ad;
-    int dispose = j->kind == JOB_DISPOSE;
+    void (*settled)(adapter *) = j->settled;
     job_settle(env, j);
     if (!ad->tsfn_gone)
         pending_add(env, ad, -1);
-    if (dispose)
-        release_tsfns(ad);
+    if (settled)
+        settled(ad);
 }
 
 /* JS thread: while a promise waits on a worker, the loop must stay alive. */

@@ -15,7 +15,9 @@
 /* shutdown                                                                  */
 /* ------------------------------------------------------------------------ */
 
-void release_tsfns(adapter *ad) {
+/* [js] Releases both thread-safe functions once (later host calls get
+ * -ECANCELED). The adapter stays allocated. The dispose job's settled. */
+static void release_tsfns(adapter *ad) {
     pthread_mutex_lock(&ad->mu);
     int already = ad->tsfn_gone;
     ad->tsfn_gone = 1;
@@ -64,6 +66,7 @@ static napi_value hook_dispose(napi_env env, napi_callback_info info) {
     job *j = job_new(ad, JOB_DISPOSE);
     if (!j)
         return resolved(env);
+    j->settled = release_tsfns; /* once its promise is resolved */
     napi_value promise;
     napi_create_promise(env, &j->deferred, &promise);
     pending_add(env, ad, 1); /* the loop stays alive until shutdown has finished */

@@ -188,6 +188,78 @@ static char *ask_host(struct stub *st, const cJSON *args, ocp_call_ctx *ctx) {
     return text;
 }
 
+static int stub_echo(struct stub *st, const cJSON *args, const ocp_call_ctx *ctx, char **out) {
+    cJSON *text = cJSON_GetObjectItem(args, "text");
+    cJSON *rep = cJSON_GetObjectItem(args, "repeat");
+    if (!cJSON_IsString(text))
+        return reply(out, -EINVAL, "stub_echo: text is required");
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "echo", text->valuestring);
+    cJSON_AddNumberToObject(r, "repeat", cJSON_IsNumber(rep) ? rep->valuedouble : 1);
+    cJSON_AddBoolToObject(r, "repeat_given", rep != NULL);
+    cJSON_AddStringToObject(r, "session", ctx->session_id ? ctx->session_id : "");
+    cJSON_AddStringToObject(r, "message", ctx->message_id ? ctx->message_id : "");
+    cJSON_AddStringToObject(r, "agent", ctx->agent ? ctx->agent : "");
+    cJSON_AddStringToObject(r, "call", ctx->call_id ? ctx->call_id : "");
+    cJSON_AddStringToObject(r, "directory", ctx->directory ? ctx->directory : "");
+    cJSON_AddStringToObject(r, "options", st->options ? st->options : "null");
+    cJSON_AddStringToObject(r, "host", st->host->host_name ? st->host->host_name : "");
+    *out = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    return 0;
+}
+
+/* stub_host: the host calls run on a thread of the plugin's own. */
+static int stub_host(struct stub *st, const cJSON *args, const ocp_call_ctx *ctx, char **out) {
+    cJSON *title = cJSON_GetObjectItem(args, "title");
+    struct host_job j = {st, (char *)ctx->session_id, cJSON_IsString(title) ? title->valuestring : NULL, NULL};
+    pthread_t t;
+    if (pthread_create(&t, NULL, host_job_main, &j) != 0)
+        return reply(out, -ENOMEM, "pthread_create failed");
+    pthread_join(t, NULL);
+    *out = cJSON_PrintUnformatted(j.result);
+    cJSON_Delete(j.result);
+    return 0;
+}
+
+static int stub_block(struct stub *st, const ocp_call_ctx *ctx, char **out) {
+    pthread_mutex_lock(&st->mu);
+    while (!__atomic_load_n(&ctx->cancelled, __ATOMIC_SEQ_CST) && !st->shutting_down)
+        pthread_cond_wait(&st->cv, &st->mu);
+    int why_shutdown = st->shutting_down;
+    pthread_mutex_unlock(&st->mu);
+    return reply(out, -ECANCELED, why_shutdown ? "stub_block: shutting down" : "stub_block: cancelled");
+}
+
+static int stub_events(struct stub *st, char **out) {
+    pthread_mutex_lock(&st->mu);
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddItemToObject(r, "events", cJSON_Duplicate(st->events, 1));
+    cJSON_AddNumberToObject(r, "transforms", st->transforms);
+    cJSON_AddStringToObject(r, "transform_session", st->last_transform_session);
+    pthread_mutex_unlock(&st->mu);
+    *out = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    return 0;
+}
+
+/* One tool call of a stub tool, with args parsed. */
+static int run_tool(struct stub *st, const char *tool, const cJSON *args, ocp_call_ctx *ctx, char **out) {
+    if (!strcmp(tool, "stub_echo"))
+        return stub_echo(st, args, ctx, out);
+    if (!strcmp(tool, "stub_host"))
+        return stub_host(st, args, ctx, out);
+    if (!strcmp(tool, "stub_block"))
+        return stub_block(st, ctx, out);
+    if (!strcmp(tool, "stub_ask")) {
+        *out = ask_host(st, args, ctx);
+        return 0;
+    }
+    if (!strcmp(tool, "stub_events"))
+        return stub_events(st, out);
+    return reply(out, -ENOENT, "no such tool");
+}
+
 static int tool_call(void *ud, const char *tool, const char *args_json, ocp_call_ctx *ctx, char **out) {
     struct stub *st = ud;
     *out = NULL;
@@ -199,61 +271,8 @@ static int tool_call(void *ud, const char *tool, const char *args_json, ocp_call
     st->inside++;
     pthread_mutex_unlock(&st->mu);
 
-    int rc = 0;
     cJSON *args = cJSON_Parse(args_json ? args_json : "{}");
-    if (!strcmp(tool, "stub_echo")) {
-        cJSON *text = cJSON_GetObjectItem(args, "text");
-        cJSON *rep = cJSON_GetObjectItem(args, "repeat");
-        if (!cJSON_IsString(text)) {
-            rc = reply(out, -EINVAL, "stub_echo: text is required");
-        } else {
-            cJSON *r = cJSON_CreateObject();
-            cJSON_AddStringToObject(r, "echo", text->valuestring);
-            cJSON_AddNumberToObject(r, "repeat", cJSON_IsNumber(rep) ? rep->valuedouble : 1);
-            cJSON_AddBoolToObject(r, "repeat_given", rep != NULL);
-            cJSON_AddStringToObject(r, "session", ctx->session_id ? ctx->session_id : "");
-            cJSON_AddStringToObject(r, "message", ctx->message_id ? ctx->message_id : "");
-            cJSON_AddStringToObject(r, "agent", ctx->agent ? ctx->agent : "");
-            cJSON_AddStringToObject(r, "call", ctx->call_id ? ctx->call_id : "");
-            cJSON_AddStringToObject(r, "directory", ctx->directory ? ctx->directory : "");
-            cJSON_AddStringToObject(r, "options", st->options ? st->options : "null");
-            cJSON_AddStringToObject(r, "host", st->host->host_name ? st->host->host_name : "");
-            *out = cJSON_PrintUnformatted(r);
-            cJSON_Delete(r);
-        }
-    } else if (!strcmp(tool, "stub_host")) {
-        cJSON *title = cJSON_GetObjectItem(args, "title");
-        struct host_job j = {st, (char *)ctx->session_id,
-                             cJSON_IsString(title) ? title->valuestring : NULL, NULL};
-        pthread_t t;
-        if (pthread_create(&t, NULL, host_job_main, &j) != 0) {
-            rc = reply(out, -ENOMEM, "pthread_create failed");
-        } else {
-            pthread_join(t, NULL);
-            *out = cJSON_PrintUnformatted(j.result);
-            cJSON_Delete(j.result);
-        }
-    } else if (!strcmp(tool, "stub_block")) {
-        pthread_mutex_lock(&st->mu);
-        while (!__atomic_load_n(&ctx->cancelled, __ATOMIC_SEQ_CST) && !st->shutting_down)
-            pthread_cond_wait(&st->cv, &st->mu);
-        int why_shutdown = st->shutting_down;
-        pthread_mutex_unlock(&st->mu);
-        rc = reply(out, -ECANCELED, why_shutdown ? "stub_block: shutting down" : "stub_block: cancelled");
-    } else if (!strcmp(tool, "stub_ask")) {
-        *out = ask_host(st, args, ctx);
-    } else if (!strcmp(tool, "stub_events")) {
-        pthread_mutex_lock(&st->mu);
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddItemToObject(r, "events", cJSON_Duplicate(st->events, 1));
-        cJSON_AddNumberToObject(r, "transforms", st->transforms);
-        cJSON_AddStringToObject(r, "transform_session", st->last_transform_session);
-        pthread_mutex_unlock(&st->mu);
-        *out = cJSON_PrintUnformatted(r);
-        cJSON_Delete(r);
-    } else {
-        rc = reply(out, -ENOENT, "no such tool");
-    }
+    int rc = run_tool(st, tool, args, ctx, out);
     cJSON_Delete(args);
 
     pthread_mutex_lock(&st->mu);
