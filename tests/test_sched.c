@@ -1,0 +1,436 @@
+/* The scheduler (issue 14): a cap on running agent tasks with a FIFO queue,
+ * per-agent caps, a cap on background commands, a full queue refused, a
+ * rate-limit retry holding back its agent, and what each face says.
+ *
+ * A "gated" sub-agent asks the user a question first (rules {"bash":"ask"},
+ * no automatic answer) and replies only once the test answers it: so a test
+ * decides when each task ends, and nothing depends on timing. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "shelltest.h"
+#include "testlib.h"
+
+static sim_host *gated_host(const char *options)
+{
+    sim_host *h = t_host(options);
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_auto(h, NULL, NULL);
+    return h;
+}
+
+/* Launch a gated task of `agent` named `name` (its prompt "gated <name>",
+ * its answer "done <name>"); returns the tool's answer. */
+static char *launch_gated(sim_host *h, const char *parent, const char *name, const char *agent)
+{
+    char prompt[64], script[256], args[256];
+    snprintf(prompt, sizeof prompt, "gated %s", name);
+    snprintf(script, sizeof script,
+             "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate %s\"]}},{\"reply\":\"done %s\"}]}",
+             name, name);
+    sim_script(h, prompt, script, 1);
+    snprintf(args, sizeof args, "{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"%s\"}", name, prompt, agent);
+    return t_tool(h, parent, "background_task", args);
+}
+
+/* The session the plugin prompted with `needle` in the body (malloc'd), or NULL. */
+static char *session_prompted_with(sim_host *h, const char *needle)
+{
+    char *json = sim_calls_json(h);
+    cJSON *calls = cJSON_Parse(json);
+    free(json);
+    char *out = NULL;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, calls)
+    {
+        const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(c, "fn"));
+        const char *body = cJSON_GetStringValue(cJSON_GetObjectItem(c, "body"));
+        if (!out && fn && strcmp(fn, "session_prompt") == 0 && body && strstr(body, needle))
+            out = strdup(cJSON_GetStringValue(cJSON_GetObjectItem(c, "session")));
+    }
+    cJSON_Delete(calls);
+    return out;
+}
+
+typedef struct gate_arg {
+    const char *name;
+} gate_arg;
+
+/* sim_wait predicate: task <name>'s question is open. */
+static int gate_open(sim_host *h, void *arg)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, "gated %s", ((gate_arg *)arg)->name);
+    char *s = session_prompted_with(h, needle);
+    char *q = s ? sim_permission_open(h, s) : NULL;
+    free(s);
+    free(q);
+    return q != NULL;
+}
+
+/* Let task <name> finish: wait for its question, answer it. */
+static void release(sim_host *h, const char *name)
+{
+    gate_arg a = {name};
+    if (sim_wait(h, gate_open, &a, tap_timeout_ms(5000)) != 0)
+        bail_out("task %s never asked its question", name);
+    char needle[64];
+    snprintf(needle, sizeof needle, "gated %s", name);
+    char *s = session_prompted_with(h, needle);
+    char *q = sim_permission_open(h, s);
+    sim_permission_reply(h, q, "once", NULL);
+    free(q);
+    free(s);
+}
+
+static int started(sim_host *h, const char *name)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, "gated %s", name);
+    char *s = session_prompted_with(h, needle);
+    free(s);
+    return s != NULL;
+}
+
+static int completion_notices(sim_host *h, const char *parent, const char *id)
+{
+    char needle[96];
+    snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
+    return t_count_messages_with(h, parent, needle);
+}
+
+static void cap_two_five_launches(void)
+{
+    sim_host *h = gated_host("{\"max_running_agents\":2}");
+    char *parent = sim_session_new(h, NULL, "main");
+    const char *names[5] = {"T1", "T2", "T3", "T4", "T5"};
+    char *ids[5];
+    for (int i = 0; i < 5; i++) {
+        char *out = launch_gated(h, parent, names[i], "explore");
+        is_int(t_rc, 0, "launch %s accepted", names[i]);
+        ids[i] = t_find_id(out, "bg_");
+        if (i < 2) {
+            like(out, "Status: running", "%s runs at once", names[i]);
+        } else {
+            like(out, "Status: pending", "%s is pending", names[i]);
+            char want[200];
+            snprintf(want, sizeof want,
+                     "Queued: all 2 agent slots are busy (max_running_agents 2); it starts when a slot frees (%d "
+                     "ahead of it in the queue).",
+                     i - 2);
+            like(out, want, "%s is told why and its place", names[i]);
+        }
+        free(out);
+    }
+    is_int(sim_calls(h, "session_create", NULL), 2, "only the two running tasks have a session");
+    char *out = t_tool(h, parent, "background_list", "{}");
+    like(out, "Total: 5 tasks (3 pending, 2 running)", "the list shows 2 running and 3 pending");
+    free(out);
+    out = t_output(h, parent, ids[4]);
+    like(out, ": pending\n", "a pending task's report says pending");
+    like(out, "Waiting for a free slot to start.", "and that it waits for a slot");
+    free(out);
+    /* Each release frees one slot: the oldest pending task starts, in order. */
+    for (int i = 0; i < 5; i++) {
+        release(h, names[i]);
+        is_int(t_wait_status(h, parent, ids[i], "completed", 5000), 0, "%s completes", names[i]);
+        if (i + 2 < 5) {
+            gate_arg a = {names[i + 2]};
+            is_int(sim_wait(h, gate_open, &a, tap_timeout_ms(5000)), 0, "%s starts when %s's slot frees",
+                   names[i + 2], names[i]);
+            ok(i + 3 >= 5 || !started(h, names[i + 3]), "%s still waits its turn", i + 3 < 5 ? names[i + 3] : "-");
+        }
+    }
+    for (int i = 0; i < 5; i++) {
+        is_int(t_wait_messages_with(h, parent, ids[i], 1, 5000), 0, "%s's notification arrives", names[i]);
+        is_int(completion_notices(h, parent, ids[i]), 1, "exactly one completion notification for %s", names[i]);
+        free(ids[i]);
+    }
+    is_int(sim_calls(h, "session_create", NULL), 5, "five sessions in all");
+    free(parent);
+    sim_destroy(h);
+}
+
+static void cancel_pending(void)
+{
+    sim_host *h = gated_host("{\"max_running_agents\":1}");
+    char *parent = sim_session_new(h, NULL, "main");
+    char *out = launch_gated(h, parent, "A", "explore");
+    char *a = t_find_id(out, "bg_");
+    free(out);
+    out = launch_gated(h, parent, "B", "explore");
+    char *b = t_find_id(out, "bg_");
+    free(out);
+    char args[64];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", b);
+    out = t_tool(h, parent, "background_cancel", args);
+    is_int(t_rc, 0, "a pending task can be cancelled");
+    like(out, "status: cancelled", "and is");
+    free(out);
+    is_int(t_wait_status(h, parent, b, "cancelled", 5000), 0, "its status is cancelled");
+    release(h, "A");
+    is_int(t_wait_status(h, parent, a, "completed", 5000), 0, "the running one completes");
+    is_int(t_wait_messages_with(h, parent, a, 1, 5000), 0, "and its notification arrives");
+    ok(!started(h, "B"), "the cancelled task never started");
+    is_int(sim_calls(h, "session_create", NULL), 1, "no session was ever created for it");
+    is_int(t_count_messages_with(h, parent, b), 0, "no notification for it");
+    free(a);
+    free(b);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void per_agent_cap(void)
+{
+    sim_host *h = gated_host("{\"max_running_per_agent\":{\"explore\":1}}");
+    char *parent = sim_session_new(h, NULL, "main");
+    char *out = launch_gated(h, parent, "E1", "explore");
+    like(out, "Status: running", "the first explore task runs");
+    free(out);
+    out = launch_gated(h, parent, "E2", "explore");
+    like(out, "Status: pending", "the second waits");
+    like(out, "Queued: all 1 explore slots are busy (max_running_per_agent explore: 1)", "for its agent's cap");
+    char *e2 = t_find_id(out, "bg_");
+    free(out);
+    out = launch_gated(h, parent, "G1", "general");
+    like(out, "Status: running", "another agent's task runs at once");
+    free(out);
+    release(h, "E1");
+    gate_arg g = {"E2"};
+    is_int(sim_wait(h, gate_open, &g, tap_timeout_ms(5000)), 0, "E2 starts when E1 ends");
+    release(h, "E2");
+    release(h, "G1");
+    is_int(t_wait_status(h, parent, e2, "completed", 5000), 0, "E2 completes");
+    free(e2);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void emit_status(sim_host *h, const char *session, const char *type)
+{
+    char ev[256];
+    snprintf(ev, sizeof ev,
+             "{\"type\":\"session.status\",\"properties\":{\"sessionID\":\"%s\",\"status\":{\"type\":\"%s\"%s}}}",
+             session, type,
+             strcmp(type, "retry") == 0 ? ",\"attempt\":1,\"message\":\"rate limited\",\"next\":1" : "");
+    sim_emit(h, ev);
+    sim_events_flush(h, tap_timeout_ms(5000));
+}
+
+static void retry_pauses_admission(void)
+{
+    sim_host *h = gated_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *out = launch_gated(h, parent, "R1", "explore");
+    free(out);
+    gate_arg r1 = {"R1"};
+    sim_wait(h, gate_open, &r1, tap_timeout_ms(5000));
+    char *s1 = session_prompted_with(h, "gated R1");
+    emit_status(h, s1, "retry");
+    out = launch_gated(h, parent, "R2", "explore");
+    like(out, "Status: pending", "while the host retries an explore task, a new explore task waits");
+    like(out, "the host is retrying a rate-limited call of a running explore task", "saying why");
+    free(out);
+    out = launch_gated(h, parent, "G", "general");
+    like(out, "Status: running", "another agent is not held back");
+    free(out);
+    emit_status(h, s1, "busy");
+    gate_arg r2 = {"R2"};
+    is_int(sim_wait(h, gate_open, &r2, tap_timeout_ms(5000)), 0, "once the retry clears, the waiting task starts");
+    release(h, "R1");
+    release(h, "R2");
+    release(h, "G");
+    free(s1);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void queue_full_refused(void)
+{
+    sim_host *h = gated_host("{\"max_running_agents\":1,\"max_queued\":1}");
+    char *parent = sim_session_new(h, NULL, "main");
+    free(launch_gated(h, parent, "Q1", "explore"));
+    free(launch_gated(h, parent, "Q2", "explore"));
+    char *out = launch_gated(h, parent, "Q3", "explore");
+    is_int(t_rc, -EAGAIN, "a launch over a full queue is refused");
+    is_str(out,
+           "Not launched: all 1 agent slots are busy (max_running_agents 1), and the queue is full (1 task waiting, "
+           "max_queued 1). Wait for a task to finish, or cancel one, then launch again.",
+           "with the exact text");
+    free(out);
+    out = t_tool(h, parent, "background_list", "{}");
+    like(out, "Total: 2 tasks", "nothing was created for it");
+    free(out);
+    out = t_tool(h, parent, "Task",
+                 "{\"description\":\"Q4\",\"prompt\":\"gated Q4\",\"subagent_type\":\"explore\","
+                 "\"run_in_background\":true}");
+    is_int(t_rc, -EAGAIN, "the Claude face's Task is refused alike");
+    like(out, "the queue is full", "with the same reason");
+    free(out);
+    release(h, "Q1");
+    release(h, "Q2");
+    free(parent);
+    sim_destroy(h);
+}
+
+static void resume_needs_a_slot(void)
+{
+    sim_host *h = gated_host("{\"max_running_agents\":1}");
+    char *parent = sim_session_new(h, NULL, "main");
+    char *out = launch_gated(h, parent, "D", "explore");
+    char *d = t_find_id(out, "bg_");
+    free(out);
+    release(h, "D");
+    t_wait_status(h, parent, d, "completed", 5000);
+    free(launch_gated(h, parent, "H", "explore"));
+    char args[128];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"more\"}", d);
+    out = t_tool(h, parent, "background_resume", args);
+    is_int(t_rc, -EAGAIN, "a resume with every slot busy is refused");
+    char want[200];
+    snprintf(want, sizeof want,
+             "Task %s cannot be resumed now: all 1 agent slots are busy (max_running_agents 1). Resume it when a "
+             "running task finishes.",
+             d);
+    is_str(out, want, "with the exact text");
+    free(out);
+    is_int(t_wait_status(h, parent, d, "completed", 100), 0, "the task is still completed");
+    release(h, "H");
+    free(d);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* A blocking wait on a pending task waits through its time in the queue. */
+static void wait_includes_queue(void)
+{
+    sim_host *h = gated_host("{\"max_running_agents\":1}");
+    char *parent = sim_session_new(h, NULL, "main");
+    free(launch_gated(h, parent, "W1", "explore"));
+    char *out = launch_gated(h, parent, "W2", "explore");
+    char *w2 = t_find_id(out, "bg_");
+    free(out);
+    char args[128];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":true,\"timeout\":60000}", w2);
+    sim_call *c = sim_tool_start(h, parent, "TaskOutput", args);
+    release(h, "W1");
+    release(h, "W2");
+    int rc;
+    is_int(sim_tool_wait(c, tap_timeout_ms(10000), &rc, &out), 0, "the blocking TaskOutput returns");
+    like(out, "done W2", "with the result of the task that was queued");
+    free(out);
+    sim_tool_free(c);
+    free(w2);
+    free(parent);
+    sim_destroy(h);
+}
+
+static int two_tasks_listed(sim_host *h, void *parent)
+{
+    char *out = t_tool(h, parent, "background_list", "{}");
+    int yes = strstr(out, "Total: 2 tasks") != NULL;
+    free(out);
+    return yes;
+}
+
+/* A foreground Task waits in the queue like any other; Esc there takes it out
+ * of the queue, and it was never started. */
+static void foreground_task_queued_then_escaped(void)
+{
+    sim_host *h = gated_host("{\"max_running_agents\":1}");
+    char *parent = sim_session_new(h, NULL, "main");
+    free(launch_gated(h, parent, "F1", "explore"));
+    sim_call *c = sim_tool_start(h, parent, "Task",
+                                 "{\"description\":\"F2\",\"prompt\":\"gated F2\",\"subagent_type\":\"explore\"}");
+    is_int(sim_wait(h, two_tasks_listed, parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
+    sim_tool_cancel(c);
+    int rc;
+    char *out = NULL;
+    is_int(sim_tool_wait(c, tap_timeout_ms(5000), &rc, &out), 0, "Esc returns the call");
+    is_str(out, "Cancelled: the sub-agent was stopped.", "saying so");
+    free(out);
+    sim_tool_free(c);
+    out = t_tool(h, parent, "background_list", "{}");
+    like(out, "Total: 1 task", "the foreground task is gone");
+    free(out);
+    release(h, "F1");
+    ok(!started(h, "F2"), "it never started");
+    free(parent);
+    sim_destroy(h);
+}
+
+static void shell_cap(void)
+{
+    sim_host *h = t_host("{\"max_running_shells\":1}");
+    char *parent = sim_session_new(h, NULL, "main");
+    const char *flag = st_tmp_path("shell_cap_go");
+    remove(flag);
+    char args[512];
+    snprintf(args, sizeof args,
+             "{\"command\":\"while [ ! -e %s ]; do sleep 0.02; done; echo first\",\"run_in_background\":true}", flag);
+    char *out = t_tool(h, parent, "Bash", args);
+    like(out, "Command running in the background.", "the first command runs");
+    char *first = t_find_id(out, "bg_");
+    free(out);
+    out = t_tool(h, parent, "Bash", "{\"command\":\"echo second\",\"run_in_background\":true}");
+    like(out, "Command queued to run in the background.", "the second waits");
+    like(out, "Queued: all 1 command slots are busy (max_running_shells 1)", "for the command cap");
+    char *second = t_find_id(out, "bg_");
+    free(out);
+    out = t_tool(h, parent, "Bash", "{\"command\":\"echo foreground\"}");
+    like(out, "foreground", "a foreground command runs at once, cap or not");
+    free(out);
+    FILE *f = fopen(flag, "w");
+    if (f)
+        fclose(f);
+    is_int(t_wait_status(h, parent, first, "completed", 5000), 0, "the first command ends");
+    is_int(t_wait_status(h, parent, second, "completed", 5000), 0, "then the second runs and ends");
+    out = t_output(h, parent, second);
+    like(out, "second", "with its output");
+    free(out);
+    remove(flag);
+    free(first);
+    free(second);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void bad_options(void)
+{
+    static const struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"max_running_agents\":0}", "option 'max_running_agents' must be a whole number from 1 to 1000"},
+        {"{\"max_running_shells\":-1}", "option 'max_running_shells' must be a whole number from 1 to 1000"},
+        {"{\"max_queued\":1.5}", "option 'max_queued' must be a whole number from 0 to 100000"},
+        {"{\"max_running_per_agent\":3}", "option 'max_running_per_agent' must be an object of agent names to caps"},
+        {"{\"max_running_per_agent\":{\"explore\":0}}",
+         "option 'max_running_per_agent': the cap of 'explore' must be a whole number from 1 to 1000"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sim_host *h = sim_create();
+        sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), cases[i].json);
+        is_int(sim_plugin_count(h), 0, "%s is refused", cases[i].json);
+        like(sim_load_error(h), cases[i].want, "with a clear reason");
+        sim_destroy(h);
+    }
+}
+
+int main(void)
+{
+    cap_two_five_launches();
+    cancel_pending();
+    per_agent_cap();
+    retry_pauses_admission();
+    queue_full_refused();
+    resume_needs_a_slot();
+    wait_includes_queue();
+    foreground_task_queued_then_escaped();
+    shell_cap();
+    bad_options();
+    return done_testing();
+}
