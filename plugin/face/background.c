@@ -223,8 +223,8 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
     unsigned counts[TASK_STATUS_COUNT];
     strbuf lines = {0};
     list_filter f = {status, batch};
-    unsigned shown = op_list(o, ctx, &f, format_list_line, &lines, counts);
-    if (shown == 0) {
+    unsigned matched = op_list(o, ctx, &f, LIST_MAX_LINES, format_list_line, &lines, counts);
+    if (matched == 0) {
         sb_puts(out, "No background tasks found");
         if (status || batch)
             sb_printf(out, " (filter:%s%s%s%s)", status ? " status " : "", status ? status : "",
@@ -232,8 +232,11 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
         sb_free(&lines);
         return 0;
     }
-    sb_printf(out, "Background tasks of this session (newest first):\n%s\nTotal: %u task%s", lines.buf, shown,
-              shown == 1 ? "" : "s");
+    sb_printf(out, "Background tasks of this session (newest first):\n%s", lines.buf);
+    if (matched > LIST_MAX_LINES)
+        sb_printf(out, "… and %u older (the newest %d are shown; narrow with status or batch_id)\n",
+                  matched - LIST_MAX_LINES, LIST_MAX_LINES);
+    sb_printf(out, "\nTotal: %u task%s", matched, matched == 1 ? "" : "s");
     const char *sep = " (";
     for (int s = 0; s < TASK_STATUS_COUNT; s++) {
         if (counts[s]) {

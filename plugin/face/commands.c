@@ -29,7 +29,7 @@ int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_
         sb_puts(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n");
     unsigned counts[TASK_STATUS_COUNT];
     strbuf rows = {0};
-    unsigned n = op_list(o, ctx, NULL, tasks_row, &rows, counts);
+    unsigned n = op_list(o, ctx, NULL, LIST_MAX_LINES, tasks_row, &rows, counts);
     if (n == 0) {
         sb_puts(out, "No background tasks in this session.");
     } else {
@@ -37,6 +37,8 @@ int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_
         sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s\n", "Task ID", "Type", "Status", "Start Time", "Runtime",
                   "Description");
         sb_puts(out, rows.buf);
+        if (n > LIST_MAX_LINES)
+            sb_printf(out, "… and %u older (background_list narrows by status or batch)\n", n - LIST_MAX_LINES);
     }
     sb_free(&rows);
     return 0;

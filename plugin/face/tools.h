@@ -18,6 +18,10 @@
 #include "engine/engine.h"
 #include "base/util.h"
 
+/* How many lines a listing shows (background_list, /tasks); the totals count
+ * every task. A model needs the newest few, not ten thousand queued lines. */
+#define LIST_MAX_LINES 100
+
 #define ARG_MAX_BYTES (1024 * 1024)
 
 typedef enum arg_type { ARG_STRING, ARG_BOOLEAN, ARG_NUMBER, ARG_STRING_ARRAY } arg_type;

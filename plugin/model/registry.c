@@ -173,6 +173,7 @@ task *registry_add(registry *r, const char *parent_session, task_type type, cons
     p->count++;
     map_put(&r->by_id, t->id, t);
     r->count++;
+    p->by_status[s]++;
     active_link(r, t);
     lane_enter(r, t);
     return t;
@@ -185,7 +186,9 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
         t->started_ms = now;
     if (t->status != s) {
         lane_leave(r, t);
+        t->parent->by_status[t->status]--;
         t->status = s;
+        t->parent->by_status[s]++;
         lane_enter(r, t);
     }
     if (was && !is) {
@@ -203,6 +206,7 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
 static void unlink_task(registry *r, task *t)
 {
     lane_leave(r, t);
+    t->parent->by_status[t->status]--;
     if (task_status_active(t->status))
         active_unlink(r, t);
     parent *p = t->parent;

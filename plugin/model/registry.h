@@ -36,7 +36,8 @@ struct parent {
     char *session_id;
     task *head;          /* newest first */
     unsigned count;
-    unsigned active;     /* running or resumed */
+    unsigned active;     /* pending, running or resumed */
+    unsigned by_status[TASK_STATUS_COUNT]; /* its tasks counted by status */
     task_batch *batch;        /* the batch new tasks join while active > 0; may be NULL */
     held_notice *held, **held_tail;
 };

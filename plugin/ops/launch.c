@@ -59,8 +59,8 @@ static int start_failed(ocbg *o, const char *id, char *err, int rc, strbuf *out)
 {
     pthread_mutex_lock(&o->mu);
     task *t = registry_find(&o->reg, id);
-    bool created = t && t->session_id;
-    if (t && t->cancelling) {
+    bool created = t && t->session_id, cancelled = t && t->cancelling;
+    if (cancelled) {
         created = false; /* cancelled while it started: it ends as cancelled, not in error */
         engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
         sb_printf(out, "Task %s was cancelled before it started.", id);
@@ -76,7 +76,7 @@ static int start_failed(ocbg *o, const char *id, char *err, int rc, strbuf *out)
     pthread_mutex_unlock(&o->mu);
     if (created)
         sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, err);
-    else if (!t || !task_status_terminal(t->status))
+    else if (!cancelled)
         sb_puts(out, err);
     free(err);
     return rc;

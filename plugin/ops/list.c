@@ -3,23 +3,39 @@
 
 #include "ops/ops.h"
 
-unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, list_line_fn line, strbuf *lines,
-                 unsigned counts[TASK_STATUS_COUNT])
+static bool matches(const task *t, const list_filter *f)
 {
-    unsigned shown = 0;
+    return !f || ((!f->status || strcmp(task_status_name(t->status), f->status) == 0) &&
+                  (!f->batch || strcmp(t->batch->id, f->batch) == 0));
+}
+
+unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_lines, list_line_fn line,
+                 strbuf *lines, unsigned counts[TASK_STATUS_COUNT])
+{
+    bool all = !f || (!f->status && !f->batch);
+    unsigned matched = 0, shown = 0;
     memset(counts, 0, TASK_STATUS_COUNT * sizeof *counts);
     pthread_mutex_lock(&o->mu);
     parent *p = op_parent_of(o, ctx);
     int64_t now = ocbg_now(o);
-    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
-        if (f && f->status && strcmp(task_status_name(t->status), f->status) != 0)
+    if (p && all) {
+        /* The whole list: its counts are kept, so only the lines shown are
+         * walked, however many tasks wait in the queue. */
+        memcpy(counts, p->by_status, sizeof p->by_status);
+        matched = p->count;
+    }
+    for (task *t = p ? p->head : NULL; t && (!all || shown < max_lines); t = t->pnext) {
+        if (!matches(t, f))
             continue;
-        if (f && f->batch && strcmp(t->batch->id, f->batch) != 0)
-            continue;
-        line(lines, t, now);
-        counts[t->status]++;
-        shown++;
+        if (shown < max_lines) {
+            line(lines, t, now);
+            shown++;
+        }
+        if (!all) {
+            counts[t->status]++;
+            matched++;
+        }
     }
     pthread_mutex_unlock(&o->mu);
-    return shown;
+    return matched;
 }

@@ -88,10 +88,12 @@ typedef struct list_filter {
 typedef void (*list_line_fn)(strbuf *out, const task *t, int64_t now);
 
 /* The caller's session's tasks matching f (NULL: all), newest first, a line
- * each into lines; counts[status] counts them. [lock not held] Returns how
- * many were listed. */
-unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, list_line_fn line, strbuf *lines,
-                 unsigned counts[TASK_STATUS_COUNT]);
+ * each into lines for the first max_lines of them; counts[status] counts all
+ * that match. Without a filter it costs O(max_lines), whatever the number of
+ * tasks; with one, a walk of the session's tasks. [lock not held] Returns how
+ * many match. */
+unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_lines, list_line_fn line,
+                 strbuf *lines, unsigned counts[TASK_STATUS_COUNT]);
 
 /* Clear the caller's session's tasks: cancel the active ones, remove every
  * task that no longer runs. [lock not held] */
