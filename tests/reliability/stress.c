@@ -187,11 +187,11 @@ static int quiet(sim_host *hh, void *arg)
     quiet_arg *q = arg;
     char *out = rel_tool(hh, q->ses, "background_list", "{}", NULL);
     int busy = strstr(out, "| running |") || strstr(out, "| resumed |") || strstr(out, "| pending |");
-    if (busy) { /* cancel what still runs (a cancel may have failed earlier) */
+    if (busy) { /* cancel what still runs or waits (a cancel may have failed earlier) */
         for (const char *p = out; (p = strstr(p, "\n- bg_")) != NULL; p++) {
             const char *eol = strchr(p + 1, '\n');
-            const char *st = strstr(p, "| running |");
-            if (st && (!eol || st < eol)) {
+            const char *st = strstr(p, "| running |"), *pend = strstr(p, "| pending |");
+            if ((st && (!eol || st < eol)) || (pend && (!eol || pend < eol))) {
                 char args[64];
                 snprintf(args, sizeof args, "{\"task_id\":\"%.11s\"}", p + 3);
                 free(rel_tool(hh, q->ses, "background_cancel", args, NULL));

@@ -113,6 +113,7 @@ async function main() {
       "e2e-nope": { description: "A sub-agent the e2e permission rules deny", mode: "subagent" },
       "e2e-compact": { description: "A sub-agent on a small-context model (it compacts)", mode: "subagent",
         model: "fake/small-model" },
+      "e2e-capped": { description: "A sub-agent ocbg runs two at a time", mode: "subagent" },
     },
     provider: {
       fake: {
@@ -127,7 +128,8 @@ async function main() {
     },
     plugin: [
       ...(ONLY === "ocbg" ? [] : [[path.join(STUBPLUG, "ocbg.js"), { answer: 42 }]]),
-      ...(ONLY === "stub" ? [] : [[path.join(OCBGPLUG, "ocbg.js"), { face_claude: true }]]),
+      ...(ONLY === "stub" ? [] : [[path.join(OCBGPLUG, "ocbg.js"),
+        { face_claude: true, max_running_per_agent: { "e2e-capped": 2 } }]]),
     ],
   };
   const env = {
@@ -155,7 +157,7 @@ async function main() {
   } else if (ONLY !== "stub") {
     for (const scenario of [launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
-      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild])
+      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour])
       await scenario();
   }
 
@@ -717,4 +719,40 @@ try {
     } catch {}
   }
   process.exitCode = tap.failed ? 1 : exitCode;
+}
+
+// ================= bounds =================
+
+// A cap of 2 (max_running_per_agent) with 4 launches: two run, two wait
+// pending with no session, each starts as a slot frees, in order, and each
+// is notified exactly once.
+async function capTwoOfFour() {
+  const parent = await newSession("ocbg cap");
+  const names = ["capA", "capB", "capC", "capD"];
+  const ids = [];
+  for (const [i, n] of names.entries()) {
+    const st = await callTool(parent, "background_task", { description: n, prompt: `CHILD gate ${n}`, agent: "e2e-capped" });
+    ids.push(taskIds(st?.output)[0]);
+    const want = i < 2 ? /Status: running/ : /Status: pending[\s\S]*max_running_per_agent e2e-capped: 2/;
+    ok(want.test(st?.output || ""), `${n}: ${i < 2 ? "runs at once" : "waits pending for the agent's cap of 2"}`, st?.output);
+  }
+  const asked = (n) => fake.requests.some((r) => r.decision?.gate === n); // a child's own model call
+  ok(await waitFor("two children on the model", async () => asked("capA") && asked("capB"), 30000),
+    "the first two children reached the model");
+  const children = async () => ((await api("GET", `/session/${parent}/children`)).json || []).length;
+  ok(!asked("capC") && !asked("capD") && await children() === 2, "the two pending tasks have no session yet",
+    { children: await children() });
+  fake.openGate("capA");
+  ok(await waitFor("capC started", async () => asked("capC"), 30000), "capA's end starts capC (the oldest waiting)");
+  ok(!asked("capD"), "capD still waits");
+  fake.openGate("capB");
+  ok(await waitFor("capD started", async () => asked("capD"), 30000), "capB's end starts capD");
+  fake.openGate("capC");
+  fake.openGate("capD");
+  const all = await waitFor("four notifications", async () => {
+    const us = userTexts(await messages(parent));
+    return ids.every((id) => us.filter((t) => t.includes(`completed: ${id}`)).length === 1) ? us : null;
+  }, 60000);
+  ok(all, "each of the four tasks was notified exactly once", ids);
+  await idle(parent);
 }
