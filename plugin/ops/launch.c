@@ -66,6 +66,7 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, cha
     t->prompt = xstrdup(req->prompt);
     t->agent = xstrdup(req->agent);
     t->forked = req->fork;
+    t->timeout_ms = req->timeout_ms;
     memcpy(id, t->id, TASK_ID_SIZE);
     memcpy(batch, t->batch->id, TASK_ID_SIZE);
     pthread_mutex_unlock(&o->mu);

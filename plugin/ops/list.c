@@ -2,12 +2,15 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "text/texts.h"
 
 unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, list_line_fn line, strbuf *lines,
-                 unsigned counts[TASK_STATUS_COUNT])
+                 unsigned counts[TASK_STATUS_COUNT], usage *total)
 {
     unsigned shown = 0;
     memset(counts, 0, TASK_STATUS_COUNT * sizeof *counts);
+    if (total)
+        memset(total, 0, sizeof *total);
     pthread_mutex_lock(&o->mu);
     parent *p = op_parent_of(o, ctx);
     int64_t now = ocbg_now(o);
@@ -18,6 +21,8 @@ unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, list_li
             continue;
         line(lines, t, now);
         counts[t->status]++;
+        if (total && task_usage(t))
+            usage_add(total, task_usage(t));
         shown++;
     }
     pthread_mutex_unlock(&o->mu);

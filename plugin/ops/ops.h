@@ -17,11 +17,13 @@
 
 #include "base/util.h"
 #include "engine/engine.h"
+#include "model/usage.h"
 
 typedef struct launch_req {
     const char *description, *prompt, *agent;
     bool fork;       /* the child starts from a fork of the caller's context */
     bool foreground; /* the caller waits for the result itself: no notification */
+    int64_t timeout_ms; /* the task's own runtime limit per run; 0: max_runtime_ms (engine/guards.h) */
 } launch_req;
 
 /* Launch an agent task of the caller's session: the host's permission, the
@@ -79,10 +81,10 @@ typedef struct list_filter {
 typedef void (*list_line_fn)(strbuf *out, const task *t, int64_t now);
 
 /* The caller's session's tasks matching f (NULL: all), newest first, a line
- * each into lines; counts[status] counts them. [lock not held] Returns how
- * many were listed. */
+ * each into lines; counts[status] counts them; *total (when not NULL) sums
+ * their usage. [lock not held] Returns how many were listed. */
 unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, list_line_fn line, strbuf *lines,
-                 unsigned counts[TASK_STATUS_COUNT]);
+                 unsigned counts[TASK_STATUS_COUNT], usage *total);
 
 /* Clear the caller's session's tasks: cancel the active ones, remove every
  * task that no longer runs. [lock not held] */
