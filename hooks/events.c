@@ -106,7 +106,8 @@ static void decode_message(const cJSON *props, session_note *n, usage *u)
     if (!n->session_id)
         n->session_id = str_at(info, "sessionID");
     n->message_id = str_at(info, "id");
-    if (!role || strcmp(role, "assistant") != 0 || !n->message_id || (!cJSON_IsObject(tokens) && !cJSON_IsNumber(cost))) {
+    if (!role || strcmp(role, "assistant") != 0 || !n->message_id ||
+        (!cJSON_IsObject(tokens) && !cJSON_IsNumber(cost))) {
         n->session_id = NULL;
         return;
     }

@@ -163,7 +163,8 @@ static void token_budget(void)
     free(out);
     emit_usage(h, child, "msg_1", 800, 200, 50, 500000, 0, 0);
     flush(h);
-    ended_by_guard(h, s, id, child, "Stopped by the token budget: this task used 1,050 tokens (max_task_tokens is 1000).");
+    ended_by_guard(h, s, id, child,
+                   "Stopped by the token budget: this task used 1,050 tokens (max_task_tokens is 1000).");
     is_int(t_sync_notifications(h, s), 0, "notifications flushed");
     is_int(failures(h, s, id), 1, "exactly one notification");
     free(child);
@@ -285,9 +286,11 @@ static void tool_call_limit(void)
                                  "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") ",{\"reply\":\"three\"}]}");
     is_int(t_wait_status(h, s, fine, "completed", 5000), 0, "three calls are allowed");
     char *id = t_launch_script(h, s, "Four calls",
-                               "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") "," READ("/d") ",{\"hang\":true}]}");
+                               "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") "," READ("/d")
+                               ",{\"hang\":true}]}");
     char *child = t_task_session(h, 1);
-    ended_by_guard(h, s, id, child, "Stopped by the tool call limit: this task made 4 tool calls (max_tool_calls is 3).");
+    ended_by_guard(h, s, id, child,
+                   "Stopped by the tool call limit: this task made 4 tool calls (max_tool_calls is 3).");
     free(child);
     free(id);
     free(fine);
@@ -300,9 +303,9 @@ static void repeat_guard(void)
     sim_host *h = t_host(NULL); /* the default: 5 in a row */
     char *s = sim_session_new(h, NULL, "main");
     char *fine = t_launch_script(h, s, "Varied",
-                                 "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a")
-                                 "," READ("/b") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a")
-                                 ",{\"reply\":\"varied\"}]}");
+                                 "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") ","
+                                 READ("/a") "," READ("/b") "," READ("/a") "," READ("/a") "," READ("/a") ","
+                                 READ("/a") "," READ("/a") ",{\"reply\":\"varied\"}]}");
     is_int(t_wait_status(h, s, fine, "completed", 5000), 0, "five in a row, then another call, then five: allowed");
     char *id = t_launch_script(h, s, "Looping",
                                "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a")
@@ -345,7 +348,8 @@ static void options_checked(void)
            "fractions of a dollar are accepted");
     ok(o.max_task_cost_usd == 0.25 && o.max_session_cost_usd == 2.5, "and kept");
 
-    refused_option("{\"max_task_tokens\":0}", "option 'max_task_tokens' must be a whole number from 1000 to 2000000000");
+    refused_option("{\"max_task_tokens\":0}",
+                   "option 'max_task_tokens' must be a whole number from 1000 to 2000000000");
     refused_option("{\"max_task_cost_usd\":0}",
                    "option 'max_task_cost_usd' must be a number from 0.01 to 1000000 (US dollars)");
     refused_option("{\"max_session_cost_usd\":\"20\"}",
@@ -354,7 +358,8 @@ static void options_checked(void)
     refused_option("{\"max_tool_calls\":0}", "option 'max_tool_calls' must be a whole number from 1 to 1000000");
     refused_option("{\"max_repeat_calls\":1}", "option 'max_repeat_calls' must be a whole number from 2 to 1000");
     refused_option("{\"stale_ms\":999}", "option 'stale_ms' must be a whole number from 1000 to 86400000");
-    refused_option("{\"max_runtime_ms\":true}", "option 'max_runtime_ms' must be a whole number from 1000 to 604800000");
+    refused_option("{\"max_runtime_ms\":true}",
+                   "option 'max_runtime_ms' must be a whole number from 1000 to 604800000");
     refused_option("{\"max_runtime_ms\":1500.5}", "option 'max_runtime_ms' must be a whole number");
 }
 

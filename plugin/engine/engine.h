@@ -61,7 +61,7 @@ typedef struct ocbg {
     /* Counters for tests and benchmarks. */
     uint64_t worker_wakeups;
     uint64_t polls;
-    map spend; /* engine/guards.c: parent session id → what its tasks cost (double *); kept through clears */
+    map spend; /* parent session id → what its tasks cost (engine/guards.c); kept through clears */
 } ocbg;
 
 /* What a host event says about one session (decoded by hooks/events.c). */

@@ -120,8 +120,9 @@ void guards_note_tool(ocbg *o, task *t, const session_note *n)
 {
     char text[256];
     if (t->tool_calls > (unsigned)o->opt.max_tool_calls) {
-        snprintf(text, sizeof text, "Stopped by the tool call limit: this task made %u tool calls (max_tool_calls is %d).",
-                 t->tool_calls, o->opt.max_tool_calls);
+        snprintf(text, sizeof text,
+                 "Stopped by the tool call limit: this task made %u tool calls (max_tool_calls is %d).", t->tool_calls,
+                 o->opt.max_tool_calls);
         engine_fail_task(o, t, text);
         return;
     }
