@@ -67,7 +67,7 @@ static void check_task_budgets(ocbg *o, task *t)
         engine_fail_task(o, t, text);
     } else if (u->cost > o->opt.max_task_cost_usd) {
         format_usd(amount, sizeof amount, u->cost);
-        snprintf(text, sizeof text, "Stopped by the cost budget: this task spent %s (max_task_cost_usd is %g).",
+        snprintf(text, sizeof text, "Stopped by the cost budget: this task spent %s (max_task_cost_usd is %.15g).",
                  amount, o->opt.max_task_cost_usd);
         engine_fail_task(o, t, text);
     }
@@ -81,7 +81,7 @@ static void check_session_budget(ocbg *o, parent *p, double spent)
     char text[256], amount[48];
     format_usd(amount, sizeof amount, spent);
     snprintf(text, sizeof text,
-             "Stopped by the session budget: this session's background tasks spent %s (max_session_cost_usd is %g).",
+             "Stopped by the session budget: this session's background tasks spent %s (max_session_cost_usd is %.15g).",
              amount, o->opt.max_session_cost_usd);
     for (task *t = p->head; t; t = t->pnext)
         engine_fail_task(o, t, text);
@@ -222,7 +222,7 @@ static bool task_spent(ocbg *o, const task *t, strbuf *out)
                   amount, o->opt.max_task_tokens);
     } else if (u && u->cost >= o->opt.max_task_cost_usd) {
         format_usd(amount, sizeof amount, u->cost);
-        sb_printf(out, "Not resumed: task %s has spent %s, its whole budget (max_task_cost_usd is %g).", t->id,
+        sb_printf(out, "Not resumed: task %s has spent %s, its whole budget (max_task_cost_usd is %.15g).", t->id,
                   amount, o->opt.max_task_cost_usd);
     } else if (t->tool_calls >= (unsigned)o->opt.max_tool_calls) {
         sb_printf(out, "Not resumed: task %s has made %u tool calls, all it may (max_tool_calls is %d).", t->id,
@@ -246,8 +246,8 @@ int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf 
         char amount[48];
         format_usd(amount, sizeof amount, s->cost);
         sb_printf(out,
-                  "%s: this session's background tasks have spent %s, its whole budget (max_session_cost_usd is %g). "
-                  "%s",
+                  "%s: this session's background tasks have spent %s, its whole budget "
+                  "(max_session_cost_usd is %.15g). %s",
                   resume_id ? "Not resumed" : "Not started", amount, o->opt.max_session_cost_usd,
                   resume_id ? "The task was not resumed." : "No task was created.");
         rc = -EDQUOT;
