@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "model/usage.h"
 
 /* How much of a permission question a task's status shows. */
 #define PERMISSION_WHAT_CHARS 200
@@ -55,6 +56,22 @@ static void decode_status(const cJSON *props, session_note *n)
     n->kind = st && strcmp(st, "idle") == 0 ? NOTE_IDLE : st && strcmp(st, "retry") == 0 ? NOTE_RETRY : NOTE_BUSY;
 }
 
+/* A tool call's identity for the repeat guard: its tool and its input, once
+ * the input is final (any state after "pending"); 0 before. */
+static uint64_t call_hash(const char *tool, const cJSON *state)
+{
+    const char *status = str_at(state, "status");
+    const cJSON *input = cJSON_GetObjectItemCaseSensitive(state, "input");
+    if (!tool || !status || strcmp(status, "pending") == 0 || !input)
+        return 0;
+    char *text = cJSON_PrintUnformatted(input);
+    uint64_t h = fnv64(FNV64_SEED, tool, strlen(tool) + 1);
+    if (text)
+        h = fnv64(h, text, strlen(text));
+    cJSON_free(text);
+    return h ? h : 1;
+}
+
 static void decode_part(const cJSON *props, session_note *n)
 {
     const cJSON *part = cJSON_GetObjectItemCaseSensitive(props, "part");
@@ -65,11 +82,45 @@ static void decode_part(const cJSON *props, session_note *n)
     if (type && strcmp(type, "tool") == 0) {
         n->call_id = str_at(part, "callID");
         n->tool = str_at(part, "tool");
+        n->call_hash = call_hash(n->tool, cJSON_GetObjectItemCaseSensitive(part, "state"));
     }
 }
 
-/* The note an event makes (session_id NULL: none); *owned: a string to free. */
-static void decode(const char *type, const cJSON *props, session_note *n, char **owned)
+/* A count the host reports: a non-negative number (anything else: 0). */
+static uint64_t count_at(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    double d = cJSON_IsNumber(v) ? v->valuedouble : 0;
+    return d >= 1 ? (d < 1e15 ? (uint64_t)d : (uint64_t)1e15) : 0;
+}
+
+/* message.updated: an assistant message's running totals (tokens, cost). */
+static void decode_message(const cJSON *props, session_note *n, usage *u)
+{
+    const cJSON *info = cJSON_GetObjectItemCaseSensitive(props, "info");
+    const cJSON *tokens = cJSON_GetObjectItemCaseSensitive(info, "tokens");
+    const cJSON *cache = cJSON_GetObjectItemCaseSensitive(tokens, "cache");
+    const cJSON *cost = cJSON_GetObjectItemCaseSensitive(info, "cost");
+    const char *role = str_at(info, "role");
+    n->kind = NOTE_USAGE;
+    if (!n->session_id)
+        n->session_id = str_at(info, "sessionID");
+    n->message_id = str_at(info, "id");
+    if (!role || strcmp(role, "assistant") != 0 || !n->message_id ||
+        (!cJSON_IsObject(tokens) && !cJSON_IsNumber(cost))) {
+        n->session_id = NULL;
+        return;
+    }
+    *u = (usage){count_at(tokens, "input"), count_at(tokens, "output"), count_at(tokens, "reasoning"),
+                 count_at(cache, "read"), count_at(cache, "write"), 0};
+    if (cJSON_IsNumber(cost) && cost->valuedouble > 0 && cost->valuedouble < 1e9)
+        u->cost = cost->valuedouble;
+    n->usage = u;
+}
+
+/* The note an event makes (session_id NULL: none); *owned: a string to free;
+ * *u: a usage note's numbers. */
+static void decode(const char *type, const cJSON *props, session_note *n, char **owned, usage *u)
 {
     n->session_id = str_at(props, "sessionID");
     if (strcmp(type, "session.idle") == 0) {
@@ -86,6 +137,8 @@ static void decode(const char *type, const cJSON *props, session_note *n, char *
             n->session_id = id;
     } else if (strcmp(type, "message.part.updated") == 0) {
         decode_part(props, n);
+    } else if (strcmp(type, "message.updated") == 0) {
+        decode_message(props, n, u);
     } else if (strcmp(type, "permission.asked") == 0) {
         n->kind = NOTE_PERMISSION_ASKED;
         n->request_id = str_at(props, "id");
@@ -108,13 +161,17 @@ void hooks_on_event(ocbg *o, const char *event_json)
      * text so far: skip those without parsing them. */
     if (strstr(event_json, "\"message.part.updated\"") && !strstr(event_json, "\"type\":\"tool\""))
         return;
+    /* Message updates matter only for an assistant's usage. */
+    if (strstr(event_json, "\"message.updated\"") && !strstr(event_json, "\"assistant\""))
+        return;
     cJSON *ev = cJSON_Parse(event_json);
     const char *type = str_at(ev, "type");
     const cJSON *props = cJSON_GetObjectItemCaseSensitive(ev, "properties");
     if (type && cJSON_IsObject(props)) {
         session_note n = {0};
         char *owned = NULL;
-        decode(type, props, &n, &owned);
+        usage u;
+        decode(type, props, &n, &owned, &u);
         engine_note(o, &n);
         free(owned);
     }

@@ -25,8 +25,27 @@ static const int_option int_options[] = {
     {"max_running_agents", offsetof(options, max_running_agents), 1, 1000, 5},
     {"max_running_shells", offsetof(options, max_running_shells), 1, 1000, 8},
     {"max_queued", offsetof(options, max_queued), 0, 100000, 20},
+    {"max_task_tokens", offsetof(options, max_task_tokens), 1000, 2000000000, 20000000},
+    {"max_tool_calls", offsetof(options, max_tool_calls), 1, 1000000, 1000},
+    {"max_repeat_calls", offsetof(options, max_repeat_calls), 2, 1000, 5},
+    {"stale_ms", offsetof(options, stale_ms), 1000, 86400000, 1200000},
+    {"max_runtime_ms", offsetof(options, max_runtime_ms), 1000, 604800000, 14400000},
 };
 #define N_INT_OPTIONS (sizeof int_options / sizeof int_options[0])
+
+/* Numbers that need not be whole (amounts of money). */
+typedef struct num_option {
+    const char *name;
+    size_t offset;
+    double min, max, def;
+    const char *unit;
+} num_option;
+
+static const num_option num_options[] = {
+    {"max_task_cost_usd", offsetof(options, max_task_cost_usd), 0.01, 1000000, 5, "US dollars"},
+    {"max_session_cost_usd", offsetof(options, max_session_cost_usd), 0.01, 1000000, 20, "US dollars"},
+};
+#define N_NUM_OPTIONS (sizeof num_options / sizeof num_options[0])
 
 typedef struct bool_option {
     const char *name;
@@ -45,6 +64,8 @@ void options_default(options *o)
     memset(o, 0, sizeof *o);
     for (size_t i = 0; i < N_INT_OPTIONS; i++)
         *(int *)((char *)o + int_options[i].offset) = int_options[i].def;
+    for (size_t i = 0; i < N_NUM_OPTIONS; i++)
+        *(double *)((char *)o + num_options[i].offset) = num_options[i].def;
     for (size_t i = 0; i < N_BOOL_OPTIONS; i++)
         *(bool *)((char *)o + bool_options[i].offset) = bool_options[i].def;
     o->wake = WAKE_LAST;
@@ -55,6 +76,8 @@ static int known_keys(char *out, size_t size)
     size_t used = 0;
     for (size_t i = 0; i < N_INT_OPTIONS; i++)
         used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", int_options[i].name);
+    for (size_t i = 0; i < N_NUM_OPTIONS; i++)
+        used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", num_options[i].name);
     for (size_t i = 0; i < N_BOOL_OPTIONS; i++)
         used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", bool_options[i].name);
     return snprintf(out + used, used < size ? size - used : 0, "wake, max_running_per_agent");
@@ -96,6 +119,18 @@ static int parse_agent_caps(options *o, const cJSON *item, char *err, size_t err
     return 0;
 }
 
+static int parse_num(options *o, const num_option *no, const cJSON *item, char *err, size_t err_size)
+{
+    double v = item->valuedouble;
+    if (!cJSON_IsNumber(item) || !isfinite(v) || v < no->min || v > no->max) {
+        snprintf(err, err_size, "option '%s' must be a number from %.15g to %.15g (%s)", no->name, no->min, no->max,
+                 no->unit);
+        return -EINVAL;
+    }
+    *(double *)((char *)o + no->offset) = v;
+    return 0;
+}
+
 static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
 {
     const char *key = item->string;
@@ -112,6 +147,9 @@ static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
         *(int *)((char *)o + io->offset) = (int)v;
         return 0;
     }
+    for (size_t i = 0; i < N_NUM_OPTIONS; i++)
+        if (strcmp(key, num_options[i].name) == 0)
+            return parse_num(o, &num_options[i], item, err, err_size);
     for (size_t i = 0; i < N_BOOL_OPTIONS; i++) {
         if (strcmp(key, bool_options[i].name) != 0)
             continue;

@@ -41,6 +41,14 @@ typedef struct options {
     int agent_cap_count;
     bool face_opencode;    /* register background_* */
     bool face_claude;      /* register Task, Bash, TaskOutput, TaskStop and /tasks */
+    /* Bounds on a task's work (engine/guards.c); each is always on. */
+    int max_task_tokens;          /* a task's input + output + reasoning tokens */
+    double max_task_cost_usd;     /* a task's cost */
+    double max_session_cost_usd;  /* the cost of all the tasks a session launched */
+    int max_tool_calls;           /* a task's tool calls */
+    int max_repeat_calls;         /* the same call (tool and input) this many times in a row at most */
+    int stale_ms;                 /* a busy agent with no progress this long is stopped */
+    int max_runtime_ms;           /* a run's longest runtime (a launch's timeout may be shorter) */
 } options;
 
 /* The defaults. */

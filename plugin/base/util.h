@@ -45,6 +45,10 @@ int cond_init_monotonic(void *cond);
 /* Wall-clock milliseconds since the epoch. */
 int64_t wall_ms(void);
 
+/* FNV-1a over n bytes, continuing from h (start with FNV64_SEED). */
+#define FNV64_SEED 14695981039346656037ull
+uint64_t fnv64(uint64_t h, const void *p, size_t n);
+
 /* `prefix` followed by 8 random lowercase hex digits, into out[out_size]. */
 void random_id(char *out, size_t out_size, const char *prefix);
 

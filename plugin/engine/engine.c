@@ -111,6 +111,13 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
 {
     if (!task_status_active(t->status))
         return;
+    /* A command a guard stopped ends with the guard's error, however it exited. */
+    char *guard = t->guard_error;
+    t->guard_error = NULL;
+    if (guard) {
+        s = TASK_ERROR;
+        text = guard;
+    }
     int64_t now = ocbg_now(o);
     if (s == TASK_COMPLETED) {
         free(t->result);
@@ -140,6 +147,21 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     else if (s != TASK_CANCELLED)
         queue_notice(o, t, now);
     engine_wake_waiters(o);
+    free(guard);
+}
+
+void engine_fail_task(ocbg *o, task *t, const char *text)
+{
+    if (!task_status_active(t->status) || t->cancelling || t->guard_error)
+        return; /* ended, being cancelled, or already being stopped by a guard */
+    if (t->type == TASK_SHELL && t->shell && t->shell->pid > 0 && !t->shell->exited) {
+        t->guard_error = xstrdup(text);
+        engine_stop_task(o, t);
+        return;
+    }
+    if (t->session_id)
+        engine_request_abort(o, t->session_id);
+    engine_finish(o, t, TASK_ERROR, text, NULL);
 }
 
 void engine_session_deleted(ocbg *o, task *t)

@@ -62,6 +62,7 @@ typedef struct ocbg {
     /* Counters for tests and benchmarks. */
     uint64_t worker_wakeups;
     uint64_t polls;
+    map spend; /* parent session id → what its tasks cost (engine/guards.c); kept through clears */
 } ocbg;
 
 /* What a host event says about one session (decoded by hooks/events.c). */
@@ -74,6 +75,7 @@ typedef enum note_kind {
     NOTE_PART,               /* a message part changed: progress; a tool part has call_id, tool */
     NOTE_PERMISSION_ASKED,   /* request_id; text: what it asks ("bash: rm -rf build") */
     NOTE_PERMISSION_REPLIED, /* request_id */
+    NOTE_USAGE,              /* an assistant message's running totals: message_id, usage */
 } note_kind;
 
 typedef struct session_note {
@@ -82,6 +84,9 @@ typedef struct session_note {
     const char *text;
     const char *call_id, *tool;
     const char *request_id;
+    const char *message_id;   /* NOTE_USAGE */
+    const struct usage *usage; /* NOTE_USAGE (model/usage.h) */
+    uint64_t call_hash;       /* NOTE_PART, a tool call with its final input: hash of tool and input; 0: none */
 } session_note;
 
 /* Apply a note to the task whose session it names (or, for a deletion, to
@@ -172,5 +177,12 @@ void engine_cancel_wait(ocbg *o, ocp_call_ctx *ctx);
 /* Take the notifications held for a session (undelivered by push), as text
  * to append to an answer, or NULL when there are none. */
 char *engine_take_held(ocbg *o, const char *session_id);
+
+/* A guard ends active task t's run in error with `text` (engine/guards.c
+ * says which bound and the spend). An agent ends now and its session is
+ * aborted by the worker; a command is stopped (SIGTERM, then SIGKILL) and its
+ * exit ends it with that error. The parent is notified as for any failure.
+ * [lock held] */
+void engine_fail_task(ocbg *o, task *t, const char *text);
 
 #endif

@@ -5,6 +5,7 @@
 #include "base/util.h"
 #include "engine/engine.h"
 #include "engine/sched.h"
+#include "engine/guards.h"
 #include "engine/worker.h"
 
 static void runner_finished(void *engine, task *t, task_status s, const char *text, const char *message_id)
@@ -30,6 +31,7 @@ static void free_state(ocbg *o)
 {
     jobs_free_all(&o->q);
     registry_free(&o->reg);
+    guards_free(o);
     pthread_cond_destroy(&o->work_cv);
     pthread_cond_destroy(&o->drain_cv);
     pthread_mutex_destroy(&o->mu);
@@ -43,6 +45,7 @@ int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
     registry_init(&o->reg);
     o->reg.lanes.on_freed = sched_freed;
     o->reg.lanes.on_freed_arg = o;
+    guards_init(o);
     jobs_init(&o->q, &o->work_cv);
     runner_env env = {&o->mu, &o->reg, &o->api, &o->opt, o, runner_finished, runner_abort};
     int rc = 0;

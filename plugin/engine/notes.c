@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/guards.h"
 
 /* The task whose own session this is, if it is active. */
 static task *active_task(ocbg *o, const char *session_id)
@@ -31,6 +32,7 @@ static void on_busy(ocbg *o, task *t, bool retrying)
     t->idle_checks = 0;
     t->next_check_mono = 0;
     t->last_update_ms = ocbg_now(o);
+    t->progress_mono = mono_ms();
 }
 
 /* The session's deletion: its task (if any) and the tasks it launched. */
@@ -42,6 +44,7 @@ static void on_deleted(ocbg *o, const char *session_id)
     parent *p = registry_parent(&o->reg, session_id);
     if (p)
         engine_drop_parent(o, p);
+    guards_forget_session(o, session_id);
 }
 
 /* A note about an active task's session. */
@@ -62,8 +65,11 @@ static void on_task_note(ocbg *o, task *t, const session_note *n)
         break;
     case NOTE_PART:
         t->last_update_ms = ocbg_now(o);
-        if (n->tool)
+        t->progress_mono = mono_ms();
+        if (n->tool) {
             task_note_tool(t, n->call_id, n->tool);
+            guards_note_tool(o, t, n);
+        }
         break;
     case NOTE_PERMISSION_ASKED:
         engine_permission_asked(o, t, n->request_id, n->text);
@@ -72,6 +78,7 @@ static void on_task_note(ocbg *o, task *t, const session_note *n)
         engine_permission_replied(o, t, n->request_id);
         break;
     case NOTE_DELETED:
+    case NOTE_USAGE:
         break;
     }
 }
@@ -85,6 +92,11 @@ void engine_note(ocbg *o, const session_note *n)
         /* nothing: shutdown owns the state now */
     } else if (n->kind == NOTE_DELETED) {
         on_deleted(o, n->session_id);
+    } else if (n->kind == NOTE_USAGE) {
+        /* counted whatever the task's status: a late report still cost */
+        task *t = registry_find_session(&o->reg, n->session_id);
+        if (t && n->usage && n->message_id)
+            guards_note_usage(o, t, n->message_id, n->usage);
     } else {
         task *t = active_task(o, n->session_id);
         if (t)

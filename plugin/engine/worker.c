@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/guards.h"
 #include "engine/jobs.h"
 #include "engine/worker.h"
 #include "engine/sched.h"
@@ -231,13 +232,16 @@ static void *worker_main(void *arg)
             run_job(o, j);
             continue;
         }
-        if (o->reg.active_agents == 0) {
+        /* The tick: the status map while agents run, the guards while any task does. */
+        if (o->reg.active_count == 0) {
             o->next_poll = 0;
         } else if (o->next_poll == 0) {
             o->next_poll = now + o->opt.poll_interval_ms;
         } else if (now >= o->next_poll) {
             o->next_poll = now + o->opt.poll_interval_ms;
-            poll_tick(o);
+            if (o->reg.active_agents > 0)
+                poll_tick(o);
+            guards_tick(o);
             continue;
         }
         int64_t deadline = o->next_poll;

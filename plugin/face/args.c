@@ -3,7 +3,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/guards.h"
 #include "face/tools.h"
+#include "ops/ops.h"
+#include "text/texts.h"
 
 static const char *const type_names[] = {[ARG_STRING] = "string", [ARG_BOOLEAN] = "boolean",
                                          [ARG_NUMBER] = "number", [ARG_STRING_ARRAY] = "array"};
@@ -174,6 +177,38 @@ bool wait_timeout_arg(const cJSON *args, const char *tool, double *seconds, strb
     }
     *seconds = t > WAIT_TIMEOUT_MAX_S ? WAIT_TIMEOUT_MAX_S : t;
     return true;
+}
+
+bool limit_arg(const cJSON *args, const char *tool, double unit_ms, const char *unit, int64_t *ms, strbuf *out)
+{
+    *ms = 0;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, "timeout");
+    if (!v || cJSON_IsNull(v))
+        return true;
+    double x = cJSON_IsNumber(v) ? v->valuedouble * unit_ms : NAN;
+    if (!(x >= 1) || !isfinite(x)) {
+        sb_printf(out, "%s: argument 'timeout' must be a positive number of %s", tool, unit);
+        return false;
+    }
+    *ms = x < 1e15 ? (int64_t)x : (int64_t)1e15;
+    return true;
+}
+
+int launch_in_budget(ocbg *o, const cJSON *args, const char *tool, double unit_ms, const char *unit,
+                     ocp_call_ctx *ctx, launch_req *req, launched *l, strbuf *out)
+{
+    if (!limit_arg(args, tool, unit_ms, unit, &req->timeout_ms, out))
+        return -EINVAL;
+    int rc = guards_admit(o, ctx->session_id, NULL, out);
+    return rc != 0 ? rc : op_launch_agent(o, ctx, req, l, out);
+}
+
+void put_usage_total(strbuf *out, const usage *total)
+{
+    if (usage_is_zero(total))
+        return;
+    sb_puts(out, "\nUsage of the listed tasks: ");
+    format_usage(out, total);
 }
 
 int task_not_found(strbuf *out, const char *id)

@@ -43,8 +43,8 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
     const char *description = arg_str(args, "description");
     const char *agent = arg_str(args, "agent");
     launched l = {0};
-    launch_req req = {description, arg_str(args, "prompt"), agent, fork, false};
-    int rc = op_launch_agent(o, ctx, &req, &l, out);
+    launch_req req = {description, arg_str(args, "prompt"), agent, fork, false, 0};
+    int rc = launch_in_budget(o, args, "background_task", 1000, "seconds", ctx, &req, &l, out);
     if (rc != 0)
         return rc;
     sb_printf(out,
@@ -70,6 +70,9 @@ int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
     if (resume) {
         const char *warning = arg_str(args, "description") || arg_str(args, "agent")
                                   ? "Note: description and agent are ignored when resuming a task.\n"
+                              : cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(args, "timeout"))
+                                  ? "Note: timeout is ignored when resuming a task: it keeps the one it was "
+                                    "launched with.\n"
                                   : NULL;
         return resume_task(o, resume, arg_str(args, "prompt"), false, 0, ctx, warning, out);
     }
@@ -223,7 +226,8 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
     unsigned counts[TASK_STATUS_COUNT];
     strbuf lines = {0};
     list_filter f = {status, batch};
-    unsigned matched = op_list(o, ctx, &f, LIST_MAX_LINES, format_list_line, &lines, counts);
+    usage total;
+    unsigned matched = op_list(o, ctx, &f, LIST_MAX_LINES, format_list_line, &lines, counts, &total);
     if (matched == 0) {
         sb_puts(out, "No background tasks found");
         if (status || batch)
@@ -245,6 +249,7 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
         }
     }
     sb_puts(out, ")");
+    put_usage_total(out, &total);
     sb_free(&lines);
     return 0;
 }

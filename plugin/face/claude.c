@@ -77,8 +77,8 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     const char *agent = arg_str(args, "subagent_type");
     bool background = arg_bool(args, "run_in_background", false);
     launched l = {0};
-    launch_req req = {description, prompt, agent, false, !background};
-    int rc = op_launch_agent(o, ctx, &req, &l, out);
+    launch_req req = {description, prompt, agent, false, !background, 0};
+    int rc = launch_in_budget(o, args, "Task", 1, "milliseconds", ctx, &req, &l, out);
     if (rc != 0)
         return rc;
     const char *id = l.id;
@@ -132,6 +132,16 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 
 /* ---- Bash ----------------------------------------------------------------- */
 
+/* Give launched task id its own runtime limit (engine/guards.h). */
+static void set_timeout(ocbg *o, const char *id, int64_t ms)
+{
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, id);
+    if (t)
+        t->timeout_ms = ms;
+    pthread_mutex_unlock(&o->mu);
+}
+
 /* The command's exit and output, for the model. Lock held. */
 static void put_shell_result(strbuf *out, const task *t)
 {
@@ -148,7 +158,9 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     const char *description = arg_str(args, "description");
     bool background = arg_bool(args, "run_in_background", false);
     double timeout_ms;
-    if (!ms_arg(args, "Bash", BASH_DEFAULT_MS, BASH_MAX_MS, &timeout_ms, out))
+    int64_t limit_ms; /* a background command's own runtime limit, when given */
+    if (!ms_arg(args, "Bash", BASH_DEFAULT_MS, BASH_MAX_MS, &timeout_ms, out) ||
+        !limit_arg(args, "Bash", 1, "milliseconds", &limit_ms, out))
         return -EINVAL;
     launched l = {0};
     int rc = op_launch_shell(o, ctx, command, description, !background, &l, out);
@@ -156,6 +168,7 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         return rc;
     const char *id = l.id;
     if (background) {
+        set_timeout(o, id, limit_ms);
         sb_printf(out,
                   "Command %s in the background.\ntask_id: %s\nCommand: %s\n%s%s\n"
                   "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
@@ -234,6 +247,11 @@ static void put_task_output(ocbg *o, strbuf *out, task *t, const char *retrieval
         sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
         if (t->permission_what)
             tag(out, "waiting_for_permission", t->permission_what);
+    }
+    if (task_usage(t)) {
+        sb_puts(out, "<usage>");
+        format_usage(out, task_usage(t));
+        sb_puts(out, "</usage>\n");
     }
     if (t->status == TASK_ERROR)
         tag(out, "error", t->error ? t->error : "unknown error");

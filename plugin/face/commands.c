@@ -16,10 +16,17 @@ static void tasks_row(strbuf *out, const task *t, int64_t now)
     format_duration(dur, sizeof dur, task_runtime(t, now));
     /* A command without its own description is described by itself. */
     bool show_command = t->type == TASK_SHELL && t->description && strcmp(t->description, t->shell->command) != 0;
-    sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s\n", t->id, t->type == TASK_SHELL ? "shell" : "agent",
+    sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s", t->id, t->type == TASK_SHELL ? "shell" : "agent",
               claude_status(t), start, dur, t->description ? t->description : "", show_command ? " $ " : "",
               show_command ? t->shell->command : "", t->permission_what ? " [waiting for permission: " : "",
               t->permission_what ? t->permission_what : "", t->permission_what ? "]" : "");
+    const usage *u = task_usage(t);
+    if (u) {
+        sb_puts(out, " [Usage: ");
+        format_usage(out, u);
+        sb_puts(out, "]");
+    }
+    sb_puts(out, "\n");
 }
 
 int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
@@ -29,7 +36,8 @@ int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_
         sb_puts(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n");
     unsigned counts[TASK_STATUS_COUNT];
     strbuf rows = {0};
-    unsigned n = op_list(o, ctx, NULL, LIST_MAX_LINES, tasks_row, &rows, counts);
+    usage total;
+    unsigned n = op_list(o, ctx, NULL, LIST_MAX_LINES, tasks_row, &rows, counts, &total);
     if (n == 0) {
         sb_puts(out, "No background tasks in this session.");
     } else {
@@ -39,6 +47,7 @@ int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_
         sb_puts(out, rows.buf);
         if (n > LIST_MAX_LINES)
             sb_printf(out, "… and %u older (background_list narrows by status or batch)\n", n - LIST_MAX_LINES);
+        put_usage_total(out, &total);
     }
     sb_free(&rows);
     return 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "text/texts.h"
+#include "engine/guards.h"
 #include "hostapi/hostcalls.h"
 #include "ops/ops.h"
 #include "face/tools.h"
@@ -77,13 +78,16 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
         sb_puts(out, "Prompt is required when resuming a task");
         return -EINVAL;
     }
+    int rc = guards_admit(o, ctx->session_id, id, out);
+    if (rc != 0)
+        return rc;
     resume_claim c = {0};
     pthread_mutex_lock(&o->mu);
     resume_refusal why = op_resume_claim(o, ctx, id, block, &c);
     pthread_mutex_unlock(&o->mu);
     if (why != RESUME_OK)
         return refused(why, id, &c, out);
-    int rc = op_resume_send(o, ctx, &c, prompt, out);
+    rc = op_resume_send(o, ctx, &c, prompt, out);
     if (rc == -ESTALE)
         rc = refused(RESUME_EXPIRED, id, &c, out);
     if (rc == 0 && warning)

@@ -21,6 +21,10 @@ static const arg_spec task_args[] = {
      "Give the sub-agent a copy of this conversation's context (long tool results cut, oldest messages "
      "dropped if it is too long); default false. Not with resume",
      NULL},
+    {"timeout", ARG_NUMBER, ARG_OPTIONAL,
+     "Stop the task (status error) if it runs longer than this many seconds; default and maximum: the plugin's "
+     "runtime limit (4 hours unless configured). Not with resume: a resumed task keeps its own",
+     NULL},
 };
 static const arg_spec output_args[] = {
     {"task_id", ARG_STRING, ARG_REQUIRED, "The task id (bg_...)", NULL},
@@ -86,12 +90,18 @@ static const arg_spec claude_task_args[] = {
     {"subagent_type", ARG_STRING, ARG_REQUIRED, "The type of agent to use (e.g. general, explore)", NULL},
     {"run_in_background", ARG_BOOLEAN, ARG_OPTIONAL,
      "Run it in the background and return a task id at once (default false: wait for its reply)", NULL},
+    {"timeout", ARG_NUMBER, ARG_OPTIONAL,
+     "Milliseconds after which the sub-agent is stopped (status failed); default and maximum: the plugin's "
+     "runtime limit (4 hours unless configured)",
+     NULL},
 };
 static const arg_spec claude_bash_args[] = {
     {"command", ARG_STRING, ARG_REQUIRED, "The shell command to run (/bin/sh -c)", NULL},
     {"description", ARG_STRING, ARG_OPTIONAL, "What the command does, in 5-10 words", NULL},
     {"timeout", ARG_NUMBER, ARG_OPTIONAL,
-     "Foreground only: milliseconds before it is stopped (default 120000, at most 600000)", NULL},
+     "Milliseconds before it is stopped. Foreground: default 120000, at most 600000. Background: no default "
+     "(the plugin's runtime limit, 4 hours unless configured, applies), at most that limit",
+     NULL},
     {"run_in_background", ARG_BOOLEAN, ARG_OPTIONAL,
      "Run it in the background and return a task id at once (default false)", NULL},
 };

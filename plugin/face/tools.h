@@ -17,6 +17,8 @@
 
 #include "engine/engine.h"
 #include "base/util.h"
+#include "model/usage.h"
+#include "ops/ops.h"
 
 /* How many lines a listing shows (background_list, /tasks); the totals count
  * every task. A model needs the newest few, not ten thousand queued lines. */
@@ -96,6 +98,20 @@ int resume_task(ocbg *o, const char *task_id, const char *prompt, bool block, do
 /* A blocking wait's timeout argument, in seconds: default 120, at most 600;
  * false (and the error in out) when it is not a positive number. */
 bool wait_timeout_arg(const cJSON *args, const char *tool, double *seconds, strbuf *out);
+
+/* A launch's own runtime limit, argument 'timeout' in units of unit_ms
+ * (1000: seconds, 1: milliseconds, named by unit): *ms, or 0 when absent;
+ * false (and the error in out) when it is not a positive number. */
+bool limit_arg(const cJSON *args, const char *tool, double unit_ms, const char *unit, int64_t *ms, strbuf *out);
+
+/* Launch an agent task for `tool` with req (its timeout_ms from the 'timeout'
+ * argument, in units of unit_ms), once the session's budget allows it
+ * (engine/guards.h). 0, or a negative errno with the error in out. */
+int launch_in_budget(ocbg *o, const cJSON *args, const char *tool, double unit_ms, const char *unit,
+                     ocp_call_ctx *ctx, launch_req *req, launched *l, strbuf *out);
+
+/* "Usage of the listed tasks: <usage>" on a line of its own, when any. */
+void put_usage_total(strbuf *out, const usage *total);
 
 /* "Task not found: <id>. Use background_list to see available tasks."; -ENOENT */
 int task_not_found(strbuf *out, const char *task_id);

@@ -49,6 +49,8 @@ void task_free(task *t)
     free(t->permission_what);
     free(t->result_message_id);
     shell_state_free(t->shell);
+    free(t->usage);
+    free(t->guard_error);
     free(t);
 }
 

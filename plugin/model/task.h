@@ -75,6 +75,17 @@ typedef struct task {
     struct task *qnext, *qprev; /* its lane's queue while pending */
     uint64_t qseq;          /* its place in launch order while pending */
     bool retrying;          /* its host retries a rate-limited call (counted in its lane) */
+    /* usage and guards (model/usage.h, engine/guards.c) */
+    struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
+    char *guard_error;      /* a guard is stopping its command: the error its run ends with */
+    int64_t timeout_ms;     /* its own runtime limit per run (the launch's timeout); 0: max_runtime_ms */
+    int64_t run_start_mono; /* when run guard_run started (monotonic ms) */
+    int64_t progress_mono;  /* its last progress event: a part, usage, busy (monotonic ms) */
+    unsigned guard_run;     /* the run the guards have seen start; 0: none yet */
+    unsigned repeat_count;  /* how many times in a row it made call last_call */
+    uint64_t last_call;     /* hash of its last tool call's tool and input */
+    uint32_t repeat_seen[4]; /* call ids already counted by the repeat guard (hashes) */
+    unsigned repeat_seen_next;
     parent *parent;
     struct task *pnext, *pprev; /* the parent's list, newest first */
     struct task *anext, *aprev; /* the active list */

@@ -102,6 +102,7 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, lau
     task *t = register_task(o, ctx, TASK_AGENT, req->agent, s, req->description, req->foreground);
     t->prompt = xstrdup(req->prompt);
     t->forked = req->fork;
+    t->timeout_ms = req->timeout_ms;
     memcpy(l->id, t->id, TASK_ID_SIZE);
     memcpy(l->batch, t->batch->id, TASK_ID_SIZE);
     if (s == TASK_PENDING)

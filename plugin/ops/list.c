@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "text/texts.h"
 
 static bool matches(const task *t, const list_filter *f)
 {
@@ -10,11 +11,13 @@ static bool matches(const task *t, const list_filter *f)
 }
 
 unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_lines, list_line_fn line,
-                 strbuf *lines, unsigned counts[TASK_STATUS_COUNT])
+                 strbuf *lines, unsigned counts[TASK_STATUS_COUNT], usage *total)
 {
     bool all = !f || (!f->status && !f->batch);
     unsigned matched = 0, shown = 0;
     memset(counts, 0, TASK_STATUS_COUNT * sizeof *counts);
+    if (total)
+        memset(total, 0, sizeof *total);
     pthread_mutex_lock(&o->mu);
     parent *p = op_parent_of(o, ctx);
     int64_t now = ocbg_now(o);
@@ -29,6 +32,8 @@ unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, unsigne
             continue;
         if (shown < max_lines) {
             line(lines, t, now);
+            if (total && task_usage(t))
+                usage_add(total, task_usage(t));
             shown++;
         }
         if (!all) {

@@ -17,11 +17,13 @@
 
 #include "base/util.h"
 #include "engine/engine.h"
+#include "model/usage.h"
 
 typedef struct launch_req {
     const char *description, *prompt, *agent;
     bool fork;       /* the child starts from a fork of the caller's context */
     bool foreground; /* the caller waits for the result itself: no notification */
+    int64_t timeout_ms; /* the task's own runtime limit per run; 0: max_runtime_ms (engine/guards.h) */
 } launch_req;
 
 /* What a launch made. */
@@ -89,11 +91,12 @@ typedef void (*list_line_fn)(strbuf *out, const task *t, int64_t now);
 
 /* The caller's session's tasks matching f (NULL: all), newest first, a line
  * each into lines for the first max_lines of them; counts[status] counts all
- * that match. Without a filter it costs O(max_lines), whatever the number of
+ * that match; *total (when not NULL) sums the usage of the tasks whose lines
+ * are shown. Without a filter it costs O(max_lines), whatever the number of
  * tasks; with one, a walk of the session's tasks. [lock not held] Returns how
  * many match. */
 unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_lines, list_line_fn line,
-                 strbuf *lines, unsigned counts[TASK_STATUS_COUNT]);
+                 strbuf *lines, unsigned counts[TASK_STATUS_COUNT], usage *total);
 
 /* Clear the caller's session's tasks: cancel the active ones, remove every
  * task that no longer runs. [lock not held] */

@@ -1,6 +1,7 @@
 /* format.c — see format.h. */
 #include "text/texts.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,55 @@ char *format_permission_notice(const task *t)
                      t->permission_what, t->session_id ? t->session_id : "", t->id);
 }
 
+void format_count(char *out, size_t out_size, uint64_t n)
+{
+    char digits[24];
+    int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n);
+    size_t at = 0;
+    for (int i = 0; i < len && at + 1 < out_size; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && at + 2 < out_size)
+            out[at++] = ',';
+        out[at++] = digits[i];
+    }
+    if (out_size)
+        out[at < out_size ? at : out_size - 1] = '\0';
+}
+
+void format_usd(char *out, size_t out_size, double usd)
+{
+    snprintf(out, out_size, usd < 1 ? "$%.4f" : "$%.2f", usd);
+}
+
+const usage *task_usage(const task *t)
+{
+    return t->usage && !usage_is_zero(&t->usage->total) ? &t->usage->total : NULL;
+}
+
+void format_usage(strbuf *out, const usage *u)
+{
+    char total[32], in[32], o[32], r[32], cr[32], cw[32], usd[48];
+    format_count(total, sizeof total, usage_tokens(u));
+    format_count(in, sizeof in, u->input);
+    format_count(o, sizeof o, u->output);
+    format_count(r, sizeof r, u->reasoning);
+    format_count(cr, sizeof cr, u->cache_read);
+    format_count(cw, sizeof cw, u->cache_write);
+    format_usd(usd, sizeof usd, u->cost);
+    sb_printf(out, "%s tokens (in %s, out %s, reasoning %s, cache read %s, write %s), %s", total, in, o, r, cr, cw,
+              usd);
+}
+
+/* "Usage: <phrase>\n" when t has usage. */
+static void put_usage_line(strbuf *out, const task *t)
+{
+    const usage *u = task_usage(t);
+    if (!u)
+        return;
+    sb_puts(out, "Usage: ");
+    format_usage(out, u);
+    sb_puts(out, "\n");
+}
+
 void format_report(strbuf *out, const task *t, int64_t now)
 {
     char dur[32];
@@ -56,12 +106,15 @@ void format_report(strbuf *out, const task *t, int64_t now)
         sb_puts(out, "Waiting for a free slot to start.\n");
         return;
     }
+    put_usage_line(out, t);
     if (t->type == TASK_SHELL) {
         char how[96];
         shell_describe_exit(t->shell, how, sizeof how);
         char *text = shell_output_text(t->shell, SHELL_REPORT_CHARS);
-        sb_printf(out, "%s: %s\nExit: %s\n\nOutput:\n%s\n",
-                  task_status_active(t->status) ? "Running for" : "Duration", dur, how, text);
+        sb_printf(out, "%s: %s\nExit: %s\n", task_status_active(t->status) ? "Running for" : "Duration", dur, how);
+        if (t->status == TASK_ERROR && t->error)
+            sb_printf(out, "Error: %s\n", t->error);
+        sb_printf(out, "\nOutput:\n%s\n", text);
         free(text);
         return;
     }
@@ -95,13 +148,19 @@ void format_list_line(strbuf *out, const task *t, int64_t now)
     sb_printf(out, "- %s", t->id);
     put_markers(out, t);
     if (t->type == TASK_SHELL)
-        sb_printf(out, " | %s | shell | %s | %s | %s\n", t->description ? t->description : "",
+        sb_printf(out, " | %s | shell | %s | %s | %s", t->description ? t->description : "",
                   task_status_name(t->status), dur, t->batch->id);
     else
-        sb_printf(out, " | %s | agent: %s | %s%s%s | %s | %s\n", t->description ? t->description : "",
+        sb_printf(out, " | %s | agent: %s | %s%s%s | %s | %s", t->description ? t->description : "",
                   t->agent ? t->agent : "", task_status_name(t->status),
                   t->permission_what ? ", waiting for permission: " : "",
                   t->permission_what ? t->permission_what : "", dur, t->batch->id);
+    const usage *u = task_usage(t);
+    if (u) {
+        sb_puts(out, " | Usage: ");
+        format_usage(out, u);
+    }
+    sb_puts(out, "\n");
 }
 
 char *format_notification(const task *t, int64_t now, int max_chars)
@@ -127,7 +186,10 @@ char *format_notification(const task *t, int64_t now, int max_chars)
     else
         sb_printf(&sb, "Batch %s: %u of %u tasks done, %u still running.\n", t->batch->id, done, total,
                   total - done);
+    put_usage_line(&sb, t);
     if (t->type == TASK_SHELL) {
+        if (t->status == TASK_ERROR && t->error)
+            sb_printf(&sb, "Error: %s\n", t->error);
         char *text = shell_output_text(t->shell, (size_t)max_chars);
         sb_printf(&sb, "\nOutput (the last part when long; all of it: TaskOutput or background_output):\n%s\n", text);
         free(text);

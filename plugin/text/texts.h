@@ -9,6 +9,7 @@
 
 #include "base/util.h"
 #include "model/registry.h"
+#include "model/usage.h"
 
 /* How much of a command's output a report shows (the tail is kept). */
 #define SHELL_REPORT_CHARS 30000
@@ -27,5 +28,19 @@ char *format_notification(const task *t, int64_t now, int max_chars);
 
 /* The waking notice that t's session waits for the user's permission. */
 char *format_permission_notice(const task *t);
+
+/* "12,345" */
+void format_count(char *out, size_t out_size, uint64_t n);
+
+/* "$0.0123" below a dollar, "$5.02" from one up. */
+void format_usd(char *out, size_t out_size, double usd);
+
+/* What t's model calls used (every run), or NULL when the host reported
+ * nothing (always for a command). */
+const usage *task_usage(const task *t);
+
+/* The one usage phrase every text uses: "12,345 tokens (in 10,000, out
+ * 2,000, reasoning 345, cache read 0, write 0), $0.0123". */
+void format_usage(strbuf *out, const usage *u);
 
 #endif

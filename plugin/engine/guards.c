@@ -1,0 +1,260 @@
+/* guards.c — see guards.h: usage totals, budgets, the runaway guards and
+ * the time limits. */
+#include "engine/guards.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/texts.h"
+
+/* What one parent session's tasks have cost, all of them, cleared or not. */
+typedef struct session_spend {
+    char *session_id; /* the map's key */
+    double cost;
+} session_spend;
+
+void guards_init(ocbg *o)
+{
+    map_init(&o->spend);
+}
+
+static void free_spend(const char *key, void *value, void *arg)
+{
+    (void)key;
+    (void)arg;
+    session_spend *s = value;
+    free(s->session_id);
+    free(s);
+}
+
+void guards_free(ocbg *o)
+{
+    map_each(&o->spend, free_spend, NULL);
+    map_free(&o->spend);
+}
+
+void guards_forget_session(ocbg *o, const char *session_id)
+{
+    session_spend *s = map_del(&o->spend, session_id);
+    if (s)
+        free_spend(NULL, s, NULL);
+}
+
+static session_spend *spend_of(ocbg *o, const char *session_id)
+{
+    session_spend *s = map_get(&o->spend, session_id);
+    if (!s) {
+        s = xcalloc(1, sizeof *s);
+        s->session_id = xstrdup(session_id);
+        map_put(&o->spend, s->session_id, s);
+    }
+    return s;
+}
+
+/* ---- budgets -------------------------------------------------------------- */
+
+/* An active task over one of its own budgets is stopped. */
+static void check_task_budgets(ocbg *o, task *t)
+{
+    const usage *u = &t->usage->total;
+    char text[256], amount[48];
+    if (usage_tokens(u) > (uint64_t)o->opt.max_task_tokens) {
+        format_count(amount, sizeof amount, usage_tokens(u));
+        snprintf(text, sizeof text, "Stopped by the token budget: this task used %s tokens (max_task_tokens is %d).",
+                 amount, o->opt.max_task_tokens);
+        engine_fail_task(o, t, text);
+    } else if (u->cost > o->opt.max_task_cost_usd) {
+        format_usd(amount, sizeof amount, u->cost);
+        snprintf(text, sizeof text, "Stopped by the cost budget: this task spent %s (max_task_cost_usd is %.15g).",
+                 amount, o->opt.max_task_cost_usd);
+        engine_fail_task(o, t, text);
+    }
+}
+
+/* The session's tasks together over its budget: every active one stops. */
+static void check_session_budget(ocbg *o, parent *p, double spent)
+{
+    if (!(spent > o->opt.max_session_cost_usd))
+        return;
+    char text[256], amount[48];
+    format_usd(amount, sizeof amount, spent);
+    snprintf(text, sizeof text,
+             "Stopped by the session budget: this session's background tasks spent %s (max_session_cost_usd is %.15g).",
+             amount, o->opt.max_session_cost_usd);
+    for (task *t = p->head; t; t = t->pnext)
+        engine_fail_task(o, t, text);
+}
+
+void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u)
+{
+    if (!t->usage)
+        t->usage = xcalloc(1, sizeof *t->usage);
+    usage d = usage_tracker_note(t->usage, message_id, u);
+    t->progress_mono = mono_ms();
+    if (usage_is_zero(&d))
+        return; /* a repeat, or an older update */
+    session_spend *s = spend_of(o, t->parent->session_id);
+    s->cost += d.cost;
+    if (task_status_active(t->status))
+        check_task_budgets(o, t);
+    check_session_budget(o, t->parent, s->cost);
+}
+
+/* ---- runaway tool calls ------------------------------------------------------ */
+
+/* Has the repeat guard counted call id `call_id` already? If not, it is now. */
+static bool repeat_seen(task *t, const char *call_id)
+{
+    uint32_t h = (uint32_t)fnv64(FNV64_SEED, call_id, strlen(call_id)) | 1u;
+    size_t n = sizeof t->repeat_seen / sizeof t->repeat_seen[0];
+    for (size_t i = 0; i < n; i++)
+        if (t->repeat_seen[i] == h)
+            return true;
+    t->repeat_seen[t->repeat_seen_next++ % n] = h;
+    return false;
+}
+
+void guards_note_tool(ocbg *o, task *t, const session_note *n)
+{
+    char text[256];
+    if (t->tool_calls > (unsigned)o->opt.max_tool_calls) {
+        snprintf(text, sizeof text,
+                 "Stopped by the tool call limit: this task made %u tool calls (max_tool_calls is %d).", t->tool_calls,
+                 o->opt.max_tool_calls);
+        engine_fail_task(o, t, text);
+        return;
+    }
+    if (!n->call_hash || !n->call_id || repeat_seen(t, n->call_id))
+        return;
+    if (n->call_hash == t->last_call) {
+        t->repeat_count++;
+    } else {
+        t->last_call = n->call_hash;
+        t->repeat_count = 1;
+    }
+    if (t->repeat_count > (unsigned)o->opt.max_repeat_calls) {
+        snprintf(text, sizeof text,
+                 "Stopped by the repeat guard: this task made the same %.40s call (same input) %u times in a row "
+                 "(max_repeat_calls is %d).",
+                 n->tool ? n->tool : "tool", t->repeat_count, o->opt.max_repeat_calls);
+        engine_fail_task(o, t, text);
+    }
+}
+
+/* ---- time ------------------------------------------------------------------- */
+
+/* The guards see t's run for the first time: it started when the task says
+ * (by the host's clock), but never further back than two ticks, so a clock
+ * that jumped cannot make it look old. */
+static void run_seen(ocbg *o, task *t, int64_t now, int64_t wall)
+{
+    int64_t ago = wall - t->started_ms, most = 2 * (int64_t)o->opt.poll_interval_ms;
+    ago = ago < 0 ? 0 : ago > most ? most : ago;
+    t->guard_run = t->run;
+    t->run_start_mono = now - ago;
+    if (t->progress_mono < t->run_start_mono)
+        t->progress_mono = t->run_start_mono;
+}
+
+/* A run past its timeout or max_runtime_ms is stopped; false then. */
+static bool check_runtime(ocbg *o, task *t, int64_t now)
+{
+    int64_t ran = now - t->run_start_mono, max = o->opt.max_runtime_ms;
+    bool own = t->timeout_ms > 0 && t->timeout_ms <= max;
+    if (ran < (own ? t->timeout_ms : max))
+        return true;
+    char text[256], took[32], limit[32];
+    format_duration(took, sizeof took, ran);
+    format_duration(limit, sizeof limit, t->timeout_ms);
+    if (own)
+        snprintf(text, sizeof text, "Stopped by its timeout: this task ran for %s (its timeout is %s).", took, limit);
+    else
+        snprintf(text, sizeof text, "Stopped by the runtime limit: this task ran for %s (max_runtime_ms is %lld).",
+                 took, (long long)max);
+    engine_fail_task(o, t, text);
+    return false;
+}
+
+/* An agent whose session the latest poll saw busy, with no progress for
+ * stale_ms (and no question waiting for the user), is stopped. */
+static void check_stale(ocbg *o, task *t, int64_t now)
+{
+    if (t->type != TASK_AGENT || !t->session_id || t->permission_request || t->busy_tick != o->polls)
+        return;
+    int64_t quiet = now - t->progress_mono;
+    if (quiet < o->opt.stale_ms)
+        return;
+    char text[256], took[32];
+    format_duration(took, sizeof took, quiet);
+    snprintf(text, sizeof text, "Stopped: no progress for %s while its session was busy (stale_ms is %d).", took,
+             o->opt.stale_ms);
+    engine_fail_task(o, t, text);
+}
+
+void guards_tick(ocbg *o)
+{
+    int64_t now = mono_ms(), wall = ocbg_now(o);
+    for (task *t = o->reg.active, *next; t; t = next) {
+        next = t->anext; /* a task that fails leaves the active list */
+        if (t->status == TASK_PENDING || t->cancelling || t->guard_error)
+            continue;
+        if (t->guard_run != t->run)
+            run_seen(o, t, now, wall);
+        if (t->type == TASK_SHELL && t->foreground)
+            continue; /* a foreground command has its call's own timeout */
+        if (check_runtime(o, t, now))
+            check_stale(o, t, now);
+    }
+}
+
+/* ---- admission -------------------------------------------------------------- */
+
+/* Why task t (to be resumed) has no budget left, into out; false if it has. */
+static bool task_spent(ocbg *o, const task *t, strbuf *out)
+{
+    const usage *u = task_usage(t);
+    char amount[48];
+    if (u && usage_tokens(u) >= (uint64_t)o->opt.max_task_tokens) {
+        format_count(amount, sizeof amount, usage_tokens(u));
+        sb_printf(out, "Not resumed: task %s has used %s tokens, its whole budget (max_task_tokens is %d).", t->id,
+                  amount, o->opt.max_task_tokens);
+    } else if (u && u->cost >= o->opt.max_task_cost_usd) {
+        format_usd(amount, sizeof amount, u->cost);
+        sb_printf(out, "Not resumed: task %s has spent %s, its whole budget (max_task_cost_usd is %.15g).", t->id,
+                  amount, o->opt.max_task_cost_usd);
+    } else if (t->tool_calls >= (unsigned)o->opt.max_tool_calls) {
+        sb_printf(out, "Not resumed: task %s has made %u tool calls, all it may (max_tool_calls is %d).", t->id,
+                  t->tool_calls, o->opt.max_tool_calls);
+    } else {
+        return false;
+    }
+    sb_puts(out, " Start a new task instead.");
+    return true;
+}
+
+int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf *out)
+{
+    if (!session_id)
+        return 0; /* the launch itself refuses a call without a session */
+    pthread_mutex_lock(&o->mu);
+    session_spend *s = map_get(&o->spend, session_id);
+    task *t = resume_id ? registry_find(&o->reg, resume_id) : NULL;
+    int rc = 0;
+    if (s && s->cost >= o->opt.max_session_cost_usd) {
+        char amount[48];
+        format_usd(amount, sizeof amount, s->cost);
+        sb_printf(out,
+                  "%s: this session's background tasks have spent %s, its whole budget "
+                  "(max_session_cost_usd is %.15g). %s",
+                  resume_id ? "Not resumed" : "Not started", amount, o->opt.max_session_cost_usd,
+                  resume_id ? "The task was not resumed." : "No task was created.");
+        rc = -EDQUOT;
+    } else if (t && t->status == TASK_COMPLETED && strcmp(t->parent->session_id, session_id) == 0 &&
+               task_spent(o, t, out)) {
+        rc = -EDQUOT;
+    }
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}

@@ -1,0 +1,58 @@
+/*
+ * guards.h — bounded work: what a task may use before it is stopped.
+ *
+ *   - usage: the tokens and cost the host reports per assistant message,
+ *     summed per task (model/usage.h) and per parent session;
+ *   - budgets: a task's tokens (max_task_tokens) and cost
+ *     (max_task_cost_usd), and the cost of everything a session launched
+ *     (max_session_cost_usd, also checked before a launch or a resume);
+ *   - runaway: more than max_tool_calls tool calls, or the same call (tool
+ *     and input) more than max_repeat_calls times in a row;
+ *   - time: a run longer than its timeout or max_runtime_ms; an agent whose
+ *     session stays busy with no progress for stale_ms.
+ * A task over a bound ends in error with a text that names the bound and
+ * the spend (engine_fail_task); its session is aborted by the worker, or its
+ * command stopped. Times are monotonic: a wall-clock jump or a suspended
+ * machine stops nothing.
+ *
+ * Every function runs with the engine lock held unless it says otherwise,
+ * and none calls the host (the clock aside).
+ */
+#ifndef OCBG_GUARDS_H
+#define OCBG_GUARDS_H
+
+#include "base/util.h"
+#include "engine/engine.h"
+#include "model/usage.h"
+
+/* The per-session spend map. [engine_start, lock not held] */
+void guards_init(ocbg *o);
+/* [shutdown, lock not held] */
+void guards_free(ocbg *o);
+
+/* Message message_id of t's session reports running totals *u: what grew
+ * is counted for t and its parent session (whatever t's status: a late
+ * report still costs). An active task over a budget is stopped; over the
+ * session's budget, every active task of the session is. [event] */
+void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u);
+
+/* After task_note_tool counted a tool part of active task t: the tool call
+ * limit, and the repeat guard for a call with its final input
+ * (n->call_hash), counted once per call id. [event] */
+void guards_note_tool(ocbg *o, task *t, const session_note *n);
+
+/* Each poll tick while tasks are active, after the status map was read:
+ * runtime limits, and staleness of agents whose session the map says is
+ * busy. [worker] */
+void guards_tick(ocbg *o);
+
+/* The session was deleted: forget what its tasks spent. */
+void guards_forget_session(ocbg *o, const char *session_id);
+
+/* May `session_id` launch a task (resume_id NULL) or resume task resume_id?
+ * [tool call, lock not held] 0; or -EDQUOT and why in out (nothing is
+ * created or changed): the session's tasks have spent its budget, or the
+ * task to resume has used up one of its own. */
+int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf *out);
+
+#endif

@@ -1,0 +1,403 @@
+/* Bounded work (issue 14), usage and budgets: per-task usage summed from
+ * the host's message updates and shown in every text; the token, cost and
+ * session budgets; the tool call limit and the repeat guard; the options'
+ * checks. (Time limits: test_guards_time.c.) */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/options.h"
+#include "model/usage.h"
+#include "shelltest.h"
+#include "testlib.h"
+#include "text/texts.h"
+
+#define NOTICE_FAIL "[ocbg] Background task failed: "
+
+/* A message.updated for an assistant message of `session`, with running totals. */
+static void emit_usage(sim_host *h, const char *session, const char *msg, long in, long out, long reasoning,
+                       long cache_read, long cache_write, double cost)
+{
+    char ev[640];
+    snprintf(ev, sizeof ev,
+             "{\"type\":\"message.updated\",\"properties\":{\"info\":{\"id\":\"%s\",\"sessionID\":\"%s\","
+             "\"role\":\"assistant\",\"time\":{\"created\":1},\"tokens\":{\"input\":%ld,\"output\":%ld,"
+             "\"reasoning\":%ld,\"cache\":{\"read\":%ld,\"write\":%ld}},\"cost\":%.6f}}}",
+             msg, session, in, out, reasoning, cache_read, cache_write, cost);
+    sim_emit(h, ev);
+}
+
+static void flush(sim_host *h)
+{
+    if (sim_events_flush(h, tap_timeout_ms(5000)) != 0)
+        bail_out("events not delivered");
+}
+
+/* How many notifications of the session announce that task id failed. */
+static int failures(sim_host *h, const char *ps, const char *id)
+{
+    char needle[96];
+    snprintf(needle, sizeof needle, "%s%s", NOTICE_FAIL, id);
+    return t_count_messages_with(h, ps, needle);
+}
+
+/* The task ended in error with exactly `text`, its session was aborted, and
+ * the parent was told once (the notification carries the text). */
+static void ended_by_guard(sim_host *h, const char *ps, const char *id, const char *child, const char *text)
+{
+    is_int(t_wait_status(h, ps, id, "error", 5000), 0, "the task ends in error");
+    char *out = t_output(h, ps, id);
+    char want[512];
+    snprintf(want, sizeof want, "\n\nError: %s\n", text);
+    like(out, want, "its report gives the guard's text");
+    free(out);
+    is_int(sim_wait_calls(h, "session_abort", child, 1, tap_timeout_ms(5000)), 0, "its session is aborted");
+    char needle[96];
+    snprintf(needle, sizeof needle, "%s%s", NOTICE_FAIL, id);
+    is_int(t_wait_messages_with(h, ps, needle, 1, 5000), 0, "the parent is notified");
+    char *note = t_message_with(h, ps, needle);
+    snprintf(want, sizeof want, "\nError: %s\n", text);
+    like(note, want, "the notification gives the text");
+    free(note);
+}
+
+/* ---- usage ----------------------------------------------------------------- */
+
+#define PHRASE "14,690 tokens (in 12,345, out 2,000, reasoning 345, cache read 1,000,000, write 0), $0.0123"
+
+/* Updates of one message carry running totals: only what grew counts, a
+ * repeat or an older update nothing; two messages add up. */
+static void emit_two_messages(sim_host *h, const char *child)
+{
+    emit_usage(h, child, "msg_a", 5000, 1000, 0, 400000, 0, 0.005);
+    emit_usage(h, child, "msg_a", 10000, 1500, 345, 800000, 0, 0.01);
+    emit_usage(h, child, "msg_a", 10000, 1500, 345, 800000, 0, 0.01);  /* a repeat */
+    emit_usage(h, child, "msg_a", 5000, 1000, 0, 400000, 0, 0.005);     /* an older update, late */
+    emit_usage(h, child, "msg_b", 2345, 500, 0, 200000, 0, 0.0023);
+    emit_usage(h, "ses_not_a_task", "msg_c", 99999, 99999, 0, 0, 0, 9); /* another session's */
+    sim_emit(h, "{\"type\":\"message.updated\",\"properties\":{\"info\":{\"id\":\"msg_u\",\"role\":\"user\"}}}");
+    flush(h);
+}
+
+static void usage_summed_and_shown(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    char *id = t_launch_script(h, s, "Count tokens",
+                               "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"make\"]}},"
+                               "{\"reply\":\"counted\"}]}");
+    char *child = t_task_session(h, 0);
+    is_int(sim_wait(h, t_question_open, child, tap_timeout_ms(5000)), 0, "the sub-agent is mid-run");
+    char *out = t_output(h, s, id);
+    unlike(out, "Usage:", "no usage is shown before the host reports any");
+    free(out);
+    emit_two_messages(h, child);
+
+    out = t_output(h, s, id);
+    like(out, "\nUsage: " PHRASE "\n", "background_output: the summed usage");
+    free(out);
+    out = t_tool(h, s, "background_list", "{}");
+    like(out, " | Usage: " PHRASE "\n", "background_list: on the task's line");
+    like(out, "\nUsage of the listed tasks: " PHRASE, "background_list: the total line");
+    free(out);
+    out = st_task_output(h, s, id, 0, 0);
+    like(out, "<usage>" PHRASE "</usage>\n", "TaskOutput: a usage tag");
+    free(out);
+    out = st_command(h, s, "tasks");
+    like(out, " [Usage: " PHRASE "]\n", "/tasks: on the task's row");
+    like(out, "\nUsage of the listed tasks: " PHRASE, "/tasks: the total line");
+    free(out);
+
+    /* A second task: the totals add both. */
+    char *id2 = t_launch_script(h, s, "More tokens", "{\"steps\":[{\"hang\":true}]}");
+    char *child2 = t_task_session(h, 1);
+    emit_usage(h, child2, "msg_d", 1000, 0, 0, 0, 0, 0.5);
+    flush(h);
+    out = t_tool(h, s, "background_list", "{}");
+    like(out, "\nUsage of the listed tasks: 15,690 tokens (in 13,345, out 2,000, reasoning 345, cache read "
+              "1,000,000, write 0), $0.5123",
+         "the total line sums the listed tasks");
+    free(out);
+    out = t_tool(h, s, "background_list", "{\"status\":\"running\",\"batch_id\":\"none\"}");
+    unlike(out, "Usage of the listed tasks", "no total line for an empty listing");
+    free(out);
+
+    /* The run ends: its notification carries the usage. */
+    char *req = sim_permission_open(h, child);
+    is_int(sim_permission_reply(h, req, "once", NULL), 0, "the question is answered");
+    is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task completes");
+    is_int(t_wait_messages_with(h, s, "Background task completed: ", 1, 5000), 0, "the parent is notified");
+    char *note = t_message_with(h, s, "Background task completed: ");
+    like(note, "\nUsage: " PHRASE "\n", "the notification gives the usage");
+    free(note);
+
+    /* A late report of a finished task still counts. */
+    emit_usage(h, child, "msg_e", 5, 0, 0, 0, 0, 0);
+    flush(h);
+    out = t_output(h, s, id);
+    like(out, "\nUsage: 14,695 tokens (in 12,350,", "a late report is counted");
+    free(out);
+    free(req);
+    free(child2);
+    free(id2);
+    free(child);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+/* ---- budgets ---------------------------------------------------------------- */
+
+static void token_budget(void)
+{
+    sim_host *h = t_host("{\"max_task_tokens\":1000}");
+    char *s = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, s, "Many tokens", "{\"steps\":[{\"hang\":true}]}");
+    char *child = t_task_session(h, 0);
+    emit_usage(h, child, "msg_1", 800, 150, 50, 500000, 0, 0);
+    flush(h);
+    char *out = t_output(h, s, id);
+    like(out, ": running\n", "1,000 tokens (cache reads apart) are within the budget");
+    free(out);
+    emit_usage(h, child, "msg_1", 800, 200, 50, 500000, 0, 0);
+    flush(h);
+    ended_by_guard(h, s, id, child,
+                   "Stopped by the token budget: this task used 1,050 tokens (max_task_tokens is 1000).");
+    is_int(t_sync_notifications(h, s), 0, "notifications flushed");
+    is_int(failures(h, s, id), 1, "exactly one notification");
+    free(child);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+static void cost_budget(void)
+{
+    sim_host *h = t_host(NULL); /* the default: 5 USD a task */
+    char *s = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, s, "Expensive", "{\"steps\":[{\"hang\":true}]}");
+    char *child = t_task_session(h, 0);
+    emit_usage(h, child, "msg_1", 100, 10, 0, 0, 0, 3.0);
+    emit_usage(h, child, "msg_1", 200, 20, 0, 0, 0, 5.0);
+    flush(h);
+    char *out = t_output(h, s, id);
+    like(out, ": running\n", "exactly 5 USD is within the budget");
+    free(out);
+    emit_usage(h, child, "msg_2", 10, 1, 0, 0, 0, 0.02);
+    flush(h);
+    ended_by_guard(h, s, id, child, "Stopped by the cost budget: this task spent $5.02 (max_task_cost_usd is 5).");
+    is_int(t_sync_notifications(h, s), 0, "notifications flushed");
+    is_int(failures(h, s, id), 1, "exactly one notification");
+
+    /* A completed task over its budget (reported late) is not resumed. */
+    char *done = t_launch_script(h, s, "Finished", "{\"steps\":[{\"reply\":\"all done\"}]}");
+    is_int(t_wait_status(h, s, done, "completed", 5000), 0, "another task completes");
+    char *child2 = t_task_session(h, 2); /* after the sync point's */
+    emit_usage(h, child2, "msg_x", 10, 1, 0, 0, 0, 5.5);
+    flush(h);
+    char args[160];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"more\"}", done);
+    size_t prompts = sim_calls(h, "session_prompt", child2);
+    out = t_tool(h, s, "background_resume", args);
+    is_int(t_rc, -EDQUOT, "the resume is refused");
+    char want[200];
+    snprintf(want, sizeof want,
+             "Not resumed: task %s has spent $5.50, its whole budget (max_task_cost_usd is 5). Start a new task "
+             "instead.",
+             done);
+    is_str(out, want, "and says which budget");
+    free(out);
+    is_int(sim_calls(h, "session_prompt", child2), prompts, "nothing was sent to its session");
+    is_int(t_wait_status(h, s, done, "completed", 1000), 0, "the task is still completed");
+    free(child2);
+    free(done);
+    free(child);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+static void session_budget(void)
+{
+    sim_host *h = t_host("{\"max_session_cost_usd\":1}");
+    char *s = sim_session_new(h, NULL, "main");
+    char *a = t_launch_script(h, s, "Task A", "{\"steps\":[{\"hang\":true}]}");
+    char *b = t_launch_script(h, s, "Task B", "{\"steps\":[{\"hang\":true}]}");
+    char *ca = t_task_session(h, 0), *cb = t_task_session(h, 1);
+    emit_usage(h, ca, "msg_a", 100, 10, 0, 0, 0, 0.6);
+    flush(h);
+    char *out = t_output(h, s, b);
+    like(out, ": running\n", "under the session's budget, both run");
+    free(out);
+    emit_usage(h, cb, "msg_b", 100, 10, 0, 0, 0, 0.5);
+    flush(h);
+    const char *text = "Stopped by the session budget: this session's background tasks spent $1.10 "
+                       "(max_session_cost_usd is 1).";
+    ended_by_guard(h, s, b, cb, text);
+    ended_by_guard(h, s, a, ca, text);
+
+    size_t sessions = sim_session_count(h);
+    out = t_tool(h, s, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\"}");
+    is_int(t_rc, -EDQUOT, "a new launch is refused");
+    is_str(out,
+           "Not started: this session's background tasks have spent $1.10, its whole budget "
+           "(max_session_cost_usd is 1). No task was created.",
+           "with a clear text");
+    free(out);
+    out = t_tool(h, s, "Task", "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"explore\","
+                               "\"run_in_background\":true}");
+    is_int(t_rc, -EDQUOT, "Task is refused too");
+    like(out, "No task was created.", "with the same text");
+    free(out);
+    is_int(sim_session_count(h), sessions, "no session was created");
+    out = t_tool(h, s, "background_list", "{}");
+    like(out, "\nTotal: 2 tasks (2 error)", "no task was registered");
+    free(out);
+    out = t_tool(h, s, "background_clear", "{}");
+    free(out);
+    out = t_tool(h, s, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\"}");
+    is_int(t_rc, -EDQUOT, "clearing the tasks does not reset what they spent");
+    free(out);
+    char *other = sim_session_new(h, NULL, "other");
+    char *c = t_launch_script(h, other, "Elsewhere", "{\"steps\":[{\"reply\":\"fine\"}]}");
+    is_int(t_wait_status(h, other, c, "completed", 5000), 0, "another session's budget is its own");
+    free(c);
+    free(other);
+    free(ca);
+    free(cb);
+    free(a);
+    free(b);
+    free(s);
+    sim_destroy(h);
+}
+
+/* ---- runaway tool calls ---------------------------------------------------------- */
+
+#define READ(path) "{\"tool\":\"read\",\"input\":{\"filePath\":\"" path "\"},\"output\":\"x\"}"
+
+static void tool_call_limit(void)
+{
+    sim_host *h = t_host("{\"max_tool_calls\":3}");
+    char *s = sim_session_new(h, NULL, "main");
+    /* Each call's part is updated three times (pending, running, completed): counted once. */
+    char *fine = t_launch_script(h, s, "Three calls",
+                                 "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") ",{\"reply\":\"three\"}]}");
+    is_int(t_wait_status(h, s, fine, "completed", 5000), 0, "three calls are allowed");
+    char *id = t_launch_script(h, s, "Four calls",
+                               "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") "," READ("/d")
+                               ",{\"hang\":true}]}");
+    char *child = t_task_session(h, 1);
+    ended_by_guard(h, s, id, child,
+                   "Stopped by the tool call limit: this task made 4 tool calls (max_tool_calls is 3).");
+    free(child);
+    free(id);
+    free(fine);
+    free(s);
+    sim_destroy(h);
+}
+
+static void repeat_guard(void)
+{
+    sim_host *h = t_host(NULL); /* the default: 5 in a row */
+    char *s = sim_session_new(h, NULL, "main");
+    char *fine = t_launch_script(h, s, "Varied",
+                                 "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") ","
+                                 READ("/a") "," READ("/b") "," READ("/a") "," READ("/a") "," READ("/a") ","
+                                 READ("/a") "," READ("/a") ",{\"reply\":\"varied\"}]}");
+    is_int(t_wait_status(h, s, fine, "completed", 5000), 0, "five in a row, then another call, then five: allowed");
+    char *id = t_launch_script(h, s, "Looping",
+                               "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a")
+                               "," READ("/a") ",{\"hang\":true}]}");
+    char *child = t_task_session(h, 1);
+    ended_by_guard(h, s, id, child,
+                   "Stopped by the repeat guard: this task made the same read call (same input) 6 times in a row "
+                   "(max_repeat_calls is 5).");
+    free(child);
+    free(id);
+    free(fine);
+    free(s);
+    sim_destroy(h);
+}
+
+/* ---- options ------------------------------------------------------------------- */
+
+static void refused_option(const char *json, const char *why)
+{
+    const char *dir = getenv("OCBG_PLUGIN_DIR");
+    sim_host *h = sim_create();
+    is_int(sim_load_plugins(h, dir, json), 0, "%s is refused", json);
+    like(sim_load_error(h), why, "%s: the reason", json);
+    sim_destroy(h);
+}
+
+static void options_checked(void)
+{
+    options o;
+    char err[256];
+    is_int(options_parse(&o, NULL, err, sizeof err), 0, "defaults");
+    is_int(o.max_task_tokens, 20000000, "max_task_tokens: 20,000,000");
+    ok(o.max_task_cost_usd == 5, "max_task_cost_usd: 5");
+    ok(o.max_session_cost_usd == 20, "max_session_cost_usd: 20");
+    is_int(o.max_tool_calls, 1000, "max_tool_calls: 1000");
+    is_int(o.max_repeat_calls, 5, "max_repeat_calls: 5");
+    is_int(o.stale_ms, 1200000, "stale_ms: 20 minutes");
+    is_int(o.max_runtime_ms, 14400000, "max_runtime_ms: 4 hours");
+    is_int(options_parse(&o, "{\"max_task_cost_usd\":0.25,\"max_session_cost_usd\":2.5}", err, sizeof err), 0,
+           "fractions of a dollar are accepted");
+    ok(o.max_task_cost_usd == 0.25 && o.max_session_cost_usd == 2.5, "and kept");
+
+    refused_option("{\"max_task_tokens\":0}",
+                   "option 'max_task_tokens' must be a whole number from 1000 to 2000000000");
+    refused_option("{\"max_task_cost_usd\":0}",
+                   "option 'max_task_cost_usd' must be a number from 0.01 to 1000000 (US dollars)");
+    refused_option("{\"max_session_cost_usd\":\"20\"}",
+                   "option 'max_session_cost_usd' must be a number from 0.01 to 1000000 (US dollars)");
+    refused_option("{\"max_session_cost_usd\":-1}", "option 'max_session_cost_usd' must be a number from 0.01");
+    refused_option("{\"max_tool_calls\":0}", "option 'max_tool_calls' must be a whole number from 1 to 1000000");
+    refused_option("{\"max_repeat_calls\":1}", "option 'max_repeat_calls' must be a whole number from 2 to 1000");
+    refused_option("{\"stale_ms\":999}", "option 'stale_ms' must be a whole number from 1000 to 86400000");
+    refused_option("{\"max_runtime_ms\":true}",
+                   "option 'max_runtime_ms' must be a whole number from 1000 to 604800000");
+    refused_option("{\"max_runtime_ms\":1500.5}", "option 'max_runtime_ms' must be a whole number");
+}
+
+/* The usage phrase's pieces. */
+static void usage_units(void)
+{
+    char buf[32];
+    format_count(buf, sizeof buf, 0);
+    is_str(buf, "0", "0");
+    format_count(buf, sizeof buf, 999);
+    is_str(buf, "999", "999");
+    format_count(buf, sizeof buf, 1234567);
+    is_str(buf, "1,234,567", "1,234,567");
+    format_usd(buf, sizeof buf, 0.0123);
+    is_str(buf, "$0.0123", "cents and below: four decimals");
+    format_usd(buf, sizeof buf, 20.04);
+    is_str(buf, "$20.04", "dollars: two decimals");
+    usage_tracker tr = {0};
+    usage u = {100, 10, 0, 0, 0, 0.1}, d;
+    for (int i = 0; i < USAGE_RECENT_MESSAGES; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "m%d", i);
+        d = usage_tracker_note(&tr, id, &u);
+    }
+    is_int(tr.total.input, 100 * USAGE_RECENT_MESSAGES, "each new message counts");
+    d = usage_tracker_note(&tr, "m0", &u);
+    is_int(d.input, 0, "a repeat of a kept message counts nothing");
+}
+
+int main(void)
+{
+    usage_units();
+    options_checked();
+    usage_summed_and_shown();
+    token_budget();
+    cost_budget();
+    session_budget();
+    tool_call_limit();
+    repeat_guard();
+    return done_testing();
+}
