@@ -5,7 +5,8 @@
  * wake-ups of the plugin's own threads with no active task.
  *
  * The simulated host answers at once; the plugin (ocbg.so from
- * $OCBG_PLUGIN_DIR) runs with its default options (poll_interval_ms 1000).
+ * $OCBG_PLUGIN_DIR) runs with its default options (poll_interval_ms 1000) but
+ * for max_running_agents, raised so that all 100 tasks run.
  * Host calls: the sim's call record, "log" excluded, counted over windows that
  * start and end on a poll tick (a session_status call). Wake-ups: the
  * voluntary + involuntary context switches (/proc/self/task/TID/status) of the
@@ -158,7 +159,7 @@ int main(void)
     }
     tidset before, after;
     list_tids(&before);
-    if (sim_load_plugins(h, dir, NULL) < 1) {
+    if (sim_load_plugins(h, dir, "{\"max_running_agents\":1000}") < 1) { /* 100 tasks all running */
         fprintf(stderr, "bench_hostcalls: no plugin loaded from %s: %s\n", dir, sim_load_error(h));
         sim_destroy(h);
         return 1;

@@ -8,9 +8,10 @@
  * the new session created and prompted. p50 and p99 over SAMPLES hand-overs,
  * with the queue kept at 10,000 tasks (and, for comparison, at 10: the
  * _q10 figures); the two must be alike.
- * list_us: background_list in the session that launched them all (its
+ * list_pending_us: background_list in the session that launched them all (its
  * lines capped, its totals over all), median over LIST_RUNS calls, with
- * 10,000 and with 10 tasks queued (list_q10_us).
+ * 10,000 and with 10 tasks queued (list_pending_q10_us). (list_us, from
+ * bench_registry, is a list among 10,000 running tasks of other sessions.)
  *
  * Checks: every hand-over starts the oldest pending task (its prompt carries
  * its launch number); the list reports the right total and pending count.
@@ -177,7 +178,7 @@ static void run(const ocp_plugin *p, unsigned queued, const char *suffix)
     printf("%s: %.1f us\n", name, bench_quantile(admit, n, 0.99));
     /* done: WARMUP + SAMPLES completed; 1 running; `queued` pending */
     double list = list_median(p, par, launched, queued);
-    printf("list%s_us: %.1f us (%u tasks, %u pending)\n", suffix, list, launched, queued);
+    printf("list_pending%s_us: %.1f us (%u tasks, %u pending)\n", suffix, list, launched, queued);
     bench_tool(p, par, "background_clear", "{}", NULL); /* frees the slot for the next run */
     free(par);
 }

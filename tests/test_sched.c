@@ -404,8 +404,8 @@ static void bad_options(void)
     static const struct {
         const char *json, *want;
     } cases[] = {
-        {"{\"max_running_agents\":0}", "option 'max_running_agents' must be a whole number from 1 to 1000"},
-        {"{\"max_running_shells\":-1}", "option 'max_running_shells' must be a whole number from 1 to 1000"},
+        {"{\"max_running_agents\":0}", "option 'max_running_agents' must be a whole number from 1 to 100000"},
+        {"{\"max_running_shells\":-1}", "option 'max_running_shells' must be a whole number from 1 to 100000"},
         {"{\"max_queued\":1.5}", "option 'max_queued' must be a whole number from 0 to 100000"},
         {"{\"max_running_per_agent\":3}", "option 'max_running_per_agent' must be an object of agent names to caps"},
         {"{\"max_running_per_agent\":{\"explore\":0}}",

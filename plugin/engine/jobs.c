@@ -22,6 +22,15 @@ void jobs_push(job_queue *q, job *j)
     pthread_cond_signal(q->wake);
 }
 
+void jobs_push_front(job_queue *q, job *first, job *last)
+{
+    last->next = q->jobs;
+    if (q->jobs_tail == &q->jobs)
+        q->jobs_tail = &last->next;
+    q->jobs = first;
+    pthread_cond_signal(q->wake);
+}
+
 job *jobs_pop(job_queue *q)
 {
     job *j = q->jobs;

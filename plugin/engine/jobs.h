@@ -51,6 +51,9 @@ typedef struct job_queue {
 void jobs_init(job_queue *q, pthread_cond_t *wake);
 /* Queue j (owned by the queue from now) and wake the worker. */
 void jobs_push(job_queue *q, job *j);
+/* Queue the chain first..last (linked by next) before every job already
+ * queued, in its order. */
+void jobs_push_front(job_queue *q, job *first, job *last);
 /* The next job (the caller's to free with job_free), or NULL. */
 job *jobs_pop(job_queue *q);
 void job_free(job *j);

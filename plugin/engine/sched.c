@@ -44,14 +44,19 @@ void sched_why_waiting(ocbg *o, const lane *l, strbuf *out)
                   o->opt.max_running_agents);
 }
 
-static void queue_start(ocbg *o, task *t)
+/* Admit t: it holds its slot from now; its start joins `starts`. */
+static void admit(ocbg *o, task *t, job **first, job **last)
 {
     registry_set_status(&o->reg, t, TASK_RUNNING, ocbg_now(o));
     job *j = xcalloc(1, sizeof *j);
     j->kind = JOB_START;
     memcpy(j->task_id, t->id, sizeof j->task_id);
     j->run = t->run;
-    jobs_push(&o->q, j);
+    if (*last)
+        (*last)->next = j;
+    else
+        *first = j;
+    *last = j;
 }
 
 /* The open agent lane whose oldest pending task is the oldest, or NULL. */
@@ -69,10 +74,15 @@ void sched_pump(ocbg *o)
     lanes *ls = &o->reg.lanes;
     if (ls->queued == 0)
         return;
+    job *first = NULL, *last = NULL;
     for (lane *l; (l = next_agent_lane(o));)
-        queue_start(o, l->qhead);
+        admit(o, l->qhead, &first, &last);
     while (ls->shell.qhead && lane_open(o, &ls->shell))
-        queue_start(o, ls->shell.qhead);
+        admit(o, ls->shell.qhead, &first, &last);
+    /* Before the notifications already queued: a waiting task's start is
+     * what the slot was freed for. */
+    if (first)
+        jobs_push_front(&o->q, first, last);
 }
 
 void sched_freed(void *engine)

@@ -109,12 +109,7 @@ void lanes_set_retrying(lanes *ls, task *t, bool retrying)
     }
 }
 
-unsigned lanes_ahead(const lanes *ls, const task *t)
+unsigned lanes_queued_of(const lanes *ls, task_type type)
 {
-    unsigned n = 0;
-    const lane *first = t->type == TASK_SHELL ? &ls->shell : ls->all;
-    for (const lane *l = first; l; l = t->type == TASK_SHELL ? NULL : l->next)
-        for (const task *q = l->qhead; q && q->qseq < t->qseq; q = q->qnext)
-            n++;
-    return n;
+    return type == TASK_SHELL ? ls->shell.queued : ls->queued - ls->shell.queued;
 }

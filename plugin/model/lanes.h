@@ -57,8 +57,8 @@ void lanes_release(lanes *ls, task *t);
 /* Mark or clear "the host retries t's rate-limited call". */
 void lanes_set_retrying(lanes *ls, task *t, bool retrying);
 
-/* How many pending tasks are ahead of t in launch order, across every lane
- * of its kind. O(queued). */
-unsigned lanes_ahead(const lanes *ls, const task *t);
+/* How many tasks of this kind (agents, or commands) are pending. O(1): for
+ * a task just queued, the number ahead of it is one less. */
+unsigned lanes_queued_of(const lanes *ls, task_type type);
 
 #endif

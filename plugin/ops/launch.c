@@ -27,14 +27,15 @@ static int admit(ocbg *o, task_type type, const char *agent, task_status *s, str
     return -EAGAIN;
 }
 
-/* The line a queued launch adds to its answer. Lock held. */
+/* The line a queued launch adds to its answer (t was just queued: every
+ * pending task of its kind is ahead of it). Lock held. */
 static void queued_note(ocbg *o, const task *t, strbuf *note)
 {
     sb_puts(note, "Queued: ");
     sched_why_waiting(o, t->lane, note);
     sb_printf(note, "; it starts when a slot frees (%u ahead of it in the queue). Its status is pending until "
                     "then.",
-              lanes_ahead(&o->reg.lanes, t));
+              lanes_queued_of(&o->reg.lanes, t->type) - 1);
 }
 
 /* A task of the caller's session, registered with what both kinds share.
