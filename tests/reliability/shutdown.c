@@ -76,7 +76,8 @@ int main(void)
         bail_out("OCBG_PLUGIN_DIR is not set");
     sim_host *h = sim_create();
     int threads_before = threads_now();
-    if (sim_load_plugins(h, dir, "{\"poll_interval_ms\":50,\"shell_kill_grace_ms\":200}") != 1)
+    /* 100 tasks all running at shutdown: the cap raised (the scheduler has its own tests) */
+    if (sim_load_plugins(h, dir, "{\"poll_interval_ms\":50,\"shell_kill_grace_ms\":200,\"max_running_agents\":1000}") != 1)
         bail_out("cannot load ocbg: %s", sim_load_error(h));
     char *parent = sim_session_new(h, NULL, "main");
     char *other = sim_session_new(h, NULL, "other");
