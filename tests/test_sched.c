@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "shelltest.h"
 #include "testlib.h"
 
@@ -37,25 +35,6 @@ static char *launch_gated(sim_host *h, const char *parent, const char *name, con
     return t_tool(h, parent, "background_task", args);
 }
 
-/* The session the plugin prompted with `needle` in the body (malloc'd), or NULL. */
-static char *session_prompted_with(sim_host *h, const char *needle)
-{
-    char *json = sim_calls_json(h);
-    cJSON *calls = cJSON_Parse(json);
-    free(json);
-    char *out = NULL;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, calls)
-    {
-        const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(c, "fn"));
-        const char *body = cJSON_GetStringValue(cJSON_GetObjectItem(c, "body"));
-        if (!out && fn && strcmp(fn, "session_prompt") == 0 && body && strstr(body, needle))
-            out = strdup(cJSON_GetStringValue(cJSON_GetObjectItem(c, "session")));
-    }
-    cJSON_Delete(calls);
-    return out;
-}
-
 typedef struct gate_arg {
     const char *name;
 } gate_arg;
@@ -65,7 +44,7 @@ static int gate_open(sim_host *h, void *arg)
 {
     char needle[64];
     snprintf(needle, sizeof needle, "gated %s", ((gate_arg *)arg)->name);
-    char *s = session_prompted_with(h, needle);
+    char *s = t_prompted_session(h, needle, 0);
     char *q = s ? sim_permission_open(h, s) : NULL;
     free(s);
     free(q);
@@ -80,7 +59,7 @@ static void release(sim_host *h, const char *name)
         bail_out("task %s never asked its question", name);
     char needle[64];
     snprintf(needle, sizeof needle, "gated %s", name);
-    char *s = session_prompted_with(h, needle);
+    char *s = t_prompted_session(h, needle, 0);
     char *q = sim_permission_open(h, s);
     sim_permission_reply(h, q, "once", NULL);
     free(q);
@@ -91,7 +70,7 @@ static int started(sim_host *h, const char *name)
 {
     char needle[64];
     snprintf(needle, sizeof needle, "gated %s", name);
-    char *s = session_prompted_with(h, needle);
+    char *s = t_prompted_session(h, needle, 0);
     free(s);
     return s != NULL;
 }
@@ -229,7 +208,7 @@ static void retry_pauses_admission(void)
     free(out);
     gate_arg r1 = {"R1"};
     sim_wait(h, gate_open, &r1, tap_timeout_ms(5000));
-    char *s1 = session_prompted_with(h, "gated R1");
+    char *s1 = t_prompted_session(h, "gated R1", 0);
     emit_status(h, s1, "retry");
     out = launch_gated(h, parent, "R2", "explore");
     like(out, "Status: pending", "while the host retries an explore task, a new explore task waits");

@@ -128,6 +128,11 @@ char *t_launch_script(sim_host *h, const char *session, const char *description,
 
 char *t_task_session(sim_host *h, int n)
 {
+    return t_prompted_session(h, "\"tools\"", n);
+}
+
+char *t_prompted_session(sim_host *h, const char *needle, int n)
+{
     char *json = sim_calls_json(h);
     cJSON *calls = cJSON_Parse(json);
     free(json);
@@ -139,7 +144,7 @@ char *t_task_session(sim_host *h, int n)
         const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(c, "fn"));
         const char *body = cJSON_GetStringValue(cJSON_GetObjectItem(c, "body"));
         const char *ses = cJSON_GetStringValue(cJSON_GetObjectItem(c, "session"));
-        if (!fn || strcmp(fn, "session_prompt") != 0 || !body || !ses || !strstr(body, "\"tools\""))
+        if (!fn || strcmp(fn, "session_prompt") != 0 || !body || !ses || !strstr(body, needle))
             continue;
         if (seen++ == n) {
             out = strdup(ses);

@@ -47,6 +47,10 @@ char *t_launch_script(sim_host *h, const char *session, const char *description,
  * prompted, i.e. the n-th session_prompt call that denies tools; NULL if none. */
 char *t_task_session(sim_host *h, int n);
 
+/* The session (malloc'd) of the n-th session_prompt call whose body contains
+ * needle; NULL if none. */
+char *t_prompted_session(sim_host *h, const char *needle, int n);
+
 /* background_output for a task (block false); returns its answer, sets t_rc. */
 char *t_output(sim_host *h, const char *session, const char *task_id);
 
