@@ -25,6 +25,7 @@ static const int_option int_options[] = {
     {"max_running_agents", offsetof(options, max_running_agents), 1, 100000, 5},
     {"max_running_shells", offsetof(options, max_running_shells), 1, 100000, 8},
     {"max_queued", offsetof(options, max_queued), 0, 100000, 20},
+    {"max_depth", offsetof(options, max_depth), 1, OPTIONS_MAX_DEPTH, 1},
     {"max_task_tokens", offsetof(options, max_task_tokens), 1000, 2000000000, 20000000},
     {"max_tool_calls", offsetof(options, max_tool_calls), 1, 1000000, 1000},
     {"max_repeat_calls", offsetof(options, max_repeat_calls), 2, 1000, 5},

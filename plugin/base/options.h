@@ -37,6 +37,8 @@ typedef struct options {
     int max_running_agents; /* agent tasks running at once, all sessions together */
     int max_running_shells; /* background commands running at once */
     int max_queued;        /* pending tasks (agents and commands) before a launch is refused */
+    int max_depth;         /* how deep tasks nest: 1 = a task may not launch tasks of its own */
+#define OPTIONS_MAX_DEPTH 10 /* max_depth's highest value */
     agent_cap agent_caps[AGENT_CAPS_MAX]; /* per-agent caps, agent_cap_count used */
     int agent_cap_count;
     bool face_opencode;    /* register background_* */

@@ -53,9 +53,53 @@ void engine_request_abort(ocbg *o, const char *session_id)
 
 void engine_push_notice(ocbg *o, notice *n)
 {
+    parent *p = registry_parent(&o->reg, n->parent_session);
+    if (p)
+        p->notices_out++;
     job *j = xcalloc(1, sizeof *j);
     j->kind = JOB_NOTIFY;
     j->notice = n;
+    jobs_push(&o->q, j);
+}
+
+/* p's session is a task's that waits for the tasks it launched: once they
+ * have all ended and their notices are out, it is checked again (it
+ * completes with its answer unless a notice woke it). */
+static void check_launcher(ocbg *o, parent *p)
+{
+    if (p->active > 0 || p->notices_out > 0)
+        return;
+    task *a = registry_find_session(&o->reg, p->session_id);
+    if (a && a->awaiting)
+        engine_request_finalize(o, a);
+}
+
+void engine_notice_settled(ocbg *o, const char *session_id)
+{
+    parent *p = registry_parent(&o->reg, session_id);
+    if (!p)
+        return;
+    if (p->notices_out > 0)
+        p->notices_out--;
+    check_launcher(o, p);
+}
+
+bool engine_launcher_waits(ocbg *o, const task *t)
+{
+    parent *own = t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
+    return own && (own->active > 0 || own->notices_out > 0);
+}
+
+/* t's run ended: what its session launched and still runs is cancelled by
+ * the worker (not here: callers may be walking the active list). */
+static void cascade(ocbg *o, const task *t)
+{
+    parent *own = t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
+    if (!own || own->active == 0)
+        return;
+    job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_CASCADE;
+    j->session_id = xstrdup(t->session_id);
     jobs_push(&o->q, j);
 }
 
@@ -78,7 +122,9 @@ void engine_permission_asked(ocbg *o, task *t, const char *request_id, const cha
     n->parent_session = xstrdup(t->parent->session_id);
     n->agent = xstrdup(t->parent_agent);
     n->text = format_permission_notice(t);
-    n->wake = true;
+    /* A task that launched tasks cannot answer the user's questions: its
+     * session is told without a turn (the person sees the question). */
+    n->wake = registry_find_session(&o->reg, t->parent->session_id) == NULL;
     n->permission_request = xstrdup(request_id);
     engine_push_notice(o, n);
 }
@@ -146,6 +192,8 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
         t->delivered_run = t->run;
     else if (s != TASK_CANCELLED)
         queue_notice(o, t, now);
+    cascade(o, t);
+    check_launcher(o, t->parent);
     engine_wake_waiters(o);
     free(guard);
 }
@@ -207,12 +255,30 @@ int engine_run_start(ocbg *o, task_type type, const char *task_id, char **err)
     return o->runners[type]->start(o->runners[type], task_id, err);
 }
 
+/* Stop and remove p's tasks and, first, what their sessions launched.
+ * levels bounds the walk (a host could name a session its own ancestor). */
+static void drop_tree(ocbg *o, parent *p, int levels)
+{
+    for (task *t = p->head; t; t = t->pnext) {
+        engine_stop_task_now(o, t);
+        parent *own = t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
+        if (own && own != p && levels > 0)
+            drop_tree(o, own, levels - 1);
+    }
+    registry_remove_parent(&o->reg, p);
+}
+
 void engine_drop_parent(ocbg *o, parent *p)
 {
-    for (task *t = p->head; t; t = t->pnext)
-        engine_stop_task_now(o, t);
-    registry_remove_parent(&o->reg, p);
+    drop_tree(o, p, OPTIONS_MAX_DEPTH);
     engine_wake_waiters(o);
+}
+
+void engine_drop_descendants(ocbg *o, const task *t)
+{
+    parent *own = t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
+    if (own && own != t->parent)
+        engine_drop_parent(o, own);
 }
 
 char *engine_take_held(ocbg *o, const char *session_id)

@@ -63,6 +63,7 @@ typedef struct ocbg {
     uint64_t worker_wakeups;
     uint64_t polls;
     map spend; /* parent session id → what its tasks cost (engine/guards.c); kept through clears */
+    notice *parked; /* waking notices for awaiting tasks, until a slot frees (engine/sched.c); FIFO */
 } ocbg;
 
 /* What a host event says about one session (decoded by hooks/events.c). */
@@ -162,9 +163,18 @@ void engine_stop_task_now(ocbg *o, task *t);
  * through engine_finish. */
 void engine_stop_task(ocbg *o, task *t);
 
-/* Remove a parent session's tasks (the parent was deleted): running ones are
- * aborted, waiters on them are told. */
+/* Remove a parent session's tasks (the parent was deleted), and the tasks
+ * their sessions launched, to the bottom: running ones are aborted, waiters
+ * on them are told. p is freed. */
 void engine_drop_parent(ocbg *o, parent *p);
+/* Remove what task t's session launched (t is being cleared), as above. */
+void engine_drop_descendants(ocbg *o, const task *t);
+/* A notice for session_id was pushed, dropped or kept for the parent's next
+ * answer (it is no longer on its way). */
+void engine_notice_settled(ocbg *o, const char *session_id);
+/* Does t's session wait for tasks it launched (some still active, or their
+ * notices not yet pushed)? Then an answer of t's is not its result yet. */
+bool engine_launcher_waits(ocbg *o, const task *t);
 
 /* Block until done(o, arg) is true, the monotonic deadline passes, ctx is
  * cancelled or the plugin shuts down. done is called with the lock held. */

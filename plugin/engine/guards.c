@@ -95,11 +95,19 @@ void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u)
     t->progress_mono = mono_ms();
     if (usage_is_zero(&d))
         return; /* a repeat, or an older update */
-    session_spend *s = spend_of(o, t->parent->session_id);
-    s->cost += d.cost;
     if (task_status_active(t->status))
         check_task_budgets(o, t);
-    check_session_budget(o, t->parent, s->cost);
+    /* A nested task's spend is its launcher's session's, and every
+     * ancestor's up to the person's session: each budget covers everything
+     * below it. */
+    parent *p = t->parent;
+    for (int level = 0; p && level <= OPTIONS_MAX_DEPTH; level++) {
+        session_spend *s = spend_of(o, p->session_id);
+        s->cost += d.cost;
+        check_session_budget(o, p, s->cost);
+        task *launcher = registry_find_session(&o->reg, p->session_id);
+        p = launcher ? launcher->parent : NULL;
+    }
 }
 
 /* ---- runaway tool calls ------------------------------------------------------ */

@@ -17,6 +17,7 @@ typedef enum job_kind {
     JOB_NOTIFY,   /* push a notification into the parent session */
     JOB_ABORT,    /* abort a session */
     JOB_START,    /* start the run of a task the scheduler admitted from the queue */
+    JOB_CASCADE,  /* a task's run ended: cancel what its session launched that still runs */
 } job_kind;
 
 typedef struct notice {
@@ -37,7 +38,7 @@ typedef struct job {
     job_kind kind;
     char task_id[TASK_ID_SIZE];
     unsigned run;
-    char *session_id; /* JOB_ABORT */
+    char *session_id; /* JOB_ABORT, JOB_CASCADE */
     notice *notice;   /* JOB_NOTIFY */
     struct job *next;
 } job;

@@ -30,6 +30,11 @@ static void close_runners(ocbg *o)
 static void free_state(ocbg *o)
 {
     jobs_free_all(&o->q);
+    while (o->parked) {
+        notice *n = o->parked;
+        o->parked = n->next;
+        notice_free(n);
+    }
     registry_free(&o->reg);
     guards_free(o);
     pthread_cond_destroy(&o->work_cv);

@@ -27,6 +27,9 @@ static void on_idle(ocbg *o, task *t)
  * scheduler admits no more of its agent) until the host gets through. */
 static void on_busy(ocbg *o, task *t, bool retrying)
 {
+    /* Woken by someone else than its tasks' notice (the user typed into its
+     * session): it works, so it holds a slot again. */
+    registry_set_awaiting(&o->reg, t, false);
     lanes_set_retrying(&o->reg.lanes, t, retrying);
     t->seen_busy = true;
     t->idle_checks = 0;

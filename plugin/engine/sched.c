@@ -5,8 +5,7 @@
 
 #include "base/util.h"
 
-/* May a task of lane l start now? */
-static bool lane_open(ocbg *o, const lane *l)
+bool sched_lane_open(ocbg *o, const lane *l)
 {
     const lanes *ls = &o->reg.lanes;
     if (l == &ls->shell)
@@ -21,8 +20,8 @@ admission sched_admission(ocbg *o, task_type type, const char *agent)
     lanes *ls = &o->reg.lanes;
     lane *l = lanes_of(ls, type, agent);
     /* Open lanes have no one waiting (every release pumps), so a task that
-     * starts at once jumps no queue. */
-    if (lane_open(o, l) && l->queued == 0)
+     * starts at once jumps no queue; nor a woken launcher's slot. */
+    if (sched_lane_open(o, l) && l->queued == 0 && (type == TASK_SHELL || !o->parked))
         return ADMIT_NOW;
     return ls->queued < (unsigned)o->opt.max_queued ? ADMIT_QUEUE : ADMIT_FULL;
 }
@@ -44,6 +43,16 @@ void sched_why_waiting(ocbg *o, const lane *l, strbuf *out)
                   o->opt.max_running_agents);
 }
 
+/* Append j to the chain first..last. */
+static void chain(job *j, job **first, job **last)
+{
+    if (*last)
+        (*last)->next = j;
+    else
+        *first = j;
+    *last = j;
+}
+
 /* Admit t: it holds its slot from now; its start joins `starts`. */
 static void admit(ocbg *o, task *t, job **first, job **last)
 {
@@ -52,11 +61,7 @@ static void admit(ocbg *o, task *t, job **first, job **last)
     j->kind = JOB_START;
     memcpy(j->task_id, t->id, sizeof j->task_id);
     j->run = t->run;
-    if (*last)
-        (*last)->next = j;
-    else
-        *first = j;
-    *last = j;
+    chain(j, first, last);
 }
 
 /* The open agent lane whose oldest pending task is the oldest, or NULL. */
@@ -64,20 +69,52 @@ static lane *next_agent_lane(ocbg *o)
 {
     lane *best = NULL;
     for (lane *l = o->reg.lanes.all; l; l = l->next)
-        if (l->qhead && (!best || l->qhead->qseq < best->qhead->qseq) && lane_open(o, l))
+        if (l->qhead && (!best || l->qhead->qseq < best->qhead->qseq) && sched_lane_open(o, l))
             best = l;
     return best;
+}
+
+void sched_park(ocbg *o, notice *n)
+{
+    n->next = NULL;
+    notice **pp = &o->parked;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = n;
+}
+
+/* Parked waking notices whose task can take a slot now (or no longer
+ * waits for one) go out first, oldest first: each task they wake was
+ * admitted long before anything in the queue. */
+static void unpark(ocbg *o, job **first, job **last)
+{
+    for (notice **pp = &o->parked; *pp;) {
+        notice *n = *pp;
+        task *a = registry_find_session(&o->reg, n->parent_session);
+        if (a && a->awaiting) {
+            if (!sched_lane_open(o, a->lane)) {
+                pp = &n->next;
+                continue;
+            }
+            registry_set_awaiting(&o->reg, a, false);
+        }
+        *pp = n->next;
+        n->next = NULL;
+        job *j = xcalloc(1, sizeof *j);
+        j->kind = JOB_NOTIFY;
+        j->notice = n;
+        chain(j, first, last);
+    }
 }
 
 void sched_pump(ocbg *o)
 {
     lanes *ls = &o->reg.lanes;
-    if (ls->queued == 0)
-        return;
     job *first = NULL, *last = NULL;
-    for (lane *l; (l = next_agent_lane(o));)
+    unpark(o, &first, &last);
+    for (lane *l; ls->queued > 0 && (l = next_agent_lane(o));)
         admit(o, l->qhead, &first, &last);
-    while (ls->shell.qhead && lane_open(o, &ls->shell))
+    while (ls->shell.qhead && sched_lane_open(o, &ls->shell))
         admit(o, ls->shell.qhead, &first, &last);
     /* Before the notifications already queued: a waiting task's start is
      * what the slot was freed for. */
@@ -88,7 +125,7 @@ void sched_pump(ocbg *o)
 void sched_freed(void *engine)
 {
     ocbg *o = engine;
-    if (o->reg.lanes.queued == 0)
+    if (o->reg.lanes.queued == 0 && !o->parked)
         return;
     o->sched_due = true;
     pthread_cond_signal(&o->work_cv);

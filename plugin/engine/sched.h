@@ -3,7 +3,10 @@
  * the start of waiting tasks, oldest first, as slots free up. The caps come
  * from the options (max_running_agents, max_running_per_agent,
  * max_running_shells, max_queued); a lane whose host reports a rate-limit
- * retry for one of its tasks admits nothing more until the retry clears.
+ * retry for one of its tasks admits nothing more until the retry clears. A
+ * task whose session waits for the tasks it launched holds no slot (so
+ * they can run: nesting never deadlocks); the notice that wakes it waits
+ * for a slot like a start does, ahead of the queue.
  * Every function runs with the engine lock held and never blocks.
  */
 #ifndef OCBG_SCHED_H
@@ -27,8 +30,17 @@ admission sched_admission(ocbg *o, task_type type, const char *agent);
  * (max_running_agents 5)"); written to out. */
 void sched_why_waiting(ocbg *o, const lane *l, strbuf *out);
 
-/* Start every pending task that may start now, oldest first: each is set
- * running and its start queued for the worker. */
+/* May a task of lane l (start or wake) take a slot now? */
+bool sched_lane_open(ocbg *o, const lane *l);
+
+/* Keep waking notice n (owned from now) until the awaiting task whose
+ * session it goes to can take a slot again: its tasks ended, and its next
+ * turn is a run like any other. */
+void sched_park(ocbg *o, notice *n);
+
+/* Send the parked notices whose tasks may take a slot now, then start every
+ * pending task that may start now, oldest first: each is set running and
+ * its start queued for the worker. */
 void sched_pump(ocbg *o);
 
 /* The lanes' "a slot freed" callback: have the worker pump. */

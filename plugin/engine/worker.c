@@ -45,6 +45,12 @@ static void run_finalize(ocbg *o, job *j)
     if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling) {
         if (rc == -ENOENT) {
             engine_finish(o, t, TASK_ERROR, "The task's session no longer exists.", NULL);
+        } else if (out.kind == OUTCOME_COMPLETED && engine_launcher_waits(o, t)) {
+            /* It answered, but tasks it launched still run: it waits for
+             * their notices, without a slot, and answers again. */
+            t->finalizing = false;
+            t->recheck = false;
+            registry_set_awaiting(&o->reg, t, true);
         } else if (out.kind == OUTCOME_COMPLETED) {
             engine_finish(o, t, TASK_COMPLETED, out.text, out.message_id);
         } else if (out.kind == OUTCOME_ERROR) {
@@ -71,19 +77,40 @@ static void run_finalize(ocbg *o, job *j)
     free(prev);
 }
 
-static void run_notify(ocbg *o, job *j)
+/* A waking notice into the session of a task that waits for its tasks (it
+ * holds no slot) needs a slot: taken now if its lane is open; false if not. */
+static bool wake_slot(ocbg *o, const notice *n)
+{
+    task *a = registry_find_session(&o->reg, n->parent_session);
+    if (!a || !a->awaiting)
+        return true;
+    if (!sched_lane_open(o, a->lane))
+        return false;
+    registry_set_awaiting(&o->reg, a, false);
+    return true;
+}
+
+/* Push j's notice. true: it is settled (pushed, moot, or kept for the
+ * parent's next answer); false: it stays on its way (parked for a slot, or
+ * to be retried), j->notice taken. */
+static bool push_notice(ocbg *o, job *j)
 {
     notice *n = j->notice;
     task *t = registry_find(&o->reg, n->task_id);
     /* Gone (cleared, parent deleted) or already returned by a blocking wait. */
     if (!t || o->stopping)
-        return;
+        return true;
     if (n->permission_request) {
         /* A question answered before its notice went out needs no notice. */
         if (!t->permission_request || strcmp(t->permission_request, n->permission_request) != 0)
-            return;
+            return true;
     } else if (t->delivered_run == n->run) {
-        return;
+        return true;
+    }
+    if (n->wake && !wake_slot(o, n)) {
+        j->notice = NULL;
+        sched_park(o, n);
+        return false;
     }
     char *session = xstrdup(n->parent_session), *agent = xstrdup(n->agent), *text = xstrdup(n->text);
     bool wake = n->wake;
@@ -94,22 +121,20 @@ static void run_notify(ocbg *o, job *j)
     free(session);
     free(agent);
     free(text);
-    if (rc == 0 || rc == -ENOENT) { /* delivered, or the parent is gone */
-        free(err);
-        return;
-    }
     free(err);
+    if (rc == 0 || rc == -ENOENT) /* delivered, or the parent is gone */
+        return true;
     if (n->attempts < o->opt.notify_retries) {
         n->next_try = mono_ms() + ((int64_t)o->opt.notify_retry_ms << n->attempts);
         n->attempts++;
         j->notice = NULL;
         jobs_retry_later(&o->q, n);
-        return;
+        return false;
     }
     /* Out of retries: hold it for the parent's next ocbg answer (a question
      * will be stale by then: the task's status shows it). */
     if (n->permission_request)
-        return;
+        return true;
     parent *p = registry_parent(&o->reg, n->parent_session);
     if (p && registry_find(&o->reg, n->task_id)) {
         held_notice *h = xcalloc(1, sizeof *h);
@@ -117,6 +142,33 @@ static void run_notify(ocbg *o, job *j)
         n->text = NULL;
         *p->held_tail = h;
         p->held_tail = &h->next;
+    }
+    return true;
+}
+
+static void run_notify(ocbg *o, job *j)
+{
+    char *session = xstrdup(j->notice->parent_session);
+    if (push_notice(o, j))
+        engine_notice_settled(o, session);
+    free(session);
+}
+
+/* A task's run ended: what its session launched and still runs is
+ * cancelled (each one's own launches follow by the same job). */
+static void run_cascade(ocbg *o, job *j)
+{
+    parent *p = registry_parent(&o->reg, j->session_id);
+    for (task *c = p ? p->head : NULL; c; c = c->pnext) {
+        if (!task_status_active(c->status))
+            continue;
+        if (c->type == TASK_SHELL && c->status != TASK_PENDING) {
+            engine_stop_task(o, c); /* its exit ends it, cancelled */
+            continue;
+        }
+        if (c->session_id)
+            engine_request_abort(o, c->session_id);
+        engine_finish(o, c, TASK_CANCELLED, NULL, NULL);
     }
 }
 
@@ -168,6 +220,9 @@ static void run_job(ocbg *o, job *j)
     case JOB_START:
         run_start(o, j);
         break;
+    case JOB_CASCADE:
+        run_cascade(o, j);
+        break;
     }
     job_free(j);
 }
@@ -206,6 +261,8 @@ static void poll_tick(ocbg *o)
                 engine_finish(o, t, TASK_ERROR, "The task's session was deleted.", NULL);
             continue;
         }
+        if (t->awaiting && t->busy_tick != tick)
+            continue; /* idle until its tasks' notice wakes it: nothing to check */
         if (t->busy_tick == tick) {
             t->seen_busy = true;
             t->idle_checks = 0;

@@ -129,8 +129,9 @@ static void lane_leave(registry *r, task *t)
 {
     if (t->status == TASK_PENDING)
         lanes_dequeue(&r->lanes, t);
-    else if (t->status == TASK_RUNNING || t->status == TASK_RESUMED)
+    else if ((t->status == TASK_RUNNING || t->status == TASK_RESUMED) && !t->awaiting)
         lanes_release(&r->lanes, t);
+    t->awaiting = false;
 }
 
 static void lane_enter(registry *r, task *t)
@@ -201,6 +202,17 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
     if (task_status_terminal(s))
         t->completed_ms = now;
     t->last_update_ms = now;
+}
+
+void registry_set_awaiting(registry *r, task *t, bool awaiting)
+{
+    if (t->awaiting == awaiting || (t->status != TASK_RUNNING && t->status != TASK_RESUMED))
+        return;
+    if (awaiting)
+        lanes_release(&r->lanes, t);
+    else
+        lanes_hold(&r->lanes, t);
+    t->awaiting = awaiting;
 }
 
 static void unlink_task(registry *r, task *t)

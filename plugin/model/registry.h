@@ -40,6 +40,7 @@ struct parent {
     unsigned by_status[TASK_STATUS_COUNT]; /* its tasks counted by status */
     task_batch *batch;        /* the batch new tasks join while active > 0; may be NULL */
     held_notice *held, **held_tail;
+    unsigned notices_out; /* notifications queued for this session and not yet pushed */
 };
 
 typedef struct registry {
@@ -72,6 +73,11 @@ task *registry_add(registry *r, const char *parent_session, task_type type, cons
 /* Change status, keeping the active list, the parent's active count, the
  * lanes' slots and queues, and the start and completion times right. */
 void registry_set_status(registry *r, task *t, task_status s, int64_t now);
+
+/* An active agent task whose session is idle while its own tasks run gives
+ * its slot back (awaiting), so they can start; it takes one again before
+ * it is woken. No-op when already so. */
+void registry_set_awaiting(registry *r, task *t, bool awaiting);
 
 /* Unlink and free one task. */
 void registry_remove(registry *r, task *t);

@@ -75,6 +75,8 @@ typedef struct task {
     struct task *qnext, *qprev; /* its lane's queue while pending */
     uint64_t qseq;          /* its place in launch order while pending */
     bool retrying;          /* its host retries a rate-limited call (counted in its lane) */
+    bool awaiting;          /* running, its session idle until its own tasks end: it holds no slot */
+    unsigned depth;         /* 1: launched by a session that is not a task's; else its launcher's + 1 */
     /* usage and guards (model/usage.h, engine/guards.c) */
     struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
     char *guard_error;      /* a guard is stopping its command: the error its run ends with */

@@ -56,6 +56,7 @@ size_t op_cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
         } else if (items[i].rc == 0 || items[i].rc == -ENOENT) {
             engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
             if (remove) {
+                engine_drop_descendants(o, t);
                 registry_remove(&o->reg, t);
                 removed++;
             }
@@ -70,6 +71,7 @@ size_t op_cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
         for (size_t i = 0; remove && i < n; i++) {
             task *t = items[i].session ? NULL : registry_find(&o->reg, items[i].id);
             if (t && !task_status_active(t->status)) {
+                engine_drop_descendants(o, t);
                 registry_remove(&o->reg, t);
                 removed++;
             }

@@ -38,6 +38,7 @@ void op_clear(ocbg *o, const ocp_call_ctx *ctx, clear_result *r)
             sb_printf(&r->kept, "\n- %s: aborting its session failed (%s); it is still running and was kept.", t->id,
                       kept_reason(items, n, t->id));
         } else {
+            engine_drop_descendants(o, t); /* what it launched goes with it */
             registry_remove(&o->reg, t);
             r->cleared++;
         }

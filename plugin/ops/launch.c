@@ -38,12 +38,38 @@ static void queued_note(ocbg *o, const task *t, strbuf *note)
               lanes_queued_of(&o->reg.lanes, t->type) - 1);
 }
 
+/* How deep a task launched from the caller's session nests: 1 from a
+ * session that is no task's, else its task's depth + 1. Lock held. */
+static unsigned depth_of(ocbg *o, const ocp_call_ctx *ctx)
+{
+    task *launcher = registry_find_session(&o->reg, ctx->session_id);
+    return launcher ? launcher->depth + 1 : 1;
+}
+
+/* A task's session may launch only above max_depth: 0, or -EPERM with the
+ * refusal in out (nothing is asked or created). */
+static int check_depth(ocbg *o, const ocp_call_ctx *ctx, strbuf *out)
+{
+    pthread_mutex_lock(&o->mu);
+    unsigned depth = depth_of(o, ctx);
+    pthread_mutex_unlock(&o->mu);
+    if (depth <= (unsigned)o->opt.max_depth)
+        return 0;
+    sb_printf(out,
+              "Not launched: this session is a background task at depth %u, and max_depth is %d, so it cannot start "
+              "background tasks of its own. Do the work in this session instead.",
+              depth - 1, o->opt.max_depth);
+    return -EPERM;
+}
+
 /* A task of the caller's session, registered with what both kinds share.
  * Lock held. */
 static task *register_task(ocbg *o, const ocp_call_ctx *ctx, task_type type, const char *agent, task_status s,
                            const char *description, bool foreground)
 {
+    unsigned depth = depth_of(o, ctx);
     task *t = registry_add(&o->reg, ctx->session_id, type, agent, s, ocbg_now(o));
+    t->depth = depth;
     engine_task_activated(o);
     t->description = xstrdup(description);
     t->parent_message = xstrdup(ctx->message_id);
@@ -89,8 +115,10 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, lau
         sb_puts(out, "The call has no session to launch a task from.");
         return -EINVAL;
     }
-    /* The host's consent first: a refusal leaves nothing behind. */
-    int rc = permission_task(o, ctx, req->agent, req->description, out);
+    /* Depth, then the host's consent: a refusal leaves nothing behind. */
+    int rc = check_depth(o, ctx, out);
+    if (rc == 0)
+        rc = permission_task(o, ctx, req->agent, req->description, out);
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&o->mu);
@@ -124,8 +152,11 @@ int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
         sb_puts(out, "The call has no session to run a command for.");
         return -EINVAL;
     }
-    /* The host's consent first: a refusal runs nothing and registers nothing. */
-    int rc = permission_bash(o, ctx, command, description, out);
+    /* Depth (a background command is a task), then the host's consent: a
+     * refusal runs nothing and registers nothing. */
+    int rc = foreground ? 0 : check_depth(o, ctx, out);
+    if (rc == 0)
+        rc = permission_bash(o, ctx, command, description, out);
     if (rc != 0)
         return rc;
     pthread_mutex_lock(&o->mu);

@@ -138,6 +138,7 @@ typedef struct resume_claim {
     unsigned run, resume_count;
     task_status status;       /* the status found (for RESUME_NOT_COMPLETED) */
     bool block;               /* the caller will wait for the run's result */
+    bool deny_tools;          /* the task is at max_depth: its follow-up gets no ocbg tools */
     int64_t old_completed, old_started;
     char *session, *agent;    /* owned: op_resume_claim_free */
     char why[200];            /* RESUME_NO_SLOT: which cap, in words */

@@ -54,6 +54,7 @@ resume_refusal op_resume_claim(ocbg *o, const ocp_call_ctx *ctx, const char *id,
     c->resume_count = t->resume_count;
     c->session = xstrdup(t->session_id);
     c->agent = xstrdup(t->agent);
+    c->deny_tools = t->depth >= (unsigned)o->opt.max_depth;
     engine_wake_waiters(o);
     return RESUME_OK;
 }
@@ -102,7 +103,7 @@ int op_resume_send(ocbg *o, const ocp_call_ctx *ctx, const resume_claim *c, cons
         return -ESTALE;
     }
     char *err = NULL;
-    rc = hc_session_prompt(&o->api, c->session, prompt, c->agent, false, true, &err);
+    rc = hc_session_prompt(&o->api, c->session, prompt, c->agent, false, c->deny_tools, &err);
     if (rc != 0) {
         char *why = xasprintf("Failed to send the follow-up prompt to the sub-agent: %s", err);
         send_failed(o, c, why);

@@ -22,6 +22,7 @@ typedef struct agent_runner {
 typedef struct start_plan {
     char *parent_session, *parent_message, *description, *agent, *prompt;
     bool fork;
+    bool deny_tools; /* at max_depth: its session gets no ocbg tools */
 } start_plan;
 
 static void plan_free(start_plan *p)
@@ -44,6 +45,7 @@ static bool plan_of(agent_runner *r, const char *task_id, start_plan *p)
         p->agent = xstrdup(t->agent);
         p->prompt = xstrdup(t->prompt);
         p->fork = t->forked;
+        p->deny_tools = t->depth >= (unsigned)r->env.opt->max_depth;
     }
     pthread_mutex_unlock(r->env.mu);
     return t != NULL;
@@ -126,7 +128,7 @@ static int send_prompts(agent_runner *r, const char *task_id, const start_plan *
         if (rc != 0)
             return fail(rc, "Failed to give the forked sub-agent its context", err);
     }
-    int rc = hc_session_prompt(r->env.api, session, p->prompt, p->agent, false, true, err);
+    int rc = hc_session_prompt(r->env.api, session, p->prompt, p->agent, false, p->deny_tools, err);
     return rc != 0 ? fail(rc, "Failed to send the prompt to the sub-agent", err) : 0;
 }
 
