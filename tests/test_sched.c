@@ -13,68 +13,6 @@
 #include "shelltest.h"
 #include "testlib.h"
 
-static sim_host *gated_host(const char *options)
-{
-    sim_host *h = t_host(options);
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    sim_permission_auto(h, NULL, NULL);
-    return h;
-}
-
-/* Launch a gated task of `agent` named `name` (its prompt "gated <name>",
- * its answer "done <name>"); returns the tool's answer. */
-static char *launch_gated(sim_host *h, const char *parent, const char *name, const char *agent)
-{
-    char prompt[64], script[256], args[256];
-    snprintf(prompt, sizeof prompt, "gated %s", name);
-    snprintf(script, sizeof script,
-             "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate %s\"]}},{\"reply\":\"done %s\"}]}",
-             name, name);
-    sim_script(h, prompt, script, 1);
-    snprintf(args, sizeof args, "{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"%s\"}", name, prompt, agent);
-    return t_tool(h, parent, "background_task", args);
-}
-
-typedef struct gate_arg {
-    const char *name;
-} gate_arg;
-
-/* sim_wait predicate: task <name>'s question is open. */
-static int gate_open(sim_host *h, void *arg)
-{
-    char needle[64];
-    snprintf(needle, sizeof needle, "gated %s", ((gate_arg *)arg)->name);
-    char *s = t_prompted_session(h, needle, 0);
-    char *q = s ? sim_permission_open(h, s) : NULL;
-    free(s);
-    free(q);
-    return q != NULL;
-}
-
-/* Let task <name> finish: wait for its question, answer it. */
-static void release(sim_host *h, const char *name)
-{
-    gate_arg a = {name};
-    if (sim_wait(h, gate_open, &a, tap_timeout_ms(5000)) != 0)
-        bail_out("task %s never asked its question", name);
-    char needle[64];
-    snprintf(needle, sizeof needle, "gated %s", name);
-    char *s = t_prompted_session(h, needle, 0);
-    char *q = sim_permission_open(h, s);
-    sim_permission_reply(h, q, "once", NULL);
-    free(q);
-    free(s);
-}
-
-static int started(sim_host *h, const char *name)
-{
-    char needle[64];
-    snprintf(needle, sizeof needle, "gated %s", name);
-    char *s = t_prompted_session(h, needle, 0);
-    free(s);
-    return s != NULL;
-}
-
 static int completion_notices(sim_host *h, const char *parent, const char *id)
 {
     char needle[96];
@@ -84,12 +22,12 @@ static int completion_notices(sim_host *h, const char *parent, const char *id)
 
 static void cap_two_five_launches(void)
 {
-    sim_host *h = gated_host("{\"max_running_agents\":2}");
+    sim_host *h = t_gated_host("{\"max_running_agents\":2}");
     char *parent = sim_session_new(h, NULL, "main");
     const char *names[5] = {"T1", "T2", "T3", "T4", "T5"};
     char *ids[5];
     for (int i = 0; i < 5; i++) {
-        char *out = launch_gated(h, parent, names[i], "explore");
+        char *out = t_launch_gated(h, parent, names[i], "explore");
         is_int(t_rc, 0, "launch %s accepted", names[i]);
         ids[i] = t_find_id(out, "bg_");
         if (i < 2) {
@@ -115,13 +53,12 @@ static void cap_two_five_launches(void)
     free(out);
     /* Each release frees one slot: the oldest pending task starts, in order. */
     for (int i = 0; i < 5; i++) {
-        release(h, names[i]);
+        t_release_gated(h, names[i]);
         is_int(t_wait_status(h, parent, ids[i], "completed", 5000), 0, "%s completes", names[i]);
         if (i + 2 < 5) {
-            gate_arg a = {names[i + 2]};
-            is_int(sim_wait(h, gate_open, &a, tap_timeout_ms(5000)), 0, "%s starts when %s's slot frees",
+            is_int(t_wait_gate_open(h, names[i + 2], 5000), 0, "%s starts when %s's slot frees",
                    names[i + 2], names[i]);
-            ok(i + 3 >= 5 || !started(h, names[i + 3]), "%s still waits its turn", i + 3 < 5 ? names[i + 3] : "-");
+            ok(i + 3 >= 5 || !t_gated_started(h, names[i + 3]), "%s still waits its turn", i + 3 < 5 ? names[i + 3] : "-");
         }
     }
     for (int i = 0; i < 5; i++) {
@@ -136,12 +73,12 @@ static void cap_two_five_launches(void)
 
 static void cancel_pending(void)
 {
-    sim_host *h = gated_host("{\"max_running_agents\":1}");
+    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
     char *parent = sim_session_new(h, NULL, "main");
-    char *out = launch_gated(h, parent, "A", "explore");
+    char *out = t_launch_gated(h, parent, "A", "explore");
     char *a = t_find_id(out, "bg_");
     free(out);
-    out = launch_gated(h, parent, "B", "explore");
+    out = t_launch_gated(h, parent, "B", "explore");
     char *b = t_find_id(out, "bg_");
     free(out);
     char args[64];
@@ -151,10 +88,10 @@ static void cancel_pending(void)
     like(out, "status: cancelled", "and is");
     free(out);
     is_int(t_wait_status(h, parent, b, "cancelled", 5000), 0, "its status is cancelled");
-    release(h, "A");
+    t_release_gated(h, "A");
     is_int(t_wait_status(h, parent, a, "completed", 5000), 0, "the running one completes");
     is_int(t_wait_messages_with(h, parent, a, 1, 5000), 0, "and its notification arrives");
-    ok(!started(h, "B"), "the cancelled task never started");
+    ok(!t_gated_started(h, "B"), "the cancelled task never started");
     is_int(sim_calls(h, "session_create", NULL), 1, "no session was ever created for it");
     is_int(t_count_messages_with(h, parent, b), 0, "no notification for it");
     free(a);
@@ -165,24 +102,23 @@ static void cancel_pending(void)
 
 static void per_agent_cap(void)
 {
-    sim_host *h = gated_host("{\"max_running_per_agent\":{\"explore\":1}}");
+    sim_host *h = t_gated_host("{\"max_running_per_agent\":{\"explore\":1}}");
     char *parent = sim_session_new(h, NULL, "main");
-    char *out = launch_gated(h, parent, "E1", "explore");
+    char *out = t_launch_gated(h, parent, "E1", "explore");
     like(out, "Status: running", "the first explore task runs");
     free(out);
-    out = launch_gated(h, parent, "E2", "explore");
+    out = t_launch_gated(h, parent, "E2", "explore");
     like(out, "Status: pending", "the second waits");
     like(out, "Queued: all 1 explore slots are busy (max_running_per_agent explore: 1)", "for its agent's cap");
     char *e2 = t_find_id(out, "bg_");
     free(out);
-    out = launch_gated(h, parent, "G1", "general");
+    out = t_launch_gated(h, parent, "G1", "general");
     like(out, "Status: running", "another agent's task runs at once");
     free(out);
-    release(h, "E1");
-    gate_arg g = {"E2"};
-    is_int(sim_wait(h, gate_open, &g, tap_timeout_ms(5000)), 0, "E2 starts when E1 ends");
-    release(h, "E2");
-    release(h, "G1");
+    t_release_gated(h, "E1");
+    is_int(t_wait_gate_open(h, "E2", 5000), 0, "E2 starts when E1 ends");
+    t_release_gated(h, "E2");
+    t_release_gated(h, "G1");
     is_int(t_wait_status(h, parent, e2, "completed", 5000), 0, "E2 completes");
     free(e2);
     free(parent);
@@ -202,27 +138,25 @@ static void emit_status(sim_host *h, const char *session, const char *type)
 
 static void retry_pauses_admission(void)
 {
-    sim_host *h = gated_host(NULL);
+    sim_host *h = t_gated_host(NULL);
     char *parent = sim_session_new(h, NULL, "main");
-    char *out = launch_gated(h, parent, "R1", "explore");
+    char *out = t_launch_gated(h, parent, "R1", "explore");
     free(out);
-    gate_arg r1 = {"R1"};
-    sim_wait(h, gate_open, &r1, tap_timeout_ms(5000));
+    t_wait_gate_open(h, "R1", 5000);
     char *s1 = t_prompted_session(h, "gated R1", 0);
     emit_status(h, s1, "retry");
-    out = launch_gated(h, parent, "R2", "explore");
+    out = t_launch_gated(h, parent, "R2", "explore");
     like(out, "Status: pending", "while the host retries an explore task, a new explore task waits");
     like(out, "the host is retrying a rate-limited call of a running explore task", "saying why");
     free(out);
-    out = launch_gated(h, parent, "G", "general");
+    out = t_launch_gated(h, parent, "G", "general");
     like(out, "Status: running", "another agent is not held back");
     free(out);
     emit_status(h, s1, "busy");
-    gate_arg r2 = {"R2"};
-    is_int(sim_wait(h, gate_open, &r2, tap_timeout_ms(5000)), 0, "once the retry clears, the waiting task starts");
-    release(h, "R1");
-    release(h, "R2");
-    release(h, "G");
+    is_int(t_wait_gate_open(h, "R2", 5000), 0, "once the retry clears, the waiting task starts");
+    t_release_gated(h, "R1");
+    t_release_gated(h, "R2");
+    t_release_gated(h, "G");
     free(s1);
     free(parent);
     sim_destroy(h);
@@ -230,11 +164,11 @@ static void retry_pauses_admission(void)
 
 static void queue_full_refused(void)
 {
-    sim_host *h = gated_host("{\"max_running_agents\":1,\"max_queued\":1}");
+    sim_host *h = t_gated_host("{\"max_running_agents\":1,\"max_queued\":1}");
     char *parent = sim_session_new(h, NULL, "main");
-    free(launch_gated(h, parent, "Q1", "explore"));
-    free(launch_gated(h, parent, "Q2", "explore"));
-    char *out = launch_gated(h, parent, "Q3", "explore");
+    free(t_launch_gated(h, parent, "Q1", "explore"));
+    free(t_launch_gated(h, parent, "Q2", "explore"));
+    char *out = t_launch_gated(h, parent, "Q3", "explore");
     is_int(t_rc, -EAGAIN, "a launch over a full queue is refused");
     is_str(out,
            "Not launched: all 1 agent slots are busy (max_running_agents 1), and the queue is full (1 task waiting, "
@@ -250,22 +184,22 @@ static void queue_full_refused(void)
     is_int(t_rc, -EAGAIN, "the Claude face's Task is refused alike");
     like(out, "the queue is full", "with the same reason");
     free(out);
-    release(h, "Q1");
-    release(h, "Q2");
+    t_release_gated(h, "Q1");
+    t_release_gated(h, "Q2");
     free(parent);
     sim_destroy(h);
 }
 
 static void resume_needs_a_slot(void)
 {
-    sim_host *h = gated_host("{\"max_running_agents\":1}");
+    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
     char *parent = sim_session_new(h, NULL, "main");
-    char *out = launch_gated(h, parent, "D", "explore");
+    char *out = t_launch_gated(h, parent, "D", "explore");
     char *d = t_find_id(out, "bg_");
     free(out);
-    release(h, "D");
+    t_release_gated(h, "D");
     t_wait_status(h, parent, d, "completed", 5000);
-    free(launch_gated(h, parent, "H", "explore"));
+    free(t_launch_gated(h, parent, "H", "explore"));
     char args[128];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"more\"}", d);
     out = t_tool(h, parent, "background_resume", args);
@@ -278,7 +212,7 @@ static void resume_needs_a_slot(void)
     is_str(out, want, "with the exact text");
     free(out);
     is_int(t_wait_status(h, parent, d, "completed", 100), 0, "the task is still completed");
-    release(h, "H");
+    t_release_gated(h, "H");
     free(d);
     free(parent);
     sim_destroy(h);
@@ -287,17 +221,17 @@ static void resume_needs_a_slot(void)
 /* A blocking wait on a pending task waits through its time in the queue. */
 static void wait_includes_queue(void)
 {
-    sim_host *h = gated_host("{\"max_running_agents\":1}");
+    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
     char *parent = sim_session_new(h, NULL, "main");
-    free(launch_gated(h, parent, "W1", "explore"));
-    char *out = launch_gated(h, parent, "W2", "explore");
+    free(t_launch_gated(h, parent, "W1", "explore"));
+    char *out = t_launch_gated(h, parent, "W2", "explore");
     char *w2 = t_find_id(out, "bg_");
     free(out);
     char args[128];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":true,\"timeout\":60000}", w2);
     sim_call *c = sim_tool_start(h, parent, "TaskOutput", args);
-    release(h, "W1");
-    release(h, "W2");
+    t_release_gated(h, "W1");
+    t_release_gated(h, "W2");
     int rc;
     is_int(sim_tool_wait(c, tap_timeout_ms(10000), &rc, &out), 0, "the blocking TaskOutput returns");
     like(out, "done W2", "with the result of the task that was queued");
@@ -320,9 +254,9 @@ static int two_tasks_listed(sim_host *h, void *parent)
  * of the queue, and it was never started. */
 static void foreground_task_queued_then_escaped(void)
 {
-    sim_host *h = gated_host("{\"max_running_agents\":1}");
+    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
     char *parent = sim_session_new(h, NULL, "main");
-    free(launch_gated(h, parent, "F1", "explore"));
+    free(t_launch_gated(h, parent, "F1", "explore"));
     sim_call *c = sim_tool_start(h, parent, "Task",
                                  "{\"description\":\"F2\",\"prompt\":\"gated F2\",\"subagent_type\":\"explore\"}");
     is_int(sim_wait(h, two_tasks_listed, parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
@@ -336,8 +270,8 @@ static void foreground_task_queued_then_escaped(void)
     out = t_tool(h, parent, "background_list", "{}");
     like(out, "Total: 1 task", "the foreground task is gone");
     free(out);
-    release(h, "F1");
-    ok(!started(h, "F2"), "it never started");
+    t_release_gated(h, "F1");
+    ok(!t_gated_started(h, "F2"), "it never started");
     free(parent);
     sim_destroy(h);
 }

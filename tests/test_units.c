@@ -36,7 +36,7 @@ static void options_cases(void)
 static void outcome_case(const char *json, const char *prev, outcome_kind kind, const char *text, const char *name)
 {
     outcome out;
-    outcome_from_messages(json, prev, &out);
+    outcome_from_messages(json, prev, true, &out);
     is_int(out.kind, kind, "%s: kind", name);
     if (text)
         is_str(out.text, text, "%s: text", name);
@@ -99,7 +99,7 @@ static void outcome_id_case(const char *json, const char *prev, outcome_kind kin
                             const char *message_id, const char *name)
 {
     outcome out;
-    outcome_from_messages(json, prev, &out);
+    outcome_from_messages(json, prev, true, &out);
     is_int(out.kind, kind, "%s: kind", name);
     is_str(out.text, text, "%s: text", name);
     is_str(out.message_id, message_id, "%s: the message that ended the run", name);
@@ -235,11 +235,34 @@ static void bash_pattern_cases(void)
     bash_pattern_case("cd sub", "[]", "[]");
 }
 
+/* ocbg's notices in a launcher task's session (max_depth > 1). */
+#define M_NOTICE(id, text) M_PROMPT(id, OUTCOME_NOTICE_PREFIX text)
+
+static void notice_cases(void)
+{
+    const char *quiet_after = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("my answer")) ","
+                              M_NOTICE("m3", "task completed: bg_1") "]";
+    outcome_case(quiet_after, NULL, OUTCOME_COMPLETED, "my answer", "a quiet notice after the answer is stepped over");
+    outcome out;
+    outcome_from_messages(quiet_after, NULL, false, &out);
+    is_int(out.kind, OUTCOME_NONE, "a notice just pushed to wake the task: its run goes on");
+    outcome_free(&out);
+    const char *woken = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("first")) ","
+                        M_NOTICE("m3", "task completed: bg_1") "," M_ANSWER("m4", M_TEXT("after my tasks")) "]";
+    outcome_case(woken, "m2", OUTCOME_COMPLETED, "after my tasks", "the answer after the wake is the result");
+    const char *textless = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("first")) ","
+                           M_NOTICE("m3", "task completed: bg_1") "," M_ANSWER("m4", "") "]";
+    outcome_case(textless, "m2", OUTCOME_COMPLETED, "first", "a notice is no boundary of the answer");
+    const char *preamble = "[" M_ANSWER("m1", M_TEXT("inherited")) "," M_PROMPT("m2", "[ocbg] You are a forked") "]";
+    outcome_case(preamble, NULL, OUTCOME_NONE, NULL, "the fork preamble is a prompt, not a notice");
+}
+
 int main(void)
 {
     bash_pattern_cases();
     options_cases();
     outcome_cases();
+    notice_cases();
     outcome_auto_compaction_cases();
     outcome_other_compaction_cases();
     utf8_cases();

@@ -210,3 +210,70 @@ int t_question_open(sim_host *h, void *session)
     free(id);
     return id != NULL;
 }
+
+/* ---- gated sub-agents -------------------------------------------------- */
+
+sim_host *t_gated_host(const char *options)
+{
+    sim_host *h = t_host(options);
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_auto(h, NULL, NULL);
+    return h;
+}
+
+char *t_launch_gated(sim_host *h, const char *parent, const char *name, const char *agent)
+{
+    char prompt[64], script[256], args[256];
+    snprintf(prompt, sizeof prompt, "gated %s", name);
+    snprintf(script, sizeof script,
+             "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate %s\"]}},{\"reply\":\"done %s\"}]}",
+             name, name);
+    sim_script(h, prompt, script, 1);
+    snprintf(args, sizeof args, "{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"%s\"}", name, prompt, agent);
+    return t_tool(h, parent, "background_task", args);
+}
+
+typedef struct gate_arg {
+    const char *name;
+} gate_arg;
+
+/* sim_wait predicate: task <name>'s question is open. */
+static int gate_open(sim_host *h, void *arg)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, "gated %s", ((gate_arg *)arg)->name);
+    char *s = t_prompted_session(h, needle, 0);
+    char *q = s ? sim_permission_open(h, s) : NULL;
+    free(s);
+    free(q);
+    return q != NULL;
+}
+
+int t_wait_gate_open(sim_host *h, const char *name, int timeout_ms)
+{
+    gate_arg a = {name};
+    return sim_wait(h, gate_open, &a, tap_timeout_ms(timeout_ms));
+}
+
+void t_release_gated(sim_host *h, const char *name)
+{
+    if (t_wait_gate_open(h, name, 5000) != 0)
+        bail_out("task %s never asked its question", name);
+    char needle[64];
+    snprintf(needle, sizeof needle, "gated %s", name);
+    char *s = t_prompted_session(h, needle, 0);
+    char *q = sim_permission_open(h, s);
+    sim_permission_reply(h, q, "once", NULL);
+    free(q);
+    free(s);
+}
+
+int t_gated_started(sim_host *h, const char *name)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, "gated %s", name);
+    char *s = t_prompted_session(h, needle, 0);
+    free(s);
+    return s != NULL;
+}
+

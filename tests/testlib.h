@@ -34,8 +34,6 @@ int t_count_messages_with(sim_host *h, const char *session, const char *needle);
 /* Wait until that count reaches n. Returns 0 or -ETIMEDOUT. */
 int t_wait_messages_with(sim_host *h, const char *session, const char *needle, int n, int timeout_ms);
 
-#endif
-
 /* ---- helpers for the scenario tests (issue 3) ---- */
 
 /* Launch a task whose sub-agent runs `script_json` (a sim_script script, used
@@ -71,3 +69,28 @@ int t_question_open(sim_host *h, void *session);
  * pushed by then). Returns 0 or -ETIMEDOUT. */
 int t_sync_notifications(sim_host *h, const char *session);
 
+
+/* Gated sub-agents: a gated task asks the user a question first (rules
+ * {"bash":"ask"}, no automatic answer) and replies only once the test
+ * answers it, so a test decides when each task ends, with no timing. */
+
+/* A host whose sub-agents' bash questions wait for the test. */
+sim_host *t_gated_host(const char *options_json);
+
+/* Launch from `parent` a gated task of `agent` named `name` (its prompt
+ * "gated <name>", its answer "done <name>"); returns the tool's answer
+ * (malloc'd) and sets t_rc. */
+char *t_launch_gated(sim_host *h, const char *parent, const char *name, const char *agent);
+
+/* Wait until gated task <name> has started and asks its question. Returns
+ * 0 or -ETIMEDOUT. */
+int t_wait_gate_open(sim_host *h, const char *name, int timeout_ms);
+
+/* Let gated task <name> finish: wait for its question, answer it (bails
+ * out when it never asks). */
+void t_release_gated(sim_host *h, const char *name);
+
+/* Has gated task <name> been prompted (has it started)? */
+int t_gated_started(sim_host *h, const char *name);
+
+#endif

@@ -32,6 +32,7 @@ static void on_busy(ocbg *o, task *t, bool retrying)
     registry_set_awaiting(&o->reg, t, false);
     lanes_set_retrying(&o->reg.lanes, t, retrying);
     t->seen_busy = true;
+    t->woken = false;
     t->idle_checks = 0;
     t->next_check_mono = 0;
     t->last_update_ms = ocbg_now(o);

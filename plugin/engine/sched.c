@@ -76,6 +76,9 @@ static lane *next_agent_lane(ocbg *o)
 
 void sched_park(ocbg *o, notice *n)
 {
+    task *a = registry_find_session(&o->reg, n->parent_session);
+    if (a)
+        a->wake_parked = true;
     n->next = NULL;
     notice **pp = &o->parked;
     while (*pp)

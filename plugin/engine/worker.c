@@ -31,13 +31,14 @@ static void run_finalize(ocbg *o, job *j)
     }
     char *session = xstrdup(t->session_id);
     char *prev = xstrdup(t->result_message_id);
+    bool skip_notices = !t->woken; /* a notice just pushed to wake it is not after its answer */
     pthread_mutex_unlock(&o->mu);
 
     char *json = NULL, *err = NULL;
     int rc = hc_session_messages(&o->api, session, FINALIZE_MESSAGE_LIMIT, &json, &err);
     outcome out = {0};
     if (rc == 0)
-        outcome_from_messages(json, prev, &out);
+        outcome_from_messages(json, prev, skip_notices, &out);
     hc_free(&o->api, json);
 
     pthread_mutex_lock(&o->mu);
@@ -114,6 +115,9 @@ static bool push_notice(ocbg *o, job *j)
     }
     char *session = xstrdup(n->parent_session), *agent = xstrdup(n->agent), *text = xstrdup(n->text);
     bool wake = n->wake;
+    task *launcher = wake ? registry_find_session(&o->reg, n->parent_session) : NULL;
+    if (launcher)
+        launcher->woken = true; /* before its busy event can clear it */
     pthread_mutex_unlock(&o->mu);
     char *err = NULL;
     int rc = hc_session_prompt(&o->api, session, text, agent, !wake, false, &err);
@@ -265,6 +269,7 @@ static void poll_tick(ocbg *o)
             continue; /* idle until its tasks' notice wakes it: nothing to check */
         if (t->busy_tick == tick) {
             t->seen_busy = true;
+            t->woken = false;
             t->idle_checks = 0;
             t->next_check_mono = 0;
         } else if (now >= t->next_check_mono) {

@@ -15,6 +15,7 @@ typedef enum msg_kind {
     MSG_SUMMARY,    /* a compaction's summary */
     MSG_COMPACTION, /* the user message that asks for a compaction */
     MSG_CONTINUE,   /* the synthetic message after an automatic compaction */
+    MSG_NOTICE,     /* one of ocbg's notices (a user message) */
     MSG_OTHER,      /* no known role: treated as a boundary, as a prompt is */
 } msg_kind;
 
@@ -61,12 +62,17 @@ static msg_kind kind_of(const cJSON *msg)
     if (!str_is(info, "role", "user"))
         return MSG_OTHER;
     const cJSON *part;
+    bool first_text = true;
     cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
     {
         if (str_is(part, "type", "compaction"))
             return MSG_COMPACTION;
         if (is_continue_part(part))
             return MSG_CONTINUE;
+        const char *text = str_is(part, "type", "text") ? str_at(part, "text") : NULL;
+        if (text && first_text && strncmp(text, OUTCOME_NOTICE_PREFIX, strlen(OUTCOME_NOTICE_PREFIX)) == 0)
+            return MSG_NOTICE;
+        first_text = first_text && !text;
     }
     return MSG_PROMPT;
 }
@@ -157,8 +163,10 @@ static char *error_text(const cJSON *err)
     return xstrdup(msg ? msg : name ? name : "unknown error");
 }
 
-static void decide(const cJSON *const *msgs, int n, const char *prev_message_id, outcome *out)
+static void decide(const cJSON *const *msgs, int n, const char *prev_message_id, bool skip_notices, outcome *out)
 {
+    while (skip_notices && n > 1 && kind_of(msgs[n - 1]) == MSG_NOTICE)
+        n--;
     const cJSON *info = info_of(msgs[n - 1]);
     msg_kind k = kind_of(msgs[n - 1]);
     if ((k != MSG_ANSWER && k != MSG_SUMMARY) || !is_finished(info))
@@ -181,7 +189,8 @@ static void decide(const cJSON *const *msgs, int n, const char *prev_message_id,
         out->text = xstrdup("(the sub-agent finished without a text reply)");
 }
 
-void outcome_from_messages(const char *messages_json, const char *prev_message_id, outcome *out)
+void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices,
+                           outcome *out)
 {
     memset(out, 0, sizeof *out);
     cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
@@ -192,7 +201,7 @@ void outcome_from_messages(const char *messages_json, const char *prev_message_i
         int i = 0;
         const cJSON *m;
         cJSON_ArrayForEach(m, root) msgs[i++] = m;
-        decide(msgs, n, prev_message_id, out);
+        decide(msgs, n, prev_message_id, skip_notices, out);
         free(msgs);
     }
     cJSON_Delete(root);

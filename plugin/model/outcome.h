@@ -6,9 +6,15 @@
 #ifndef OCBG_OUTCOME_H
 #define OCBG_OUTCOME_H
 
+#include <stdbool.h>
+
 /* The synthetic user message OpenCode adds after an automatic compaction. */
 #define OUTCOME_CONTINUE_TEXT \
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
+
+/* How every notice ocbg pushes into a session begins (plugin/text/texts.c;
+ * not the fork preamble, which is a prompt). */
+#define OUTCOME_NOTICE_PREFIX "[ocbg] Background "
 
 typedef enum outcome_kind {
     OUTCOME_NONE,      /* no finished answer yet: the run goes on */
@@ -43,8 +49,17 @@ typedef struct outcome {
  * does not (the answer before it stands). The answer is the text of the
  * newest real assistant message that has text, back to the run's prompt (the
  * newest real user message); "(the sub-agent finished without a text reply)"
- * when none has. Malformed input → OUTCOME_NONE. */
-void outcome_from_messages(const char *messages_json, const char *prev_message_id, outcome *out);
+ * when none has. Malformed input → OUTCOME_NONE.
+ *
+ * Notices. A task that launched tasks of its own (max_depth > 1) gets
+ * ocbg's notices in its session: user messages that begin with
+ * OUTCOME_NOTICE_PREFIX. A quiet one (noReply) can land after its answer,
+ * and says nothing of its run: with skip_notices, notices at the end are
+ * stepped over. Without it (a waking notice was just pushed, its turn not
+ * yet begun), a newest notice means the run goes on. Notices are never
+ * the boundary of the answer: a woken task's newer answer comes first. */
+void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices,
+                           outcome *out);
 void outcome_free(outcome *o);
 
 #endif

@@ -131,7 +131,7 @@ static void lane_leave(registry *r, task *t)
         lanes_dequeue(&r->lanes, t);
     else if ((t->status == TASK_RUNNING || t->status == TASK_RESUMED) && !t->awaiting)
         lanes_release(&r->lanes, t);
-    t->awaiting = false;
+    t->awaiting = t->wake_parked = false;
 }
 
 static void lane_enter(registry *r, task *t)
@@ -213,6 +213,7 @@ void registry_set_awaiting(registry *r, task *t, bool awaiting)
     else
         lanes_hold(&r->lanes, t);
     t->awaiting = awaiting;
+    t->wake_parked = false;
 }
 
 static void unlink_task(registry *r, task *t)

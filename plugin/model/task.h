@@ -76,6 +76,8 @@ typedef struct task {
     uint64_t qseq;          /* its place in launch order while pending */
     bool retrying;          /* its host retries a rate-limited call (counted in its lane) */
     bool awaiting;          /* running, its session idle until its own tasks end: it holds no slot */
+    bool wake_parked;       /* awaiting, its tasks ended: the notice that wakes it waits for a slot */
+    bool woken;             /* a waking notice went into its session; cleared when it is seen busy */
     unsigned depth;         /* 1: launched by a session that is not a task's; else its launcher's + 1 */
     /* usage and guards (model/usage.h, engine/guards.c) */
     struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */

@@ -127,6 +127,10 @@ void format_report(strbuf *out, const task *t, int64_t now)
         sb_printf(out, "Running for: %s\n", dur);
         if (t->permission_what)
             sb_printf(out, "Waiting for permission: %s (the user must answer it)\n", t->permission_what);
+        if (t->wake_parked)
+            sb_puts(out, "The background tasks it launched have ended; it continues when a slot frees.\n");
+        else if (t->awaiting)
+            sb_puts(out, "Waiting for the background tasks it launched to end.\n");
         put_progress(out, t, now);
         break;
     case TASK_COMPLETED:
