@@ -112,6 +112,12 @@ static void nested_task_waits_without_a_slot(void)
     char *out = t_output(h, root, a);
     like(out, ": running\n", "A is still running: its answer is not its result yet");
     free(out);
+    char args[96];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":false}", a);
+    out = t_tool(h, root, "TaskOutput", args);
+    like(out, "<waiting_for_tasks>the background tasks it launched are still running</waiting_for_tasks>",
+         "TaskOutput says so too");
+    free(out);
     is_int(sim_session_tool_denied(h, bs, "background_task"), 1, "B, at max_depth, gets no ocbg tools");
     out = try_launch_from(h, bs);
     is_int(t_rc, -EPERM, "B cannot launch");

@@ -247,6 +247,10 @@ static void put_task_output(ocbg *o, strbuf *out, task *t, const char *retrieval
         sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
         if (t->permission_what)
             tag(out, "waiting_for_permission", t->permission_what);
+        if (t->awaiting)
+            tag(out, "waiting_for_tasks",
+                t->wake_parked ? "the background tasks it launched have ended; it continues when a slot frees"
+                               : "the background tasks it launched are still running");
     }
     if (task_usage(t)) {
         sb_puts(out, "<usage>");
