@@ -28,6 +28,10 @@
  *   A tool part, as in OpenCode: {id, sessionID, messageID, type:"tool",
  *   callID, tool, state:{status, input, output?|error?}}; the assistant
  *   message is stored when the turn ends (its id is known from the start).
+ *   An assistant message's info, as OpenCode 1.18's: {id, sessionID, role,
+ *   time:{created, completed}, agent, mode, modelID, providerID, tokens:
+ *   {input, output, reasoning, cache:{read, write}}, cost, finish|error};
+ *   tokens and cost are its running totals (0 until a model call reports).
  *
  * Faults: any host call can be made to fail (by function name, from the nth
  * call, for count calls); events can be dropped, duplicated, delayed and
