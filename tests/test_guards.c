@@ -2,6 +2,7 @@
  * the host's message updates and shown in every text; the token, cost and
  * session budgets; the tool call limit and the repeat guard; the options'
  * checks. (Time limits: test_guards_time.c.) */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,10 @@
 
 #define NOTICE_FAIL "[ocbg] Background task failed: "
 
-/* A message.updated for an assistant message of `session`, with running totals. */
+/* A hand-made message.updated for an assistant message of `session`, with
+ * running totals: only for odd event input (a repeat, an older update
+ * arriving late, another session's, a report after the task ended). A
+ * sub-agent's own reports come from its script's "usage" steps. */
 static void emit_usage(sim_host *h, const char *session, const char *msg, long in, long out, long reasoning,
                        long cache_read, long cache_write, double cost)
 {
@@ -32,6 +36,26 @@ static void flush(sim_host *h)
 {
     if (sim_events_flush(h, tap_timeout_ms(5000)) != 0)
         bail_out("events not delivered");
+}
+
+/* A pause in a script: the sub-agent asks to run `cmd` and waits for the
+ * answer (each test's rules make bash ask). */
+#define PAUSE(cmd) "{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"" cmd "\"]}}"
+
+/* The sub-agent has reached a PAUSE, and every event it emitted before it
+ * (its usage reports) has reached the plugin. */
+static void paused(sim_host *h, const char *child)
+{
+    is_int(sim_wait(h, t_question_open, (void *)child, tap_timeout_ms(5000)), 0, "the sub-agent is mid-run");
+    flush(h);
+}
+
+/* The user allows the paused sub-agent's command: its script goes on. */
+static void go_on(sim_host *h, const char *child)
+{
+    char *req = sim_permission_open(h, child);
+    is_int(sim_permission_reply(h, req, "once", NULL), 0, "the question is answered");
+    free(req);
 }
 
 /* How many notifications of the session announce that task id failed. */
@@ -66,36 +90,57 @@ static void ended_by_guard(sim_host *h, const char *ps, const char *id, const ch
 
 #define PHRASE "14,690 tokens (in 12,345, out 2,000, reasoning 345, cache read 1,000,000, write 0), $0.0123"
 
-/* Updates of one message carry running totals: only what grew counts, a
- * repeat or an older update nothing; two messages add up. */
-static void emit_two_messages(sim_host *h, const char *child)
+/* The sub-agent's own reports: two model calls in its first assistant
+ * message (running totals 10,000 in … $0.01), then a second message (2,345
+ * in … $0.0023; the simulated host makes one assistant message a turn, and a
+ * compaction's continue turn a new one); two messages add up. The first
+ * PAUSE comes before any report, the second after them all. */
+#define COUNTING_SCRIPT                                                                                      \
+    "{\"steps\":[" PAUSE("make") ","                                                                        \
+    "{\"usage\":{\"input\":5000,\"output\":1000,\"cache_read\":400000,\"cost\":0.005}},"                      \
+    "{\"usage\":{\"input\":5000,\"output\":500,\"reasoning\":345,\"cache_read\":400000,\"cost\":0.005}},"     \
+    "{\"reply\":\"first half\"},{\"compact\":true},"                                                        \
+    "{\"usage\":{\"input\":2345,\"output\":500,\"cache_read\":200000,\"cost\":0.0023}}," PAUSE("make check") \
+    ",{\"reply\":\"counted\"}]}"
+
+/* The id of the session's first assistant message (malloc'd, or NULL). */
+static char *first_answer_id(sim_host *h, const char *session)
 {
-    emit_usage(h, child, "msg_a", 5000, 1000, 0, 400000, 0, 0.005);
-    emit_usage(h, child, "msg_a", 10000, 1500, 345, 800000, 0, 0.01);
-    emit_usage(h, child, "msg_a", 10000, 1500, 345, 800000, 0, 0.01);  /* a repeat */
-    emit_usage(h, child, "msg_a", 5000, 1000, 0, 400000, 0, 0.005);     /* an older update, late */
-    emit_usage(h, child, "msg_b", 2345, 500, 0, 200000, 0, 0.0023);
-    emit_usage(h, "ses_not_a_task", "msg_c", 99999, 99999, 0, 0, 0, 9); /* another session's */
-    sim_emit(h, "{\"type\":\"message.updated\",\"properties\":{\"info\":{\"id\":\"msg_u\",\"role\":\"user\"}}}");
-    flush(h);
+    char *json = sim_session_messages_json(h, session);
+    cJSON *msgs = cJSON_Parse(json ? json : "[]");
+    free(json);
+    char *id = NULL;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        const cJSON *info = cJSON_GetObjectItemCaseSensitive(m, "info");
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "role"));
+        if (!id && role && strcmp(role, "assistant") == 0)
+            id = strdup(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "id")));
+    }
+    cJSON_Delete(msgs);
+    return id;
 }
 
-static void usage_summed_and_shown(void)
+/* Odd event input, hand-made (no script makes it): a repeat of the first
+ * message's last totals and an older update of it arriving late count
+ * nothing; another session's report and a user message neither. */
+static void emit_odd_updates(sim_host *h, const char *child)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    char *id = t_launch_script(h, s, "Count tokens",
-                               "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"make\"]}},"
-                               "{\"reply\":\"counted\"}]}");
-    char *child = t_task_session(h, 0);
-    is_int(sim_wait(h, t_question_open, child, tap_timeout_ms(5000)), 0, "the sub-agent is mid-run");
-    char *out = t_output(h, s, id);
-    unlike(out, "Usage:", "no usage is shown before the host reports any");
-    free(out);
-    emit_two_messages(h, child);
+    char *msg_a = first_answer_id(h, child);
+    ok(msg_a != NULL, "the sub-agent's first answer is stored");
+    emit_usage(h, child, msg_a ? msg_a : "msg_a", 10000, 1500, 345, 800000, 0, 0.01); /* a repeat */
+    emit_usage(h, child, msg_a ? msg_a : "msg_a", 5000, 1000, 0, 400000, 0, 0.005);   /* an older update, late */
+    emit_usage(h, "ses_not_a_task", "msg_c", 99999, 99999, 0, 0, 0, 9);               /* another session's */
+    sim_emit(h, "{\"type\":\"message.updated\",\"properties\":{\"info\":{\"id\":\"msg_u\",\"role\":\"user\"}}}");
+    flush(h);
+    free(msg_a);
+}
 
-    out = t_output(h, s, id);
+/* Every face shows the task's summed usage. */
+static void usage_on_every_face(sim_host *h, const char *s, const char *id)
+{
+    char *out = t_output(h, s, id);
     like(out, "\nUsage: " PHRASE "\n", "background_output: the summed usage");
     free(out);
     out = t_tool(h, s, "background_list", "{}");
@@ -109,12 +154,28 @@ static void usage_summed_and_shown(void)
     like(out, " [Usage: " PHRASE "]\n", "/tasks: on the task's row");
     like(out, "\nUsage of the listed tasks: " PHRASE, "/tasks: the total line");
     free(out);
+}
+
+static void usage_summed_and_shown(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    char *id = t_launch_script(h, s, "Count tokens", COUNTING_SCRIPT);
+    char *child = t_task_session(h, 0);
+    paused(h, child);
+    char *out = t_output(h, s, id);
+    unlike(out, "Usage:", "no usage is shown before the host reports any");
+    free(out);
+    go_on(h, child);
+    paused(h, child);
+    emit_odd_updates(h, child);
+    usage_on_every_face(h, s, id);
 
     /* A second task: the totals add both. */
-    char *id2 = t_launch_script(h, s, "More tokens", "{\"steps\":[{\"hang\":true}]}");
-    char *child2 = t_task_session(h, 1);
-    emit_usage(h, child2, "msg_d", 1000, 0, 0, 0, 0, 0.5);
-    flush(h);
+    char *id2 = t_launch_script(h, s, "More tokens",
+                                "{\"steps\":[{\"usage\":{\"input\":1000,\"cost\":0.5}},{\"hang\":true}]}");
+    is_int(t_wait_output_with(h, s, id2, "\nUsage: 1,000 tokens", 5000), 0, "the second task reports its usage");
     out = t_tool(h, s, "background_list", "{}");
     like(out, "\nUsage of the listed tasks: 15,690 tokens (in 13,345, out 2,000, reasoning 345, cache read "
               "1,000,000, write 0), $0.5123",
@@ -125,22 +186,20 @@ static void usage_summed_and_shown(void)
     free(out);
 
     /* The run ends: its notification carries the usage. */
-    char *req = sim_permission_open(h, child);
-    is_int(sim_permission_reply(h, req, "once", NULL), 0, "the question is answered");
+    go_on(h, child);
     is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task completes");
     is_int(t_wait_messages_with(h, s, "Background task completed: ", 1, 5000), 0, "the parent is notified");
     char *note = t_message_with(h, s, "Background task completed: ");
     like(note, "\nUsage: " PHRASE "\n", "the notification gives the usage");
     free(note);
 
-    /* A late report of a finished task still counts. */
+    /* A late report of a finished task still counts (odd input, hand-made:
+     * a script's reports all come before its end). */
     emit_usage(h, child, "msg_e", 5, 0, 0, 0, 0, 0);
     flush(h);
     out = t_output(h, s, id);
     like(out, "\nUsage: 14,695 tokens (in 12,350,", "a late report is counted");
     free(out);
-    free(req);
-    free(child2);
     free(id2);
     free(child);
     free(id);
@@ -154,15 +213,17 @@ static void token_budget(void)
 {
     sim_host *h = t_host("{\"max_task_tokens\":1000}");
     char *s = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, s, "Many tokens", "{\"steps\":[{\"hang\":true}]}");
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    char *id = t_launch_script(h, s, "Many tokens",
+                               "{\"steps\":[{\"usage\":{\"input\":800,\"output\":150,\"reasoning\":50,"
+                               "\"cache_read\":500000}}," PAUSE("more") ",{\"usage\":{\"output\":50}},"
+                               "{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
-    emit_usage(h, child, "msg_1", 800, 150, 50, 500000, 0, 0);
-    flush(h);
+    paused(h, child);
     char *out = t_output(h, s, id);
     like(out, ": running\n", "1,000 tokens (cache reads apart) are within the budget");
     free(out);
-    emit_usage(h, child, "msg_1", 800, 200, 50, 500000, 0, 0);
-    flush(h);
+    go_on(h, child);
     ended_by_guard(h, s, id, child,
                    "Stopped by the token budget: this task used 1,050 tokens (max_task_tokens is 1000).");
     is_int(t_sync_notifications(h, s), 0, "notifications flushed");
@@ -177,16 +238,17 @@ static void cost_budget(void)
 {
     sim_host *h = t_host(NULL); /* the default: 5 USD a task */
     char *s = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, s, "Expensive", "{\"steps\":[{\"hang\":true}]}");
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    char *id = t_launch_script(h, s, "Expensive",
+                               "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":3}},"
+                               "{\"usage\":{\"input\":100,\"output\":10,\"cost\":2}}," PAUSE("more")
+                               ",{\"usage\":{\"input\":10,\"output\":1,\"cost\":0.02}},{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
-    emit_usage(h, child, "msg_1", 100, 10, 0, 0, 0, 3.0);
-    emit_usage(h, child, "msg_1", 200, 20, 0, 0, 0, 5.0);
-    flush(h);
+    paused(h, child);
     char *out = t_output(h, s, id);
     like(out, ": running\n", "exactly 5 USD is within the budget");
     free(out);
-    emit_usage(h, child, "msg_2", 10, 1, 0, 0, 0, 0.02);
-    flush(h);
+    go_on(h, child);
     ended_by_guard(h, s, id, child, "Stopped by the cost budget: this task spent $5.02 (max_task_cost_usd is 5).");
     is_int(t_sync_notifications(h, s), 0, "notifications flushed");
     is_int(failures(h, s, id), 1, "exactly one notification");
@@ -195,6 +257,8 @@ static void cost_budget(void)
     char *done = t_launch_script(h, s, "Finished", "{\"steps\":[{\"reply\":\"all done\"}]}");
     is_int(t_wait_status(h, s, done, "completed", 5000), 0, "another task completes");
     char *child2 = t_task_session(h, 2); /* after the sync point's */
+    /* Odd input, hand-made: the report comes after the task ended (late);
+     * a script's would come before its end, and stop it. */
     emit_usage(h, child2, "msg_x", 10, 1, 0, 0, 0, 5.5);
     flush(h);
     char args[160];
@@ -223,16 +287,20 @@ static void session_budget(void)
 {
     sim_host *h = t_host("{\"max_session_cost_usd\":1}");
     char *s = sim_session_new(h, NULL, "main");
-    char *a = t_launch_script(h, s, "Task A", "{\"steps\":[{\"hang\":true}]}");
-    char *b = t_launch_script(h, s, "Task B", "{\"steps\":[{\"hang\":true}]}");
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    char *a = t_launch_script(h, s, "Task A",
+                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.6}},"
+                              "{\"hang\":true}]}");
+    char *b = t_launch_script(h, s, "Task B",
+                              "{\"steps\":[" PAUSE("more") ",{\"usage\":{\"input\":100,\"output\":10,"
+                              "\"cost\":0.5}},{\"hang\":true}]}");
     char *ca = t_task_session(h, 0), *cb = t_task_session(h, 1);
-    emit_usage(h, ca, "msg_a", 100, 10, 0, 0, 0, 0.6);
-    flush(h);
+    is_int(t_wait_output_with(h, s, a, "\nUsage: 110 tokens", 5000), 0, "task A reports its usage");
+    paused(h, cb);
     char *out = t_output(h, s, b);
     like(out, ": running\n", "under the session's budget, both run");
     free(out);
-    emit_usage(h, cb, "msg_b", 100, 10, 0, 0, 0, 0.5);
-    flush(h);
+    go_on(h, cb);
     const char *text = "Stopped by the session budget: this session's background tasks spent $1.10 "
                        "(max_session_cost_usd is 1).";
     ended_by_guard(h, s, b, cb, text);

@@ -472,6 +472,169 @@ static void test_noreply_and_bad_body(void)
     sim_destroy(h);
 }
 
+/* ---- the "usage" step ---------------------------------------------------- */
+
+/* The infos of the assistant messages' message.updated events the recorder
+ * saw about sid, oldest first (a JSON array, owned). */
+static cJSON *assistant_updates(sim_host *h, const char *sid)
+{
+    if (sim_events_flush(h, T(5000)) != 0)
+        diag("event flush timed out");
+    char *out = NULL;
+    sim_tool(h, "ses_caller", "events", "{\"type\":\"message.updated\"}", &out);
+    cJSON *all = cJSON_Parse(out ? out : "[]");
+    free(out);
+    cJSON *infos = cJSON_CreateArray();
+    const cJSON *e;
+    cJSON_ArrayForEach(e, all)
+    {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "properties");
+        const cJSON *info = cJSON_GetObjectItemCaseSensitive(p, "info");
+        const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "sessionID"));
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "role"));
+        if (s && strcmp(s, sid) == 0 && role && strcmp(role, "assistant") == 0)
+            cJSON_AddItemToArray(infos, cJSON_Duplicate(info, 1));
+    }
+    cJSON_Delete(all);
+    return infos;
+}
+
+/* An info's tokens as compact JSON (malloc'd; "null" when it has none). */
+static char *tokens_of(const cJSON *info)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(info, "tokens");
+    return t ? cJSON_PrintUnformatted(t) : strdup("null");
+}
+
+static double cost_of(const cJSON *info)
+{
+    return cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(info, "cost"));
+}
+
+static const char *str_of(const cJSON *obj, const char *key)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, key));
+}
+
+/* The session's messages as session_messages gives them to a plugin. */
+static cJSON *messages_via_plugin(sim_host *h, const char *sid)
+{
+    char args[256];
+    snprintf(args, sizeof args, "{\"fn\":\"session_messages\",\"sessionID\":\"%s\"}", sid);
+    cJSON *r = hostcall(h, args);
+    cJSON *m = cJSON_DetachItemFromObjectCaseSensitive(r, "out");
+    cJSON_Delete(r);
+    return m ? m : cJSON_CreateArray();
+}
+
+#define TOKENS(in, out, reasoning, read, write)                                                             \
+    "{\"input\":" #in ",\"output\":" #out ",\"reasoning\":" #reasoning ",\"cache\":{\"read\":" #read         \
+    ",\"write\":" #write "}}"
+
+/* Each update's tokens and cost, checked in turn against the expected ones. */
+static void check_usage(const cJSON *info, const char *tokens, double cost, const char *what)
+{
+    char *got = tokens_of(info);
+    is_str(got, tokens, "%s: tokens", what);
+    free(got);
+    ok(cost_of(info) == cost, "%s: cost %g (got %g)", what, cost, cost_of(info));
+}
+
+static void usage_events_and_info(sim_host *h)
+{
+    sim_script(h, "spend",
+               "{\"steps\":[{\"usage\":{\"input\":100,\"output\":20,\"reasoning\":5,\"cache_read\":1000,"
+               "\"cache_write\":50,\"cost\":0.25}},{\"usage\":{\"input\":30,\"cost\":0.5}},{\"usage\":{}},"
+               "{\"reply\":\"spent\"}]}",
+               1);
+    char *sid = sim_session_new(h, NULL, "spender");
+    is_int(prompt(h, sid, "spend some", 0), 0, "a prompt whose script reports usage");
+    is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "the answer is stored");
+    is_int(sim_wait_idle(h, sid, T(5000)), 0, "the session goes idle");
+    char *tr = trace(h, sid);
+    is_str(tr, "session.created,user,busy,assistant,assistant,assistant,assistant,idle,idle!",
+           "a message.updated per usage step, then the stored answer's");
+    free(tr);
+
+    cJSON *ups = assistant_updates(h, sid);
+    cJSON *msgs = messages_via_plugin(h, sid);
+    const cJSON *stored = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 1), "info");
+    is_int(cJSON_GetArraySize(ups), 4, "four updates of the assistant message");
+    const cJSON *first = cJSON_GetArrayItem(ups, 0);
+    is_str(str_of(first, "id"), str_of(stored, "id"), "the update is of the turn's assistant message");
+    is_str(str_of(first, "sessionID"), sid, "info.sessionID");
+    is_str(str_of(first, "role"), "assistant", "info.role");
+    const cJSON *tm = cJSON_GetObjectItemCaseSensitive(first, "time");
+    ok(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(tm, "created")), "info.time.created");
+    ok(!cJSON_HasObjectItem(tm, "completed"), "no time.completed: the message is in progress");
+    ok(!cJSON_HasObjectItem(first, "finish") && !cJSON_HasObjectItem(first, "error"), "no finish yet");
+    check_usage(first, TOKENS(100, 20, 5, 1000, 50), 0.25, "the first step's totals");
+    check_usage(cJSON_GetArrayItem(ups, 1), TOKENS(130, 20, 5, 1000, 50), 0.75, "the second adds to them");
+    check_usage(cJSON_GetArrayItem(ups, 2), TOKENS(130, 20, 5, 1000, 50), 0.75, "an empty usage adds nothing");
+    const cJSON *last = cJSON_GetArrayItem(ups, 3);
+    is_str(str_of(last, "finish"), "stop", "the last update is the finished message");
+    check_usage(last, TOKENS(130, 20, 5, 1000, 50), 0.75, "the finished message's update");
+    check_usage(stored, TOKENS(130, 20, 5, 1000, 50), 0.75, "session_messages: the stored info");
+    cJSON_Delete(msgs);
+    cJSON_Delete(ups);
+    free(sid);
+}
+
+static void usage_defaults_and_odd_amounts(sim_host *h)
+{
+    char *sid = sim_session_new(h, NULL, "thrifty");
+    prompt(h, sid, "nothing scripted", 0);
+    is_int(sim_wait_idle(h, sid, T(5000)), 0, "a turn without usage steps ends");
+    cJSON *msgs = messages_via_plugin(h, sid);
+    check_usage(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 1), "info"), TOKENS(0, 0, 0, 0, 0), 0,
+                "no usage step: zero tokens and cost, as OpenCode's fresh message");
+    cJSON_Delete(msgs);
+
+    sim_script(h, "odd",
+               "{\"steps\":[{\"usage\":{\"input\":-5,\"output\":\"7\",\"reasoning\":2.9,\"cache_read\":1e300,"
+               "\"cost\":-1}}]}",
+               1);
+    char *odd = sim_session_new(h, NULL, "odd");
+    prompt(h, odd, "odd amounts", 0);
+    is_int(sim_wait_idle(h, odd, T(5000)), 0, "a turn with odd amounts ends");
+    cJSON *ups = assistant_updates(h, odd);
+    check_usage(cJSON_GetArrayItem(ups, 0), TOKENS(0, 0, 2, 0, 0), 0,
+                "negative, huge and non-numbers count 0; tokens are whole");
+    cJSON_Delete(ups);
+    free(odd);
+    free(sid);
+}
+
+static void usage_across_compaction(sim_host *h)
+{
+    sim_script(h, "squeeze",
+               "{\"steps\":[{\"usage\":{\"input\":10,\"cost\":0.1}},{\"reply\":\"A\"},{\"compact\":true},"
+               "{\"usage\":{\"input\":3}},{\"reply\":\"B\"}]}",
+               1);
+    char *sid = sim_session_new(h, NULL, "compacting");
+    prompt(h, sid, "squeeze it", 0);
+    is_int(sim_wait_messages(h, sid, 6, T(5000)), 0, "answer, compaction, summary, continue, answer");
+    is_int(sim_wait_idle(h, sid, T(5000)), 0, "then idle");
+    cJSON *msgs = messages_via_plugin(h, sid);
+    check_usage(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 1), "info"), TOKENS(10, 0, 0, 0, 0), 0.1,
+                "the answer before the compaction");
+    check_usage(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 3), "info"), TOKENS(0, 0, 0, 0, 0), 0,
+                "the summary");
+    check_usage(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 5), "info"), TOKENS(3, 0, 0, 0, 0), 0,
+                "the continue turn's message starts from 0");
+    cJSON_Delete(msgs);
+    free(sid);
+}
+
+static void test_usage_step(void)
+{
+    sim_host *h = host_with_recorder();
+    usage_events_and_info(h);
+    usage_defaults_and_odd_amounts(h);
+    usage_across_compaction(h);
+    sim_destroy(h);
+}
+
 static void test_fork_and_delete(void)
 {
     sim_host *h = host_with_recorder();
@@ -975,6 +1138,7 @@ int main(void)
     test_prompt_order();
     test_error_abort_queue();
     test_noreply_and_bad_body();
+    test_usage_step();
     test_fork_and_delete();
     test_call_faults();
     test_event_faults();

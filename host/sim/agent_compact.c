@@ -50,14 +50,7 @@ static void add_summary_locked(sim_agents *ag, sim_session *s, const char *paren
     cJSON_AddBoolToObject(info, "summary", 1);
     cJSON_AddStringToObject(info, "modelID", "sim-model");
     cJSON_AddStringToObject(info, "providerID", "sim");
-    cJSON *tokens = cJSON_AddObjectToObject(info, "tokens");
-    cJSON_AddNumberToObject(tokens, "input", 0);
-    cJSON_AddNumberToObject(tokens, "output", 0);
-    cJSON_AddNumberToObject(tokens, "reasoning", 0);
-    cJSON *cache = cJSON_AddObjectToObject(tokens, "cache");
-    cJSON_AddNumberToObject(cache, "read", 0);
-    cJSON_AddNumberToObject(cache, "write", 0);
-    cJSON_AddNumberToObject(info, "cost", 0);
+    sim_agent_add_usage(info, &(sim_usage){0});
     sim_part_new_locked(ag->store, msg, "step-start");
     if (failed) {
         cJSON_AddItemToObject(info, "error",
@@ -114,6 +107,7 @@ int sim_agent_compact_locked(sim_agents *ag, sim_session *s, const cJSON *opt)
     t->msg_id = sim_new_id_locked(ag->store, "msg");
     t->parts = cJSON_CreateArray();
     t->created = sim_wall_ms(ag->core);
+    t->used = (sim_usage){0};
     t->transformed = 0;
     t->step++;
     sim_agent_schedule_locked(ag, s, sim_mono_ms());

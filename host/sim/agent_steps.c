@@ -1,7 +1,7 @@
 /* agent_steps.c — layer 2 (agents): running a turn's script: one handler per
- * step kind, and the loop that runs steps until the turn must wait, hangs or
- * ends. Uses agent_compact.c, agent_turn.c, agent_heap.c, the store and the
- * core. */
+ * step kind (tool, wait, reply, error, compact, hang, ask, usage), and the
+ * loop that runs steps until the turn must wait, hangs or ends. Uses
+ * agent_compact.c, agent_turn.c, agent_heap.c, the store and the core. */
 #include "sim_agent_int.h"
 
 #include <stdio.h>
@@ -130,6 +130,36 @@ static enum step_result ask_step_locked(sim_agents *ag, sim_session *s, const cJ
     return STEP_GO_ON;
 }
 
+/* A "usage" amount: a non-negative number (tokens: whole), else 0. */
+static double amount_at(const cJSON *u, const char *key, int whole)
+{
+    double v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(u, key)); /* NaN if absent */
+    if (!(v >= 0 && v < 1e15))
+        return 0;
+    return whole ? (double)(int64_t)v : v;
+}
+
+/* {"usage":{input, output, reasoning, cache_read, cache_write, cost}}: a
+ * model call's spend joins the assistant message's running totals, and
+ * message.updated carries them (the message still in progress: no
+ * time.completed, no finish), as OpenCode emits when a step finishes. */
+static enum step_result usage_step_locked(sim_agents *ag, sim_session *s, const cJSON *u)
+{
+    sim_turn *t = &s->run->turn;
+    t->used.input += amount_at(u, "input", 1);
+    t->used.output += amount_at(u, "output", 1);
+    t->used.reasoning += amount_at(u, "reasoning", 1);
+    t->used.cache_read += amount_at(u, "cache_read", 1);
+    t->used.cache_write += amount_at(u, "cache_write", 1);
+    t->used.cost += amount_at(u, "cost", 0);
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddItemToObject(msg, "info", sim_agent_answer_info_locked(ag, s, 0));
+    sim_agent_emit_message_locked(ag, s, msg);
+    cJSON_Delete(msg);
+    t->step++;
+    return STEP_GO_ON;
+}
+
 /* Run one step. The kinds are tried in this order; an unknown step is
  * skipped. */
 static enum step_result run_step_locked(sim_agents *ag, sim_session *s, const cJSON *st)
@@ -140,6 +170,7 @@ static enum step_result run_step_locked(sim_agents *ag, sim_session *s, const cJ
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(st, "error");
     const cJSON *compact = cJSON_GetObjectItemCaseSensitive(st, "compact");
     const cJSON *ask = cJSON_GetObjectItemCaseSensitive(st, "ask");
+    const cJSON *usage = cJSON_GetObjectItemCaseSensitive(st, "usage");
     if (tool)
         return s->run->turn.phase == 0 ? tool_begin_locked(ag, s, st, tool) : tool_end_locked(ag, s, st, tool);
     if (wait)
@@ -161,6 +192,8 @@ static enum step_result run_step_locked(sim_agents *ag, sim_session *s, const cJ
         return STEP_STOP; /* busy until aborted: nothing scheduled */
     if (ask)
         return ask_step_locked(ag, s, ask);
+    if (usage)
+        return usage_step_locked(ag, s, usage);
     s->run->turn.step++;
     return STEP_GO_ON;
 }

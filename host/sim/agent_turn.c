@@ -79,23 +79,45 @@ static void drop_queue_locked(sim_session *s)
     s->run->queue_tail = NULL;
 }
 
+void sim_agent_add_usage(cJSON *info, const sim_usage *u)
+{
+    cJSON *tokens = cJSON_AddObjectToObject(info, "tokens");
+    cJSON_AddNumberToObject(tokens, "input", u->input);
+    cJSON_AddNumberToObject(tokens, "output", u->output);
+    cJSON_AddNumberToObject(tokens, "reasoning", u->reasoning);
+    cJSON *cache = cJSON_AddObjectToObject(tokens, "cache");
+    cJSON_AddNumberToObject(cache, "read", u->cache_read);
+    cJSON_AddNumberToObject(cache, "write", u->cache_write);
+    cJSON_AddNumberToObject(info, "cost", u->cost);
+}
+
+cJSON *sim_agent_answer_info_locked(sim_agents *ag, const sim_session *s, int done)
+{
+    const sim_turn *t = &s->run->turn;
+    cJSON *info = cJSON_CreateObject();
+    cJSON_AddStringToObject(info, "id", t->msg_id);
+    cJSON_AddStringToObject(info, "sessionID", s->id);
+    cJSON_AddStringToObject(info, "role", "assistant");
+    cJSON *tm = cJSON_AddObjectToObject(info, "time");
+    cJSON_AddNumberToObject(tm, "created", (double)t->created);
+    if (done)
+        cJSON_AddNumberToObject(tm, "completed", (double)sim_wall_ms(ag->core));
+    cJSON_AddStringToObject(info, "agent", t->agent);
+    cJSON_AddStringToObject(info, "mode", t->agent);
+    cJSON_AddStringToObject(info, "modelID", "sim-model");
+    cJSON_AddStringToObject(info, "providerID", "sim");
+    sim_agent_add_usage(info, &t->used);
+    return info;
+}
+
 /* Store the turn's assistant message as it stands (with a copy of `error`
  * when given): message.updated, then it joins the session. */
 void sim_agent_store_answer_locked(sim_agents *ag, sim_session *s, const cJSON *error)
 {
     sim_turn *t = &s->run->turn;
     cJSON *msg = cJSON_CreateObject();
-    cJSON *info = cJSON_AddObjectToObject(msg, "info");
-    cJSON_AddStringToObject(info, "id", t->msg_id);
-    cJSON_AddStringToObject(info, "sessionID", s->id);
-    cJSON_AddStringToObject(info, "role", "assistant");
-    cJSON *tm = cJSON_AddObjectToObject(info, "time");
-    cJSON_AddNumberToObject(tm, "created", (double)t->created);
-    cJSON_AddNumberToObject(tm, "completed", (double)sim_wall_ms(ag->core));
-    cJSON_AddStringToObject(info, "agent", t->agent);
-    cJSON_AddStringToObject(info, "mode", t->agent);
-    cJSON_AddStringToObject(info, "modelID", "sim-model");
-    cJSON_AddStringToObject(info, "providerID", "sim");
+    cJSON *info = sim_agent_answer_info_locked(ag, s, 1);
+    cJSON_AddItemToObject(msg, "info", info);
     if (error)
         cJSON_AddItemToObject(info, "error", cJSON_Duplicate(error, 1));
     else

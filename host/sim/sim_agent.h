@@ -9,7 +9,7 @@
  *   agent_heap.c     the heap of sessions whose turn wakes, soonest first
  *   agent_turn.c     a turn's life: prompt, queue, start, end, abort, release
  *   agent_compact.c  the "compact" step: OpenCode's compaction messages
- *   agent_steps.c    running a turn's steps (tool, wait, reply, error, ask, …)
+ *   agent_steps.c    running a turn's steps (tool, wait, reply, ask, usage, …)
  *   agent_sched.c    the scheduler thread, the transform before a turn; setup
  *
  * Lowest first: a file uses only those listed before it (and the layers

@@ -16,6 +16,13 @@ struct sim_prompt {
     sim_prompt *next;
 };
 
+/* What an assistant message's model calls used so far (OpenCode's running
+ * totals: info.tokens and info.cost). */
+typedef struct sim_usage {
+    double input, output, reasoning, cache_read, cache_write; /* tokens */
+    double cost;                                              /* USD */
+} sim_usage;
+
 /* The model turn a busy session is running. */
 typedef struct sim_turn {
     cJSON *steps;      /* the script's steps array, owned copy */
@@ -26,6 +33,7 @@ typedef struct sim_turn {
     cJSON *parts;      /* the assistant message's parts so far, owned */
     cJSON *open_part;  /* a tool part still running (inside parts), or NULL */
     int64_t created;   /* wall-clock ms the turn began */
+    sim_usage used;    /* the assistant message's totals ("usage" steps) */
     int transformed;   /* transform_messages already ran for this turn */
     uint64_t gen;      /* changes whenever a turn starts or ends */
     char *waiting_perm; /* the permission question the turn waits on, or NULL */
@@ -70,6 +78,12 @@ void sim_agent_unschedule_locked(sim_agents *ag, sim_session *s);
 /* message.part.updated / message.updated for s. */
 void sim_agent_emit_part_locked(sim_agents *ag, const sim_session *s, const cJSON *part);
 void sim_agent_emit_message_locked(sim_agents *ag, const sim_session *s, const cJSON *msg);
+/* info.tokens {input, output, reasoning, cache:{read, write}} and info.cost
+ * from *u. Needs no lock. */
+void sim_agent_add_usage(cJSON *info, const sim_usage *u);
+/* The turn's assistant message info as it stands: id, sessionID, role, time
+ * (created; completed too when `done`), agent, mode, model, tokens, cost. */
+cJSON *sim_agent_answer_info_locked(sim_agents *ag, const sim_session *s, int done);
 /* {name, data:{message}}, as OpenCode's errors. Needs no lock. */
 cJSON *sim_agent_error_json(const char *name, const char *message);
 /* Store the turn's assistant message as it stands (with a copy of `error`

@@ -11,8 +11,9 @@
  *   prompt (not noReply) → user message stored (message.updated, role user)
  *   → session.status busy → (plugins' transform_messages over the history)
  *   → per scripted tool: message.part.updated (pending, running,
- *   completed|error) → assistant message stored (message.updated) →
- *   session.status idle → session.idle.
+ *   completed|error) → per scripted usage: message.updated (the assistant
+ *   message in progress, its running totals) → assistant message stored
+ *   (message.updated) → session.status idle → session.idle.
  *   A session created (by the plugin, the user or a fork) emits
  *   session.created {sessionID, info}.
  *   A scripted error: session.error (APIError) then idle, session.idle twice.
@@ -28,6 +29,10 @@
  *   A tool part, as in OpenCode: {id, sessionID, messageID, type:"tool",
  *   callID, tool, state:{status, input, output?|error?}}; the assistant
  *   message is stored when the turn ends (its id is known from the start).
+ *   An assistant message's info, as OpenCode 1.18's: {id, sessionID, role,
+ *   time:{created, completed}, agent, mode, modelID, providerID, tokens:
+ *   {input, output, reasoning, cache:{read, write}}, cost, finish|error};
+ *   tokens and cost are what its "usage" steps reported (0 without any).
  *
  * Faults: any host call can be made to fail (by function name, from the nth
  * call, for count calls); events can be dropped, duplicated, delayed and
@@ -145,6 +150,14 @@ char *sim_session_model_input(sim_host *h, const char *session_id);
  *      {"ask":{"permission":"bash","patterns":["rm x"]}} -- asks the user (see
  *          permissions below): allowed → the next step; denied or rejected →
  *          the turn ends; open → the turn waits for the answer
+ *      {"usage":{"input":N,"output":N,"reasoning":N,"cache_read":N,
+ *          "cache_write":N,"cost":X}}           -- a model call's spend (each
+ *          optional, default 0; a non-negative number, tokens whole, cost in
+ *          USD): added to the turn's assistant message's running totals,
+ *          emitted at once in message.updated {info} (no time.completed, no
+ *          finish yet), as OpenCode does when a step finishes, and kept in its
+ *          info (tokens, cost) when it is stored; a compaction's continue turn
+ *          starts a new message from 0
  *      {"compact":true} or {"compact":{"summary":"text","auto":false,"fail":true}}
  *          -- OpenCode 1.18's compaction after the answer, the session busy
  *          throughout: the assistant message so far is stored
