@@ -248,15 +248,10 @@ static void spend_rolls_up(void)
     char *root = sim_session_new(h, NULL, "main");
     char *a = launch(h, root, "A", "running");
     char *as = session_of(h, "A");
-    char *b = launch(h, as, "B", "running");
-    char *bs = session_of(h, "B");
-    char ev[512];
-    snprintf(ev, sizeof ev,
-             "{\"type\":\"message.updated\",\"properties\":{\"info\":{\"id\":\"msg_b\",\"sessionID\":\"%s\","
-             "\"role\":\"assistant\",\"time\":{\"created\":1},\"tokens\":{\"input\":100,\"output\":10,"
-             "\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0}},\"cost\":1.5}}}",
-             bs);
-    sim_emit(h, ev);
+    /* B reports what its model call cost, then waits for the test. */
+    char *b = t_launch_script(h, as, "B",
+                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":1.5}},"
+                              "{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate B\"]}},{\"reply\":\"done B\"}]}");
     const char *text = "Stopped by the session budget: this session's background tasks spent $1.50 "
                        "(max_session_cost_usd is 1).";
     is_int(t_wait_status(h, as, b, "error", 5000), 0, "B stops: A's session is over its budget");
@@ -267,7 +262,6 @@ static void spend_rolls_up(void)
     is_int(t_rc, -EDQUOT, "the root may launch no more");
     like(out, "this session's background tasks have spent $1.50", "and is told what was spent");
     free(out);
-    free(bs);
     free(as);
     free(a);
     free(b);
