@@ -108,6 +108,11 @@ static bool push_notice(ocbg *o, job *j)
     } else if (t->delivered_run == n->run) {
         return true;
     }
+    /* Into the session of a task that launched it: only while that task
+     * runs (one that ended was stopped with its tasks; nobody is there). */
+    task *launcher = registry_find_session(&o->reg, n->parent_session);
+    if (launcher && !task_status_active(launcher->status))
+        return true;
     if (n->wake && !wake_slot(o, n)) {
         j->notice = NULL;
         sched_park(o, n);
@@ -115,8 +120,7 @@ static bool push_notice(ocbg *o, job *j)
     }
     char *session = xstrdup(n->parent_session), *agent = xstrdup(n->agent), *text = xstrdup(n->text);
     bool wake = n->wake;
-    task *launcher = wake ? registry_find_session(&o->reg, n->parent_session) : NULL;
-    if (launcher)
+    if (launcher && wake)
         launcher->woken = true; /* before its busy event can clear it */
     pthread_mutex_unlock(&o->mu);
     char *err = NULL;
