@@ -9,6 +9,7 @@
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR [--only stub|ocbg]
+//              [--cases name,name]   (only these scenario functions, e.g. while working on one)
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -23,6 +24,8 @@ const argv = process.argv.slice(2);
 const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : d; };
 const BIN = opt("opencode"), NPM_DIR = opt("npm-dir"), STUB_DIR = opt("stub-dir"), WORK = opt("work");
 const ONLY = opt("only", "");
+const CASES = opt("cases", "").split(",").filter(Boolean);
+const chosen = (scenarios) => scenarios.filter((f) => !CASES.length || CASES.includes(f.name));
 if (!BIN || !NPM_DIR || !STUB_DIR || !WORK) {
   console.error("usage: e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR");
   process.exit(2);
@@ -149,15 +152,15 @@ async function main() {
   followEvents();
 
   if (ONLY !== "ocbg") {
-    for (const scenario of [stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand])
+    for (const scenario of chosen([stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand]))
       await scenario();
   }
   if (ONLY !== "stub" && !ocbgInstalled) {
     ok(false, "ocbg is installed in the project (make install-opencode PROJECT=...)");
   } else if (ONLY !== "stub") {
-    for (const scenario of [launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
+    for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
-      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour])
+      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour]))
       await scenario();
   }
 
