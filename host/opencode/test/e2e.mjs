@@ -160,8 +160,11 @@ async function main() {
   } else if (ONLY !== "stub") {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
-      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour]))
+      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour])) {
+      const t0 = Date.now();
       await scenario();
+      diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    }
   }
 
   const listen = listeners(server.pid);
