@@ -124,7 +124,9 @@ async function main() {
         name: "Fake",
         options: { baseURL: `http://127.0.0.1:${fake.port}/v1`, apiKey: "fake" },
         models: {
-          "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } },
+          // Prices in US dollars per million tokens: OpenCode computes a message's cost from them.
+          "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 },
+            cost: { input: 3, output: 15, cache_read: 0.3 } },
           "small-model": { name: "Fake small", tool_call: true, limit: { context: 8000, output: 1000 } },
         },
       },
@@ -160,7 +162,7 @@ async function main() {
   } else if (ONLY !== "stub") {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
-      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour])) {
+      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified])) {
       const t0 = Date.now();
       await scenario();
       diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -761,4 +763,41 @@ async function capTwoOfFour() {
   }, 60000);
   ok(all, "each of the four tasks was notified exactly once", ids);
   await idle(parent);
+}
+
+// The model reports its usage in the stream (the last chunk, as OpenAI does when
+// stream_options.include_usage asks for it); OpenCode prices it with the model's
+// configured cost and reports both in message.updated; ocbg shows them in the
+// completion notification and in background_list.
+async function usageNotified() {
+  const parent = await newSession("ocbg usage");
+  const from = events.length;
+  const id = await launch(parent, { description: "spender", prompt: "CHILD spend u1 2000 700 1000 200",
+    agent: "general" });
+  ok(id, "a task whose model call reports its usage launched");
+  const notice = id && await userMessage(parent, id, 30000);
+  const nt = notice ? textOf(notice.msg) : "";
+  const req = fake.requests.find((r) => r.decision.text === "child reply u1");
+  ok(req?.body.stream_options?.include_usage === true && req.usage?.prompt_tokens === 2000 &&
+     req.usage.prompt_tokens_details.cached_tokens === 1000 && req.usage.completion_tokens === 700 &&
+     req.usage.completion_tokens_details.reasoning_tokens === 200,
+    "OpenCode asks for usage in the stream (stream_options.include_usage); the model reports it in its last chunk",
+    req && { stream_options: req.body.stream_options, usage: req.usage });
+  const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
+  const info = events.slice(from).filter((e) => e.type === "message.updated" &&
+    e.properties.info?.sessionID === child && e.properties.info.role === "assistant").at(-1)?.properties.info;
+  const tk = info?.tokens;
+  ok(tk?.input === 1000 && tk.output === 500 && tk.reasoning === 200 && tk.cache?.read === 1000 &&
+     tk.cache.write === 0 && info.cost === 0.0138,
+    "OpenCode's message.updated: input 1000 (2000 less 1000 cached), output 500 (700 less 200 reasoning), " +
+    "reasoning 200, cache read 1000; cost $0.0138 from the model's prices",
+    info && { tokens: info.tokens, cost: info.cost });
+  const usage = "Usage: 1,700 tokens (in 1,000, out 500, reasoning 200, cache read 1,000, write 0), $0.0138";
+  ok(nt.startsWith(`[ocbg] Background task completed: ${id} "spender" (agent: general, `) &&
+     nt.split("\n").includes(usage) && nt.includes("\nResult:\nchild reply u1"),
+    `the completion notification shows the spend: ${usage}`, nt);
+  await idle(parent);
+  const list = await callTool(parent, "background_list");
+  const line = (list?.output || "").split("\n").find((l) => l.startsWith(`- ${id} `)) || "";
+  ok(line.endsWith(` | ${usage}`), "its background_list line ends with the usage", list?.output);
 }
