@@ -54,6 +54,8 @@ process.on("exit", () => {
   for (const g of shellGroups) { try { process.kill(-g, "SIGKILL"); } catch {} }
 });
 
+const TASK_TOKENS = 20000; // ocbg's max_task_tokens in this suite
+
 // ---- the isolated world ----
 const HOME = path.join(WORK, "home");
 const PROJECT = path.join(WORK, "project");
@@ -134,7 +136,8 @@ async function main() {
     plugin: [
       ...(ONLY === "ocbg" ? [] : [[path.join(STUBPLUG, "ocbg.js"), { answer: 42 }]]),
       ...(ONLY === "stub" ? [] : [[path.join(OCBGPLUG, "ocbg.js"),
-        { face_claude: true, max_running_per_agent: { "e2e-capped": 2 } }]]),
+        // max_task_tokens: above every other scenario's tasks (the compacting one uses ~7,550)
+        { face_claude: true, max_running_per_agent: { "e2e-capped": 2 }, max_task_tokens: TASK_TOKENS }]]),
     ],
   };
   const env = {
@@ -162,7 +165,8 @@ async function main() {
   } else if (ONLY !== "stub") {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
-      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified])) {
+      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
+      tokenBudget])) {
       const t0 = Date.now();
       await scenario();
       diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -800,4 +804,45 @@ async function usageNotified() {
   const list = await callTool(parent, "background_list");
   const line = (list?.output || "").split("\n").find((l) => l.startsWith(`- ${id} `)) || "";
   ok(line.endsWith(` | ${usage}`), "its background_list line ends with the usage", list?.output);
+}
+
+// A per-task token budget: a sub-agent's model call reports more tokens than
+// max_task_tokens and the sub-agent would go on (a tool call, then a model
+// call that never ends): ocbg stops it, status error, the parent told once;
+// the child's session is aborted (not busy, no model stream left open, its
+// last message aborted). OpenCode reports a step's usage when the step ends,
+// after its tool calls ran; the abort has so far landed before the next model
+// call (checked either way: no stream stays open).
+async function tokenBudget() {
+  const parent = await newSession("ocbg budget");
+  const before = fake.requests.length;
+  const id = await launch(parent, { description: "runaway", prompt: "CHILD spendcall b1 24000 1000",
+    agent: "general" });
+  ok(id, "a task whose first model call reports 25,000 tokens launched");
+  const notice = id && await userMessage(parent, id, 30000);
+  const nt = notice ? textOf(notice.msg) : "";
+  const stop = `Stopped by the token budget: this task used 25,000 tokens (max_task_tokens is ${TASK_TOKENS}).`;
+  const usage = "Usage: 25,000 tokens (in 24,000, out 1,000, reasoning 0, cache read 0, write 0), $0.0870";
+  ok(nt.startsWith(`[ocbg] Background task failed: ${id} "runaway" (agent: general, `) &&
+     nt.includes(`\nError: ${stop}`) && nt.split("\n").includes(usage),
+    `the parent is told it failed: ${stop}`, nt);
+  const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
+  const mine = () => fake.requests.slice(before).filter((r) => r.decision.hang ||
+    r.decision.calls?.[0]?.args?.command === "echo spent b1");
+  const quiet = child && await waitFor("the child stopped", async () => {
+    const st = (await api("GET", "/session/status")).json || {};
+    return !st[child] && mine().every((r) => r.done || r.closed);
+  }, 15000);
+  ok(quiet, "the child's session is no longer busy and none of its model streams is open",
+    mine().map((r) => ({ hang: !!r.decision.hang, done: r.done, closed: r.closed })));
+  const last = child ? (await messages(child)).at(-1)?.info : null;
+  ok(last?.role === "assistant" && last.error?.name === "MessageAbortedError",
+    "the child was aborted: its last message ended with MessageAbortedError", last);
+  diag(`the child made ${mine().length} model call(s) before the abort`);
+  await idle(parent);
+  const out = await callTool(parent, "background_output", { task_id: id });
+  ok(out?.status === "completed" && out.output.startsWith(`Task ${id}: error\n`) &&
+     out.output.includes(`\nError: ${stop}\n`), "background_output: status error, the budget's text", out);
+  const failures = userTexts(await messages(parent)).filter((t) => t.startsWith("[ocbg]") && t.includes(id));
+  ok(failures.length === 1, "the failure was notified exactly once", failures);
 }

@@ -14,6 +14,8 @@
 //                              limit {context: 8000, output: 1000} OpenCode compacts after it
 //   "CHILD spend X P C [K [R]]" "child reply X" reporting a usage of P prompt tokens (K of them
 //                              cached) and C completion tokens (R of them reasoning)
+//   "CHILD spendcall X P C"   the child calls bash (echo) reporting that usage; after the tool
+//                              result it streams nothing, like "CHILD slow" (a budget must stop it)
 // OpenCode's compaction requests: the summary request (its prompt holds "Here is the
 // conversation so far") gets "E2E SUMMARY of the conversation"; the synthetic
 // "Continue if you have next steps…" message gets a reply with no text.
@@ -70,6 +72,11 @@ export function decide(body) {
   }
   if ((m = line.match(/^CHILD spend (\S+) (\d+) (\d+)(?: (\d+))?(?: (\d+))?/)))
     return { text: `child reply ${m[1]}`, usage: usageOf(+m[2], +m[3], +(m[4] || 0), +(m[5] || 0)) };
+  if ((m = line.match(/^CHILD spendcall (\S+) (\d+) (\d+)/))) {
+    if (toolResults.length) return { hang: true };
+    return { calls: [{ name: "bash", args: { command: `echo spent ${m[1]}`, description: "spend" } }],
+      usage: usageOf(+m[2], +m[3]) };
+  }
   if ((m = line.match(/^CHILD gate (\S+)/))) return { gate: m[1], text: `child reply ${m[1]}` };
   if (line.startsWith("CHILD slow")) return { hang: true };
   if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
