@@ -13,7 +13,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { startFakeModel } from "./fake_model.mjs";
+import { RATE_LIMIT_RETRY_MS, startFakeModel } from "./fake_model.mjs";
 import {
   api, assistantTexts, callTool, diag, events, followEvents, freePort, groupMembers, idle, isIdle, isLoopback,
   listeners, messages, newSession, ok, permissionAsked, procStat, replyPermission, say, sayTool, secs, setBase,
@@ -119,6 +119,7 @@ async function main() {
       "e2e-compact": { description: "A sub-agent on a small-context model (it compacts)", mode: "subagent",
         model: "fake/small-model" },
       "e2e-capped": { description: "A sub-agent ocbg runs two at a time", mode: "subagent" },
+      "e2e-limited": { description: "A sub-agent whose model call is rate-limited once", mode: "subagent" },
     },
     provider: {
       fake: {
@@ -166,7 +167,7 @@ async function main() {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
-      tokenBudget])) {
+      tokenBudget, rateLimited])) {
       const t0 = Date.now();
       await scenario();
       diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -845,4 +846,43 @@ async function tokenBudget() {
      out.output.includes(`\nError: ${stop}\n`), "background_output: status error, the budget's text", out);
   const failures = userTexts(await messages(parent)).filter((t) => t.startsWith("[ocbg]") && t.includes(id));
   ok(failures.length === 1, "the failure was notified exactly once", failures);
+}
+
+// A rate limit: the first model call of a sub-agent gets HTTP 429 (retry-after-ms);
+// OpenCode reports session.status retry and waits. A second task of the same
+// agent launched meanwhile waits pending and says why; it starts only once
+// the retry went through.
+async function rateLimited() {
+  const parent = await newSession("ocbg rate limit");
+  const from = events.length;
+  const id1 = await launch(parent, { description: "limited one", prompt: "CHILD ratelimit rl1", agent: "e2e-limited" });
+  ok(id1, "a task whose first model call is rate-limited launched");
+  const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
+  const retry = child && await waitFor("session.status retry", () => events.slice(from).find((e) =>
+    e.type === "session.status" && e.properties.sessionID === child && e.properties.status?.type === "retry"), 30000, 50);
+  const limitedAt = fake.requests.find((r) => r.decision.rateLimitOnce === "rl1" && r.status === 429)?.at;
+  ok(retry && limitedAt, "the model answered 429; OpenCode reports session.status retry for the child",
+    retry?.properties);
+  const t0 = Date.now();
+  const since = await sayTool(parent, "background_task", { description: "limited two", prompt: "CHILD fast rl2",
+    agent: "e2e-limited" });
+  const st = await toolEnded(parent, "background_task", since);
+  diag(`the second launch answered ${Date.now() - t0} ms after the retry was seen (the retry waits ${RATE_LIMIT_RETRY_MS} ms)`);
+  const id2 = taskIds(st?.output)[0];
+  const why = "Queued: the host is retrying a rate-limited call of a running e2e-limited task; e2e-limited tasks " +
+    "wait until it clears; it starts when a slot frees (0 ahead of it in the queue). Its status is pending until then.";
+  ok(id2 && /Status: pending/.test(st.output) && st.output.includes(why),
+    "a second task of that agent waits pending: the host is retrying a rate-limited call", st?.output);
+  const second = await waitFor("the second child's model call", () =>
+    fake.requests.find((r) => r.decision.text === "child reply rl2"), 30000);
+  const retried = fake.requests.find((r) => r.decision.rateLimitOnce === "rl1" && r.status === 200);
+  ok(second && retried && second.at >= limitedAt + RATE_LIMIT_RETRY_MS - 50 && second.at >= retried.at,
+    "it started only after the retry went through",
+    { limitedAt, retriedAfter: retried && retried.at - limitedAt, secondAfter: second && second.at - limitedAt });
+  const both = await waitFor("two notifications", async () => {
+    const us = userTexts(await messages(parent));
+    return [id1, id2].every((id) => us.filter((t) => t.includes(`completed: ${id}`)).length === 1) ? us : null;
+  }, 30000);
+  ok(both, "both tasks completed, each notified once");
+  await idle(parent);
 }

@@ -16,6 +16,8 @@
 //                              cached) and C completion tokens (R of them reasoning)
 //   "CHILD spendcall X P C"   the child calls bash (echo) reporting that usage; after the tool
 //                              result it streams nothing, like "CHILD slow" (a budget must stop it)
+//   "CHILD ratelimit X"       the first request: HTTP 429 with retry-after-ms RATE_LIMIT_RETRY_MS;
+//                              the retry: "child reply X"
 // OpenCode's compaction requests: the summary request (its prompt holds "Here is the
 // conversation so far") gets "E2E SUMMARY of the conversation"; the synthetic
 // "Continue if you have next steps…" message gets a reply with no text.
@@ -30,6 +32,7 @@
 // reported (null: none) and when it arrived.
 import http from "node:http";
 
+export const RATE_LIMIT_RETRY_MS = 3000;
 const DEFAULT_USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
 
 // OpenAI's usage object for P prompt (K cached) and C completion (R reasoning) tokens.
@@ -77,6 +80,8 @@ export function decide(body) {
     return { calls: [{ name: "bash", args: { command: `echo spent ${m[1]}`, description: "spend" } }],
       usage: usageOf(+m[2], +m[3]) };
   }
+  if ((m = line.match(/^CHILD ratelimit (\S+)/)))
+    return { rateLimitOnce: m[1], retryAfterMs: RATE_LIMIT_RETRY_MS, text: `child reply ${m[1]}` };
   if ((m = line.match(/^CHILD gate (\S+)/))) return { gate: m[1], text: `child reply ${m[1]}` };
   if (line.startsWith("CHILD slow")) return { hang: true };
   if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
@@ -111,6 +116,7 @@ export async function startFakeModel() {
   const open = new Set();
   // Gates: name -> {opened, waiting: [fn]}; a gated answer waits for openGate(name).
   const gates = new Map();
+  const limited = new Set(); // names of "CHILD ratelimit" already answered 429
   const gate = (name) => {
     if (!gates.has(name)) gates.set(name, { opened: false, waiting: [] });
     return gates.get(name);
@@ -128,6 +134,16 @@ export async function startFakeModel() {
       const d = decide(body);
       const rec = { body, decision: d, closed: false, done: false, at: Date.now(), status: 200, usage: null };
       requests.push(rec);
+      if (d.rateLimitOnce && !limited.has(d.rateLimitOnce)) {
+        limited.add(d.rateLimitOnce);
+        rec.status = 429;
+        res.writeHead(429, { "content-type": "application/json", "retry-after-ms": String(d.retryAfterMs),
+          "retry-after": String(Math.ceil(d.retryAfterMs / 1000)) });
+        res.end(JSON.stringify({ error: { message: "Rate limit reached for requests (scripted)", type: "requests",
+          code: "rate_limit_exceeded" } }));
+        rec.done = true;
+        return;
+      }
       if (d.error) {
         rec.status = d.error;
         res.writeHead(d.error, { "content-type": "application/json" });
