@@ -111,13 +111,16 @@ check-opencode: $(OC_STUB) $(OC_NPM_STAMP)
 	BUN_BE_BUN=1 timeout -k 5 120 $(OC_BIN) host/opencode/test/harness.mjs $(abspath $(OC_STUB_DIR))/ocbg.js
 
 # End to end: real `opencode serve`, fake model, ocbg installed into a project
-# with install-opencode, the stub plugin listed with options. E2E_ONLY=stub|ocbg.
+# with install-opencode, the stub plugin listed with options. E2E_ONLY=stub|ocbg;
+# E2E_CASES=name,name runs only those scenario functions of e2e.mjs.
 E2E_TIMEOUT ?= 480
 E2E_ONLY ?=
+E2E_CASES ?=
 OC_E2E := $(OC_DIR)/e2e-run
 e2e: $(OC_STUB) opencode $(OC_NPM_STAMP)
 	rm -rf $(OC_E2E)
 	$(MAKE) --no-print-directory install-opencode PROJECT=$(abspath $(OC_E2E))/project
 	timeout -k 10 $(E2E_TIMEOUT) $(NODE) host/opencode/test/e2e.mjs \
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) \
-	    --stub-dir $(abspath $(OC_STUB_DIR)) --work $(abspath $(OC_E2E)) $(if $(E2E_ONLY),--only $(E2E_ONLY))
+	    --stub-dir $(abspath $(OC_STUB_DIR)) --work $(abspath $(OC_E2E)) $(if $(E2E_ONLY),--only $(E2E_ONLY)) \
+	    $(if $(E2E_CASES),--cases $(E2E_CASES))

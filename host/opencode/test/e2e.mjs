@@ -9,10 +9,11 @@
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR [--only stub|ocbg]
+//              [--cases name,name]   (only these scenario functions, e.g. while working on one)
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { startFakeModel } from "./fake_model.mjs";
+import { RATE_LIMIT_RETRY_MS, startFakeModel } from "./fake_model.mjs";
 import {
   api, assistantTexts, callTool, diag, events, followEvents, freePort, groupMembers, idle, isIdle, isLoopback,
   listeners, messages, newSession, ok, permissionAsked, procStat, replyPermission, say, sayTool, secs, setBase,
@@ -23,6 +24,8 @@ const argv = process.argv.slice(2);
 const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : d; };
 const BIN = opt("opencode"), NPM_DIR = opt("npm-dir"), STUB_DIR = opt("stub-dir"), WORK = opt("work");
 const ONLY = opt("only", "");
+const CASES = opt("cases", "").split(",").filter(Boolean);
+const chosen = (scenarios) => scenarios.filter((f) => !CASES.length || CASES.includes(f.name));
 if (!BIN || !NPM_DIR || !STUB_DIR || !WORK) {
   console.error("usage: e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR");
   process.exit(2);
@@ -50,6 +53,8 @@ process.on("exit", () => {
   if (server) try { process.kill(-server.pid, "SIGKILL"); } catch {}
   for (const g of shellGroups) { try { process.kill(-g, "SIGKILL"); } catch {} }
 });
+
+const TASK_TOKENS = 20000; // ocbg's max_task_tokens in this suite
 
 // ---- the isolated world ----
 const HOME = path.join(WORK, "home");
@@ -114,6 +119,7 @@ async function main() {
       "e2e-compact": { description: "A sub-agent on a small-context model (it compacts)", mode: "subagent",
         model: "fake/small-model" },
       "e2e-capped": { description: "A sub-agent ocbg runs two at a time", mode: "subagent" },
+      "e2e-limited": { description: "A sub-agent whose model call is rate-limited once", mode: "subagent" },
     },
     provider: {
       fake: {
@@ -121,7 +127,9 @@ async function main() {
         name: "Fake",
         options: { baseURL: `http://127.0.0.1:${fake.port}/v1`, apiKey: "fake" },
         models: {
-          "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } },
+          // Prices in US dollars per million tokens: OpenCode computes a message's cost from them.
+          "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 },
+            cost: { input: 3, output: 15, cache_read: 0.3 } },
           "small-model": { name: "Fake small", tool_call: true, limit: { context: 8000, output: 1000 } },
         },
       },
@@ -129,7 +137,8 @@ async function main() {
     plugin: [
       ...(ONLY === "ocbg" ? [] : [[path.join(STUBPLUG, "ocbg.js"), { answer: 42 }]]),
       ...(ONLY === "stub" ? [] : [[path.join(OCBGPLUG, "ocbg.js"),
-        { face_claude: true, max_running_per_agent: { "e2e-capped": 2 } }]]),
+        // max_task_tokens: above every other scenario's tasks (the compacting one uses ~7,550)
+        { face_claude: true, max_running_per_agent: { "e2e-capped": 2 }, max_task_tokens: TASK_TOKENS }]]),
     ],
   };
   const env = {
@@ -149,16 +158,20 @@ async function main() {
   followEvents();
 
   if (ONLY !== "ocbg") {
-    for (const scenario of [stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand])
+    for (const scenario of chosen([stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand]))
       await scenario();
   }
   if (ONLY !== "stub" && !ocbgInstalled) {
     ok(false, "ocbg is installed in the project (make install-opencode PROJECT=...)");
   } else if (ONLY !== "stub") {
-    for (const scenario of [launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
+    for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
-      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour])
+      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
+      tokenBudget, rateLimited])) {
+      const t0 = Date.now();
       await scenario();
+      diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    }
   }
 
   const listen = listeners(server.pid);
@@ -754,5 +767,122 @@ async function capTwoOfFour() {
     return ids.every((id) => us.filter((t) => t.includes(`completed: ${id}`)).length === 1) ? us : null;
   }, 60000);
   ok(all, "each of the four tasks was notified exactly once", ids);
+  await idle(parent);
+}
+
+// The model reports its usage in the stream (the last chunk, as OpenAI does when
+// stream_options.include_usage asks for it); OpenCode prices it with the model's
+// configured cost and reports both in message.updated; ocbg shows them in the
+// completion notification and in background_list.
+async function usageNotified() {
+  const parent = await newSession("ocbg usage");
+  const from = events.length;
+  const id = await launch(parent, { description: "spender", prompt: "CHILD spend u1 2000 700 1000 200",
+    agent: "general" });
+  ok(id, "a task whose model call reports its usage launched");
+  const notice = id && await userMessage(parent, id, 30000);
+  const nt = notice ? textOf(notice.msg) : "";
+  const req = fake.requests.find((r) => r.decision.text === "child reply u1");
+  ok(req?.body.stream_options?.include_usage === true && req.usage?.prompt_tokens === 2000 &&
+     req.usage.prompt_tokens_details.cached_tokens === 1000 && req.usage.completion_tokens === 700 &&
+     req.usage.completion_tokens_details.reasoning_tokens === 200,
+    "OpenCode asks for usage in the stream (stream_options.include_usage); the model reports it in its last chunk",
+    req && { stream_options: req.body.stream_options, usage: req.usage });
+  const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
+  const info = events.slice(from).filter((e) => e.type === "message.updated" &&
+    e.properties.info?.sessionID === child && e.properties.info.role === "assistant").at(-1)?.properties.info;
+  const tk = info?.tokens;
+  ok(tk?.input === 1000 && tk.output === 500 && tk.reasoning === 200 && tk.cache?.read === 1000 &&
+     tk.cache.write === 0 && info.cost === 0.0138,
+    "OpenCode's message.updated: input 1000 (2000 less 1000 cached), output 500 (700 less 200 reasoning), " +
+    "reasoning 200, cache read 1000; cost $0.0138 from the model's prices",
+    info && { tokens: info.tokens, cost: info.cost });
+  const usage = "Usage: 1,700 tokens (in 1,000, out 500, reasoning 200, cache read 1,000, write 0), $0.0138";
+  ok(nt.startsWith(`[ocbg] Background task completed: ${id} "spender" (agent: general, `) &&
+     nt.split("\n").includes(usage) && nt.includes("\nResult:\nchild reply u1"),
+    `the completion notification shows the spend: ${usage}`, nt);
+  await idle(parent);
+  const list = await callTool(parent, "background_list");
+  const line = (list?.output || "").split("\n").find((l) => l.startsWith(`- ${id} `)) || "";
+  ok(line.endsWith(` | ${usage}`), "its background_list line ends with the usage", list?.output);
+}
+
+// A per-task token budget: a sub-agent's model call reports more tokens than
+// max_task_tokens and the sub-agent would go on (a tool call, then a model
+// call that never ends): ocbg stops it, status error, the parent told once;
+// the child's session is aborted (not busy, no model stream left open, its
+// last message aborted). OpenCode reports a step's usage when the step ends,
+// after its tool calls ran; the abort has so far landed before the next model
+// call (checked either way: no stream stays open).
+async function tokenBudget() {
+  const parent = await newSession("ocbg budget");
+  const before = fake.requests.length;
+  const id = await launch(parent, { description: "runaway", prompt: "CHILD spendcall b1 24000 1000",
+    agent: "general" });
+  ok(id, "a task whose first model call reports 25,000 tokens launched");
+  const notice = id && await userMessage(parent, id, 30000);
+  const nt = notice ? textOf(notice.msg) : "";
+  const stop = `Stopped by the token budget: this task used 25,000 tokens (max_task_tokens is ${TASK_TOKENS}).`;
+  const usage = "Usage: 25,000 tokens (in 24,000, out 1,000, reasoning 0, cache read 0, write 0), $0.0870";
+  ok(nt.startsWith(`[ocbg] Background task failed: ${id} "runaway" (agent: general, `) &&
+     nt.includes(`\nError: ${stop}`) && nt.split("\n").includes(usage),
+    `the parent is told it failed: ${stop}`, nt);
+  const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
+  const mine = () => fake.requests.slice(before).filter((r) => r.decision.hang ||
+    r.decision.calls?.[0]?.args?.command === "echo spent b1");
+  const quiet = child && await waitFor("the child stopped", async () => {
+    const st = (await api("GET", "/session/status")).json || {};
+    return !st[child] && mine().every((r) => r.done || r.closed);
+  }, 15000);
+  ok(quiet, "the child's session is no longer busy and none of its model streams is open",
+    mine().map((r) => ({ hang: !!r.decision.hang, done: r.done, closed: r.closed })));
+  const last = child ? (await messages(child)).at(-1)?.info : null;
+  ok(last?.role === "assistant" && last.error?.name === "MessageAbortedError",
+    "the child was aborted: its last message ended with MessageAbortedError", last);
+  diag(`the child made ${mine().length} model call(s) before the abort`);
+  await idle(parent);
+  const out = await callTool(parent, "background_output", { task_id: id });
+  ok(out?.status === "completed" && out.output.startsWith(`Task ${id}: error\n`) &&
+     out.output.includes(`\nError: ${stop}\n`), "background_output: status error, the budget's text", out);
+  const failures = userTexts(await messages(parent)).filter((t) => t.startsWith("[ocbg]") && t.includes(id));
+  ok(failures.length === 1, "the failure was notified exactly once", failures);
+}
+
+// A rate limit: the first model call of a sub-agent gets HTTP 429 (retry-after-ms);
+// OpenCode reports session.status retry and waits. A second task of the same
+// agent launched meanwhile waits pending and says why; it starts only once
+// the retry went through.
+async function rateLimited() {
+  const parent = await newSession("ocbg rate limit");
+  const from = events.length;
+  const id1 = await launch(parent, { description: "limited one", prompt: "CHILD ratelimit rl1", agent: "e2e-limited" });
+  ok(id1, "a task whose first model call is rate-limited launched");
+  const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
+  const retry = child && await waitFor("session.status retry", () => events.slice(from).find((e) =>
+    e.type === "session.status" && e.properties.sessionID === child && e.properties.status?.type === "retry"), 30000, 50);
+  const limitedAt = fake.requests.find((r) => r.decision.rateLimitOnce === "rl1" && r.status === 429)?.at;
+  ok(retry && limitedAt, "the model answered 429; OpenCode reports session.status retry for the child",
+    retry?.properties);
+  const t0 = Date.now();
+  const since = await sayTool(parent, "background_task", { description: "limited two", prompt: "CHILD fast rl2",
+    agent: "e2e-limited" });
+  const st = await toolEnded(parent, "background_task", since);
+  diag(`the second launch answered ${Date.now() - t0} ms after the retry was seen (the retry waits ${RATE_LIMIT_RETRY_MS} ms)`);
+  const id2 = taskIds(st?.output)[0];
+  const why = "Queued: the host is retrying a rate-limited call of a running e2e-limited task; e2e-limited tasks " +
+    "wait until it clears; it starts when a slot frees (0 ahead of it in the queue). Its status is pending until then.";
+  ok(id2 && /Status: pending/.test(st.output) && st.output.includes(why),
+    "a second task of that agent waits pending: the host is retrying a rate-limited call", st?.output);
+  const second = await waitFor("the second child's model call", () =>
+    fake.requests.find((r) => r.decision.text === "child reply rl2"), 30000);
+  const retried = fake.requests.find((r) => r.decision.rateLimitOnce === "rl1" && r.status === 200);
+  ok(second && retried && second.at >= limitedAt + RATE_LIMIT_RETRY_MS - 50 && second.at >= retried.at,
+    "it started only after the retry went through",
+    { limitedAt, retriedAfter: retried && retried.at - limitedAt, secondAfter: second && second.at - limitedAt });
+  const both = await waitFor("two notifications", async () => {
+    const us = userTexts(await messages(parent));
+    return [id1, id2].every((id) => us.filter((t) => t.includes(`completed: ${id}`)).length === 1) ? us : null;
+  }, 30000);
+  ok(both, "both tasks completed, each notified once");
   await idle(parent);
 }

@@ -12,12 +12,34 @@
 //                              after the tool result: "child reply <tool>"
 //   "CHILD compact X"         "child reply X" with a usage of 7520 tokens: on a model with
 //                              limit {context: 8000, output: 1000} OpenCode compacts after it
+//   "CHILD spend X P C [K [R]]" "child reply X" reporting a usage of P prompt tokens (K of them
+//                              cached) and C completion tokens (R of them reasoning)
+//   "CHILD spendcall X P C"   the child calls bash (echo) reporting that usage; after the tool
+//                              result it streams nothing, like "CHILD slow" (a budget must stop it)
+//   "CHILD ratelimit X"       the first request: HTTP 429 with retry-after-ms RATE_LIMIT_RETRY_MS;
+//                              the retry: "child reply X"
 // OpenCode's compaction requests: the summary request (its prompt holds "Here is the
 // conversation so far") gets "E2E SUMMARY of the conversation"; the synthetic
 // "Continue if you have next steps…" message gets a reply with no text.
 //   anything else              "ack" (e.g. a notification that woke the parent)
 // Title requests (a system prompt about titles) get "E2E title".
+//
+// Usage: as OpenAI's API does, a streamed answer reports its usage only when the request asks
+// for it (stream_options.include_usage, which OpenCode's openai-compatible provider always
+// sets): one last chunk with no choices and {prompt_tokens, completion_tokens, total_tokens,
+// prompt_tokens_details: {cached_tokens}, completion_tokens_details: {reasoning_tokens}}.
+// The default is 10 prompt and 5 completion tokens. Each request's record keeps the usage it
+// reported (null: none) and when it arrived.
 import http from "node:http";
+
+export const RATE_LIMIT_RETRY_MS = 3000;
+const DEFAULT_USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+
+// OpenAI's usage object for P prompt (K cached) and C completion (R reasoning) tokens.
+const usageOf = (p, c, k = 0, r = 0) => ({
+  prompt_tokens: p, completion_tokens: c, total_tokens: p + c,
+  prompt_tokens_details: { cached_tokens: k }, completion_tokens_details: { reasoning_tokens: r },
+});
 
 const textOf = (content) =>
   typeof content === "string"
@@ -51,6 +73,15 @@ export function decide(body) {
     if (msgs.slice(lastUser + 1).some((x) => x.role === "assistant")) return { text: "" };
     return { text: `child reply ${m[1]}`, usage: { prompt_tokens: 7500, completion_tokens: 20, total_tokens: 7520 } };
   }
+  if ((m = line.match(/^CHILD spend (\S+) (\d+) (\d+)(?: (\d+))?(?: (\d+))?/)))
+    return { text: `child reply ${m[1]}`, usage: usageOf(+m[2], +m[3], +(m[4] || 0), +(m[5] || 0)) };
+  if ((m = line.match(/^CHILD spendcall (\S+) (\d+) (\d+)/))) {
+    if (toolResults.length) return { hang: true };
+    return { calls: [{ name: "bash", args: { command: `echo spent ${m[1]}`, description: "spend" } }],
+      usage: usageOf(+m[2], +m[3]) };
+  }
+  if ((m = line.match(/^CHILD ratelimit (\S+)/)))
+    return { rateLimitOnce: m[1], retryAfterMs: RATE_LIMIT_RETRY_MS, text: `child reply ${m[1]}` };
   if ((m = line.match(/^CHILD gate (\S+)/))) return { gate: m[1], text: `child reply ${m[1]}` };
   if (line.startsWith("CHILD slow")) return { hang: true };
   if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
@@ -85,6 +116,7 @@ export async function startFakeModel() {
   const open = new Set();
   // Gates: name -> {opened, waiting: [fn]}; a gated answer waits for openGate(name).
   const gates = new Map();
+  const limited = new Set(); // names of "CHILD ratelimit" already answered 429
   const gate = (name) => {
     if (!gates.has(name)) gates.set(name, { opened: false, waiting: [] });
     return gates.get(name);
@@ -100,22 +132,39 @@ export async function startFakeModel() {
       let body = {};
       try { body = JSON.parse(raw); } catch {}
       const d = decide(body);
-      const rec = { body, decision: d, closed: false, done: false };
+      const rec = { body, decision: d, closed: false, done: false, at: Date.now(), status: 200, usage: null };
       requests.push(rec);
+      if (d.rateLimitOnce && !limited.has(d.rateLimitOnce)) {
+        limited.add(d.rateLimitOnce);
+        rec.status = 429;
+        res.writeHead(429, { "content-type": "application/json", "retry-after-ms": String(d.retryAfterMs),
+          "retry-after": String(Math.ceil(d.retryAfterMs / 1000)) });
+        res.end(JSON.stringify({ error: { message: "Rate limit reached for requests (scripted)", type: "requests",
+          code: "rate_limit_exceeded" } }));
+        rec.done = true;
+        return;
+      }
       if (d.error) {
+        rec.status = d.error;
         res.writeHead(d.error, { "content-type": "application/json" });
         res.end(JSON.stringify({ error: { message: d.message, type: "invalid_request_error", code: "scripted" } }));
         rec.done = true;
         return;
       }
       const id = `chatcmpl-${++seq}`;
-      const chunk = (delta, finish = null, extra = {}) =>
+      const chunk = (delta, finish = null) =>
         `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000),
-          model: body.model || "fake", choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
+          model: body.model || "fake", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
       open.add(res);
       res.on("close", () => { rec.closed = true; open.delete(res); });
-      const usage = { usage: d.usage || { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } };
+      // The last chunk: the usage, when asked for (choices: [], as OpenAI sends it).
+      const usageChunk = () => {
+        if (!body.stream_options?.include_usage) return "";
+        rec.usage = d.usage || DEFAULT_USAGE;
+        return `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000),
+          model: body.model || "fake", choices: [], usage: rec.usage })}\n\n`;
+      };
       if (d.gate && !gate(d.gate).opened) {
         res.write(chunk({ role: "assistant", content: "" }));
         const g = gate(d.gate);
@@ -138,12 +187,13 @@ export async function startFakeModel() {
               function: { name: c.name, arguments: "" } }] }));
             res.write(chunk({ tool_calls: [{ index: i, function: { arguments: JSON.stringify(c.args) } }] }));
           });
-          res.write(chunk({}, "tool_calls", usage));
+          res.write(chunk({}, "tool_calls"));
         } else {
           res.write(chunk({ role: "assistant", content: "" }));
           if (d.text) res.write(chunk({ content: d.text }));
-          res.write(chunk({}, "stop", usage));
+          res.write(chunk({}, "stop"));
         }
+        res.write(usageChunk());
         res.end("data: [DONE]\n\n");
         rec.done = true;
       }
