@@ -169,7 +169,7 @@ async function main() {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
-      tokenBudget, rateLimited, nestedTasks, nestedCancel])) {
+      tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused])) {
       const t0 = Date.now();
       await scenario();
       diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -1012,4 +1012,38 @@ async function nestedCancel() {
     "no notification of B anywhere (neither in A's session nor in the root's)", { rootTexts, aTexts });
   diag(`after the cancel the root holds ${endNotices(rootTexts, a).length} notification(s) of A; ` +
     `A's session ${(await messages(as)).length} message(s)`);
+}
+
+// B, at max_depth, calls background_task anyway (a model may name a tool it
+// was not offered): OpenCode turns the call into its own "invalid" tool part
+// and never calls the plugin (so ocbg's depth refusal is for hosts that do);
+// nothing is launched, B completes, A is woken and completes.
+async function nestedRefused() {
+  const root = await newSession("ocbg nested refused");
+  const cArgs = { description: "too deep", prompt: "CHILD fast deep", agent: "general" };
+  const bArgs = { description: "nested R2", prompt: `CHILD call background_task ${JSON.stringify(cArgs)}`,
+    agent: "general" };
+  const a = await launch(root, { description: "nested R", prompt: `CHILD nest R ${JSON.stringify(bArgs)}`,
+    agent: "general" });
+  ok(a, "the root launched task A");
+  const as = await childOf(root);
+  const bs = as && await waitFor("B's session", () => childOf(as), 30000);
+  const inv = bs && await waitFor("B's invalid tool call", async () =>
+    toolParts(await messages(bs), "invalid").find((p) => p.state.status === "completed")?.state, 30000);
+  const unavailable = "Model tried to call unavailable tool 'background_task'. Available tools: ";
+  const offered = (inv?.input?.error || "").startsWith(unavailable) ?
+    inv.input.error.slice(unavailable.length).replace(/\.$/, "").split(", ") : [];
+  ok(inv?.input?.tool === "background_task" && offered.includes("bash") &&
+     !offered.some((n) => ocbgTools().includes(n)) && inv.output.includes(unavailable),
+    "B's background_task call is OpenCode's \"invalid\" tool part: unavailable, ocbg's tools not among those offered",
+    inv);
+  ok(bs && toolParts(await messages(bs), "background_task").length === 0, "no background_task ran in B's session");
+  const aNotice = await userMessage(root, `[ocbg] Background task completed: ${a}`, 30000);
+  ok(aNotice && textOf(aNotice.msg).includes("\nResult:\nR final"), "A completed after B: the root is told once, \"R final\"",
+    aNotice && textOf(aNotice.msg));
+  const kids = bs ? (await api("GET", `/session/${bs}/children`)).json : null;
+  ok(Array.isArray(kids) && kids.length === 0 && !fake.requests.some((r) => r.decision.text === "child reply deep"),
+    "nothing was launched from B", kids);
+  await idle(root);
+  ok(endNotices(userTexts(await messages(root)), a).length === 1, "the root heard of A exactly once");
 }
