@@ -988,7 +988,12 @@ async function nestedCancel() {
   ok(bReq && !bReq.closed, "A launched B; B's model stream is open");
   const b = as ? taskIds(toolParts(await messages(as), "background_task").at(-1)?.state.output)[0] : null;
   const bs = as && await childOf(as);
-  ok(as && await turnEnds(as, "C first", 30000), "A answered; it waits for B");
+  ok(as && await turnEnds(as, "C first", 30000) && await idle(as), "A answered; its session went idle");
+  const waiting = await waitFor("A shown waiting for its tasks", async () => {
+    const st = await callTool(root, "background_output", { task_id: a });
+    return st?.output?.includes("Waiting for the background tasks it launched to end.") ? st : null;
+  }, 30000, 300);
+  ok(waiting?.output.startsWith(`Task ${a}: running\n`), "A is running, waiting for B", waiting);
   const st0 = (await api("GET", "/session/status")).json || {};
   ok(b && bs && st0[bs] && !st0[as], "B's session is busy, A's idle", st0);
 
