@@ -18,6 +18,9 @@
 //                              result it streams nothing, like "CHILD slow" (a budget must stop it)
 //   "CHILD ratelimit X"       the first request: HTTP 429 with retry-after-ms RATE_LIMIT_RETRY_MS;
 //                              the retry: "child reply X"
+//   "CHILD nest X <json>"     a task that launches one of its own: it calls background_task(args);
+//                              after the tool result: "X first"; woken later by a message with no
+//                              script line (its task's notification): "X final"
 // OpenCode's compaction requests: the summary request (its prompt holds "Here is the
 // conversation so far") gets "E2E SUMMARY of the conversation"; the synthetic
 // "Continue if you have next steps…" message gets a reply with no text.
@@ -61,7 +64,11 @@ export function decide(body) {
   // as the very last message gets "ack".
   const lineOf = (m) => (textOf(m.content).split("\n").find((l) => /^(E2E|CHILD) /.test(l.trim())) || "").trim();
   const lastMsg = msgs.at(-1);
-  if (lastMsg?.role === "user" && !lineOf(lastMsg)) return { text: "ack" };
+  if (lastMsg?.role === "user" && !lineOf(lastMsg)) {
+    const scripted = msgs.filter((x) => x.role === "user" && lineOf(x)).at(-1);
+    const nest = scripted && lineOf(scripted).match(/^CHILD nest (\S+)/);
+    return { text: nest ? `${nest[1]} final` : "ack" };
+  }
   let lastUser = -1;
   msgs.forEach((m, i) => { if (m.role === "user" && lineOf(m)) lastUser = i; });
   if (lastUser < 0) return { text: "ack" };
@@ -83,6 +90,12 @@ export function decide(body) {
   if ((m = line.match(/^CHILD ratelimit (\S+)/)))
     return { rateLimitOnce: m[1], retryAfterMs: RATE_LIMIT_RETRY_MS, text: `child reply ${m[1]}` };
   if ((m = line.match(/^CHILD gate (\S+)/))) return { gate: m[1], text: `child reply ${m[1]}` };
+  if ((m = line.match(/^CHILD nest (\S+)\s*(.*)$/))) {
+    if (toolResults.length) return { text: `${m[1]} first` };
+    let args = {};
+    try { args = m[2] ? JSON.parse(m[2]) : {}; } catch { args = {}; }
+    return { calls: [{ name: "background_task", args }] };
+  }
   if (line.startsWith("CHILD slow")) return { hang: true };
   if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
   if ((m = line.match(/^CHILD call (\S+)\s*(.*)$/))) {
