@@ -155,15 +155,40 @@ static void nested_task_waits_without_a_slot(void)
     sim_destroy(h);
 }
 
+/* The root's task A running, and A's task B running (max_depth 2). */
+typedef struct tree {
+    sim_host *h;
+    char *root, *a, *as, *b, *bs; /* session, task, its session, task, its session */
+} tree;
+
+static tree tree_open(void)
+{
+    tree t;
+    t.h = t_gated_host("{\"max_depth\":2}");
+    t.root = sim_session_new(t.h, NULL, "main");
+    t.a = launch(t.h, t.root, "A", "running");
+    t.as = session_of(t.h, "A");
+    t.b = launch(t.h, t.as, "B", "running");
+    t.bs = session_of(t.h, "B");
+    return t;
+}
+
+static void tree_close(tree *t)
+{
+    free(t->bs);
+    free(t->as);
+    free(t->a);
+    free(t->b);
+    free(t->root);
+    sim_destroy(t->h);
+}
+
 /* A and its task B both running: cancelling A cancels B too. */
 static void cancel_cascades(void)
 {
-    sim_host *h = t_gated_host("{\"max_depth\":2}");
-    char *root = sim_session_new(h, NULL, "main");
-    char *a = launch(h, root, "A", "running");
-    char *as = session_of(h, "A");
-    char *b = launch(h, as, "B", "running");
-    char *bs = session_of(h, "B");
+    tree t = tree_open();
+    sim_host *h = t.h;
+    const char *root = t.root, *a = t.a, *as = t.as, *b = t.b, *bs = t.bs;
     char args[64];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", a);
     char *out = t_tool(h, root, "background_cancel", args);
@@ -175,24 +200,16 @@ static void cancel_cascades(void)
     is_int(t_sync_notifications(h, root), 0, "the root's notifications are out");
     is_int(end_notices(h, as, b), 0, "A's session is not told of B's end (nobody is there)");
     is_int(end_notices(h, root, b), 0, "nor is the root");
-    free(bs);
-    free(as);
-    free(a);
-    free(b);
-    free(root);
-    sim_destroy(h);
+    tree_close(&t);
 }
 
 /* The root session deleted with A and B running (children deleted first,
  * as OpenCode does): both sessions are aborted, nothing is left running. */
 static void delete_takes_the_tree(void)
 {
-    sim_host *h = t_gated_host("{\"max_depth\":2}");
-    char *root = sim_session_new(h, NULL, "main");
-    char *a = launch(h, root, "A", "running");
-    char *as = session_of(h, "A");
-    char *b = launch(h, as, "B", "running");
-    char *bs = session_of(h, "B");
+    tree t = tree_open();
+    sim_host *h = t.h;
+    const char *root = t.root, *a = t.a, *as = t.as, *b = t.b, *bs = t.bs;
     is_int(sim_session_delete(h, root), 0, "the root session is deleted");
     is_int(sim_wait_idle(h, bs, tap_timeout_ms(5000)), 0, "B's session stops");
     is_int(sim_wait_idle(h, as, tap_timeout_ms(5000)), 0, "A's session stops");
@@ -204,24 +221,16 @@ static void delete_takes_the_tree(void)
     out = t_output(h, as, b);
     is_int(t_rc, -ENOENT, "and B with it");
     free(out);
-    free(bs);
-    free(as);
-    free(a);
-    free(b);
-    free(root);
-    sim_destroy(h);
+    tree_close(&t);
 }
 
 /* A waits for B; the root clears its tasks: A is cancelled and removed, and
  * B with it, its session aborted. */
 static void clear_takes_the_tree(void)
 {
-    sim_host *h = t_gated_host("{\"max_depth\":2}");
-    char *root = sim_session_new(h, NULL, "main");
-    char *a = launch(h, root, "A", "running");
-    char *as = session_of(h, "A");
-    char *b = launch(h, as, "B", "running");
-    char *bs = session_of(h, "B");
+    tree t = tree_open();
+    sim_host *h = t.h;
+    const char *root = t.root, *a = t.a, *as = t.as, *b = t.b, *bs = t.bs;
     t_release_gated(h, "A");
     is_int(t_wait_output_with(h, root, a, WAITS_FOR_ITS_TASKS, 5000), 0, "A waits for B");
     char *out = t_tool(h, root, "background_clear", "{}");
@@ -232,12 +241,7 @@ static void clear_takes_the_tree(void)
     out = t_output(h, as, b);
     is_int(t_rc, -ENOENT, "B went with A");
     free(out);
-    free(bs);
-    free(as);
-    free(a);
-    free(b);
-    free(root);
-    sim_destroy(h);
+    tree_close(&t);
 }
 
 /* B (A's task) spends over the session budget: the budget of A's session

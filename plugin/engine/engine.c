@@ -62,6 +62,12 @@ void engine_push_notice(ocbg *o, notice *n)
     jobs_push(&o->q, j);
 }
 
+/* The tasks t's own session launched (max_depth > 1), or NULL. */
+static parent *launched_by(ocbg *o, const task *t)
+{
+    return t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
+}
+
 /* p's session is a task's that waits for the tasks it launched: once they
  * have all ended and their notices are out, it is checked again (it
  * completes with its answer unless a notice woke it). */
@@ -86,7 +92,7 @@ void engine_notice_settled(ocbg *o, const char *session_id)
 
 bool engine_launcher_waits(ocbg *o, const task *t)
 {
-    parent *own = t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
+    parent *own = launched_by(o, t);
     return own && (own->active > 0 || own->notices_out > 0);
 }
 
@@ -94,7 +100,7 @@ bool engine_launcher_waits(ocbg *o, const task *t)
  * the worker (not here: callers may be walking the active list). */
 static void cascade(ocbg *o, const task *t)
 {
-    parent *own = t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
+    parent *own = launched_by(o, t);
     if (!own || own->active == 0)
         return;
     job *j = xcalloc(1, sizeof *j);
@@ -261,7 +267,7 @@ static void drop_tree(ocbg *o, parent *p, int levels)
 {
     for (task *t = p->head; t; t = t->pnext) {
         engine_stop_task_now(o, t);
-        parent *own = t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
+        parent *own = launched_by(o, t);
         if (own && own != p && levels > 0)
             drop_tree(o, own, levels - 1);
     }
@@ -276,7 +282,7 @@ void engine_drop_parent(ocbg *o, parent *p)
 
 void engine_drop_descendants(ocbg *o, const task *t)
 {
-    parent *own = t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
+    parent *own = launched_by(o, t);
     if (own && own != t->parent)
         engine_drop_parent(o, own);
 }

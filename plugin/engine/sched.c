@@ -74,6 +74,16 @@ static lane *next_agent_lane(ocbg *o)
     return best;
 }
 
+bool sched_wake_slot(ocbg *o, task *launcher)
+{
+    if (!launcher || !launcher->awaiting)
+        return true;
+    if (!sched_lane_open(o, launcher->lane))
+        return false;
+    registry_set_awaiting(&o->reg, launcher, false);
+    return true;
+}
+
 void sched_park(ocbg *o, notice *n)
 {
     task *a = registry_find_session(&o->reg, n->parent_session);
@@ -93,13 +103,9 @@ static void unpark(ocbg *o, job **first, job **last)
 {
     for (notice **pp = &o->parked; *pp;) {
         notice *n = *pp;
-        task *a = registry_find_session(&o->reg, n->parent_session);
-        if (a && a->awaiting) {
-            if (!sched_lane_open(o, a->lane)) {
-                pp = &n->next;
-                continue;
-            }
-            registry_set_awaiting(&o->reg, a, false);
+        if (!sched_wake_slot(o, registry_find_session(&o->reg, n->parent_session))) {
+            pp = &n->next;
+            continue;
         }
         *pp = n->next;
         n->next = NULL;

@@ -33,6 +33,11 @@ void sched_why_waiting(ocbg *o, const lane *l, strbuf *out);
 /* May a task of lane l (start or wake) take a slot now? */
 bool sched_lane_open(ocbg *o, const lane *l);
 
+/* A waking notice is about to go into the session of `launcher` (the task
+ * whose session it is; NULL: none). An awaiting launcher holds no slot: it
+ * takes one now if its lane is open. false: it must wait for one. */
+bool sched_wake_slot(ocbg *o, task *launcher);
+
 /* Keep waking notice n (owned from now) until the awaiting task whose
  * session it goes to can take a slot again: its tasks ended, and its next
  * turn is a run like any other. */

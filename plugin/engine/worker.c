@@ -78,19 +78,6 @@ static void run_finalize(ocbg *o, job *j)
     free(prev);
 }
 
-/* A waking notice into the session of a task that waits for its tasks (it
- * holds no slot) needs a slot: taken now if its lane is open; false if not. */
-static bool wake_slot(ocbg *o, const notice *n)
-{
-    task *a = registry_find_session(&o->reg, n->parent_session);
-    if (!a || !a->awaiting)
-        return true;
-    if (!sched_lane_open(o, a->lane))
-        return false;
-    registry_set_awaiting(&o->reg, a, false);
-    return true;
-}
-
 /* Push j's notice. true: it is settled (pushed, moot, or kept for the
  * parent's next answer); false: it stays on its way (parked for a slot, or
  * to be retried), j->notice taken. */
@@ -113,7 +100,7 @@ static bool push_notice(ocbg *o, job *j)
     task *launcher = registry_find_session(&o->reg, n->parent_session);
     if (launcher && !task_status_active(launcher->status))
         return true;
-    if (n->wake && !wake_slot(o, n)) {
+    if (n->wake && !sched_wake_slot(o, launcher)) {
         j->notice = NULL;
         sched_park(o, n);
         return false;
