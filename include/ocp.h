@@ -2,7 +2,7 @@
  * ocp.h — the ocp plugin ABI: how an agent host (OpenCode, a test host, yours)
  * loads a background-task plugin such as ocbg.so and talks to it.
  *
- * ABI version 1.1. One entry point, two versioned tables:
+ * ABI version 1.2. One entry point, two versioned tables:
  *
  *   host:    handle = dlopen(".../ocbg.so"); entry = dlsym(handle, OCP_ENTRY_SYMBOL);
  *            plugin = entry(&host_table, options_json, err, sizeof err);
@@ -68,7 +68,7 @@ extern "C" {
 #endif
 
 #define OCP_ABI_MAJOR 1
-#define OCP_ABI_MINOR 1
+#define OCP_ABI_MINOR 2
 
 /* The one symbol a plugin exports (type: ocp_plugin_entry_fn). */
 #define OCP_ENTRY_SYMBOL "ocp_plugin_entry"
@@ -220,6 +220,17 @@ typedef struct ocp_host {
      * The host must not call into the plugin from this function. */
     int (*ask_permission)(void *userdata, const ocp_call_ctx *ctx, const ocp_permission_request *req,
                           char **out);
+
+    /* ---- ABI 1.2 -------------------------------------------------------- */
+
+    /* Optional (NULL, or absent from an older table): a directory the plugin
+     * may keep files in that outlive the host process, one per project (the
+     * same directory whenever the host runs on that project again). The host
+     * creates it; the plugin creates files inside it and nothing else.
+     * Borrowed for the table's life. ocbg keeps its task store there
+     * ("ocbg.db"); without it, and without the store_path option, tasks live
+     * in memory only. */
+    const char *data_dir;
 } ocp_host;
 
 #define OCP_HOST_MIN_SIZE ((uint32_t)offsetof(ocp_host, now_ms))

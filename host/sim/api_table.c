@@ -105,6 +105,8 @@ void sim_api_free_locked(sim_api *a)
 {
     sim_api_calls_free_locked(a);
     sim_api_perm_free_locked(a);
+    free(a->data_dir);
+    a->data_dir = NULL;
 }
 
 int sim_api_without(sim_api *a, const char *fn)

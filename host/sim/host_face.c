@@ -5,6 +5,7 @@
 #include "sim_host_int.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 int sim_script(sim_host *h, const char *match, const char *script_json, int once)
 {
@@ -14,6 +15,15 @@ int sim_script(sim_host *h, const char *match, const char *script_json, int once
 int sim_without(sim_host *h, const char *fn)
 {
     return sim_api_without(&h->api, fn);
+}
+
+void sim_set_data_dir(sim_host *h, const char *dir)
+{
+    pthread_mutex_lock(&h->core.mu);
+    free(h->api.data_dir);
+    h->api.data_dir = dir ? sim_strdup(dir) : NULL;
+    h->api.table.data_dir = h->api.data_dir;
+    pthread_mutex_unlock(&h->core.mu);
 }
 
 /* ---- events ------------------------------------------------------------ */

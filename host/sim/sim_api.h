@@ -34,6 +34,7 @@ typedef struct sim_perm_req sim_perm_req;
 
 typedef struct sim_api {
     ocp_host table; /* given to plugins; userdata is this sim_api */
+    char *data_dir; /* table.data_dir (sim_set_data_dir) */
     sim_core *core;
     sim_store *store;
     sim_agents *agents;

@@ -72,6 +72,10 @@ const ocp_host *sim_table(sim_host *h);
  * or -1 for a function that is not optional. */
 int sim_without(sim_host *h, const char *fn);
 
+/* Give plugins loaded from now on a data directory (ABI 1.2 data_dir; the
+ * caller creates it). NULL: none, the default. The string is copied. */
+void sim_set_data_dir(sim_host *h, const char *dir);
+
 /* dlopen every "*.so" in `dir` (sorted by name), call its ocp_plugin_entry
  * with the host table and options_json (may be NULL). Returns the number of
  * plugins loaded (>= 0), or a negative errno; a plugin that refuses to load is

@@ -57,6 +57,7 @@ typedef struct bool_option {
 static const bool_option bool_options[] = {
     {"face_opencode", offsetof(options, face_opencode), true},
     {"face_claude", offsetof(options, face_claude), true},
+    {"store", offsetof(options, store), true},
 };
 #define N_BOOL_OPTIONS (sizeof bool_options / sizeof bool_options[0])
 
@@ -81,7 +82,7 @@ static int known_keys(char *out, size_t size)
         used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", num_options[i].name);
     for (size_t i = 0; i < N_BOOL_OPTIONS; i++)
         used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", bool_options[i].name);
-    return snprintf(out + used, used < size ? size - used : 0, "wake, max_running_per_agent");
+    return snprintf(out + used, used < size ? size - used : 0, "wake, max_running_per_agent, store_path");
 }
 
 int options_agent_cap(const options *o, const char *agent)
@@ -117,6 +118,19 @@ static int parse_agent_caps(options *o, const cJSON *item, char *err, size_t err
         snprintf(ac->agent, sizeof ac->agent, "%s", c->string);
         ac->max = (int)v;
     }
+    return 0;
+}
+
+/* store_path: an absolute file name ("" for the host's data_dir). */
+static int parse_store_path(options *o, const cJSON *item, char *err, size_t err_size)
+{
+    const char *v = cJSON_GetStringValue(item);
+    if (!v || (*v && *v != '/') || strlen(v) >= sizeof o->store_path) {
+        snprintf(err, err_size, "option 'store_path' must be an absolute file name (under %d bytes), or \"\" "
+                 "for the host's data directory", OPTIONS_PATH_MAX);
+        return -EINVAL;
+    }
+    snprintf(o->store_path, sizeof o->store_path, "%s", v);
     return 0;
 }
 
@@ -175,6 +189,8 @@ static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
     }
     if (strcmp(key, "max_running_per_agent") == 0)
         return parse_agent_caps(o, item, err, err_size);
+    if (strcmp(key, "store_path") == 0)
+        return parse_store_path(o, item, err, err_size);
     char known[1024];
     known_keys(known, sizeof known);
     snprintf(err, err_size, "unknown option '%s' (known: %s)", key, known);

@@ -51,6 +51,10 @@ typedef struct options {
     int max_repeat_calls;         /* the same call (tool and input) this many times in a row at most */
     int stale_ms;                 /* a busy agent with no progress this long is stopped */
     int max_runtime_ms;           /* a run's longest runtime (a launch's timeout may be shorter) */
+    /* The durable task store (plugin/store/). */
+    bool store;                   /* false: tasks live in memory only */
+#define OPTIONS_PATH_MAX 1024
+    char store_path[OPTIONS_PATH_MAX]; /* the database file; "": ocbg.db in the host's data_dir */
 } options;
 
 /* The defaults. */
