@@ -12,6 +12,8 @@
 #include "store/store.h"
 
 #define STORE_FILE "ocbg.db"
+/* How long the store thread lets changes gather before it writes them. */
+#define STORE_DELAY_MS 5
 
 bool persist_on(const ocbg *o)
 {
@@ -61,6 +63,7 @@ static bool write_dirty(ocbg *o)
 {
     registry *r = &o->reg;
     uint64_t gen = r->dirty_gen;
+    o->ps.writing = true;
     batch_rows b = {0};
     registry_take_dirty(r, copy_task, &b);
     char **removed = r->removed;
@@ -83,6 +86,7 @@ static bool write_dirty(ocbg *o)
     free(err);
 
     pthread_mutex_lock(&o->mu);
+    o->ps.writing = false;
     o->ps.writes++;
     o->ps.rows_written += b.n;
     if (rc != 0)
@@ -93,20 +97,33 @@ static bool write_dirty(ocbg *o)
     return rc == 0;
 }
 
+/* The store thread writes what changed a moment after the first change
+ * (STORE_DELAY_MS: the changes of a burst of events share one commit).
+ * What a tool call or a notification needs on disk now is written by
+ * persist_sync on its own thread. */
 static void *store_main(void *arg)
 {
     ocbg *o = arg;
+    bool delayed = false;
     pthread_mutex_lock(&o->mu);
-    for (;;) {
+    while (o->reg.track) {
         bool pending = o->reg.dirty || o->reg.nremoved > 0;
-        if (pending && o->reg.track) {
-            if (!write_dirty(o))
-                break;
-            continue;
-        }
-        if (o->ps.stop || !o->reg.track)
+        if (!pending && o->ps.stop)
             break;
-        pthread_cond_wait(&o->ps.cv, &o->mu);
+        if (!pending) {
+            o->ps.wake_pending = false;
+            pthread_cond_wait(&o->ps.cv, &o->mu);
+        } else if (o->ps.writing) {
+            pthread_cond_wait(&o->ps.synced_cv, &o->mu);
+        } else if (!delayed && !o->ps.stop) {
+            delayed = true;
+            struct timespec ts;
+            mono_deadline(&ts, mono_ms() + STORE_DELAY_MS);
+            pthread_cond_timedwait(&o->ps.cv, &o->mu, &ts);
+        } else {
+            delayed = false;
+            write_dirty(o);
+        }
     }
     stop_tracking(o);
     pthread_cond_broadcast(&o->ps.synced_cv);
@@ -117,14 +134,24 @@ static void *store_main(void *arg)
 static void on_dirty(void *arg)
 {
     ocbg *o = arg;
+    if (o->ps.wake_pending)
+        return; /* it is awake, or will write within STORE_DELAY_MS */
+    o->ps.wake_pending = true;
     pthread_cond_signal(&o->ps.cv);
 }
 
 void persist_sync(ocbg *o)
 {
     uint64_t want = o->reg.dirty_gen;
-    while (o->reg.track && o->ps.started && o->ps.committed < want)
-        pthread_cond_wait(&o->ps.synced_cv, &o->mu);
+    while (o->reg.track && o->ps.started && o->ps.committed < want) {
+        /* No write under way: this thread writes (saves the hand-off to
+         * the store thread and back); else it waits for that write, and
+         * writes next if its change was not in it. */
+        if (!o->ps.writing)
+            write_dirty(o);
+        else
+            pthread_cond_wait(&o->ps.synced_cv, &o->mu);
+    }
 }
 
 /* ---- restoring ------------------------------------------------------------ */

@@ -16,6 +16,8 @@ typedef struct persist {
     pthread_t thread;
     bool started;
     bool stop;
+    bool wake_pending;       /* the store thread was signalled and has not slept since */
+    bool writing;            /* a thread is writing (the store thread, or one in persist_sync) */
     pthread_cond_t cv;       /* the store thread's wake-up */
     pthread_cond_t synced_cv; /* a write ended (committed or failed) */
     uint64_t committed;      /* registry dirty_gen written so far */
