@@ -10,9 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/proc_id.h"
+#include "model/task.h"
 #include "testlib.h"
 
 static char dir[] = "/tmp/ocbg-store-XXXXXX";
@@ -63,28 +67,28 @@ static int wait_log(sim_host *h, const char *needle)
 static void finished_tasks_survive(void)
 {
     sim_host *h = t_host(opts);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *a = t_launch_script(h, parent, "alpha", "{\"steps\":[{\"reply\":\"answer alpha\"}]}");
-    char *b = t_launch_script(h, parent, "beta", "{\"steps\":[{\"reply\":\"answer beta\"}]}");
-    is_int(t_wait_messages_with(h, parent, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
+    char *psid = sim_session_new(h, NULL, "main");
+    char *a = t_launch_script(h, psid, "alpha", "{\"steps\":[{\"reply\":\"answer alpha\"}]}");
+    char *b = t_launch_script(h, psid, "beta", "{\"steps\":[{\"reply\":\"answer beta\"}]}");
+    is_int(t_wait_messages_with(h, psid, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
            "both tasks completed and were notified");
     reload(h);
-    char *list = t_tool(h, parent, "background_list", "{}");
+    char *list = t_tool(h, psid, "background_list", "{}");
     like(list, a, "after a restart the list still has %s", a);
     like(list, b, "and %s", b);
     unlike(list, "No background tasks found", "the list is not empty");
-    char *out = t_output(h, parent, a);
+    char *out = t_output(h, psid, a);
     like(out, "answer alpha", "background_output gives the old task's result");
     like(out, "completed", "with its status");
-    is_int(t_sync_notifications(h, parent), 0, "the restarted plugin's notifications are flushed");
-    is_int(notices_of(h, parent, a), 1, "%s was notified once over both lives", a);
-    is_int(notices_of(h, parent, b), 1, "%s was notified once over both lives", b);
+    is_int(t_sync_notifications(h, psid), 0, "the restarted plugin's notifications are flushed");
+    is_int(notices_of(h, psid, a), 1, "%s was notified once over both lives", a);
+    is_int(notices_of(h, psid, b), 1, "%s was notified once over both lives", b);
     ok(access(db, F_OK) == 0, "the store file is where store_path says");
     free(list);
     free(out);
     free(a);
     free(b);
-    free(parent);
+    free(psid);
     sim_destroy(h);
 }
 
@@ -93,24 +97,24 @@ static void finished_tasks_survive(void)
 static void running_task_goes_on(void)
 {
     sim_host *h = t_gated_host(opts);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *ans = t_launch_gated(h, parent, "g1", "general");
+    char *psid = sim_session_new(h, NULL, "main");
+    char *ans = t_launch_gated(h, psid, "g1", "general");
     char *id = t_find_id(ans, "bg_");
     is_int(t_wait_gate_open(h, "g1", tap_timeout_ms(5000)), 0, "the task runs (waits at its gate)");
     reload(h);
-    char *out = t_output(h, parent, id);
+    char *out = t_output(h, psid, id);
     like(out, "running", "after the restart the task is still running");
     t_release_gated(h, "g1");
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(5000)), 0, "it completes in the new instance");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "it completes in the new instance");
     free(out);
-    out = t_output(h, parent, id);
+    out = t_output(h, psid, id);
     like(out, "done g1", "with its answer");
-    is_int(t_sync_notifications(h, parent), 0, "notifications flushed");
-    is_int(notices_of(h, parent, id), 1, "notified once");
+    is_int(t_sync_notifications(h, psid), 0, "notifications flushed");
+    is_int(notices_of(h, psid, id), 1, "notified once");
     free(out);
     free(ans);
     free(id);
-    free(parent);
+    free(psid);
     sim_destroy(h);
 }
 
@@ -119,28 +123,28 @@ static void running_task_goes_on(void)
 static void new_host_reconciles(void)
 {
     sim_host *h = t_host(opts);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *done = t_launch_script(h, parent, "quick", "{\"steps\":[{\"reply\":\"quick answer\"}]}");
-    is_int(t_wait_status(h, parent, done, "completed", tap_timeout_ms(5000)), 0, "one task completed");
-    char *hang = t_launch_script(h, parent, "slow", "{\"steps\":[{\"tool\":\"read\",\"ms\":5},{\"hang\":true}]}");
+    char *psid = sim_session_new(h, NULL, "main");
+    char *done = t_launch_script(h, psid, "quick", "{\"steps\":[{\"reply\":\"quick answer\"}]}");
+    is_int(t_wait_status(h, psid, done, "completed", tap_timeout_ms(5000)), 0, "one task completed");
+    char *hang = t_launch_script(h, psid, "slow", "{\"steps\":[{\"tool\":\"read\",\"ms\":5},{\"hang\":true}]}");
     char *child = t_task_session(h, 1);
     ok(sim_wait(h, (int (*)(sim_host *, void *))sim_session_busy, child, tap_timeout_ms(5000)) == 0,
        "the other runs");
     sim_destroy(h);
 
     h = t_host(opts);
-    is_int(t_wait_status(h, parent, hang, "error", tap_timeout_ms(5000)), 0,
+    is_int(t_wait_status(h, psid, hang, "error", tap_timeout_ms(5000)), 0,
            "in a new host the running task ended in error");
-    char *out = t_output(h, parent, hang);
+    char *out = t_output(h, psid, hang);
     like(out, "no longer exists", "because its session is gone");
     free(out);
-    out = t_output(h, parent, done);
+    out = t_output(h, psid, done);
     like(out, "quick answer", "the finished one keeps its result");
     free(out);
     free(done);
     free(hang);
     free(child);
-    free(parent);
+    free(psid);
     sim_destroy(h);
 }
 
@@ -149,24 +153,24 @@ static void new_host_reconciles(void)
 static void undelivered_notice_is_sent(void)
 {
     sim_host *h = t_host(opts);
-    char *parent = sim_session_new(h, NULL, "main");
+    char *psid = sim_session_new(h, NULL, "main");
     sim_script(h, "late one", "{\"steps\":[{\"reply\":\"late answer\"}]}", 1);
-    char *ans = t_tool(h, parent, "background_task",
+    char *ans = t_tool(h, psid, "background_task",
                        "{\"description\":\"late\",\"prompt\":\"late one\",\"agent\":\"general\"}");
     char *id = t_find_id(ans, "bg_");
-    sim_fail(h, "session_prompt", 1, -1, -EIO); /* the parent's notification fails from now on */
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
-    is_int(sim_wait_calls(h, "session_prompt", parent, 1, tap_timeout_ms(5000)), 0, "its notification was tried");
-    is_int(notices_of(h, parent, id), 0, "and did not arrive");
+    sim_fail(h, "session_prompt", 1, -1, -EIO); /* the psid's notification fails from now on */
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
+    is_int(sim_wait_calls(h, "session_prompt", psid, 1, tap_timeout_ms(5000)), 0, "its notification was tried");
+    is_int(notices_of(h, psid, id), 0, "and did not arrive");
     sim_unload_plugins(h);
     sim_fail(h, NULL, 0, 0, 0);
     reload(h);
-    is_int(t_wait_messages_with(h, parent, id, 1, tap_timeout_ms(5000)), 0, "after the restart it arrives");
-    is_int(t_sync_notifications(h, parent), 0, "notifications flushed");
-    is_int(notices_of(h, parent, id), 1, "once");
+    is_int(t_wait_messages_with(h, psid, id, 1, tap_timeout_ms(5000)), 0, "after the restart it arrives");
+    is_int(t_sync_notifications(h, psid), 0, "notifications flushed");
+    is_int(notices_of(h, psid, id), 1, "once");
     free(ans);
     free(id);
-    free(parent);
+    free(psid);
     sim_destroy(h);
 }
 
@@ -217,15 +221,15 @@ static void bad_store(const char *what, const char *path, const char *log_needle
     char o[600];
     snprintf(o, sizeof o, "{\"store_path\":\"%s\"}", path);
     sim_host *h = t_host(o);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "works", "{\"steps\":[{\"reply\":\"fine\"}]}");
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, psid, "works", "{\"steps\":[{\"reply\":\"fine\"}]}");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
     is_int(wait_log(h, log_needle), 0, "%s: the log says why (%s)", what, log_needle);
     char *line = log_with(h, "memory only");
     ok(line != NULL, "%s: and that tasks live in memory only", what);
     free(line);
     free(id);
-    free(parent);
+    free(psid);
     sim_destroy(h);
 }
 
@@ -283,9 +287,9 @@ static void data_dir_and_off(void)
     sim_host *h = sim_create();
     sim_set_data_dir(h, sub);
     is_int(sim_load_plugins(h, pdir, "{\"store\":false}"), 1, "store off: loads");
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "off", "{\"steps\":[{\"reply\":\"x\"}]}");
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(5000)), 0, "store off: tasks run");
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, psid, "off", "{\"steps\":[{\"reply\":\"x\"}]}");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "store off: tasks run");
     ok(access(file, F_OK) != 0, "store off: no file in the data directory");
     free(id);
     sim_destroy(h);
@@ -293,21 +297,21 @@ static void data_dir_and_off(void)
     h = sim_create();
     sim_set_data_dir(h, sub);
     is_int(sim_load_plugins(h, pdir, NULL), 1, "defaults with a data directory: loads");
-    free(parent);
-    parent = sim_session_new(h, NULL, "main");
-    id = t_launch_script(h, parent, "on", "{\"steps\":[{\"reply\":\"kept\"}]}");
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(5000)), 0, "tasks run");
+    free(psid);
+    psid = sim_session_new(h, NULL, "main");
+    id = t_launch_script(h, psid, "on", "{\"steps\":[{\"reply\":\"kept\"}]}");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "tasks run");
     ok(access(file, F_OK) == 0, "the store is ocbg.db in the host's data directory");
     sim_destroy(h);
     h = sim_create();
     sim_set_data_dir(h, sub);
     sim_load_plugins(h, pdir, NULL);
-    char *out = t_output(h, parent, id);
+    char *out = t_output(h, psid, id);
     like(out, "kept", "and a new host finds the task there");
     free(out);
     sim_destroy(h);
     free(id);
-    free(parent);
+    free(psid);
 }
 
 /* Rows that are not tasks (a damaged file) are left out, logged; the rest
@@ -315,9 +319,9 @@ static void data_dir_and_off(void)
 static void damaged_rows(void)
 {
     sim_host *h = t_host(opts);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "good", "{\"steps\":[{\"reply\":\"good row\"}]}");
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(5000)), 0, "a task completed");
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, psid, "good", "{\"steps\":[{\"reply\":\"good row\"}]}");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "a task completed");
     sim_destroy(h);
     sqlite3 *d = NULL;
     sqlite3_open(db, &d);
@@ -332,11 +336,72 @@ static void damaged_rows(void)
     is_int(rc, SQLITE_OK, "four damaged rows written");
     h = t_host(opts);
     is_int(wait_log(h, "4 stored tasks could not be read"), 0, "the log counts the rows left out");
-    char *out = t_output(h, parent, id);
+    char *out = t_output(h, psid, id);
     like(out, "good row", "the good task still loads");
     free(out);
     free(id);
-    free(parent);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* A command in its own process group, as the shell runner starts one. */
+static pid_t spawn_sleeper(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        execlp("sleep", "sleep", "60", (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    return pid;
+}
+
+static void insert_shell_row(const char *id, pid_t pid, int64_t start)
+{
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO task(id, owner, parent_session, type, status, run, depth, command, description, pid, "
+             "pid_start, created_ms, started_ms) VALUES('%s', 'inst_dead', 'ses_shells', %d, %d, 1, 1, "
+             "'sleep 60', 'a dev server', %d, %lld, 1000, 1000)",
+             id, TASK_SHELL, TASK_RUNNING, (int)pid, (long long)start);
+    is_int(sqlite3_exec(d, sql, NULL, NULL, NULL), SQLITE_OK, "a running command %s stored", id);
+    sqlite3_close(d);
+}
+
+static int reaped_killed(sim_host *h, void *arg)
+{
+    (void)h;
+    int *st = arg;
+    pid_t pid = (pid_t)st[0];
+    return waitpid(pid, &st[1], WNOHANG) == pid;
+}
+
+/* A command left running by a host that died: killed when it is provably
+ * the same process (pid and start time), never a process that took its pid. */
+static void left_commands(void)
+{
+    pid_t same = spawn_sleeper(), other = spawn_sleeper();
+    int64_t same_start = proc_start_time(same), other_start = proc_start_time(other);
+    ok(same_start > 0 && other_start > 0, "two commands run (start times read)");
+    insert_shell_row("bg_5e11aa01", same, same_start);
+    insert_shell_row("bg_5e11aa02", other, other_start + 1); /* as if its pid had been reused */
+    sim_host *h = t_host(opts);
+    is_int(t_wait_status(h, "ses_shells", "bg_5e11aa01", "error", tap_timeout_ms(5000)), 0,
+           "the restored command ended in error");
+    char *out = t_output(h, "ses_shells", "bg_5e11aa01");
+    like(out, "stopped: the host restarted", "saying the host restarted");
+    free(out);
+    int st[2] = {(int)same, 0};
+    is_int(sim_wait(h, reaped_killed, st, tap_timeout_ms(5000)), 0, "the same process was killed");
+    ok(WIFSIGNALED(st[1]) && WTERMSIG(st[1]) == SIGKILL, "by SIGKILL");
+    is_int(t_wait_status(h, "ses_shells", "bg_5e11aa02", "error", tap_timeout_ms(5000)), 0,
+           "the other command's task ended in error too");
+    is_int(waitpid(other, NULL, WNOHANG), 0, "but a process whose start time differs was left alone");
+    kill(other, SIGKILL);
+    waitpid(other, NULL, 0);
     sim_destroy(h);
 }
 
@@ -352,6 +417,7 @@ int main(void)
     undelivered_notice_is_sent();
     two_instances();
     damaged_rows();
+    left_commands();
     bad_stores();
     data_dir_and_off();
     char cmd[300];
