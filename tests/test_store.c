@@ -344,6 +344,33 @@ static void damaged_rows(void)
     sim_destroy(h);
 }
 
+/* What a session's tasks cost counts against its budget across a restart. */
+static void spend_survives(void)
+{
+    char o[600];
+    snprintf(o, sizeof o, "{\"store_path\":\"%s\",\"max_session_cost_usd\":1}", db);
+    sim_host *h = t_host(o);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *a = t_launch_script(h, psid, "costly",
+                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.7}},"
+                              "{\"reply\":\"spent\"}]}");
+    is_int(t_wait_status(h, psid, a, "completed", tap_timeout_ms(5000)), 0, "a task that cost $0.70 completed");
+    sim_unload_plugins(h);
+    is_int(sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), o), 1, "restarted");
+    char *b = t_launch_script(h, psid, "more",
+                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.5}},"
+                              "{\"hang\":true}]}");
+    is_int(t_wait_output_with(h, psid, b,
+                              "Stopped by the session budget: this session's background tasks spent $1.20 "
+                              "(max_session_cost_usd is 1).",
+                              tap_timeout_ms(5000)),
+           0, "the next task's $0.50 goes over the session's budget: the restart did not reset it");
+    free(a);
+    free(b);
+    free(psid);
+    sim_destroy(h);
+}
+
 /* A command in its own process group, as the shell runner starts one. */
 static pid_t spawn_sleeper(void)
 {
@@ -418,6 +445,7 @@ int main(void)
     two_instances();
     damaged_rows();
     left_commands();
+    spend_survives();
     bad_stores();
     data_dir_and_off();
     char cmd[300];

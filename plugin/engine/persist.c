@@ -8,6 +8,7 @@
 #include "base/proc_id.h"
 #include "base/util.h"
 #include "engine/engine.h"
+#include "engine/guards.h"
 #include "store/convert.h"
 #include "store/store.h"
 
@@ -185,7 +186,8 @@ static void end_shell(ocbg *o, task *t)
 
 /* A notification a restored task still owes, unless it is known
  * delivered: sent again, after a look when its send may have happened. Its
- * parent's tasks oldest first, as they were launched. */
+ * parent's tasks oldest first, as they were launched. And what each task
+ * cost, back in its sessions' spend. */
 static void notify_parent(const char *key, void *value, void *arg)
 {
     (void)key;
@@ -194,10 +196,12 @@ static void notify_parent(const char *key, void *value, void *arg)
     task *t = p->head;
     while (t && t->pnext)
         t = t->pnext;
-    for (; t; t = t->pprev)
+    for (; t; t = t->pprev) {
+        guards_restore_spend(o, t);
         if (!task_status_active(t->status) && t->notice_run == t->run &&
             (t->notice_state == NOTICE_DUE || t->notice_state == NOTICE_PUSHING))
             engine_notify(o, t, t->notice_state == NOTICE_PUSHING);
+    }
 }
 
 /* What each restored task still needs: its notification (above); active
