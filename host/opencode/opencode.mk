@@ -106,9 +106,14 @@ OC_STUB := $(OC_STUB_DIR)/ocbg.so $(OC_STUB_DIR)/ocbg_opencode.node $(OC_STUB_DI
 
 # The adapter with its stub plugin and a fake SDK client, no server: under node
 # and under the Bun inside OpenCode (BUN_BE_BUN=1).
+# XDG_DATA_HOME: a fresh directory, where the adapter creates the data_dir.
+OC_HARNESS_DATA := $(OC_DIR)/harness-data
 check-opencode: $(OC_STUB) $(OC_NPM_STAMP)
-	timeout -k 5 120 $(NODE) host/opencode/test/harness.mjs $(abspath $(OC_STUB_DIR))/ocbg.js
-	BUN_BE_BUN=1 timeout -k 5 120 $(OC_BIN) host/opencode/test/harness.mjs $(abspath $(OC_STUB_DIR))/ocbg.js
+	rm -rf $(OC_HARNESS_DATA) && mkdir -p $(OC_HARNESS_DATA)/node $(OC_HARNESS_DATA)/bun
+	XDG_DATA_HOME=$(abspath $(OC_HARNESS_DATA))/node timeout -k 5 120 $(NODE) host/opencode/test/harness.mjs \
+	    $(abspath $(OC_STUB_DIR))/ocbg.js
+	XDG_DATA_HOME=$(abspath $(OC_HARNESS_DATA))/bun BUN_BE_BUN=1 timeout -k 5 120 $(OC_BIN) \
+	    host/opencode/test/harness.mjs $(abspath $(OC_STUB_DIR))/ocbg.js
 
 # End to end: real `opencode serve`, fake model, ocbg installed into a project
 # with install-opencode, the stub plugin listed with options. E2E_ONLY=stub|ocbg;

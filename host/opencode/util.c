@@ -31,14 +31,20 @@ void stderr_log(enum ocp_log_level level, const char *msg) {
     fprintf(stderr, "ocbg [%s] %s\n", names[level <= OCP_LOG_ERROR ? level : OCP_LOG_ERROR], msg);
 }
 
-/* mkdir -p, each new level 0700. 0, or an errno. */
+/* mkdir -p, each new level 0700. 0 once `path` is a directory (new or not),
+ * or an errno (ENOTDIR: a level exists and is not a directory). */
 static int make_dirs(char *path) {
     for (char *p = path + 1;; p++) {
         if (*p != '/' && *p != '\0')
             continue;
         char c = *p;
         *p = '\0';
-        int rc = mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : errno;
+        struct stat st;
+        int rc = mkdir(path, 0700) == 0 ? 0
+                 : errno != EEXIST      ? errno
+                 : stat(path, &st) != 0 ? errno
+                 : S_ISDIR(st.st_mode)  ? 0
+                                        : ENOTDIR;
         *p = c;
         if (rc != 0 || c == '\0')
             return rc;

@@ -76,7 +76,7 @@ try {
 }
 ok(refused && refused.includes("refused"), "refused options make the plugin fail to load", refused);
 
-const hooks = await mod.server({ client, directory: "/tmp" }, { answer: 42 });
+const hooks = await mod.server({ client, directory: "/tmp", project: { id: "prj_harness" } }, { answer: 42 });
 ok(hooks && hooks.tool && hooks.tool.stub_echo && hooks.tool.stub_block, "hooks have the plugin's tools");
 ok(typeof hooks.event === "function" && typeof hooks.dispose === "function", "event and dispose hooks");
 ok(typeof hooks["experimental.chat.messages.transform"] === "function", "messages.transform hook");
@@ -111,6 +111,29 @@ ok(echo.session === "ses_parent" && echo.agent === "build" && echo.call === "cal
    "call context reaches the plugin", echo);
 ok(echo.options === '{"answer":42,"face_claude":false}' && echo.host === "opencode",
    "plugin options reach the plugin, with the Claude face off by default", echo);
+
+// The data directory (ABI 1.2 data_dir): <XDG_DATA_HOME>/opencode/ocbg/<project id>,
+// created 0700. make check-opencode points XDG_DATA_HOME at a fresh directory.
+const XDG = process.env.XDG_DATA_HOME;
+const fs = await import("node:fs");
+const want = `${XDG}/opencode/ocbg/prj_harness`;
+let mode = null;
+try { mode = fs.statSync(want).mode; } catch {}
+ok(XDG && echo.data_dir === want && mode !== null && (mode & 0o777) === 0o700 && (mode & 0o170000) === 0o040000,
+   "data_dir: <XDG_DATA_HOME>/opencode/ocbg/<project id>, a directory created with mode 0700",
+   { XDG, data_dir: echo.data_dir, mode: mode?.toString(8) });
+const dataDirOf = async (input) => {
+  const h = await mod.server({ client, directory: "/tmp", ...input }, undefined);
+  const d = JSON.parse(await h.tool.stub_echo.execute({ text: "d" }, ctx())).data_dir;
+  await h.dispose();
+  return d;
+};
+ok(await dataDirOf({}) === null, "data_dir: none without a project id (the plugin still loads)");
+ok(await dataDirOf({ project: { id: "../escape" } }) === null && !fs.existsSync(`${XDG}/opencode/escape`),
+   "data_dir: none for a project id that is not a plain name; nothing created");
+fs.writeFileSync(`${XDG}/opencode/ocbg/a-file`, "");
+ok(await dataDirOf({ project: { id: "a-file" } }) === null,
+   "data_dir: none when the path is taken by a file (it cannot be created)");
 
 let err = null;
 try {

@@ -4,7 +4,8 @@
  * addon in the adapter's own tests.
  *
  * Tools:
- *   stub_echo(text, repeat?)  echoes; reports ctx fields and the options seen
+ *   stub_echo(text, repeat?)  echoes; reports ctx fields, the options seen and
+ *                             the host's data_dir (ABI 1.2; null when none)
  *   stub_host(title?)         from a plugin-owned pthread: session_create (child
  *                             of the caller), session_prompt (noReply),
  *                             session_messages, session_get, session_status,
@@ -188,6 +189,12 @@ static char *ask_host(struct stub *st, const cJSON *args, ocp_call_ctx *ctx) {
     return text;
 }
 
+/* Whether the host's table is big enough to hold a field ending at `end`
+ * (a field appended after the host's ABI minor is absent). */
+static int host_has(const ocp_host *h, size_t end) {
+    return h->struct_size >= end;
+}
+
 static int stub_echo(struct stub *st, const cJSON *args, const ocp_call_ctx *ctx, char **out) {
     cJSON *text = cJSON_GetObjectItem(args, "text");
     cJSON *rep = cJSON_GetObjectItem(args, "repeat");
@@ -204,6 +211,13 @@ static int stub_echo(struct stub *st, const cJSON *args, const ocp_call_ctx *ctx
     cJSON_AddStringToObject(r, "directory", ctx->directory ? ctx->directory : "");
     cJSON_AddStringToObject(r, "options", st->options ? st->options : "null");
     cJSON_AddStringToObject(r, "host", st->host->host_name ? st->host->host_name : "");
+    const char *dd = host_has(st->host, offsetof(ocp_host, data_dir) + sizeof st->host->data_dir)
+                         ? st->host->data_dir
+                         : NULL;
+    if (dd)
+        cJSON_AddStringToObject(r, "data_dir", dd);
+    else
+        cJSON_AddNullToObject(r, "data_dir");
     *out = cJSON_PrintUnformatted(r);
     cJSON_Delete(r);
     return 0;
