@@ -15,9 +15,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { RATE_LIMIT_RETRY_MS, startFakeModel } from "./fake_model.mjs";
 import {
-  api, assistantTexts, callTool, diag, events, followEvents, freePort, groupMembers, idle, isIdle, isLoopback,
+  api, assistantTexts, callTool, diag, eventWatchers, events, followEvents, freePort, groupMembers, idle, isIdle, isLoopback,
   listeners, messages, newSession, ok, permissionAsked, procStat, replyPermission, say, sayTool, secs, setBase,
-  sleep, stopEvents, tap, taskIds, textOf, toolEnded, toolParts, turnEnds, userMessage, userTexts, waitFor,
+  sleep, staysFalse, stopEvents, tap, taskIds, textOf, toolEnded, toolParts, turnEnds, userMessage, userTexts, waitFor,
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -78,6 +78,60 @@ function provideConfigDeps(dir) {
   if (!fs.existsSync(nm)) fs.symlinkSync(path.join(NPM_DIR, "node_modules"), nm);
 }
 
+// ---- the server: started, stopped, started again ----
+let serverEnv = null; // set by main(): the same HOME, XDG dirs and config for every start
+let starts = 0;
+const LOG = path.join(WORK, "opencode.log");
+
+// Starts `opencode serve` in the project on a free 127.0.0.1 port (its log
+// appended to LOG), points the HTTP client at it and follows its event
+// stream. Whether it answered healthy within 60 s.
+async function startServer() {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  setBase(base);
+  if (starts > 0) fs.appendFileSync(LOG, `\n===== e2e: opencode serve started again (start ${starts + 1}) =====\n`);
+  const log = fs.openSync(LOG, starts === 0 ? "w" : "a");
+  starts++;
+  server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "INFO"],
+    { cwd: PROJECT, env: serverEnv, detached: true, stdio: ["ignore", log, log] });
+  fs.closeSync(log);
+  diag(`opencode serve pid ${server.pid} on ${base} (log: ${LOG})`);
+  const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
+  if (healthy) followEvents();
+  return !!healthy;
+}
+
+// Whether the server process has exited.
+const serverGone = () => !server || server.exitCode !== null || server.signalCode !== null;
+
+// Sends `signal` to the server's process group (SIGKILL: no dispose, nothing
+// flushed; SIGTERM: a clean stop) and waits for it to exit (up to 15 s; then
+// SIGKILL). Stops following its event stream. Whether it exited by itself.
+async function stopServer(signal) {
+  stopEvents();
+  if (serverGone()) return true;
+  const exited = new Promise((r) => server.once("exit", r));
+  try { process.kill(-server.pid, signal); } catch {}
+  let timer;
+  const deadline = new Promise((r) => { timer = setTimeout(() => r(false), 15000); });
+  const byItself = await Promise.race([exited.then(() => true), deadline]);
+  clearTimeout(timer);
+  if (!byItself) {
+    try { process.kill(-server.pid, "SIGKILL"); } catch {}
+    await exited;
+  }
+  diag(`opencode serve pid ${server.pid} stopped by ${signal}${byItself ? "" : " (then SIGKILL)"}`);
+  return byItself;
+}
+
+// Stops the server with `signal` and starts it again with the same HOME,
+// XDG directories, config and project. Whether the new one is healthy.
+async function restartServer(signal) {
+  await stopServer(signal);
+  return startServer();
+}
+
 async function main() {
   fs.mkdirSync(HOME, { recursive: true });
   fs.mkdirSync(PROJECT, { recursive: true });
@@ -100,9 +154,6 @@ async function main() {
 
   fake = await startFakeModel();
   diag(`fake model on 127.0.0.1:${fake.port}`);
-  const port = await freePort();
-  const BASE = `http://127.0.0.1:${port}`;
-  setBase(BASE);
   const config = {
     $schema: "https://opencode.ai/config.json",
     model: "fake/fake-model",
@@ -143,7 +194,7 @@ async function main() {
           max_depth: 2 }]]),
     ],
   };
-  const env = {
+  serverEnv = {
     PATH: process.env.PATH, HOME, XDG_CONFIG_HOME: CONFIG,
     XDG_DATA_HOME: path.join(HOME, ".local/share"), XDG_CACHE_HOME: path.join(HOME, ".cache"),
     XDG_STATE_HOME: path.join(HOME, ".local/state"), TMPDIR: process.env.TMPDIR || "/tmp",
@@ -151,13 +202,7 @@ async function main() {
     OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
     OPENCODE_DISABLE_SHARE: "1", OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
   };
-  const log = fs.openSync(path.join(WORK, "opencode.log"), "w");
-  server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "INFO"],
-    { cwd: PROJECT, env, detached: true, stdio: ["ignore", log, log] });
-  diag(`opencode serve pid ${server.pid} on ${BASE} (log: ${path.join(WORK, "opencode.log")})`);
-  const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
-  if (!ok(healthy, "opencode serve is healthy on 127.0.0.1")) return;
-  followEvents();
+  if (!ok(await startServer(), "opencode serve is healthy on 127.0.0.1")) return;
 
   if (ONLY !== "ocbg") {
     for (const scenario of chosen([stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand]))
@@ -169,7 +214,8 @@ async function main() {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
-      tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused])) {
+      tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused,
+      restartAfterNotify, restartBeforeNotify, restartMidTask])) {
       const t0 = Date.now();
       await scenario();
       diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -1060,4 +1106,136 @@ async function nestedRefused() {
     "nothing was launched from B", kids);
   await idle(root);
   ok(endNotices(userTexts(await messages(root)), a).length === 1, "the root heard of A exactly once");
+}
+
+// ================= restarts (the durable store) =================
+
+// The notifications of task `id` among a session's user messages.
+function noticesOf(texts, id) {
+  const re = new RegExp(`\\[ocbg\\] Background task [a-z]+: ${id}\\b`);
+  return texts.filter((t) => re.test(t));
+}
+async function noticeCount(sid, id) { return noticesOf(userTexts(await messages(sid)), id).length; }
+// Every session of the project and its [ocbg] completion/failure notices: {sid: count}.
+async function allNotices() {
+  const out = {};
+  for (const s of (await api("GET", "/session")).json || [])
+    out[s.id] = userTexts(await messages(s.id)).filter((t) => /\[ocbg\] Background (task|command) [a-z]+: /.test(t)).length;
+  return out;
+}
+
+// A task completes and its notification is delivered; then a clean restart
+// (SIGTERM). After it the old id resolves with its result, and no second
+// notification comes: not for it, not for any task of the scenarios before.
+async function restartAfterNotify() {
+  const parent = await newSession("ocbg restart after notify");
+  const id = await launch(parent, { description: "told before a restart", prompt: "CHILD fast ran", agent: "general" });
+  ok(id, "a task launched");
+  const notice = id && await userMessage(parent, `[ocbg] Background task completed: ${id}`, 45000);
+  ok(notice && textOf(notice.msg).includes("child reply ran"), "its notification was delivered", notice && textOf(notice.msg));
+  await waitFor("the parent answered the notification", async () => {
+    const last = (await messages(parent)).at(-1);
+    return last.info.role === "assistant" && last.info.finish;
+  }, 30000);
+  await idle(parent);
+  const before = await allNotices();
+
+  const stoppedCleanly = await stopServer("SIGTERM");
+  ok(stoppedCleanly, "opencode serve stopped on SIGTERM by itself");
+  ok(await startServer(), "opencode serve started again (same HOME, XDG dirs, project)");
+  const again = await api("GET", `/session/${parent}`);
+  ok(again.status === 200 && again.json?.id === parent, "the parent session is still there", again.status);
+  const out = await callTool(parent, "background_output", { task_id: id }, 60000);
+  ok(out?.status === "completed" && /completed/i.test(out.output) && out.output.includes("child reply ran"),
+    "after the restart the old id resolves with its result", out);
+  // A duplicate would be pushed when ocbg restores its tasks, or at a poll after (every 1 s).
+  const noDuplicate = await staysFalse(async () => (await noticeCount(parent, id)) > 1, 3500);
+  const n = await noticeCount(parent, id);
+  ok(noDuplicate && n === 1, "no second notification after the restart: exactly one in the session", n);
+  const after = await allNotices();
+  const grew = Object.keys(before).filter((sid) => (after[sid] ?? 0) !== before[sid]);
+  ok(Object.keys(before).length > 0 && grew.length === 0,
+    `no session got a notification again (${Object.keys(before).length} sessions, ` +
+    `${Object.values(before).reduce((a, b) => a + b, 0)} notifications before the restart)`, { grew, before, after });
+}
+
+// The child's answer is stored, and serve is SIGKILLed at that moment (on the
+// event that says so), very likely before ocbg notified the parent. After
+// the restart the task completes from the stored answer and the parent is
+// told exactly once.
+async function restartBeforeNotify() {
+  const parent = await newSession("ocbg restart before notify");
+  const id = await launch(parent, { description: "answered, then killed", prompt: "CHILD gate rbn", agent: "general" });
+  ok(id, "a gated task launched");
+  const child = id && await waitFor("its session", () => childOf(parent), 30000);
+  const req = await waitFor("the child's model request", async () =>
+    fake.requests.find((r) => r.decision.gate === "rbn" && !r.closed), 30000);
+  ok(child && req, "the child waits at its gate");
+  await idle(parent);
+  let killedAt = 0;
+  const victim = server;
+  const watcher = (ev) => {
+    const info = ev.type === "message.updated" ? ev.properties?.info : null;
+    if (killedAt || !info || info.sessionID !== child || info.role !== "assistant") return;
+    if (!info.finish && !info.time?.completed) return;
+    try { process.kill(-victim.pid, "SIGKILL"); } catch {}
+    killedAt = Date.now();
+  };
+  eventWatchers.add(watcher);
+  const from = events.length;
+  fake.openGate("rbn");
+  const killed = await waitFor("the kill", () => killedAt, 30000, 20);
+  eventWatchers.delete(watcher);
+  const early = events.slice(from).some((e) => e.type === "message.part.updated" &&
+    e.properties?.part?.sessionID === parent && (e.properties.part.text || "").includes(id));
+  diag(`killed ${killed ? killedAt - req.at : "?"} ms after the child's request; notification seen before: ${early}`);
+  ok(killed, "serve was SIGKILLed when the child's finished answer was stored");
+  ok(await restartServer("SIGKILL"), "opencode serve started again");
+  const cm = child ? await messages(child) : [];
+  ok(assistantTexts(cm).includes("child reply rbn"), "the child's answer survived the kill", assistantTexts(cm));
+  const notice = await userMessage(parent, `[ocbg] Background task completed: ${id}`, 45000);
+  ok(notice && textOf(notice.msg).includes("child reply rbn"),
+    "after the restart the parent is told the task completed, with the answer", notice && textOf(notice.msg));
+  await idle(parent);
+  const out = await callTool(parent, "background_output", { task_id: id }, 60000);
+  ok(out?.status === "completed" && /completed/i.test(out.output) && out.output.includes("child reply rbn"),
+    "background_output gives the child's answer as its result", out);
+  const once = await staysFalse(async () => (await noticeCount(parent, id)) > 1, 2500);
+  const n = await noticeCount(parent, id);
+  ok(once && n === 1, "the parent session holds exactly one notification of it", n);
+}
+
+// serve is SIGKILLed while a child streams its answer (its first step, which
+// said "partial rmt" and ran a command, is stored). After the restart the old
+// id is listed, it ended in error saying the restart interrupted it, with
+// what it had written, and the parent is told once.
+async function restartMidTask() {
+  const parent = await newSession("ocbg restart mid-task");
+  const id = await launch(parent, { description: "cut by a restart", prompt: "CHILD partial rmt", agent: "general" });
+  ok(id, "a task launched");
+  const child = id && await waitFor("its session", () => childOf(parent), 30000);
+  const req = await waitFor("the child's second model request", async () =>
+    fake.requests.find((r) => r.decision.partial === "rmt" && !r.closed), 30000);
+  const stored = child && await waitFor("the first step stored", async () =>
+    (await messages(child)).some((m) => m.info.role === "assistant" && textOf(m).includes("partial rmt")), 10000);
+  ok(req && stored, "the child said \"partial rmt\", ran a command, and streams its next step");
+  await idle(parent);
+  ok(await restartServer("SIGKILL"), "opencode serve was SIGKILLed mid-stream and started again");
+  ok(req?.closed, "the child's model stream was cut");
+  const again = await api("GET", `/session/${parent}`);
+  ok(again.status === 200 && again.json?.id === parent, "the parent session is still there", again.status);
+  const notice = await userMessage(parent, `[ocbg] Background task failed: ${id}`, 45000);
+  ok(notice && /interrupted/.test(textOf(notice.msg)), "the parent is told the task failed, interrupted by the restart",
+    notice && textOf(notice.msg));
+  await idle(parent);
+  const list = await callTool(parent, "background_list", undefined, 60000);
+  ok(list?.status === "completed" && list.output.includes(id) && /error/.test(list.output),
+    "background_list lists the old id, ended in error", list);
+  const out = await callTool(parent, "background_output", { task_id: id }, 60000);
+  const text = out?.output || "";
+  ok(out?.status === "completed" && /error/i.test(text) &&
+     text.includes("interrupted: the host restarted before the task finished") && text.includes("partial rmt"),
+    "background_output: error, interrupted by the restart, with the answer so far", out);
+  const n = await noticeCount(parent, id);
+  ok(n === 1, "the parent got exactly one notification of it", n);
 }

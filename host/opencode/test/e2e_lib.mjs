@@ -31,6 +31,19 @@ export async function waitFor(what, fn, timeoutMs = 30000, every = 150) {
   return null;
 }
 
+// Whether fn() stays false (or fails) until the deadline: for a check that
+// something does not happen (a duplicate), given time to happen.
+export async function staysFalse(fn, timeoutMs, every = 150) {
+  const t = Date.now();
+  while (Date.now() - t < timeoutMs) {
+    let v;
+    try { v = await fn(); } catch { v = undefined; }
+    if (v) return false;
+    await sleep(every);
+  }
+  return true;
+}
+
 export async function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
@@ -56,7 +69,11 @@ export async function api(method, p, body, timeoutMs = 15000) {
 }
 
 // ---- the event stream (GET /event), followed until stopEvents() ----
+// `events` keeps every event of every server the suite started (a restart
+// follows the new one's stream); each function in eventWatchers is called
+// with each event as it arrives (to act at an exact moment).
 export const events = [];
+export const eventWatchers = new Set();
 let sse = null;
 export async function followEvents() {
   const ac = new AbortController();
@@ -72,7 +89,11 @@ export async function followEvents() {
         const line = buf.slice(0, i).trim();
         buf = buf.slice(i + 1);
         if (line.startsWith("data:")) {
-          try { events.push(JSON.parse(line.slice(5))); } catch {}
+          let ev = null;
+          try { ev = JSON.parse(line.slice(5)); } catch {}
+          if (!ev) continue;
+          events.push(ev);
+          for (const w of eventWatchers) { try { w(ev); } catch {} }
         }
       }
     }

@@ -7,6 +7,9 @@
 //   "CHILD fast X"            a child's reply: "child reply X"
 //   "CHILD gate X"            "child reply X", once the test called openGate("X")
 //   "CHILD slow"              streams nothing until the client goes away (max 120 s)
+//   "CHILD partial X"         a first step that says "partial X" and calls bash (echo); after
+//                              the tool result it streams nothing, like "CHILD slow" (a run
+//                              cut short with a stored partial answer)
 //   "CHILD error"             HTTP 400 with an error body (a non-retryable API error)
 //   "CHILD call <tool> <json>" the child calls <tool>(args) (e.g. OpenCode's own bash);
 //                              after the tool result: "child reply <tool>"
@@ -97,6 +100,11 @@ export function decide(body) {
     return { calls: [{ name: "background_task", args }] };
   }
   if (line.startsWith("CHILD slow")) return { hang: true };
+  if ((m = line.match(/^CHILD partial (\S+)/))) {
+    if (toolResults.length) return { hang: true, partial: m[1] };
+    return { text: `partial ${m[1]}`, calls: [{ name: "bash", args: { command: `echo partial ${m[1]}`,
+      description: "partial" } }] };
+  }
   if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
   if ((m = line.match(/^CHILD call (\S+)\s*(.*)$/))) {
     if (toolResults.length) return { text: `child reply ${m[1]}` };
@@ -195,6 +203,7 @@ export async function startFakeModel() {
           return;
         }
         if (d.calls) {
+          if (d.text) res.write(chunk({ role: "assistant", content: d.text }));
           d.calls.forEach((c, i) => {
             res.write(chunk({ role: "assistant", tool_calls: [{ index: i, id: `call_${seq}_${i}`, type: "function",
               function: { name: c.name, arguments: "" } }] }));
