@@ -97,8 +97,10 @@ async function startServer() {
     { cwd: PROJECT, env: serverEnv, detached: true, stdio: ["ignore", log, log] });
   fs.closeSync(log);
   diag(`opencode serve pid ${server.pid} on ${base} (log: ${LOG})`);
+  const t0 = Date.now();
   const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
   if (healthy) followEvents();
+  diag(`healthy after ${Date.now() - t0} ms`);
   return !!healthy;
 }
 
