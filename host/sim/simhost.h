@@ -93,6 +93,24 @@ void sim_unload_plugins(sim_host *h);
 
 /* ---- sessions ---------------------------------------------------------- */
 
+/* Keep the sessions and messages in a journal at `path`, so that they
+ * survive the host's process as OpenCode's database does. From this call on,
+ * every change (a session created or deleted, a message stored, an assistant
+ * message in progress at each tool or usage update: the last line of a
+ * message wins) is appended to path as one JSON line in one write(2): a
+ * SIGKILL after a host function returns loses none of it. When path already
+ * has lines they are replayed first, as after a host restart: the sessions
+ * come back, every one idle with no turn running (a turn that was streaming
+ * leaves its partial assistant message, unfinished), with their messages as
+ * last written; deleted ones stay gone; ids made from now on differ from,
+ * and sort after, every replayed id. A last line cut short (a kill inside a
+ * write) is ignored and cut off. Sessions that existed before the call are
+ * written to the journal too. Replay emits no event: open the journal before
+ * loading plugins. A session's denied tools and queued prompts are not kept.
+ * Returns 0, -EINVAL (path NULL), -EBUSY (a journal is already open), or
+ * open(2)/read(2)/ftruncate(2)'s negative errno. Any thread. */
+int sim_journal_open(sim_host *h, const char *path);
+
 /* Create a session as a user would (recorded separately from plugin calls:
  * not counted by sim_calls). Returns its id ("ses_…"), malloc'd. */
 char *sim_session_new(sim_host *h, const char *parent_id, const char *title);
