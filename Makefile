@@ -26,7 +26,7 @@ WARN    := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wshad
 CFLAGS  ?=
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -Iplugin -Ihooks -Ifork -Ihost/sim -Itests
 ALL_CFLAGS = -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS)
-LDLIBS  += -lcjson -lpthread -ldl
+LDLIBS  += -lcjson -lsqlite3 -lpthread -ldl
 
 # Every plugin source: entry and engine, event hooks, fork processing.
 PLUGIN_SRC := $(sort $(wildcard plugin/*.c plugin/*/*.c hooks/*.c fork/*.c))

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/persist.h"
 #include "events.h"
 #include "fork.h"
 #include "face/tools.h"
@@ -98,6 +99,11 @@ static int plugin_tool_call(void *ud, const char *tool, const char *args_json, o
         sb_puts(&answer, held);
         free(held);
     }
+    /* What the answer tells the model (a task id, a result taken) is on
+     * disk before the model sees it. */
+    pthread_mutex_lock(&o->mu);
+    persist_sync(o);
+    pthread_mutex_unlock(&o->mu);
     *out = sb_take(&answer);
     leave_call(o);
     return rc;

@@ -7,6 +7,7 @@
 
 #include "base/util.h"
 #include "engine/jobs.h"
+#include "store/store.h"
 #include "text/texts.h"
 
 int64_t ocbg_now(ocbg *o)
@@ -146,8 +147,9 @@ void engine_permission_replied(ocbg *o, task *t, const char *request_id)
     engine_wake_waiters(o);
 }
 
-static void queue_notice(ocbg *o, task *t, int64_t now)
+void engine_notify(ocbg *o, task *t, bool verify)
 {
+    int64_t now = ocbg_now(o);
     notice *n = xcalloc(1, sizeof *n);
     memcpy(n->task_id, t->id, sizeof n->task_id);
     n->run = t->run;
@@ -156,6 +158,13 @@ static void queue_notice(ocbg *o, task *t, int64_t now)
     n->text = format_notification(t, now, o->opt.notify_max_chars);
     /* Quiet while siblings still run; a failure or the last one wakes. */
     n->wake = o->opt.wake == WAKE_ALWAYS || t->status == TASK_ERROR || t->parent->active == 0;
+    n->verify = verify;
+    n->since_ms = t->notice_pushed_ms;
+    /* Owed from now until it is sent (the store keeps this: engine/persist.h). */
+    t->notice_state = verify ? NOTICE_PUSHING : NOTICE_DUE;
+    t->notice_run = t->run;
+    t->notice_wake = n->wake;
+    registry_touch(&o->reg, t);
     engine_push_notice(o, n);
 }
 
@@ -197,7 +206,7 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     if (t->result_waiters > 0)
         t->delivered_run = t->run;
     else if (s != TASK_CANCELLED)
-        queue_notice(o, t, now);
+        engine_notify(o, t, false);
     cascade(o, t);
     check_launcher(o, t->parent);
     engine_wake_waiters(o);

@@ -27,6 +27,7 @@
 #include "hostapi/hostcalls.h"
 #include "model/registry.h"
 #include "engine/jobs.h"
+#include "engine/persist_state.h"
 #include "run/runner.h"
 
 #define ENGINE_RUNNERS 2 /* TASK_AGENT, TASK_SHELL */
@@ -64,6 +65,7 @@ typedef struct ocbg {
     uint64_t polls;
     map spend; /* parent session id → what its tasks cost (engine/guards.c); kept through clears */
     notice *parked; /* waking notices for awaiting tasks, until a slot frees (engine/sched.c); FIFO */
+    persist ps;     /* the durable store and its thread (engine/persist.h) */
 } ocbg;
 
 /* What a host event says about one session (decoded by hooks/events.c). */
@@ -127,6 +129,11 @@ void engine_wake_waiters(ocbg *o);
  * (result or error), the assistant message it came from. Queues the
  * notification (not for cancelled) and wakes waiters. */
 void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char *message_id);
+
+/* Queue t's notification (its run ended, not cancelled): quiet while its
+ * siblings run, waking for a failure or the last one. verify: a restart
+ * may have cut its send short (look for it in the parent session first). */
+void engine_notify(ocbg *o, task *t, bool verify);
 
 /* Ask the worker to check whether t's run has ended (after an idle event or a
  * poll that found its session idle). No-op while one is queued. */

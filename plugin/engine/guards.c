@@ -95,6 +95,7 @@ void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u)
     t->progress_mono = mono_ms();
     if (usage_is_zero(&d))
         return; /* a repeat, or an older update */
+    registry_touch(&o->reg, t);
     if (task_status_active(t->status))
         check_task_budgets(o, t);
     /* A nested task's spend is its launcher's session's, and every

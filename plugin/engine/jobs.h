@@ -27,6 +27,8 @@ typedef struct notice {
     char *agent;   /* the parent's agent, to continue with; may be NULL */
     char *text;
     bool wake;     /* false: noReply (joins the context silently) */
+    bool verify;   /* a restart may have cut its send short: look in the parent session first */
+    int64_t since_ms; /* verify: a notice of the task created since then is this one (host clock) */
     char *permission_request; /* a "waiting for permission" notice: sent only while
                                * the task still waits on this question */
     int attempts;

@@ -4,6 +4,7 @@
 
 #include "base/util.h"
 #include "engine/engine.h"
+#include "engine/persist.h"
 #include "engine/sched.h"
 #include "engine/guards.h"
 #include "engine/worker.h"
@@ -57,9 +58,16 @@ int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
     o->runners[TASK_AGENT] = open_agent(&env, &rc);
     if (rc == 0)
         o->runners[TASK_SHELL] = open_shell(&env, &rc);
+    bool persisting = false;
+    if (rc == 0) {
+        rc = persist_start(o);
+        persisting = true;
+    }
     if (rc == 0)
         rc = worker_start(o);
     if (rc != 0) {
+        if (persisting)
+            persist_stop(o);
         close_runners(o);
         free_state(o);
     }
@@ -76,6 +84,9 @@ void engine_stop(ocbg *o)
         pthread_cond_wait(&o->drain_cv, &o->mu);
     pthread_mutex_unlock(&o->mu);
     worker_join(o);
+    /* What changed is written before the commands are killed: a command
+     * still running is one the host's stop cut short, as a restart finds. */
+    persist_stop(o);
     close_runners(o); /* kills and reaps every command still running */
     free_state(o);
 }

@@ -8,9 +8,11 @@
 #include "base/util.h"
 #include "engine/guards.h"
 #include "engine/jobs.h"
+#include "engine/persist.h"
 #include "engine/worker.h"
 #include "engine/sched.h"
 #include "model/outcome.h"
+#include "store/store.h"
 
 /* How many newest messages a completion check reads: the answer is the last
  * one; a few more let it walk back over a turn's tool-only messages. */
@@ -20,6 +22,47 @@
 #define DELETE_GRACE_MS 500
 
 /* ---- jobs (locked) ----------------------------------------------------- */
+
+/* A restored task found without a finished answer: if its session is not
+ * busy in the host, the restart cut its run short: the error that says so,
+ * with what it had written (malloc'd). NULL: it still runs (the plugin was
+ * reloaded in a living host), or (*asked false) the host could not say.
+ * [lock NOT held] */
+static char *restart_cut(ocbg *o, const char *session, const char *messages_json, bool *asked)
+{
+    char *status = NULL;
+    *asked = hc_session_status(&o->api, &status, NULL) == 0;
+    cJSON *busy_map = *asked ? cJSON_Parse(status) : NULL;
+    hc_free(&o->api, status);
+    bool busy = !cJSON_IsObject(busy_map) || cJSON_GetObjectItemCaseSensitive(busy_map, session);
+    *asked = *asked && cJSON_IsObject(busy_map);
+    cJSON_Delete(busy_map);
+    if (busy)
+        return NULL;
+    char *partial = outcome_partial(messages_json);
+    char *text = partial ? xasprintf("interrupted: the host restarted before the task finished. Its answer so "
+                                     "far:\n%s", partial)
+                         : xstrdup("interrupted: the host restarted before the task finished (it had written no "
+                                   "answer yet)");
+    free(partial);
+    return text;
+}
+
+/* A check found no finished answer. now: an idle came during it (it may
+ * have read too early), so check again at once; else (a stale idle, or the
+ * host failed) the poll looks again, less often each time. */
+static void check_later(ocbg *o, task *t, bool now)
+{
+    t->finalizing = false;
+    t->recheck = false;
+    if (now) {
+        engine_request_finalize(o, t);
+        return;
+    }
+    t->idle_checks++;
+    unsigned shift = t->idle_checks < 5 ? t->idle_checks : 5;
+    t->next_check_mono = mono_ms() + ((int64_t)o->opt.poll_interval_ms << shift);
+}
 
 static void run_finalize(ocbg *o, job *j)
 {
@@ -32,19 +75,27 @@ static void run_finalize(ocbg *o, job *j)
     char *session = xstrdup(t->session_id);
     char *prev = xstrdup(t->result_message_id);
     bool skip_notices = !t->woken; /* a notice just pushed to wake it is not after its answer */
+    bool recovering = t->recovering;
     pthread_mutex_unlock(&o->mu);
 
-    char *json = NULL, *err = NULL;
+    char *json = NULL, *err = NULL, *cut = NULL;
     int rc = hc_session_messages(&o->api, session, FINALIZE_MESSAGE_LIMIT, &json, &err);
     outcome out = {0};
     if (rc == 0)
         outcome_from_messages(json, prev, skip_notices, &out);
+    bool asked = true; /* whether a restored task's state is decided */
+    if (rc == 0 && recovering && out.kind == OUTCOME_NONE)
+        cut = restart_cut(o, session, json, &asked);
     hc_free(&o->api, json);
 
     pthread_mutex_lock(&o->mu);
     t = registry_find(&o->reg, j->task_id);
+    if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling && recovering)
+        t->recovering = (rc != 0 && rc != -ENOENT) || !asked; /* else decided; the poll asks again */
     if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling) {
-        if (rc == -ENOENT) {
+        if (cut) {
+            engine_finish(o, t, TASK_ERROR, cut, NULL);
+        } else if (rc == -ENOENT) {
             engine_finish(o, t, TASK_ERROR, "The task's session no longer exists.", NULL);
         } else if (out.kind == OUTCOME_COMPLETED && engine_launcher_waits(o, t)) {
             /* It answered, but tasks it launched still run: it waits for
@@ -56,26 +107,78 @@ static void run_finalize(ocbg *o, job *j)
             engine_finish(o, t, TASK_COMPLETED, out.text, out.message_id);
         } else if (out.kind == OUTCOME_ERROR) {
             engine_finish(o, t, TASK_ERROR, out.text, out.message_id);
-        } else if (t->recheck && rc == 0) {
-            t->finalizing = false;
-            t->recheck = false;
-            engine_request_finalize(o, t);
         } else {
-            /* Not finished (a stale idle) or the host failed: the poll looks
-             * again, less often each time it finds nothing. */
-            t->finalizing = false;
-            t->recheck = false;
-            t->idle_checks++;
-            unsigned shift = t->idle_checks < 5 ? t->idle_checks : 5;
-            t->next_check_mono = mono_ms() + ((int64_t)o->opt.poll_interval_ms << shift);
+            check_later(o, t, t->recheck && rc == 0);
         }
     } else if (t && t->run == j->run) {
         t->finalizing = false;
     }
     outcome_free(&out);
+    free(cut);
     free(err);
     free(session);
     free(prev);
+}
+
+/* n's task's notification is delivered (or moot): the store forgets it. */
+static void notice_done(ocbg *o, const notice *n)
+{
+    task *t = registry_find(&o->reg, n->task_id);
+    if (t && t->notice_run == n->run && t->notice_state != NOTICE_DONE) {
+        t->notice_state = NOTICE_DONE;
+        registry_touch(&o->reg, t);
+    }
+}
+
+/* Before a completion notice is sent: the store records "being sent", on
+ * disk, so a restart after the send knows to look before sending again; a
+ * notice a restart cut short (n->verify) is looked for in the parent
+ * session first. Returns -1 to send it, else whether it is settled (as
+ * push_notice). The lock is released meanwhile: tasks may have changed. */
+static int mark_sending(ocbg *o, notice *n)
+{
+    task *t = registry_find(&o->reg, n->task_id);
+    if (persist_on(o) && t && t->notice_state != NOTICE_PUSHING) {
+        t->notice_state = NOTICE_PUSHING;
+        t->notice_run = n->run;
+        t->notice_pushed_ms = ocbg_now(o);
+        registry_touch(&o->reg, t);
+        persist_sync(o);
+    }
+    if (n->verify) {
+        char *session = xstrdup(n->parent_session), *json = NULL;
+        pthread_mutex_unlock(&o->mu);
+        int rc = hc_session_messages(&o->api, session, 0, &json, NULL);
+        bool sent = rc == 0 && outcome_has_notice(json, n->task_id, n->since_ms);
+        hc_free(&o->api, json);
+        free(session);
+        pthread_mutex_lock(&o->mu);
+        n->verify = false;
+        if (sent || rc == -ENOENT) {
+            notice_done(o, n);
+            return true;
+        }
+    }
+    t = registry_find(&o->reg, n->task_id);
+    if (!t || o->stopping || t->delivered_run == n->run)
+        return true;
+    return -1;
+}
+
+/* Out of retries: n is held for the parent's next ocbg answer (a question
+ * will be stale by then: the task's status shows it). */
+static void hold_notice(ocbg *o, notice *n)
+{
+    if (n->permission_request)
+        return;
+    parent *p = registry_parent(&o->reg, n->parent_session);
+    if (p && registry_find(&o->reg, n->task_id)) {
+        held_notice *h = xcalloc(1, sizeof *h);
+        h->text = n->text;
+        n->text = NULL;
+        *p->held_tail = h;
+        p->held_tail = &h->next;
+    }
 }
 
 /* Push j's notice. true: it is settled (pushed, moot, or kept for the
@@ -93,13 +196,20 @@ static bool push_notice(ocbg *o, job *j)
         if (!t->permission_request || strcmp(t->permission_request, n->permission_request) != 0)
             return true;
     } else if (t->delivered_run == n->run) {
+        notice_done(o, n);
         return true;
+    } else {
+        int settled = mark_sending(o, n);
+        if (settled >= 0)
+            return settled;
     }
     /* Into the session of a task that launched it: only while that task
      * runs (one that ended was stopped with its tasks; nobody is there). */
     task *launcher = registry_find_session(&o->reg, n->parent_session);
-    if (launcher && !task_status_active(launcher->status))
+    if (launcher && !task_status_active(launcher->status)) {
+        notice_done(o, n);
         return true;
+    }
     if (n->wake && !sched_wake_slot(o, launcher)) {
         j->notice = NULL;
         sched_park(o, n);
@@ -117,8 +227,10 @@ static bool push_notice(ocbg *o, job *j)
     free(agent);
     free(text);
     free(err);
-    if (rc == 0 || rc == -ENOENT) /* delivered, or the parent is gone */
+    if (rc == 0 || rc == -ENOENT) { /* delivered, or the parent is gone */
+        notice_done(o, n);
         return true;
+    }
     if (n->attempts < o->opt.notify_retries) {
         n->next_try = mono_ms() + ((int64_t)o->opt.notify_retry_ms << n->attempts);
         n->attempts++;
@@ -126,18 +238,7 @@ static bool push_notice(ocbg *o, job *j)
         jobs_retry_later(&o->q, n);
         return false;
     }
-    /* Out of retries: hold it for the parent's next ocbg answer (a question
-     * will be stale by then: the task's status shows it). */
-    if (n->permission_request)
-        return true;
-    parent *p = registry_parent(&o->reg, n->parent_session);
-    if (p && registry_find(&o->reg, n->task_id)) {
-        held_notice *h = xcalloc(1, sizeof *h);
-        h->text = n->text;
-        n->text = NULL;
-        *p->held_tail = h;
-        p->held_tail = &h->next;
-    }
+    hold_notice(o, n);
     return true;
 }
 
@@ -269,10 +370,25 @@ static void poll_tick(ocbg *o)
     }
 }
 
+/* Lines the start left for the host's log (the store's problems). */
+static void log_deferred(ocbg *o)
+{
+    char *lines = o->ps.log;
+    o->ps.log = NULL;
+    if (!lines)
+        return;
+    pthread_mutex_unlock(&o->mu);
+    for (char *line = strtok(lines, "\n"); line; line = strtok(NULL, "\n"))
+        hc_log(&o->api, OCP_LOG_ERROR, "%s", line);
+    free(lines);
+    pthread_mutex_lock(&o->mu);
+}
+
 static void *worker_main(void *arg)
 {
     ocbg *o = arg;
     pthread_mutex_lock(&o->mu);
+    log_deferred(o);
     while (!o->stopping) {
         int64_t now = mono_ms();
         jobs_take_due_retries(&o->q, now);

@@ -124,6 +124,7 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     /* A blocking call that returns the result replaces the notification. */
     if (block && !task_status_active(t->status))
         t->delivered_run = t->run;
+    registry_touch(&o->reg, t);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }

@@ -111,6 +111,7 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     } else if (t->status == TASK_COMPLETED) {
         sb_puts(out, t->result ? t->result : "");
         t->retrieved_ms = ocbg_now(o);
+        registry_touch(&o->reg, t);
     } else {
         sb_printf(out, "The sub-agent failed: %s", t->error ? t->error : task_status_name(t->status));
         rc = -EIO;
@@ -243,6 +244,7 @@ static void put_task_output(ocbg *o, strbuf *out, task *t, const char *retrieval
         sb_printf(out, "<output>\n%s%s\n</output>\n", chars > OUTPUT_MAX_CHARS ? "[... earlier output cut ...]\n" : "",
                   from);
         t->retrieved_ms = ocbg_now(o);
+        registry_touch(&o->reg, t);
     } else if (task_status_active(t->status)) {
         sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
         if (t->permission_what)
@@ -300,8 +302,10 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
     }
     put_task_output(o, out, t, retrieval);
     /* A blocking call that returned the result replaces the notification. */
-    if (block && !task_status_active(t->status))
+    if (block && !task_status_active(t->status)) {
         t->delivered_run = t->run;
+        registry_touch(&o->reg, t);
+    }
     pthread_mutex_unlock(&o->mu);
     return rc;
 }

@@ -61,9 +61,11 @@ static int put_resumed_result(ocbg *o, const resume_claim *c, wait_result w, tas
         sb_puts(out, t->result ? t->result : "");
         t->delivered_run = c->run;
         t->retrieved_ms = ocbg_now(o);
+        registry_touch(&o->reg, t);
     } else if (t->run == c->run && t->status == TASK_ERROR) {
         sb_printf(out, "Task %s failed while working on the follow-up: %s", c->id, t->error);
         t->delivered_run = c->run;
+        registry_touch(&o->reg, t);
         return -EIO;
     } else {
         sb_printf(out, "Task %s is %s.", c->id, task_status_name(t->status));

@@ -189,21 +189,19 @@ static void decide(const cJSON *const *msgs, int n, const char *prev_message_id,
         out->text = xstrdup("(the sub-agent finished without a text reply)");
 }
 
+static const cJSON **index_messages(const cJSON *root, int *n);
+
 void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices,
                            outcome *out)
 {
     memset(out, 0, sizeof *out);
     cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
-    int n = cJSON_IsArray(root) ? cJSON_GetArraySize(root) : 0;
-    if (n > 0) {
-        /* Indexed, for the walks back (cJSON arrays are linked lists). */
-        const cJSON **msgs = xcalloc((size_t)n, sizeof *msgs);
-        int i = 0;
-        const cJSON *m;
-        cJSON_ArrayForEach(m, root) msgs[i++] = m;
+    int n;
+    /* Indexed, for the walks back (cJSON arrays are linked lists). */
+    const cJSON **msgs = index_messages(root, &n);
+    if (n > 0)
         decide(msgs, n, prev_message_id, skip_notices, out);
-        free(msgs);
-    }
+    free(msgs);
     cJSON_Delete(root);
 }
 
@@ -212,4 +210,57 @@ void outcome_free(outcome *o)
     free(o->text);
     free(o->message_id);
     memset(o, 0, sizeof *o);
+}
+
+/* The messages of messages_json, indexed; *n = 0 (and NULL) when none. */
+static const cJSON **index_messages(const cJSON *root, int *n)
+{
+    *n = cJSON_IsArray(root) ? cJSON_GetArraySize(root) : 0;
+    if (*n == 0)
+        return NULL;
+    const cJSON **msgs = xcalloc((size_t)*n, sizeof *msgs);
+    int i = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, root) msgs[i++] = m;
+    return msgs;
+}
+
+char *outcome_partial(const char *messages_json)
+{
+    cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
+    int n;
+    const cJSON **msgs = index_messages(root, &n);
+    char *text = n > 0 ? run_answer(msgs, n) : NULL;
+    free(msgs);
+    cJSON_Delete(root);
+    return text;
+}
+
+bool outcome_has_notice(const char *messages_json, const char *task_id, int64_t since_ms)
+{
+    cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
+    bool found = false;
+    size_t idlen = strlen(task_id);
+    const cJSON *m;
+    const cJSON *all = cJSON_IsArray(root) ? root : NULL;
+    cJSON_ArrayForEach(m, all)
+    {
+        if (found || kind_of(m) != MSG_NOTICE)
+            continue;
+        const cJSON *created = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(info_of(m), "time"), "created");
+        if (cJSON_IsNumber(created) && created->valuedouble < (double)since_ms)
+            continue;
+        char *text = message_text(m);
+        const char *eol = text ? strchr(text, '\n') : NULL;
+        size_t line = text ? (eol ? (size_t)(eol - text) : strlen(text)) : 0;
+        for (const char *p = text; p && (p = strstr(p, task_id)) && (size_t)(p - text) + idlen <= line; p++) {
+            char after = p[idlen];
+            if (!(after >= '0' && after <= '9') && !(after >= 'a' && after <= 'f'))
+                found = true; /* the whole id, not a longer one's prefix */
+        }
+        free(text);
+    }
+    cJSON_Delete(root);
+    return found;
 }

@@ -7,6 +7,7 @@
 #define OCBG_OUTCOME_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* The synthetic user message OpenCode adds after an automatic compaction. */
 #define OUTCOME_CONTINUE_TEXT \
@@ -61,5 +62,16 @@ typedef struct outcome {
 void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices,
                            outcome *out);
 void outcome_free(outcome *o);
+
+/* A run cut short (its host restarted mid-turn): the text it had written so
+ * far, the newest real assistant text back to its prompt, finished or not;
+ * NULL when none (or malformed input). malloc'd. */
+char *outcome_partial(const char *messages_json);
+
+/* Does the session hold a notice of ocbg's for task `task_id` created at or
+ * after since_ms (host clock)? A user message that begins with
+ * OUTCOME_NOTICE_PREFIX and whose first line names the task. How a notice
+ * whose send a restart interrupted is told from one never sent. */
+bool outcome_has_notice(const char *messages_json, const char *task_id, int64_t since_ms);
 
 #endif

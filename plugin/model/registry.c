@@ -76,6 +76,9 @@ void registry_free(registry *r)
         free_parent(v.items[i]);
     }
     free(v.items);
+    for (size_t i = 0; i < r->nremoved; i++)
+        free(r->removed[i]);
+    free(r->removed);
     map_free(&r->by_id);
     map_free(&r->by_session);
     map_free(&r->parents);
@@ -142,8 +145,7 @@ static void lane_enter(registry *r, task *t)
         lanes_hold(&r->lanes, t);
 }
 
-task *registry_add(registry *r, const char *parent_session, task_type type, const char *agent, task_status s,
-                   int64_t now)
+static parent *parent_of(registry *r, const char *parent_session)
 {
     parent *p = map_get(&r->parents, parent_session);
     if (!p) {
@@ -152,6 +154,27 @@ task *registry_add(registry *r, const char *parent_session, task_type type, cons
         p->held_tail = &p->held;
         map_put(&r->parents, p->session_id, p);
     }
+    return p;
+}
+
+/* Link t (its parent, batch, status set) as its parent's newest task. */
+static void link_task(registry *r, task *t)
+{
+    parent *p = t->parent;
+    t->pnext = p->head;
+    if (p->head)
+        p->head->pprev = t;
+    p->head = t;
+    p->count++;
+    map_put(&r->by_id, t->id, t);
+    r->count++;
+    p->by_status[t->status]++;
+}
+
+task *registry_add(registry *r, const char *parent_session, task_type type, const char *agent, task_status s,
+                   int64_t now)
+{
+    parent *p = parent_of(r, parent_session);
     task *t = xcalloc(1, sizeof *t);
     do
         random_id(t->id, sizeof t->id, "bg_");
@@ -167,17 +190,46 @@ task *registry_add(registry *r, const char *parent_session, task_type type, cons
     t->started_ms = s == TASK_PENDING ? 0 : now;
     t->run = 1;
     t->parent = p;
-    t->pnext = p->head;
-    if (p->head)
-        p->head->pprev = t;
-    p->head = t;
-    p->count++;
-    map_put(&r->by_id, t->id, t);
-    r->count++;
-    p->by_status[s]++;
+    link_task(r, t);
     active_link(r, t);
     lane_enter(r, t);
+    t->seq = ++r->next_seq;
+    registry_touch(r, t);
     return t;
+}
+
+bool registry_restore(registry *r, task *t, const char *parent_session, const char *batch_id)
+{
+    if (map_get(&r->by_id, t->id) || (t->session_id && map_get(&r->by_session, t->session_id)))
+        return false;
+    parent *p = parent_of(r, parent_session);
+    bool active = task_status_active(t->status);
+    task_batch *b = p->head && strcmp(p->head->batch->id, batch_id) == 0 ? p->head->batch : NULL;
+    if (!b) {
+        b = xcalloc(1, sizeof *b);
+        snprintf(b->id, sizeof b->id, "%s", batch_id[0] ? batch_id : "batch_restored");
+    }
+    if (active && p->batch != b) {
+        batch_unref(p->batch);
+        p->batch = b;
+        b->refs++;
+    }
+    t->batch = b;
+    b->total++;
+    b->refs++;
+    b->done += !active;
+    t->lane = lanes_of(&r->lanes, t->type, t->agent);
+    t->parent = p;
+    link_task(r, t);
+    if (active) {
+        active_link(r, t);
+        lane_enter(r, t);
+    }
+    if (t->session_id)
+        map_put(&r->by_session, t->session_id, t);
+    if (t->seq > r->next_seq)
+        r->next_seq = t->seq;
+    return true;
 }
 
 void registry_set_status(registry *r, task *t, task_status s, int64_t now)
@@ -202,6 +254,7 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
     if (task_status_terminal(s))
         t->completed_ms = now;
     t->last_update_ms = now;
+    registry_touch(r, t);
 }
 
 void registry_set_awaiting(registry *r, task *t, bool awaiting)
@@ -236,8 +289,65 @@ static void unlink_task(registry *r, task *t)
     r->count--;
 }
 
+static void dirty_unlink(registry *r, task *t)
+{
+    if (!t->dirty)
+        return;
+    if (t->dprev)
+        t->dprev->dnext = t->dnext;
+    else
+        r->dirty = t->dnext;
+    if (t->dnext)
+        t->dnext->dprev = t->dprev;
+    t->dnext = t->dprev = NULL;
+    t->dirty = false;
+}
+
+void registry_touch(registry *r, task *t)
+{
+    if (!r->track)
+        return;
+    r->dirty_gen++;
+    if (!t->dirty) {
+        t->dirty = true;
+        t->dprev = NULL;
+        t->dnext = r->dirty;
+        if (r->dirty)
+            r->dirty->dprev = t;
+        r->dirty = t;
+    }
+    if (r->on_dirty)
+        r->on_dirty(r->on_dirty_arg);
+}
+
+void registry_take_dirty(registry *r, void (*fn)(void *arg, task *t), void *arg)
+{
+    while (r->dirty) {
+        task *t = r->dirty;
+        dirty_unlink(r, t);
+        fn(arg, t);
+    }
+}
+
+/* The store deletes t's row at its next write. */
+static void note_removed(registry *r, const task *t)
+{
+    if (!r->track)
+        return;
+    if (r->nremoved == r->removed_cap) {
+        r->removed_cap = r->removed_cap ? r->removed_cap * 2 : 16;
+        r->removed = xrealloc(r->removed, r->removed_cap * sizeof *r->removed);
+    }
+    r->removed[r->nremoved++] = xstrdup(t->id);
+    r->dirty_gen++;
+    if (r->on_dirty)
+        r->on_dirty(r->on_dirty_arg);
+}
+
 void registry_remove(registry *r, task *t)
 {
+    dirty_unlink(r, t);
+    note_removed(r, t);
     unlink_task(r, t);
     t->batch->total--;
     t->batch->done -= !task_status_active(t->status);
@@ -262,4 +372,5 @@ void registry_set_session(registry *r, task *t, const char *session_id)
     t->session_id = xstrdup(session_id);
     if (t->session_id)
         map_put(&r->by_session, t->session_id, t);
+    registry_touch(r, t);
 }

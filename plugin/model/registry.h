@@ -52,6 +52,18 @@ typedef struct registry {
     unsigned active_agents; /* active agent tasks: what the fallback poll is for */
     unsigned count;
     lanes lanes;     /* slots held and tasks pending, by agent name and for commands */
+    /* What changed since the store last copied (engine/persist.c), when
+     * `track` is on: tasks to write, ids of tasks to delete. */
+    bool track;
+    task *dirty;
+    char **removed;
+    size_t nremoved, removed_cap;
+    uint64_t dirty_gen;      /* +1 per change recorded */
+    uint64_t next_seq;       /* the next task's seq */
+    /* Called (if set) for every change recorded: the store thread's wake-up.
+     * Runs under the engine's lock. */
+    void (*on_dirty)(void *arg);
+    void *on_dirty_arg;
 } registry;
 
 void registry_init(registry *r);
@@ -84,6 +96,22 @@ void registry_remove(registry *r, task *t);
 
 /* Remove a parent and all its tasks. */
 void registry_remove_parent(registry *r, parent *p);
+
+/* t changed in a way the store keeps: it is copied at the store's next
+ * write. registry_add, registry_set_status and registry_set_session do it
+ * themselves. No-op unless tracking. */
+void registry_touch(registry *r, task *t);
+
+/* Take the dirty tasks: each is unlinked and its flag cleared; fn sees each
+ * (under the lock). */
+void registry_take_dirty(registry *r, void (*fn)(void *arg, task *t), void *arg);
+
+/* Put a task the store kept back in the registry: t (detached, owned from
+ * now: id, type, status, fields set) joins parent `parent_session` as its
+ * newest task, in batch `batch_id` (the parent's newest task's batch when it
+ * has that id, else a new one), active lists and lanes as its status says.
+ * Returns false (t untouched, still the caller's) when its id is taken. */
+bool registry_restore(registry *r, task *t, const char *parent_session, const char *batch_id);
 
 /* Give t its own session (a runner created it): findable by it from now. */
 void registry_set_session(registry *r, task *t, const char *session_id);

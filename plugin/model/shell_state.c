@@ -68,7 +68,9 @@ char *shell_output_text(const shell_state *s, size_t max_chars)
 
 void shell_describe_exit(const shell_state *s, char *buf, size_t size)
 {
-    if (!s->exited)
+    if (s->lost)
+        snprintf(buf, size, "stopped with its host");
+    else if (!s->exited)
         snprintf(buf, size, "running");
     else if (s->term_signal)
         snprintf(buf, size, "killed by signal %d (%s)", s->term_signal, strsignal(s->term_signal));

@@ -28,9 +28,11 @@ typedef struct shell_state {
     char *command;
     char *directory;
     pid_t pid;              /* also the process group id */
+    int64_t pid_start;      /* its start time (base/proc_id.h): tells it from a later process with its pid */
     bool exited;
     int exit_code;          /* when it exited normally */
     int term_signal;        /* when a signal ended it (0: none) */
+    bool lost;              /* its host stopped before it ended (a restart found it) */
     bool stop_requested;    /* TaskStop: the ending is "stopped", not a failure */
     int64_t kill_at_mono;   /* when SIGKILL follows a SIGTERM (0: not scheduled) */
     shell_output out;

@@ -58,6 +58,7 @@ typedef struct task {
     bool seen_busy;
     bool inherited;         /* a host's fork: its newest messages are the parent's until its first prompt is stored */
     bool session_gone;
+    bool recovering;        /* restored from the store while running: its first check decides how the restart left it */
     unsigned idle_checks;   /* completion checks that found no finished answer */
     uint64_t busy_tick;     /* the last poll tick that saw the session busy */
     int64_t next_check_mono;
@@ -90,6 +91,14 @@ typedef struct task {
     uint64_t last_call;     /* hash of its last tool call's tool and input */
     uint32_t repeat_seen[4]; /* call ids already counted by the repeat guard (hashes) */
     unsigned repeat_seen_next;
+    /* durability (plugin/store/, engine/persist.c) */
+    uint64_t seq;           /* launch order in the store */
+    unsigned notice_state;  /* where its notification stands (store.h notice_state) */
+    unsigned notice_run;    /* the run it is for */
+    bool notice_wake;       /* it wakes the parent */
+    int64_t notice_pushed_ms; /* when its send began (host clock) */
+    bool dirty;             /* changed since the store last copied it */
+    struct task *dnext, *dprev; /* the registry's dirty list */
     parent *parent;
     struct task *pnext, *pprev; /* the parent's list, newest first */
     struct task *anext, *aprev; /* the active list */

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/proc_id.h"
 #include "base/util.h"
 #include "run/process.h"
 #include "run/runner.h"
@@ -83,9 +84,13 @@ static int shell_start(runner *base, const char *task_id, char **err)
         return rc;
     }
     pthread_mutex_lock(r->env.mu);
-    s = find_shell(r, task_id, NULL);
-    if (s)
+    task *t = NULL;
+    s = find_shell(r, task_id, &t);
+    if (s) {
         s->pid = p->p.pid;
+        s->pid_start = proc_start_time(p->p.pid);
+        registry_touch(r->env.reg, t); /* its process, should a restart find it alive */
+    }
     p->next = r->pending;
     r->pending = p;
     pthread_mutex_unlock(r->env.mu);

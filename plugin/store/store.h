@@ -29,51 +29,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/task.h"
-#include "model/usage.h"
+#include "store/row.h"
 
 /* The schema this build writes; store_open migrates older files to it. */
 #define STORE_SCHEMA_VERSION 1
 
 typedef struct store store;
 
-/* Where a task's notification stands, for exactly-once delivery across
- * restarts (the run it is for is store_row.notice_run). */
-typedef enum notice_state {
-    NOTICE_NONE = 0,    /* no notification owed */
-    NOTICE_DUE = 1,     /* owed and not yet sent: send it */
-    NOTICE_PUSHING = 2, /* a send may have reached the host: look before sending again */
-    NOTICE_DONE = 3,    /* delivered (or moot) */
-} notice_state;
-
-/* One task as stored. Strings are malloc'd and owned by the row (NULL where
- * the task has none); store_row_clear frees them. */
-typedef struct store_row {
-    char id[TASK_ID_SIZE];
-    char batch[TASK_ID_SIZE];
-    uint64_t seq;           /* launch order within the owner's rows */
-    char *parent_session;   /* never NULL in a valid row */
-    task_type type;
-    task_status status;
-    char *session_id, *parent_message, *parent_agent, *description, *prompt, *agent;
-    char *result, *error, *result_message_id;
-    int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms, timeout_ms;
-    unsigned run, delivered_run, resume_count, depth;
-    bool forked;
-    usage use;
-    notice_state notice;
-    unsigned notice_run;
-    bool notice_wake;       /* the notification wakes the parent */
-    int64_t notice_pushed_ms; /* NOTICE_PUSHING: when the send began (host clock) */
-    /* Shell tasks. */
-    char *command, *directory;
-    char *output;           /* the output kept, once the command ended */
-    int64_t pid, pid_start; /* its process (and group), with the pid's start time; 0: none */
-    bool exited;
-    int exit_code, term_signal;
-} store_row;
-
-void store_row_clear(store_row *row);
 
 /* Open (creating it, and its schema) the database file `path`, register this
  * instance, adopt the tasks of owners that are gone. The directory must

@@ -1,0 +1,269 @@
+/* persist.c — see persist.h. */
+#include "engine/persist.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/proc_id.h"
+#include "base/util.h"
+#include "engine/engine.h"
+#include "store/convert.h"
+#include "store/store.h"
+
+#define STORE_FILE "ocbg.db"
+
+bool persist_on(const ocbg *o)
+{
+    return o->ps.st != NULL;
+}
+
+static void defer_log(ocbg *o, const char *line)
+{
+    char *all = xasprintf("%s%s\n", o->ps.log ? o->ps.log : "", line);
+    free(o->ps.log);
+    o->ps.log = all;
+}
+
+/* ---- the store thread ---------------------------------------------------- */
+
+typedef struct batch_rows {
+    store_row *rows;
+    size_t n, cap;
+} batch_rows;
+
+static void copy_task(void *arg, task *t)
+{
+    batch_rows *b = arg;
+    if (t->foreground)
+        return; /* removed when its call returns: nothing to keep */
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 16;
+        b->rows = xrealloc(b->rows, b->cap * sizeof *b->rows);
+    }
+    store_row_from_task(t, &b->rows[b->n++]);
+}
+
+static void stop_tracking(ocbg *o)
+{
+    o->reg.track = false;
+    while (o->reg.dirty) {
+        task *t = o->reg.dirty;
+        o->reg.dirty = t->dnext;
+        t->dirty = false;
+        t->dnext = t->dprev = NULL;
+    }
+}
+
+/* One write: what is dirty now, in one transaction. Lock held on entry and
+ * exit, not during the write. false: it failed (the store is off now). */
+static bool write_dirty(ocbg *o)
+{
+    registry *r = &o->reg;
+    uint64_t gen = r->dirty_gen;
+    batch_rows b = {0};
+    registry_take_dirty(r, copy_task, &b);
+    char **removed = r->removed;
+    size_t nremoved = r->nremoved;
+    r->removed = NULL;
+    r->nremoved = r->removed_cap = 0;
+    pthread_mutex_unlock(&o->mu);
+
+    char *err = NULL;
+    int rc = store_write(o->ps.st, b.rows, b.n, removed, nremoved, &err);
+    for (size_t i = 0; i < b.n; i++)
+        store_row_clear(&b.rows[i]);
+    free(b.rows);
+    for (size_t i = 0; i < nremoved; i++)
+        free(removed[i]);
+    free(removed);
+    if (rc != 0)
+        hc_log(&o->api, OCP_LOG_ERROR, "ocbg: %s; tasks live in memory only from now on (a restart loses them)",
+               err);
+    free(err);
+
+    pthread_mutex_lock(&o->mu);
+    o->ps.writes++;
+    o->ps.rows_written += b.n;
+    if (rc != 0)
+        stop_tracking(o);
+    else
+        o->ps.committed = gen;
+    pthread_cond_broadcast(&o->ps.synced_cv);
+    return rc == 0;
+}
+
+static void *store_main(void *arg)
+{
+    ocbg *o = arg;
+    pthread_mutex_lock(&o->mu);
+    for (;;) {
+        bool pending = o->reg.dirty || o->reg.nremoved > 0;
+        if (pending && o->reg.track) {
+            if (!write_dirty(o))
+                break;
+            continue;
+        }
+        if (o->ps.stop || !o->reg.track)
+            break;
+        pthread_cond_wait(&o->ps.cv, &o->mu);
+    }
+    stop_tracking(o);
+    pthread_cond_broadcast(&o->ps.synced_cv);
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+static void on_dirty(void *arg)
+{
+    ocbg *o = arg;
+    pthread_cond_signal(&o->ps.cv);
+}
+
+void persist_sync(ocbg *o)
+{
+    uint64_t want = o->reg.dirty_gen;
+    while (o->reg.track && o->ps.started && o->ps.committed < want)
+        pthread_cond_wait(&o->ps.synced_cv, &o->mu);
+}
+
+/* ---- restoring ------------------------------------------------------------ */
+
+static void restore_row(void *arg, const store_row *row)
+{
+    ocbg *o = arg;
+    task *t = store_row_to_task(row);
+    /* An agent whose session was never made (or never recorded) did no
+     * work: it waits for a slot again. */
+    if (t->type == TASK_AGENT && !t->session_id && task_status_active(t->status)) {
+        t->status = TASK_PENDING;
+        t->started_ms = 0;
+    }
+    if (registry_restore(&o->reg, t, row->parent_session, row->batch))
+        o->ps.restored++;
+    else
+        task_free(t);
+}
+
+/* A restored command: its process did not outlive its host's plugin, or if
+ * it did, and it is provably the same process, it is killed now. */
+static void end_shell(ocbg *o, task *t)
+{
+    shell_state *s = t->shell;
+    if (s->pid > 0 && proc_alive(s->pid, s->pid_start))
+        kill(-s->pid, SIGKILL);
+    s->lost = true;
+    engine_finish(o, t, TASK_ERROR, "stopped: the host restarted", NULL);
+}
+
+/* A notification a restored task still owes, unless it is known
+ * delivered: sent again, after a look when its send may have happened. Its
+ * parent's tasks oldest first, as they were launched. */
+static void notify_parent(const char *key, void *value, void *arg)
+{
+    (void)key;
+    ocbg *o = arg;
+    parent *p = value;
+    task *t = p->head;
+    while (t && t->pnext)
+        t = t->pnext;
+    for (; t; t = t->pprev)
+        if (!task_status_active(t->status) && t->notice_run == t->run &&
+            (t->notice_state == NOTICE_DUE || t->notice_state == NOTICE_PUSHING))
+            engine_notify(o, t, t->notice_state == NOTICE_PUSHING);
+}
+
+/* What each restored task still needs: its notification (above); active
+ * agents are checked with the host by the worker; commands end; pending
+ * tasks wait for a slot. Lock held. */
+static void resume_restored(ocbg *o)
+{
+    map_each(&o->reg.parents, notify_parent, o);
+    for (task *t = o->reg.active, *next; t; t = next) {
+        next = t->anext;
+        if (t->status == TASK_PENDING)
+            o->sched_due = true;
+        else if (t->type == TASK_SHELL)
+            end_shell(o, t);
+        else {
+            t->recovering = true;
+            engine_request_finalize(o, t);
+        }
+    }
+}
+
+static char *store_file(const ocbg *o)
+{
+    if (!o->opt.store)
+        return NULL;
+    if (o->opt.store_path[0])
+        return xstrdup(o->opt.store_path);
+    if (o->api.host.data_dir && o->api.host.data_dir[0])
+        return xasprintf("%s/%s", o->api.host.data_dir, STORE_FILE);
+    return NULL;
+}
+
+int persist_start(ocbg *o)
+{
+    cond_init_monotonic(&o->ps.cv);
+    cond_init_monotonic(&o->ps.synced_cv);
+    char *path = store_file(o), *err = NULL;
+    if (!path) {
+        if (o->opt.store)
+            defer_log(o, "ocbg: the host gives no data directory and store_path is not set: tasks live in memory "
+                         "only (a restart loses them)");
+        return 0;
+    }
+    int rc = store_open(path, &o->ps.st, &err);
+    unsigned skipped = 0;
+    if (rc == 0)
+        rc = store_load(o->ps.st, restore_row, o, &skipped, &err);
+    if (rc != 0) {
+        char *line = xasprintf("ocbg: %s; tasks live in memory only (a restart loses them)", err);
+        defer_log(o, line);
+        free(line);
+        store_close(o->ps.st, true);
+        o->ps.st = NULL;
+        /* A half-restored registry is still right: what loaded stays. */
+    }
+    if (skipped) {
+        char *line = xasprintf("ocbg: the task store %s: %u stored tasks could not be read and were left out",
+                               path, skipped);
+        defer_log(o, line);
+        free(line);
+    }
+    free(err);
+    free(path);
+    if (!o->ps.st)
+        return 0;
+    o->reg.on_dirty = on_dirty;
+    o->reg.on_dirty_arg = o;
+    o->reg.track = true;
+    resume_restored(o);
+    rc = pthread_create(&o->ps.thread, NULL, store_main, o);
+    o->ps.started = rc == 0;
+    if (rc != 0) {
+        stop_tracking(o);
+        store_close(o->ps.st, true);
+        o->ps.st = NULL;
+    }
+    return rc;
+}
+
+void persist_stop(ocbg *o)
+{
+    pthread_mutex_lock(&o->mu);
+    o->ps.stop = true;
+    pthread_cond_signal(&o->ps.cv);
+    pthread_mutex_unlock(&o->mu);
+    if (o->ps.started)
+        pthread_join(o->ps.thread, NULL);
+    o->ps.started = false;
+    stop_tracking(o);
+    store_close(o->ps.st, true);
+    o->ps.st = NULL;
+    free(o->ps.log);
+    o->ps.log = NULL;
+    pthread_cond_destroy(&o->ps.cv);
+    pthread_cond_destroy(&o->ps.synced_cv);
+}

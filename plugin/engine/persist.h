@@ -1,0 +1,45 @@
+/*
+ * persist.h — the engine's side of the durable store (plugin/store/): which
+ * file, restoring its tasks at start, and the store thread that writes what
+ * changed.
+ *
+ * Write-behind. A change to a task marks it dirty in the registry (under the
+ * engine's lock, no I/O); the store thread wakes, copies every dirty task
+ * into a row under the lock, and writes them all in one transaction without
+ * it (group commit: one commit however many tasks changed meanwhile). What
+ * the model is told must be on disk first: a tool call waits, after its
+ * work, until what changed before it returned is committed
+ * (persist_sync); a notification is marked "being sent" on disk before it
+ * is sent, so a restart can tell (engine/worker.c).
+ *
+ * A store that cannot be opened, or a write that fails, is logged (ERROR)
+ * and the plugin goes on in memory, as with the store off.
+ */
+#ifndef OCBG_PERSIST_H
+#define OCBG_PERSIST_H
+
+#include <stdbool.h>
+
+struct ocbg;
+
+
+/* Open the store the options and the host name (store_path, else ocbg.db in
+ * the host's data_dir; neither, or store off: memory), restore this
+ * instance's tasks into the registry, queue what they still need (checks
+ * with the host, notifications, the queue), start the store thread. Never
+ * fails the plugin: a store problem means memory only, logged. Returns 0 or
+ * an errno (the thread could not start). [engine_start, before the worker] */
+int persist_start(struct ocbg *o);
+
+/* Write what is left, stop and join the store thread, close the store (its
+ * tasks are left for the next instance). [engine_stop, after the worker] */
+void persist_stop(struct ocbg *o);
+
+/* Wait until every change recorded so far is committed (or the store
+ * failed). [lock held; releases it while waiting: tasks may change or go] */
+void persist_sync(struct ocbg *o);
+
+/* Is the store on (open and not failed)? [lock held] */
+bool persist_on(const struct ocbg *o);
+
+#endif

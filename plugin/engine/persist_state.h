@@ -1,0 +1,27 @@
+/*
+ * persist_state.h — what an engine keeps for its durable store (the type
+ * only, held in struct ocbg; engine/persist.h has the functions).
+ */
+#ifndef OCBG_PERSIST_STATE_H
+#define OCBG_PERSIST_STATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct store;
+
+typedef struct persist {
+    struct store *st;        /* NULL: memory only (off, or failed) */
+    pthread_t thread;
+    bool started;
+    bool stop;
+    pthread_cond_t cv;       /* the store thread's wake-up */
+    pthread_cond_t synced_cv; /* a write ended (committed or failed) */
+    uint64_t committed;      /* registry dirty_gen written so far */
+    char *log;               /* lines for the host's log, from before the threads ran: the worker logs them */
+    unsigned restored;       /* tasks restored at start */
+    uint64_t writes, rows_written; /* transactions and rows, for benchmarks */
+} persist;
+
+#endif

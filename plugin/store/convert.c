@@ -1,0 +1,109 @@
+/* convert.c — see convert.h. */
+#include "store/convert.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "model/registry.h"
+
+void store_row_from_task(const task *t, store_row *row)
+{
+    memset(row, 0, sizeof *row);
+    memcpy(row->id, t->id, sizeof row->id);
+    memcpy(row->batch, t->batch->id, sizeof row->batch);
+    row->seq = t->seq;
+    row->parent_session = xstrdup(t->parent->session_id);
+    row->type = t->type;
+    row->status = t->status;
+    row->session_id = xstrdup(t->session_id);
+    row->parent_message = xstrdup(t->parent_message);
+    row->parent_agent = xstrdup(t->parent_agent);
+    row->description = xstrdup(t->description);
+    row->prompt = xstrdup(t->prompt);
+    row->agent = xstrdup(t->agent);
+    row->result = xstrdup(t->result);
+    row->error = xstrdup(t->error);
+    row->result_message_id = xstrdup(t->result_message_id);
+    row->created_ms = t->created_ms;
+    row->started_ms = t->started_ms;
+    row->completed_ms = t->completed_ms;
+    row->last_update_ms = t->last_update_ms;
+    row->retrieved_ms = t->retrieved_ms;
+    row->timeout_ms = t->timeout_ms;
+    row->run = t->run;
+    row->delivered_run = t->delivered_run;
+    row->resume_count = t->resume_count;
+    row->depth = t->depth;
+    row->forked = t->forked;
+    if (t->usage)
+        row->use = t->usage->total;
+    row->notice = (notice_state)t->notice_state;
+    row->notice_run = t->notice_run;
+    row->notice_wake = t->notice_wake;
+    row->notice_pushed_ms = t->notice_pushed_ms;
+    const shell_state *sh = t->shell;
+    if (sh) {
+        row->command = xstrdup(sh->command);
+        row->directory = xstrdup(sh->directory);
+        /* Its output once it ended (while it runs it changes by the byte;
+         * a command does not outlive its host anyway). */
+        if (!task_status_active(t->status))
+            row->output = shell_output_text(sh, SIZE_MAX);
+        row->pid = sh->pid;
+        row->pid_start = sh->pid_start;
+        row->exited = sh->exited;
+        row->exit_code = sh->exit_code;
+        row->term_signal = sh->term_signal;
+    }
+}
+
+task *store_row_to_task(const store_row *row)
+{
+    task *t = xcalloc(1, sizeof *t);
+    memcpy(t->id, row->id, sizeof t->id);
+    t->seq = row->seq;
+    t->type = row->type;
+    t->status = row->status;
+    t->session_id = xstrdup(row->session_id);
+    t->parent_message = xstrdup(row->parent_message);
+    t->parent_agent = xstrdup(row->parent_agent);
+    t->description = xstrdup(row->description);
+    t->prompt = xstrdup(row->prompt);
+    t->agent = xstrdup(row->agent);
+    t->result = xstrdup(row->result);
+    t->error = xstrdup(row->error);
+    t->result_message_id = xstrdup(row->result_message_id);
+    t->created_ms = row->created_ms;
+    t->started_ms = row->started_ms;
+    t->completed_ms = row->completed_ms;
+    t->last_update_ms = row->last_update_ms;
+    t->retrieved_ms = row->retrieved_ms;
+    t->timeout_ms = row->timeout_ms < 0 ? 0 : row->timeout_ms;
+    t->run = row->run;
+    t->delivered_run = row->delivered_run;
+    t->resume_count = row->resume_count;
+    t->depth = row->depth ? row->depth : 1;
+    t->forked = row->forked;
+    if (!usage_is_zero(&row->use)) {
+        t->usage = xcalloc(1, sizeof *t->usage);
+        t->usage->total = row->use;
+    }
+    t->notice_state = row->notice <= NOTICE_DONE ? (unsigned)row->notice : NOTICE_NONE;
+    t->notice_run = row->notice_run;
+    t->notice_wake = row->notice_wake;
+    t->notice_pushed_ms = row->notice_pushed_ms;
+    if (row->type == TASK_SHELL) {
+        size_t len = row->output ? strlen(row->output) : 0;
+        t->shell = shell_state_new(row->command, row->directory, 2 * len + 2);
+        if (len)
+            shell_output_append(&t->shell->out, row->output, len);
+        t->shell->pid = (pid_t)row->pid;
+        t->shell->pid_start = row->pid_start;
+        t->shell->exited = row->exited;
+        t->shell->exit_code = row->exit_code;
+        t->shell->term_signal = row->term_signal;
+    }
+    return t;
+}

@@ -1,0 +1,376 @@
+/* store.c — see store.h. The database: its schema and migrations, the
+ * owners, reading and writing rows. */
+#include "store/store.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/proc_id.h"
+#include "base/util.h"
+#include "store/row.h"
+
+struct store {
+    sqlite3 *db;
+    char *path;
+    char owner[TASK_ID_SIZE + 8]; /* this instance's id */
+    sqlite3_stmt *upsert, *remove;
+};
+
+/* An error sentence for the SQLite failure rc (or the connection's last). */
+static int store_fail(store *s, const char *what, int rc, char **err)
+{
+    const char *why = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+    if (err)
+        *err = xasprintf("the task store %s: %s failed: %s", s->path, what, why);
+    int prim = rc & 0xff;
+    if (prim == SQLITE_READONLY || prim == SQLITE_PERM)
+        return -EROFS;
+    if (prim == SQLITE_NOMEM)
+        return -ENOMEM;
+    if (prim == SQLITE_CANTOPEN)
+        return -ENOENT;
+    return -EIO;
+}
+
+static int exec(store *s, const char *sql, char **err)
+{
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : store_fail(s, sql, rc, err);
+}
+
+/* ---- schema ----------------------------------------------------------- */
+
+/* Version 1: the owners and the tasks (columns from row.c). */
+static int migrate_to_1(store *s, char **err)
+{
+    strbuf sql = {0};
+    sb_puts(&sql, "CREATE TABLE owner(id TEXT PRIMARY KEY, pid INTEGER NOT NULL, pid_start INTEGER NOT NULL, "
+                  "boot TEXT NOT NULL, started_ms INTEGER NOT NULL);"
+                  "CREATE TABLE task(id TEXT PRIMARY KEY, owner TEXT NOT NULL");
+    for (size_t i = 0; i < store_ncols; i++) {
+        col_kind k = store_cols[i].kind;
+        sb_printf(&sql, ", %s %s", store_cols[i].name,
+                  k == COL_STR || k == COL_ID ? "TEXT" : k == COL_DBL ? "REAL" : "INTEGER");
+    }
+    sb_puts(&sql, ");CREATE INDEX task_by_owner ON task(owner, created_ms, seq);");
+    char *text = sb_take(&sql);
+    int rc = exec(s, text, err);
+    free(text);
+    return rc;
+}
+
+/* migrations[v] takes a version-v file to v+1. */
+static int (*const migrations[STORE_SCHEMA_VERSION])(store *s, char **err) = {migrate_to_1};
+
+static int user_version(store *s, int *v, char **err)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *v = sqlite3_column_int(st, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK ? 0 : store_fail(s, "reading the schema version", rc, err);
+}
+
+/* Bring the file to STORE_SCHEMA_VERSION, in one transaction. */
+static int migrate(store *s, char **err)
+{
+    int rc = exec(s, "BEGIN IMMEDIATE", err), v = 0;
+    if (rc == 0)
+        rc = user_version(s, &v, err);
+    if (rc == 0 && v > STORE_SCHEMA_VERSION) {
+        *err = xasprintf("the task store %s has schema version %d, newer than this ocbg's %d: left as it is",
+                         s->path, v, STORE_SCHEMA_VERSION);
+        rc = -ENOTSUP;
+    }
+    for (; rc == 0 && v < STORE_SCHEMA_VERSION; v++)
+        rc = migrations[v](s, err);
+    if (rc == 0) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", STORE_SCHEMA_VERSION);
+        rc = exec(s, sql, err);
+    }
+    if (rc == 0)
+        return exec(s, "COMMIT", err);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* ---- owners ----------------------------------------------------------- */
+
+/* Register this instance and take the tasks of owners that are gone: their
+ * process ended (or the pid is another process now), or they closed. One
+ * write transaction: an owner is adopted by one instance only. */
+static int register_owner(store *s, char **err)
+{
+    char boot[64];
+    proc_boot_id(boot, sizeof boot);
+    random_id(s->owner, sizeof s->owner, "inst_");
+    int64_t pid = getpid();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int rc = exec(s, "BEGIN IMMEDIATE", err);
+    sqlite3_stmt *st = NULL, *gone = NULL;
+    if (rc == 0 && (rc = -sqlite3_prepare_v2(s->db, "SELECT id, pid, pid_start, boot FROM owner", -1, &st, NULL)) == 0)
+        rc = -sqlite3_prepare_v2(s->db, "DELETE FROM owner WHERE id = ?", -1, &gone, NULL);
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+        const char *b = (const char *)sqlite3_column_text(st, 3);
+        if (b && strcmp(b, boot) == 0 && proc_alive(sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)))
+            continue;
+        sqlite3_bind_text(gone, 1, (const char *)sqlite3_column_text(st, 0), -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(gone) != SQLITE_DONE)
+            rc = -EIO;
+        sqlite3_reset(gone);
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(gone);
+    st = NULL;
+    if (rc == 0 && (rc = -sqlite3_prepare_v2(s->db, "INSERT INTO owner VALUES(?, ?, ?, ?, ?)", -1, &st, NULL)) == 0) {
+        sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, pid);
+        sqlite3_bind_int64(st, 3, proc_start_time(pid));
+        sqlite3_bind_text(st, 4, boot, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    if (rc == 0 && (rc = -sqlite3_prepare_v2(s->db, "UPDATE task SET owner = ? WHERE owner NOT IN (SELECT id FROM owner)",
+                                             -1, &st, NULL)) == 0) {
+        sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    }
+    sqlite3_finalize(st);
+    if (rc == 0)
+        return exec(s, "COMMIT", err);
+    int r = store_fail(s, "registering this instance", SQLITE_ERROR, err);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return r;
+}
+
+/* ---- rows --------------------------------------------------------------- */
+
+/* One column of the statement into the row's field (whatever its stored
+ * type: SQLite converts, and a text where a number belongs reads as 0). */
+static void decode_col(sqlite3_stmt *st, int i, const store_col *c, store_row *row)
+{
+    void *f = (char *)row + c->offset;
+    const char *text = (const char *)sqlite3_column_text(st, i);
+    sqlite3_int64 n = sqlite3_column_int64(st, i);
+    switch (c->kind) {
+    case COL_STR:
+        *(char **)f = text ? xstrdup(text) : NULL;
+        break;
+    case COL_ID:
+        if (text && strlen(text) < TASK_ID_SIZE)
+            memcpy(f, text, strlen(text) + 1);
+        break;
+    case COL_I64:
+        *(int64_t *)f = n;
+        break;
+    case COL_U64:
+        *(uint64_t *)f = (uint64_t)n;
+        break;
+    case COL_UINT:
+        *(unsigned *)f = n < 0 || n > 0x7fffffff ? 0 : (unsigned)n;
+        break;
+    case COL_INT:
+        *(int *)f = n < -0x7fffffff || n > 0x7fffffff ? -1 : (int)n;
+        break;
+    case COL_BOOL:
+        *(bool *)f = n != 0;
+        break;
+    case COL_DBL:
+        *(double *)f = sqlite3_column_double(st, i);
+        break;
+    }
+}
+
+int store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg, unsigned *skipped, char **err)
+{
+    *skipped = 0;
+    strbuf sql = {0};
+    sb_puts(&sql, "SELECT id");
+    for (size_t i = 0; i < store_ncols; i++)
+        sb_printf(&sql, ", %s", store_cols[i].name);
+    sb_puts(&sql, " FROM task WHERE owner = ? ORDER BY created_ms, seq");
+    char *text = sb_take(&sql);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, text, -1, &st, NULL);
+    free(text);
+    if (rc != SQLITE_OK)
+        return store_fail(s, "reading its tasks", rc, err);
+    sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_row row;
+        memset(&row, 0, sizeof row);
+        const char *id = (const char *)sqlite3_column_text(st, 0);
+        if (id && strlen(id) < TASK_ID_SIZE)
+            memcpy(row.id, id, strlen(id) + 1);
+        for (size_t i = 0; i < store_ncols; i++)
+            decode_col(st, (int)i + 1, &store_cols[i], &row);
+        if (store_row_valid(&row))
+            fn(arg, &row);
+        else
+            (*skipped)++;
+        store_row_clear(&row);
+    }
+    int r = rc == SQLITE_DONE ? 0 : store_fail(s, "reading its tasks", rc, err);
+    sqlite3_finalize(st);
+    return r;
+}
+
+static int bind_col(sqlite3_stmt *st, int i, const store_col *c, const store_row *row)
+{
+    const void *f = (const char *)row + c->offset;
+    switch (c->kind) {
+    case COL_STR:
+        return *(char *const *)f ? sqlite3_bind_text(st, i, *(char *const *)f, -1, SQLITE_STATIC)
+                                 : sqlite3_bind_null(st, i);
+    case COL_ID:
+        return sqlite3_bind_text(st, i, f, -1, SQLITE_STATIC);
+    case COL_I64:
+        return sqlite3_bind_int64(st, i, *(const int64_t *)f);
+    case COL_U64:
+        return sqlite3_bind_int64(st, i, (sqlite3_int64) * (const uint64_t *)f);
+    case COL_UINT:
+        return sqlite3_bind_int64(st, i, *(const unsigned *)f);
+    case COL_INT:
+        return sqlite3_bind_int(st, i, *(const int *)f);
+    case COL_BOOL:
+        return sqlite3_bind_int(st, i, *(const bool *)f);
+    case COL_DBL:
+        return sqlite3_bind_double(st, i, *(const double *)f);
+    }
+    return SQLITE_MISUSE;
+}
+
+static int write_row(store *s, const store_row *row)
+{
+    sqlite3_stmt *st = s->upsert;
+    int rc = sqlite3_bind_text(st, 1, row->id, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 2, s->owner, -1, SQLITE_STATIC);
+    for (size_t i = 0; rc == SQLITE_OK && i < store_ncols; i++)
+        rc = bind_col(st, (int)i + 3, &store_cols[i], row);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int remove_row(store *s, const char *id)
+{
+    sqlite3_stmt *st = s->remove;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, s->owner, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int store_write(store *s, const store_row *rows, size_t nrows, char *const *removed, size_t nremoved, char **err)
+{
+    if (nrows == 0 && nremoved == 0)
+        return 0;
+    int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < nrows; i++)
+        rc = write_row(s, &rows[i]);
+    for (size_t i = 0; rc == SQLITE_OK && i < nremoved; i++)
+        rc = remove_row(s, removed[i]);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        return 0;
+    int r = store_fail(s, "writing tasks", rc, err);
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return r;
+}
+
+/* ---- statements ------------------------------------------------------- */
+
+static int prepare(store *s, char **err)
+{
+    strbuf sql = {0};
+    sb_puts(&sql, "INSERT INTO task(id, owner");
+    for (size_t i = 0; i < store_ncols; i++)
+        sb_printf(&sql, ", %s", store_cols[i].name);
+    sb_puts(&sql, ") VALUES(?, ?");
+    for (size_t i = 0; i < store_ncols; i++)
+        sb_puts(&sql, ", ?");
+    sb_puts(&sql, ") ON CONFLICT(id) DO UPDATE SET ");
+    for (size_t i = 0; i < store_ncols; i++)
+        sb_printf(&sql, "%s%s = excluded.%s", i ? ", " : "", store_cols[i].name, store_cols[i].name);
+    /* Never another live owner's task (an id both happened to draw). */
+    sb_puts(&sql, " WHERE task.owner = excluded.owner");
+    char *text = sb_take(&sql);
+    int rc = sqlite3_prepare_v3(s->db, text, -1, SQLITE_PREPARE_PERSISTENT, &s->upsert, NULL);
+    free(text);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(s->db, "DELETE FROM task WHERE id = ? AND owner = ?", -1, SQLITE_PREPARE_PERSISTENT,
+                                &s->remove, NULL);
+    return rc == SQLITE_OK ? 0 : store_fail(s, "preparing its statements", rc, err);
+}
+
+int store_open(const char *path, store **out, char **err)
+{
+    *out = NULL;
+    if (err)
+        *err = NULL;
+    store *s = xcalloc(1, sizeof *s);
+    s->path = xstrdup(path);
+    int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int r = rc == SQLITE_OK ? 0 : store_fail(s, "opening", rc, err);
+    if (r == 0)
+        sqlite3_busy_timeout(s->db, 5000); /* another instance's write transaction */
+    /* WAL: a reader never waits for the writer; NORMAL: a commit survives
+     * the process being killed (an OS crash may lose the last ones). */
+    if (r == 0)
+        r = exec(s, "PRAGMA journal_mode = WAL", err);
+    if (r == 0)
+        r = exec(s, "PRAGMA synchronous = NORMAL", err);
+    if (r == 0)
+        r = migrate(s, err);
+    if (r == 0)
+        r = register_owner(s, err);
+    if (r == 0)
+        r = prepare(s, err);
+    if (r != 0) {
+        store_close(s, true);
+        return r;
+    }
+    *out = s;
+    return 0;
+}
+
+const char *store_instance(const store *s)
+{
+    return s->owner;
+}
+
+void store_close(store *s, bool clean)
+{
+    if (!s)
+        return;
+    sqlite3_finalize(s->upsert);
+    sqlite3_finalize(s->remove);
+    if (clean && s->owner[0] && s->db) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(s->db, "DELETE FROM owner WHERE id = ?", -1, &st, NULL) == SQLITE_OK) {
+            sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
+            sqlite3_step(st);
+        }
+        sqlite3_finalize(st);
+    }
+    sqlite3_close(s->db);
+    free(s->path);
+    free(s);
+}
