@@ -3,6 +3,7 @@
 #
 #   make check-faults   fault sweep + shutdown under load + bad input table (ASan+UBSan, build/asan)
 #   make check-chaos    the scenario under event chaos, many seeds (ASan+UBSan)
+#   make check-crash    the host SIGKILLed and restarted on its journal and ocbg's store (ASan+UBSan)
 #   make stress         threads x random tool calls x thousands of tasks (SAN=tsan: ThreadSanitizer)
 #   make check-stress-tsan   the same under ThreadSanitizer (build/tsan)
 #   make fuzz           libFuzzer targets (clang, build/fuzz), FUZZ_SECONDS per target
@@ -11,7 +12,7 @@
 REL_DIR  := tests/reliability
 REL_LIB_SRC := $(REL_DIR)/rel.c $(REL_DIR)/scenario.c
 REL_LIB_OBJ := $(REL_LIB_SRC:%.c=$(BUILD)/obj/%.o)
-REL_PROGS := faults chaos shutdown badinput stress
+REL_PROGS := faults chaos shutdown badinput stress crash
 REL_BINS := $(REL_PROGS:%=$(BUILD)/reliability/%)
 
 REL_ENV = OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) OCBG_BUILD=$(abspath $(BUILD))
@@ -20,6 +21,13 @@ $(BUILD)/reliability/%: $(BUILD)/obj/$(REL_DIR)/%.o $(REL_LIB_OBJ) $(TAP_OBJ) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(REL_LIB_OBJ) $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
 
+# The crash test has its two lives in a file of their own.
+$(BUILD)/reliability/crash: $(BUILD)/obj/$(REL_DIR)/crash.o $(BUILD)/obj/$(REL_DIR)/crash_lives.o $(REL_LIB_OBJ) \
+                            $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
+
+.PHONY: check-crash check-crash-run
 .PHONY: rel-build check-faults check-faults-run check-chaos check-chaos-run stress stress-run check-stress-tsan \
         fuzz check-reliability
 
@@ -45,6 +53,15 @@ check-chaos:
 
 check-chaos-run: rel-build
 	$(REL_ENV) $(REL_ASAN_ENV) REL_CHAOS_SEEDS=$(CHAOS_SEEDS) $(BUILD)/reliability/chaos
+
+# Per seed, life 1 is killed (SIGKILL) at a seed-chosen moment and life 2
+# restarts on the same journal and database (see crash.c). CRASH_SEEDS=n.
+CRASH_SEEDS ?= 100
+check-crash:
+	$(MAKE) check-crash-run BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g"
+
+check-crash-run: rel-build
+	$(REL_ENV) $(REL_ASAN_ENV) CRASH_SEEDS=$(CRASH_SEEDS) $(BUILD)/reliability/crash
 
 STRESS_THREADS ?= 8
 STRESS_OPS ?= 1500

@@ -1,0 +1,256 @@
+/* crash.c — the host dies (SIGKILL) and comes back (make check-crash): per
+ * seed, life 1 (a forked child) runs the simulated host with its journal on
+ * (sim_journal_open) and ocbg's store on, launches agent tasks and background
+ * commands and cancels some, each task id written to <dir>/ids as soon as
+ * its call returns; the parent kills it at a seed-chosen moment (after the
+ * k-th call, then 0..300 ms). Life 2 (another child, so ASan and leaks stay
+ * per life) starts a host on the same journal and data dir, loads ocbg again
+ * and checks:
+ *   (a) every id in <dir>/ids still resolves (background_output);
+ *   (b) none is left running or pending, a few seconds after the restart;
+ *   (c) every task that ended completed or error has exactly one
+ *       notification in the parent session, over both lives.
+ * Failures are printed per seed ("crash: seed S: (x) task …"); the summary
+ * line is "crash: N seeds, M tasks, K bad". CRASH_SEEDS=n (default 100),
+ * CRASH_FIRST=seed (default 1), CRASH_NO_STORE=1 (ocbg's store off: every
+ * seed with a task should fail). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "crash.h"
+#include "rel.h"
+#include "tap.h"
+
+/* xorshift32: the seed decides the scenario and the moment of the kill. */
+uint32_t crash_rand(uint32_t *s)
+{
+    uint32_t x = *s ? *s : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    *s = x;
+    return x;
+}
+
+void crash_paths(crash_run *r, const char *dir, uint32_t seed)
+{
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    snprintf(r->journal, sizeof r->journal, "%s/host.jsonl", dir);
+    snprintf(r->ids, sizeof r->ids, "%s/ids", dir);
+    snprintf(r->parent, sizeof r->parent, "%s/parent", dir);
+    snprintf(r->tally, sizeof r->tally, "%s/tally", dir);
+    /* CRASH_NO_STORE=1 turns ocbg's store off: the harness must then report
+     * the lost tasks (a check of the check). */
+    int nostore = rel_env_long("CRASH_NO_STORE", 0) != 0;
+    snprintf(r->options, sizeof r->options,
+             "{\"store\":%s,\"store_path\":\"%s/ocbg.db\",\"poll_interval_ms\":50,\"notify_retry_ms\":5}",
+             nostore ? "false" : "true", dir);
+    r->seed = seed;
+}
+
+sim_host *crash_host(const crash_run *r)
+{
+    const char *plugins = getenv("OCBG_PLUGIN_DIR");
+    sim_host *h = plugins ? sim_create() : NULL;
+    if (!h) {
+        fprintf(stderr, "# crash: no host (OCBG_PLUGIN_DIR %s)\n", plugins ? plugins : "unset");
+        return NULL;
+    }
+    int rc = sim_journal_open(h, r->journal);
+    sim_set_data_dir(h, r->dir);
+    int n = rc == 0 ? sim_load_plugins(h, plugins, r->options) : -1;
+    if (n != 1) {
+        fprintf(stderr, "# crash: seed %u: journal %d, ocbg not loaded: %d (%s)\n", r->seed, rc, n,
+                sim_load_error(h));
+        sim_destroy(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Append line and a newline to path in one write(2). */
+int crash_append(const char *path, const char *line)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s\n", line);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    int rc = write(fd, buf, (size_t)n) == n ? 0 : -EIO;
+    close(fd);
+    return rc;
+}
+
+/* The lines of a file (whole ones only), as a JSON array of strings. */
+cJSON *crash_lines(const char *path)
+{
+    cJSON *a = cJSON_CreateArray();
+    FILE *f = fopen(path, "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        if (n < 2 || line[n - 1] != '\n')
+            continue;
+        line[n - 1] = 0;
+        cJSON_AddItemToArray(a, cJSON_CreateString(line));
+    }
+    if (f)
+        fclose(f);
+    return a;
+}
+
+/* Life 1 in a child; kill it after its k-th report, then delay_ms more.
+ * Returns 0 (killed as planned) or -1 (it died or stalled on its own). */
+static int life1_and_kill(crash_run *r, int k, int delay_ms)
+{
+    int rep[2], blk[2];
+    if (pipe(rep) != 0 || pipe(blk) != 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(rep[0]);
+        close(blk[1]);
+        crash_life1(r, rep[1], blk[0]);
+    }
+    close(rep[1]);
+    close(blk[0]);
+    int got = 0, eof = 0;
+    int64_t until = -1;
+    for (;;) {
+        int64_t now = rel_now_ms();
+        if (until < 0 && got >= k)
+            until = now + delay_ms;
+        int left = until >= 0 ? (int)(until - now) : tap_timeout_ms(15000);
+        if (left <= 0 || eof)
+            break;
+        struct pollfd p = {.fd = rep[0], .events = POLLIN};
+        int n = poll(&p, 1, left);
+        if (n == 0 && until < 0)
+            break; /* stalled before its k-th report */
+        char b[64];
+        ssize_t rd = n > 0 ? read(rep[0], b, sizeof b) : 0;
+        if (n > 0 && rd <= 0)
+            eof = 1;
+        got += rd > 0 ? (int)rd : 0;
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    close(rep[0]);
+    close(blk[1]);
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+        printf("crash: seed %u: life 1 ended on its own (status 0x%x) after %d of %d steps\n", r->seed, status,
+               got, k);
+        return -1;
+    }
+    if (got < k) {
+        printf("crash: seed %u: life 1 stalled after %d of %d steps\n", r->seed, got, k);
+        return -1;
+    }
+    return 0;
+}
+
+static int life2_fn(void *arg)
+{
+    return crash_life2(arg);
+}
+
+/* How the tasks ended, over every seed (life 2's tally lines). */
+static const char *const tally_names[] = {"completed", "error", "restarted", "cancelled", "lost", "other"};
+static long tally[6];
+
+static void tally_add(const char *path)
+{
+    cJSON *lines = crash_lines(path);
+    const cJSON *l;
+    cJSON_ArrayForEach(l, lines)
+    {
+        size_t i = 0;
+        while (i < 5 && strncmp(l->valuestring, tally_names[i], strlen(tally_names[i])) != 0)
+            i++;
+        tally[i]++;
+    }
+    cJSON_Delete(lines);
+}
+
+static void remove_dir(const char *dir)
+{
+    static const char *const names[] = {"host.jsonl", "ids", "parent", "tally", "ocbg.db", "ocbg.db-wal", "ocbg.db-shm",
+                                        "ocbg.db-journal", NULL};
+    char p[600];
+    for (const char *const *n = names; *n; n++) {
+        snprintf(p, sizeof p, "%s/%s", dir, *n);
+        unlink(p);
+    }
+    if (rmdir(dir) != 0)
+        printf("# crash: %s left behind (%s)\n", dir, strerror(errno));
+}
+
+/* One seed: life 1, the kill, life 2. Returns 0 (good) or 1; adds its tasks
+ * to *ntasks. */
+static int run_seed(uint32_t seed, long *ntasks)
+{
+    char dir[] = "/tmp/ocbg-crash-XXXXXX";
+    if (!mkdtemp(dir)) {
+        printf("crash: seed %u: mkdtemp: %s\n", seed, strerror(errno));
+        return 1;
+    }
+    crash_run r;
+    crash_paths(&r, dir, seed);
+    uint32_t s = seed * 2654435761u;
+    r.nops = 3 + (int)(crash_rand(&s) % 6);
+    int k = (int)(crash_rand(&s) % (unsigned)(r.nops + 1));
+    int delay = (int)(crash_rand(&s) % 301);
+    r.rng = crash_rand(&s);
+    int bad = life1_and_kill(&r, k, delay) != 0;
+    int64_t ms = 0;
+    int st = bad ? 0 : rel_run_isolated(life2_fn, &r, tap_timeout_ms(60000), &ms);
+    if (st != 0) {
+        bad = 1;
+        printf("crash: seed %u: life 2 %s (%d, %lld ms)\n", seed,
+               st == -ETIMEDOUT ? "passed its deadline"
+               : st >= 128      ? "crashed (signal)"
+               : st == 1        ? "found broken invariants (above)"
+                                : "had a sanitizer report or a setup failure",
+               st, (long long)ms);
+    }
+    cJSON *ids = crash_lines(r.ids);
+    *ntasks += cJSON_GetArraySize(ids);
+    tally_add(r.tally);
+    if (bad)
+        printf("crash: seed %u: %d ops, killed after op %d + %d ms, %d task ids; files kept in %s\n", seed, r.nops,
+               k, delay, cJSON_GetArraySize(ids), dir);
+    cJSON_Delete(ids);
+    if (!bad)
+        remove_dir(dir);
+    return bad;
+}
+
+int main(void)
+{
+    long n = rel_env_long("CRASH_SEEDS", 100);
+    long first = rel_env_long("CRASH_FIRST", 1);
+    long tasks = 0;
+    int bad = 0;
+    int64_t t0 = rel_now_ms();
+    for (long i = 0; i < n; i++)
+        bad += run_seed((uint32_t)(first + i), &tasks);
+    printf("crash: %ld seeds, %ld tasks, %d bad (%lld ms)\n", n, tasks, bad, (long long)(rel_now_ms() - t0));
+    printf("crash: tasks after the restart:");
+    for (size_t i = 0; i < 6; i++)
+        printf(" %s %ld", tally_names[i], tally[i]);
+    printf(" (restarted: an error because the kill cut its run short)\n");
+    return bad ? 1 : 0;
+}

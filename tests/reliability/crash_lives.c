@@ -1,0 +1,270 @@
+/* crash_lives.c — the crash test's two lives (see crash.h, crash.c): life 1
+ * launches and cancels tasks until it is killed; life 2 restarts on the same
+ * journal and database and checks that nothing was lost or sent twice. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "crash.h"
+#include "rel.h"
+#include "tap.h"
+
+/* ---- life 1 ------------------------------------------------------------- */
+
+/* A sub-agent's script: 0-2 tools (0-120 ms each), maybe a usage report, a
+ * wait (0-200 ms), then an answer, or (1 in 6) an error. */
+static char *agent_script(uint32_t *s, int i)
+{
+    cJSON *steps = cJSON_CreateArray();
+    int ntools = (int)(crash_rand(s) % 3);
+    for (int j = 0; j < ntools; j++) {
+        cJSON *t = cJSON_CreateObject();
+        char file[32];
+        snprintf(file, sizeof file, "f%d_%d.c", i, j);
+        cJSON_AddStringToObject(t, "tool", "read");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(t, "input"), "filePath", file);
+        cJSON_AddStringToObject(t, "output", "int x;");
+        cJSON_AddNumberToObject(t, "ms", crash_rand(s) % 121);
+        cJSON_AddItemToArray(steps, t);
+    }
+    if (crash_rand(s) % 2)
+        cJSON_AddItemToArray(steps, cJSON_Parse("{\"usage\":{\"input\":1000,\"output\":50,\"cost\":0.01}}"));
+    cJSON *w = cJSON_CreateObject();
+    cJSON_AddNumberToObject(w, "wait_ms", crash_rand(s) % 201);
+    cJSON_AddItemToArray(steps, w);
+    char end[64];
+    if (crash_rand(s) % 6 == 0)
+        snprintf(end, sizeof end, "{\"error\":\"boom %d\"}", i);
+    else
+        snprintf(end, sizeof end, "{\"reply\":\"answer %d\"}", i);
+    cJSON_AddItemToArray(steps, cJSON_Parse(end));
+    cJSON *script = cJSON_CreateObject();
+    cJSON_AddItemToObject(script, "steps", steps);
+    char *text = cJSON_PrintUnformatted(script);
+    cJSON_Delete(script);
+    return text;
+}
+
+/* One call of the scenario: an agent task (5 in 10), a background command
+ * (3 in 10: 0-300 ms, 1 in 4 exits 3) or a cancel of an earlier task.
+ * Returns the new task's id (malloc'd) or NULL. */
+static char *life1_op(sim_host *h, const char *p, uint32_t *s, int i, const cJSON *ids, uint32_t seed)
+{
+    unsigned kind = crash_rand(s) % 10;
+    char args[512];
+    if (kind >= 8 && cJSON_GetArraySize(ids) > 0) {
+        const cJSON *victim = cJSON_GetArrayItem(ids, (int)(crash_rand(s) % (unsigned)cJSON_GetArraySize(ids)));
+        snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", victim->valuestring);
+        free(rel_tool(h, p, "background_cancel", args, NULL));
+        return NULL;
+    }
+    const char *tool;
+    if (kind >= 5 && kind < 8) {
+        unsigned ms = crash_rand(s) % 301;
+        snprintf(args, sizeof args,
+                 "{\"command\":\"sleep %u.%03u; echo out-%d%s\",\"description\":\"command %d\","
+                 "\"run_in_background\":true}",
+                 ms / 1000, ms % 1000, i, crash_rand(s) % 4 == 0 ? "; exit 3" : "", i);
+        tool = "Bash";
+    } else {
+        char match[64];
+        snprintf(match, sizeof match, "crash-%u-%d", seed, i);
+        char *script = agent_script(s, i);
+        sim_script(h, match, script, 1);
+        free(script);
+        snprintf(args, sizeof args, "{\"description\":\"agent %d\",\"prompt\":\"%s: work\",\"agent\":\"general\"}",
+                 i, match);
+        tool = "background_task";
+    }
+    int rc = 0;
+    char *out = rel_tool(h, p, tool, args, &rc);
+    char *id = rel_find_id(out, "bg_");
+    if (!id)
+        fprintf(stderr, "# crash: seed %u: %s gave no task id (rc %d): %.200s\n", seed, tool, rc, out);
+    free(out);
+    return id;
+}
+
+_Noreturn void crash_life1(const crash_run *r, int report_fd, int block_fd)
+{
+    sim_host *h = crash_host(r);
+    if (!h)
+        _exit(3);
+    char *p = sim_session_new(h, NULL, "crash parent");
+    if (!p || crash_append(r->parent, p) != 0)
+        _exit(4);
+    uint32_t s = r->rng;
+    cJSON *ids = cJSON_CreateArray();
+    for (int i = 0; i < r->nops; i++) {
+        char *id = life1_op(h, p, &s, i, ids, r->seed);
+        if (id) {
+            if (crash_append(r->ids, id) != 0)
+                _exit(5);
+            cJSON_AddItemToArray(ids, cJSON_CreateString(id));
+            free(id);
+        }
+        if (write(report_fd, "k", 1) != 1)
+            _exit(6);
+    }
+    char b;
+    while (read(block_fd, &b, 1) != 0) /* the parent never writes: blocks until the kill */
+        ;
+    _exit(7);
+}
+
+/* ---- life 2 ------------------------------------------------------------- */
+
+static int bad;
+
+static void fail(const crash_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(const crash_run *r, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("crash: seed %u: %s\n", r->seed, msg);
+    fflush(stdout);
+    bad++;
+}
+
+/* How many user messages of session p are ocbg notifications whose first
+ * line names id. */
+static int notices_for(sim_host *h, const char *p, const char *id)
+{
+    char *json = sim_session_messages_json(h, p);
+    cJSON *msgs = json ? cJSON_Parse(json) : NULL;
+    free(json);
+    int n = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, msgs)
+    {
+        const cJSON *info = cJSON_GetObjectItemCaseSensitive(m, "info");
+        const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "role"));
+        const cJSON *part = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "parts"), 0);
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(part, "text"));
+        if (!role || strcmp(role, "user") != 0 || !text || strncmp(text, "[ocbg] Background ", 18) != 0)
+            continue;
+        const char *nl = strchr(text, '\n');
+        const char *hit = strstr(text, id);
+        if (hit && (!nl || hit < nl))
+            n++;
+    }
+    cJSON_Delete(msgs);
+    return n;
+}
+
+/* The status background_output reports ("" when none, "lost" for Task not
+ * found), in buf. */
+static const char *status_of(sim_host *h, const char *p, const char *id, char *buf, size_t size)
+{
+    char args[128];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    char *out = rel_tool(h, p, "background_output", args, NULL);
+    snprintf(buf, size, "%s", strncmp(out, "Task not found", 14) == 0 ? "lost" : rel_status_of(out));
+    /* "error" cut short by the restart: "restarted" (for the tally). */
+    if (strcmp(buf, "error") == 0 && strstr(out, "the host restarted"))
+        snprintf(buf, size, "restarted");
+    free(out);
+    return buf;
+}
+
+static int is_error(const char *st)
+{
+    return strcmp(st, "error") == 0 || strcmp(st, "restarted") == 0;
+}
+
+typedef struct life2_wait {
+    const char *p;
+    const cJSON *ids;
+    int notices; /* 0: wait for every task to settle; 1: for every notification */
+} life2_wait;
+
+static int all_settled(sim_host *h, void *arg)
+{
+    life2_wait *w = arg;
+    const cJSON *id;
+    cJSON_ArrayForEach(id, w->ids)
+    {
+        char st[64];
+        status_of(h, w->p, id->valuestring, st, sizeof st);
+        if (strcmp(st, "lost") == 0 || strcmp(st, "cancelled") == 0)
+            continue;
+        if (!rel_status_terminal(st) && !is_error(st))
+            return 0;
+        if (w->notices && notices_for(h, w->p, id->valuestring) < 1)
+            return 0;
+    }
+    return 1;
+}
+
+/* Launch a quick task and wait for its notification: the worker pushes them
+ * in order, so any notification owed before it has been pushed by then. */
+static void sync_notifications(const crash_run *r, sim_host *h, const char *p)
+{
+    char *out = rel_tool(h, p, "background_task",
+                         "{\"description\":\"sync\",\"prompt\":\"crash-sync\",\"agent\":\"general\"}", NULL);
+    char *id = rel_find_id(out, "bg_");
+    free(out);
+    cJSON *one = cJSON_CreateArray();
+    if (id)
+        cJSON_AddItemToArray(one, cJSON_CreateString(id));
+    life2_wait w = {p, one, 1};
+    if (!id || sim_wait(h, all_settled, &w, tap_timeout_ms(10000)) != 0)
+        fail(r, "the sync task after the restart (%s) was never notified", id ? id : "not launched");
+    cJSON_Delete(one);
+    free(id);
+}
+
+/* (a), (b), (c) for every id. */
+static void check_tasks(const crash_run *r, sim_host *h, const char *p, const cJSON *ids)
+{
+    const cJSON *id;
+    cJSON_ArrayForEach(id, ids)
+    {
+        char st[64];
+        status_of(h, p, id->valuestring, st, sizeof st);
+        int n = notices_for(h, p, id->valuestring);
+        char tally[96];
+        snprintf(tally, sizeof tally, "%s %d", st, n);
+        crash_append(r->tally, tally);
+        if (strcmp(st, "lost") == 0)
+            fail(r, "(a) task %s is lost: background_output says Task not found (%d notifications)",
+                 id->valuestring, n);
+        else if (!rel_status_terminal(st) && !is_error(st))
+            fail(r, "(b) task %s is still '%s' after the restart (%d notifications)", id->valuestring, st, n);
+        else if (strcmp(st, "cancelled") != 0 && n != 1)
+            fail(r, "(c) task %s ended %s with %d notifications over both lives (want 1)", id->valuestring, st, n);
+    }
+}
+
+int crash_life2(const crash_run *r)
+{
+    cJSON *ids = crash_lines(r->ids);
+    cJSON *parent = crash_lines(r->parent);
+    const char *p = cJSON_GetStringValue(cJSON_GetArrayItem(parent, 0));
+    sim_host *h = crash_host(r);
+    if (!h) {
+        cJSON_Delete(ids);
+        cJSON_Delete(parent);
+        return 3;
+    }
+    if (p) {
+        life2_wait w = {p, ids, 0};
+        sim_wait(h, all_settled, &w, tap_timeout_ms(8000));
+        w.notices = 1;
+        sim_wait(h, all_settled, &w, tap_timeout_ms(5000));
+        sync_notifications(r, h, p);
+        check_tasks(r, h, p, ids);
+    }
+    sim_destroy(h);
+    cJSON_Delete(ids);
+    cJSON_Delete(parent);
+    return bad ? 1 : 0;
+}
