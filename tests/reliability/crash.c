@@ -3,13 +3,14 @@
  * (sim_journal_open) and ocbg's store on, launches agent tasks and background
  * commands and cancels some, each task id written to <dir>/ids as soon as
  * its call returns; the parent kills it at a seed-chosen moment (after the
- * k-th call, then 0..300 ms). Life 2 (another child, so ASan and leaks stay
- * per life) starts a host on the same journal and data dir, loads ocbg again
- * and checks:
+ * k-th call, then 0..300 ms). For a third of the seeds a second life does the
+ * same on what the first left, and is killed too. The last life (another
+ * child, so ASan and leaks stay per life) starts a host on the same journal
+ * and data dir, loads ocbg again and checks:
  *   (a) every id in <dir>/ids still resolves (background_output);
  *   (b) none is left running or pending, a few seconds after the restart;
  *   (c) every task that ended completed or error has exactly one
- *       notification in the parent session, over both lives.
+ *       notification in the parent session, over every life.
  * Failures are printed per seed ("crash: seed S: (x) task …"); the summary
  * line is "crash: N seeds, M tasks, K bad". CRASH_SEEDS=n (default 100),
  * CRASH_FIRST=seed (default 1), CRASH_NO_STORE=1 (ocbg's store off: every
@@ -108,9 +109,9 @@ cJSON *crash_lines(const char *path)
     return a;
 }
 
-/* Life 1 in a child; kill it after its k-th report, then delay_ms more.
+/* A life in a child; kill it after its k-th report, then delay_ms more.
  * Returns 0 (killed as planned) or -1 (it died or stalled on its own). */
-static int life1_and_kill(crash_run *r, int k, int delay_ms)
+static int life_and_kill(crash_run *r, int k, int delay_ms)
 {
     int rep[2], blk[2];
     if (pipe(rep) != 0 || pipe(blk) != 0)
@@ -121,7 +122,7 @@ static int life1_and_kill(crash_run *r, int k, int delay_ms)
     if (pid == 0) {
         close(rep[0]);
         close(blk[1]);
-        crash_life1(r, rep[1], blk[0]);
+        crash_life(r, rep[1], blk[0]);
     }
     close(rep[1]);
     close(blk[0]);
@@ -151,23 +152,23 @@ static int life1_and_kill(crash_run *r, int k, int delay_ms)
     close(rep[0]);
     close(blk[1]);
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
-        printf("crash: seed %u: life 1 ended on its own (status 0x%x) after %d of %d steps\n", r->seed, status,
-               got, k);
+        printf("crash: seed %u: life %d ended on its own (status 0x%x) after %d of %d calls\n", r->seed, r->life,
+               status, got, k);
         return -1;
     }
     if (got < k) {
-        printf("crash: seed %u: life 1 stalled after %d of %d steps\n", r->seed, got, k);
+        printf("crash: seed %u: life %d stalled after %d of %d calls\n", r->seed, r->life, got, k);
         return -1;
     }
     return 0;
 }
 
-static int life2_fn(void *arg)
+static int last_life_fn(void *arg)
 {
-    return crash_life2(arg);
+    return crash_last_life(arg);
 }
 
-/* How the tasks ended, over every seed (life 2's tally lines). */
+/* How the tasks ended, over every seed (the last lives' tally lines). */
 static const char *const tally_names[] = {"completed", "error", "restarted", "cancelled", "lost", "other"};
 static long tally[6];
 
@@ -198,8 +199,8 @@ static void remove_dir(const char *dir)
         printf("# crash: %s left behind (%s)\n", dir, strerror(errno));
 }
 
-/* One seed: life 1, the kill, life 2. Returns 0 (good) or 1; adds its tasks
- * to *ntasks. */
+/* One seed: one or two lives killed, then the checking life. Returns 0
+ * (good) or 1; adds its tasks to *ntasks. */
 static int run_seed(uint32_t seed, long *ntasks)
 {
     char dir[] = "/tmp/ocbg-crash-XXXXXX";
@@ -210,16 +211,23 @@ static int run_seed(uint32_t seed, long *ntasks)
     crash_run r;
     crash_paths(&r, dir, seed);
     uint32_t s = seed * 2654435761u;
-    r.nops = 3 + (int)(crash_rand(&s) % 6);
-    int k = (int)(crash_rand(&s) % (unsigned)(r.nops + 1));
-    int delay = (int)(crash_rand(&s) % 301);
-    r.rng = crash_rand(&s);
-    int bad = life1_and_kill(&r, k, delay) != 0;
+    int kills = crash_rand(&s) % 3 == 0 ? 2 : 1, bad = 0;
+    char plan[160] = "";
+    for (r.life = 1; r.life <= kills && !bad; r.life++) {
+        r.nops = 3 + (int)(crash_rand(&s) % 6);
+        int k = (int)(crash_rand(&s) % (unsigned)(r.nops + 1));
+        int delay = (int)(crash_rand(&s) % 301);
+        r.rng = crash_rand(&s);
+        size_t used = strlen(plan);
+        snprintf(plan + used, sizeof plan - used, "%slife %d: %d calls, killed after call %d + %d ms",
+                 used ? "; " : "", r.life, r.nops, k, delay);
+        bad = life_and_kill(&r, k, delay) != 0;
+    }
     int64_t ms = 0;
-    int st = bad ? 0 : rel_run_isolated(life2_fn, &r, tap_timeout_ms(60000), &ms);
+    int st = bad ? 0 : rel_run_isolated(last_life_fn, &r, tap_timeout_ms(60000), &ms);
     if (st != 0) {
         bad = 1;
-        printf("crash: seed %u: life 2 %s (%d, %lld ms)\n", seed,
+        printf("crash: seed %u: life %d (the check) %s (%d, %lld ms)\n", seed, r.life,
                st == -ETIMEDOUT ? "passed its deadline"
                : st >= 128      ? "crashed (signal)"
                : st == 1        ? "found broken invariants (above)"
@@ -230,8 +238,7 @@ static int run_seed(uint32_t seed, long *ntasks)
     *ntasks += cJSON_GetArraySize(ids);
     tally_add(r.tally);
     if (bad)
-        printf("crash: seed %u: %d ops, killed after op %d + %d ms, %d task ids; files kept in %s\n", seed, r.nops,
-               k, delay, cJSON_GetArraySize(ids), dir);
+        printf("crash: seed %u: %s; %d task ids; files kept in %s\n", seed, plan, cJSON_GetArraySize(ids), dir);
     cJSON_Delete(ids);
     if (!bad)
         remove_dir(dir);

@@ -16,11 +16,12 @@ typedef struct crash_run {
     char journal[300];  /* the host's journal */
     char ids[300];      /* every task id a call returned, one a line */
     char parent[300];   /* the parent session's id */
-    char tally[300];    /* life 2: "<status> <notifications>" per task */
+    char tally[300];    /* the last life: "<status> <notifications>" per task */
     char options[512];  /* ocbg's options (store_path in dir) */
     uint32_t seed;
     uint32_t rng;       /* the scenario's random source */
-    int nops;           /* tool calls life 1 makes */
+    int nops;           /* tool calls the life makes */
+    int life;           /* 1, 2, …: which life of the host this is */
 } crash_run;
 
 /* xorshift32 step. */
@@ -35,11 +36,13 @@ int crash_append(const char *path, const char *line);
 /* The whole lines of a file as a JSON array of strings (empty when none). */
 cJSON *crash_lines(const char *path);
 
-/* Life 1 (a forked child): the scenario; one byte to report_fd after each
- * call; then it blocks on block_fd until killed. Never returns. */
-_Noreturn void crash_life1(const crash_run *r, int report_fd, int block_fd);
-/* Life 2 (a forked child): restart and check. Returns 0, or 1 when an
- * invariant broke (printed), 3 when the host could not start. */
-int crash_life2(const crash_run *r);
+/* A life that will be killed (a forked child): the host back from what the
+ * lives before left (none for the first), the parent session made or found
+ * again, then r->nops calls, one byte to report_fd after each; then it blocks
+ * on block_fd until killed. Never returns. */
+_Noreturn void crash_life(const crash_run *r, int report_fd, int block_fd);
+/* The last life (a forked child): restart and check. Returns 0, or 1 when
+ * an invariant broke (printed), 3 when the host could not start. */
+int crash_last_life(const crash_run *r);
 
 #endif

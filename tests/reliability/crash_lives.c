@@ -1,6 +1,7 @@
-/* crash_lives.c — the crash test's two lives (see crash.h, crash.c): life 1
- * launches and cancels tasks until it is killed; life 2 restarts on the same
- * journal and database and checks that nothing was lost or sent twice. */
+/* crash_lives.c — the crash test's lives (see crash.h, crash.c): a life
+ * launches and cancels tasks until it is killed; the last one restarts on
+ * the same journal and database and checks that nothing was lost or sent
+ * twice. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +15,7 @@
 #include "rel.h"
 #include "tap.h"
 
-/* ---- life 1 ------------------------------------------------------------- */
+/* ---- life 1 (and every life that is killed) ------------------------------ */
 
 /* A sub-agent's script: 0-2 tools (0-120 ms each), maybe a usage report, a
  * wait (0-200 ms), then an answer, or (1 in 6) an error. */
@@ -53,7 +54,7 @@ static char *agent_script(uint32_t *s, int i)
 /* One call of the scenario: an agent task (5 in 10), a background command
  * (3 in 10: 0-300 ms, 1 in 4 exits 3) or a cancel of an earlier task.
  * Returns the new task's id (malloc'd) or NULL. */
-static char *life1_op(sim_host *h, const char *p, uint32_t *s, int i, const cJSON *ids, uint32_t seed)
+static char *life_op(sim_host *h, const char *p, uint32_t *s, int i, const cJSON *ids, uint32_t seed)
 {
     unsigned kind = crash_rand(s) % 10;
     char args[512];
@@ -90,18 +91,50 @@ static char *life1_op(sim_host *h, const char *p, uint32_t *s, int i, const cJSO
     return id;
 }
 
-_Noreturn void crash_life1(const crash_run *r, int report_fd, int block_fd)
+typedef struct events_after {
+    size_t n;
+} events_after;
+
+static int events_reached(sim_host *h, void *arg)
+{
+    return sim_events_delivered(h, NULL) >= ((events_after *)arg)->n;
+}
+
+/* The parent session: the one an earlier life made (back from the journal),
+ * else a new one, recorded. NULL when neither. */
+static char *parent_session(const crash_run *r, sim_host *h)
+{
+    cJSON *lines = crash_lines(r->parent);
+    const char *old = cJSON_GetStringValue(cJSON_GetArrayItem(lines, 0));
+    char *p = old && sim_session_exists(h, old) ? strdup(old) : NULL;
+    cJSON_Delete(lines);
+    if (!p && !old) {
+        p = sim_session_new(h, NULL, "crash parent");
+        if (p && crash_append(r->parent, p) != 0) {
+            free(p);
+            p = NULL;
+        }
+    }
+    return p;
+}
+
+_Noreturn void crash_life(const crash_run *r, int report_fd, int block_fd)
 {
     sim_host *h = crash_host(r);
     if (!h)
         _exit(3);
-    char *p = sim_session_new(h, NULL, "crash parent");
-    if (!p || crash_append(r->parent, p) != 0)
+    char *p = parent_session(r, h);
+    if (!p)
         _exit(4);
     uint32_t s = r->rng;
-    cJSON *ids = cJSON_CreateArray();
+    cJSON *ids = crash_lines(r->ids);
     for (int i = 0; i < r->nops; i++) {
-        char *id = life1_op(h, p, &s, i, ids, r->seed);
+        /* Half the time, let the tasks move on first: wait for 1-15 more
+         * host events (at most 300 ms), so the calls spread over their runs. */
+        events_after ev = {sim_events_delivered(h, NULL) + 1 + crash_rand(&s) % 15};
+        if (crash_rand(&s) % 2)
+            sim_wait(h, events_reached, &ev, 300);
+        char *id = life_op(h, p, &s, r->life * 100 + i, ids, r->seed);
         if (id) {
             if (crash_append(r->ids, id) != 0)
                 _exit(5);
@@ -117,7 +150,7 @@ _Noreturn void crash_life1(const crash_run *r, int report_fd, int block_fd)
     _exit(7);
 }
 
-/* ---- life 2 ------------------------------------------------------------- */
+/* ---- the last life ------------------------------------------------------------- */
 
 static int bad;
 
@@ -180,15 +213,15 @@ static int is_error(const char *st)
     return strcmp(st, "error") == 0 || strcmp(st, "restarted") == 0;
 }
 
-typedef struct life2_wait {
+typedef struct settle_wait {
     const char *p;
     const cJSON *ids;
     int notices; /* 0: wait for every task to settle; 1: for every notification */
-} life2_wait;
+} settle_wait;
 
 static int all_settled(sim_host *h, void *arg)
 {
-    life2_wait *w = arg;
+    settle_wait *w = arg;
     const cJSON *id;
     cJSON_ArrayForEach(id, w->ids)
     {
@@ -215,7 +248,7 @@ static void sync_notifications(const crash_run *r, sim_host *h, const char *p)
     cJSON *one = cJSON_CreateArray();
     if (id)
         cJSON_AddItemToArray(one, cJSON_CreateString(id));
-    life2_wait w = {p, one, 1};
+    settle_wait w = {p, one, 1};
     if (!id || sim_wait(h, all_settled, &w, tap_timeout_ms(10000)) != 0)
         fail(r, "the sync task after the restart (%s) was never notified", id ? id : "not launched");
     cJSON_Delete(one);
@@ -240,11 +273,11 @@ static void check_tasks(const crash_run *r, sim_host *h, const char *p, const cJ
         else if (!rel_status_terminal(st) && !is_error(st))
             fail(r, "(b) task %s is still '%s' after the restart (%d notifications)", id->valuestring, st, n);
         else if (strcmp(st, "cancelled") != 0 && n != 1)
-            fail(r, "(c) task %s ended %s with %d notifications over both lives (want 1)", id->valuestring, st, n);
+            fail(r, "(c) task %s ended %s with %d notifications over every life (want 1)", id->valuestring, st, n);
     }
 }
 
-int crash_life2(const crash_run *r)
+int crash_last_life(const crash_run *r)
 {
     cJSON *ids = crash_lines(r->ids);
     cJSON *parent = crash_lines(r->parent);
@@ -256,7 +289,7 @@ int crash_life2(const crash_run *r)
         return 3;
     }
     if (p) {
-        life2_wait w = {p, ids, 0};
+        settle_wait w = {p, ids, 0};
         sim_wait(h, all_settled, &w, tap_timeout_ms(8000));
         w.notices = 1;
         sim_wait(h, all_settled, &w, tap_timeout_ms(5000));
