@@ -21,9 +21,12 @@ bool persist_on(const ocbg *o)
     return o->ps.st != NULL;
 }
 
-static void defer_log(ocbg *o, const char *line)
+/* A line for the host's log, logged by the worker once it runs (the host
+ * may not take log calls from ocp_plugin_entry's thread): 'E' error, 'W'
+ * warning, as its first character. */
+static void defer_log(ocbg *o, char level, const char *line)
 {
-    char *all = xasprintf("%s%s\n", o->ps.log ? o->ps.log : "", line);
+    char *all = xasprintf("%s%c%s\n", o->ps.log ? o->ps.log : "", level, line);
     free(o->ps.log);
     o->ps.log = all;
 }
@@ -241,7 +244,7 @@ int persist_start(ocbg *o)
     char *path = store_file(o), *err = NULL;
     if (!path) {
         if (o->opt.store)
-            defer_log(o, "ocbg: the host gives no data directory and store_path is not set: tasks live in memory "
+            defer_log(o, 'W', "ocbg: the host gives no data directory and store_path is not set: tasks live in memory "
                          "only (a restart loses them)");
         return 0;
     }
@@ -251,7 +254,7 @@ int persist_start(ocbg *o)
         rc = store_load(o->ps.st, restore_row, o, &skipped, &err);
     if (rc != 0) {
         char *line = xasprintf("ocbg: %s; tasks live in memory only (a restart loses them)", err);
-        defer_log(o, line);
+        defer_log(o, 'E', line);
         free(line);
         store_close(o->ps.st, true);
         o->ps.st = NULL;
@@ -260,7 +263,7 @@ int persist_start(ocbg *o)
     if (skipped) {
         char *line = xasprintf("ocbg: the task store %s: %u stored tasks could not be read and were left out",
                                path, skipped);
-        defer_log(o, line);
+        defer_log(o, 'E', line);
         free(line);
     }
     free(err);
