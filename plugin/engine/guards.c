@@ -87,6 +87,21 @@ static void check_session_budget(ocbg *o, parent *p, double spent)
         engine_fail_task(o, t, text);
 }
 
+/* A nested task's spend is its launcher's session's, and every ancestor's
+ * up to the person's session: each budget covers everything below it. */
+static void add_spend(ocbg *o, const task *t, double cost, bool check)
+{
+    parent *p = t->parent;
+    for (int level = 0; p && level <= OPTIONS_MAX_DEPTH; level++) {
+        session_spend *s = spend_of(o, p->session_id);
+        s->cost += cost;
+        if (check)
+            check_session_budget(o, p, s->cost);
+        task *launcher = registry_find_session(&o->reg, p->session_id);
+        p = launcher ? launcher->parent : NULL;
+    }
+}
+
 void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u)
 {
     if (!t->usage)
@@ -98,17 +113,13 @@ void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u)
     registry_touch(&o->reg, t);
     if (task_status_active(t->status))
         check_task_budgets(o, t);
-    /* A nested task's spend is its launcher's session's, and every
-     * ancestor's up to the person's session: each budget covers everything
-     * below it. */
-    parent *p = t->parent;
-    for (int level = 0; p && level <= OPTIONS_MAX_DEPTH; level++) {
-        session_spend *s = spend_of(o, p->session_id);
-        s->cost += d.cost;
-        check_session_budget(o, p, s->cost);
-        task *launcher = registry_find_session(&o->reg, p->session_id);
-        p = launcher ? launcher->parent : NULL;
-    }
+    add_spend(o, t, d.cost, true);
+}
+
+void guards_restore_spend(ocbg *o, const task *t)
+{
+    if (t->usage)
+        add_spend(o, t, t->usage->total.cost, false);
 }
 
 /* ---- runaway tool calls ------------------------------------------------------ */

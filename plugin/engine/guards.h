@@ -36,6 +36,12 @@ void guards_free(ocbg *o);
  * session's budget, every active task of the session is. [event] */
 void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u);
 
+/* A task restored from the store (engine/persist.c) brings what it cost back
+ * into its session's spend and every ancestor's, so a restart does not reset
+ * a session's budget (a cleared task's cost is not in the store). Call once
+ * every task is restored. [lock held] */
+void guards_restore_spend(ocbg *o, const task *t);
+
 /* After task_note_tool counted a tool part of active task t: the tool call
  * limit, and the repeat guard for a call with its final input
  * (n->call_hash), counted once per call id. [event] */

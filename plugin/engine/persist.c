@@ -8,19 +8,25 @@
 #include "base/proc_id.h"
 #include "base/util.h"
 #include "engine/engine.h"
+#include "engine/guards.h"
 #include "store/convert.h"
 #include "store/store.h"
 
 #define STORE_FILE "ocbg.db"
+/* How long the store thread lets changes gather before it writes them. */
+#define STORE_DELAY_MS 5
 
 bool persist_on(const ocbg *o)
 {
     return o->ps.st != NULL;
 }
 
-static void defer_log(ocbg *o, const char *line)
+/* A line for the host's log, logged by the worker once it runs (the host
+ * may not take log calls from ocp_plugin_entry's thread): 'E' error, 'W'
+ * warning, as its first character. */
+static void defer_log(ocbg *o, char level, const char *line)
 {
-    char *all = xasprintf("%s%s\n", o->ps.log ? o->ps.log : "", line);
+    char *all = xasprintf("%s%c%s\n", o->ps.log ? o->ps.log : "", level, line);
     free(o->ps.log);
     o->ps.log = all;
 }
@@ -61,6 +67,7 @@ static bool write_dirty(ocbg *o)
 {
     registry *r = &o->reg;
     uint64_t gen = r->dirty_gen;
+    o->ps.writing = true;
     batch_rows b = {0};
     registry_take_dirty(r, copy_task, &b);
     char **removed = r->removed;
@@ -83,6 +90,7 @@ static bool write_dirty(ocbg *o)
     free(err);
 
     pthread_mutex_lock(&o->mu);
+    o->ps.writing = false;
     o->ps.writes++;
     o->ps.rows_written += b.n;
     if (rc != 0)
@@ -93,20 +101,33 @@ static bool write_dirty(ocbg *o)
     return rc == 0;
 }
 
+/* The store thread writes what changed a moment after the first change
+ * (STORE_DELAY_MS: the changes of a burst of events share one commit).
+ * What a tool call or a notification needs on disk now is written by
+ * persist_sync on its own thread. */
 static void *store_main(void *arg)
 {
     ocbg *o = arg;
+    bool delayed = false;
     pthread_mutex_lock(&o->mu);
-    for (;;) {
+    while (o->reg.track) {
         bool pending = o->reg.dirty || o->reg.nremoved > 0;
-        if (pending && o->reg.track) {
-            if (!write_dirty(o))
-                break;
-            continue;
-        }
-        if (o->ps.stop || !o->reg.track)
+        if (!pending && o->ps.stop)
             break;
-        pthread_cond_wait(&o->ps.cv, &o->mu);
+        if (!pending) {
+            o->ps.wake_pending = false;
+            pthread_cond_wait(&o->ps.cv, &o->mu);
+        } else if (o->ps.writing) {
+            pthread_cond_wait(&o->ps.synced_cv, &o->mu);
+        } else if (!delayed && !o->ps.stop) {
+            delayed = true;
+            struct timespec ts;
+            mono_deadline(&ts, mono_ms() + STORE_DELAY_MS);
+            pthread_cond_timedwait(&o->ps.cv, &o->mu, &ts);
+        } else {
+            delayed = false;
+            write_dirty(o);
+        }
     }
     stop_tracking(o);
     pthread_cond_broadcast(&o->ps.synced_cv);
@@ -117,14 +138,24 @@ static void *store_main(void *arg)
 static void on_dirty(void *arg)
 {
     ocbg *o = arg;
+    if (o->ps.wake_pending)
+        return; /* it is awake, or will write within STORE_DELAY_MS */
+    o->ps.wake_pending = true;
     pthread_cond_signal(&o->ps.cv);
 }
 
 void persist_sync(ocbg *o)
 {
     uint64_t want = o->reg.dirty_gen;
-    while (o->reg.track && o->ps.started && o->ps.committed < want)
-        pthread_cond_wait(&o->ps.synced_cv, &o->mu);
+    while (o->reg.track && o->ps.started && o->ps.committed < want) {
+        /* No write under way: this thread writes (saves the hand-off to
+         * the store thread and back); else it waits for that write, and
+         * writes next if its change was not in it. */
+        if (!o->ps.writing)
+            write_dirty(o);
+        else
+            pthread_cond_wait(&o->ps.synced_cv, &o->mu);
+    }
 }
 
 /* ---- restoring ------------------------------------------------------------ */
@@ -158,7 +189,8 @@ static void end_shell(ocbg *o, task *t)
 
 /* A notification a restored task still owes, unless it is known
  * delivered: sent again, after a look when its send may have happened. Its
- * parent's tasks oldest first, as they were launched. */
+ * parent's tasks oldest first, as they were launched. And what each task
+ * cost, back in its sessions' spend. */
 static void notify_parent(const char *key, void *value, void *arg)
 {
     (void)key;
@@ -167,10 +199,12 @@ static void notify_parent(const char *key, void *value, void *arg)
     task *t = p->head;
     while (t && t->pnext)
         t = t->pnext;
-    for (; t; t = t->pprev)
+    for (; t; t = t->pprev) {
+        guards_restore_spend(o, t);
         if (!task_status_active(t->status) && t->notice_run == t->run &&
             (t->notice_state == NOTICE_DUE || t->notice_state == NOTICE_PUSHING))
             engine_notify(o, t, t->notice_state == NOTICE_PUSHING);
+    }
 }
 
 /* What each restored task still needs: its notification (above); active
@@ -210,7 +244,7 @@ int persist_start(ocbg *o)
     char *path = store_file(o), *err = NULL;
     if (!path) {
         if (o->opt.store)
-            defer_log(o, "ocbg: the host gives no data directory and store_path is not set: tasks live in memory "
+            defer_log(o, 'W', "ocbg: the host gives no data directory and store_path is not set: tasks live in memory "
                          "only (a restart loses them)");
         return 0;
     }
@@ -220,7 +254,7 @@ int persist_start(ocbg *o)
         rc = store_load(o->ps.st, restore_row, o, &skipped, &err);
     if (rc != 0) {
         char *line = xasprintf("ocbg: %s; tasks live in memory only (a restart loses them)", err);
-        defer_log(o, line);
+        defer_log(o, 'E', line);
         free(line);
         store_close(o->ps.st, true);
         o->ps.st = NULL;
@@ -229,7 +263,7 @@ int persist_start(ocbg *o)
     if (skipped) {
         char *line = xasprintf("ocbg: the task store %s: %u stored tasks could not be read and were left out",
                                path, skipped);
-        defer_log(o, line);
+        defer_log(o, 'E', line);
         free(line);
     }
     free(err);

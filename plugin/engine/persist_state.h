@@ -16,10 +16,12 @@ typedef struct persist {
     pthread_t thread;
     bool started;
     bool stop;
+    bool wake_pending;       /* the store thread was signalled and has not slept since */
+    bool writing;            /* a thread is writing (the store thread, or one in persist_sync) */
     pthread_cond_t cv;       /* the store thread's wake-up */
     pthread_cond_t synced_cv; /* a write ended (committed or failed) */
     uint64_t committed;      /* registry dirty_gen written so far */
-    char *log;               /* lines for the host's log, from before the threads ran: the worker logs them */
+    char *log;               /* lines for the host's log from the start, each after its level ('E', 'W'): the worker logs them */
     unsigned restored;       /* tasks restored at start */
     uint64_t writes, rows_written; /* transactions and rows, for benchmarks */
 } persist;

@@ -378,8 +378,9 @@ static void log_deferred(ocbg *o)
     if (!lines)
         return;
     pthread_mutex_unlock(&o->mu);
-    for (char *line = strtok(lines, "\n"); line; line = strtok(NULL, "\n"))
-        hc_log(&o->api, OCP_LOG_ERROR, "%s", line);
+    char *save = NULL;
+    for (char *line = strtok_r(lines, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        hc_log(&o->api, line[0] == 'W' ? OCP_LOG_WARN : OCP_LOG_ERROR, "%s", line + 1);
     free(lines);
     pthread_mutex_lock(&o->mu);
 }

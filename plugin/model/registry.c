@@ -305,7 +305,7 @@ static void dirty_unlink(registry *r, task *t)
 
 void registry_touch(registry *r, task *t)
 {
-    if (!r->track)
+    if (!r->track || t->foreground)
         return;
     r->dirty_gen++;
     if (!t->dirty) {
@@ -332,8 +332,8 @@ void registry_take_dirty(registry *r, void (*fn)(void *arg, task *t), void *arg)
 /* The store deletes t's row at its next write. */
 static void note_removed(registry *r, const task *t)
 {
-    if (!r->track)
-        return;
+    if (!r->track || t->foreground)
+        return; /* a foreground call's task is never stored (engine/persist.c) */
     if (r->nremoved == r->removed_cap) {
         r->removed_cap = r->removed_cap ? r->removed_cap * 2 : 16;
         r->removed = xrealloc(r->removed, r->removed_cap * sizeof *r->removed);

@@ -99,7 +99,8 @@ void registry_remove_parent(registry *r, parent *p);
 
 /* t changed in a way the store keeps: it is copied at the store's next
  * write. registry_add, registry_set_status and registry_set_session do it
- * themselves. No-op unless tracking. */
+ * themselves. No-op unless tracking, and for a foreground call's task
+ * (removed when its call returns: never stored). */
 void registry_touch(registry *r, task *t);
 
 /* Take the dirty tasks: each is unlinked and its flag cleared; fn sees each

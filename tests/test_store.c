@@ -1,0 +1,456 @@
+/* The durable task store (issue 15): tasks and their notifications outlive
+ * the plugin instance that launched them. A restart is played here by
+ * unloading and loading the plugin in the same simulated host (the host
+ * lives on: sessions keep running), or by a new host on the same store (the
+ * old host's sessions are gone); tests/reliability/crash.c kills a host
+ * process for real. Also: two instances on one file, and every kind of bad
+ * file, which leave the plugin working in memory with a log line. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/proc_id.h"
+#include "model/task.h"
+#include "testlib.h"
+
+static char dir[] = "/tmp/ocbg-store-XXXXXX";
+static char db[256], opts[512];
+
+static void reload(sim_host *h)
+{
+    sim_unload_plugins(h);
+    int n = sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), opts);
+    if (n != 1)
+        bail_out("reloading ocbg: %d (%s)", n, sim_load_error(h));
+}
+
+/* Notifications naming the task in the session: "[ocbg] Background task
+ * completed: <id>" (or failed). */
+static int notices_of(sim_host *h, const char *session, const char *id)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, ": %s", id);
+    return t_count_messages_with(h, session, needle);
+}
+
+/* The newest log line the plugin wrote that contains needle, or NULL. */
+static char *log_with(sim_host *h, const char *needle)
+{
+    size_t n = sim_calls(h, "log", NULL);
+    for (size_t i = n; i-- > 0;) {
+        char *body = sim_call_body(h, "log", NULL, (int)i);
+        if (body && strstr(body, needle))
+            return body;
+        free(body);
+    }
+    return NULL;
+}
+
+static int wait_log(sim_host *h, const char *needle)
+{
+    for (size_t seen = 0;; seen++) {
+        char *line = log_with(h, needle);
+        free(line);
+        if (line)
+            return 0;
+        if (sim_wait_calls(h, "log", NULL, seen + 1, tap_timeout_ms(3000)) != 0)
+            return -ETIMEDOUT;
+    }
+}
+
+static void finished_tasks_survive(void)
+{
+    sim_host *h = t_host(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *a = t_launch_script(h, psid, "alpha", "{\"steps\":[{\"reply\":\"answer alpha\"}]}");
+    char *b = t_launch_script(h, psid, "beta", "{\"steps\":[{\"reply\":\"answer beta\"}]}");
+    is_int(t_wait_messages_with(h, psid, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
+           "both tasks completed and were notified");
+    reload(h);
+    char *list = t_tool(h, psid, "background_list", "{}");
+    like(list, a, "after a restart the list still has %s", a);
+    like(list, b, "and %s", b);
+    unlike(list, "No background tasks found", "the list is not empty");
+    char *out = t_output(h, psid, a);
+    like(out, "answer alpha", "background_output gives the old task's result");
+    like(out, "completed", "with its status");
+    is_int(t_sync_notifications(h, psid), 0, "the restarted plugin's notifications are flushed");
+    is_int(notices_of(h, psid, a), 1, "%s was notified once over both lives", a);
+    is_int(notices_of(h, psid, b), 1, "%s was notified once over both lives", b);
+    ok(access(db, F_OK) == 0, "the store file is where store_path says");
+    free(list);
+    free(out);
+    free(a);
+    free(b);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* The plugin restarts while the host keeps running the task's session: it
+ * goes on, and is notified once when it ends. */
+static void running_task_goes_on(void)
+{
+    sim_host *h = t_gated_host(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *ans = t_launch_gated(h, psid, "g1", "general");
+    char *id = t_find_id(ans, "bg_");
+    is_int(t_wait_gate_open(h, "g1", tap_timeout_ms(5000)), 0, "the task runs (waits at its gate)");
+    reload(h);
+    char *out = t_output(h, psid, id);
+    like(out, "running", "after the restart the task is still running");
+    t_release_gated(h, "g1");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "it completes in the new instance");
+    free(out);
+    out = t_output(h, psid, id);
+    like(out, "done g1", "with its answer");
+    is_int(t_sync_notifications(h, psid), 0, "notifications flushed");
+    is_int(notices_of(h, psid, id), 1, "notified once");
+    free(out);
+    free(ans);
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* A new host on the same store: the old sessions are gone. A running task
+ * ends in error; a finished one keeps its result; ids still resolve. */
+static void new_host_reconciles(void)
+{
+    sim_host *h = t_host(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *done = t_launch_script(h, psid, "quick", "{\"steps\":[{\"reply\":\"quick answer\"}]}");
+    is_int(t_wait_status(h, psid, done, "completed", tap_timeout_ms(5000)), 0, "one task completed");
+    char *hang = t_launch_script(h, psid, "slow", "{\"steps\":[{\"tool\":\"read\",\"ms\":5},{\"hang\":true}]}");
+    char *child = t_task_session(h, 1);
+    ok(sim_wait(h, (int (*)(sim_host *, void *))sim_session_busy, child, tap_timeout_ms(5000)) == 0,
+       "the other runs");
+    sim_destroy(h);
+
+    h = t_host(opts);
+    is_int(t_wait_status(h, psid, hang, "error", tap_timeout_ms(5000)), 0,
+           "in a new host the running task ended in error");
+    char *out = t_output(h, psid, hang);
+    like(out, "no longer exists", "because its session is gone");
+    free(out);
+    out = t_output(h, psid, done);
+    like(out, "quick answer", "the finished one keeps its result");
+    free(out);
+    free(done);
+    free(hang);
+    free(child);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* A notification that could not be sent before the restart is sent after
+ * it, once. */
+static void undelivered_notice_is_sent(void)
+{
+    sim_host *h = t_host(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    sim_script(h, "late one", "{\"steps\":[{\"reply\":\"late answer\"}]}", 1);
+    char *ans = t_tool(h, psid, "background_task",
+                       "{\"description\":\"late\",\"prompt\":\"late one\",\"agent\":\"general\"}");
+    char *id = t_find_id(ans, "bg_");
+    sim_fail(h, "session_prompt", 1, -1, -EIO); /* the psid's notification fails from now on */
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
+    is_int(sim_wait_calls(h, "session_prompt", psid, 1, tap_timeout_ms(5000)), 0, "its notification was tried");
+    is_int(notices_of(h, psid, id), 0, "and did not arrive");
+    sim_unload_plugins(h);
+    sim_fail(h, NULL, 0, 0, 0);
+    reload(h);
+    is_int(t_wait_messages_with(h, psid, id, 1, tap_timeout_ms(5000)), 0, "after the restart it arrives");
+    is_int(t_sync_notifications(h, psid), 0, "notifications flushed");
+    is_int(notices_of(h, psid, id), 1, "once");
+    free(ans);
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* Two hosts on one store: each keeps its own tasks while it lives; the
+ * tasks of one that stopped are adopted by the next to start. */
+static void two_instances(void)
+{
+    sim_host *a = t_host(opts), *b = t_host(opts);
+    char *pa = sim_session_new(a, NULL, "a"), *pb = sim_session_new(b, NULL, "b");
+    char *ta = t_launch_script(a, pa, "in a", "{\"steps\":[{\"reply\":\"from a\"}]}");
+    char *tb = t_launch_script(b, pb, "in b", "{\"steps\":[{\"reply\":\"from b\"}]}");
+    is_int(t_wait_status(a, pa, ta, "completed", tap_timeout_ms(5000)), 0, "a's task completed in a");
+    is_int(t_wait_status(b, pb, tb, "completed", tap_timeout_ms(5000)), 0, "b's task completed in b");
+    char *out = t_output(b, pa, ta);
+    like(out, "Task not found", "b does not see a's task while a lives");
+    free(out);
+    sim_destroy(a);
+    sim_host *c = t_host(opts);
+    out = t_output(c, pa, ta);
+    like(out, "from a", "a new host adopts a's task once a has stopped");
+    free(out);
+    out = t_output(c, pb, tb);
+    like(out, "Task not found", "but not b's: b still lives");
+    free(out);
+    out = t_output(b, pb, tb);
+    like(out, "from b", "b's task is intact in b");
+    free(out);
+    sim_destroy(b);
+    sim_destroy(c);
+    sim_host *d = t_host(opts);
+    out = t_output(d, pb, tb);
+    like(out, "from b", "once b has stopped too, its task is adopted");
+    free(out);
+    out = t_output(d, pa, ta);
+    like(out, "from a", "and a's, which c left behind");
+    free(out);
+    sim_destroy(d);
+    free(pa);
+    free(pb);
+    free(ta);
+    free(tb);
+}
+
+/* A store that cannot be used: the plugin loads, logs why, and works in
+ * memory. */
+static void bad_store(const char *what, const char *path, const char *log_needle)
+{
+    char o[600];
+    snprintf(o, sizeof o, "{\"store_path\":\"%s\"}", path);
+    sim_host *h = t_host(o);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, psid, "works", "{\"steps\":[{\"reply\":\"fine\"}]}");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
+    is_int(wait_log(h, log_needle), 0, "%s: the log says why (%s)", what, log_needle);
+    char *line = log_with(h, "memory only");
+    ok(line != NULL, "%s: and that tasks live in memory only", what);
+    free(line);
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+static int file_user_version(const char *path)
+{
+    sqlite3 *d = NULL;
+    int v = -1;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(d, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return v;
+}
+
+static void bad_stores(void)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/missing/ocbg.db", dir);
+    bad_store("a missing directory", path, "unable to open");
+
+    snprintf(path, sizeof path, "%s/garbage.db", dir);
+    FILE *f = fopen(path, "w");
+    fputs("this is not a database, it is a text file that happens to be long enough to be read as one", f);
+    fclose(f);
+    bad_store("a corrupt file", path, "not a database");
+    f = fopen(path, "r");
+    char buf[16] = {0};
+    ok(f && fread(buf, 1, 4, f) == 4 && strcmp(buf, "this") == 0, "the corrupt file was left as it was");
+    if (f)
+        fclose(f);
+
+    snprintf(path, sizeof path, "%s/newer.db", dir);
+    sqlite3 *d = NULL;
+    sqlite3_open(path, &d);
+    sqlite3_exec(d, "CREATE TABLE future(x); PRAGMA user_version = 99", NULL, NULL, NULL);
+    sqlite3_close(d);
+    bad_store("a newer schema", path, "newer than this ocbg");
+    is_int(file_user_version(path), 99, "the newer file was left as it was");
+
+    snprintf(path, sizeof path, "%s/garbage.db/ocbg.db", dir);
+    bad_store("a file where the directory should be", path, "unable to open");
+}
+
+/* The host's data directory is the default place; store:false turns it off. */
+static void data_dir_and_off(void)
+{
+    char sub[300], file[320];
+    snprintf(sub, sizeof sub, "%s/data", dir);
+    mkdir(sub, 0700);
+    snprintf(file, sizeof file, "%s/ocbg.db", sub);
+    const char *pdir = getenv("OCBG_PLUGIN_DIR");
+
+    sim_host *h = sim_create();
+    sim_set_data_dir(h, sub);
+    is_int(sim_load_plugins(h, pdir, "{\"store\":false}"), 1, "store off: loads");
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, psid, "off", "{\"steps\":[{\"reply\":\"x\"}]}");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "store off: tasks run");
+    ok(access(file, F_OK) != 0, "store off: no file in the data directory");
+    free(id);
+    sim_destroy(h);
+
+    h = sim_create();
+    sim_set_data_dir(h, sub);
+    is_int(sim_load_plugins(h, pdir, NULL), 1, "defaults with a data directory: loads");
+    free(psid);
+    psid = sim_session_new(h, NULL, "main");
+    id = t_launch_script(h, psid, "on", "{\"steps\":[{\"reply\":\"kept\"}]}");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "tasks run");
+    ok(access(file, F_OK) == 0, "the store is ocbg.db in the host's data directory");
+    sim_destroy(h);
+    h = sim_create();
+    sim_set_data_dir(h, sub);
+    sim_load_plugins(h, pdir, NULL);
+    char *out = t_output(h, psid, id);
+    like(out, "kept", "and a new host finds the task there");
+    free(out);
+    sim_destroy(h);
+    free(id);
+    free(psid);
+}
+
+/* Rows that are not tasks (a damaged file) are left out, logged; the rest
+ * load. */
+static void damaged_rows(void)
+{
+    sim_host *h = t_host(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, psid, "good", "{\"steps\":[{\"reply\":\"good row\"}]}");
+    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "a task completed");
+    sim_destroy(h);
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    int rc = sqlite3_exec(d,
+                          "INSERT INTO task(id, owner, parent_session, type, status, run) VALUES"
+                          "('bg_bad00001', 'inst_gone', 'ses_x', 7, 1, 1),"
+                          "('bg_bad00002', 'inst_gone', NULL, 0, 2, 1),"
+                          "('bg_bad00003', 'inst_gone', 'ses_x', 0, 99, 1),"
+                          "(NULL, 'inst_gone', 'ses_x', 0, 2, 1)",
+                          NULL, NULL, NULL);
+    sqlite3_close(d);
+    is_int(rc, SQLITE_OK, "four damaged rows written");
+    h = t_host(opts);
+    is_int(wait_log(h, "4 stored tasks could not be read"), 0, "the log counts the rows left out");
+    char *out = t_output(h, psid, id);
+    like(out, "good row", "the good task still loads");
+    free(out);
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* What a session's tasks cost counts against its budget across a restart. */
+static void spend_survives(void)
+{
+    char o[600];
+    snprintf(o, sizeof o, "{\"store_path\":\"%s\",\"max_session_cost_usd\":1}", db);
+    sim_host *h = t_host(o);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *a = t_launch_script(h, psid, "costly",
+                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.7}},"
+                              "{\"reply\":\"spent\"}]}");
+    is_int(t_wait_status(h, psid, a, "completed", tap_timeout_ms(5000)), 0, "a task that cost $0.70 completed");
+    sim_unload_plugins(h);
+    is_int(sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), o), 1, "restarted");
+    char *b = t_launch_script(h, psid, "more",
+                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.5}},"
+                              "{\"hang\":true}]}");
+    is_int(t_wait_output_with(h, psid, b,
+                              "Stopped by the session budget: this session's background tasks spent $1.20 "
+                              "(max_session_cost_usd is 1).",
+                              tap_timeout_ms(5000)),
+           0, "the next task's $0.50 goes over the session's budget: the restart did not reset it");
+    free(a);
+    free(b);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* A command in its own process group, as the shell runner starts one. */
+static pid_t spawn_sleeper(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        execlp("sleep", "sleep", "60", (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    return pid;
+}
+
+static void insert_shell_row(const char *id, pid_t pid, int64_t start)
+{
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO task(id, owner, parent_session, type, status, run, depth, command, description, pid, "
+             "pid_start, created_ms, started_ms) VALUES('%s', 'inst_dead', 'ses_shells', %d, %d, 1, 1, "
+             "'sleep 60', 'a dev server', %d, %lld, 1000, 1000)",
+             id, TASK_SHELL, TASK_RUNNING, (int)pid, (long long)start);
+    is_int(sqlite3_exec(d, sql, NULL, NULL, NULL), SQLITE_OK, "a running command %s stored", id);
+    sqlite3_close(d);
+}
+
+static int reaped_killed(sim_host *h, void *arg)
+{
+    (void)h;
+    int *st = arg;
+    pid_t pid = (pid_t)st[0];
+    return waitpid(pid, &st[1], WNOHANG) == pid;
+}
+
+/* A command left running by a host that died: killed when it is provably
+ * the same process (pid and start time), never a process that took its pid. */
+static void left_commands(void)
+{
+    pid_t same = spawn_sleeper(), other = spawn_sleeper();
+    int64_t same_start = proc_start_time(same), other_start = proc_start_time(other);
+    ok(same_start > 0 && other_start > 0, "two commands run (start times read)");
+    insert_shell_row("bg_5e11aa01", same, same_start);
+    insert_shell_row("bg_5e11aa02", other, other_start + 1); /* as if its pid had been reused */
+    sim_host *h = t_host(opts);
+    is_int(t_wait_status(h, "ses_shells", "bg_5e11aa01", "error", tap_timeout_ms(5000)), 0,
+           "the restored command ended in error");
+    char *out = t_output(h, "ses_shells", "bg_5e11aa01");
+    like(out, "stopped: the host restarted", "saying the host restarted");
+    free(out);
+    int st[2] = {(int)same, 0};
+    is_int(sim_wait(h, reaped_killed, st, tap_timeout_ms(5000)), 0, "the same process was killed");
+    ok(WIFSIGNALED(st[1]) && WTERMSIG(st[1]) == SIGKILL, "by SIGKILL");
+    is_int(t_wait_status(h, "ses_shells", "bg_5e11aa02", "error", tap_timeout_ms(5000)), 0,
+           "the other command's task ended in error too");
+    is_int(waitpid(other, NULL, WNOHANG), 0, "but a process whose start time differs was left alone");
+    kill(other, SIGKILL);
+    waitpid(other, NULL, 0);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir))
+        bail_out("mkdtemp");
+    snprintf(db, sizeof db, "%s/tasks.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
+    finished_tasks_survive();
+    running_task_goes_on();
+    new_host_reconciles();
+    undelivered_notice_is_sent();
+    two_instances();
+    damaged_rows();
+    left_commands();
+    spend_survives();
+    bad_stores();
+    data_dir_and_off();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        tap_diag("could not remove %s", dir);
+    return tap_done_testing();
+}
