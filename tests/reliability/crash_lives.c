@@ -123,10 +123,16 @@ _Noreturn void crash_life(const crash_run *r, int report_fd, int block_fd)
     sim_host *h = crash_host(r);
     if (!h)
         _exit(3);
+    uint32_t s = r->rng;
+    /* Faults in a life that dies: a third lose, duplicate and reorder
+     * events; a quarter fail one or two prompts (a launch, a notification). */
+    if (crash_rand(&s) % 3 == 0)
+        sim_event_faults(h, r->seed, 0.3, 0.2, 20, NULL);
+    if (crash_rand(&s) % 4 == 0)
+        sim_fail(h, "session_prompt", 1 + (int)(crash_rand(&s) % 4), 1 + (int)(crash_rand(&s) % 2), -EIO);
     char *p = parent_session(r, h);
     if (!p)
         _exit(4);
-    uint32_t s = r->rng;
     cJSON *ids = crash_lines(r->ids);
     for (int i = 0; i < r->nops; i++) {
         /* Half the time, let the tasks move on first: wait for 1-15 more
