@@ -10,7 +10,10 @@
  *   (a) every id in <dir>/ids still resolves (background_output);
  *   (b) none is left running or pending, a few seconds after the restart;
  *   (c) every task that ended completed or error has exactly one
- *       notification in the parent session, over every life.
+ *       notification in the parent session, over every life;
+ *   (d) a cancelled one has none;
+ *   (e) the notification says what the task's status says (completed, or
+ *       failed for error).
  * Failures are printed per seed ("crash: seed S: (x) task …"); the summary
  * line is "crash: N seeds, M tasks, K bad". CRASH_SEEDS=n (default 100),
  * CRASH_FIRST=seed (default 1), CRASH_NO_STORE=1 (ocbg's store off: every

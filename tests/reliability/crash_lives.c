@@ -174,13 +174,16 @@ static void fail(const crash_run *r, const char *fmt, ...)
 }
 
 /* How many user messages of session p are ocbg notifications whose first
- * line names id. */
-static int notices_for(sim_host *h, const char *p, const char *id)
+ * line names id; *said (may be NULL): what the last one says the task did
+ * ("completed" or "failed", "" when none). */
+static int notices_for(sim_host *h, const char *p, const char *id, const char **said)
 {
     char *json = sim_session_messages_json(h, p);
     cJSON *msgs = json ? cJSON_Parse(json) : NULL;
     free(json);
     int n = 0;
+    if (said)
+        *said = "";
     const cJSON *m;
     cJSON_ArrayForEach(m, msgs)
     {
@@ -192,8 +195,12 @@ static int notices_for(sim_host *h, const char *p, const char *id)
             continue;
         const char *nl = strchr(text, '\n');
         const char *hit = strstr(text, id);
-        if (hit && (!nl || hit < nl))
-            n++;
+        if (!hit || (nl && hit > nl))
+            continue;
+        n++;
+        const char *colon = strchr(text, ':');
+        if (said && colon && colon < hit)
+            *said = strstr(text, " completed:") && strstr(text, " completed:") < colon ? "completed" : "failed";
     }
     cJSON_Delete(msgs);
     return n;
@@ -237,7 +244,7 @@ static int all_settled(sim_host *h, void *arg)
             continue;
         if (!rel_status_terminal(st) && !is_error(st))
             return 0;
-        if (w->notices && notices_for(h, w->p, id->valuestring) < 1)
+        if (w->notices && notices_for(h, w->p, id->valuestring, NULL) < 1)
             return 0;
     }
     return 1;
@@ -269,7 +276,8 @@ static void check_tasks(const crash_run *r, sim_host *h, const char *p, const cJ
     {
         char st[64];
         status_of(h, p, id->valuestring, st, sizeof st);
-        int n = notices_for(h, p, id->valuestring);
+        const char *said;
+        int n = notices_for(h, p, id->valuestring, &said);
         char tally[96];
         snprintf(tally, sizeof tally, "%s %d", st, n);
         crash_append(r->tally, tally);
@@ -280,6 +288,10 @@ static void check_tasks(const crash_run *r, sim_host *h, const char *p, const cJ
             fail(r, "(b) task %s is still '%s' after the restart (%d notifications)", id->valuestring, st, n);
         else if (strcmp(st, "cancelled") != 0 && n != 1)
             fail(r, "(c) task %s ended %s with %d notifications over every life (want 1)", id->valuestring, st, n);
+        else if (strcmp(st, "cancelled") == 0 && n != 0)
+            fail(r, "(d) task %s was cancelled, yet has %d notifications ('%s')", id->valuestring, n, said);
+        else if (n == 1 && strcmp(said, strcmp(st, "completed") == 0 ? "completed" : "failed") != 0)
+            fail(r, "(e) task %s ended %s, but its notification says it %s", id->valuestring, st, said);
     }
 }
 
