@@ -254,6 +254,7 @@ static int run_seed(uint32_t seed, long *ntasks)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* failures show as they happen, also in a log */
     long n = rel_env_long("CRASH_SEEDS", 100);
     long first = rel_env_long("CRASH_FIRST", 1);
     long tasks = 0;
