@@ -52,6 +52,7 @@ typedef struct sim_store {
     void (*release)(void *ctx, sim_session *s);
     void *release_ctx;
     int journal_fd;    /* the journal (O_APPEND), -1: none */
+    int journal_warned; /* a failed write was reported */
 } sim_store;
 
 /* ---- store_ids.c -------------------------------------------------------- */

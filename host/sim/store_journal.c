@@ -30,8 +30,7 @@ static void journal_write_locked(sim_store *st, cJSON *line)
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            static int warned;
-            if (!warned++)
+            if (!st->journal_warned++)
                 fprintf(stderr, "simhost: journal write failed: %s\n", w < 0 ? strerror(errno) : "short write");
             break;
         }
