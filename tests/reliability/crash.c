@@ -3,7 +3,8 @@
  * (sim_journal_open) and ocbg's store on, launches agent tasks and background
  * commands and cancels some, each task id written to <dir>/ids as soon as
  * its call returns; the parent kills it at a seed-chosen moment (after the
- * k-th call, then 0..300 ms). For a third of the seeds a second life does the
+ * k-th call, then 0..300 ms; or, for half the lives, 0..3 ms after the j-th
+ * notification reaches the parent session). For a third of the seeds a second life does the
  * same on what the first left, and is killed too. The last life (another
  * child, so ASan and leaks stay per life) starts a host on the same journal
  * and data dir, loads ocbg again and checks:
@@ -116,55 +117,69 @@ cJSON *crash_lines(const char *path)
     return a;
 }
 
-/* A life in a child; kill it after its k-th report, then delay_ms more.
- * Returns 0 (killed as planned) or -1 (it died or stalled on its own). */
-static int life_and_kill(crash_run *r, int k, int delay_ms)
+/* Read the life's reports ('k' a call returned, 'n' a notification landed)
+ * until it has made k calls and j notifications, then delay_ms more; a life
+ * with no j-th notification within 1.5 s is killed then. Returns 1 when the
+ * moment came, 0 when the life stalled before its k-th call, -1 on EOF. */
+static int await_moment(int fd, int k, int j, int delay_ms, int *calls, int *notices)
 {
-    int rep[2], blk[2];
-    if (pipe(rep) != 0 || pipe(blk) != 0)
+    int64_t until = -1, give_up = -1;
+    for (;;) {
+        int64_t now = rel_now_ms();
+        if (until < 0 && *calls >= k && give_up < 0)
+            give_up = now + tap_timeout_ms(1500);
+        if (until < 0 && *calls >= k && (*notices >= j || now >= give_up))
+            until = now + delay_ms;
+        int left = until >= 0 ? (int)(until - now) : give_up >= 0 ? (int)(give_up - now) : tap_timeout_ms(15000);
+        if (until >= 0 && left <= 0)
+            return 1;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, left > 0 ? left : 0);
+        if (n == 0 && until < 0 && give_up < 0)
+            return 0; /* stalled before its k-th call */
+        char b[64];
+        ssize_t rd = n > 0 ? read(fd, b, sizeof b) : 0;
+        if (n > 0 && rd <= 0)
+            return -1;
+        for (ssize_t i = 0; i < rd; i++)
+            (b[i] == 'k' ? calls : notices)[0]++;
+    }
+}
+
+/* Kills: after a call (+ 0-300 ms), just after a notification, or when no
+ * notification came. */
+static long kill_kinds[3];
+
+/* A life in a child, killed at the moment await_moment finds. Returns 0
+ * (killed as planned) or -1 (it died or stalled on its own). */
+static int life_and_kill(crash_run *r, int k, int j, int delay_ms)
+{
+    int rep[2];
+    if (pipe(rep) != 0)
         return -1;
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
         close(rep[0]);
-        close(blk[1]);
-        crash_life(r, rep[1], blk[0]);
+        crash_life(r, rep[1]);
     }
     close(rep[1]);
-    close(blk[0]);
-    int got = 0, eof = 0;
-    int64_t until = -1;
-    for (;;) {
-        int64_t now = rel_now_ms();
-        if (until < 0 && got >= k)
-            until = now + delay_ms;
-        int left = until >= 0 ? (int)(until - now) : tap_timeout_ms(15000);
-        if (left <= 0 || eof)
-            break;
-        struct pollfd p = {.fd = rep[0], .events = POLLIN};
-        int n = poll(&p, 1, left);
-        if (n == 0 && until < 0)
-            break; /* stalled before its k-th report */
-        char b[64];
-        ssize_t rd = n > 0 ? read(rep[0], b, sizeof b) : 0;
-        if (n > 0 && rd <= 0)
-            eof = 1;
-        got += rd > 0 ? (int)rd : 0;
-    }
+    int calls = 0, notices = 0;
+    int came = await_moment(rep[0], k, j, delay_ms, &calls, &notices);
+    kill_kinds[j == 0 ? 0 : notices >= j ? 1 : 2]++;
     kill(pid, SIGKILL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     close(rep[0]);
-    close(blk[1]);
     if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
         printf("crash: seed %u: life %d ended on its own (status 0x%x) after %d of %d calls\n", r->seed, r->life,
-               status, got, k);
+               status, calls, k);
         return -1;
     }
-    if (got < k) {
-        printf("crash: seed %u: life %d stalled after %d of %d calls\n", r->seed, r->life, got, k);
+    if (came <= 0) {
+        printf("crash: seed %u: life %d stalled after %d of %d calls\n", r->seed, r->life, calls, k);
         return -1;
     }
     return 0;
@@ -219,16 +234,25 @@ static int run_seed(uint32_t seed, long *ntasks)
     crash_paths(&r, dir, seed);
     uint32_t s = seed * 2654435761u;
     int kills = crash_rand(&s) % 3 == 0 ? 2 : 1, bad = 0;
-    char plan[160] = "";
+    char plan[320] = "";
     for (r.life = 1; r.life <= kills && !bad; r.life++) {
         r.nops = 3 + (int)(crash_rand(&s) % 6);
         int k = (int)(crash_rand(&s) % (unsigned)(r.nops + 1));
         int delay = (int)(crash_rand(&s) % 301);
+        int j = 0;
+        if (crash_rand(&s) % 2) {
+            /* Half the lives die just as a notification lands (0-3 ms
+             * after it is in the parent session): ocbg may not have
+             * recorded yet that it was sent. */
+            k = r.nops;
+            j = 1 + (int)(crash_rand(&s) % 3);
+            delay = (int)(crash_rand(&s) % 4);
+        }
         r.rng = crash_rand(&s);
         size_t used = strlen(plan);
-        snprintf(plan + used, sizeof plan - used, "%slife %d: %d calls, killed after call %d + %d ms",
-                 used ? "; " : "", r.life, r.nops, k, delay);
-        bad = life_and_kill(&r, k, delay) != 0;
+        snprintf(plan + used, sizeof plan - used, "%slife %d: %d calls, killed after call %d, notification %d, + %d ms",
+                 used ? "; " : "", r.life, r.nops, k, j, delay);
+        bad = life_and_kill(&r, k, j, delay) != 0;
     }
     int64_t ms = 0;
     int st = bad ? 0 : rel_run_isolated(last_life_fn, &r, tap_timeout_ms(60000), &ms);
@@ -267,5 +291,7 @@ int main(void)
     for (size_t i = 0; i < 6; i++)
         printf(" %s %ld", tally_names[i], tally[i]);
     printf(" (restarted: an error because the kill cut its run short)\n");
+    printf("crash: kills: %ld after a call, %ld just after a notification landed, %ld waiting for one in vain\n",
+           kill_kinds[0], kill_kinds[1], kill_kinds[2]);
     return bad ? 1 : 0;
 }

@@ -38,9 +38,10 @@ cJSON *crash_lines(const char *path);
 
 /* A life that will be killed (a forked child): the host back from what the
  * lives before left (none for the first), the parent session made or found
- * again, then r->nops calls, one byte to report_fd after each; then it blocks
- * on block_fd until killed. Never returns. */
-_Noreturn void crash_life(const crash_run *r, int report_fd, int block_fd);
+ * again, then r->nops calls, a 'k' to report_fd after each; then an 'n' for
+ * each notification that reaches the parent session, until killed. Never
+ * returns. */
+_Noreturn void crash_life(const crash_run *r, int report_fd);
 /* The last life (a forked child): restart and check. Returns 0, or 1 when
  * an invariant broke (printed), 3 when the host could not start. */
 int crash_last_life(const crash_run *r);

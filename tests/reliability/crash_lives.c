@@ -100,6 +100,17 @@ static int events_reached(sim_host *h, void *arg)
     return sim_events_delivered(h, NULL) >= ((events_after *)arg)->n;
 }
 
+typedef struct notices_after {
+    const char *p;
+    int n;
+} notices_after;
+
+static int notices_reached(sim_host *h, void *arg)
+{
+    notices_after *a = arg;
+    return rel_count_messages_with(h, a->p, "[ocbg] Background ") >= a->n;
+}
+
 /* The parent session: the one an earlier life made (back from the journal),
  * else a new one, recorded. NULL when neither. */
 static char *parent_session(const crash_run *r, sim_host *h)
@@ -118,7 +129,7 @@ static char *parent_session(const crash_run *r, sim_host *h)
     return p;
 }
 
-_Noreturn void crash_life(const crash_run *r, int report_fd, int block_fd)
+_Noreturn void crash_life(const crash_run *r, int report_fd)
 {
     sim_host *h = crash_host(r);
     if (!h)
@@ -150,10 +161,19 @@ _Noreturn void crash_life(const crash_run *r, int report_fd, int block_fd)
         if (write(report_fd, "k", 1) != 1)
             _exit(6);
     }
-    char b;
-    while (read(block_fd, &b, 1) != 0) /* the parent never writes: blocks until the kill */
-        ;
-    _exit(7);
+    /* Then an 'n' for each notification as it lands, until the kill. */
+    notices_after na = {p, rel_count_messages_with(h, p, "[ocbg] Background ")};
+    for (;;) {
+        int seen = na.n;
+        na.n++;
+        if (sim_wait(h, notices_reached, &na, 1000) != 0) {
+            na.n = seen;
+            continue;
+        }
+        for (na.n = rel_count_messages_with(h, p, "[ocbg] Background "); seen < na.n; seen++)
+            if (write(report_fd, "n", 1) != 1)
+                _exit(7);
+    }
 }
 
 /* ---- the last life ------------------------------------------------------------- */
