@@ -101,6 +101,7 @@ typedef struct adapter {
     int js_pending;           /* JS thread only: promises waiting on workers */
     hostcall *asks;           /* permission questions a worker waits on (under mu) */
     int warned_no_ask;        /* JS thread only: "this OpenCode has no ctx.ask" logged */
+    char *data_dir;           /* host.data_dir (project_data_dir), or NULL; lives as long as ad */
     size_t ncmd;              /* copies of the plugin's commands (its table */
     char **cmd_name;          /* is gone after shutdown) */
     char **cmd_desc;
@@ -183,6 +184,13 @@ char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int on_js_thread(adapter *ad);
 /* [any] "ocbg [level] msg" on stderr: the log of last resort. */
 void stderr_log(enum ocp_log_level level, const char *msg);
+/* [any] The directory ocbg keeps its store in for OpenCode project
+ * `project_id`: <OpenCode's data dir>/ocbg/<project id>, OpenCode's data dir
+ * being $XDG_DATA_HOME/opencode, else ~/.local/share/opencode (as OpenCode
+ * computes it). Created (mode 0700, parents too) if missing. Returns it
+ * (malloc'd), or NULL with *why (malloc'd) when there is no home, the id is
+ * not a plain name, or it cannot be created. */
+char *project_data_dir(const char *project_id, char **why);
 
 /* ---- js.c: JS values [js] ------------------------------------------------- */
 

@@ -278,17 +278,31 @@ static napi_value addon_init(napi_env env, napi_callback_info info) {
         return NULL;
     }
     host_table_init(ad);
+    char *project_id = js_string(env, js_get(env, js_get(env, input, "project"), "id")), *why = NULL;
+    ad->data_dir = project_data_dir(project_id, &why);
+    ad->host.data_dir = ad->data_dir; /* NULL: ocbg keeps its tasks in memory (it logs so) */
+    free(project_id);
     if (tsfns_create(env, ad) != 0) {
         dlclose(ad->dl);
+        free(ad->data_dir);
+        free(why);
         free(ad);
         return throw_msg(env, "ocbg: napi_create_threadsafe_function failed");
     }
     napi_create_reference(env, client, 1, &ad->client_ref);
     if (z)
         napi_create_reference(env, z, 1, &ad->zod_ref);
-    if (plugin_start(env, ad, entry, options) != 0)
+    if (plugin_start(env, ad, entry, options) != 0) {
+        free(why);
         return NULL; /* ad leaks on purpose: queued tsfn finalisation may read it */
+    }
     napi_value hooks = hooks_object(env, ad, z);
+    if (why) {
+        char *line = xprintf("ocbg: no directory for the task store (%s): tasks live in memory only", why);
+        h_log(ad, OCP_LOG_WARN, line ? line : "ocbg: no directory for the task store");
+        free(line);
+        free(why);
+    }
     if (!z)
         h_log(ad, OCP_LOG_WARN, "ocbg: @opencode-ai/plugin (zod) not found: tool arguments are all required");
     return hooks;

@@ -1,10 +1,12 @@
 /* util.c — C helpers the other files share (no JS here). */
 #include "adapter.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 char *xstrdup(const char *s) {
     return s ? strdup(s) : NULL;
@@ -27,4 +29,43 @@ int on_js_thread(adapter *ad) {
 void stderr_log(enum ocp_log_level level, const char *msg) {
     static const char *names[] = {"debug", "info", "warn", "error"};
     fprintf(stderr, "ocbg [%s] %s\n", names[level <= OCP_LOG_ERROR ? level : OCP_LOG_ERROR], msg);
+}
+
+/* mkdir -p, each new level 0700. 0, or an errno. */
+static int make_dirs(char *path) {
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        int rc = mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : errno;
+        *p = c;
+        if (rc != 0 || c == '\0')
+            return rc;
+    }
+}
+
+char *project_data_dir(const char *project_id, char **why) {
+    *why = NULL;
+    if (!project_id || !*project_id || strspn(project_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789._-") != strlen(project_id) ||
+        project_id[0] == '.') {
+        *why = xprintf("the project id %s is not a plain name", project_id ? project_id : "(none)");
+        return NULL;
+    }
+    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    char *dir = xdg && *xdg == '/' ? xprintf("%s/opencode/ocbg/%s", xdg, project_id)
+                : home && *home == '/' ? xprintf("%s/.local/share/opencode/ocbg/%s", home, project_id)
+                                       : NULL;
+    if (!dir) {
+        *why = xprintf("neither XDG_DATA_HOME nor HOME is an absolute path");
+        return NULL;
+    }
+    int rc = make_dirs(dir);
+    if (rc != 0) {
+        *why = xprintf("cannot create %s: %s", dir, strerror(rc));
+        free(dir);
+        return NULL;
+    }
+    return dir;
 }
