@@ -20,6 +20,19 @@ $(BUILD)/reliability/%: $(BUILD)/obj/$(REL_DIR)/%.o $(REL_LIB_OBJ) $(TAP_OBJ) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(REL_LIB_OBJ) $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
 
+# The fault sweep alone is linked with the SQLite calls of the plugin's store
+# wrapped (sqlfault.c): it fails the n-th call of each (the plugin linked in,
+# its sources untouched).
+SQLFAULT_WRAP := sqlite3_open_v2 sqlite3_exec sqlite3_prepare_v2 sqlite3_prepare_v3 sqlite3_step \
+                 sqlite3_bind_text sqlite3_bind_int64 sqlite3_bind_int sqlite3_bind_double sqlite3_bind_null \
+                 store_open store_load store_write store_close
+SQLFAULT_OBJ := $(BUILD)/obj/$(REL_DIR)/sqlfault.o
+
+$(BUILD)/reliability/faults: $(BUILD)/obj/$(REL_DIR)/faults.o $(SQLFAULT_OBJ) $(REL_LIB_OBJ) $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SQLFAULT_WRAP:%=-Wl,--wrap=%) -o $@ $< $(SQLFAULT_OBJ) $(REL_LIB_OBJ) $(TAP_OBJ) \
+	    $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
+
 .PHONY: rel-build check-faults check-faults-run check-chaos check-chaos-run stress stress-run check-stress-tsan \
         fuzz check-reliability
 
