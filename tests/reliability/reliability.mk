@@ -74,7 +74,7 @@ check-stress-tsan:
 # coverage (build/fuzz). FUZZ_SECONDS per target. A crash lands in
 # build/fuzz/artifacts/; copy it to tests/reliability/regress/TARGET/ and it
 # is replayed by every `make fuzz` (and `make fuzz-regress`) from then on.
-FUZZ_TARGETS := tool_args events fork options
+FUZZ_TARGETS := tool_args events fork options store_load
 FUZZ_SECONDS ?= 30
 SAN_FUZZ := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
