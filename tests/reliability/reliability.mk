@@ -117,7 +117,7 @@ fuzz-run: fuzz-regress-run
 # per target in proportion to its speed (execs/s measured on 2 cores, ASan+
 # UBSan), so each gets about the same time. About 22 minutes on 2 cores.
 FUZZ_LONG_EXECS ?= 10000000
-FUZZ_LONG_WEIGHTS ?= tool_args:1450 events:2470 fork:35000 options:270 store_load:790
+FUZZ_LONG_WEIGHTS ?= tool_args:260 events:2000 fork:35000 options:270 store_load:790
 .PHONY: fuzz-long fuzz-long-run
 fuzz-long:
 	$(MAKE) fuzz-long-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
