@@ -114,8 +114,9 @@ fuzz-run: fuzz-regress-run
 	done; exit $$rc
 
 # Every target until FUZZ_LONG_EXECS executions in all (not in CI): -runs=
-# per target in proportion to its speed (execs/s measured on 2 cores, ASan+
-# UBSan), so each gets about the same time. About 22 minutes on 2 cores.
+# per target in proportion to its weight, its speed in execs/s (ASan+UBSan,
+# 2 cores; fork's from short runs: it slows to about 6,000/s as its corpus
+# grows, so it runs longest). About 45 minutes on 2 cores (README).
 FUZZ_LONG_EXECS ?= 10000000
 FUZZ_LONG_WEIGHTS ?= tool_args:260 events:2000 fork:35000 options:270 store_load:790
 .PHONY: fuzz-long fuzz-long-run

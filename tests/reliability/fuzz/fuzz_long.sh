@@ -2,7 +2,7 @@
 # fuzz_long.sh — every fuzz target, until TOTAL executions in all (make
 # fuzz-long; not in CI). Each target gets -runs= in proportion to its speed
 # (WEIGHTS: target:execs_per_second as measured on a 2-core machine), so
-# each runs about as long as the others. Prints each target's executions,
+# that a fast target gets more of them. Prints each target's executions,
 # speed and time, then the total; fails if a target fails or the total falls
 # short.
 #
