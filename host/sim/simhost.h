@@ -82,6 +82,12 @@ void sim_set_data_dir(sim_host *h, const char *dir);
  * skipped, and its reason is kept for sim_load_error. */
 int sim_load_plugins(sim_host *h, const char *dir, const char *options_json);
 
+/* Load a plugin linked into the program: call `entry` (its
+ * ocp_plugin_entry) as sim_load_plugins calls a file's, with the same checks;
+ * `name` (may be NULL) stands for its path in errors. Nothing is unmapped at
+ * unload. Returns 1 loaded, 0 refused (reason kept for sim_load_error). */
+int sim_load_entry(sim_host *h, ocp_plugin_entry_fn entry, const char *name, const char *options_json);
+
 /* The reason the last refused plugin gave ("" when none refused). */
 const char *sim_load_error(sim_host *h);
 
