@@ -155,10 +155,12 @@ static void undelivered_notice_is_sent(void)
     sim_host *h = t_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
     sim_script(h, "late one", "{\"steps\":[{\"reply\":\"late answer\"}]}", 1);
+    /* Every prompt after the task's own (call 1) fails: its notification
+     * cannot be sent (set before the launch: the sub-agent answers at once). */
+    sim_fail(h, "session_prompt", 2, -1, -EIO);
     char *ans = t_tool(h, psid, "background_task",
                        "{\"description\":\"late\",\"prompt\":\"late one\",\"agent\":\"general\"}");
     char *id = t_find_id(ans, "bg_");
-    sim_fail(h, "session_prompt", 1, -1, -EIO); /* the psid's notification fails from now on */
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
     is_int(sim_wait_calls(h, "session_prompt", psid, 1, tap_timeout_ms(5000)), 0, "its notification was tried");
     is_int(notices_of(h, psid, id), 0, "and did not arrive");

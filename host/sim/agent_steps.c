@@ -45,6 +45,7 @@ static enum step_result tool_begin_locked(sim_agents *ag, sim_session *s, const 
     sim_agent_emit_part_locked(ag, s, part);
     cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString("running"));
     sim_agent_emit_part_locked(ag, s, part);
+    sim_agent_journal_turn_locked(ag, s);
     t->phase = 1;
     double msv = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(st, "ms")); /* NaN if absent */
     int ms = msv > 0 && msv < 1e9 ? (int)msv : 0;
@@ -77,6 +78,7 @@ static enum step_result tool_end_locked(sim_agents *ag, sim_session *s, const cJ
     t->phase = 0;
     t->step++;
     sim_agent_emit_part_locked(ag, s, part);
+    sim_agent_journal_turn_locked(ag, s);
     sim_changed_locked(ag->core);
     return STEP_GO_ON;
 }
@@ -156,6 +158,7 @@ static enum step_result usage_step_locked(sim_agents *ag, sim_session *s, const 
     cJSON_AddItemToObject(msg, "info", sim_agent_answer_info_locked(ag, s, 0));
     sim_agent_emit_message_locked(ag, s, msg);
     cJSON_Delete(msg);
+    sim_agent_journal_turn_locked(ag, s);
     t->step++;
     return STEP_GO_ON;
 }

@@ -39,6 +39,18 @@ void sim_agent_emit_message_locked(sim_agents *ag, const sim_session *s, const c
     sim_emit_props_locked(ag->core, "message.updated", props);
 }
 
+void sim_agent_journal_turn_locked(sim_agents *ag, const sim_session *s)
+{
+    if (!sim_journal_on_locked(ag->store))
+        return;
+    const sim_turn *t = &s->run->turn;
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddItemToObject(msg, "info", sim_agent_answer_info_locked(ag, s, 0));
+    cJSON_AddItemToObject(msg, "parts", t->parts ? cJSON_Duplicate(t->parts, 1) : cJSON_CreateArray());
+    sim_journal_message_locked(ag->store, s, msg);
+    cJSON_Delete(msg);
+}
+
 cJSON *sim_agent_error_json(const char *name, const char *message)
 {
     cJSON *e = cJSON_CreateObject();

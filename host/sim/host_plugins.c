@@ -25,6 +25,55 @@ static void set_error(sim_host *h, const char *fmt, const char *a, const char *b
 /* The smallest plugin table this host can use: every 1.0 field. */
 #define PLUGIN_MIN_SIZE (offsetof(ocp_plugin, free) + sizeof(((ocp_plugin *)0)->free))
 
+/* Drop a plugin's code: nothing for one linked into the program. */
+static void unmap(void *handle)
+{
+    if (handle)
+        dlclose(handle);
+}
+
+/* Call a plugin's entry and keep it (handle: its dlopen handle, or NULL for
+ * a plugin linked in). Returns 1 loaded, 0 refused (reason kept). */
+static int start_one(sim_host *h, void *handle, const char *path, ocp_plugin_entry_fn entry,
+                     const char *options_json)
+{
+    char err[512] = "";
+    const ocp_plugin *p = entry(&h->api.table, options_json, err, sizeof err);
+    if (!p) {
+        set_error(h, "%s%s", err[0] ? err : "plugin refused to load: ", err[0] ? "" : path);
+        unmap(handle);
+        return 0;
+    }
+    if (p->abi_major != OCP_ABI_MAJOR) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%u, host speaks %d", (unsigned)p->abi_major, OCP_ABI_MAJOR);
+        set_error(h, "%s: plugin ABI major %s", path, buf);
+        /* Its table's layout is unknown, so its shutdown cannot be called;
+         * without that, unloading its code could pull it from under its own
+         * threads. Leave it mapped. */
+        return 0;
+    }
+    if (p->struct_size < PLUGIN_MIN_SIZE) {
+        set_error(h, "%s: plugin table too small%s", path, "");
+        if (p->struct_size >= offsetof(ocp_plugin, shutdown) + sizeof p->shutdown && p->shutdown)
+            p->shutdown(p->userdata);
+        else
+            return 0; /* cannot stop it: leave it mapped */
+        unmap(handle);
+        return 0;
+    }
+    pthread_mutex_lock(&h->plug_mu);
+    h->plugins = sim_xrealloc(h->plugins, (h->nplugins + 1) * sizeof *h->plugins);
+    h->plugins[h->nplugins].handle = handle;
+    h->plugins[h->nplugins].plugin = p;
+    h->plugins[h->nplugins].path = sim_strdup(path);
+    h->plugins[h->nplugins].free = p->free;
+    h->plugins[h->nplugins].userdata = p->userdata;
+    h->nplugins++;
+    pthread_mutex_unlock(&h->plug_mu);
+    return 1;
+}
+
 /* Load one file. Returns 1 loaded, 0 refused/failed (reason kept). */
 static int load_one(sim_host *h, const char *path, const char *options_json)
 {
@@ -43,41 +92,12 @@ static int load_one(sim_host *h, const char *path, const char *options_json)
     }
     ocp_plugin_entry_fn entry;
     memcpy(&entry, &sym, sizeof entry); /* object pointer -> function pointer, as dlsym requires */
-    char err[512] = "";
-    const ocp_plugin *p = entry(&h->api.table, options_json, err, sizeof err);
-    if (!p) {
-        set_error(h, "%s%s", err[0] ? err : "plugin refused to load: ", err[0] ? "" : path);
-        dlclose(handle);
-        return 0;
-    }
-    if (p->abi_major != OCP_ABI_MAJOR) {
-        char buf[64];
-        snprintf(buf, sizeof buf, "%u, host speaks %d", (unsigned)p->abi_major, OCP_ABI_MAJOR);
-        set_error(h, "%s: plugin ABI major %s", path, buf);
-        /* Its table's layout is unknown, so its shutdown cannot be called;
-         * without that, unloading its code could pull it from under its own
-         * threads. Leave it mapped. */
-        return 0;
-    }
-    if (p->struct_size < PLUGIN_MIN_SIZE) {
-        set_error(h, "%s: plugin table too small%s", path, "");
-        if (p->struct_size >= offsetof(ocp_plugin, shutdown) + sizeof p->shutdown && p->shutdown)
-            p->shutdown(p->userdata);
-        else
-            return 0; /* cannot stop it: leave it mapped */
-        dlclose(handle);
-        return 0;
-    }
-    pthread_mutex_lock(&h->plug_mu);
-    h->plugins = sim_xrealloc(h->plugins, (h->nplugins + 1) * sizeof *h->plugins);
-    h->plugins[h->nplugins].handle = handle;
-    h->plugins[h->nplugins].plugin = p;
-    h->plugins[h->nplugins].path = sim_strdup(path);
-    h->plugins[h->nplugins].free = p->free;
-    h->plugins[h->nplugins].userdata = p->userdata;
-    h->nplugins++;
-    pthread_mutex_unlock(&h->plug_mu);
-    return 1;
+    return start_one(h, handle, path, entry, options_json);
+}
+
+int sim_load_entry(sim_host *h, ocp_plugin_entry_fn entry, const char *name, const char *options_json)
+{
+    return start_one(h, NULL, name ? name : "(linked in)", entry, options_json);
 }
 
 int sim_load_plugins(sim_host *h, const char *dir, const char *options_json)
@@ -167,7 +187,7 @@ void sim_unload_plugins(sim_host *h)
     pthread_mutex_unlock(&h->plug_mu);
 
     for (size_t i = 0; i < n; i++) {
-        dlclose(slots[i].handle);
+        unmap(slots[i].handle);
         free(slots[i].path);
     }
     free(slots);

@@ -6,6 +6,16 @@
 #include <errno.h>
 #include <stdlib.h>
 
+int sim_journal_open(sim_host *h, const char *path)
+{
+    if (!path)
+        return -EINVAL;
+    pthread_mutex_lock(&h->core.mu);
+    int rc = sim_store_journal_open_locked(&h->store, path);
+    pthread_mutex_unlock(&h->core.mu);
+    return rc;
+}
+
 char *sim_session_new(sim_host *h, const char *parent_id, const char *title)
 {
     pthread_mutex_lock(&h->core.mu);

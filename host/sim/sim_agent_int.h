@@ -78,6 +78,9 @@ void sim_agent_unschedule_locked(sim_agents *ag, sim_session *s);
 /* message.part.updated / message.updated for s. */
 void sim_agent_emit_part_locked(sim_agents *ag, const sim_session *s, const cJSON *part);
 void sim_agent_emit_message_locked(sim_agents *ag, const sim_session *s, const cJSON *msg);
+/* Journal the turn's assistant message as it stands (in progress: no
+ * time.completed, no finish), when a journal is open. */
+void sim_agent_journal_turn_locked(sim_agents *ag, const sim_session *s);
 /* info.tokens {input, output, reasoning, cache:{read, write}} and info.cost
  * from *u. Needs no lock. */
 void sim_agent_add_usage(cJSON *info, const sim_usage *u);

@@ -3,8 +3,10 @@
  * in OpenCode's JSON shapes. Uses only the core (sim_core.h).
  *
  *   store_ids.c       ids (sessions, messages, parts, calls)
+ *   store_journal.c   the journal's writing side: one JSON line per change
  *   store_messages.c  message and part JSON: build, append, list
  *   store_sessions.c  the session table: lookup, create, delete, fork
+ *   store_replay.c    opening a journal: its lines replayed, then appended to
  *
  * Lowest first: a file uses only those listed before it (and the core).
  *
@@ -49,6 +51,8 @@ typedef struct sim_store {
      * release s->run. May be NULL. */
     void (*release)(void *ctx, sim_session *s);
     void *release_ctx;
+    int journal_fd;    /* the journal (O_APPEND), -1: none */
+    int journal_warned; /* a failed write was reported */
 } sim_store;
 
 /* ---- store_ids.c -------------------------------------------------------- */
@@ -57,6 +61,26 @@ typedef struct sim_store {
 void sim_store_ids_init(sim_store *st);
 /* A new id "<prefix>_<12 hex, increasing><10 base62 random>", malloc'd. */
 char *sim_new_id_locked(sim_store *st, const char *prefix);
+
+/* Make every id made from now on sort after `id` ("<prefix>_<12 hex>…"; any
+ * other string is ignored): a replayed id is never made again. */
+void sim_store_ids_seen_locked(sim_store *st, const char *id);
+
+/* ---- store_journal.c ---------------------------------------------------- */
+
+/* The journal: with st->journal_fd >= 0, every change of a session or a
+ * message is appended as one JSON line, in one write(2) (no buffering, so a
+ * SIGKILL after the host function returns loses nothing):
+ *   {"t":"session","id","parentID"?,"title","time":{"created","updated"}}
+ *   {"t":"deleted","id"}
+ *   {"t":"message","sessionID","message":{info, parts}}  (the last one of an
+ *       id wins: a message in progress is written at each change)
+ * Each does nothing when no journal is open. A failed write is reported on
+ * stderr once and otherwise ignored (the sim is test machinery). */
+int sim_journal_on_locked(const sim_store *st);
+void sim_journal_session_locked(sim_store *st, const sim_session *s);
+void sim_journal_deleted_locked(sim_store *st, const sim_session *s);
+void sim_journal_message_locked(sim_store *st, const sim_session *s, const cJSON *msg);
 
 /* ---- store_messages.c --------------------------------------------------- */
 
@@ -98,5 +122,24 @@ void sim_session_delete_locked(sim_store *st, sim_session *s);
 /* Fork: a new session holding copies of the messages before message_id (all
  * when NULL or not found). Emits session.created. */
 sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *message_id);
+/* A session as a journal line had it (id, parent, title, times given), with
+ * no messages, idle; no event, not journaled. NULL when the id is taken. */
+sim_session *sim_session_restore_locked(sim_store *st, const char *id, const char *parent_id, const char *title,
+                                        int64_t created, int64_t updated);
+/* Free a session at once (its turn released first), with no event and no
+ * journal line: a replayed deletion. */
+void sim_session_forget_locked(sim_store *st, sim_session *s);
+
+/* ---- store_replay.c ----------------------------------------------------- */
+
+/* Open the journal at path (created when missing) and replay its lines: the
+ * sessions it holds come back idle, with their messages as last written,
+ * the deleted ones gone; ids made later sort after every replayed id. A last
+ * line cut short (no newline: a kill inside a write) is ignored and cut off
+ * the file; a whole line that is not JSON is skipped. Then the sessions that
+ * existed before this call are written to it, and every change from now on.
+ * No event is emitted. Returns 0, or a negative errno: -EBUSY (a journal is
+ * already open), or open/read/ftruncate's (no journal is open then). */
+int sim_store_journal_open_locked(sim_store *st, const char *path);
 
 #endif

@@ -82,6 +82,12 @@ void sim_set_data_dir(sim_host *h, const char *dir);
  * skipped, and its reason is kept for sim_load_error. */
 int sim_load_plugins(sim_host *h, const char *dir, const char *options_json);
 
+/* Load a plugin linked into the program: call `entry` (its
+ * ocp_plugin_entry) as sim_load_plugins calls a file's, with the same checks;
+ * `name` (may be NULL) stands for its path in errors. Nothing is unmapped at
+ * unload. Returns 1 loaded, 0 refused (reason kept for sim_load_error). */
+int sim_load_entry(sim_host *h, ocp_plugin_entry_fn entry, const char *name, const char *options_json);
+
 /* The reason the last refused plugin gave ("" when none refused). */
 const char *sim_load_error(sim_host *h);
 
@@ -92,6 +98,24 @@ const ocp_plugin *sim_plugin(sim_host *h, size_t i); /* NULL when out of range *
 void sim_unload_plugins(sim_host *h);
 
 /* ---- sessions ---------------------------------------------------------- */
+
+/* Keep the sessions and messages in a journal at `path`, so that they
+ * survive the host's process as OpenCode's database does. From this call on,
+ * every change (a session created or deleted, a message stored, an assistant
+ * message in progress at each tool or usage update: the last line of a
+ * message wins) is appended to path as one JSON line in one write(2): a
+ * SIGKILL after a host function returns loses none of it. When path already
+ * has lines they are replayed first, as after a host restart: the sessions
+ * come back, every one idle with no turn running (a turn that was streaming
+ * leaves its partial assistant message, unfinished), with their messages as
+ * last written; deleted ones stay gone; ids made from now on differ from,
+ * and sort after, every replayed id. A last line cut short (a kill inside a
+ * write) is ignored and cut off. Sessions that existed before the call are
+ * written to the journal too. Replay emits no event: open the journal before
+ * loading plugins. A session's denied tools and queued prompts are not kept.
+ * Returns 0, -EINVAL (path NULL), -EBUSY (a journal is already open), or
+ * open(2)/read(2)/ftruncate(2)'s negative errno. Any thread. */
+int sim_journal_open(sim_host *h, const char *path);
 
 /* Create a session as a user would (recorded separately from plugin calls:
  * not counted by sim_calls). Returns its id ("ses_…"), malloc'd. */

@@ -3,7 +3,9 @@
  * the core only. */
 #include "sim_store.h"
 
+#include <ctype.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,4 +48,31 @@ char *sim_new_id_locked(sim_store *st, const char *prefix)
     char buf[64];
     snprintf(buf, sizeof buf, "%s_%012llx%s", prefix, (unsigned long long)(t & 0xffffffffffffull), rnd);
     return sim_strdup(buf);
+}
+
+void sim_store_ids_seen_locked(sim_store *st, const char *id)
+{
+    /* "<prefix>_<12 hex>…": the hex is the low 48 bits of the id's time part
+     * (see sim_new_id_locked). Put the high bits back from the time part
+     * now (one step lower when that would put it more than half the range
+     * in the future: a clock advanced by a test stays ahead), so that
+     * id_last orders it with the ids made from now on. */
+    const char *us = id ? strchr(id, '_') : NULL;
+    if (!us || us == id || strlen(us + 1) < 12)
+        return;
+    uint64_t low = 0;
+    for (int i = 1; i <= 12; i++) {
+        int c = (unsigned char)us[i];
+        int v = isdigit(c) ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+        if (v < 0)
+            return;
+        low = (low << 4) | (uint64_t)v;
+    }
+    const uint64_t mask = 0xffffffffffffull;
+    uint64_t now = (uint64_t)sim_wall_ms(st->core) << 12;
+    uint64_t t = (now & ~mask) | low;
+    if (t > now && t - now > (mask >> 1) && t > mask)
+        t -= mask + 1;
+    if (t > st->id_last)
+        st->id_last = t;
 }

@@ -1,6 +1,6 @@
 /* store_messages.c — layer 1 (store): messages and parts in OpenCode's
  * shapes: built, given ids, appended to a session, listed (see sim_store.h).
- * Uses store_ids.c and the core. */
+ * Uses store_ids.c, store_journal.c and the core. */
 #include "sim_store.h"
 
 #include <stdlib.h>
@@ -28,6 +28,7 @@ void sim_session_append_locked(sim_store *st, sim_session *s, cJSON *msg)
 {
     cJSON_AddItemToArray(s->messages, msg);
     s->updated = sim_wall_ms(st->core);
+    sim_journal_message_locked(st, s, msg);
     sim_changed_locked(st->core);
 }
 

@@ -1,16 +1,19 @@
 /* store_sessions.c — layer 1 (store), its top file: the session table:
- * lookup, create, delete, fork (see sim_store.h). Uses store_ids.c and
- * store_messages.c, and the core. */
+ * lookup, create, delete, fork, and the journal's restore and forget (see
+ * sim_store.h). Uses store_ids.c, store_journal.c, store_messages.c, and the
+ * core. */
 #include "sim_store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void sim_store_init(sim_store *st, sim_core *core)
 {
     memset(st, 0, sizeof *st);
     st->core = core;
+    st->journal_fd = -1;
     sim_store_ids_init(st);
     st->nbuckets = 1024;
     st->buckets = sim_xcalloc(st->nbuckets, sizeof *st->buckets);
@@ -68,10 +71,11 @@ cJSON *sim_session_info_locked(const sim_session *s)
     return o;
 }
 
-static sim_session *session_alloc_locked(sim_store *st, const char *parent_id, const char *title)
+/* A new session (id: the given one, or a new one when NULL), linked in. */
+static sim_session *session_alloc_locked(sim_store *st, const char *id, const char *parent_id, const char *title)
 {
     sim_session *s = sim_xcalloc(1, sizeof *s);
-    s->id = sim_new_id_locked(st, "ses");
+    s->id = id ? sim_strdup(id) : sim_new_id_locked(st, "ses");
     s->parent_id = sim_strdup(parent_id);
     if (title && *title) {
         s->title = sim_strdup(title);
@@ -112,7 +116,8 @@ sim_session *sim_session_create_locked(sim_store *st, const char *parent_id, con
 {
     if (parent_id && !sim_find_live_locked(st, parent_id))
         return NULL;
-    sim_session *s = session_alloc_locked(st, parent_id, title);
+    sim_session *s = session_alloc_locked(st, NULL, parent_id, title);
+    sim_journal_session_locked(st, s);
     emit_session_event_locked(st, "session.created", s);
     sim_changed_locked(st->core);
     return s;
@@ -168,6 +173,7 @@ void sim_session_delete_locked(sim_store *st, sim_session *s)
         sim_session_delete_locked(st, c);
     }
     emit_session_event_locked(st, "session.deleted", s);
+    sim_journal_deleted_locked(st, s);
     if (s->busy) {
         /* As OpenCode: deleting a session does not stop its running turn. It
          * is gone for every lookup but still busy in the status map, and an
@@ -187,6 +193,9 @@ void sim_store_free_locked(sim_store *st)
         discard_locked(st, st->first);
     free(st->buckets);
     st->buckets = NULL;
+    if (st->journal_fd >= 0)
+        close(st->journal_fd);
+    st->journal_fd = -1;
 }
 
 /* OpenCode names forks "<title> (fork #1)", counting up when forking a fork. */
@@ -217,8 +226,9 @@ static char *fork_title(const char *title)
 sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *message_id)
 {
     char *title = fork_title(s->title);
-    sim_session *f = session_alloc_locked(st, NULL, title);
+    sim_session *f = session_alloc_locked(st, NULL, NULL, title);
     free(title);
+    sim_journal_session_locked(st, f);
     cJSON *m;
     cJSON_ArrayForEach(m, s->messages)
     {
@@ -229,8 +239,27 @@ sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *
         cJSON *c = cJSON_Duplicate(m, 1);
         sim_message_rebase_locked(st, f, c);
         cJSON_AddItemToArray(f->messages, c);
+        sim_journal_message_locked(st, f, c);
     }
     emit_session_event_locked(st, "session.created", f);
     sim_changed_locked(st->core);
     return f;
+}
+
+sim_session *sim_session_restore_locked(sim_store *st, const char *id, const char *parent_id, const char *title,
+                                        int64_t created, int64_t updated)
+{
+    if (!id || sim_find_locked(st, id))
+        return NULL;
+    sim_session *s = session_alloc_locked(st, id, parent_id, title);
+    s->created = created;
+    s->updated = updated > created ? updated : created;
+    return s;
+}
+
+void sim_session_forget_locked(sim_store *st, sim_session *s)
+{
+    if (s->deleted)
+        st->ndeleted--;
+    discard_locked(st, s);
 }

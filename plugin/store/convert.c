@@ -2,6 +2,7 @@
 #include "store/convert.h"
 
 #include <stdint.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,24 @@ void store_row_from_task(const task *t, store_row *row)
     }
 }
 
+/* A stored time (ms since the epoch) or length of time: one that no clock
+ * gives (negative, or past the year 9999: a damaged row) reads as 0, "not
+ * known", so that sums and differences of times cannot overflow. */
+#define STORED_MS_MAX INT64_C(253402300799999)
+static int64_t stored_ms(int64_t v)
+{
+    return v < 0 || v > STORED_MS_MAX ? 0 : v;
+}
+
+/* A stored pid: one no process can have (1 is init, whose group is no
+ * command's; over 2^22 is past Linux's pid_max) reads as 0, none, so that
+ * kill(-pid) can never reach init's group or, truncated, every process. */
+#define STORED_PID_MAX 4194304
+static pid_t stored_pid(int64_t v)
+{
+    return v <= 1 || v > STORED_PID_MAX ? 0 : (pid_t)v;
+}
+
 task *store_row_to_task(const store_row *row)
 {
     task *t = xcalloc(1, sizeof *t);
@@ -75,12 +94,12 @@ task *store_row_to_task(const store_row *row)
     t->result = xstrdup(row->result);
     t->error = xstrdup(row->error);
     t->result_message_id = xstrdup(row->result_message_id);
-    t->created_ms = row->created_ms;
-    t->started_ms = row->started_ms;
-    t->completed_ms = row->completed_ms;
-    t->last_update_ms = row->last_update_ms;
-    t->retrieved_ms = row->retrieved_ms;
-    t->timeout_ms = row->timeout_ms < 0 ? 0 : row->timeout_ms;
+    t->created_ms = stored_ms(row->created_ms);
+    t->started_ms = stored_ms(row->started_ms);
+    t->completed_ms = stored_ms(row->completed_ms);
+    t->last_update_ms = stored_ms(row->last_update_ms);
+    t->retrieved_ms = stored_ms(row->retrieved_ms);
+    t->timeout_ms = stored_ms(row->timeout_ms);
     t->run = row->run;
     t->delivered_run = row->delivered_run;
     t->resume_count = row->resume_count;
@@ -89,18 +108,20 @@ task *store_row_to_task(const store_row *row)
     if (!usage_is_zero(&row->use)) {
         t->usage = xcalloc(1, sizeof *t->usage);
         t->usage->total = row->use;
+        if (!(row->use.cost >= 0 && row->use.cost < 1e15)) /* inf, negative: damaged */
+            t->usage->total.cost = 0;
     }
-    t->notice_state = row->notice <= NOTICE_DONE ? (unsigned)row->notice : NOTICE_NONE;
+    t->notice_state = (int)row->notice >= 0 && row->notice <= NOTICE_DONE ? (unsigned)row->notice : NOTICE_NONE;
     t->notice_run = row->notice_run;
     t->notice_wake = row->notice_wake;
-    t->notice_pushed_ms = row->notice_pushed_ms;
+    t->notice_pushed_ms = stored_ms(row->notice_pushed_ms);
     if (row->type == TASK_SHELL) {
         size_t len = row->output ? strlen(row->output) : 0;
         t->shell = shell_state_new(row->command, row->directory, 2 * len + 2);
         if (len)
             shell_output_append(&t->shell->out, row->output, len);
-        t->shell->pid = (pid_t)row->pid;
-        t->shell->pid_start = row->pid_start;
+        t->shell->pid = stored_pid(row->pid);
+        t->shell->pid_start = t->shell->pid ? row->pid_start : 0;
         t->shell->exited = row->exited;
         t->shell->exit_code = row->exit_code;
         t->shell->term_signal = row->term_signal;

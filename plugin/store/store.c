@@ -24,7 +24,8 @@ struct store {
 /* An error sentence for the SQLite failure rc (or the connection's last). */
 static int store_fail(store *s, const char *what, int rc, char **err)
 {
-    const char *why = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+    /* The connection's message, unless it has none for this failure. */
+    const char *why = s->db && sqlite3_errcode(s->db) != SQLITE_OK ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
     if (err)
         *err = xasprintf("the task store %s: %s failed: %s", s->path, what, why);
     int prim = rc & 0xff;
@@ -107,54 +108,95 @@ static int migrate(store *s, char **err)
 
 /* ---- owners ----------------------------------------------------------- */
 
-/* Register this instance and take the tasks of owners that are gone: their
- * process ended (or the pid is another process now), or they closed. One
- * write transaction: an owner is adopted by one instance only. */
+/* SQLITE_OK when a statement ran to its end, else what step said. */
+static int step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Delete the owners that are gone: their process ended (or the pid is
+ * another process now), or another boot. Returns an SQLite code. */
+static int drop_gone_owners(store *s, const char *boot)
+{
+    sqlite3_stmt *st = NULL, *gone = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT id, pid, pid_start, boot FROM owner", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, "DELETE FROM owner WHERE id = ?", -1, &gone, NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
+        const char *b = (const char *)sqlite3_column_text(st, 3);
+        if (b && strcmp(b, boot) == 0 && proc_alive(sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)))
+            continue;
+        rc = sqlite3_bind_text(gone, 1, (const char *)sqlite3_column_text(st, 0), -1, SQLITE_TRANSIENT);
+        if (rc == SQLITE_OK)
+            rc = step_done(gone);
+        sqlite3_reset(gone);
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(gone);
+    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* This instance's owner row. Returns an SQLite code. */
+static int add_owner(store *s, const char *boot)
+{
+    int64_t pid = getpid();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "INSERT INTO owner VALUES(?, ?, ?, ?, ?)", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, pid);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 3, proc_start_time(pid));
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 4, boot, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 5, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (rc == SQLITE_OK)
+        rc = step_done(st);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Take every task whose owner is not registered. Returns an SQLite code. */
+static int adopt_orphans(store *s)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "UPDATE task SET owner = ? WHERE owner NOT IN (SELECT id FROM owner)", -1,
+                                &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = step_done(st);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Register this instance and take the tasks of owners that are gone (or
+ * closed). One write transaction: an owner is adopted by one instance only.
+ * Any failed call fails the whole (nothing half done stays). */
 static int register_owner(store *s, char **err)
 {
     char boot[64];
     proc_boot_id(boot, sizeof boot);
     random_id(s->owner, sizeof s->owner, "inst_");
-    int64_t pid = getpid();
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     int rc = exec(s, "BEGIN IMMEDIATE", err);
-    sqlite3_stmt *st = NULL, *gone = NULL;
-    if (rc == 0 && (rc = -sqlite3_prepare_v2(s->db, "SELECT id, pid, pid_start, boot FROM owner", -1, &st, NULL)) == 0)
-        rc = -sqlite3_prepare_v2(s->db, "DELETE FROM owner WHERE id = ?", -1, &gone, NULL);
-    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
-        const char *b = (const char *)sqlite3_column_text(st, 3);
-        if (b && strcmp(b, boot) == 0 && proc_alive(sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2)))
-            continue;
-        sqlite3_bind_text(gone, 1, (const char *)sqlite3_column_text(st, 0), -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(gone) != SQLITE_DONE)
-            rc = -EIO;
-        sqlite3_reset(gone);
-    }
-    sqlite3_finalize(st);
-    sqlite3_finalize(gone);
-    st = NULL;
-    if (rc == 0 && (rc = -sqlite3_prepare_v2(s->db, "INSERT INTO owner VALUES(?, ?, ?, ?, ?)", -1, &st, NULL)) == 0) {
-        sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, pid);
-        sqlite3_bind_int64(st, 3, proc_start_time(pid));
-        sqlite3_bind_text(st, 4, boot, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 5, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    if (rc == 0 && (rc = -sqlite3_prepare_v2(s->db, "UPDATE task SET owner = ? WHERE owner NOT IN (SELECT id FROM owner)",
-                                             -1, &st, NULL)) == 0) {
-        sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-    }
-    sqlite3_finalize(st);
-    if (rc == 0)
+    if (rc != 0)
+        return rc;
+    int sr = drop_gone_owners(s, boot);
+    if (sr == SQLITE_OK)
+        sr = add_owner(s, boot);
+    if (sr == SQLITE_OK)
+        sr = adopt_orphans(s);
+    if (sr == SQLITE_OK)
         return exec(s, "COMMIT", err);
-    int r = store_fail(s, "registering this instance", SQLITE_ERROR, err);
+    rc = store_fail(s, "registering this instance", sr, err);
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return r;
+    return rc;
 }
 
 /* ---- rows --------------------------------------------------------------- */
@@ -209,8 +251,9 @@ int store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg,
     free(text);
     if (rc != SQLITE_OK)
         return store_fail(s, "reading its tasks", rc, err);
-    sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    rc = sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        rc = SQLITE_OK;
         store_row row;
         memset(&row, 0, sizeof row);
         const char *id = (const char *)sqlite3_column_text(st, 0);
@@ -272,11 +315,13 @@ static int write_row(store *s, const store_row *row)
 static int remove_row(store *s, const char *id)
 {
     sqlite3_stmt *st = s->remove;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, s->owner, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    int rc = sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 2, s->owner, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = step_done(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE ? SQLITE_OK : rc;
+    return rc;
 }
 
 int store_write(store *s, const store_row *rows, size_t nrows, char *const *removed, size_t nremoved, char **err)

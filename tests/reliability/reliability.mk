@@ -3,15 +3,17 @@
 #
 #   make check-faults   fault sweep + shutdown under load + bad input table (ASan+UBSan, build/asan)
 #   make check-chaos    the scenario under event chaos, many seeds (ASan+UBSan)
+#   make check-crash    the host SIGKILLed and restarted on its journal and ocbg's store (ASan+UBSan)
 #   make stress         threads x random tool calls x thousands of tasks (SAN=tsan: ThreadSanitizer)
 #   make check-stress-tsan   the same under ThreadSanitizer (build/tsan)
 #   make fuzz           libFuzzer targets (clang, build/fuzz), FUZZ_SECONDS per target
+#   make fuzz-long      every target until FUZZ_LONG_EXECS (10 million) executions in all
 #   make check-reliability   all of the above with CI budgets
 
 REL_DIR  := tests/reliability
 REL_LIB_SRC := $(REL_DIR)/rel.c $(REL_DIR)/scenario.c
 REL_LIB_OBJ := $(REL_LIB_SRC:%.c=$(BUILD)/obj/%.o)
-REL_PROGS := faults chaos shutdown badinput stress
+REL_PROGS := faults chaos shutdown badinput stress crash
 REL_BINS := $(REL_PROGS:%=$(BUILD)/reliability/%)
 
 REL_ENV = OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) OCBG_BUILD=$(abspath $(BUILD))
@@ -19,6 +21,27 @@ REL_ENV = OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) OCBG_BUILD=$(abspath $(
 $(BUILD)/reliability/%: $(BUILD)/obj/$(REL_DIR)/%.o $(REL_LIB_OBJ) $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(REL_LIB_OBJ) $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
+
+# The crash test has its two lives in a file of their own.
+$(BUILD)/reliability/crash: $(BUILD)/obj/$(REL_DIR)/crash.o $(BUILD)/obj/$(REL_DIR)/crash_lives.o $(REL_LIB_OBJ) \
+                            $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
+
+.PHONY: check-crash check-crash-run
+
+# The fault sweep alone is linked with the SQLite calls of the plugin's store
+# wrapped (sqlfault.c): it fails the n-th call of each (the plugin linked in,
+# its sources untouched).
+SQLFAULT_WRAP := sqlite3_open_v2 sqlite3_exec sqlite3_prepare_v2 sqlite3_prepare_v3 sqlite3_step \
+                 sqlite3_bind_text sqlite3_bind_int64 sqlite3_bind_int sqlite3_bind_double sqlite3_bind_null \
+                 store_open store_load store_write store_close
+SQLFAULT_OBJ := $(BUILD)/obj/$(REL_DIR)/sqlfault.o
+
+$(BUILD)/reliability/faults: $(BUILD)/obj/$(REL_DIR)/faults.o $(SQLFAULT_OBJ) $(REL_LIB_OBJ) $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SQLFAULT_WRAP:%=-Wl,--wrap=%) -o $@ $< $(SQLFAULT_OBJ) $(REL_LIB_OBJ) $(TAP_OBJ) \
+	    $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
 
 .PHONY: rel-build check-faults check-faults-run check-chaos check-chaos-run stress stress-run check-stress-tsan \
         fuzz check-reliability
@@ -46,6 +69,15 @@ check-chaos:
 check-chaos-run: rel-build
 	$(REL_ENV) $(REL_ASAN_ENV) REL_CHAOS_SEEDS=$(CHAOS_SEEDS) $(BUILD)/reliability/chaos
 
+# Per seed, life 1 is killed (SIGKILL) at a seed-chosen moment and life 2
+# restarts on the same journal and database (see crash.c). CRASH_SEEDS=n.
+CRASH_SEEDS ?= 100
+check-crash:
+	$(MAKE) check-crash-run BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g"
+
+check-crash-run: rel-build
+	$(REL_ENV) $(REL_ASAN_ENV) CRASH_SEEDS=$(CRASH_SEEDS) $(BUILD)/reliability/crash
+
 STRESS_THREADS ?= 8
 STRESS_OPS ?= 1500
 stress: rel-build
@@ -61,7 +93,7 @@ check-stress-tsan:
 # coverage (build/fuzz). FUZZ_SECONDS per target. A crash lands in
 # build/fuzz/artifacts/; copy it to tests/reliability/regress/TARGET/ and it
 # is replayed by every `make fuzz` (and `make fuzz-regress`) from then on.
-FUZZ_TARGETS := tool_args events fork options
+FUZZ_TARGETS := tool_args events fork options store_load
 FUZZ_SECONDS ?= 30
 SAN_FUZZ := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
@@ -98,6 +130,19 @@ fuzz-run: fuzz-regress-run
 	        $(BUILD)/fuzz/corpus/$$t $(REL_DIR)/corpus/$$t > $$log 2>&1 || { rc=1; tail -60 $$log; }; \
 	    echo "fuzz_execs: $$t $$(sed -n 's/^stat::number_of_executed_units: *//p' $$log)"; \
 	done; exit $$rc
+
+# Every target until FUZZ_LONG_EXECS executions in all (not in CI): -runs=
+# per target in proportion to its weight, its speed in execs/s (ASan+UBSan,
+# 2 cores; fork's from short runs: it slows to about 6,000/s as its corpus
+# grows, so it runs longest). About 45 minutes on 2 cores (README).
+FUZZ_LONG_EXECS ?= 10000000
+FUZZ_LONG_WEIGHTS ?= tool_args:260 events:2000 fork:35000 options:270 store_load:790
+.PHONY: fuzz-long fuzz-long-run
+fuzz-long:
+	$(MAKE) fuzz-long-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
+
+fuzz-long-run: fuzz-regress-run
+	sh $(REL_DIR)/fuzz/fuzz_long.sh $(BUILD) $(REL_DIR) $(FUZZ_LONG_EXECS) "$(FUZZ_LONG_WEIGHTS)"
 
 # Everything, with CI budgets (about 4 minutes on 2 cores).
 CI_FUZZ_SECONDS ?= 20

@@ -24,7 +24,8 @@ typedef struct fz_world {
 /* The world, made on first use (options: a fast poll). */
 fz_world *fz_world_get(void);
 
-/* Clear the conversation and make a completed and a running task again. */
+/* Clear the conversation and make a completed and a running task again;
+ * every 8th time, a new host and plugin instance (a long run stays fast). */
 void fz_reset(fz_world *w);
 
 /* A fresh running task when the old one is gone (every so often). */
