@@ -1150,6 +1150,14 @@ async function restartAfterNotify() {
   const out = await callTool(parent, "background_output", { task_id: id }, 60000);
   ok(out?.status === "completed" && /completed/i.test(out.output) && out.output.includes("child reply ran"),
     "after the restart the old id resolves with its result", out);
+  // The data dir is named by OpenCode's own project id (its log says it at each session's creation).
+  const projectID = (fs.readFileSync(LOG, "utf8").match(/message=created id=ses_\S+ .*?projectID=(\S+)/) || [])[1];
+  const dataDir = projectID && path.join(HOME, ".local/share/opencode/ocbg", projectID);
+  let mode = null;
+  try { mode = fs.statSync(dataDir).mode & 0o777; } catch {}
+  ok(mode === 0o700 && fs.existsSync(path.join(dataDir, "ocbg.db")),
+    `the store is in <XDG_DATA_HOME>/opencode/ocbg/<OpenCode's project id> (${projectID}), mode 0700`,
+    { dataDir, mode: mode?.toString(8) });
   // A duplicate would be pushed when ocbg restores its tasks, or at a poll after (every 1 s).
   const noDuplicate = await staysFalse(async () => (await noticeCount(parent, id)) > 1, 3500);
   const n = await noticeCount(parent, id);
