@@ -56,7 +56,8 @@ char *project_data_dir(const char *project_id, char **why) {
     if (!project_id || !*project_id || strspn(project_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                                          "0123456789._-") != strlen(project_id) ||
         project_id[0] == '.') {
-        *why = xprintf("the project id %s is not a plain name", project_id ? project_id : "(none)");
+        *why = project_id && *project_id ? xprintf("the project id %s is not a plain name", project_id)
+                                         : xstrdup("the plugin input has no project id");
         return NULL;
     }
     const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
