@@ -23,22 +23,25 @@
 
 /* ---- jobs (locked) ----------------------------------------------------- */
 
-/* A restored task found without a finished answer: if its session is not
- * busy in the host, the restart cut its run short: the error that says so,
- * with what it had written (malloc'd). NULL: it still runs (the plugin was
- * reloaded in a living host), or (*asked false) the host could not say.
- * [lock NOT held] */
-static char *restart_cut(ocbg *o, const char *session, const char *messages_json, bool *asked)
+/* Is a restored task's session busy in the host? Read BEFORE its messages:
+ * idle before the read and no finished answer in it means the restart cut
+ * the run short (a run that ends between the two reads has its answer in
+ * the messages). -1: the host could not say. [lock NOT held] */
+static int session_busy(ocbg *o, const char *session)
 {
     char *status = NULL;
-    *asked = hc_session_status(&o->api, &status, NULL) == 0;
-    cJSON *busy_map = *asked ? cJSON_Parse(status) : NULL;
+    int rc = hc_session_status(&o->api, &status, NULL);
+    cJSON *busy_map = rc == 0 ? cJSON_Parse(status) : NULL;
     hc_free(&o->api, status);
-    bool busy = !cJSON_IsObject(busy_map) || cJSON_GetObjectItemCaseSensitive(busy_map, session);
-    *asked = *asked && cJSON_IsObject(busy_map);
+    int busy = !cJSON_IsObject(busy_map) ? -1 : cJSON_GetObjectItemCaseSensitive(busy_map, session) != NULL;
     cJSON_Delete(busy_map);
-    if (busy)
-        return NULL;
+    return busy;
+}
+
+/* The error of a run the restart cut short, with what it had written
+ * (malloc'd). */
+static char *restart_cut(const char *messages_json)
+{
     char *partial = outcome_partial(messages_json);
     char *text = partial ? xasprintf("interrupted: the host restarted before the task finished. Its answer so "
                                      "far:\n%s", partial)
@@ -79,13 +82,14 @@ static void run_finalize(ocbg *o, job *j)
     pthread_mutex_unlock(&o->mu);
 
     char *json = NULL, *err = NULL, *cut = NULL;
+    int busy = recovering ? session_busy(o, session) : 1;
     int rc = hc_session_messages(&o->api, session, FINALIZE_MESSAGE_LIMIT, &json, &err);
     outcome out = {0};
     if (rc == 0)
         outcome_from_messages(json, prev, skip_notices, &out);
-    bool asked = true; /* whether a restored task's state is decided */
-    if (rc == 0 && recovering && out.kind == OUTCOME_NONE)
-        cut = restart_cut(o, session, json, &asked);
+    bool asked = busy >= 0; /* whether a restored task's state is decided */
+    if (rc == 0 && busy == 0 && out.kind == OUTCOME_NONE)
+        cut = restart_cut(json);
     hc_free(&o->api, json);
 
     pthread_mutex_lock(&o->mu);
