@@ -50,15 +50,17 @@ static void copy_task(void *arg, task *t)
     store_row_from_task(t, &b->rows[b->n++]);
 }
 
+static void forget_task(void *arg, task *t)
+{
+    (void)arg;
+    (void)t;
+}
+
+/* Memory only from now: nothing is marked, what was marked is forgotten. */
 static void stop_tracking(ocbg *o)
 {
     o->reg.track = false;
-    while (o->reg.dirty) {
-        task *t = o->reg.dirty;
-        o->reg.dirty = t->dnext;
-        t->dirty = false;
-        t->dnext = t->dprev = NULL;
-    }
+    registry_take_dirty(&o->reg, forget_task, NULL);
 }
 
 /* One write: what is dirty now, in one transaction. Lock held on entry and
@@ -170,10 +172,8 @@ static void restore_row(void *arg, const store_row *row)
         t->status = TASK_PENDING;
         t->started_ms = 0;
     }
-    if (registry_restore(&o->reg, t, row->parent_session, row->batch))
-        o->ps.restored++;
-    else
-        task_free(t);
+    if (!registry_restore(&o->reg, t, row->parent_session, row->batch))
+        task_free(t); /* its id or session is another restored task's */
 }
 
 /* A restored command: its process did not outlive its host's plugin, or if

@@ -22,7 +22,6 @@ typedef struct persist {
     pthread_cond_t synced_cv; /* a write ended (committed or failed) */
     uint64_t committed;      /* registry dirty_gen written so far */
     char *log;               /* lines for the host's log from the start, each after its level ('E', 'W'): the worker logs them */
-    unsigned restored;       /* tasks restored at start */
     uint64_t writes, rows_written; /* transactions and rows, for benchmarks */
 } persist;
 

@@ -23,17 +23,29 @@
 
 /* ---- jobs (locked) ----------------------------------------------------- */
 
+/* The host's map of sessions that are not idle (cJSON_Delete it), or NULL
+ * when it could not say. [lock NOT held] */
+static cJSON *status_map_read(ocbg *o)
+{
+    char *json = NULL;
+    int rc = hc_session_status(&o->api, &json, NULL);
+    cJSON *busy = rc == 0 ? cJSON_Parse(json) : NULL;
+    hc_free(&o->api, json);
+    if (!cJSON_IsObject(busy)) {
+        cJSON_Delete(busy);
+        return NULL;
+    }
+    return busy;
+}
+
 /* Is a restored task's session busy in the host? Read BEFORE its messages:
  * idle before the read and no finished answer in it means the restart cut
  * the run short (a run that ends between the two reads has its answer in
  * the messages). -1: the host could not say. [lock NOT held] */
 static int session_busy(ocbg *o, const char *session)
 {
-    char *status = NULL;
-    int rc = hc_session_status(&o->api, &status, NULL);
-    cJSON *busy_map = rc == 0 ? cJSON_Parse(status) : NULL;
-    hc_free(&o->api, status);
-    int busy = !cJSON_IsObject(busy_map) ? -1 : cJSON_GetObjectItemCaseSensitive(busy_map, session) != NULL;
+    cJSON *busy_map = status_map_read(o);
+    int busy = !busy_map ? -1 : cJSON_GetObjectItemCaseSensitive(busy_map, session) != NULL;
     cJSON_Delete(busy_map);
     return busy;
 }
@@ -332,16 +344,11 @@ static void run_job(ocbg *o, job *j)
 static void poll_tick(ocbg *o)
 {
     pthread_mutex_unlock(&o->mu);
-    char *json = NULL;
-    int rc = hc_session_status(&o->api, &json, NULL);
-    cJSON *status_map = rc == 0 ? cJSON_Parse(json) : NULL;
-    hc_free(&o->api, json);
+    cJSON *status_map = status_map_read(o);
     pthread_mutex_lock(&o->mu);
     uint64_t tick = ++o->polls;
-    if (!cJSON_IsObject(status_map)) {
-        cJSON_Delete(status_map);
+    if (!status_map)
         return;
-    }
     const cJSON *item;
     cJSON_ArrayForEach(item, status_map)
     {
