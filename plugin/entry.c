@@ -68,7 +68,7 @@ static int plugin_tool_call(void *ud, const char *tool, const char *args_json, o
     *out = NULL;
     const tool_spec *spec = find_tool(in, tool);
     if (!spec) {
-        *out = xasprintf("Unknown tool: %s", tool ? tool : "(null)");
+        *out = xasprintf("Unknown tool: %.*s%s", ECHO(tool ? tool : "(null)"));
         return -ENOENT;
     }
     if (!ctx) {
@@ -128,7 +128,7 @@ static int plugin_command_call(void *ud, const char *command, const char *argume
     ocbg *o = &in->o;
     const char *name = command && command[0] == '/' ? command + 1 : command;
     if (!name || (strcmp(name, "tasks") != 0 && strcmp(name, "bashes") != 0)) {
-        *out = xasprintf("Unknown command: /%s", name ? name : "(null)");
+        *out = xasprintf("Unknown command: /%.*s%s", ECHO(name ? name : "(null)"));
         return -ENOENT;
     }
     if (!enter_call(o)) {

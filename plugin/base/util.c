@@ -266,6 +266,18 @@ size_t utf8_offset(const char *str, size_t n, size_t chars)
     return n;
 }
 
+int echo_bytes(const char *s)
+{
+    /* Scan at most a few bytes past the cut: the argument may be megabytes. */
+    size_t len = strnlen(s, ECHO_MAX_CHARS * 4 + 1);
+    return (int)utf8_offset(s, len, ECHO_MAX_CHARS);
+}
+
+const char *echo_more(const char *s)
+{
+    return s[echo_bytes(s)] ? "…" : "";
+}
+
 /* The length of the valid UTF-8 sequence at s[0..n), or 0 when invalid. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {

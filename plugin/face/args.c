@@ -126,7 +126,7 @@ int tool_args_check(const tool_spec *t, const char *args_json, cJSON **args, cha
     for (const cJSON *v = root->child; v; v = v->next) {
         const arg_spec *a = v->string ? find_arg(t, v->string) : NULL;
         char *msg = a ? (cJSON_IsNull(v) && a->need == ARG_OPTIONAL ? NULL : check_value(t, a, v))
-                      : xasprintf("%s: unknown argument '%s'", t->name, v->string ? v->string : "");
+                      : xasprintf("%s: unknown argument '%.*s%s'", t->name, ECHO(v->string ? v->string : ""));
         if (msg) {
             cJSON_Delete(root);
             *err = msg;
@@ -213,6 +213,6 @@ void put_usage_total(strbuf *out, const usage *total)
 
 int task_not_found(strbuf *out, const char *id)
 {
-    sb_printf(out, "Task not found: %s. Use background_list to see available tasks.", id);
+    sb_printf(out, "Task not found: %.*s%s. Use background_list to see available tasks.", ECHO(id));
     return -ENOENT;
 }

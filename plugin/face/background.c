@@ -48,11 +48,11 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
     if (rc != 0)
         return rc;
     sb_printf(out,
-              "Background task launched%s.\nTask ID: %s%s\nBatch: %s\nDescription: %s\nAgent: %s\n"
+              "Background task launched%s.\nTask ID: %s%s\nBatch: %s\nDescription: %.*s%s\nAgent: %.*s%s\n"
               "Status: %s\n%s%s\nYou will be notified when it finishes; there is no need to poll. "
               "To check on it: background_output(task_id=\"%s\").",
               fork ? " with a fork of this conversation's context" : "", l.id, fork ? " (forked)" : "", l.batch,
-              description, agent, l.queued.len ? "pending" : "running", l.queued.len ? l.queued.buf : "",
+              ECHO(description), ECHO(agent), l.queued.len ? "pending" : "running", l.queued.len ? l.queued.buf : "",
               l.queued.len ? "\n" : "", l.id);
     sb_free(&l.queued);
     return 0;
@@ -146,7 +146,7 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
     }
     pthread_mutex_unlock(&o->mu);
     if (in_batch == 0) {
-        sb_printf(out, "Batch not found: %s. Use background_list to see available tasks.", batch);
+        sb_printf(out, "Batch not found: %.*s%s. Use background_list to see available tasks.", ECHO(batch));
         return -ENOENT;
     }
     if (n == 0) {
@@ -207,7 +207,7 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     op_cancel_items(o, item, 1, false);
     int rc = item->rc == -ENOENT ? 0 : item->rc;
     if (rc == 0) {
-        sb_printf(out, "Task %s cancelled: %s\n%s; status: cancelled.", id, description,
+        sb_printf(out, "Task %s cancelled: %.*s%s\n%s; status: cancelled.", id, ECHO(description),
                   item->session ? "Its session was aborted" : "Its command was stopped");
     } else {
         sb_printf(out, "Could not cancel task %s: aborting its session failed (%s). It is still running.", id,
@@ -232,8 +232,8 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
     if (matched == 0) {
         sb_puts(out, "No background tasks found");
         if (status || batch)
-            sb_printf(out, " (filter:%s%s%s%s)", status ? " status " : "", status ? status : "",
-                      batch ? " batch " : "", batch ? batch : "");
+            sb_printf(out, " (filter:%s%.*s%s%s%.*s%s)", status ? " status " : "", ECHO(status ? status : ""),
+                      batch ? " batch " : "", ECHO(batch ? batch : ""));
         sb_free(&lines);
         return 0;
     }

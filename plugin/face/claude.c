@@ -54,7 +54,7 @@ static bool ms_arg(const cJSON *args, const char *tool, double def, double max, 
 
 static int not_found(strbuf *out, const char *id)
 {
-    sb_printf(out, "Task not found: %s. Use /tasks or background_list to see this session's tasks.", id);
+    sb_printf(out, "Task not found: %.*s%s. Use /tasks or background_list to see this session's tasks.", ECHO(id));
     return -ENOENT;
 }
 
@@ -84,9 +84,9 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     const char *id = l.id;
     if (background) {
         sb_printf(out,
-                  "Async agent launched in the background.\ntask_id: %s\nDescription: %s\nAgent: %s\n%s%s\n"
+                  "Async agent launched in the background.\ntask_id: %s\nDescription: %.*s%s\nAgent: %.*s%s\n%s%s\n"
                   "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).",
-                  id, description, agent, l.queued.len ? l.queued.buf : "", l.queued.len ? "\n" : "", id);
+                  id, ECHO(description), ECHO(agent), l.queued.len ? l.queued.buf : "", l.queued.len ? "\n" : "", id);
         sb_free(&l.queued);
         return 0;
     }
@@ -171,10 +171,10 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     if (background) {
         set_timeout(o, id, limit_ms);
         sb_printf(out,
-                  "Command %s in the background.\ntask_id: %s\nCommand: %s\n%s%s\n"
+                  "Command %s in the background.\ntask_id: %s\nCommand: %.*s%s\n%s%s\n"
                   "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
                   "to stop it: TaskStop(task_id=\"%s\").",
-                  l.queued.len ? "queued to run" : "running", id, command, l.queued.len ? l.queued.buf : "",
+                  l.queued.len ? "queued to run" : "running", id, ECHO(command), l.queued.len ? l.queued.buf : "",
                   l.queued.len ? "\n" : "", id, id);
         sb_free(&l.queued);
         return 0;
@@ -346,9 +346,9 @@ int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     engine_wait(o, ctx, mono_ms() + o->opt.shell_kill_grace_ms + 5000, op_task_settled, key);
     t = registry_find(&o->reg, key);
     if (t && !task_status_active(t->status))
-        sb_printf(out, "Stopped task %s (shell): %s", key, command);
+        sb_printf(out, "Stopped task %s (shell): %.*s%s", key, ECHO(command));
     else
-        sb_printf(out, "Stop requested for task %s (shell): %s; it has not exited yet.", key, command);
+        sb_printf(out, "Stop requested for task %s (shell): %.*s%s; it has not exited yet.", key, ECHO(command));
     pthread_mutex_unlock(&o->mu);
     free(command);
     return 0;

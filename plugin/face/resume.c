@@ -169,7 +169,7 @@ static int resolve_ids(ocbg *o, ocp_call_ctx *ctx, const cJSON *args, id_list *l
             }
         }
         if (!any) {
-            sb_printf(out, "Batch not found: %s. Use background_list to see available tasks.", id);
+            sb_printf(out, "Batch not found: %.*s%s. Use background_list to see available tasks.", ECHO(id));
             return -ENOENT;
         }
     }

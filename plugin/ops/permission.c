@@ -11,7 +11,7 @@
 #include "hostapi/hostcalls.h"
 
 /* How much of a command line or a host's reason an answer echoes. */
-#define ECHO_MAX_CHARS 200
+#define PERMISSION_ECHO_CHARS 200
 
 /* ---- splitting a command line ------------------------------------------- */
 
@@ -311,10 +311,10 @@ static void outside_dirs(const cJSON *cmds, const char *project, cJSON *dirs)
 
 /* ---- asking -------------------------------------------------------------- */
 
-/* s cut to ECHO_MAX_CHARS characters (at a UTF-8 boundary), with "…" when cut. */
+/* s cut to PERMISSION_ECHO_CHARS characters (at a UTF-8 boundary), with "…" when cut. */
 static char *echo(const char *s)
 {
-    size_t len = strlen(s), keep = utf8_offset(s, len, ECHO_MAX_CHARS);
+    size_t len = strlen(s), keep = utf8_offset(s, len, PERMISSION_ECHO_CHARS);
     return keep < len ? xasprintf("%.*s…", (int)keep, s) : xstrdup(s);
 }
 

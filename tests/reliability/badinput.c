@@ -16,6 +16,8 @@
 #include "rel.h"
 #include "tap.h"
 
+#define ANSWER_MAX_BYTES 1024
+
 static sim_host *h;
 static char *parent, *running_id, *done_id, *batch_id;
 static int tried;
@@ -84,7 +86,9 @@ static void try_bad(const char *tool, const char *kind, const char *args_json, c
     /* The spec's own text for a resume without its message (003). */
     int mentioned = !mention || strstr(out, mention) ||
                     (strcmp(mention, "message") == 0 && strstr(out, "Prompt is required when resuming a task"));
-    int pass = rc < 0 && strlen(out) >= 10 && mentioned;
+    /* An answer stays small whatever the input: at most a short prefix of an
+     * argument is echoed (issue 16: a 1 MB id must not come back as 1 MB). */
+    int pass = rc < 0 && strlen(out) >= 10 && strlen(out) <= ANSWER_MAX_BYTES && mentioned;
     pass &= after.creates == before.creates && after.forks == before.forks && after.prompts == before.prompts &&
             after.aborts == before.aborts && strcmp(after.list, before.list) == 0;
     errno = 0;
@@ -131,8 +135,8 @@ static cJSON *base_args(const char *tool, const cJSON *props, const cJSON *requi
     return args;
 }
 
-static void bad_value(const char *tool, const char *kind, const cJSON *props, const cJSON *required,
-                      const char *name, cJSON *value)
+static void bad_value_saying(const char *tool, const char *kind, const cJSON *props, const cJSON *required,
+                             const char *name, cJSON *value, const char *mention)
 {
     cJSON *args = base_args(tool, props, required);
     cJSON_DeleteItemFromObject(args, name);
@@ -140,9 +144,15 @@ static void bad_value(const char *tool, const char *kind, const cJSON *props, co
     char *json = print(args);
     char k[128];
     snprintf(k, sizeof k, "%s '%s'", kind, name);
-    try_bad(tool, k, json, name);
+    try_bad(tool, k, json, mention);
     free(json);
     cJSON_Delete(args);
+}
+
+static void bad_value(const char *tool, const char *kind, const cJSON *props, const cJSON *required,
+                      const char *name, cJSON *value)
+{
+    bad_value_saying(tool, kind, props, required, name, value, name);
 }
 
 static void table_for(const ocp_tool *t)
@@ -228,7 +238,28 @@ static void table_for(const ocp_tool *t)
             bad_value(t->name, "invalid UTF-8 item (surrogate)", props, required, name, a);
         }
     }
-    /* Unknown extra argument (and an empty-named one). */
+    /* Long ids that name nothing (under the 1 MiB argument limit, so they are
+     * looked up): not found, and only a prefix of the id comes back. */
+    size_t long_n = 512 * 1024;
+    cJSON_ArrayForEach(p, props)
+    {
+        const char *name = p->string;
+        char *long_id = malloc(long_n + 1);
+        memset(long_id, 'q', long_n);
+        memcpy(long_id, strcmp(name, "batch_id") == 0 ? "batch_" : "bg_", 3);
+        long_id[long_n] = '\0';
+        /* (background_list's batch filter is no error: checked in main.) */
+        if (strcmp(name, "task_id") == 0 || (strcmp(name, "batch_id") == 0 && strcmp(t->name, "background_list")))
+            bad_value_saying(t->name, "unknown long id (512 KiB)", props, required, name,
+                             cJSON_CreateString(long_id), "not found: ");
+        if (strcmp(name, "task_ids") == 0) {
+            cJSON *a = cJSON_CreateArray();
+            cJSON_AddItemToArray(a, cJSON_CreateString(long_id));
+            bad_value_saying(t->name, "unknown long id item (512 KiB)", props, required, name, a, "not found: ");
+        }
+        free(long_id);
+    }
+    /* Unknown extra argument (and an empty-named one, and a 512 KiB one). */
     cJSON *args = base_args(t->name, props, required);
     cJSON_AddNumberToObject(args, "bogus_extra", 1);
     char *json = print(args);
@@ -239,6 +270,16 @@ static void table_for(const ocp_tool *t)
     cJSON_AddStringToObject(args, "", "x");
     json = print(args);
     try_bad(t->name, "unknown extra argument ''", json, "unknown argument");
+    free(json);
+    cJSON_Delete(args);
+    args = base_args(t->name, props, required);
+    char *long_name = malloc(long_n + 1);
+    memset(long_name, 'k', long_n);
+    long_name[long_n] = '\0';
+    cJSON_AddNumberToObject(args, long_name, 1);
+    json = print(args);
+    try_bad(t->name, "unknown extra argument (512 KiB name)", json, "unknown argument 'kkkk");
+    free(long_name);
     free(json);
     cJSON_Delete(args);
     free(huge);
@@ -277,7 +318,25 @@ int main(void)
     /* Tools the plugin does not have. */
     try_bad("no_such_tool", "unknown tool", "{}", "no_such_tool");
     try_bad("", "empty tool name", "{}", "Unknown tool");
+    char *long_tool = malloc(512 * 1024 + 1);
+    memset(long_tool, 't', 512 * 1024);
+    long_tool[512 * 1024] = '\0';
+    try_bad(long_tool, "unknown tool (512 KiB name)", "{}", "Unknown tool: tttt");
+    free(long_tool);
 
+    /* A listing filtered by a batch that does not exist is an empty listing,
+     * and it echoes only a prefix of the filter. */
+    size_t n = 512 * 1024;
+    char *args = malloc(n + 32);
+    memset(args, 'q', n + 32);
+    memcpy(args, "{\"batch_id\":\"batch_", 19);
+    memcpy(args + n + 28, "\"}", 3);
+    out = rel_tool(h, parent, "background_list", args, NULL);
+    ok(strncmp(out, "No background tasks found (filter: batch batch_qqq", 50) == 0 &&
+           strlen(out) <= ANSWER_MAX_BYTES && strstr(out, "q…)"),
+       "background_list with a 512 KiB batch filter: an empty listing echoing a prefix (%zu bytes)", strlen(out));
+    free(out);
+    free(args);
     printf("bad_inputs_tried: %d\n", tried);
     free(parent);
     free(running_id);
