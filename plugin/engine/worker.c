@@ -92,12 +92,11 @@ static void run_finalize(ocbg *o, job *j)
     char *prev = xstrdup(t->result_message_id);
     bool skip_notices = !t->woken; /* a notice just pushed to wake it is not after its answer */
     bool recovering = t->recovering;
-    unsigned sent = t->followups_sent, awaited = t->followup_wait; /* model/followup.h */
+    unsigned sent = t->followups_sent, awaited = t->followup_wait; /* model/followup.h: read all then */
     pthread_mutex_unlock(&o->mu);
 
     char *json = NULL, *err = NULL, *cut = NULL;
     int busy = recovering ? session_busy(o, session) : 1;
-    /* An awaited follow-up: all messages, as it may be far back by now. */
     int rc = hc_session_messages(&o->api, session, awaited ? 0 : FINALIZE_MESSAGE_LIMIT, &json, &err);
     outcome out = {0};
     bool seen = rc == 0 && awaited && followup_seen(json, j->task_id, awaited);
@@ -113,8 +112,7 @@ static void run_finalize(ocbg *o, job *j)
     if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling && recovering)
         t->recovering = (rc != 0 && rc != -ENOENT) || !asked; /* else decided; the poll asks again */
     if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling) {
-        if (seen && t->followup_wait == awaited)
-            t->followup_wait = 0; /* seen: the usual rules from now */
+        t->followup_wait = seen && t->followup_wait == awaited ? 0 : t->followup_wait; /* seen: as usual from now */
         if (t->followups_sent != sent) {
             check_later(o, t, true); /* a follow-up went out during the read: it may predate it */
         } else if (cut) {
