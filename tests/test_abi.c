@@ -92,10 +92,10 @@ static void plugin_table(sim_host *h)
     ok(p->struct_size >= sizeof(ocp_plugin), "plugin table size");
     static const char *const names[] = {"background_task", "background_output", "background_cancel",
                                         "background_list", "background_clear",  "background_resume",
-                                        "background_block", "Task",              "Bash",
-                                        "TaskOutput",      "TaskStop"};
-    is_int(p->tool_count, 11, "seven tools of the OpenCode face, four of the Claude face");
-    for (size_t i = 0; i < 11 && i < p->tool_count; i++) {
+                                        "background_block", "background_send",   "Task",
+                                        "Bash",             "TaskOutput",        "TaskStop"};
+    is_int(p->tool_count, 12, "eight tools of the OpenCode face, four of the Claude face");
+    for (size_t i = 0; i < 12 && i < p->tool_count; i++) {
         is_str(p->tools[i].name, names[i], "tool %zu name", i);
         ok(p->tools[i].description && strlen(p->tools[i].description) > 20, "%s has a description", names[i]);
         cJSON *s = cJSON_Parse(p->tools[i].parameters_json);
@@ -127,8 +127,8 @@ static void faces(sim_host *h)
     const ocp_plugin *p = entry(sim_table(h), "{\"face_claude\":false}", err, sizeof err);
     ok(p != NULL, "face_claude false loads");
     if (p) {
-        is_int(p->tool_count, 7, "only the OpenCode face's seven tools");
-        is_str(p->tools[p->tool_count - 1].name, "background_block", "ending with background_block");
+        is_int(p->tool_count, 8, "only the OpenCode face's eight tools");
+        is_str(p->tools[p->tool_count - 1].name, "background_send", "ending with background_send");
         p->shutdown(p->userdata);
     }
     p = entry(sim_table(h), "{\"face_opencode\":false}", err, sizeof err);

@@ -198,15 +198,15 @@ static void faces(void)
     static const char *const claude[] = {"Task", "Bash", "TaskOutput", "TaskStop"};
     static const char *const opencode[] = {"background_task",  "background_output", "background_cancel",
                                            "background_list",  "background_clear",  "background_resume",
-                                           "background_block"};
+                                           "background_block", "background_send"};
     sim_host *h = t_host(NULL);
     int n = 0;
     for (size_t i = 0; i < 4; i++)
         n += has_tool(h, claude[i]);
-    for (size_t i = 0; i < 7; i++)
+    for (size_t i = 0; i < 8; i++)
         n += has_tool(h, opencode[i]);
-    is_int(n, 11, "both faces by default");
-    is_int(sim_plugin(h, 0)->tool_count, 11, "and nothing else");
+    is_int(n, 12, "both faces by default");
+    is_int(sim_plugin(h, 0)->tool_count, 12, "and nothing else");
     ok(!has_tool(h, "BashOutput") && !has_tool(h, "KillBash"), "no BashOutput, no KillBash");
     sim_destroy(h);
 
@@ -215,7 +215,7 @@ static void faces(void)
     for (size_t i = 0; i < 4; i++)
         n += has_tool(h, claude[i]);
     is_int(n, 0, "face_claude false: no Claude tool");
-    is_int(sim_plugin(h, 0)->tool_count, 7, "the OpenCode face stays");
+    is_int(sim_plugin(h, 0)->tool_count, 8, "the OpenCode face stays");
     char *s = sim_session_new(h, NULL, "main");
     char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
     ok(t_rc != 0, "calling Bash fails (rc %d: %s)", t_rc, out);
@@ -225,7 +225,7 @@ static void faces(void)
 
     h = t_host("{\"face_opencode\":false}");
     n = 0;
-    for (size_t i = 0; i < 7; i++)
+    for (size_t i = 0; i < 8; i++)
         n += has_tool(h, opencode[i]);
     is_int(n, 0, "face_opencode false: no background_* tool");
     is_int(sim_plugin(h, 0)->tool_count, 4, "the Claude face stays");

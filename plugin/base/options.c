@@ -31,6 +31,7 @@ static const int_option int_options[] = {
     {"max_repeat_calls", offsetof(options, max_repeat_calls), 2, 1000, 5},
     {"stale_ms", offsetof(options, stale_ms), 1000, 86400000, 1200000},
     {"max_runtime_ms", offsetof(options, max_runtime_ms), 1000, 604800000, 14400000},
+    {"auto_background_ms", offsetof(options, auto_background_ms), 0, 86400000, 60000},
 };
 #define N_INT_OPTIONS (sizeof int_options / sizeof int_options[0])
 

@@ -51,6 +51,7 @@ typedef struct options {
     int max_repeat_calls;         /* the same call (tool and input) this many times in a row at most */
     int stale_ms;                 /* a busy agent with no progress this long is stopped */
     int max_runtime_ms;           /* a run's longest runtime (a launch's timeout may be shorter) */
+    int auto_background_ms;       /* a foreground Task or Bash running longer goes to the background; 0: never */
     /* The durable task store (plugin/store/). */
     bool store;                   /* false: tasks live in memory only */
 #define OPTIONS_PATH_MAX 1024

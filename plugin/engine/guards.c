@@ -254,22 +254,31 @@ static bool task_spent(ocbg *o, const task *t, strbuf *out)
     return true;
 }
 
+/* Has session s's spend reached max_session_cost_usd? Then why, into out,
+ * beginning with `verb` and ending with `tail`. Lock held. */
+static bool session_spent(ocbg *o, const char *session_id, const char *verb, const char *tail, strbuf *out)
+{
+    session_spend *s = map_get(&o->spend, session_id);
+    if (!s || s->cost < o->opt.max_session_cost_usd)
+        return false;
+    char amount[48];
+    format_usd(amount, sizeof amount, s->cost);
+    sb_printf(out,
+              "%s: this session's background tasks have spent %s, its whole budget "
+              "(max_session_cost_usd is %.15g). %s",
+              verb, amount, o->opt.max_session_cost_usd, tail);
+    return true;
+}
+
 int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf *out)
 {
     if (!session_id)
         return 0; /* the launch itself refuses a call without a session */
     pthread_mutex_lock(&o->mu);
-    session_spend *s = map_get(&o->spend, session_id);
     task *t = resume_id ? registry_find(&o->reg, resume_id) : NULL;
     int rc = 0;
-    if (s && s->cost >= o->opt.max_session_cost_usd) {
-        char amount[48];
-        format_usd(amount, sizeof amount, s->cost);
-        sb_printf(out,
-                  "%s: this session's background tasks have spent %s, its whole budget "
-                  "(max_session_cost_usd is %.15g). %s",
-                  resume_id ? "Not resumed" : "Not started", amount, o->opt.max_session_cost_usd,
-                  resume_id ? "The task was not resumed." : "No task was created.");
+    if (session_spent(o, session_id, resume_id ? "Not resumed" : "Not started",
+                      resume_id ? "The task was not resumed." : "No task was created.", out)) {
         rc = -EDQUOT;
     } else if (t && t->status == TASK_COMPLETED && strcmp(t->parent->session_id, session_id) == 0 &&
                task_spent(o, t, out)) {
@@ -277,4 +286,14 @@ int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf 
     }
     pthread_mutex_unlock(&o->mu);
     return rc;
+}
+
+int guards_admit_send(ocbg *o, const char *session_id, strbuf *out)
+{
+    if (!session_id)
+        return 0;
+    pthread_mutex_lock(&o->mu);
+    bool spent = session_spent(o, session_id, "Not sent", "Nothing was sent.", out);
+    pthread_mutex_unlock(&o->mu);
+    return spent ? -EDQUOT : 0;
 }

@@ -61,4 +61,10 @@ void guards_forget_session(ocbg *o, const char *session_id);
  * task to resume has used up one of its own. */
 int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf *out);
 
+/* May `session_id` send a message into a running task (background_send)?
+ * Only the session's budget can refuse it (a running task over one of its
+ * own is being stopped by its guard). [tool call, lock not held] 0; or
+ * -EDQUOT and why in out ("Not sent: …"). */
+int guards_admit_send(ocbg *o, const char *session_id, strbuf *out);
+
 #endif

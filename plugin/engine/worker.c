@@ -11,6 +11,7 @@
 #include "engine/persist.h"
 #include "engine/worker.h"
 #include "engine/sched.h"
+#include "model/followup.h"
 #include "model/outcome.h"
 #include "store/store.h"
 
@@ -91,13 +92,15 @@ static void run_finalize(ocbg *o, job *j)
     char *prev = xstrdup(t->result_message_id);
     bool skip_notices = !t->woken; /* a notice just pushed to wake it is not after its answer */
     bool recovering = t->recovering;
+    unsigned sent = t->followups_sent, awaited = t->followup_wait; /* model/followup.h: read all then */
     pthread_mutex_unlock(&o->mu);
 
     char *json = NULL, *err = NULL, *cut = NULL;
     int busy = recovering ? session_busy(o, session) : 1;
-    int rc = hc_session_messages(&o->api, session, FINALIZE_MESSAGE_LIMIT, &json, &err);
+    int rc = hc_session_messages(&o->api, session, awaited ? 0 : FINALIZE_MESSAGE_LIMIT, &json, &err);
     outcome out = {0};
-    if (rc == 0)
+    bool seen = rc == 0 && awaited && followup_seen(json, j->task_id, awaited);
+    if (rc == 0 && (!awaited || seen))
         outcome_from_messages(json, prev, skip_notices, &out);
     bool asked = busy >= 0; /* whether a restored task's state is decided */
     if (rc == 0 && busy == 0 && out.kind == OUTCOME_NONE)
@@ -109,7 +112,10 @@ static void run_finalize(ocbg *o, job *j)
     if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling && recovering)
         t->recovering = (rc != 0 && rc != -ENOENT) || !asked; /* else decided; the poll asks again */
     if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling) {
-        if (cut) {
+        t->followup_wait = seen && t->followup_wait == awaited ? 0 : t->followup_wait; /* seen: as usual from now */
+        if (t->followups_sent != sent) {
+            check_later(o, t, true); /* a follow-up went out during the read: it may predate it */
+        } else if (cut) {
             engine_finish(o, t, TASK_ERROR, cut, NULL);
         } else if (rc == -ENOENT) {
             engine_finish(o, t, TASK_ERROR, "The task's session no longer exists.", NULL);

@@ -68,7 +68,83 @@ static void drop_foreground(ocbg *o, const char *id)
     }
 }
 
+/* ---- moving a long foreground call to the background -------------------- */
+
+/* The foreground wait's deadline: the call's own limit, or auto_background_ms
+ * when that comes first (0: it never does). *moves: the call goes to the
+ * background if it is still running at the deadline. */
+static int64_t foreground_deadline(ocbg *o, int64_t own_ms, bool *moves)
+{
+    int64_t auto_ms = o->opt.auto_background_ms;
+    *moves = auto_ms > 0 && auto_ms < own_ms;
+    return mono_ms() + (*moves ? auto_ms : own_ms);
+}
+
+/* A foreground call's task still running at auto_background_ms becomes a
+ * background task: its caller no longer owns its result (op_await gave its
+ * claim back), so it ends with the usual notification, and the store keeps
+ * it from now. The work goes on untouched. Lock held. */
+static void move_to_background(ocbg *o, task *t, strbuf *out)
+{
+    t->foreground = false;
+    registry_touch(&o->reg, t);
+    int64_t ms = o->opt.auto_background_ms;
+    if (ms % 1000 == 0)
+        sb_printf(out, "Still running after %lld s, so it was moved to the background (auto_background_ms).\n",
+                  (long long)(ms / 1000));
+    else
+        sb_printf(out, "Still running after %.1f s, so it was moved to the background (auto_background_ms).\n",
+                  (double)ms / 1000);
+}
+
+/* Task's background answer: the id and how to follow it. */
+static void put_task_launched(strbuf *out, const char *id, const char *description, const char *agent,
+                              const char *queued)
+{
+    sb_printf(out,
+              "Async agent launched in the background.\ntask_id: %s\nDescription: %.*s%s\nAgent: %.*s%s\n%s%s\n"
+              "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).",
+              id, ECHO(description), ECHO(agent), queued ? queued : "", queued ? "\n" : "", id);
+}
+
+/* Bash's background answer. */
+static void put_bash_launched(strbuf *out, const char *id, const char *command, const char *queued)
+{
+    sb_printf(out,
+              "Command %s in the background.\ntask_id: %s\nCommand: %.*s%s\n%s%s\n"
+              "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
+              "to stop it: TaskStop(task_id=\"%s\").",
+              queued ? "queued to run" : "running", id, ECHO(command), queued ? queued : "", queued ? "\n" : "", id, id);
+}
+
 /* ---- Task ----------------------------------------------------------------- */
+
+/* Esc (or shutdown) during a foreground Task stops the sub-agent: nobody
+ * else waits for it. *session: the session to abort, when it runs. Lock held. */
+static int task_esc(ocbg *o, task *t, wait_result w, char **session, strbuf *out)
+{
+    if (t->status == TASK_PENDING) {
+        engine_stop_task(o, t); /* never started: it just leaves the queue */
+    } else if (task_status_active(t->status) && !t->cancelling) {
+        t->cancelling = true;
+        *session = xstrdup(t->session_id);
+    }
+    sb_printf(out, "%s: the sub-agent was stopped.", w == WAIT_CANCELLED ? "Cancelled" : "ocbg is shutting down");
+    return -ECANCELED;
+}
+
+/* Abort an Esc'd foreground Task's session, then end and drop the task. */
+static void task_abort(ocbg *o, const char *id, char *session)
+{
+    hc_session_abort(&o->api, session, NULL);
+    free(session);
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, id);
+    if (t)
+        engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+    drop_foreground(o, id);
+    pthread_mutex_unlock(&o->mu);
+}
 
 int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
@@ -83,31 +159,26 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         return rc;
     const char *id = l.id;
     if (background) {
-        sb_printf(out,
-                  "Async agent launched in the background.\ntask_id: %s\nDescription: %.*s%s\nAgent: %.*s%s\n%s%s\n"
-                  "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).",
-                  id, ECHO(description), ECHO(agent), l.queued.len ? l.queued.buf : "", l.queued.len ? "\n" : "", id);
+        put_task_launched(out, id, description, agent, l.queued.len ? l.queued.buf : NULL);
         sb_free(&l.queued);
         return 0;
     }
     sb_free(&l.queued); /* a foreground call waits through the queue */
+    bool moves;
+    int64_t deadline = foreground_deadline(o, FOREGROUND_TASK_MS, &moves);
     pthread_mutex_lock(&o->mu);
     task *t;
-    wait_result w = op_await(o, ctx, id, mono_ms() + FOREGROUND_TASK_MS, true, &t);
+    wait_result w = op_await(o, ctx, id, deadline, true, &t);
     char *session = NULL;
     if (!t) {
         sb_printf(out, "The sub-agent's task %s was removed while it ran.", id);
         rc = -ENOENT;
+    } else if (w == WAIT_TIMEOUT && moves && task_status_active(t->status)) {
+        move_to_background(o, t, out);
+        put_task_launched(out, id, description, agent,
+                          t->status == TASK_PENDING ? "Status: pending (it starts when a run slot frees)" : NULL);
     } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
-        /* Esc on a foreground Task stops the sub-agent: nobody else waits for it. */
-        if (t->status == TASK_PENDING) {
-            engine_stop_task(o, t); /* never started: it just leaves the queue */
-        } else if (task_status_active(t->status) && !t->cancelling) {
-            t->cancelling = true;
-            session = xstrdup(t->session_id);
-        }
-        sb_printf(out, "%s: the sub-agent was stopped.", w == WAIT_CANCELLED ? "Cancelled" : "ocbg is shutting down");
-        rc = -ECANCELED;
+        rc = task_esc(o, t, w, &session, out);
     } else if (t->status == TASK_COMPLETED) {
         sb_puts(out, t->result ? t->result : "");
         t->retrieved_ms = ocbg_now(o);
@@ -118,16 +189,8 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     }
     drop_foreground(o, id);
     pthread_mutex_unlock(&o->mu);
-    if (session) {
-        hc_session_abort(&o->api, session, NULL);
-        free(session);
-        pthread_mutex_lock(&o->mu);
-        t = registry_find(&o->reg, id);
-        if (t)
-            engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
-        drop_foreground(o, id);
-        pthread_mutex_unlock(&o->mu);
-    }
+    if (session)
+        task_abort(o, id, session);
     return rc;
 }
 
@@ -170,18 +233,24 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     const char *id = l.id;
     if (background) {
         set_timeout(o, id, limit_ms);
-        sb_printf(out,
-                  "Command %s in the background.\ntask_id: %s\nCommand: %.*s%s\n%s%s\n"
-                  "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
-                  "to stop it: TaskStop(task_id=\"%s\").",
-                  l.queued.len ? "queued to run" : "running", id, ECHO(command), l.queued.len ? l.queued.buf : "",
-                  l.queued.len ? "\n" : "", id, id);
+        put_bash_launched(out, id, command, l.queued.len ? l.queued.buf : NULL);
         sb_free(&l.queued);
         return 0;
     }
+    bool moves;
+    int64_t deadline = foreground_deadline(o, (int64_t)timeout_ms, &moves);
     pthread_mutex_lock(&o->mu);
     task *t;
-    wait_result w = op_await(o, ctx, id, mono_ms() + (int64_t)timeout_ms, true, &t);
+    wait_result w = op_await(o, ctx, id, deadline, true, &t);
+    if (t && w == WAIT_TIMEOUT && moves && task_status_active(t->status)) {
+        /* In the background its own timeout, when the call gave one, is
+         * its runtime limit (from its start); else max_runtime_ms. */
+        t->timeout_ms = limit_ms;
+        move_to_background(o, t, out);
+        put_bash_launched(out, id, command, NULL);
+        pthread_mutex_unlock(&o->mu);
+        return 0;
+    }
     if (t && w != WAIT_DONE && task_status_active(t->status)) {
         /* Timed out or cancelled: a foreground command does not outlive its call. */
         t->result_waiters++; /* still the caller's result */

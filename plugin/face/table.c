@@ -48,6 +48,11 @@ static const arg_spec resume_args[] = {
     {"timeout", ARG_NUMBER, ARG_OPTIONAL, "With block: how long to wait, in seconds (default 120, at most 600)",
      NULL},
 };
+static const arg_spec send_args[] = {
+    {"task_id", ARG_STRING, ARG_REQUIRED, "The running task to send the message to (bg_...)", NULL},
+    {"message", ARG_STRING, ARG_REQUIRED_BY_HANDLER,
+     "More context or a correction for the sub-agent; it reads it when its current step ends", NULL},
+};
 static const arg_spec block_args[] = {
     {"task_ids", ARG_STRING_ARRAY, ARG_REQUIRED, "The task ids (bg_...) or batch ids (batch_...) to wait for",
      NULL},
@@ -81,6 +86,11 @@ const tool_spec background_tools[] = {
      "Wait until the given background tasks have all finished (or the timeout), then summarise their status. "
      "For when the work truly cannot go on without them; otherwise rely on the notifications.",
      block_args, N(block_args), tool_background_block},
+    {"background_send",
+     "Send a message to a running background task's sub-agent: more context, a correction, a narrower goal. "
+     "It returns at once; the sub-agent reads it when its current step ends and goes on. The task still "
+     "notifies you once, when it finishes. For a completed task use background_resume.",
+     send_args, N(send_args), tool_background_send},
 };
 const size_t background_tool_count = N(background_tools);
 

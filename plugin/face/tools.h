@@ -59,7 +59,7 @@ typedef struct tool_spec {
 } tool_spec;
 
 /* The OpenCode face (tools_table.c): background_task, _output, _cancel,
- * _list, _clear, _resume, _block. */
+ * _list, _clear, _resume, _block, _send. */
 extern const tool_spec background_tools[];
 extern const size_t background_tool_count;
 
@@ -87,6 +87,7 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
 int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 int tool_background_resume(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_send(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 
 /* Resume mode of background_task and background_resume: validates in the
  * spec's order with its exact texts, then sends `prompt` to the task's

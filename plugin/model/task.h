@@ -80,6 +80,9 @@ typedef struct task {
     bool wake_parked;       /* awaiting, its tasks ended: the notice that wakes it waits for a slot */
     bool woken;             /* a waking notice went into its session; cleared when it is seen busy */
     unsigned depth;         /* 1: launched by a session that is not a task's; else its launcher's + 1 */
+    /* follow-ups into a running run (ops/send.c, model/followup.h) */
+    unsigned followups_sent; /* messages background_send has begun to send, all runs: numbers them */
+    unsigned followup_wait; /* the newest one sent whose message the completion check has not seen; 0: none */
     /* usage and guards (model/usage.h, engine/guards.c) */
     struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
     char *guard_error;      /* a guard is stopping its command: the error its run ends with */

@@ -160,4 +160,41 @@ wait_result op_resume_wait(ocbg *o, ocp_call_ctx *ctx, resume_claim *c, int64_t 
 
 void op_resume_claim_free(resume_claim *c);
 
+/* Why a message to a task (background_send) was refused, nothing sent. */
+typedef enum send_refusal {
+    SEND_OK,
+    SEND_NOT_FOUND,   /* not a task of the caller's session */
+    SEND_SHELL,       /* a command takes no messages */
+    SEND_NOT_RUNNING, /* pending, completed, error or cancelled (the status: in the claim) */
+    SEND_STARTING,    /* running, but its session is not ready for prompts yet */
+    SEND_STOPPING,    /* being cancelled or stopped, or its session was deleted */
+} send_refusal;
+
+/* A running agent task a message is for. */
+typedef struct send_claim {
+    char id[TASK_ID_SIZE];
+    unsigned run;        /* the run it goes into */
+    unsigned number;     /* its follow-up number (op_send sets it) */
+    task_status status;  /* the status found */
+    bool deny_tools;     /* the task is at max_depth: the prompt denies ocbg's tools, as its first did */
+    char *session, *agent, *description; /* owned: op_send_claim_free */
+} send_claim;
+
+/* Is task id a running agent task of the caller's session that can take a
+ * message now? [lock held] SEND_OK and *c filled, or why not (c->status set
+ * when found); nothing changes. */
+send_refusal op_send_check(ocbg *o, const ocp_call_ctx *ctx, const char *id, send_claim *c);
+
+/* Send `message` into the running task c names: the host's permission
+ * ("task", the agent), the task checked again (it may have ended while the
+ * user was asked), then the prompt queued into its busy session. The task
+ * keeps its run and its one notification; its completion waits until the
+ * host holds the message (model/followup.h). [lock not held] 0; or a
+ * negative errno and the answer in out: refused (-EACCES, -ECANCELED, -EIO
+ * from the permission; -EINVAL etc. with *why set when the task changed
+ * meanwhile, out untouched) or the host's send failed (out says so). */
+int op_send(ocbg *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out);
+
+void op_send_claim_free(send_claim *c);
+
 #endif

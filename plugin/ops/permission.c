@@ -417,3 +417,21 @@ int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const c
     free(what);
     return rc;
 }
+
+int permission_send(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
+{
+    if (!o->api.host.ask_permission)
+        return 0;
+    cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
+    cJSON_AddItemToArray(patterns, cJSON_CreateString(agent));
+    cJSON_AddItemToArray(always, cJSON_CreateString("*"));
+    cJSON_AddStringToObject(meta, "subagent_type", agent);
+    if (description && !blank(description))
+        cJSON_AddStringToObject(meta, "description", description);
+    char *shown = echo(agent);
+    char *what = xasprintf("sending a message to a running sub-agent of type \"%s\"", shown);
+    free(shown);
+    int rc = ask(o, ctx, "task", patterns, always, meta, what, "Nothing was sent.", out);
+    free(what);
+    return rc;
+}

@@ -32,6 +32,13 @@ int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
 int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description,
                     strbuf *out);
 
+/* May the call `ctx` send a message into a running sub-agent of type
+ * `agent` (background_send)? The same permission as starting one ("task",
+ * the agent's name), so a rule that forbids the agent forbids talking to
+ * it; the answer says that nothing was sent. */
+int permission_send(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description,
+                    strbuf *out);
+
 /* The patterns a command line is checked against, as OpenCode's bash tool
  * makes them: every simple command it contains (split at ;, &&, ||, |, &
  * and newlines outside quotes; the commands inside $(…), `…` and (…) too),

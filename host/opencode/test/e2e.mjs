@@ -62,6 +62,7 @@ const PROJECT = path.join(WORK, "project");
 const CONFIG = path.join(HOME, ".config");
 const STUBPLUG = path.join(WORK, "stubplug");
 const OCBGPLUG = path.join(WORK, "ocbg"); // listed with options, not scanned
+const AUTO_BG_MS = 2000; // auto_background_ms in this suite (autoBackground)
 // Files the permission scenarios' commands would write: inside the project,
 // so that only the bash rules decide (a path outside it asks external_directory).
 const SIDE = path.join(PROJECT, "side");
@@ -193,7 +194,7 @@ async function main() {
         // max_task_tokens: above every other scenario's tasks (the compacting one uses ~7,550);
         // max_depth 2: a task's own session may launch once (nestedTasks, nestedCancel)
         { face_claude: true, max_running_per_agent: { "e2e-capped": 2 }, max_task_tokens: TASK_TOKENS,
-          max_depth: 2 }]]),
+          max_depth: 2, auto_background_ms: AUTO_BG_MS }]]),
     ],
   };
   serverEnv = {
@@ -214,7 +215,7 @@ async function main() {
     ok(false, "ocbg is installed in the project (make install-opencode PROJECT=...)");
   } else if (ONLY !== "stub") {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
-      tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
+      autoBackground, tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
       tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused,
       restartAfterNotify, restartBeforeNotify, restartMidTask])) {
@@ -509,6 +510,39 @@ async function claudeShell() {
   const gone = pgrp && await waitFor("the process group gone", () => groupMembers(pgrp).length === 0, 10000);
   ok(gone, "the command's whole process group is gone", pgrp && groupMembers(pgrp));
   if (gone) shellGroups.delete(pgrp);
+}
+
+// Long foreground work moves to the background (auto_background_ms, small in
+// this suite): a foreground Task whose child waits at its gate, and a
+// foreground Bash that sleeps past the limit, each return a task id with the
+// face's background text, then notify once with their result.
+async function autoBackground() {
+  const s = await newSession("auto background");
+  const t = await callTool(s, "Task", { description: "auto bg agent", prompt: "CHILD gate autobg",
+    subagent_type: "general" }, 60000);
+  const tid = t?.output ? taskIds(t.output)[0] : null;
+  ok(t?.status === "completed" && tid && t.output.startsWith("Still running after 2 s, so it was moved to the " +
+    "background (auto_background_ms).\nAsync agent launched in the background.\ntask_id: " + tid),
+    "a foreground Task past auto_background_ms returns its task id and the background text", t);
+  const b = await callTool(s, "Bash", { command: "sleep 4; echo autobg-done", description: "slow echo" }, 60000);
+  const bid = b?.output ? taskIds(b.output)[0] : null;
+  ok(b?.status === "completed" && bid && b.output.includes("moved to the background") &&
+    b.output.includes("Command running in the background.\ntask_id: " + bid),
+    "a foreground Bash past auto_background_ms returns its task id and the background text", b);
+  fake.openGate("autobg");
+  const notes = await waitFor("both notified", async () => {
+    const us = userTexts(await messages(s));
+    const ta = us.filter((x) => x.includes(`[ocbg] Background task completed: ${tid}`));
+    const ba = us.filter((x) => x.includes(`[ocbg] Background command completed: ${bid}`));
+    return ta.length && ba.length ? { ta, ba } : null;
+  }, 30000);
+  ok(notes?.ta.length === 1 && notes.ta[0].includes("child reply autobg"),
+    "the moved Task is notified once, with the sub-agent's reply", notes?.ta);
+  ok(notes?.ba.length === 1 && notes.ba[0].includes("autobg-done"),
+    "the moved Bash is notified once, with the command's output (it kept running)", notes?.ba);
+  await idle(s);
+  const again = userTexts(await messages(s)).filter((x) => x.includes(tid) || x.includes(bid));
+  ok(again.length === 2, "and never again", again);
 }
 
 // Claude face, agent: Task(run_in_background) read with TaskOutput(block=true).
@@ -952,7 +986,7 @@ async function rateLimited() {
 // (Functions, not constants: main() runs before this part of the module.)
 function ocbgTools() {
   return ["background_task", "background_output", "background_cancel", "background_list", "background_clear",
-    "background_resume", "background_block", "Task", "Bash", "TaskOutput", "TaskStop"];
+    "background_resume", "background_block", "background_send", "Task", "Bash", "TaskOutput", "TaskStop"];
 }
 function toolNames(r) { return (r?.body.tools || []).map((t) => t.function?.name); }
 async function childOf(sid) { return (await api("GET", `/session/${sid}/children`)).json?.[0]?.id; }

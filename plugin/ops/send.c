@@ -1,0 +1,92 @@
+/* send.c — see ops.h: a message into a running agent task's session, where
+ * the host queues it behind the step under way. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "model/followup.h"
+#include "ops/ops.h"
+#include "ops/permission.h"
+
+send_refusal op_send_check(ocbg *o, const ocp_call_ctx *ctx, const char *id, send_claim *c)
+{
+    task *t = op_find_own(o, id, ctx);
+    if (!t)
+        return SEND_NOT_FOUND;
+    c->status = t->status;
+    if (t->type == TASK_SHELL)
+        return SEND_SHELL;
+    if (t->status != TASK_RUNNING && t->status != TASK_RESUMED)
+        return SEND_NOT_RUNNING;
+    if (t->cancelling || t->guard_error || t->session_gone)
+        return SEND_STOPPING;
+    /* No session yet, or a fork whose own first message is not stored: a
+     * message now could come before the task's prompt. A task restored from
+     * the store is first checked against its session. */
+    if (!t->session_id || t->inherited || t->recovering)
+        return SEND_STARTING;
+    memcpy(c->id, t->id, sizeof c->id);
+    c->run = t->run;
+    c->deny_tools = t->depth >= (unsigned)o->opt.max_depth;
+    free(c->session);
+    free(c->agent);
+    free(c->description);
+    c->session = xstrdup(t->session_id);
+    c->agent = xstrdup(t->agent);
+    c->description = xstrdup(t->description);
+    return SEND_OK;
+}
+
+/* The host refused follow-up c->number: the completion check stops waiting
+ * for it (an earlier one still awaited is waited for no longer either: the
+ * task's next idle decides, as without follow-ups). Lock not held. */
+static void send_failed(ocbg *o, const send_claim *c)
+{
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, c->id);
+    if (t && t->run == c->run && t->followup_wait == c->number)
+        t->followup_wait = 0;
+    pthread_mutex_unlock(&o->mu);
+}
+
+int op_send(ocbg *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out)
+{
+    *why = SEND_OK;
+    int rc = permission_send(o, ctx, c->agent, c->description, out);
+    if (rc != 0)
+        return rc;
+    /* Checked again: the task may have ended while the user was asked. From
+     * here its completion waits for this message (model/followup.h). */
+    pthread_mutex_lock(&o->mu);
+    unsigned run = c->run;
+    *why = op_send_check(o, ctx, c->id, c);
+    task *t = *why == SEND_OK && c->run == run ? registry_find(&o->reg, c->id) : NULL;
+    if (*why == SEND_OK && !t)
+        *why = SEND_NOT_RUNNING; /* it ended and was resumed meanwhile: a new run */
+    if (t) {
+        c->number = ++t->followups_sent;
+        t->followup_wait = c->number;
+    }
+    pthread_mutex_unlock(&o->mu);
+    if (!t)
+        return -EINVAL;
+    char *text = followup_text(c->id, c->number, message), *err = NULL;
+    rc = hc_session_prompt(&o->api, c->session, text, c->agent, false, c->deny_tools, &err);
+    free(text);
+    if (rc != 0) {
+        send_failed(o, c);
+        sb_printf(out, "Could not send the message to task %s: %s. The task goes on without it.", c->id,
+                  err ? err : "the host refused it");
+        free(err);
+    }
+    return rc;
+}
+
+void op_send_claim_free(send_claim *c)
+{
+    free(c->session);
+    free(c->agent);
+    free(c->description);
+    c->session = c->agent = c->description = NULL;
+}

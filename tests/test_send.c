@@ -1,0 +1,265 @@
+/* background_send (issue 19, item 3): a message into a running agent task.
+ * It is queued into the task's busy session and answered at once; the task
+ * keeps its one notification, at its real end, and its result is its last
+ * answer, after the follow-up, even when the host stores the message only
+ * after the answer before it was read (a slow host). A task that is not
+ * running, someone else's task, an empty message and a refused permission
+ * get a clear text, and nothing is sent. Sub-agents are gated (a question
+ * the test answers), so the test decides when each turn ends. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shelltest.h"
+
+#define SENT "Message sent to task "
+
+static const char *parent; /* the test's main session */
+
+/* Prompts to any session but the parent (where notices of questions
+ * arrive on their own). */
+static size_t task_prompts(sim_host *h, const char *unused)
+{
+    (void)unused;
+    return sim_calls(h, "session_prompt", NULL) - sim_calls(h, "session_prompt", parent);
+}
+
+/* background_send(id, message): the answer (malloc'd), t_rc set. */
+static char *send_msg(sim_host *h, const char *s, const char *id, const char *message)
+{
+    char args[512];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"%s\"}", id, message);
+    return t_tool(h, s, "background_send", args);
+}
+
+static char *launch_gated(sim_host *h, const char *s, const char *name)
+{
+    char *out = t_launch_gated(h, s, name, "explore");
+    char *id = t_find_id(out, "bg_");
+    if (!id)
+        bail_out("launch %s: %s", name, out);
+    free(out);
+    return id;
+}
+
+/* The task's notification arrives once, with `answer` and not `not`. */
+static void notified_once_with(sim_host *h, const char *s, const char *id, const char *answer, const char *not)
+{
+    char needle[96];
+    snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
+    is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "the task is notified when it ends");
+    char *note = t_message_with(h, s, needle);
+    like(note, answer, "with its last answer, the follow-up's");
+    unlike(note, not, "not the answer before the follow-up");
+    free(note);
+    is_int(t_sync_notifications(h, s), 0, "notifications synced");
+    is_int(t_count_messages_with(h, s, needle), 1, "exactly once");
+    char *out = t_output(h, s, id);
+    like(out, answer, "background_output has the same result");
+    free(out);
+}
+
+/* The common case: the session is busy, the host queues the message. */
+static void queued_follow_up(void)
+{
+    sim_host *h = t_gated_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    parent = s;
+    char *id = launch_gated(h, s, "A");
+    is_int(t_wait_gate_open(h, "A", 5000), 0, "the sub-agent is busy (waiting on its question)");
+    sim_script(h, "also check bar.c", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"bar.c is fine too\"}]}",
+               1);
+    size_t prompts = task_prompts(h, s);
+    char *out = send_msg(h, s, id, "also check bar.c");
+    is_int(t_rc, 0, "background_send to a running task succeeds");
+    char want[400];
+    snprintf(want, sizeof want,
+             SENT "%s: its sub-agent gets it as soon as its current step ends, and goes on with it.\n"
+                  "You will be notified once, when the task finishes; its result is then its last answer.",
+             id);
+    is_str(out, want, "and answers at once that it was sent");
+    free(out);
+    is_int((int)(task_prompts(h, s) - prompts), 1, "one prompt went to the host");
+    char *child = t_prompted_session(h, "gated A", 0);
+    char *body = sim_call_body(h, "session_prompt", child, -1);
+    like(body, "also check bar.c", "into the task's own session, with the message");
+    like(body, "[ocbg] Follow-up #1 for background task ", "marked as a follow-up");
+    free(body);
+    out = t_output(h, s, id);
+    like(out, "running", "the task still runs");
+    free(out);
+    t_release_gated(h, "A");
+    notified_once_with(h, s, id, "bar.c is fine too", "done A");
+    free(child);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+/* sim_wait predicate: the child session's newest message is the first answer. */
+typedef struct idle_arg {
+    const char *child;
+} idle_arg;
+
+static int first_answer_stored(sim_host *h, void *arg)
+{
+    char *text = t_message_with(h, ((idle_arg *)arg)->child, "done B");
+    free(text);
+    return text != NULL;
+}
+
+/* sim_wait predicate: more permission questions than *arg. */
+static int permission_asked(sim_host *h, void *arg)
+{
+    return sim_permission_count(h) > *(size_t *)arg;
+}
+
+/* A slow host: the message is stored only after the turn before it has
+ * ended and its idle was seen. The completion check must not take that
+ * turn's answer for the result. */
+static void slow_host_follow_up(void)
+{
+    sim_host *h = t_gated_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    parent = s;
+    char *id = launch_gated(h, s, "B");
+    is_int(t_wait_gate_open(h, "B", 5000), 0, "the sub-agent is busy");
+    char *child = t_prompted_session(h, "gated B", 0);
+    sim_script(h, "look at baz.c", "{\"steps\":[{\"reply\":\"baz.c has the bug\"}]}", 1);
+    sim_slow(h, "session_prompt", tap_timeout_ms(3000));
+    char args[256];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"look at baz.c\"}", id);
+    size_t asked = sim_permission_count(h);
+    sim_call *c = sim_tool_start(h, s, "background_send", args);
+    /* Its permission asked (the rules allow it), the send is about to enter
+     * the slow host: the turn before the follow-up ends meanwhile. */
+    is_int(sim_wait(h, permission_asked, &asked, tap_timeout_ms(5000)), 0, "the send asked its permission");
+    t_release_gated(h, "B");
+    idle_arg ia = {child};
+    is_int(sim_wait(h, first_answer_stored, &ia, tap_timeout_ms(5000)), 0, "the answer before it is stored");
+    size_t reads = sim_calls(h, "session_messages", child);
+    is_int(sim_wait_calls(h, "session_messages", child, reads + 1, tap_timeout_ms(5000)), 0,
+           "a completion check reads the session after its idle");
+    char *out = t_output(h, s, id);
+    if (sim_calls(h, "session_prompt", child) == 1) /* the follow-up has not landed: read before it */
+        like(out, "running", "and does not end the task: the follow-up is not in the session yet");
+    else
+        skip(1, "the slow send ended before the check was seen (a very loaded machine)");
+    free(out);
+    int rc = 0;
+    out = NULL;
+    is_int(sim_tool_wait(c, tap_timeout_ms(10000), &rc, &out), 0, "the send returns");
+    sim_tool_free(c);
+    is_int(rc, 0, "successfully");
+    like(out, SENT, "saying it was sent");
+    free(out);
+    sim_slow(h, "session_prompt", 0);
+    notified_once_with(h, s, id, "baz.c has the bug", "done B");
+    free(child);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+/* Every refusal: the exact text, and nothing sent to the host. */
+static void refused(sim_host *h, const char *s, const char *id, const char *message, int want_rc, const char *want,
+                    const char *what)
+{
+    size_t prompts = task_prompts(h, s);
+    char *out = send_msg(h, s, id, message);
+    is_int(t_rc, want_rc, "%s: refused", what);
+    is_str(out, want, "%s: the text", what);
+    is_int((int)(task_prompts(h, s) - prompts), 0, "%s: nothing sent", what);
+    free(out);
+}
+
+static void not_running(void)
+{
+    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
+    char *s = sim_session_new(h, NULL, "main");
+    parent = s;
+    char *other = sim_session_new(h, NULL, "other");
+    char want[400];
+    refused(h, s, "bg_00000000", "hi", -ENOENT,
+            "Task not found: bg_00000000. Use background_list to see available tasks.", "an unknown id");
+    char *a = launch_gated(h, s, "C");
+    char *pending = launch_gated(h, s, "D"); /* the one slot is C's */
+    snprintf(want, sizeof want, "Task not found: %s. Use background_list to see available tasks.", a);
+    refused(h, other, a, "hi", -ENOENT, want, "another session's task");
+    refused(h, s, a, "   ", -EINVAL, "background_send: argument 'message' must not be empty. Nothing was sent.",
+            "an empty message");
+    snprintf(want, sizeof want,
+             "Task %s has not started yet (pending: waiting for a run slot), so no sub-agent can take the message. "
+             "Nothing was sent; send it once the task is running.",
+             pending);
+    refused(h, s, pending, "hi", -EINVAL, want, "a pending task");
+
+    /* A rule that forbids the agent forbids talking to it. */
+    sim_permission_rules(h, "{\"bash\":\"ask\",\"task\":{\"explore\":\"deny\"}}");
+    size_t prompts = task_prompts(h, s);
+    char *out = send_msg(h, s, a, "hi");
+    is_int(t_rc, -EACCES, "a send the permission rules deny: refused");
+    like(out, "Permission denied: sending a message to a running sub-agent of type \"explore\"", "saying why");
+    like(out, "Nothing was sent.", "and that nothing was sent");
+    is_int((int)(task_prompts(h, s) - prompts), 0, "nothing sent");
+    free(out);
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+
+    t_release_gated(h, "C");
+    is_int(t_wait_status(h, s, a, "completed", 5000), 0, "C completes");
+    is_int(t_wait_gate_open(h, "D", 5000), 0, "D starts in the freed slot");
+    snprintf(want, sizeof want,
+             "Task %s is not running (status: completed). Nothing was sent. To follow up on a completed task: "
+             "background_resume(task_id=\"%s\", message=...).",
+             a, a);
+    refused(h, s, a, "hi", -EINVAL, want, "a completed task");
+    out = t_tool(h, s, "background_cancel", st_id_args(pending));
+    free(out);
+    snprintf(want, sizeof want,
+             "Task %s is not running (status: cancelled). Nothing was sent. Start a new background_task instead.",
+             pending);
+    refused(h, s, pending, "hi", -EINVAL, want, "a cancelled task");
+
+    char *e = t_launch_script(h, s, "Broken", "{\"steps\":[{\"error\":\"model overloaded\"}]}");
+    is_int(t_wait_status(h, s, e, "error", 5000), 0, "a task fails");
+    snprintf(want, sizeof want,
+             "Task %s is not running (status: error). Nothing was sent. Start a new background_task instead.", e);
+    refused(h, s, e, "hi", -EINVAL, want, "a failed task");
+    free(e);
+    free(a);
+    free(pending);
+    free(other);
+    free(s);
+    sim_destroy(h);
+}
+
+static void shell_task(void)
+{
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    parent = s;
+    char *id = st_bash_bg(h, s, "sleep 30", NULL, ST_LAUNCH_UNCHECKED);
+    char want[200];
+    snprintf(want, sizeof want, "Task %s is a shell command: it takes no messages. Nothing was sent.", id);
+    refused(h, s, id, "hi", -EINVAL, want, "a shell task");
+    char *out = t_tool(h, s, "TaskStop", st_id_args(id));
+    free(out);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    int shells = st_shells_work(ST_PROBE_DIAG);
+    queued_follow_up();
+    slow_host_follow_up();
+    not_running();
+    if (shells)
+        shell_task();
+    else
+        skip(4, "the plugin cannot run commands here");
+    st_kill_leftovers();
+    return done_testing();
+}
