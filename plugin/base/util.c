@@ -266,16 +266,16 @@ size_t utf8_offset(const char *str, size_t n, size_t chars)
     return n;
 }
 
-int echo_bytes(const char *s)
+int echo_bytes(const char *s, size_t max_chars)
 {
     /* Scan at most a few bytes past the cut: the argument may be megabytes. */
-    size_t len = strnlen(s, ECHO_MAX_CHARS * 4 + 1);
-    return (int)utf8_offset(s, len, ECHO_MAX_CHARS);
+    size_t len = strnlen(s, max_chars * 4 + 1);
+    return (int)utf8_offset(s, len, max_chars);
 }
 
-const char *echo_more(const char *s)
+const char *echo_more(const char *s, size_t max_chars)
 {
-    return s[echo_bytes(s)] ? "…" : "";
+    return s[echo_bytes(s, max_chars)] ? "…" : "";
 }
 
 /* The length of the valid UTF-8 sequence at s[0..n), or 0 when invalid. */

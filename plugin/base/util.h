@@ -61,15 +61,19 @@ size_t utf8_count(const char *s, size_t n);
 /* Byte offset of the `chars`-th character of s[0..n) (n when there are fewer). */
 size_t utf8_offset(const char *s, size_t n, size_t chars);
 
-/* What an answer echoes of an argument the model sent: at most
- * ECHO_MAX_CHARS characters, cut at a UTF-8 boundary, then "…". A 1 MB task
- * id must not come back as a 1 MB error (a quarter of a million tokens in the
- * model's context). Use as printf("%.*s%s", ECHO(s)); s must not be NULL and
- * need not be valid UTF-8 (strlen bounds the scan either way). */
+/* What an answer echoes of an argument the model sent: a prefix cut at a
+ * UTF-8 boundary, then "…". A 1 MB task id must not come back as a 1 MB error
+ * (a quarter of a million tokens in the model's context). ECHO: ids, names
+ * and filters (ECHO_MAX_CHARS); ECHO_TEXT: a command or a description echoed
+ * in a launch answer (ECHO_TEXT_CHARS, longer than any ordinary one). Use as
+ * printf("%.*s%s", ECHO(s)); s must not be NULL and need not be valid UTF-8
+ * (strnlen bounds the scan either way). */
 #define ECHO_MAX_CHARS 100
-int echo_bytes(const char *s);   /* bytes of s to print */
-const char *echo_more(const char *s); /* "…" when s was cut, else "" */
-#define ECHO(s) echo_bytes(s), (s), echo_more(s)
+#define ECHO_TEXT_CHARS 2000
+int echo_bytes(const char *s, size_t max_chars);        /* bytes of s to print */
+const char *echo_more(const char *s, size_t max_chars); /* "…" when s was cut, else "" */
+#define ECHO(s) echo_bytes((s), ECHO_MAX_CHARS), (s), echo_more((s), ECHO_MAX_CHARS)
+#define ECHO_TEXT(s) echo_bytes((s), ECHO_TEXT_CHARS), (s), echo_more((s), ECHO_TEXT_CHARS)
 
 /* A copy of s[0..n) with every invalid UTF-8 sequence (and NUL) replaced by
  * U+FFFD, so any bytes a command printed become valid text. malloc'd. */

@@ -52,7 +52,7 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
               "Status: %s\n%s%s\nYou will be notified when it finishes; there is no need to poll. "
               "To check on it: background_output(task_id=\"%s\").",
               fork ? " with a fork of this conversation's context" : "", l.id, fork ? " (forked)" : "", l.batch,
-              ECHO(description), ECHO(agent), l.queued.len ? "pending" : "running", l.queued.len ? l.queued.buf : "",
+              ECHO_TEXT(description), ECHO(agent), l.queued.len ? "pending" : "running", l.queued.len ? l.queued.buf : "",
               l.queued.len ? "\n" : "", l.id);
     sb_free(&l.queued);
     return 0;
@@ -207,7 +207,7 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     op_cancel_items(o, item, 1, false);
     int rc = item->rc == -ENOENT ? 0 : item->rc;
     if (rc == 0) {
-        sb_printf(out, "Task %s cancelled: %.*s%s\n%s; status: cancelled.", id, ECHO(description),
+        sb_printf(out, "Task %s cancelled: %.*s%s\n%s; status: cancelled.", id, ECHO_TEXT(description),
                   item->session ? "Its session was aborted" : "Its command was stopped");
     } else {
         sb_printf(out, "Could not cancel task %s: aborting its session failed (%s). It is still running.", id,

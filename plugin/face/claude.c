@@ -104,7 +104,7 @@ static void put_task_launched(strbuf *out, const char *id, const char *descripti
     sb_printf(out,
               "Async agent launched in the background.\ntask_id: %s\nDescription: %.*s%s\nAgent: %.*s%s\n%s%s\n"
               "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).",
-              id, ECHO(description), ECHO(agent), queued ? queued : "", queued ? "\n" : "", id);
+              id, ECHO_TEXT(description), ECHO(agent), queued ? queued : "", queued ? "\n" : "", id);
 }
 
 /* Bash's background answer. */
@@ -114,7 +114,7 @@ static void put_bash_launched(strbuf *out, const char *id, const char *command, 
               "Command %s in the background.\ntask_id: %s\nCommand: %.*s%s\n%s%s\n"
               "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
               "to stop it: TaskStop(task_id=\"%s\").",
-              queued ? "queued to run" : "running", id, ECHO(command), queued ? queued : "", queued ? "\n" : "", id, id);
+              queued ? "queued to run" : "running", id, ECHO_TEXT(command), queued ? queued : "", queued ? "\n" : "", id, id);
 }
 
 /* ---- Task ----------------------------------------------------------------- */
@@ -415,9 +415,9 @@ int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     engine_wait(o, ctx, mono_ms() + o->opt.shell_kill_grace_ms + 5000, op_task_settled, key);
     t = registry_find(&o->reg, key);
     if (t && !task_status_active(t->status))
-        sb_printf(out, "Stopped task %s (shell): %.*s%s", key, ECHO(command));
+        sb_printf(out, "Stopped task %s (shell): %.*s%s", key, ECHO_TEXT(command));
     else
-        sb_printf(out, "Stop requested for task %s (shell): %.*s%s; it has not exited yet.", key, ECHO(command));
+        sb_printf(out, "Stop requested for task %s (shell): %.*s%s; it has not exited yet.", key, ECHO_TEXT(command));
     pthread_mutex_unlock(&o->mu);
     free(command);
     return 0;
