@@ -153,6 +153,11 @@ static void decode(const char *type, const cJSON *props, session_note *n, char *
         n->session_id = NULL;
 }
 
+const char *const hook_event_types[] = {"session.idle",         "session.status",     "session.error",
+                                        "session.deleted",      "message.part.updated", "message.updated",
+                                        "permission.asked",     "permission.replied"};
+const size_t hook_event_type_count = sizeof hook_event_types / sizeof hook_event_types[0];
+
 void hooks_on_event(ocbg *o, const char *event_json)
 {
     if (!event_json)

@@ -17,4 +17,9 @@
  * events are ignored. */
 void hooks_on_event(ocbg *o, const char *event_json);
 
+/* The event types hooks_on_event reads (ABI 1.3 event_types): a host may
+ * skip every other type before serializing it. */
+extern const char *const hook_event_types[];
+extern const size_t hook_event_type_count;
+
 #endif

@@ -2,7 +2,7 @@
  * ocp.h — the ocp plugin ABI: how an agent host (OpenCode, a test host, yours)
  * loads a background-task plugin such as ocbg.so and talks to it.
  *
- * ABI version 1.2. One entry point, two versioned tables:
+ * ABI version 1.3. One entry point, two versioned tables:
  *
  *   host:    handle = dlopen(".../ocbg.so"); entry = dlsym(handle, OCP_ENTRY_SYMBOL);
  *            plugin = entry(&host_table, options_json, err, sizeof err);
@@ -68,7 +68,7 @@ extern "C" {
 #endif
 
 #define OCP_ABI_MAJOR 1
-#define OCP_ABI_MINOR 2
+#define OCP_ABI_MINOR 3
 
 /* The one symbol a plugin exports (type: ocp_plugin_entry_fn). */
 #define OCP_ENTRY_SYMBOL "ocp_plugin_entry"
@@ -77,6 +77,15 @@ extern "C" {
  * appended after 1.0. */
 #define OCP_HAS_FIELD(type, table, field) \
     ((table)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* How a notice to the user (notify_user, ABI 1.3) looks: OpenCode's toast
+ * variants. */
+enum ocp_notice_level {
+    OCP_NOTICE_INFO = 0,
+    OCP_NOTICE_SUCCESS = 1,
+    OCP_NOTICE_WARNING = 2,
+    OCP_NOTICE_ERROR = 3,
+};
 
 enum ocp_log_level {
     OCP_LOG_DEBUG = 0,
@@ -231,6 +240,20 @@ typedef struct ocp_host {
      * ("ocbg.db"); without it, and without the store_path option, tasks live
      * in memory only. */
     const char *data_dir;
+
+    /* ---- ABI 1.3 -------------------------------------------------------- */
+
+    /* [worker] Optional (NULL: the plugin only logs). Show the human a short
+     * notice outside the conversation (OpenCode: a toast in the TUI): a task
+     * finished or failed, a task waits for the user's permission, an option
+     * was ignored. title may be NULL. The plugin calls it from its own
+     * threads, holding none of its locks, never from on_event or
+     * transform_messages, and rate-limits it (ocbg: at most one notice per
+     * 3 s; what happens meanwhile is summed up in the next). The host shows
+     * it and returns; it must not call into the plugin from here.
+     * Returns 0, or a negative errno (-EIO: it could not be shown; the
+     * plugin does not retry). */
+    int (*notify_user)(void *userdata, enum ocp_notice_level level, const char *title, const char *message);
 } ocp_host;
 
 #define OCP_HOST_MIN_SIZE ((uint32_t)offsetof(ocp_host, now_ms))
@@ -390,6 +413,25 @@ typedef struct ocp_plugin {
      * shutdown freed. Shutdown frees this table too: call the copy of `free`
      * (and pass the copy of `userdata`) the host took before shutdown. */
     void (*free)(void *userdata, char *p);
+
+    /* ---- ABI 1.3 (a host reads these only when OCP_HAS_FIELD says so) ---- */
+
+    /* The event types on_event reads (the list in its comment), fixed for
+     * the table's life: event_type_count strings. A host may skip events of
+     * every other type, before serializing them: that is where an event
+     * costs the host most. NULL/0: the host delivers every event. */
+    const char *const *event_types;
+    size_t event_type_count;
+
+    /* [event] Whether transform_messages would change session_id's history
+     * if called now: 1 yes, 0 no. A host asks before it serializes a history
+     * and skips both the serialization and the call on 0, so a session the
+     * plugin does not rewrite costs one call of this per model call, whatever
+     * the history's size. The answer may change from one model call to the
+     * next (ocbg: 1 only for a forked task's session). Calls no host
+     * function; takes the plugin's lock for one hash lookup. NULL: ask
+     * transform_messages every time. */
+    int (*wants_messages)(void *userdata, const char *session_id);
 } ocp_plugin;
 
 /* The entry point. [any, once per instance]

@@ -148,6 +148,19 @@ static void plugin_on_event(void *ud, const char *event_json)
     hooks_on_event(&in->o, event_json);
 }
 
+/* Whether plugin_transform_messages would rewrite session_id's history: the
+ * host then skips serializing every other session's (ABI 1.3). */
+static int plugin_wants_messages(void *ud, const char *session_id)
+{
+    instance *in = ud;
+    ocbg *o = &in->o;
+    pthread_mutex_lock(&o->mu);
+    task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
+    int wants = t && t->forked;
+    pthread_mutex_unlock(&o->mu);
+    return wants;
+}
+
 /* A forked task's session: its model sees the inherited context processed
  * (tool results cut, oldest messages dropped). Every other session: unchanged. */
 static int plugin_transform_messages(void *ud, const char *session_id, const char *messages_json, char **out)
@@ -270,6 +283,9 @@ static void build_table(instance *in)
     t->transform_messages = plugin_transform_messages;
     t->shutdown = plugin_shutdown;
     t->free = plugin_free;
+    t->event_types = hook_event_types;
+    t->event_type_count = hook_event_type_count;
+    t->wants_messages = plugin_wants_messages;
 
 }
 
@@ -297,6 +313,9 @@ __attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const 
     memcpy(&o->api.host, host, host->struct_size < sizeof o->api.host ? host->struct_size : sizeof o->api.host);
     o->api.host.struct_size = (uint32_t)sizeof o->api.host;
     o->opt = opt;
+    if (opt.unknown[0]) /* shown once the worker runs: the user is told, not only the log */
+        o->toast.warning = xasprintf("ocbg ignored unknown option%s %s in its plugin options (written for a newer "
+                                     "ocbg, or misspelt?)", strchr(opt.unknown, ',') ? "s" : "", opt.unknown);
 
     build_table(in);
 

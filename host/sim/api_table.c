@@ -62,6 +62,24 @@ static int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permiss
     return sim_api_finish(a, "ask_permission", sid, body, rc, t);
 }
 
+/* A notice to the user (a toast in OpenCode): recorded, with its level,
+ * title and message, as "notify_user" (sim_calls counts them). */
+static int h_notify_user(void *ud, enum ocp_notice_level level, const char *title, const char *message)
+{
+    sim_api *a = ud;
+    static const char *const names[] = {"info", "success", "warning", "error"};
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "level", (unsigned)level < 4 ? names[level] : "unknown");
+    cJSON_AddStringToObject(args, "title", title ? title : "");
+    cJSON_AddStringToObject(args, "message", message ? message : "");
+    char *body = sim_api_args_text(args);
+    if (getenv("OCBG_SIM_LOG"))
+        fprintf(stderr, "# [toast %s] %s\n", names[(unsigned)level < 4 ? level : 0], message ? message : "");
+    sim_api_call_record(a, "notify_user", NULL, body, 0, sim_wall_ms(a->core));
+    free(body);
+    return 0;
+}
+
 /* The table, as the plugins get it. */
 static void fill(sim_api *a)
 {
@@ -84,6 +102,7 @@ static void fill(sim_api *a)
     t->free = h_free;
     t->now_ms = h_now_ms;
     t->ask_permission = h_ask_permission;
+    t->notify_user = h_notify_user;
 }
 
 void sim_api_init(sim_api *a, sim_agents *agents)
@@ -119,6 +138,8 @@ int sim_api_without(sim_api *a, const char *fn)
         a->table.now_ms = NULL;
     else if (strcmp(fn, "ask_permission") == 0)
         a->table.ask_permission = NULL;
+    else if (strcmp(fn, "notify_user") == 0)
+        a->table.notify_user = NULL;
     else
         rc = -1;
     pthread_mutex_unlock(&a->core->mu);

@@ -193,15 +193,31 @@ void sim_unload_plugins(sim_host *h)
     free(slots);
 }
 
+/* Whether p reads events of `type` (ABI 1.3 event_types): the sim skips
+ * the others, as OpenCode's adapter does, so a type missing from a plugin's
+ * list shows in the tests. */
+static int reads_event(const ocp_plugin *p, const char *type)
+{
+    if (!OCP_HAS_FIELD(ocp_plugin, p, event_type_count) || !p->event_types || !type)
+        return 1;
+    for (size_t i = 0; i < p->event_type_count; i++)
+        if (strcmp(p->event_types[i], type) == 0)
+            return 1;
+    return 0;
+}
+
 void sim_plugins_deliver(sim_host *h, const char *json)
 {
+    cJSON *ev = cJSON_Parse(json);
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev, "type"));
     pthread_mutex_lock(&h->plug_mu);
     for (size_t i = 0; i < h->nplugins; i++) {
         const ocp_plugin *p = h->plugins[i].plugin;
-        if (p->on_event)
+        if (p->on_event && reads_event(p, type))
             p->on_event(p->userdata, json);
     }
     pthread_mutex_unlock(&h->plug_mu);
+    cJSON_Delete(ev);
 }
 
 char *sim_plugins_transform(sim_host *h, const char *session_id, const char *messages_json)
@@ -212,6 +228,9 @@ char *sim_plugins_transform(sim_host *h, const char *session_id, const char *mes
         const ocp_plugin *p = h->plugins[i].plugin;
         if (!p->transform_messages)
             continue;
+        if (OCP_HAS_FIELD(ocp_plugin, p, wants_messages) && p->wants_messages &&
+            !p->wants_messages(p->userdata, session_id))
+            continue; /* as a 1.3 host: nothing serialized for it */
         char *out = NULL;
         int rc = p->transform_messages(p->userdata, session_id, cur, &out);
         if (rc == 0 && out) {

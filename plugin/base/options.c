@@ -74,18 +74,6 @@ void options_default(options *o)
     o->wake = WAKE_LAST;
 }
 
-static int known_keys(char *out, size_t size)
-{
-    size_t used = 0;
-    for (size_t i = 0; i < N_INT_OPTIONS; i++)
-        used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", int_options[i].name);
-    for (size_t i = 0; i < N_NUM_OPTIONS; i++)
-        used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", num_options[i].name);
-    for (size_t i = 0; i < N_BOOL_OPTIONS; i++)
-        used += (size_t)snprintf(out + used, used < size ? size - used : 0, "%s, ", bool_options[i].name);
-    return snprintf(out + used, used < size ? size - used : 0, "wake, max_running_per_agent, store_path");
-}
-
 int options_agent_cap(const options *o, const char *agent)
 {
     for (int i = 0; agent && i < o->agent_cap_count; i++)
@@ -192,10 +180,16 @@ static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
         return parse_agent_caps(o, item, err, err_size);
     if (strcmp(key, "store_path") == 0)
         return parse_store_path(o, item, err, err_size);
-    char known[1024];
-    known_keys(known, sizeof known);
-    snprintf(err, err_size, "unknown option '%s' (known: %s)", key, known);
-    return -EINVAL;
+    /* Unknown: noted, not refused (see options.h). Echo at most 40 bytes of it. */
+    size_t used = strlen(o->unknown);
+    if (used + 48 < sizeof o->unknown)
+        snprintf(o->unknown + used, sizeof o->unknown - used, "%s'%.40s%s'", used ? ", " : "", key,
+                 strlen(key) > 40 ? "…" : "");
+    else if (used + 6 < sizeof o->unknown && !strstr(o->unknown, ", …"))
+        snprintf(o->unknown + used, sizeof o->unknown - used, ", …");
+    (void)err;
+    (void)err_size;
+    return 0;
 }
 
 int options_parse(options *o, const char *json, char *err, size_t err_size)

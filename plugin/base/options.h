@@ -56,6 +56,11 @@ typedef struct options {
     bool store;                   /* false: tasks live in memory only */
 #define OPTIONS_PATH_MAX 1024
     char store_path[OPTIONS_PATH_MAX]; /* the database file; "": ocbg.db in the host's data_dir */
+    /* Keys this version does not know (a config written for a newer ocbg),
+     * "'a', 'b'", cut to fit; "" when none. They are ignored, and the plugin
+     * warns (log and a notice to the user): refusing the load would silently
+     * take every tool away. */
+    char unknown[256];
 } options;
 
 /* The defaults. */
@@ -65,7 +70,9 @@ void options_default(options *o);
 int options_agent_cap(const options *o, const char *agent);
 
 /* Parse `json` (NULL or "" = defaults) into *o. Returns 0, or -EINVAL with a
- * readable reason in err (o is then left at the defaults). [any thread] */
+ * readable reason in err (o is then left at the defaults): a known key with
+ * a bad value, or text that is not an object. Unknown keys are no error:
+ * they are listed in o->unknown. [any thread] */
 int options_parse(options *o, const char *json, char *err, size_t err_size);
 
 #endif

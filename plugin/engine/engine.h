@@ -28,6 +28,7 @@
 #include "model/registry.h"
 #include "engine/jobs.h"
 #include "engine/persist_state.h"
+#include "engine/toast_state.h"
 #include "run/runner.h"
 
 #define ENGINE_RUNNERS 2 /* TASK_AGENT, TASK_SHELL */
@@ -66,6 +67,7 @@ typedef struct ocbg {
     map spend; /* parent session id → what its tasks cost (engine/guards.c); kept through clears */
     notice *parked; /* waking notices for awaiting tasks, until a slot frees (engine/sched.c); FIFO */
     persist ps;     /* the durable store and its thread (engine/persist.h) */
+    toast_state toast; /* notices to the user, rate-limited (engine/toast.h) */
 } ocbg;
 
 /* What a host event says about one session (decoded by hooks/events.c). */

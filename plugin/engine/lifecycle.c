@@ -6,6 +6,7 @@
 #include "engine/engine.h"
 #include "engine/persist.h"
 #include "engine/sched.h"
+#include "engine/toast.h"
 #include "engine/guards.h"
 #include "engine/worker.h"
 
@@ -38,6 +39,7 @@ static void free_state(ocbg *o)
     }
     registry_free(&o->reg);
     guards_free(o);
+    toast_free(o);
     pthread_cond_destroy(&o->work_cv);
     pthread_cond_destroy(&o->drain_cv);
     pthread_mutex_destroy(&o->mu);

@@ -9,8 +9,9 @@
 #include "engine/guards.h"
 #include "engine/jobs.h"
 #include "engine/persist.h"
-#include "engine/worker.h"
 #include "engine/sched.h"
+#include "engine/toast.h"
+#include "engine/worker.h"
 #include "model/followup.h"
 #include "model/outcome.h"
 #include "store/store.h"
@@ -203,6 +204,17 @@ static void hold_notice(ocbg *o, notice *n)
     }
 }
 
+/* A task's notice reached its parent: the user hears of it too, when it
+ * woke the model or asks a question (engine/toast.h). */
+static void note_toast(ocbg *o, const notice *n, bool woke)
+{
+    task *t = registry_find(&o->reg, n->task_id);
+    if (n->permission_request)
+        toast_note(o, n->task_id, TOAST_WAITING, true);
+    else if (t)
+        toast_note(o, n->task_id, t->status == TASK_COMPLETED ? TOAST_COMPLETED : TOAST_FAILED, woke);
+}
+
 /* Push j's notice. true: it is settled (pushed, moot, or kept for the
  * parent's next answer); false: it stays on its way (parked for a slot, or
  * to be retried), j->notice taken. */
@@ -250,6 +262,8 @@ static bool push_notice(ocbg *o, job *j)
     free(text);
     free(err);
     if (rc == 0 || rc == -ENOENT) { /* delivered, or the parent is gone */
+        if (rc == 0)
+            note_toast(o, n, wake);
         notice_done(o, n);
         return true;
     }
@@ -431,7 +445,14 @@ static void *worker_main(void *arg)
             guards_tick(o);
             continue;
         }
+        int64_t toast_at = toast_due(o);
+        if (toast_at && now >= toast_at) {
+            toast_flush(o);
+            continue;
+        }
         int64_t deadline = o->next_poll;
+        if (toast_at && (deadline == 0 || toast_at < deadline))
+            deadline = toast_at;
         if (o->q.retries && (deadline == 0 || o->q.retries->next_try < deadline))
             deadline = o->q.retries->next_try;
         if (deadline == 0) {
