@@ -44,7 +44,7 @@ TPLUGS     := $(foreach p,$(TPLUG_SRC:tests/plugins/%.c=%),$(BUILD)/test-plugins
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 BENCHES    := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check check-layout demo check-asan check-tsan check-valgrind bench install uninstall clean
+.PHONY: all deps check check-layout demo check-asan check-tsan check-valgrind bench bench-host-cost install uninstall clean
 .DEFAULT_GOAL := all
 .SECONDEXPANSION:
 # Keep intermediate objects (tests, benches): no rebuilds, no rm lines.
@@ -148,6 +148,15 @@ check-valgrind:
 
 bench: deps $(BUILD)/plugin-dir/ocbg.so $(BENCHES)
 	@for b in $(BENCHES); do OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) $$b || exit 1; done
+	@$(MAKE) --no-print-directory bench-host-cost
+
+# What ocbg costs OpenCode's event loop, in the adapter (needs node and npm for
+# the adapter's headers; under OpenCode's own Bun too when make e2e installed it).
+BENCH_HISTORY ?= ../shared/bench-data/history10mb.json.gz
+bench-host-cost: opencode
+	@timeout 300 $(NODE) bench/bench_host_cost.mjs $(abspath $(OC_DIR))/ocbg.js $(abspath $(BENCH_HISTORY)) 2>/dev/null
+	@if [ -x $(OC_BIN) ]; then BUN_BE_BUN=1 timeout 300 $(OC_BIN) bench/bench_host_cost.mjs \
+	    $(abspath $(OC_DIR))/ocbg.js $(abspath $(BENCH_HISTORY)) 2>/dev/null; fi
 
 # The .pc file is written at install time so that it always carries this
 # install's PREFIX and directories.

@@ -102,6 +102,9 @@ typedef struct adapter {
     hostcall *asks;           /* permission questions a worker waits on (under mu) */
     int warned_no_ask;        /* JS thread only: "this OpenCode has no ctx.ask" logged */
     char *data_dir;           /* host.data_dir (project_data_dir), or NULL; lives as long as ad */
+    char **event_types;       /* copies of the plugin's event_types (ABI 1.3), NULL: every event */
+    size_t nevent_types;
+    int (*wants_messages)(void *userdata, const char *session_id); /* NULL: every history; call under mu */
     size_t ncmd;              /* copies of the plugin's commands (its table */
     char **cmd_name;          /* is gone after shutdown) */
     char **cmd_desc;

@@ -9,6 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether the plugin reads events of ev's type (its ABI 1.3 event_types,
+ * copied at init): the type is read into a stack buffer, and an event of
+ * any other type is dropped before it is serialized. */
+static int reads_event(napi_env env, const adapter *ad, napi_value ev) {
+    if (!ad->event_types)
+        return 1;
+    napi_value type;
+    char buf[64];
+    size_t len = 0;
+    if (napi_get_named_property(env, ev, "type", &type) != napi_ok ||
+        napi_get_value_string_utf8(env, type, buf, sizeof buf, &len) != napi_ok || len >= sizeof buf - 1)
+        return 0; /* no string type, or longer than any the plugin reads */
+    for (size_t i = 0; i < ad->nevent_types; i++)
+        if (strcmp(ad->event_types[i], buf) == 0)
+            return 1;
+    return 0;
+}
+
 /* event({event}) — on_event on the JS thread; never blocks. */
 napi_value hook_event(napi_env env, napi_callback_info info) {
     size_t argc = 1;
@@ -17,7 +35,7 @@ napi_value hook_event(napi_env env, napi_callback_info info) {
     napi_get_cb_info(env, info, &argc, &arg, NULL, &data);
     adapter *ad = data;
     napi_value ev = argc >= 1 ? js_get(env, arg, "event") : NULL;
-    char *json = ev ? js_stringify(env, ev) : NULL;
+    char *json = ev && reads_event(env, ad, ev) ? js_stringify(env, ev) : NULL;
     if (json) {
         pthread_mutex_lock(&ad->mu);
         if (!ad->closing)
@@ -51,7 +69,17 @@ napi_value hook_transform(napi_env env, napi_callback_info info) {
         inf = js_get(env, last, "info");
         sid = js_string(env, js_get(env, inf, "sessionID"));
     }
-    char *json = js_stringify(env, msgs);
+    /* ABI 1.3: a history the plugin would not change is not serialized
+     * (every model call of every other session: the cost must not grow with
+     * the conversation). */
+    int wants = 1;
+    pthread_mutex_lock(&ad->mu);
+    if (!ad->closing && ad->wants_messages)
+        wants = ad->wants_messages(ad->plugin->userdata, sid);
+    else if (ad->closing)
+        wants = 0;
+    pthread_mutex_unlock(&ad->mu);
+    char *json = wants ? js_stringify(env, msgs) : NULL;
     char *out = NULL;
     int rc = -1;
     if (json) {

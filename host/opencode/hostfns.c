@@ -92,6 +92,20 @@ static int h_session_fork(void *ud, const char *id, const char *message_id, char
     return host_request(ud, "session", "fork", o, 1, out);
 }
 
+/* A toast in the TUI: client.tui.showToast({body: {title, message, variant}}). */
+static int h_notify_user(void *ud, enum ocp_notice_level level, const char *title, const char *message) {
+    static const char *const variants[] = {"info", "success", "warning", "error"};
+    cJSON *o = cJSON_CreateObject(), *b = cJSON_AddObjectToObject(o, "body");
+    if (title)
+        cJSON_AddStringToObject(b, "title", title);
+    cJSON_AddStringToObject(b, "message", message ? message : "");
+    cJSON_AddStringToObject(b, "variant", (unsigned)level < 4 ? variants[level] : "info");
+    char *msg = NULL;
+    int rc = host_request(ud, "tui", "showToast", o, 0, &msg);
+    free(msg);
+    return rc;
+}
+
 static void h_free(void *ud, char *p) {
     (void)ud;
     free(p);
@@ -116,4 +130,5 @@ void host_table_init(adapter *ad) {
     h->free = h_free;
     h->now_ms = NULL;
     h->ask_permission = h_ask_permission;
+    h->notify_user = h_notify_user;
 }

@@ -240,6 +240,24 @@ static void commands_copy(adapter *ad) {
     }
 }
 
+/* Copies what an ABI 1.3 plugin says a host may skip: its event types (read
+ * on every event, also after the table is gone) and wants_messages. */
+static void skips_copy(adapter *ad) {
+    const ocp_plugin *p = ad->plugin;
+    if (!OCP_HAS_FIELD(ocp_plugin, p, wants_messages))
+        return;
+    ad->wants_messages = p->wants_messages;
+    if (!p->event_types || p->event_type_count == 0)
+        return;
+    char **types = calloc(p->event_type_count, sizeof *types);
+    if (!types)
+        return;
+    for (size_t i = 0; i < p->event_type_count; i++)
+        types[i] = xstrdup(p->event_types[i]);
+    ad->event_types = types;
+    ad->nevent_types = p->event_type_count;
+}
+
 /* The hooks object init() returns; only the hooks the plugin can serve. */
 static napi_value hooks_object(napi_env env, adapter *ad, napi_value z) {
     napi_value hooks;
@@ -249,6 +267,7 @@ static napi_value hooks_object(napi_env env, adapter *ad, napi_value z) {
     if (ad->plugin->transform_messages)
         add_fn(env, hooks, "experimental.chat.messages.transform", hook_transform, ad);
     commands_copy(ad);
+    skips_copy(ad);
     if (ad->ncmd > 0) {
         add_fn(env, hooks, "config", hook_config, ad);
         add_fn(env, hooks, "command.execute.before", hook_command, ad);
