@@ -12,18 +12,20 @@
 
 /* ---- background_task --------------------------------------------------- */
 
-/* Launch mode needs all three; resume mode words its own errors. */
+/* Launch mode needs a prompt; description and agent have defaults (the
+ * schema says so: a model that sends only what it requires must succeed),
+ * but given, they must not be blank. Resume mode words its own errors. */
 static bool launch_args_ok(const cJSON *args, strbuf *out)
 {
-    static const char *const need[] = {"description", "prompt", "agent"};
+    static const char *const need[] = {"prompt", "description", "agent"};
     for (size_t i = 0; i < 3; i++) {
         const char *v = arg_str(args, need[i]);
-        if (!v) {
+        if (!v && i == 0) {
             sb_printf(out, "background_task: missing required argument '%s' (required when launching a task)",
                       need[i]);
             return false;
         }
-        if (blank(v)) {
+        if (v && blank(v)) {
             sb_printf(out, "background_task: argument '%s' must not be empty", need[i]);
             return false;
         }
@@ -38,15 +40,30 @@ static const char *resume_arg(const cJSON *args)
     return r && !blank(r) ? r : NULL;
 }
 
+/* The default description: the prompt's first line, at most
+ * DEFAULT_DESCRIPTION_CHARS characters. malloc'd. */
+#define DEFAULT_DESCRIPTION_CHARS 48
+static char *default_description(const char *prompt)
+{
+    while (*prompt == ' ' || *prompt == '\n' || *prompt == '\t' || *prompt == '\r')
+        prompt++;
+    size_t line = strcspn(prompt, "\r\n");
+    size_t keep = utf8_offset(prompt, line, DEFAULT_DESCRIPTION_CHARS);
+    return xasprintf("%.*s%s", (int)keep, prompt, keep < line ? "…" : "");
+}
+
 static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
 {
-    const char *description = arg_str(args, "description");
-    const char *agent = arg_str(args, "agent");
+    char *described = arg_str(args, "description") ? NULL : default_description(arg_str(args, "prompt"));
+    const char *description = described ? described : arg_str(args, "description");
+    const char *agent = arg_str(args, "agent") ? arg_str(args, "agent") : DEFAULT_AGENT;
     launched l = {0};
     launch_req req = {description, arg_str(args, "prompt"), agent, fork, false, 0};
     int rc = launch_in_budget(o, args, "background_task", 1000, "seconds", ctx, &req, &l, out);
-    if (rc != 0)
+    if (rc != 0) {
+        free(described);
         return rc;
+    }
     sb_printf(out,
               "Background task launched%s.\nTask ID: %s%s\nBatch: %s\nDescription: %.*s%s\nAgent: %.*s%s\n"
               "Status: %s\n%s%s\nYou will be notified when it finishes; there is no need to poll. "
@@ -55,6 +72,7 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
               ECHO_TEXT(description), ECHO(agent), l.queued.len ? "pending" : "running", l.queued.len ? l.queued.buf : "",
               l.queued.len ? "\n" : "", l.id);
     sb_free(&l.queued);
+    free(described);
     return 0;
 }
 

@@ -9,11 +9,12 @@ static const char *const list_statuses[] = {"pending", "running", "completed", "
 
 static const arg_spec task_args[] = {
     {"description", ARG_STRING, ARG_OPTIONAL,
-     "A short (3-5 words) description of the task. Required when launching; ignored when resuming", NULL},
+     "A short (3-5 words) description of the task; default: the prompt's first words. Ignored when resuming",
+     NULL},
     {"prompt", ARG_STRING, ARG_REQUIRED_BY_HANDLER,
      "The full task for the sub-agent, or with resume: the follow-up message", NULL},
     {"agent", ARG_STRING, ARG_OPTIONAL,
-     "The agent to run it (e.g. general, explore). Required when launching; ignored when resuming", NULL},
+     "The agent to run it (e.g. general, explore); default: general. Ignored when resuming", NULL},
     {"resume", ARG_STRING, ARG_OPTIONAL,
      "A completed task's id (bg_...): send prompt to that sub-agent as a follow-up, with its full history",
      NULL},

@@ -37,6 +37,9 @@ typedef enum arg_need {
 } arg_need;
 
 #define ARG_ARRAY_MAX 100 /* items in an array argument */
+/* background_task's agent when the model names none: OpenCode's built-in
+ * general-purpose sub-agent (its own `task` tool offers it first). */
+#define DEFAULT_AGENT "general"
 
 typedef struct arg_spec {
     const char *name;
