@@ -207,14 +207,20 @@ static bool push_notice(ocbg *o, job *j)
     /* Gone (cleared, parent deleted) or already returned by a blocking wait. */
     if (!t || o->stopping)
         return true;
+    if (!n->text && !n->permission_request && t->notices_unformatted > 0)
+        t->notices_unformatted--; /* out of the queue: a resume no longer looks for it */
     if (n->permission_request) {
         /* A question answered before its notice went out needs no notice. */
         if (!t->permission_request || strcmp(t->permission_request, n->permission_request) != 0)
             return true;
+        engine_notice_text(o, n, t);
     } else if (t->delivered_run == n->run) {
         notice_done(o, n);
         return true;
     } else {
+        /* Formatted now, before the lock is let go: the task is as its
+         * run left it (a resume formats the queued ones first). */
+        engine_notice_text(o, n, t);
         int settled = mark_sending(o, n);
         if (settled >= 0)
             return settled;
