@@ -25,6 +25,10 @@
  *   task; rss_burst_excess_per_task_bytes: that peak less the resident set
  *   once every notification is delivered: what the burst itself holds.
  *
+ * Goals (issue 17): complete_ratio <= 1.5; heap_per_task_bytes <= 512 and
+ * rss_per_task_burst_bytes <= 2048 (both need a finished task's result out
+ * of memory, in the store; the result alone is 2,000 bytes here).
+ *
  * Checked: every task is notified exactly once, each notice carries the
  *   full answer, and each batch's last notice says "all N tasks done"; else
  *   it exits 1.
@@ -43,7 +47,7 @@
 #include "engine/engine.h"
 
 #define TASKS 10000
-#define ROUNDS 3
+#define ROUNDS 5
 #define PROMPT_BYTES 500
 #define ANSWER_BYTES 2000
 
