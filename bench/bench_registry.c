@@ -2,11 +2,9 @@
  *
  * launch_per_s: background_task calls per second, one after another from one
  *   thread (median of 10 batches of 1,000 launches, 100 parent sessions).
- * bytes_per_task: heap bytes the registry keeps per task (mallinfo2 delta over
- *   the 10,000 launches, divided by 10,000), less the heap chunk of the
- *   one-character prompt: the task struct, its strings (ids, description,
- *   agent, session id, parent message and agent), map entries and the maps'
- *   amortised bucket arrays, the parent records.
+ * task_struct_bytes: sizeof(task), the fixed part of a task's memory (what a
+ *   task costs with typical texts, finished: bench_complete's
+ *   heap_per_task_bytes).
  * list_us: background_list for a parent with 100 tasks among 10,000;
  *   output_us: background_output for one task among 10,000 (medians); the same
  *   with only those 100 tasks registered (_100_total) and the ratio, which is
@@ -15,7 +13,6 @@
  * The plugin comes from libocbg-internal.a on a fake host whose every function
  * returns at once (bench.h); the poll is pushed out (poll_interval_ms 600000),
  * so the tasks stay running. Prints "name: value unit". */
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,26 +28,6 @@
 #define OUTPUT_RUNS 500
 
 static const char *const launch_args = "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\"}";
-
-static size_t heap_used(void)
-{
-    struct mallinfo2 mi = mallinfo2();
-    return mi.uordblks + mi.hblkhd;
-}
-
-/* The heap cost of one strdup("p"), as the task's copy of its prompt. */
-static double prompt_chunk(void)
-{
-    enum { N = 1000 };
-    static char *keep[N];
-    size_t before = heap_used();
-    for (int i = 0; i < N; i++)
-        keep[i] = strdup("p");
-    double per = (double)(heap_used() - before) / N;
-    for (int i = 0; i < N; i++)
-        free(keep[i]);
-    return per;
-}
 
 static void parent_name(char *buf, size_t size, int i)
 {
@@ -100,11 +77,9 @@ static int launch_many(const ocp_plugin *p, int n, int parents, char *id0, doubl
 
 int main(void)
 {
-    mallopt(M_ARENA_MAX, 1); /* every thread's allocations in the one arena mallinfo2 reports */
     ocp_host host = bench_fake_host();
     /* every task runs (no cap): this measures the registry, bench_sched the queue */
     const char *opts = "{\"poll_interval_ms\":600000,\"max_running_agents\":100000}";
-    double chunk = prompt_chunk();
 
     /* 10,000 tasks among 100 parents (A), and parent 0's 100 tasks alone (B). */
     const ocp_plugin *a = bench_plugin(&host, opts);
@@ -112,10 +87,8 @@ int main(void)
     parent_name(parent0, sizeof parent0, 0);
     double rates[TASKS / BATCH + 1];
     int nrates;
-    size_t before = heap_used();
     if (launch_many(a, TASKS, PARENTS, id_a, rates, &nrates) != 0)
         return 1;
-    size_t after = heap_used();
     const ocp_plugin *b = bench_plugin(&host, opts);
     double small_rates[1];
     int nsmall;
@@ -140,7 +113,6 @@ int main(void)
     double output_big = bench_median(oa, ROUNDS), output_small = bench_median(ob, ROUNDS);
 
     printf("launch_per_s: %.0f launches/s\n", bench_median(rates, (size_t)nrates));
-    printf("bytes_per_task: %.0f bytes\n", (double)(after - before) / TASKS - chunk);
     printf("task_struct_bytes: %zu bytes\n", sizeof(task));
     printf("list_us: %.1f us\n", list_big);
     printf("list_us_100_total: %.1f us\n", list_small);

@@ -128,7 +128,7 @@ void engine_permission_asked(ocbg *o, task *t, const char *request_id, const cha
     n->run = t->run;
     n->parent_session = xstrdup(t->parent->session_id);
     n->agent = xstrdup(t->parent_agent);
-    n->text = format_permission_notice(t);
+    /* its text when it is pushed (engine_notice_text) */
     /* A task that launched tasks cannot answer the user's questions: its
      * session is told without a turn (the person sees the question). */
     n->wake = registry_find_session(&o->reg, t->parent->session_id) == NULL;
@@ -147,15 +147,41 @@ void engine_permission_replied(ocbg *o, task *t, const char *request_id)
     engine_wake_waiters(o);
 }
 
+void engine_notice_text(ocbg *o, notice *n, const task *t)
+{
+    if (n->text)
+        return;
+    if (n->permission_request)
+        n->text = format_permission_notice(t);
+    else
+        n->text = format_notification(t, n->batch_done, n->batch_total, ocbg_now(o), o->opt.notify_max_chars);
+}
+
+void engine_revive_notices(void *engine, task *t)
+{
+    ocbg *o = engine;
+    for (job *j = o->q.jobs; j && t->notices_unformatted > 0; j = j->next) {
+        notice *n = j->kind == JOB_NOTIFY ? j->notice : NULL;
+        if (n && !n->text && !n->permission_request && strcmp(n->task_id, t->id) == 0) {
+            engine_notice_text(o, n, t);
+            t->notices_unformatted--;
+        }
+    }
+}
+
 void engine_notify(ocbg *o, task *t, bool verify)
 {
-    int64_t now = ocbg_now(o);
     notice *n = xcalloc(1, sizeof *n);
     memcpy(n->task_id, t->id, sizeof n->task_id);
     n->run = t->run;
     n->parent_session = xstrdup(t->parent->session_id);
     n->agent = xstrdup(t->parent_agent);
-    n->text = format_notification(t, now, o->opt.notify_max_chars);
+    /* The text is formatted when the worker pushes it, from the task (a
+     * burst of completions holds no texts); only the batch's progress is
+     * taken now, as it stands when this run ended. */
+    n->batch_done = t->batch->done;
+    n->batch_total = t->batch->total;
+    t->notices_unformatted++;
     /* Quiet while siblings still run; a failure or the last one wakes. */
     n->wake = o->opt.wake == WAKE_ALWAYS || t->status == TASK_ERROR || t->parent->active == 0;
     n->verify = verify;

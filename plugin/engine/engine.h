@@ -137,6 +137,16 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
  * may have cut its send short (look for it in the parent session first). */
 void engine_notify(ocbg *o, task *t, bool verify);
 
+/* Give n its text, formatted from t (the task it is about) as t is now;
+ * no-op when it has one. The worker calls it when it takes n to push it,
+ * before it unlocks. */
+void engine_notice_text(ocbg *o, notice *n, const task *t);
+
+/* The registry's on_revive (model/registry.h): t, ended, is about to run
+ * again; its notices still queued without a text take it now, from the
+ * state its last run left. O(queued jobs), only while t has such notices. */
+void engine_revive_notices(void *engine, task *t);
+
 /* Ask the worker to check whether t's run has ended (after an idle event or a
  * poll that found its session idle). No-op while one is queued. */
 void engine_request_finalize(ocbg *o, task *t);

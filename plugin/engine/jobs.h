@@ -25,7 +25,8 @@ typedef struct notice {
     unsigned run;
     char *parent_session;
     char *agent;   /* the parent's agent, to continue with; may be NULL */
-    char *text;
+    char *text;    /* NULL until the worker pushes it: formatted then (engine_notice_text) */
+    unsigned batch_done, batch_total; /* the batch's progress when the run ended */
     bool wake;     /* false: noReply (joins the context silently) */
     bool verify;   /* a restart may have cut its send short: look in the parent session first */
     int64_t since_ms; /* verify: a notice of the task created since then is this one (host clock) */

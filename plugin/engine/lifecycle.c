@@ -53,6 +53,8 @@ int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
     registry_init(&o->reg);
     o->reg.lanes.on_freed = sched_freed;
     o->reg.lanes.on_freed_arg = o;
+    o->reg.on_revive = engine_revive_notices;
+    o->reg.on_revive_arg = o;
     guards_init(o);
     jobs_init(&o->q, &o->work_cv);
     runner_env env = {&o->mu, &o->reg, &o->api, &o->opt, o, runner_finished, runner_abort};

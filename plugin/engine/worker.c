@@ -188,6 +188,14 @@ static int mark_sending(ocbg *o, notice *n)
     return -1;
 }
 
+/* n, about t, left the queue to be pushed: a resume of t no longer looks
+ * for it (engine_revive_notices). */
+static void notice_taken(task *t, const notice *n)
+{
+    if (!n->text && !n->permission_request && t->notices_unformatted > 0)
+        t->notices_unformatted--;
+}
+
 /* Out of retries: n is held for the parent's next ocbg answer (a question
  * will be stale by then: the task's status shows it). */
 static void hold_notice(ocbg *o, notice *n)
@@ -225,6 +233,7 @@ static bool push_notice(ocbg *o, job *j)
     /* Gone (cleared, parent deleted) or already returned by a blocking wait. */
     if (!t || o->stopping)
         return true;
+    notice_taken(t, n);
     if (n->permission_request) {
         /* A question answered before its notice went out needs no notice. */
         if (!t->permission_request || strcmp(t->permission_request, n->permission_request) != 0)
@@ -232,11 +241,13 @@ static bool push_notice(ocbg *o, job *j)
     } else if (t->delivered_run == n->run) {
         notice_done(o, n);
         return true;
-    } else {
-        int settled = mark_sending(o, n);
-        if (settled >= 0)
-            return settled;
     }
+    /* Formatted before the lock is first let go: the task is as its run
+     * left it (a resume formats its queued notices first). */
+    engine_notice_text(o, n, t);
+    int settled = n->permission_request ? -1 : mark_sending(o, n);
+    if (settled >= 0)
+        return settled;
     /* Into the session of a task that launched it: only while that task
      * runs (one that ended was stopped with its tasks; nobody is there). */
     task *launcher = registry_find_session(&o->reg, n->parent_session);

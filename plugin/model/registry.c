@@ -235,6 +235,8 @@ bool registry_restore(registry *r, task *t, const char *parent_session, const ch
 void registry_set_status(registry *r, task *t, task_status s, int64_t now)
 {
     bool was = task_status_active(t->status), is = task_status_active(s);
+    if (!was && is && r->on_revive)
+        r->on_revive(r->on_revive_arg, t);
     if (t->status == TASK_PENDING && s == TASK_RUNNING)
         t->started_ms = now;
     if (t->status != s) {

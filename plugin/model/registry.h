@@ -64,6 +64,11 @@ typedef struct registry {
      * Runs under the engine's lock. */
     void (*on_dirty)(void *arg);
     void *on_dirty_arg;
+    /* Called (if set) just before a task that ended becomes active again (a
+     * resume), still in its ended state: a notice of the run that ended
+     * takes its text from that state. Runs under the engine's lock. */
+    void (*on_revive)(void *arg, task *t);
+    void *on_revive_arg;
 } registry;
 
 void registry_init(registry *r);
@@ -83,7 +88,8 @@ task *registry_add(registry *r, const char *parent_session, task_type type, cons
                    int64_t now);
 
 /* Change status, keeping the active list, the parent's active count, the
- * lanes' slots and queues, and the start and completion times right. */
+ * batch's counters, the lanes' slots and queues, and the start and
+ * completion times right: O(1), whatever the parent's or the batch's size. */
 void registry_set_status(registry *r, task *t, task_status s, int64_t now);
 
 /* An active agent task whose session is idle while its own tasks run gives

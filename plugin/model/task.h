@@ -99,6 +99,7 @@ typedef struct task {
     unsigned notice_state;  /* where its notification stands (store.h notice_state) */
     unsigned notice_run;    /* the run it is for */
     bool notice_wake;       /* it wakes the parent */
+    unsigned notices_unformatted; /* its notices queued for the worker, text not yet formatted (engine.c) */
     int64_t notice_pushed_ms; /* when its send began (host clock) */
     bool dirty;             /* changed since the store last copied it */
     struct task *dnext, *dprev; /* the registry's dirty list */

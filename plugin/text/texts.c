@@ -167,7 +167,7 @@ void format_list_line(strbuf *out, const task *t, int64_t now)
     sb_puts(out, "\n");
 }
 
-char *format_notification(const task *t, int64_t now, int max_chars)
+char *format_notification(const task *t, unsigned batch_done, unsigned batch_total, int64_t now, int max_chars)
 {
     strbuf sb = {0};
     char dur[32];
@@ -184,7 +184,7 @@ char *format_notification(const task *t, int64_t now, int max_chars)
         sb_printf(&sb, " \"%s\" (agent: %s, %s)\n", t->description ? t->description : "",
                   t->agent ? t->agent : "", dur);
     }
-    unsigned done = t->batch->done, total = t->batch->total;
+    unsigned done = batch_done, total = batch_total;
     if (done == total)
         sb_printf(&sb, "Batch %s: all %u task%s done.\n", t->batch->id, total, total == 1 ? "" : "s");
     else

@@ -21,10 +21,11 @@ void format_report(strbuf *out, const task *t, int64_t now);
 /* One line for background_list. */
 void format_list_line(strbuf *out, const task *t, int64_t now);
 
-/* The notification pushed into the parent when t's run ended; result text cut
+/* The notification pushed into the parent when t's run ended, with its
+ * batch's progress then (batch_done of batch_total ended); result text cut
  * to max_chars characters (never inside a UTF-8 sequence), saying how to get
  * the rest. */
-char *format_notification(const task *t, int64_t now, int max_chars);
+char *format_notification(const task *t, unsigned batch_done, unsigned batch_total, int64_t now, int max_chars);
 
 /* The waking notice that t's session waits for the user's permission. */
 char *format_permission_notice(const task *t);

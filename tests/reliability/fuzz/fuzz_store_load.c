@@ -205,7 +205,7 @@ static void show(const char *key, void *value, void *arg)
     format_report(&out, t, l->now);
     format_list_line(&out, t, l->now);
     free(sb_take(&out));
-    free(format_notification(t, l->now, 2000));
+    free(format_notification(t, t->batch->done, t->batch->total, l->now, 2000));
     store_row row;
     store_row_from_task(t, &row);
     if (!store_row_valid(&row))
