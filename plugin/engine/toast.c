@@ -32,6 +32,15 @@ void toast_note(ocbg *o, const char *task_id, toast_kind kind, bool due)
         ts->waiting++;
 }
 
+void toast_note_notice(ocbg *o, const notice *n, bool woke)
+{
+    const task *t = registry_find(&o->reg, n->task_id);
+    if (n->permission_request)
+        toast_note(o, n->task_id, TOAST_WAITING, true);
+    else if (t)
+        toast_note(o, n->task_id, t->status == TASK_COMPLETED ? TOAST_COMPLETED : TOAST_FAILED, woke);
+}
+
 int64_t toast_due(const ocbg *o)
 {
     const toast_state *ts = &o->toast;

@@ -26,6 +26,10 @@ typedef enum toast_kind { TOAST_COMPLETED, TOAST_FAILED, TOAST_WAITING } toast_k
  * counts in the next one). [engine lock held; no host call] */
 void toast_note(ocbg *o, const char *task_id, toast_kind kind, bool due);
 
+/* Notice n reached its parent (woke: it woke the model): the user hears of
+ * it too, when it woke the model or asks a question. [engine lock held] */
+void toast_note_notice(ocbg *o, const notice *n, bool woke);
+
 /* The monotonic ms at which a noted notice is due, or 0 when nothing is
  * noted or the host cannot show notices. [engine lock held] */
 int64_t toast_due(const ocbg *o);

@@ -212,15 +212,20 @@ static void hold_notice(ocbg *o, notice *n)
     }
 }
 
-/* A task's notice reached its parent: the user hears of it too, when it
- * woke the model or asks a question (engine/toast.h). */
-static void note_toast(ocbg *o, const notice *n, bool woke)
+/* j's notice could not be pushed: tried again later (false, j->notice
+ * taken), or, out of retries, held for the parent's next answer (true). */
+static bool retry_or_hold(ocbg *o, job *j)
 {
-    task *t = registry_find(&o->reg, n->task_id);
-    if (n->permission_request)
-        toast_note(o, n->task_id, TOAST_WAITING, true);
-    else if (t)
-        toast_note(o, n->task_id, t->status == TASK_COMPLETED ? TOAST_COMPLETED : TOAST_FAILED, woke);
+    notice *n = j->notice;
+    if (n->attempts < o->opt.notify_retries) {
+        n->next_try = mono_ms() + ((int64_t)o->opt.notify_retry_ms << n->attempts);
+        n->attempts++;
+        j->notice = NULL;
+        jobs_retry_later(&o->q, n);
+        return false;
+    }
+    hold_notice(o, n);
+    return true;
 }
 
 /* Push j's notice. true: it is settled (pushed, moot, or kept for the
@@ -274,19 +279,11 @@ static bool push_notice(ocbg *o, job *j)
     free(err);
     if (rc == 0 || rc == -ENOENT) { /* delivered, or the parent is gone */
         if (rc == 0)
-            note_toast(o, n, wake);
+            toast_note_notice(o, n, wake);
         notice_done(o, n);
         return true;
     }
-    if (n->attempts < o->opt.notify_retries) {
-        n->next_try = mono_ms() + ((int64_t)o->opt.notify_retry_ms << n->attempts);
-        n->attempts++;
-        j->notice = NULL;
-        jobs_retry_later(&o->q, n);
-        return false;
-    }
-    hold_notice(o, n);
-    return true;
+    return retry_or_hold(o, j);
 }
 
 static void run_notify(ocbg *o, job *j)
