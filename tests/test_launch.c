@@ -66,9 +66,9 @@ static void bad_arguments_create_nothing(void)
     static const struct {
         const char *args, *expect;
     } cases[] = {
-        {"{\"prompt\":\"p\",\"agent\":\"a\"}", "missing required argument 'description'"},
+        /* (description and agent have defaults: test_schema_calls) */
+        {"{\"prompt\":\"p\",\"agent\":\" \"}", "argument 'agent' must not be empty"},
         {"{\"description\":\"d\",\"agent\":\"a\"}", "missing required argument 'prompt'"},
-        {"{\"description\":\"d\",\"prompt\":\"p\"}", "missing required argument 'agent'"},
         {"{\"description\":\"d\",\"prompt\":\"   \",\"agent\":\"a\"}", "argument 'prompt' must not be empty"},
         {"{\"description\":\"\",\"prompt\":\"p\",\"agent\":\"a\"}", "argument 'description' must not be empty"},
         {"{\"description\":\"d\",\"prompt\":5,\"agent\":\"a\"}", "argument 'prompt' must be a string"},

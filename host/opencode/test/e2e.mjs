@@ -351,6 +351,12 @@ async function launchAndNotify() {
     const wakers = fake.requests.filter((r) => r.decision.text === "ack" &&
       ids.some((id) => JSON.stringify(r.body.messages).includes(id)));
     ok(wakers.length >= 1, "the model was called with the notifications in its context", wakers.length);
+    // The human hears of it too: one toast for the batch (ABI 1.3 notify_user → client.tui.showToast).
+    const toast = await waitFor("a toast", async () =>
+      events.find((e) => e.type === "tui.toast.show" && /2 background tasks: 2 completed/.test(e.properties?.message || "")),
+    10000);
+    ok(toast && toast.properties.variant === "success" && toast.properties.title === "ocbg",
+      "the user got one toast for the batch (2 background tasks: 2 completed)", toast?.properties);
   }
   await idle(parent);
 
