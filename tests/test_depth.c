@@ -48,6 +48,19 @@ static char *session_of(sim_host *h, const char *name)
 
 /* How many notices of task id's end (completed, failed, cancelled) the
  * session holds. */
+typedef struct lookup {
+    const char *session, *id;
+} lookup;
+
+/* Does background_output answer "not found" for the task? */
+static int task_gone(sim_host *h, void *arg)
+{
+    const lookup *l = arg;
+    char *out = t_output(h, l->session, l->id);
+    free(out);
+    return t_rc == -ENOENT;
+}
+
 static int end_notices(sim_host *h, const char *session, const char *id)
 {
     static const char *const ends[] = {"completed", "failed", "cancelled"};
@@ -215,12 +228,11 @@ static void delete_takes_the_tree(void)
     is_int(sim_wait_idle(h, as, tap_timeout_ms(5000)), 0, "A's session stops");
     is_int(sim_wait_calls(h, "session_abort", bs, 1, tap_timeout_ms(5000)), 0, "B's session was aborted");
     is_int(sim_wait_calls(h, "session_abort", as, 1, tap_timeout_ms(5000)), 0, "and A's");
-    char *out = t_output(h, root, a);
-    is_int(t_rc, -ENOENT, "A is gone with its session");
-    free(out);
-    out = t_output(h, as, b);
-    is_int(t_rc, -ENOENT, "and B with it");
-    free(out);
+    /* The aborts are recorded as they are made; the tasks are forgotten a
+     * moment later, once they returned: wait for that, with a deadline. */
+    lookup la = {root, a}, lb = {as, b};
+    is_int(sim_wait(h, task_gone, &la, tap_timeout_ms(5000)), 0, "A is gone with its session");
+    is_int(sim_wait(h, task_gone, &lb, tap_timeout_ms(5000)), 0, "and B with it");
     tree_close(&t);
 }
 
