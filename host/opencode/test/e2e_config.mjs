@@ -9,7 +9,8 @@
 //   scanned  `make install-opencode` into ~/.config/opencode/plugin/ (a scanned folder) and the
 //            same file listed in ~/.config/opencode/opencode.json with {face_claude: true,
 //            poll_interval_ms: 3000}: OpenCode loads it once, without options; ocbg finds them.
-//   invalid  the package with {poll_interval_ms: -5}: no ocbg tools, and the user is told why.
+//   invalid  the package with {poll_interval_ms: -5}: no ocbg tools, and the user is told why; beside it
+//            a package whose engines.opencode is ">=2": OpenCode skips it (what ocbg's engines field relies on).
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e_config.mjs --opencode BIN --package TGZ --scanned-home DIR --work DIR
@@ -194,7 +195,7 @@ async function scanned(w) {
 // ---- invalid: a bad value keeps ocbg out, and the user is told ----
 async function invalid(w) {
   fs.writeFileSync(path.join(w.project, "opencode.json"), JSON.stringify({
-    plugin: [[SPEC, { poll_interval_ms: -5 }]] }, null, 2));
+    plugin: [[SPEC, { poll_interval_ms: -5 }], "e2e-future-plugin@1.0.0", "e2e-now-plugin@1.0.0"] }, null, 2));
   if (!ok(await startServer(w), "invalid: opencode serve is healthy")) return;
   const s = await newSession("ocbg invalid");
   const from = fake.requests.length;
@@ -209,12 +210,34 @@ async function invalid(w) {
   ok(toast && toast.properties.variant === "error" && /refused to load/.test(toast.properties.message),
     "invalid: the user gets a toast saying why", toast?.properties);
   ok(/refused to load: .*poll_interval_ms/.test(logText()), "invalid: ... and the log says it");
+  const cache = path.join(w.home, ".cache/opencode/packages");
+  ok(fs.existsSync(path.join(WORK, "e2e-now-plugin.loaded")) && !fs.existsSync(path.join(WORK, "e2e-future-plugin.loaded")) &&
+     fs.existsSync(path.join(cache, "e2e-future-plugin@1.0.0/node_modules/e2e-future-plugin/package.json")),
+  "invalid: OpenCode checks engines.opencode: a package for >=2 is installed but not loaded, one for >=1.18.33 is",
+  fs.readdirSync(WORK));
   await stopServer();
+}
+
+// Two small packages whose server() writes WORK/<name>.loaded, one for
+// engines.opencode ">=2" (an OpenCode that does not exist yet), one for
+// ">=1.18.33": OpenCode must skip the first and load the second, as it would
+// skip ocbg on a version its engines field excludes. Their tarballs' paths.
+function enginePlugins() {
+  return [["e2e-future-plugin", ">=2"], ["e2e-now-plugin", ">=1.18.33"]].map(([name, range]) => {
+    const dir = path.join(WORK, name);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name, version: "1.0.0", type: "module",
+      main: "./index.js", engines: { opencode: range } }));
+    fs.writeFileSync(path.join(dir, "index.js"), `import fs from "node:fs";\nexport default { id: "${name}", ` +
+      `server: async () => { fs.writeFileSync(${JSON.stringify(path.join(WORK, name + ".loaded"))}, ""); return {}; } };\n`);
+    spawnSync("npm", ["pack", "--silent", "--pack-destination", WORK], { cwd: dir });
+    return path.join(WORK, `${name}-1.0.0.tgz`);
+  });
 }
 
 let exitCode = 1;
 try {
-  registry = await startFakeRegistry([TGZ]);
+  registry = await startFakeRegistry([TGZ, ...enginePlugins()]);
   fake = await startFakeModel();
   diag(`fake registry ${registry.url}, fake model on 127.0.0.1:${fake.port}`);
   const pkgWorld = world("byname");
