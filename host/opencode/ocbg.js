@@ -32,13 +32,13 @@ function packageName() {
   }
 }
 
-// Fire-and-forget: a toast and a log line must never hold up OpenCode.
+// A log line, and for an error a toast: fire-and-forget, they must never
+// hold up OpenCode.
 function tell(client, level, message) {
   const signal = AbortSignal.timeout(10000);
   client?.app?.log?.({ body: { service: "ocbg", level, message }, signal })?.catch?.(() => {});
-  if (level === "error" || level === "warn")
-    client?.tui?.showToast?.({ body: { title: "ocbg", message, variant: level === "warn" ? "warning" : "error" }, signal })
-      ?.catch?.(() => {});
+  if (level === "error")
+    client?.tui?.showToast?.({ body: { title: "ocbg", message, variant: "error" }, signal })?.catch?.(() => {});
 }
 
 export default {

@@ -46,9 +46,24 @@ function upFrom(directory, worktree) {
 }
 
 // JSON with comments and trailing commas (OpenCode reads its configs so).
-// No JSONC parser is at hand in the plugin's process: strip the comments and
-// trailing commas outside strings, then JSON.parse.
+// No JSONC parser is at hand in the plugin's process: drop the comments and
+// the trailing commas outside strings, then JSON.parse.
 export function parseJsonc(text) {
+  // the index after any whitespace and comments from i
+  const skip = (i) => {
+    for (;;) {
+      while (i < text.length && /\s/.test(text[i])) i++;
+      if (text.startsWith("//", i)) {
+        const nl = text.indexOf("\n", i);
+        i = nl < 0 ? text.length : nl;
+      } else if (text.startsWith("/*", i)) {
+        const end = text.indexOf("*/", i + 2);
+        i = end < 0 ? text.length : end + 2;
+      } else {
+        return i;
+      }
+    }
+  };
   let out = "";
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
@@ -56,17 +71,17 @@ export function parseJsonc(text) {
       const start = i;
       for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
       out += text.slice(start, i + 1);
-    } else if (c === "/" && text[i + 1] === "/") {
-      while (i < text.length && text[i] !== "\n") i++;
-      out += "\n";
-    } else if (c === "/" && text[i + 1] === "*") {
-      const end = text.indexOf("*/", i + 2);
-      i = end < 0 ? text.length : end + 1;
+    } else if (c === "/" && (text[i + 1] === "/" || text[i + 1] === "*")) {
+      const next = skip(i);
+      out += " ";
+      i = next - 1;
+    } else if (c === "," && (text[skip(i + 1)] === "}" || text[skip(i + 1)] === "]")) {
+      // a trailing comma: dropped
     } else {
       out += c;
     }
   }
-  return JSON.parse(out.replace(/,(\s*[}\]])/g, "$1"));
+  return JSON.parse(out);
 }
 
 // The file a path-like spec names (OpenCode: file:// URLs, ./ ../ and

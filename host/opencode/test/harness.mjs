@@ -371,8 +371,9 @@ await hooks2.dispose();
   "options: a package spec matches only the package of that name");
   fs.writeFileSync(path.join(project, "opencode.json"), JSON.stringify({ plugin: [file] }));
   ok(JSON.stringify(find()?.options) === '{"face_claude":true}', "options: project opencode.json comes before .opencode/");
-  ok(JSON.stringify(parseJsonc('{"a": "// not a comment", /* b */ "c": [1,2,],}')) === '{"a":"// not a comment","c":[1,2]}',
-    "options: JSONC: comments outside strings, trailing commas");
+  ok(JSON.stringify(parseJsonc('{"a": "// not a comment", /* b */ "c": [1,2,],}')) === '{"a":"// not a comment","c":[1,2]}' &&
+     JSON.stringify(parseJsonc('{"s": "x, ]", "p": [1, // c\n ],\n}')) === '{"s":"x, ]","p":[1]}',
+    "options: JSONC: comments and trailing commas outside strings");
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 
