@@ -8,55 +8,82 @@
 
 #include "base/util.h"
 
-/* The sum of the eight byte lanes of w (each at most 255). */
-static size_t lanes_sum(uint64_t w)
+/* Sixteen bytes as signed lanes (GCC and clang vector extensions: SSE2 on
+ * x86-64, NEON on arm64, plain code elsewhere). */
+typedef signed char lanes16 __attribute__((vector_size(16)));
+
+/* The sum of the lanes of v, each a count from 0 to 255. */
+static size_t lanes_sum(lanes16 v)
 {
-    w = (w & 0x00FF00FF00FF00FFull) + ((w >> 8) & 0x00FF00FF00FF00FFull);
-    return (size_t)((w * 0x0001000100010001ull) >> 48);
+    unsigned char b[16];
+    memcpy(b, &v, sizeof b);
+    size_t n = 0;
+    for (int i = 0; i < 16; i++)
+        n += b[i];
+    return n;
 }
 
 fork_count fork_count_text(const char *str, size_t n)
 {
     const unsigned char *s = (const unsigned char *)str;
-    const uint64_t ones = 0x0101010101010101ull;
-    size_t high = 0, lead = 0, i = 0;
-    /* Eight bytes at a time, into a counter per byte lane (bit 7 set: not
-     * ASCII; bits 7 and 6: a lead byte), summed every 255 words before a
-     * lane overflows. Tool results are most of a history: this runs over
-     * nearly every byte of it. */
-    while (i + 8 <= n) {
-        uint64_t hi = 0, ld = 0;
-        for (int k = 0; k < 255 && i + 8 <= n; k++, i += 8) {
-            uint64_t x;
-            memcpy(&x, s + i, 8);
-            hi += (x >> 7) & ones;
-            ld += (x >> 7) & (x >> 6) & ones;
+    const lanes16 zero = {0}, lowest_lead = zero - 64; /* 0xC0 as a signed byte */
+    size_t high = 0, cont = 0, i = 0;
+    /* Sixteen bytes at a time into a counter per lane (a comparison gives
+     * -1 where true): bytes from 0x80 (negative), continuation bytes 0x80..0xBF
+     * (below -64), summed every 255 blocks before a lane overflows. Tool
+     * results are most of a history: this runs over nearly every byte. */
+    while (i + 16 <= n) {
+        lanes16 hi = zero, co = zero;
+        for (int k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
+            lanes16 x;
+            memcpy(&x, s + i, 16);
+            hi -= x < zero;
+            co -= x < lowest_lead;
         }
         high += lanes_sum(hi);
-        lead += lanes_sum(ld);
+        cont += lanes_sum(co);
     }
     for (; i < n; i++) {
         high += s[i] >> 7;
-        lead += s[i] >= 0xC0;
+        cont += (s[i] & 0xC0) == 0x80;
     }
-    return (fork_count){n - high, lead};
+    return (fork_count){n - high, high - cont};
+}
+
+/* Where character number `chars` (from 0) of s[0..n) starts, n when there
+ * are no more: utf8_offset, eight bytes at a time while the word ends before
+ * it (a cut reads up to the limit in every long result). */
+static size_t char_offset(const char *str, size_t n, size_t chars)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    const uint64_t ones = 0x0101010101010101ull;
+    size_t seen = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        /* Characters starting in the word: bytes not of the form 10xxxxxx. */
+        size_t starts = 8 - (size_t)(((((x >> 7) & ~(x >> 6)) & ones) * ones) >> 56);
+        if (seen + starts > chars)
+            break;
+        seen += starts;
+    }
+    for (; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) {
+            if (seen == chars)
+                return i;
+            seen++;
+        }
+    }
+    return n;
 }
 
 char *fork_cut_n(const char *s, size_t len, size_t chars, size_t max_chars)
 {
-    size_t keep = utf8_offset(s, len, max_chars);
+    size_t keep = char_offset(s, len, max_chars);
     strbuf sb = {0};
     sb_putn(&sb, s, keep);
     sb_printf(&sb, FORK_CUT_MARKER, chars);
     return sb_take(&sb);
-}
-
-size_t fork_cut_tokens(const char *s, size_t len, size_t chars, size_t max_chars)
-{
-    fork_count c = fork_count_text(s, utf8_offset(s, len, max_chars));
-    int marker = snprintf(NULL, 0, FORK_CUT_MARKER, chars); /* ASCII only */
-    c.ascii += marker > 0 ? (size_t)marker : 0;
-    return fork_count_tokens(c);
 }
 
 bool fork_is_type(const cJSON *part, const char *type)
@@ -101,21 +128,4 @@ bool fork_is_completed_summary(const cJSON *msg)
         return false;
     return info_is(msg, "role", "assistant") && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(info, "finish")) &&
            !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(info, "error"));
-}
-
-size_t fork_result_slots(cJSON *part, cJSON **slot)
-{
-    if (fork_is_type(part, "tool")) {
-        cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
-        slot[0] = cJSON_GetObjectItemCaseSensitive(state, "output");
-        slot[1] = cJSON_GetObjectItemCaseSensitive(state, "error");
-        return 2;
-    }
-    if (fork_is_type(part, "tool-result") || fork_is_type(part, "tool_result")) {
-        slot[0] = cJSON_GetObjectItemCaseSensitive(part, "output");
-        slot[1] = cJSON_GetObjectItemCaseSensitive(part, "content");
-        slot[2] = cJSON_GetObjectItemCaseSensitive(part, "text");
-        return 3;
-    }
-    return 0;
 }

@@ -33,9 +33,6 @@ static inline size_t fork_count_tokens(fork_count c)
  * characters plus the marker, malloc'd. */
 char *fork_cut_n(const char *s, size_t len, size_t chars, size_t max_chars);
 
-/* The estimate of what fork_cut_n returns, without building it. */
-size_t fork_cut_tokens(const char *s, size_t len, size_t chars, size_t max_chars);
-
 /* part.type == type (a string). */
 bool fork_is_type(const cJSON *part, const char *type);
 
@@ -47,12 +44,5 @@ bool fork_is_compaction_request(const cJSON *msg);
 
 /* A summary OpenCode counts as done: finished and without an error. */
 bool fork_is_completed_summary(const cJSON *msg);
-
-/* The members of a part that hold tool results (those a fork cuts; each may
- * be NULL or not a string): a tool part's state.output and state.error, a
- * tool-result part's output, content and text. slot has room for 3; returns
- * how many it filled. The tool's name, input and call id are never among
- * them. */
-size_t fork_result_slots(cJSON *part, cJSON **slot);
 
 #endif

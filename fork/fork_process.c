@@ -1,13 +1,14 @@
-/* fork_process.c — fork_process (see fork.h), in two passes over the text.
+/* fork_process.c — fork_process (see fork.h), in two passes.
  *
  * The first parses one message at a time (cJSON, from its place in the
- * array), notes what the decisions need (where it is, its estimate as it
- * will be once its results are cut, the marks of fork.h rule 1) and frees it
- * while it is still in the cache: the whole tree never exists at once. The
- * second writes the answer: a kept message that needs no cut is copied byte
- * for byte from the input (no re-serialising of the megabytes of tool
- * results that stay as they are); one with a cut is parsed again, cut and
- * printed. A 10 MB history costs about one parse plus a little. */
+ * array), cuts its results when it is inherited, notes what the decisions
+ * need (where its text is, its estimate, the marks of fork.h rule 1) and
+ * frees it while it is still in the cache: the whole tree never exists at
+ * once. Only a message with a cut keeps its tree, and only while the newer
+ * messages leave it room under the token cap. The second writes the answer:
+ * a kept message without a cut is copied byte for byte from the input (the
+ * megabytes of tool results that stay as they are are not re-serialised); a
+ * cut one is printed. A 10 MB history costs about one parse plus a little. */
 #include "fork.h"
 
 #include <cjson/cJSON.h>
@@ -25,7 +26,8 @@ typedef struct msg_note {
     const char *json; /* its text in the input (not NUL-terminated there) */
     size_t len;
     size_t tokens;    /* its estimate, its results cut when it is inherited */
-    size_t cuts;      /* results to cut in it (inherited only) */
+    size_t cuts;      /* results cut in it (inherited only) */
+    cJSON *tree;      /* with cuts: the message cut, while it may be kept */
     bool request;     /* a compaction request */
     char *request_id; /* a request's info.id, malloc'd (NULL: none) */
 } msg_note;
@@ -33,7 +35,9 @@ typedef struct msg_note {
 typedef struct history_scan {
     msg_note *msg;
     size_t n, cap;
-    size_t max_chars;
+    size_t max_chars, max_tokens;
+    size_t window_from;   /* the oldest message whose tree may be kept */
+    size_t window_tokens; /* the estimate of the messages from it on */
     size_t fork_at;       /* the first fork point; SIZE_MAX: none yet */
     bool summary;         /* a completed summary was seen */
     size_t summary_at;    /* the newest one */
@@ -53,55 +57,62 @@ static bool is_fork_point(const cJSON *msg)
     return false;
 }
 
-/* The estimate of a string; of its cut when it is a result to cut. */
-static size_t string_tokens(const cJSON *s, bool result, size_t max_chars, size_t *cuts)
+static size_t tree_tokens(const cJSON *item)
 {
-    size_t len = strlen(s->valuestring);
-    fork_count c = fork_count_text(s->valuestring, len);
-    size_t chars = c.ascii + c.lead;
-    if (!result || chars <= max_chars)
-        return fork_count_tokens(c);
-    (*cuts)++;
-    return fork_cut_tokens(s->valuestring, len, chars, max_chars);
-}
-
-/* The estimate of a subtree's strings; slot[0..nslot): the results in it. */
-static size_t tree_tokens(const cJSON *item, cJSON *const *slot, size_t nslot, size_t max_chars, size_t *cuts)
-{
-    if (cJSON_IsString(item)) {
-        bool result = false;
-        for (size_t i = 0; i < nslot; i++)
-            result |= slot[i] == item;
-        return string_tokens(item, result, max_chars, cuts);
-    }
+    if (cJSON_IsString(item))
+        return fork_estimate_tokens(item->valuestring, strlen(item->valuestring));
     size_t n = 0;
     for (const cJSON *c = item->child; c; c = c->next)
-        n += tree_tokens(c, slot, nslot, max_chars, cuts);
+        n += tree_tokens(c);
     return n;
 }
 
-/* A message's estimate, as it will be once its results are cut when it is
- * inherited; *cuts: how many it will cut. */
-static size_t message_tokens(cJSON *msg, bool inherited, size_t max_chars, size_t *cuts)
+/* Cut obj[key] when it is a long string. */
+static bool cut_member(cJSON *obj, const char *key, size_t max_chars)
 {
-    cJSON *parts = cJSON_GetObjectItemCaseSensitive(msg, "parts");
-    if (!inherited || !parts || cJSON_IsString(parts))
-        return tree_tokens(msg, NULL, 0, max_chars, cuts);
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char *cut = cJSON_IsString(v) ? fork_cut_text(v->valuestring, max_chars) : NULL;
+    if (!cut)
+        return false;
+    cJSON_ReplaceItemInObjectCaseSensitive(obj, key, cJSON_CreateString(cut));
+    free(cut);
+    return true;
+}
+
+/* Cut every tool result of one message; returns how many were cut. */
+static size_t cut_results(cJSON *msg, size_t max_chars)
+{
     size_t n = 0;
-    for (cJSON *c = msg->child; c; c = c->next) {
-        if (c != parts) {
-            n += tree_tokens(c, NULL, 0, max_chars, cuts);
-            continue;
-        }
-        cJSON *part;
-        cJSON_ArrayForEach(part, parts)
-        {
-            cJSON *slot[3];
-            size_t nslot = fork_result_slots(part, slot);
-            n += tree_tokens(part, slot, nslot, max_chars, cuts);
+    cJSON *part;
+    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
+    {
+        if (fork_is_type(part, "tool")) {
+            /* state.input, tool and callID stay as they are. */
+            cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
+            n += cut_member(state, "output", max_chars);
+            n += cut_member(state, "error", max_chars);
+        } else if (fork_is_type(part, "tool-result") || fork_is_type(part, "tool_result")) {
+            n += cut_member(part, "output", max_chars);
+            n += cut_member(part, "content", max_chars);
+            n += cut_member(part, "text", max_chars);
         }
     }
     return n;
+}
+
+/* Frees the cut trees of the messages that can no longer be kept: those
+ * whose estimate with the newer ones' exceeds the cap (fork.h rule 3 drops
+ * them, or a compaction does). The newest is never judged here: it may be
+ * the last. */
+static void release_dropped(history_scan *sc)
+{
+    size_t newest = sc->n - 1;
+    while (sc->window_from < newest && sc->window_tokens > sc->max_tokens) {
+        msg_note *m = &sc->msg[sc->window_from++];
+        sc->window_tokens -= m->tokens;
+        cJSON_Delete(m->tree);
+        m->tree = NULL;
+    }
 }
 
 static void note_message(history_scan *sc, cJSON *m, const char *json, size_t len)
@@ -126,7 +137,15 @@ static void note_message(history_scan *sc, cJSON *m, const char *json, size_t le
         note->request_id = xstrdup(fork_info_string(m, "id"));
     }
     /* Before the first fork point: inherited (the child's own come after). */
-    note->tokens = message_tokens(m, sc->fork_at == SIZE_MAX, sc->max_chars, &note->cuts);
+    if (sc->fork_at == SIZE_MAX)
+        note->cuts = cut_results(m, sc->max_chars);
+    note->tokens = tree_tokens(m);
+    sc->window_tokens += note->tokens;
+    if (note->cuts)
+        note->tree = m; /* printed if it is kept */
+    else
+        cJSON_Delete(m);
+    release_dropped(sc);
 }
 
 /* JSON whitespace as cJSON reads it: any byte up to the space. */
@@ -161,7 +180,6 @@ static int scan_history(const char *json, history_scan *sc)
         if (!m)
             return -EINVAL;
         note_message(sc, m, p, (size_t)(value_end - p));
-        cJSON_Delete(m);
         p = skip_space(value_end, end);
         if (p < end && *p == ']')
             return 0;
@@ -192,24 +210,10 @@ static size_t request_index(const history_scan *sc)
     return nearest;
 }
 
-/* Appends one message with its long results cut; -ENOMEM when cJSON fails. */
-static int put_cut_message(strbuf *sb, const msg_note *note, size_t max_chars)
+/* Appends one message cut; -ENOMEM when cJSON fails. */
+static int put_cut_message(strbuf *sb, const msg_note *note)
 {
-    cJSON *m = cJSON_ParseWithLengthOpts(note->json, note->len, NULL, false);
-    cJSON *part;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(m, "parts"))
-    {
-        cJSON *slot[3];
-        size_t nslot = fork_result_slots(part, slot);
-        for (size_t i = 0; i < nslot; i++) {
-            char *cut = cJSON_IsString(slot[i]) ? fork_cut_text(slot[i]->valuestring, max_chars) : NULL;
-            if (cut)
-                cJSON_SetValuestring(slot[i], cut);
-            free(cut);
-        }
-    }
-    char *s = m ? cJSON_PrintUnformatted(m) : NULL;
-    cJSON_Delete(m);
+    char *s = cJSON_PrintUnformatted(note->tree);
     if (!s)
         return -ENOMEM;
     sb_puts(sb, s);
@@ -225,9 +229,9 @@ static int write_kept(const history_scan *sc, size_t from, char **out)
     for (size_t i = from; i < sc->n; i++) {
         if (i > from)
             sb_putn(&sb, ",", 1);
-        if (!sc->msg[i].cuts)
+        if (!sc->msg[i].tree)
             sb_putn(&sb, sc->msg[i].json, sc->msg[i].len);
-        else if (put_cut_message(&sb, &sc->msg[i], sc->max_chars) != 0) {
+        else if (put_cut_message(&sb, &sc->msg[i]) != 0) {
             sb_free(&sb);
             return -ENOMEM;
         }
@@ -267,14 +271,16 @@ int fork_process(const char *messages_json, const fork_limits *lim, char **out, 
         st = &local;
     memset(st, 0, sizeof *st);
     *out = NULL;
-    history_scan sc = {.max_chars = lim->max_tool_chars, .fork_at = SIZE_MAX};
+    history_scan sc = {.max_chars = lim->max_tool_chars, .max_tokens = lim->max_tokens, .fork_at = SIZE_MAX};
     int rc = messages_json ? scan_history(messages_json, &sc) : -EINVAL;
     if (rc == 0) {
         st->messages_in = sc.n;
         rc = keep_and_write(&sc, out, st, lim->max_tokens);
     }
-    for (size_t i = 0; i < sc.n; i++)
+    for (size_t i = 0; i < sc.n; i++) {
         free(sc.msg[i].request_id);
+        cJSON_Delete(sc.msg[i].tree);
+    }
     free(sc.msg);
     free(sc.summary_parent);
     return rc;
