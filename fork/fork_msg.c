@@ -80,10 +80,13 @@ static size_t char_offset(const char *str, size_t n, size_t chars)
 char *fork_cut_n(const char *s, size_t len, size_t chars, size_t max_chars)
 {
     size_t keep = char_offset(s, len, max_chars);
-    strbuf sb = {0};
-    sb_putn(&sb, s, keep);
-    sb_printf(&sb, FORK_CUT_MARKER, chars);
-    return sb_take(&sb);
+    char marker[192]; /* the marker's text and a 20-digit count fit */
+    int n = snprintf(marker, sizeof marker, FORK_CUT_MARKER, chars);
+    size_t m = n > 0 ? (size_t)n : 0;
+    char *cut = xmalloc(keep + m + 1);
+    memcpy(cut, s, keep);
+    memcpy(cut + keep, marker, m + 1);
+    return cut;
 }
 
 bool fork_is_type(const cJSON *part, const char *type)

@@ -4,11 +4,11 @@
  * array), cuts its results when it is inherited, notes what the decisions
  * need (where its text is, its estimate, the marks of fork.h rule 1) and
  * frees it while it is still in the cache: the whole tree never exists at
- * once. Only a message with a cut keeps its tree, and only while the newer
- * messages leave it room under the token cap. The second writes the answer:
- * a kept message without a cut is copied byte for byte from the input (the
- * megabytes of tool results that stay as they are are not re-serialised); a
- * cut one is printed. A 10 MB history costs about one parse plus a little. */
+ * once. A message's cut texts are kept only while the newer messages leave
+ * it room under the token cap. The second writes the answer from the input's
+ * bytes: a kept message is copied as it is, its cut results spliced in
+ * (fork_splice.c); nothing is re-serialised. A 10 MB history costs about one
+ * parse plus a little. */
 #include "fork.h"
 
 #include <cjson/cJSON.h>
@@ -20,6 +20,7 @@
 
 #include "base/util.h"
 #include "fork_msg.h"
+#include "fork_splice.h"
 
 /* One message as the first pass saw it. */
 typedef struct msg_note {
@@ -27,7 +28,7 @@ typedef struct msg_note {
     size_t len;
     size_t tokens;    /* its estimate, its results cut when it is inherited */
     size_t cuts;      /* results cut in it (inherited only) */
-    cJSON *tree;      /* with cuts: the message cut, while it may be kept */
+    fork_cut *cut;    /* their texts, while the message may be kept */
     bool request;     /* a compaction request */
     char *request_id; /* a request's info.id, malloc'd (NULL: none) */
 } msg_note;
@@ -67,40 +68,55 @@ static size_t tree_tokens(const cJSON *item)
     return n;
 }
 
-/* Cut obj[key] when it is a long string. */
-static bool cut_member(cJSON *obj, const char *key, size_t max_chars)
+/* The cuts of one message, as cut_results makes them. */
+typedef struct cut_list {
+    fork_cut *cut;
+    size_t n, rank;
+} cut_list;
+
+/* Cut obj[key] when it is a long string: in the tree (for its estimate)
+ * and into the list (for the answer). */
+static void cut_member(cJSON *obj, const char *key, size_t max_chars, cut_list *list)
 {
+    size_t rank = list->rank++;
     cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     char *cut = cJSON_IsString(v) ? fork_cut_text(v->valuestring, max_chars) : NULL;
     if (!cut)
-        return false;
+        return;
     cJSON_ReplaceItemInObjectCaseSensitive(obj, key, cJSON_CreateString(cut));
-    free(cut);
-    return true;
+    list->cut = xrealloc(list->cut, (list->n + 1) * sizeof *list->cut);
+    list->cut[list->n++] = (fork_cut){rank, cut};
 }
 
-/* Cut every tool result of one message; returns how many were cut. */
-static size_t cut_results(cJSON *msg, size_t max_chars)
+/* Cut every tool result of one message, in the order fork_splice finds
+ * them again. */
+static void cut_results(cJSON *msg, size_t max_chars, cut_list *list)
 {
-    size_t n = 0;
     cJSON *part;
     cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
     {
         if (fork_is_type(part, "tool")) {
             /* state.input, tool and callID stay as they are. */
             cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
-            n += cut_member(state, "output", max_chars);
-            n += cut_member(state, "error", max_chars);
+            cut_member(state, "output", max_chars, list);
+            cut_member(state, "error", max_chars, list);
         } else if (fork_is_type(part, "tool-result") || fork_is_type(part, "tool_result")) {
-            n += cut_member(part, "output", max_chars);
-            n += cut_member(part, "content", max_chars);
-            n += cut_member(part, "text", max_chars);
+            cut_member(part, "output", max_chars, list);
+            cut_member(part, "content", max_chars, list);
+            cut_member(part, "text", max_chars, list);
         }
     }
-    return n;
 }
 
-/* Frees the cut trees of the messages that can no longer be kept: those
+static void free_cuts(msg_note *m)
+{
+    for (size_t i = 0; m->cut && i < m->cuts; i++)
+        free(m->cut[i].text);
+    free(m->cut);
+    m->cut = NULL;
+}
+
+/* Frees the cut texts of the messages that can no longer be kept: those
  * whose estimate with the newer ones' exceeds the cap (fork.h rule 3 drops
  * them, or a compaction does). The newest is never judged here: it may be
  * the last. */
@@ -110,8 +126,7 @@ static void release_dropped(history_scan *sc)
     while (sc->window_from < newest && sc->window_tokens > sc->max_tokens) {
         msg_note *m = &sc->msg[sc->window_from++];
         sc->window_tokens -= m->tokens;
-        cJSON_Delete(m->tree);
-        m->tree = NULL;
+        free_cuts(m);
     }
 }
 
@@ -137,14 +152,14 @@ static void note_message(history_scan *sc, cJSON *m, const char *json, size_t le
         note->request_id = xstrdup(fork_info_string(m, "id"));
     }
     /* Before the first fork point: inherited (the child's own come after). */
+    cut_list cuts = {0};
     if (sc->fork_at == SIZE_MAX)
-        note->cuts = cut_results(m, sc->max_chars);
+        cut_results(m, sc->max_chars, &cuts);
+    note->cuts = cuts.n;
+    note->cut = cuts.cut;
     note->tokens = tree_tokens(m);
+    cJSON_Delete(m);
     sc->window_tokens += note->tokens;
-    if (note->cuts)
-        note->tree = m; /* printed if it is kept */
-    else
-        cJSON_Delete(m);
     release_dropped(sc);
 }
 
@@ -210,17 +225,6 @@ static size_t request_index(const history_scan *sc)
     return nearest;
 }
 
-/* Appends one message cut; -ENOMEM when cJSON fails. */
-static int put_cut_message(strbuf *sb, const msg_note *note)
-{
-    char *s = cJSON_PrintUnformatted(note->tree);
-    if (!s)
-        return -ENOMEM;
-    sb_puts(sb, s);
-    cJSON_free(s);
-    return 0;
-}
-
 /* The answer: the messages [from, sc->n) as a JSON array. */
 static int write_kept(const history_scan *sc, size_t from, char **out)
 {
@@ -229,9 +233,10 @@ static int write_kept(const history_scan *sc, size_t from, char **out)
     for (size_t i = from; i < sc->n; i++) {
         if (i > from)
             sb_putn(&sb, ",", 1);
-        if (!sc->msg[i].tree)
-            sb_putn(&sb, sc->msg[i].json, sc->msg[i].len);
-        else if (put_cut_message(&sb, &sc->msg[i]) != 0) {
+        const msg_note *m = &sc->msg[i];
+        if (!m->cuts)
+            sb_putn(&sb, m->json, m->len);
+        else if (fork_splice(&sb, m->json, m->len, m->cut, m->cuts) != 0) {
             sb_free(&sb);
             return -ENOMEM;
         }
@@ -279,7 +284,7 @@ int fork_process(const char *messages_json, const fork_limits *lim, char **out, 
     }
     for (size_t i = 0; i < sc.n; i++) {
         free(sc.msg[i].request_id);
-        cJSON_Delete(sc.msg[i].tree);
+        free_cuts(&sc.msg[i]);
     }
     free(sc.msg);
     free(sc.summary_parent);

@@ -159,18 +159,23 @@ static void cut_and_count_edges(void)
 
 static void kept_as_they_were(void)
 {
-    char *x = repeat("x", 2000), *out = NULL;
-    char *h = xasprintf("\xEF\xBB\xBF [ " SPACED_M1 " ,\n {\"info\":{\"id\":\"m2\"},\"parts\":[{\"type\":\"tool\","
-                        "\"tool\":\"read\",\"callID\":\"c\",\"state\":{\"input\":{\"n\":1.0},\"output\":\"%s\"}}]} ] trailing",
-                        x);
+    char *x = repeat("x", 2000), *y = repeat("y", 1600), *out = NULL;
+    /* m2: spaced, its error before its output, the output's key escaped. */
+    const char *m2 = "{\"info\":{\"id\":\"m2\"},\"parts\":[ {\"type\":\"tool\",\"tool\":\"read\",\"callID\":\"c\",\"state\": "
+                     "{\"input\":{\"n\":1.0}, \"error\" : \"%s\", \"outp\\u0075t\":\"%s\"}} ]}";
+    char *m2_in = xasprintf(m2, y, x);
+    char *h = xasprintf("\xEF\xBB\xBF [ " SPACED_M1 " ,\n %s ] trailing", m2_in);
     fork_stats st;
     is_int(fork_process(h, &LIM, &out, &st), 0, "a BOM, spacing and text after the array are read as cJSON reads them");
-    char *want = xasprintf("[" SPACED_M1 ",{\"info\":{\"id\":\"m2\"},\"parts\":[{\"type\":\"tool\",\"tool\":\"read\","
-                           "\"callID\":\"c\",\"state\":{\"input\":{\"n\":1},\"output\":\"%.1500s\\n[... cut for the forked "
-                           "context: the original was 2000 characters; re-run the tool for all of it]\"}}]}]",
-                           x);
-    is_str(out, want, "a message without a cut is its input text byte for byte; a cut one is re-serialised");
-    free(want), free(out), free(h), free(x);
+    char *cut_y = xasprintf("%.1500s\\n[... cut for the forked context: the original was 1600 characters; re-run the tool "
+                            "for all of it]", y);
+    char *cut_x = xasprintf("%.1500s\\n[... cut for the forked context: the original was 2000 characters; re-run the tool "
+                            "for all of it]", x);
+    char *m2_out = xasprintf(m2, cut_y, cut_x);
+    char *want = xasprintf("[" SPACED_M1 ",%s]", m2_out);
+    is_str(out, want, "kept messages are their input text byte for byte, with only the cut results put in");
+    is_int(st.results_cut, 2, "the output under its escaped key and the error are both cut");
+    free(want), free(m2_out), free(cut_x), free(cut_y), free(m2_in), free(out), free(h), free(x), free(y);
     const char *refused[] = {"[1,]", "[1 2]", "[\xEF\xBB\xBF" "1]", "[{\"a\":}]", " ", "[1,2"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
         is_int(fork_process(refused[i], &LIM, &out, NULL), -EINVAL, "not a JSON array: %s", refused[i]);
