@@ -11,9 +11,10 @@
 /* Sixteen bytes as signed lanes (GCC and clang vector extensions: SSE2 on
  * x86-64, NEON on arm64, plain code elsewhere). */
 typedef signed char lanes16 __attribute__((vector_size(16)));
+typedef unsigned char counts16 __attribute__((vector_size(16)));
 
 /* The sum of the lanes of v, each a count from 0 to 255. */
-static size_t lanes_sum(lanes16 v)
+static size_t lanes_sum(counts16 v)
 {
     unsigned char b[16];
     memcpy(b, &v, sizeof b);
@@ -28,17 +29,18 @@ fork_count fork_count_text(const char *str, size_t n)
     const unsigned char *s = (const unsigned char *)str;
     const lanes16 zero = {0}, lowest_lead = zero - 64; /* 0xC0 as a signed byte */
     size_t high = 0, cont = 0, i = 0;
-    /* Sixteen bytes at a time into a counter per lane (a comparison gives
-     * -1 where true): bytes from 0x80 (negative), continuation bytes 0x80..0xBF
-     * (below -64), summed every 255 blocks before a lane overflows. Tool
-     * results are most of a history: this runs over nearly every byte. */
+    /* Sixteen bytes at a time into an unsigned counter per lane (a
+     * comparison gives all ones where true: subtracting it adds one): bytes
+     * from 0x80 (negative as signed), continuation bytes 0x80..0xBF (below
+     * -64), summed every 255 blocks before a lane wraps. Tool results are
+     * most of a history: this runs over nearly every byte. */
     while (i + 16 <= n) {
-        lanes16 hi = zero, co = zero;
+        counts16 hi = {0}, co = {0};
         for (int k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
             lanes16 x;
             memcpy(&x, s + i, 16);
-            hi -= x < zero;
-            co -= x < lowest_lead;
+            hi -= (counts16)(x < zero);
+            co -= (counts16)(x < lowest_lead);
         }
         high += lanes_sum(hi);
         cont += lanes_sum(co);
