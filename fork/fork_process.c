@@ -37,7 +37,7 @@ typedef struct history_scan {
     msg_note *msg;
     size_t n, cap;
     size_t max_chars, max_tokens;
-    size_t window_from;   /* the oldest message whose tree may be kept */
+    size_t window_from;   /* the oldest message whose cuts may be kept */
     size_t window_tokens; /* the estimate of the messages from it on */
     size_t fork_at;       /* the first fork point; SIZE_MAX: none yet */
     bool summary;         /* a completed summary was seen */
