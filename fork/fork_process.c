@@ -71,7 +71,7 @@ static size_t tree_tokens(const cJSON *item)
 /* The cuts of one message, as cut_results makes them. */
 typedef struct cut_list {
     fork_cut *cut;
-    size_t n, rank;
+    size_t n, cap, rank;
 } cut_list;
 
 /* Cut obj[key] when it is a long string: in the tree (for its estimate)
@@ -84,7 +84,10 @@ static void cut_member(cJSON *obj, const char *key, size_t max_chars, cut_list *
     if (!cut)
         return;
     cJSON_ReplaceItemInObjectCaseSensitive(obj, key, cJSON_CreateString(cut));
-    list->cut = xrealloc(list->cut, (list->n + 1) * sizeof *list->cut);
+    if (list->n == list->cap) {
+        list->cap = list->cap ? 2 * list->cap : 4;
+        list->cut = xrealloc(list->cut, list->cap * sizeof *list->cut);
+    }
     list->cut[list->n++] = (fork_cut){rank, cut};
 }
 
