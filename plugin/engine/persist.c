@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "engine/guards.h"
 #include "store/convert.h"
+#include "store/reader.h"
 #include "store/store.h"
 
 #define STORE_FILE "ocbg.db"
@@ -29,6 +30,100 @@ static void defer_log(ocbg *o, char level, const char *line)
     char *all = xasprintf("%s%c%s\n", o->ps.log ? o->ps.log : "", level, line);
     free(o->ps.log);
     o->ps.log = all;
+}
+
+/* ---- texts out of memory -------------------------------------------------- */
+
+/* May t's texts live in the store only? Finished, its row as stored (clean,
+ * the caller knows it committed), nothing left to tell or return from
+ * memory: its notification delivered or none owed, no blocking call about
+ * to return its result, no completion check. Agents only (a command's
+ * output is its result, kept with it). */
+static bool texts_droppable(const task *t)
+{
+    return t->type == TASK_AGENT && task_status_terminal(t->status) && !t->dirty && !t->foreground &&
+           !t->finalizing && t->result_waiters == 0 && t->notices_unformatted == 0 &&
+           (t->notice_state == NOTICE_NONE || t->notice_state == NOTICE_DONE);
+}
+
+static void drop_texts(task *t)
+{
+    free(t->prompt);
+    free(t->result);
+    free(t->error);
+    t->prompt = t->result = t->error = NULL;
+    t->texts_stored = TASK_TEXTS_ALL;
+}
+
+/* After a commit: the tasks of rows[0..n) that may, keep their texts in the
+ * store only. Lock held. */
+static void drop_committed(ocbg *o, const store_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        task *t = registry_find(&o->reg, rows[i].id);
+        if (t && texts_droppable(t))
+            drop_texts(t);
+    }
+}
+
+void persist_drop_copies(task *t)
+{
+    if (!t)
+        return;
+    unsigned bits = t->texts_stored;
+    char **texts[] = {&t->prompt, &t->result, &t->error};
+    const unsigned text_bits[] = {TASK_TEXT_PROMPT, TASK_TEXT_RESULT, TASK_TEXT_ERROR};
+    for (size_t i = 0; i < 3; i++)
+        if (bits & text_bits[i]) {
+            free(*texts[i]);
+            *texts[i] = NULL;
+        }
+}
+
+/* Attach the copy *text of a text `bit` still kept in the store only and
+ * not attached yet; else free it. */
+static void attach_copy(task *t, unsigned bit, char **field, char **text)
+{
+    if ((t->texts_stored & bit) && !*field) {
+        *field = *text;
+        *text = NULL;
+    }
+    free(*text);
+    *text = NULL;
+}
+
+task *persist_texts(ocbg *o, task *t)
+{
+    bool missing = ((t->texts_stored & TASK_TEXT_PROMPT) && !t->prompt) ||
+                   ((t->texts_stored & TASK_TEXT_RESULT) && !t->result) ||
+                   ((t->texts_stored & TASK_TEXT_ERROR) && !t->error);
+    if (!missing || !o->ps.reader)
+        return t;
+    char id[TASK_ID_SIZE];
+    memcpy(id, t->id, sizeof id);
+    store_reader *reader = o->ps.reader; /* lives until persist_stop, after every call */
+    pthread_mutex_unlock(&o->mu);
+    char *prompt = NULL, *result = NULL, *error = NULL, *err = NULL;
+    int rc = store_reader_texts(reader, id, &prompt, &result, &error, &err);
+    if (rc != 0) {
+        hc_log(&o->api, OCP_LOG_ERROR, "ocbg: %s", err);
+        char *why = xasprintf("(kept in the task store, which could not be read: %s)", err);
+        prompt = xstrdup(why);
+        result = xstrdup(why);
+        error = why;
+    }
+    free(err);
+    pthread_mutex_lock(&o->mu);
+    t = registry_find(&o->reg, id);
+    if (t) {
+        attach_copy(t, TASK_TEXT_PROMPT, &t->prompt, &prompt);
+        attach_copy(t, TASK_TEXT_RESULT, &t->result, &result);
+        attach_copy(t, TASK_TEXT_ERROR, &t->error, &error);
+    }
+    free(prompt);
+    free(result);
+    free(error);
+    return t;
 }
 
 /* ---- the store thread ---------------------------------------------------- */
@@ -81,8 +176,7 @@ static bool write_dirty(ocbg *o)
     char *err = NULL;
     int rc = store_write(o->ps.st, b.rows, b.n, removed, nremoved, &err);
     for (size_t i = 0; i < b.n; i++)
-        store_row_clear(&b.rows[i]);
-    free(b.rows);
+        store_row_clear(&b.rows[i]); /* the ids stay: drop_committed reads them */
     for (size_t i = 0; i < nremoved; i++)
         free(removed[i]);
     free(removed);
@@ -95,10 +189,13 @@ static bool write_dirty(ocbg *o)
     o->ps.writing = false;
     o->ps.writes++;
     o->ps.rows_written += b.n;
-    if (rc != 0)
+    if (rc != 0) {
         stop_tracking(o);
-    else
+    } else {
         o->ps.committed = gen;
+        drop_committed(o, b.rows, b.n);
+    }
+    free(b.rows);
     pthread_cond_broadcast(&o->ps.synced_cv);
     return rc == 0;
 }
@@ -190,7 +287,8 @@ static void end_shell(ocbg *o, task *t)
 /* A notification a restored task still owes, unless it is known
  * delivered: sent again, after a look when its send may have happened. Its
  * parent's tasks oldest first, as they were launched. And what each task
- * cost, back in its sessions' spend. */
+ * cost, back in its sessions' spend; the texts of the others back in the
+ * store only. */
 static void notify_parent(const char *key, void *value, void *arg)
 {
     (void)key;
@@ -204,6 +302,8 @@ static void notify_parent(const char *key, void *value, void *arg)
         if (!task_status_active(t->status) && t->notice_run == t->run &&
             (t->notice_state == NOTICE_DUE || t->notice_state == NOTICE_PUSHING))
             engine_notify(o, t, t->notice_state == NOTICE_PUSHING);
+        else if (texts_droppable(t))
+            drop_texts(t); /* as stored, delivered: read back when shown */
     }
 }
 
@@ -270,6 +370,7 @@ int persist_start(ocbg *o)
     free(path);
     if (!o->ps.st)
         return 0;
+    o->ps.reader = store_reader_new(store_path(o->ps.st));
     o->reg.on_dirty = on_dirty;
     o->reg.on_dirty_arg = o;
     o->reg.track = true;
@@ -296,6 +397,8 @@ void persist_stop(ocbg *o)
     stop_tracking(o);
     store_close(o->ps.st, true);
     o->ps.st = NULL;
+    store_reader_free(o->ps.reader);
+    o->ps.reader = NULL;
     free(o->ps.log);
     o->ps.log = NULL;
     pthread_cond_destroy(&o->ps.cv);

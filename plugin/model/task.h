@@ -28,6 +28,12 @@ typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
 #define RECENT_CALLS 8
 #define TOOL_NAME_SIZE 24
 
+/* A task's long texts, as bits of task.texts_stored and store_row.keep. */
+#define TASK_TEXT_PROMPT 1u
+#define TASK_TEXT_RESULT 2u
+#define TASK_TEXT_ERROR 4u
+#define TASK_TEXTS_ALL (TASK_TEXT_PROMPT | TASK_TEXT_RESULT | TASK_TEXT_ERROR)
+
 typedef struct parent parent;
 typedef struct task_batch task_batch;
 typedef struct lane lane;
@@ -101,6 +107,11 @@ typedef struct task {
     bool notice_wake;       /* it wakes the parent */
     unsigned notices_unformatted; /* its notices queued for the worker, text not yet formatted (engine.c) */
     int64_t notice_pushed_ms; /* when its send began (host clock) */
+    /* TASK_TEXT_* bits: texts kept only in the store (a finished task, its
+     * row committed and its notification delivered: engine/persist.h). Such
+     * a pointer is NULL, or a copy read back for one call (equal to the
+     * stored text, freed after it). Writing a text clears its bit. */
+    unsigned char texts_stored;
     bool dirty;             /* changed since the store last copied it */
     struct task *dnext, *dprev; /* the registry's dirty list */
     parent *parent;
