@@ -16,6 +16,10 @@
 #define STORE_FILE "ocbg.db"
 /* How long the store thread lets changes gather before it writes them. */
 #define STORE_DELAY_MS 5
+/* The most rows one transaction writes: a burst of changes is written in
+ * several, so that their copies (a finished task's texts) are never all in
+ * memory at once. */
+#define STORE_BATCH_ROWS 256
 
 bool persist_on(const ocbg *o)
 {
@@ -155,7 +159,7 @@ static void forget_task(void *arg, task *t)
 static void stop_tracking(ocbg *o)
 {
     o->reg.track = false;
-    registry_take_dirty(&o->reg, forget_task, NULL);
+    registry_take_dirty(&o->reg, SIZE_MAX, forget_task, NULL);
 }
 
 /* One write: what is dirty now, in one transaction. Lock held on entry and
@@ -166,7 +170,7 @@ static bool write_dirty(ocbg *o)
     uint64_t gen = r->dirty_gen;
     o->ps.writing = true;
     batch_rows b = {0};
-    registry_take_dirty(r, copy_task, &b);
+    bool all = registry_take_dirty(r, STORE_BATCH_ROWS, copy_task, &b);
     char **removed = r->removed;
     size_t nremoved = r->nremoved;
     r->removed = NULL;
@@ -192,7 +196,8 @@ static bool write_dirty(ocbg *o)
     if (rc != 0) {
         stop_tracking(o);
     } else {
-        o->ps.committed = gen;
+        if (all) /* else what changed after the rows taken waits for the next write */
+            o->ps.committed = gen;
         drop_committed(o, b.rows, b.n);
     }
     free(b.rows);
@@ -224,8 +229,8 @@ static void *store_main(void *arg)
             mono_deadline(&ts, mono_ms() + STORE_DELAY_MS);
             pthread_cond_timedwait(&o->ps.cv, &o->mu, &ts);
         } else {
-            delayed = false;
             write_dirty(o);
+            delayed = o->reg.dirty != NULL; /* left for the next batch: written at once */
         }
     }
     stop_tracking(o);

@@ -14,6 +14,9 @@
 #include "base/util.h"
 #include "store/row.h"
 
+/* The writer's page cache, KiB (SQLite's default: 2,000). */
+#define STORE_CACHE_KIB "256"
+
 struct store {
     sqlite3 *db;
     char *path;
@@ -413,6 +416,11 @@ int store_open(const char *path, store **out, char **err)
         r = exec(s, "PRAGMA journal_mode = WAL", err);
     if (r == 0)
         r = exec(s, "PRAGMA synchronous = NORMAL", err);
+    /* A small page cache: the store mostly appends and updates rows by id
+     * (the tree's inner pages stay cached), and reads only at a start; the
+     * default 2 MB would be memory held for nothing. */
+    if (r == 0)
+        r = exec(s, "PRAGMA cache_size = -" STORE_CACHE_KIB, err);
     if (r == 0)
         r = migrate(s, err);
     if (r == 0)
