@@ -6,6 +6,7 @@
  *
  * The plugin is the one linked in from libocbg-internal.a (sim_load_entry),
  * so that the test can look at what a task keeps in memory. */
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,23 @@ static int in_memory(sim_host *h, const char *id)
     int r = !t ? -1 : (t->result != NULL) | (t->prompt != NULL) << 1 | (t->texts_stored == TASK_TEXTS_ALL) << 2;
     pthread_mutex_unlock(&o->mu);
     return r;
+}
+
+/* Wait (with a deadline) until a log line of the plugin contains needle. */
+static int wait_log(sim_host *h, const char *needle)
+{
+    for (;;) {
+        size_t n = sim_calls(h, "log", NULL);
+        for (size_t i = 0; i < n; i++) {
+            char *body = sim_call_body(h, "log", NULL, (int)i);
+            int hit = body && strstr(body, needle);
+            free(body);
+            if (hit)
+                return 0;
+        }
+        if (sim_wait_calls(h, "log", NULL, n + 1, tap_timeout_ms(3000)) != 0)
+            return -1;
+    }
 }
 
 /* Wait (with a deadline) until task id's texts are in the store only. */
@@ -169,7 +187,7 @@ static void store_off_keeps_texts(void)
     char *id = launch_done(h, psid, "texts-store-off", answer_json);
     char *out = t_output(h, psid, id); /* a tool call: would have waited for a write */
     like(out, "THE-END", "with the store off, background_output gives the result");
-    is_int(in_memory(h, id), 3, "and the result and prompt stay in memory");
+    is_int(in_memory(h, id), 3, "and the result and prompt stay in memory (none marked stored)");
     free(out);
     free(id);
     free(psid);
@@ -195,18 +213,43 @@ static void failed_write_keeps_texts(void)
     sqlite3_close(d);
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-write-fails", answer_json);
+    ok(wait_log(h, "the disk refuses") == 0 && wait_log(h, "memory only") == 0,
+       "the failed write is logged: tasks live in memory only from now on");
     char *out = t_output(h, psid, id);
     like(out, "THE-END", "after the failed write, background_output gives the result");
     free(out);
-    size_t logs = sim_calls(h, "log", NULL);
-    int logged = 0;
-    for (size_t i = 0; i < logs && !logged; i++) {
-        char *body = sim_call_body(h, "log", NULL, (int)i);
-        logged = body && strstr(body, "the disk refuses") && strstr(body, "memory only");
-        free(body);
-    }
-    ok(logged, "the failed write is logged: tasks live in memory only from now on");
-    is_int(in_memory(h, id), 3, "the result and prompt stay in memory");
+    is_int(in_memory(h, id) & 3, 3, "the result and prompt stay in memory");
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* A notification the parent would not take is held for its next answer:
+ * its text, formatted from the task at the last try, rides on that answer
+ * whole. The task's texts stay in memory: a held notice is not known
+ * delivered (a restart sends it again, after a look). */
+static void held_notice_keeps_text(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/held.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\",\"notify_retries\":1,\"notify_retry_ms\":5}", db);
+    sim_host *h = host_with(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char script[7000];
+    snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", answer_json);
+    sim_script(h, "texts-held", script, 1);
+    /* Every prompt after the task's own (call 1) fails: its notification
+     * cannot be sent. */
+    sim_fail(h, "session_prompt", 2, -1, -EIO);
+    char *id = t_launch(h, psid, "Texts", "texts-held", "general");
+    is_int(sim_wait_calls(h, "session_prompt", psid, 2, tap_timeout_ms(5000)), 0,
+           "its notification was tried twice and not taken");
+    sim_fail(h, NULL, 0, 0, 0);
+    char *ans = t_tool(h, psid, "background_list", "{}");
+    like(ans, "[ocbg] Background task completed", "the next answer carries the notification");
+    like(ans, "THE-END", "with the whole result");
+    is_int(in_memory(h, id) & 3, 3, "the task's texts stay in memory");
+    free(ans);
     free(id);
     free(psid);
     sim_destroy(h);
@@ -220,6 +263,7 @@ int main(void)
     results_read_back();
     store_off_keeps_texts();
     failed_write_keeps_texts();
+    held_notice_keeps_text();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -38,50 +38,58 @@ static void defer_log(ocbg *o, char level, const char *line)
 
 /* ---- texts out of memory -------------------------------------------------- */
 
-/* May t's texts live in the store only? Finished, its row as stored (clean,
- * the caller knows it committed), nothing left to tell or return from
- * memory: its notification delivered or none owed, no blocking call about
- * to return its result, no completion check. Agents only (a command's
- * output is its result, kept with it). */
-static bool texts_droppable(const task *t)
+/* Needs nothing of t's texts in memory any more? Finished, nothing left
+ * to tell or return from memory: its notification delivered or none owed
+ * (a notice is formatted from the task when it is pushed), no blocking
+ * call about to return its result, no completion check. Agents only (a
+ * command's output is its result, kept with it). */
+static bool texts_done(const task *t)
 {
-    return t->type == TASK_AGENT && task_status_terminal(t->status) && !t->dirty && !t->foreground &&
-           !t->finalizing && t->result_waiters == 0 && t->notices_unformatted == 0 &&
+    return t->type == TASK_AGENT && task_status_terminal(t->status) && !t->foreground && !t->finalizing &&
+           t->result_waiters == 0 && t->notices_unformatted == 0 &&
            (t->notice_state == NOTICE_NONE || t->notice_state == NOTICE_DONE);
 }
 
-static void drop_texts(task *t)
+/* Free t's texts whose stored copy is theirs (texts_stored). */
+static void free_stored_texts(task *t)
 {
-    free(t->prompt);
-    free(t->result);
-    free(t->error);
-    t->prompt = t->result = t->error = NULL;
-    t->texts_stored = TASK_TEXTS_ALL;
+    char **texts[] = {&t->prompt, &t->result, &t->error};
+    const unsigned text_bits[] = {TASK_TEXT_PROMPT, TASK_TEXT_RESULT, TASK_TEXT_ERROR};
+    for (size_t i = 0; i < 3; i++)
+        if (t->texts_stored & text_bits[i]) {
+            free(*texts[i]);
+            *texts[i] = NULL;
+        }
 }
 
-/* After a commit: the tasks of rows[0..n) that may, keep their texts in the
- * store only. Lock held. */
+/* t, finished, is as its row in the store (just committed, or restored):
+ * its texts are stored from now (later rows leave them as they are), and
+ * leave memory once nothing needs them there. Lock held. */
+static void texts_stored(task *t)
+{
+    if (t->type != TASK_AGENT || !task_status_terminal(t->status))
+        return;
+    t->texts_stored = TASK_TEXTS_ALL;
+    if (texts_done(t))
+        free_stored_texts(t);
+}
+
+/* After a commit: the tasks of rows[0..n) not changed since, as written.
+ * Lock held. */
 static void drop_committed(ocbg *o, const store_row *rows, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         task *t = registry_find(&o->reg, rows[i].id);
-        if (t && texts_droppable(t))
-            drop_texts(t);
+        if (t && !t->dirty)
+            texts_stored(t);
     }
 }
 
-void persist_drop_copies(task *t)
+void persist_drop_copies(ocbg *o, task *t)
 {
-    if (!t)
-        return;
-    unsigned bits = t->texts_stored;
-    char **texts[] = {&t->prompt, &t->result, &t->error};
-    const unsigned text_bits[] = {TASK_TEXT_PROMPT, TASK_TEXT_RESULT, TASK_TEXT_ERROR};
-    for (size_t i = 0; i < 3; i++)
-        if (bits & text_bits[i]) {
-            free(*texts[i]);
-            *texts[i] = NULL;
-        }
+    /* After a failed write the disk is not trusted: what is in memory stays. */
+    if (t && o->reg.track && texts_done(t))
+        free_stored_texts(t);
 }
 
 /* Attach the copy *text of a text `bit` still kept in the store only and
@@ -307,8 +315,8 @@ static void notify_parent(const char *key, void *value, void *arg)
         if (!task_status_active(t->status) && t->notice_run == t->run &&
             (t->notice_state == NOTICE_DUE || t->notice_state == NOTICE_PUSHING))
             engine_notify(o, t, t->notice_state == NOTICE_PUSHING);
-        else if (texts_droppable(t))
-            drop_texts(t); /* as stored, delivered: read back when shown */
+        else if (!t->dirty)
+            texts_stored(t); /* as its row: read back when shown */
     }
 }
 

@@ -42,10 +42,11 @@ void persist_sync(struct ocbg *o);
 /* Is the store on (open and not failed)? [lock held] */
 bool persist_on(const struct ocbg *o);
 
-/* Texts out of memory. Once a task has finished, its row is committed (the
- * task clean) and its notification delivered (or none is owed), its
- * prompt, result and error live only in the store (task.texts_stored);
- * with the store off, or after a write failed, they stay in memory. */
+/* Texts out of memory. Once a finished task's row is committed, its
+ * prompt, result and error are stored (task.texts_stored: later writes of
+ * its row leave them as they are); once its notification is delivered too
+ * (or none is owed), they live only in the store. With the store off, or
+ * after a write failed, they stay in memory. */
 struct task;
 
 /* t with its texts: those kept only in the store are read back (a copy,
@@ -55,7 +56,8 @@ struct task;
  * sentence saying so (logged). [lock held; released while reading] */
 struct task *persist_texts(struct ocbg *o, struct task *t);
 
-/* Free the copies persist_texts attached to t (NULL: a no-op). [lock held] */
-void persist_drop_copies(struct task *t);
+/* Free the copies persist_texts attached to t, unless something still
+ * needs t's texts in memory, or a write failed (NULL: a no-op). [lock held] */
+void persist_drop_copies(struct ocbg *o, struct task *t);
 
 #endif

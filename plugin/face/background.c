@@ -146,7 +146,7 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     }
     int64_t now = ocbg_now(o);
     format_report(out, t, now);
-    persist_drop_copies(t);
+    persist_drop_copies(o, t);
     if (t->status == TASK_COMPLETED)
         t->retrieved_ms = now;
     /* A blocking call that returns the result replaces the notification. */

@@ -379,7 +379,7 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
         return -ENOENT;
     }
     put_task_output(o, out, t, retrieval);
-    persist_drop_copies(t);
+    persist_drop_copies(o, t);
     /* A blocking call that returned the result replaces the notification. */
     if (block && !task_status_active(t->status)) {
         t->delivered_run = t->run;

@@ -111,10 +111,10 @@ typedef struct task {
     unsigned notice_run;    /* the run it is for */
     unsigned notices_unformatted; /* its notices queued for the worker, text not yet formatted (engine.c) */
     int64_t notice_pushed_ms; /* when its send began (host clock) */
-    /* TASK_TEXT_* bits: texts kept only in the store (a finished task, its
-     * row committed and its notification delivered: engine/persist.h). Such
-     * a pointer is NULL, or a copy read back for one call (equal to the
-     * stored text, freed after it). Writing a text clears its bit. */
+    /* TASK_TEXT_* bits: texts the store holds as they are (a finished
+     * task whose row was committed: engine/persist.h). Such a pointer is
+     * the same text, or NULL once only the store has it (delivered), or a
+     * copy read back for one call. Writing a text clears its bit. */
     unsigned char texts_stored;
     bool dirty;             /* changed since the store last copied it */
     bool notice_wake;       /* it wakes the parent */
