@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "store/reader.h"
 #include "testlib.h"
 
 static char dir[] = "/tmp/ocbg-results-XXXXXX";
@@ -79,17 +80,50 @@ static int wait_log(sim_host *h, const char *needle)
     }
 }
 
-/* Wait (with a deadline) until task id's texts are in the store only. */
-static int wait_dropped(sim_host *h, const char *id)
+/* Wait (with a deadline) until cond(h, arg) holds; 0, or -1 at the deadline. */
+static int wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const char *arg)
 {
     int64_t deadline = (int64_t)time(NULL) + tap_timeout_ms(5000) / 1000 + 1;
-    while (in_memory(h, id) != 4) {
+    while (!cond(h, arg)) {
         if ((int64_t)time(NULL) > deadline)
             return -1;
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
     }
     return 0;
+}
+
+static int texts_dropped(sim_host *h, const char *id)
+{
+    return in_memory(h, id) == 4;
+}
+
+/* The engine has given up on the store (a write failed). */
+static int store_given_up(sim_host *h, const char *unused)
+{
+    (void)unused;
+    ocbg *o = engine_of(h);
+    pthread_mutex_lock(&o->mu);
+    int off = !o->reg.track;
+    pthread_mutex_unlock(&o->mu);
+    return off;
+}
+
+/* A notification is held for session psid's next answer. */
+static int notice_held(sim_host *h, const char *psid)
+{
+    ocbg *o = engine_of(h);
+    pthread_mutex_lock(&o->mu);
+    parent *p = registry_parent(&o->reg, psid);
+    int held = p && p->held;
+    pthread_mutex_unlock(&o->mu);
+    return held;
+}
+
+/* Wait (with a deadline) until task id's texts are in the store only. */
+static int wait_dropped(sim_host *h, const char *id)
+{
+    return wait_until(h, texts_dropped, id);
 }
 
 static char *launch_done(sim_host *h, const char *psid, const char *prompt, const char *reply_json)
@@ -215,6 +249,7 @@ static void failed_write_keeps_texts(void)
     char *id = launch_done(h, psid, "texts-write-fails", answer_json);
     ok(wait_log(h, "the disk refuses") == 0 && wait_log(h, "memory only") == 0,
        "the failed write is logged: tasks live in memory only from now on");
+    is_int(wait_until(h, store_given_up, NULL), 0, "the store is given up");
     char *out = t_output(h, psid, id);
     like(out, "THE-END", "after the failed write, background_output gives the result");
     free(out);
@@ -244,6 +279,7 @@ static void held_notice_keeps_text(void)
     char *id = t_launch(h, psid, "Texts", "texts-held", "general");
     is_int(sim_wait_calls(h, "session_prompt", psid, 2, tap_timeout_ms(5000)), 0,
            "its notification was tried twice and not taken");
+    is_int(wait_until(h, notice_held, psid), 0, "and held for the parent's next answer");
     sim_fail(h, NULL, 0, 0, 0);
     char *ans = t_tool(h, psid, "background_list", "{}");
     like(ans, "[ocbg] Background task completed", "the next answer carries the notification");
@@ -255,15 +291,77 @@ static void held_notice_keeps_text(void)
     sim_destroy(h);
 }
 
+/* The reader on its own: a file that is not there, then is; a row that is
+ * not there. */
+static void reader_cases(void)
+{
+    char db[300];
+    snprintf(db, sizeof db, "%s/reader.db", dir);
+    store_reader *r = store_reader_new(db);
+    char *prompt, *result, *error, *err = NULL;
+    ok(store_reader_texts(r, "bg_00000001", &prompt, &result, &error, &err) < 0, "no file: the read fails");
+    ok(err && strstr(err, db) && !result, "naming the file, with no text");
+    free(err);
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    sqlite3_exec(d,
+                 "CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT);"
+                 "INSERT INTO task VALUES('bg_00000001', 'the prompt', 'the result', NULL)",
+                 NULL, NULL, NULL);
+    sqlite3_close(d);
+    is_int(store_reader_texts(r, "bg_00000001", &prompt, &result, &error, &err), 0,
+           "once the file is there, the same reader reads it");
+    ok(prompt && result && !error && !err && strcmp(prompt, "the prompt") == 0 && strcmp(result, "the result") == 0,
+       "the texts as stored");
+    free(prompt);
+    free(result);
+    is_int(store_reader_texts(r, "bg_00000002", &prompt, &result, &error, &err), -ENOENT, "no such row: -ENOENT");
+    free(err);
+    store_reader_free(r);
+}
+
+/* A task whose texts are in the store only is resumed; the write of the
+ * resume fails (the store is given up): its new answer is shown, and the
+ * prompt still read back. */
+static void resume_after_failed_write(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/resume-fail.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
+    sim_host *h = host_with(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = launch_done(h, psid, "texts-resume-fail one", "the first answer");
+    is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    sqlite3_exec(d,
+                 "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN NEW.status = 5 "
+                 "BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
+                 NULL, NULL, NULL);
+    sqlite3_close(d);
+    sim_script(h, "texts-resume-fail two", "{\"steps\":[{\"wait_ms\":20},{\"reply\":\"the second answer\"}]}", 1);
+    char args[160];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-resume-fail two\"}", id);
+    free(t_tool(h, psid, "background_resume", args));
+    is_int(wait_until(h, store_given_up, NULL), 0, "the resume's write fails: the store is given up");
+    is_int(t_wait_output_with(h, psid, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
+           "background_output gives the second answer");
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
         bail_out("mkdtemp");
     make_answer();
+    reader_cases();
     results_read_back();
     store_off_keeps_texts();
     failed_write_keeps_texts();
     held_notice_keeps_text();
+    resume_after_failed_write();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -104,37 +104,55 @@ static void attach_copy(task *t, unsigned bit, char **field, char **text)
     *text = NULL;
 }
 
-task *persist_texts(ocbg *o, task *t)
+static bool texts_missing(const task *t)
 {
-    bool missing = ((t->texts_stored & TASK_TEXT_PROMPT) && !t->prompt) ||
-                   ((t->texts_stored & TASK_TEXT_RESULT) && !t->result) ||
-                   ((t->texts_stored & TASK_TEXT_ERROR) && !t->error);
-    if (!missing || !o->ps.reader)
-        return t;
-    char id[TASK_ID_SIZE];
-    memcpy(id, t->id, sizeof id);
+    return ((t->texts_stored & TASK_TEXT_PROMPT) && !t->prompt) ||
+           ((t->texts_stored & TASK_TEXT_RESULT) && !t->result) || ((t->texts_stored & TASK_TEXT_ERROR) && !t->error);
+}
+
+/* One read of task id's stored texts, without the lock (released and taken
+ * again). *prompt, *result, *error: what it read, or a sentence saying why
+ * it could not. */
+static void read_stored(ocbg *o, const char *id, char **prompt, char **result, char **error)
+{
     store_reader *reader = o->ps.reader; /* lives until persist_stop, after every call */
     pthread_mutex_unlock(&o->mu);
-    char *prompt = NULL, *result = NULL, *error = NULL, *err = NULL;
-    int rc = store_reader_texts(reader, id, &prompt, &result, &error, &err);
-    if (rc != 0) {
+    char *err = NULL;
+    int rc = store_reader_texts(reader, id, prompt, result, error, &err);
+    if (err)
         hc_log(&o->api, OCP_LOG_ERROR, "ocbg: %s", err);
-        char *why = xasprintf("(kept in the task store, which could not be read: %s)", err);
-        prompt = xstrdup(why);
-        result = xstrdup(why);
-        error = why;
+    if (rc != 0) {
+        char *why = xasprintf("(kept in the task store, which could not be read: %s)", err ? err : "unknown error");
+        *prompt = xstrdup(why);
+        *result = xstrdup(why);
+        *error = why;
     }
     free(err);
     pthread_mutex_lock(&o->mu);
-    t = registry_find(&o->reg, id);
-    if (t) {
-        attach_copy(t, TASK_TEXT_PROMPT, &t->prompt, &prompt);
-        attach_copy(t, TASK_TEXT_RESULT, &t->result, &result);
-        attach_copy(t, TASK_TEXT_ERROR, &t->error, &error);
+}
+
+task *persist_texts(ocbg *o, task *t)
+{
+    /* Texts change only when a run ends (its status changes) or a new one
+     * begins (run + 1): read while neither happened, the copy is the
+     * task's; else it is read again. */
+    for (int tries = 0; t && texts_missing(t) && o->ps.reader && tries < 3; tries++) {
+        char id[TASK_ID_SIZE];
+        memcpy(id, t->id, sizeof id);
+        unsigned run = t->run;
+        task_status status = t->status;
+        char *prompt = NULL, *result = NULL, *error = NULL;
+        read_stored(o, id, &prompt, &result, &error);
+        t = registry_find(&o->reg, id);
+        if (t && t->run == run && t->status == status) {
+            attach_copy(t, TASK_TEXT_PROMPT, &t->prompt, &prompt);
+            attach_copy(t, TASK_TEXT_RESULT, &t->result, &result);
+            attach_copy(t, TASK_TEXT_ERROR, &t->error, &error);
+        }
+        free(prompt);
+        free(result);
+        free(error);
     }
-    free(prompt);
-    free(result);
-    free(error);
     return t;
 }
 

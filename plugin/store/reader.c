@@ -47,12 +47,17 @@ static char *column_copy(sqlite3_stmt *st, int i)
     return text ? xstrdup(text) : NULL;
 }
 
-int store_reader_texts(store_reader *r, const char *id, char **prompt, char **result, char **error, char **err)
+static void reader_close(store_reader *r)
 {
-    *prompt = *result = *error = NULL;
-    if (err)
-        *err = NULL;
-    pthread_mutex_lock(&r->mu);
+    sqlite3_finalize(r->texts);
+    sqlite3_close(r->db);
+    r->texts = NULL;
+    r->db = NULL;
+}
+
+/* One try: 0, -ENOENT, or another negative errno with *why (malloc'd). */
+static int read_texts(store_reader *r, const char *id, char **prompt, char **result, char **error, char **why)
+{
     int rc = reader_open(r);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(r->texts, 1, id, -1, SQLITE_TRANSIENT);
@@ -65,20 +70,46 @@ int store_reader_texts(store_reader *r, const char *id, char **prompt, char **re
         *error = column_copy(r->texts, 2);
     } else if (rc == SQLITE_DONE) {
         out = -ENOENT;
-        if (err)
-            *err = xasprintf("the task store %s has no task %s", r->path, id);
+        *why = xasprintf("the task store %s has no task %s", r->path, id);
     } else {
         out = (rc & 0xff) == SQLITE_NOMEM ? -ENOMEM : -EIO;
-        if (err)
-            *err = xasprintf("the task store %s: reading task %s failed: %s", r->path, id,
-                             r->db && sqlite3_errcode(r->db) != SQLITE_OK ? sqlite3_errmsg(r->db)
-                                                                           : sqlite3_errstr(rc));
+        *why = xasprintf("the task store %s: reading task %s failed: %s", r->path, id,
+                         r->db && sqlite3_errcode(r->db) != SQLITE_OK ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
     }
     if (r->texts) {
         sqlite3_reset(r->texts); /* ends the read transaction: the writer may checkpoint */
         sqlite3_clear_bindings(r->texts);
     }
+    return out;
+}
+
+int store_reader_texts(store_reader *r, const char *id, char **prompt, char **result, char **error, char **err)
+{
+    *prompt = *result = *error = NULL;
+    char *why = NULL;
+    pthread_mutex_lock(&r->mu);
+    int out = read_texts(r, id, prompt, result, error, &why);
+    if (out != 0 && out != -ENOENT) {
+        /* A failed read may be passing (a lock, an I/O hiccup): once more,
+         * on a new connection; the failure is still told. */
+        reader_close(r);
+        char *again = NULL;
+        out = read_texts(r, id, prompt, result, error, &again);
+        if (out != 0) {
+            free(why);
+            why = again;
+        } else {
+            char *told = xasprintf("%s (read again: it worked)", why);
+            free(why);
+            free(again);
+            why = told;
+        }
+    }
     pthread_mutex_unlock(&r->mu);
+    if (err)
+        *err = why;
+    else
+        free(why);
     return out;
 }
 
@@ -86,8 +117,7 @@ void store_reader_free(store_reader *r)
 {
     if (!r)
         return;
-    sqlite3_finalize(r->texts);
-    sqlite3_close(r->db);
+    reader_close(r);
     pthread_mutex_destroy(&r->mu);
     free(r->path);
     free(r);

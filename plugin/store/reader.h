@@ -19,9 +19,11 @@ typedef struct store_reader store_reader;
 store_reader *store_reader_new(const char *path);
 
 /* The task `id`'s prompt, result and error as stored (each malloc'd, NULL
- * when the row has none). Returns 0; -ENOENT when no row has that id; -EIO
- * (or another negative errno) with *err a sentence (malloc'd) naming the
- * file and what SQLite said, the three left NULL. [any thread] */
+ * when the row has none). A failed read is tried once more on a new
+ * connection. Returns 0; -ENOENT when no row has that id; -EIO (or another
+ * negative errno), the three left NULL. *err: NULL, or a sentence
+ * (malloc'd) naming the file and what SQLite said: why it failed, or the
+ * failure a second try got past (to be logged all the same). [any thread] */
 int store_reader_texts(store_reader *r, const char *id, char **prompt, char **result, char **error, char **err);
 
 /* Close. NULL is a no-op. [no read under way] */
