@@ -57,14 +57,29 @@ void sim_api_slow(sim_api *a, const char *fn, int ms)
     pthread_mutex_unlock(&a->core->mu);
 }
 
+void sim_api_hook(sim_api *a, const char *fn, void (*hook)(void *arg), void *arg)
+{
+    if (!fn)
+        return;
+    pthread_mutex_lock(&a->core->mu);
+    sim_slowfn *st = fnstat_locked(a, fn);
+    st->hook = hook;
+    st->hook_arg = arg;
+    pthread_mutex_unlock(&a->core->mu);
+}
+
 int sim_api_call_begin(sim_api *a, const char *fn)
 {
     pthread_mutex_lock(&a->core->mu);
     sim_slowfn *st = fnstat_locked(a, fn);
     int ms = st->ms;
+    void (*hook)(void *) = st->hook;
+    void *hook_arg = st->hook_arg;
     st->started++;
     sim_changed_locked(a->core);
     pthread_mutex_unlock(&a->core->mu);
+    if (hook)
+        hook(hook_arg);
     if (ms > 0) {
         /* A slow host: the plugin's thread is stuck in the call, host locks free. */
         struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};

@@ -82,6 +82,11 @@ void sim_slow(sim_host *h, const char *fn, int ms)
     sim_api_slow(&h->api, fn, ms);
 }
 
+void sim_call_hook(sim_host *h, const char *fn, void (*hook)(void *arg), void *arg)
+{
+    sim_api_hook(&h->api, fn, hook, arg);
+}
+
 size_t sim_calls(sim_host *h, const char *fn, const char *session_id)
 {
     return sim_api_calls(&h->api, fn, session_id);

@@ -92,6 +92,7 @@ int sim_api_prompt(sim_api *a, const char *sid, const char *body_json, char **wh
 
 void sim_api_fail(sim_api *a, const char *fn, int nth, int count, int err);
 void sim_api_slow(sim_api *a, const char *fn, int ms);
+void sim_api_hook(sim_api *a, const char *fn, void (*hook)(void *arg), void *arg);
 size_t sim_api_calls(sim_api *a, const char *fn, const char *session_id);
 size_t sim_api_calls_started(sim_api *a, const char *fn);
 char *sim_api_call_body(sim_api *a, const char *fn, const char *session_id, int n);

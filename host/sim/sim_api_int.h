@@ -29,6 +29,8 @@ struct sim_slowfn {
     int ms;
     uint64_t calls;   /* calls to fn so far (for fault numbering) */
     uint64_t started; /* calls that entered the host, before any sim_slow delay */
+    void (*hook)(void *arg); /* sim_call_hook: run as a call enters, without mu */
+    void *hook_arg;
     sim_slowfn *next;
 };
 

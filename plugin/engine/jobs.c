@@ -10,15 +10,18 @@ void jobs_init(job_queue *q, pthread_cond_t *wake)
 {
     q->jobs = NULL;
     q->jobs_tail = &q->jobs;
+    q->checks = NULL;
+    q->checks_tail = &q->checks;
     q->retries = NULL;
     q->wake = wake;
 }
 
 void jobs_push(job_queue *q, job *j)
 {
+    job ***tail = j->kind == JOB_FINALIZE ? &q->checks_tail : &q->jobs_tail;
     j->next = NULL;
-    *q->jobs_tail = j;
-    q->jobs_tail = &j->next;
+    **tail = j;
+    *tail = &j->next;
     pthread_cond_signal(q->wake);
 }
 
@@ -31,15 +34,22 @@ void jobs_push_front(job_queue *q, job *first, job *last)
     pthread_cond_signal(q->wake);
 }
 
-job *jobs_pop(job_queue *q)
+/* The head of the line head..*tail, taken off it, or NULL. */
+static job *pop_line(job **head, job ***tail)
 {
-    job *j = q->jobs;
+    job *j = *head;
     if (j) {
-        q->jobs = j->next;
-        if (!q->jobs)
-            q->jobs_tail = &q->jobs;
+        *head = j->next;
+        if (!*head)
+            *tail = head;
     }
     return j;
+}
+
+job *jobs_pop(job_queue *q)
+{
+    job *j = pop_line(&q->jobs, &q->jobs_tail);
+    return j ? j : pop_line(&q->checks, &q->checks_tail);
 }
 
 void notice_free(notice *n)

@@ -1,7 +1,7 @@
 /*
  * jobs.h — the engine's work queue: what the worker thread is to do, in
- * order, and the notification pushes to retry later, by time. A plain
- * queue: every function runs with the engine lock held and never blocks.
+ * order (completion checks after the rest: see job_queue), and the
+ * notification pushes to retry later, by time. A plain queue: every function runs with the engine lock held and never blocks.
  */
 #ifndef OCBG_JOBS_H
 #define OCBG_JOBS_H
@@ -46,19 +46,27 @@ typedef struct job {
     struct job *next;
 } job;
 
+/* Two lines, each in its order: completion checks (JOB_FINALIZE), and the
+ * rest, which go first. A check queues its task's notice, so the notice
+ * is pushed before the next check reads another task's answer: a burst of
+ * completions holds one task's result in memory at a time, not all of them
+ * (a delivered task's texts leave memory at the next store commit). */
 typedef struct job_queue {
-    job *jobs, **jobs_tail;
+    job *jobs, **jobs_tail;     /* notices, aborts, starts, cascades */
+    job *checks, **checks_tail; /* completion checks */
     notice *retries;        /* failed pushes waiting for their next try, by time */
     pthread_cond_t *wake;   /* signalled for every new job: the worker's wake-up */
 } job_queue;
 
 void jobs_init(job_queue *q, pthread_cond_t *wake);
-/* Queue j (owned by the queue from now) and wake the worker. */
+/* Queue j (owned by the queue from now) at the end of its line (a check's,
+ * or the rest's) and wake the worker. */
 void jobs_push(job_queue *q, job *j);
-/* Queue the chain first..last (linked by next) before every job already
- * queued, in its order. */
+/* Queue the chain first..last (linked by next; no checks) before every job
+ * already queued, in its order. */
 void jobs_push_front(job_queue *q, job *first, job *last);
-/* The next job (the caller's to free with job_free), or NULL. */
+/* The next job (the caller's to free with job_free), or NULL: the rest's
+ * line first, then the checks'. */
 job *jobs_pop(job_queue *q);
 void job_free(job *j);
 void notice_free(notice *n);
