@@ -1,10 +1,12 @@
 /* Pure pieces of the plugin, without threads or a host: options, the
  * completion decision from a message history, UTF-8 helpers, formatting. */
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "text/texts.h"
+#include "base/map.h"
 #include "base/options.h"
 #include "model/outcome.h"
 #include "ops/permission.h"
@@ -257,8 +259,46 @@ static void notice_cases(void)
     outcome_case(preamble, NULL, OUTCOME_NONE, NULL, "the fork preamble is a prompt, not a notice");
 }
 
+/* The registry's map: random puts, replaces and deletes (deletion moves
+ * entries back within their runs) agree with a plain array of the truth. */
+static void map_cases(void)
+{
+    enum { KEYS = 3000 };
+    static char keys[KEYS][16];
+    static int value_of[KEYS]; /* 0: absent, else the value stored + 1 */
+    static int values[KEYS];
+    map m;
+    map_init(&m);
+    unsigned seed = 12345, wrong = 0;
+    for (int i = 0; i < KEYS; i++)
+        snprintf(keys[i], sizeof keys[i], "bg_%08x", (unsigned)i * 2654435761u);
+    for (int step = 0; step < 60000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        int k = (int)((seed >> 8) % KEYS);
+        if ((seed >> 4) % 3 != 0) {
+            values[k] = step;
+            map_put(&m, keys[k], &values[k]);
+            value_of[k] = step + 1;
+        } else {
+            void *v = map_del(&m, keys[k]);
+            wrong += (v != NULL) != (value_of[k] != 0);
+            value_of[k] = 0;
+        }
+    }
+    size_t present = 0;
+    for (int k = 0; k < KEYS; k++) {
+        int *v = map_get(&m, keys[k]);
+        present += value_of[k] != 0;
+        wrong += value_of[k] ? !v || *v != value_of[k] - 1 : v != NULL;
+    }
+    is_int((int)wrong, 0, "map: every lookup and delete agrees with what was put and deleted");
+    is_int((int)m.count, (int)present, "map: its count is the keys present");
+    map_free(&m);
+}
+
 int main(void)
 {
+    map_cases();
     bash_pattern_cases();
     options_cases();
     outcome_cases();

@@ -1,4 +1,5 @@
-/* map.c — see map.h. FNV-1a hashing; chains are short at load <= 1. */
+/* map.c — see map.h. FNV-1a hashing, open addressing with linear probing:
+ * no allocation per entry (a registry of many tasks pays 16 bytes a slot). */
 #include "base/map.h"
 
 #include <stdint.h>
@@ -7,11 +8,10 @@
 
 #include "base/util.h"
 
+/* One slot of the open-addressed table: key NULL when empty. */
 struct map_entry {
     const char *key;
     void *value;
-    uint64_t hash;
-    map_entry *next;
 };
 
 static uint64_t hash_str(const char *s)
@@ -31,83 +31,84 @@ void map_init(map *m)
 
 void map_free(map *m)
 {
-    for (size_t i = 0; i < m->nbuckets; i++) {
-        map_entry *e = m->buckets[i];
-        while (e) {
-            map_entry *next = e->next;
-            free(e);
-            e = next;
-        }
-    }
     free(m->buckets);
     m->buckets = NULL;
     m->nbuckets = m->count = 0;
 }
 
-static map_entry **find_slot(const map *m, const char *key, uint64_t h)
+static size_t home_of(const map *m, const char *key)
 {
-    map_entry **slot = &m->buckets[h & (m->nbuckets - 1)];
-    while (*slot && !((*slot)->hash == h && strcmp((*slot)->key, key) == 0))
-        slot = &(*slot)->next;
-    return slot;
+    return (size_t)hash_str(key) & (m->nbuckets - 1);
+}
+
+/* key's slot, or the empty slot where it would go (linear probing; the
+ * table is never full). */
+static map_entry *find_slot(const map *m, const char *key)
+{
+    size_t mask = m->nbuckets - 1;
+    for (size_t i = home_of(m, key);; i = (i + 1) & mask) {
+        map_entry *e = &m->buckets[i];
+        if (!e->key || strcmp(e->key, key) == 0)
+            return e;
+    }
 }
 
 void *map_get(const map *m, const char *key)
 {
     if (!key || !m->buckets)
         return NULL;
-    map_entry *e = *find_slot(m, key, hash_str(key));
-    return e ? e->value : NULL;
+    map_entry *e = find_slot(m, key);
+    return e->key ? e->value : NULL;
 }
 
 static void grow(map *m)
 {
-    size_t n = m->nbuckets * 2;
-    map_entry **b = xcalloc(n, sizeof *b);
-    for (size_t i = 0; i < m->nbuckets; i++) {
-        map_entry *e = m->buckets[i];
-        while (e) {
-            map_entry *next = e->next;
-            e->next = b[e->hash & (n - 1)];
-            b[e->hash & (n - 1)] = e;
-            e = next;
-        }
-    }
-    free(m->buckets);
-    m->buckets = b;
-    m->nbuckets = n;
+    map_entry *old = m->buckets;
+    size_t n = m->nbuckets;
+    m->nbuckets = n * 2;
+    m->buckets = xcalloc(m->nbuckets, sizeof *m->buckets);
+    for (size_t i = 0; i < n; i++)
+        if (old[i].key)
+            *find_slot(m, old[i].key) = old[i];
+    free(old);
 }
 
 void map_put(map *m, const char *key, void *value)
 {
-    uint64_t h = hash_str(key);
-    map_entry **slot = find_slot(m, key, h);
-    if (*slot) {
-        (*slot)->key = key;
-        (*slot)->value = value;
-        return;
+    map_entry *e = find_slot(m, key);
+    if (!e->key) {
+        /* Grown at 3/4 full: probes stay short, the table is never full. */
+        if ((m->count + 1) * 4 > m->nbuckets * 3) {
+            grow(m);
+            e = find_slot(m, key);
+        }
+        m->count++;
     }
-    map_entry *e = xmalloc(sizeof *e);
     e->key = key;
     e->value = value;
-    e->hash = h;
-    e->next = NULL;
-    *slot = e;
-    if (++m->count > m->nbuckets)
-        grow(m);
 }
 
 void *map_del(map *m, const char *key)
 {
     if (!key || !m->buckets)
         return NULL;
-    map_entry **slot = find_slot(m, key, hash_str(key));
-    map_entry *e = *slot;
-    if (!e)
+    map_entry *e = find_slot(m, key);
+    if (!e->key)
         return NULL;
     void *v = e->value;
-    *slot = e->next;
-    free(e);
+    /* Backward-shift deletion: each later entry of the run that could sit
+     * in the hole moves into it, so lookups never need tombstones. */
+    size_t mask = m->nbuckets - 1, hole = (size_t)(e - m->buckets);
+    for (size_t i = (hole + 1) & mask; m->buckets[i].key; i = (i + 1) & mask) {
+        size_t home = home_of(m, m->buckets[i].key);
+        /* Movable when its home is not in (hole, i], cyclically. */
+        if (((i - home) & mask) >= ((i - hole) & mask)) {
+            m->buckets[hole] = m->buckets[i];
+            hole = i;
+        }
+    }
+    m->buckets[hole].key = NULL;
+    m->buckets[hole].value = NULL;
     m->count--;
     return v;
 }
@@ -115,6 +116,6 @@ void *map_del(map *m, const char *key)
 void map_each(const map *m, void (*fn)(const char *key, void *value, void *arg), void *arg)
 {
     for (size_t i = 0; i < m->nbuckets; i++)
-        for (map_entry *e = m->buckets[i]; e; e = e->next)
-            fn(e->key, e->value, arg);
+        if (m->buckets[i].key)
+            fn(m->buckets[i].key, m->buckets[i].value, arg);
 }

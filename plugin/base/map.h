@@ -1,5 +1,5 @@
 /*
- * map.h — a string-keyed hash map (separate chaining, grows at load 1).
+ * map.h — a string-keyed hash map (open addressing, grows at load 3/4).
  * Keys are borrowed: the caller keeps each key alive while it is in the map
  * (the registry keys entries by strings the entries own). Not thread-safe: the
  * engine's lock guards it.
@@ -11,7 +11,7 @@
 
 typedef struct map_entry map_entry;
 typedef struct map {
-    map_entry **buckets;
+    map_entry *buckets; /* nbuckets slots, a power of two */
     size_t nbuckets;
     size_t count;
 } map;
