@@ -199,8 +199,9 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     if (!task_status_active(t->status))
         return;
     /* A command a guard stopped ends with the guard's error, however it exited. */
-    char *guard = t->guard_error;
-    t->guard_error = NULL;
+    char *guard = t->progress ? t->progress->guard_error : NULL;
+    if (guard)
+        t->progress->guard_error = NULL;
     if (guard) {
         s = TASK_ERROR;
         text = guard;
@@ -243,10 +244,10 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
 
 void engine_fail_task(ocbg *o, task *t, const char *text)
 {
-    if (!task_status_active(t->status) || t->cancelling || t->guard_error)
+    if (!task_status_active(t->status) || t->cancelling || task_guard_error(t))
         return; /* ended, being cancelled, or already being stopped by a guard */
     if (t->type == TASK_SHELL && t->shell && t->shell->pid > 0 && !t->shell->exited) {
-        t->guard_error = xstrdup(text);
+        task_run_state(t)->guard_error = xstrdup(text);
         engine_stop_task(o, t);
         return;
     }

@@ -107,7 +107,9 @@ void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u)
     if (!t->usage)
         t->usage = xcalloc(1, sizeof *t->usage);
     usage d = usage_tracker_note(t->usage, message_id, u);
-    t->progress_mono = mono_ms();
+    task_progress *p = task_run_state(t); /* NULL: a late report about a run that ended */
+    if (p)
+        p->progress_mono = mono_ms();
     if (usage_is_zero(&d))
         return; /* a repeat, or an older update */
     registry_touch(&o->reg, t);
@@ -125,14 +127,14 @@ void guards_restore_spend(ocbg *o, const task *t)
 /* ---- runaway tool calls ------------------------------------------------------ */
 
 /* Has the repeat guard counted call id `call_id` already? If not, it is now. */
-static bool repeat_seen(task *t, const char *call_id)
+static bool repeat_seen(task_progress *p, const char *call_id)
 {
     uint32_t h = (uint32_t)fnv64(FNV64_SEED, call_id, strlen(call_id)) | 1u;
-    size_t n = sizeof t->repeat_seen / sizeof t->repeat_seen[0];
+    size_t n = sizeof p->repeat_seen / sizeof p->repeat_seen[0];
     for (size_t i = 0; i < n; i++)
-        if (t->repeat_seen[i] == h)
+        if (p->repeat_seen[i] == h)
             return true;
-    t->repeat_seen[t->repeat_seen_next++ % n] = h;
+    p->repeat_seen[p->repeat_seen_next++ % n] = h;
     return false;
 }
 
@@ -146,19 +148,20 @@ void guards_note_tool(ocbg *o, task *t, const session_note *n)
         engine_fail_task(o, t, text);
         return;
     }
-    if (!n->call_hash || !n->call_id || repeat_seen(t, n->call_id))
+    task_progress *p = task_run_state(t);
+    if (!p || !n->call_hash || !n->call_id || repeat_seen(p, n->call_id))
         return;
-    if (n->call_hash == t->last_call) {
-        t->repeat_count++;
+    if (n->call_hash == p->last_call) {
+        p->repeat_count++;
     } else {
-        t->last_call = n->call_hash;
-        t->repeat_count = 1;
+        p->last_call = n->call_hash;
+        p->repeat_count = 1;
     }
-    if (t->repeat_count > (unsigned)o->opt.max_repeat_calls) {
+    if (p->repeat_count > (unsigned)o->opt.max_repeat_calls) {
         snprintf(text, sizeof text,
                  "Stopped by the repeat guard: this task made the same %.40s call (same input) %u times in a row "
                  "(max_repeat_calls is %d).",
-                 n->tool ? n->tool : "tool", t->repeat_count, o->opt.max_repeat_calls);
+                 n->tool ? n->tool : "tool", p->repeat_count, o->opt.max_repeat_calls);
         engine_fail_task(o, t, text);
     }
 }
@@ -168,20 +171,20 @@ void guards_note_tool(ocbg *o, task *t, const session_note *n)
 /* The guards see t's run for the first time: it started when the task says
  * (by the host's clock), but never further back than two ticks, so a clock
  * that jumped cannot make it look old. */
-static void run_seen(ocbg *o, task *t, int64_t now, int64_t wall)
+static void run_seen(ocbg *o, task *t, task_progress *p, int64_t now, int64_t wall)
 {
     int64_t ago = wall - t->started_ms, most = 2 * (int64_t)o->opt.poll_interval_ms;
     ago = ago < 0 ? 0 : ago > most ? most : ago;
-    t->guard_run = t->run;
-    t->run_start_mono = now - ago;
-    if (t->progress_mono < t->run_start_mono)
-        t->progress_mono = t->run_start_mono;
+    p->guard_run = t->run;
+    p->run_start_mono = now - ago;
+    if (p->progress_mono < p->run_start_mono)
+        p->progress_mono = p->run_start_mono;
 }
 
 /* A run past its timeout or max_runtime_ms is stopped; false then. */
 static bool check_runtime(ocbg *o, task *t, int64_t now)
 {
-    int64_t ran = now - t->run_start_mono, max = o->opt.max_runtime_ms;
+    int64_t ran = now - t->progress->run_start_mono, max = o->opt.max_runtime_ms;
     bool own = t->timeout_ms > 0 && t->timeout_ms <= max;
     if (ran < (own ? t->timeout_ms : max))
         return true;
@@ -203,7 +206,7 @@ static void check_stale(ocbg *o, task *t, int64_t now)
 {
     if (t->type != TASK_AGENT || !t->session_id || t->permission_request || t->busy_tick != o->polls)
         return;
-    int64_t quiet = now - t->progress_mono;
+    int64_t quiet = now - t->progress->progress_mono;
     if (quiet < o->opt.stale_ms)
         return;
     char text[256], took[32];
@@ -218,10 +221,11 @@ void guards_tick(ocbg *o)
     int64_t now = mono_ms(), wall = ocbg_now(o);
     for (task *t = o->reg.active, *next; t; t = next) {
         next = t->anext; /* a task that fails leaves the active list */
-        if (t->status == TASK_PENDING || t->cancelling || t->guard_error)
+        if (t->status == TASK_PENDING || t->cancelling || task_guard_error(t))
             continue;
-        if (t->guard_run != t->run)
-            run_seen(o, t, now, wall);
+        task_progress *p = task_run_state(t);
+        if (p->guard_run != t->run)
+            run_seen(o, t, p, now, wall);
         if (t->type == TASK_SHELL && t->foreground)
             continue; /* a foreground command has its call's own timeout */
         if (check_runtime(o, t, now))

@@ -36,7 +36,9 @@ static void on_busy(ocbg *o, task *t, bool retrying)
     t->idle_checks = 0;
     t->next_check_mono = 0;
     t->last_update_ms = ocbg_now(o);
-    t->progress_mono = mono_ms();
+    task_progress *p = task_run_state(t);
+    if (p)
+        p->progress_mono = mono_ms();
 }
 
 /* The session's deletion: its task (if any) and the tasks it launched. */
@@ -69,7 +71,8 @@ static void on_task_note(ocbg *o, task *t, const session_note *n)
         break;
     case NOTE_PART:
         t->last_update_ms = ocbg_now(o);
-        t->progress_mono = mono_ms();
+        if (task_run_state(t))
+            t->progress->progress_mono = mono_ms();
         if (n->tool) {
             task_note_tool(t, n->call_id, n->tool);
             guards_note_tool(o, t, n);

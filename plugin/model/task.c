@@ -50,8 +50,7 @@ void task_free(task *t)
     free(t->result_message_id);
     shell_state_free(t->shell);
     free(t->usage);
-    free(t->guard_error);
-    free(t->progress);
+    task_end_run(t);
     free(t);
 }
 
@@ -65,11 +64,9 @@ static uint32_t hash32(const char *s)
 
 void task_note_tool(task *t, const char *call_id, const char *tool)
 {
-    if (!task_status_active(t->status))
+    task_progress *p = task_run_state(t);
+    if (!p)
         return;
-    if (!t->progress)
-        t->progress = xcalloc(1, sizeof *t->progress);
-    task_progress *p = t->progress;
     if (call_id) {
         uint32_t h = hash32(call_id);
         for (unsigned i = 0; i < RECENT_CALLS; i++)
@@ -84,8 +81,24 @@ void task_note_tool(task *t, const char *call_id, const char *tool)
     }
 }
 
+task_progress *task_run_state(task *t)
+{
+    if (!task_status_active(t->status))
+        return NULL;
+    if (!t->progress)
+        t->progress = xcalloc(1, sizeof *t->progress);
+    return t->progress;
+}
+
+const char *task_guard_error(const task *t)
+{
+    return t->progress ? t->progress->guard_error : NULL;
+}
+
 void task_end_run(task *t)
 {
+    if (t->progress)
+        free(t->progress->guard_error);
     free(t->progress);
     t->progress = NULL;
 }

@@ -34,13 +34,24 @@ typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
 #define TASK_TEXT_ERROR 4u
 #define TASK_TEXTS_ALL (TASK_TEXT_PROMPT | TASK_TEXT_RESULT | TASK_TEXT_ERROR)
 
-/* What a running task's tool calls were lately (progress reports): only
- * while a run goes on, from its first tool call; freed when it ends. */
+/* What only a running task keeps: its recent tool calls (progress
+ * reports) and the guards' view of the run. Allocated at its first use in
+ * a run (task_run_state), freed when the run ends: a finished task does
+ * not pay for it. */
 typedef struct task_progress {
     uint32_t recent_calls[RECENT_CALLS]; /* hashes of recently seen call ids */
     unsigned recent_calls_next;
     char recent_tools[RECENT_TOOLS][TOOL_NAME_SIZE]; /* ring, newest at recent_tools_next-1 */
     unsigned recent_tools_next;
+    /* the guards (engine/guards.c) */
+    char *guard_error;      /* a guard is stopping its command: the error its run ends with */
+    int64_t run_start_mono; /* when run guard_run started (monotonic ms) */
+    int64_t progress_mono;  /* its last progress event: a part, usage, busy (monotonic ms) */
+    unsigned guard_run;     /* the run the guards have seen start; 0: none yet */
+    unsigned repeat_count;  /* how many times in a row it made call last_call */
+    uint64_t last_call;     /* hash of its last tool call's tool and input */
+    uint32_t repeat_seen[4]; /* call ids already counted by the repeat guard (hashes) */
+    unsigned repeat_seen_next;
 } task_progress;
 
 typedef struct parent parent;
@@ -79,7 +90,7 @@ typedef struct task {
     uint64_t busy_tick;     /* the last poll tick that saw the session busy */
     int64_t next_check_mono;
     int64_t gone_at_mono;   /* when its session's deletion was seen */
-    task_progress *progress; /* this run's recent tool calls; NULL when it has made none, or ended */
+    task_progress *progress; /* this run's running-only state; NULL before its first use, or ended */
     char *permission_request; /* the host's open permission question in the task's session, or NULL */
     char *permission_what;    /* what it asks: "bash: rm -rf build" (set with permission_request) */
     shell_state *shell;     /* shell tasks only */
@@ -96,15 +107,7 @@ typedef struct task {
     unsigned followup_wait; /* the newest one sent whose message the completion check has not seen; 0: none */
     /* usage and guards (model/usage.h, engine/guards.c) */
     struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
-    char *guard_error;      /* a guard is stopping its command: the error its run ends with */
     int64_t timeout_ms;     /* its own runtime limit per run (the launch's timeout); 0: max_runtime_ms */
-    int64_t run_start_mono; /* when run guard_run started (monotonic ms) */
-    int64_t progress_mono;  /* its last progress event: a part, usage, busy (monotonic ms) */
-    unsigned guard_run;     /* the run the guards have seen start; 0: none yet */
-    unsigned repeat_count;  /* how many times in a row it made call last_call */
-    uint64_t last_call;     /* hash of its last tool call's tool and input */
-    uint32_t repeat_seen[4]; /* call ids already counted by the repeat guard (hashes) */
-    unsigned repeat_seen_next;
     /* durability (plugin/store/, engine/persist.c) */
     uint64_t seq;           /* launch order in the store */
     unsigned notice_state;  /* where its notification stands (store.h notice_state) */
@@ -133,6 +136,13 @@ bool task_status_terminal(task_status s); /* completed, error, cancelled */
  * part of a run that ended (a late event) is not counted: the run's calls
  * seen are forgotten. */
 void task_note_tool(task *t, const char *call_id, const char *tool);
+
+/* t's running-only state (allocated now if this run has none yet), or
+ * NULL when t is not active: nothing is kept for a run that ended. */
+task_progress *task_run_state(task *t);
+
+/* The error a guard is stopping t's run with, or NULL. */
+const char *task_guard_error(const task *t);
 
 /* t's run ended: what only a running task keeps is freed. */
 void task_end_run(task *t);

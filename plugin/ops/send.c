@@ -19,7 +19,7 @@ send_refusal op_send_check(ocbg *o, const ocp_call_ctx *ctx, const char *id, sen
         return SEND_SHELL;
     if (t->status != TASK_RUNNING && t->status != TASK_RESUMED)
         return SEND_NOT_RUNNING;
-    if (t->cancelling || t->guard_error || t->session_gone)
+    if (t->cancelling || task_guard_error(t) || t->session_gone)
         return SEND_STOPPING;
     /* No session yet, or a fork whose own first message is not stored: a
      * message now could come before the task's prompt. A task restored from
