@@ -23,7 +23,8 @@
  *   then live only in the store), less the heap before the plugin was
  *   loaded, per task: SQLite's own heap (page cache, statements) included.
  *   heap_per_task_texts_bytes: of that, the chunks of the task's own texts
- *   (prompt, result, description and the short strings: ids, agent names),
+ *   (prompt, result, description and the short strings: ids; agent names
+ *   are one shared copy each, not the task's),
  *   measured with malloc_usable_size; the rest is the task struct, map
  *   entries, batches, parents and SQLite. store_sqlite_heap_bytes: SQLite's
  *   heap then (sqlite3_memory_used), in all: a fixed cost, not per task.
@@ -168,11 +169,12 @@ static void *sample_main(void *arg)
     return NULL;
 }
 
-/* The heap chunks of t's own texts. */
+/* The heap chunks of t's own texts (its agent names are shared copies,
+ * base/intern.h: not its own). */
 static size_t text_bytes(const task *t)
 {
-    const char *texts[] = {t->prompt,         t->result,      t->description, t->agent, t->session_id,
-                           t->parent_message, t->parent_agent, t->result_message_id};
+    const char *texts[] = {t->prompt,     t->result,        t->description,
+                           t->session_id, t->parent_message, t->result_message_id};
     size_t n = 0;
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         if (texts[i])

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/intern.h"
 #include "base/util.h"
 
 void registry_init(registry *r)
@@ -183,7 +184,7 @@ task *registry_add(registry *r, const char *parent_session, task_type type, cons
     t->batch->total++;
     t->batch->refs++;
     t->type = type;
-    t->agent = xstrdup(agent);
+    t->agent = intern(agent);
     t->lane = lanes_of(&r->lanes, type, agent);
     t->status = s;
     t->created_ms = t->last_update_ms = now;

@@ -39,10 +39,8 @@ void task_free(task *t)
 {
     free(t->session_id);
     free(t->parent_message);
-    free(t->parent_agent);
     free(t->description);
     free(t->prompt);
-    free(t->agent);
     free(t->result);
     free(t->error);
     free(t->permission_request);

@@ -65,10 +65,10 @@ typedef struct task {
     task_status status;
     char *session_id;       /* the task's own (child) session; NULL for a shell task */
     char *parent_message;   /* the message that launched it; may be NULL */
-    char *parent_agent;     /* the agent that launched it; may be NULL */
+    const char *parent_agent; /* the agent that launched it; may be NULL (base/intern.h: shared, not freed) */
     char *description;
     char *prompt;
-    char *agent;
+    const char *agent;      /* base/intern.h: shared, not freed */
     char *result;           /* the last response text, once completed */
     char *error;            /* why it ended in error */
     char *result_message_id; /* the assistant message `result` came from */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/intern.h"
 #include "base/util.h"
 #include "engine/sched.h"
 #include "ops/ops.h"
@@ -73,7 +74,7 @@ static task *register_task(ocbg *o, const ocp_call_ctx *ctx, task_type type, con
     engine_task_activated(o);
     t->description = xstrdup(description);
     t->parent_message = xstrdup(ctx->message_id);
-    t->parent_agent = xstrdup(ctx->agent);
+    t->parent_agent = intern(ctx->agent);
     t->foreground = foreground;
     /* A foreground call owns the result from the start: no notification. */
     t->result_waiters += foreground;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/intern.h"
 #include "base/util.h"
 #include "model/registry.h"
 
@@ -89,10 +90,10 @@ task *store_row_to_task(const store_row *row)
     t->status = row->status;
     t->session_id = xstrdup(row->session_id);
     t->parent_message = xstrdup(row->parent_message);
-    t->parent_agent = xstrdup(row->parent_agent);
+    t->parent_agent = intern(row->parent_agent);
     t->description = xstrdup(row->description);
     t->prompt = xstrdup(row->prompt);
-    t->agent = xstrdup(row->agent);
+    t->agent = intern(row->agent);
     t->result = xstrdup(row->result);
     t->error = xstrdup(row->error);
     t->result_message_id = xstrdup(row->result_message_id);
