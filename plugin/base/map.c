@@ -38,7 +38,12 @@ void map_free(map *m)
 
 static size_t home_of(const map *m, const char *key)
 {
-    return (size_t)hash_str(key) & (m->nbuckets - 1);
+    /* FNV's low bits alone cluster for keys that differ in their last
+     * characters (ids in sequence): the high bits are folded in. */
+    uint64_t h = hash_str(key);
+    h ^= h >> 32;
+    h *= 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 32) & (m->nbuckets - 1);
 }
 
 /* key's slot, or the empty slot where it would go (linear probing; the
