@@ -2,12 +2,38 @@
 #include "base/intern.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "base/map.h"
 #include "base/util.h"
 
 static pthread_mutex_t intern_mu = PTHREAD_MUTEX_INITIALIZER;
 static map names; /* key and value: the shared copy */
+static unsigned users;
+
+static void free_name(const char *key, void *value, void *arg)
+{
+    (void)key;
+    (void)arg;
+    free(value);
+}
+
+void intern_retain(void)
+{
+    pthread_mutex_lock(&intern_mu);
+    users++;
+    pthread_mutex_unlock(&intern_mu);
+}
+
+void intern_release(void)
+{
+    pthread_mutex_lock(&intern_mu);
+    if (users > 0 && --users == 0 && names.buckets) {
+        map_each(&names, free_name, NULL);
+        map_free(&names);
+    }
+    pthread_mutex_unlock(&intern_mu);
+}
 
 const char *intern(const char *s)
 {

@@ -11,6 +11,7 @@
 void registry_init(registry *r)
 {
     memset(r, 0, sizeof *r);
+    intern_retain(); /* its tasks' agent names */
     map_init(&r->by_id);
     map_init(&r->by_session);
     map_init(&r->parents);
@@ -85,6 +86,7 @@ void registry_free(registry *r)
     map_free(&r->parents);
     lanes_free(&r->lanes);
     memset(r, 0, sizeof *r);
+    intern_release();
 }
 
 task *registry_find(registry *r, const char *task_id)
