@@ -1,0 +1,216 @@
+// ocbg against OpenCode's own background sub-agents, in real OpenCode with the
+// same scripted fake model (fake_model.mjs). Two `opencode serve`, one after
+// the other, each in its own isolated HOME and project:
+//   native: OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS=true, no ocbg; the model
+//           calls OpenCode's `task` with background: true, N times in one step;
+//   ocbg:   ocbg listed in opencode.json with its default options, no flag; the
+//           model calls background_task N times in one step.
+// Each batch is a new parent session; its children answer after staggered
+// delays ("CHILD after X MS"), so that each child ends while the parent is idle.
+// For each mode and batch size it prints `name: value unit` lines:
+//   cmp_<mode>_b<N>_parent_calls    the parent's model calls after its launch turn (median over batches)
+//   cmp_<mode>_b<N>_idle_to_wake_ms the last child's session.idle (as this process receives it
+//                                   from /event) → the parent's next model request arriving at
+//                                   the fake model (median, and min–max over the batches)
+//   cmp_<mode>_b<N>_done_to_wake_ms the last child's answer streamed to its end → that request,
+//                                   both on the fake model's clock (a cross-check that no event
+//                                   stream delay enters)
+//   cmp_<mode>_b<N>_launch_to_wake_ms the launch prompt sent → that request (the batch's wall time)
+// and cmp_b<N>_idle_to_wake_gap_ms: ocbg's median minus native's. Exits 1 when a batch did not
+// complete (a child or wake missing), not on timing (figures are the output, not a verdict).
+//
+// node e2e_compare.mjs --opencode BIN --npm-dir DIR --ocbg-dir DIR --work DIR
+//                      [--batches3 N] [--batches20 N] [--only native|ocbg]
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { startFakeModel } from "./fake_model.mjs";
+import {
+  api, diag, eventWatchers, followEvents, freePort, isIdle, newSession, say, setBase, sleep, stopEvents, waitFor,
+} from "./e2e_lib.mjs";
+
+const argv = process.argv.slice(2);
+const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : d; };
+const BIN = opt("opencode"), NPM_DIR = opt("npm-dir"), OCBG_DIR = opt("ocbg-dir"), WORK = opt("work");
+const BATCHES3 = Number(opt("batches3", "12")), BATCHES20 = Number(opt("batches20", "3"));
+const ONLY = opt("only", "");
+if (!BIN || !NPM_DIR || !OCBG_DIR || !WORK) {
+  console.error("usage: e2e_compare.mjs --opencode BIN --npm-dir DIR --ocbg-dir DIR --work DIR");
+  process.exit(2);
+}
+// Children's delays: the first after BASE_MS, each next STEP_MS later (wide enough for a
+// native wake turn in between, under load).
+const PLAN = { 3: { base: 400, step: 400 }, 20: { base: 400, step: 150 } };
+const QUIET_MS = 1200; // no new parent request for this long, parent idle: the batch is over
+
+let server = null, fake = null;
+async function stopServer() {
+  stopEvents();
+  if (!server || server.exitCode !== null || server.signalCode !== null) return;
+  const exited = new Promise((r) => server.once("exit", r));
+  try { process.kill(-server.pid, "SIGTERM"); } catch {}
+  const t = setTimeout(() => { try { process.kill(-server.pid, "SIGKILL"); } catch {} }, 8000);
+  await exited;
+  clearTimeout(t);
+}
+async function stopAll() {
+  await stopServer();
+  if (fake) { await fake.close(); fake = null; }
+}
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, async () => { await stopAll(); process.exit(1); });
+process.on("exit", () => { if (server) try { process.kill(-server.pid, "SIGKILL"); } catch {} });
+
+// What OpenCode would install into a config directory at the first request.
+function provideConfigDeps(dir) {
+  fs.mkdirSync(dir, { recursive: true });
+  const ver = JSON.parse(fs.readFileSync(path.join(NPM_DIR, "node_modules/@opencode-ai/plugin/package.json"))).version;
+  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ dependencies: { "@opencode-ai/plugin": ver } }));
+  fs.writeFileSync(path.join(dir, "package-lock.json"),
+    JSON.stringify({ lockfileVersion: 3, packages: { "": { dependencies: { "@opencode-ai/plugin": ver } } } }));
+  const nm = path.join(dir, "node_modules");
+  if (!fs.existsSync(nm)) fs.symlinkSync(path.join(NPM_DIR, "node_modules"), nm);
+}
+
+// Starts `opencode serve` for one mode in WORK/<mode> and follows its events.
+async function startServer(mode) {
+  const root = path.join(WORK, mode);
+  const home = path.join(root, "home"), project = path.join(root, "project"), config = path.join(home, ".config");
+  fs.mkdirSync(project, { recursive: true });
+  provideConfigDeps(path.join(config, "opencode"));
+  provideConfigDeps(path.join(project, ".opencode"));
+  const plugin = [];
+  if (mode === "ocbg") {
+    const dir = path.join(root, "ocbg");
+    fs.mkdirSync(dir, { recursive: true });
+    for (const f of ["ocbg.js", "ocbg_opencode.node", "ocbg.so"]) fs.copyFileSync(path.join(OCBG_DIR, f), path.join(dir, f));
+    if (!fs.existsSync(path.join(dir, "node_modules"))) fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
+    plugin.push([path.join(dir, "ocbg.js"), {}]);
+  }
+  const cfg = {
+    $schema: "https://opencode.ai/config.json",
+    model: "fake/fake-model", small_model: "fake/fake-model", autoupdate: false, share: "disabled",
+    permission: { edit: "allow", webfetch: "allow", bash: "allow", task: "allow" },
+    provider: { fake: { npm: "@ai-sdk/openai-compatible", name: "Fake",
+      options: { baseURL: `http://127.0.0.1:${fake.port}/v1`, apiKey: "fake" },
+      models: { "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } } } } },
+    plugin,
+  };
+  const env = {
+    PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: config,
+    XDG_DATA_HOME: path.join(home, ".local/share"), XDG_CACHE_HOME: path.join(home, ".cache"),
+    XDG_STATE_HOME: path.join(home, ".local/state"), TMPDIR: process.env.TMPDIR || "/tmp",
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(cfg),
+    OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+    OPENCODE_DISABLE_SHARE: "1", OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+    ...(mode === "native" ? { OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS: "true" } : {}),
+  };
+  const port = await freePort();
+  setBase(`http://127.0.0.1:${port}`);
+  const logPath = path.join(WORK, `opencode-${mode}.log`);
+  const log = fs.openSync(logPath, "w");
+  server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "INFO"],
+    { cwd: project, env, detached: true, stdio: ["ignore", log, log] });
+  fs.closeSync(log);
+  const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
+  if (healthy) followEvents();
+  diag(`${mode}: opencode serve pid ${server.pid} (log: ${logPath}) ${healthy ? "healthy" : "NOT healthy"}`);
+  return !!healthy;
+}
+
+// Events with the time this process received them.
+const timed = [];
+eventWatchers.add((ev) => timed.push({ ev, at: Date.now() }));
+
+const systemOf = (r) => (r.body.messages || []).filter((m) => m.role === "system")
+  .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content))).join("\n");
+// The parent's own model requests (its turns, not its title) for a batch line.
+const parentRequests = (line, from) => fake.requests.slice(from).filter((r) =>
+  (r.body.tools || []).length > 0 && !/title/i.test(systemOf(r).slice(0, 200)) &&
+  JSON.stringify(r.body.messages || []).includes(line));
+
+// One batch: a new parent session launches n children in one step. Its figures, or null.
+async function batch(mode, n, tag) {
+  const { base, step } = PLAN[n];
+  const line = `E2E cmpbatch ${mode} ${tag} ${n} ${base} ${step}`;
+  const parent = await newSession(`cmp ${tag}`);
+  const ev0 = timed.length, rq0 = fake.requests.length;
+  const t0 = Date.now();
+  await say(parent, line);
+  const lastDelay = base + (n - 1) * step;
+  const children = () => timed.slice(ev0).filter((e) => e.ev.type === "session.created" &&
+    e.ev.properties?.info?.parentID === parent).map((e) => e.ev.properties.info.id);
+  const idleAt = (sid) => timed.slice(ev0).find((e) => e.ev.type === "session.idle" && e.ev.properties?.sessionID === sid)?.at;
+  const allIdle = await waitFor(`${tag}: ${n} children idle`, () => {
+    const cs = children();
+    return cs.length === n && cs.every((c) => idleAt(c) !== undefined) ? cs : null;
+  }, 60000 + lastDelay * 3, 50);
+  if (!allIdle) return null;
+  // Quiet: the parent idle and no new parent request for QUIET_MS.
+  let seen = -1, since = Date.now();
+  const quiet = await waitFor(`${tag}: parent quiet`, async () => {
+    const k = parentRequests(line, rq0).length;
+    if (k !== seen) { seen = k; since = Date.now(); return false; }
+    return Date.now() - since >= QUIET_MS && fake.requests.slice(rq0).every((r) => r.done || r.closed) && (await isIdle(parent));
+  }, 60000, 100);
+  if (!quiet) return null;
+  const reqs = parentRequests(line, rq0);
+  const launchEnd = reqs.findIndex((r) => r.decision.text === `launched ${n}`);
+  if (launchEnd < 0) { diag(`${tag}: no launch turn end`); return null; }
+  const after = reqs.slice(launchEnd + 1);
+  const lastIdle = Math.max(...allIdle.map(idleAt));
+  const childDone = Math.max(...fake.requests.slice(rq0).filter((r) => r.decision.delayMs && r.doneAt &&
+    JSON.stringify(r.body.messages).includes(`CHILD after ${tag}-`)).map((r) => r.doneAt));
+  const wake = after.find((r) => r.at >= lastIdle);
+  if (!wake) { diag(`${tag}: no parent request after the last child's idle`); return null; }
+  return { calls: after.length, idleToWake: wake.at - lastIdle, doneToWake: wake.at - childDone, launchToWake: wake.at - t0 };
+}
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const k = s.length >> 1; return s.length % 2 ? s[k] : (s[k - 1] + s[k]) / 2; };
+const results = {};
+let failed = 0;
+
+async function runMode(mode) {
+  if (!(await startServer(mode))) { failed++; return; }
+  await sleep(500);
+  for (const [n, count] of [[3, BATCHES3], [20, BATCHES20]]) {
+    const rows = [];
+    for (let i = 0; i < count; i++) {
+      const r = await batch(mode, n, `${mode}${n}x${i}`);
+      if (!r) { failed++; diag(`${mode} batch of ${n} #${i}: incomplete`); continue; }
+      diag(`${mode} batch of ${n} #${i}: parent calls ${r.calls}, idle→wake ${r.idleToWake} ms, done→wake ${r.doneToWake} ms`);
+      rows.push(r);
+    }
+    results[`${mode}_b${n}`] = rows;
+  }
+  await stopServer();
+}
+
+async function main() {
+  fs.rmSync(WORK, { recursive: true, force: true });
+  fs.mkdirSync(WORK, { recursive: true });
+  fake = await startFakeModel();
+  for (const mode of ["native", "ocbg"]) if (!ONLY || ONLY === mode) await runMode(mode);
+  for (const [key, rows] of Object.entries(results)) {
+    if (!rows.length) continue;
+    const col = (k) => rows.map((r) => r[k]);
+    const span = (k) => `(min ${Math.min(...col(k))}, max ${Math.max(...col(k))}, ${rows.length} batches)`;
+    console.log(`cmp_${key}_parent_calls: ${median(col("calls"))} calls ${span("calls")}`);
+    console.log(`cmp_${key}_idle_to_wake_ms: ${median(col("idleToWake"))} ms ${span("idleToWake")}`);
+    console.log(`cmp_${key}_done_to_wake_ms: ${median(col("doneToWake"))} ms ${span("doneToWake")}`);
+    console.log(`cmp_${key}_launch_to_wake_ms: ${median(col("launchToWake"))} ms ${span("launchToWake")}`);
+  }
+  for (const n of [3, 20]) {
+    const a = results[`native_b${n}`], b = results[`ocbg_b${n}`];
+    if (a?.length && b?.length)
+      console.log(`cmp_b${n}_idle_to_wake_gap_ms: ${median(b.map((r) => r.idleToWake)) - median(a.map((r) => r.idleToWake))} ms (ocbg minus native, medians)`);
+  }
+}
+
+const t0 = Date.now();
+main()
+  .catch((e) => { failed++; console.log(`# error: ${e?.stack || e}`); })
+  .finally(async () => {
+    await stopAll();
+    diag(`e2e-compare: ${((Date.now() - t0) / 1000).toFixed(0)} s${failed ? `, ${failed} incomplete` : ""}`);
+    process.exit(failed ? 1 : 0);
+  });
