@@ -16,6 +16,9 @@
 //                                   both on the fake model's clock (a cross-check that no event
 //                                   stream delay enters)
 //   cmp_<mode>_b<N>_launch_to_wake_ms the launch prompt sent → that request (the batch's wall time)
+//   cmp_<mode>_b<N>_exit_to_loop_ms   from OpenCode's log: the last child's `exiting loop` → the
+//                                   parent's `loop … step=0` (the part ocbg's path adds to)
+//   cmp_<mode>_b<N>_loop_to_request_ms that → the request (OpenCode's own step, the same both ways)
 // and cmp_b<N>_idle_to_wake_gap_ms: ocbg's median minus native's. Exits 1 when a batch did not
 // complete (a child or wake missing), not on timing (figures are the output, not a verdict).
 //
@@ -157,12 +160,23 @@ async function batch(mode, n, tag) {
   const launchEnd = reqs.findIndex((r) => r.decision.text === `launched ${n}`);
   if (launchEnd < 0) { diag(`${tag}: no launch turn end`); return null; }
   const after = reqs.slice(launchEnd + 1);
-  const lastIdle = Math.max(...allIdle.map(idleAt));
-  const childDone = Math.max(...fake.requests.slice(rq0).filter((r) => r.decision.delayMs && r.doneAt &&
-    JSON.stringify(r.body.messages).includes(`CHILD after ${tag}-`)).map((r) => r.doneAt));
-  const wake = after.find((r) => r.at >= lastIdle);
-  if (!wake) { diag(`${tag}: no parent request after the last child's idle`); return null; }
-  return { calls: after.length, idleToWake: wake.at - lastIdle, doneToWake: wake.at - childDone, launchToWake: wake.at - t0 };
+  // The last child: the one with the longest delay (k = n-1), found by its session's title
+  // ("child k"); its answer is in the message that wakes the parent for it (OpenCode's
+  // <task_result>, ocbg's notification): that request is the wake, which may come before the
+  // child's idle (a negative latency: the parent was woken first).
+  const titleOf = (sid) => timed.slice(ev0).find((e) => e.ev.type === "session.created" &&
+    e.ev.properties?.info?.id === sid)?.ev.properties.info.title || "";
+  const lastChild = allIdle.find((c) => new RegExp(`^child ${n - 1}\\b`).test(titleOf(c)));
+  if (!lastChild) { diag(`${tag}: no child titled "child ${n - 1}"`); return null; }
+  const lastIdle = idleAt(lastChild);
+  const answer = `child reply ${tag}-${n - 1}`;
+  const childDone = fake.requests.slice(rq0).find((r) => r.decision.text === answer)?.doneAt;
+  const wake = after.find((r) => JSON.stringify(r.body.messages).includes(answer));
+  if (!wake || !childDone) { diag(`${tag}: no parent request with the last child's answer`); return null; }
+  if (process.env.CMP_DEBUG)
+    for (const r of after) diag(`${tag} parent request +${r.at - lastIdle} ms: ${JSON.stringify(r.body.messages.at(-1)).slice(0, 300)}`);
+  return { calls: after.length, idleToWake: wake.at - lastIdle, doneToWake: wake.at - childDone, launchToWake: wake.at - t0,
+    parent, lastChild, wakeAt: wake.at };
 }
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const k = s.length >> 1; return s.length % 2 ? s[k] : (s[k - 1] + s[k]) / 2; };
@@ -180,9 +194,32 @@ async function runMode(mode) {
       diag(`${mode} batch of ${n} #${i}: parent calls ${r.calls}, idle→wake ${r.idleToWake} ms, done→wake ${r.doneToWake} ms`);
       rows.push(r);
     }
+    rows.mode = mode;
     results[`${mode}_b${n}`] = rows;
   }
   await stopServer();
+  splitByLog(mode);
+}
+
+// OpenCode's own log (--print-logs) splits idle → wake: the last child's `exiting loop` →
+// the parent's next `loop … step=0` (what ocbg's path adds: the completion check, the
+// prompt), and that → the request at the fake model (OpenCode's own step: the same code
+// both ways). Both are wall-clock times on this machine.
+function splitByLog(mode) {
+  let lines = [];
+  try { lines = fs.readFileSync(path.join(WORK, `opencode-${mode}.log`), "utf8").split("\n"); } catch { return; }
+  const at = (l) => Date.parse(l.match(/^timestamp=(\S+)/)?.[1] || "");
+  for (const rows of Object.values(results).filter((r) => r.mode === mode)) {
+    for (const r of rows) {
+      const exit = lines.find((l) => l.includes('message="exiting loop"') && l.includes(`session.id=${r.lastChild}`));
+      const t = exit ? at(exit) : NaN;
+      const loop = lines.find((l) => l.includes("message=loop ") && l.includes(`session.id=${r.parent} step=0`) &&
+        at(l) >= t && at(l) <= r.wakeAt);
+      if (!exit || !loop) continue;
+      r.exitToLoop = at(loop) - t;
+      r.loopToRequest = r.wakeAt - at(loop);
+    }
+  }
 }
 
 async function main() {
@@ -198,6 +235,13 @@ async function main() {
     console.log(`cmp_${key}_idle_to_wake_ms: ${median(col("idleToWake"))} ms ${span("idleToWake")}`);
     console.log(`cmp_${key}_done_to_wake_ms: ${median(col("doneToWake"))} ms ${span("doneToWake")}`);
     console.log(`cmp_${key}_launch_to_wake_ms: ${median(col("launchToWake"))} ms ${span("launchToWake")}`);
+    const split = rows.filter((r) => r.exitToLoop !== undefined);
+    if (split.length) {
+      const c = (k) => split.map((r) => r[k]);
+      const sp = (k) => `(min ${Math.min(...c(k))}, max ${Math.max(...c(k))}, ${split.length} batches)`;
+      console.log(`cmp_${key}_exit_to_loop_ms: ${median(c("exitToLoop"))} ms ${sp("exitToLoop")}`);
+      console.log(`cmp_${key}_loop_to_request_ms: ${median(c("loopToRequest"))} ms ${sp("loopToRequest")}`);
+    }
   }
   for (const n of [3, 20]) {
     const a = results[`native_b${n}`], b = results[`ocbg_b${n}`];
