@@ -136,9 +136,10 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP)
 # batches of 3 and 20, printed as `name: value unit` lines (figures, not a pass/fail verdict).
 CMP_BATCHES3 ?= 12
 CMP_BATCHES20 ?= 3
+CMP_TIMEOUT ?= 900
 OC_CMP := $(OC_DIR)/e2e-compare
 .PHONY: e2e-compare
 e2e-compare: opencode $(OC_NPM_STAMP)
-	timeout -k 10 $(E2E_TIMEOUT) $(NODE) host/opencode/test/e2e_compare.mjs \
+	timeout -k 10 $(CMP_TIMEOUT) $(NODE) host/opencode/test/e2e_compare.mjs \
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
 	    --work $(abspath $(OC_CMP)) --batches3 $(CMP_BATCHES3) --batches20 $(CMP_BATCHES20)

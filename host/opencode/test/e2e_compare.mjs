@@ -1,6 +1,7 @@
 // ocbg against OpenCode's own background sub-agents, in real OpenCode with the
-// same scripted fake model (fake_model.mjs). Two `opencode serve`, one after
-// the other, each in its own isolated HOME and project:
+// same scripted fake model (fake_model.mjs). Two `opencode serve` side by side,
+// each in its own isolated HOME and project, the batches alternating between
+// them (so that both meet the same load on a shared machine):
 //   native: OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS=true, no ocbg; the model
 //           calls OpenCode's `task` with background: true, N times in one step;
 //   ocbg:   ocbg listed in opencode.json with its default options, no flag; the
@@ -46,22 +47,26 @@ if (!BIN || !NPM_DIR || !OCBG_DIR || !WORK) {
 const PLAN = { 3: { base: 400, step: 400 }, 20: { base: 400, step: 150 } };
 const QUIET_MS = 1200; // no new parent request for this long, parent idle: the batch is over
 
-let server = null, fake = null;
-async function stopServer() {
-  stopEvents();
-  if (!server || server.exitCode !== null || server.signalCode !== null) return;
-  const exited = new Promise((r) => server.once("exit", r));
-  try { process.kill(-server.pid, "SIGTERM"); } catch {}
-  const t = setTimeout(() => { try { process.kill(-server.pid, "SIGKILL"); } catch {} }, 8000);
+const servers = {}; // mode → {proc, base}
+let fake = null;
+async function stopServer(mode) {
+  const proc = servers[mode]?.proc;
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((r) => proc.once("exit", r));
+  try { process.kill(-proc.pid, "SIGTERM"); } catch {}
+  const t = setTimeout(() => { try { process.kill(-proc.pid, "SIGKILL"); } catch {} }, 8000);
   await exited;
   clearTimeout(t);
 }
 async function stopAll() {
-  await stopServer();
+  stopEvents();
+  for (const mode of Object.keys(servers)) await stopServer(mode);
   if (fake) { await fake.close(); fake = null; }
 }
 for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, async () => { await stopAll(); process.exit(1); });
-process.on("exit", () => { if (server) try { process.kill(-server.pid, "SIGKILL"); } catch {} });
+process.on("exit", () => {
+  for (const { proc } of Object.values(servers)) try { process.kill(-proc.pid, "SIGKILL"); } catch {}
+});
 
 // What OpenCode would install into a config directory at the first request.
 function provideConfigDeps(dir) {
@@ -108,14 +113,16 @@ async function startServer(mode) {
     ...(mode === "native" ? { OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS: "true" } : {}),
   };
   const port = await freePort();
-  setBase(`http://127.0.0.1:${port}`);
+  const base = `http://127.0.0.1:${port}`;
+  setBase(base);
   const logPath = path.join(WORK, `opencode-${mode}.log`);
   const log = fs.openSync(logPath, "w");
-  server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "INFO"],
+  const server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "INFO"],
     { cwd: project, env, detached: true, stdio: ["ignore", log, log] });
+  servers[mode] = { proc: server, base };
   fs.closeSync(log);
   const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
-  if (healthy) followEvents();
+  if (healthy) followEvents(); // each server's stream feeds the same list (told apart by session ids)
   diag(`${mode}: opencode serve pid ${server.pid} (log: ${logPath}) ${healthy ? "healthy" : "NOT healthy"}`);
   return !!healthy;
 }
@@ -173,8 +180,9 @@ async function batch(mode, n, tag) {
   const childDone = fake.requests.slice(rq0).find((r) => r.decision.text === answer)?.doneAt;
   const wake = after.find((r) => JSON.stringify(r.body.messages).includes(answer));
   if (!wake || !childDone) { diag(`${tag}: no parent request with the last child's answer`); return null; }
-  if (process.env.CMP_DEBUG)
-    for (const r of after) diag(`${tag} parent request +${r.at - lastIdle} ms: ${JSON.stringify(r.body.messages.at(-1)).slice(0, 300)}`);
+  // What woke the parent each time, for a reader of WORK/batches.log (the last message of each request).
+  fs.appendFileSync(path.join(WORK, "batches.log"), after.map((r) =>
+    `${tag} parent request at idle${r.at >= lastIdle ? "+" : ""}${r.at - lastIdle} ms: ${JSON.stringify(r.body.messages.at(-1)).slice(0, 400)}\n`).join(""));
   return { calls: after.length, idleToWake: wake.at - lastIdle, doneToWake: wake.at - childDone, launchToWake: wake.at - t0,
     parent, lastChild, wakeAt: wake.at };
 }
@@ -183,22 +191,25 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const k = s.le
 const results = {};
 let failed = 0;
 
-async function runMode(mode) {
-  if (!(await startServer(mode))) { failed++; return; }
+// Both servers run side by side and the batches alternate between them (native, ocbg, native…),
+// so that both meet the same load on a shared machine.
+async function runAll(modes) {
+  for (const mode of modes) if (!(await startServer(mode))) { failed++; return; }
   await sleep(500);
   for (const [n, count] of [[3, BATCHES3], [20, BATCHES20]]) {
-    const rows = [];
+    for (const mode of modes) { results[`${mode}_b${n}`] = []; results[`${mode}_b${n}`].mode = mode; }
     for (let i = 0; i < count; i++) {
-      const r = await batch(mode, n, `${mode}${n}x${i}`);
-      if (!r) { failed++; diag(`${mode} batch of ${n} #${i}: incomplete`); continue; }
-      diag(`${mode} batch of ${n} #${i}: parent calls ${r.calls}, idle→wake ${r.idleToWake} ms, done→wake ${r.doneToWake} ms`);
-      rows.push(r);
+      for (const mode of modes) {
+        setBase(servers[mode].base);
+        const r = await batch(mode, n, `${mode}${n}x${i}`);
+        if (!r) { failed++; diag(`${mode} batch of ${n} #${i}: incomplete`); continue; }
+        diag(`${mode} batch of ${n} #${i}: parent calls ${r.calls}, idle→wake ${r.idleToWake} ms, done→wake ${r.doneToWake} ms`);
+        results[`${mode}_b${n}`].push(r);
+      }
     }
-    rows.mode = mode;
-    results[`${mode}_b${n}`] = rows;
   }
-  await stopServer();
-  splitByLog(mode);
+  stopEvents();
+  for (const mode of modes) { await stopServer(mode); splitByLog(mode); }
 }
 
 // OpenCode's own log (--print-logs) splits idle → wake: the last child's `exiting loop` →
@@ -213,8 +224,10 @@ function splitByLog(mode) {
     for (const r of rows) {
       const exit = lines.find((l) => l.includes('message="exiting loop"') && l.includes(`session.id=${r.lastChild}`));
       const t = exit ? at(exit) : NaN;
-      const loop = lines.find((l) => l.includes("message=loop ") && l.includes(`session.id=${r.parent} step=0`) &&
-        at(l) >= t && at(l) <= r.wakeAt);
+      // the parent's turn that made the wake request: its last loop start before it (it may
+      // come before the child's exit: a negative figure, the parent woken first)
+      const loop = lines.filter((l) => l.includes("message=loop ") && l.includes(`session.id=${r.parent} step=0`) &&
+        at(l) <= r.wakeAt).at(-1);
       if (!exit || !loop) continue;
       r.exitToLoop = at(loop) - t;
       r.loopToRequest = r.wakeAt - at(loop);
@@ -226,7 +239,7 @@ async function main() {
   fs.rmSync(WORK, { recursive: true, force: true });
   fs.mkdirSync(WORK, { recursive: true });
   fake = await startFakeModel();
-  for (const mode of ["native", "ocbg"]) if (!ONLY || ONLY === mode) await runMode(mode);
+  await runAll(["native", "ocbg"].filter((m) => !ONLY || ONLY === m));
   for (const [key, rows] of Object.entries(results)) {
     if (!rows.length) continue;
     const col = (k) => rows.map((r) => r[k]);
