@@ -164,27 +164,31 @@ async function batch(mode, n, tag) {
   }, 60000, 100);
   if (!quiet) return null;
   const reqs = parentRequests(line, rq0);
-  const launchEnd = reqs.findIndex((r) => r.decision.text === `launched ${n}`);
-  if (launchEnd < 0) { diag(`${tag}: no launch turn end`); return null; }
-  const after = reqs.slice(launchEnd + 1);
-  // The last child: the one with the longest delay (k = n-1), found by its session's title
-  // ("child k"); its answer is in the message that wakes the parent for it (OpenCode's
-  // <task_result>, ocbg's notification): that request is the wake, which may come before the
-  // child's idle (a negative latency: the parent was woken first).
+  // The launch turn: the step that calls the tools and the step after their results (which
+  // says "launched N", or "ack" when a result already came in during the turn, on a loaded
+  // machine). The parent's model calls after it are what the results cost.
+  if (reqs.length < 2 || !reqs[0].decision.calls) { diag(`${tag}: no launch turn`); return null; }
+  const after = reqs.slice(2);
+  // The last child: the one whose idle came last (ocbg starts its children one after the
+  // other, so on a loaded machine it is not always the one with the longest delay); its
+  // title ("child k") names its answer, which is in the message that wakes the parent for it
+  // (OpenCode's <task_result>, ocbg's notification): that request is the wake. It may come
+  // before the child's idle (a negative latency: the parent was woken first).
   const titleOf = (sid) => timed.slice(ev0).find((e) => e.ev.type === "session.created" &&
     e.ev.properties?.info?.id === sid)?.ev.properties.info.title || "";
-  const lastChild = allIdle.find((c) => new RegExp(`^child ${n - 1}\\b`).test(titleOf(c)));
-  if (!lastChild) { diag(`${tag}: no child titled "child ${n - 1}"`); return null; }
+  const lastChild = allIdle.reduce((a, b) => (idleAt(b) > idleAt(a) ? b : a));
+  const k = titleOf(lastChild).match(/^child (\d+)\b/)?.[1];
+  if (k === undefined) { diag(`${tag}: the last child's title is "${titleOf(lastChild)}"`); return null; }
   const lastIdle = idleAt(lastChild);
-  const answer = `child reply ${tag}-${n - 1}`;
+  const answer = `child reply ${tag}-${k}`;
   const childDone = fake.requests.slice(rq0).find((r) => r.decision.text === answer)?.doneAt;
-  const wake = after.find((r) => JSON.stringify(r.body.messages).includes(answer));
+  const wake = reqs.slice(1).find((r) => JSON.stringify(r.body.messages).includes(answer));
   if (!wake || !childDone) { diag(`${tag}: no parent request with the last child's answer`); return null; }
   // What woke the parent each time, for a reader of WORK/batches.log (the last message of each request).
   fs.appendFileSync(path.join(WORK, "batches.log"), after.map((r) =>
     `${tag} parent request at idle${r.at >= lastIdle ? "+" : ""}${r.at - lastIdle} ms: ${JSON.stringify(r.body.messages.at(-1)).slice(0, 400)}\n`).join(""));
   return { calls: after.length, idleToWake: wake.at - lastIdle, doneToWake: wake.at - childDone, launchToWake: wake.at - t0,
-    parent, lastChild, wakeAt: wake.at };
+    parent, lastChild, wakeAt: wake.at, prevAt: reqs[reqs.indexOf(wake) - 1].at };
 }
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const k = s.length >> 1; return s.length % 2 ? s[k] : (s[k - 1] + s[k]) / 2; };
@@ -224,10 +228,12 @@ function splitByLog(mode) {
     for (const r of rows) {
       const exit = lines.find((l) => l.includes('message="exiting loop"') && l.includes(`session.id=${r.lastChild}`));
       const t = exit ? at(exit) : NaN;
-      // the parent's turn that made the wake request: its last loop start before it (it may
-      // come before the child's exit: a negative figure, the parent woken first)
+      // the parent's turn that made the wake request, when that request is its first (a turn
+      // that was already running when the result came, as OpenCode's merged wakes are, has no
+      // start to measure): its loop start may come before the child's exit (a negative figure:
+      // the parent woken first)
       const loop = lines.filter((l) => l.includes("message=loop ") && l.includes(`session.id=${r.parent} step=0`) &&
-        at(l) <= r.wakeAt).at(-1);
+        at(l) <= r.wakeAt && at(l) > r.prevAt).at(-1);
       if (!exit || !loop) continue;
       r.exitToLoop = at(loop) - t;
       r.loopToRequest = r.wakeAt - at(loop);
