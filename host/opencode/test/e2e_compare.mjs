@@ -11,17 +11,20 @@
 // For each mode and batch size it prints `name: value unit` lines:
 //   cmp_<mode>_b<N>_parent_calls    the parent's model calls after its launch turn (median over batches)
 //   cmp_<mode>_b<N>_idle_to_wake_ms the last child's session.idle (as this process receives it
-//                                   from /event) → the parent's next model request arriving at
-//                                   the fake model (median, and min–max over the batches)
+//                                   from /event) → the parent's model request that carries that
+//                                   child's answer (the wake; it may come first: negative), at the
+//                                   fake model (median, and min–max over the batches)
 //   cmp_<mode>_b<N>_done_to_wake_ms the last child's answer streamed to its end → that request,
 //                                   both on the fake model's clock (a cross-check that no event
 //                                   stream delay enters)
 //   cmp_<mode>_b<N>_launch_to_wake_ms the launch prompt sent → that request (the batch's wall time)
 //   cmp_<mode>_b<N>_exit_to_loop_ms   from OpenCode's log: the last child's `exiting loop` → the
-//                                   parent's `loop … step=0` (the part ocbg's path adds to)
+//                                   parent's `loop … step=0` of the turn the wake starts (the part
+//                                   ocbg's path adds to; a wake merged into a running turn has none)
 //   cmp_<mode>_b<N>_loop_to_request_ms that → the request (OpenCode's own step, the same both ways)
 // and cmp_b<N>_idle_to_wake_gap_ms: ocbg's median minus native's. Exits 1 when a batch did not
 // complete (a child or wake missing), not on timing (figures are the output, not a verdict).
+// WORK/batches.log: each parent request after the launch turn, with the message that caused it.
 //
 // node e2e_compare.mjs --opencode BIN --npm-dir DIR --ocbg-dir DIR --work DIR
 //                      [--batches3 N] [--batches20 N] [--only native|ocbg]
