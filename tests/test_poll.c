@@ -56,20 +56,20 @@ static void backs_off_then_returns_to_fast_tick(void)
     const int interval = 250;
     sim_host *h = t_host("{\"poll_interval_ms\":250}");
     char *parent = sim_session_new(h, NULL, "main");
-    char *script = busy_script(150, 20, "{\"hang\":true}"); /* ~3 s of tool events */
+    char *script = busy_script(300, 20, "{\"hang\":true}"); /* ~6 s of tool events */
     char *id = t_launch_script(h, parent, "alive", script);
     char *child = t_task_session(h, 0);
     /* The alive phase: from the first tool event to the last. */
     is_int(sim_wait_calls(h, "session_status", NULL, 1, tap_timeout_ms(5000)), 0, "the map is read at first");
     int64_t t0 = now_ms();
     size_t s0 = sim_calls(h, "session_status", NULL);
-    size_t tool_events = 150 * 3; /* pending, running, completed */
+    size_t tool_events = 300 * 3; /* pending, running, completed */
     is_int(sim_wait(h, parts_at_least, &tool_events, tap_timeout_ms(30000)), 0, "every tool event delivered");
     int64_t alive_ms = now_ms() - t0;
     size_t alive_reads = sim_calls(h, "session_status", NULL) - s0;
     diag("alive for %lld ms: %zu status reads (ticks: %lld)", (long long)alive_ms, alive_reads,
          (long long)(alive_ms / interval));
-    ok(alive_ms >= 2000, "the task sent events for a while");
+    ok(alive_ms >= 5000, "the task sent events for a while");
     ok((int64_t)alive_reads * 2 <= alive_ms / interval, "while events arrive, the map is read on at most half the ticks");
 
     /* Silent and busy: every tick reads the map again. */
@@ -87,17 +87,17 @@ static void backs_off_then_returns_to_fast_tick(void)
     sim_destroy(h);
 }
 
-/* Three tasks send events; one ends and its idle is lost (both idle
- * events dropped): the backed-off poll still finds it, and the parent is
- * told once. */
+/* Three tasks send events (the poll backs off for 3 s, to its slowest);
+ * one ends and its idle is lost (both idle events dropped): the poll still
+ * finds it, and the parent is told once. */
 static void lost_idle_found_with_backed_off_poll(void)
 {
     sim_host *h = t_host("{\"poll_interval_ms\":200}");
     char *parent = sim_session_new(h, NULL, "main");
     sim_event_faults(h, 5, 1.0, 0, 0, IDLE_EVENTS);
-    char *long1 = busy_script(400, 20, "{\"reply\":\"long one\"}");
-    char *long2 = busy_script(400, 20, "{\"reply\":\"long two\"}");
-    char *quick = busy_script(60, 20, "{\"reply\":\"the quick one\"}");
+    char *long1 = busy_script(500, 20, "{\"reply\":\"long one\"}");
+    char *long2 = busy_script(500, 20, "{\"reply\":\"long two\"}");
+    char *quick = busy_script(150, 20, "{\"reply\":\"the quick one\"}");
     char *a = t_launch_script(h, parent, "long 1", long1);
     char *b = t_launch_script(h, parent, "long 2", long2);
     char *c = t_launch_script(h, parent, "quick", quick);
@@ -175,7 +175,7 @@ static void missing_from_map_bounded(void)
     diag("%lld ms (%ld ticks): %zu message reads, %zu status maps", (long long)elapsed, ticks, reads, maps);
     ok((long)(reads + maps) <= N + ticks + 2,
        "message reads and status maps: at most one per tick besides each task's first check");
-    ok(reads >= 2 * N, "each task was checked again after its first check found it running");
+    ok(reads > N, "tasks were checked again after their first check found them running");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     sim_status_omit(h, 0);
     is_int(t_sync_notifications(h, parent), 0, "sync point");
