@@ -9,6 +9,7 @@
  * Bounds on host calls are upper bounds over the elapsed time (a worker
  * cannot tick faster than its interval, whatever the load), or counts;
  * the waits have deadlines. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,31 @@ static void lost_idle_found_with_backed_off_poll(void)
     sim_destroy(h);
 }
 
+/* Every event lost; a hanging task is silent and busy, so every tick reads
+ * the map; another task's first check fails (the host's error): its
+ * further checks still come, and it completes. */
+static void known_idle_not_starved(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":50}");
+    char *parent = sim_session_new(h, NULL, "main");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
+    sim_event_faults(h, 13, 1.0, 0, 0, NULL);
+    sim_fail(h, "session_messages", 1, 1, -EIO);
+    char *hang = t_launch_script(h, parent, "hangs", "{\"steps\":[{\"hang\":true}]}");
+    char *quick = t_launch_script(h, parent, "quick", "{\"steps\":[{\"reply\":\"after a failed check\"}]}");
+    is_int(t_wait_status(h, parent, quick, "completed", tap_timeout_ms(10000)), 0,
+           "the task whose first check failed completed");
+    ok(sim_calls(h, "session_messages", NULL) >= 2, "it was checked again");
+    char *out = t_output(h, parent, hang);
+    like(out, ": running\n", "the hanging one still runs");
+    free(out);
+    sim_fail(h, NULL, 0, 0, 0);
+    free(hang);
+    free(quick);
+    free(parent);
+    sim_destroy(h);
+}
+
 struct all_done {
     const char *parent;
     char **ids;
@@ -193,6 +219,7 @@ int main(void)
 {
     backs_off_then_returns_to_fast_tick();
     lost_idle_found_with_backed_off_poll();
+    known_idle_not_starved();
     missing_from_map_bounded();
     return done_testing();
 }

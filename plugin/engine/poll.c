@@ -17,10 +17,12 @@
  *   finds no answer makes the session "known idle" (idle_checks > 0): it
  *   no longer calls for the map, and its further checks wait their turn,
  *   at most one per tick, the longest overdue first (each check moves it to
- *   the back, with its own back-off): every task is still checked, and a
- *   host whose map leaves sessions out costs at most one call per tick.
- *   A tick that reads the map makes no such check. A busy status (event or
- *   map) makes the session unknown again.
+ *   the back, with its own back-off): every task is still checked. A tick
+ *   that reads the map only because the gap has passed makes no such
+ *   check, so a host that loses every event and whose map leaves the
+ *   sessions out costs at most one call per tick; one that reads it for a
+ *   silent busy task still makes one (else that task would starve them).
+ *   A busy status (event or map) makes the session unknown again.
  */
 #include "engine/poll.h"
 
@@ -139,7 +141,9 @@ void poll_tick(ocbg *o, int64_t now)
     if (silent || now - o->last_poll_mono >= o->poll_gap_ms) {
         o->poll_gap_ms = silent ? interval : o->poll_gap_ms * 2 < most ? o->poll_gap_ms * 2 : most;
         read_map(o);
-        return;
+        if (!silent)
+            return; /* a read only because the gap passed takes the tick's one call */
+        now = mono_ms();
     }
-    check_oldest(o, now);
+    check_oldest(o, now); /* also after a read a silent task asked for: a busy one must not starve it */
 }

@@ -15,10 +15,10 @@
 cJSON *poll_status_map(ocbg *o);
 
 /* The worker's tick while agent tasks are active (every poll_interval_ms):
- * ends tasks whose session was deleted alone, then makes at most one
- * fallback host call (the status map, or one completion check queued for
- * a task whose session is known idle), besides the checks a status map
- * that newly shows sessions idle asks for. [worker, lock held; released
+ * ends tasks whose session was deleted alone, reads the status map when
+ * needed, and queues at most one completion check of a task whose session
+ * is known idle (none when the map was read only because its gap passed),
+ * besides the checks a map that newly shows sessions idle asks for. [worker, lock held; released
  * during the status call] */
 void poll_tick(ocbg *o, int64_t now);
 
