@@ -110,6 +110,113 @@ static void cutting_edges(void)
     free(s1501);
 }
 
+/* The first `chars` characters of s, counted the plain way (test oracle). */
+static size_t prefix_bytes(const char *s, size_t chars)
+{
+    size_t i = 0, seen = 0;
+    for (; s[i]; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80 && seen++ == chars)
+            break;
+    return i;
+}
+
+static void cut_and_count_edges(void)
+{
+    char *s1500 = repeat("x", 1500), *s1501 = repeat("x", 1501), *h = tool_history(s1501);
+    char *o = processed_output(h, &LIM);
+    char *want = xasprintf("%s\n[... cut for the forked context: the original was 1501 characters; re-run the tool for all of it]",
+                     s1500);
+    is_str(o, want, "the exact cut text: the kept characters, then the marker");
+    free(want), free(o), free(h), free(s1500), free(s1501);
+
+    /* Every cut point over characters of 1 to 4 bytes at every alignment. */
+    char *mixed = repeat("a\xc3\xa9\xe4\xbd\xa0\xf0\x9f\x98\x80" "bc", 60); /* 360 characters */
+    int bad = 0;
+    for (size_t max = 1; max < 360; max++) {
+        char *cut = fork_cut_text(mixed, max);
+        size_t keep = prefix_bytes(mixed, max);
+        const char *tail = "\n[... cut for the forked context: the original was 360 characters; re-run the tool for all of it]";
+        bad += !cut || strncmp(cut, mixed, keep) != 0 || strcmp(cut + keep, tail) != 0;
+        free(cut);
+    }
+    is_int(bad, 0, "a cut at each of 359 points keeps exactly that many whole characters");
+    ok(fork_cut_text(mixed, 360) == NULL, "a text of exactly the limit is not cut");
+    free(mixed);
+
+    /* Long texts, past the counters' 255 blocks of 16 bytes, at odd offsets. */
+    char *e = repeat("\xc3\xa9", 10000), *cjk = repeat("\xe4\xbd\xa0", 5000), *emoji = repeat("\xf0\x9f\x98\x80", 10000);
+    char *ascii = repeat("abcd", 25000);
+    is_int(fork_estimate_tokens(e, strlen(e)), 10000, "10,000 two-byte characters: 10,000 tokens");
+    is_int(fork_estimate_tokens(cjk, strlen(cjk)), 5000, "5,000 CJK characters: 5,000 tokens");
+    is_int(fork_estimate_tokens(emoji, strlen(emoji)), 10000, "10,000 emoji: 10,000 tokens");
+    is_int(fork_estimate_tokens(ascii + 1, strlen(ascii) - 1), 25000, "99,999 ASCII characters: 25,000 tokens");
+    is_int(fork_estimate_tokens(e + 1, 201), 100, "starting inside a character: its continuation byte counts nothing");
+    free(e), free(cjk), free(emoji), free(ascii);
+}
+
+/* A history in the host's own spacing and escapes. */
+#define SPACED_M1 "{ \"info\": {\"id\": \"m1\", \"role\": \"user\"},\n  \"parts\": [{\"type\": \"text\", \"text\": \"caf\\u00e9 \\/ 1.50\"}] }"
+
+static void kept_as_they_were(void)
+{
+    char *x = repeat("x", 2000), *y = repeat("y", 1600), *out = NULL;
+    /* m2: spaced, its error before its output, the output's key escaped. */
+    const char *m2 = "{\"info\":{\"id\":\"m2\"},\"parts\":[ {\"type\":\"tool\",\"tool\":\"read\",\"callID\":\"c\",\"state\": "
+                     "{\"input\":{\"n\":1.0}, \"error\" : \"%s\", \"outp\\u0075t\":\"%s\"}} ]}";
+    char *m2_in = xasprintf(m2, y, x);
+    char *h = xasprintf("\xEF\xBB\xBF [ " SPACED_M1 " ,\n %s ] trailing", m2_in);
+    fork_stats st;
+    is_int(fork_process(h, &LIM, &out, &st), 0, "a BOM, spacing and text after the array are read as cJSON reads them");
+    char *cut_y = xasprintf("%.1500s\\n[... cut for the forked context: the original was 1600 characters; re-run the tool "
+                            "for all of it]", y);
+    char *cut_x = xasprintf("%.1500s\\n[... cut for the forked context: the original was 2000 characters; re-run the tool "
+                            "for all of it]", x);
+    char *m2_out = xasprintf(m2, cut_y, cut_x);
+    char *want = xasprintf("[" SPACED_M1 ",%s]", m2_out);
+    is_str(out, want, "kept messages are their input text byte for byte, with only the cut results put in");
+    is_int(st.results_cut, 2, "the output under its escaped key and the error are both cut");
+    free(want), free(m2_out), free(cut_x), free(cut_y), free(m2_in), free(out), free(h), free(x), free(y);
+    const char *refused[] = {"[1,]", "[1 2]", "[\xEF\xBB\xBF" "1]", "[{\"a\":}]", " ", "[1,2"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
+        is_int(fork_process(refused[i], &LIM, &out, NULL), -EINVAL, "not a JSON array: %s", refused[i]);
+}
+
+/* Twelve messages, each with a 3000-character tool result, under a cap that
+ * keeps three: those three carry their cut results. */
+static void cut_messages_dropped_and_kept(void)
+{
+    char *q = repeat("q", 3000);
+    strbuf sb = {0};
+    sb_puts(&sb, "[");
+    for (int i = 0; i < 12; i++)
+        sb_printf(&sb, "%s{\"info\":{\"id\":\"m%d\"},\"parts\":[{\"type\":\"tool\",\"state\":{\"output\":\"%s\"}}]}",
+                  i ? "," : "", i, q);
+    sb_puts(&sb, "]");
+    char *h = sb_take(&sb), *out = NULL;
+    fork_limits lim = {1500, 1300}; /* a cut message: about 400 tokens */
+    fork_stats st;
+    fork_process(h, &lim, &out, &st);
+    is_int(st.messages_kept, 3, "three cut messages fit");
+    is_int(st.results_cut, 12, "every inherited result was cut");
+    char *cut = fork_cut_text(q, 1500);
+    /* Per message: the cut text, "tool" and the id (a token each). */
+    is_int(st.tokens_after, 3 * (fork_estimate_tokens(cut, strlen(cut)) + 2), "the estimate counts the cut texts");
+    cJSON *got = cJSON_Parse(out);
+    const char *first = fork_render(out);
+    like(first, "--- message ---", "the answer renders");
+    free((char *)first);
+    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(got, 0), "info")->child), "m9", "from m9");
+    int whole = 0;
+    for (int i = 0; i < 3; i++) {
+        cJSON *part = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(got, i), "parts"), 0);
+        const char *o = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(part, "state"), "output"));
+        whole += o && strcmp(o, cut) == 0;
+    }
+    is_int(whole, 3, "each kept message holds its cut result");
+    cJSON_Delete(got);
+    free(cut), free(out), free(h), free(q);
+}
+
 static void history_edges(void)
 {
     char *out = NULL;
@@ -376,6 +483,9 @@ static void fork_with_resume_refused(void)
 int main(void)
 {
     cutting_edges();
+    cut_and_count_edges();
+    kept_as_they_were();
+    cut_messages_dropped_and_kept();
     history_edges();
     after_the_fork_point();
     fork_with_host_support();

@@ -22,7 +22,15 @@ static const char *parent; /* the test's main session */
 static size_t task_prompts(sim_host *h, const char *unused)
 {
     (void)unused;
-    return sim_calls(h, "session_prompt", NULL) - sim_calls(h, "session_prompt", parent);
+    /* A notice may reach the parent between the two counts (a gated
+     * sub-agent's permission question): read until the parent's count
+     * held still around the total. */
+    for (;;) {
+        size_t before = sim_calls(h, "session_prompt", parent);
+        size_t all = sim_calls(h, "session_prompt", NULL);
+        if (sim_calls(h, "session_prompt", parent) == before)
+            return all - before;
+    }
 }
 
 /* background_send(id, message): the answer (malloc'd), t_rc set. */
@@ -115,6 +123,16 @@ static int permission_asked(sim_host *h, void *arg)
     return sim_permission_count(h) > *(size_t *)arg;
 }
 
+/* sim_wait predicate: a session_prompt call entered the host after *arg. */
+typedef struct started_arg {
+    size_t before;
+} started_arg;
+
+static int prompt_started(sim_host *h, void *arg)
+{
+    return sim_calls_started(h, "session_prompt") > ((started_arg *)arg)->before;
+}
+
 /* A slow host: the message is stored only after the turn before it has
  * ended and its idle was seen. The completion check must not take that
  * turn's answer for the result. */
@@ -126,15 +144,20 @@ static void slow_host_follow_up(void)
     char *id = launch_gated(h, s, "B");
     is_int(t_wait_gate_open(h, "B", 5000), 0, "the sub-agent is busy");
     char *child = t_prompted_session(h, "gated B", 0);
+    /* The question's notice to the parent first: from here the only prompt
+     * is the send's. */
+    is_int(t_wait_messages_with(h, s, "is waiting for permission", 1, 5000), 0, "the parent heard of the question");
     sim_script(h, "look at baz.c", "{\"steps\":[{\"reply\":\"baz.c has the bug\"}]}", 1);
     sim_slow(h, "session_prompt", tap_timeout_ms(3000));
     char args[256];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"look at baz.c\"}", id);
     size_t asked = sim_permission_count(h);
+    started_arg sa = {sim_calls_started(h, "session_prompt")};
     sim_call *c = sim_tool_start(h, s, "background_send", args);
-    /* Its permission asked (the rules allow it), the send is about to enter
-     * the slow host: the turn before the follow-up ends meanwhile. */
+    /* Its permission asked (the rules allow it), the send is inside the slow
+     * host: the turn before the follow-up ends meanwhile. */
     is_int(sim_wait(h, permission_asked, &asked, tap_timeout_ms(5000)), 0, "the send asked its permission");
+    is_int(sim_wait(h, prompt_started, &sa, tap_timeout_ms(5000)), 0, "the send is inside the host's prompt call");
     t_release_gated(h, "B");
     idle_arg ia = {child};
     is_int(sim_wait(h, first_answer_stored, &ia, tap_timeout_ms(5000)), 0, "the answer before it is stored");

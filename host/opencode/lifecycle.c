@@ -276,7 +276,7 @@ static napi_value hooks_object(napi_env env, adapter *ad, napi_value z) {
     return hooks;
 }
 
-/* init(input, options, z): z is tool.schema (zod) or undefined. */
+/* init(input, options, z): z is zod (ocbg.js finds it) or undefined. */
 static napi_value addon_init(napi_env env, napi_callback_info info) {
     size_t argc = 3;
     napi_value argv[3] = {NULL, NULL, NULL};
@@ -323,7 +323,8 @@ static napi_value addon_init(napi_env env, napi_callback_info info) {
         free(why);
     }
     if (!z)
-        h_log(ad, OCP_LOG_WARN, "ocbg: @opencode-ai/plugin (zod) not found: tool arguments are all required");
+        h_log(ad, OCP_LOG_WARN, "ocbg: no zod (neither node_modules/zod beside ocbg.js nor @opencode-ai/plugin): "
+                                "every tool argument is required");
     return hooks;
 }
 

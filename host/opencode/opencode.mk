@@ -5,14 +5,18 @@
 #                            or PROJECT=dir: into dir/.opencode/plugin
 #   make e2e                 real OpenCode (pinned, installed with npm into $(BUILD)/opencode/npm)
 #                            with a scripted fake model; see host/opencode/NOTES.md
+#   make e2e-compare         ocbg against OpenCode's own background mode (figures)
 #   make check-opencode      the adapter against its stub plugin, under node and OpenCode's Bun
+#   make package             $(BUILD)/ocbg-$(VERSION).tgz: the npm package (OpenCode installs it by name)
 
 OC_DIR        := $(BUILD)/opencode
 OC_NPM        := $(OC_DIR)/npm
 OPENCODE_VERSION   ?= 1.18.33
 NODE_API_HEADERS_VERSION ?= 1.9.0
+# zod: the version @opencode-ai/plugin $(OPENCODE_VERSION) depends on, shipped beside ocbg.js
+ZOD_VERSION   ?= 4.1.8
 OC_NPM_STAMP  := $(OC_NPM)/.stamp-$(OPENCODE_VERSION)-$(NODE_API_HEADERS_VERSION)
-OC_HDR_STAMP  := $(OC_NPM)/.stamp-headers-$(NODE_API_HEADERS_VERSION)
+OC_HDR_STAMP  := $(OC_NPM)/.stamp-headers-$(NODE_API_HEADERS_VERSION)-zod-$(ZOD_VERSION)
 OC_BIN        := $(OC_NPM)/node_modules/opencode-linux-x64/bin/opencode
 OC_NAPI_INC   := $(OC_NPM)/node_modules/node-api-headers/include
 OC_ADDON      := $(OC_DIR)/ocbg_opencode.node
@@ -26,12 +30,14 @@ OC_PLUGIN_DIR := $(if $(PROJECT),$(PROJECT)/.opencode/plugin,$(XDG_CONFIG_HOME)/
 .PHONY: opencode opencode-npm install-opencode uninstall-opencode check-opencode e2e
 
 # Pinned packages from the npm registry into the build tree: Node-API headers
-# for the addon, and OpenCode itself (with @opencode-ai/plugin) for e2e.
-# The headers alone (small) are all that building and installing need.
+# for the addon and zod (shipped with it), and OpenCode itself (with
+# @opencode-ai/plugin) for e2e. The first two (small) are all that building
+# and installing need.
 $(OC_HDR_STAMP):
 	@mkdir -p $(OC_NPM)
 	@test -f $(OC_NPM)/package.json || echo '{"private":true}' > $(OC_NPM)/package.json
-	cd $(OC_NPM) && $(NPM) install --no-audit --no-fund --loglevel=error node-api-headers@$(NODE_API_HEADERS_VERSION)
+	cd $(OC_NPM) && $(NPM) install --no-audit --no-fund --loglevel=error node-api-headers@$(NODE_API_HEADERS_VERSION) \
+	    zod@$(ZOD_VERSION)
 	@touch $@
 
 $(OC_NPM_STAMP):
@@ -39,7 +45,7 @@ $(OC_NPM_STAMP):
 	@test -f $(OC_NPM)/package.json || echo '{"private":true}' > $(OC_NPM)/package.json
 	cd $(OC_NPM) && $(NPM) install --no-audit --no-fund --loglevel=error \
 	    node-api-headers@$(NODE_API_HEADERS_VERSION) opencode-ai@$(OPENCODE_VERSION) \
-	    @opencode-ai/plugin@$(OPENCODE_VERSION)
+	    @opencode-ai/plugin@$(OPENCODE_VERSION) zod@$(ZOD_VERSION)
 	@touch $@
 
 opencode-npm: $(OC_NPM_STAMP)
@@ -61,26 +67,40 @@ $(OC_ADDON): $(OC_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) -fPIC -pthread $(SAN) $(CFLAGS) -shared -o $@ $(OC_OBJ) -lcjson -ldl -lpthread
 
-$(OC_DIR)/ocbg.js: host/opencode/ocbg.js
+$(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs: $(OC_DIR)/%: host/opencode/%
 	@mkdir -p $(dir $@)
 	cp $< $@
+
+# zod beside ocbg.js (its import finds node_modules/zod first).
+OC_ZOD := $(OC_DIR)/node_modules/zod/package.json
+$(OC_ZOD): $(OC_HDR_STAMP)
+	rm -rf $(OC_DIR)/node_modules/zod && mkdir -p $(OC_DIR)/node_modules
+	cp -a $(OC_NPM)/node_modules/zod $(OC_DIR)/node_modules/zod
+	@touch $@
 
 $(OC_DIR)/ocbg.so: $(BUILD)/ocbg.so
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-opencode: $(OC_ADDON) $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg.so
+OC_FILES := $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(OC_ADDON) $(OC_DIR)/ocbg.so
+opencode: $(OC_FILES) $(OC_ZOD)
 
+# Only ocbg.js is a .js directly in the folder: OpenCode loads every
+# plugin/*.{ts,js} as a plugin (node_modules/ is not scanned).
 install-opencode: opencode
-	install -d $(DESTDIR)$(OC_PLUGIN_DIR)
-	install -m 644 $(OC_DIR)/ocbg.js $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.js
+	install -d $(DESTDIR)$(OC_PLUGIN_DIR) $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules
+	install -m 644 $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(DESTDIR)$(OC_PLUGIN_DIR)/
 	install -m 755 $(OC_ADDON) $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node
 	install -m 755 $(OC_DIR)/ocbg.so $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
+	rm -rf $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
+	cp -R $(OC_DIR)/node_modules/zod $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
 	@echo "ocbg: installed into $(DESTDIR)$(OC_PLUGIN_DIR)"
 
 uninstall-opencode:
-	rm -f $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.js $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node \
-	    $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
+	rm -f $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.js $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_options.mjs \
+	    $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
+	rm -rf $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
+	-rmdir $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules 2>/dev/null
 
 # The stub plugin, installed as ocbg.so beside a copy of the addon.
 $(OC_STUB_DIR)/ocbg.so: host/opencode/test/stub_plugin.c include/ocp.h
@@ -92,7 +112,7 @@ $(OC_STUB_DIR)/ocbg_opencode.node: $(OC_ADDON)
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-$(OC_STUB_DIR)/ocbg.js: host/opencode/ocbg.js
+$(OC_STUB_DIR)/ocbg.js $(OC_STUB_DIR)/ocbg_options.mjs: $(OC_STUB_DIR)/%: host/opencode/%
 	@mkdir -p $(dir $@)
 	cp $< $@
 
@@ -102,7 +122,7 @@ $(OC_STUB_DIR)/node_modules: $(OC_NPM_STAMP)
 	ln -sfn ../npm/node_modules $@
 
 OC_STUB := $(OC_STUB_DIR)/ocbg.so $(OC_STUB_DIR)/ocbg_opencode.node $(OC_STUB_DIR)/ocbg.js \
-    $(OC_STUB_DIR)/node_modules
+    $(OC_STUB_DIR)/ocbg_options.mjs $(OC_STUB_DIR)/node_modules
 
 # The adapter with its stub plugin and a fake SDK client, no server: under node
 # and under the Bun inside OpenCode (BUN_BE_BUN=1).
@@ -115,17 +135,61 @@ check-opencode: $(OC_STUB) $(OC_NPM_STAMP)
 	XDG_DATA_HOME=$(abspath $(OC_HARNESS_DATA))/bun BUN_BE_BUN=1 timeout -k 5 120 $(OC_BIN) \
 	    host/opencode/test/harness.mjs $(abspath $(OC_STUB_DIR))/ocbg.js
 
-# End to end: real `opencode serve`, fake model, ocbg installed into a project
-# with install-opencode, the stub plugin listed with options. E2E_ONLY=stub|ocbg;
+# An npm package (npm pack's tarball) for OpenCode's own install by name:
+# "plugin": ["ocbg@$(VERSION)"]. zod is bundled (bundleDependencies): the
+# install needs nothing else from the registry. package.json comes from
+# host/opencode/package/package.json with the versions filled in.
+OC_PKG_DIR := $(OC_DIR)/package
+OC_PKG     := $(BUILD)/ocbg-$(VERSION).tgz
+.PHONY: package
+package: $(OC_PKG)
+$(OC_PKG): host/opencode/package/package.json $(OC_FILES) $(OC_ZOD)
+	rm -rf $(OC_PKG_DIR) && mkdir -p $(OC_PKG_DIR)/node_modules
+	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@OPENCODE_VERSION@/$(OPENCODE_VERSION)/' \
+	    -e 's/@ZOD_VERSION@/$(ZOD_VERSION)/' $< > $(OC_PKG_DIR)/package.json
+	cp $(OC_FILES) $(OC_PKG_DIR)/
+	cp -R $(OC_DIR)/node_modules/zod $(OC_PKG_DIR)/node_modules/zod
+	cd $(OC_PKG_DIR) && $(NPM) pack --silent --pack-destination $(abspath $(BUILD)) >/dev/null
+	@echo "ocbg: $@"
+
+# End to end: real `opencode serve`, fake model. e2e.mjs: ocbg installed into a
+# project with install-opencode, the stub plugin listed with options.
+# e2e_config.mjs: ocbg as users install it, each in its own HOME: the package
+# (make package) by name from a fake npm registry, a source install in the
+# scanned ~/.config/opencode/plugin with options in opencode.json, a bad option.
+# E2E_ONLY=stub|ocbg (e2e.mjs only) or config (e2e_config.mjs only);
 # E2E_CASES=name,name runs only those scenario functions of e2e.mjs.
 E2E_TIMEOUT ?= 480
 E2E_ONLY ?=
 E2E_CASES ?=
 OC_E2E := $(OC_DIR)/e2e-run
-e2e: $(OC_STUB) opencode $(OC_NPM_STAMP)
+OC_E2E_SCANNED := $(abspath $(OC_E2E))/config/scanned/home
+e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG)
 	rm -rf $(OC_E2E)
 	$(MAKE) --no-print-directory install-opencode PROJECT=$(abspath $(OC_E2E))/project
-	timeout -k 10 $(E2E_TIMEOUT) $(NODE) host/opencode/test/e2e.mjs \
+	$(MAKE) --no-print-directory install-opencode XDG_CONFIG_HOME=$(OC_E2E_SCANNED)/.config
+	@rc=0; \
+	if [ "$(E2E_ONLY)" != config ]; then \
+	  timeout -k 10 $(E2E_TIMEOUT) $(NODE) host/opencode/test/e2e.mjs \
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) \
 	    --stub-dir $(abspath $(OC_STUB_DIR)) --work $(abspath $(OC_E2E)) $(if $(E2E_ONLY),--only $(E2E_ONLY)) \
-	    $(if $(E2E_CASES),--cases $(E2E_CASES))
+	    $(if $(E2E_CASES),--cases $(E2E_CASES)) || rc=1; \
+	fi; \
+	if [ -z "$(E2E_CASES)" ] && { [ -z "$(E2E_ONLY)" ] || [ "$(E2E_ONLY)" = config ]; }; then \
+	  timeout -k 10 300 $(NODE) host/opencode/test/e2e_config.mjs --opencode $(abspath $(OC_BIN)) \
+	    --package $(abspath $(OC_PKG)) --scanned-home $(OC_E2E_SCANNED) --work $(abspath $(OC_E2E))/config || rc=1; \
+	fi; \
+	exit $$rc
+
+# ocbg against OpenCode's own background sub-agents (OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS),
+# same fake model: parent model calls and the last child's idle → parent's wake latency for
+# batches of 3 and 20, printed as `name: value unit` lines (figures, not a pass/fail verdict).
+CMP_BATCHES3 ?= 12
+CMP_BATCHES20 ?= 3
+CMP_TIMEOUT ?= 900
+OC_CMP := $(OC_DIR)/e2e-compare
+.PHONY: e2e-compare
+e2e-compare: opencode $(OC_NPM_STAMP)
+	timeout -k 10 $(CMP_TIMEOUT) $(NODE) host/opencode/test/e2e_compare.mjs \
+	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
+	    --work $(abspath $(OC_CMP)) --batches3 $(CMP_BATCHES3) --batches20 $(CMP_BATCHES20)

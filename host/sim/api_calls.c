@@ -62,6 +62,8 @@ int sim_api_call_begin(sim_api *a, const char *fn)
     pthread_mutex_lock(&a->core->mu);
     sim_slowfn *st = fnstat_locked(a, fn);
     int ms = st->ms;
+    st->started++;
+    sim_changed_locked(a->core);
     pthread_mutex_unlock(&a->core->mu);
     if (ms > 0) {
         /* A slow host: the plugin's thread is stuck in the call, host locks free. */
@@ -99,6 +101,14 @@ void sim_api_call_record(sim_api *a, const char *fn, const char *session, const 
     c->t_ms = t_ms;
     sim_changed_locked(a->core);
     pthread_mutex_unlock(&a->core->mu);
+}
+
+size_t sim_api_calls_started(sim_api *a, const char *fn)
+{
+    pthread_mutex_lock(&a->core->mu);
+    size_t n = (size_t)fnstat_locked(a, fn)->started;
+    pthread_mutex_unlock(&a->core->mu);
+    return n;
 }
 
 static int rec_matches(const sim_callrec *c, const char *fn, const char *sid)

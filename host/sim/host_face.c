@@ -94,6 +94,11 @@ size_t sim_calls(sim_host *h, const char *fn, const char *session_id)
     return sim_api_calls(&h->api, fn, session_id);
 }
 
+size_t sim_calls_started(sim_host *h, const char *fn)
+{
+    return sim_api_calls_started(&h->api, fn);
+}
+
 char *sim_call_body(sim_host *h, const char *fn, const char *session_id, int n)
 {
     return sim_api_call_body(&h->api, fn, session_id, n);

@@ -94,6 +94,7 @@ int sim_api_prompt(sim_api *a, const char *sid, const char *body_json, char **wh
 void sim_api_fail(sim_api *a, const char *fn, int nth, int count, int err);
 void sim_api_slow(sim_api *a, const char *fn, int ms);
 size_t sim_api_calls(sim_api *a, const char *fn, const char *session_id);
+size_t sim_api_calls_started(sim_api *a, const char *fn);
 char *sim_api_call_body(sim_api *a, const char *fn, const char *session_id, int n);
 char *sim_api_calls_json(sim_api *a);
 

@@ -27,7 +27,8 @@ struct sim_fault {
 struct sim_slowfn {
     char *fn;
     int ms;
-    uint64_t calls; /* calls to fn so far (for fault numbering) */
+    uint64_t calls;   /* calls to fn so far (for fault numbering) */
+    uint64_t started; /* calls that entered the host, before any sim_slow delay */
     sim_slowfn *next;
 };
 

@@ -282,6 +282,11 @@ void sim_slow(sim_host *h, const char *fn, int ms);
  * about `session_id` (NULL = any). Failed calls count too. */
 size_t sim_calls(sim_host *h, const char *fn, const char *session_id);
 
+/* How many calls to `fn` have entered the host so far, counted before a
+ * sim_slow delay (sim_calls counts a call once it returned): a test waits on
+ * it to know a plugin thread is inside a slow call. */
+size_t sim_calls_started(sim_host *h, const char *fn);
+
 /* The body (prompt JSON; for other calls: the arguments as JSON) of the nth
  * recorded call to `fn` about `session_id` (NULL = any): n = 0 oldest, -1 the
  * newest. malloc'd; NULL when there is none. */

@@ -213,9 +213,11 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
         t->result_message_id = xstrdup(message_id);
         free(t->error);
         t->error = NULL;
+        t->texts_stored &= (unsigned char)~(TASK_TEXT_RESULT | TASK_TEXT_ERROR); /* new texts, in memory */
     } else if (s == TASK_ERROR) {
         free(t->error);
         t->error = xstrdup(text ? text : "unknown error");
+        t->texts_stored &= (unsigned char)~TASK_TEXT_ERROR;
         if (message_id) {
             free(t->result_message_id);
             t->result_message_id = xstrdup(message_id);

@@ -10,11 +10,16 @@
 #include "engine/engine.h"
 #include "engine/guards.h"
 #include "store/convert.h"
+#include "store/reader.h"
 #include "store/store.h"
 
 #define STORE_FILE "ocbg.db"
 /* How long the store thread lets changes gather before it writes them. */
 #define STORE_DELAY_MS 5
+/* The most rows one transaction writes: a burst of changes is written in
+ * several, so that their copies (a finished task's texts) are never all in
+ * memory at once. */
+#define STORE_BATCH_ROWS 256
 
 bool persist_on(const ocbg *o)
 {
@@ -29,6 +34,126 @@ static void defer_log(ocbg *o, char level, const char *line)
     char *all = xasprintf("%s%c%s\n", o->ps.log ? o->ps.log : "", level, line);
     free(o->ps.log);
     o->ps.log = all;
+}
+
+/* ---- texts out of memory -------------------------------------------------- */
+
+/* Needs nothing of t's texts in memory any more? Finished, nothing left
+ * to tell or return from memory: its notification delivered or none owed
+ * (a notice is formatted from the task when it is pushed), no blocking
+ * call about to return its result, no completion check. Agents only (a
+ * command's output is its result, kept with it). */
+static bool texts_done(const task *t)
+{
+    return t->type == TASK_AGENT && task_status_terminal(t->status) && !t->foreground && !t->finalizing &&
+           t->result_waiters == 0 && t->notices_unformatted == 0 &&
+           (t->notice_state == NOTICE_NONE || t->notice_state == NOTICE_DONE);
+}
+
+/* Free t's texts whose stored copy is theirs (texts_stored). */
+static void free_stored_texts(task *t)
+{
+    char **texts[] = {&t->prompt, &t->result, &t->error};
+    const unsigned text_bits[] = {TASK_TEXT_PROMPT, TASK_TEXT_RESULT, TASK_TEXT_ERROR};
+    for (size_t i = 0; i < 3; i++)
+        if (t->texts_stored & text_bits[i]) {
+            free(*texts[i]);
+            *texts[i] = NULL;
+        }
+}
+
+/* t, finished, is as its row in the store (just committed, or restored):
+ * its texts are stored from now (later rows leave them as they are), and
+ * leave memory once nothing needs them there. Lock held. */
+static void texts_stored(task *t)
+{
+    if (t->type != TASK_AGENT || !task_status_terminal(t->status))
+        return;
+    t->texts_stored = TASK_TEXTS_ALL;
+    if (texts_done(t))
+        free_stored_texts(t);
+}
+
+/* After a commit: the tasks of rows[0..n) not changed since, as written.
+ * Lock held. */
+static void drop_committed(ocbg *o, const store_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        task *t = registry_find(&o->reg, rows[i].id);
+        if (t && !t->dirty)
+            texts_stored(t);
+    }
+}
+
+void persist_drop_copies(ocbg *o, task *t)
+{
+    /* After a failed write the disk is not trusted: what is in memory stays. */
+    if (t && o->reg.track && texts_done(t))
+        free_stored_texts(t);
+}
+
+/* Attach the copy *text of a text `bit` still kept in the store only and
+ * not attached yet; else free it. */
+static void attach_copy(task *t, unsigned bit, char **field, char **text)
+{
+    if ((t->texts_stored & bit) && !*field) {
+        *field = *text;
+        *text = NULL;
+    }
+    free(*text);
+    *text = NULL;
+}
+
+static bool texts_missing(const task *t)
+{
+    return ((t->texts_stored & TASK_TEXT_PROMPT) && !t->prompt) ||
+           ((t->texts_stored & TASK_TEXT_RESULT) && !t->result) || ((t->texts_stored & TASK_TEXT_ERROR) && !t->error);
+}
+
+/* One read of task id's stored texts, without the lock (released and taken
+ * again). *prompt, *result, *error: what it read, or a sentence saying why
+ * it could not. */
+static void read_stored(ocbg *o, const char *id, char **prompt, char **result, char **error)
+{
+    store_reader *reader = o->ps.reader; /* lives until persist_stop, after every call */
+    pthread_mutex_unlock(&o->mu);
+    char *err = NULL;
+    int rc = store_reader_texts(reader, id, prompt, result, error, &err);
+    if (err)
+        hc_log(&o->api, OCP_LOG_ERROR, "ocbg: %s", err);
+    if (rc != 0) {
+        char *why = xasprintf("(kept in the task store, which could not be read: %s)", err ? err : "unknown error");
+        *prompt = xstrdup(why);
+        *result = xstrdup(why);
+        *error = why;
+    }
+    free(err);
+    pthread_mutex_lock(&o->mu);
+}
+
+task *persist_texts(ocbg *o, task *t)
+{
+    /* Texts change only when a run ends (its status changes) or a new one
+     * begins (run + 1): read while neither happened, the copy is the
+     * task's; else it is read again. */
+    for (int tries = 0; t && texts_missing(t) && o->ps.reader && tries < 3; tries++) {
+        char id[TASK_ID_SIZE];
+        memcpy(id, t->id, sizeof id);
+        unsigned run = t->run;
+        task_status status = t->status;
+        char *prompt = NULL, *result = NULL, *error = NULL;
+        read_stored(o, id, &prompt, &result, &error);
+        t = registry_find(&o->reg, id);
+        if (t && t->run == run && t->status == status) {
+            attach_copy(t, TASK_TEXT_PROMPT, &t->prompt, &prompt);
+            attach_copy(t, TASK_TEXT_RESULT, &t->result, &result);
+            attach_copy(t, TASK_TEXT_ERROR, &t->error, &error);
+        }
+        free(prompt);
+        free(result);
+        free(error);
+    }
+    return t;
 }
 
 /* ---- the store thread ---------------------------------------------------- */
@@ -60,7 +185,7 @@ static void forget_task(void *arg, task *t)
 static void stop_tracking(ocbg *o)
 {
     o->reg.track = false;
-    registry_take_dirty(&o->reg, forget_task, NULL);
+    registry_take_dirty(&o->reg, SIZE_MAX, forget_task, NULL);
 }
 
 /* One write: what is dirty now, in one transaction. Lock held on entry and
@@ -71,7 +196,7 @@ static bool write_dirty(ocbg *o)
     uint64_t gen = r->dirty_gen;
     o->ps.writing = true;
     batch_rows b = {0};
-    registry_take_dirty(r, copy_task, &b);
+    bool all = registry_take_dirty(r, STORE_BATCH_ROWS, copy_task, &b);
     char **removed = r->removed;
     size_t nremoved = r->nremoved;
     r->removed = NULL;
@@ -81,8 +206,7 @@ static bool write_dirty(ocbg *o)
     char *err = NULL;
     int rc = store_write(o->ps.st, b.rows, b.n, removed, nremoved, &err);
     for (size_t i = 0; i < b.n; i++)
-        store_row_clear(&b.rows[i]);
-    free(b.rows);
+        store_row_clear(&b.rows[i]); /* the ids stay: drop_committed reads them */
     for (size_t i = 0; i < nremoved; i++)
         free(removed[i]);
     free(removed);
@@ -95,10 +219,14 @@ static bool write_dirty(ocbg *o)
     o->ps.writing = false;
     o->ps.writes++;
     o->ps.rows_written += b.n;
-    if (rc != 0)
+    if (rc != 0) {
         stop_tracking(o);
-    else
-        o->ps.committed = gen;
+    } else {
+        if (all) /* else what changed after the rows taken waits for the next write */
+            o->ps.committed = gen;
+        drop_committed(o, b.rows, b.n);
+    }
+    free(b.rows);
     pthread_cond_broadcast(&o->ps.synced_cv);
     return rc == 0;
 }
@@ -127,8 +255,8 @@ static void *store_main(void *arg)
             mono_deadline(&ts, mono_ms() + STORE_DELAY_MS);
             pthread_cond_timedwait(&o->ps.cv, &o->mu, &ts);
         } else {
-            delayed = false;
             write_dirty(o);
+            delayed = o->reg.dirty != NULL; /* left for the next batch: written at once */
         }
     }
     stop_tracking(o);
@@ -190,7 +318,8 @@ static void end_shell(ocbg *o, task *t)
 /* A notification a restored task still owes, unless it is known
  * delivered: sent again, after a look when its send may have happened. Its
  * parent's tasks oldest first, as they were launched. And what each task
- * cost, back in its sessions' spend. */
+ * cost, back in its sessions' spend; the texts of the others back in the
+ * store only. */
 static void notify_parent(const char *key, void *value, void *arg)
 {
     (void)key;
@@ -204,6 +333,8 @@ static void notify_parent(const char *key, void *value, void *arg)
         if (!task_status_active(t->status) && t->notice_run == t->run &&
             (t->notice_state == NOTICE_DUE || t->notice_state == NOTICE_PUSHING))
             engine_notify(o, t, t->notice_state == NOTICE_PUSHING);
+        else if (!t->dirty)
+            texts_stored(t); /* as its row: read back when shown */
     }
 }
 
@@ -270,6 +401,7 @@ int persist_start(ocbg *o)
     free(path);
     if (!o->ps.st)
         return 0;
+    o->ps.reader = store_reader_new(store_path(o->ps.st));
     o->reg.on_dirty = on_dirty;
     o->reg.on_dirty_arg = o;
     o->reg.track = true;
@@ -296,6 +428,8 @@ void persist_stop(ocbg *o)
     stop_tracking(o);
     store_close(o->ps.st, true);
     o->ps.st = NULL;
+    store_reader_free(o->ps.reader);
+    o->ps.reader = NULL;
     free(o->ps.log);
     o->ps.log = NULL;
     pthread_cond_destroy(&o->ps.cv);

@@ -42,4 +42,22 @@ void persist_sync(struct ocbg *o);
 /* Is the store on (open and not failed)? [lock held] */
 bool persist_on(const struct ocbg *o);
 
+/* Texts out of memory. Once a finished task's row is committed, its
+ * prompt, result and error are stored (task.texts_stored: later writes of
+ * its row leave them as they are); once its notification is delivered too
+ * (or none is owed), they live only in the store. With the store off, or
+ * after a write failed, they stay in memory. */
+struct task;
+
+/* t with its texts: those kept only in the store are read back (a copy,
+ * attached to the task until persist_drop_copies). The read happens on
+ * this thread without the lock: returns the task found again by its id,
+ * NULL when it went meanwhile. A text that cannot be read back reads as a
+ * sentence saying so (logged). [lock held; released while reading] */
+struct task *persist_texts(struct ocbg *o, struct task *t);
+
+/* Free the copies persist_texts attached to t, unless something still
+ * needs t's texts in memory, or a write failed (NULL: a no-op). [lock held] */
+void persist_drop_copies(struct ocbg *o, struct task *t);
+
 #endif

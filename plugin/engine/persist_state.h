@@ -10,9 +10,11 @@
 #include <stdint.h>
 
 struct store;
+struct store_reader;
 
 typedef struct persist {
     struct store *st;        /* NULL: memory only (off, or failed) */
+    struct store_reader *reader; /* reads texts kept only in the store back (any thread, no lock) */
     pthread_t thread;
     bool started;
     bool stop;

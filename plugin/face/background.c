@@ -8,6 +8,7 @@
 #include "text/texts.h"
 #include "hostapi/hostcalls.h"
 #include "ops/ops.h"
+#include "engine/persist.h"
 #include "face/tools.h"
 
 /* ---- background_task --------------------------------------------------- */
@@ -135,8 +136,17 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
         if (w == WAIT_TIMEOUT)
             sb_printf(out, "Timed out after waiting %gs: the task is still running.\n\n", timeout);
     }
+    char key[TASK_ID_SIZE];
+    memcpy(key, t->id, sizeof key);
+    t = persist_texts(o, t); /* a finished task's result may be in the store only */
+    if (!t) {
+        sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
+        pthread_mutex_unlock(&o->mu);
+        return -ENOENT;
+    }
     int64_t now = ocbg_now(o);
     format_report(out, t, now);
+    persist_drop_copies(o, t);
     if (t->status == TASK_COMPLETED)
         t->retrieved_ms = now;
     /* A blocking call that returns the result replaces the notification. */

@@ -10,6 +10,7 @@
 #include "text/texts.h"
 #include "hostapi/hostcalls.h"
 #include "ops/ops.h"
+#include "engine/persist.h"
 #include "face/tools.h"
 
 #define TASKOUTPUT_DEFAULT_MS 30000
@@ -369,7 +370,16 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
                 retrieval = "timeout";
         }
     }
+    char key[TASK_ID_SIZE];
+    memcpy(key, t->id, sizeof key);
+    t = persist_texts(o, t); /* a finished task's result may be in the store only */
+    if (!t) {
+        pthread_mutex_unlock(&o->mu);
+        sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
+        return -ENOENT;
+    }
     put_task_output(o, out, t, retrieval);
+    persist_drop_copies(o, t);
     /* A blocking call that returned the result replaces the notification. */
     if (block && !task_status_active(t->status)) {
         t->delivered_run = t->run;

@@ -248,6 +248,7 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
     }
     if (was && !is) {
         active_unlink(r, t);
+        task_end_run(t);
         t->batch->done++;
     } else if (!was && is) {
         active_link(r, t);
@@ -301,6 +302,8 @@ static void dirty_unlink(registry *r, task *t)
         r->dirty = t->dnext;
     if (t->dnext)
         t->dnext->dprev = t->dprev;
+    else
+        r->dirty_tail = t->dprev;
     t->dnext = t->dprev = NULL;
     t->dirty = false;
 }
@@ -316,19 +319,22 @@ void registry_touch(registry *r, task *t)
         t->dnext = r->dirty;
         if (r->dirty)
             r->dirty->dprev = t;
+        else
+            r->dirty_tail = t;
         r->dirty = t;
     }
     if (r->on_dirty)
         r->on_dirty(r->on_dirty_arg);
 }
 
-void registry_take_dirty(registry *r, void (*fn)(void *arg, task *t), void *arg)
+bool registry_take_dirty(registry *r, size_t max, void (*fn)(void *arg, task *t), void *arg)
 {
-    while (r->dirty) {
-        task *t = r->dirty;
+    for (size_t n = 0; r->dirty_tail && n < max; n++) {
+        task *t = r->dirty_tail;
         dirty_unlink(r, t);
         fn(arg, t);
     }
+    return r->dirty == NULL;
 }
 
 /* The store deletes t's row at its next write. */

@@ -55,7 +55,7 @@ typedef struct registry {
     /* What changed since the store last copied (engine/persist.c), when
      * `track` is on: tasks to write, ids of tasks to delete. */
     bool track;
-    task *dirty;
+    task *dirty, *dirty_tail; /* newest first */
     char **removed;
     size_t nremoved, removed_cap;
     uint64_t dirty_gen;      /* +1 per change recorded */
@@ -109,9 +109,10 @@ void registry_remove_parent(registry *r, parent *p);
  * (removed when its call returns: never stored). */
 void registry_touch(registry *r, task *t);
 
-/* Take the dirty tasks: each is unlinked and its flag cleared; fn sees each
- * (under the lock). */
-void registry_take_dirty(registry *r, void (*fn)(void *arg, task *t), void *arg);
+/* Take the dirty tasks, oldest first, at most max of them: each is
+ * unlinked and its flag cleared; fn sees each (under the lock). Returns
+ * whether none is left. */
+bool registry_take_dirty(registry *r, size_t max, void (*fn)(void *arg, task *t), void *arg);
 
 /* Put a task the store kept back in the registry: t (detached, owned from
  * now: id, type, status, fields set) joins parent `parent_session` as its

@@ -51,6 +51,7 @@ void task_free(task *t)
     shell_state_free(t->shell);
     free(t->usage);
     free(t->guard_error);
+    free(t->progress);
     free(t);
 }
 
@@ -64,16 +65,27 @@ static uint32_t hash32(const char *s)
 
 void task_note_tool(task *t, const char *call_id, const char *tool)
 {
+    if (!task_status_active(t->status))
+        return;
+    if (!t->progress)
+        t->progress = xcalloc(1, sizeof *t->progress);
+    task_progress *p = t->progress;
     if (call_id) {
         uint32_t h = hash32(call_id);
         for (unsigned i = 0; i < RECENT_CALLS; i++)
-            if (t->recent_calls[i] == h)
+            if (p->recent_calls[i] == h)
                 return; /* an update of a call already counted */
-        t->recent_calls[t->recent_calls_next++ % RECENT_CALLS] = h;
+        p->recent_calls[p->recent_calls_next++ % RECENT_CALLS] = h;
     }
     t->tool_calls++;
     if (tool) {
-        char *slot = t->recent_tools[t->recent_tools_next++ % RECENT_TOOLS];
+        char *slot = p->recent_tools[p->recent_tools_next++ % RECENT_TOOLS];
         snprintf(slot, TOOL_NAME_SIZE, "%s", tool);
     }
+}
+
+void task_end_run(task *t)
+{
+    free(t->progress);
+    t->progress = NULL;
 }

@@ -28,6 +28,21 @@ typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
 #define RECENT_CALLS 8
 #define TOOL_NAME_SIZE 24
 
+/* A task's long texts, as bits of task.texts_stored and store_row.keep. */
+#define TASK_TEXT_PROMPT 1u
+#define TASK_TEXT_RESULT 2u
+#define TASK_TEXT_ERROR 4u
+#define TASK_TEXTS_ALL (TASK_TEXT_PROMPT | TASK_TEXT_RESULT | TASK_TEXT_ERROR)
+
+/* What a running task's tool calls were lately (progress reports): only
+ * while a run goes on, from its first tool call; freed when it ends. */
+typedef struct task_progress {
+    uint32_t recent_calls[RECENT_CALLS]; /* hashes of recently seen call ids */
+    unsigned recent_calls_next;
+    char recent_tools[RECENT_TOOLS][TOOL_NAME_SIZE]; /* ring, newest at recent_tools_next-1 */
+    unsigned recent_tools_next;
+} task_progress;
+
 typedef struct parent parent;
 typedef struct task_batch task_batch;
 typedef struct lane lane;
@@ -60,18 +75,14 @@ typedef struct task {
     bool session_gone;
     bool recovering;        /* restored from the store while running: its first check decides how the restart left it */
     unsigned idle_checks;   /* completion checks that found no finished answer */
+    unsigned tool_calls;
     uint64_t busy_tick;     /* the last poll tick that saw the session busy */
     int64_t next_check_mono;
     int64_t gone_at_mono;   /* when its session's deletion was seen */
-    unsigned tool_calls;
-    uint32_t recent_calls[RECENT_CALLS]; /* hashes of recently seen call ids */
-    unsigned recent_calls_next;
-    char recent_tools[RECENT_TOOLS][TOOL_NAME_SIZE]; /* ring, newest at recent_tools_next-1 */
-    unsigned recent_tools_next;
+    task_progress *progress; /* this run's recent tool calls; NULL when it has made none, or ended */
     char *permission_request; /* the host's open permission question in the task's session, or NULL */
     char *permission_what;    /* what it asks: "bash: rm -rf build" (set with permission_request) */
     shell_state *shell;     /* shell tasks only */
-    bool foreground;        /* run by a foreground call: removed when it returns */
     lane *lane;             /* where it holds or waits for a run slot (model/lanes.h) */
     struct task *qnext, *qprev; /* its lane's queue while pending */
     uint64_t qseq;          /* its place in launch order while pending */
@@ -98,10 +109,16 @@ typedef struct task {
     uint64_t seq;           /* launch order in the store */
     unsigned notice_state;  /* where its notification stands (store.h notice_state) */
     unsigned notice_run;    /* the run it is for */
-    bool notice_wake;       /* it wakes the parent */
     unsigned notices_unformatted; /* its notices queued for the worker, text not yet formatted (engine.c) */
     int64_t notice_pushed_ms; /* when its send began (host clock) */
+    /* TASK_TEXT_* bits: texts the store holds as they are (a finished
+     * task whose row was committed: engine/persist.h). Such a pointer is
+     * the same text, or NULL once only the store has it (delivered), or a
+     * copy read back for one call. Writing a text clears its bit. */
+    unsigned char texts_stored;
     bool dirty;             /* changed since the store last copied it */
+    bool notice_wake;       /* it wakes the parent */
+    bool foreground;        /* run by a foreground call: removed when it returns */
     struct task *dnext, *dprev; /* the registry's dirty list */
     parent *parent;
     struct task *pnext, *pprev; /* the parent's list, newest first */
@@ -112,8 +129,13 @@ const char *task_status_name(task_status s);
 bool task_status_active(task_status s);   /* running or resumed (or pending) */
 bool task_status_terminal(task_status s); /* completed, error, cancelled */
 
-/* Record a tool part seen for t (progress); counts each call id once. */
+/* Record a tool part seen for t (progress); counts each call id once. A
+ * part of a run that ended (a late event) is not counted: the run's calls
+ * seen are forgotten. */
 void task_note_tool(task *t, const char *call_id, const char *tool);
+
+/* t's run ended: what only a running task keeps is freed. */
+void task_end_run(task *t);
 
 /* How long the task has run (until now, or until it finished). */
 int64_t task_runtime(const task *t, int64_t now);

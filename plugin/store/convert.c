@@ -22,10 +22,12 @@ void store_row_from_task(const task *t, store_row *row)
     row->parent_message = xstrdup(t->parent_message);
     row->parent_agent = xstrdup(t->parent_agent);
     row->description = xstrdup(t->description);
-    row->prompt = xstrdup(t->prompt);
+    /* A text kept only in the store is left there as it is. */
+    row->keep = t->texts_stored;
+    row->prompt = row->keep & TASK_TEXT_PROMPT ? NULL : xstrdup(t->prompt);
     row->agent = xstrdup(t->agent);
-    row->result = xstrdup(t->result);
-    row->error = xstrdup(t->error);
+    row->result = row->keep & TASK_TEXT_RESULT ? NULL : xstrdup(t->result);
+    row->error = row->keep & TASK_TEXT_ERROR ? NULL : xstrdup(t->error);
     row->result_message_id = xstrdup(t->result_message_id);
     row->created_ms = t->created_ms;
     row->started_ms = t->started_ms;

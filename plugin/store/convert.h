@@ -10,7 +10,8 @@
 #include "store/row.h"
 
 /* Copy what the store keeps of t (registered: it has a parent and a batch)
- * into *row (its strings malloc'd: store_row_clear). */
+ * into *row (its strings malloc'd: store_row_clear). Its texts kept only in
+ * the store (t->texts_stored) are not copied: row->keep says so. */
 void store_row_from_task(const task *t, store_row *row);
 
 /* A detached task (no parent, batch or lane: registry_restore links it)

@@ -33,6 +33,8 @@ typedef struct store_row {
     task_status status;
     char *session_id, *parent_message, *parent_agent, *description, *prompt, *agent;
     char *result, *error, *result_message_id;
+    unsigned keep;          /* TASK_TEXT_* bits: leave these stored texts as they are (not written; the
+                             * row's fields are NULL). A row that is not yet stored keeps nothing. */
     int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms, timeout_ms;
     unsigned run, delivered_run, resume_count, depth;
     bool forked;

@@ -14,11 +14,16 @@
 #include "base/util.h"
 #include "store/row.h"
 
+/* The writer's page cache, KiB (SQLite's default: 2,000). */
+#define STORE_CACHE_KIB "256"
+
 struct store {
     sqlite3 *db;
     char *path;
     char owner[TASK_ID_SIZE + 8]; /* this instance's id */
-    sqlite3_stmt *upsert, *remove;
+    /* upsert[keep]: the upsert that leaves the texts `keep` (TASK_TEXT_*)
+     * as stored; prepared when first needed. */
+    sqlite3_stmt *upsert[TASK_TEXTS_ALL + 1], *remove;
 };
 
 /* An error sentence for the SQLite failure rc (or the connection's last). */
@@ -297,10 +302,16 @@ static int bind_col(sqlite3_stmt *st, int i, const store_col *c, const store_row
     return SQLITE_MISUSE;
 }
 
+static int prepare_upsert(store *s, unsigned keep);
+
 static int write_row(store *s, const store_row *row)
 {
-    sqlite3_stmt *st = s->upsert;
-    int rc = sqlite3_bind_text(st, 1, row->id, -1, SQLITE_STATIC);
+    unsigned keep = row->keep & TASK_TEXTS_ALL;
+    int rc = s->upsert[keep] ? SQLITE_OK : prepare_upsert(s, keep);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_stmt *st = s->upsert[keep];
+    rc = sqlite3_bind_text(st, 1, row->id, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 2, s->owner, -1, SQLITE_STATIC);
     for (size_t i = 0; rc == SQLITE_OK && i < store_ncols; i++)
@@ -344,7 +355,17 @@ int store_write(store *s, const store_row *rows, size_t nrows, char *const *remo
 
 /* ---- statements ------------------------------------------------------- */
 
-static int prepare(store *s, char **err)
+/* Is column `name` one of the texts `keep` (TASK_TEXT_*) leaves as stored? */
+static bool kept_col(const char *name, unsigned keep)
+{
+    return ((keep & TASK_TEXT_PROMPT) && strcmp(name, "prompt") == 0) ||
+           ((keep & TASK_TEXT_RESULT) && strcmp(name, "result") == 0) ||
+           ((keep & TASK_TEXT_ERROR) && strcmp(name, "error") == 0);
+}
+
+/* The upsert that leaves the texts `keep` as stored (an insert stores them
+ * as NULL: a row keeps texts only once stored). Returns an SQLite code. */
+static int prepare_upsert(store *s, unsigned keep)
 {
     strbuf sql = {0};
     sb_puts(&sql, "INSERT INTO task(id, owner");
@@ -354,13 +375,24 @@ static int prepare(store *s, char **err)
     for (size_t i = 0; i < store_ncols; i++)
         sb_puts(&sql, ", ?");
     sb_puts(&sql, ") ON CONFLICT(id) DO UPDATE SET ");
-    for (size_t i = 0; i < store_ncols; i++)
-        sb_printf(&sql, "%s%s = excluded.%s", i ? ", " : "", store_cols[i].name, store_cols[i].name);
+    const char *sep = "";
+    for (size_t i = 0; i < store_ncols; i++) {
+        if (kept_col(store_cols[i].name, keep))
+            continue;
+        sb_printf(&sql, "%s%s = excluded.%s", sep, store_cols[i].name, store_cols[i].name);
+        sep = ", ";
+    }
     /* Never another live owner's task (an id both happened to draw). */
     sb_puts(&sql, " WHERE task.owner = excluded.owner");
     char *text = sb_take(&sql);
-    int rc = sqlite3_prepare_v3(s->db, text, -1, SQLITE_PREPARE_PERSISTENT, &s->upsert, NULL);
+    int rc = sqlite3_prepare_v3(s->db, text, -1, SQLITE_PREPARE_PERSISTENT, &s->upsert[keep], NULL);
     free(text);
+    return rc;
+}
+
+static int prepare(store *s, char **err)
+{
+    int rc = prepare_upsert(s, 0);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(s->db, "DELETE FROM task WHERE id = ? AND owner = ?", -1, SQLITE_PREPARE_PERSISTENT,
                                 &s->remove, NULL);
@@ -384,6 +416,11 @@ int store_open(const char *path, store **out, char **err)
         r = exec(s, "PRAGMA journal_mode = WAL", err);
     if (r == 0)
         r = exec(s, "PRAGMA synchronous = NORMAL", err);
+    /* A small page cache: the store mostly appends and updates rows by id
+     * (the tree's inner pages stay cached), and reads only at a start; the
+     * default 2 MB would be memory held for nothing. */
+    if (r == 0)
+        r = exec(s, "PRAGMA cache_size = -" STORE_CACHE_KIB, err);
     if (r == 0)
         r = migrate(s, err);
     if (r == 0)
@@ -403,11 +440,17 @@ const char *store_instance(const store *s)
     return s->owner;
 }
 
+const char *store_path(const store *s)
+{
+    return s->path;
+}
+
 void store_close(store *s, bool clean)
 {
     if (!s)
         return;
-    sqlite3_finalize(s->upsert);
+    for (size_t i = 0; i < sizeof s->upsert / sizeof s->upsert[0]; i++)
+        sqlite3_finalize(s->upsert[i]);
     sqlite3_finalize(s->remove);
     if (clean && s->owner[0] && s->db) {
         sqlite3_stmt *st = NULL;

@@ -51,12 +51,17 @@ int store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg,
                char **err);
 
 /* In one transaction: upsert `rows` (owned by this instance from now) and
- * delete the tasks `removed` (ids). [store thread] */
+ * delete the tasks `removed` (ids). A row's texts in row->keep are left as
+ * stored. [store thread] */
 int store_write(store *s, const store_row *rows, size_t nrows, char *const *removed, size_t nremoved,
                 char **err);
 
 /* This instance's id ("inst_…"), for logs. */
 const char *store_instance(const store *s);
+
+/* The database file's name (owned by s, valid until store_close), for a
+ * reader (store/reader.h). Any thread. */
+const char *store_path(const store *s);
 
 /* Close. clean: this instance is done (its tasks become adoptable by the
  * next instance to open the file); false keeps its registration, as a crash

@@ -16,12 +16,13 @@ static void put_markers(strbuf *out, const task *t)
 static void put_progress(strbuf *out, const task *t, int64_t now)
 {
     sb_printf(out, "Progress: %u tool call%s", t->tool_calls, t->tool_calls == 1 ? "" : "s");
-    unsigned n = t->recent_tools_next < RECENT_TOOLS ? t->recent_tools_next : RECENT_TOOLS;
+    const task_progress *p = t->progress;
+    unsigned n = !p ? 0 : p->recent_tools_next < RECENT_TOOLS ? p->recent_tools_next : RECENT_TOOLS;
     if (n) {
         sb_puts(out, "; recent: ");
         for (unsigned i = 0; i < n; i++) {
-            unsigned slot = (t->recent_tools_next - 1 - i) % RECENT_TOOLS;
-            sb_printf(out, "%s%s", i ? ", " : "", t->recent_tools[slot]);
+            unsigned slot = (p->recent_tools_next - 1 - i) % RECENT_TOOLS;
+            sb_printf(out, "%s%s", i ? ", " : "", p->recent_tools[slot]);
         }
     }
     char ago[32], at[32];

@@ -142,14 +142,16 @@ async function main() {
   provideConfigDeps(path.join(PROJECT, ".opencode"));
   // the stub plugin, listed in the config with options
   fs.mkdirSync(STUBPLUG, { recursive: true });
-  for (const f of ["ocbg.js", "ocbg_opencode.node", "ocbg.so"]) fs.copyFileSync(path.join(STUB_DIR, f), path.join(STUBPLUG, f));
+  for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"])
+    fs.copyFileSync(path.join(STUB_DIR, f), path.join(STUBPLUG, f));
   if (!fs.existsSync(path.join(STUBPLUG, "node_modules")))
     fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(STUBPLUG, "node_modules"));
   const installed = path.join(PROJECT, ".opencode/plugin");
   const ocbgInstalled = fs.existsSync(path.join(installed, "ocbg.js"));
   if (ocbgInstalled) {
     fs.mkdirSync(OCBGPLUG, { recursive: true });
-    for (const f of ["ocbg.js", "ocbg_opencode.node", "ocbg.so"]) fs.renameSync(path.join(installed, f), path.join(OCBGPLUG, f));
+    for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"])
+      fs.renameSync(path.join(installed, f), path.join(OCBGPLUG, f));
     if (!fs.existsSync(path.join(OCBGPLUG, "node_modules")))
       fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(OCBGPLUG, "node_modules"));
   }

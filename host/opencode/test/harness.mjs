@@ -61,7 +61,8 @@ const client = {
     },
     fork: async (o) => later(res({ id: `ses_fork${nextId++}` })),
   },
-  app: { log: async () => res(true) },
+  app: { log: async (o) => { calls.push(["log", o]); return res(true); } },
+  tui: { showToast: async (o) => { calls.push(["toast", o]); return res(true); } },
 };
 
 console.log(`# runtime: ${runtime}`);
@@ -75,6 +76,11 @@ try {
   refused = String(e.message);
 }
 ok(refused && refused.includes("refused"), "refused options make the plugin fail to load", refused);
+const toast = calls.find((c) => c[0] === "toast")?.[1]?.body;
+ok(toast && toast.variant === "error" && toast.message === refused && toast.title === "ocbg",
+  "... and the user is told why: a toast (error) with the reason", toast);
+ok(calls.some((c) => c[0] === "log" && c[1]?.body?.level === "error" && c[1].body.message === refused),
+  "... and the log has it", calls.filter((c) => c[0] === "log"));
 
 const hooks = await mod.server({ client, directory: "/tmp", project: { id: "prj_harness" } }, { answer: 42 });
 ok(hooks && hooks.tool && hooks.tool.stub_echo && hooks.tool.stub_block, "hooks have the plugin's tools");
@@ -329,6 +335,47 @@ const hooks2 = await mod.server({ client, directory: "/tmp" }, undefined);
 const e2 = JSON.parse(await hooks2.tool.stub_echo.execute({ text: "again", repeat: 3 }, ctx()));
 ok(e2.echo === "again" && e2.repeat === 3 && e2.options === '{"face_claude":false}', "a second instance, default options", e2);
 await hooks2.dispose();
+
+// ocbg_options.mjs: the options of a module OpenCode loaded without them,
+// from its own entry in the config files (read in OpenCode's order, the last
+// entry wins), in a throw-away HOME and project.
+{
+  const fs = await import("node:fs"), os = await import("node:os"), path = await import("node:path");
+  const { pathToFileURL } = await import("node:url");
+  const { optionsFromConfig, parseJsonc } = await import(new URL("ocbg_options.mjs", pathToFileURL(modPath)).href);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ocbg-opts-"));
+  const home = path.join(tmp, "home"), global = path.join(home, ".config/opencode"), project = path.join(tmp, "project");
+  fs.mkdirSync(path.join(global, "plugin"), { recursive: true });
+  fs.mkdirSync(path.join(project, ".opencode"), { recursive: true });
+  const file = path.join(tmp, "mod", "ocbg.js");
+  fs.mkdirSync(path.dirname(file));
+  fs.writeFileSync(file, "");
+  fs.symlinkSync(file, path.join(global, "plugin/ocbg.js"));
+  const env = { HOME: home };
+  const find = (e = env, packageName = null) =>
+    optionsFromConfig({ moduleUrl: pathToFileURL(file).href, packageName, directory: project, worktree: project, env: e });
+  ok(find() === null, "options: no config lists the module -> null");
+  fs.writeFileSync(path.join(global, "opencode.jsonc"),
+    '{\n  // the scanned copy, listed\n  "plugin": [["./plugin/ocbg.js", {"poll_interval_ms": 500, "url": "http://x//y"}],],\n}');
+  ok(JSON.stringify(find()?.options) === '{"poll_interval_ms":500,"url":"http://x//y"}',
+    "options: a relative spec in ~/.config/opencode/opencode.jsonc (comments, trailing commas, a symlink)", find());
+  fs.writeFileSync(path.join(project, ".opencode/opencode.json"),
+    JSON.stringify({ plugin: ["other.js", [file, { face_claude: true }]] }));
+  ok(JSON.stringify(find()?.options) === '{"face_claude":true}' && find().source.endsWith(".opencode/opencode.json"),
+    "options: a later config file's entry wins (OpenCode keeps the last)", find());
+  const inline = { ...env, OPENCODE_CONFIG_CONTENT: JSON.stringify({ plugin: [[pathToFileURL(file).href, { wake: "never" }]] }) };
+  ok(JSON.stringify(find(inline)?.options) === '{"wake":"never"}', "options: OPENCODE_CONFIG_CONTENT, a file:// URL, comes last");
+  const byName = { ...env, OPENCODE_CONFIG_CONTENT: JSON.stringify({ plugin: [["ocbg@0.1.0", { max_depth: 2 }]] }) };
+  ok(JSON.stringify(find(byName, "ocbg")?.options) === '{"max_depth":2}' &&
+     JSON.stringify(find(byName, null)?.options) === '{"face_claude":true}',
+  "options: a package spec matches only the package of that name");
+  fs.writeFileSync(path.join(project, "opencode.json"), JSON.stringify({ plugin: [file] }));
+  ok(JSON.stringify(find()?.options) === '{"face_claude":true}', "options: project opencode.json comes before .opencode/");
+  ok(JSON.stringify(parseJsonc('{"a": "// not a comment", /* b */ "c": [1,2,],}')) === '{"a":"// not a comment","c":[1,2]}' &&
+     JSON.stringify(parseJsonc('{"s": "x, ]", "p": [1, // c\n ],\n}')) === '{"s":"x, ]","p":[1]}',
+    "options: JSONC: comments and trailing commas outside strings");
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
 
 console.log(`1..${n}`);
 console.log(`# ${runtime}: ${n - failed} passed, ${failed} failed`);

@@ -1,0 +1,136 @@
+/* fork_msg.c — see fork_msg.h. */
+#include "fork_msg.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+/* Sixteen bytes as signed lanes (GCC and clang vector extensions: SSE2 on
+ * x86-64, NEON on arm64, plain code elsewhere). */
+typedef signed char lanes16 __attribute__((vector_size(16)));
+typedef unsigned char counts16 __attribute__((vector_size(16)));
+
+/* The sum of the lanes of v, each a count from 0 to 255. */
+static size_t lanes_sum(counts16 v)
+{
+    unsigned char b[16];
+    memcpy(b, &v, sizeof b);
+    size_t n = 0;
+    for (int i = 0; i < 16; i++)
+        n += b[i];
+    return n;
+}
+
+fork_count fork_count_text(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    const lanes16 zero = {0}, lowest_lead = zero - 64; /* 0xC0 as a signed byte */
+    size_t high = 0, cont = 0, i = 0;
+    /* Sixteen bytes at a time into an unsigned counter per lane (a
+     * comparison gives all ones where true: subtracting it adds one): bytes
+     * from 0x80 (negative as signed), continuation bytes 0x80..0xBF (below
+     * -64), summed every 255 blocks before a lane wraps. Tool results are
+     * most of a history: this runs over nearly every byte. */
+    while (i + 16 <= n) {
+        counts16 hi = {0}, co = {0};
+        for (int k = 0; k < 255 && i + 16 <= n; k++, i += 16) {
+            lanes16 x;
+            memcpy(&x, s + i, 16);
+            hi -= (counts16)(x < zero);
+            co -= (counts16)(x < lowest_lead);
+        }
+        high += lanes_sum(hi);
+        cont += lanes_sum(co);
+    }
+    for (; i < n; i++) {
+        high += s[i] >> 7;
+        cont += (s[i] & 0xC0) == 0x80;
+    }
+    return (fork_count){n - high, high - cont};
+}
+
+/* Where character number `chars` (from 0) of s[0..n) starts, n when there
+ * are no more: utf8_offset, eight bytes at a time while the word ends before
+ * it (a cut reads up to the limit in every long result). */
+static size_t char_offset(const char *str, size_t n, size_t chars)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    const uint64_t ones = 0x0101010101010101ull;
+    size_t seen = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        /* Characters starting in the word: bytes not of the form 10xxxxxx. */
+        size_t starts = 8 - (size_t)(((((x >> 7) & ~(x >> 6)) & ones) * ones) >> 56);
+        if (seen + starts > chars)
+            break;
+        seen += starts;
+    }
+    for (; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) {
+            if (seen == chars)
+                return i;
+            seen++;
+        }
+    }
+    return n;
+}
+
+char *fork_cut_n(const char *s, size_t len, size_t chars, size_t max_chars)
+{
+    size_t keep = char_offset(s, len, max_chars);
+    char marker[192]; /* the marker's text and a 20-digit count fit */
+    int n = snprintf(marker, sizeof marker, FORK_CUT_MARKER, chars);
+    size_t m = n > 0 ? (size_t)n : 0;
+    char *cut = xmalloc(keep + m + 1);
+    memcpy(cut, s, keep);
+    memcpy(cut + keep, marker, m + 1);
+    return cut;
+}
+
+bool fork_is_type(const cJSON *part, const char *type)
+{
+    const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(part, "type"));
+    return t && strcmp(t, type) == 0;
+}
+
+const char *fork_info_string(const cJSON *msg, const char *key)
+{
+    const cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, key));
+}
+
+static bool info_is(const cJSON *msg, const char *key, const char *want)
+{
+    const char *v = fork_info_string(msg, key);
+    return v && strcmp(v, want) == 0;
+}
+
+bool fork_is_compaction_request(const cJSON *msg)
+{
+    if (!info_is(msg, "role", "user"))
+        return false;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
+    {
+        if (fork_is_type(part, "compaction"))
+            return true;
+    }
+    return false;
+}
+
+/* Called on every message of a 10 MB history, so the common case costs two
+ * key lookups: OpenCode gives every assistant message a mode ("compaction"
+ * for a summary) and user messages none. */
+bool fork_is_completed_summary(const cJSON *msg)
+{
+    const cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
+    const char *mode = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "mode"));
+    if (mode ? strcmp(mode, "compaction") != 0 : !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")))
+        return false;
+    return info_is(msg, "role", "assistant") && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(info, "finish")) &&
+           !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(info, "error"));
+}

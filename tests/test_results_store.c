@@ -1,0 +1,370 @@
+/* A finished task's texts out of memory (issue 17 item 3): once its row is
+ * committed and its notification delivered, its prompt, result and error
+ * live only in the durable store, and every tool that shows them reads them
+ * back exactly (background_output, TaskOutput, a resume, after a restart).
+ * With the store off, or after a write to it failed, they stay in memory.
+ *
+ * The plugin is the one linked in from libocbg-internal.a (sim_load_entry),
+ * so that the test can look at what a task keeps in memory. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "store/reader.h"
+#include "testlib.h"
+
+static char dir[] = "/tmp/ocbg-results-XXXXXX";
+
+/* The answer: several lines, non-ASCII, longer than a notice shows. */
+#define ANSWER_HEAD "First line of the answer.\\nSecond: caf\\u00e9 \\u2014 na\\u00efve.\\n"
+#define ANSWER_HEAD_TEXT "First line of the answer.\nSecond: café — naïve.\n"
+
+static char answer_json[6000], answer_text[6000];
+
+static void make_answer(void)
+{
+    strcpy(answer_json, ANSWER_HEAD);
+    strcpy(answer_text, ANSWER_HEAD_TEXT);
+    for (int i = 0; i < 100; i++) {
+        strcat(answer_json, "filler words of the answer ");
+        strcat(answer_text, "filler words of the answer ");
+    }
+    strcat(answer_json, "THE-END");
+    strcat(answer_text, "THE-END");
+}
+
+static sim_host *host_with(const char *opts)
+{
+    sim_host *h = sim_create();
+    if (!h || sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
+        bail_out("loading the linked-in ocbg: %s", h ? sim_load_error(h) : "no host");
+    return h;
+}
+
+static ocbg *engine_of(sim_host *h)
+{
+    return sim_plugin(h, 0)->userdata;
+}
+
+/* What task id keeps in memory: -1 gone; else bit 0: its result is in
+ * memory, bit 1: its prompt is, bit 2: every text is marked stored. */
+static int in_memory(sim_host *h, const char *id)
+{
+    ocbg *o = engine_of(h);
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, id);
+    int r = !t ? -1 : (t->result != NULL) | (t->prompt != NULL) << 1 | (t->texts_stored == TASK_TEXTS_ALL) << 2;
+    pthread_mutex_unlock(&o->mu);
+    return r;
+}
+
+/* Wait (with a deadline) until a log line of the plugin contains needle. */
+static int wait_log(sim_host *h, const char *needle)
+{
+    for (;;) {
+        size_t n = sim_calls(h, "log", NULL);
+        for (size_t i = 0; i < n; i++) {
+            char *body = sim_call_body(h, "log", NULL, (int)i);
+            int hit = body && strstr(body, needle);
+            free(body);
+            if (hit)
+                return 0;
+        }
+        if (sim_wait_calls(h, "log", NULL, n + 1, tap_timeout_ms(3000)) != 0)
+            return -1;
+    }
+}
+
+/* Wait (with a deadline) until cond(h, arg) holds; 0, or -1 at the deadline. */
+static int wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const char *arg)
+{
+    int64_t deadline = (int64_t)time(NULL) + tap_timeout_ms(5000) / 1000 + 1;
+    while (!cond(h, arg)) {
+        if ((int64_t)time(NULL) > deadline)
+            return -1;
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static int texts_dropped(sim_host *h, const char *id)
+{
+    return in_memory(h, id) == 4;
+}
+
+/* The engine has given up on the store (a write failed). */
+static int store_given_up(sim_host *h, const char *unused)
+{
+    (void)unused;
+    ocbg *o = engine_of(h);
+    pthread_mutex_lock(&o->mu);
+    int off = !o->reg.track;
+    pthread_mutex_unlock(&o->mu);
+    return off;
+}
+
+/* A notification is held for session psid's next answer. */
+static int notice_held(sim_host *h, const char *psid)
+{
+    ocbg *o = engine_of(h);
+    pthread_mutex_lock(&o->mu);
+    parent *p = registry_parent(&o->reg, psid);
+    int held = p && p->held;
+    pthread_mutex_unlock(&o->mu);
+    return held;
+}
+
+/* Wait (with a deadline) until task id's texts are in the store only. */
+static int wait_dropped(sim_host *h, const char *id)
+{
+    return wait_until(h, texts_dropped, id);
+}
+
+static char *launch_done(sim_host *h, const char *psid, const char *prompt, const char *reply_json)
+{
+    char script[7000];
+    snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", reply_json);
+    sim_script(h, prompt, script, 1);
+    char *id = t_launch(h, psid, "Texts", prompt, "general");
+    if (t_wait_messages_with(h, psid, "[ocbg] Background task completed", 1, tap_timeout_ms(5000)) != 0)
+        bail_out("task %s was not notified", id);
+    return id;
+}
+
+/* The stored prompt and result of task id (malloc'd; NULL when none). */
+static void stored_texts(const char *db, const char *id, char **prompt, char **result)
+{
+    sqlite3 *d = NULL;
+    sqlite3_stmt *st = NULL;
+    *prompt = *result = NULL;
+    if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(d, "SELECT prompt, result FROM task WHERE id = ?", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        if (sqlite3_column_text(st, 0))
+            *prompt = strdup((const char *)sqlite3_column_text(st, 0));
+        if (sqlite3_column_text(st, 1))
+            *result = strdup((const char *)sqlite3_column_text(st, 1));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+}
+
+static void results_read_back(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/read.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
+    sim_host *h = host_with(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = launch_done(h, psid, "texts-read-back one", answer_json);
+    is_int(wait_dropped(h, id), 0, "a finished, delivered task keeps neither its result nor its prompt in memory");
+
+    char *out = t_output(h, psid, id);
+    char *want = NULL;
+    if (asprintf(&want, "\n\nResult:\n%s\n", answer_text) < 0)
+        bail_out("asprintf");
+    like(out, want, "background_output gives the whole result, read back from the store");
+    is_int(in_memory(h, id), 4, "the copy read back is not kept");
+    free(out);
+
+    char args[128];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":false}", id);
+    out = t_tool(h, psid, "TaskOutput", args);
+    free(want);
+    if (asprintf(&want, "<output>\n%s\n</output>\n", answer_text) < 0)
+        bail_out("asprintf");
+    like(out, want, "TaskOutput gives the whole result too");
+    free(out);
+
+    /* A blocking resume: its new answer; the prompt stays stored. */
+    sim_script(h, "texts-read-back two", "{\"steps\":[{\"reply\":\"the second answer\"}]}", 1);
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-read-back two\",\"block\":true}", id);
+    out = t_tool(h, psid, "background_resume", args);
+    is_int(t_rc, 0, "a blocking resume of a task whose texts are in the store succeeds");
+    like(out, "the second answer", "and returns the new answer");
+    free(out);
+    is_int(wait_dropped(h, id), 0, "the new answer leaves memory in its turn");
+    out = t_output(h, psid, id);
+    like(out, "Result:\nthe second answer\n", "background_output gives the new answer");
+    free(out);
+    char *prompt = NULL, *result = NULL;
+    stored_texts(db, id, &prompt, &result);
+    is_str(prompt, "texts-read-back one", "the stored prompt is the launch's, kept through the resume's writes");
+    is_str(result, "the second answer", "the stored result is the new answer");
+    free(prompt);
+    free(result);
+
+    /* After a restart: restored without its texts, read back when shown. */
+    sim_unload_plugins(h);
+    if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
+        bail_out("reloading: %s", sim_load_error(h));
+    is_int(in_memory(h, id), 4, "restored after a restart, it keeps its texts in the store only");
+    out = t_output(h, psid, id);
+    like(out, "Result:\nthe second answer\n", "and background_output still gives its answer");
+    free(out);
+    free(want);
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+static void store_off_keeps_texts(void)
+{
+    sim_host *h = host_with("{\"store\":false}");
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = launch_done(h, psid, "texts-store-off", answer_json);
+    char *out = t_output(h, psid, id); /* a tool call: would have waited for a write */
+    like(out, "THE-END", "with the store off, background_output gives the result");
+    is_int(in_memory(h, id), 3, "and the result and prompt stay in memory (none marked stored)");
+    free(out);
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* A write to the store fails (a trigger refuses the write that records the
+ * notification delivered): the store degrades to memory, loudly, and the
+ * texts stay in memory. */
+static void failed_write_keeps_texts(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/fail.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
+    sim_host *h = host_with(opts);
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    is_int(sqlite3_exec(d,
+                        "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN NEW.notice = 3 "
+                        "BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
+                        NULL, NULL, NULL),
+           SQLITE_OK, "a trigger makes the write of a delivered notification fail");
+    sqlite3_close(d);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = launch_done(h, psid, "texts-write-fails", answer_json);
+    ok(wait_log(h, "the disk refuses") == 0 && wait_log(h, "memory only") == 0,
+       "the failed write is logged: tasks live in memory only from now on");
+    is_int(wait_until(h, store_given_up, NULL), 0, "the store is given up");
+    char *out = t_output(h, psid, id);
+    like(out, "THE-END", "after the failed write, background_output gives the result");
+    free(out);
+    is_int(in_memory(h, id) & 3, 3, "the result and prompt stay in memory");
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* A notification the parent would not take is held for its next answer:
+ * its text, formatted from the task at the last try, rides on that answer
+ * whole. The task's texts stay in memory: a held notice is not known
+ * delivered (a restart sends it again, after a look). */
+static void held_notice_keeps_text(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/held.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\",\"notify_retries\":1,\"notify_retry_ms\":5}", db);
+    sim_host *h = host_with(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char script[7000];
+    snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", answer_json);
+    sim_script(h, "texts-held", script, 1);
+    /* Every prompt after the task's own (call 1) fails: its notification
+     * cannot be sent. */
+    sim_fail(h, "session_prompt", 2, -1, -EIO);
+    char *id = t_launch(h, psid, "Texts", "texts-held", "general");
+    is_int(sim_wait_calls(h, "session_prompt", psid, 2, tap_timeout_ms(5000)), 0,
+           "its notification was tried twice and not taken");
+    is_int(wait_until(h, notice_held, psid), 0, "and held for the parent's next answer");
+    sim_fail(h, NULL, 0, 0, 0);
+    char *ans = t_tool(h, psid, "background_list", "{}");
+    like(ans, "[ocbg] Background task completed", "the next answer carries the notification");
+    like(ans, "THE-END", "with the whole result");
+    is_int(in_memory(h, id) & 3, 3, "the task's texts stay in memory");
+    free(ans);
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* The reader on its own: a file that is not there, then is; a row that is
+ * not there. */
+static void reader_cases(void)
+{
+    char db[300];
+    snprintf(db, sizeof db, "%s/reader.db", dir);
+    store_reader *r = store_reader_new(db);
+    char *prompt, *result, *error, *err = NULL;
+    ok(store_reader_texts(r, "bg_00000001", &prompt, &result, &error, &err) < 0, "no file: the read fails");
+    ok(err && strstr(err, db) && !result, "naming the file, with no text");
+    free(err);
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    sqlite3_exec(d,
+                 "CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT);"
+                 "INSERT INTO task VALUES('bg_00000001', 'the prompt', 'the result', NULL)",
+                 NULL, NULL, NULL);
+    sqlite3_close(d);
+    is_int(store_reader_texts(r, "bg_00000001", &prompt, &result, &error, &err), 0,
+           "once the file is there, the same reader reads it");
+    ok(prompt && result && !error && !err && strcmp(prompt, "the prompt") == 0 && strcmp(result, "the result") == 0,
+       "the texts as stored");
+    free(prompt);
+    free(result);
+    is_int(store_reader_texts(r, "bg_00000002", &prompt, &result, &error, &err), -ENOENT, "no such row: -ENOENT");
+    free(err);
+    store_reader_free(r);
+}
+
+/* A task whose texts are in the store only is resumed; the write of the
+ * resume fails (the store is given up): its new answer is shown, and the
+ * prompt still read back. */
+static void resume_after_failed_write(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/resume-fail.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
+    sim_host *h = host_with(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = launch_done(h, psid, "texts-resume-fail one", "the first answer");
+    is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    sqlite3_exec(d,
+                 "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN NEW.status = 5 "
+                 "BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
+                 NULL, NULL, NULL);
+    sqlite3_close(d);
+    sim_script(h, "texts-resume-fail two", "{\"steps\":[{\"wait_ms\":20},{\"reply\":\"the second answer\"}]}", 1);
+    char args[160];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-resume-fail two\"}", id);
+    free(t_tool(h, psid, "background_resume", args));
+    is_int(wait_until(h, store_given_up, NULL), 0, "the resume's write fails: the store is given up");
+    is_int(t_wait_output_with(h, psid, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
+           "background_output gives the second answer");
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir))
+        bail_out("mkdtemp");
+    make_answer();
+    reader_cases();
+    results_read_back();
+    store_off_keeps_texts();
+    failed_write_keeps_texts();
+    held_notice_keeps_text();
+    resume_after_failed_write();
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", dir);
+    return done_testing();
+}
