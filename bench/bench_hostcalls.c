@@ -104,7 +104,9 @@ static void idle_windows(sim_host *h, int windows, int ms, double *wakeups_min, 
 
 
 #define OPTIONS "{\"max_running_agents\":1000}"
-#define IDLE_EVENTS "session.idle,session.status"
+/* The events that end a turn: both idles, and the stored answer that ends it
+ * (message.updated, which starts a check early): all lost. */
+#define IDLE_EVENTS "session.idle,session.status,message.updated"
 #define STEP_MS 600 /* an alive task's tool step: a tool event at least this often */
 
 static const char *plugin_dir;
