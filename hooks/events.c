@@ -94,6 +94,22 @@ static uint64_t count_at(const cJSON *obj, const char *key)
     return d >= 1 ? (d < 1e15 ? (uint64_t)d : (uint64_t)1e15) : 0;
 }
 
+/* Whether an assistant message is an answer that ends the model's turn: a
+ * finish reason after which OpenCode's loop stops (not "tool-calls" or
+ * "unknown", where it goes on), no error (session.error says that), not a
+ * compaction's summary. OpenCode sets the finish when the model's step ends,
+ * its text final by then, and only later (after its own housekeeping: the
+ * step's snapshot) completes the message and goes idle: checking the run at
+ * this moment saves that time on the way to the parent's wake. */
+static bool ends_turn(const cJSON *info)
+{
+    const char *finish = str_at(info, "finish");
+    const char *mode = str_at(info, "mode");
+    return finish && strcmp(finish, "tool-calls") != 0 && strcmp(finish, "unknown") != 0 &&
+           !cJSON_GetObjectItemCaseSensitive(info, "error") &&
+           !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) && !(mode && strcmp(mode, "compaction") == 0);
+}
+
 /* message.updated: an assistant message's running totals (tokens, cost). */
 static void decode_message(const cJSON *props, session_note *n, usage *u)
 {
@@ -116,6 +132,7 @@ static void decode_message(const cJSON *props, session_note *n, usage *u)
     if (cJSON_IsNumber(cost) && cost->valuedouble > 0 && cost->valuedouble < 1e9)
         u->cost = cost->valuedouble;
     n->usage = u;
+    n->turn_end = ends_turn(info);
 }
 
 /* The note an event makes (session_id NULL: none); *owned: a string to free;

@@ -2,7 +2,9 @@
  * Detection"): by its idle event, by the fallback poll when every idle is
  * lost, once only under duplicated events, as an error on session.error, and
  * when its session or its parent session is deleted. */
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,58 @@ static void completes_by_poll_when_events_lost(void)
     size_t polls = sim_calls(h, "session_status", NULL);
     is_int(t_sync_notifications(h, parent), 0, "a later task completes too");
     ok(sim_calls(h, "session_status", NULL) <= polls + 2, "no steady polling while idle");
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* The message.updated of the child's newest message, hand-made: its id, the
+ * finish reason (NULL: none) and whether it is a compaction's summary. */
+static void emit_answer_update(sim_host *h, const char *child, const char *finish, bool summary)
+{
+    char *json = sim_session_messages_json(h, child);
+    cJSON *msgs = cJSON_Parse(json ? json : "[]");
+    free(json);
+    const cJSON *info = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1), "info");
+    const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "id"));
+    char ev[512], fin[48] = "";
+    if (finish)
+        snprintf(fin, sizeof fin, ",\"finish\":\"%s\"", finish);
+    snprintf(ev, sizeof ev,
+             "{\"type\":\"message.updated\",\"properties\":{\"info\":{\"id\":\"%s\",\"sessionID\":\"%s\","
+             "\"role\":\"assistant\",\"time\":{\"created\":1},\"tokens\":{\"input\":1,\"output\":1}%s%s}}}",
+             msg ? msg : "msg_x", child, fin, summary ? ",\"summary\":true,\"mode\":\"compaction\"" : "");
+    sim_emit(h, ev);
+    cJSON_Delete(msgs);
+}
+
+/* OpenCode stores the answer that ends the model's turn (finish "stop") before
+ * its own housekeeping and the idle: that update alone completes the task
+ * (every other event lost, the poll too slow to matter). A tool-call step's
+ * finish, or a summary's, does not. */
+static void completes_by_the_turn_ending_answer(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
+    char *parent = sim_session_new(h, NULL, "main");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
+    sim_event_faults(h, 5, 1.0, 0, 0, NULL);
+    char *id = t_launch_script(h, parent, "early", "{\"steps\":[{\"reply\":\"answered early\"}]}");
+    char *child = t_task_session(h, 0);
+    is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the sub-agent answered (its events lost)");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "nothing left to deliver");
+    sim_event_faults(h, 0, 0, 0, 0, NULL);
+    emit_answer_update(h, child, "tool-calls", false);
+    emit_answer_update(h, child, NULL, false);
+    emit_answer_update(h, child, "stop", true);
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "a tool-call step's, an unfinished and a summary's update");
+    is_int(t_wait_status(h, parent, id, "completed", 300), -ETIMEDOUT, "none of them completes the task");
+    is_int(sim_calls(h, "session_messages", child), 0, "nor reads the sub-agent's messages");
+    emit_answer_update(h, child, "stop", false);
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the turn-ending answer's update completes it");
+    is_int(t_wait_output_with(h, parent, id, "Result:\nanswered early", 2000), 0, "with its answer");
+    is_int(t_wait_messages_with(h, parent, NOTICE_DONE, 1, 5000), 0, "the parent is notified");
+    is_int(sim_calls(h, "session_status", NULL), 0, "no poll was needed");
+    free(child);
     free(id);
     free(parent);
     sim_destroy(h);
@@ -257,6 +311,7 @@ int main(void)
     completes_by_idle_event();
     completes_by_status_idle();
     completes_by_poll_when_events_lost();
+    completes_by_the_turn_ending_answer();
     duplicated_events_complete_once();
     session_error_ends_in_error();
     task_session_deleted();

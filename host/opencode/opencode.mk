@@ -5,6 +5,7 @@
 #                            or PROJECT=dir: into dir/.opencode/plugin
 #   make e2e                 real OpenCode (pinned, installed with npm into $(BUILD)/opencode/npm)
 #                            with a scripted fake model; see host/opencode/NOTES.md
+#   make e2e-compare         ocbg against OpenCode's own background mode (figures)
 #   make check-opencode      the adapter against its stub plugin, under node and OpenCode's Bun
 #   make package             $(BUILD)/ocbg-$(VERSION).tgz: the npm package (OpenCode installs it by name)
 
@@ -179,3 +180,16 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG)
 	    --package $(abspath $(OC_PKG)) --scanned-home $(OC_E2E_SCANNED) --work $(abspath $(OC_E2E))/config || rc=1; \
 	fi; \
 	exit $$rc
+
+# ocbg against OpenCode's own background sub-agents (OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS),
+# same fake model: parent model calls and the last child's idle → parent's wake latency for
+# batches of 3 and 20, printed as `name: value unit` lines (figures, not a pass/fail verdict).
+CMP_BATCHES3 ?= 12
+CMP_BATCHES20 ?= 3
+CMP_TIMEOUT ?= 900
+OC_CMP := $(OC_DIR)/e2e-compare
+.PHONY: e2e-compare
+e2e-compare: opencode $(OC_NPM_STAMP)
+	timeout -k 10 $(CMP_TIMEOUT) $(NODE) host/opencode/test/e2e_compare.mjs \
+	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
+	    --work $(abspath $(OC_CMP)) --batches3 $(CMP_BATCHES3) --batches20 $(CMP_BATCHES20)

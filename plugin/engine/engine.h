@@ -58,6 +58,8 @@ typedef struct ocbg {
     job_queue q;        /* the worker's jobs and retries (engine/jobs.h) */
     waiter *waiters;
     int64_t next_poll;  /* monotonic ms of the next poll tick; 0 = none */
+    int64_t last_poll_mono; /* when the status map was last read (engine/poll.c) */
+    int64_t poll_gap_ms;    /* how long the map may go unread while events show the tasks alive */
     bool sched_due;     /* a slot freed with tasks pending: the worker runs the scheduler */
     ocp_plugin table;
     runner *runners[ENGINE_RUNNERS]; /* by task_type: how a run is carried out */
@@ -92,6 +94,8 @@ typedef struct session_note {
     const char *message_id;   /* NOTE_USAGE */
     const struct usage *usage; /* NOTE_USAGE (model/usage.h) */
     uint64_t call_hash;       /* NOTE_PART, a tool call with its final input: hash of tool and input; 0: none */
+    bool turn_end;            /* NOTE_USAGE: the message is a finished answer that ends the model's turn
+                                 (not a tool-call step): the run's end may come before its idle */
 } session_note;
 
 /* Apply a note to the task whose session it names (or, for a deletion, to

@@ -104,6 +104,12 @@ void engine_note(ocbg *o, const session_note *n)
         task *t = registry_find_session(&o->reg, n->session_id);
         if (t && n->usage && n->message_id)
             guards_note_usage(o, t, n->message_id, n->usage);
+        /* The answer that ends the turn is stored: check now, not at the
+         * idle that follows once the host is done with its housekeeping (an
+         * early check is one more idle: it acts only on a finished answer). */
+        t = n->turn_end ? active_task(o, n->session_id) : NULL;
+        if (t)
+            engine_request_finalize(o, t);
     } else {
         task *t = active_task(o, n->session_id);
         if (t)

@@ -27,6 +27,11 @@
 // OpenCode's compaction requests: the summary request (its prompt holds "Here is the
 // conversation so far") gets "E2E SUMMARY of the conversation"; the synthetic
 // "Continue if you have next steps…" message gets a reply with no text.
+//   "CHILD after X MS"        "child reply X", streamed MS milliseconds after the request came
+//   "E2E cmpbatch native|ocbg T N MS STEP"  the launch step of e2e_compare.mjs: N calls at once,
+//                              to OpenCode's `task` with background: true (native) or to ocbg's
+//                              background_task, children "CHILD after T-k MS+k*STEP"; after the
+//                              tool results: "launched N"
 //   anything else              "ack" (e.g. a notification that woke the parent)
 // Title requests (a system prompt about titles) get "E2E title".
 //
@@ -35,7 +40,7 @@
 // sets): one last chunk with no choices and {prompt_tokens, completion_tokens, total_tokens,
 // prompt_tokens_details: {cached_tokens}, completion_tokens_details: {reasoning_tokens}}.
 // The default is 10 prompt and 5 completion tokens. Each request's record keeps the usage it
-// reported (null: none) and when it arrived.
+// reported (null: none), when it arrived (at) and when its answer ended (doneAt).
 import http from "node:http";
 
 export const RATE_LIMIT_RETRY_MS = 3000;
@@ -79,6 +84,16 @@ export function decide(body) {
   const toolResults = msgs.slice(lastUser + 1).filter((m) => m.role === "tool");
   let m;
   if ((m = line.match(/^CHILD fast (\S+)/))) return { text: `child reply ${m[1]}` };
+  if ((m = line.match(/^CHILD after (\S+) (\d+)/))) return { delayMs: +m[2], text: `child reply ${m[1]}` };
+  if ((m = line.match(/^E2E cmpbatch (native|ocbg) (\S+) (\d+) (\d+) (\d+)/))) {
+    if (toolResults.length) return { text: `launched ${m[3]}` };
+    return { calls: Array.from({ length: +m[3] }, (_, k) => {
+      const args = { description: `child ${k}`, prompt: `CHILD after ${m[2]}-${k} ${+m[4] + k * +m[5]}` };
+      return m[1] === "native"
+        ? { name: "task", args: { ...args, subagent_type: "general", background: true } }
+        : { name: "background_task", args: { ...args, agent: "general" } };
+    }) };
+  }
   if ((m = line.match(/^CHILD compact (\S+)/))) {
     if (msgs.slice(lastUser + 1).some((x) => x.role === "assistant")) return { text: "" };
     return { text: `child reply ${m[1]}`, usage: { prompt_tokens: 7500, completion_tokens: 20, total_tokens: 7520 } };
@@ -194,6 +209,12 @@ export async function startFakeModel() {
         res.on("close", () => { g.waiting = g.waiting.filter((f) => f !== go); });
         return;
       }
+      if (d.delayMs) {
+        res.write(chunk({ role: "assistant", content: "" }));
+        const t = setTimeout(() => { if (!rec.closed) answer(); }, d.delayMs);
+        res.on("close", () => clearTimeout(t));
+        return;
+      }
       answer();
       function answer() {
         if (d.hang) {
@@ -218,6 +239,7 @@ export async function startFakeModel() {
         res.write(usageChunk());
         res.end("data: [DONE]\n\n");
         rec.done = true;
+        rec.doneAt = Date.now();
       }
     });
   });
