@@ -101,6 +101,10 @@ bool defer_hold(ocbg *o, notice *n)
     *o->defer.held_tail = n;
     o->defer.held_tail = &n->next;
     o->defer.deferred++;
+    const busy_session *b = map_get(&o->defer.busy, n->parent_session);
+    int64_t at = b->confirmed_mono + bound_ms(o);
+    if (o->defer.next_at == 0 || at < o->defer.next_at)
+        o->defer.next_at = at; /* the worker's wait ends by then */
     return true;
 }
 
