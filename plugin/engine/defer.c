@@ -16,6 +16,7 @@
 typedef struct busy_session {
     char *id;               /* the map's key */
     int64_t confirmed_mono; /* when an event or the poll last said so */
+    int64_t event_mono;     /* when an event last said so */
 } busy_session;
 
 void defer_init(ocbg *o)
@@ -74,7 +75,7 @@ void defer_note(ocbg *o, const session_note *n)
             b->id = xstrdup(n->session_id);
             map_put(&o->defer.busy, b->id, b);
         }
-        b->confirmed_mono = mono_ms();
+        b->confirmed_mono = b->event_mono = mono_ms();
         break;
     }
     case NOTE_IDLE:
@@ -177,8 +178,8 @@ void defer_poll(ocbg *o, const cJSON *status_map)
     for (size_t i = 0; i < v.n; i++) {
         if (cJSON_GetObjectItemCaseSensitive(status_map, v.items[i]->id))
             v.items[i]->confirmed_mono = now;
-        else
-            forget_busy(o, v.items[i]->id); /* its idle was lost */
+        else if (now - v.items[i]->event_mono >= o->opt.poll_interval_ms)
+            forget_busy(o, v.items[i]->id); /* its idle was lost (a newer busy event than the map: kept) */
     }
     free(v.items);
 }
