@@ -1,16 +1,22 @@
 /* bench_hostcalls — what the plugin costs the host while tasks run and while
- * nothing runs: host calls per minute in steady state (10 running tasks with
- * events delivered, with every event lost, and 100 running tasks, to show the
- * cost per poll tick does not grow with the number of tasks), and the
- * wake-ups of the plugin's own threads with no active task.
+ * nothing runs (issue 17 items 4, 5, 7): host calls per minute with 10 and
+ * 1,000 running tasks whose events arrive, whose events are all lost (the
+ * idles with them), and whose events are lost while the status map leaves
+ * their sessions out; the time to find a lost idle; the wake-ups and host
+ * calls of the plugin with no active task.
  *
  * The simulated host answers at once; the plugin (ocbg.so from
  * $OCBG_PLUGIN_DIR) runs with its default options (poll_interval_ms 1000) but
- * for max_running_agents, raised so that all 100 tasks run.
- * Host calls: the sim's call record, "log" excluded, counted over windows that
- * start and end on a poll tick (a session_status call). Wake-ups: the
- * voluntary + involuntary context switches (/proc/self/task/TID/status) of the
- * threads that loading the plugin created. Prints "name: value unit". */
+ * for max_running_agents, raised so that all 1,000 tasks run. Each scenario
+ * has its own host and plugin instance.
+ * Host calls: the sim's call record ("log" excluded), counted over a window
+ * of real time after the scenario has settled, scaled to a minute (the
+ * plugin's worker ticks in real time: there is no simulated clock for it).
+ * After each window the tasks end and every one is checked to have
+ * completed (background_output says so). Wake-ups: the voluntary +
+ * involuntary context switches (/proc/self/task/TID/status) of the threads
+ * that loading the plugin created. Prints "name: value unit". */
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +26,6 @@
 #include "simhost.h"
 
 #define MAX_THREADS 64
-#define TICKS 3
 
 typedef struct tidset {
     int tid[MAX_THREADS];
@@ -97,61 +102,266 @@ static void idle_windows(sim_host *h, int windows, int ms, double *wakeups_min, 
     *calls_min = bench_median(c, (size_t)windows);
 }
 
-/* Steady state: a window of TICKS poll ticks, from one session_status call to
- * the TICKS-th after it. Host calls per minute over the window, the median of
- * the calls per tick, and the plugin threads' wake-ups per minute. Returns -1
- * when no tick came (the plugin does not poll). */
-static int tick_window(sim_host *h, double *calls_min, double *per_tick, double *wakeups_min)
+
+#define OPTIONS "{\"max_running_agents\":1000}"
+/* The events that end a turn: both idles, and the stored answer that ends it
+ * (message.updated, which starts a check early): all lost. */
+#define IDLE_EVENTS "session.idle,session.status,message.updated"
+#define STEP_MS 600 /* an alive task's tool step: a tool event at least this often */
+
+static const char *plugin_dir;
+
+static sim_host *host_new(void)
 {
-    size_t s = sim_calls(h, "session_status", NULL);
-    if (sim_wait_calls(h, "session_status", NULL, s + 1, 5000) != 0)
-        return -1;
-    int64_t t0 = bench_ns();
-    size_t c0 = host_calls(h), prev = c0;
-    long w0 = plugin_switches();
-    double ticks[TICKS];
-    for (int k = 0; k < TICKS; k++) {
-        if (sim_wait_calls(h, "session_status", NULL, s + 2 + (size_t)k, 5000) != 0)
-            return -1;
-        size_t c = host_calls(h);
-        ticks[k] = (double)(c - prev);
-        prev = c;
+    sim_host *h = sim_create();
+    if (!h || sim_load_plugins(h, plugin_dir, OPTIONS) < 1) {
+        fprintf(stderr, "bench_hostcalls: no plugin loaded from %s\n", plugin_dir);
+        exit(1);
     }
-    double min = (double)(bench_ns() - t0) / 60e9;
-    *calls_min = (double)(prev - c0) / min;
-    *wakeups_min = (double)(plugin_switches() - w0) / min;
-    *per_tick = bench_median(ticks, TICKS);
-    return 0;
+    return h;
 }
 
-static int launch(sim_host *h, const char *parent, const char *prompt)
+/* Launch a task from parent with this prompt; its id (malloc'd), or NULL. */
+static char *launch(sim_host *h, const char *parent, const char *prompt)
 {
     char args[256], *out = NULL;
     snprintf(args, sizeof args, "{\"description\":\"bench\",\"prompt\":\"%s\",\"agent\":\"general\"}", prompt);
     int rc = sim_tool(h, parent, "background_task", args, &out);
-    if (rc != 0)
+    char *id = NULL, *at = out ? strstr(out, "bg_") : NULL;
+    if (rc == 0 && at) {
+        size_t n = strspn(at + 3, "0123456789abcdef") + 3;
+        id = strndup(at, n);
+    } else {
         fprintf(stderr, "bench_hostcalls: launch failed: %s\n", out ? out : "?");
+    }
     free(out);
-    return rc;
+    return id;
 }
 
-static void report_steady(sim_host *h, const char *label)
+/* n tasks from a new parent, each prompt "<tag> <i>" (a script matched on
+ * tag). The ids are malloc'd. */
+static char **launch_n(sim_host *h, const char *parent, const char *tag, int n)
 {
-    double calls_min, per_tick, wakeups_min;
-    if (tick_window(h, &calls_min, &per_tick, &wakeups_min) != 0) {
-        printf("host_calls_per_min_%s: n/a (no poll tick within 5 s)\n", label);
-        return;
+    char **ids = calloc((size_t)n, sizeof *ids), prompt[64];
+    for (int i = 0; i < n; i++) {
+        snprintf(prompt, sizeof prompt, "%s %d", tag, i);
+        ids[i] = launch(h, parent, prompt);
     }
-    printf("host_calls_per_min_%s: %.1f calls/min\n", label, calls_min);
-    printf("host_calls_per_tick_%s: %.0f calls\n", label, per_tick);
-    printf("wakeups_per_min_%s: %.1f wakeups/min\n", label, wakeups_min);
+    return ids;
+}
+
+/* A script: `tools` tool steps of STEP_MS each (wait_ms between steps:
+ * a silent model call), then a reply. malloc'd. */
+static char *steps_script(int tools, int wait_ms)
+{
+    size_t cap = (size_t)tools * 128 + 128;
+    char *s = malloc(cap);
+    size_t len = (size_t)snprintf(s, cap, "{\"steps\":[");
+    for (int i = 0; i < tools; i++) {
+        len += (size_t)snprintf(s + len, cap - len,
+                                "{\"tool\":\"read\",\"input\":{\"n\":%d},\"output\":\"x\",\"ms\":%d},", i, STEP_MS);
+        if (wait_ms > 0)
+            len += (size_t)snprintf(s + len, cap - len, "{\"wait_ms\":%d},", wait_ms);
+    }
+    snprintf(s + len, cap - len, "{\"reply\":\"bench done\"}]}");
+    return s;
+}
+
+/* Host calls per minute over a window of ms of real time. */
+static double calls_per_min(sim_host *h, int ms)
+{
+    size_t c0 = host_calls(h);
+    int64_t t0 = bench_ns();
+    bench_sleep_ms(ms);
+    return (double)(host_calls(h) - c0) / ((double)(bench_ns() - t0) / 60e9);
+}
+
+/* Wait (up to timeout_ms) until every task says it completed. Returns
+ * how many did. */
+static int completed(sim_host *h, const char *parent, char **ids, int n, int timeout_ms)
+{
+    int64_t end = bench_ns() + (int64_t)timeout_ms * 1000000;
+    int done = 0;
+    for (int i = 0; i < n; i++) {
+        for (;;) {
+            char args[96], *out = NULL;
+            snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", ids[i] ? ids[i] : "none");
+            sim_tool(h, parent, "background_output", args, &out);
+            int ok = out && strstr(out, ": completed\n") != NULL;
+            free(out);
+            if (ok) {
+                done++;
+                break;
+            }
+            if (bench_ns() > end)
+                break;
+            bench_sleep_ms(50);
+        }
+    }
+    return done;
+}
+
+static void free_ids(char **ids, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+}
+
+/* The figure, and how many of the scenario's tasks then completed (all
+ * must: a figure from tasks that never finish would prove nothing). */
+static void report(const char *name, double per_min, int done, int n)
+{
+    printf("%s: %.1f calls/min (then %d of %d tasks completed)\n", name, per_min, done, n);
+}
+
+/* Events arrive: each task makes a tool call every STEP_MS (wait_ms 0), or
+ * a tool call then a silent model call of wait_ms. Settled for settle_ms
+ * (the poll's gap grows), then a window; then the tasks end (idle events
+ * delivered). */
+static void events_alive(int n, int wait_ms, const char *name)
+{
+    sim_host *h = host_new();
+    char *parent = sim_session_new(h, NULL, "bench alive");
+    int settle = 8000, window = 16000;
+    int tools = (settle + window + 4000) / (STEP_MS + wait_ms);
+    char *script = steps_script(tools, wait_ms);
+    sim_script(h, "ALIVE", script, 0);
+    char **ids = launch_n(h, parent, "ALIVE", n);
+    bench_sleep_ms(settle);
+    double per_min = calls_per_min(h, window);
+    report(name, per_min, completed(h, parent, ids, n, 60000), n);
+    free_ids(ids, n);
+    free(script);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* Every event lost while the tasks run (busy in the status map); their
+ * idles are lost with the rest when they end. */
+static void idle_lost(int n, const char *name)
+{
+    sim_host *h = host_new();
+    char *parent = sim_session_new(h, NULL, "bench lost");
+    sim_events_flush(h, 5000);
+    sim_event_faults(h, 7, 1.0, 0, 0, NULL);
+    sim_script(h, "LOST", "{\"steps\":[{\"wait_ms\":12000},{\"reply\":\"bench done\"}]}", 0);
+    char **ids = launch_n(h, parent, "LOST", n);
+    bench_sleep_ms(2000);
+    double per_min = calls_per_min(h, 8000);
+    report(name, per_min, completed(h, parent, ids, n, 60000), n);
+    free_ids(ids, n);
+    free(parent);
+    sim_destroy(h);
+}
+
+static int reads_at_least(sim_host *h, void *arg)
+{
+    return sim_calls(h, "session_messages", NULL) >= *(size_t *)arg;
+}
+
+/* Every event lost and the status map lists no session (busy or not):
+ * once each task's first check has found it running, a window; then the
+ * map lists busy sessions again and the tasks end (their idles lost). */
+static void missing(int n, const char *name)
+{
+    sim_host *h = host_new();
+    char *parent = sim_session_new(h, NULL, "bench missing");
+    sim_events_flush(h, 5000);
+    sim_event_faults(h, 7, 1.0, 0, 0, NULL);
+    sim_status_omit(h, 1);
+    sim_script(h, "MISSING", "{\"steps\":[{\"wait_ms\":32000},{\"reply\":\"bench done\"}]}", 0);
+    char **ids = launch_n(h, parent, "MISSING", n);
+    size_t first = (size_t)n;
+    sim_wait(h, reads_at_least, &first, 10000);
+    bench_sleep_ms(1000);
+    double per_min = calls_per_min(h, 16000);
+    sim_status_omit(h, 0);
+    report(name, per_min, completed(h, parent, ids, n, 60000), n);
+    free_ids(ids, n);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* The session the plugin prompted with the task's prompt text, malloc'd. */
+static char *session_prompted_with(sim_host *h, const char *text)
+{
+    char *json = sim_calls_json(h), *sid = NULL;
+    cJSON *calls = cJSON_Parse(json);
+    free(json);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, calls)
+    {
+        const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(c, "fn"));
+        const char *body = cJSON_GetStringValue(cJSON_GetObjectItem(c, "body"));
+        const char *session = cJSON_GetStringValue(cJSON_GetObjectItem(c, "session"));
+        if (fn && strcmp(fn, "session_prompt") == 0 && body && session && strstr(body, text))
+            sid = strdup(session);
+    }
+    cJSON_Delete(calls);
+    return sid;
+}
+
+/* 10 tasks whose events arrive, idle events lost: 3 of them end, seconds
+ * apart, once the poll has backed off. From a task's session going idle in
+ * the host to its notification's push. */
+static void lost_idle_detect(void)
+{
+    enum { FINISHERS = 3 };
+    sim_host *h = host_new();
+    char *parent = sim_session_new(h, NULL, "bench detect");
+    sim_event_faults(h, 7, 1.0, 0, 0, IDLE_EVENTS);
+    char *keep = steps_script(60000 / STEP_MS, 0);
+    sim_script(h, "KEEP", keep, 0);
+    char **ids = launch_n(h, parent, "KEEP", 10 - FINISHERS);
+    char *fin_ids[FINISHERS], *sessions[FINISHERS];
+    for (int i = 0; i < FINISHERS; i++) {
+        char tag[32], prompt[40];
+        snprintf(tag, sizeof tag, "FINISH%d", i);
+        snprintf(prompt, sizeof prompt, "%s x", tag);
+        char *script = steps_script((12000 + 3000 * i) / STEP_MS, 0);
+        sim_script(h, tag, script, 1);
+        free(script);
+        fin_ids[i] = launch(h, parent, prompt);
+        sessions[i] = session_prompted_with(h, prompt);
+    }
+    double ms[FINISHERS];
+    int found = 0;
+    for (int i = 0; i < FINISHERS; i++) {
+        size_t pushed = sim_calls(h, "session_prompt", parent);
+        if (!sessions[i] || sim_wait_idle(h, sessions[i], 30000) != 0)
+            continue;
+        int64_t t0 = bench_ns();
+        if (sim_wait_calls(h, "session_prompt", parent, pushed + 1, 10000) != 0)
+            continue;
+        ms[found++] = (double)(bench_ns() - t0) / 1e6;
+    }
+    int done = completed(h, parent, fin_ids, FINISHERS, 10000);
+    if (found == FINISHERS && done == FINISHERS) {
+        double worst = ms[0];
+        for (int i = 1; i < FINISHERS; i++)
+            worst = ms[i] > worst ? ms[i] : worst;
+        printf("lost_idle_detect_ms: %.0f ms (max of %d; median %.0f)\n", worst, FINISHERS,
+               bench_median(ms, FINISHERS));
+    } else {
+        printf("lost_idle_detect_ms: n/a (%d of %d lost idles found)\n", found, FINISHERS);
+    }
+    for (int i = 0; i < FINISHERS; i++) {
+        free(fin_ids[i]);
+        free(sessions[i]);
+    }
+    free_ids(ids, 10 - FINISHERS);
+    free(keep);
+    free(parent);
+    sim_destroy(h);
 }
 
 int main(void)
 {
-    const char *dir = getenv("OCBG_PLUGIN_DIR");
-    if (!dir)
-        dir = "build/plugin-dir";
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each figure as it comes: the scenarios take minutes */
+    plugin_dir = getenv("OCBG_PLUGIN_DIR");
+    if (!plugin_dir)
+        plugin_dir = "build/plugin-dir";
     sim_host *h = sim_create();
     if (!h) {
         fprintf(stderr, "bench_hostcalls: cannot create the simulated host\n");
@@ -159,8 +369,8 @@ int main(void)
     }
     tidset before, after;
     list_tids(&before);
-    if (sim_load_plugins(h, dir, "{\"max_running_agents\":1000}") < 1) { /* 100 tasks all running */
-        fprintf(stderr, "bench_hostcalls: no plugin loaded from %s: %s\n", dir, sim_load_error(h));
+    if (sim_load_plugins(h, plugin_dir, OPTIONS) < 1) {
+        fprintf(stderr, "bench_hostcalls: no plugin loaded from %s: %s\n", plugin_dir, sim_load_error(h));
         sim_destroy(h);
         return 1;
     }
@@ -178,39 +388,26 @@ int main(void)
 
     /* One task runs and finishes (its notification delivered); then idle. */
     char *p0 = sim_session_new(h, NULL, "bench idle");
-    if (launch(h, p0, "quick") == 0) {
+    char *id = launch(h, p0, "quick");
+    if (id) {
         sim_wait_calls(h, "session_prompt", p0, 1, 5000);
         sim_wait_idle(h, p0, 5000);
     }
+    free(id);
     bench_sleep_ms(100);
     idle_windows(h, 3, 1000, &w, &c);
     printf("idle_wakeups_per_min: %.1f wakeups/min\n", w);
     printf("idle_host_calls_per_min: %.1f calls/min\n", c);
-
-    /* 10 running tasks (their sub-agents never finish). */
-    sim_script(h, "HANG", "{\"steps\":[{\"hang\":true}]}", 0);
-    char *p1 = sim_session_new(h, NULL, "bench running");
-    char prompt[32];
-    for (int i = 0; i < 10; i++) {
-        snprintf(prompt, sizeof prompt, "HANG %d", i);
-        launch(h, p1, prompt);
-    }
-    report_steady(h, "10_tasks");
-
-    /* Every event lost: only the poll sees the tasks. */
-    sim_event_faults(h, 7, 1.0, 0, 0, NULL);
-    report_steady(h, "10_tasks_events_lost");
-
-    /* 100 running tasks, events still lost. */
-    for (int i = 10; i < 100; i++) {
-        snprintf(prompt, sizeof prompt, "HANG %d", i);
-        launch(h, p1, prompt);
-    }
-    report_steady(h, "100_tasks_events_lost");
-
-    sim_event_faults(h, 0, 0, 0, 0, NULL);
     free(p0);
-    free(p1);
     sim_destroy(h);
+
+    events_alive(10, 0, "host_calls_per_min_10_tasks");
+    events_alive(1000, 0, "host_calls_per_min_1000_tasks");
+    events_alive(10, 3000, "host_calls_per_min_10_tasks_slow_steps");
+    idle_lost(10, "host_calls_per_min_10_tasks_idle_lost");
+    idle_lost(1000, "host_calls_per_min_1000_tasks_idle_lost");
+    missing(10, "host_calls_per_min_10_tasks_missing");
+    missing(1000, "host_calls_per_min_1000_tasks_missing");
+    lost_idle_detect();
     return 0;
 }

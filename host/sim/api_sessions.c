@@ -134,7 +134,7 @@ int sim_hf_session_status(void *ud, char **out)
     cJSON *m = cJSON_CreateObject();
     pthread_mutex_lock(&a->core->mu);
     for (sim_session *s = a->store->first; s; s = s->next)
-        if (s->busy)
+        if (s->busy && !a->status_omit)
             cJSON_AddStringToObject(cJSON_AddObjectToObject(m, s->id), "type", "busy");
     pthread_mutex_unlock(&a->core->mu);
     sim_api_set_out(out, sim_api_args_text(m));

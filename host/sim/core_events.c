@@ -64,12 +64,22 @@ static void event_free(sim_event *e)
     free(e);
 }
 
+/* Is type one of the comma-separated types in list? */
+static int type_listed(const char *list, const char *type)
+{
+    size_t n = strlen(type);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, type, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 static void emit_typed_locked(sim_core *c, const char *json, const char *type)
 {
     sim_evq *q = &c->ev;
     uint64_t seq = ++q->seq;
     int64_t now = sim_mono_ms();
-    int faulty = (q->drop > 0 || q->dup > 0 || q->delay_ms > 0) && (!q->only_type || strcmp(q->only_type, type) == 0);
+    int faulty = (q->drop > 0 || q->dup > 0 || q->delay_ms > 0) && (!q->only_type || type_listed(q->only_type, type));
     if (!faulty) {
         enqueue_locked(q, event_new(json, type, seq, now));
         sim_changed_locked(c);

@@ -77,6 +77,13 @@ void sim_fail(sim_host *h, const char *fn, int nth, int count, int err)
     sim_api_fail(&h->api, fn, nth, count, err);
 }
 
+void sim_status_omit(sim_host *h, int omit)
+{
+    pthread_mutex_lock(&h->core.mu);
+    h->api.status_omit = omit != 0;
+    pthread_mutex_unlock(&h->core.mu);
+}
+
 void sim_slow(sim_host *h, const char *fn, int ms)
 {
     sim_api_slow(&h->api, fn, ms);

@@ -44,6 +44,7 @@ typedef struct sim_api {
     size_t ncalls, calls_cap;
     sim_fault *faults;
     sim_slowfn *fnstats;
+    int status_omit; /* sim_status_omit: the status map lists no session */
 
     /* permissions (api_perm_rules.c, api_permission.c) */
     cJSON *perm_rules;   /* OpenCode's "permission" config object */

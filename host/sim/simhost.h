@@ -248,8 +248,8 @@ void sim_emit(sim_host *h, const char *event_json);
 
 /* Event faults, decided per event by a random source seeded with `seed`.
  * drop, dup: probabilities 0..1; delay_ms: a random extra delay 0..delay_ms
- * that may reorder events. only_type: apply only to events of this type (NULL
- * = all). Replaces the previous setting; all zero turns faults off. */
+ * that may reorder events. only_type: apply only to events of this type, or
+ * of these comma-separated types ("session.idle,session.status"; NULL = all). Replaces the previous setting; all zero turns faults off. */
 void sim_event_faults(sim_host *h, uint32_t seed, double drop, double dup, int delay_ms,
                       const char *only_type);
 
@@ -269,6 +269,11 @@ int sim_events_flush(sim_host *h, int timeout_ms);
  * calls numbered nth .. nth+count-1 counting from 1 from now on (count -1 =
  * every call from the nth on). fn NULL clears every fault. */
 void sim_fail(sim_host *h, const char *fn, int nth, int count, int err);
+
+/* omit 1: the status map (session_status) leaves out every session, busy or
+ * not, as a host whose map does not cover the plugin's sessions; 0: it lists
+ * the busy ones again (the default). */
+void sim_status_omit(sim_host *h, int omit);
 
 /* Make a host function take `ms` longer (a slow HTTP host). */
 void sim_slow(sim_host *h, const char *fn, int ms);

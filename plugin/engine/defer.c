@@ -7,10 +7,11 @@
 #include "base/util.h"
 
 /* A held notice goes out anyway once its parent's busy state was last
- * confirmed this many poll intervals ago: the poll confirms a busy parent
- * every tick while agents run, so only a lost idle (or a host that cannot
+ * confirmed this many poll intervals ago: while agents run, the poll reads
+ * the status map at least every POLL_GAP_MAX (8) intervals (engine/poll.c)
+ * and confirms a busy parent, so only a lost idle (or a host that cannot
  * say) gets that far. */
-#define DEFER_CONFIRM_POLLS 10
+#define DEFER_CONFIRM_POLLS 12
 
 /* A session the host last said is busy. */
 typedef struct busy_session {

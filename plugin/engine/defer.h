@@ -10,7 +10,7 @@
  * those with tasks: a launch's turn was busy before its parent had any. A
  * held notice stays owed (NOTICE_DUE: a restart sends it again); it goes
  * out anyway when its parent's busy state was last confirmed (an event, or
- * the fallback poll's status map) DEFER_CONFIRM_POLLS poll intervals ago:
+ * the fallback poll's status map) DEFER_CONFIRM_POLLS (12) poll intervals ago:
  * an idle event may be lost. A waking notice for the same parent takes the
  * held ones along, first.
  * Every function runs with the engine lock held and never blocks nor calls

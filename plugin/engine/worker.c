@@ -1,5 +1,6 @@
 /* worker.c — the engine's worker thread: jobs (completion checks, pushes of
- * notifications, aborts), retries of failed pushes, the fallback poll. */
+ * notifications, aborts), retries of failed pushes, the tick (the fallback
+ * poll in poll.c, the guards). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "engine/guards.h"
 #include "engine/jobs.h"
 #include "engine/persist.h"
+#include "engine/poll.h"
 #include "engine/sched.h"
 #include "engine/toast.h"
 #include "engine/worker.h"
@@ -20,26 +22,7 @@
 /* How many newest messages a completion check reads: the answer is the last
  * one; a few more let it walk back over a turn's tool-only messages. */
 #define FINALIZE_MESSAGE_LIMIT 20
-/* How long a task whose session was deleted waits for its parent's deletion
- * (which a host sends right after its children's) before it ends in error. */
-#define DELETE_GRACE_MS 500
-
 /* ---- jobs (locked) ----------------------------------------------------- */
-
-/* The host's map of sessions that are not idle (cJSON_Delete it), or NULL
- * when it could not say. [lock NOT held] */
-static cJSON *status_map_read(ocbg *o)
-{
-    char *json = NULL;
-    int rc = hc_session_status(&o->api, &json, NULL);
-    cJSON *busy = rc == 0 ? cJSON_Parse(json) : NULL;
-    hc_free(&o->api, json);
-    if (!cJSON_IsObject(busy)) {
-        cJSON_Delete(busy);
-        return NULL;
-    }
-    return busy;
-}
 
 /* Is a restored task's session busy in the host? Read BEFORE its messages:
  * idle before the read and no finished answer in it means the restart cut
@@ -47,7 +30,7 @@ static cJSON *status_map_read(ocbg *o)
  * the messages). -1: the host could not say. [lock NOT held] */
 static int session_busy(ocbg *o, const char *session)
 {
-    cJSON *busy_map = status_map_read(o);
+    cJSON *busy_map = poll_status_map(o);
     int busy = !busy_map ? -1 : cJSON_GetObjectItemCaseSensitive(busy_map, session) != NULL;
     cJSON_Delete(busy_map);
     return busy;
@@ -372,49 +355,6 @@ static void run_job(ocbg *o, job *j)
     job_free(j);
 }
 
-/* One fallback poll: one status-map call for all active tasks. A task whose
- * session is not busy gets a completion check (its idle event may be lost). */
-static void poll_tick(ocbg *o)
-{
-    pthread_mutex_unlock(&o->mu);
-    cJSON *status_map = status_map_read(o);
-    pthread_mutex_lock(&o->mu);
-    uint64_t tick = ++o->polls;
-    if (!status_map)
-        return;
-    const cJSON *item;
-    cJSON_ArrayForEach(item, status_map)
-    {
-        task *t = registry_find_session(&o->reg, item->string);
-        if (t)
-            t->busy_tick = tick;
-    }
-    defer_poll(o, status_map);
-    cJSON_Delete(status_map);
-    int64_t now = mono_ms();
-    for (task *t = o->reg.active, *next; t; t = next) {
-        next = t->anext;
-        if (t->type == TASK_SHELL || !t->session_id)
-            continue; /* a command, or an agent whose session is being created */
-        if (t->session_gone && t->cancelling) {
-            /* deleted alone (its parent lives on): the parent is told */
-            if (now - t->gone_at_mono >= DELETE_GRACE_MS)
-                engine_finish(o, t, TASK_ERROR, "The task's session was deleted.", NULL);
-            continue;
-        }
-        if (t->awaiting && t->busy_tick != tick)
-            continue; /* idle until its tasks' notice wakes it: nothing to check */
-        if (t->busy_tick == tick) {
-            t->seen_busy = true;
-            t->woken = false;
-            t->idle_checks = 0;
-            t->next_check_mono = 0;
-        } else if (now >= t->next_check_mono) {
-            engine_request_finalize(o, t);
-        }
-    }
-}
-
 /* Lines the start left for the host's log (the store's problems). */
 static void log_deferred(ocbg *o)
 {
@@ -448,7 +388,9 @@ static void *worker_main(void *arg)
             run_job(o, j);
             continue;
         }
-        /* The tick: the status map while agents run, the guards while any task does. */
+        /* The tick: the fallback poll while agents run (poll.c: it reads the
+         * status map only when events do not show the tasks alive), the
+         * guards while any task does. */
         if (o->reg.active_count == 0) {
             o->next_poll = 0;
         } else if (o->next_poll == 0) {
@@ -456,7 +398,7 @@ static void *worker_main(void *arg)
         } else if (now >= o->next_poll) {
             o->next_poll = now + o->opt.poll_interval_ms;
             if (o->reg.active_agents > 0)
-                poll_tick(o);
+                poll_tick(o, now);
             guards_tick(o);
             continue;
         }

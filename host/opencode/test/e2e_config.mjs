@@ -187,9 +187,48 @@ async function scanned(w) {
   ok(loads.length === 1, "scanned: loaded once, its options found in opencode.json (log)", loads);
   const bo = schemaOf(tools, "background_output");
   ok(JSON.stringify(bo?.required) === '["task_id"]', "scanned: zod beside ocbg.js: background_output requires only task_id", bo);
+  await requiredOnly(s, tools);
   const ran = await timedOutAfter(s, "pollslow");
   await stopServer();
   return ran;
+}
+
+// Every ocbg tool the model is offered, called with exactly the arguments its
+// schema (as OpenCode sent it to the model) requires: a model that follows the
+// schema must not fail. A value for each required argument, by its name; a
+// task id is a finished task's. A refusal the tool owes (a message to a task
+// that is not running) counts as working; an argument error never does.
+const OCBG_TOOLS = ["background_task", "background_output", "background_list", "background_block", "background_send",
+  "TaskOutput", "TaskStop", "Task", "Bash", "background_resume", "background_cancel", "background_clear"];
+const REFUSALS = { background_send: /is not running/, background_cancel: /Only running tasks can be cancelled/ };
+async function requiredOnly(s, tools) {
+  const offered = OCBG_TOOLS.filter((t) => schemaOf(tools, t));
+  ok(offered.length === OCBG_TOOLS.length, "scanned: every ocbg tool is offered", names(tools));
+  let id;
+  const value = (name, prop) => {
+    const v = { prompt: "CHILD fast required", message: "CHILD fast more", description: "required only",
+      subagent_type: "general", command: "echo required-only", task_id: id }[name];
+    if (name === "task_ids") return prop?.type === "array" ? [id] : id;
+    return v;
+  };
+  for (const tool of offered) {
+    const schema = schemaOf(tools, tool);
+    const args = {};
+    for (const r of schema.required || []) args[r] = value(r, schema.properties?.[r]);
+    const missing = Object.keys(args).filter((k) => args[k] === undefined);
+    if (!ok(missing.length === 0, `required only: a value for each of ${tool}'s required arguments`, { missing, schema })) continue;
+    const st = await callTool(s, tool, args, 60000);
+    const text = st?.status === "completed" ? st.output : st?.error;
+    const works = st?.status === "completed" || (REFUSALS[tool] && REFUSALS[tool].test(text || ""));
+    ok(works && !/missing required argument|invalid arguments|invalid_type|must be|expected/i.test(text || ""),
+      `required only: ${tool}(${Object.keys(args).join(", ")}) works`, { args, st });
+    if (tool === "background_task") {
+      id = taskIds(st?.output || "")[0];
+      await waitFor("the required-only task's notice", async () => (await messages(s)).filter((m) => m.info.role === "user")
+        .map(textOf).find((t) => t.includes(id) && /completed/.test(t)), 30000);
+      await idle(s);
+    }
+  }
 }
 
 // ---- invalid: a bad value keeps ocbg out, and the user is told ----

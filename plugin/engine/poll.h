@@ -1,0 +1,25 @@
+/*
+ * poll.h — the fallback poll (private to engine/): when the worker asks the
+ * host for the status map, and which tasks' answers it then reads. The
+ * design is in poll.c's opening comment.
+ */
+#ifndef OCBG_POLL_H
+#define OCBG_POLL_H
+
+#include <cjson/cJSON.h>
+
+#include "engine/engine.h"
+
+/* The host's map of sessions that are not idle (cJSON_Delete it), or NULL
+ * when it could not say. [worker, lock NOT held] */
+cJSON *poll_status_map(ocbg *o);
+
+/* The worker's tick while agent tasks are active (every poll_interval_ms):
+ * ends tasks whose session was deleted alone, reads the status map when
+ * needed, and queues at most one completion check of a task whose session
+ * is known idle (none when the map was read only because its gap passed),
+ * besides the checks a map that newly shows sessions idle asks for. [worker, lock held; released
+ * during the status call] */
+void poll_tick(ocbg *o, int64_t now);
+
+#endif

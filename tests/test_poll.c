@@ -1,0 +1,229 @@
+/* The fallback poll asks the host only when it is needed (issue 17 items 4
+ * and 5): while the running tasks' events arrive it reads the status map
+ * less often; when a task's events stop it reads it at its fast tick again,
+ * so a lost idle is still found; with sessions missing from the status map
+ * and every event lost, every task completes with at most one fallback
+ * host call per tick besides one check per task when its session is first
+ * seen idle.
+ *
+ * Bounds on host calls are upper bounds over the elapsed time (a worker
+ * cannot tick faster than its interval, whatever the load), or counts;
+ * the waits have deadlines. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "testlib.h"
+
+#define NOTICE_DONE "[ocbg] Background task completed: "
+/* The events that end a turn: both idles, and the stored answer that ends it
+ * (message.updated, which starts a check early). */
+#define IDLE_EVENTS "session.idle,session.status,message.updated"
+
+static int64_t now_ms(void)
+{
+    return mono_ms();
+}
+
+/* A script of `tools` tool steps of `ms` each (a tool part event every
+ * `ms`: the task is alive), then `tail` (a step's JSON). malloc'd. */
+static char *busy_script(int tools, int ms, const char *tail)
+{
+    strbuf sb = {0};
+    sb_puts(&sb, "{\"steps\":[");
+    for (int i = 0; i < tools; i++)
+        sb_printf(&sb, "{\"tool\":\"read\",\"input\":{\"n\":%d},\"output\":\"x\",\"ms\":%d},", i, ms);
+    sb_printf(&sb, "%s]}", tail);
+    return sb_take(&sb);
+}
+
+static int parts_at_least(sim_host *h, void *arg)
+{
+    return sim_events_delivered(h, "message.part.updated") >= *(size_t *)arg;
+}
+
+static int count_notices(sim_host *h, const char *parent, const char *id)
+{
+    char needle[96];
+    snprintf(needle, sizeof needle, "%s%s", NOTICE_DONE, id);
+    return t_count_messages_with(h, parent, needle);
+}
+
+/* Events arrive: the status map is read on far fewer ticks than the
+ * interval allows; the task's events stop (it hangs, busy): the map is read
+ * at the fast tick again. */
+static void backs_off_then_returns_to_fast_tick(void)
+{
+    const int interval = 250;
+    sim_host *h = t_host("{\"poll_interval_ms\":250}");
+    char *parent = sim_session_new(h, NULL, "main");
+    char *script = busy_script(300, 20, "{\"hang\":true}"); /* ~6 s of tool events */
+    char *id = t_launch_script(h, parent, "alive", script);
+    char *child = t_task_session(h, 0);
+    /* The alive phase: from the first tool event to the last. */
+    is_int(sim_wait_calls(h, "session_status", NULL, 1, tap_timeout_ms(5000)), 0, "the map is read at first");
+    int64_t t0 = now_ms();
+    size_t s0 = sim_calls(h, "session_status", NULL);
+    size_t tool_events = 300 * 3; /* pending, running, completed */
+    is_int(sim_wait(h, parts_at_least, &tool_events, tap_timeout_ms(30000)), 0, "every tool event delivered");
+    int64_t alive_ms = now_ms() - t0;
+    size_t alive_reads = sim_calls(h, "session_status", NULL) - s0;
+    diag("alive for %lld ms: %zu status reads (ticks: %lld)", (long long)alive_ms, alive_reads,
+         (long long)(alive_ms / interval));
+    ok(alive_ms >= 5000, "the task sent events for a while");
+    ok((int64_t)alive_reads * 2 <= alive_ms / interval, "while events arrive, the map is read on at most half the ticks");
+
+    /* Silent and busy: every tick reads the map again. */
+    size_t s1 = sim_calls(h, "session_status", NULL);
+    int64_t t1 = now_ms();
+    is_int(sim_wait_calls(h, "session_status", NULL, s1 + 10, tap_timeout_ms(20000)), 0, "ten more reads");
+    int64_t silent_ms = now_ms() - t1;
+    diag("silent: 10 reads in %lld ms", (long long)silent_ms);
+    ok(silent_ms < 10 * 4 * interval, "silent: the reads come faster than half the slowest gap");
+    sim_event_faults(h, 0, 0, 0, 0, NULL);
+    free(child);
+    free(id);
+    free(script);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* Three tasks send events (the poll backs off for 3 s, to its slowest);
+ * one ends and the events that end its turn are lost (both idles and its
+ * answer's message.updated dropped): the poll still
+ * finds it, and the parent is told once. */
+static void lost_idle_found_with_backed_off_poll(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":200}");
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_event_faults(h, 5, 1.0, 0, 0, IDLE_EVENTS);
+    char *long1 = busy_script(500, 20, "{\"reply\":\"long one\"}");
+    char *long2 = busy_script(500, 20, "{\"reply\":\"long two\"}");
+    char *quick = busy_script(150, 20, "{\"reply\":\"the quick one\"}");
+    char *a = t_launch_script(h, parent, "long 1", long1);
+    char *b = t_launch_script(h, parent, "long 2", long2);
+    char *c = t_launch_script(h, parent, "quick", quick);
+    is_int(t_wait_status(h, parent, c, "completed", tap_timeout_ms(20000)), 0, "the quick task completed");
+    char *out = t_output(h, parent, c);
+    like(out, "Result:\nthe quick one", "with its answer");
+    free(out);
+    is_int(sim_events_delivered(h, "session.idle") + sim_events_delivered(h, "message.updated"), 0,
+           "no idle and no turn end reached the plugin");
+    out = t_output(h, parent, a);
+    like(out, ": running\n", "the others still run");
+    free(out);
+    is_int(t_wait_messages_with(h, parent, c, 1, tap_timeout_ms(5000)), 0, "parent notified");
+    sim_event_faults(h, 0, 0, 0, 0, NULL);
+    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    is_int(count_notices(h, parent, c), 1, "notified exactly once");
+    free(a);
+    free(b);
+    free(c);
+    free(long1);
+    free(long2);
+    free(quick);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* Every event lost; a hanging task is silent and busy, so every tick reads
+ * the map; another task's first check fails (the host's error): its
+ * further checks still come, and it completes. */
+static void known_idle_not_starved(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":50}");
+    char *parent = sim_session_new(h, NULL, "main");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
+    sim_event_faults(h, 13, 1.0, 0, 0, NULL);
+    sim_fail(h, "session_messages", 1, 1, -EIO);
+    char *hang = t_launch_script(h, parent, "hangs", "{\"steps\":[{\"hang\":true}]}");
+    char *quick = t_launch_script(h, parent, "quick", "{\"steps\":[{\"reply\":\"after a failed check\"}]}");
+    is_int(t_wait_status(h, parent, quick, "completed", tap_timeout_ms(10000)), 0,
+           "the task whose first check failed completed");
+    ok(sim_calls(h, "session_messages", NULL) >= 2, "it was checked again");
+    char *out = t_output(h, parent, hang);
+    like(out, ": running\n", "the hanging one still runs");
+    free(out);
+    sim_fail(h, NULL, 0, 0, 0);
+    free(hang);
+    free(quick);
+    free(parent);
+    sim_destroy(h);
+}
+
+struct all_done {
+    const char *parent;
+    char **ids;
+    int n;
+};
+
+static int all_completed(sim_host *h, void *arg)
+{
+    struct all_done *d = arg;
+    for (int i = 0; i < d->n; i++) {
+        char *out = t_output(h, d->parent, d->ids[i]);
+        int done = strstr(out, ": completed\n") != NULL;
+        free(out);
+        if (!done)
+            return 0;
+    }
+    return 1;
+}
+
+/* Every event lost and the status map lists no session: each task gets one
+ * check when the poll first finds its session idle, then at most one
+ * fallback call per tick (a check, the longest overdue first, or the
+ * map); every task completes, its parent told once. */
+static void missing_from_map_bounded(void)
+{
+    enum { N = 60 };
+    const int interval = 50;
+    sim_host *h = t_host("{\"poll_interval_ms\":50,\"max_running_agents\":100}");
+    char *parent = sim_session_new(h, NULL, "main");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
+    sim_event_faults(h, 9, 1.0, 0, 0, NULL);
+    sim_status_omit(h, 1);
+    sim_script(h, "MISSING", "{\"steps\":[{\"wait_ms\":1500},{\"reply\":\"missing done\"}]}", 0);
+    char *ids[N];
+    int64_t t0 = now_ms();
+    for (int i = 0; i < N; i++) {
+        char args[160];
+        snprintf(args, sizeof args, "{\"description\":\"m%d\",\"prompt\":\"MISSING %d\",\"agent\":\"general\"}", i, i);
+        char *ans = t_tool(h, parent, "background_task", args);
+        ids[i] = t_find_id(ans, "bg_");
+        free(ans);
+        if (!ids[i])
+            bail_out("launch %d failed", i);
+    }
+    struct all_done d = {parent, ids, N};
+    is_int(sim_wait(h, all_completed, &d, tap_timeout_ms(60000)), 0, "every task completed");
+    int64_t elapsed = now_ms() - t0;
+    size_t reads = sim_calls(h, "session_messages", NULL), maps = sim_calls(h, "session_status", NULL);
+    long ticks = (long)(elapsed / interval) + 1;
+    diag("%lld ms (%ld ticks): %zu message reads, %zu status maps", (long long)elapsed, ticks, reads, maps);
+    ok((long)(reads + maps) <= N + ticks + 2,
+       "message reads and status maps: at most one per tick besides each task's first check");
+    ok(reads > N, "tasks were checked again after their first check found them running");
+    sim_event_faults(h, 0, 0, 0, 0, NULL);
+    sim_status_omit(h, 0);
+    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    int once = 0;
+    for (int i = 0; i < N; i++) {
+        once += count_notices(h, parent, ids[i]) == 1;
+        free(ids[i]);
+    }
+    is_int(once, N, "each task notified exactly once");
+    free(parent);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    backs_off_then_returns_to_fast_tick();
+    lost_idle_found_with_backed_off_poll();
+    known_idle_not_starved();
+    missing_from_map_bounded();
+    return done_testing();
+}
