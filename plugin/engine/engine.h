@@ -27,6 +27,7 @@
 #include "hostapi/hostcalls.h"
 #include "model/registry.h"
 #include "engine/jobs.h"
+#include "engine/defer_state.h"
 #include "engine/persist_state.h"
 #include "engine/toast_state.h"
 #include "run/runner.h"
@@ -70,6 +71,7 @@ typedef struct ocbg {
     notice *parked; /* waking notices for awaiting tasks, until a slot frees (engine/sched.c); FIFO */
     persist ps;     /* the durable store and its thread (engine/persist.h) */
     toast_state toast; /* notices to the user, rate-limited (engine/toast.h) */
+    defer_state defer; /* silent notices held while their parent is busy (engine/defer.h) */
 } ocbg;
 
 /* What a host event says about one session (decoded by hooks/events.c). */

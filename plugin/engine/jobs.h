@@ -28,6 +28,7 @@ typedef struct notice {
     char *text;    /* NULL until the worker pushes it: formatted then (engine_notice_text) */
     unsigned batch_done, batch_total; /* the batch's progress when the run ended */
     bool wake;     /* false: noReply (joins the context silently) */
+    bool released; /* it was held while its parent was busy (engine/defer.h): pushed as it is now */
     bool verify;   /* a restart may have cut its send short: look in the parent session first */
     int64_t since_ms; /* verify: a notice of the task created since then is this one (host clock) */
     char *permission_request; /* a "waiting for permission" notice: sent only while

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "base/util.h"
+#include "engine/defer.h"
 #include "engine/engine.h"
 #include "engine/persist.h"
 #include "engine/sched.h"
@@ -32,6 +33,7 @@ static void close_runners(ocbg *o)
 static void free_state(ocbg *o)
 {
     jobs_free_all(&o->q);
+    defer_free(o);
     while (o->parked) {
         notice *n = o->parked;
         o->parked = n->next;
@@ -57,6 +59,7 @@ int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
     o->reg.on_revive_arg = o;
     guards_init(o);
     jobs_init(&o->q, &o->work_cv);
+    defer_init(o);
     runner_env env = {&o->mu, &o->reg, &o->api, &o->opt, o, runner_finished, runner_abort};
     int rc = 0;
     o->runners[TASK_AGENT] = open_agent(&env, &rc);

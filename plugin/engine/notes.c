@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/defer.h"
 #include "engine/engine.h"
 #include "engine/guards.h"
 
@@ -99,6 +100,7 @@ void engine_note(ocbg *o, const session_note *n)
         /* nothing: shutdown owns the state now */
     } else if (n->kind == NOTE_DELETED) {
         on_deleted(o, n->session_id);
+        defer_note(o, n);
     } else if (n->kind == NOTE_USAGE) {
         /* counted whatever the task's status: a late report still cost */
         task *t = registry_find_session(&o->reg, n->session_id);
@@ -111,6 +113,7 @@ void engine_note(ocbg *o, const session_note *n)
         if (t)
             engine_request_finalize(o, t);
     } else {
+        defer_note(o, n); /* any session's busy state: it may be a parent */
         task *t = active_task(o, n->session_id);
         if (t)
             on_task_note(o, t, n);

@@ -27,6 +27,7 @@
 #include "engine/poll.h"
 
 #include "base/util.h"
+#include "engine/defer.h"
 
 /* How long a task whose session was deleted waits for its parent's deletion
  * (which a host sends right after its children's) before it ends in error. */
@@ -100,6 +101,7 @@ static void read_map(ocbg *o)
         if (t)
             t->busy_tick = tick;
     }
+    defer_poll(o, status_map); /* held notices' parents: busy or no longer */
     cJSON_Delete(status_map);
     for (task *t = o->reg.active; t; t = t->anext) {
         if (!polled(t))

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/defer.h"
 #include "engine/guards.h"
 #include "engine/jobs.h"
 #include "engine/persist.h"
@@ -233,6 +234,10 @@ static bool push_notice(ocbg *o, job *j)
     /* Formatted before the lock is first let go: the task is as its run
      * left it (a resume formats its queued notices first). */
     engine_notice_text(o, n, t);
+    if (defer_hold(o, n) || (n->wake && defer_flush_before(o, n))) { /* parent busy: engine/defer.h */
+        j->notice = NULL;
+        return false;
+    }
     int settled = n->permission_request ? -1 : mark_sending(o, n);
     if (settled >= 0)
         return settled;
@@ -373,6 +378,7 @@ static void *worker_main(void *arg)
     while (!o->stopping) {
         int64_t now = mono_ms();
         jobs_take_due_retries(&o->q, now);
+        int64_t defer_at = defer_tick(o, now); /* held silent notices whose parent is idle */
         if (o->sched_due) {
             o->sched_due = false;
             sched_pump(o);
@@ -404,6 +410,8 @@ static void *worker_main(void *arg)
         int64_t deadline = o->next_poll;
         if (toast_at && (deadline == 0 || toast_at < deadline))
             deadline = toast_at;
+        if (defer_at && (deadline == 0 || defer_at < deadline))
+            deadline = defer_at;
         if (o->q.retries && (deadline == 0 || o->q.retries->next_try < deadline))
             deadline = o->q.retries->next_try;
         if (deadline == 0) {
@@ -418,7 +426,6 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&o->mu);
     return NULL;
 }
-
 
 int worker_start(ocbg *o)
 {

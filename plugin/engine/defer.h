@@ -1,0 +1,56 @@
+/*
+ * defer.h — silent notices wait while their parent session is busy.
+ *
+ * A noReply notice that lands while the parent's own turn runs is seen by
+ * the host's loop when the step ends (a user message newer than its answer)
+ * and costs one more model call. So a silent notice whose parent is busy is
+ * held and pushed when the parent goes idle (noReply then adds it without a
+ * turn). The parent's state comes from the host's events (session.status
+ * busy/retry, idle; session.idle; deletion), for every session, not only
+ * those with tasks: a launch's turn was busy before its parent had any. A
+ * held notice stays owed (NOTICE_DUE: a restart sends it again); it goes
+ * out anyway when its parent's busy state was last confirmed (an event, or
+ * the fallback poll's status map) DEFER_CONFIRM_POLLS (12) poll intervals ago:
+ * an idle event may be lost. A waking notice for the same parent takes the
+ * held ones along, first.
+ * Every function runs with the engine lock held and never blocks nor calls
+ * the host.
+ */
+#ifndef OCBG_DEFER_H
+#define OCBG_DEFER_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+void defer_init(ocbg *o);
+/* Shutdown: free the busy records and the held notices. */
+void defer_free(ocbg *o);
+
+/* A host event about a session: busy, retry, idle or deleted update its
+ * state; an idle or a deletion lets its held notices go (the worker is
+ * woken). Other notes: nothing. */
+void defer_note(ocbg *o, const session_note *n);
+
+/* The worker is about to push n (formatted, about an existing task): when
+ * it is silent and its parent is busy, n is held (owned from now) and true
+ * returned; else false (n untouched). */
+bool defer_hold(ocbg *o, notice *n);
+
+/* The worker is about to push waking notice n: when silent notices for the
+ * same parent are held, they and then n are queued before every other job
+ * (n owned from now) and true returned; else false (n untouched). */
+bool defer_flush_before(ocbg *o, notice *n);
+
+/* The fallback poll's status map (sessions not idle): a held notice's
+ * parent in it is confirmed busy; one not in it is idle. */
+void defer_poll(ocbg *o, const cJSON *status_map);
+
+/* Queue (for the worker, in order) the held notices whose parent went idle,
+ * is gone, or was not confirmed busy for too long. Returns the monotonic ms
+ * at which the next held one is due anyway, 0 when none is held. [worker] */
+int64_t defer_tick(ocbg *o, int64_t now);
+
+#endif
