@@ -17,7 +17,7 @@ import { RATE_LIMIT_RETRY_MS, startFakeModel } from "./fake_model.mjs";
 import {
   api, assistantTexts, callTool, diag, eventWatchers, events, followEvents, freePort, groupMembers, idle, isIdle, isLoopback,
   listeners, messages, newSession, ok, permissionAsked, procStat, replyPermission, say, sayTool, secs, setBase,
-  sleep, staysFalse, stopEvents, tap, taskIds, textOf, toolEnded, toolParts, turnEnds, userMessage, userTexts, waitFor,
+  sleep, staysFalse, stopEvents, stopGroup, provideConfigDeps, tap, taskIds, textOf, toolEnded, toolParts, turnEnds, userMessage, userTexts, waitFor,
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -69,15 +69,7 @@ const SIDE = path.join(PROJECT, "side");
 
 // OpenCode installs @opencode-ai/plugin into every config directory at the first
 // request (slow, or a stall offline): give each one what it would install.
-function provideConfigDeps(dir) {
-  fs.mkdirSync(dir, { recursive: true });
-  const ver = JSON.parse(fs.readFileSync(path.join(NPM_DIR, "node_modules/@opencode-ai/plugin/package.json"))).version;
-  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ dependencies: { "@opencode-ai/plugin": ver } }));
-  fs.writeFileSync(path.join(dir, "package-lock.json"),
-    JSON.stringify({ lockfileVersion: 3, packages: { "": { dependencies: { "@opencode-ai/plugin": ver } } } }));
-  const nm = path.join(dir, "node_modules");
-  if (!fs.existsSync(nm)) fs.symlinkSync(path.join(NPM_DIR, "node_modules"), nm);
-}
+const provideConfigDepsIn = (dir) => provideConfigDeps(dir, NPM_DIR);
 
 // ---- the server: started, stopped, started again ----
 let serverEnv = null; // set by main(): the same HOME, XDG dirs and config for every start
@@ -114,16 +106,7 @@ const serverGone = () => !server || server.exitCode !== null || server.signalCod
 async function stopServer(signal) {
   stopEvents();
   if (serverGone()) return true;
-  const exited = new Promise((r) => server.once("exit", r));
-  try { process.kill(-server.pid, signal); } catch {}
-  let timer;
-  const deadline = new Promise((r) => { timer = setTimeout(() => r(false), 15000); });
-  const byItself = await Promise.race([exited.then(() => true), deadline]);
-  clearTimeout(timer);
-  if (!byItself) {
-    try { process.kill(-server.pid, "SIGKILL"); } catch {}
-    await exited;
-  }
+  const byItself = await stopGroup(server, signal, 15000);
   diag(`opencode serve pid ${server.pid} stopped by ${signal}${byItself ? "" : " (then SIGKILL)"}`);
   return byItself;
 }
@@ -138,8 +121,8 @@ async function restartServer(signal) {
 async function main() {
   fs.mkdirSync(HOME, { recursive: true });
   fs.mkdirSync(PROJECT, { recursive: true });
-  provideConfigDeps(path.join(CONFIG, "opencode"));
-  provideConfigDeps(path.join(PROJECT, ".opencode"));
+  provideConfigDepsIn(path.join(CONFIG, "opencode"));
+  provideConfigDepsIn(path.join(PROJECT, ".opencode"));
   // the stub plugin, listed in the config with options
   fs.mkdirSync(STUBPLUG, { recursive: true });
   for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"])

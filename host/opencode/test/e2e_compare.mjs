@@ -33,7 +33,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, eventWatchers, followEvents, freePort, isIdle, newSession, say, setBase, sleep, stopEvents, waitFor,
+  api, diag, eventWatchers, followEvents, freePort, isIdle, newSession, fakeModelConfig, provideConfigDeps, say, setBase, sleep, stopEvents, stopGroup, waitFor,
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -53,13 +53,7 @@ const QUIET_MS = 1200; // no new parent request for this long, parent idle: the 
 const servers = {}; // mode → {proc, base}
 let fake = null;
 async function stopServer(mode) {
-  const proc = servers[mode]?.proc;
-  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once("exit", r));
-  try { process.kill(-proc.pid, "SIGTERM"); } catch {}
-  const t = setTimeout(() => { try { process.kill(-proc.pid, "SIGKILL"); } catch {} }, 8000);
-  await exited;
-  clearTimeout(t);
+  await stopGroup(servers[mode]?.proc, "SIGTERM", 8000);
 }
 async function stopAll() {
   stopEvents();
@@ -71,24 +65,14 @@ process.on("exit", () => {
   for (const { proc } of Object.values(servers)) try { process.kill(-proc.pid, "SIGKILL"); } catch {}
 });
 
-// What OpenCode would install into a config directory at the first request.
-function provideConfigDeps(dir) {
-  fs.mkdirSync(dir, { recursive: true });
-  const ver = JSON.parse(fs.readFileSync(path.join(NPM_DIR, "node_modules/@opencode-ai/plugin/package.json"))).version;
-  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ dependencies: { "@opencode-ai/plugin": ver } }));
-  fs.writeFileSync(path.join(dir, "package-lock.json"),
-    JSON.stringify({ lockfileVersion: 3, packages: { "": { dependencies: { "@opencode-ai/plugin": ver } } } }));
-  const nm = path.join(dir, "node_modules");
-  if (!fs.existsSync(nm)) fs.symlinkSync(path.join(NPM_DIR, "node_modules"), nm);
-}
 
 // Starts `opencode serve` for one mode in WORK/<mode> and follows its events.
 async function startServer(mode) {
   const root = path.join(WORK, mode);
   const home = path.join(root, "home"), project = path.join(root, "project"), config = path.join(home, ".config");
   fs.mkdirSync(project, { recursive: true });
-  provideConfigDeps(path.join(config, "opencode"));
-  provideConfigDeps(path.join(project, ".opencode"));
+  provideConfigDeps(path.join(config, "opencode"), NPM_DIR);
+  provideConfigDeps(path.join(project, ".opencode"), NPM_DIR);
   const plugin = [];
   if (mode === "ocbg") {
     const dir = path.join(root, "ocbg");
@@ -97,15 +81,7 @@ async function startServer(mode) {
     if (!fs.existsSync(path.join(dir, "node_modules"))) fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
     plugin.push([path.join(dir, "ocbg.js"), {}]);
   }
-  const cfg = {
-    $schema: "https://opencode.ai/config.json",
-    model: "fake/fake-model", small_model: "fake/fake-model", autoupdate: false, share: "disabled",
-    permission: { edit: "allow", webfetch: "allow", bash: "allow", task: "allow" },
-    provider: { fake: { npm: "@ai-sdk/openai-compatible", name: "Fake",
-      options: { baseURL: `http://127.0.0.1:${fake.port}/v1`, apiKey: "fake" },
-      models: { "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } } } } },
-    plugin,
-  };
+  const cfg = { ...fakeModelConfig(fake.port), plugin };
   const env = {
     PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: config,
     XDG_DATA_HOME: path.join(home, ".local/share"), XDG_CACHE_HOME: path.join(home, ".cache"),

@@ -21,7 +21,7 @@ import { startFakeModel } from "./fake_model.mjs";
 import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
   api, callTool, diag, events, say, followEvents, freePort, idle, messages, newSession, ok, secs, setBase, sleep,
-  stopEvents, tap, taskIds, textOf, waitFor,
+  fakeModelConfig, stopEvents, stopGroup, tap, taskIds, textOf, waitFor,
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -37,12 +37,7 @@ const SPEC = `${PKG.name}@${PKG.version}`;
 let server = null, fake = null, registry = null, log = null;
 async function stopServer() {
   stopEvents();
-  if (!server || server.exitCode !== null || server.signalCode !== null) return;
-  const exited = new Promise((r) => server.once("exit", r));
-  try { process.kill(-server.pid, "SIGTERM"); } catch {}
-  const t = setTimeout(() => { try { process.kill(-server.pid, "SIGKILL"); } catch {} }, 5000);
-  await exited;
-  clearTimeout(t);
+  await stopGroup(server, "SIGTERM", 5000);
 }
 async function stopAll() {
   await stopServer();
@@ -54,14 +49,7 @@ process.on("exit", () => { if (server) try { process.kill(-server.pid, "SIGKILL"
 
 // The model and the rules every variant shares (no plugin: each variant lists its own in a file).
 function baseConfig() {
-  return {
-    $schema: "https://opencode.ai/config.json",
-    model: "fake/fake-model", small_model: "fake/fake-model", autoupdate: false, share: "disabled",
-    permission: { edit: "allow", webfetch: "allow", bash: "allow", task: "allow" },
-    provider: { fake: { npm: "@ai-sdk/openai-compatible", name: "Fake",
-      options: { baseURL: `http://127.0.0.1:${fake.port}/v1`, apiKey: "fake" },
-      models: { "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } } } } },
-  };
+  return fakeModelConfig(fake.port);
 }
 
 // An isolated world: HOME (npm pointed at the fake registry), a project dir

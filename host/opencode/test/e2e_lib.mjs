@@ -4,6 +4,7 @@
 // (harness.mjs is the server-less adapter check; it runs on import.)
 import fs from "node:fs";
 import net from "node:net";
+import path from "node:path";
 
 // ---- TAP ----
 const T0 = Date.now();
@@ -233,4 +234,47 @@ export function groupMembers(pgrp) {
     if (st && st.pgrp === pgrp && st.state !== "Z") out.push(Number(d));
   }
   return out;
+}
+
+// What OpenCode would install into a config directory at its first request
+// (@opencode-ai/plugin, slow or a stall offline): the package files, and
+// node_modules linked to the pinned npm install in npmDir.
+export function provideConfigDeps(dir, npmDir) {
+  fs.mkdirSync(dir, { recursive: true });
+  const ver = JSON.parse(fs.readFileSync(path.join(npmDir, "node_modules/@opencode-ai/plugin/package.json"))).version;
+  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify({ dependencies: { "@opencode-ai/plugin": ver } }));
+  fs.writeFileSync(path.join(dir, "package-lock.json"),
+    JSON.stringify({ lockfileVersion: 3, packages: { "": { dependencies: { "@opencode-ai/plugin": ver } } } }));
+  const nm = path.join(dir, "node_modules");
+  if (!fs.existsSync(nm)) fs.symlinkSync(path.join(npmDir, "node_modules"), nm);
+}
+
+// Sends `signal` to proc's process group and waits for proc to exit, with
+// SIGKILL after graceMs. Whether it exited by itself (true when already gone).
+export async function stopGroup(proc, signal, graceMs) {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return true;
+  const exited = new Promise((r) => proc.once("exit", r));
+  try { process.kill(-proc.pid, signal); } catch {}
+  let timer;
+  const deadline = new Promise((r) => { timer = setTimeout(() => r(false), graceMs); });
+  const byItself = await Promise.race([exited.then(() => true), deadline]);
+  clearTimeout(timer);
+  if (!byItself) {
+    try { process.kill(-proc.pid, "SIGKILL"); } catch {}
+    await exited;
+  }
+  return byItself;
+}
+
+// The config every e2e server shares: the fake model on 127.0.0.1:port as
+// the only provider, no updates or sharing, every permission allowed.
+export function fakeModelConfig(port) {
+  return {
+    $schema: "https://opencode.ai/config.json",
+    model: "fake/fake-model", small_model: "fake/fake-model", autoupdate: false, share: "disabled",
+    permission: { edit: "allow", webfetch: "allow", bash: "allow", task: "allow" },
+    provider: { fake: { npm: "@ai-sdk/openai-compatible", name: "Fake",
+      options: { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "fake" },
+      models: { "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } } } } },
+  };
 }
