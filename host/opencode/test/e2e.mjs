@@ -787,9 +787,13 @@ async function compactedChild() {
   const notice = id && await userMessage(parent, id, 60000);
   const nt = notice ? textOf(notice.msg) : "";
   const child = (await api("GET", `/session/${parent}/children`)).json?.[0]?.id;
-  const cm = child ? await messages(child) : [];
-  ok(cm.some((m) => m.info.summary === true && textOf(m).includes("E2E SUMMARY")),
-    "OpenCode compacted the child (a summary message)", cm.map((m) => `${m.info.role}:${m.info.summary ? "summary" : ""}`));
+  // The notification may come before the compaction: ocbg checks the run when the answer is stored.
+  let cm = [];
+  const compacted = child && await waitFor("the child's compaction", async () => {
+    cm = await messages(child);
+    return cm.some((m) => m.info.summary === true && textOf(m).includes("E2E SUMMARY"));
+  }, 60000);
+  ok(compacted, "OpenCode compacted the child (a summary message)", cm.map((m) => `${m.info.role}:${m.info.summary ? "summary" : ""}`));
   ok(nt.includes("child reply cx") && !nt.includes("E2E SUMMARY"), "the notification carries the answer, not the summary", nt);
   await idle(parent);
   const out = await callTool(parent, "background_output", { task_id: id });
