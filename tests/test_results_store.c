@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "engine/persist.h"
 #include "store/reader.h"
 #include "testlib.h"
 
@@ -351,6 +352,99 @@ static void resume_after_failed_write(void)
     sim_destroy(h);
 }
 
+/* ---- a read racing the commit of a resumed run's answer ----------------- */
+
+typedef struct commit_race {
+    ocbg *o;
+    char id[TASK_ID_SIZE];
+    store_reader *real; /* the engine's reader, put back by the "commit" */
+    sqlite3 *lock;      /* holds the stale copy's file: the read waits for it */
+} commit_race;
+
+/* What the store thread does once the resumed run's row is committed
+ * (drop_committed): every text marked stored, the memory copies freed. It
+ * runs while persist_texts has let the lock go for its read, which is held
+ * until then; the read then returns the row as it was before the commit. */
+static void *commit_during_read(void *arg)
+{
+    commit_race *c = arg;
+    pthread_mutex_lock(&c->o->mu); /* free only while persist_texts reads */
+    task *t = registry_find(&c->o->reg, c->id);
+    if (t) {
+        t->texts_stored = TASK_TEXTS_ALL;
+        free(t->result);
+        t->result = NULL;
+    }
+    c->o->ps.reader = c->real; /* a read from now on sees the commit */
+    pthread_mutex_unlock(&c->o->mu);
+    sqlite3_exec(c->lock, "ROLLBACK", NULL, NULL, NULL); /* the stale read goes on */
+    return NULL;
+}
+
+/* A resumed task's new answer is committed (its texts then marked stored
+ * and freed) while a tool's read of its stored texts is under way: the
+ * read saw the row before the commit, with the first run's answer. That
+ * copy is not the task's result: it is read again, and the new answer is
+ * shown. (It was attached: run and status had not changed.) */
+static void stale_read_not_attached(void)
+{
+    char db[300], stale[300], opts[512];
+    snprintf(db, sizeof db, "%s/race.db", dir);
+    snprintf(stale, sizeof stale, "%s/race-before-commit.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
+    sim_host *h = host_with(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = launch_done(h, psid, "texts-race one", "the first answer");
+    is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
+    sim_script(h, "texts-race two", "{\"steps\":[{\"reply\":\"the second answer\"}]}", 1);
+    char args[160];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-race two\",\"block\":true}", id);
+    free(t_tool(h, psid, "background_resume", args));
+    is_int(wait_dropped(h, id), 0, "the second answer is in the store only");
+
+    /* The row as a read that began before the second answer's commit sees
+     * it, in a file of its own, held so that the read waits. */
+    sqlite3 *d = NULL;
+    char *sql = sqlite3_mprintf("CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT);"
+                                "INSERT INTO task VALUES(%Q, 'texts-race one', 'the first answer', NULL)", id);
+    sqlite3_open(stale, &d);
+    sqlite3_exec(d, sql, NULL, NULL, NULL);
+    sqlite3_free(sql);
+    if (sqlite3_exec(d, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
+        bail_out("locking %s", stale);
+
+    /* The task as the second run's end left it, before its row's commit. */
+    ocbg *o = engine_of(h);
+    commit_race c = {.o = o, .lock = d};
+    memcpy(c.id, id, sizeof c.id);
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, id);
+    if (!t)
+        bail_out("task %s is gone", id);
+    t->texts_stored = TASK_TEXT_PROMPT;
+    t->result = strdup("the second answer");
+    c.real = o->ps.reader;
+    o->ps.reader = store_reader_new(stale);
+    store_reader *stale_reader = o->ps.reader;
+    pthread_t th;
+    if (pthread_create(&th, NULL, commit_during_read, &c) != 0)
+        bail_out("pthread_create");
+    t = persist_texts(o, t);
+    char *shown = t && t->result ? strdup(t->result) : NULL;
+    pthread_mutex_unlock(&o->mu);
+    pthread_join(th, NULL);
+    is_str(shown, "the second answer", "a copy read before the commit of the new answer is not taken as the result");
+    free(shown);
+    char *out = t_output(h, psid, id);
+    like(out, "Result:\nthe second answer\n", "background_output gives the second answer");
+    free(out);
+    store_reader_free(stale_reader);
+    sqlite3_close(d);
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -362,6 +456,7 @@ int main(void)
     failed_write_keeps_texts();
     held_notice_keeps_text();
     resume_after_failed_write();
+    stale_read_not_attached();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -92,11 +92,12 @@ void persist_drop_copies(ocbg *o, task *t)
         free_stored_texts(t);
 }
 
-/* Attach the copy *text of a text `bit` still kept in the store only and
- * not attached yet; else free it. */
-static void attach_copy(task *t, unsigned bit, char **field, char **text)
+/* Attach the copy *text of a text `bit` still kept in the store only, not
+ * attached yet, and stored already when the read began (`stored`: the
+ * bits then); else free it. */
+static void attach_copy(task *t, unsigned stored, unsigned bit, char **field, char **text)
 {
-    if ((t->texts_stored & bit) && !*field) {
+    if ((stored & bit) && (t->texts_stored & bit) && !*field) {
         *field = *text;
         *text = NULL;
     }
@@ -135,19 +136,23 @@ task *persist_texts(ocbg *o, task *t)
 {
     /* Texts change only when a run ends (its status changes) or a new one
      * begins (run + 1): read while neither happened, the copy is the
-     * task's; else it is read again. */
+     * task's; else it is read again. And only a text already marked stored
+     * when the read began: one marked during it (its row committed
+     * meanwhile, its memory copy freed) may be newer than what the read
+     * saw, e.g. a resumed run's result committed while the read saw the
+     * row of the run before; it is read again. */
     for (int tries = 0; t && texts_missing(t) && o->ps.reader && tries < 3; tries++) {
         char id[TASK_ID_SIZE];
         memcpy(id, t->id, sizeof id);
-        unsigned run = t->run;
+        unsigned run = t->run, stored = t->texts_stored;
         task_status status = t->status;
         char *prompt = NULL, *result = NULL, *error = NULL;
         read_stored(o, id, &prompt, &result, &error);
         t = registry_find(&o->reg, id);
         if (t && t->run == run && t->status == status) {
-            attach_copy(t, TASK_TEXT_PROMPT, &t->prompt, &prompt);
-            attach_copy(t, TASK_TEXT_RESULT, &t->result, &result);
-            attach_copy(t, TASK_TEXT_ERROR, &t->error, &error);
+            attach_copy(t, stored, TASK_TEXT_PROMPT, &t->prompt, &prompt);
+            attach_copy(t, stored, TASK_TEXT_RESULT, &t->result, &result);
+            attach_copy(t, stored, TASK_TEXT_ERROR, &t->error, &error);
         }
         free(prompt);
         free(result);
