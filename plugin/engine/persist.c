@@ -20,6 +20,9 @@
  * several, so that their copies (a finished task's texts) are never all in
  * memory at once. */
 #define STORE_BATCH_ROWS 256
+/* The most reads of a task's stored texts per call: each one after the
+ * first follows a change during the one before (a run's end, a commit). */
+#define READ_TRIES 4
 
 bool persist_on(const ocbg *o)
 {
@@ -140,8 +143,12 @@ task *persist_texts(ocbg *o, task *t)
      * when the read began: one marked during it (its row committed
      * meanwhile, its memory copy freed) may be newer than what the read
      * saw, e.g. a resumed run's result committed while the read saw the
-     * row of the run before; it is read again. */
-    for (int tries = 0; t && texts_missing(t) && o->ps.reader && tries < 3; tries++) {
+     * row of the run before; it is read again. A read that held is the
+     * last: a text still missing then is one the store holds as NULL (a
+     * completed task's error). Before, such a text kept every call at
+     * three reads, and when the last one did not hold (the run ended, and
+     * was committed, during it) the result was shown empty. */
+    for (int tries = 0; t && texts_missing(t) && o->ps.reader && tries < READ_TRIES; tries++) {
         char id[TASK_ID_SIZE];
         memcpy(id, t->id, sizeof id);
         unsigned run = t->run, stored = t->texts_stored;
@@ -149,7 +156,8 @@ task *persist_texts(ocbg *o, task *t)
         char *prompt = NULL, *result = NULL, *error = NULL;
         read_stored(o, id, &prompt, &result, &error);
         t = registry_find(&o->reg, id);
-        if (t && t->run == run && t->status == status) {
+        bool held = t && t->run == run && t->status == status;
+        if (held) {
             attach_copy(t, stored, TASK_TEXT_PROMPT, &t->prompt, &prompt);
             attach_copy(t, stored, TASK_TEXT_RESULT, &t->result, &result);
             attach_copy(t, stored, TASK_TEXT_ERROR, &t->error, &error);
@@ -157,6 +165,8 @@ task *persist_texts(ocbg *o, task *t)
         free(prompt);
         free(result);
         free(error);
+        if (held && t->texts_stored == stored)
+            break;
     }
     return t;
 }
