@@ -416,7 +416,7 @@ static void stale_read_not_attached(void)
     /* The task as the second run's end left it, before its row's commit. */
     ocbg *o = engine_of(h);
     commit_race c = {.o = o, .lock = d};
-    memcpy(c.id, id, sizeof c.id);
+    snprintf(c.id, sizeof c.id, "%s", id); /* id is a malloc'd string of its own length */
     pthread_mutex_lock(&o->mu);
     task *t = registry_find(&o->reg, id);
     if (!t)
