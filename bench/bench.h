@@ -22,6 +22,14 @@
 
 #include "ocp.h"
 
+/* Ids as long as OpenCode's own ("ses_"/"msg_" + 26 characters): a task
+ * keeps several of them, so shorter ones would flatter the memory rows.
+ * The fake host numbers its sessions from 1 (BENCH_SESSION_FMT, an
+ * unsigned long); the parent sessions are BENCH_PARENT_FMT (an int). */
+#define BENCH_SESSION_FMT "ses_fakechildsession%010lu"
+#define BENCH_PARENT_FMT "ses_fakeparentsession%09d"
+#define BENCH_LAUNCH_MESSAGE "msg_fakelaunchmessage000000001"
+
 static inline int64_t bench_ns(void)
 {
     struct timespec ts;
@@ -65,7 +73,7 @@ static inline int bench_tool(const ocp_plugin *p, const char *session, const cha
 {
     ocp_call_ctx ctx = {.struct_size = sizeof ctx,
                         .session_id = session,
-                        .message_id = "msg_bench",
+                        .message_id = BENCH_LAUNCH_MESSAGE,
                         .agent = "build",
                         .call_id = "call_bench"};
     char *res = NULL;
@@ -105,7 +113,7 @@ static inline int bench_fake_create(void *ud, const char *parent_id, const char 
     (void)title;
     char buf[160];
     unsigned long n = __atomic_add_fetch(&bench_fake_sessions, 1, __ATOMIC_RELAXED);
-    snprintf(buf, sizeof buf, "{\"id\":\"ses_fake%08lu\",\"parentID\":\"%.60s\"}", n,
+    snprintf(buf, sizeof buf, "{\"id\":\"" BENCH_SESSION_FMT "\",\"parentID\":\"%.60s\"}", n,
              parent_id ? parent_id : "");
     *out = bench_fake_strdup(buf);
     return 0;

@@ -116,9 +116,9 @@ static void make_texts(void)
              prompt);
     messages_json = malloc(PROMPT_BYTES + ANSWER_BYTES + 512);
     sprintf(messages_json,
-            "[{\"info\":{\"id\":\"msg_u1\",\"role\":\"user\",\"time\":{\"created\":1}},"
+            "[{\"info\":{\"id\":\"msg_fakeusermessage00000000001\",\"role\":\"user\",\"time\":{\"created\":1}},"
             "\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]},"
-            "{\"info\":{\"id\":\"msg_a1\",\"role\":\"assistant\",\"time\":{\"created\":2,\"completed\":3},"
+            "{\"info\":{\"id\":\"msg_fakeanswermessage000000001\",\"role\":\"assistant\",\"time\":{\"created\":2,\"completed\":3},"
             "\"finish\":\"stop\"},\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]}]",
             prompt, answer);
 }
@@ -133,12 +133,12 @@ static int fake_messages(void *ud, const char *session_id, int limit, char **out
 }
 
 /* A task's own prompt goes to its session (ses_fake…); a notification to
- * its parent (ses_parent…). */
+ * its parent (ses_fakeparent…). */
 static int fake_prompt(void *ud, const char *session_id, const char *body, char **out)
 {
     (void)ud;
     *out = NULL;
-    if (strncmp(session_id, "ses_parent", 10) != 0)
+    if (strncmp(session_id, "ses_fakeparent", 14) != 0)
         return 0;
     int full = strstr(body, answer_tail) != NULL, all = strstr(body, all_done_text) != NULL;
     int64_t t = bench_ns();
@@ -231,7 +231,7 @@ static double check_output(const ocp_plugin *p, int parents)
     double *us = malloc(sizeof *us * (size_t)parents);
     for (int i = 0; i < parents; i++) {
         char psid[32], id[TASK_ID_SIZE] = "";
-        snprintf(psid, sizeof psid, "ses_parent%05d", i);
+        snprintf(psid, sizeof psid, BENCH_PARENT_FMT, i);
         pthread_mutex_lock(&o->mu);
         parent *par = registry_parent(&o->reg, psid);
         if (par && par->head)
@@ -258,7 +258,7 @@ static void launch_all(const ocp_plugin *p, int per_parent)
 {
     char psid[32];
     for (int i = 0; i < TASKS; i++) {
-        snprintf(psid, sizeof psid, "ses_parent%05d", i / per_parent);
+        snprintf(psid, sizeof psid, BENCH_PARENT_FMT, i / per_parent);
         if (bench_tool(p, psid, "background_task", launch_args, NULL) != 0) {
             fprintf(stderr, "bench_complete: launch %d failed\n", i);
             exit(1);
@@ -312,7 +312,7 @@ static figures run(const ocp_host *host, int per_parent, int mem, int stored)
     char ev[160];
     int64_t t0 = bench_ns();
     for (unsigned long k = first; k < first + TASKS; k++) {
-        snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"ses_fake%08lu\"}}", k);
+        snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"" BENCH_SESSION_FMT "\"}}", k);
         p->on_event(p->userdata, ev);
     }
     wait_pushes(TASKS);
