@@ -112,13 +112,13 @@ static void cascade(ocbg *o, const task *t)
 
 void engine_permission_asked(ocbg *o, task *t, const char *request_id, const char *what)
 {
-    if (!task_status_active(t->status) ||
-        (t->permission_request && strcmp(t->permission_request, request_id) == 0))
+    const char *open = task_permission_request(t); /* NULL too when t is not live */
+    if (!t->live || (open && strcmp(open, request_id) == 0))
         return; /* one notice per question, however often the host says it */
-    free(t->permission_request);
-    free(t->permission_what);
-    t->permission_request = xstrdup(request_id);
-    t->permission_what = xstrdup(what);
+    free(t->live->permission_request);
+    free(t->live->permission_what);
+    t->live->permission_request = xstrdup(request_id);
+    t->live->permission_what = xstrdup(what);
     t->last_update_ms = ocbg_now(o);
     engine_wake_waiters(o);
     if (t->foreground)
@@ -138,11 +138,12 @@ void engine_permission_asked(ocbg *o, task *t, const char *request_id, const cha
 
 void engine_permission_replied(ocbg *o, task *t, const char *request_id)
 {
-    if (!t->permission_request || (request_id && strcmp(t->permission_request, request_id) != 0))
+    const char *open = task_permission_request(t);
+    if (!open || (request_id && strcmp(open, request_id) != 0))
         return;
-    free(t->permission_request);
-    free(t->permission_what);
-    t->permission_request = t->permission_what = NULL;
+    free(t->live->permission_request);
+    free(t->live->permission_what);
+    t->live->permission_request = t->live->permission_what = NULL;
     t->last_update_ms = ocbg_now(o);
     engine_wake_waiters(o);
 }
@@ -199,9 +200,9 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     if (!task_status_active(t->status))
         return;
     /* A command a guard stopped ends with the guard's error, however it exited. */
-    char *guard = t->progress ? t->progress->guard_error : NULL;
+    char *guard = t->live ? t->live->guard_error : NULL;
     if (guard)
-        t->progress->guard_error = NULL;
+        t->live->guard_error = NULL;
     if (guard) {
         s = TASK_ERROR;
         text = guard;
@@ -247,7 +248,7 @@ void engine_fail_task(ocbg *o, task *t, const char *text)
     if (!task_status_active(t->status) || t->cancelling || task_guard_error(t))
         return; /* ended, being cancelled, or already being stopped by a guard */
     if (t->type == TASK_SHELL && t->shell && t->shell->pid > 0 && !t->shell->exited) {
-        task_run_state(t)->guard_error = xstrdup(text);
+        t->live->guard_error = xstrdup(text);
         engine_stop_task(o, t);
         return;
     }
@@ -265,7 +266,7 @@ void engine_session_deleted(ocbg *o, task *t)
     if (!t->cancelling)
         engine_request_abort(o, t->session_id);
     t->cancelling = true; /* its idles and errors now come from the abort */
-    t->gone_at_mono = mono_ms();
+    t->live->gone_at_mono = mono_ms();
 }
 
 /* A pending task has nothing running: stopping it ends it, cancelled. */

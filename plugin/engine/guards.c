@@ -107,7 +107,7 @@ void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u)
     if (!t->usage)
         t->usage = xcalloc(1, sizeof *t->usage);
     usage d = usage_tracker_note(t->usage, message_id, u);
-    task_progress *p = task_run_state(t); /* NULL: a late report about a run that ended */
+    task_live *p = t->live; /* NULL: a late report about a run that ended */
     if (p)
         p->progress_mono = mono_ms();
     if (usage_is_zero(&d))
@@ -127,7 +127,7 @@ void guards_restore_spend(ocbg *o, const task *t)
 /* ---- runaway tool calls ------------------------------------------------------ */
 
 /* Has the repeat guard counted call id `call_id` already? If not, it is now. */
-static bool repeat_seen(task_progress *p, const char *call_id)
+static bool repeat_seen(task_live *p, const char *call_id)
 {
     uint32_t h = (uint32_t)fnv64(FNV64_SEED, call_id, strlen(call_id)) | 1u;
     size_t n = sizeof p->repeat_seen / sizeof p->repeat_seen[0];
@@ -148,7 +148,7 @@ void guards_note_tool(ocbg *o, task *t, const session_note *n)
         engine_fail_task(o, t, text);
         return;
     }
-    task_progress *p = task_run_state(t);
+    task_live *p = t->live;
     if (!p || !n->call_hash || !n->call_id || repeat_seen(p, n->call_id))
         return;
     if (n->call_hash == p->last_call) {
@@ -171,7 +171,7 @@ void guards_note_tool(ocbg *o, task *t, const session_note *n)
 /* The guards see t's run for the first time: it started when the task says
  * (by the host's clock), but never further back than two ticks, so a clock
  * that jumped cannot make it look old. */
-static void run_seen(ocbg *o, task *t, task_progress *p, int64_t now, int64_t wall)
+static void run_seen(ocbg *o, task *t, task_live *p, int64_t now, int64_t wall)
 {
     int64_t ago = wall - t->started_ms, most = 2 * (int64_t)o->opt.poll_interval_ms;
     ago = ago < 0 ? 0 : ago > most ? most : ago;
@@ -184,7 +184,7 @@ static void run_seen(ocbg *o, task *t, task_progress *p, int64_t now, int64_t wa
 /* A run past its timeout or max_runtime_ms is stopped; false then. */
 static bool check_runtime(ocbg *o, task *t, int64_t now)
 {
-    int64_t ran = now - t->progress->run_start_mono, max = o->opt.max_runtime_ms;
+    int64_t ran = now - t->live->run_start_mono, max = o->opt.max_runtime_ms;
     bool own = t->timeout_ms > 0 && t->timeout_ms <= max;
     if (ran < (own ? t->timeout_ms : max))
         return true;
@@ -204,9 +204,9 @@ static bool check_runtime(ocbg *o, task *t, int64_t now)
  * stale_ms (and no question waiting for the user), is stopped. */
 static void check_stale(ocbg *o, task *t, int64_t now)
 {
-    if (t->type != TASK_AGENT || !t->session_id || t->permission_request || t->busy_tick != o->polls)
+    if (t->type != TASK_AGENT || !t->session_id || task_permission_request(t) || t->live->busy_tick != o->polls)
         return;
-    int64_t quiet = now - t->progress->progress_mono;
+    int64_t quiet = now - t->live->progress_mono;
     if (quiet < o->opt.stale_ms)
         return;
     char text[256], took[32];
@@ -220,10 +220,10 @@ void guards_tick(ocbg *o)
 {
     int64_t now = mono_ms(), wall = ocbg_now(o);
     for (task *t = o->reg.active, *next; t; t = next) {
-        next = t->anext; /* a task that fails leaves the active list */
+        next = t->live->anext; /* a task that fails leaves the active list */
         if (t->status == TASK_PENDING || t->cancelling || task_guard_error(t))
             continue;
-        task_progress *p = task_run_state(t);
+        task_live *p = t->live;
         if (p->guard_run != t->run)
             run_seen(o, t, p, now, wall);
         if (t->type == TASK_SHELL && t->foreground)

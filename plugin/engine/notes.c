@@ -34,12 +34,11 @@ static void on_busy(ocbg *o, task *t, bool retrying)
     lanes_set_retrying(&o->reg.lanes, t, retrying);
     t->seen_busy = true;
     t->woken = false;
-    t->idle_checks = 0;
-    t->next_check_mono = 0;
     t->last_update_ms = ocbg_now(o);
-    task_progress *p = task_run_state(t);
-    if (p)
-        p->progress_mono = mono_ms();
+    task_live *p = t->live; /* notes reach active tasks only: live */
+    p->idle_checks = 0;
+    p->next_check_mono = 0;
+    p->progress_mono = mono_ms();
 }
 
 /* The session's deletion: its task (if any) and the tasks it launched. */
@@ -72,8 +71,8 @@ static void on_task_note(ocbg *o, task *t, const session_note *n)
         break;
     case NOTE_PART:
         t->last_update_ms = ocbg_now(o);
-        if (task_run_state(t))
-            t->progress->progress_mono = mono_ms();
+        if (t->live)
+            t->live->progress_mono = mono_ms();
         if (n->tool) {
             task_note_tool(t, n->call_id, n->tool);
             guards_note_tool(o, t, n);

@@ -360,7 +360,7 @@ static void resume_restored(ocbg *o)
 {
     map_each(&o->reg.parents, notify_parent, o);
     for (task *t = o->reg.active, *next; t; t = next) {
-        next = t->anext;
+        next = t->live->anext;
         if (t->status == TASK_PENDING)
             o->sched_due = true;
         else if (t->type == TASK_SHELL)

@@ -59,7 +59,7 @@ static bool polled(const task *t)
 /* Did t report progress within the last interval? */
 static bool alive(const ocbg *o, const task *t, int64_t now)
 {
-    const task_progress *p = t->progress; /* this run's; none yet: no progress seen */
+    const task_live *p = t->live; /* this run's; none yet: no progress seen */
     return p && p->progress_mono > 0 && now - p->progress_mono < o->opt.poll_interval_ms;
 }
 
@@ -68,8 +68,8 @@ static bool alive(const ocbg *o, const task *t, int64_t now)
  * waiting for the user's answer, not being stopped? */
 static bool needs_map(const ocbg *o, const task *t, int64_t now)
 {
-    return polled(t) && t->idle_checks == 0 && !t->awaiting && !t->finalizing && !t->cancelling &&
-           !t->permission_request && !alive(o, t, now);
+    return polled(t) && t->live->idle_checks == 0 && !t->awaiting && !t->finalizing && !t->cancelling &&
+           !task_permission_request(t) && !alive(o, t, now);
 }
 
 /* Tasks whose session was deleted on their own (the parent lives on) end
@@ -77,8 +77,8 @@ static bool needs_map(const ocbg *o, const task *t, int64_t now)
 static void end_deleted(ocbg *o, int64_t now)
 {
     for (task *t = o->reg.active, *next; t; t = next) {
-        next = t->anext;
-        if (t->type == TASK_AGENT && t->session_gone && t->cancelling && now - t->gone_at_mono >= DELETE_GRACE_MS)
+        next = t->live->anext;
+        if (t->type == TASK_AGENT && t->session_gone && t->cancelling && now - t->live->gone_at_mono >= DELETE_GRACE_MS)
             engine_finish(o, t, TASK_ERROR, "The task's session was deleted.", NULL);
     }
 }
@@ -99,19 +99,19 @@ static void read_map(ocbg *o)
     {
         task *t = registry_find_session(&o->reg, item->string);
         if (t)
-            t->busy_tick = tick;
+            t->live->busy_tick = tick;
     }
     defer_poll(o, status_map); /* held notices' parents: busy or no longer */
     cJSON_Delete(status_map);
-    for (task *t = o->reg.active; t; t = t->anext) {
+    for (task *t = o->reg.active; t; t = t->live->anext) {
         if (!polled(t))
             continue;
-        if (t->busy_tick == tick) {
+        if (t->live->busy_tick == tick) {
             t->seen_busy = true;
             t->woken = false;
-            t->idle_checks = 0;
-            t->next_check_mono = 0;
-        } else if (!t->awaiting && t->idle_checks == 0 && !alive(o, t, now)) {
+            t->live->idle_checks = 0;
+            t->live->next_check_mono = 0;
+        } else if (!t->awaiting && t->live->idle_checks == 0 && !alive(o, t, now)) {
             engine_request_finalize(o, t); /* an alive one's own idle event will come */
         }
     }
@@ -121,11 +121,11 @@ static void read_map(ocbg *o)
 static void check_oldest(ocbg *o, int64_t now)
 {
     task *oldest = NULL;
-    for (task *t = o->reg.active; t; t = t->anext) {
-        if (!polled(t) || t->idle_checks == 0 || t->awaiting || t->finalizing || t->cancelling || t->inherited ||
-            now < t->next_check_mono)
+    for (task *t = o->reg.active; t; t = t->live->anext) {
+        if (!polled(t) || t->live->idle_checks == 0 || t->awaiting || t->finalizing || t->cancelling || t->inherited ||
+            now < t->live->next_check_mono)
             continue;
-        if (!oldest || t->next_check_mono < oldest->next_check_mono)
+        if (!oldest || t->live->next_check_mono < oldest->live->next_check_mono)
             oldest = t;
     }
     if (oldest)
@@ -137,7 +137,7 @@ void poll_tick(ocbg *o, int64_t now)
     end_deleted(o, now);
     int64_t interval = o->opt.poll_interval_ms, most = interval * POLL_GAP_MAX;
     bool silent = false;
-    for (const task *t = o->reg.active; t && !silent; t = t->anext)
+    for (const task *t = o->reg.active; t && !silent; t = t->live->anext)
         silent = needs_map(o, t, now);
     if (o->poll_gap_ms < interval)
         o->poll_gap_ms = interval;

@@ -69,7 +69,7 @@ static lane *next_agent_lane(ocbg *o)
 {
     lane *best = NULL;
     for (lane *l = o->reg.lanes.all; l; l = l->next)
-        if (l->qhead && (!best || l->qhead->qseq < best->qhead->qseq) && sched_lane_open(o, l))
+        if (l->qhead && (!best || l->qhead->live->qseq < best->qhead->live->qseq) && sched_lane_open(o, l))
             best = l;
     return best;
 }

@@ -60,9 +60,9 @@ static void check_later(ocbg *o, task *t, bool now)
         engine_request_finalize(o, t);
         return;
     }
-    t->idle_checks++;
-    unsigned shift = t->idle_checks < 5 ? t->idle_checks : 5;
-    t->next_check_mono = mono_ms() + ((int64_t)o->opt.poll_interval_ms << shift);
+    t->live->idle_checks++;
+    unsigned shift = t->live->idle_checks < 5 ? t->live->idle_checks : 5;
+    t->live->next_check_mono = mono_ms() + ((int64_t)o->opt.poll_interval_ms << shift);
 }
 
 static void run_finalize(ocbg *o, job *j)
@@ -225,7 +225,7 @@ static bool push_notice(ocbg *o, job *j)
     notice_taken(t, n);
     if (n->permission_request) {
         /* A question answered before its notice went out needs no notice. */
-        if (!t->permission_request || strcmp(t->permission_request, n->permission_request) != 0)
+        if (!task_permission_request(t) || strcmp(task_permission_request(t), n->permission_request) != 0)
             return true;
     } else if (t->delivered_run == n->run) {
         notice_done(o, n);

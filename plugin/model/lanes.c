@@ -45,11 +45,12 @@ lane *lanes_of(lanes *ls, task_type type, const char *agent)
 void lanes_enqueue(lanes *ls, task *t)
 {
     lane *l = t->lane;
-    t->qseq = ++ls->next_seq;
-    t->qnext = NULL;
-    t->qprev = l->qtail;
+    task_live *q = t->live;
+    q->qseq = ++ls->next_seq;
+    q->qnext = NULL;
+    q->qprev = l->qtail;
     if (l->qtail)
-        l->qtail->qnext = t;
+        l->qtail->live->qnext = t;
     else
         l->qhead = t;
     l->qtail = t;
@@ -60,15 +61,16 @@ void lanes_enqueue(lanes *ls, task *t)
 void lanes_dequeue(lanes *ls, task *t)
 {
     lane *l = t->lane;
-    if (t->qprev)
-        t->qprev->qnext = t->qnext;
+    task_live *q = t->live;
+    if (q->qprev)
+        q->qprev->live->qnext = q->qnext;
     else
-        l->qhead = t->qnext;
-    if (t->qnext)
-        t->qnext->qprev = t->qprev;
+        l->qhead = q->qnext;
+    if (q->qnext)
+        q->qnext->live->qprev = q->qprev;
     else
-        l->qtail = t->qprev;
-    t->qnext = t->qprev = NULL;
+        l->qtail = q->qprev;
+    q->qnext = q->qprev = NULL;
     l->queued--;
     ls->queued--;
 }

@@ -104,12 +104,13 @@ parent *registry_parent(registry *r, const char *parent_session)
     return map_get(&r->parents, parent_session);
 }
 
+/* t, live (its task_live just made), joins the active list. */
 static void active_link(registry *r, task *t)
 {
-    t->aprev = NULL;
-    t->anext = r->active;
+    t->live->aprev = NULL;
+    t->live->anext = r->active;
     if (r->active)
-        r->active->aprev = t;
+        r->active->live->aprev = t;
     r->active = t;
     r->active_count++;
     r->active_agents += t->type == TASK_AGENT;
@@ -118,13 +119,14 @@ static void active_link(registry *r, task *t)
 
 static void active_unlink(registry *r, task *t)
 {
-    if (t->aprev)
-        t->aprev->anext = t->anext;
+    task_live *l = t->live;
+    if (l->aprev)
+        l->aprev->live->anext = l->anext;
     else
-        r->active = t->anext;
-    if (t->anext)
-        t->anext->aprev = t->aprev;
-    t->anext = t->aprev = NULL;
+        r->active = l->anext;
+    if (l->anext)
+        l->anext->live->aprev = l->aprev;
+    l->anext = l->aprev = NULL;
     r->active_count--;
     r->active_agents -= t->type == TASK_AGENT;
     t->parent->active--;
@@ -194,6 +196,7 @@ task *registry_add(registry *r, const char *parent_session, task_type type, cons
     t->run = 1;
     t->parent = p;
     link_task(r, t);
+    task_begin_live(t);
     active_link(r, t);
     lane_enter(r, t);
     t->seq = ++r->next_seq;
@@ -225,6 +228,7 @@ bool registry_restore(registry *r, task *t, const char *parent_session, const ch
     t->parent = p;
     link_task(r, t);
     if (active) {
+        task_begin_live(t);
         active_link(r, t);
         lane_enter(r, t);
     }
@@ -240,6 +244,8 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
     bool was = task_status_active(t->status), is = task_status_active(s);
     if (!was && is && r->on_revive)
         r->on_revive(r->on_revive_arg, t);
+    if (!was && is)
+        task_begin_live(t); /* before its lane: a pending task queues in it */
     if (t->status == TASK_PENDING && s == TASK_RUNNING)
         t->started_ms = now;
     if (t->status != s) {
@@ -383,5 +389,8 @@ void registry_set_session(registry *r, task *t, const char *session_id)
     t->session_id = xstrdup(session_id);
     if (t->session_id)
         map_put(&r->by_session, t->session_id, t);
+    /* The launching message only said where to fork its session from. */
+    free(t->parent_message);
+    t->parent_message = NULL;
     registry_touch(r, t);
 }

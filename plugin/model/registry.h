@@ -121,7 +121,8 @@ bool registry_take_dirty(registry *r, size_t max, void (*fn)(void *arg, task *t)
  * Returns false (t untouched, still the caller's) when its id is taken. */
 bool registry_restore(registry *r, task *t, const char *parent_session, const char *batch_id);
 
-/* Give t its own session (a runner created it): findable by it from now. */
+/* Give t its own session (a runner created it): findable by it from now;
+ * its parent_message (where to fork the session from) is dropped. */
 void registry_set_session(registry *r, task *t, const char *session_id);
 
 #endif

@@ -43,8 +43,6 @@ void task_free(task *t)
     free(t->prompt);
     free(t->result);
     free(t->error);
-    free(t->permission_request);
-    free(t->permission_what);
     free(t->result_message_id);
     shell_state_free(t->shell);
     free(t->usage);
@@ -62,9 +60,9 @@ static uint32_t hash32(const char *s)
 
 void task_note_tool(task *t, const char *call_id, const char *tool)
 {
-    task_progress *p = task_run_state(t);
+    task_live *p = t->live;
     if (!p)
-        return;
+        return; /* a late event of a run that ended */
     if (call_id) {
         uint32_t h = hash32(call_id);
         for (unsigned i = 0; i < RECENT_CALLS; i++)
@@ -79,24 +77,34 @@ void task_note_tool(task *t, const char *call_id, const char *tool)
     }
 }
 
-task_progress *task_run_state(task *t)
+void task_begin_live(task *t)
 {
-    if (!task_status_active(t->status))
-        return NULL;
-    if (!t->progress)
-        t->progress = xcalloc(1, sizeof *t->progress);
-    return t->progress;
+    task_end_run(t);
+    t->live = xcalloc(1, sizeof *t->live);
+}
+
+const char *task_permission_request(const task *t)
+{
+    return t->live ? t->live->permission_request : NULL;
+}
+
+const char *task_permission_what(const task *t)
+{
+    return t->live ? t->live->permission_what : NULL;
 }
 
 const char *task_guard_error(const task *t)
 {
-    return t->progress ? t->progress->guard_error : NULL;
+    return t->live ? t->live->guard_error : NULL;
 }
 
 void task_end_run(task *t)
 {
-    if (t->progress)
-        free(t->progress->guard_error);
-    free(t->progress);
-    t->progress = NULL;
+    if (t->live) {
+        free(t->live->guard_error);
+        free(t->live->permission_request);
+        free(t->live->permission_what);
+    }
+    free(t->live);
+    t->live = NULL;
 }

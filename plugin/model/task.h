@@ -34,11 +34,29 @@ typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
 #define TASK_TEXT_ERROR 4u
 #define TASK_TEXTS_ALL (TASK_TEXT_PROMPT | TASK_TEXT_RESULT | TASK_TEXT_ERROR)
 
-/* What only a running task keeps: its recent tool calls (progress
- * reports) and the guards' view of the run. Allocated at its first use in
- * a run (task_run_state), freed when the run ends: a finished task does
- * not pay for it. */
-typedef struct task_progress {
+typedef struct task task;
+typedef struct parent parent;
+typedef struct task_batch task_batch;
+typedef struct lane lane;
+
+/* What only a live task (pending, running or resumed) keeps: its places in
+ * the active list and its lane's queue, the completion checks' and the
+ * guards' state, its recent tool calls (progress reports), the host's open
+ * permission question. Allocated by the registry when the task becomes
+ * live, freed when it ends (task_end_run): a finished task does not pay for
+ * it. Invariant: t->live != NULL exactly while task_status_active(t->status). */
+typedef struct task_live {
+    struct task *anext, *aprev; /* the registry's active list */
+    struct task *qnext, *qprev; /* its lane's queue while pending (model/lanes.h) */
+    uint64_t qseq;              /* its place in launch order while pending */
+    /* completion checks (engine/worker.c, engine/poll.c) */
+    uint64_t busy_tick;         /* the last poll tick that saw the session busy */
+    int64_t next_check_mono;    /* a known-idle session's next check (monotonic ms) */
+    unsigned idle_checks;       /* completion checks that found no finished answer */
+    int64_t gone_at_mono;       /* when its session's deletion was seen */
+    char *permission_request;   /* the host's open permission question in the task's session, or NULL */
+    char *permission_what;      /* what it asks: "bash: rm -rf build" (set with permission_request) */
+    /* progress reports */
     uint32_t recent_calls[RECENT_CALLS]; /* hashes of recently seen call ids */
     unsigned recent_calls_next;
     char recent_tools[RECENT_TOOLS][TOOL_NAME_SIZE]; /* ring, newest at recent_tools_next-1 */
@@ -52,19 +70,21 @@ typedef struct task_progress {
     uint64_t last_call;     /* hash of its last tool call's tool and input */
     uint32_t repeat_seen[4]; /* call ids already counted by the repeat guard (hashes) */
     unsigned repeat_seen_next;
-} task_progress;
+} task_live;
 
-typedef struct parent parent;
-typedef struct task_batch task_batch;
-typedef struct lane lane;
 
-typedef struct task {
+/* Laid out for size (a registry may keep tens of thousands of finished
+ * tasks): what only a live task needs is in task_live; statuses, kinds and
+ * flags are bytes. */
+struct task {
     char id[TASK_ID_SIZE];
     task_batch *batch;           /* the batch it was launched in (model/registry.h) */
-    task_type type;
-    task_status status;
+    parent *parent;
+    struct task *pnext, *pprev; /* the parent's list, newest first */
+    struct task *dnext, *dprev; /* the registry's dirty list */
+    task_live *live;        /* NULL unless live (see task_live) */
     char *session_id;       /* the task's own (child) session; NULL for a shell task */
-    char *parent_message;   /* the message that launched it; may be NULL */
+    char *parent_message;   /* the message that launched it, until it has a session; may be NULL */
     const char *parent_agent; /* the agent that launched it; may be NULL (base/intern.h: shared, not freed) */
     char *description;
     char *prompt;
@@ -72,11 +92,34 @@ typedef struct task {
     char *result;           /* the last response text, once completed */
     char *error;            /* why it ended in error */
     char *result_message_id; /* the assistant message `result` came from */
+    shell_state *shell;     /* shell tasks only */
+    lane *lane;             /* where it holds or waits for a run slot (model/lanes.h) */
+    /* usage and guards (model/usage.h, engine/guards.c) */
+    struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
+    int64_t timeout_ms;     /* its own runtime limit per run (the launch's timeout); 0: max_runtime_ms */
     int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms; /* wall clock; 0 = never */
+    int64_t notice_pushed_ms; /* when its notification's send began (host clock) */
+    uint64_t seq;           /* launch order in the store */
     unsigned run;           /* 1 for the launch, +1 per resume */
     unsigned delivered_run; /* the run whose result a blocking wait returned */
     unsigned result_waiters; /* blocking calls that will return this run's result */
     unsigned resume_count;
+    unsigned tool_calls;
+    unsigned depth;         /* 1: launched by a session that is not a task's; else its launcher's + 1 */
+    /* follow-ups into a running run (ops/send.c, model/followup.h) */
+    unsigned followups_sent; /* messages background_send has begun to send, all runs: numbers them */
+    unsigned followup_wait; /* the newest one sent whose message the completion check has not seen; 0: none */
+    /* durability (plugin/store/, engine/persist.c) */
+    unsigned notice_run;    /* the run its notification is for */
+    uint16_t notices_unformatted; /* its notices queued for the worker, text not yet formatted (engine.c) */
+    uint8_t notice_state;   /* where its notification stands (store.h notice_state) */
+    uint8_t type;           /* task_type */
+    uint8_t status;         /* task_status */
+    /* TASK_TEXT_* bits: texts the store holds as they are (a finished
+     * task whose row was committed: engine/persist.h). Such a pointer is
+     * the same text, or NULL once only the store has it (delivered), or a
+     * copy read back for one call. Writing a text clears its bit. */
+    uint8_t texts_stored;
     bool forked;
     bool finalizing;        /* a completion check is queued or running */
     bool recheck;           /* an idle came during that check: it may have read too early */
@@ -85,48 +128,14 @@ typedef struct task {
     bool inherited;         /* a host's fork: its newest messages are the parent's until its first prompt is stored */
     bool session_gone;
     bool recovering;        /* restored from the store while running: its first check decides how the restart left it */
-    unsigned idle_checks;   /* completion checks that found no finished answer */
-    unsigned tool_calls;
-    uint64_t busy_tick;     /* the last poll tick that saw the session busy */
-    int64_t next_check_mono;
-    int64_t gone_at_mono;   /* when its session's deletion was seen */
-    task_progress *progress; /* this run's running-only state; NULL before its first use, or ended */
-    char *permission_request; /* the host's open permission question in the task's session, or NULL */
-    char *permission_what;    /* what it asks: "bash: rm -rf build" (set with permission_request) */
-    shell_state *shell;     /* shell tasks only */
-    lane *lane;             /* where it holds or waits for a run slot (model/lanes.h) */
-    struct task *qnext, *qprev; /* its lane's queue while pending */
-    uint64_t qseq;          /* its place in launch order while pending */
     bool retrying;          /* its host retries a rate-limited call (counted in its lane) */
     bool awaiting;          /* running, its session idle until its own tasks end: it holds no slot */
     bool wake_parked;       /* awaiting, its tasks ended: the notice that wakes it waits for a slot */
     bool woken;             /* a waking notice went into its session; cleared when it is seen busy */
-    unsigned depth;         /* 1: launched by a session that is not a task's; else its launcher's + 1 */
-    /* follow-ups into a running run (ops/send.c, model/followup.h) */
-    unsigned followups_sent; /* messages background_send has begun to send, all runs: numbers them */
-    unsigned followup_wait; /* the newest one sent whose message the completion check has not seen; 0: none */
-    /* usage and guards (model/usage.h, engine/guards.c) */
-    struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
-    int64_t timeout_ms;     /* its own runtime limit per run (the launch's timeout); 0: max_runtime_ms */
-    /* durability (plugin/store/, engine/persist.c) */
-    uint64_t seq;           /* launch order in the store */
-    unsigned notice_state;  /* where its notification stands (store.h notice_state) */
-    unsigned notice_run;    /* the run it is for */
-    unsigned notices_unformatted; /* its notices queued for the worker, text not yet formatted (engine.c) */
-    int64_t notice_pushed_ms; /* when its send began (host clock) */
-    /* TASK_TEXT_* bits: texts the store holds as they are (a finished
-     * task whose row was committed: engine/persist.h). Such a pointer is
-     * the same text, or NULL once only the store has it (delivered), or a
-     * copy read back for one call. Writing a text clears its bit. */
-    unsigned char texts_stored;
     bool dirty;             /* changed since the store last copied it */
     bool notice_wake;       /* it wakes the parent */
     bool foreground;        /* run by a foreground call: removed when it returns */
-    struct task *dnext, *dprev; /* the registry's dirty list */
-    parent *parent;
-    struct task *pnext, *pprev; /* the parent's list, newest first */
-    struct task *anext, *aprev; /* the active list */
-} task;
+};
 
 const char *task_status_name(task_status s);
 bool task_status_active(task_status s);   /* running or resumed (or pending) */
@@ -137,14 +146,18 @@ bool task_status_terminal(task_status s); /* completed, error, cancelled */
  * seen are forgotten. */
 void task_note_tool(task *t, const char *call_id, const char *tool);
 
-/* t's running-only state (allocated now if this run has none yet), or
- * NULL when t is not active: nothing is kept for a run that ended. */
-task_progress *task_run_state(task *t);
+/* t became live: its task_live, zeroed (a resume starts afresh). */
+void task_begin_live(task *t);
+
+/* The host's open permission question in t's session and what it asks, or
+ * NULL (none, or t is not live). */
+const char *task_permission_request(const task *t);
+const char *task_permission_what(const task *t);
 
 /* The error a guard is stopping t's run with, or NULL. */
 const char *task_guard_error(const task *t);
 
-/* t's run ended: what only a running task keeps is freed. */
+/* t's run ended: what only a live task keeps is freed. */
 void task_end_run(task *t);
 
 /* How long the task has run (until now, or until it finished). */

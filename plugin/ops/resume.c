@@ -43,8 +43,6 @@ resume_refusal op_resume_claim(ocbg *o, const ocp_call_ctx *ctx, const char *id,
     t->run++;
     t->started_ms = now;
     t->finalizing = t->recheck = t->seen_busy = false;
-    t->idle_checks = 0;
-    t->next_check_mono = 0;
     t->followup_wait = 0; /* a message sent into the run before is no part of this one */
     /* A blocking resume owns this run's result from the start, so a response
      * that comes back before it waits is not also pushed as a notification. */

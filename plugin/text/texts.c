@@ -16,7 +16,7 @@ static void put_markers(strbuf *out, const task *t)
 static void put_progress(strbuf *out, const task *t, int64_t now)
 {
     sb_printf(out, "Progress: %u tool call%s", t->tool_calls, t->tool_calls == 1 ? "" : "s");
-    const task_progress *p = t->progress;
+    const task_live *p = t->live;
     unsigned n = !p ? 0 : p->recent_tools_next < RECENT_TOOLS ? p->recent_tools_next : RECENT_TOOLS;
     if (n) {
         sb_puts(out, "; recent: ");
@@ -37,7 +37,7 @@ char *format_permission_notice(const task *t)
                      "The user must answer the request in the task's session (%s); the task goes on "
                      "when they do. Status: background_output(task_id=\"%s\").",
                      t->id, t->description ? t->description : "", t->agent ? t->agent : "",
-                     t->permission_what, t->session_id ? t->session_id : "", t->id);
+                     task_permission_what(t), t->session_id ? t->session_id : "", t->id);
 }
 
 void format_count(char *out, size_t out_size, uint64_t n)
@@ -126,8 +126,8 @@ void format_report(strbuf *out, const task *t, int64_t now)
     case TASK_RUNNING:
     case TASK_RESUMED:
         sb_printf(out, "Running for: %s\n", dur);
-        if (t->permission_what)
-            sb_printf(out, "Waiting for permission: %s (the user must answer it)\n", t->permission_what);
+        if (task_permission_what(t))
+            sb_printf(out, "Waiting for permission: %s (the user must answer it)\n", task_permission_what(t));
         if (t->wake_parked)
             sb_puts(out, "The background tasks it launched have ended; it continues when a slot frees.\n");
         else if (t->awaiting)
@@ -158,8 +158,8 @@ void format_list_line(strbuf *out, const task *t, int64_t now)
     else
         sb_printf(out, " | %s | agent: %s | %s%s%s | %s | %s", t->description ? t->description : "",
                   t->agent ? t->agent : "", task_status_name(t->status),
-                  t->permission_what ? ", waiting for permission: " : "",
-                  t->permission_what ? t->permission_what : "", dur, t->batch->id);
+                  task_permission_what(t) ? ", waiting for permission: " : "",
+                  task_permission_what(t) ? task_permission_what(t) : "", dur, t->batch->id);
     const usage *u = task_usage(t);
     if (u) {
         sb_puts(out, " | Usage: ");
