@@ -211,7 +211,7 @@ static void wait_store_idle(ocbg *o)
     int64_t deadline = bench_ns() + 60000000000LL;
     for (;;) {
         pthread_mutex_lock(&o->mu);
-        bool idle = !o->reg.track || (!o->reg.dirty && o->reg.nremoved == 0 && !o->ps.writing);
+        bool idle = !o->reg.track || (o->reg.dirty == 0 && o->reg.nremoved == 0 && !o->ps.writing);
         pthread_mutex_unlock(&o->mu);
         if (idle)
             return;

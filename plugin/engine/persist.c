@@ -83,7 +83,7 @@ static void drop_committed(ocbg *o, const store_row *rows, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         task *t = registry_find(&o->reg, rows[i].id);
-        if (t && !t->dirty)
+        if (t && !t->dirty_slot)
             texts_stored(t);
     }
 }
@@ -256,7 +256,7 @@ static void *store_main(void *arg)
     bool delayed = false;
     pthread_mutex_lock(&o->mu);
     while (o->reg.track) {
-        bool pending = o->reg.dirty || o->reg.nremoved > 0;
+        bool pending = o->reg.dirty > 0 || o->reg.nremoved > 0;
         if (!pending && o->ps.stop)
             break;
         if (!pending) {
@@ -271,7 +271,7 @@ static void *store_main(void *arg)
             pthread_cond_timedwait(&o->ps.cv, &o->mu, &ts);
         } else {
             write_dirty(o);
-            delayed = o->reg.dirty != NULL; /* left for the next batch: written at once */
+            delayed = o->reg.dirty > 0; /* left for the next batch: written at once */
         }
     }
     stop_tracking(o);
@@ -348,7 +348,7 @@ static void notify_parent(const char *key, void *value, void *arg)
         if (!task_status_active(t->status) && t->notice_run == t->run &&
             (t->notice_state == NOTICE_DUE || t->notice_state == NOTICE_PUSHING))
             engine_notify(o, t, t->notice_state == NOTICE_PUSHING);
-        else if (!t->dirty)
+        else if (!t->dirty_slot)
             texts_stored(t); /* as its row: read back when shown */
     }
 }

@@ -81,6 +81,7 @@ void registry_free(registry *r)
     for (size_t i = 0; i < r->nremoved; i++)
         free(r->removed[i]);
     free(r->removed);
+    free(r->dirty_q);
     map_free(&r->by_id);
     map_free(&r->by_session);
     map_free(&r->parents);
@@ -303,18 +304,33 @@ static void unlink_task(registry *r, task *t)
 
 static void dirty_unlink(registry *r, task *t)
 {
-    if (!t->dirty)
+    if (!t->dirty_slot)
         return;
-    if (t->dprev)
-        t->dprev->dnext = t->dnext;
-    else
-        r->dirty = t->dnext;
-    if (t->dnext)
-        t->dnext->dprev = t->dprev;
-    else
-        r->dirty_tail = t->dprev;
-    t->dnext = t->dprev = NULL;
-    t->dirty = false;
+    r->dirty_q[t->dirty_slot - 1] = NULL;
+    t->dirty_slot = 0;
+    r->dirty--;
+}
+
+/* Room at the end of dirty_q: the taken and removed entries squeezed out
+ * first (each task's slot follows it), else the queue grows. */
+static void dirty_make_room(registry *r)
+{
+    if (r->dirty_len < r->dirty_cap)
+        return;
+    if (!r->dirty_cap || r->dirty * 2 > r->dirty_cap) {
+        r->dirty_cap = r->dirty_cap ? r->dirty_cap * 2 : 64;
+        r->dirty_q = xrealloc(r->dirty_q, r->dirty_cap * sizeof *r->dirty_q);
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = r->dirty_head; i < r->dirty_len; i++)
+        if (r->dirty_q[i]) {
+            r->dirty_q[n] = r->dirty_q[i];
+            r->dirty_q[n]->dirty_slot = (uint32_t)(n + 1);
+            n++;
+        }
+    r->dirty_head = 0;
+    r->dirty_len = n;
 }
 
 void registry_touch(registry *r, task *t)
@@ -322,15 +338,11 @@ void registry_touch(registry *r, task *t)
     if (!r->track || t->foreground)
         return;
     r->dirty_gen++;
-    if (!t->dirty) {
-        t->dirty = true;
-        t->dprev = NULL;
-        t->dnext = r->dirty;
-        if (r->dirty)
-            r->dirty->dprev = t;
-        else
-            r->dirty_tail = t;
-        r->dirty = t;
+    if (!t->dirty_slot) {
+        dirty_make_room(r);
+        r->dirty_q[r->dirty_len++] = t;
+        t->dirty_slot = (uint32_t)r->dirty_len;
+        r->dirty++;
     }
     if (r->on_dirty)
         r->on_dirty(r->on_dirty_arg);
@@ -338,12 +350,16 @@ void registry_touch(registry *r, task *t)
 
 bool registry_take_dirty(registry *r, size_t max, void (*fn)(void *arg, task *t), void *arg)
 {
-    for (size_t n = 0; r->dirty_tail && n < max; n++) {
-        task *t = r->dirty_tail;
+    for (size_t n = 0; r->dirty > 0 && n < max; n++) {
+        while (!r->dirty_q[r->dirty_head])
+            r->dirty_head++;
+        task *t = r->dirty_q[r->dirty_head++];
         dirty_unlink(r, t);
         fn(arg, t);
     }
-    return r->dirty == NULL;
+    if (r->dirty == 0)
+        r->dirty_head = r->dirty_len = 0;
+    return r->dirty == 0;
 }
 
 /* The store deletes t's row at its next write. */

@@ -55,7 +55,9 @@ typedef struct registry {
     /* What changed since the store last copied (engine/persist.c), when
      * `track` is on: tasks to write, ids of tasks to delete. */
     bool track;
-    task *dirty, *dirty_tail; /* newest first */
+    task **dirty_q;           /* oldest first from dirty_head; NULL: a task removed meanwhile */
+    size_t dirty_head, dirty_len, dirty_cap;
+    size_t dirty;             /* tasks in dirty_q: 0 when the store has copied every change */
     char **removed;
     size_t nremoved, removed_cap;
     uint64_t dirty_gen;      /* +1 per change recorded */

@@ -74,14 +74,14 @@ typedef struct task_live {
 
 
 /* Laid out for size (a registry may keep tens of thousands of finished
- * tasks): what only a live task needs is in task_live; statuses, kinds and
- * flags are bytes. */
+ * tasks): what only a live task needs is in task_live; statuses and kinds
+ * are bytes, flags bits (the engine's lock guards them all: no two
+ * threads write neighbouring bits at once). */
 struct task {
     char id[TASK_ID_SIZE];
     task_batch *batch;           /* the batch it was launched in (model/registry.h) */
     parent *parent;
     struct task *pnext, *pprev; /* the parent's list, newest first */
-    struct task *dnext, *dprev; /* the registry's dirty list */
     task_live *live;        /* NULL unless live (see task_live) */
     char *session_id;       /* the task's own (child) session; NULL for a shell task */
     char *parent_message;   /* the message that launched it, until it has a session; may be NULL */
@@ -105,12 +105,13 @@ struct task {
     unsigned result_waiters; /* blocking calls that will return this run's result */
     unsigned resume_count;
     unsigned tool_calls;
-    unsigned depth;         /* 1: launched by a session that is not a task's; else its launcher's + 1 */
+    uint8_t depth;          /* 1: launched by a session that is not a task's; else its launcher's + 1 */
     /* follow-ups into a running run (ops/send.c, model/followup.h) */
     unsigned followups_sent; /* messages background_send has begun to send, all runs: numbers them */
     unsigned followup_wait; /* the newest one sent whose message the completion check has not seen; 0: none */
     /* durability (plugin/store/, engine/persist.c) */
     unsigned notice_run;    /* the run its notification is for */
+    uint32_t dirty_slot;    /* its index in the registry's dirty_q, + 1; 0: not dirty */
     uint16_t notices_unformatted; /* its notices queued for the worker, text not yet formatted (engine.c) */
     uint8_t notice_state;   /* where its notification stands (store.h notice_state) */
     uint8_t type;           /* task_type */
@@ -120,21 +121,20 @@ struct task {
      * the same text, or NULL once only the store has it (delivered), or a
      * copy read back for one call. Writing a text clears its bit. */
     uint8_t texts_stored;
-    bool forked;
-    bool finalizing;        /* a completion check is queued or running */
-    bool recheck;           /* an idle came during that check: it may have read too early */
-    bool cancelling;        /* an abort is in flight: completion checks wait */
-    bool seen_busy;
-    bool inherited;         /* a host's fork: its newest messages are the parent's until its first prompt is stored */
-    bool session_gone;
-    bool recovering;        /* restored from the store while running: its first check decides how the restart left it */
-    bool retrying;          /* its host retries a rate-limited call (counted in its lane) */
-    bool awaiting;          /* running, its session idle until its own tasks end: it holds no slot */
-    bool wake_parked;       /* awaiting, its tasks ended: the notice that wakes it waits for a slot */
-    bool woken;             /* a waking notice went into its session; cleared when it is seen busy */
-    bool dirty;             /* changed since the store last copied it */
-    bool notice_wake;       /* it wakes the parent */
-    bool foreground;        /* run by a foreground call: removed when it returns */
+    bool forked : 1;
+    bool finalizing : 1;        /* a completion check is queued or running */
+    bool recheck : 1;           /* an idle came during that check: it may have read too early */
+    bool cancelling : 1;        /* an abort is in flight: completion checks wait */
+    bool seen_busy : 1;
+    bool inherited : 1;         /* a host's fork: its newest messages are the parent's until its first prompt is stored */
+    bool session_gone : 1;
+    bool recovering : 1;        /* restored from the store while running: its first check decides how the restart left it */
+    bool retrying : 1;          /* its host retries a rate-limited call (counted in its lane) */
+    bool awaiting : 1;          /* running, its session idle until its own tasks end: it holds no slot */
+    bool wake_parked : 1;       /* awaiting, its tasks ended: the notice that wakes it waits for a slot */
+    bool woken : 1;             /* a waking notice went into its session; cleared when it is seen busy */
+    bool notice_wake : 1;       /* it wakes the parent */
+    bool foreground : 1;        /* run by a foreground call: removed when it returns */
 };
 
 const char *task_status_name(task_status s);
