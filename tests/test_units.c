@@ -259,40 +259,70 @@ static void notice_cases(void)
     outcome_case(preamble, NULL, OUTCOME_NONE, NULL, "the fork preamble is a prompt, not a notice");
 }
 
+/* A map value that owns its key, as the registry's tasks do. */
+typedef struct keyed {
+    char key[16];
+    int value;
+} keyed;
+
+static const char *keyed_key_of(const void *k)
+{
+    return ((const keyed *)k)->key;
+}
+
 /* The registry's map: random puts, replaces and deletes (deletion moves
- * entries back within their runs) agree with a plain array of the truth. */
+ * entries back within their runs) agree with a plain array of the truth.
+ * Each key has two values that own equal copies of it: a put replaces
+ * whichever is there. */
 static void map_cases(void)
 {
     enum { KEYS = 3000 };
-    static char keys[KEYS][16];
-    static int value_of[KEYS]; /* 0: absent, else the value stored + 1 */
-    static int values[KEYS];
+    static keyed values[KEYS][2];
+    static int which[KEYS]; /* 0: absent, else the value stored (1 or 2) */
     map m;
-    map_init(&m);
+    map_init(&m, keyed_key_of);
     unsigned seed = 12345, wrong = 0;
     for (int i = 0; i < KEYS; i++)
-        snprintf(keys[i], sizeof keys[i], "bg_%08x", (unsigned)i * 2654435761u);
+        for (int c = 0; c < 2; c++) {
+            snprintf(values[i][c].key, sizeof values[i][c].key, "bg_%08x", (unsigned)i * 2654435761u);
+            values[i][c].value = c + 1;
+        }
     for (int step = 0; step < 60000; step++) {
         seed = seed * 1103515245u + 12345u;
         int k = (int)((seed >> 8) % KEYS);
         if ((seed >> 4) % 3 != 0) {
-            values[k] = step;
-            map_put(&m, keys[k], &values[k]);
-            value_of[k] = step + 1;
+            int c = (int)((seed >> 20) & 1);
+            map_put(&m, &values[k][c]);
+            which[k] = c + 1;
         } else {
-            void *v = map_del(&m, keys[k]);
-            wrong += (v != NULL) != (value_of[k] != 0);
-            value_of[k] = 0;
+            char probe[16]; /* an equal key the map does not hold */
+            memcpy(probe, values[k][0].key, sizeof probe);
+            keyed *v = map_del(&m, probe);
+            wrong += which[k] ? v != &values[k][which[k] - 1] : v != NULL;
+            which[k] = 0;
         }
     }
     size_t present = 0;
     for (int k = 0; k < KEYS; k++) {
-        int *v = map_get(&m, keys[k]);
-        present += value_of[k] != 0;
-        wrong += value_of[k] ? !v || *v != value_of[k] - 1 : v != NULL;
+        keyed *v = map_get(&m, values[k][1].key);
+        present += which[k] != 0;
+        wrong += which[k] ? v != &values[k][which[k] - 1] : v != NULL;
     }
     is_int((int)wrong, 0, "map: every lookup and delete agrees with what was put and deleted");
     is_int((int)m.count, (int)present, "map: its count is the keys present");
+    map_free(&m);
+
+    /* A second value with an equal key replaces the first. */
+    keyed first = {"ses_a", 1}, second = {"ses_a", 2};
+    map_init(&m, keyed_key_of);
+    map_put(&m, &first);
+    map_put(&m, &second);
+    keyed *got = map_get(&m, "ses_a");
+    is_int(got ? got->value : 0, 2, "map: a put under an equal key replaces the value, and get returns the new one");
+    is_int((int)m.count, 1, "map: a replacing put adds no entry");
+    got = map_del(&m, first.key);
+    is_int(got ? got->value : 0, 2, "map: delete by an equal key removes the new value");
+    is_int(map_get(&m, "ses_a") == NULL && m.count == 0, 1, "map: after the delete the key is absent");
     map_free(&m);
 }
 

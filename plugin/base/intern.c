@@ -8,8 +8,13 @@
 #include "base/util.h"
 
 static pthread_mutex_t intern_mu = PTHREAD_MUTEX_INITIALIZER;
-static map names; /* key and value: the shared copy */
+static map names; /* the shared copies, each its own key */
 static unsigned users;
+
+static const char *name_of(const void *copy)
+{
+    return copy;
+}
 
 static void free_name(const char *key, void *value, void *arg)
 {
@@ -41,11 +46,11 @@ const char *intern(const char *s)
         return NULL;
     pthread_mutex_lock(&intern_mu);
     if (!names.buckets)
-        map_init(&names);
+        map_init(&names, name_of);
     char *copy = map_get(&names, s);
     if (!copy) {
         copy = xstrdup(s);
-        map_put(&names, copy, copy);
+        map_put(&names, copy);
     }
     pthread_mutex_unlock(&intern_mu);
     return copy;

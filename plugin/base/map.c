@@ -1,5 +1,6 @@
 /* map.c — see map.h. FNV-1a hashing, open addressing with linear probing:
- * no allocation per entry (a registry of many tasks pays 16 bytes a slot). */
+ * no allocation per entry, and a slot is the value alone (8 bytes): its key
+ * is read through the value (m->key_of), one pointer hop per probe. */
 #include "base/map.h"
 
 #include <stdint.h>
@@ -7,12 +8,6 @@
 #include <string.h>
 
 #include "base/util.h"
-
-/* One slot of the open-addressed table: key NULL when empty. */
-struct map_entry {
-    const char *key;
-    void *value;
-};
 
 static uint64_t hash_str(const char *s)
 {
@@ -22,10 +17,11 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-void map_init(map *m)
+void map_init(map *m, map_key_fn key_of)
 {
     m->nbuckets = 16;
     m->count = 0;
+    m->key_of = key_of;
     m->buckets = xcalloc(m->nbuckets, sizeof *m->buckets);
 }
 
@@ -48,13 +44,13 @@ static size_t home_of(const map *m, const char *key)
 
 /* key's slot, or the empty slot where it would go (linear probing; the
  * table is never full). */
-static map_entry *find_slot(const map *m, const char *key)
+static void **find_slot(const map *m, const char *key)
 {
     size_t mask = m->nbuckets - 1;
     for (size_t i = home_of(m, key);; i = (i + 1) & mask) {
-        map_entry *e = &m->buckets[i];
-        if (!e->key || strcmp(e->key, key) == 0)
-            return e;
+        void **slot = &m->buckets[i];
+        if (!*slot || strcmp(m->key_of(*slot), key) == 0)
+            return slot;
     }
 }
 
@@ -62,58 +58,56 @@ void *map_get(const map *m, const char *key)
 {
     if (!key || !m->buckets)
         return NULL;
-    map_entry *e = find_slot(m, key);
-    return e->key ? e->value : NULL;
+    return *find_slot(m, key);
 }
 
 static void grow(map *m)
 {
-    map_entry *old = m->buckets;
+    void **old = m->buckets;
     size_t n = m->nbuckets;
     m->nbuckets = n * 2;
     m->buckets = xcalloc(m->nbuckets, sizeof *m->buckets);
     for (size_t i = 0; i < n; i++)
-        if (old[i].key)
-            *find_slot(m, old[i].key) = old[i];
+        if (old[i])
+            *find_slot(m, m->key_of(old[i])) = old[i];
     free(old);
 }
 
-void map_put(map *m, const char *key, void *value)
+void map_put(map *m, void *value)
 {
-    map_entry *e = find_slot(m, key);
-    if (!e->key) {
+    const char *key = m->key_of(value);
+    void **slot = find_slot(m, key);
+    if (!*slot) {
         /* Grown at 3/4 full: probes stay short, the table is never full. */
         if ((m->count + 1) * 4 > m->nbuckets * 3) {
             grow(m);
-            e = find_slot(m, key);
+            slot = find_slot(m, key);
         }
         m->count++;
     }
-    e->key = key;
-    e->value = value;
+    *slot = value;
 }
 
 void *map_del(map *m, const char *key)
 {
     if (!key || !m->buckets)
         return NULL;
-    map_entry *e = find_slot(m, key);
-    if (!e->key)
+    void **slot = find_slot(m, key);
+    void *v = *slot;
+    if (!v)
         return NULL;
-    void *v = e->value;
     /* Backward-shift deletion: each later entry of the run that could sit
      * in the hole moves into it, so lookups never need tombstones. */
-    size_t mask = m->nbuckets - 1, hole = (size_t)(e - m->buckets);
-    for (size_t i = (hole + 1) & mask; m->buckets[i].key; i = (i + 1) & mask) {
-        size_t home = home_of(m, m->buckets[i].key);
+    size_t mask = m->nbuckets - 1, hole = (size_t)(slot - m->buckets);
+    for (size_t i = (hole + 1) & mask; m->buckets[i]; i = (i + 1) & mask) {
+        size_t home = home_of(m, m->key_of(m->buckets[i]));
         /* Movable when its home is not in (hole, i], cyclically. */
         if (((i - home) & mask) >= ((i - hole) & mask)) {
             m->buckets[hole] = m->buckets[i];
             hole = i;
         }
     }
-    m->buckets[hole].key = NULL;
-    m->buckets[hole].value = NULL;
+    m->buckets[hole] = NULL;
     m->count--;
     return v;
 }
@@ -121,6 +115,6 @@ void *map_del(map *m, const char *key)
 void map_each(const map *m, void (*fn)(const char *key, void *value, void *arg), void *arg)
 {
     for (size_t i = 0; i < m->nbuckets; i++)
-        if (m->buckets[i].key)
-            fn(m->buckets[i].key, m->buckets[i].value, arg);
+        if (m->buckets[i])
+            fn(m->key_of(m->buckets[i]), m->buckets[i], arg);
 }

@@ -20,9 +20,15 @@ typedef struct busy_session {
     int64_t event_mono;     /* when an event last said so */
 } busy_session;
 
+/* The busy map's key: the value's own session id (map.h). */
+static const char *busy_id_of(const void *b)
+{
+    return ((const busy_session *)b)->id;
+}
+
 void defer_init(ocbg *o)
 {
-    map_init(&o->defer.busy);
+    map_init(&o->defer.busy, busy_id_of);
     o->defer.held = NULL;
     o->defer.held_tail = &o->defer.held;
 }
@@ -74,7 +80,7 @@ void defer_note(ocbg *o, const session_note *n)
         if (!b) {
             b = xcalloc(1, sizeof *b);
             b->id = xstrdup(n->session_id);
-            map_put(&o->defer.busy, b->id, b);
+            map_put(&o->defer.busy, b);
         }
         b->confirmed_mono = b->event_mono = mono_ms();
         break;

@@ -15,9 +15,15 @@ typedef struct session_spend {
     double cost;
 } session_spend;
 
+/* The spend map's key: the value's own session id (map.h). */
+static const char *spend_session_of(const void *s)
+{
+    return ((const session_spend *)s)->session_id;
+}
+
 void guards_init(ocbg *o)
 {
-    map_init(&o->spend);
+    map_init(&o->spend, spend_session_of);
 }
 
 static void free_spend(const char *key, void *value, void *arg)
@@ -48,7 +54,7 @@ static session_spend *spend_of(ocbg *o, const char *session_id)
     if (!s) {
         s = xcalloc(1, sizeof *s);
         s->session_id = xstrdup(session_id);
-        map_put(&o->spend, s->session_id, s);
+        map_put(&o->spend, s);
     }
     return s;
 }

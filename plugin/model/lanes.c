@@ -6,10 +6,16 @@
 
 #include "base/util.h"
 
+/* by_agent's key: the lane's own name (map.h). */
+static const char *lane_name_of(const void *l)
+{
+    return ((const lane *)l)->name;
+}
+
 void lanes_init(lanes *ls)
 {
     memset(ls, 0, sizeof *ls);
-    map_init(&ls->by_agent);
+    map_init(&ls->by_agent, lane_name_of);
     ls->shell.name = xstrdup("");
 }
 
@@ -37,7 +43,7 @@ lane *lanes_of(lanes *ls, task_type type, const char *agent)
         l->name = xstrdup(key);
         l->next = ls->all;
         ls->all = l;
-        map_put(&ls->by_agent, l->name, l);
+        map_put(&ls->by_agent, l);
     }
     return l;
 }

@@ -8,13 +8,29 @@
 #include "base/intern.h"
 #include "base/util.h"
 
+/* The maps' keys: strings their values own (map.h). */
+static const char *task_id_of(const void *t)
+{
+    return ((const task *)t)->id;
+}
+
+static const char *task_session_of(const void *t)
+{
+    return ((const task *)t)->session_id;
+}
+
+static const char *parent_session_of(const void *p)
+{
+    return ((const parent *)p)->session_id;
+}
+
 void registry_init(registry *r)
 {
     memset(r, 0, sizeof *r);
     intern_retain(); /* its tasks' agent names */
-    map_init(&r->by_id);
-    map_init(&r->by_session);
-    map_init(&r->parents);
+    map_init(&r->by_id, task_id_of);
+    map_init(&r->by_session, task_session_of);
+    map_init(&r->parents, parent_session_of);
     lanes_init(&r->lanes);
 }
 
@@ -158,7 +174,7 @@ static parent *parent_of(registry *r, const char *parent_session)
         p = xcalloc(1, sizeof *p);
         p->session_id = xstrdup(parent_session);
         p->held_tail = &p->held;
-        map_put(&r->parents, p->session_id, p);
+        map_put(&r->parents, p);
     }
     return p;
 }
@@ -172,7 +188,7 @@ static void link_task(registry *r, task *t)
         p->head->pprev = t;
     p->head = t;
     p->count++;
-    map_put(&r->by_id, t->id, t);
+    map_put(&r->by_id, t);
     r->count++;
     p->by_status[t->status]++;
 }
@@ -234,7 +250,7 @@ bool registry_restore(registry *r, task *t, const char *parent_session, const ch
         lane_enter(r, t);
     }
     if (t->session_id)
-        map_put(&r->by_session, t->session_id, t);
+        map_put(&r->by_session, t);
     if (t->seq > r->next_seq)
         r->next_seq = t->seq;
     return true;
@@ -404,7 +420,7 @@ void registry_set_session(registry *r, task *t, const char *session_id)
     free(t->session_id);
     t->session_id = xstrdup(session_id);
     if (t->session_id)
-        map_put(&r->by_session, t->session_id, t);
+        map_put(&r->by_session, t);
     /* The launching message only said where to fork its session from. */
     free(t->parent_message);
     t->parent_message = NULL;
