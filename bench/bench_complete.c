@@ -170,11 +170,12 @@ static void *sample_main(void *arg)
 }
 
 /* The heap chunks of t's own texts (its agent names are shared copies,
- * base/intern.h: not its own). */
+ * base/intern.h: not its own). Its description, session id and result
+ * message id share one chunk, which the first of them set begins. */
 static size_t text_bytes(const task *t)
 {
-    const char *texts[] = {t->prompt,     t->result,        t->description,
-                           t->session_id, t->parent_message, t->result_message_id};
+    const char *strings = t->description ? t->description : t->session_id ? t->session_id : t->result_message_id;
+    const char *texts[] = {t->prompt, t->result, t->error, t->parent_message, strings};
     size_t n = 0;
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         if (texts[i])
@@ -380,8 +381,12 @@ static void memory_rows(const ocp_host *host, int stored)
         _exit(0);
     }
     int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "bench_complete: the memory run (store %s) failed: %s %d\n", stored ? "on" : "off",
+                pid < 0 ? "fork failed" : WIFSIGNALED(status) ? "signal" : "exit status",
+                pid < 0 ? 0 : WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         exit(1);
+    }
 }
 
 int main(void)

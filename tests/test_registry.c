@@ -146,8 +146,42 @@ static void live_state_cases(void)
     registry_free(&r);
 }
 
+/* The short strings share one allocation; setting one keeps the others,
+ * also when the new value is one of the task's own strings. */
+static void task_strings_cases(void)
+{
+    registry r;
+    registry_init(&r);
+    task *t = registry_add(&r, "ses_p", TASK_AGENT, "general", TASK_RUNNING, 1);
+    ok(!t->description && !t->session_id && !t->result_message_id, "a new task has none");
+    task_set_description(t, "Summarise the parser");
+    registry_set_session(&r, t, "ses_child000000000000000000001");
+    is_str(t->description, "Summarise the parser", "the description kept when the session is set");
+    is_str(t->session_id, "ses_child000000000000000000001", "the session set");
+    ok(registry_find_session(&r, "ses_child000000000000000000001") == t, "found by its session");
+    task_set_result_message(t, "msg_answer00000000000000000001");
+    ok(registry_find_session(&r, "ses_child000000000000000000001") == t,
+       "still found by its session once its strings moved");
+    task_set_result_message(t, t->session_id); /* from its own block */
+    is_str(t->result_message_id, "ses_child000000000000000000001", "a value taken from its own strings");
+    is_str(t->description, "Summarise the parser", "the others unchanged");
+    task_set_description(t, NULL);
+    ok(t->description == NULL && strcmp(t->session_id, "ses_child000000000000000000001") == 0,
+       "a string set to NULL; the block then starts at the next one");
+    task_set_strings(t, NULL, t->session_id, NULL);
+    ok(!t->description && !t->result_message_id && strcmp(t->session_id, "ses_child000000000000000000001") == 0,
+       "all but the session cleared in one call");
+    task *shell = registry_add(&r, "ses_p", TASK_SHELL, NULL, TASK_RUNNING, 2);
+    task_set_strings(shell, "d", NULL, "msg_y");
+    task_set_strings(shell, NULL, NULL, NULL);
+    ok(!shell->description && !shell->result_message_id, "all cleared");
+    task_set_description(shell, "again");
+    registry_free(&r); /* frees each block: ASan/valgrind see a leak or a bad free */
+}
+
 int main(void)
 {
+    task_strings_cases();
     dirty_queue_cases();
     live_state_cases();
     return done_testing();

@@ -211,8 +211,7 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     if (s == TASK_COMPLETED) {
         free(t->result);
         t->result = xstrdup(text ? text : "");
-        free(t->result_message_id);
-        t->result_message_id = xstrdup(message_id);
+        task_set_result_message(t, message_id);
         free(t->error);
         t->error = NULL;
         t->texts_stored &= (unsigned char)~(TASK_TEXT_RESULT | TASK_TEXT_ERROR); /* new texts, in memory */
@@ -220,10 +219,8 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
         free(t->error);
         t->error = xstrdup(text ? text : "unknown error");
         t->texts_stored &= (unsigned char)~TASK_TEXT_ERROR;
-        if (message_id) {
-            free(t->result_message_id);
-            t->result_message_id = xstrdup(message_id);
-        }
+        if (message_id)
+            task_set_result_message(t, message_id);
     }
     registry_set_status(&o->reg, t, s, now);
     engine_permission_replied(o, t, NULL); /* a question of an ended run is moot */

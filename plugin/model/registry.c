@@ -417,8 +417,7 @@ void registry_set_session(registry *r, task *t, const char *session_id)
 {
     if (t->session_id && map_get(&r->by_session, t->session_id) == t)
         map_del(&r->by_session, t->session_id);
-    free(t->session_id);
-    t->session_id = xstrdup(session_id);
+    task_set_session(t, session_id);
     if (t->session_id)
         map_put(&r->by_session, t);
     /* The launching message only said where to fork its session from. */

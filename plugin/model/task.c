@@ -35,15 +35,60 @@ int64_t task_runtime(const task *t, int64_t now)
     return end - t->started_ms;
 }
 
+/* The short strings' allocation: laid out description, session_id,
+ * result_message_id, so the first of them set is its start. */
+static char *strings_block(const task *t)
+{
+    const char *first = t->description ? t->description : t->session_id ? t->session_id : t->result_message_id;
+    return (char *)first;
+}
+
+/* Copy s (or nothing, when NULL) to *at; returns where it went. */
+static const char *put_string(char **at, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    memcpy(*at, s, n);
+    *at += n;
+    return *at - n;
+}
+
+void task_set_strings(task *t, const char *description, const char *session_id, const char *result_message_id)
+{
+    size_t n = (description ? strlen(description) + 1 : 0) + (session_id ? strlen(session_id) + 1 : 0) +
+               (result_message_id ? strlen(result_message_id) + 1 : 0);
+    char *old = strings_block(t), *block = n ? xmalloc(n) : NULL, *at = block;
+    const char *d = put_string(&at, description), *s = put_string(&at, session_id);
+    const char *m = put_string(&at, result_message_id);
+    free(old);
+    t->description = d;
+    t->session_id = s;
+    t->result_message_id = m;
+}
+
+void task_set_description(task *t, const char *description)
+{
+    task_set_strings(t, description, t->session_id, t->result_message_id);
+}
+
+void task_set_session(task *t, const char *session_id)
+{
+    task_set_strings(t, t->description, session_id, t->result_message_id);
+}
+
+void task_set_result_message(task *t, const char *message_id)
+{
+    task_set_strings(t, t->description, t->session_id, message_id);
+}
+
 void task_free(task *t)
 {
-    free(t->session_id);
+    free(strings_block(t));
     free(t->parent_message);
-    free(t->description);
     free(t->prompt);
     free(t->result);
     free(t->error);
-    free(t->result_message_id);
     shell_state_free(t->shell);
     free(t->usage);
     task_end_run(t);

@@ -83,15 +83,17 @@ struct task {
     parent *parent;
     struct task *pnext, *pprev; /* the parent's list, newest first */
     task_live *live;        /* NULL unless live (see task_live) */
-    char *session_id;       /* the task's own (child) session; NULL for a shell task */
+    /* description, session_id, result_message_id: one allocation, set
+     * together (task_set_strings); each may be NULL. */
+    const char *session_id; /* the task's own (child) session; NULL for a shell task */
     char *parent_message;   /* the message that launched it, until it has a session; may be NULL */
     const char *parent_agent; /* the agent that launched it; may be NULL (base/intern.h: shared, not freed) */
-    char *description;
+    const char *description;
     char *prompt;
     const char *agent;      /* base/intern.h: shared, not freed */
     char *result;           /* the last response text, once completed */
     char *error;            /* why it ended in error */
-    char *result_message_id; /* the assistant message `result` came from */
+    const char *result_message_id; /* the assistant message `result` came from */
     shell_state *shell;     /* shell tasks only */
     lane *lane;             /* where it holds or waits for a run slot (model/lanes.h) */
     /* usage and guards (model/usage.h, engine/guards.c) */
@@ -159,6 +161,16 @@ const char *task_guard_error(const task *t);
 
 /* t's run ended: what only a live task keeps is freed. */
 void task_end_run(task *t);
+
+/* Set t's short strings, copied into one allocation (a finished task
+ * keeps them: one chunk instead of three). Each may be NULL, and may point
+ * into t's current ones: they are copied before those are freed. Pointers
+ * to t's old strings are invalid afterwards (a map keyed by session_id
+ * reads the key through the task: remove it before, put it after). */
+void task_set_strings(task *t, const char *description, const char *session_id, const char *result_message_id);
+void task_set_description(task *t, const char *description);
+void task_set_session(task *t, const char *session_id);
+void task_set_result_message(task *t, const char *message_id);
 
 /* How long the task has run (until now, or until it finished). */
 int64_t task_runtime(const task *t, int64_t now);

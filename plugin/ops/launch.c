@@ -72,7 +72,7 @@ static task *register_task(ocbg *o, const ocp_call_ctx *ctx, task_type type, con
     task *t = registry_add(&o->reg, ctx->session_id, type, agent, s, ocbg_now(o));
     t->depth = depth;
     engine_task_activated(o);
-    t->description = xstrdup(description);
+    task_set_description(t, description);
     t->parent_message = xstrdup(ctx->message_id);
     t->parent_agent = intern(ctx->agent);
     t->foreground = foreground;

@@ -88,15 +88,13 @@ task *store_row_to_task(const store_row *row)
     t->seq = row->seq;
     t->type = row->type;
     t->status = row->status;
-    t->session_id = xstrdup(row->session_id);
+    task_set_strings(t, row->description, row->session_id, row->result_message_id);
     t->parent_message = xstrdup(row->parent_message);
     t->parent_agent = intern(row->parent_agent);
-    t->description = xstrdup(row->description);
     t->prompt = xstrdup(row->prompt);
     t->agent = intern(row->agent);
     t->result = xstrdup(row->result);
     t->error = xstrdup(row->error);
-    t->result_message_id = xstrdup(row->result_message_id);
     t->created_ms = stored_ms(row->created_ms);
     t->started_ms = stored_ms(row->started_ms);
     t->completed_ms = stored_ms(row->completed_ms);
@@ -106,7 +104,7 @@ task *store_row_to_task(const store_row *row)
     t->run = row->run;
     t->delivered_run = row->delivered_run;
     t->resume_count = row->resume_count;
-    t->depth = row->depth ? row->depth : 1;
+    t->depth = row->depth == 0 ? 1 : row->depth > UINT8_MAX ? UINT8_MAX : (uint8_t)row->depth;
     t->forked = row->forked;
     if (!usage_is_zero(&row->use)) {
         t->usage = xcalloc(1, sizeof *t->usage);
