@@ -38,24 +38,30 @@ static void task_moves(void)
     char *args = st_task_args("Build it", "slow work", 0);
     sim_call *c = sim_tool_start(h, s, "Task", args);
     free(args);
+    /* Asked while the call waits: no notice then (the caller is in the
+     * foreground); the answer that moves it says so. */
+    is_int(sim_wait(h, t_question_open, NULL, tap_timeout_ms(5000)), 0, "its sub-agent asks a question meanwhile");
     int rc = 0;
     char *out = NULL;
     is_int(sim_tool_wait(c, tap_timeout_ms(10000), &rc, &out), 0, "a foreground Task still running returns");
     sim_tool_free(c);
     is_int(rc, 0, "successfully");
     char *id = t_find_id(out, "bg_");
-    char want[600];
+    char *child = t_prompted_session(h, "slow work", 0);
+    char want[900];
     snprintf(want, sizeof want,
              "Still running after %d s, so it was moved to the background (auto_background_ms).\n"
              "Async agent launched in the background.\ntask_id: %s\nDescription: Build it\nAgent: explore\n\n"
-             "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).",
-             auto_ms / 1000, id, id);
-    is_str(out, want, "with the task id and the background text");
+             "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).\n"
+             "It is waiting for permission: bash: make\n"
+             "The user must answer the request in the task's session (%s); the task goes on when they do.",
+             auto_ms / 1000, id, id, child ? child : "?");
+    is_str(out, want, "with the task id, the background text and the question it waits on");
+    free(child);
     free(out);
     out = st_task_output(h, s, id, 0, 0);
     like(out, "<status>running</status>", "the task runs on in the background");
     free(out);
-    is_int(sim_wait(h, t_question_open, NULL, tap_timeout_ms(5000)), 0, "its sub-agent waits on its question");
     char *q = sim_permission_open(h, NULL);
     sim_permission_reply(h, q, "once", NULL);
     free(q);

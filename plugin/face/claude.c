@@ -98,6 +98,19 @@ static void move_to_background(ocbg *o, task *t, strbuf *out)
                   (double)ms / 1000);
 }
 
+/* A task moved to the background while its sub-agent waits on a question
+ * to the user: asked while its caller waited, no notice told of it, so the
+ * answer that hands the task over does. Lock held. */
+static void put_open_question(strbuf *out, const task *t)
+{
+    const char *what = task_permission_what(t);
+    if (what)
+        sb_printf(out,
+                  "\nIt is waiting for permission: %s\nThe user must answer the request in the task's session (%s); "
+                  "the task goes on when they do.",
+                  what, t->session_id ? t->session_id : "");
+}
+
 /* Task's background answer: the id and how to follow it. */
 static void put_task_launched(strbuf *out, const char *id, const char *description, const char *agent,
                               const char *queued)
@@ -178,6 +191,7 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         move_to_background(o, t, out);
         put_task_launched(out, id, description, agent,
                           t->status == TASK_PENDING ? "Status: pending (it starts when a run slot frees)" : NULL);
+        put_open_question(out, t);
     } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
         rc = task_esc(o, t, w, &session, out);
     } else if (t->status == TASK_COMPLETED) {
