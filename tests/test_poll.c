@@ -219,8 +219,47 @@ static void missing_from_map_bounded(void)
     sim_destroy(h);
 }
 
+static int session_is_busy(sim_host *h, void *arg)
+{
+    return sim_session_busy(h, arg) == 1;
+}
+
+/* A finished task's session busy again (the user typed into it) while a
+ * sibling runs silent, so every tick reads the status map, which lists it
+ * busy: the poll passes it by (a finished task has no run to watch), it
+ * stays completed, the sibling goes on. */
+static void ended_task_busy_in_map(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":100}");
+    char *parent = sim_session_new(h, NULL, "main");
+    char *a = t_launch_script(h, parent, "silent sibling", "{\"steps\":[{\"hang\":true}]}");
+    sim_script(h, "the quick prompt", "{\"steps\":[{\"reply\":\"quick answer\"}]}", 1);
+    char *b = t_launch(h, parent, "quick", "the quick prompt", "explore");
+    is_int(t_wait_status(h, parent, b, "completed", tap_timeout_ms(10000)), 0, "the quick task completed");
+    char *child = t_prompted_session(h, "the quick prompt", 0);
+    sim_script(h, "the user types here", "{\"steps\":[{\"hang\":true}]}", 1);
+    is_int(sim_session_prompt(h, child, "{\"parts\":[{\"type\":\"text\",\"text\":\"the user types here\"}]}"), 0,
+           "the user prompts the finished task's session");
+    is_int(sim_wait(h, session_is_busy, child, tap_timeout_ms(5000)), 0, "its session is busy again");
+    size_t reads = sim_calls(h, "session_status", NULL);
+    is_int(sim_wait_calls(h, "session_status", NULL, reads + 5, tap_timeout_ms(10000)), 0,
+           "the map, listing it busy, is read five more times");
+    char *out = t_output(h, parent, b);
+    like(out, "Result:\nquick answer", "the finished task stays completed with its answer");
+    free(out);
+    out = t_output(h, parent, a);
+    like(out, ": running\n", "its sibling still runs");
+    free(out);
+    free(child);
+    free(a);
+    free(b);
+    free(parent);
+    sim_destroy(h);
+}
+
 int main(void)
 {
+    ended_task_busy_in_map();
     backs_off_then_returns_to_fast_tick();
     lost_idle_found_with_backed_off_poll();
     known_idle_not_starved();

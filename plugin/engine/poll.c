@@ -98,7 +98,7 @@ static void read_map(ocbg *o)
     cJSON_ArrayForEach(item, status_map)
     {
         task *t = registry_find_session(&o->reg, item->string);
-        if (t)
+        if (t && t->live) /* an ended task's session may be busy too (the user typed into it) */
             t->live->busy_tick = tick;
     }
     defer_poll(o, status_map); /* held notices' parents: busy or no longer */
