@@ -200,7 +200,7 @@ async function main() {
     ok(false, "ocbg is installed in the project (make install-opencode PROJECT=...)");
   } else if (ONLY !== "stub") {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
-      autoBackground, tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
+      autoBackground, tasksCommand, silentThenWaking, batchWhileBusy, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
       tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused,
       restartAfterNotify, restartBeforeNotify, restartMidTask])) {
@@ -619,6 +619,126 @@ async function silentThenWaking() {
   const busyAfter = events.filter(isBusy).length;
   ok(busyAfter > busyBefore, "the parent went busy only after the second one", { busyBefore, busyAfter });
   await idle(parent);
+}
+
+// A batch whose children end while the parent's own turn still runs
+// (plugin/engine/defer.c). A silent notice pushed into a busy session costs
+// the parent a model step (OpenCode's loop steps again for a user message
+// newer than its answer); ocbg holds it while the parent is busy and pushes
+// it at the parent's idle, or just before the waking notice. The parent
+// launches 4 gated children ("E2E busybatch"); its next (last) model step
+// waits at its own gate, so its turn stays busy while the test opens the
+// children's gates. Two cases, each in its own parent session:
+//  - during: all 4 children end inside the parent's turn; the silent notices
+//    of the first 3 are held, the 4th (waking) one takes them along;
+//  - after: the first 3 end inside the turn (held), the turn ends (held
+//    notices pushed at the idle, no model call), then the 4th ends and wakes.
+// Either way: exactly one parent model call after its own last step, which
+// sees all 4 notices, and none after it.
+async function batchWhileBusy() {
+  await busyBatchCase("bbd", true);
+  await busyBatchCase("bba", false);
+}
+
+// The text of a model request's messages (content strings or parts).
+const requestText = (r) => (r.body.messages || []).map((m) => typeof m.content === "string" ? m.content :
+  (Array.isArray(m.content) ? m.content.map((p) => p?.text || "").join("\n") : "")).join("\n");
+
+async function busyBatchCase(tag, lastDuringTurn) {
+  const N = 4, ks = [1, 2, 3, 4];
+  const what = lastDuringTurn ? "all end during the parent's turn" : "the last ends after the parent's turn";
+  const parent = await newSession(`ocbg busy batch ${tag}`);
+  const line = `E2E busybatch ${tag} ${N}`;
+  const before = fake.requests.length;
+  const since = (await messages(parent)).length;
+  await say(parent, line);
+  // The parent's own model requests (its script line in the history; not the title's).
+  const parentCalls = () => fake.requests.slice(before).filter((r) => r.decision.text !== "E2E title" &&
+    requestText(r).includes(line));
+  const childReq = (k) => fake.requests.slice(before).find((r) => r.decision.gate === `${tag}-${k}`);
+  const gated = await waitFor("the parent's last step at its gate", () =>
+    fake.requests.slice(before).find((r) => r.decision.gate === `${tag}-parent`), 60000);
+  const launched = toolParts((await messages(parent)).slice(since), "background_task");
+  const idOf = {};
+  for (const p of launched) idOf[(p.state.input?.description || "").replace(`busy ${tag}-`, "")] = taskIds(p.state.output)[0];
+  ok(gated && ks.every((k) => idOf[k]) && launched.every((p) => p.state.status === "completed"),
+    `[${tag}] the parent launched ${N} background tasks; its next model step waits (its turn is busy)`,
+    launched.map((p) => p.state.status));
+  const atGates = await waitFor("4 children at their gates", () => ks.every((k) => childReq(k)), 30000);
+  ok(atGates, `[${tag}] the ${N} children wait on the model`);
+  const kids = (await api("GET", `/session/${parent}/children`)).json || [];
+  const kidOf = (k) => kids.find((s) => s.title === `busy ${tag}-${k} (@general background task)`)?.id;
+  const notices = async () => userTexts(await messages(parent)).filter((t) => t.startsWith("[ocbg] Background task"));
+  const parentBusy = async () => !(await isIdle(parent)) && !gated.done && !gated.closed;
+
+  // The first three end while the parent's turn runs.
+  for (const k of [1, 2, 3]) fake.openGate(`${tag}-${k}`);
+  const ended = await waitFor("3 children ended", async () => {
+    const st = (await api("GET", "/session/status")).json || {};
+    return [1, 2, 3].every((k) => childReq(k).done && kidOf(k) && !st[kidOf(k)] &&
+      fake.requests.some((r) => r.decision.text === `child reply ${tag}-${k}` && r.done));
+  }, 30000);
+  ok(ended && await parentBusy(), `[${tag}] 3 children answered and went idle; the parent's turn still runs`);
+  // ocbg pushes a notice some 0.1–0.5 s after the child's idle; held, none
+  // comes while the parent is busy. A check that nothing happens: the
+  // condition (a notice in the parent session) must stay false for 3 s,
+  // well under the 12 s after which ocbg would push a held notice anyway.
+  const heldQuiet = await staysFalse(async () => (await notices()).length > 0, 3000);
+  ok(heldQuiet && await parentBusy(), `[${tag}] their silent notices are held: none in the busy parent session`,
+    await notices());
+
+  let lastStepEnd;
+  if (lastDuringTurn) {
+    fake.openGate(`${tag}-4`);
+    const all = await waitFor("4 notices in the busy parent", async () => {
+      const ns = await notices();
+      return ns.length >= N ? ns : null;
+    }, 30000);
+    ok(all && await parentBusy(), `[${tag}] the 4th (waking) notice took the held ones along, while the parent is busy`,
+      all);
+    ok(all?.length === N && all.at(-1).startsWith(`[ocbg] Background task completed: ${idOf[4]} "busy ${tag}-4"`) &&
+       all.at(-1).includes(`: all ${N} tasks done.\n`),
+      `[${tag}] the held 3 first, then the waking one ("all ${N} tasks done")`, all);
+    fake.openGate(`${tag}-parent`);
+    lastStepEnd = await waitFor("the parent's gated step answered", () => gated.done && gated.doneAt, 30000);
+  } else {
+    fake.openGate(`${tag}-parent`);
+    lastStepEnd = await waitFor("the parent's gated step answered", () => gated.done && gated.doneAt, 30000);
+    ok(await turnEnds(parent, `held ${tag}`, 30000, since) && await idle(parent),
+      `[${tag}] the parent's turn ended ("held ${tag}"); it is idle`);
+    const three = await waitFor("the 3 held notices pushed at the idle", async () => {
+      const ns = await notices();
+      return ns.length >= 3 ? ns : null;
+    }, 30000);
+    ok(three?.length === 3 && [1, 2, 3].every((k) => three.some((t) =>
+      t.startsWith(`[ocbg] Background task completed: ${idOf[k]} "busy ${tag}-${k}"`))),
+      `[${tag}] at the parent's idle the 3 held notices were pushed`, three);
+    ok(parentCalls().filter((r) => r.at >= lastStepEnd).length === 0 && await isIdle(parent),
+      `[${tag}] without a model call: the parent stays idle`, parentCalls().map((r) => r.decision));
+    fake.openGate(`${tag}-4`);
+  }
+
+  const woke = await turnEnds(parent, "ack", 30000, since);
+  ok(woke, `[${tag}] the parent's model answered the batch ("ack")`);
+  const wakes = () => parentCalls().filter((r) => r.at >= lastStepEnd);
+  // No second call: the condition (another parent model request, or the
+  // parent busy again) must stay false for 3 s once the parent is idle.
+  await idle(parent);
+  const quiet = await staysFalse(async () => wakes().length > 1 || !(await isIdle(parent)), 3000);
+  const after = wakes();
+  diag(`[${tag}] parent model requests after its own last step: ${after.length} ` +
+    JSON.stringify(after.map((r) => ({ decision: r.decision.text ?? r.decision, ms: r.at - lastStepEnd }))));
+  ok(quiet && after.length === 1 && after[0].decision.text === "ack",
+    `[${tag}] ${what}: exactly one parent model call after its own last step, and none after it`,
+    after.map((r) => r.decision));
+  const seen = after[0] ? requestText(after[0]) : "";
+  const missing = ks.filter((k) => !seen.includes(`[ocbg] Background task completed: ${idOf[k]} "busy ${tag}-${k}"`) ||
+    !seen.includes(`\nResult:\nchild reply ${tag}-${k}\n`));
+  ok(after[0] && missing.length === 0, `[${tag}] that call carries all ${N} notices, each with its child's reply`,
+    { missing });
+  const ns = await notices();
+  ok(ks.every((k) => ns.filter((t) => t.includes(`completed: ${idOf[k]} `)).length === 1),
+    `[${tag}] each task was notified exactly once`, ns);
 }
 
 // ================= ocbg asking OpenCode's permission (ABI 1.1) =================
