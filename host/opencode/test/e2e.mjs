@@ -203,7 +203,7 @@ async function main() {
       autoBackground, tasksCommand, silentThenWaking, batchWhileBusy, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
       tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused,
-      restartAfterNotify, restartBeforeNotify, restartMidTask])) {
+      restartAfterNotify, restartBeforeNotify, restartMidTask, endedTaskBusyAgain])) {
       const t0 = Date.now();
       await scenario();
       diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -1404,4 +1404,48 @@ async function restartMidTask() {
     "background_output: error, interrupted by the restart, with the answer so far", out);
   const n = await noticeCount(parent, id);
   ok(n === 1, "the parent got exactly one notification of it", n);
+}
+
+// ================= an ended task's session busy again =================
+
+// Task one completes (and is notified) while task two still runs; then the
+// user types into one's child session, which goes busy again ("CHILD slow":
+// it stays busy). The fallback poll, reading the status map because two
+// runs silently (at least every 8 poll intervals), finds one's session in it:
+// an ended task must be left alone there, and OpenCode must keep running.
+async function endedTaskBusyAgain() {
+  const parent = await newSession("ocbg ended task busy again");
+  const since = (await messages(parent)).length;
+  await say(parent, "E2E launch2gated eb1 eb2");
+  const launched = await turnEnds(parent, "launched two", 30000, since);
+  const ids = launched ? toolParts(launched, "background_task").flatMap((p) => taskIds(p.state.output)) : [];
+  ok(ids.length === 2, "two gated tasks launched", ids);
+  await idle(parent);
+  fake.openGate("eb1");
+  const one = await userMessage(parent, `[ocbg] Background task completed: ${ids[0]}`, 30000);
+  ok(one && textOf(one.msg).includes("\nResult:\nchild reply eb1"), "task one completed and was notified; two still runs",
+    one && textOf(one.msg));
+  const kids = (await api("GET", `/session/${parent}/children`)).json || [];
+  const oneSession = kids.find((s) => s.title === "gate eb1 (@general background task)")?.id;
+  const from = events.length;
+  // (Seen in the event stream: serve may be gone by the time a request asks.)
+  try { if (oneSession) await say(oneSession, "CHILD slow"); } catch {}
+  const busy = oneSession && await waitFor("one's session busy", () => events.slice(from).find((e) =>
+    e.type === "session.status" && e.properties.sessionID === oneSession && e.properties.status?.type === "busy"),
+  15000, 50);
+  ok(busy, "the ended task's session is busy again (the user typed into it)");
+  // Something that must not happen: serve exiting. The condition (serve
+  // gone) must stay false for 12 s, more than the 8 poll intervals (1 s
+  // each) within which the poll reads the status map while two runs.
+  const t0 = Date.now();
+  const alive = await staysFalse(() => serverGone(), 12000, 200);
+  if (!alive) diag(`opencode serve exited ${Date.now() - t0} ms after the session went busy`);
+  ok(alive, "opencode serve keeps running while an ended task's session is busy in the status map");
+  if (!alive) return;
+  await api("POST", `/session/${oneSession}/abort`);
+  fake.openGate("eb2");
+  const two = await userMessage(parent, `[ocbg] Background task completed: ${ids[1]}`, 30000);
+  ok(two, "task two completed and was notified");
+  await idle(parent);
+  ok(endNotices(userTexts(await messages(parent)), ids[0]).length === 1, "task one was notified exactly once");
 }
