@@ -200,18 +200,19 @@ async function main() {
     ok(false, "ocbg is installed in the project (make install-opencode PROJECT=...)");
   } else if (ONLY !== "stub") {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
-      autoBackground, tasksCommand, silentThenWaking, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
+      autoBackground, tasksCommand, silentThenWaking, batchWhileBusy, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
       tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused,
-      restartAfterNotify, restartBeforeNotify, restartMidTask])) {
+      restartAfterNotify, restartBeforeNotify, restartMidTask, endedTaskBusyAgain])) {
       const t0 = Date.now();
       await scenario();
       diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     }
   }
 
-  const listen = listeners(server.pid);
-  ok(listen.length >= 1 && listen.every(isLoopback), "opencode listens on 127.0.0.1 only", listen);
+  const listen = serverGone() ? [] : listeners(server.pid);
+  ok(listen.length >= 1 && listen.every(isLoopback), "opencode listens on 127.0.0.1 only",
+    serverGone() ? "opencode serve has exited" : listen);
   const types = new Set(events.map((e) => e.type));
   ok(types.has("session.idle") && types.has("message.part.updated"), "the event stream was followed", [...types]);
 }
@@ -621,6 +622,133 @@ async function silentThenWaking() {
   await idle(parent);
 }
 
+// A batch whose children end while the parent's own turn still runs
+// (plugin/engine/defer.c). A silent notice pushed into a busy session costs
+// the parent a model step (OpenCode's loop steps again for a user message
+// newer than its answer); ocbg holds it while the parent is busy and pushes
+// it at the parent's idle, or just before the waking notice. The parent
+// launches 4 gated children ("E2E busybatch"); its next (last) model step
+// waits at its own gate, so its turn stays busy while the test opens the
+// children's gates. Two cases, each in its own parent session:
+//  - during: all 4 children end inside the parent's turn; the silent notices
+//    of the first 3 are held, the 4th (waking) one takes them along;
+//  - after: the first 3 end inside the turn (held), the turn ends (held
+//    notices pushed at the idle, no model call), then the 4th ends and wakes.
+// Either way: exactly one parent model call after its own last step, which
+// sees all 4 notices, and none after it. (With defer_hold disabled, checked
+// once: the first 3 notices land in the busy session in both cases, and in
+// "after" the parent's model is called twice, once for them when its last
+// step ends, once for the waking notice; in "during" every notice lands in
+// the same step, so only the held check tells.)
+async function batchWhileBusy() {
+  await busyBatchCase("bbd", true);
+  await busyBatchCase("bba", false);
+}
+
+// The text of a model request's messages (content strings or parts).
+const requestText = (r) => (r.body.messages || []).map((m) => typeof m.content === "string" ? m.content :
+  (Array.isArray(m.content) ? m.content.map((p) => p?.text || "").join("\n") : "")).join("\n");
+
+async function busyBatchCase(tag, lastDuringTurn) {
+  const N = 4, ks = [1, 2, 3, 4];
+  const what = lastDuringTurn ? "all end during the parent's turn" : "the last ends after the parent's turn";
+  const parent = await newSession(`ocbg busy batch ${tag}`);
+  const line = `E2E busybatch ${tag} ${N}`;
+  const before = fake.requests.length;
+  const since = (await messages(parent)).length;
+  await say(parent, line);
+  // The parent's own model requests (its script line in the history; not the title's).
+  const parentCalls = () => fake.requests.slice(before).filter((r) => r.decision.text !== "E2E title" &&
+    requestText(r).includes(line));
+  const childReq = (k) => fake.requests.slice(before).find((r) => r.decision.gate === `${tag}-${k}`);
+  const gated = await waitFor("the parent's last step at its gate", () =>
+    fake.requests.slice(before).find((r) => r.decision.gate === `${tag}-parent`), 60000);
+  const launched = toolParts((await messages(parent)).slice(since), "background_task");
+  const idOf = {};
+  for (const p of launched) idOf[(p.state.input?.description || "").replace(`busy ${tag}-`, "")] = taskIds(p.state.output)[0];
+  ok(gated && ks.every((k) => idOf[k]) && launched.every((p) => p.state.status === "completed"),
+    `[${tag}] the parent launched ${N} background tasks; its next model step waits (its turn is busy)`,
+    launched.map((p) => p.state.status));
+  const atGates = await waitFor("4 children at their gates", () => ks.every((k) => childReq(k)), 30000);
+  ok(atGates, `[${tag}] the ${N} children wait on the model`);
+  const kids = (await api("GET", `/session/${parent}/children`)).json || [];
+  const kidOf = (k) => kids.find((s) => s.title === `busy ${tag}-${k} (@general background task)`)?.id;
+  const notices = async () => userTexts(await messages(parent)).filter((t) => t.startsWith("[ocbg] Background task"));
+  const parentBusy = async () => !(await isIdle(parent)) && !gated.done && !gated.closed;
+
+  // The first three end while the parent's turn runs.
+  for (const k of [1, 2, 3]) fake.openGate(`${tag}-${k}`);
+  const ended = await waitFor("3 children ended", async () => {
+    const st = (await api("GET", "/session/status")).json || {};
+    return [1, 2, 3].every((k) => childReq(k).done && kidOf(k) && !st[kidOf(k)] &&
+      fake.requests.some((r) => r.decision.text === `child reply ${tag}-${k}` && r.done));
+  }, 30000);
+  ok(ended && await parentBusy(), `[${tag}] 3 children answered and went idle; the parent's turn still runs`);
+  // ocbg pushes a notice some 0.1–0.5 s after the child's idle; held, none
+  // comes while the parent is busy. A check that nothing happens: the
+  // condition (a notice in the parent session) must stay false for 3 s,
+  // well under the 12 s after which ocbg would push a held notice anyway.
+  const heldQuiet = await staysFalse(async () => (await notices()).length > 0, 3000);
+  ok(heldQuiet && await parentBusy(), `[${tag}] their silent notices are held: none in the busy parent session`,
+    await notices());
+
+  let lastStepEnd;
+  if (lastDuringTurn) {
+    fake.openGate(`${tag}-4`);
+    const all = await waitFor("4 notices in the busy parent", async () => {
+      const ns = await notices();
+      return ns.length >= N ? ns : null;
+    }, 30000);
+    ok(all && await parentBusy(), `[${tag}] the 4th (waking) notice took the held ones along, while the parent is busy`,
+      all);
+    ok(all?.length === N && all.at(-1).startsWith(`[ocbg] Background task completed: ${idOf[4]} "busy ${tag}-4"`) &&
+       all.at(-1).includes(`: all ${N} tasks done.\n`),
+      `[${tag}] the held 3 first, then the waking one ("all ${N} tasks done")`, all);
+    fake.openGate(`${tag}-parent`);
+    lastStepEnd = await waitFor("the parent's gated step answered", () => gated.done && gated.doneAt, 30000);
+  } else {
+    fake.openGate(`${tag}-parent`);
+    lastStepEnd = await waitFor("the parent's gated step answered", () => gated.done && gated.doneAt, 30000);
+    ok(await turnEnds(parent, `held ${tag}`, 30000, since) && await idle(parent),
+      `[${tag}] the parent's turn ended ("held ${tag}"); it is idle`);
+    const three = await waitFor("the 3 held notices pushed at the idle", async () => {
+      const ns = await notices();
+      return ns.length >= 3 ? ns : null;
+    }, 30000);
+    ok(three?.length === 3 && [1, 2, 3].every((k) => three.some((t) =>
+      t.startsWith(`[ocbg] Background task completed: ${idOf[k]} "busy ${tag}-${k}"`))),
+      `[${tag}] at the parent's idle the 3 held notices were pushed`, three);
+    ok(parentCalls().filter((r) => r.at >= lastStepEnd).length === 0,
+      `[${tag}] without a model call (none since its last step)`, parentCalls().map((r) => r.decision));
+    fake.openGate(`${tag}-4`);
+  }
+
+  // The call that sees the waking notice; then the parent idle again.
+  const wakes = () => parentCalls().filter((r) => r.at >= lastStepEnd);
+  const wakeText = `[ocbg] Background task completed: ${idOf[4]} "busy ${tag}-4"`;
+  const woke = await waitFor("the parent's model called with the waking notice", () =>
+    wakes().find((r) => r.done && requestText(r).includes(wakeText)), 30000);
+  ok(woke && await idle(parent), `[${tag}] the parent's model was called with the waking notice; the parent is idle`);
+  // No further call: the condition (one more parent model request, or the
+  // parent busy again) must stay false for 3 s.
+  const seenSoFar = wakes().length;
+  const quiet = await staysFalse(async () => wakes().length > seenSoFar || !(await isIdle(parent)), 3000);
+  const after = wakes();
+  diag(`[${tag}] parent model requests after its own last step: ${after.length} ` +
+    JSON.stringify(after.map((r) => ({ decision: r.decision.text ?? r.decision, ms: r.at - lastStepEnd }))));
+  ok(quiet && after.length === 1 && after[0].decision.text === "ack" && await turnEnds(parent, "ack", 5000, since),
+    `[${tag}] ${what}: exactly one parent model call after its own last step, and none after it`,
+    after.map((r) => r.decision));
+  const seen = woke ? requestText(woke) : "";
+  const missing = ks.filter((k) => !seen.includes(`[ocbg] Background task completed: ${idOf[k]} "busy ${tag}-${k}"`) ||
+    !seen.includes(`\nResult:\nchild reply ${tag}-${k}\n`));
+  ok(woke && missing.length === 0, `[${tag}] that call carries all ${N} notices, each with its child's reply`,
+    { missing });
+  const ns = await notices();
+  ok(ks.every((k) => ns.filter((t) => t.includes(`completed: ${idOf[k]} `)).length === 1),
+    `[${tag}] each task was notified exactly once`, ns);
+}
+
 // ================= ocbg asking OpenCode's permission (ABI 1.1) =================
 
 // A deny rule: the Bash call is refused, nobody is asked, nothing runs.
@@ -815,7 +943,7 @@ try {
   console.log(`# e2e: ${tap.n - tap.failed} passed, ${tap.failed} failed in ${secs()} s`);
   if (tap.failed) {
     try {
-      const tail = fs.readFileSync(path.join(WORK, "opencode.log"), "utf8").split("\n").filter((l) => /ERROR|ocbg|plugin/i.test(l)).slice(-30);
+      const tail = fs.readFileSync(path.join(WORK, "opencode.log"), "utf8").split("\n").filter((l) => /ERROR|ocbg|plugin|panic|Segmentation/i.test(l)).slice(-30);
       for (const l of tail) console.log(`# log: ${l.slice(0, 300)}`);
     } catch {}
   }
@@ -1276,4 +1404,48 @@ async function restartMidTask() {
     "background_output: error, interrupted by the restart, with the answer so far", out);
   const n = await noticeCount(parent, id);
   ok(n === 1, "the parent got exactly one notification of it", n);
+}
+
+// ================= an ended task's session busy again =================
+
+// Task one completes (and is notified) while task two still runs; then the
+// user types into one's child session, which goes busy again ("CHILD slow":
+// it stays busy). The fallback poll, reading the status map because two
+// runs silently (at least every 8 poll intervals), finds one's session in it:
+// an ended task must be left alone there, and OpenCode must keep running.
+async function endedTaskBusyAgain() {
+  const parent = await newSession("ocbg ended task busy again");
+  const since = (await messages(parent)).length;
+  await say(parent, "E2E launch2gated eb1 eb2");
+  const launched = await turnEnds(parent, "launched two", 30000, since);
+  const ids = launched ? toolParts(launched, "background_task").flatMap((p) => taskIds(p.state.output)) : [];
+  ok(ids.length === 2, "two gated tasks launched", ids);
+  await idle(parent);
+  fake.openGate("eb1");
+  const one = await userMessage(parent, `[ocbg] Background task completed: ${ids[0]}`, 30000);
+  ok(one && textOf(one.msg).includes("\nResult:\nchild reply eb1"), "task one completed and was notified; two still runs",
+    one && textOf(one.msg));
+  const kids = (await api("GET", `/session/${parent}/children`)).json || [];
+  const oneSession = kids.find((s) => s.title === "gate eb1 (@general background task)")?.id;
+  const from = events.length;
+  // (Seen in the event stream: serve may be gone by the time a request asks.)
+  try { if (oneSession) await say(oneSession, "CHILD slow"); } catch {}
+  const busy = oneSession && await waitFor("one's session busy", () => events.slice(from).find((e) =>
+    e.type === "session.status" && e.properties.sessionID === oneSession && e.properties.status?.type === "busy"),
+  15000, 50);
+  ok(busy, "the ended task's session is busy again (the user typed into it)");
+  // Something that must not happen: serve exiting. The condition (serve
+  // gone) must stay false for 12 s, more than the 8 poll intervals (1 s
+  // each) within which the poll reads the status map while two runs.
+  const t0 = Date.now();
+  const alive = await staysFalse(() => serverGone(), 12000, 200);
+  if (!alive) diag(`opencode serve exited ${Date.now() - t0} ms after the session went busy`);
+  ok(alive, "opencode serve keeps running while an ended task's session is busy in the status map");
+  if (!alive) return;
+  await api("POST", `/session/${oneSession}/abort`);
+  fake.openGate("eb2");
+  const two = await userMessage(parent, `[ocbg] Background task completed: ${ids[1]}`, 30000);
+  ok(two, "task two completed and was notified");
+  await idle(parent);
+  ok(endNotices(userTexts(await messages(parent)), ids[0]).length === 1, "task one was notified exactly once");
 }

@@ -32,6 +32,9 @@
 //                              to OpenCode's `task` with background: true (native) or to ocbg's
 //                              background_task, children "CHILD after T-k MS+k*STEP"; after the
 //                              tool results: "launched N"
+//   "E2E busybatch T N"       N background_task calls at once, children "CHILD gate T-1" … "CHILD gate
+//                              T-N" (descriptions "busy T-k"); after the tool results the parent's own
+//                              last step waits at gate "T-parent" (its turn stays busy), then says "held T"
 //   anything else              "ack" (e.g. a notification that woke the parent)
 // Title requests (a system prompt about titles) get "E2E title".
 //
@@ -93,6 +96,11 @@ export function decide(body) {
         ? { name: "task", args: { ...args, subagent_type: "general", background: true } }
         : { name: "background_task", args: { ...args, agent: "general" } };
     }) };
+  }
+  if ((m = line.match(/^E2E busybatch (\S+) (\d+)/))) {
+    if (toolResults.length) return { gate: `${m[1]}-parent`, text: `held ${m[1]}` };
+    return { calls: Array.from({ length: +m[2] }, (_, k) => ({ name: "background_task",
+      args: { description: `busy ${m[1]}-${k + 1}`, prompt: `CHILD gate ${m[1]}-${k + 1}`, agent: "general" } })) };
   }
   if ((m = line.match(/^CHILD compact (\S+)/))) {
     if (msgs.slice(lastUser + 1).some((x) => x.role === "assistant")) return { text: "" };
