@@ -153,6 +153,9 @@ static void close_output(proc *p)
 static void end_task(shell_runner *r, task *t, pid_t reaped, int status)
 {
     shell_state *s = t->shell;
+    /* All of its output is in: a finished command holds only that (not
+     * the shell_output_cap bytes its run could have filled). */
+    shell_output_shrink(&s->out);
     if (reaped < 0)
         s->exit_code = -1; /* the host reaped it first: the status is unknown */
     else if (WIFSIGNALED(status))
