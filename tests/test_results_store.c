@@ -299,24 +299,26 @@ static void reader_cases(void)
     char db[300];
     snprintf(db, sizeof db, "%s/reader.db", dir);
     store_reader *r = store_reader_new(db);
-    char *prompt, *result, *error, *err = NULL;
-    ok(store_reader_texts(r, "bg_00000001", &prompt, &result, &error, &err) < 0, "no file: the read fails");
+    char *prompt, *result, *error, *output, *err = NULL;
+    ok(store_reader_texts(r, "bg_00000001", &prompt, &result, &error, &output, &err) < 0, "no file: the read fails");
     ok(err && strstr(err, db) && !result, "naming the file, with no text");
     free(err);
     sqlite3 *d = NULL;
     sqlite3_open(db, &d);
     sqlite3_exec(d,
-                 "CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT);"
-                 "INSERT INTO task VALUES('bg_00000001', 'the prompt', 'the result', NULL)",
+                 "CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT, output TEXT);"
+                 "INSERT INTO task VALUES('bg_00000001', 'the prompt', 'the result', NULL, 'printed')",
                  NULL, NULL, NULL);
     sqlite3_close(d);
-    is_int(store_reader_texts(r, "bg_00000001", &prompt, &result, &error, &err), 0,
+    is_int(store_reader_texts(r, "bg_00000001", &prompt, &result, &error, &output, &err), 0,
            "once the file is there, the same reader reads it");
-    ok(prompt && result && !error && !err && strcmp(prompt, "the prompt") == 0 && strcmp(result, "the result") == 0,
-       "the texts as stored");
+    ok(prompt && result && !error && !err && strcmp(prompt, "the prompt") == 0 && strcmp(result, "the result") == 0 &&
+           output && strcmp(output, "printed") == 0,
+       "the texts as stored, a command's output with them");
     free(prompt);
     free(result);
-    is_int(store_reader_texts(r, "bg_00000002", &prompt, &result, &error, &err), -ENOENT, "no such row: -ENOENT");
+    free(output);
+    is_int(store_reader_texts(r, "bg_00000002", &prompt, &result, &error, &output, &err), -ENOENT, "no such row: -ENOENT");
     free(err);
     store_reader_free(r);
 }
@@ -405,8 +407,8 @@ static void stale_read_not_attached(void)
     /* The row as a read that began before the second answer's commit sees
      * it, in a file of its own, held so that the read waits. */
     sqlite3 *d = NULL;
-    char *sql = sqlite3_mprintf("CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT);"
-                                "INSERT INTO task VALUES(%Q, 'texts-race one', 'the first answer', NULL)", id);
+    char *sql = sqlite3_mprintf("CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT, output TEXT);"
+                                "INSERT INTO task VALUES(%Q, 'texts-race one', 'the first answer', NULL, NULL)", id);
     sqlite3_open(stale, &d);
     sqlite3_exec(d, sql, NULL, NULL, NULL);
     sqlite3_free(sql);

@@ -52,8 +52,8 @@ void store_row_from_task(const task *t, store_row *row)
         row->command = xstrdup(sh->command);
         row->directory = xstrdup(sh->directory);
         /* Its output once it ended (while it runs it changes by the byte;
-         * a command does not outlive its host anyway). */
-        if (!task_status_active(t->status))
+         * a command does not outlive its host anyway), unless stored. */
+        if (!task_status_active(t->status) && !(row->keep & TASK_TEXT_OUTPUT))
             row->output = shell_output_text(sh, SIZE_MAX);
         row->pid = sh->pid;
         row->pid_start = sh->pid_start;
