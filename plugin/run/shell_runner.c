@@ -81,6 +81,11 @@ static int shell_start(runner *base, const char *task_id, char **err)
     free(dir);
     if (rc != 0) {
         free(p);
+        pthread_mutex_lock(r->env.mu);
+        s = find_shell(r, task_id, NULL);
+        if (s) /* it printed nothing and never will: no buffers of shell_output_cap for good */
+            shell_output_shrink(&s->out);
+        pthread_mutex_unlock(r->env.mu);
         return rc;
     }
     pthread_mutex_lock(r->env.mu);
