@@ -583,6 +583,30 @@ static void store_off_keeps_output(void)
     sim_destroy(h);
 }
 
+/* A write fails (the delivered notification's): the store is given up and
+ * the output stays in memory. */
+static void failed_write_keeps_output(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/shell-fail.db", dir);
+    snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
+    sim_host *h = host_with(opts);
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    sqlite3_exec(d,
+                 "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN NEW.notice = 3 "
+                 "BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
+                 NULL, NULL, NULL);
+    sqlite3_close(d);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
+    is_int(wait_until(h, store_given_up, NULL), 0, "a failed write: the store is given up");
+    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "after a failed write");
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -599,6 +623,7 @@ int main(void)
     if (st_shells_work(ST_PROBE_SKIP)) {
         command_output_read_back();
         store_off_keeps_output();
+        failed_write_keeps_output();
     }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
