@@ -9,6 +9,7 @@
 #include "base/map.h"
 #include "base/options.h"
 #include "model/outcome.h"
+#include "model/shell_state.h"
 #include "ops/permission.h"
 #include "tap.h"
 #include "base/util.h"
@@ -326,8 +327,73 @@ static void map_cases(void)
     map_free(&m);
 }
 
+/* A command's output written in pieces of `piece` bytes (a pipe's reads)
+ * into buffers of output_cap bytes, then shrunk as its end does: the same
+ * text before and after, in whole and cut to 100 characters, and buffers
+ * of just what it holds. */
+static void shrink_case(const char *name, size_t output_cap, size_t nbytes, size_t piece)
+{
+    shell_state *s = shell_state_new("make", "/tmp", output_cap);
+    char buf[97];
+    for (size_t done = 0; done < nbytes;) {
+        size_t n = nbytes - done < piece ? nbytes - done : piece;
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (char)('a' + (done + i) % 26);
+        buf[n - 1] = (done + n) % 5 == 0 ? '\n' : buf[n - 1];
+        shell_output_append(&s->out, buf, n);
+        done += n;
+    }
+    char *before = shell_output_text(s, SIZE_MAX), *cut_before = shell_output_text(s, 100);
+    size_t head_len = s->out.head_len, tail_len = s->out.tail_len;
+    shell_output_shrink(&s->out);
+    char *after = shell_output_text(s, SIZE_MAX), *cut_after = shell_output_text(s, 100);
+    char what[160];
+    snprintf(what, sizeof what, "shrink, %s: the same text after", name);
+    is_str(after, before, what);
+    snprintf(what, sizeof what, "shrink, %s: the same text cut to 100 characters", name);
+    is_str(cut_after, cut_before, what);
+    snprintf(what, sizeof what, "shrink, %s: buffers of what they hold, nothing counted lost", name);
+    ok(s->out.head_cap == head_len && s->out.tail_cap == tail_len && s->out.tail_len == tail_len &&
+           s->out.total == nbytes,
+       what);
+    /* As a restart or a read-back from the store rebuilds it. */
+    shell_output_set_text(&s->out, xstrdup(before));
+    char *again = shell_output_text(s, 100);
+    snprintf(what, sizeof what, "shrink, %s: rebuilt from its stored text, it shows the same", name);
+    is_str(again, cut_before, what);
+    free(before);
+    free(cut_before);
+    free(after);
+    free(cut_after);
+    free(again);
+    shell_state_free(s);
+}
+
+static void shell_shrink_cases(void)
+{
+    shrink_case("no output", 64, 0, 7);
+    shrink_case("shorter than the head", 64, 20, 7);
+    shrink_case("the head full, the ring not yet", 64, 50, 7);
+    shrink_case("the ring just full", 64, 64, 7);
+    shrink_case("the ring wrapped", 64, 75, 7);
+    shrink_case("bytes dropped in the middle", 64, 1000, 13);
+    shrink_case("one write larger than the ring", 64, 97, 97);
+
+    /* The note of what was left out stays right. */
+    shell_state *s = shell_state_new("seq", NULL, 8);
+    shell_output_append(&s->out, "0123456789abcdef", 16);
+    shell_output_shrink(&s->out);
+    char *text = shell_output_text(s, SIZE_MAX);
+    is_str(text, "0123\n[... 8 bytes of output left out here ...]\ncdef", "shrink: the note counts the bytes left out");
+    free(text);
+    shell_output_drop(&s->out);
+    ok(s->out.stored_only && !s->out.head && !s->out.tail, "drop: no buffers, marked as in the store only");
+    shell_state_free(s);
+}
+
 int main(void)
 {
+    shell_shrink_cases();
     map_cases();
     bash_pattern_cases();
     options_cases();

@@ -44,18 +44,22 @@ static void defer_log(ocbg *o, char level, const char *line)
 /* Needs nothing of t's texts in memory any more? Finished, nothing left
  * to tell or return from memory: its notification delivered or none owed
  * (a notice is formatted from the task when it is pushed), no blocking
- * call about to return its result, no completion check. Agents only (a
- * command's output is its result, kept with it). */
+ * call about to return its result, no completion check. An agent's texts
+ * and a command's output alike (a foreground command's is its call's
+ * answer: it stays until the call returns). */
 static bool texts_done(const task *t)
 {
-    return t->type == TASK_AGENT && task_status_terminal(t->status) && !t->foreground && !t->finalizing &&
+    return task_status_terminal(t->status) && !t->foreground && !t->finalizing &&
            t->result_waiters == 0 && t->notices_unformatted == 0 &&
            (t->notice_state == NOTICE_NONE || t->notice_state == NOTICE_DONE);
 }
 
-/* Free t's texts whose stored copy is theirs (texts_stored). */
+/* Free t's texts whose stored copy is theirs (texts_stored). A command
+ * keeps its exit and command line (small): only its output goes. */
 static void free_stored_texts(task *t)
 {
+    if ((t->texts_stored & TASK_TEXT_OUTPUT) && t->shell && !t->shell->out.stored_only)
+        shell_output_drop(&t->shell->out);
     char **texts[] = {&t->prompt, &t->result, &t->error};
     const unsigned text_bits[] = {TASK_TEXT_PROMPT, TASK_TEXT_RESULT, TASK_TEXT_ERROR};
     for (size_t i = 0; i < 3; i++)
@@ -70,9 +74,9 @@ static void free_stored_texts(task *t)
  * leave memory once nothing needs them there. Lock held. */
 static void texts_stored(task *t)
 {
-    if (t->type != TASK_AGENT || !task_status_terminal(t->status))
+    if (!task_status_terminal(t->status))
         return;
-    t->texts_stored = TASK_TEXTS_ALL;
+    t->texts_stored = t->shell ? TASK_TEXTS_ALL | TASK_TEXT_OUTPUT : TASK_TEXTS_ALL;
     if (texts_done(t))
         free_stored_texts(t);
 }
@@ -108,27 +112,41 @@ static void attach_copy(task *t, unsigned stored, unsigned bit, char **field, ch
     *text = NULL;
 }
 
+/* Attach the command's output read back (as attach_copy; a row with none
+ * is an empty output): its text, in a buffer of its size. */
+static void attach_output(task *t, unsigned stored, char **text)
+{
+    if ((stored & TASK_TEXT_OUTPUT) && (t->texts_stored & TASK_TEXT_OUTPUT) && t->shell && t->shell->out.stored_only)
+        shell_output_set_text(&t->shell->out, *text ? *text : xstrdup(""));
+    else
+        free(*text);
+    *text = NULL;
+}
+
 static bool texts_missing(const task *t)
 {
     return ((t->texts_stored & TASK_TEXT_PROMPT) && !t->prompt) ||
-           ((t->texts_stored & TASK_TEXT_RESULT) && !t->result) || ((t->texts_stored & TASK_TEXT_ERROR) && !t->error);
+           ((t->texts_stored & TASK_TEXT_RESULT) && !t->result) ||
+           ((t->texts_stored & TASK_TEXT_ERROR) && !t->error) ||
+           ((t->texts_stored & TASK_TEXT_OUTPUT) && t->shell && t->shell->out.stored_only);
 }
 
 /* One read of task id's stored texts, without the lock (released and taken
- * again). *prompt, *result, *error: what it read, or a sentence saying why
- * it could not. */
-static void read_stored(ocbg *o, const char *id, char **prompt, char **result, char **error)
+ * again). *prompt, *result, *error, *output: what it read, or a sentence
+ * saying why it could not. */
+static void read_stored(ocbg *o, const char *id, char **prompt, char **result, char **error, char **output)
 {
     store_reader *reader = o->ps.reader; /* lives until persist_stop, after every call */
     pthread_mutex_unlock(&o->mu);
     char *err = NULL;
-    int rc = store_reader_texts(reader, id, prompt, result, error, &err);
+    int rc = store_reader_texts(reader, id, prompt, result, error, output, &err);
     if (err)
         hc_log(&o->api, OCP_LOG_ERROR, "ocbg: %s", err);
     if (rc != 0) {
         char *why = xasprintf("(kept in the task store, which could not be read: %s)", err ? err : "unknown error");
         *prompt = xstrdup(why);
         *result = xstrdup(why);
+        *output = xstrdup(why);
         *error = why;
     }
     free(err);
@@ -153,18 +171,20 @@ task *persist_texts(ocbg *o, task *t)
         memcpy(id, t->id, sizeof id);
         unsigned run = t->run, stored = t->texts_stored;
         task_status status = t->status;
-        char *prompt = NULL, *result = NULL, *error = NULL;
-        read_stored(o, id, &prompt, &result, &error);
+        char *prompt = NULL, *result = NULL, *error = NULL, *output = NULL;
+        read_stored(o, id, &prompt, &result, &error, &output);
         t = registry_find(&o->reg, id);
         bool held = t && t->run == run && t->status == status;
         if (held) {
             attach_copy(t, stored, TASK_TEXT_PROMPT, &t->prompt, &prompt);
             attach_copy(t, stored, TASK_TEXT_RESULT, &t->result, &result);
             attach_copy(t, stored, TASK_TEXT_ERROR, &t->error, &error);
+            attach_output(t, stored, &output);
         }
         free(prompt);
         free(result);
         free(error);
+        free(output);
         if (held && t->texts_stored == stored)
             break;
     }

@@ -43,10 +43,11 @@ void persist_sync(struct ocbg *o);
 bool persist_on(const struct ocbg *o);
 
 /* Texts out of memory. Once a finished task's row is committed, its
- * prompt, result and error are stored (task.texts_stored: later writes of
- * its row leave them as they are); once its notification is delivered too
- * (or none is owed), they live only in the store. With the store off, or
- * after a write failed, they stay in memory. */
+ * prompt, result and error, and a command's output, are stored
+ * (task.texts_stored: later writes of its row leave them as they are); once
+ * its notification is delivered too (or none is owed), they live only in
+ * the store (a command keeps its command line and exit in memory). With the
+ * store off, or after a write failed, they stay in memory. */
 struct task;
 
 /* t with its texts: those kept only in the store are read back (a copy,

@@ -42,6 +42,41 @@ void shell_output_append(shell_output *o, const char *data, size_t n)
     o->tail_len = o->tail_len + n > o->tail_cap ? o->tail_cap : o->tail_len + n;
 }
 
+void shell_output_shrink(shell_output *o)
+{
+    /* realloc to 0 bytes may give NULL: keep one byte. */
+    o->head = xrealloc(o->head, o->head_len ? o->head_len : 1);
+    o->head_cap = o->head_len;
+    char *tail = xmalloc(o->tail_len ? o->tail_len : 1);
+    size_t start = o->tail_cap ? (o->tail_pos + o->tail_cap - o->tail_len) % o->tail_cap : 0;
+    size_t first = o->tail_len < o->tail_cap - start ? o->tail_len : o->tail_cap - start;
+    memcpy(tail, o->tail + start, first); /* up to the ring's end, then from its start */
+    memcpy(tail + first, o->tail, o->tail_len - first);
+    free(o->tail);
+    o->tail = tail;
+    o->tail_cap = o->tail_len;
+    o->tail_pos = 0;
+}
+
+void shell_output_drop(shell_output *o)
+{
+    free(o->head);
+    free(o->tail);
+    o->head = o->tail = NULL;
+    o->head_len = o->head_cap = o->tail_len = o->tail_pos = o->tail_cap = 0;
+    o->total = 0;
+    o->stored_only = true;
+}
+
+void shell_output_set_text(shell_output *o, char *text)
+{
+    shell_output_drop(o);
+    o->head = text;
+    o->head_len = o->head_cap = strlen(text);
+    o->total = o->head_len;
+    o->stored_only = false;
+}
+
 char *shell_output_text(const shell_state *s, size_t max_chars)
 {
     const shell_output *o = &s->out;

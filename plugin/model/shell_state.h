@@ -21,6 +21,8 @@ typedef struct shell_output {
     char *tail;             /* ring of tail_cap bytes */
     size_t tail_len, tail_pos, tail_cap;
     uint64_t total;         /* every byte the command wrote */
+    bool stored_only;       /* its text lives only in the task store (engine/persist.h): no buffers
+                             * now, read back before it is shown (an empty output is not this) */
 } shell_output;
 
 /* What a shell task holds beyond the common task fields. */
@@ -45,9 +47,28 @@ shell_state *shell_state_new(const char *command, const char *directory, size_t 
 /* Keep n more bytes of output: they fill the head, then the tail ring. */
 void shell_output_append(shell_output *o, const char *data, size_t n);
 
+/* Once the command has ended and all its output is in o (nothing is
+ * appended after): give back what the buffers do not hold. The head is cut
+ * to head_len bytes, the tail ring laid out in order in tail_len bytes
+ * (tail_cap = tail_len, tail_pos = 0), total kept: shell_output_text gives
+ * the same text before and after. Aborts only when out of memory (as
+ * xmalloc). Caller holds what guards o (the engine lock). */
+void shell_output_shrink(shell_output *o);
+
+/* Free o's buffers: its text is in the task store only from now
+ * (stored_only). Caller holds the engine lock. */
+void shell_output_drop(shell_output *o);
+
+/* Make `text` (malloc'd, NUL-terminated; o takes it) all of o's output:
+ * the head, exactly its size, no tail, nothing left out (a text from
+ * shell_output_text already says what was). Whatever o held is freed;
+ * stored_only is cleared. Caller holds the engine lock. */
+void shell_output_set_text(shell_output *o, char *text);
+
 /* The output as text: all of it, or when more than max_chars characters (or
  * when the middle was dropped), the tail with a note of what was left out.
- * malloc'd. */
+ * malloc'd. Of an output that is stored_only: the empty text (the caller
+ * reads it back first: engine/persist.h persist_texts). */
 char *shell_output_text(const shell_state *s, size_t max_chars);
 
 /* "exit code 0", "killed by signal 15 (Terminated)", "running". */

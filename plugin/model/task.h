@@ -33,6 +33,7 @@ typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
 #define TASK_TEXT_RESULT 2u
 #define TASK_TEXT_ERROR 4u
 #define TASK_TEXTS_ALL (TASK_TEXT_PROMPT | TASK_TEXT_RESULT | TASK_TEXT_ERROR)
+#define TASK_TEXT_OUTPUT 8u /* a shell task's output (shell_output.stored_only once freed) */
 
 typedef struct task task;
 typedef struct parent parent;

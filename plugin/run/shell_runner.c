@@ -81,6 +81,11 @@ static int shell_start(runner *base, const char *task_id, char **err)
     free(dir);
     if (rc != 0) {
         free(p);
+        pthread_mutex_lock(r->env.mu);
+        s = find_shell(r, task_id, NULL);
+        if (s) /* it printed nothing and never will: no buffers of shell_output_cap for good */
+            shell_output_shrink(&s->out);
+        pthread_mutex_unlock(r->env.mu);
         return rc;
     }
     pthread_mutex_lock(r->env.mu);
@@ -153,6 +158,9 @@ static void close_output(proc *p)
 static void end_task(shell_runner *r, task *t, pid_t reaped, int status)
 {
     shell_state *s = t->shell;
+    /* All of its output is in: a finished command holds only that (not
+     * the shell_output_cap bytes its run could have filled). */
+    shell_output_shrink(&s->out);
     if (reaped < 0)
         s->exit_code = -1; /* the host reaped it first: the status is unknown */
     else if (WIFSIGNALED(status))

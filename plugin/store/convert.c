@@ -52,8 +52,8 @@ void store_row_from_task(const task *t, store_row *row)
         row->command = xstrdup(sh->command);
         row->directory = xstrdup(sh->directory);
         /* Its output once it ended (while it runs it changes by the byte;
-         * a command does not outlive its host anyway). */
-        if (!task_status_active(t->status))
+         * a command does not outlive its host anyway), unless stored. */
+        if (!task_status_active(t->status) && !(row->keep & TASK_TEXT_OUTPUT))
             row->output = shell_output_text(sh, SIZE_MAX);
         row->pid = sh->pid;
         row->pid_start = sh->pid_start;
@@ -117,10 +117,10 @@ task *store_row_to_task(const store_row *row)
     t->notice_wake = row->notice_wake;
     t->notice_pushed_ms = stored_ms(row->notice_pushed_ms);
     if (row->type == TASK_SHELL) {
-        size_t len = row->output ? strlen(row->output) : 0;
-        t->shell = shell_state_new(row->command, row->directory, 2 * len + 2);
-        if (len)
-            shell_output_append(&t->shell->out, row->output, len);
+        /* The stored text is all of it, already with its note of what was
+         * left out: held as it is, in a buffer of its size. */
+        t->shell = shell_state_new(row->command, row->directory, 0);
+        shell_output_set_text(&t->shell->out, xstrdup(row->output ? row->output : ""));
         t->shell->pid = stored_pid(row->pid);
         t->shell->pid_start = t->shell->pid ? row->pid_start : 0;
         t->shell->exited = row->exited;

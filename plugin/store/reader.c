@@ -8,6 +8,9 @@
 
 #include "base/util.h"
 
+/* The columns read, in the order of store_reader_texts' arguments. */
+#define STORE_READER_TEXTS 4
+
 struct store_reader {
     pthread_mutex_t mu; /* one read at a time on the connection */
     char *path;
@@ -31,7 +34,7 @@ static int reader_open(store_reader *r)
     int rc = r->db ? SQLITE_OK : sqlite3_open_v2(r->path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(r->db, 5000); /* a checkpoint or recovery under way */
-        rc = sqlite3_prepare_v3(r->db, "SELECT prompt, result, error FROM task WHERE id = ?", -1,
+        rc = sqlite3_prepare_v3(r->db, "SELECT prompt, result, error, output FROM task WHERE id = ?", -1,
                                 SQLITE_PREPARE_PERSISTENT, &r->texts, NULL);
     }
     if (rc != SQLITE_OK && !r->texts) { /* the next read tries again */
@@ -56,7 +59,7 @@ static void reader_close(store_reader *r)
 }
 
 /* One try: 0, -ENOENT, or another negative errno with *why (malloc'd). */
-static int read_texts(store_reader *r, const char *id, char **prompt, char **result, char **error, char **why)
+static int read_texts(store_reader *r, const char *id, char **texts[STORE_READER_TEXTS], char **why)
 {
     int rc = reader_open(r);
     if (rc == SQLITE_OK)
@@ -65,9 +68,8 @@ static int read_texts(store_reader *r, const char *id, char **prompt, char **res
         rc = sqlite3_step(r->texts);
     int out = 0;
     if (rc == SQLITE_ROW) {
-        *prompt = column_copy(r->texts, 0);
-        *result = column_copy(r->texts, 1);
-        *error = column_copy(r->texts, 2);
+        for (int i = 0; i < STORE_READER_TEXTS; i++)
+            *texts[i] = column_copy(r->texts, i);
     } else if (rc == SQLITE_DONE) {
         out = -ENOENT;
         *why = xasprintf("the task store %s has no task %s", r->path, id);
@@ -83,18 +85,21 @@ static int read_texts(store_reader *r, const char *id, char **prompt, char **res
     return out;
 }
 
-int store_reader_texts(store_reader *r, const char *id, char **prompt, char **result, char **error, char **err)
+int store_reader_texts(store_reader *r, const char *id, char **prompt, char **result, char **error, char **output,
+                       char **err)
 {
-    *prompt = *result = *error = NULL;
+    char **texts[STORE_READER_TEXTS] = {prompt, result, error, output};
+    for (int i = 0; i < STORE_READER_TEXTS; i++)
+        *texts[i] = NULL;
     char *why = NULL;
     pthread_mutex_lock(&r->mu);
-    int out = read_texts(r, id, prompt, result, error, &why);
+    int out = read_texts(r, id, texts, &why);
     if (out != 0 && out != -ENOENT) {
         /* A failed read may be passing (a lock, an I/O hiccup): once more,
          * on a new connection; the failure is still told. */
         reader_close(r);
         char *again = NULL;
-        out = read_texts(r, id, prompt, result, error, &again);
+        out = read_texts(r, id, texts, &again);
         if (out != 0) {
             free(why);
             why = again;

@@ -18,13 +18,14 @@ typedef struct store_reader store_reader;
  * first read. Never fails (memory aside). [any thread] */
 store_reader *store_reader_new(const char *path);
 
-/* The task `id`'s prompt, result and error as stored (each malloc'd, NULL
- * when the row has none). A failed read is tried once more on a new
- * connection. Returns 0; -ENOENT when no row has that id; -EIO (or another
- * negative errno), the three left NULL. *err: NULL, or a sentence
+/* The task `id`'s prompt, result, error and (a command's) output as stored
+ * (each malloc'd, NULL when the row has none). A failed read is tried once
+ * more on a new connection. Returns 0; -ENOENT when no row has that id;
+ * -EIO (or another negative errno), the four left NULL. *err: NULL, or a sentence
  * (malloc'd) naming the file and what SQLite said: why it failed, or the
  * failure a second try got past (to be logged all the same). [any thread] */
-int store_reader_texts(store_reader *r, const char *id, char **prompt, char **result, char **error, char **err);
+int store_reader_texts(store_reader *r, const char *id, char **prompt, char **result, char **error, char **output,
+                       char **err);
 
 /* Close. NULL is a no-op. [no read under way] */
 void store_reader_free(store_reader *r);

@@ -22,6 +22,9 @@ typedef enum notice_state {
     NOTICE_DONE = 3,    /* delivered (or moot) */
 } notice_state;
 
+/* Every text a row can leave as stored: an agent's, and a command's output. */
+#define STORE_TEXTS_KEPT (TASK_TEXTS_ALL | TASK_TEXT_OUTPUT)
+
 /* One task as stored. Strings are malloc'd and owned by the row (NULL where
  * the task has none); store_row_clear frees them. */
 typedef struct store_row {
@@ -33,8 +36,8 @@ typedef struct store_row {
     task_status status;
     char *session_id, *parent_message, *parent_agent, *description, *prompt, *agent;
     char *result, *error, *result_message_id;
-    unsigned keep;          /* TASK_TEXT_* bits: leave these stored texts as they are (not written; the
-                             * row's fields are NULL). A row that is not yet stored keeps nothing. */
+    unsigned keep;          /* TASK_TEXT_* bits (STORE_TEXTS_KEPT): leave these stored texts as they are
+                             * (not written; the row's fields are NULL). A row not yet stored keeps nothing. */
     int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms, timeout_ms;
     unsigned run, delivered_run, resume_count, depth;
     bool forked;

@@ -23,7 +23,7 @@ struct store {
     char owner[TASK_ID_SIZE + 8]; /* this instance's id */
     /* upsert[keep]: the upsert that leaves the texts `keep` (TASK_TEXT_*)
      * as stored; prepared when first needed. */
-    sqlite3_stmt *upsert[TASK_TEXTS_ALL + 1], *remove;
+    sqlite3_stmt *upsert[STORE_TEXTS_KEPT + 1], *remove;
 };
 
 /* An error sentence for the SQLite failure rc (or the connection's last). */
@@ -306,7 +306,7 @@ static int prepare_upsert(store *s, unsigned keep);
 
 static int write_row(store *s, const store_row *row)
 {
-    unsigned keep = row->keep & TASK_TEXTS_ALL;
+    unsigned keep = row->keep & STORE_TEXTS_KEPT;
     int rc = s->upsert[keep] ? SQLITE_OK : prepare_upsert(s, keep);
     if (rc != SQLITE_OK)
         return rc;
@@ -360,7 +360,8 @@ static bool kept_col(const char *name, unsigned keep)
 {
     return ((keep & TASK_TEXT_PROMPT) && strcmp(name, "prompt") == 0) ||
            ((keep & TASK_TEXT_RESULT) && strcmp(name, "result") == 0) ||
-           ((keep & TASK_TEXT_ERROR) && strcmp(name, "error") == 0);
+           ((keep & TASK_TEXT_ERROR) && strcmp(name, "error") == 0) ||
+           ((keep & TASK_TEXT_OUTPUT) && strcmp(name, "output") == 0);
 }
 
 /* The upsert that leaves the texts `keep` as stored (an insert stores them
