@@ -389,6 +389,27 @@ static void shell_shrink_cases(void)
     shell_output_drop(&s->out);
     ok(s->out.stored_only && !s->out.head && !s->out.tail, "drop: no buffers, marked as in the store only");
     shell_state_free(s);
+
+    /* Buffers come with the output: none for a queued or quiet command, a
+     * small head for a short one, the ring once the head is full. */
+    s = shell_state_new("make", NULL, 1 << 20);
+    ok(!s->out.head && !s->out.tail, "a new command holds no output buffers");
+    shell_output_append(&s->out, "built\n", 6);
+    ok(s->out.head_size == 4096 && !s->out.tail, "a short output: a 4 KiB head, no ring");
+    char *big = xmalloc(600 << 10);
+    for (size_t i = 0; i < (600 << 10); i++)
+        big[i] = (char)('a' + i % 26);
+    shell_output_append(&s->out, big, 600 << 10);
+    ok(s->out.head_size == (512 << 10) && s->out.head_len == (512 << 10) && s->out.tail &&
+           s->out.tail_len == (88 << 10) + 6,
+       "past the head's half of the cap: the head full, the rest in the ring");
+    text = shell_output_text(s, SIZE_MAX);
+    ok(strncmp(text, "built\nabc", 9) == 0 && strlen(text) == 6 + (600 << 10) &&
+           memcmp(text + strlen(text) - 26, big + (600 << 10) - 26, 26) == 0,
+       "and its text is all of it, in order");
+    free(text);
+    free(big);
+    shell_state_free(s);
 }
 
 int main(void)

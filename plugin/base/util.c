@@ -82,7 +82,8 @@ static void sb_reserve(strbuf *sb, size_t extra)
 void sb_putn(strbuf *sb, const char *s, size_t n)
 {
     sb_reserve(sb, n);
-    memcpy(sb->buf + sb->len, s, n);
+    if (n) /* s may be NULL then */
+        memcpy(sb->buf + sb->len, s, n);
     sb->len += n;
     sb->buf[sb->len] = '\0';
 }

@@ -12,12 +12,24 @@ shell_state *shell_state_new(const char *command, const char *directory, size_t 
     shell_state *s = xcalloc(1, sizeof *s);
     s->command = xstrdup(command);
     s->directory = xstrdup(directory);
-    size_t half = output_cap / 2;
-    s->out.head = xmalloc(half);
-    s->out.head_cap = half;
-    s->out.tail = xmalloc(half);
-    s->out.tail_cap = half;
+    s->out.head_cap = output_cap / 2;
+    s->out.tail_cap = output_cap / 2;
     return s;
+}
+
+/* Room in the head for `want` bytes (at most head_cap): it grows by
+ * doubling, from 4 KiB, so most commands' output is one small chunk. */
+static void head_reserve(shell_output *o, size_t want)
+{
+    if (want <= o->head_size)
+        return;
+    size_t size = o->head_size ? o->head_size : 4096;
+    while (size < want)
+        size *= 2;
+    if (size > o->head_cap)
+        size = o->head_cap;
+    o->head = xrealloc(o->head, size);
+    o->head_size = size;
 }
 
 void shell_output_append(shell_output *o, const char *data, size_t n)
@@ -25,12 +37,17 @@ void shell_output_append(shell_output *o, const char *data, size_t n)
     o->total += n;
     size_t room = o->head_cap - o->head_len;
     size_t to_head = n < room ? n : room;
-    memcpy(o->head + o->head_len, data, to_head);
+    if (to_head) {
+        head_reserve(o, o->head_len + to_head);
+        memcpy(o->head + o->head_len, data, to_head);
+    }
     o->head_len += to_head;
     data += to_head;
     n -= to_head;
     if (n == 0)
         return;
+    if (!o->tail)
+        o->tail = xmalloc(o->tail_cap ? o->tail_cap : 1);
     if (n >= o->tail_cap) { /* only the last tail_cap bytes can stay */
         data += n - o->tail_cap;
         n = o->tail_cap;
@@ -46,12 +63,14 @@ void shell_output_shrink(shell_output *o)
 {
     /* realloc to 0 bytes may give NULL: keep one byte. */
     o->head = xrealloc(o->head, o->head_len ? o->head_len : 1);
-    o->head_cap = o->head_len;
+    o->head_cap = o->head_size = o->head_len;
     char *tail = xmalloc(o->tail_len ? o->tail_len : 1);
-    size_t start = o->tail_cap ? (o->tail_pos + o->tail_cap - o->tail_len) % o->tail_cap : 0;
-    size_t first = o->tail_len < o->tail_cap - start ? o->tail_len : o->tail_cap - start;
-    memcpy(tail, o->tail + start, first); /* up to the ring's end, then from its start */
-    memcpy(tail + first, o->tail, o->tail_len - first);
+    if (o->tail_len) {
+        size_t start = (o->tail_pos + o->tail_cap - o->tail_len) % o->tail_cap;
+        size_t first = o->tail_len < o->tail_cap - start ? o->tail_len : o->tail_cap - start;
+        memcpy(tail, o->tail + start, first); /* up to the ring's end, then from its start */
+        memcpy(tail + first, o->tail, o->tail_len - first);
+    }
     free(o->tail);
     o->tail = tail;
     o->tail_cap = o->tail_len;
@@ -63,7 +82,7 @@ void shell_output_drop(shell_output *o)
     free(o->head);
     free(o->tail);
     o->head = o->tail = NULL;
-    o->head_len = o->head_cap = o->tail_len = o->tail_pos = o->tail_cap = 0;
+    o->head_len = o->head_cap = o->head_size = o->tail_len = o->tail_pos = o->tail_cap = 0;
     o->total = 0;
     o->stored_only = true;
 }
@@ -72,7 +91,7 @@ void shell_output_set_text(shell_output *o, char *text)
 {
     shell_output_drop(o);
     o->head = text;
-    o->head_len = o->head_cap = strlen(text);
+    o->head_len = o->head_cap = o->head_size = strlen(text);
     o->total = o->head_len;
     o->stored_only = false;
 }

@@ -16,9 +16,9 @@
 /* The output kept of one command: the first head_cap bytes and the last
  * tail_cap bytes; what falls between is counted, not kept. */
 typedef struct shell_output {
-    char *head;
-    size_t head_len, head_cap;
-    char *tail;             /* ring of tail_cap bytes */
+    char *head;             /* head_size bytes allocated, grown as output comes (NULL: none yet) */
+    size_t head_len, head_cap, head_size;
+    char *tail;             /* ring of tail_cap bytes, allocated when the head is full (NULL: not yet) */
     size_t tail_len, tail_pos, tail_cap;
     uint64_t total;         /* every byte the command wrote */
     bool stored_only;       /* its text lives only in the task store (engine/persist.h): no buffers
@@ -41,7 +41,9 @@ typedef struct shell_state {
 } shell_state;
 
 /* A new state for `command` run in `directory` (may be NULL), keeping at
- * most output_cap bytes of output (half head, half tail). */
+ * most output_cap bytes of output (half head, half tail). Nothing of the
+ * output is allocated yet: a queued command, or a quiet one, costs only
+ * what it printed. */
 shell_state *shell_state_new(const char *command, const char *directory, size_t output_cap);
 
 /* Keep n more bytes of output: they fill the head, then the tail ring. */
