@@ -34,7 +34,8 @@ PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/obj/%.o)
 # The simulated host (library part; demo.c has the demo's main).
 SIM_SRC    := $(filter-out host/sim/demo.c,$(sort $(wildcard host/sim/*.c)))
 SIM_OBJ    := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
-TAP_OBJ    := $(BUILD)/obj/tests/tap.o $(BUILD)/obj/tests/testlib.o $(BUILD)/obj/tests/shelltest.o
+TAP_OBJ    := $(BUILD)/obj/tests/tap.o $(BUILD)/obj/tests/testlib.o $(BUILD)/obj/tests/shelltest.o \
+              $(BUILD)/obj/tests/storetest.o
 # Each tests/test_NAME.c becomes $(BUILD)/tests/NAME.t.
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 TESTS      := $(TEST_SRC:tests/test_%.c=$(BUILD)/tests/%.t)

@@ -1,8 +1,8 @@
 /* A finished task's texts out of memory (issue 17 item 3): once its row is
  * committed and its notification delivered, its prompt, result and error
- * (a command's output) live only in the durable store, and every tool that
- * shows them reads them back exactly (background_output, TaskOutput, a
- * resume, after a restart).
+ * live only in the durable store, and every tool that shows them reads
+ * them back exactly (background_output, TaskOutput, a resume, after a
+ * restart). A command's output: test_results_store_shell.
  * With the store off, or after a write to it failed, they stay in memory.
  *
  * The plugin is the one linked in from libocbg-internal.a (sim_load_entry),
@@ -19,6 +19,7 @@
 #include "engine/persist.h"
 #include "store/reader.h"
 #include "shelltest.h"
+#include "storetest.h"
 
 static char dir[] = "/tmp/ocbg-results-XXXXXX";
 
@@ -40,24 +41,11 @@ static void make_answer(void)
     strcat(answer_text, "THE-END");
 }
 
-static sim_host *host_with(const char *opts)
-{
-    sim_host *h = sim_create();
-    if (!h || sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
-        bail_out("loading the linked-in ocbg: %s", h ? sim_load_error(h) : "no host");
-    return h;
-}
-
-static ocbg *engine_of(sim_host *h)
-{
-    return sim_plugin(h, 0)->userdata;
-}
-
 /* What task id keeps in memory: -1 gone; else bit 0: its result is in
  * memory, bit 1: its prompt is, bit 2: every text is marked stored. */
 static int in_memory(sim_host *h, const char *id)
 {
-    ocbg *o = engine_of(h);
+    ocbg *o = lt_engine(h);
     pthread_mutex_lock(&o->mu);
     task *t = registry_find(&o->reg, id);
     int r = !t ? -1 : (t->result != NULL) | (t->prompt != NULL) << 1 | (t->texts_stored == TASK_TEXTS_ALL) << 2;
@@ -65,56 +53,15 @@ static int in_memory(sim_host *h, const char *id)
     return r;
 }
 
-/* Wait (with a deadline) until a log line of the plugin contains needle. */
-static int wait_log(sim_host *h, const char *needle)
-{
-    for (;;) {
-        size_t n = sim_calls(h, "log", NULL);
-        for (size_t i = 0; i < n; i++) {
-            char *body = sim_call_body(h, "log", NULL, (int)i);
-            int hit = body && strstr(body, needle);
-            free(body);
-            if (hit)
-                return 0;
-        }
-        if (sim_wait_calls(h, "log", NULL, n + 1, tap_timeout_ms(3000)) != 0)
-            return -1;
-    }
-}
-
-/* Wait (with a deadline) until cond(h, arg) holds; 0, or -1 at the deadline. */
-static int wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const char *arg)
-{
-    int64_t deadline = (int64_t)time(NULL) + tap_timeout_ms(5000) / 1000 + 1;
-    while (!cond(h, arg)) {
-        if ((int64_t)time(NULL) > deadline)
-            return -1;
-        struct timespec ts = {0, 2000000};
-        nanosleep(&ts, NULL);
-    }
-    return 0;
-}
-
 static int texts_dropped(sim_host *h, const char *id)
 {
     return in_memory(h, id) == 4;
 }
 
-/* The engine has given up on the store (a write failed). */
-static int store_given_up(sim_host *h, const char *unused)
-{
-    (void)unused;
-    ocbg *o = engine_of(h);
-    pthread_mutex_lock(&o->mu);
-    int off = !o->reg.track;
-    pthread_mutex_unlock(&o->mu);
-    return off;
-}
-
 /* A notification is held for session psid's next answer. */
 static int notice_held(sim_host *h, const char *psid)
 {
-    ocbg *o = engine_of(h);
+    ocbg *o = lt_engine(h);
     pthread_mutex_lock(&o->mu);
     parent *p = registry_parent(&o->reg, psid);
     int held = p && p->held;
@@ -125,7 +72,7 @@ static int notice_held(sim_host *h, const char *psid)
 /* Wait (with a deadline) until task id's texts are in the store only. */
 static int wait_dropped(sim_host *h, const char *id)
 {
-    return wait_until(h, texts_dropped, id);
+    return lt_wait_until(h, texts_dropped, id);
 }
 
 static char *launch_done(sim_host *h, const char *psid, const char *prompt, const char *reply_json)
@@ -162,7 +109,7 @@ static void results_read_back(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/read.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = host_with(opts);
+    sim_host *h = lt_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-read-back one", answer_json);
     is_int(wait_dropped(h, id), 0, "a finished, delivered task keeps neither its result nor its prompt in memory");
@@ -218,7 +165,7 @@ static void results_read_back(void)
 
 static void store_off_keeps_texts(void)
 {
-    sim_host *h = host_with("{\"store\":false}");
+    sim_host *h = lt_host("{\"store\":false}");
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-store-off", answer_json);
     char *out = t_output(h, psid, id); /* a tool call: would have waited for a write */
@@ -238,7 +185,7 @@ static void failed_write_keeps_texts(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/fail.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = host_with(opts);
+    sim_host *h = lt_host(opts);
     sqlite3 *d = NULL;
     sqlite3_open(db, &d);
     is_int(sqlite3_exec(d,
@@ -249,9 +196,9 @@ static void failed_write_keeps_texts(void)
     sqlite3_close(d);
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-write-fails", answer_json);
-    ok(wait_log(h, "the disk refuses") == 0 && wait_log(h, "memory only") == 0,
+    ok(lt_wait_log(h, "the disk refuses") == 0 && lt_wait_log(h, "memory only") == 0,
        "the failed write is logged: tasks live in memory only from now on");
-    is_int(wait_until(h, store_given_up, NULL), 0, "the store is given up");
+    is_int(lt_wait_until(h, lt_store_given_up, NULL), 0, "the store is given up");
     char *out = t_output(h, psid, id);
     like(out, "THE-END", "after the failed write, background_output gives the result");
     free(out);
@@ -270,7 +217,7 @@ static void held_notice_keeps_text(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/held.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\",\"notify_retries\":1,\"notify_retry_ms\":5}", db);
-    sim_host *h = host_with(opts);
+    sim_host *h = lt_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
     char script[7000];
     snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", answer_json);
@@ -281,7 +228,7 @@ static void held_notice_keeps_text(void)
     char *id = t_launch(h, psid, "Texts", "texts-held", "general");
     is_int(sim_wait_calls(h, "session_prompt", psid, 2, tap_timeout_ms(5000)), 0,
            "its notification was tried twice and not taken");
-    is_int(wait_until(h, notice_held, psid), 0, "and held for the parent's next answer");
+    is_int(lt_wait_until(h, notice_held, psid), 0, "and held for the parent's next answer");
     sim_fail(h, NULL, 0, 0, 0);
     char *ans = t_tool(h, psid, "background_list", "{}");
     like(ans, "[ocbg] Background task completed", "the next answer carries the notification");
@@ -332,7 +279,7 @@ static void resume_after_failed_write(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/resume-fail.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = host_with(opts);
+    sim_host *h = lt_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-resume-fail one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
@@ -347,7 +294,7 @@ static void resume_after_failed_write(void)
     char args[160];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-resume-fail two\"}", id);
     free(t_tool(h, psid, "background_resume", args));
-    is_int(wait_until(h, store_given_up, NULL), 0, "the resume's write fails: the store is given up");
+    is_int(lt_wait_until(h, lt_store_given_up, NULL), 0, "the resume's write fails: the store is given up");
     is_int(t_wait_output_with(h, psid, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
            "background_output gives the second answer");
     free(id);
@@ -395,7 +342,7 @@ static void stale_read_not_attached(void)
     snprintf(db, sizeof db, "%s/race.db", dir);
     snprintf(stale, sizeof stale, "%s/race-before-commit.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = host_with(opts);
+    sim_host *h = lt_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-race one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
@@ -417,7 +364,7 @@ static void stale_read_not_attached(void)
         bail_out("locking %s", stale);
 
     /* The task as the second run's end left it, before its row's commit. */
-    ocbg *o = engine_of(h);
+    ocbg *o = lt_engine(h);
     commit_race c = {.o = o, .lock = d};
     snprintf(c.id, sizeof c.id, "%s", id); /* id is a malloc'd string of its own length */
     pthread_mutex_lock(&o->mu);
@@ -448,165 +395,6 @@ static void stale_read_not_attached(void)
     sim_destroy(h);
 }
 
-/* ---- a command's output ------------------------------------------------- */
-
-/* seq 1 1500 prints 6,393 bytes; a 4,096-byte buffer keeps the first and
- * the last 2,048 of them and counts the 2,297 between. */
-#define SHELL_OPTS "{\"store_path\":\"%s\",\"shell_output_cap\":4096%s}"
-static char shell_want[8000];
-
-static void make_shell_want(void)
-{
-    char all[7000];
-    size_t n = 0;
-    for (int i = 1; i <= 1500; i++)
-        n += (size_t)snprintf(all + n, sizeof all - n, "%d\n", i);
-    snprintf(shell_want, sizeof shell_want, "%.2048s\n[... %zu bytes of output left out here ...]\n%s", all,
-             n - 4096, all + n - 2048);
-}
-
-/* Where command id's output is: -1 gone; 1 in memory (its buffers, and
- * its exit); 0 in the store only (no buffers; its exit still in memory). */
-static int output_where(sim_host *h, const char *id)
-{
-    ocbg *o = engine_of(h);
-    pthread_mutex_lock(&o->mu);
-    task *t = registry_find(&o->reg, id);
-    int r = -1;
-    if (t && t->shell && t->shell->exited) {
-        const shell_output *out = &t->shell->out;
-        if (!out->stored_only)
-            r = out->head != NULL;
-        else /* 2: marked so, yet not as it should be */
-            r = !out->head && !out->tail && (t->texts_stored & TASK_TEXT_OUTPUT) ? 0 : 2;
-    }
-    pthread_mutex_unlock(&o->mu);
-    return r;
-}
-
-static int output_dropped(sim_host *h, const char *id)
-{
-    return output_where(h, id) == 0;
-}
-
-/* Background_output and TaskOutput on command id show its exit and
- * `output` exactly; the copy read back is not kept when `stored`. */
-static void shows_output(sim_host *h, const char *psid, const char *id, const char *exit_tag, const char *output,
-                         int stored, const char *when)
-{
-    char *want = NULL, *out = t_output(h, psid, id);
-    if (asprintf(&want, "\nOutput:\n%s\n", output) < 0)
-        bail_out("asprintf");
-    like(out, want, "%s: background_output shows the exact output", when);
-    free(out);
-    free(want);
-    is_int(output_where(h, id), stored ? 0 : 1, stored ? "%s: the copy read back is not kept" : "%s: it stays in memory",
-           when);
-    out = st_task_output(h, psid, id, 0, 0);
-    if (asprintf(&want, "%s<output>\n%s</output>\n", exit_tag, output) < 0)
-        bail_out("asprintf");
-    like(out, want, "%s: TaskOutput shows its exit and the exact output", when);
-    free(out);
-    free(want);
-}
-
-static void command_output_read_back(void)
-{
-    char db[300], opts[512];
-    snprintf(db, sizeof db, "%s/shell.db", dir);
-    snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
-    sim_host *h = host_with(opts);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
-    is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
-           "the command's notification is delivered");
-    char *note = t_message_with(h, psid, "[ocbg] Background command completed");
-    like(note, "1499\n1500\n", "with the end of its output");
-    free(note);
-    char *failed = st_bash_bg(h, psid, "seq 1 1500; exit 3", "count, fail", ST_LAUNCH_UNCHECKED);
-    is_int(t_wait_messages_with(h, psid, "[ocbg] Background command failed", 1, tap_timeout_ms(5000)), 0,
-           "the failing command's notification is delivered");
-    is_int(wait_until(h, output_dropped, id), 0, "a finished, delivered command keeps its output in the store only");
-    is_int(wait_until(h, output_dropped, failed), 0, "a failed one too");
-    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 1, "read back");
-    shows_output(h, psid, failed, "<exit_code>3</exit_code>\n", shell_want, 1, "a failed command, read back");
-    char *out = st_task_output(h, psid, failed, 0, 0);
-    like(out, "<error>The command exited with code 3.</error>", "its error read back too");
-    free(out);
-
-    /* The read back fails: a sentence says so, not an empty output. */
-    ocbg *o = engine_of(h);
-    pthread_mutex_lock(&o->mu);
-    store_reader *real = o->ps.reader;
-    o->ps.reader = store_reader_new("/nonexistent-ocbg-dir/ocbg.db");
-    pthread_mutex_unlock(&o->mu);
-    out = t_output(h, psid, id);
-    like(out, "Exit: exit code 0\n", "the store cannot be read: background_output still gives the exit");
-    like(out, "\nOutput:\n(kept in the task store, which could not be read: the task store "
-              "/nonexistent-ocbg-dir/ocbg.db",
-         "and says the output is kept in a store that could not be read");
-    free(out);
-    out = st_task_output(h, psid, id, 0, 0);
-    like(out, "<exit_code>0</exit_code>\n<output>\n(kept in the task store, which could not be read: ",
-         "TaskOutput says so too");
-    free(out);
-    pthread_mutex_lock(&o->mu);
-    store_reader_free(o->ps.reader);
-    o->ps.reader = real;
-    pthread_mutex_unlock(&o->mu);
-    is_int(output_where(h, id), 0, "the sentence is not kept as its output");
-
-    /* After a restart: restored with its output in the store only. */
-    sim_unload_plugins(h);
-    if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
-        bail_out("reloading: %s", sim_load_error(h));
-    is_int(output_where(h, id), 0, "restored after a restart, its output is in the store only");
-    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 1, "after a restart");
-    free(failed);
-    free(id);
-    free(psid);
-    sim_destroy(h);
-}
-
-static void store_off_keeps_output(void)
-{
-    char opts[512];
-    snprintf(opts, sizeof opts, SHELL_OPTS, "", ",\"store\":false");
-    sim_host *h = host_with(opts);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
-    is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
-           "store off: the command's notification is delivered");
-    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "store off");
-    free(id);
-    free(psid);
-    sim_destroy(h);
-}
-
-/* A write fails (the delivered notification's): the store is given up and
- * the output stays in memory. */
-static void failed_write_keeps_output(void)
-{
-    char db[300], opts[512];
-    snprintf(db, sizeof db, "%s/shell-fail.db", dir);
-    snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
-    sim_host *h = host_with(opts);
-    sqlite3 *d = NULL;
-    sqlite3_open(db, &d);
-    sqlite3_exec(d,
-                 "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN NEW.notice = 3 "
-                 "BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
-                 NULL, NULL, NULL);
-    sqlite3_close(d);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
-    is_int(wait_until(h, store_given_up, NULL), 0, "a failed write: the store is given up");
-    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "after a failed write");
-    free(id);
-    free(psid);
-    sim_destroy(h);
-}
-
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -619,12 +407,6 @@ int main(void)
     held_notice_keeps_text();
     resume_after_failed_write();
     stale_read_not_attached();
-    make_shell_want();
-    if (st_shells_work(ST_PROBE_SKIP)) {
-        command_output_read_back();
-        store_off_keeps_output();
-        failed_write_keeps_output();
-    }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

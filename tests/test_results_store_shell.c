@@ -1,0 +1,195 @@
+/* A finished command's output out of memory (issue 17 item 3, as
+ * test_results_store does for an agent's texts): its buffers shrink to what
+ * it printed when it ends, and once its row is committed and its
+ * notification delivered the output lives only in the durable store;
+ * background_output and TaskOutput read it back exactly (also after a
+ * restart), and say so when the store cannot be read. With the store off,
+ * or after a write failed, it stays in memory. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/persist.h"
+#include "shelltest.h"
+#include "store/reader.h"
+#include "storetest.h"
+
+static char dir[] = "/tmp/ocbg-results-shell-XXXXXX";
+
+/* ---- a command's output ------------------------------------------------- */
+
+/* seq 1 1500 prints 6,393 bytes; a 4,096-byte buffer keeps the first and
+ * the last 2,048 of them and counts the 2,297 between. */
+#define SHELL_OPTS "{\"store_path\":\"%s\",\"shell_output_cap\":4096%s}"
+static char shell_want[8000];
+
+static void make_shell_want(void)
+{
+    char all[7000];
+    size_t n = 0;
+    for (int i = 1; i <= 1500; i++)
+        n += (size_t)snprintf(all + n, sizeof all - n, "%d\n", i);
+    snprintf(shell_want, sizeof shell_want, "%.2048s\n[... %zu bytes of output left out here ...]\n%s", all,
+             n - 4096, all + n - 2048);
+}
+
+/* Where command id's output is: -1 gone; 1 in memory (its buffers, and
+ * its exit); 0 in the store only (no buffers; its exit still in memory). */
+static int output_where(sim_host *h, const char *id)
+{
+    ocbg *o = lt_engine(h);
+    pthread_mutex_lock(&o->mu);
+    task *t = registry_find(&o->reg, id);
+    int r = -1;
+    if (t && t->shell && t->shell->exited) {
+        const shell_output *out = &t->shell->out;
+        if (!out->stored_only)
+            r = out->head != NULL;
+        else /* 2: marked so, yet not as it should be */
+            r = !out->head && !out->tail && (t->texts_stored & TASK_TEXT_OUTPUT) ? 0 : 2;
+    }
+    pthread_mutex_unlock(&o->mu);
+    return r;
+}
+
+static int output_dropped(sim_host *h, const char *id)
+{
+    return output_where(h, id) == 0;
+}
+
+/* Background_output and TaskOutput on command id show its exit and
+ * `output` exactly; the copy read back is not kept when `stored`. */
+static void shows_output(sim_host *h, const char *psid, const char *id, const char *exit_tag, const char *output,
+                         int stored, const char *when)
+{
+    char *want = NULL, *out = t_output(h, psid, id);
+    if (asprintf(&want, "\nOutput:\n%s\n", output) < 0)
+        bail_out("asprintf");
+    like(out, want, "%s: background_output shows the exact output", when);
+    free(out);
+    free(want);
+    is_int(output_where(h, id), stored ? 0 : 1, stored ? "%s: the copy read back is not kept" : "%s: it stays in memory",
+           when);
+    out = st_task_output(h, psid, id, 0, 0);
+    if (asprintf(&want, "%s<output>\n%s</output>\n", exit_tag, output) < 0)
+        bail_out("asprintf");
+    like(out, want, "%s: TaskOutput shows its exit and the exact output", when);
+    free(out);
+    free(want);
+}
+
+static void command_output_read_back(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/shell.db", dir);
+    snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
+    sim_host *h = lt_host(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
+    is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
+           "the command's notification is delivered");
+    char *note = t_message_with(h, psid, "[ocbg] Background command completed");
+    like(note, "1499\n1500\n", "with the end of its output");
+    free(note);
+    char *failed = st_bash_bg(h, psid, "seq 1 1500; exit 3", "count, fail", ST_LAUNCH_UNCHECKED);
+    is_int(t_wait_messages_with(h, psid, "[ocbg] Background command failed", 1, tap_timeout_ms(5000)), 0,
+           "the failing command's notification is delivered");
+    is_int(lt_wait_until(h, output_dropped, id), 0, "a finished, delivered command keeps its output in the store only");
+    is_int(lt_wait_until(h, output_dropped, failed), 0, "a failed one too");
+    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 1, "read back");
+    shows_output(h, psid, failed, "<exit_code>3</exit_code>\n", shell_want, 1, "a failed command, read back");
+    char *out = st_task_output(h, psid, failed, 0, 0);
+    like(out, "<error>The command exited with code 3.</error>", "its error read back too");
+    free(out);
+
+    /* The read back fails: a sentence says so, not an empty output. */
+    ocbg *o = lt_engine(h);
+    pthread_mutex_lock(&o->mu);
+    store_reader *real = o->ps.reader;
+    o->ps.reader = store_reader_new("/nonexistent-ocbg-dir/ocbg.db");
+    pthread_mutex_unlock(&o->mu);
+    out = t_output(h, psid, id);
+    like(out, "Exit: exit code 0\n", "the store cannot be read: background_output still gives the exit");
+    like(out, "\nOutput:\n(kept in the task store, which could not be read: the task store "
+              "/nonexistent-ocbg-dir/ocbg.db",
+         "and says the output is kept in a store that could not be read");
+    free(out);
+    out = st_task_output(h, psid, id, 0, 0);
+    like(out, "<exit_code>0</exit_code>\n<output>\n(kept in the task store, which could not be read: ",
+         "TaskOutput says so too");
+    free(out);
+    pthread_mutex_lock(&o->mu);
+    store_reader_free(o->ps.reader);
+    o->ps.reader = real;
+    pthread_mutex_unlock(&o->mu);
+    is_int(output_where(h, id), 0, "the sentence is not kept as its output");
+
+    /* After a restart: restored with its output in the store only. */
+    sim_unload_plugins(h);
+    if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
+        bail_out("reloading: %s", sim_load_error(h));
+    is_int(output_where(h, id), 0, "restored after a restart, its output is in the store only");
+    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 1, "after a restart");
+    free(failed);
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+static void store_off_keeps_output(void)
+{
+    char opts[512];
+    snprintf(opts, sizeof opts, SHELL_OPTS, "", ",\"store\":false");
+    sim_host *h = lt_host(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
+    is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
+           "store off: the command's notification is delivered");
+    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "store off");
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+/* A write fails (the delivered notification's): the store is given up and
+ * the output stays in memory. */
+static void failed_write_keeps_output(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/shell-fail.db", dir);
+    snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
+    sim_host *h = lt_host(opts);
+    sqlite3 *d = NULL;
+    sqlite3_open(db, &d);
+    sqlite3_exec(d,
+                 "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN NEW.notice = 3 "
+                 "BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
+                 NULL, NULL, NULL);
+    sqlite3_close(d);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
+    is_int(lt_wait_until(h, lt_store_given_up, NULL), 0, "a failed write: the store is given up");
+    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "after a failed write");
+    free(id);
+    free(psid);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir))
+        bail_out("mkdtemp");
+    make_shell_want();
+    if (st_shells_work(ST_PROBE_SKIP)) {
+        command_output_read_back();
+        store_off_keeps_output();
+        failed_write_keeps_output();
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", dir);
+    return done_testing();
+}
