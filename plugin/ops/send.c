@@ -67,6 +67,7 @@ int op_send(ocbg *o, const ocp_call_ctx *ctx, send_claim *c, const char *message
     if (t) {
         c->number = ++t->followups_sent;
         t->followup_wait = c->number;
+        registry_touch(&o->reg, t); /* the numbering is stored: a restart goes on from it */
     }
     pthread_mutex_unlock(&o->mu);
     if (!t)

@@ -39,6 +39,7 @@ void store_row_from_task(const task *t, store_row *row)
     row->run = t->run;
     row->delivered_run = t->delivered_run;
     row->resume_count = t->resume_count;
+    row->followups_sent = t->followups_sent;
     row->depth = t->depth;
     row->forked = t->forked;
     if (t->usage)
@@ -104,6 +105,7 @@ task *store_row_to_task(const store_row *row)
     t->run = row->run;
     t->delivered_run = row->delivered_run;
     t->resume_count = row->resume_count;
+    t->followups_sent = row->followups_sent;
     t->depth = row->depth == 0 ? 1 : row->depth > UINT8_MAX ? UINT8_MAX : (uint8_t)row->depth;
     t->forked = row->forked;
     if (!usage_is_zero(&row->use)) {

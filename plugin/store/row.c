@@ -7,7 +7,8 @@
 
 #include "base/util.h"
 
-#define COL(name, kind, field) {name, kind, offsetof(store_row, field)}
+#define COL(name, kind, field) {name, kind, offsetof(store_row, field), 1}
+#define COL_SINCE(version, name, kind, field) {name, kind, offsetof(store_row, field), version}
 
 /* Column 0 is the id, 1 the owner (bound apart); these follow, in order. */
 const store_col store_cols[] = {
@@ -54,6 +55,7 @@ const store_col store_cols[] = {
     COL("exited", COL_BOOL, exited),
     COL("exit_code", COL_INT, exit_code),
     COL("term_signal", COL_INT, term_signal),
+    COL_SINCE(2, "followups_sent", COL_UINT, followups_sent),
 };
 const size_t store_ncols = sizeof store_cols / sizeof store_cols[0];
 

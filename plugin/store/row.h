@@ -40,6 +40,7 @@ typedef struct store_row {
                              * (not written; the row's fields are NULL). A row not yet stored keeps nothing. */
     int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms, timeout_ms;
     unsigned run, delivered_run, resume_count, depth;
+    unsigned followups_sent; /* follow-ups numbered so far (model/followup.h): numbers never repeat */
     bool forked;
     usage use;
     notice_state notice;
@@ -71,6 +72,7 @@ typedef struct store_col {
     const char *name;
     col_kind kind;
     size_t offset; /* in store_row */
+    int since;     /* the schema version that added it (store.h STORE_SCHEMA_VERSION) */
 } store_col;
 
 extern const store_col store_cols[];

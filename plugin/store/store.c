@@ -51,18 +51,21 @@ static int exec(store *s, const char *sql, char **err)
 
 /* ---- schema ----------------------------------------------------------- */
 
-/* Version 1: the owners and the tasks (columns from row.c). */
+static const char *col_type(col_kind k)
+{
+    return k == COL_STR || k == COL_ID ? "TEXT" : k == COL_DBL ? "REAL" : "INTEGER";
+}
+
+/* Version 1: the owners and the tasks (row.c's columns of version 1). */
 static int migrate_to_1(store *s, char **err)
 {
     strbuf sql = {0};
     sb_puts(&sql, "CREATE TABLE owner(id TEXT PRIMARY KEY, pid INTEGER NOT NULL, pid_start INTEGER NOT NULL, "
                   "boot TEXT NOT NULL, started_ms INTEGER NOT NULL);"
                   "CREATE TABLE task(id TEXT PRIMARY KEY, owner TEXT NOT NULL");
-    for (size_t i = 0; i < store_ncols; i++) {
-        col_kind k = store_cols[i].kind;
-        sb_printf(&sql, ", %s %s", store_cols[i].name,
-                  k == COL_STR || k == COL_ID ? "TEXT" : k == COL_DBL ? "REAL" : "INTEGER");
-    }
+    for (size_t i = 0; i < store_ncols; i++)
+        if (store_cols[i].since == 1)
+            sb_printf(&sql, ", %s %s", store_cols[i].name, col_type(store_cols[i].kind));
     /* No index beyond the id's: a load (once per start) sorts the rows it
      * reads; every commit would pay for another b-tree. */
     sb_puts(&sql, ");");
@@ -72,8 +75,30 @@ static int migrate_to_1(store *s, char **err)
     return rc;
 }
 
+/* Version 2 and later: the columns row.c says they added, to every row
+ * (existing rows read them as NULL: 0, as before they were kept). */
+static int add_columns(store *s, int version, char **err)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < store_ncols; i++)
+        if (store_cols[i].since == version) {
+            char *sql = xasprintf("ALTER TABLE task ADD COLUMN %s %s", store_cols[i].name,
+                                  col_type(store_cols[i].kind));
+            rc = exec(s, sql, err);
+            free(sql);
+        }
+    return rc;
+}
+
+/* Version 2: followups_sent (a restart no longer numbers follow-ups from 1
+ * again, so an old follow-up's message is never taken for a new one's). */
+static int migrate_to_2(store *s, char **err)
+{
+    return add_columns(s, 2, err);
+}
+
 /* migrations[v] takes a version-v file to v+1. */
-static int (*const migrations[STORE_SCHEMA_VERSION])(store *s, char **err) = {migrate_to_1};
+static int (*const migrations[STORE_SCHEMA_VERSION])(store *s, char **err) = {migrate_to_1, migrate_to_2};
 
 static int user_version(store *s, int *v, char **err)
 {

@@ -1,0 +1,172 @@
+/* The store's schema version 2: follow-ups are numbered on across a
+ * restart (a follow-up's marker is how the completion check knows its
+ * message reached the task, so a number used before the restart must never
+ * come again), and a version-1 file is migrated in place, its tasks kept. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+static char dir[] = "/tmp/ocbg-schema-XXXXXX";
+
+static void reload(sim_host *h, const char *opts)
+{
+    sim_unload_plugins(h);
+    int n = sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), opts);
+    if (n != 1)
+        bail_out("reloading ocbg: %d (%s)", n, sim_load_error(h));
+}
+
+static char *send_msg(sim_host *h, const char *s, const char *id, const char *message)
+{
+    char args[512];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"%s\"}", id, message);
+    return t_tool(h, s, "background_send", args);
+}
+
+typedef struct send_try {
+    const char *session, *id, *message;
+} send_try;
+
+/* sim_wait predicate: background_send is accepted (a task restored from
+ * the store refuses it, "starting", until its first check; a refusal
+ * sends nothing, so it is tried again). */
+static int send_accepted(sim_host *h, void *arg)
+{
+    const send_try *a = arg;
+    free(send_msg(h, a->session, a->id, a->message));
+    return t_rc == 0;
+}
+
+/* The newest prompt into session `child` contains `needle`. */
+static void last_prompt_has(sim_host *h, const char *child, const char *needle, const char *what)
+{
+    char *body = sim_call_body(h, "session_prompt", child, -1);
+    like(body, needle, "%s", what);
+    free(body);
+}
+
+static void followups_numbered_across_restart(void)
+{
+    char db[300], opts[400];
+    snprintf(db, sizeof db, "%s/followups.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
+    sim_host *h = t_gated_host(opts);
+    char *s = sim_session_new(h, NULL, "main");
+    char *out = t_launch_gated(h, s, "F", "explore");
+    char *id = t_find_id(out, "bg_");
+    free(out);
+    if (!id)
+        bail_out("launch failed");
+    is_int(t_wait_gate_open(h, "F", 5000), 0, "the sub-agent is busy (waiting on its question)");
+    char *child = t_prompted_session(h, "gated F", 0);
+    sim_script(h, "look at one", "{\"steps\":[{\"reply\":\"one seen\"}]}", 1);
+    sim_script(h, "look at two", "{\"steps\":[{\"reply\":\"two seen\"}]}", 1);
+    sim_script(h, "look at three", "{\"steps\":[{\"reply\":\"three seen\"}]}", 1);
+    free(send_msg(h, s, id, "look at one"));
+    is_int(t_rc, 0, "a first follow-up is sent");
+    last_prompt_has(h, child, "[ocbg] Follow-up #1 for background task ", "numbered #1");
+    free(send_msg(h, s, id, "look at two"));
+    last_prompt_has(h, child, "[ocbg] Follow-up #2 for background task ", "the next #2");
+
+    reload(h, opts);
+    send_try again = {s, id, "look at three"};
+    is_int(sim_wait(h, send_accepted, &again, tap_timeout_ms(10000)), 0,
+           "after a restart, a follow-up to the same running task is sent (once it is checked)");
+    last_prompt_has(h, child, "[ocbg] Follow-up #3 for background task ",
+                    "numbered #3: the numbering goes on from the store, #1 is never reused");
+    t_release_gated(h, "F");
+    char needle[96];
+    snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
+    is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "the task is notified when it ends");
+    char *note = t_message_with(h, s, needle);
+    like(note, "three seen", "with the answer to the last follow-up");
+    free(note);
+    free(child);
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+static int user_version_of(const char *path)
+{
+    sqlite3 *d = NULL;
+    sqlite3_stmt *st = NULL;
+    int v = -1;
+    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(d, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return v;
+}
+
+/* Does the task table have column `name`? */
+static int has_column(const char *path, const char *name)
+{
+    sqlite3 *d = NULL;
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(d, "SELECT 1 FROM pragma_table_info('task') WHERE name = ?", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return found;
+}
+
+static void version_1_file_migrated(void)
+{
+    char db[300], opts[400];
+    snprintf(db, sizeof db, "%s/v1.db", dir);
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
+    sim_host *h = t_host(opts);
+    char *s = sim_session_new(h, NULL, "main");
+    char *id = t_launch_script(h, s, "old", "{\"steps\":[{\"reply\":\"the old answer\"}]}");
+    is_int(t_wait_messages_with(h, s, "[ocbg] Background task completed", 1, tap_timeout_ms(5000)), 0,
+           "a task completed and was notified");
+    sim_unload_plugins(h);
+
+    /* The file as version 1 left it: no followups_sent column. */
+    sqlite3 *d = NULL;
+    char *err = NULL;
+    sqlite3_open(db, &d);
+    int rc = sqlite3_exec(d, "ALTER TABLE task DROP COLUMN followups_sent; PRAGMA user_version = 1", NULL, NULL, &err);
+    is_int(rc, SQLITE_OK, "the file made a version-1 file (%s)", err ? err : "ok");
+    sqlite3_free(err);
+    sqlite3_close(d);
+    ok(user_version_of(db) == 1 && !has_column(db, "followups_sent"), "version 1, without the new column");
+
+    if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), opts) != 1)
+        bail_out("loading: %s", sim_load_error(h));
+    is_int(user_version_of(db), 2, "opened by this ocbg, the file is version 2");
+    ok(has_column(db, "followups_sent"), "with the new column");
+    char *out = t_output(h, s, id);
+    like(out, "the old answer", "its task is kept, with its result");
+    free(out);
+    is_int(t_sync_notifications(h, s), 0, "notifications synced");
+    char needle[96];
+    snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
+    is_int(t_count_messages_with(h, s, needle), 1, "and it is not notified again");
+    free(id);
+    free(s);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir))
+        bail_out("mkdtemp");
+    followups_numbered_across_restart();
+    version_1_file_migrated();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", dir);
+    return done_testing();
+}
