@@ -1,7 +1,9 @@
 /* storetest.c — see storetest.h. */
 #include "storetest.h"
 
+#include <sqlite3.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,4 +59,31 @@ int lt_wait_log(sim_host *h, const char *needle)
         if (sim_wait_calls(h, "log", NULL, n + 1, tap_timeout_ms(3000)) != 0)
             return -1;
     }
+}
+
+int lt_refuse_updates(const char *db, const char *when)
+{
+    sqlite3 *d = NULL;
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN %s BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
+             when);
+    int rc = sqlite3_open(db, &d);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(d, sql, NULL, NULL, NULL);
+    sqlite3_close(d);
+    return rc;
+}
+
+int lt_user_version(const char *db)
+{
+    sqlite3 *d = NULL;
+    sqlite3_stmt *st = NULL;
+    int v = -1;
+    if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(d, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return v;
 }

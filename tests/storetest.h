@@ -27,4 +27,12 @@ int lt_store_given_up(sim_host *h, const char *unused);
 /* Wait (with a deadline) until a log line of the plugin contains needle. */
 int lt_wait_log(sim_host *h, const char *needle);
 
+/* Make every later write of the store file `db` that updates a task row
+ * to match `when` (SQL on NEW, e.g. "NEW.notice = 3") fail with "the disk
+ * refuses", as a full disk would. Returns SQLite's code. */
+int lt_refuse_updates(const char *db, const char *when);
+
+/* The file's schema version (PRAGMA user_version), or -1. */
+int lt_user_version(const char *db);
+
 #endif

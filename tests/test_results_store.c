@@ -186,14 +186,8 @@ static void failed_write_keeps_texts(void)
     snprintf(db, sizeof db, "%s/fail.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
     sim_host *h = lt_host(opts);
-    sqlite3 *d = NULL;
-    sqlite3_open(db, &d);
-    is_int(sqlite3_exec(d,
-                        "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN NEW.notice = 3 "
-                        "BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
-                        NULL, NULL, NULL),
-           SQLITE_OK, "a trigger makes the write of a delivered notification fail");
-    sqlite3_close(d);
+    is_int(lt_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
+           "a trigger makes the write of a delivered notification fail");
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-write-fails", answer_json);
     ok(lt_wait_log(h, "the disk refuses") == 0 && lt_wait_log(h, "memory only") == 0,
@@ -283,13 +277,7 @@ static void resume_after_failed_write(void)
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-resume-fail one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
-    sqlite3 *d = NULL;
-    sqlite3_open(db, &d);
-    sqlite3_exec(d,
-                 "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN NEW.status = 5 "
-                 "BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
-                 NULL, NULL, NULL);
-    sqlite3_close(d);
+    is_int(lt_refuse_updates(db, "NEW.status = 5"), SQLITE_OK, "a trigger makes the resumed run's write fail");
     sim_script(h, "texts-resume-fail two", "{\"steps\":[{\"wait_ms\":20},{\"reply\":\"the second answer\"}]}", 1);
     char args[160];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-resume-fail two\"}", id);

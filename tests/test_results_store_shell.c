@@ -161,13 +161,8 @@ static void failed_write_keeps_output(void)
     snprintf(db, sizeof db, "%s/shell-fail.db", dir);
     snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
     sim_host *h = lt_host(opts);
-    sqlite3 *d = NULL;
-    sqlite3_open(db, &d);
-    sqlite3_exec(d,
-                 "CREATE TRIGGER refuse BEFORE UPDATE ON task WHEN NEW.notice = 3 "
-                 "BEGIN SELECT RAISE(ABORT, 'the disk refuses'); END",
-                 NULL, NULL, NULL);
-    sqlite3_close(d);
+    is_int(lt_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
+           "a trigger makes the write of a delivered notification fail");
     char *psid = sim_session_new(h, NULL, "main");
     char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
     is_int(lt_wait_until(h, lt_store_given_up, NULL), 0, "a failed write: the store is given up");

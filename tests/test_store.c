@@ -17,6 +17,7 @@
 
 #include "base/proc_id.h"
 #include "model/task.h"
+#include "storetest.h"
 #include "testlib.h"
 
 static char dir[] = "/tmp/ocbg-store-XXXXXX";
@@ -239,19 +240,6 @@ static void bad_store(const char *what, const char *path, const char *log_needle
     sim_destroy(h);
 }
 
-static int file_user_version(const char *path)
-{
-    sqlite3 *d = NULL;
-    int v = -1;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(d, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(d);
-    return v;
-}
-
 static void bad_stores(void)
 {
     char path[300];
@@ -275,7 +263,7 @@ static void bad_stores(void)
     sqlite3_exec(d, "CREATE TABLE future(x); PRAGMA user_version = 99", NULL, NULL, NULL);
     sqlite3_close(d);
     bad_store("a newer schema", path, "newer than this ocbg");
-    is_int(file_user_version(path), 99, "the newer file was left as it was");
+    is_int(lt_user_version(path), 99, "the newer file was left as it was");
 
     snprintf(path, sizeof path, "%s/garbage.db/ocbg.db", dir);
     bad_store("a file where the directory should be", path, "unable to open");

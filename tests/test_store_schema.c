@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "storetest.h"
 #include "testlib.h"
 
 static char dir[] = "/tmp/ocbg-schema-XXXXXX";
@@ -91,19 +92,6 @@ static void followups_numbered_across_restart(void)
     sim_destroy(h);
 }
 
-static int user_version_of(const char *path)
-{
-    sqlite3 *d = NULL;
-    sqlite3_stmt *st = NULL;
-    int v = -1;
-    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(d, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(d);
-    return v;
-}
-
 /* Does the task table have column `name`? */
 static int has_column(const char *path, const char *name)
 {
@@ -140,11 +128,11 @@ static void version_1_file_migrated(void)
     is_int(rc, SQLITE_OK, "the file made a version-1 file (%s)", err ? err : "ok");
     sqlite3_free(err);
     sqlite3_close(d);
-    ok(user_version_of(db) == 1 && !has_column(db, "followups_sent"), "version 1, without the new column");
+    ok(lt_user_version(db) == 1 && !has_column(db, "followups_sent"), "version 1, without the new column");
 
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), opts) != 1)
         bail_out("loading: %s", sim_load_error(h));
-    is_int(user_version_of(db), 2, "opened by this ocbg, the file is version 2");
+    is_int(lt_user_version(db), 2, "opened by this ocbg, the file is version 2");
     ok(has_column(db, "followups_sent"), "with the new column");
     char *out = t_output(h, s, id);
     like(out, "the old answer", "its task is kept, with its result");
