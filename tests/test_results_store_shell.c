@@ -172,6 +172,37 @@ static void failed_write_keeps_output(void)
     sim_destroy(h);
 }
 
+/* A command still queued when the host stopped runs after the restart,
+ * and keeps its output as any command does (a restored row holds no output
+ * buffers of its own: it is given this start's). */
+static void queued_command_restored(void)
+{
+    char db[300], opts[512];
+    snprintf(db, sizeof db, "%s/queued.db", dir);
+    snprintf(opts, sizeof opts, SHELL_OPTS, db, ",\"max_running_shells\":1");
+    sim_host *h = lt_host(opts);
+    char *psid = sim_session_new(h, NULL, "main");
+    char *sleeper = st_bash_bg(h, psid, "sleep 30", "sleeper", ST_LAUNCH_UNCHECKED);
+    char *queued = st_bash_bg(h, psid, "seq 1 1500", "queued", ST_LAUNCH_UNCHECKED);
+    char *out = st_task_output(h, psid, queued, 0, 0);
+    like(out, "<status>pending</status>", "the second command waits for the one slot");
+    free(out);
+    sim_unload_plugins(h);
+    if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
+        bail_out("reloading: %s", sim_load_error(h));
+    out = st_task_output(h, psid, queued, 1, tap_timeout_ms(10000));
+    char *want = NULL;
+    if (asprintf(&want, "<exit_code>0</exit_code>\n<output>\n%s</output>\n", shell_want) < 0)
+        bail_out("asprintf");
+    like(out, want, "after the restart it runs, and its output is kept under the cap as ever");
+    free(want);
+    free(out);
+    free(sleeper);
+    free(queued);
+    free(psid);
+    sim_destroy(h);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -181,6 +212,7 @@ int main(void)
         command_output_read_back();
         store_off_keeps_output();
         failed_write_keeps_output();
+        queued_command_restored();
     }
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -335,6 +335,13 @@ static void restore_row(void *arg, const store_row *row)
         t->status = TASK_PENDING;
         t->started_ms = 0;
     }
+    if (t->type == TASK_SHELL && t->status == TASK_PENDING) {
+        /* Queued: it has printed nothing yet, and prints under this start's
+         * cap (a row holds only the output a command ended with). */
+        shell_state *queued = shell_state_new(t->shell->command, t->shell->directory, (size_t)o->opt.shell_output_cap);
+        shell_state_free(t->shell);
+        t->shell = queued;
+    }
     if (!registry_restore(&o->reg, t, row->parent_session, row->batch))
         task_free(t); /* its id or session is another restored task's */
 }
