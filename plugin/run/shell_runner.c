@@ -96,6 +96,11 @@ static int shell_start(runner *base, const char *task_id, char **err)
         s->pid_start = proc_start_time(p->p.pid);
         registry_touch(r->env.reg, t); /* its process, should a restart find it alive */
     }
+    /* Stopped, failed by a guard, or removed while it was being started:
+     * the command must not run on unwatched. Killed at once; reaped (and a
+     * stopped task ended, cancelled) by the shell thread as any other. */
+    if (!s || !task_status_active(t->status) || s->stop_requested)
+        kill(-p->p.pid, SIGKILL);
     p->next = r->pending;
     r->pending = p;
     pthread_mutex_unlock(r->env.mu);
@@ -107,7 +112,11 @@ static void shell_stop(runner *base, task *t)
 {
     shell_runner *r = (shell_runner *)base;
     shell_state *s = t->shell;
-    if (!s || s->exited || s->pid <= 0 || s->stop_requested)
+    if (s && !s->exited && s->pid <= 0) {
+        s->stop_requested = true; /* being started: shell_start kills it as soon as it exists */
+        return;
+    }
+    if (!s || s->exited || s->stop_requested)
         return; /* a second stop keeps the first one's SIGKILL deadline */
     s->stop_requested = true;
     kill(-s->pid, SIGTERM);
