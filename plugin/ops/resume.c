@@ -72,6 +72,9 @@ static void give_back(ocbg *o, const resume_claim *c, bool session_gone)
         t->run--;
         t->started_ms = c->old_started;
         t->session_gone |= session_gone;
+        /* A check of the run given back is moot (its job sees another run
+         * and leaves the task be): nothing of it may hold the texts. */
+        t->finalizing = t->recheck = false;
         engine_wake_waiters(o);
     }
     pthread_mutex_unlock(&o->mu);
