@@ -328,19 +328,12 @@ void persist_sync(ocbg *o)
 static void restore_row(void *arg, const store_row *row)
 {
     ocbg *o = arg;
-    task *t = store_row_to_task(row);
+    task *t = store_row_to_task(row, (size_t)o->opt.shell_output_cap);
     /* An agent whose session was never made (or never recorded) did no
      * work: it waits for a slot again. */
     if (t->type == TASK_AGENT && !t->session_id && task_status_active(t->status)) {
         t->status = TASK_PENDING;
         t->started_ms = 0;
-    }
-    if (t->type == TASK_SHELL && t->status == TASK_PENDING) {
-        /* Queued: it has printed nothing yet, and prints under this start's
-         * cap (a row holds only the output a command ended with). */
-        shell_state *queued = shell_state_new(t->shell->command, t->shell->directory, (size_t)o->opt.shell_output_cap);
-        shell_state_free(t->shell);
-        t->shell = queued;
     }
     if (!registry_restore(&o->reg, t, row->parent_session, row->batch))
         task_free(t); /* its id or session is another restored task's */

@@ -331,8 +331,9 @@ static void put_task_output(ocbg *o, strbuf *out, task *t, const char *retrieval
         registry_touch(&o->reg, t);
     } else if (task_status_active(t->status)) {
         sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
-        if (task_permission_what(t))
-            tag(out, "waiting_for_permission", task_permission_what(t));
+        const char *asking = task_permission_what(t);
+        if (asking)
+            tag(out, "waiting_for_permission", asking);
         if (t->awaiting)
             tag(out, "waiting_for_tasks",
                 t->wake_parked ? "the background tasks it launched have ended; it continues when a slot frees"

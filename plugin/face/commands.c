@@ -16,10 +16,11 @@ static void tasks_row(strbuf *out, const task *t, int64_t now)
     format_duration(dur, sizeof dur, task_runtime(t, now));
     /* A command without its own description is described by itself. */
     bool show_command = t->type == TASK_SHELL && t->description && strcmp(t->description, t->shell->command) != 0;
+    const char *asking = task_permission_what(t);
     sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s", t->id, t->type == TASK_SHELL ? "shell" : "agent",
               claude_status(t), start, dur, t->description ? t->description : "", show_command ? " $ " : "",
-              show_command ? t->shell->command : "", task_permission_what(t) ? " [waiting for permission: " : "",
-              task_permission_what(t) ? task_permission_what(t) : "", task_permission_what(t) ? "]" : "");
+              show_command ? t->shell->command : "", asking ? " [waiting for permission: " : "", asking ? asking : "",
+              asking ? "]" : "");
     const usage *u = task_usage(t);
     if (u) {
         sb_puts(out, " [Usage: ");

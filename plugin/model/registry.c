@@ -259,10 +259,11 @@ bool registry_restore(registry *r, task *t, const char *parent_session, const ch
 void registry_set_status(registry *r, task *t, task_status s, int64_t now)
 {
     bool was = task_status_active(t->status), is = task_status_active(s);
-    if (!was && is && r->on_revive)
-        r->on_revive(r->on_revive_arg, t);
-    if (!was && is)
+    if (!was && is) {
+        if (r->on_revive)
+            r->on_revive(r->on_revive_arg, t);
         task_begin_live(t); /* before its lane: a pending task queues in it */
+    }
     if (t->status == TASK_PENDING && s == TASK_RUNNING)
         t->started_ms = now;
     if (t->status != s) {

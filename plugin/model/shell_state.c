@@ -61,10 +61,15 @@ void shell_output_append(shell_output *o, const char *data, size_t n)
 
 void shell_output_shrink(shell_output *o)
 {
-    /* realloc to 0 bytes may give NULL: keep one byte. */
-    o->head = xrealloc(o->head, o->head_len ? o->head_len : 1);
+    /* Nothing printed, nothing held (no buffer at all). */
+    if (o->head_len) {
+        o->head = xrealloc(o->head, o->head_len);
+    } else {
+        free(o->head);
+        o->head = NULL;
+    }
     o->head_cap = o->head_size = o->head_len;
-    char *tail = xmalloc(o->tail_len ? o->tail_len : 1);
+    char *tail = o->tail_len ? xmalloc(o->tail_len) : NULL;
     if (o->tail_len) {
         size_t start = (o->tail_pos + o->tail_cap - o->tail_len) % o->tail_cap;
         size_t first = o->tail_len < o->tail_cap - start ? o->tail_len : o->tail_cap - start;

@@ -80,12 +80,7 @@ static int shell_start(runner *base, const char *task_id, char **err)
     free(command);
     free(dir);
     if (rc != 0) {
-        free(p);
-        pthread_mutex_lock(r->env.mu);
-        s = find_shell(r, task_id, NULL);
-        if (s) /* it printed nothing and never will: no buffers of shell_output_cap for good */
-            shell_output_shrink(&s->out);
-        pthread_mutex_unlock(r->env.mu);
+        free(p); /* it printed nothing: it holds no output buffers (shell_state_new) */
         return rc;
     }
     pthread_mutex_lock(r->env.mu);

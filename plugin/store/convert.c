@@ -82,7 +82,7 @@ static pid_t stored_pid(int64_t v)
     return v <= 1 || v > STORED_PID_MAX ? 0 : (pid_t)v;
 }
 
-task *store_row_to_task(const store_row *row)
+task *store_row_to_task(const store_row *row, size_t shell_output_cap)
 {
     task *t = xcalloc(1, sizeof *t);
     memcpy(t->id, row->id, sizeof t->id);
@@ -119,10 +119,13 @@ task *store_row_to_task(const store_row *row)
     t->notice_wake = row->notice_wake;
     t->notice_pushed_ms = stored_ms(row->notice_pushed_ms);
     if (row->type == TASK_SHELL) {
-        /* The stored text is all of it, already with its note of what was
-         * left out: held as it is, in a buffer of its size. */
-        t->shell = shell_state_new(row->command, row->directory, 0);
-        shell_output_set_text(&t->shell->out, xstrdup(row->output ? row->output : ""));
+        /* A queued command has printed nothing yet: it prints under this
+         * start's cap. Else the stored text is all of it, already with its
+         * note of what was left out: held as it is, in a buffer of its size. */
+        bool queued = row->status == TASK_PENDING;
+        t->shell = shell_state_new(row->command, row->directory, queued ? shell_output_cap : 0);
+        if (!queued)
+            shell_output_set_text(&t->shell->out, xstrdup(row->output ? row->output : ""));
         t->shell->pid = stored_pid(row->pid);
         t->shell->pid_start = t->shell->pid ? row->pid_start : 0;
         t->shell->exited = row->exited;

@@ -15,7 +15,9 @@
 void store_row_from_task(const task *t, store_row *row);
 
 /* A detached task (no parent, batch or lane: registry_restore links it)
- * from a valid row (store_load checked it). Its runtime state is fresh. */
-task *store_row_to_task(const store_row *row);
+ * from a valid row (store_load checked it). Its runtime state is fresh; a
+ * queued command keeps up to shell_output_cap bytes of what it will print
+ * (shell_state_new). */
+task *store_row_to_task(const store_row *row, size_t shell_output_cap);
 
 #endif

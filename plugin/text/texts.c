@@ -126,8 +126,9 @@ void format_report(strbuf *out, const task *t, int64_t now)
     case TASK_RUNNING:
     case TASK_RESUMED:
         sb_printf(out, "Running for: %s\n", dur);
-        if (task_permission_what(t))
-            sb_printf(out, "Waiting for permission: %s (the user must answer it)\n", task_permission_what(t));
+        const char *asking = task_permission_what(t);
+        if (asking)
+            sb_printf(out, "Waiting for permission: %s (the user must answer it)\n", asking);
         if (t->wake_parked)
             sb_puts(out, "The background tasks it launched have ended; it continues when a slot frees.\n");
         else if (t->awaiting)
@@ -155,11 +156,12 @@ void format_list_line(strbuf *out, const task *t, int64_t now)
     if (t->type == TASK_SHELL)
         sb_printf(out, " | %s | shell | %s | %s | %s", t->description ? t->description : "",
                   task_status_name(t->status), dur, t->batch->id);
-    else
+    else {
+        const char *asking = task_permission_what(t);
         sb_printf(out, " | %s | agent: %s | %s%s%s | %s | %s", t->description ? t->description : "",
-                  t->agent ? t->agent : "", task_status_name(t->status),
-                  task_permission_what(t) ? ", waiting for permission: " : "",
-                  task_permission_what(t) ? task_permission_what(t) : "", dur, t->batch->id);
+                  t->agent ? t->agent : "", task_status_name(t->status), asking ? ", waiting for permission: " : "",
+                  asking ? asking : "", dur, t->batch->id);
+    }
     const usage *u = task_usage(t);
     if (u) {
         sb_puts(out, " | Usage: ");

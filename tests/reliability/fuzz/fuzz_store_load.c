@@ -185,7 +185,7 @@ static void restore(void *arg, const store_row *row)
 {
     loaded *l = arg;
     l->rows++;
-    task *t = store_row_to_task(row);
+    task *t = store_row_to_task(row, 1 << 20);
     if (t->type == TASK_AGENT && !t->session_id && task_status_active(t->status)) {
         t->status = TASK_PENDING;
         t->started_ms = 0;
