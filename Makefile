@@ -30,7 +30,15 @@ LDLIBS  += -lcjson -lsqlite3 -lpthread -ldl
 
 # Every plugin source: entry and engine, event hooks, fork processing.
 PLUGIN_SRC := $(sort $(wildcard plugin/*.c plugin/*/*.c hooks/*.c fork/*.c))
-PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/obj/%.o)
+# tree-sitter's runtime and its bash grammar, the pinned C sources OpenCode's own
+# bash tool parses with (build-aux/fetch-tree-sitter; fetched once, shared by
+# every BUILD), compiled into the plugin: ops/bash_asks.c reads command lines
+# with them.
+TS_DIR     := build/third_party
+TS_STAMP   := $(TS_DIR)/.stamp-ts0.25.1-bash0.25.0
+TS_OBJ     := $(BUILD)/obj/third_party/ts_runtime.o $(BUILD)/obj/third_party/ts_bash_parser.o \
+              $(BUILD)/obj/third_party/ts_bash_scanner.o
+PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/obj/%.o) $(TS_OBJ)
 # The simulated host (library part; demo.c has the demo's main).
 SIM_SRC    := $(filter-out host/sim/demo.c,$(sort $(wildcard host/sim/*.c)))
 SIM_OBJ    := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
@@ -60,6 +68,22 @@ deps:
 $(BUILD)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -fvisibility=hidden -c $< -o $@
+
+$(TS_STAMP):
+	@sh build-aux/fetch-tree-sitter $(TS_DIR)
+
+# Their own warnings are theirs: built without -Werror and the strict set.
+TS_CFLAGS = -std=c11 $(OPT) -fPIC -pthread $(SAN) $(CFLAGS) -fvisibility=hidden -D_DEFAULT_SOURCE -w
+$(BUILD)/obj/third_party/ts_runtime.o: $(TS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(TS_CFLAGS) -I$(TS_DIR)/tree-sitter/src -I$(TS_DIR)/tree-sitter/include \
+	    -c $(TS_DIR)/tree-sitter/src/lib.c -o $@
+$(BUILD)/obj/third_party/ts_bash_%.o: $(TS_STAMP) plugin/ops/bash_chars.h
+	@mkdir -p $(dir $@)
+	$(CC) $(TS_CFLAGS) -I$(TS_DIR)/tree-sitter-bash/src $(if $(filter scanner,$*),-Iplugin -DOCBG_IN_TS_SCANNER \
+	    -include ops/bash_chars.h) -c $(TS_DIR)/tree-sitter-bash/src/$*.c -o $@
+$(BUILD)/obj/plugin/ops/bash_asks.o: $(TS_STAMP)
+$(BUILD)/obj/plugin/ops/bash_asks.o: CPPFLAGS += -isystem $(TS_DIR)/tree-sitter/include
 
 # Only ocp_plugin_entry is exported (-fvisibility=hidden plus a version script);
 # -z defs refuses a library with an unresolved symbol.

@@ -1,8 +1,9 @@
 /*
  * permission.h — asking the host's consent before ocbg runs a command or
  * starts a sub-agent (ABI 1.1 ask_permission), the way the host's own tools
- * ask: permission "bash" with each simple command of the command line as a
- * pattern, permission "task" with the agent's name.
+ * ask: for a command line, "external_directory" and "bash" exactly as
+ * OpenCode's bash tool asks them (ops/bash_asks.h); permission "task" with
+ * the agent's name.
  *
  * A host without ask_permission (ABI 1.0, or NULL) has no permission system
  * to apply: the action goes ahead, as it always did. Any answer other than
@@ -38,14 +39,5 @@ int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const c
  * it; the answer says that nothing was sent. */
 int permission_send(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description,
                     strbuf *out);
-
-/* The patterns a command line is checked against, as OpenCode's bash tool
- * makes them: every simple command it contains (split at ;, &&, ||, |, &
- * and newlines outside quotes; the commands inside $(…), `…` and (…) too),
- * each trimmed; and for each its "always" pattern: the command's prefix (the
- * program, and the subcommand for programs that have them: "git status",
- * "npm run build") followed by " *". Pure; both arrays are filled in order,
- * without duplicates. A command line with nothing in it yields itself. */
-void bash_patterns(const char *command, cJSON *patterns, cJSON *always);
 
 #endif
