@@ -197,47 +197,6 @@ static void utf8_cases(void)
     is_str(buf, "2h 03m", "hours and minutes");
 }
 
-/* The patterns a command line is asked under: every simple command, as
- * OpenCode's bash tool splits it, and each command's "always" prefix. */
-static void bash_pattern_case(const char *command, const char *patterns, const char *always)
-{
-    cJSON *p = cJSON_CreateArray(), *a = cJSON_CreateArray();
-    bash_patterns(command, p, a);
-    char *ps = cJSON_PrintUnformatted(p), *as = cJSON_PrintUnformatted(a);
-    char *name = xstrdup(command);
-    for (char *c = name; *c; c++)
-        if (*c == '\n')
-            *c = '/';
-    is_str(ps, patterns, "patterns of: %s", name);
-    is_str(as, always, "always of: %s", name);
-    free(name);
-    free(ps);
-    free(as);
-    cJSON_Delete(p);
-    cJSON_Delete(a);
-}
-
-static void bash_pattern_cases(void)
-{
-    bash_pattern_case("ls -la", "[\"ls -la\"]", "[\"ls *\"]");
-    bash_pattern_case("git status && git push origin main", "[\"git status\",\"git push origin main\"]",
-                      "[\"git status *\",\"git push *\"]");
-    bash_pattern_case("make 2>&1 | tee log; echo done &", "[\"make 2>&1\",\"tee log\",\"echo done\"]",
-                      "[\"make *\",\"tee *\",\"echo *\"]");
-    bash_pattern_case("echo \"a; b\" 'c && d'", "[\"echo \\\"a; b\\\" 'c && d'\"]", "[\"echo *\"]");
-    bash_pattern_case("echo $(rm -rf /tmp/x) `id`", "[\"rm -rf /tmp/x\",\"id\",\"echo $(rm -rf /tmp/x) `id`\"]",
-                      "[\"rm *\",\"id *\",\"echo *\"]");
-    bash_pattern_case("(cd sub && rm -f a) > out", "[\"rm -f a\"]", "[\"rm *\"]");
-    bash_pattern_case("echo \"$(whoami)\"", "[\"whoami\",\"echo \\\"$(whoami)\\\"\"]",
-                      "[\"whoami *\",\"echo *\"]");
-    bash_pattern_case("npm run build -- --prod\nnpm test", "[\"npm run build -- --prod\",\"npm test\"]",
-                      "[\"npm run build *\",\"npm test *\"]");
-    bash_pattern_case("git -C repo log", "[\"git -C repo log\"]", "[\"git *\"]");
-    bash_pattern_case("echo 'unclosed", "[\"echo 'unclosed\"]", "[\"echo *\"]");
-    bash_pattern_case("cd /tmp && ls", "[\"ls\"]", "[\"ls *\"]");
-    bash_pattern_case("cd sub", "[]", "[]");
-}
-
 /* ocbg's notices in a launcher task's session (max_depth > 1). */
 #define M_NOTICE(id, text) M_PROMPT(id, OUTCOME_NOTICE_PREFIX text)
 
@@ -416,7 +375,6 @@ int main(void)
 {
     shell_shrink_cases();
     map_cases();
-    bash_pattern_cases();
     options_cases();
     outcome_cases();
     notice_cases();

@@ -1,0 +1,166 @@
+/*
+ * test_bash_asks.c — the permission questions ocbg's Bash asks for a command
+ * line (ops/bash_asks.c) are OpenCode's own bash tool's.
+ *
+ * 1. Shapes: a command nested anywhere (groups, if/for/while/case bodies,
+ *    functions, `!`, substitutions, here-docs, process substitution) is asked
+ *    for, so a rule that denies it stops it; the arity table's "always"
+ *    prefixes; the paths outside the project.
+ * 2. The corpus recorded from OpenCode 1.18.33 (tests/fixtures/
+ *    bash_permissions.json, written by host/opencode/test/e2e_bash_perm.mjs
+ *    --record): every line asks exactly what OpenCode asked.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ops/bash_asks.h"
+#include "base/util.h"
+#include "tap.h"
+#include "testlib.h"
+
+static char *json_of(const cJSON *a)
+{
+    return cJSON_PrintUnformatted(a);
+}
+
+/* command's asks in `project`, compared with the JSON arrays wanted. */
+static void asks_case(const char *project, const char *command, const char *dirs, const char *patterns,
+                      const char *always)
+{
+    bash_asks a;
+    is_int(bash_asks_of(command, project, &a), 0, "parsed: %s", command);
+    char *d = json_of(a.dirs), *p = json_of(a.patterns), *w = json_of(a.always);
+    is_str(d, dirs, "external directories of: %s", command);
+    is_str(p, patterns, "bash patterns of: %s", command);
+    is_str(w, always, "always patterns of: %s", command);
+    free(d);
+    free(p);
+    free(w);
+    bash_asks_free(&a);
+}
+
+/* A command nested in every shape is asked for ("rm x" among the patterns). */
+static void nested_rm_cases(void)
+{
+    static const char *const lines[] = {
+        "a; rm x", "a && rm x", "a || rm x", "a | rm x", "a |& rm x", "rm x &", "a\nrm x", "echo $(rm x)",
+        "echo `rm x`", "(rm x)", "{ rm x; }", "! rm x", "if rm x; then :; fi", "if a; then rm x; fi",
+        "if a; then b; elif c; then rm x; fi", "if a; then b; else rm x; fi", "for f in a b; do rm x; done",
+        "for ((i=0;i<2;i++)); do rm x; done", "while a; do rm x; done", "until a; do rm x; done",
+        "case $v in a) rm x;; esac", "case $v in a|b) b;; *) rm x;; esac", "f() { rm x; }", "function f { rm x; }",
+        "function f() { rm x; }", "cat <<EOF\n$(rm x)\nEOF", "grep a <<< \"$(rm x)\"",
+        "diff <(rm x) b", "tee >(rm x)", "echo \"$(rm x)\"", "a=$(rm x)", "export A=$(rm x)", "[[ -f x ]] && rm x",
+        "(( i )) && rm x", "{ { rm x; }; }", "if a; then for i in 1; do while b; do rm x; done; done; fi",
+        "ls | while read f; do rm x; done", "select v in a; do rm x; done", "echo ${v:-$(rm x)}",
+        "rm x > /dev/null 2>&1", "a &&\n  rm x", "x() (rm x)",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        bash_asks a;
+        bash_asks_of(lines[i], NULL, &a);
+        bool found = false, always = false;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, a.patterns) found |= strcmp(it->valuestring, "rm x") == 0 ||
+                                                    strcmp(it->valuestring, "rm x > /dev/null 2>&1") == 0;
+        cJSON_ArrayForEach(it, a.always) always |= strcmp(it->valuestring, "rm *") == 0;
+        char *p = json_of(a.patterns);
+        ok(found && always, "the rm in `%s` is asked for (patterns %s)", lines[i], p);
+        free(p);
+        bash_asks_free(&a);
+    }
+}
+
+static void pattern_cases(void)
+{
+    asks_case(NULL, "ls -la", "[]", "[\"ls -la\"]", "[\"ls *\"]");
+    asks_case(NULL, "git status && git push origin main", "[]", "[\"git status\",\"git push origin main\"]",
+              "[\"git status *\",\"git push *\"]");
+    asks_case(NULL, "make 2>&1 | tee log; echo done &", "[]", "[\"make 2>&1\",\"tee log\",\"echo done\"]",
+              "[\"make *\",\"tee *\",\"echo *\"]");
+    asks_case(NULL, "echo \"a; b\" 'c && d'", "[]", "[\"echo \\\"a; b\\\" 'c && d'\"]", "[\"echo *\"]");
+    asks_case(NULL, "echo $(rm -rf /tmp/x) `id`", "[]", "[\"echo $(rm -rf /tmp/x) `id`\",\"rm -rf /tmp/x\",\"id\"]",
+              "[\"echo *\",\"rm *\",\"id *\"]");
+    asks_case(NULL, "(cd sub && rm -f a) > out", "[]", "[\"rm -f a\"]", "[\"rm *\"]");
+    asks_case(NULL, "npm run build -- --prod\nnpm test", "[]", "[\"npm run build -- --prod\",\"npm test\"]",
+              "[\"npm run build *\",\"npm test *\"]");
+    /* OpenCode's prefix takes words as they come: an option is a word too. */
+    asks_case(NULL, "git -C repo log", "[]", "[\"git -C repo log\"]", "[\"git -C *\"]");
+    asks_case(NULL, "git config --global user.name x", "[]", "[\"git config --global user.name x\"]",
+              "[\"git config --global *\"]");
+    asks_case(NULL, "docker compose up -d", "[]", "[\"docker compose up -d\"]", "[\"docker compose up *\"]");
+    /* The words: an expansion or a number is not one. */
+    asks_case(NULL, "sleep 5", "[]", "[\"sleep 5\"]", "[\"sleep *\"]");
+    asks_case(NULL, "FOO=1 make test", "[]", "[\"FOO=1 make test\"]", "[\"make test *\"]");
+    asks_case(NULL, "cat <<EOF > out.txt\nhello\nEOF", "[]", "[\"cat <<EOF > out.txt\\nhello\\nEOF\"]", "[\"cat *\"]");
+    asks_case(NULL, "cd /tmp && ls", "[]", "[\"ls\"]", "[\"ls *\"]");
+    asks_case(NULL, "cd sub", "[]", "[]", "[]");
+    asks_case(NULL, "echo 'unclosed", "[]", "[\"echo\"]", "[\"echo *\"]");
+    /* OpenCode's own limits, kept as they are (ocbg asks exactly what it
+     * asks): the program `time` or `coproc` runs is an argument, and a
+     * here-doc body's backticks are text to the grammar. */
+    asks_case(NULL, "time rm x", "[]", "[\"time rm x\"]", "[\"time *\"]");
+    asks_case(NULL, "coproc rm x", "[]", "[\"coproc rm x\"]", "[\"coproc *\"]");
+    asks_case(NULL, "cat <<EOF\n`rm x`\nEOF", "[]", "[\"cat <<EOF\\n`rm x`\\nEOF\"]", "[\"cat *\"]");
+    asks_case(NULL, "", "[]", "[]", "[]");
+    asks_case(NULL, "# only a comment", "[]", "[]", "[]");
+}
+
+/* Paths outside the project: resolved lexically from it, ~ expanded, cut at
+ * a glob, skipped when they expand; a directory is itself, a file its parent. */
+static void outside_cases(void)
+{
+    char root[] = "/tmp/ocbg-bash-asks-XXXXXX";
+    if (!mkdtemp(root))
+        bail_out("mkdtemp: %s", strerror(errno));
+    char *project = xasprintf("%s/project", root), *home = xasprintf("%s/home", root);
+    mkdir(project, 0700);
+    mkdir(home, 0700);
+    char *old_home = xstrdup(getenv("HOME"));
+    setenv("HOME", home, 1);
+    char *want = NULL;
+    asks_case(project, "cat /etc/hostname", "[\"/etc\"]", "[\"cat /etc/hostname\"]", "[\"cat *\"]");
+    asks_case(project, "ls /tmp", "[]", "[\"ls /tmp\"]", "[\"ls *\"]"); /* ls takes no paths */
+    asks_case(project, "cat src/a.c ./b \"c d\"", "[]", "[\"cat src/a.c ./b \\\"c d\\\"\"]", "[\"cat *\"]");
+    want = xasprintf("[\"%s\"]", root);
+    asks_case(project, "cp a ../b", want, "[\"cp a ../b\"]", "[\"cp *\"]");
+    free(want);
+    want = xasprintf("[\"%s\"]", home);
+    asks_case(project, "touch ~/x", want, "[\"touch ~/x\"]", "[\"touch *\"]");
+    asks_case(project, "chmod -R 700 ~", want, "[\"chmod -R 700 ~\"]", "[\"chmod *\"]");
+    free(want);
+    asks_case(project, "cd /etc && ls", "[\"/etc\"]", "[\"ls\"]", "[\"ls *\"]");
+    asks_case(project, "rm -rf /tmp/ocbg-none-*", "[\"/tmp\"]", "[\"rm -rf /tmp/ocbg-none-*\"]", "[\"rm *\"]");
+    asks_case(project, "cat $HOME/x ${HOME}/y `pwd`/z *.c", "[]", "[\"cat $HOME/x ${HOME}/y `pwd`/z *.c\",\"pwd\"]",
+              "[\"cat *\",\"pwd *\"]");
+    asks_case(project, "cp -r src/ /tmp/", "[\"/tmp\"]", "[\"cp -r src/ /tmp/\"]", "[\"cp *\"]");
+    asks_case(project, "cat /", "[\"/\"]", "[\"cat /\"]", "[\"cat *\"]");
+    asks_case(project, "if true; then rm /etc/x; fi", "[\"/etc\"]", "[\"true\",\"rm /etc/x\"]",
+              "[\"true *\",\"rm *\"]");
+    bash_asks a;
+    bash_asks_of("cat /etc/hostname /etc/hosts /", project, &a);
+    cJSON *pats = bash_dir_patterns(a.dirs);
+    char *p = json_of(pats);
+    is_str(p, "[\"/etc/*\",\"/*\"]", "external_directory patterns: each directory with /* (the root: /*)");
+    free(p);
+    cJSON_Delete(pats);
+    bash_asks_free(&a);
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    free(old_home);
+    rmdir(project);
+    rmdir(home);
+    rmdir(root);
+    free(project);
+    free(home);
+}
+
+int main(void)
+{
+    nested_rm_cases();
+    pattern_cases();
+    outside_cases();
+    return done_testing();
+}
