@@ -93,7 +93,7 @@ check-stress-tsan:
 # coverage (build/fuzz). FUZZ_SECONDS per target. A crash lands in
 # build/fuzz/artifacts/; copy it to tests/reliability/regress/TARGET/ and it
 # is replayed by every `make fuzz` (and `make fuzz-regress`) from then on.
-FUZZ_TARGETS := tool_args events fork options store_load
+FUZZ_TARGETS := tool_args events fork options store_load bash_asks
 FUZZ_SECONDS ?= 30
 SAN_FUZZ := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
@@ -136,7 +136,7 @@ fuzz-run: fuzz-regress-run
 # 2 cores; fork's from short runs: it slows to about 6,000/s as its corpus
 # grows, so it runs longest). About 45 minutes on 2 cores (README).
 FUZZ_LONG_EXECS ?= 10000000
-FUZZ_LONG_WEIGHTS ?= tool_args:260 events:2000 fork:35000 options:270 store_load:790
+FUZZ_LONG_WEIGHTS ?= tool_args:260 events:2000 fork:35000 options:270 store_load:790 bash_asks:2000
 .PHONY: fuzz-long fuzz-long-run
 fuzz-long:
 	$(MAKE) fuzz-long-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
