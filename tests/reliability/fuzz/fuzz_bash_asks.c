@@ -2,6 +2,7 @@
  * tree-sitter's parser inside the plugin): any bytes parse without a crash
  * or a leak, every "bash" pattern is a piece of the line, every "always"
  * ends with " *", every directory is absolute and normalized. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
