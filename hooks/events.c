@@ -79,7 +79,12 @@ static void decode_part(const cJSON *props, session_note *n)
     if (str_at(part, "sessionID"))
         n->session_id = str_at(part, "sessionID");
     const char *type = str_at(part, "type");
-    if (type && strcmp(type, "tool") == 0) {
+    if (type && strcmp(type, "text") == 0 && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(part, "text"))) {
+        n->message_id = str_at(part, "messageID");
+        n->part_id = str_at(part, "id");
+        n->text = str_at(part, "text");
+        n->text_ended = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(part, "time"), "end") != NULL;
+    } else if (type && strcmp(type, "tool") == 0) {
         n->call_id = str_at(part, "callID");
         n->tool = str_at(part, "tool");
         n->call_hash = call_hash(n->tool, cJSON_GetObjectItemCaseSensitive(part, "state"));
@@ -179,9 +184,11 @@ void hooks_on_event(ocbg *o, const char *event_json)
 {
     if (!event_json)
         return;
-    /* Streaming text updates are the most frequent events and carry the whole
-     * text so far: skip those without parsing them. */
-    if (strstr(event_json, "\"message.part.updated\"") && !strstr(event_json, "\"type\":\"tool\""))
+    /* Of the part updates, only tool calls and text parts matter (a text
+     * part's start and its end: OpenCode streams the text between as
+     * message.part.delta, not read); skip the rest without parsing them. */
+    if (strstr(event_json, "\"message.part.updated\"") && !strstr(event_json, "\"type\":\"tool\"") &&
+        !strstr(event_json, "\"type\":\"text\""))
         return;
     /* Message updates matter only for an assistant's usage. */
     if (strstr(event_json, "\"message.updated\"") && !strstr(event_json, "\"assistant\""))

@@ -41,7 +41,9 @@ static void completes_by_idle_event(void)
     like(out, "\n\nResult:\nthe answer is 42\n", "result is the last assistant text");
     is_int(sim_calls(h, "session_status", NULL), 0, "no poll was needed");
     char *child = t_task_session(h, 0);
-    ok(sim_calls(h, "session_messages", child) >= 1, "the child's messages were read");
+    is_int(sim_calls(h, "session_messages", child), 0,
+           "the answer came with the events (its text part's end, the turn-ending message): no read of the child's "
+           "messages");
     is_int(t_wait_messages_with(h, parent, NOTICE_DONE, 1, 5000), 0, "parent notified");
     free(child);
     free(out);
@@ -87,6 +89,26 @@ static void completes_by_poll_when_events_lost(void)
     size_t polls = sim_calls(h, "session_status", NULL);
     is_int(t_sync_notifications(h, parent), 0, "a later task completes too");
     ok(sim_calls(h, "session_status", NULL) <= polls + 2, "no steady polling while idle");
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* The answer's text part events lost: the check reads the messages for it
+ * (the events tell no answer), with the same result. */
+static void reads_the_answer_when_its_part_events_are_lost(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_event_faults(h, 5, 1.0, 0, 0, "message.part.updated");
+    char *id = t_launch_script(h, parent, "parts lost", "{\"steps\":[{\"reply\":\"read from the messages\"}]}");
+    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed without its part events");
+    is_int(sim_events_delivered(h, "message.part.updated"), 0, "no part event reached the plugin");
+    char *child = t_task_session(h, 0);
+    ok(sim_calls(h, "session_messages", child) >= 1, "the child's messages were read instead");
+    is_int(t_wait_output_with(h, parent, id, "Result:\nread from the messages\n", 2000), 0, "with its reply");
+    is_int(t_wait_messages_with(h, parent, "read from the messages", 1, 5000), 0, "and the parent is notified with it");
+    free(child);
     free(id);
     free(parent);
     sim_destroy(h);
@@ -311,6 +333,7 @@ int main(void)
     completes_by_idle_event();
     completes_by_status_idle();
     completes_by_poll_when_events_lost();
+    reads_the_answer_when_its_part_events_are_lost();
     completes_by_the_turn_ending_answer();
     duplicated_events_complete_once();
     session_error_ends_in_error();

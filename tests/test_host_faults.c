@@ -79,10 +79,14 @@ static void prompt_fails(void)
     sim_destroy(h);
 }
 
+/* Reading the answer fails. The answers' part events are lost, so each
+ * check must read the messages (the events would otherwise tell the
+ * answer). */
 static void messages_fail(void)
 {
     sim_host *h = t_host("{\"poll_interval_ms\":50}");
     char *parent = sim_session_new(h, NULL, "main");
+    sim_event_faults(h, 3, 1.0, 0, 0, "message.part.updated");
     sim_fail(h, "session_messages", 1, 1, -EIO);
     char *id = t_launch_script(h, parent, "Read once", "{\"steps\":[{\"reply\":\"second read wins\"}]}");
     char *child = t_task_session(h, 0);

@@ -123,9 +123,13 @@ static char *trace(sim_host *h, const char *sid)
                          cJSON_GetObjectItemCaseSensitive(p, "status"), "type")));
         } else if (strcmp(type, "message.part.updated") == 0) {
             const cJSON *part = cJSON_GetObjectItemCaseSensitive(p, "part");
-            snprintf(item, sizeof item, "tool:%s",
-                     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-                         cJSON_GetObjectItemCaseSensitive(part, "state"), "status")));
+            const cJSON *time = cJSON_GetObjectItemCaseSensitive(part, "time");
+            if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(part, "type")), "text") == 0)
+                snprintf(item, sizeof item, "text:%s", cJSON_GetObjectItemCaseSensitive(time, "end") ? "end" : "start");
+            else
+                snprintf(item, sizeof item, "tool:%s",
+                         cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(part, "state"), "status")));
         } else if (strcmp(type, "message.updated") == 0) {
             const cJSON *info = cJSON_GetObjectItemCaseSensitive(p, "info");
             const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "role"));
@@ -241,8 +245,8 @@ static void test_prompt_order(void)
     is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "assistant message arrives");
     is_int(sim_wait_idle(h, sid, T(5000)), 0, "session goes idle");
     char *tr = trace(h, sid);
-    is_str(tr, "session.created,user,busy,tool:pending,tool:running,tool:completed,assistant,idle,idle!",
-           "event order for one prompt");
+    is_str(tr, "session.created,user,busy,tool:pending,tool:running,tool:completed,text:start,text:end,assistant,idle,idle!",
+           "event order for one prompt (a text part: its start, then its end)");
     free(tr);
 
     char *last = sim_session_message_text(h, sid, -1);
@@ -352,9 +356,11 @@ static void test_error_abort_queue(void)
     free(t);
 
     char *b = sim_session_new(h, NULL, "hang");
+    is_int(sim_events_flush(h, T(5000)), 0, "the earlier sessions' events delivered");
+    size_t parts_before = sim_events_delivered(h, "message.part.updated");
     prompt(h, b, "stuck", 0);
     ok(sim_session_busy(h, b), "hanging session is busy");
-    struct min_events me = {"message.part.updated", 2};
+    struct min_events me = {"message.part.updated", parts_before + 2};
     is_int(sim_wait(h, pred_events, &me, T(5000)), 0, "its tool is running");
     char *status = NULL;
     is_int(simple_call(h, "session_status", NULL, &status), 0, "status map");
@@ -396,7 +402,9 @@ static void test_error_abort_queue(void)
     is_str(t3, "two", "order: its reply");
     free(t0), free(t1), free(t2), free(t3);
     tr = trace(h, c);
-    is_str(tr, "session.created,user,busy,assistant,idle,idle!,user,busy,assistant,idle,idle!",
+    is_str(tr,
+           "session.created,user,busy,text:start,text:end,assistant,idle,idle!,user,busy,text:start,text:end,assistant,"
+           "idle,idle!",
            "two turns back to back");
     free(tr);
 
@@ -552,7 +560,7 @@ static void usage_events_and_info(sim_host *h)
     is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "the answer is stored");
     is_int(sim_wait_idle(h, sid, T(5000)), 0, "the session goes idle");
     char *tr = trace(h, sid);
-    is_str(tr, "session.created,user,busy,assistant,assistant,assistant,assistant,idle,idle!",
+    is_str(tr, "session.created,user,busy,assistant,assistant,assistant,text:start,text:end,assistant,idle,idle!",
            "a message.updated per usage step, then the stored answer's");
     free(tr);
 

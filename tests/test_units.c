@@ -10,7 +10,7 @@
 #include "base/options.h"
 #include "model/outcome.h"
 #include "model/shell_state.h"
-#include "ops/permission.h"
+#include "model/answer.h"
 #include "tap.h"
 #include "base/util.h"
 
@@ -197,6 +197,41 @@ static void utf8_cases(void)
     is_str(buf, "2h 03m", "hours and minutes");
 }
 
+/* A running agent's answer as the events tell it (model/answer.c). */
+static void take_case(const event_answer *a, const char *prev, const char *want, const char *name)
+{
+    char *mid = NULL, *text = answer_take(a, prev, &mid);
+    is_str(text, want, "%s", name);
+    if (want)
+        is_str(mid, "msg_2", "%s: the message it ends", name);
+    free(text);
+    free(mid);
+}
+
+static void event_answer_cases(void)
+{
+    event_answer a = {0};
+    answer_note_part(&a, "msg_1", "prt_1", "looking", true);
+    answer_note_message(&a, "msg_1", false);
+    take_case(&a, NULL, NULL, "a tool-call step's text is no answer");
+    answer_note_part(&a, "msg_2", "prt_3", "", false);
+    answer_note_message(&a, "msg_2", true);
+    take_case(&a, NULL, NULL, "a text part that started and has not ended: no answer from the events");
+    answer_note_part(&a, "msg_2", "prt_3", "second", true);
+    answer_note_part(&a, "msg_2", "prt_2", "first", true);
+    answer_note_part(&a, "msg_2", "prt_4", "", true);
+    take_case(&a, NULL, "first\nsecond", "the ended parts in part order, empty ones left out, joined by newlines");
+    answer_note_part(&a, "msg_2", "prt_2", "", false);
+    take_case(&a, NULL, "first\nsecond", "a late start after a part's end changes nothing");
+    take_case(&a, "msg_2", NULL, "the previous run's answer is not this run's");
+    answer_note_message(&a, "msg_3", false);
+    take_case(&a, NULL, NULL, "a newer message: the turn went on");
+    answer_note_message(&a, "msg_4", true);
+    take_case(&a, NULL, NULL, "a turn-ending message without text: read the messages");
+    answer_clear(&a);
+    take_case(&a, NULL, NULL, "cleared: nothing");
+}
+
 /* ocbg's notices in a launcher task's session (max_depth > 1). */
 #define M_NOTICE(id, text) M_PROMPT(id, OUTCOME_NOTICE_PREFIX text)
 
@@ -378,6 +413,7 @@ int main(void)
     options_cases();
     outcome_cases();
     notice_cases();
+    event_answer_cases();
     outcome_auto_compaction_cases();
     outcome_other_compaction_cases();
     utf8_cases();

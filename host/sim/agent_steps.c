@@ -97,8 +97,11 @@ static enum step_result wait_step_locked(sim_agents *ag, sim_session *s, const c
     return STEP_GO_ON;
 }
 
-/* {"reply":text}: the answer's text part; the turn ends, unless a "compact"
- * step follows (the compaction stores this answer, the turn goes on). */
+/* {"reply":text}: the answer's text part, with OpenCode's two events for it
+ * (message.part.updated at its start, empty, and at its end, whole, with
+ * time.end; OpenCode streams what comes between as message.part.delta); the
+ * turn ends, unless a "compact" step follows (the compaction stores this
+ * answer, the turn goes on). */
 static enum step_result reply_step_locked(sim_agents *ag, sim_session *s, const cJSON *reply)
 {
     sim_turn *t = &s->run->turn;
@@ -109,7 +112,14 @@ static enum step_result reply_step_locked(sim_agents *ag, sim_session *s, const 
     cJSON_AddStringToObject(part, "sessionID", s->id);
     cJSON_AddStringToObject(part, "messageID", t->msg_id);
     cJSON_AddStringToObject(part, "type", "text");
-    cJSON_AddStringToObject(part, "text", cJSON_IsString(reply) ? reply->valuestring : "");
+    cJSON_AddStringToObject(part, "text", "");
+    double now = (double)sim_wall_ms(ag->core);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(part, "time"), "start", now);
+    sim_agent_emit_part_locked(ag, s, part);
+    cJSON_ReplaceItemInObjectCaseSensitive(part, "text",
+                                           cJSON_CreateString(cJSON_IsString(reply) ? reply->valuestring : ""));
+    cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(part, "time"), "end", now);
+    sim_agent_emit_part_locked(ag, s, part);
     cJSON_AddItemToArray(t->parts, part);
     if (cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(t->steps, t->step + 1), "compact")) {
         t->step++;

@@ -93,7 +93,9 @@ typedef struct session_note {
     const char *text;
     const char *call_id, *tool;
     const char *request_id;
-    const char *message_id;   /* NOTE_USAGE */
+    const char *message_id;   /* NOTE_USAGE; NOTE_PART: the part's message */
+    const char *part_id;      /* NOTE_PART, a text part: its id (text: its text so far) */
+    bool text_ended;          /* NOTE_PART, a text part: ended (time.end set): text is final */
     const struct usage *usage; /* NOTE_USAGE (model/usage.h) */
     uint64_t call_hash;       /* NOTE_PART, a tool call with its final input: hash of tool and input; 0: none */
     bool turn_end;            /* NOTE_USAGE: the message is a finished answer that ends the model's turn

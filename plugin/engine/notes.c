@@ -73,6 +73,8 @@ static void on_task_note(ocbg *o, task *t, const session_note *n)
         t->last_update_ms = ocbg_now(o);
         if (t->live)
             t->live->progress_mono = mono_ms();
+        if (n->part_id && t->live)
+            answer_note_part(&t->live->answer, n->message_id, n->part_id, n->text, n->text_ended);
         if (n->tool) {
             task_note_tool(t, n->call_id, n->tool);
             guards_note_tool(o, t, n);
@@ -108,8 +110,10 @@ void engine_note(ocbg *o, const session_note *n)
         /* The answer that ends the turn is stored: check now, not at the
          * idle that follows once the host is done with its housekeeping (an
          * early check is one more idle: it acts only on a finished answer). */
-        t = n->turn_end ? active_task(o, n->session_id) : NULL;
-        if (t)
+        t = active_task(o, n->session_id);
+        if (t && t->live && n->message_id)
+            answer_note_message(&t->live->answer, n->message_id, n->turn_end);
+        if (t && n->turn_end)
             engine_request_finalize(o, t);
     } else {
         defer_note(o, n); /* any session's busy state: it may be a parent */

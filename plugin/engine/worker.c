@@ -65,6 +65,64 @@ static void check_later(ocbg *o, task *t, bool now)
     t->live->next_check_mono = mono_ms() + ((int64_t)o->opt.poll_interval_ms << shift);
 }
 
+/* What one completion check found. */
+typedef struct check_found {
+    outcome out;
+    int rc;     /* the read's result (0 when the events told the answer) */
+    bool seen;  /* the awaited follow-up is in the messages */
+    bool asked; /* a restored task's state is decided */
+    char *cut;  /* a restart cut the run short: its error (malloc'd) */
+    char *err;
+} check_found;
+
+/* Read the run's outcome from the session's messages, unless the events
+ * already told it (f->out set). [lock NOT held] */
+static void check_read(ocbg *o, const char *task_id, const char *session, const char *prev, bool skip_notices,
+                       bool recovering, unsigned awaited, check_found *f)
+{
+    f->asked = true;
+    if (f->out.text)
+        return;
+    char *json = NULL;
+    int busy = recovering ? session_busy(o, session) : 1;
+    f->rc = hc_session_messages(&o->api, session, awaited ? 0 : FINALIZE_MESSAGE_LIMIT, &json, &f->err);
+    f->seen = f->rc == 0 && awaited && followup_seen(json, task_id, awaited);
+    if (f->rc == 0 && (!awaited || f->seen))
+        outcome_from_messages(json, prev, skip_notices, &f->out);
+    f->asked = busy >= 0;
+    if (f->rc == 0 && busy == 0 && f->out.kind == OUTCOME_NONE)
+        f->cut = restart_cut(json);
+    hc_free(&o->api, json);
+}
+
+/* Act on what the check of active task t found; sent, awaited, recovering:
+ * the task's state when the check began. [lock held] */
+static void check_apply(ocbg *o, task *t, const check_found *f, unsigned sent, unsigned awaited, bool recovering)
+{
+    if (recovering)
+        t->recovering = (f->rc != 0 && f->rc != -ENOENT) || !f->asked; /* else decided; the poll asks again */
+    t->followup_wait = f->seen && t->followup_wait == awaited ? 0 : t->followup_wait; /* seen: as usual from now */
+    if (t->followups_sent != sent) {
+        check_later(o, t, true); /* a follow-up went out during the read: it may predate it */
+    } else if (f->cut) {
+        engine_finish(o, t, TASK_ERROR, f->cut, NULL);
+    } else if (f->rc == -ENOENT) {
+        engine_finish(o, t, TASK_ERROR, "The task's session no longer exists.", NULL);
+    } else if (f->out.kind == OUTCOME_COMPLETED && engine_launcher_waits(o, t)) {
+        /* It answered, but tasks it launched still run: it waits for
+         * their notices, without a slot, and answers again. */
+        t->finalizing = false;
+        t->recheck = false;
+        registry_set_awaiting(&o->reg, t, true);
+    } else if (f->out.kind == OUTCOME_COMPLETED) {
+        engine_finish(o, t, TASK_COMPLETED, f->out.text, f->out.message_id);
+    } else if (f->out.kind == OUTCOME_ERROR) {
+        engine_finish(o, t, TASK_ERROR, f->out.text, f->out.message_id);
+    } else {
+        check_later(o, t, t->recheck && f->rc == 0);
+    }
+}
+
 static void run_finalize(ocbg *o, job *j)
 {
     task *t = registry_find(&o->reg, j->task_id);
@@ -78,51 +136,26 @@ static void run_finalize(ocbg *o, job *j)
     bool skip_notices = !t->woken; /* a notice just pushed to wake it is not after its answer */
     bool recovering = t->recovering;
     unsigned sent = t->followups_sent, awaited = t->followup_wait; /* model/followup.h: read all then */
+    /* The answer the events told in full needs no read (model/answer.h);
+     * a restored task or an awaited follow-up is decided from the messages. */
+    check_found f = {0};
+    if (!recovering && !awaited) {
+        f.out.text = answer_take(&t->live->answer, prev, &f.out.message_id);
+        f.out.kind = f.out.text ? OUTCOME_COMPLETED : OUTCOME_NONE;
+    }
     pthread_mutex_unlock(&o->mu);
 
-    char *json = NULL, *err = NULL, *cut = NULL;
-    int busy = recovering ? session_busy(o, session) : 1;
-    int rc = hc_session_messages(&o->api, session, awaited ? 0 : FINALIZE_MESSAGE_LIMIT, &json, &err);
-    outcome out = {0};
-    bool seen = rc == 0 && awaited && followup_seen(json, j->task_id, awaited);
-    if (rc == 0 && (!awaited || seen))
-        outcome_from_messages(json, prev, skip_notices, &out);
-    bool asked = busy >= 0; /* whether a restored task's state is decided */
-    if (rc == 0 && busy == 0 && out.kind == OUTCOME_NONE)
-        cut = restart_cut(json);
-    hc_free(&o->api, json);
+    check_read(o, j->task_id, session, prev, skip_notices, recovering, awaited, &f);
 
     pthread_mutex_lock(&o->mu);
     t = registry_find(&o->reg, j->task_id);
-    if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling && recovering)
-        t->recovering = (rc != 0 && rc != -ENOENT) || !asked; /* else decided; the poll asks again */
-    if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling) {
-        t->followup_wait = seen && t->followup_wait == awaited ? 0 : t->followup_wait; /* seen: as usual from now */
-        if (t->followups_sent != sent) {
-            check_later(o, t, true); /* a follow-up went out during the read: it may predate it */
-        } else if (cut) {
-            engine_finish(o, t, TASK_ERROR, cut, NULL);
-        } else if (rc == -ENOENT) {
-            engine_finish(o, t, TASK_ERROR, "The task's session no longer exists.", NULL);
-        } else if (out.kind == OUTCOME_COMPLETED && engine_launcher_waits(o, t)) {
-            /* It answered, but tasks it launched still run: it waits for
-             * their notices, without a slot, and answers again. */
-            t->finalizing = false;
-            t->recheck = false;
-            registry_set_awaiting(&o->reg, t, true);
-        } else if (out.kind == OUTCOME_COMPLETED) {
-            engine_finish(o, t, TASK_COMPLETED, out.text, out.message_id);
-        } else if (out.kind == OUTCOME_ERROR) {
-            engine_finish(o, t, TASK_ERROR, out.text, out.message_id);
-        } else {
-            check_later(o, t, t->recheck && rc == 0);
-        }
-    } else if (t && t->run == j->run) {
+    if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling)
+        check_apply(o, t, &f, sent, awaited, recovering);
+    else if (t && t->run == j->run)
         t->finalizing = false;
-    }
-    outcome_free(&out);
-    free(cut);
-    free(err);
+    outcome_free(&f.out);
+    free(f.cut);
+    free(f.err);
     free(session);
     free(prev);
 }

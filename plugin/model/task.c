@@ -149,6 +149,7 @@ void task_end_run(task *t)
         free(t->live->guard_error);
         free(t->live->permission_request);
         free(t->live->permission_what);
+        answer_clear(&t->live->answer);
     }
     free(t->live);
     t->live = NULL;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "model/answer.h"
 #include "model/shell_state.h"
 
 typedef enum task_status {
@@ -71,6 +72,7 @@ typedef struct task_live {
     uint64_t last_call;     /* hash of its last tool call's tool and input */
     uint32_t repeat_seen[4]; /* call ids already counted by the repeat guard (hashes) */
     unsigned repeat_seen_next;
+    event_answer answer; /* its answer as the events tell it (model/answer.h) */
 } task_live;
 
 
