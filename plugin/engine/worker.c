@@ -136,10 +136,11 @@ static void run_finalize(ocbg *o, job *j)
     bool skip_notices = !t->woken; /* a notice just pushed to wake it is not after its answer */
     bool recovering = t->recovering;
     unsigned sent = t->followups_sent, awaited = t->followup_wait; /* model/followup.h: read all then */
-    /* The answer the events told in full needs no read (model/answer.h);
-     * a restored task or an awaited follow-up is decided from the messages. */
+    /* The answer the events told in full needs no read (model/answer.h); a
+     * restored task, or a run that was sent a follow-up (the events' answer
+     * may be the one before it), is decided from the messages. */
     check_found f = {0};
-    if (!recovering && !awaited) {
+    if (!recovering && t->followups_sent == t->live->followups_before) {
         f.out.text = answer_take(&t->live->answer, prev, &f.out.message_id);
         f.out.kind = f.out.text ? OUTCOME_COMPLETED : OUTCOME_NONE;
     }

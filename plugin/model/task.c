@@ -126,6 +126,7 @@ void task_begin_live(task *t)
 {
     task_end_run(t);
     t->live = xcalloc(1, sizeof *t->live);
+    t->live->followups_before = t->followups_sent;
 }
 
 const char *task_permission_request(const task *t)

@@ -72,7 +72,9 @@ typedef struct task_live {
     uint64_t last_call;     /* hash of its last tool call's tool and input */
     uint32_t repeat_seen[4]; /* call ids already counted by the repeat guard (hashes) */
     unsigned repeat_seen_next;
-    event_answer answer; /* its answer as the events tell it (model/answer.h) */
+    event_answer answer;       /* its answer as the events tell it (model/answer.h) */
+    unsigned followups_before; /* followups_sent when it became live: more since, and the events' answer may
+                                * predate the newest follow-up (model/followup.h): the check reads */
 } task_live;
 
 
