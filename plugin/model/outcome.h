@@ -13,6 +13,12 @@
 #define OUTCOME_CONTINUE_TEXT \
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
 
+/* Between a run's answer and what the turn after a compaction added to it
+ * (see outcome_from_messages). */
+#define OUTCOME_CONTINUED_MARK "[The sub-agent's context was compacted after this answer; then it continued:]"
+/* The longest text that can be a mere sign-off ("Done."). */
+#define OUTCOME_SIGN_OFF_MAX 200
+
 /* How every notice ocbg pushes into a session begins (plugin/text/texts.c;
  * not the fork preamble, which is a prompt). */
 #define OUTCOME_NOTICE_PREFIX "[ocbg] Background "
@@ -51,6 +57,16 @@ typedef struct outcome {
  * newest real assistant message that has text, back to the run's prompt (the
  * newest real user message); "(the sub-agent finished without a text reply)"
  * when none has. Malformed input → OUTCOME_NONE.
+ *
+ * A continue message after a turn-ending answer (finish not "tool-calls" or
+ * "unknown") starts a new turn: the answer is the newest text before it, and
+ * the turn after it is appended, "\n\n" OUTCOME_CONTINUED_MARK "\n" and its
+ * newest text (or "(no text reply; it called: bash, read)"), when it called a
+ * tool or its text is more than a sign-off: empty, or one paragraph of at
+ * most OUTCOME_SIGN_OFF_MAX bytes with "done", "complete", "finished",
+ * "nothing", "no further", "no next", "no more", "all set", "that's all",
+ * "no additional" or "stop" in it (any case). A compaction in the middle of
+ * the run's work (after a tool-call step) splits nothing.
  *
  * Notices. A task that launched tasks of its own (max_depth > 1) gets
  * ocbg's notices in its session: user messages that begin with
