@@ -101,13 +101,17 @@ static uint64_t count_at(const cJSON *obj, const char *key)
  * its text final by then, and only later (after its own housekeeping: the
  * step's snapshot) completes the message and goes idle: checking the run at
  * this moment saves that time on the way to the parent's wake. */
+static bool is_summary(const cJSON *info)
+{
+    const char *mode = str_at(info, "mode");
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) || (mode && strcmp(mode, "compaction") == 0);
+}
+
 static bool ends_turn(const cJSON *info)
 {
     const char *finish = str_at(info, "finish");
-    const char *mode = str_at(info, "mode");
     return finish && strcmp(finish, "tool-calls") != 0 && strcmp(finish, "unknown") != 0 &&
-           !cJSON_GetObjectItemCaseSensitive(info, "error") &&
-           !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) && !(mode && strcmp(mode, "compaction") == 0);
+           !cJSON_GetObjectItemCaseSensitive(info, "error") && !is_summary(info);
 }
 
 /* message.updated: an assistant message's running totals (tokens, cost). */
@@ -133,6 +137,7 @@ static void decode_message(const cJSON *props, session_note *n, usage *u)
         u->cost = cost->valuedouble;
     n->usage = u;
     n->turn_end = ends_turn(info);
+    n->summary = is_summary(info);
 }
 
 /* The note an event makes (session_id NULL: none); *owned: a string to free;

@@ -316,6 +316,28 @@ void outcome_from_messages(const char *messages_json, const char *prev_message_i
     cJSON_Delete(root);
 }
 
+bool outcome_after_compaction(const char *messages_json, const char *answer_id, outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
+    int n;
+    const cJSON **msgs = index_messages(root, &n);
+    int a = n;
+    while (answer_id && a > 0 && !str_is(info_of(msgs[a - 1]), "id", answer_id))
+        a--;
+    bool continued = false, same_run = a > 0;
+    for (int i = a; i < n && same_run; i++) {
+        msg_kind k = kind_of(msgs[i]);
+        same_run = k != MSG_PROMPT && k != MSG_OTHER;
+        continued = continued || (k == MSG_CONTINUE && continues_after_answer(msgs, i, a - 1));
+    }
+    if (continued && same_run)
+        decide(msgs, n, answer_id, true, out);
+    free(msgs);
+    cJSON_Delete(root);
+    return continued && same_run;
+}
+
 void outcome_free(outcome *o)
 {
     free(o->text);
