@@ -246,7 +246,8 @@ static bool push_notice(ocbg *o, job *j)
      * runs (one that ended was stopped with its tasks; nobody is there). */
     task *launcher = registry_find_session(&o->reg, n->parent_session);
     if (launcher && !task_status_active(launcher->status)) {
-        notice_done(o, n);
+        if (!n->extra)
+            notice_done(o, n);
         return true;
     }
     if (n->wake && !sched_wake_slot(o, launcher)) {
