@@ -150,6 +150,36 @@ static void outcome_compaction_continuations(void)
                  OUTCOME_COMPLETED, "only this", "no text before the compaction: the text after it, unmarked");
 }
 
+/* After a run that ended with m2 (its check read the answer before the
+ * compaction): what the session says since. */
+static void after_case(const char *json, int want, outcome_kind kind, const char *text, const char *name)
+{
+    outcome out;
+    is_int(outcome_after_compaction(json, "m2", &out), want, "%s: watched", name);
+    is_int(out.kind, kind, "%s: kind", name);
+    is_str(out.text, text, "%s: text", name);
+    outcome_free(&out);
+}
+
+static void outcome_after_compaction_cases(void)
+{
+    after_case("[" RUN "]", 0, OUTCOME_NONE, NULL, "nothing after the answer");
+    after_case("[" M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "]", -1, OUTCOME_NONE, NULL,
+               "the answer out of sight");
+    after_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "]", 0, OUTCOME_NONE, NULL,
+               "no continue message yet: nothing to wait for so far");
+    after_case("[" RUN "," M_COMPACT("m3", "false") "," M_SUMMARY("m4", "m3") "]", 0, OUTCOME_NONE, NULL,
+               "a manual compaction");
+    after_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash")) ",{\"info\":{\"id\":\"m7\",\"role\":\"assistant\","
+               "\"time\":{\"created\":5}},\"parts\":[]}]", 1, OUTCOME_NONE, NULL, "the continue turn goes on");
+    after_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash")) "," M_ANSWER("m7", M_TEXT("more")) "]", 1,
+               OUTCOME_COMPLETED, "REAL ANSWER" MARK "more", "the continue turn added something");
+    after_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.")) "]", 1, OUTCOME_COMPLETED, "REAL ANSWER",
+               "a sign-off");
+    after_case("[" AFTER_CONTINUE M_ANSWER("m6", "") "," M_PROMPT("m7", "and now?") "," M_ANSWER("m8", M_TEXT("x")) "]", 0,
+               OUTCOME_NONE, NULL, "a new prompt since: another run");
+}
+
 /* An automatic compaction after the answer: the run goes on until the
  * continue turn has ended; a summary is never the result. */
 static void outcome_auto_compaction_cases(void)
@@ -163,6 +193,7 @@ static void outcome_auto_compaction_cases(void)
                     NULL, OUTCOME_COMPLETED, "REAL ANSWER\n\n" OUTCOME_CONTINUED_MARK "\ncontinued text", "m6",
                     "continue turn with text: the answer, then its text after the mark");
     outcome_compaction_continuations();
+    outcome_after_compaction_cases();
     outcome_case("[" RUN "," M_COMPACT("m3", "true") "]", NULL, OUTCOME_NONE, NULL,
                  "compaction asked, no summary yet: not finished");
     outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "]", NULL, OUTCOME_NONE, NULL,

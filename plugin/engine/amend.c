@@ -9,6 +9,9 @@
 #include "model/outcome.h"
 #include "text/texts.h"
 
+/* How many newest messages the first read takes. */
+#define AMEND_FIRST_READ 20
+
 void amend_note(ocbg *o, task *t, const session_note *n)
 {
     if (t->type != TASK_AGENT)
@@ -76,10 +79,21 @@ void amend_run(ocbg *o, const job *j)
     }
     char *session = xstrdup(t->session_id), *answer = xstrdup(t->result_message_id), *json = NULL;
     pthread_mutex_unlock(&o->mu);
-    int rc = hc_session_messages(&o->api, session, 0, &json, NULL);
+    /* The newest few first: when the answer is among them with no
+     * compaction after it (a run whose check came after the continue turn),
+     * that settles it; else all of them, back to the run's prompt. */
     outcome out = {0};
-    bool watching = rc == 0 ? outcome_after_compaction(json, answer, &out) : rc != -ENOENT;
+    int rc = hc_session_messages(&o->api, session, AMEND_FIRST_READ, &json, NULL);
+    int found = rc == 0 ? outcome_after_compaction(json, answer, &out) : -1;
     hc_free(&o->api, json);
+    json = NULL;
+    if (rc == 0 && found != 0) {
+        outcome_free(&out);
+        rc = hc_session_messages(&o->api, session, 0, &json, NULL);
+        found = rc == 0 ? outcome_after_compaction(json, answer, &out) : -1;
+        hc_free(&o->api, json);
+    }
+    bool watching = rc == 0 ? found == 1 : rc != -ENOENT;
     pthread_mutex_lock(&o->mu);
     t = watched(o, j);
     if (t) {

@@ -316,7 +316,7 @@ void outcome_from_messages(const char *messages_json, const char *prev_message_i
     cJSON_Delete(root);
 }
 
-bool outcome_after_compaction(const char *messages_json, const char *answer_id, outcome *out)
+int outcome_after_compaction(const char *messages_json, const char *answer_id, outcome *out)
 {
     memset(out, 0, sizeof *out);
     cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
@@ -335,7 +335,7 @@ bool outcome_after_compaction(const char *messages_json, const char *answer_id, 
         decide(msgs, n, answer_id, true, out);
     free(msgs);
     cJSON_Delete(root);
-    return continued && same_run;
+    return a == 0 ? -1 : continued && same_run;
 }
 
 void outcome_free(outcome *o)

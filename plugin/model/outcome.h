@@ -81,12 +81,12 @@ void outcome_free(outcome *o);
 /* A run that ended with answer_id (its check read that answer before the
  * host compacted the session after it): is the session, since then, an
  * automatic compaction and the turn after it, in the same run (no new
- * prompt)? false: no (nothing to wait for). true: *out as
- * outcome_from_messages gives it now with answer_id as prev_message_id
- * (OUTCOME_NONE while that turn goes on; else the run's result, the answer
- * with what the turn added after OUTCOME_CONTINUED_MARK). messages_json must
- * reach back to the run's prompt. */
-bool outcome_after_compaction(const char *messages_json, const char *answer_id, outcome *out);
+ * prompt)? -1: answer_id is not among the messages; 0: no (nothing to wait
+ * for); 1: yes, and *out is as outcome_from_messages gives it now with
+ * answer_id as prev_message_id (OUTCOME_NONE while that turn goes on; else
+ * the run's result, the answer with what the turn added after
+ * OUTCOME_CONTINUED_MARK, which needs messages back to the run's prompt). */
+int outcome_after_compaction(const char *messages_json, const char *answer_id, outcome *out);
 
 /* A run cut short (its host restarted mid-turn): the text it had written so
  * far, the newest real assistant text back to its prompt, finished or not;
