@@ -94,6 +94,13 @@ static uint64_t count_at(const cJSON *obj, const char *key)
     return d >= 1 ? (d < 1e15 ? (uint64_t)d : (uint64_t)1e15) : 0;
 }
 
+/* A compaction's summary (summary: true, or mode "compaction"). */
+static bool is_summary(const cJSON *info)
+{
+    const char *mode = str_at(info, "mode");
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) || (mode && strcmp(mode, "compaction") == 0);
+}
+
 /* Whether an assistant message is an answer that ends the model's turn: a
  * finish reason after which OpenCode's loop stops (not "tool-calls" or
  * "unknown", where it goes on), no error (session.error says that), not a
@@ -101,12 +108,6 @@ static uint64_t count_at(const cJSON *obj, const char *key)
  * its text final by then, and only later (after its own housekeeping: the
  * step's snapshot) completes the message and goes idle: checking the run at
  * this moment saves that time on the way to the parent's wake. */
-static bool is_summary(const cJSON *info)
-{
-    const char *mode = str_at(info, "mode");
-    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) || (mode && strcmp(mode, "compaction") == 0);
-}
-
 static bool ends_turn(const cJSON *info)
 {
     const char *finish = str_at(info, "finish");

@@ -8,6 +8,7 @@
  * task's result becomes what a later check would have given: the answer,
  * OUTCOME_CONTINUED_MARK, what it added; and the parent is told, unless the
  * run's notification has not been formatted yet (it then carries it all).
+ * The watch lives in memory: a restart of the host forgets it.
  */
 #ifndef OCBG_AMEND_H
 #define OCBG_AMEND_H
