@@ -909,8 +909,9 @@ async function deleteStopsChildren() {
 // each right after (summary, continue message, one more turn). The task's
 // result is the answer, then what the continue turn added after the mark (for
 // "more": a bash call, then "continued X"); a sign-off adds nothing; never the
-// summary. Four children answer at once (their gates open together), so that
-// ocbg's completion checks queue up behind each other: a check that reads the
+// summary. Five children (ocbg's default cap of running agents) answer at once
+// (their gates open together), so that ocbg's completion checks queue up
+// behind each other: a check that reads the
 // answer before OpenCode's compaction request exists completes the task with
 // the answer (order "before": the parent is then told what the continue turn
 // added), one that reads it after waits for the continue turn (order "after":
@@ -918,19 +919,18 @@ async function deleteStopsChildren() {
 const CX_MARK = "\n\n[The sub-agent's context was compacted after this answer; then it continued:]\n";
 async function compactedChild() {
   const parent = await newSession("ocbg compaction");
-  const cases = [["cxa", true], ["cxb", false], ["cxc", true], ["cxd", false]];
+  const cases = [["cxa", true], ["cxb", false], ["cxc", true], ["cxd", false], ["cxe", true]];
   const ids = {};
   for (const [x, more] of cases) {
     ids[x] = await launch(parent, { description: `compacting ${x}`, prompt: `CHILD compact ${x}${more ? " more" : ""} gate`,
       agent: "e2e-compact" });
   }
-  ok(cases.every(([x]) => ids[x]), "four tasks on the small-context model launched", ids);
+  ok(cases.every(([x]) => ids[x]), "five tasks on the small-context model launched", ids);
   await idle(parent);
   for (const [x] of cases) fake.openGate(`cx-${x}`);
-  const kids = (await api("GET", `/session/${parent}/children`)).json || [];
   const orders = [];
   for (const [x, more] of cases) {
-    if (ids[x]) orders.push(await compactedCase(parent, kids, x, more, ids[x]));
+    if (ids[x]) orders.push(await compactedCase(parent, x, more, ids[x]));
   }
   diag(`compactedChild orders: ${orders.join(", ")}`);
   await idle(parent, 60000);
@@ -943,7 +943,8 @@ async function compactedChild() {
 }
 
 // One child of compactedChild: its order, "x: check before|after the compaction".
-async function compactedCase(parent, kids, x, more, id) {
+async function compactedCase(parent, x, more, id) {
+  const kids = (await api("GET", `/session/${parent}/children`)).json || [];
   const child = kids.find((s) => s.title?.startsWith(`compacting ${x} `))?.id;
   const notice = await userMessage(parent, `[ocbg] Background task completed: ${id}`, 60000);
   const nt = notice ? textOf(notice.msg).trimEnd() : "";
@@ -957,11 +958,13 @@ async function compactedCase(parent, kids, x, more, id) {
   ok(done && cm.some((m) => m.info.summary === true && textOf(m).startsWith("E2E SUMMARY of the conversation")),
     `${x}: OpenCode compacted the child (its own summary) and ran the continue turn`,
     cm.map((m) => `${m.info.role}:${m.info.summary ? "summary" : ""}:${textOf(m).slice(0, 40)}`));
-  // Which order: with more work, the notification has it or not; else the
-  // notification's creation against the compaction request's.
-  const request = cm.find((m) => m.info.role === "user" && m.parts.some((p) => p.type === "compaction"));
+  // Which order: with more work, the notification has it or not (exact);
+  // after a sign-off, the notification was created before the continue turn
+  // began ("before": its check cannot have waited for that turn) or not.
+  const cont = cm.findIndex((m) => m.info.role === "user" && m.parts.some((p) => p.metadata?.compaction_continue));
+  const turn = cont >= 0 ? cm.slice(cont + 1).find((m) => m.info.role === "assistant") : undefined;
   const before = more ? !nt.includes(`continued ${x}`)
-    : !!(notice && request && notice.msg.info.time.created < request.info.time.created);
+    : !!(notice && turn && notice.msg.info.time.created < turn.info.time.created);
   const order = `${x}: check ${before ? "before" : "after"} the compaction`;
   const full = more ? `child reply ${x}${CX_MARK}continued ${x}` : `child reply ${x}`;
   const first = more && before ? `child reply ${x}` : full;
