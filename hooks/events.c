@@ -99,6 +99,13 @@ static uint64_t count_at(const cJSON *obj, const char *key)
     return d >= 1 ? (d < 1e15 ? (uint64_t)d : (uint64_t)1e15) : 0;
 }
 
+/* A compaction's summary (summary: true, or mode "compaction"). */
+static bool is_summary(const cJSON *info)
+{
+    const char *mode = str_at(info, "mode");
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) || (mode && strcmp(mode, "compaction") == 0);
+}
+
 /* Whether an assistant message is an answer that ends the model's turn: a
  * finish reason after which OpenCode's loop stops (not "tool-calls" or
  * "unknown", where it goes on), no error (session.error says that), not a
@@ -109,10 +116,8 @@ static uint64_t count_at(const cJSON *obj, const char *key)
 static bool ends_turn(const cJSON *info)
 {
     const char *finish = str_at(info, "finish");
-    const char *mode = str_at(info, "mode");
     return finish && strcmp(finish, "tool-calls") != 0 && strcmp(finish, "unknown") != 0 &&
-           !cJSON_GetObjectItemCaseSensitive(info, "error") &&
-           !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "summary")) && !(mode && strcmp(mode, "compaction") == 0);
+           !cJSON_GetObjectItemCaseSensitive(info, "error") && !is_summary(info);
 }
 
 /* message.updated: an assistant message's running totals (tokens, cost). */
@@ -138,6 +143,7 @@ static void decode_message(const cJSON *props, session_note *n, usage *u)
         u->cost = cost->valuedouble;
     n->usage = u;
     n->turn_end = ends_turn(info);
+    n->summary = is_summary(info);
 }
 
 /* The note an event makes (session_id NULL: none); *owned: a string to free;

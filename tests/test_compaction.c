@@ -18,6 +18,8 @@
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
 #define SUMMARY "SUMMARY OF THE WORK"
 #define COMPACT "{\"compact\":{\"summary\":\"" SUMMARY "\"}}"
+/* Between the answer and what the turn after the compaction added. */
+#define MARK "\n\n[The sub-agent's context was compacted after this answer; then it continued:]\n"
 
 /* ---- the session's messages in short ------------------------------------ */
 
@@ -173,7 +175,7 @@ static void check_result(sim_host *h, const char *parent, const char *id, const 
 {
     char *out = t_output(h, parent, id);
     char *tail = report_tail(result);
-    ok(ends_with(out, tail), "%s: background_output's result is '%s'", name, result);
+    ok(ends_with(out, tail), "%s: background_output's result, exactly", name);
     unlike(out, SUMMARY, "%s: never the summary", name);
     free(tail);
     free(out);
@@ -182,7 +184,7 @@ static void check_result(sim_host *h, const char *parent, const char *id, const 
     is_int(t_wait_messages_with(h, parent, needle, 1, 5000), 0, "%s: the parent is notified", name);
     char *body = t_message_with(h, parent, needle);
     tail = report_tail(result);
-    ok(ends_with(body, tail), "%s: the notification's result is '%s'", name, result);
+    ok(ends_with(body, tail), "%s: the notification's result, exactly", name);
     unlike(body, SUMMARY, "%s: the notification has no summary", name);
     free(tail);
     free(body);
@@ -207,7 +209,7 @@ static void auto_compaction_results(void)
                    "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"tool\":\"read\",\"output\":\"x\"},"
                    "{\"reply\":\"continued text\"}]}",
                    "completed");
-    check_result(h, parent, id, "continued text", "continue turn with text");
+    check_result(h, parent, id, "REAL ANSWER" MARK "continued text", "continue turn with a tool call and text");
     free(id);
 
     id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"},{\"compact\":{\"auto\":false,\"summary\":\""
@@ -234,7 +236,8 @@ static void claude_face_results(void)
     free(out);
     out = st_task_output(h, s, id, 1, 0);
     like(out, "<status>completed</status>\n", "TaskOutput: completed");
-    like(out, "<output>\ncontinued text\n</output>\n", "TaskOutput: the continue turn's text");
+    like(out, "<output>\nREAL ANSWER" MARK "continued text\n</output>\n",
+         "TaskOutput: the answer, then the continue turn's text");
     unlike(out, SUMMARY, "TaskOutput: never the summary");
     free(out);
     free(id);
@@ -268,7 +271,7 @@ static void stray_idle_during_continue(void)
            "the stray idle made the plugin read the child's messages");
     is_int(sim_permission_reply(h, q, "once", NULL), 0, "the question is answered");
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the task completes");
-    check_result(h, parent, id, "after the question", "after a stray idle");
+    check_result(h, parent, id, "REAL ANSWER" MARK "after the question", "after a stray idle");
     free(q);
     free(child);
     free(id);

@@ -115,6 +115,71 @@ static void outcome_id_case(const char *json, const char *prev, outcome_kind kin
 #define COMPACTED RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," \
     M_ANSWER("m6", M_TEXT("continued text"))
 
+#define AFTER_CONTINUE RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
+#define M_TOOL(name) "{\"type\":\"tool\",\"tool\":\"" name "\",\"state\":{\"status\":\"completed\"}}"
+#define M_STEP(id, parts) \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"time\":{\"created\":1,\"completed\":2}," \
+    "\"finish\":\"tool-calls\"},\"parts\":[" parts "]}"
+#define MARK "\n\n" OUTCOME_CONTINUED_MARK "\n"
+
+/* What the continue turn adds: tool calls, text that is more than a
+ * sign-off; each turn after a compaction of its own. */
+static void outcome_compaction_continuations(void)
+{
+    outcome_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done: nothing more to do.")) "]", NULL, OUTCOME_COMPLETED,
+                 "REAL ANSWER", "a sign-off adds nothing");
+    outcome_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("All tasks are COMPLETE.")) "]", NULL, OUTCOME_COMPLETED,
+                 "REAL ANSWER", "a sign-off in capitals");
+    outcome_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.\\n\\nAlso fixed b.c")) "]", NULL, OUTCOME_COMPLETED,
+                 "REAL ANSWER" MARK "Done.\n\nAlso fixed b.c", "two paragraphs are more than a sign-off");
+    outcome_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash") "," M_TOOL("read") "," M_TOOL("bash")) ","
+                 M_ANSWER("m7", M_TEXT("Done.")) "]", NULL, OUTCOME_COMPLETED, "REAL ANSWER" MARK "Done.",
+                 "a tool call and a sign-off: the sign-off is what it said");
+    outcome_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash") "," M_TOOL("read") "," M_TOOL("bash")) ","
+                 M_ANSWER("m7", "") "]", NULL, OUTCOME_COMPLETED,
+                 "REAL ANSWER" MARK "(no text reply; it called: bash, read)", "tool calls without text: their names");
+    outcome_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("second")) "," M_COMPACT("m7", "true") ","
+                 M_SUMMARY("m8", "m7") "," M_CONTINUE("m9") "," M_ANSWER("m10", M_TEXT("third")) "]", NULL,
+                 OUTCOME_COMPLETED, "REAL ANSWER" MARK "second" MARK "third", "two compactions: each turn marked");
+    outcome_case("[" M_PROMPT("m1", "do it") "," M_STEP("m2", M_TEXT("looking") "," M_TOOL("read")) ","
+                 M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
+                 M_ANSWER("m6", M_TEXT("the answer")) "]", NULL, OUTCOME_COMPLETED, "the answer",
+                 "a compaction in the middle of the work (after a tool step): no mark, the answer");
+    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") "," M_COMPACT("m3", "true") ","
+                 M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER("m6", M_TEXT("only this")) "]", NULL,
+                 OUTCOME_COMPLETED, "only this", "no text before the compaction: the text after it, unmarked");
+}
+
+/* After a run that ended with m2 (its check read the answer before the
+ * compaction): what the session says since. */
+static void after_case(const char *json, int want, outcome_kind kind, const char *text, const char *name)
+{
+    outcome out;
+    is_int(outcome_after_compaction(json, "m2", &out), want, "%s: watched", name);
+    is_int(out.kind, kind, "%s: kind", name);
+    is_str(out.text, text, "%s: text", name);
+    outcome_free(&out);
+}
+
+static void outcome_after_compaction_cases(void)
+{
+    after_case("[" RUN "]", 0, OUTCOME_NONE, NULL, "nothing after the answer");
+    after_case("[" M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "]", -1, OUTCOME_NONE, NULL,
+               "the answer out of sight");
+    after_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "]", 0, OUTCOME_NONE, NULL,
+               "no continue message yet: nothing to wait for so far");
+    after_case("[" RUN "," M_COMPACT("m3", "false") "," M_SUMMARY("m4", "m3") "]", 0, OUTCOME_NONE, NULL,
+               "a manual compaction");
+    after_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash")) ",{\"info\":{\"id\":\"m7\",\"role\":\"assistant\","
+               "\"time\":{\"created\":5}},\"parts\":[]}]", 1, OUTCOME_NONE, NULL, "the continue turn goes on");
+    after_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash")) "," M_ANSWER("m7", M_TEXT("more")) "]", 1,
+               OUTCOME_COMPLETED, "REAL ANSWER" MARK "more", "the continue turn added something");
+    after_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.")) "]", 1, OUTCOME_COMPLETED, "REAL ANSWER",
+               "a sign-off");
+    after_case("[" AFTER_CONTINUE M_ANSWER("m6", "") "," M_PROMPT("m7", "and now?") "," M_ANSWER("m8", M_TEXT("x")) "]", 0,
+               OUTCOME_NONE, NULL, "a new prompt since: another run");
+}
+
 /* An automatic compaction after the answer: the run goes on until the
  * continue turn has ended; a summary is never the result. */
 static void outcome_auto_compaction_cases(void)
@@ -125,7 +190,10 @@ static void outcome_auto_compaction_cases(void)
                     "auto compaction, continue turn without text: the answer before it");
     outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
                     M_ANSWER("m6", M_TEXT("continued text")) "]",
-                    NULL, OUTCOME_COMPLETED, "continued text", "m6", "continue turn with text: its text");
+                    NULL, OUTCOME_COMPLETED, "REAL ANSWER\n\n" OUTCOME_CONTINUED_MARK "\ncontinued text", "m6",
+                    "continue turn with text: the answer, then its text after the mark");
+    outcome_compaction_continuations();
+    outcome_after_compaction_cases();
     outcome_case("[" RUN "," M_COMPACT("m3", "true") "]", NULL, OUTCOME_NONE, NULL,
                  "compaction asked, no summary yet: not finished");
     outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "]", NULL, OUTCOME_NONE, NULL,

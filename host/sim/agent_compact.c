@@ -66,15 +66,25 @@ static void add_summary_locked(sim_agents *ag, sim_session *s, const char *paren
 
 /* The "compact" step: the turn's answer so far is stored, then OpenCode's
  * compaction follows (request, summary, continue message, session.compacted)
- * with the session busy. Returns 1 when a continue turn follows (the next
- * steps, in a new assistant message), 0 when the turn has ended. */
+ * with the session busy; with "wait_ms", that long after the answer (OpenCode
+ * takes the step's snapshot in between). Returns 1 when a continue turn
+ * follows (the next steps, in a new assistant message) or the compaction
+ * waits, 0 when the turn has ended. */
 int sim_agent_compact_locked(sim_agents *ag, sim_session *s, const cJSON *opt)
 {
     sim_turn *t = &s->run->turn;
     int is_auto = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(opt, "auto"));
     int failed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opt, "fail"));
     const char *summary = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(opt, "summary"));
-    sim_agent_store_answer_locked(ag, s, NULL);
+    double wait = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(opt, "wait_ms")); /* NaN if absent */
+    if (t->phase == 0)
+        sim_agent_store_answer_locked(ag, s, NULL);
+    if (t->phase == 0 && wait > 0 && wait < 1e9) {
+        t->phase = 1;
+        sim_agent_schedule_locked(ag, s, sim_mono_ms() + (int64_t)wait);
+        return 1;
+    }
+    t->phase = 0;
     cJSON *req = host_user_message_locked(ag, s);
     cJSON *part = sim_part_new_locked(ag->store, req, "compaction");
     cJSON_AddBoolToObject(part, "auto", is_auto);

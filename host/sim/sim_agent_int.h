@@ -106,7 +106,8 @@ void sim_agent_release_locked(void *ctx, sim_session *s);
 /* ---- agent_compact.c ---------------------------------------------------- */
 
 /* The "compact" step (opt: its value). Returns 1 when a continue turn follows
- * (the next steps, in a new assistant message), 0 when the turn has ended. */
+ * (the next steps, in a new assistant message) or the compaction waits
+ * ("wait_ms" after the answer), 0 when the turn has ended. */
 int sim_agent_compact_locked(sim_agents *ag, sim_session *s, const cJSON *opt);
 
 /* ---- agent_steps.c ------------------------------------------------------ */

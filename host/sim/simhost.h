@@ -189,7 +189,10 @@ char *sim_session_model_input(sim_host *h, const char *session_id);
  *      {"compact":true} or {"compact":{"summary":"text","auto":false,"fail":true}}
  *          -- OpenCode 1.18's compaction after the answer, the session busy
  *          throughout: the assistant message so far is stored
- *          (message.updated); a user message whose one part is {type:
+ *          (message.updated); with "wait_ms": n, the rest comes n ms later
+ *          (OpenCode takes the step's snapshot in between: a completion check
+ *          may read the answer before the compaction begins); a user message
+ *          whose one part is {type:
  *          "compaction", auto, overflow:false} (message.updated,
  *          message.part.updated); the summary, an assistant message
  *          {parentID: that message, mode and agent "compaction", summary:

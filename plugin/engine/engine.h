@@ -100,6 +100,7 @@ typedef struct session_note {
     uint64_t call_hash;       /* NOTE_PART, a tool call with its final input: hash of tool and input; 0: none */
     bool turn_end;            /* NOTE_USAGE: the message is a finished answer that ends the model's turn
                                  (not a tool-call step): the run's end may come before its idle */
+    bool summary;             /* NOTE_USAGE: the message is a compaction's summary */
 } session_note;
 
 /* Apply a note to the task whose session it names (or, for a deletion, to

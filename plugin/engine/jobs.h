@@ -18,6 +18,7 @@ typedef enum job_kind {
     JOB_ABORT,    /* abort a session */
     JOB_START,    /* start the run of a task the scheduler admitted from the queue */
     JOB_CASCADE,  /* a task's run ended: cancel what its session launched that still runs */
+    JOB_AMEND,    /* a completed task's session was compacted: read what the turn after added (engine/amend.h) */
 } job_kind;
 
 typedef struct notice {
@@ -30,6 +31,7 @@ typedef struct notice {
     bool wake;     /* false: noReply (joins the context silently) */
     bool released; /* it was held while its parent was busy (engine/defer.h): pushed as it is now */
     bool verify;   /* a restart may have cut its send short: look in the parent session first */
+    bool extra;    /* not the run's notification: what a run added after it (engine/amend.h); not stored */
     int64_t since_ms; /* verify: a notice of the task created since then is this one (host clock) */
     char *permission_request; /* a "waiting for permission" notice: sent only while
                                * the task still waits on this question */

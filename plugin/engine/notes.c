@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/amend.h"
 #include "engine/defer.h"
 #include "engine/engine.h"
 #include "engine/guards.h"
@@ -107,6 +108,8 @@ void engine_note(ocbg *o, const session_note *n)
         task *t = registry_find_session(&o->reg, n->session_id);
         if (t && n->usage && n->message_id)
             guards_note_usage(o, t, n->message_id, n->usage);
+        if (t)
+            amend_note(o, t, n); /* a compaction after a completed run */
         /* The answer that ends the turn is stored: check now, not at the
          * idle that follows once the host is done with its housekeeping (an
          * early check is one more idle: it acts only on a finished answer). */
@@ -120,6 +123,8 @@ void engine_note(ocbg *o, const session_note *n)
         task *t = active_task(o, n->session_id);
         if (t)
             on_task_note(o, t, n);
+        else if (n->kind == NOTE_IDLE && (t = registry_find_session(&o->reg, n->session_id)) != NULL)
+            amend_note(o, t, n);
     }
     pthread_mutex_unlock(&o->mu);
 }

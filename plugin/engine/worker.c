@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/amend.h"
 #include "engine/defer.h"
 #include "engine/guards.h"
 #include "engine/jobs.h"
@@ -261,7 +262,7 @@ static bool push_notice(ocbg *o, job *j)
         /* A question answered before its notice went out needs no notice. */
         if (!task_permission_request(t) || strcmp(task_permission_request(t), n->permission_request) != 0)
             return true;
-    } else if (t->delivered_run == n->run) {
+    } else if (!n->extra && t->delivered_run == n->run) {
         notice_done(o, n);
         return true;
     }
@@ -272,14 +273,15 @@ static bool push_notice(ocbg *o, job *j)
         j->notice = NULL;
         return false;
     }
-    int settled = n->permission_request ? -1 : mark_sending(o, n);
+    int settled = n->permission_request || n->extra ? -1 : mark_sending(o, n);
     if (settled >= 0)
         return settled;
     /* Into the session of a task that launched it: only while that task
      * runs (one that ended was stopped with its tasks; nobody is there). */
     task *launcher = registry_find_session(&o->reg, n->parent_session);
     if (launcher && !task_status_active(launcher->status)) {
-        notice_done(o, n);
+        if (!n->extra)
+            notice_done(o, n);
         return true;
     }
     if (n->wake && !sched_wake_slot(o, launcher)) {
@@ -300,9 +302,10 @@ static bool push_notice(ocbg *o, job *j)
     free(text);
     free(err);
     if (rc == 0 || rc == -ENOENT) { /* delivered, or the parent is gone */
-        if (rc == 0)
+        if (rc == 0 && !n->extra)
             toast_note_notice(o, n, wake);
-        notice_done(o, n);
+        if (!n->extra)
+            notice_done(o, n);
         return true;
     }
     return retry_or_hold(o, j);
@@ -384,6 +387,9 @@ static void run_job(ocbg *o, job *j)
         break;
     case JOB_CASCADE:
         run_cascade(o, j);
+        break;
+    case JOB_AMEND:
+        amend_run(o, j);
         break;
     }
     job_free(j);

@@ -134,21 +134,132 @@ static char *message_text(const cJSON *msg)
     return sb.len ? sb_take(&sb) : NULL;
 }
 
-/* The run's answer: the newest real assistant text back to its prompt,
- * stepping over compaction messages (a summary is never the answer). */
-static char *run_answer(const cJSON *const *msgs, int n)
+/* The newest real assistant text in msgs[from, to), or NULL. */
+static char *newest_text(const cJSON *const *msgs, int from, int to)
 {
-    for (int i = n - 1; i >= 0; i--) {
-        msg_kind k = kind_of(msgs[i]);
-        if (k == MSG_PROMPT || k == MSG_OTHER)
-            break;
-        if (k != MSG_ANSWER)
-            continue;
-        char *text = message_text(msgs[i]);
+    for (int i = to - 1; i >= from; i--) {
+        char *text = kind_of(msgs[i]) == MSG_ANSWER ? message_text(msgs[i]) : NULL;
         if (text)
             return text;
     }
     return NULL;
+}
+
+/* The run's answer: the newest real assistant text back to its prompt,
+ * stepping over compaction messages (a summary is never the answer). */
+static char *run_answer(const cJSON *const *msgs, int n)
+{
+    int from = n;
+    while (from > 0 && kind_of(msgs[from - 1]) != MSG_PROMPT && kind_of(msgs[from - 1]) != MSG_OTHER)
+        from--;
+    return newest_text(msgs, from, n);
+}
+
+/* Does the continue message msgs[i] follow an answer that ended its turn
+ * (finish not "tool-calls"/"unknown")? Then what comes after it is a new
+ * turn after the run's answer; else the compaction cut into the run's own
+ * work (its overflow mid-task), which simply goes on. */
+static bool continues_after_answer(const cJSON *const *msgs, int i, int from)
+{
+    for (int k = i - 1; k >= from; k--) {
+        if (kind_of(msgs[k]) != MSG_ANSWER)
+            continue;
+        const char *finish = str_at(info_of(msgs[k]), "finish");
+        return finish && strcmp(finish, "tool-calls") != 0 && strcmp(finish, "unknown") != 0;
+    }
+    return false;
+}
+
+/* Is text no more than a sign-off ("Done.", "Nothing more to do.")? Empty,
+ * or one short paragraph with one of the words a model signs off with. */
+static bool is_sign_off(const char *text)
+{
+    static const char *const words[] = {"done",    "complete", "finished", "nothing", "no further", "no next",
+                                        "no more", "all set",  "that's all", "no additional", "stop"};
+    while (*text == ' ' || *text == '\n' || *text == '\t')
+        text++;
+    size_t len = strlen(text);
+    if (len == 0)
+        return true;
+    if (len > OUTCOME_SIGN_OFF_MAX || strstr(text, "\n\n"))
+        return false;
+    char low[OUTCOME_SIGN_OFF_MAX + 1];
+    for (size_t i = 0; i <= len; i++)
+        low[i] = (char)(text[i] >= 'A' && text[i] <= 'Z' ? text[i] - 'A' + 'a' : text[i]);
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+        if (strstr(low, words[w]))
+            return true;
+    }
+    return false;
+}
+
+/* The tools the real assistant messages of msgs[from, to) called, in the
+ * order of first use ("bash, read"); NULL when none. */
+static char *tools_called(const cJSON *const *msgs, int from, int to)
+{
+    strbuf sb = {0};
+    for (int i = from; i < to; i++) {
+        const cJSON *part;
+        const cJSON *parts = kind_of(msgs[i]) == MSG_ANSWER ? cJSON_GetObjectItemCaseSensitive(msgs[i], "parts") : NULL;
+        cJSON_ArrayForEach(part, parts)
+        {
+            const char *tool = str_is(part, "type", "tool") ? str_at(part, "tool") : NULL;
+            if (!tool)
+                continue;
+            size_t tl = strlen(tool);
+            bool seen = false;
+            for (const char *p = sb.buf; p && (p = strstr(p, tool)); p += tl)
+                seen = seen || ((p == sb.buf || p[-1] == ' ') && (p[tl] == ',' || p[tl] == '\0'));
+            if (!seen)
+                sb_printf(&sb, "%s%s", sb.len ? ", " : "", tool);
+        }
+    }
+    return sb.len ? sb_take(&sb) : NULL;
+}
+
+/* What the turn msgs[from, to) after a compaction added to the answer:
+ * its newest text, or the tools it called; NULL when it made no tool call
+ * and its text is no more than a sign-off. */
+static char *continuation(const cJSON *const *msgs, int from, int to)
+{
+    char *tools = tools_called(msgs, from, to);
+    char *text = newest_text(msgs, from, to);
+    char *added = NULL;
+    if (text && (tools || !is_sign_off(text))) {
+        added = text;
+        text = NULL;
+    } else if (tools) {
+        added = xasprintf("(no text reply; it called: %s)", tools);
+    }
+    free(text);
+    free(tools);
+    return added;
+}
+
+/* The run's result: its answer; when OpenCode compacted the session after
+ * that answer and the turn that followed added something, that too, after
+ * OUTCOME_CONTINUED_MARK (once for each such turn). */
+static char *run_result(const cJSON *const *msgs, int n)
+{
+    int from = n;
+    while (from > 0 && kind_of(msgs[from - 1]) != MSG_PROMPT && kind_of(msgs[from - 1]) != MSG_OTHER)
+        from--;
+    strbuf sb = {0};
+    bool answered = false;
+    int seg = from; /* where the current turn's messages begin */
+    for (int i = from; i <= n; i++) {
+        if (i < n && !(kind_of(msgs[i]) == MSG_CONTINUE && continues_after_answer(msgs, i, seg)))
+            continue;
+        char *part = !answered ? newest_text(msgs, seg, i) : continuation(msgs, seg, i);
+        if (answered && part)
+            sb_printf(&sb, "\n\n%s\n%s", OUTCOME_CONTINUED_MARK, part);
+        else if (part)
+            sb_puts(&sb, part);
+        answered = answered || part;
+        free(part);
+        seg = i + 1;
+    }
+    return sb.len ? sb_take(&sb) : NULL;
 }
 
 /* "APIError: model overloaded" from {name, data:{message}}. */
@@ -184,7 +295,7 @@ static void decide(const cJSON *const *msgs, int n, const char *prev_message_id,
         return;
     }
     out->kind = OUTCOME_COMPLETED;
-    out->text = run_answer(msgs, n);
+    out->text = run_result(msgs, n);
     if (!out->text)
         out->text = xstrdup("(the sub-agent finished without a text reply)");
 }
@@ -203,6 +314,28 @@ void outcome_from_messages(const char *messages_json, const char *prev_message_i
         decide(msgs, n, prev_message_id, skip_notices, out);
     free(msgs);
     cJSON_Delete(root);
+}
+
+int outcome_after_compaction(const char *messages_json, const char *answer_id, outcome *out)
+{
+    memset(out, 0, sizeof *out);
+    cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
+    int n;
+    const cJSON **msgs = index_messages(root, &n);
+    int a = n;
+    while (answer_id && a > 0 && !str_is(info_of(msgs[a - 1]), "id", answer_id))
+        a--;
+    bool continued = false, same_run = a > 0;
+    for (int i = a; i < n && same_run; i++) {
+        msg_kind k = kind_of(msgs[i]);
+        same_run = k != MSG_PROMPT && k != MSG_OTHER;
+        continued = continued || (k == MSG_CONTINUE && continues_after_answer(msgs, i, a - 1));
+    }
+    if (continued && same_run)
+        decide(msgs, n, answer_id, true, out);
+    free(msgs);
+    cJSON_Delete(root);
+    return a == 0 ? -1 : continued && same_run;
 }
 
 void outcome_free(outcome *o)

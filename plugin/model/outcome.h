@@ -13,6 +13,12 @@
 #define OUTCOME_CONTINUE_TEXT \
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
 
+/* Between a run's answer and what the turn after a compaction added to it
+ * (see outcome_from_messages). */
+#define OUTCOME_CONTINUED_MARK "[The sub-agent's context was compacted after this answer; then it continued:]"
+/* The longest text that can be a mere sign-off ("Done."). */
+#define OUTCOME_SIGN_OFF_MAX 200
+
 /* How every notice ocbg pushes into a session begins (plugin/text/texts.c;
  * not the fork preamble, which is a prompt). */
 #define OUTCOME_NOTICE_PREFIX "[ocbg] Background "
@@ -52,6 +58,16 @@ typedef struct outcome {
  * newest real user message); "(the sub-agent finished without a text reply)"
  * when none has. Malformed input → OUTCOME_NONE.
  *
+ * A continue message after a turn-ending answer (finish not "tool-calls" or
+ * "unknown") starts a new turn: the answer is the newest text before it, and
+ * the turn after it is appended, "\n\n" OUTCOME_CONTINUED_MARK "\n" and its
+ * newest text (or "(no text reply; it called: bash, read)"), when it called a
+ * tool or its text is more than a sign-off: empty, or one paragraph of at
+ * most OUTCOME_SIGN_OFF_MAX bytes with "done", "complete", "finished",
+ * "nothing", "no further", "no next", "no more", "all set", "that's all",
+ * "no additional" or "stop" in it (any case). A compaction in the middle of
+ * the run's work (after a tool-call step) splits nothing.
+ *
  * Notices. A task that launched tasks of its own (max_depth > 1) gets
  * ocbg's notices in its session: user messages that begin with
  * OUTCOME_NOTICE_PREFIX. A quiet one (noReply) can land after its answer,
@@ -62,6 +78,15 @@ typedef struct outcome {
 void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices,
                            outcome *out);
 void outcome_free(outcome *o);
+/* A run that ended with answer_id (its check read that answer before the
+ * host compacted the session after it): is the session, since then, an
+ * automatic compaction and the turn after it, in the same run (no new
+ * prompt)? -1: answer_id is not among the messages; 0: no (nothing to wait
+ * for); 1: yes, and *out is as outcome_from_messages gives it now with
+ * answer_id as prev_message_id (OUTCOME_NONE while that turn goes on; else
+ * the run's result, the answer with what the turn added after
+ * OUTCOME_CONTINUED_MARK, which needs messages back to the run's prompt). */
+int outcome_after_compaction(const char *messages_json, const char *answer_id, outcome *out);
 
 /* A run cut short (its host restarted mid-turn): the text it had written so
  * far, the newest real assistant text back to its prompt, finished or not;

@@ -142,6 +142,9 @@ struct task {
     bool woken : 1;             /* a waking notice went into its session; cleared when it is seen busy */
     bool notice_wake : 1;       /* it wakes the parent */
     bool foreground : 1;        /* run by a foreground call: removed when it returns */
+    bool compacted_after : 1;   /* completed, then its session was compacted: the turn after may add to its
+                                 * result (engine/amend.h) */
+    bool amend_queued : 1;      /* a check of that turn is queued or running */
 };
 
 const char *task_status_name(task_status s);

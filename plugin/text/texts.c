@@ -170,6 +170,21 @@ void format_list_line(strbuf *out, const task *t, int64_t now)
     sb_puts(out, "\n");
 }
 
+/* body and a newline, cut to max_chars characters (never inside a UTF-8
+ * sequence), saying how to get the rest. */
+static void put_cut(strbuf *sb, const char *body, int max_chars, const char *id)
+{
+    size_t len = strlen(body), chars = utf8_count(body, len);
+    if (chars <= (size_t)max_chars) {
+        sb_puts(sb, body);
+        sb_puts(sb, "\n");
+    } else {
+        sb_putn(sb, body, utf8_offset(body, len, (size_t)max_chars));
+        sb_printf(sb, "\n\n[Cut at %d of %zu characters. The full text: background_output(task_id=\"%s\")]\n",
+                  max_chars, chars, id);
+    }
+}
+
 char *format_notification(const task *t, unsigned batch_done, unsigned batch_total, int64_t now, int max_chars)
 {
     strbuf sb = {0};
@@ -203,17 +218,18 @@ char *format_notification(const task *t, unsigned batch_done, unsigned batch_tot
         return sb_take(&sb);
     }
     const char *body = t->status == TASK_COMPLETED ? t->result : t->error;
-    if (!body)
-        body = "";
     sb_puts(&sb, t->status == TASK_COMPLETED ? "\nResult:\n" : "\nError: ");
-    size_t len = strlen(body), chars = utf8_count(body, len);
-    if (chars <= (size_t)max_chars) {
-        sb_puts(&sb, body);
-        sb_puts(&sb, "\n");
-    } else {
-        sb_putn(&sb, body, utf8_offset(body, len, (size_t)max_chars));
-        sb_printf(&sb, "\n\n[Cut at %d of %zu characters. The full text: background_output(task_id=\"%s\")]\n",
-                  max_chars, chars, t->id);
-    }
+    put_cut(&sb, body ? body : "", max_chars, t->id);
+    return sb_take(&sb);
+}
+
+char *format_continued_notice(const task *t, const char *added, int max_chars)
+{
+    strbuf sb = {0};
+    sb_printf(&sb, "[ocbg] Background task %s", t->id);
+    put_markers(&sb, t);
+    sb_printf(&sb, " \"%s\" (agent: %s) went on after its result was reported. Its result now ends with:\n",
+              t->description ? t->description : "", t->agent ? t->agent : "");
+    put_cut(&sb, added, max_chars, t->id);
     return sb_take(&sb);
 }

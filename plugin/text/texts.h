@@ -27,6 +27,11 @@ void format_list_line(strbuf *out, const task *t, int64_t now);
  * the rest. */
 char *format_notification(const task *t, unsigned batch_done, unsigned batch_total, int64_t now, int max_chars);
 
+/* The notice that t, completed, went on after its session was compacted:
+ * `added` (OUTCOME_CONTINUED_MARK and what followed) cut to max_chars
+ * characters as a notification's result is. */
+char *format_continued_notice(const task *t, const char *added, int max_chars);
+
 /* The waking notice that t's session waits for the user's permission. */
 char *format_permission_notice(const task *t);
 

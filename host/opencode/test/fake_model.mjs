@@ -13,8 +13,9 @@
 //   "CHILD error"             HTTP 400 with an error body (a non-retryable API error)
 //   "CHILD call <tool> <json>" the child calls <tool>(args) (e.g. OpenCode's own bash);
 //                              after the tool result: "child reply <tool>"
-//   "CHILD compact X"         "child reply X" with a usage of 7520 tokens: on a model with
-//                              limit {context: 8000, output: 1000} OpenCode compacts after it
+//   "CHILD compact X [more] [gate]" "child reply X" with a usage of 7520 tokens: on a model with
+//                              limit {context: 8000, output: 1000} OpenCode compacts after it;
+//                              with "gate", the answer waits at gate "cx-X" (openGate)
 //   "CHILD spend X P C [K [R]]" "child reply X" reporting a usage of P prompt tokens (K of them
 //                              cached) and C completion tokens (R of them reasoning)
 //   "CHILD spendcall X P C"   the child calls bash (echo) reporting that usage; after the tool
@@ -24,9 +25,12 @@
 //   "CHILD nest X <json>"     a task that launches one of its own: it calls background_task(args);
 //                              after the tool result: "X first"; woken later by a message with no
 //                              script line (its task's notification): "X final"
-// OpenCode's compaction requests: the summary request (its prompt holds "Here is the
-// conversation so far") gets "E2E SUMMARY of the conversation"; the synthetic
-// "Continue if you have next steps…" message gets a reply with no text.
+// OpenCode's compaction requests: the summary request (no tools, its last user message begins
+// "Here is the conversation so far") gets "E2E SUMMARY of the conversation" and a line
+// "compacted task: X [more]" for the "CHILD compact" line it summarizes. The turn after the
+// synthetic "Continue if you have next steps…" message (the newest user message), with that
+// summary in its history: for "more", a bash call (echo more X), then "continued X"; else the
+// sign-off "Nothing more to do: the task is complete."; with no such summary, no text.
 //   "CHILD after X MS"        "child reply X", streamed MS milliseconds after the request came
 //   "E2E cmpbatch native|ocbg T N MS STEP"  the launch step of e2e_compare.mjs: N calls at once,
 //                              to OpenCode's `task` with background: true (native) or to ocbg's
@@ -64,10 +68,18 @@ const textOf = (content) =>
 
 export function decide(body) {
   const msgs = body.messages || [];
-  const lastText = textOf(msgs.at(-1)?.content);
-  if (msgs.some((m) => textOf(m.content).includes("Here is the conversation so far")))
-    return { text: "E2E SUMMARY of the conversation" };
-  if (msgs.at(-1)?.role === "user" && lastText.startsWith("Continue if you have next steps")) return { text: "" };
+  const lastUserText = textOf(msgs.filter((m) => m.role === "user").at(-1)?.content);
+  if (!body.tools?.length && lastUserText.startsWith("Here is the conversation so far")) {
+    const c = lastUserText.match(/CHILD compact (\S+)( more)?/);
+    return { text: `E2E SUMMARY of the conversation${c ? `\ncompacted task: ${c[1]}${c[2] || ""}` : ""}` };
+  }
+  if (lastUserText.startsWith("Continue if you have next steps")) {
+    const c = msgs.map((m) => textOf(m.content).match(/compacted task: (\S+)( more)?/)).find(Boolean);
+    if (!c) return { text: "" };
+    if (!c[2]) return { text: "Nothing more to do: the task is complete." };
+    if (msgs.at(-1)?.role === "tool") return { text: `continued ${c[1]}` };
+    return { calls: [{ name: "bash", args: { command: `echo more ${c[1]}`, description: "more" } }] };
+  }
   const system = msgs.filter((m) => m.role === "system").map((m) => textOf(m.content)).join("\n");
   if (/title/i.test(system) && !/E2E|CHILD/.test(textOf(msgs.at(-1)?.content))) return { text: "E2E title" };
   // The script line: the newest user message holding an "E2E"/"CHILD" line.
@@ -104,7 +116,8 @@ export function decide(body) {
   }
   if ((m = line.match(/^CHILD compact (\S+)/))) {
     if (msgs.slice(lastUser + 1).some((x) => x.role === "assistant")) return { text: "" };
-    return { text: `child reply ${m[1]}`, usage: { prompt_tokens: 7500, completion_tokens: 20, total_tokens: 7520 } };
+    return { text: `child reply ${m[1]}`, usage: { prompt_tokens: 7500, completion_tokens: 20, total_tokens: 7520 },
+      ...(/ gate\b/.test(line) ? { gate: `cx-${m[1]}` } : {}) };
   }
   if ((m = line.match(/^CHILD spend (\S+) (\d+) (\d+)(?: (\d+))?(?: (\d+))?/)))
     return { text: `child reply ${m[1]}`, usage: usageOf(+m[2], +m[3], +(m[4] || 0), +(m[5] || 0)) };

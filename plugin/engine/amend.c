@@ -1,0 +1,111 @@
+/* amend.c — see amend.h. */
+#include "engine/amend.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "model/outcome.h"
+#include "text/texts.h"
+
+/* How many newest messages the first read takes. */
+#define AMEND_FIRST_READ 20
+
+void amend_note(ocbg *o, task *t, const session_note *n)
+{
+    if (t->type != TASK_AGENT)
+        return;
+    if (n->kind == NOTE_USAGE && n->summary) {
+        /* also while it runs: its check may have read the answer already */
+        t->compacted_after = true;
+        return;
+    }
+    if (t->status != TASK_COMPLETED || !t->result_message_id)
+        return;
+    bool ended = (n->kind == NOTE_USAGE && n->turn_end) || n->kind == NOTE_IDLE;
+    if (!ended || !t->compacted_after || t->amend_queued)
+        return;
+    t->amend_queued = true;
+    job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_AMEND;
+    memcpy(j->task_id, t->id, sizeof j->task_id);
+    j->run = t->run;
+    jobs_push(&o->q, j);
+}
+
+/* Is t still the completed run j watches? */
+static task *watched(ocbg *o, const job *j)
+{
+    task *t = registry_find(&o->reg, j->task_id);
+    return t && t->run == j->run && t->status == TASK_COMPLETED && t->compacted_after ? t : NULL;
+}
+
+/* out, the run's result now, adds to t's: it becomes t's result; the
+ * parent is told what was added (a notification not yet formatted will
+ * carry it anyway). */
+static void amend(ocbg *o, task *t, const outcome *out)
+{
+    const char *added = strstr(out->text, "\n\n" OUTCOME_CONTINUED_MARK);
+    if (!added)
+        return; /* the turn after added nothing: the answer stands alone */
+    free(t->result);
+    t->result = xstrdup(out->text);
+    task_set_result_message(t, out->message_id);
+    t->texts_stored &= (unsigned char)~TASK_TEXT_RESULT;
+    registry_touch(&o->reg, t);
+    engine_wake_waiters(o);
+    if (t->notices_unformatted > 0)
+        return;
+    notice *n = xcalloc(1, sizeof *n);
+    memcpy(n->task_id, t->id, sizeof n->task_id);
+    n->run = t->run;
+    n->parent_session = xstrdup(t->parent->session_id);
+    n->agent = xstrdup(t->parent_agent);
+    n->wake = true;
+    n->extra = true;
+    n->text = format_continued_notice(t, added + 2, o->opt.notify_max_chars);
+    engine_push_notice(o, n);
+}
+
+void amend_run(ocbg *o, const job *j)
+{
+    task *t = watched(o, j);
+    if (!t) {
+        t = registry_find(&o->reg, j->task_id);
+        if (t)
+            t->amend_queued = false;
+        return;
+    }
+    char *session = xstrdup(t->session_id), *answer = xstrdup(t->result_message_id), *json = NULL;
+    pthread_mutex_unlock(&o->mu);
+    /* The newest few first: when the answer is among them with no
+     * compaction after it (a run whose check came after the continue turn),
+     * that settles it; else all of them, back to the run's prompt. */
+    outcome out = {0};
+    int rc = hc_session_messages(&o->api, session, AMEND_FIRST_READ, &json, NULL);
+    int found = rc == 0 ? outcome_after_compaction(json, answer, &out) : -1;
+    hc_free(&o->api, json);
+    json = NULL;
+    if (rc == 0 && found != 0) {
+        outcome_free(&out);
+        rc = hc_session_messages(&o->api, session, 0, &json, NULL);
+        found = rc == 0 ? outcome_after_compaction(json, answer, &out) : -1;
+        hc_free(&o->api, json);
+    }
+    bool watching = rc == 0 ? found == 1 : rc != -ENOENT;
+    pthread_mutex_lock(&o->mu);
+    t = watched(o, j);
+    if (t) {
+        t->amend_queued = false;
+        /* decided (or nothing to wait for): the watch ends */
+        t->compacted_after = watching && out.kind == OUTCOME_NONE;
+        if (watching && out.kind == OUTCOME_COMPLETED)
+            amend(o, t, &out);
+    } else if ((t = registry_find(&o->reg, j->task_id)) != NULL) {
+        t->amend_queued = false;
+    }
+    outcome_free(&out);
+    free(session);
+    free(answer);
+}
