@@ -2,9 +2,10 @@
  * item 2), in both orders of the completion check and the compaction:
  *   - after: the check reads the session once the compaction has begun (in
  *     the simulated host, a "compact" step without wait_ms stores the answer
- *     and the compaction request together, so every check is after); the run
- *     goes on, and the result is the answer, then what the continue turn
- *     added, after the mark;
+ *     and the compaction request together, and the answer's text part events
+ *     are lost, so the check cannot take the answer from the events and
+ *     reads: every check is after); the run goes on, and the result is the
+ *     answer, then what the continue turn added, after the mark;
  *   - before: "wait_ms" holds the compaction back (OpenCode's snapshot
  *     between the answer and the compaction), so the check reads the answer
  *     first and the task completes with it; when the continue turn adds
@@ -89,9 +90,17 @@ static char *run_task(sim_host *h, const char *parent, const char *description, 
     return id;
 }
 
-static void check_after(void)
+/* The order "after": the answer's part events lost (see the top). */
+static sim_host *host_checking_after(void)
 {
     sim_host *h = t_host(NULL);
+    sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
+    return h;
+}
+
+static void check_after(void)
+{
+    sim_host *h = host_checking_after();
     char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
     char *id = run_task(h, parent, "After", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0,
                         &child);
@@ -171,13 +180,14 @@ static void check_before_sign_off(void)
  * call has returned the answer (the task is gone with it). */
 static void foreground_task(void)
 {
-    sim_host *h = t_host(NULL);
+    sim_host *h = host_checking_after();
     char *s = sim_session_new(h, NULL, "main");
     char *out = st_claude_task(h, s, "Fg", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0);
     is_int(t_rc, 0, "foreground, after: succeeds");
     like(out, "REAL ANSWER" MARK "continued text", "foreground, after: the answer, then what the turn added");
     unlike(out, SUMMARY, "foreground, after: no summary");
     free(out);
+    sim_event_faults(h, 0, 0, 0, 0, NULL);
     out = st_claude_task(h, s, "Fg2", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 0);
     is_int(t_rc, 0, "foreground, before: succeeds");
     like(out, "REAL ANSWER", "foreground, before: the answer");

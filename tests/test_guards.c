@@ -161,6 +161,9 @@ static void usage_summed_and_shown(void)
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    /* The run goes on past its compaction only when the check comes after it
+     * began: with the answer's part events lost, the check reads, and finds it. */
+    sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
     char *id = t_launch_script(h, s, "Count tokens", COUNTING_SCRIPT);
     char *child = t_task_session(h, 0);
     paused(h, child);
