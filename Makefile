@@ -128,6 +128,7 @@ $(BUILD)/plugin-dir/ocbg.so: $(BUILD)/ocbg.so
 check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS) $(BUILD)/layout-check
 	$(LAYOUT_FIXTURES)
 	$(LAYOUT_RUN)
+	@sh build-aux/lock-check
 	$(TEST_ENV) $(PROVE) $(PROVE_FLAGS) $(TESTS)
 
 # The layout checker: file and function lengths, dependency cycles, layers

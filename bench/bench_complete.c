@@ -211,9 +211,9 @@ static void wait_store_idle(ocbg *o)
 {
     int64_t deadline = bench_ns() + 60000000000LL;
     for (;;) {
-        pthread_mutex_lock(&o->mu);
+        engine_lock(o);
         bool idle = !o->reg.track || (o->reg.dirty == 0 && o->reg.nremoved == 0 && !o->ps.writing);
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         if (idle)
             return;
         if (bench_ns() > deadline) {
@@ -233,11 +233,11 @@ static double check_output(const ocp_plugin *p, int parents)
     for (int i = 0; i < parents; i++) {
         char psid[32], id[TASK_ID_SIZE] = "";
         snprintf(psid, sizeof psid, BENCH_PARENT_FMT, i);
-        pthread_mutex_lock(&o->mu);
+        engine_lock(o);
         parent *par = registry_parent(&o->reg, psid);
         if (par && par->head)
             memcpy(id, par->head->id, sizeof id);
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         char args[64], *out = NULL;
         snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
         int64_t t0 = bench_ns();
@@ -325,10 +325,10 @@ static figures run(const ocp_host *host, int per_parent, int mem, int stored)
         ocbg *o = p->userdata;
         wait_store_idle(o);
         size_t texts = 0;
-        pthread_mutex_lock(&o->mu);
+        engine_lock(o);
         map_each(&o->reg.by_id, sum_texts, &texts);
         map_each(&o->reg.by_id, count_in_memory, &f.in_memory);
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         f.sqlite_heap = (size_t)sqlite3_memory_used();
         size_t heap1 = heap_used(), rss1 = rss_bytes();
         size_t peak = s.peak > rss1 ? s.peak : rss1;

@@ -174,9 +174,9 @@ static void *block_main(void *arg)
 static int has_waiter(const ocp_plugin *p)
 {
     ocbg *o = p->userdata; /* the instance starts with its engine */
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     int yes = o->waiters != NULL;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return yes;
 }
 

@@ -81,9 +81,9 @@ static void wait_settled(ocbg *o)
         pthread_mutex_lock(&mu);
         unsigned long n = pushes;
         pthread_mutex_unlock(&mu);
-        pthread_mutex_lock(&o->mu);
+        engine_lock(o);
         bool idle = !o->reg.track || (o->reg.dirty == 0 && o->reg.nremoved == 0 && !o->ps.writing);
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         if (n >= COMMANDS && idle)
             return;
         if (bench_ns() > deadline) {
@@ -146,9 +146,9 @@ static double run(const ocp_host *host, int stored)
     bench_sleep_ms(50); /* the worker's last bookkeeping after the last push */
     wait_settled(o);
     unsigned long held = 0;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     map_each(&o->reg.by_id, count_held, &held);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     double per = ((double)heap_used() - (double)heap0) / COMMANDS;
     if (pushes != COMMANDS || pushes_with_tail != COMMANDS)
         fail("not every command was notified once with its output's end");

@@ -45,20 +45,20 @@ static const tool_spec *find_tool(instance *in, const char *name)
  * can wait until none is left inside. Returns false when shutting down. */
 static bool enter_call(ocbg *o)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     bool ok = !o->stopping;
     if (ok)
         o->calls_in_flight++;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return ok;
 }
 
 static void leave_call(ocbg *o)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     if (--o->calls_in_flight == 0 && o->stopping)
         pthread_cond_broadcast(&o->drain_cv);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 }
 
 static int plugin_tool_call(void *ud, const char *tool, const char *args_json, ocp_call_ctx *ctx, char **out)
@@ -80,9 +80,9 @@ static int plugin_tool_call(void *ud, const char *tool, const char *args_json, o
         return -ECANCELED;
     }
     /* Notifications the host would not take earlier ride on this answer. */
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     char *held = ctx->session_id ? engine_take_held(o, ctx->session_id) : NULL;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 
     cJSON *args = NULL;
     char *err = NULL;
@@ -101,9 +101,9 @@ static int plugin_tool_call(void *ud, const char *tool, const char *args_json, o
     }
     /* What the answer tells the model (a task id, a result taken) is on
      * disk before the model sees it. */
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     persist_sync(o);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     *out = sb_take(&answer);
     leave_call(o);
     return rc;
@@ -154,10 +154,10 @@ static int plugin_wants_messages(void *ud, const char *session_id)
 {
     instance *in = ud;
     ocbg *o = &in->o;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
     int wants = t && t->forked;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return wants;
 }
 
@@ -168,11 +168,11 @@ static int plugin_transform_messages(void *ud, const char *session_id, const cha
     instance *in = ud;
     ocbg *o = &in->o;
     *out = NULL;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
     bool forked = t && t->forked;
     fork_limits lim = {(size_t)o->opt.fork_tool_chars, (size_t)o->opt.fork_max_tokens};
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (!forked)
         return 0;
     return fork_process(messages_json, &lim, out, NULL);

@@ -39,9 +39,9 @@ int lt_store_given_up(sim_host *h, const char *unused)
 {
     (void)unused;
     ocbg *o = lt_engine(h);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     int off = !o->reg.track;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return off;
 }
 

@@ -42,11 +42,11 @@ static void count_results(void *unused)
 {
     (void)unused;
     int n = 0;
-    pthread_mutex_lock(&engine->mu);
+    engine_lock(engine);
     parent *p = registry_parent(&engine->reg, psid);
     for (task *t = p ? p->head : NULL; t; t = t->pnext)
         n += t->result != NULL;
-    pthread_mutex_unlock(&engine->mu);
+    engine_unlock(engine);
     pthread_mutex_lock(&peak_mu);
     pushes_seen++;
     if (n > peak_results)

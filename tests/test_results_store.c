@@ -46,10 +46,10 @@ static void make_answer(void)
 static int in_memory(sim_host *h, const char *id)
 {
     ocbg *o = lt_engine(h);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = registry_find(&o->reg, id);
     int r = !t ? -1 : (t->result != NULL) | (t->prompt != NULL) << 1 | (t->texts_stored == TASK_TEXTS_ALL) << 2;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return r;
 }
 
@@ -62,10 +62,10 @@ static int texts_dropped(sim_host *h, const char *id)
 static int notice_held(sim_host *h, const char *psid)
 {
     ocbg *o = lt_engine(h);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     parent *p = registry_parent(&o->reg, psid);
     int held = p && p->held;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return held;
 }
 
@@ -355,7 +355,7 @@ static void stale_read_not_attached(void)
     ocbg *o = lt_engine(h);
     commit_race c = {.o = o, .lock = d};
     snprintf(c.id, sizeof c.id, "%s", id); /* id is a malloc'd string of its own length */
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = registry_find(&o->reg, id);
     if (!t)
         bail_out("task %s is gone", id);
@@ -369,7 +369,7 @@ static void stale_read_not_attached(void)
         bail_out("pthread_create");
     t = persist_texts(o, t);
     char *shown = t && t->result ? strdup(t->result) : NULL;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     pthread_join(th, NULL);
     is_str(shown, "the second answer", "a copy read before the commit of the new answer is not taken as the result");
     free(shown);

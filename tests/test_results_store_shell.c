@@ -40,7 +40,7 @@ static void make_shell_want(void)
 static int output_where(sim_host *h, const char *id)
 {
     ocbg *o = lt_engine(h);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = registry_find(&o->reg, id);
     int r = -1;
     if (t && t->shell && t->shell->exited) {
@@ -50,7 +50,7 @@ static int output_where(sim_host *h, const char *id)
         else /* 2: marked so, yet not as it should be */
             r = !out->head && !out->tail && (t->texts_stored & TASK_TEXT_OUTPUT) ? 0 : 2;
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return r;
 }
 
@@ -106,10 +106,10 @@ static void command_output_read_back(void)
 
     /* The read back fails: a sentence says so, not an empty output. */
     ocbg *o = lt_engine(h);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     store_reader *real = o->ps.reader;
     o->ps.reader = store_reader_new("/nonexistent-ocbg-dir/ocbg.db");
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     out = t_output(h, psid, id);
     like(out, "Exit: exit code 0\n", "the store cannot be read: background_output still gives the exit");
     like(out, "\nOutput:\n(kept in the task store, which could not be read: the task store "
@@ -120,10 +120,10 @@ static void command_output_read_back(void)
     like(out, "<exit_code>0</exit_code>\n<output>\n(kept in the task store, which could not be read: ",
          "TaskOutput says so too");
     free(out);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     store_reader_free(o->ps.reader);
     o->ps.reader = real;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     is_int(output_where(h, id), 0, "the sentence is not kept as its output");
 
     /* After a restart: restored with its output in the store only. */

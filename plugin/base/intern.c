@@ -1,5 +1,6 @@
 /* intern.c — see intern.h. */
 #include "base/intern.h"
+#include "base/lock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -25,26 +26,26 @@ static void free_name(const char *key, void *value, void *arg)
 
 void intern_retain(void)
 {
-    pthread_mutex_lock(&intern_mu);
+    lock_acquire(&intern_mu);
     users++;
-    pthread_mutex_unlock(&intern_mu);
+    lock_release(&intern_mu);
 }
 
 void intern_release(void)
 {
-    pthread_mutex_lock(&intern_mu);
+    lock_acquire(&intern_mu);
     if (users > 0 && --users == 0 && names.buckets) {
         map_each(&names, free_name, NULL);
         map_free(&names);
     }
-    pthread_mutex_unlock(&intern_mu);
+    lock_release(&intern_mu);
 }
 
 const char *intern(const char *s)
 {
     if (!s)
         return NULL;
-    pthread_mutex_lock(&intern_mu);
+    lock_acquire(&intern_mu);
     if (!names.buckets)
         map_init(&names, name_of);
     char *copy = map_get(&names, s);
@@ -52,6 +53,6 @@ const char *intern(const char *s)
         copy = xstrdup(s);
         map_put(&names, copy);
     }
-    pthread_mutex_unlock(&intern_mu);
+    lock_release(&intern_mu);
     return copy;
 }

@@ -78,7 +78,7 @@ void amend_run(ocbg *o, const job *j)
         return;
     }
     char *session = xstrdup(t->session_id), *answer = xstrdup(t->result_message_id), *json = NULL;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     /* The newest few first: when the answer is among them with no
      * compaction after it (a run whose check came after the continue turn),
      * that settles it; else all of them, back to the run's prompt. */
@@ -94,7 +94,7 @@ void amend_run(ocbg *o, const job *j)
         hc_free(&o->api, json);
     }
     bool watching = rc == 0 ? found == 1 : rc != -ENOENT;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     t = watched(o, j);
     if (t) {
         t->amend_queued = false;

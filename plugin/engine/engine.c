@@ -17,17 +17,20 @@ int64_t ocbg_now(ocbg *o)
 
 void engine_task_activated(ocbg *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     pthread_cond_signal(&o->work_cv);
 }
 
 void engine_wake_waiters(ocbg *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     for (waiter *w = o->waiters; w; w = w->next)
         pthread_cond_signal(&w->cv);
 }
 
 void engine_request_finalize(ocbg *o, task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (t->type == TASK_SHELL || !t->session_id || t->inherited || t->cancelling || !task_status_active(t->status))
         return;
     if (t->finalizing) {
@@ -46,6 +49,7 @@ void engine_request_finalize(ocbg *o, task *t)
 
 void engine_request_abort(ocbg *o, const char *session_id)
 {
+    ENGINE_ASSERT_LOCKED(o);
     job *j = xcalloc(1, sizeof *j);
     j->kind = JOB_ABORT;
     j->session_id = xstrdup(session_id);
@@ -54,6 +58,7 @@ void engine_request_abort(ocbg *o, const char *session_id)
 
 void engine_push_notice(ocbg *o, notice *n)
 {
+    ENGINE_ASSERT_LOCKED(o);
     parent *p = registry_parent(&o->reg, n->parent_session);
     if (p)
         p->notices_out++;
@@ -83,6 +88,7 @@ static void check_launcher(ocbg *o, parent *p)
 
 void engine_notice_settled(ocbg *o, const char *session_id)
 {
+    ENGINE_ASSERT_LOCKED(o);
     parent *p = registry_parent(&o->reg, session_id);
     if (!p)
         return;
@@ -93,6 +99,7 @@ void engine_notice_settled(ocbg *o, const char *session_id)
 
 bool engine_launcher_waits(ocbg *o, const task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     parent *own = launched_by(o, t);
     return own && (own->active > 0 || own->notices_out > 0);
 }
@@ -112,6 +119,7 @@ static void cascade(ocbg *o, const task *t)
 
 void engine_permission_asked(ocbg *o, task *t, const char *request_id, const char *what)
 {
+    ENGINE_ASSERT_LOCKED(o);
     const char *open = task_permission_request(t); /* NULL too when t is not live */
     if (!t->live || (open && strcmp(open, request_id) == 0))
         return; /* one notice per question, however often the host says it */
@@ -138,6 +146,7 @@ void engine_permission_asked(ocbg *o, task *t, const char *request_id, const cha
 
 void engine_permission_replied(ocbg *o, task *t, const char *request_id)
 {
+    ENGINE_ASSERT_LOCKED(o);
     const char *open = task_permission_request(t);
     if (!open || (request_id && strcmp(open, request_id) != 0))
         return;
@@ -150,6 +159,7 @@ void engine_permission_replied(ocbg *o, task *t, const char *request_id)
 
 void engine_notice_text(ocbg *o, notice *n, const task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (n->text)
         return;
     if (n->permission_request)
@@ -172,6 +182,7 @@ void engine_revive_notices(void *engine, task *t)
 
 void engine_notify(ocbg *o, task *t, bool verify)
 {
+    ENGINE_ASSERT_LOCKED(o);
     notice *n = xcalloc(1, sizeof *n);
     memcpy(n->task_id, t->id, sizeof n->task_id);
     n->run = t->run;
@@ -197,6 +208,7 @@ void engine_notify(ocbg *o, task *t, bool verify)
 
 void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char *message_id)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (!task_status_active(t->status))
         return;
     /* A command a guard stopped ends with the guard's error, however it exited. */
@@ -242,6 +254,7 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
 
 void engine_fail_task(ocbg *o, task *t, const char *text)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (!task_status_active(t->status) || t->cancelling || task_guard_error(t))
         return; /* ended, being cancelled, or already being stopped by a guard */
     if (t->type == TASK_SHELL && t->shell && t->shell->pid > 0 && !t->shell->exited) {
@@ -256,6 +269,7 @@ void engine_fail_task(ocbg *o, task *t, const char *text)
 
 void engine_session_deleted(ocbg *o, task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     bool first = !t->session_gone;
     t->session_gone = true;
     if (!task_status_active(t->status) || !first)
@@ -277,6 +291,7 @@ static bool stop_pending(ocbg *o, task *t)
 
 void engine_stop_task_now(ocbg *o, task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (stop_pending(o, t))
         return;
     if (!task_status_active(t->status) || (t->session_gone && t->cancelling))
@@ -286,6 +301,7 @@ void engine_stop_task_now(ocbg *o, task *t)
 
 void engine_stop_task(ocbg *o, task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (stop_pending(o, t))
         return;
     if (task_status_active(t->status))
@@ -312,12 +328,14 @@ static void drop_tree(ocbg *o, parent *p, int levels)
 
 void engine_drop_parent(ocbg *o, parent *p)
 {
+    ENGINE_ASSERT_LOCKED(o);
     drop_tree(o, p, OPTIONS_MAX_DEPTH);
     engine_wake_waiters(o);
 }
 
 void engine_drop_descendants(ocbg *o, const task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     parent *own = launched_by(o, t);
     if (own && own != t->parent)
         engine_drop_parent(o, own);
@@ -347,6 +365,7 @@ char *engine_take_held(ocbg *o, const char *session_id)
 wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline, bool (*done)(ocbg *o, void *arg),
                         void *arg)
 {
+    ENGINE_ASSERT_LOCKED(o);
     waiter w = {.ctx = ctx};
     cond_init_monotonic(&w.cv);
     w.next = o->waiters;
@@ -373,7 +392,7 @@ wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline, bool (*don
         }
         struct timespec ts;
         mono_deadline(&ts, deadline);
-        pthread_cond_timedwait(&w.cv, &o->mu, &ts);
+        engine_cond_timedwait(o, &w.cv, &ts);
     }
     if (w.prev)
         w.prev->next = w.next;
@@ -387,10 +406,10 @@ wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline, bool (*don
 
 void engine_cancel_wait(ocbg *o, ocp_call_ctx *ctx)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     for (waiter *w = o->waiters; w; w = w->next)
         if (w->ctx == ctx)
             pthread_cond_signal(&w->cv);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 }
 

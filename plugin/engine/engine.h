@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "ocp.h"
+#include "base/lock.h"
 #include "base/options.h"
 #include "hostapi/hostcalls.h"
 #include "model/registry.h"
@@ -73,6 +74,27 @@ typedef struct ocbg {
     toast_state toast; /* notices to the user, rate-limited (engine/toast.h) */
     defer_state defer; /* silent notices held while their parent is busy (engine/defer.h) */
 } ocbg;
+
+/* The engine lock (base/lock.h): the only way to take, release or wait on
+ * o->mu. A function documented [lock held] asserts it with
+ * ENGINE_ASSERT_LOCKED. */
+static inline void engine_lock(ocbg *o)
+{
+    lock_acquire(&o->mu);
+}
+static inline void engine_unlock(ocbg *o)
+{
+    lock_release(&o->mu);
+}
+static inline void engine_cond_wait(ocbg *o, pthread_cond_t *cv)
+{
+    lock_wait(cv, &o->mu);
+}
+static inline int engine_cond_timedwait(ocbg *o, pthread_cond_t *cv, const struct timespec *deadline)
+{
+    return lock_timedwait(cv, &o->mu, deadline);
+}
+#define ENGINE_ASSERT_LOCKED(o) assert(lock_held(&(o)->mu) && "[lock held] without the engine lock")
 
 /* What a host event says about one session (decoded by hooks/events.c). */
 typedef enum note_kind {
@@ -126,7 +148,7 @@ int64_t ocbg_now(ocbg *o);
  * task is then left for the caller to end or remove. */
 int engine_run_start(ocbg *o, task_type type, const char *task_id, char **err);
 
-/* ---- everything below runs with o->mu held ---- */
+/* ---- everything below runs with o->mu held, and asserts it (ENGINE_ASSERT_LOCKED) ---- */
 
 /* A task became active (launched or resumed): wake the worker, which may be
  * sleeping with no deadline, so the fallback poll covers it even if no event

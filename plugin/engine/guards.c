@@ -284,7 +284,7 @@ int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf 
 {
     if (!session_id)
         return 0; /* the launch itself refuses a call without a session */
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = resume_id ? registry_find(&o->reg, resume_id) : NULL;
     int rc = 0;
     if (session_spent(o, session_id, resume_id ? "Not resumed" : "Not started",
@@ -294,7 +294,7 @@ int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf 
                task_spent(o, t, out)) {
         rc = -EDQUOT;
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return rc;
 }
 
@@ -302,8 +302,8 @@ int guards_admit_send(ocbg *o, const char *session_id, strbuf *out)
 {
     if (!session_id)
         return 0;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     bool spent = session_spent(o, session_id, "Not sent", "Nothing was sent.", out);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return spent ? -EDQUOT : 0;
 }

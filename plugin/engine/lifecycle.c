@@ -83,13 +83,13 @@ int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
 
 void engine_stop(ocbg *o)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     o->stopping = true;
     engine_wake_waiters(o);
     pthread_cond_broadcast(&o->work_cv);
     while (o->calls_in_flight > 0)
-        pthread_cond_wait(&o->drain_cv, &o->mu);
-    pthread_mutex_unlock(&o->mu);
+        engine_cond_wait(o, &o->drain_cv);
+    engine_unlock(o);
     worker_join(o);
     /* What changed is written before the commands are killed: a command
      * still running is one the host's stop cut short, as a restart finds. */

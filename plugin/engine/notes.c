@@ -97,7 +97,7 @@ void engine_note(ocbg *o, const session_note *n)
 {
     if (!n->session_id)
         return;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     if (o->stopping) {
         /* nothing: shutdown owns the state now */
     } else if (n->kind == NOTE_DELETED) {
@@ -126,5 +126,5 @@ void engine_note(ocbg *o, const session_note *n)
         else if (n->kind == NOTE_IDLE && (t = registry_find_session(&o->reg, n->session_id)) != NULL)
             amend_note(o, t, n);
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 }

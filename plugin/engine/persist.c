@@ -137,7 +137,7 @@ static bool texts_missing(const task *t)
 static void read_stored(ocbg *o, const char *id, char **prompt, char **result, char **error, char **output)
 {
     store_reader *reader = o->ps.reader; /* lives until persist_stop, after every call */
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     char *err = NULL;
     int rc = store_reader_texts(reader, id, prompt, result, error, output, &err);
     if (err)
@@ -150,7 +150,7 @@ static void read_stored(ocbg *o, const char *id, char **prompt, char **result, c
         *error = why;
     }
     free(err);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
 }
 
 task *persist_texts(ocbg *o, task *t)
@@ -236,7 +236,7 @@ static bool write_dirty(ocbg *o)
     size_t nremoved = r->nremoved;
     r->removed = NULL;
     r->nremoved = r->removed_cap = 0;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 
     char *err = NULL;
     int rc = store_write(o->ps.st, b.rows, b.n, removed, nremoved, &err);
@@ -250,7 +250,7 @@ static bool write_dirty(ocbg *o)
                err);
     free(err);
 
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     o->ps.writing = false;
     o->ps.writes++;
     o->ps.rows_written += b.n;
@@ -274,21 +274,21 @@ static void *store_main(void *arg)
 {
     ocbg *o = arg;
     bool delayed = false;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     while (o->reg.track) {
         bool pending = o->reg.dirty > 0 || o->reg.nremoved > 0;
         if (!pending && o->ps.stop)
             break;
         if (!pending) {
             o->ps.wake_pending = false;
-            pthread_cond_wait(&o->ps.cv, &o->mu);
+            engine_cond_wait(o, &o->ps.cv);
         } else if (o->ps.writing) {
-            pthread_cond_wait(&o->ps.synced_cv, &o->mu);
+            engine_cond_wait(o, &o->ps.synced_cv);
         } else if (!delayed && !o->ps.stop) {
             delayed = true;
             struct timespec ts;
             mono_deadline(&ts, mono_ms() + STORE_DELAY_MS);
-            pthread_cond_timedwait(&o->ps.cv, &o->mu, &ts);
+            engine_cond_timedwait(o, &o->ps.cv, &ts);
         } else {
             write_dirty(o);
             delayed = o->reg.dirty > 0; /* left for the next batch: written at once */
@@ -296,7 +296,7 @@ static void *store_main(void *arg)
     }
     stop_tracking(o);
     pthread_cond_broadcast(&o->ps.synced_cv);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return NULL;
 }
 
@@ -319,7 +319,7 @@ void persist_sync(ocbg *o)
         if (!o->ps.writing)
             write_dirty(o);
         else
-            pthread_cond_wait(&o->ps.synced_cv, &o->mu);
+            engine_cond_wait(o, &o->ps.synced_cv);
     }
 }
 
@@ -375,9 +375,10 @@ static void notify_parent(const char *key, void *value, void *arg)
 
 /* What each restored task still needs: its notification (above); active
  * agents are checked with the host by the worker; commands end; pending
- * tasks wait for a slot. Lock held. */
+ * tasks wait for a slot. [lock held] */
 static void resume_restored(ocbg *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     map_each(&o->reg.parents, notify_parent, o);
     for (task *t = o->reg.active, *next; t; t = next) {
         next = t->live->anext;
@@ -440,7 +441,9 @@ int persist_start(ocbg *o)
     o->reg.on_dirty = on_dirty;
     o->reg.on_dirty_arg = o;
     o->reg.track = true;
+    engine_lock(o); /* no other thread yet; taken for what it calls ([lock held]) */
     resume_restored(o);
+    engine_unlock(o);
     rc = pthread_create(&o->ps.thread, NULL, store_main, o);
     o->ps.started = rc == 0;
     if (rc != 0) {
@@ -453,10 +456,10 @@ int persist_start(ocbg *o)
 
 void persist_stop(ocbg *o)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     o->ps.stop = true;
     pthread_cond_signal(&o->ps.cv);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (o->ps.started)
         pthread_join(o->ps.thread, NULL);
     o->ps.started = false;

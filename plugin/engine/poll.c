@@ -86,9 +86,9 @@ static void end_deleted(ocbg *o, int64_t now)
 /* Read the map; queue a check for each silent task it newly shows idle. */
 static void read_map(ocbg *o)
 {
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     cJSON *status_map = poll_status_map(o);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     uint64_t tick = ++o->polls;
     int64_t now = mono_ms();
     o->last_poll_mono = now;

@@ -97,13 +97,12 @@ void toast_flush(ocbg *o)
     }
     ts->shown_mono = now;
     ts->shown++;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (warned)
         hc_log(&o->api, OCP_LOG_WARN, "%s", message);
-    if (o->api.host.notify_user)
-        o->api.host.notify_user(o->api.host.userdata, (enum ocp_notice_level)level, "ocbg", message);
+    hc_notify_user(&o->api, (enum ocp_notice_level)level, message);
     free(message);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
 }
 
 void toast_free(ocbg *o)

@@ -145,11 +145,11 @@ static void run_finalize(ocbg *o, job *j)
         f.out.text = answer_take(&t->live->answer, prev, &f.out.message_id);
         f.out.kind = f.out.text ? OUTCOME_COMPLETED : OUTCOME_NONE;
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 
     check_read(o, j->task_id, session, prev, skip_notices, recovering, awaited, &f);
 
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     t = registry_find(&o->reg, j->task_id);
     if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling)
         check_apply(o, t, &f, sent, awaited, recovering);
@@ -189,12 +189,12 @@ static int mark_sending(ocbg *o, notice *n)
     }
     if (n->verify) {
         char *session = xstrdup(n->parent_session), *json = NULL;
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         int rc = hc_session_messages(&o->api, session, 0, &json, NULL);
         bool sent = rc == 0 && outcome_has_notice(json, n->task_id, n->since_ms);
         hc_free(&o->api, json);
         free(session);
-        pthread_mutex_lock(&o->mu);
+        engine_lock(o);
         n->verify = false;
         if (sent || rc == -ENOENT) {
             notice_done(o, n);
@@ -293,10 +293,10 @@ static bool push_notice(ocbg *o, job *j)
     bool wake = n->wake;
     if (launcher && wake)
         launcher->woken = true; /* before its busy event can clear it */
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     char *err = NULL;
     int rc = hc_session_prompt(&o->api, session, text, agent, !wake, false, &err);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     free(session);
     free(agent);
     free(text);
@@ -339,9 +339,9 @@ static void run_cascade(ocbg *o, job *j)
 
 static void run_abort(ocbg *o, job *j)
 {
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     hc_session_abort(&o->api, j->session_id, NULL);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
 }
 
 /* Start a task the scheduler admitted from the queue. A task cancelled
@@ -357,10 +357,10 @@ static void run_start(ocbg *o, job *j)
         return;
     }
     task_type type = t->type;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     char *err = NULL;
     int rc = engine_run_start(o, type, j->task_id, &err);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     t = rc != 0 ? registry_find(&o->reg, j->task_id) : NULL;
     if (t && t->run == j->run) {
         char *why = xasprintf("The task could not start: %s", err ? err : "unknown error");
@@ -402,18 +402,18 @@ static void log_deferred(ocbg *o)
     o->ps.log = NULL;
     if (!lines)
         return;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     char *save = NULL;
     for (char *line = strtok_r(lines, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         hc_log(&o->api, line[0] == 'W' ? OCP_LOG_WARN : OCP_LOG_ERROR, "%s", line + 1);
     free(lines);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
 }
 
 static void *worker_main(void *arg)
 {
     ocbg *o = arg;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     log_deferred(o);
     while (!o->stopping) {
         int64_t now = mono_ms();
@@ -455,15 +455,15 @@ static void *worker_main(void *arg)
         if (o->q.retries && (deadline == 0 || o->q.retries->next_try < deadline))
             deadline = o->q.retries->next_try;
         if (deadline == 0) {
-            pthread_cond_wait(&o->work_cv, &o->mu);
+            engine_cond_wait(o, &o->work_cv);
         } else {
             struct timespec ts;
             mono_deadline(&ts, deadline);
-            pthread_cond_timedwait(&o->work_cv, &o->mu, &ts);
+            engine_cond_timedwait(o, &o->work_cv, &ts);
         }
         o->worker_wakeups++;
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return NULL;
 }
 

@@ -110,10 +110,10 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     if (!wait_timeout_arg(args, "background_output", &timeout, out))
         return -EINVAL;
 
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = op_find_own(o, id, ctx);
     if (!t) {
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return task_not_found(out, id);
     }
     int rc = 0;
@@ -123,14 +123,14 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
         wait_result w = op_await(o, ctx, key, mono_ms() + (int64_t)(timeout * 1000), false, &t);
         if (!t) {
             sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
-            pthread_mutex_unlock(&o->mu);
+            engine_unlock(o);
             return -ENOENT;
         }
         if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
             sb_printf(out, "%s; task %s is still %s in the background.\n",
                       w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", t->id,
                       task_status_name(t->status));
-            pthread_mutex_unlock(&o->mu);
+            engine_unlock(o);
             return -ECANCELED;
         }
         if (w == WAIT_TIMEOUT)
@@ -141,7 +141,7 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     t = persist_texts(o, t); /* a finished task's result may be in the store only */
     if (!t) {
         sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return -ENOENT;
     }
     int64_t now = ocbg_now(o);
@@ -153,7 +153,7 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     if (block && !task_status_active(t->status))
         t->delivered_run = t->run;
     registry_touch(&o->reg, t);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return rc;
 }
 
@@ -161,7 +161,7 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
 
 static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *out)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     parent *p = op_parent_of(o, ctx);
     size_t n = 0, in_batch = 0;
     cancel_item *items = NULL;
@@ -172,7 +172,7 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
         if (task_status_active(t->status) && !t->cancelling)
             op_cancel_add(&items, &n, t);
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (in_batch == 0) {
         sb_printf(out, "Batch not found: %.*s%s. Use background_list to see available tasks.", ECHO(batch));
         return -ENOENT;
@@ -209,28 +209,28 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     const char *id = arg_str(args, "task_id");
     if (strncmp(id, "batch_", 6) == 0)
         return cancel_batch(o, id, ctx, out);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = op_find_own(o, id, ctx);
     if (!t) {
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return task_not_found(out, id);
     }
     if (!task_status_active(t->status)) {
         sb_printf(out, "Cannot cancel task %s: its status is %s. Only running tasks can be cancelled.", id,
                   task_status_name(t->status));
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return -EINVAL;
     }
     if (t->cancelling) {
         sb_printf(out, "Task %s is already being cancelled.", id);
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return -EINVAL;
     }
     cancel_item *item = NULL;
     size_t one = 0;
     op_cancel_add(&item, &one, t);
     char *description = xstrdup(t->description);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 
     op_cancel_items(o, item, 1, false);
     int rc = item->rc == -ENOENT ? 0 : item->rc;

@@ -152,12 +152,12 @@ static void task_abort(ocbg *o, const char *id, char *session)
 {
     hc_session_abort(&o->api, session, NULL);
     free(session);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = registry_find(&o->reg, id);
     if (t)
         engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
     drop_foreground(o, id);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 }
 
 int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
@@ -180,7 +180,7 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     sb_free(&l.queued); /* a foreground call waits through the queue */
     bool moves;
     int64_t deadline = foreground_deadline(o, FOREGROUND_TASK_MS, &moves);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t;
     wait_result w = op_await(o, ctx, id, deadline, true, &t);
     char *session = NULL;
@@ -203,7 +203,7 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         rc = -EIO;
     }
     drop_foreground(o, id);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (session)
         task_abort(o, id, session);
     return rc;
@@ -214,11 +214,11 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 /* Give launched task id its own runtime limit (engine/guards.h). */
 static void set_timeout(ocbg *o, const char *id, int64_t ms)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = registry_find(&o->reg, id);
     if (t)
         t->timeout_ms = ms;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 }
 
 /* The command's exit and output, for the model. Lock held. */
@@ -254,7 +254,7 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     }
     bool moves;
     int64_t deadline = foreground_deadline(o, (int64_t)timeout_ms, &moves);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t;
     wait_result w = op_await(o, ctx, id, deadline, true, &t);
     if (t && w == WAIT_TIMEOUT && moves && task_status_active(t->status)) {
@@ -263,7 +263,7 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         t->timeout_ms = limit_ms;
         move_to_background(o, t, out);
         put_bash_launched(out, id, command, NULL);
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return 0;
     }
     if (t && w != WAIT_DONE && task_status_active(t->status)) {
@@ -287,7 +287,7 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         }
     }
     drop_foreground(o, id);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return rc;
 }
 
@@ -355,10 +355,10 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
     double timeout_ms;
     if (!ms_arg(args, "TaskOutput", TASKOUTPUT_DEFAULT_MS, TASKOUTPUT_MAX_MS, &timeout_ms, out))
         return -EINVAL;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = op_find_own(o, id, ctx);
     if (!t) {
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return not_found(out, id);
     }
     const char *retrieval = "success";
@@ -371,14 +371,14 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
             memcpy(key, t->id, sizeof key);
             wait_result w = op_await(o, ctx, key, mono_ms() + (int64_t)timeout_ms, false, &t);
             if (!t) {
-                pthread_mutex_unlock(&o->mu);
+                engine_unlock(o);
                 sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
                 return -ENOENT;
             }
             if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
                 sb_printf(out, "%s; task %s continues in the background.",
                           w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", key);
-                pthread_mutex_unlock(&o->mu);
+                engine_unlock(o);
                 return -ECANCELED;
             }
             if (w == WAIT_TIMEOUT)
@@ -389,7 +389,7 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
     memcpy(key, t->id, sizeof key);
     t = persist_texts(o, t); /* a finished task's result may be in the store only */
     if (!t) {
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
         return -ENOENT;
     }
@@ -400,7 +400,7 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
         t->delivered_run = t->run;
         registry_touch(&o->reg, t);
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return rc;
 }
 
@@ -409,19 +409,19 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
 int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = op_find_own(o, id, ctx);
     if (!t) {
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return not_found(out, id);
     }
     if (!task_status_active(t->status)) {
         sb_printf(out, "Task %s is not running: it has already finished (status: %s).", id, claude_status(t));
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return 0;
     }
     if (t->type == TASK_AGENT) {
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         cJSON *cancel_args = cJSON_CreateObject();
         cJSON_AddStringToObject(cancel_args, "task_id", id);
         strbuf inner = {0};
@@ -443,7 +443,7 @@ int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
         sb_printf(out, "Stopped task %s (shell): %.*s%s", key, ECHO_TEXT(command));
     else
         sb_printf(out, "Stop requested for task %s (shell): %.*s%s; it has not exited yet.", key, ECHO_TEXT(command));
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     free(command);
     return 0;
 }

@@ -84,9 +84,9 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
     if (rc != 0)
         return rc;
     resume_claim c = {0};
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     resume_refusal why = op_resume_claim(o, ctx, id, block, &c);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (why != RESUME_OK)
         return refused(why, id, &c, out);
     rc = op_resume_send(o, ctx, &c, prompt, out);
@@ -102,11 +102,11 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
         if (c.resume_count > 1)
             sb_printf(out, "\nResume count: %u", c.resume_count);
     } else if (rc == 0) {
-        pthread_mutex_lock(&o->mu);
+        engine_lock(o);
         task *t;
         wait_result w = op_resume_wait(o, ctx, &c, mono_ms() + (int64_t)(timeout_s * 1000), &t);
         rc = put_resumed_result(o, &c, w, t, timeout_s, out);
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
     }
     op_resume_claim_free(&c);
     return rc;
@@ -186,10 +186,10 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     if (!wait_timeout_arg(args, "background_block", &timeout, out))
         return -EINVAL;
     id_list l = {0};
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     int rc = resolve_ids(o, ctx, args, &l, out);
     if (rc != 0) {
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         free(l.ids);
         return rc;
     }
@@ -211,7 +211,7 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
         else
             finished++;
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
         sb_printf(out, "%s; the tasks go on in the background.\n",
                   w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down");

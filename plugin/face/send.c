@@ -52,9 +52,9 @@ int tool_background_send(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
         return -EINVAL;
     }
     send_claim c = {0};
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     send_refusal why = op_send_check(o, ctx, id, &c);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     int rc = why != SEND_OK ? refused(why, id, &c, out) : guards_admit_send(o, ctx->session_id, out);
     if (rc == 0) {
         rc = op_send(o, ctx, &c, message, &why, out);

@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lock.h"
 #include "base/util.h"
 
 void hc_log(hostapi *a, enum ocp_log_level level, const char *fmt, ...)
 {
+    ASSERT_NO_PLUGIN_LOCK();
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -21,6 +23,7 @@ void hc_log(hostapi *a, enum ocp_log_level level, const char *fmt, ...)
 
 void hc_free(hostapi *a, char *p)
 {
+    ASSERT_NO_PLUGIN_LOCK();
     if (p)
         a->host.free(a->host.userdata, p);
 }
@@ -64,6 +67,7 @@ static int session_id_of(hostapi *a, const char *fn, char *out, char **id_out, c
 
 int hc_session_create(hostapi *a, const char *parent_id, const char *title, char **id_out, char **err)
 {
+    ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
     int rc = a->host.session_create(a->host.userdata, parent_id, title, &out);
     if (rc != 0)
@@ -73,6 +77,7 @@ int hc_session_create(hostapi *a, const char *parent_id, const char *title, char
 
 int hc_session_fork(hostapi *a, const char *session_id, const char *message_id, char **id_out, char **err)
 {
+    ASSERT_NO_PLUGIN_LOCK();
     if (!a->host.session_fork) {
         if (err)
             *err = xstrdup("the host cannot fork sessions");
@@ -87,6 +92,7 @@ int hc_session_fork(hostapi *a, const char *session_id, const char *message_id, 
 
 int hc_session_get(hostapi *a, const char *session_id, char **err)
 {
+    ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
     int rc = a->host.session_get(a->host.userdata, session_id, &out);
     if (rc != 0)
@@ -97,6 +103,7 @@ int hc_session_get(hostapi *a, const char *session_id, char **err)
 
 int hc_session_messages(hostapi *a, const char *session_id, int limit, char **json, char **err)
 {
+    ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
     int rc = a->host.session_messages(a->host.userdata, session_id, limit, &out);
     if (rc != 0)
@@ -108,6 +115,7 @@ int hc_session_messages(hostapi *a, const char *session_id, int limit, char **js
 int hc_session_prompt(hostapi *a, const char *session_id, const char *text, const char *agent,
                       bool no_reply, bool deny_tools, char **err)
 {
+    ASSERT_NO_PLUGIN_LOCK();
     cJSON *body = cJSON_CreateObject();
     cJSON *parts = cJSON_AddArrayToObject(body, "parts");
     cJSON *part = cJSON_CreateObject();
@@ -141,6 +149,7 @@ int hc_session_prompt(hostapi *a, const char *session_id, const char *text, cons
 
 int hc_session_abort(hostapi *a, const char *session_id, char **err)
 {
+    ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
     int rc = a->host.session_abort(a->host.userdata, session_id, &out);
     if (rc != 0)
@@ -151,10 +160,25 @@ int hc_session_abort(hostapi *a, const char *session_id, char **err)
 
 int hc_session_status(hostapi *a, char **json, char **err)
 {
+    ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
     int rc = a->host.session_status(a->host.userdata, &out);
     if (rc != 0)
         return failed(a, "session_status", NULL, rc, out, err);
     *json = out;
     return 0;
+}
+
+int hc_ask_permission(hostapi *a, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out)
+{
+    ASSERT_NO_PLUGIN_LOCK();
+    *out = NULL;
+    return a->host.ask_permission ? a->host.ask_permission(a->host.userdata, ctx, req, out) : 0;
+}
+
+void hc_notify_user(hostapi *a, enum ocp_notice_level level, const char *message)
+{
+    ASSERT_NO_PLUGIN_LOCK();
+    if (a->host.notify_user)
+        a->host.notify_user(a->host.userdata, level, "ocbg", message);
 }

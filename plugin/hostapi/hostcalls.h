@@ -1,6 +1,8 @@
 /*
  * hostcalls.h — the plugin's side of the host table: one wrapper per host
- * function, called WITHOUT the engine lock held (they may block). [any thread]
+ * function, the only way the plugin calls the host (now_ms aside). Each is
+ * called WITHOUT any plugin lock held (they may block, and the host may call
+ * back into the plugin) and asserts so (base/lock.h). [any thread]
  *
  * Each returns 0 or a negative errno. On failure, when err is not NULL, *err
  * is a readable message (malloc'd, never NULL). JSON results (`*json`) are
@@ -42,5 +44,10 @@ int hc_session_prompt(hostapi *a, const char *session_id, const char *text, cons
 int hc_session_fork(hostapi *a, const char *session_id, const char *message_id, char **id_out, char **err);
 int hc_session_abort(hostapi *a, const char *session_id, char **err);
 int hc_session_status(hostapi *a, char **json, char **err);
+/* ABI 1.1 ask_permission: 0 allowed (also when the host has none), else a
+ * negative errno; *out: the host's words or NULL (free with hc_free). */
+int hc_ask_permission(hostapi *a, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
+/* notify_user, when the host has it (a toast); nothing otherwise. */
+void hc_notify_user(hostapi *a, enum ocp_notice_level level, const char *message);
 
 #endif

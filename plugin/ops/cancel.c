@@ -44,7 +44,7 @@ size_t op_cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
     for (size_t i = 0; i < n; i++)
         if (items[i].session)
             items[i].rc = hc_session_abort(&o->api, items[i].session, &items[i].err);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     bool shells = false;
     for (size_t i = 0; i < n; i++) {
         task *t = registry_find(&o->reg, items[i].id);
@@ -77,7 +77,7 @@ size_t op_cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
             }
         }
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return removed;
 }
 

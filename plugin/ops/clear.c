@@ -20,17 +20,17 @@ void op_clear(ocbg *o, const ocp_call_ctx *ctx, clear_result *r)
     /* Cancel what runs, then remove what no longer runs: a task whose abort
      * failed is still running and stays, still cancellable, rather than
      * becoming an orphan. */
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     parent *p = op_parent_of(o, ctx);
     size_t n = 0;
     cancel_item *items = NULL;
     for (task *t = p ? p->head : NULL; t; t = t->pnext)
         if (task_status_active(t->status) && !t->cancelling)
             op_cancel_add(&items, &n, t);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     r->cleared = op_cancel_items(o, items, n, true);
 
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     p = op_parent_of(o, ctx);
     for (task *t = p ? p->head : NULL; t;) {
         task *next = t->pnext;
@@ -47,7 +47,7 @@ void op_clear(ocbg *o, const ocp_call_ctx *ctx, clear_result *r)
     if (p && p->count == 0)
         registry_remove_parent(&o->reg, p);
     engine_wake_waiters(o);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     for (size_t i = 0; i < n; i++)
         r->stopped += items[i].rc == 0 || items[i].rc == -ENOENT;
     op_cancel_free(items, n);

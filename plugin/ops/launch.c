@@ -51,9 +51,9 @@ static unsigned depth_of(ocbg *o, const ocp_call_ctx *ctx)
  * refusal in out (nothing is asked or created). */
 static int check_depth(ocbg *o, const ocp_call_ctx *ctx, strbuf *out)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     unsigned depth = depth_of(o, ctx);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (depth <= (unsigned)o->opt.max_depth)
         return 0;
     sb_printf(out,
@@ -85,7 +85,7 @@ static task *register_task(ocbg *o, const ocp_call_ctx *ctx, task_type type, con
  * removed (nothing was created); one that did ends in error. */
 static int start_failed(ocbg *o, const char *id, char *err, int rc, strbuf *out)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = registry_find(&o->reg, id);
     bool created = t && t->session_id, cancelled = t && t->cancelling;
     if (cancelled) {
@@ -101,7 +101,7 @@ static int start_failed(ocbg *o, const char *id, char *err, int rc, strbuf *out)
             registry_remove_parent(&o->reg, p);
         engine_wake_waiters(o);
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (created)
         sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, err);
     else if (!cancelled)
@@ -122,11 +122,11 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, lau
         rc = permission_task(o, ctx, req->agent, req->description, out);
     if (rc != 0)
         return rc;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task_status s;
     rc = admit(o, TASK_AGENT, req->agent, &s, out);
     if (rc != 0) {
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return rc;
     }
     task *t = register_task(o, ctx, TASK_AGENT, req->agent, s, req->description, req->foreground);
@@ -137,7 +137,7 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, lau
     memcpy(l->batch, t->batch->id, TASK_ID_SIZE);
     if (s == TASK_PENDING)
         queued_note(o, t, &l->queued);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (s == TASK_PENDING)
         return 0; /* the worker starts it when a slot frees */
 
@@ -160,13 +160,13 @@ int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
         rc = permission_bash(o, ctx, command, description, out);
     if (rc != 0)
         return rc;
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     /* A foreground command is the model's ordinary shell call: it runs at
      * once, as the host's own would; background ones take turns. */
     task_status s = TASK_RUNNING;
     rc = foreground ? 0 : admit(o, TASK_SHELL, NULL, &s, out);
     if (rc != 0) {
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         return rc;
     }
     task *t = register_task(o, ctx, TASK_SHELL, NULL, s, description && !blank(description) ? description : command,
@@ -176,7 +176,7 @@ int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
     memcpy(l->batch, t->batch->id, TASK_ID_SIZE);
     if (s == TASK_PENDING)
         queued_note(o, t, &l->queued);
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (s == TASK_PENDING)
         return 0;
 
@@ -185,13 +185,13 @@ int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
     rc = engine_run_start(o, TASK_SHELL, id, &err);
     if (rc != 0) {
         char *why = xasprintf("Could not start the command: %s", err);
-        pthread_mutex_lock(&o->mu);
+        engine_lock(o);
         t = registry_find(&o->reg, id);
         if (t)
             engine_finish(o, t, TASK_ERROR, why, NULL);
         if (foreground && t)
             registry_remove(&o->reg, t);
-        pthread_mutex_unlock(&o->mu);
+        engine_unlock(o);
         sb_puts(out, why);
         free(why);
         free(err);

@@ -18,7 +18,7 @@ unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, unsigne
     memset(counts, 0, TASK_STATUS_COUNT * sizeof *counts);
     if (total)
         memset(total, 0, sizeof *total);
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     parent *p = op_parent_of(o, ctx);
     int64_t now = ocbg_now(o);
     if (p && all) {
@@ -41,6 +41,6 @@ unsigned op_list(ocbg *o, const ocp_call_ctx *ctx, const list_filter *f, unsigne
             matched++;
         }
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     return matched;
 }

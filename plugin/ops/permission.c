@@ -33,7 +33,7 @@ static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *
         char *m = cJSON_PrintUnformatted(metadata);
         ocp_permission_request req = {sizeof req, permission, p, a, m};
         char *host_out = NULL;
-        rc = o->api.host.ask_permission(o->api.host.userdata, ctx, &req, &host_out);
+        rc = hc_ask_permission(&o->api, ctx, &req, &host_out);
         reason = host_out && *host_out ? echo(host_out) : NULL;
         hc_free(&o->api, host_out);
         free(p);

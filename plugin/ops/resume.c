@@ -62,7 +62,7 @@ resume_refusal op_resume_claim(ocbg *o, const ocp_call_ctx *ctx, const char *id,
  * gone): the task is completed again, as before the claim. Lock not held. */
 static void give_back(ocbg *o, const resume_claim *c, bool session_gone)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = registry_find(&o->reg, c->id);
     if (t && c->block)
         t->result_waiters--;
@@ -77,19 +77,19 @@ static void give_back(ocbg *o, const resume_claim *c, bool session_gone)
         t->finalizing = t->recheck = false;
         engine_wake_waiters(o);
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 }
 
 /* The follow-up could not be sent: the resumed run ends in error. */
 static void send_failed(ocbg *o, const resume_claim *c, const char *why)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = registry_find(&o->reg, c->id);
     if (t && t->run == c->run)
         engine_finish(o, t, TASK_ERROR, why, NULL);
     if (t && c->block)
         t->result_waiters--;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 }
 
 int op_resume_send(ocbg *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)

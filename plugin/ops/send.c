@@ -43,11 +43,11 @@ send_refusal op_send_check(ocbg *o, const ocp_call_ctx *ctx, const char *id, sen
  * task's next idle decides, as without follow-ups). Lock not held. */
 static void send_failed(ocbg *o, const send_claim *c)
 {
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     task *t = registry_find(&o->reg, c->id);
     if (t && t->run == c->run && t->followup_wait == c->number)
         t->followup_wait = 0;
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
 }
 
 int op_send(ocbg *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out)
@@ -58,7 +58,7 @@ int op_send(ocbg *o, const ocp_call_ctx *ctx, send_claim *c, const char *message
         return rc;
     /* Checked again: the task may have ended while the user was asked. From
      * here its completion waits for this message (model/followup.h). */
-    pthread_mutex_lock(&o->mu);
+    engine_lock(o);
     unsigned run = c->run;
     *why = op_send_check(o, ctx, c->id, c);
     task *t = *why == SEND_OK && c->run == run ? registry_find(&o->reg, c->id) : NULL;
@@ -69,7 +69,7 @@ int op_send(ocbg *o, const ocp_call_ctx *ctx, send_claim *c, const char *message
         t->followup_wait = c->number;
         registry_touch(&o->reg, t); /* the numbering is stored: a restart goes on from it */
     }
-    pthread_mutex_unlock(&o->mu);
+    engine_unlock(o);
     if (!t)
         return -EINVAL;
     char *text = followup_text(c->id, c->number, message), *err = NULL;

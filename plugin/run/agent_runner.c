@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "base/lock.h"
 #include "fork.h"
 #include "run/runner.h"
 
@@ -36,7 +37,7 @@ static void plan_free(start_plan *p)
 
 static bool plan_of(agent_runner *r, const char *task_id, start_plan *p)
 {
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     task *t = registry_find(r->env.reg, task_id);
     if (t) {
         p->parent_session = xstrdup(t->parent->session_id);
@@ -47,7 +48,7 @@ static bool plan_of(agent_runner *r, const char *task_id, start_plan *p)
         p->fork = t->forked;
         p->deny_tools = t->depth >= (unsigned)r->env.opt->max_depth;
     }
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
     return t != NULL;
 }
 
@@ -107,11 +108,11 @@ static int fail(int rc, const char *what, char **err)
  * and completion checks may read it. */
 static void context_stored(agent_runner *r, const char *task_id)
 {
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     task *t = registry_find(r->env.reg, task_id);
     if (t)
         t->inherited = false;
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
 }
 
 /* Context (a fork) then the prompt, into the task's new session. */
@@ -151,7 +152,7 @@ static int agent_start(runner *base, const char *task_id, char **err)
     }
     /* The session is the task's before anything is sent to it, so its first
      * events always find the task. */
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     task *t = registry_find(r->env.reg, task_id);
     if (t) {
         registry_set_session(r->env.reg, t, session);
@@ -161,7 +162,7 @@ static int agent_start(runner *base, const char *task_id, char **err)
         t->inherited = p.fork && !inject;
     }
     bool live = t && task_status_active(t->status) && !t->cancelling;
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
     /* cancelled or removed while its session was being created: the new
      * session is left without a prompt (nothing runs in it) */
     rc = live ? send_prompts(r, task_id, &p, session, inject, err) : -ECANCELED;

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/proc_id.h"
+#include "base/lock.h"
 #include "base/util.h"
 #include "run/process.h"
 #include "run/runner.h"
@@ -66,10 +67,10 @@ static shell_state *find_shell(shell_runner *r, const char *task_id, task **tp)
 static int shell_start(runner *base, const char *task_id, char **err)
 {
     shell_runner *r = (shell_runner *)base;
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     shell_state *s = find_shell(r, task_id, NULL);
     char *command = s ? xstrdup(s->command) : NULL, *dir = s ? xstrdup(s->directory) : NULL;
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
     if (!command) {
         *err = xstrdup("the task is gone");
         return -ENOENT;
@@ -83,7 +84,7 @@ static int shell_start(runner *base, const char *task_id, char **err)
         free(p); /* it printed nothing: it holds no output buffers (shell_state_new) */
         return rc;
     }
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     task *t = NULL;
     s = find_shell(r, task_id, &t);
     if (s) {
@@ -98,7 +99,7 @@ static int shell_start(runner *base, const char *task_id, char **err)
         kill(-p->p.pid, SIGKILL);
     p->next = r->pending;
     r->pending = p;
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
     wake(r);
     return 0;
 }
@@ -135,14 +136,14 @@ static bool drain(shell_runner *r, proc *p)
     for (;;) {
         ssize_t n = read(p->p.out_fd, buf, sizeof buf);
         if (n > 0) {
-            pthread_mutex_lock(r->env.mu);
+            lock_acquire(r->env.mu);
             task *t;
             shell_state *s = find_shell(r, p->task_id, &t);
             if (s) {
                 shell_output_append(&s->out, buf, (size_t)n);
                 t->last_update_ms = hc_now(r->env.api);
             }
-            pthread_mutex_unlock(r->env.mu);
+            lock_release(r->env.mu);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -188,11 +189,11 @@ static void end_task(shell_runner *r, task *t, pid_t reaped, int status)
 /* The command exited: reap it, keep the rest of its output, end the task. */
 static void finish_proc(shell_runner *r, proc *p)
 {
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     shell_state *s = find_shell(r, p->task_id, NULL);
     if (s)
         s->exited = true;
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
     /* The group ends with its leader: what it left running (a member that
      * ignored SIGTERM, a `cmd &`) is killed. With a pidfd the leader is still
      * an unreaped zombie here, so its group id cannot have been reused. */
@@ -203,11 +204,11 @@ static void finish_proc(shell_runner *r, proc *p)
         drain(r, p); /* what it wrote before exiting */
     process_close(&p->p);
 
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     task *t;
     if (find_shell(r, p->task_id, &t))
         end_task(r, t, reaped, status);
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
 }
 
 /* Shutdown: kill every group, reap every leader. */
@@ -237,7 +238,7 @@ static void take_pending(shell_runner *r)
  * (0: none). false when closing. */
 static bool tend(shell_runner *r, int64_t *next_kill)
 {
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     take_pending(r);
     bool closing = r->closing;
     *next_kill = 0;
@@ -251,7 +252,7 @@ static bool tend(shell_runner *r, int64_t *next_kill)
             *next_kill = at;
         }
     }
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
     return !closing;
 }
 
@@ -322,9 +323,9 @@ static void *shell_main(void *arg)
         handle_ready(r, &ps);
     }
     /* Shutdown: nothing outlives the plugin. */
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     take_pending(r);
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
     kill_all(r->running);
     while (r->running) {
         proc *p = r->running;
@@ -339,9 +340,9 @@ static void *shell_main(void *arg)
 static void shell_close(runner *base)
 {
     shell_runner *r = (shell_runner *)base;
-    pthread_mutex_lock(r->env.mu);
+    lock_acquire(r->env.mu);
     r->closing = true;
-    pthread_mutex_unlock(r->env.mu);
+    lock_release(r->env.mu);
     wake(r);
     pthread_join(r->thread, NULL);
     close(r->wake_fd);

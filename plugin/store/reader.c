@@ -1,5 +1,6 @@
 /* reader.c — see reader.h. */
 #include "store/reader.h"
+#include "base/lock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -92,7 +93,7 @@ int store_reader_texts(store_reader *r, const char *id, char **prompt, char **re
     for (int i = 0; i < STORE_READER_TEXTS; i++)
         *texts[i] = NULL;
     char *why = NULL;
-    pthread_mutex_lock(&r->mu);
+    lock_acquire(&r->mu);
     int out = read_texts(r, id, texts, &why);
     if (out != 0 && out != -ENOENT) {
         /* A failed read may be passing (a lock, an I/O hiccup): once more,
@@ -110,7 +111,7 @@ int store_reader_texts(store_reader *r, const char *id, char **prompt, char **re
             why = told;
         }
     }
-    pthread_mutex_unlock(&r->mu);
+    lock_release(&r->mu);
     if (err)
         *err = why;
     else
