@@ -22,6 +22,9 @@
 #include "tap.h"
 #include "testlib.h"
 
+/* Recorded from OpenCode by host/opencode/test/e2e_bash_perm.mjs --record. */
+#define FIXTURE "tests/fixtures/bash_permissions.json"
+
 static char *json_of(const cJSON *a)
 {
     return cJSON_PrintUnformatted(a);
@@ -157,10 +160,108 @@ static void outside_cases(void)
     free(home);
 }
 
+/* text with each placeholder of the fixture replaced (malloc'd). */
+static char *fill(const char *text, const char *root)
+{
+    strbuf sb = {0};
+    for (const char *p = text; *p;) {
+        if (strncmp(p, "<project-parent>", 16) == 0) {
+            sb_puts(&sb, root);
+            p += 16;
+        } else if (strncmp(p, "<project>", 9) == 0) {
+            sb_printf(&sb, "%s/project", root);
+            p += 9;
+        } else if (strncmp(p, "<home>", 6) == 0) {
+            sb_printf(&sb, "%s/home", root);
+            p += 6;
+        } else {
+            sb_putn(&sb, p++, 1);
+        }
+    }
+    return sb_take(&sb);
+}
+
+/* The questions permission_bash asks for asks a: external_directory first
+ * (when a path is outside), then bash (when a command is not a cd), in the
+ * fixture's shape. */
+static char *questions_of(const bash_asks *a)
+{
+    cJSON *qs = cJSON_CreateArray();
+    if (cJSON_GetArraySize(a->dirs) > 0) {
+        cJSON *q = cJSON_CreateObject();
+        cJSON_AddStringToObject(q, "permission", "external_directory");
+        cJSON_AddItemToObject(q, "patterns", bash_dir_patterns(a->dirs));
+        cJSON_AddItemToObject(q, "always", bash_dir_patterns(a->dirs));
+        cJSON_AddItemToArray(qs, q);
+    }
+    if (cJSON_GetArraySize(a->patterns) > 0) {
+        cJSON *q = cJSON_CreateObject();
+        cJSON_AddStringToObject(q, "permission", "bash");
+        cJSON_AddItemToObject(q, "patterns", cJSON_Duplicate(a->patterns, 1));
+        cJSON_AddItemToObject(q, "always", cJSON_Duplicate(a->always, 1));
+        cJSON_AddItemToArray(qs, q);
+    }
+    char *text = cJSON_PrintUnformatted(qs);
+    cJSON_Delete(qs);
+    return text;
+}
+
+/* Every line of the corpus asks what OpenCode 1.18.33's own bash asked for
+ * it, in a world laid out as the recording's: <project-parent>/project (with
+ * src/) and <project-parent>/home as HOME. */
+static void fixture_cases(void)
+{
+    char *json = t_read_file(FIXTURE);
+    cJSON *lines = cJSON_Parse(json ? json : "");
+    free(json);
+    if (!cJSON_IsArray(lines) || cJSON_GetArraySize(lines) < 200)
+        bail_out("%s: no corpus of 200 lines or more", FIXTURE);
+    char root[] = "/tmp/ocbg-bash-fixture-XXXXXX";
+    if (!mkdtemp(root))
+        bail_out("mkdtemp: %s", strerror(errno));
+    char *project = xasprintf("%s/project", root), *home = xasprintf("%s/home", root);
+    char *src = xasprintf("%s/src", project);
+    mkdir(project, 0700);
+    mkdir(src, 0700);
+    mkdir(home, 0700);
+    char *old_home = xstrdup(getenv("HOME"));
+    setenv("HOME", home, 1);
+    int n = 0, same = 0;
+    const cJSON *line;
+    cJSON_ArrayForEach(line, lines)
+    {
+        const char *command = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(line, "command"));
+        char *recorded = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(line, "asks"));
+        char *want = fill(recorded, root);
+        bash_asks a;
+        bash_asks_of(command, project, &a);
+        char *got = questions_of(&a);
+        n++;
+        same += is_str(got, want, "as OpenCode asked: %s", command);
+        bash_asks_free(&a);
+        free(got);
+        free(want);
+        free(recorded);
+    }
+    diag("%d of %d recorded lines ask exactly what OpenCode asked", same, n);
+    cJSON_Delete(lines);
+    if (old_home)
+        setenv("HOME", old_home, 1);
+    free(old_home);
+    rmdir(src);
+    rmdir(project);
+    rmdir(home);
+    rmdir(root);
+    free(src);
+    free(project);
+    free(home);
+}
+
 int main(void)
 {
     nested_rm_cases();
     pattern_cases();
     outside_cases();
+    fixture_cases();
     return done_testing();
 }

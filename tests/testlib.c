@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
+
 int t_rc;
 
 sim_host *t_host(const char *options_json)
@@ -277,3 +279,19 @@ int t_gated_started(sim_host *h, const char *name)
     return s != NULL;
 }
 
+
+char *t_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    strbuf sb = {0};
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        sb_putn(&sb, buf, n);
+    fclose(f);
+    if (!sb.buf)
+        sb_puts(&sb, "");
+    return sb_take(&sb);
+}

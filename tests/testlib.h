@@ -93,4 +93,8 @@ void t_release_gated(sim_host *h, const char *name);
 /* Has gated task <name> been prompted (has it started)? */
 int t_gated_started(sim_host *h, const char *name);
 
+/* The whole file at path (malloc'd, NUL-terminated), or NULL when it cannot
+ * be read. */
+char *t_read_file(const char *path);
+
 #endif
