@@ -1,15 +1,7 @@
 # ocbg — background tasks for coding agents. Plain GNU make.
-#
-#   make                 build/ocbg.so (the plugin)
-#   make check           build and run every test with prove
-#   make check-layout    the layout checker's own tests (build-aux/layout-check.c)
-#   make demo            the plugin in the simulated host
-#   make check-asan      the suite under AddressSanitizer + UBSan
-#   make check-tsan      the suite under ThreadSanitizer
-#   make check-valgrind  the suite under valgrind memcheck
-#   make bench           benchmarks (name: value unit lines)
-#   make install / uninstall   PREFIX=/usr/local, DESTDIR at install time only
-#   make clean
+# `make help` lists the targets (from the `##` comments beside them).
+# Plain `make` only builds; installing missing system packages (apt-get, as
+# root) is the `deps` step, which `make check`, `make demo` and .ci/run call.
 
 VERSION   := 0.1.0
 PREFIX    ?= /usr/local
@@ -53,19 +45,24 @@ TPLUGS     := $(foreach p,$(TPLUG_SRC:tests/plugins/%.c=%),$(BUILD)/test-plugins
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 BENCHES    := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps check check-layout demo check-asan check-tsan check-valgrind bench bench-host-cost install uninstall clean
+.PHONY: all deps deps-check help check check-layout demo check-asan check-tsan check-valgrind bench bench-host-cost \
+        install uninstall clean
 .DEFAULT_GOAL := all
 .SECONDEXPANSION:
 # Keep intermediate objects (tests, benches): no rebuilds, no rm lines.
 .SECONDARY:
 
-all: deps $(BUILD)/ocbg.so
+all: deps-check $(BUILD)/ocbg.so ## build/ocbg.so, the plugin (installs nothing)
 
 # Installs libcjson-dev (and the other build needs) when root, else names them.
-deps:
+# deps-check only names what is missing (plain `make` installs nothing).
+deps-check:
+	@sh build-aux/ensure-deps --check
+
+deps: ## install what the build needs with apt-get when root (else name it)
 	@sh build-aux/ensure-deps
 
-$(BUILD)/obj/%.o: %.c | deps
+$(BUILD)/obj/%.o: %.c | deps-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -fvisibility=hidden -c $< -o $@
 
@@ -125,7 +122,7 @@ $(BUILD)/plugin-dir/ocbg.so: $(BUILD)/ocbg.so
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS) $(BUILD)/layout-check
+check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS) $(BUILD)/layout-check ## the tests (prove), after the layout and lock checks
 	$(LAYOUT_FIXTURES)
 	$(LAYOUT_RUN)
 	@sh build-aux/lock-check
@@ -146,47 +143,47 @@ LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/l
 LAYOUT_PATHS = include plugin hooks fork host/sim host/opencode
 LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I hooks -I fork -I host/sim $(LAYOUT_PATHS)
 
-check-layout: $(BUILD)/layout-check
+check-layout: $(BUILD)/layout-check ## the layout checker on its fixtures, then on the tree
 	$(LAYOUT_FIXTURES)
 	$(LAYOUT_RUN)
 
 
-demo: deps $(BUILD)/plugin-dir/ocbg.so $(BUILD)/ocbg-demo
+demo: deps $(BUILD)/plugin-dir/ocbg.so $(BUILD)/ocbg-demo ## run the demo: ocbg.so in the simulated host
 	$(BUILD)/ocbg-demo $(BUILD)/plugin-dir
 
 SAN_ASAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 SAN_TSAN := -fsanitize=thread
 
-check-asan:
+check-asan: ## the suite under AddressSanitizer + UBSan (build/asan)
 	$(MAKE) check BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g" \
 	    TEST_ENV="$(TEST_ENV) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 OCBG_BUILD=$(abspath build/asan) OCBG_PLUGIN_DIR=$(abspath build/asan/plugin-dir) OCBG_TEST_TIMEOUT_SCALE=3"
 
-check-tsan:
+check-tsan: ## the suite under ThreadSanitizer (build/tsan)
 	$(MAKE) check BUILD=build/tsan SAN="$(SAN_TSAN)" OPT="-O1 -g" \
 	    TEST_ENV="$(TEST_ENV) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OCBG_BUILD=$(abspath build/tsan) OCBG_PLUGIN_DIR=$(abspath build/tsan/plugin-dir) OCBG_TEST_TIMEOUT_SCALE=5"
 
 # --fair-sched: valgrind runs one thread at a time; without it a test thread
 # waiting on a condition starves the plugin threads it waits for.
 VALGRIND ?= valgrind -q --fair-sched=yes --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect
-check-valgrind:
+check-valgrind: ## the suite under valgrind memcheck (build/valgrind)
 	$(MAKE) check BUILD=build/valgrind OPT="-O1 -g" PROVE_FLAGS="-f --exec '$(VALGRIND)'" \
 	    TEST_ENV="$(TEST_ENV) OCBG_UNDER_VALGRIND=1 OCBG_BUILD=$(abspath build/valgrind) OCBG_PLUGIN_DIR=$(abspath build/valgrind/plugin-dir) OCBG_TEST_TIMEOUT_SCALE=30"
 
-bench: deps $(BUILD)/plugin-dir/ocbg.so $(BENCHES)
+bench: deps $(BUILD)/plugin-dir/ocbg.so $(BENCHES) ## benchmarks: `name: value unit` lines
 	@for b in $(BENCHES); do OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) $$b || exit 1; done
 	@$(MAKE) --no-print-directory bench-host-cost
 
 # What ocbg costs OpenCode's event loop, in the adapter (needs node and npm for
 # the adapter's headers; under OpenCode's own Bun too when make e2e installed it).
 BENCH_HISTORY ?= ../shared/bench-data/history10mb.json.gz
-bench-host-cost: opencode
+bench-host-cost: opencode ## what ocbg costs OpenCode's event loop (node, Bun)
 	@timeout 300 $(NODE) bench/bench_host_cost.mjs $(abspath $(OC_DIR))/ocbg.js $(abspath $(BENCH_HISTORY)) 2>/dev/null
 	@if [ -x $(OC_BIN) ]; then BUN_BE_BUN=1 timeout 300 $(OC_BIN) bench/bench_host_cost.mjs \
 	    $(abspath $(OC_DIR))/ocbg.js $(abspath $(BENCH_HISTORY)) 2>/dev/null; fi
 
 # The .pc file is written at install time so that it always carries this
 # install's PREFIX and directories.
-install: all
+install: all ## ocp.h, ocbg.so and the .pc file; PREFIX=/usr/local, DESTDIR
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PLUGINDIR) $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 644 include/ocp.h $(DESTDIR)$(INCLUDEDIR)/ocp.h
 	install -m 755 $(BUILD)/ocbg.so $(DESTDIR)$(PLUGINDIR)/ocbg.so
@@ -195,18 +192,24 @@ install: all
 	    > $(DESTDIR)$(PKGCONFIGDIR)/opencode-plugin.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/opencode-plugin.pc
 
-uninstall:
+uninstall: ## remove what install put
 	rm -f $(DESTDIR)$(INCLUDEDIR)/ocp.h $(DESTDIR)$(PLUGINDIR)/ocbg.so \
 	    $(DESTDIR)$(PKGCONFIGDIR)/opencode-plugin.pc
 	-rmdir $(DESTDIR)$(PLUGINDIR) 2>/dev/null
 
-clean:
+clean: ## remove build/
 	rm -rf build
 
 # The OpenCode adapter and its end-to-end suite (host/opencode/).
--include host/opencode/opencode.mk
+include host/opencode/opencode.mk
 
 # Reliability: check-faults, chaos, fuzz, stress (tests/reliability/).
--include tests/reliability/reliability.mk
+include tests/reliability/reliability.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# Every target with a `## what it does` comment, from this file and the .mk
+# files it includes.
+help: ## this list
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | \
+	    awk -F':.*## ' '{ printf "  make %-22s %s\n", $$1, $$2 }'

@@ -43,7 +43,7 @@ $(BUILD)/reliability/faults: $(BUILD)/obj/$(REL_DIR)/faults.o $(SQLFAULT_OBJ) $(
 	$(CC) $(ALL_CFLAGS) $(SQLFAULT_WRAP:%=-Wl,--wrap=%) -o $@ $< $(SQLFAULT_OBJ) $(REL_LIB_OBJ) $(TAP_OBJ) \
 	    $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
 
-.PHONY: rel-build check-faults check-faults-run check-chaos check-chaos-run stress stress-run check-stress-tsan \
+.PHONY: rel-build check-faults check-faults-run check-chaos check-chaos-run stress check-stress-tsan \
         fuzz check-reliability
 
 rel-build: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(REL_BINS)
@@ -52,7 +52,7 @@ REL_ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_
                OCBG_TEST_TIMEOUT_SCALE=3
 
 # The sweep and the checks that go with it, under AddressSanitizer + UBSan.
-check-faults:
+check-faults: ## every host call and SQLite call failed in turn (ASan)
 	$(MAKE) check-faults-run BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g"
 
 # All three run; the target fails if any failed.
@@ -63,7 +63,7 @@ check-faults-run: rel-build
 	done; exit $$rc
 
 CHAOS_SEEDS ?= 100
-check-chaos:
+check-chaos: ## events dropped, duplicated, delayed, reordered (ASan; CHAOS_SEEDS)
 	$(MAKE) check-chaos-run BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g"
 
 check-chaos-run: rel-build
@@ -72,7 +72,7 @@ check-chaos-run: rel-build
 # Per seed, life 1 is killed (SIGKILL) at a seed-chosen moment and life 2
 # restarts on the same journal and database (see crash.c). CRASH_SEEDS=n.
 CRASH_SEEDS ?= 100
-check-crash:
+check-crash: ## the host killed and restarted mid-task (ASan; CRASH_SEEDS)
 	$(MAKE) check-crash-run BUILD=build/asan SAN="$(SAN_ASAN)" OPT="-O1 -g"
 
 check-crash-run: rel-build
@@ -80,13 +80,13 @@ check-crash-run: rel-build
 
 STRESS_THREADS ?= 8
 STRESS_OPS ?= 1500
-stress: rel-build
+stress: rel-build ## many threads calling every tool at once
 	$(REL_ENV) REL_STRESS_THREADS=$(STRESS_THREADS) REL_STRESS_OPS=$(STRESS_OPS) \
 	    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 OCBG_TEST_TIMEOUT_SCALE=5 $(BUILD)/reliability/stress
 
 # Under ThreadSanitizer (fewer operations: it runs 5-15x slower).
 STRESS_TSAN_OPS ?= 1000
-check-stress-tsan:
+check-stress-tsan: ## the stress run under ThreadSanitizer
 	$(MAKE) stress BUILD=build/tsan SAN="$(SAN_TSAN)" OPT="-O1 -g" STRESS_OPS=$(STRESS_TSAN_OPS)
 
 # ---- fuzzing: clang libFuzzer, the plugin's objects built by clang with
@@ -105,10 +105,10 @@ $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/$(REL_DIR)/fuzz/fuzz_%.o $(FUZZ_COMMON_OBJ) $
 	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_COMMON_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
 
 .PHONY: fuzz-run fuzz-regress fuzz-regress-run
-fuzz:
+fuzz: ## libFuzzer targets (clang), FUZZ_SECONDS each
 	$(MAKE) fuzz-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
 
-fuzz-regress:
+fuzz-regress: ## replay the seed corpus and saved crashes
 	$(MAKE) fuzz-regress-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
 
 # Replay the seed corpus and every saved crash once.
@@ -138,7 +138,7 @@ fuzz-run: fuzz-regress-run
 FUZZ_LONG_EXECS ?= 10000000
 FUZZ_LONG_WEIGHTS ?= tool_args:260 events:2000 fork:35000 options:270 store_load:790 bash_asks:2000
 .PHONY: fuzz-long fuzz-long-run
-fuzz-long:
+fuzz-long: ## every fuzz target to FUZZ_LONG_EXECS executions (not in CI)
 	$(MAKE) fuzz-long-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
 
 fuzz-long-run: fuzz-regress-run
@@ -146,7 +146,7 @@ fuzz-long-run: fuzz-regress-run
 
 # Everything, with CI budgets (about 4 minutes on 2 cores).
 CI_FUZZ_SECONDS ?= 20
-check-reliability:
+check-reliability: ## faults, chaos, stress, stress under TSan, fuzz (CI budgets)
 	$(MAKE) check-faults
 	$(MAKE) check-chaos
 	$(MAKE) stress
