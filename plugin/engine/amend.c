@@ -27,11 +27,7 @@ void amend_note(ocbg *o, task *t, const session_note *n)
     if (!ended || !t->compacted_after || t->amend_queued)
         return;
     t->amend_queued = true;
-    job *j = xcalloc(1, sizeof *j);
-    j->kind = JOB_AMEND;
-    memcpy(j->task_id, t->id, sizeof j->task_id);
-    j->run = t->run;
-    jobs_push(&o->q, j);
+    jobs_push(&o->q, job_for_task(JOB_AMEND, t));
 }
 
 /* Is t still the completed run j watches? */

@@ -40,11 +40,7 @@ void engine_request_finalize(ocbg *o, task *t)
         return;
     }
     t->finalizing = true;
-    job *j = xcalloc(1, sizeof *j);
-    j->kind = JOB_FINALIZE;
-    memcpy(j->task_id, t->id, sizeof j->task_id);
-    j->run = t->run;
-    jobs_push(&o->q, j);
+    jobs_push(&o->q, job_for_task(JOB_FINALIZE, t));
 }
 
 void engine_request_abort(ocbg *o, const char *session_id)

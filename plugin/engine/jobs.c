@@ -16,6 +16,15 @@ void jobs_init(job_queue *q, pthread_cond_t *wake)
     q->wake = wake;
 }
 
+job *job_for_task(job_kind kind, const task *t)
+{
+    job *j = xcalloc(1, sizeof *j);
+    j->kind = kind;
+    memcpy(j->task_id, t->id, sizeof j->task_id);
+    j->run = t->run;
+    return j;
+}
+
 void jobs_push(job_queue *q, job *j)
 {
     job ***tail = j->kind == JOB_FINALIZE ? &q->checks_tail : &q->jobs_tail;

@@ -65,6 +65,8 @@ void jobs_init(job_queue *q, pthread_cond_t *wake);
 /* Queue j (owned by the queue from now) at the end of its line (a check's,
  * or the rest's) and wake the worker. */
 void jobs_push(job_queue *q, job *j);
+/* A new job of `kind` about the current run of task t (malloc'd; not queued). */
+job *job_for_task(job_kind kind, const task *t);
 /* Queue the chain first..last (linked by next; no checks) before every job
  * already queued, in its order. */
 void jobs_push_front(job_queue *q, job *first, job *last);

@@ -57,11 +57,7 @@ static void chain(job *j, job **first, job **last)
 static void admit(ocbg *o, task *t, job **first, job **last)
 {
     registry_set_status(&o->reg, t, TASK_RUNNING, ocbg_now(o));
-    job *j = xcalloc(1, sizeof *j);
-    j->kind = JOB_START;
-    memcpy(j->task_id, t->id, sizeof j->task_id);
-    j->run = t->run;
-    chain(j, first, last);
+    chain(job_for_task(JOB_START, t), first, last);
 }
 
 /* The open agent lane whose oldest pending task is the oldest, or NULL. */
