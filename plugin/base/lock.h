@@ -11,13 +11,15 @@
  * greps for it: build-aux/lock-check). Each thread keeps the set of plugin
  * mutexes it holds, so that
  *   - every host call wrapper (hostapi/hostcalls.h) asserts none is held;
- *   - a function documented [lock held] asserts that lock is held
- *     (lock_held, like SQLite's sqlite3_mutex_held).
+ *   - the engine's [lock held] functions assert that lock is held
+ *     (ENGINE_ASSERT_LOCKED, engine/engine.h; lock_held, like SQLite's
+ *     sqlite3_mutex_held).
  * The asserts are plain assert(): on in every build unless NDEBUG is defined
  * (the Makefile never defines it).
  *
  * Any thread. A thread holds at most LOCK_MAX_HELD plugin locks at once
- * (the plugin nests none today); more is a bug and aborts.
+ * (today two: the intern table's is taken under the engine lock, by
+ * registry_add and launch's register_task); more is a bug and aborts.
  */
 #ifndef OCBG_LOCK_H
 #define OCBG_LOCK_H

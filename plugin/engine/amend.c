@@ -14,6 +14,7 @@
 
 void amend_note(ocbg *o, task *t, const session_note *n)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (t->type != TASK_AGENT)
         return;
     if (n->kind == NOTE_USAGE && n->summary) {

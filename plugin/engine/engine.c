@@ -167,6 +167,7 @@ void engine_notice_text(ocbg *o, notice *n, const task *t)
 void engine_revive_notices(void *engine, task *t)
 {
     ocbg *o = engine;
+    ENGINE_ASSERT_LOCKED(o);
     for (job *j = o->q.jobs; j && t->notices_unformatted > 0; j = j->next) {
         notice *n = j->kind == JOB_NOTIFY ? j->notice : NULL;
         if (n && !n->text && !n->permission_request && strcmp(n->task_id, t->id) == 0) {
@@ -339,6 +340,7 @@ void engine_drop_descendants(ocbg *o, const task *t)
 
 char *engine_take_held(ocbg *o, const char *session_id)
 {
+    ENGINE_ASSERT_LOCKED(o);
     parent *p = registry_parent(&o->reg, session_id);
     if (!p || !p->held)
         return NULL;

@@ -94,6 +94,7 @@ static void drop_committed(ocbg *o, const store_row *rows, size_t n)
 
 void persist_drop_copies(ocbg *o, task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     /* After a failed write the disk is not trusted: what is in memory stays. */
     if (t && o->reg.track && texts_done(t))
         free_stored_texts(t);
@@ -155,6 +156,7 @@ static void read_stored(ocbg *o, const char *id, char **prompt, char **result, c
 
 task *persist_texts(ocbg *o, task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     /* Texts change only when a run ends (its status changes) or a new one
      * begins (run + 1): read while neither happened, the copy is the
      * task's; else it is read again. And only a text already marked stored
@@ -311,6 +313,7 @@ static void on_dirty(void *arg)
 
 void persist_sync(ocbg *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     uint64_t want = o->reg.dirty_gen;
     while (o->reg.track && o->ps.started && o->ps.committed < want) {
         /* No write under way: this thread writes (saves the hand-off to

@@ -1,5 +1,5 @@
-/* tools_background.c — the OpenCode face: background_task, background_output,
- * background_cancel, background_list, background_clear (spec 000, 001). */
+/* background.c — the OpenCode face: background_task, background_output,
+ * background_cancel, background_list, background_clear */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

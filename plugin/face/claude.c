@@ -1,4 +1,4 @@
-/* tools_claude.c — the Claude-style face (spec 002): Task and Bash, in the
+/* claude.c — the Claude-style face: Task and Bash, in the
  * foreground or in the background, TaskOutput and TaskStop. The same registry
  * as the OpenCode face: each face reads and stops the other's tasks. */
 #include <errno.h>

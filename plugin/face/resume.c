@@ -1,4 +1,4 @@
-/* tools_resume.c — resuming a completed task with a follow-up (spec 003, 004):
+/* resume.c — resuming a completed task with a follow-up:
  * background_task(resume=…), background_resume; and background_block, the
  * explicit wait on several tasks. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* tools_table.c — the OpenCode face's tools as data: names, descriptions for
+/* table.c — the OpenCode face's tools as data: names, descriptions for
  * the model, arguments. The JSON Schemas and the argument checks come from here. */
 #include "face/tools.h"
 

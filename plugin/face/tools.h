@@ -61,12 +61,12 @@ typedef struct tool_spec {
     tool_fn run;
 } tool_spec;
 
-/* The OpenCode face (tools_table.c): background_task, _output, _cancel,
+/* The OpenCode face (table.c): background_task, _output, _cancel,
  * _list, _clear, _resume, _block, _send. */
 extern const tool_spec background_tools[];
 extern const size_t background_tool_count;
 
-/* The Claude-style face (tools_table.c): Task, Bash, TaskOutput, TaskStop. */
+/* The Claude-style face (table.c): Task, Bash, TaskOutput, TaskStop. */
 extern const tool_spec claude_tools[];
 extern const size_t claude_tool_count;
 

@@ -51,7 +51,7 @@ struct runner {
  * child its context, sends the prompt; stop and kill abort the session. */
 runner *agent_runner_open(const runner_env *env, int *rc);
 
-/* The shell runner (see run/shell.h). NULL and *rc (an errno) when its
+/* The shell runner (run/shell_runner.c). NULL and *rc (an errno) when its
  * thread cannot start. */
 runner *shell_runner_open(const runner_env *env, int *rc);
 
