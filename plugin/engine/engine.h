@@ -2,13 +2,15 @@
  * engine.h — one plugin instance: the registry, the lock, the worker thread,
  * blocking waits, notifications.
  *
- * Locking: one mutex (`mu`) guards everything in struct ocbg. Host functions
- * are never called with it held: a function that needs the host copies what it
- * needs, unlocks, calls, relocks and re-checks (the task may have changed or
- * gone meanwhile; tasks are always looked up again by id).
+ * Locking: one mutex (`mu`) guards everything in struct ocbg, taken only with
+ * engine_lock (base/lock.h). Host functions are never called with it held
+ * (hostapi/ asserts it): a function that needs the host copies what it needs,
+ * unlocks, calls, relocks and re-checks (the task may have changed or gone
+ * meanwhile; tasks are always looked up again by id). DESIGN.md sections 3-5
+ * draw the threads, the lock and a task's life.
  *
- * Threads:
- *   - host worker threads run tool calls (tools_*.c); they may block in waits;
+ * Threads (DESIGN.md has them all, the store's and the shell runner's too):
+ *   - host worker threads run tool calls (face/, ops/); they may block in waits;
  *   - the host's event thread runs hooks/ (never blocks: records and queues);
  *   - one plugin worker thread runs queued jobs (completion checks, pushes of
  *     notifications, aborts) and the fallback poll. It sleeps on `work_cv` with
