@@ -247,7 +247,9 @@ function checkFixture(results) {
 // ---- pass B: the deny rule on rm ----
 // A line's markers (its entry's `marks`) are files in the project it would
 // remove; each line has its own, so lines can run at once.
-const refusedByRule = (r) => r.status === "error" && /deny|denied|rule/i.test(r.text || "");
+// How each tool says a rule refused the call (OpenCode's PermissionDeniedError; ocbg's answer naming it).
+const nativeRefused = (r) => r.status === "error" && /specified a rule which prevents/.test(r.text || "");
+const ocbgRefused = (r) => r.status === "error" && /^Permission denied: [^]*permission rules deny it/.test(r.text || "");
 async function passB(srv) {
   const lines = corpus.filter((e) => /\brm\b/.test(e.command));
   const out = [];
@@ -259,7 +261,7 @@ async function passB(srv) {
     const native = await runCall(srv, await sessionFor(srv, w), "bash", e.command, () => "reject");
     const nativeKept = kept();
     let ocbg = null, ocbgKept = 0;
-    if (refusedByRule(native)) { // otherwise ocbg owes nothing here (pass A compares the questions)
+    if (nativeRefused(native)) { // otherwise ocbg owes nothing here (pass A compares the questions)
       make();
       ocbg = await runCall(srv, await sessionFor(srv, w), "Bash", e.command, () => "reject");
       ocbgKept = kept();
@@ -274,7 +276,7 @@ async function passB(srv) {
       continue;
     }
     refused++;
-    const good = refusedByRule(ocbg) && ocbgKept === marks && nativeKept === marks && !native.asks?.length && !ocbg.asks?.length;
+    const good = ocbgRefused(ocbg) && ocbgKept === marks && nativeKept === marks && !native.asks?.length && !ocbg.asks?.length;
     if (!good) missed++;
     ok(good, `B ${e.shape}: OpenCode's bash refuses, so does ocbg's Bash: ${JSON.stringify(e.command).slice(0, 100)}`,
       good ? undefined : { ocbg: { status: ocbg.status, text: (ocbg.text || "").slice(0, 300), markersKept: `${ocbgKept}/${marks}` },
