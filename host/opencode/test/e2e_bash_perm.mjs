@@ -65,6 +65,9 @@ process.on("exit", () => {
 });
 
 function makeWorld() {
+  // inside another repository OpenCode's worktree would be that one (a wider "inside" than ocbg's)
+  ok(spawnSync("git", ["-C", ROOT, "rev-parse", "--git-dir"], { stdio: "ignore" }).status !== 0,
+    `the project's parent ${ROOT} is in no git repository`);
   fs.mkdirSync(PROJECT, { recursive: true });
   const git = (...a) => spawnSync("git", ["-C", PROJECT, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", ...a]);
   git("init", "-q");
