@@ -6,6 +6,7 @@
 #   make e2e                 real OpenCode (pinned, installed with npm into $(BUILD)/opencode/npm)
 #                            with a scripted fake model; see host/opencode/NOTES.md
 #   make e2e-compare         ocbg against OpenCode's own background mode (figures)
+#   make e2e-bashperm-record OpenCode's own bash permission questions for the corpus, as a fixture
 #   make check-opencode      the adapter against its stub plugin, under node and OpenCode's Bun
 #   make package             $(BUILD)/ocbg-$(VERSION).tgz: the npm package (OpenCode installs it by name)
 
@@ -157,9 +158,17 @@ $(OC_PKG): host/opencode/package/package.json $(OC_FILES) $(OC_ZOD)
 # e2e_config.mjs: ocbg as users install it, each in its own HOME: the package
 # (make package) by name from a fake npm registry, a source install in the
 # scanned ~/.config/opencode/plugin with options in opencode.json, a bad option.
-# E2E_ONLY=stub|ocbg (e2e.mjs only) or config (e2e_config.mjs only);
-# E2E_CASES=name,name runs only those scenario functions of e2e.mjs.
+# e2e_bash_perm.mjs: ocbg's Bash asks OpenCode what OpenCode's own bash asks, for
+# every line of host/opencode/test/bash_corpus.json, and refuses what a deny rule
+# makes it refuse; OpenCode's side also against tests/fixtures/bash_permissions.json.
+# E2E_ONLY=stub|ocbg (e2e.mjs only), config (e2e_config.mjs only) or bashperm
+# (e2e_bash_perm.mjs only); E2E_CASES=name,name runs only those scenario functions of e2e.mjs.
 E2E_TIMEOUT ?= 480
+E2E_BASHPERM_TIMEOUT ?= 360
+BASHPERM_CORPUS  := host/opencode/test/bash_corpus.json
+BASHPERM_FIXTURE := tests/fixtures/bash_permissions.json
+OC_BASHPERM_ARGS = --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
+    --work $(abspath $(OC_E2E))/bashperm --corpus $(BASHPERM_CORPUS)
 E2E_ONLY ?=
 E2E_CASES ?=
 OC_E2E := $(OC_DIR)/e2e-run
@@ -169,7 +178,7 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG)
 	$(MAKE) --no-print-directory install-opencode PROJECT=$(abspath $(OC_E2E))/project
 	$(MAKE) --no-print-directory install-opencode XDG_CONFIG_HOME=$(OC_E2E_SCANNED)/.config
 	@rc=0; \
-	if [ "$(E2E_ONLY)" != config ]; then \
+	if [ "$(E2E_ONLY)" != config ] && [ "$(E2E_ONLY)" != bashperm ]; then \
 	  timeout -k 10 $(E2E_TIMEOUT) $(NODE) host/opencode/test/e2e.mjs \
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) \
 	    --stub-dir $(abspath $(OC_STUB_DIR)) --work $(abspath $(OC_E2E)) $(if $(E2E_ONLY),--only $(E2E_ONLY)) \
@@ -179,7 +188,19 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG)
 	  timeout -k 10 300 $(NODE) host/opencode/test/e2e_config.mjs --opencode $(abspath $(OC_BIN)) \
 	    --package $(abspath $(OC_PKG)) --scanned-home $(OC_E2E_SCANNED) --work $(abspath $(OC_E2E))/config || rc=1; \
 	fi; \
+	if [ -z "$(E2E_CASES)" ] && { [ -z "$(E2E_ONLY)" ] || [ "$(E2E_ONLY)" = bashperm ]; }; then \
+	  timeout -k 10 $(E2E_BASHPERM_TIMEOUT) $(NODE) host/opencode/test/e2e_bash_perm.mjs $(OC_BASHPERM_ARGS) \
+	    --fixture $(BASHPERM_FIXTURE) || rc=1; \
+	fi; \
 	exit $$rc
+
+# Records OpenCode's own answers for the corpus into $(BASHPERM_FIXTURE) (the C
+# unit test reads it): after a corpus change, or a new pinned OpenCode.
+.PHONY: e2e-bashperm-record
+e2e-bashperm-record: opencode $(OC_NPM_STAMP)
+	@mkdir -p $(dir $(BASHPERM_FIXTURE))
+	timeout -k 10 $(E2E_BASHPERM_TIMEOUT) $(NODE) host/opencode/test/e2e_bash_perm.mjs $(OC_BASHPERM_ARGS) \
+	    --record $(BASHPERM_FIXTURE)
 
 # ocbg against OpenCode's own background sub-agents (OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS),
 # same fake model: parent model calls and the last child's idle → parent's wake latency for
