@@ -134,7 +134,7 @@ fuzz-run: fuzz-regress-run
 # Every target until FUZZ_LONG_EXECS executions in all (not in CI): -runs=
 # per target in proportion to its weight, its speed in execs/s (ASan+UBSan,
 # 2 cores; fork's from short runs: it slows to about 6,000/s as its corpus
-# grows, so it runs longest). About 45 minutes on 2 cores (README).
+# grows, so it runs longest). About 45 minutes on 2 cores (docs/testing.md).
 FUZZ_LONG_EXECS ?= 10000000
 FUZZ_LONG_WEIGHTS ?= tool_args:260 events:2000 fork:35000 options:270 store_load:790 bash_asks:2000
 .PHONY: fuzz-long fuzz-long-run
