@@ -16,7 +16,11 @@ SAN     ?=
 OPT     ?= -O2 -g
 WARN    := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wwrite-strings
 CFLAGS  ?=
-CPPFLAGS += -D_GNU_SOURCE -Iinclude -Iplugin -Ihooks -Ifork -Ihost/sim -Itests
+# The plugin sees only the ABI, its own tree (plugin/) and the top-level
+# folders by name ("hooks/events.h", "fork/fork.h"): no -I into hooks/, fork/,
+# host/ or tests/. The simulated host, the tests and the benches add theirs.
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Iplugin -I.
+$(BUILD)/obj/host/%.o $(BUILD)/obj/tests/%.o $(BUILD)/obj/bench/%.o: CPPFLAGS += -Ihost/sim -Itests
 ALL_CFLAGS = -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS)
 LDLIBS  += -lcjson -lsqlite3 -lpthread -ldl
 
@@ -141,7 +145,7 @@ LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/l
 # files) and the OpenCode addon with its test stub (host/opencode: util <- js <- hostcall <- ask <- hostfns,
 # jobs <- tools, hooks, schema <- lifecycle; also checked for cycles).
 LAYOUT_PATHS = include plugin hooks fork host/sim host/opencode
-LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I hooks -I fork -I host/sim $(LAYOUT_PATHS)
+LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I . -I host/sim $(LAYOUT_PATHS)
 
 check-layout: $(BUILD)/layout-check ## the layout checker on its fixtures, then on the tree
 	$(LAYOUT_FIXTURES)

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "fork.h"
+#include "fork/fork.h"
 #include "fork_check.h"
 #include "base/util.h"
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fork.h"
+#include "fork/fork.h"
 
 /* Characters (code points) of s: bytes that do not continue a sequence. */
 static inline size_t check_chars(const char *s)

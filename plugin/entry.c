@@ -7,8 +7,8 @@
 
 #include "engine/engine.h"
 #include "engine/persist.h"
-#include "events.h"
-#include "fork.h"
+#include "hooks/events.h"
+#include "fork/fork.h"
 #include "face/tools.h"
 #include "base/util.h"
 

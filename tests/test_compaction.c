@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fork.h"
+#include "fork/fork.h"
 #include "shelltest.h"
 #include "testlib.h"
 #include "base/util.h"

@@ -11,7 +11,7 @@
 
 #include "base/util.h"
 #include "base/lock.h"
-#include "fork.h"
+#include "fork/fork.h"
 #include "run/runner.h"
 
 typedef struct agent_runner {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fork.h"
+#include "fork/fork.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
