@@ -285,6 +285,7 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
         t->completed_ms = now;
     t->last_update_ms = now;
     registry_touch(r, t);
+    task_check(t);
 }
 
 void registry_set_awaiting(registry *r, task *t, bool awaiting)
@@ -297,6 +298,7 @@ void registry_set_awaiting(registry *r, task *t, bool awaiting)
         lanes_hold(&r->lanes, t);
     t->awaiting = awaiting;
     t->wake_parked = false;
+    task_check(t);
 }
 
 static void unlink_task(registry *r, task *t)

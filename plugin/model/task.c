@@ -1,6 +1,7 @@
 /* task.c — see task.h. */
 #include "model/task.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,22 @@ void task_note_tool(task *t, const char *call_id, const char *tool)
         char *slot = p->recent_tools[p->recent_tools_next++ % RECENT_TOOLS];
         snprintf(slot, TOOL_NAME_SIZE, "%s", tool);
     }
+}
+
+void task_check(const task *t)
+{
+    bool active = task_status_active(t->status);
+    assert((t->live != NULL) == active && "live state exactly while active");
+    assert((!t->recheck || t->finalizing) && "a recheck only with a check under way");
+    assert((!t->awaiting || t->status == TASK_RUNNING || t->status == TASK_RESUMED) &&
+           "awaiting only while running or resumed");
+    assert((!t->wake_parked || t->awaiting) && "parked only while awaiting");
+    assert((!t->retrying || active) && "retrying only while active");
+    assert((!t->amend_queued || (t->compacted_after && t->status == TASK_COMPLETED)) &&
+           "an amend only of a completed task whose session was compacted");
+    assert((t->type != TASK_SHELL || (!t->session_id && !t->forked && !t->compacted_after)) &&
+           "a command has no session, no fork, no amend");
+    (void)active;
 }
 
 void task_begin_live(task *t)

@@ -170,6 +170,15 @@ const char *task_guard_error(const task *t);
 /* t's run ended: what only a live task keeps is freed. */
 void task_end_run(task *t);
 
+/* The task's state machine's invariants (DESIGN.md section 5), asserted:
+ * live state exactly while active; a recheck only with a check under way;
+ * awaiting only while running or resumed, and parked only while awaiting;
+ * retrying only while active; an amend only while watching a compaction,
+ * of a completed agent; a command has no session, no fork, no amend.
+ * Called on every status change (registry_set_status) and awaiting change.
+ * Pure; any thread holding the lock that guards t. */
+void task_check(const task *t);
+
 /* Set t's short strings, copied into one allocation (a finished task
  * keeps them: one chunk instead of three). Each may be NULL, and may point
  * into t's current ones: they are copied before those are freed. Pointers
