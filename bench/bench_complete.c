@@ -38,7 +38,7 @@
  *   memory): heap_per_task_store_off_bytes, rss_per_task_store_off_bytes,
  *   rss_per_task_burst_store_off_bytes.
  *
- * Goals (issue 17): complete_ratio <= 1.5; heap_per_task_bytes <= 512 and
+ * Goals: complete_ratio <= 1.5; heap_per_task_bytes <= 512 and
  * rss_per_task_burst_bytes <= 2048.
  *
  * output_finished_us: then, background_output of a finished, delivered task

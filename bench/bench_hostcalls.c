@@ -1,5 +1,5 @@
 /* bench_hostcalls — what the plugin costs the host while tasks run and while
- * nothing runs (issue 17 items 4, 5, 7): host calls per minute with 10 and
+ * nothing runs: host calls per minute with 10 and
  * 1,000 running tasks whose events arrive, whose events are all lost (the
  * idles with them), and whose events are lost while the status map leaves
  * their sessions out; the time to find a lost idle; the wake-ups and host

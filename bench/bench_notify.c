@@ -10,7 +10,7 @@
  * task returning to its host thread. notify_host_prompt_us: of the first,
  * the simulated host's own time in the push call. p50 and p99 over SAMPLES runs (after
  * WARMUP discarded ones). Both end after the start on the same clock, so
- * neither can be negative. Goal (issue 17): notify_latency_us_p99 <= 1000.
+ * neither can be negative. Goal: notify_latency_us_p99 <= 1000.
  *
  * Baselines (sched_wake_1hop_us, sched_wake_2hop_us), measured in the same
  * run between the samples: the machine's cost of waking a thread blocked on

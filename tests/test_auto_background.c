@@ -1,4 +1,4 @@
-/* Long foreground work moves to the background (issue 19, item 4): a
+/* Long foreground work moves to the background: a
  * foreground Task or Bash still running at auto_background_ms returns the
  * task id and the face's "in the background" text, the work goes on, and the
  * parent is notified once when it ends. A call that ends before the limit

@@ -1,7 +1,6 @@
-/* A batch's progress in each notification (spec README "notifications":
- * "batch progress"): "Batch <id>: 2 of 3 tasks done, 1 still running." or
- * "Batch <id>: all 3 tasks done.", kept by counters on each status change
- * (issue 17), right through completions, cancels, resumes, clears and a
+/* A batch's progress in each notification: "Batch <id>: 2 of 3 tasks
+ * done, 1 still running." or "Batch <id>: all 3 tasks done.", kept by
+ * counters on each status change, right through completions, cancels, resumes, clears and a
  * restart from the store; and a notice's text is the run it is about even
  * when its task is resumed before the notice is pushed (texts are formatted
  * when pushed). Gated tasks (testlib.h) let the test decide which ends when. */

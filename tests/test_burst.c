@@ -1,4 +1,4 @@
-/* A burst of completions (issue 17: rss_per_task_burst_bytes): each
+/* A burst of completions: each
  * completion's notice is pushed before the next task's completion check
  * reads its answer, so a finished task's result leaves memory (once its
  * notice is delivered and its row committed) while the burst goes on, and

@@ -1,6 +1,4 @@
-/* background_cancel, background_list, background_clear (spec 000 "Cancel
- * running tasks", "Batch Task Management", "Task persistence"; spec 001 "Task
- * List Parent Session Filtering"). */
+/* background_cancel, background_list, background_clear. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* The Claude-style face on agent tasks (issue 7, spec 002): Task in the
+/* The Claude-style face on agent tasks: Task in the
  * background (a task id at once) and in the foreground (the reply; Esc stops
  * the sub-agent; no task left), TaskOutput and TaskStop on agent tasks, also
  * those launched by background_task (one registry), the not-found and

@@ -1,5 +1,5 @@
-/* A child session that compacts after its answer (OpenCode 1.18.33, issue 19
- * item 2): the task's result is the child's last real answer, never the
+/* A child session that compacts after its answer (OpenCode 1.18.33): the
+ * task's result is the child's last real answer, never the
  * summary, on every face; resumes, manual and failed summaries; a fork of a
  * compacted parent inherits what the parent's model sees (from the summary
  * on). Also the simulated host's "compact" step itself. */

@@ -1,5 +1,5 @@
-/* A child session that OpenCode compacts right after its answer (issue 29
- * item 2), in both orders of the completion check and the compaction:
+/* A child session that OpenCode compacts right after its answer, in both
+ * orders of the completion check and the compaction:
  *   - after: the check reads the session once the compaction has begun (in
  *     the simulated host, a "compact" step without wait_ms stores the answer
  *     and the compaction request together, and the answer's text part events

@@ -1,5 +1,4 @@
-/* How a task ends (spec 000 "Task Status Management", "Event-Based Completion
- * Detection"): by its idle event, by the fallback poll when every idle is
+/* How a task ends: by its idle event, by the fallback poll when every idle is
  * lost, once only under duplicated events, as an error on session.error, and
  * when its session or its parent session is deleted. */
 #include <cjson/cJSON.h>

@@ -1,4 +1,4 @@
-/* Deletion stops everything below it (issue 19): OpenCode deletes a parent's
+/* Deletion stops everything below it: OpenCode deletes a parent's
  * children first, then the parent, and a deleted session's running turn goes
  * on (and spends) until it is aborted. Whatever order the deletions arrive in,
  * every running task of a deleted session is aborted in the host, once, and

@@ -1,4 +1,4 @@
-/* Nesting (issue 14, max_depth): a task's own session may launch tasks only
+/* Nesting (max_depth): a task's own session may launch tasks only
  * below max_depth; such a task is told of its tasks in its own session and
  * waits for them without a run slot (so nesting never deadlocks under the
  * caps), and the notice that wakes it waits for a slot; a run that ends,

@@ -1,4 +1,4 @@
-/* Fork (spec 001): the context processing at its edges, and fork=true on the
+/* Fork: the context processing at its edges, and fork=true on the
  * simulated host, with and without host fork support, checked by what the
  * child's model actually sees. */
 #include <cjson/cJSON.h>

@@ -1,4 +1,4 @@
-/* Bounded work (issue 14), usage and budgets: per-task usage summed from
+/* Bounded work, usage and budgets: per-task usage summed from
  * the host's message updates and shown in every text; the token, cost and
  * session budgets; the tool call limit and the repeat guard; the options'
  * checks. (Time limits: test_guards_time.c.) */

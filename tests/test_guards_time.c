@@ -1,4 +1,4 @@
-/* Bounded work (issue 14), time: a busy agent with no progress (stale_ms), a
+/* Bounded work, time: a busy agent with no progress (stale_ms), a
  * launch's own timeout (background_task in seconds, Task and Bash in
  * milliseconds) and the default runtime limit (max_runtime_ms), for agents
  * and for background commands. The guards measure monotonic time, so the

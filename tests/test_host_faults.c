@@ -1,4 +1,4 @@
-/* Every host call failing in turn (issue 3): session_create, session_prompt,
+/* Every host call failing in turn: session_create, session_prompt,
  * session_messages, session_abort, session_status. Each failure must leave a
  * visible, truthful result: an error text, the right task state, or an
  * eventual completion by a retry or the poll. */

@@ -1,4 +1,4 @@
-/* Launching a background task (spec 000 "Background Task Creation"): what the
+/* Launching a background task: what the
  * host is asked to do, what the model is told, and bad input creating nothing. */
 #include <cjson/cJSON.h>
 #include <errno.h>

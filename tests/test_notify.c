@@ -1,5 +1,5 @@
-/* Notifications into the parent session (spec README "notifications"; lessons:
- * never lost, never duplicated, wake when it matters): one per finished task,
+/* Notifications into the parent session (never lost, never duplicated,
+ * wake when it matters): one per finished task,
  * their content, silent vs waking, the cap, retries, holding for the next
  * answer, and none after a blocking call returned the result. */
 #include <cjson/cJSON.h>

@@ -1,5 +1,4 @@
-/* background_output in every mode (spec 000 "Task Result Retrieval", "Task
- * Progress Tracking"; README: block, timeout): non-blocking on a running task
+/* background_output in every mode (docs/tools.md: block, timeout): non-blocking on a running task
  * with progress, on a finished one, blocking until the end, blocking with a
  * timeout, Esc during a block, and unknown or foreign ids. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Permissions (issue 12): every tool that runs a command or starts a
+/* Permissions: every tool that runs a command or starts a
  * sub-agent asks the host first (ABI 1.1 ask_permission), under each answer a
  * host can give: allowed, denied by a rule, asked and answered once / always /
  * reject, asked and abandoned with Esc, and a host that cannot ask. What ran,

@@ -1,5 +1,4 @@
-/* The fallback poll asks the host only when it is needed (issue 17 items 4
- * and 5): while the running tasks' events arrive it reads the status map
+/* The fallback poll asks the host only when it is needed: while the running tasks' events arrive it reads the status map
  * less often; when a task's events stop it reads it at its fast tick again,
  * so a lost idle is still found; with sessions missing from the status map
  * and every event lost, every task completes with at most one fallback

@@ -1,4 +1,4 @@
-/* A finished task's texts out of memory (issue 17 item 3): once its row is
+/* A finished task's texts out of memory: once its row is
  * committed and its notification delivered, its prompt, result and error
  * live only in the durable store, and every tool that shows them reads
  * them back exactly (background_output, TaskOutput, a resume, after a

@@ -1,4 +1,4 @@
-/* A finished command's output out of memory (issue 17 item 3, as
+/* A finished command's output out of memory (as
  * test_results_store does for an agent's texts): its buffers shrink to what
  * it printed when it ends, and once its row is committed and its
  * notification delivered the output lives only in the durable store;

@@ -1,4 +1,4 @@
-/* Resume (spec 003, 004) and explicit waits (background_block): mode
+/* Resume and explicit waits (background_block): mode
  * detection, validation order and texts, the resumed run's completion and
  * notification, blocking resumes, racing resumes, Esc, host failures. */
 #include <errno.h>

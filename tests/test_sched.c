@@ -1,4 +1,4 @@
-/* The scheduler (issue 14): a cap on running agent tasks with a FIFO queue,
+/* The scheduler: a cap on running agent tasks with a FIFO queue,
  * per-agent caps, a cap on background commands, a full queue refused, a
  * rate-limit retry holding back its agent, and what each face says.
  *

@@ -1,4 +1,4 @@
-/* The schemas tell the truth (issue 16): every tool, called with exactly the
+/* The schemas tell the truth: every tool, called with exactly the
  * arguments its schema marks required (and valid values for them), works.
  * A model that follows the schema must not fail its first call. The tool
  * list is read from the plugin, so a new tool is covered without editing

@@ -1,4 +1,4 @@
-/* background_send (issue 19, item 3): a message into a running agent task.
+/* background_send: a message into a running agent task.
  * It is queued into the task's busy session and answered at once; the task
  * keeps its one notification, at its real end, and its result is its last
  * answer, after the follow-up, even when the host stores the message only

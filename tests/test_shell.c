@@ -1,5 +1,5 @@
-/* Bash in the foreground, and what any shell task keeps of its output (issue 7,
- * spec 002): the output and exit of a command run to completion (stdout and
+/* Bash in the foreground, and what any shell task keeps of its output: the
+ * output and exit of a command run to completion (stdout and
  * stderr, exit codes, signals, the session's working directory, invalid UTF-8
  * and NUL bytes made valid text), the timeout and Esc (the command is stopped,
  * no process survives), no task left behind, the bounded buffer (head and tail

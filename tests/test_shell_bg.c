@@ -1,4 +1,4 @@
-/* Background shell tasks (issue 7, spec 002): TaskStop ends the command's
+/* Background shell tasks: TaskStop ends the command's
  * whole process group (SIGTERM, then SIGKILL after shell_kill_grace_ms) and no
  * process survives; exit codes and signals in TaskOutput and in the
  * notification; a blocking retrieval replaces the notification, a

@@ -1,5 +1,5 @@
-/* Shell tasks through the OpenCode face and the engine's ends (issue 7, spec
- * README "one engine, two faces"): background_list and background_output show
+/* Shell tasks through the OpenCode face and the engine's ends (one
+ * engine, two faces): background_list and background_output show
  * shell tasks, background_cancel and background_clear stop them (no process
  * survives, no session is aborted for them), a batch cancel stops a shell in
  * it, and neither a deleted parent session nor the plugin's shutdown leaves a

@@ -1,5 +1,4 @@
-/* Waiting on a background shell task with TaskOutput (issue 7, spec 002 user
- * story 2): not ready (block=false), a timed-out wait, a bad timeout, three
+/* Waiting on a background shell task with TaskOutput: not ready (block=false), a timed-out wait, a bad timeout, three
  * callers waiting on one task at once, Esc on one of them (its wait ends, never
  * the task), the others get the result, and the blocking retrievals replace
  * the notification. */

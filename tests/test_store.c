@@ -1,4 +1,4 @@
-/* The durable task store (issue 15): tasks and their notifications outlive
+/* The durable task store: tasks and their notifications outlive
  * the plugin instance that launched them. A restart is played here by
  * unloading and loading the plugin in the same simulated host (the host
  * lives on: sessions keep running), or by a new host on the same store (the

@@ -1,4 +1,4 @@
-/* /tasks and /bashes (issue 7, spec 002 user story 4): every task of the
+/* /tasks and /bashes: every task of the
  * session, agent and shell, newest first, with Task ID, Type, Status (in the
  * Claude face's words), Start Time, Runtime and description; /bashes says it
  * is deprecated and shows the same; another session sees none of them. */

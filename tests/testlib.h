@@ -34,7 +34,7 @@ int t_count_messages_with(sim_host *h, const char *session, const char *needle);
 /* Wait until that count reaches n. Returns 0 or -ETIMEDOUT. */
 int t_wait_messages_with(sim_host *h, const char *session, const char *needle, int n, int timeout_ms);
 
-/* ---- helpers for the scenario tests (issue 3) ---- */
+/* ---- helpers for the scenario tests ---- */
 
 /* Launch a task whose sub-agent runs `script_json` (a sim_script script, used
  * once); the prompt is a unique text the script is matched on. Returns the

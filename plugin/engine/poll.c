@@ -1,7 +1,7 @@
 /* poll.c — see poll.h.
  *
  * Events are the fast path; the poll covers lost ones, at a cost in host
- * calls that stays O(1) in the number of tasks (issue 17 items 4 and 5):
+ * calls that stays O(1) in the number of tasks:
  *
  * - The status map is read at the fast tick (every poll_interval_ms) only
  *   while some running agent task is silent (no progress event: a tool

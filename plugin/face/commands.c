@@ -1,4 +1,4 @@
-/* commands.c — the /tasks command (spec 002): every task of the session,
+/* commands.c — the /tasks command: every task of the session,
  * shell and agent, with id, type, status, start time, runtime and
  * description. /bashes, its predecessor, says so and shows the same. */
 #include <errno.h>

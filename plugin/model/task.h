@@ -173,8 +173,8 @@ void task_end_run(task *t);
 /* The task's state machine's invariants (DESIGN.md section 5), asserted:
  * live state exactly while active; a recheck only with a check under way;
  * awaiting only while running or resumed, and parked only while awaiting;
- * retrying only while active; an amend only while watching a compaction,
- * of a completed agent; a command has no session, no fork, no amend.
+ * retrying only while active; an amend only of an agent; a command has no
+ * session, no fork, no amend.
  * Called on every status change (registry_set_status) and awaiting change.
  * Pure; any thread holding the lock that guards t. */
 void task_check(const task *t);

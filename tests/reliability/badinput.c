@@ -1,4 +1,4 @@
-/* badinput.c — the bad input table (issue 8): every tool the plugin declares
+/* badinput.c — the bad input table: every tool the plugin declares
  * (read from its table, so a new tool is covered without editing this file) ×
  * {missing argument, wrong type, empty, huge, invalid UTF-8, unknown extra
  * argument, not an object} → a failed call with a readable error naming what
@@ -87,7 +87,7 @@ static void try_bad(const char *tool, const char *kind, const char *args_json, c
     int mentioned = !mention || strstr(out, mention) ||
                     (strcmp(mention, "message") == 0 && strstr(out, "Prompt is required when resuming a task"));
     /* An answer stays small whatever the input: at most a short prefix of an
-     * argument is echoed (issue 16: a 1 MB id must not come back as 1 MB). */
+     * argument is echoed (a 1 MB id must not come back as 1 MB). */
     int pass = rc < 0 && strlen(out) >= 10 && strlen(out) <= ANSWER_MAX_BYTES && mentioned;
     pass &= after.creates == before.creates && after.forks == before.forks && after.prompts == before.prompts &&
             after.aborts == before.aborts && strcmp(after.list, before.list) == 0;

@@ -1,4 +1,4 @@
-/* chaos.c — event chaos (issue 8): the scripted scenario with the host's
+/* chaos.c — event chaos: the scripted scenario with the host's
  * events dropped (0..100%), duplicated and delayed/reordered by a seeded
  * random source. Every task must still end as scripted, and every
  * notification be sent exactly once. Each seed runs in a forked child with a

@@ -1,4 +1,4 @@
-/* faults.c — the fault sweep (issue 8): the scripted scenario run once with
+/* faults.c — the fault sweep: the scripted scenario run once with
  * no fault to count the host calls it makes per function, then once per
  * (function, n) with the n-th call of that function failing (-EIO). Each run
  * is a forked child with a deadline, so a crash, a leak (LeakSanitizer at the

@@ -1,4 +1,4 @@
-# tests/reliability/reliability.mk — issue 8: faults, chaos, fuzzing, stress,
+# tests/reliability/reliability.mk — faults, chaos, fuzzing, stress,
 # shutdown under load, bad input. Included by the main Makefile.
 #
 #   make check-faults   fault sweep + shutdown under load + bad input table (ASan+UBSan, build/asan)

@@ -1,4 +1,4 @@
-/* shutdown.c — shutdown under load (issue 8): 100 running agent tasks,
+/* shutdown.c — shutdown under load: 100 running agent tasks,
  * blocked waiters of every kind, notifications in flight (a slow host), shell
  * commands running (with a grandchild each) → the plugin's shutdown returns
  * promptly, every blocked call is released with -ECANCELED and a clear text,

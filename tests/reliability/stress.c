@@ -1,4 +1,4 @@
-/* stress.c — stress (issue 8): many threads making random tool calls (every
+/* stress.c — stress: many threads making random tool calls (every
  * tool, both faces, /tasks) against thousands of tasks over several
  * conversations, while the host drops, duplicates and delays events and fails
  * host calls at random. At the end, through the tools only: no task lost
