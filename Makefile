@@ -49,7 +49,7 @@ TPLUGS     := $(foreach p,$(TPLUG_SRC:tests/plugins/%.c=%),$(BUILD)/test-plugins
 BENCH_SRC  := $(sort $(wildcard bench/*.c))
 BENCHES    := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps deps-check help check check-layout demo check-asan check-tsan check-valgrind bench bench-host-cost \
+.PHONY: all deps deps-check help format format-check check check-layout demo check-asan check-tsan check-valgrind bench bench-host-cost \
         install uninstall clean
 .DEFAULT_GOAL := all
 .SECONDEXPANSION:
@@ -211,6 +211,15 @@ include host/opencode/opencode.mk
 include tests/reliability/reliability.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# The C style (.clang-format): the plugin, the ABI, the simulated host and the
+# OpenCode adapter. clang-format is Debian's clang-format package.
+FORMAT_FILES = $(sort $(wildcard include/*.h plugin/*.c plugin/*/*.[ch] hooks/*.[ch] fork/*.[ch] host/sim/*.[ch] \
+                 host/opencode/*.[ch]))
+format: ## reformat the C sources in place (.clang-format)
+	clang-format -i $(FORMAT_FILES)
+format-check: ## fail when a C source differs from .clang-format's style
+	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files follow .clang-format"
 
 # Every target with a `## what it does` comment, from this file and the .mk
 # files it includes.

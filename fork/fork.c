@@ -29,7 +29,8 @@ char *fork_cut_text(const char *s, size_t max_chars)
 char *fork_preamble(const fork_limits *lim)
 {
     return xasprintf(
-        FORK_PREAMBLE_MARK " from the parent conversation, whose context you inherit. "
+        FORK_PREAMBLE_MARK
+        " from the parent conversation, whose context you inherit. "
         "To keep that context small it may be truncated: tool results longer than %zu characters were cut, "
         "and when the history exceeded about %zu tokens its oldest messages were dropped. When you need the "
         "full content of a file or a tool result, read the file or run the tool again rather than relying on "
@@ -68,13 +69,13 @@ char *fork_render(const char *processed_json)
     cJSON *msgs = cJSON_Parse(processed_json ? processed_json : "");
     strbuf sb = {0};
     const cJSON *m;
-    cJSON_ArrayForEach(m, msgs)
-    {
-        const char *role = cJSON_GetStringValue(
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "info"), "role"));
+    cJSON_ArrayForEach (m, msgs) {
+        const char *role =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "info"), "role"));
         sb_printf(&sb, "--- %s ---\n", role ? role : "message");
         const cJSON *part;
-        cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(m, "parts")) render_part(&sb, part);
+        cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(m, "parts"))
+            render_part(&sb, part);
     }
     cJSON_Delete(msgs);
     return sb_take(&sb);

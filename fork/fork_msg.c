@@ -114,8 +114,7 @@ bool fork_is_compaction_request(const cJSON *msg)
     if (!info_is(msg, "role", "user"))
         return false;
     const cJSON *part;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
-    {
+    cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(msg, "parts")) {
         if (fork_is_type(part, "compaction"))
             return true;
     }

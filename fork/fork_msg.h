@@ -26,7 +26,7 @@ static inline size_t fork_count_tokens(fork_count c)
 }
 
 /* The marker a cut text ends with (the original's length in characters). */
-#define FORK_CUT_MARKER \
+#define FORK_CUT_MARKER                                                                                                \
     "\n[... cut for the forked context: the original was %zu characters; re-run the tool for all of it]"
 
 /* s[0..len) (of `chars` characters, more than max_chars) cut to max_chars

@@ -49,8 +49,7 @@ typedef struct history_scan {
 static bool is_fork_point(const cJSON *msg)
 {
     const cJSON *part;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
-    {
+    cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(msg, "parts")) {
         const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(part, "text"));
         if (fork_is_type(part, "text") && t && strncmp(t, FORK_PREAMBLE_MARK, strlen(FORK_PREAMBLE_MARK)) == 0)
             return true;
@@ -96,8 +95,7 @@ static void cut_member(cJSON *obj, const char *key, size_t max_chars, cut_list *
 static void cut_results(cJSON *msg, size_t max_chars, cut_list *list)
 {
     cJSON *part;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
-    {
+    cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(msg, "parts")) {
         if (fork_is_type(part, "tool")) {
             /* state.input, tool and callID stay as they are. */
             cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");

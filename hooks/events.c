@@ -23,7 +23,9 @@ static char *error_text(const cJSON *props)
     const char *name = str_at(err, "name");
     const char *msg = str_at(cJSON_GetObjectItemCaseSensitive(err, "data"), "message");
     return name && msg ? xasprintf("%s: %s", name, msg)
-                       : xstrdup(msg ? msg : name ? name : "the session reported an error");
+                       : xstrdup(msg    ? msg
+                                 : name ? name
+                                        : "the session reported an error");
 }
 
 /* What a permission question asks, for the task's status: "bash: rm -rf
@@ -35,8 +37,7 @@ static char *permission_what(const cJSON *props)
     sb_puts(&sb, perm ? perm : "permission");
     const cJSON *p;
     int i = 0;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(props, "patterns"))
-    {
+    cJSON_ArrayForEach (p, cJSON_GetObjectItemCaseSensitive(props, "patterns")) {
         if (cJSON_IsString(p))
             sb_printf(&sb, "%s%s", i++ ? ", " : ": ", p->valuestring);
     }
@@ -138,7 +139,7 @@ static void decode_message(const cJSON *props, session_note *n, usage *u)
         return;
     }
     *u = (usage){count_at(tokens, "input"), count_at(tokens, "output"), count_at(tokens, "reasoning"),
-                 count_at(cache, "read"), count_at(cache, "write"), 0};
+                 count_at(cache, "read"),   count_at(cache, "write"),   0};
     if (cJSON_IsNumber(cost) && cost->valuedouble > 0 && cost->valuedouble < 1e9)
         u->cost = cost->valuedouble;
     n->usage = u;
@@ -181,9 +182,9 @@ static void decode(const char *type, const cJSON *props, session_note *n, char *
         n->session_id = NULL;
 }
 
-const char *const hook_event_types[] = {"session.idle",         "session.status",     "session.error",
-                                        "session.deleted",      "message.part.updated", "message.updated",
-                                        "permission.asked",     "permission.replied"};
+const char *const hook_event_types[] = {"session.idle",     "session.status",       "session.error",
+                                        "session.deleted",  "message.part.updated", "message.updated",
+                                        "permission.asked", "permission.replied"};
 const size_t hook_event_type_count = sizeof hook_event_types / sizeof hook_event_types[0];
 
 void hooks_on_event(ocbg *o, const char *event_json)

@@ -75,8 +75,7 @@ extern "C" {
 
 /* Does a table of size `struct_size` hold `field` of `type`? For fields
  * appended after 1.0. */
-#define OCP_HAS_FIELD(type, table, field) \
-    ((table)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
+#define OCP_HAS_FIELD(type, table, field) ((table)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
 
 /* How a notice to the user (notify_user, ABI 1.3) looks: OpenCode's toast
  * variants. */
@@ -119,10 +118,10 @@ typedef struct ocp_permission_request {
 /* Every function receives `userdata` as its first argument.                 */
 /* ------------------------------------------------------------------------ */
 typedef struct ocp_host {
-    uint32_t struct_size; /* sizeof(ocp_host) as the host was compiled */
-    uint16_t abi_major;   /* OCP_ABI_MAJOR the host was compiled against */
-    uint16_t abi_minor;   /* OCP_ABI_MINOR the host was compiled against */
-    void *userdata;       /* opaque to the plugin */
+    uint32_t struct_size;     /* sizeof(ocp_host) as the host was compiled */
+    uint16_t abi_major;       /* OCP_ABI_MAJOR the host was compiled against */
+    uint16_t abi_minor;       /* OCP_ABI_MINOR the host was compiled against */
+    void *userdata;           /* opaque to the plugin */
     const char *host_name;    /* e.g. "opencode"; borrowed for the table's life */
     const char *host_version; /* e.g. "1.18.33"; may be NULL */
 
@@ -227,8 +226,7 @@ typedef struct ocp_host {
      *   -EIO        the host could not ask (the plugin then treats the action
      *               as denied: it never acts without an answer).
      * The host must not call into the plugin from this function. */
-    int (*ask_permission)(void *userdata, const ocp_call_ctx *ctx, const ocp_permission_request *req,
-                          char **out);
+    int (*ask_permission)(void *userdata, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
 
     /* ---- ABI 1.2 -------------------------------------------------------- */
 
@@ -275,7 +273,7 @@ typedef struct ocp_tool {
 
 /* A slash command the user can type (e.g. "/tasks"). */
 typedef struct ocp_command {
-    const char *name;        /* without the slash: "tasks" */
+    const char *name; /* without the slash: "tasks" */
     const char *description;
 } ocp_command;
 
@@ -283,12 +281,12 @@ typedef struct ocp_command {
  * every string is borrowed. The host keeps the context valid until tool_call
  * has returned AND no tool_cancel on it is running. */
 struct ocp_call_ctx {
-    uint32_t struct_size;    /* sizeof(ocp_call_ctx) as the host was compiled */
-    const char *session_id;  /* the calling (parent) session */
-    const char *message_id;  /* the assistant message making the call; may be NULL */
-    const char *agent;       /* the calling agent's name; may be NULL */
-    const char *call_id;     /* the tool call's id; may be NULL */
-    const char *directory;   /* the session's working directory; may be NULL */
+    uint32_t struct_size;   /* sizeof(ocp_call_ctx) as the host was compiled */
+    const char *session_id; /* the calling (parent) session */
+    const char *message_id; /* the assistant message making the call; may be NULL */
+    const char *agent;      /* the calling agent's name; may be NULL */
+    const char *call_id;    /* the tool call's id; may be NULL */
+    const char *directory;  /* the session's working directory; may be NULL */
     /* Cancellation: 0 until the user cancels the call (Esc). The host sets it
      * to 1 with an atomic store (__atomic_store_n(&c, 1, __ATOMIC_SEQ_CST) or
      * equivalent) and then calls plugin->tool_cancel; the plugin reads it
@@ -300,9 +298,9 @@ typedef struct ocp_plugin {
     uint32_t struct_size; /* sizeof(ocp_plugin) as the plugin was compiled */
     uint16_t abi_major;
     uint16_t abi_minor;
-    void *userdata;       /* pass as the first argument of every function below */
-    const char *name;     /* "ocbg" */
-    const char *version;  /* "0.1.0" */
+    void *userdata;      /* pass as the first argument of every function below */
+    const char *name;    /* "ocbg" */
+    const char *version; /* "0.1.0" */
 
     size_t tool_count;
     const ocp_tool *tools;
@@ -315,8 +313,7 @@ typedef struct ocp_plugin {
      * bad arguments, -ENOENT for an unknown tool, -ECANCELED when the call was
      * cancelled or the plugin is shutting down). May block (a blocking wait)
      * until the wait ends, ctx->cancelled is set, or shutdown. */
-    int (*tool_call)(void *userdata, const char *tool, const char *args_json,
-                     ocp_call_ctx *ctx, char **out);
+    int (*tool_call)(void *userdata, const char *tool, const char *args_json, ocp_call_ctx *ctx, char **out);
 
     /* [any] Wake a tool_call blocked on `ctx` after the host set
      * ctx->cancelled. Never blocks for long; safe before tool_call has started
@@ -325,8 +322,7 @@ typedef struct ocp_plugin {
 
     /* [worker] Run a slash command; arguments: the text after the command
      * name (may be ""). *out = the text to show the user, or the error. */
-    int (*command_call)(void *userdata, const char *command, const char *arguments,
-                        ocp_call_ctx *ctx, char **out);
+    int (*command_call)(void *userdata, const char *command, const char *arguments, ocp_call_ctx *ctx, char **out);
 
     /* [event] One host event, as OpenCode's event JSON {"type":…,"properties":…}.
      * Never fails; unknown and malformed events are ignored (an event needs a
@@ -386,8 +382,7 @@ typedef struct ocp_plugin {
      * for every session that is not a forked task's (it rewrites only those:
      * long tool results cut, the oldest messages dropped to fit a token
      * budget). */
-    int (*transform_messages)(void *userdata, const char *session_id,
-                              const char *messages_json, char **out);
+    int (*transform_messages)(void *userdata, const char *session_id, const char *messages_json, char **out);
 
     /* [any, once] Stop: release every blocked tool_call (it returns
      * -ECANCELED with a message saying the plugin is shutting down), stop and
@@ -445,13 +440,12 @@ typedef struct ocp_plugin {
  * host's ABI major differs, its table is smaller than OCP_HOST_MIN_SIZE, a
  * required host function is missing, or the options are invalid.
  * A host may create several instances; each has its own state. */
-typedef const ocp_plugin *(*ocp_plugin_entry_fn)(const ocp_host *host, const char *options_json,
-                                                  char *err, size_t err_size);
+typedef const ocp_plugin *(*ocp_plugin_entry_fn)(const ocp_host *host, const char *options_json, char *err,
+                                                 size_t err_size);
 
 /* Defined by the plugin (exported with default visibility); hosts find it with
  * dlsym(handle, OCP_ENTRY_SYMBOL) rather than linking to it. */
-const ocp_plugin *ocp_plugin_entry(const ocp_host *host, const char *options_json,
-                                   char *err, size_t err_size);
+const ocp_plugin *ocp_plugin_entry(const ocp_host *host, const char *options_json, char *err, size_t err_size);
 
 #ifdef __cplusplus
 }

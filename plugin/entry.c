@@ -121,8 +121,7 @@ static const ocp_command commands[] = {
     {"bashes", "Deprecated: use /tasks"},
 };
 
-static int plugin_command_call(void *ud, const char *command, const char *arguments, ocp_call_ctx *ctx,
-                               char **out)
+static int plugin_command_call(void *ud, const char *command, const char *arguments, ocp_call_ctx *ctx, char **out)
 {
     instance *in = ud;
     ocbg *o = &in->o;
@@ -286,12 +285,10 @@ static void build_table(instance *in)
     t->event_types = hook_event_types;
     t->event_type_count = hook_event_type_count;
     t->wants_messages = plugin_wants_messages;
-
 }
 
-__attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const ocp_host *host,
-                                                                          const char *options_json, char *err,
-                                                                          size_t err_size)
+__attribute__((visibility("default"))) const ocp_plugin *
+ocp_plugin_entry(const ocp_host *host, const char *options_json, char *err, size_t err_size)
 {
     if (!host) {
         set_err(err, err_size, "ocbg: no host table given");
@@ -315,7 +312,8 @@ __attribute__((visibility("default"))) const ocp_plugin *ocp_plugin_entry(const 
     o->opt = opt;
     if (opt.unknown[0]) /* shown once the worker runs: the user is told, not only the log */
         o->toast.warning = xasprintf("ocbg ignored unknown option%s %s in its plugin options (written for a newer "
-                                     "ocbg, or misspelt?)", strchr(opt.unknown, ',') ? "s" : "", opt.unknown);
+                                     "ocbg, or misspelt?)",
+                                     strchr(opt.unknown, ',') ? "s" : "", opt.unknown);
 
     build_table(in);
 

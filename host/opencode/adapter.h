@@ -89,24 +89,24 @@ typedef struct adapter {
     void *plugin_ud;
     ocp_host host;
     napi_ref client_ref;
-    napi_ref zod_ref;         /* may be NULL: no zod, raw JSON Schema per argument */
+    napi_ref zod_ref;                   /* may be NULL: no zod, raw JSON Schema per argument */
     napi_threadsafe_function host_tsfn; /* plugin/worker thread -> JS: SDK calls, logs */
     napi_threadsafe_function done_tsfn; /* worker/shutdown thread -> JS: settle promises */
-    pthread_mutex_t mu;       /* guards the fields below; held around JS-thread calls into the plugin */
+    pthread_mutex_t mu;                 /* guards the fields below; held around JS-thread calls into the plugin */
     pthread_cond_t cv;
-    int closing;              /* shutdown has begun: start no new call into the plugin */
-    int workers;              /* worker threads not yet finished */
-    int tsfn_gone;            /* the thread-safe functions were released */
-    int log_level;            /* minimum level written */
-    int js_pending;           /* JS thread only: promises waiting on workers */
-    hostcall *asks;           /* permission questions a worker waits on (under mu) */
-    int warned_no_ask;        /* JS thread only: "this OpenCode has no ctx.ask" logged */
-    char *data_dir;           /* host.data_dir (project_data_dir), or NULL; lives as long as ad */
-    char **event_types;       /* copies of the plugin's event_types (ABI 1.3), NULL: every event */
+    int closing;        /* shutdown has begun: start no new call into the plugin */
+    int workers;        /* worker threads not yet finished */
+    int tsfn_gone;      /* the thread-safe functions were released */
+    int log_level;      /* minimum level written */
+    int js_pending;     /* JS thread only: promises waiting on workers */
+    hostcall *asks;     /* permission questions a worker waits on (under mu) */
+    int warned_no_ask;  /* JS thread only: "this OpenCode has no ctx.ask" logged */
+    char *data_dir;     /* host.data_dir (project_data_dir), or NULL; lives as long as ad */
+    char **event_types; /* copies of the plugin's event_types (ABI 1.3), NULL: every event */
     size_t nevent_types;
     int (*wants_messages)(void *userdata, const char *session_id); /* NULL: every history; call under mu */
-    size_t ncmd;              /* copies of the plugin's commands (its table */
-    char **cmd_name;          /* is gone after shutdown) */
+    size_t ncmd;                                                   /* copies of the plugin's commands (its table */
+    char **cmd_name;                                               /* is gone after shutdown) */
     char **cmd_desc;
 } adapter;
 
@@ -116,7 +116,11 @@ typedef struct adapter {
 
 /* HC_SDK: client[group][method](opts). HC_LOG: fire and forget.
  * HC_ASK: ctx.ask(request) of a tool call's ToolContext (ask_permission). */
-enum hc_kind { HC_SDK, HC_LOG, HC_ASK };
+enum hc_kind {
+    HC_SDK,
+    HC_LOG,
+    HC_ASK
+};
 
 struct hostcall {
     enum hc_kind kind;
@@ -126,10 +130,10 @@ struct hostcall {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done;
-    const char *group;  /* client[group][method](opts) */
+    const char *group; /* client[group][method](opts) */
     const char *method;
-    char *opts_json;    /* HC_ASK: the ctx.ask argument */
-    int want_out;       /* put JSON.stringify(data) into out */
+    char *opts_json; /* HC_ASK: the ctx.ask argument */
+    int want_out;    /* put JSON.stringify(data) into out */
     int rc;
     char *out;
     /* HC_LOG */
@@ -149,7 +153,11 @@ struct hostcall {
 /* job: one tool call, command, or the dispose, settled on the JS thread     */
 /* ------------------------------------------------------------------------ */
 
-enum job_kind { JOB_TOOL, JOB_COMMAND, JOB_DISPOSE };
+enum job_kind {
+    JOB_TOOL,
+    JOB_COMMAND,
+    JOB_DISPOSE
+};
 
 /* Marks a live job, so that ask_permission can check the ocp_call_ctx it is
  * given really is one of ours before stepping back to its job. */
@@ -160,16 +168,16 @@ struct job {
     enum job_kind kind;
     adapter *ad;
     napi_deferred deferred;
-    char *name;          /* tool or command */
-    char *args;          /* args JSON (tool) or the argument text (command) */
+    char *name; /* tool or command */
+    char *args; /* args JSON (tool) or the argument text (command) */
     ocp_call_ctx ctx;
     char *s_session, *s_message, *s_agent, *s_call, *s_dir;
     pthread_mutex_t mu;  /* orders tool_cancel against the end of tool_call */
     int returned;        /* tool_call has returned */
     napi_ref signal_ref; /* the AbortSignal and our listener, to remove it */
     napi_ref listener_ref;
-    napi_ref parts_ref;  /* command: output.parts, replaced in place */
-    napi_ref tctx_ref;   /* tool: the ToolContext execute() got (its ask()) */
+    napi_ref parts_ref; /* command: output.parts, replaced in place */
+    napi_ref tctx_ref;  /* tool: the ToolContext execute() got (its ask()) */
     /* [js] run by done_tsfn_call once the job is settled and freed, or NULL.
      * The dispose job's releases the thread-safe functions (lifecycle.c). */
     void (*settled)(adapter *ad);
@@ -213,8 +221,7 @@ napi_value js_get(napi_env env, napi_value obj, const char *key);
 int js_is(napi_env env, napi_value v, napi_valuetype want);
 /* obj[method](...argv); NULL when it is no function or threw (exception left
  * pending: the caller clears it with take_exception). */
-napi_value js_call_method(napi_env env, napi_value obj, const char *method, size_t argc,
-                          const napi_value *argv);
+napi_value js_call_method(napi_env env, napi_value obj, const char *method, size_t argc, const napi_value *argv);
 /* globalThis[name], or NULL. */
 napi_value js_global(napi_env env, const char *name);
 /* JSON.stringify(v), malloc'd; NULL for undefined or on error (cleared). */
@@ -253,8 +260,7 @@ void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
  * when want_out (else NULL), or a negative errno with *out = a readable
  * message or NULL: -ENOENT (not found), -EIO (error, timeout, or called on the
  * JS thread), -ECANCELED (shutting down), -ENOMEM. out may be NULL. */
-int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out,
-                 char **out);
+int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out, char **out);
 /* [any] The table's log: below ad->log_level nothing; on the JS thread or
  * after shutdown to stderr; else to OpenCode's log (fire and forget), and
  * warnings and errors to stderr too. Never fails. */

@@ -12,23 +12,26 @@
 #include <string.h>
 
 /* The JSON array of strings in text, or NULL when it is not one. */
-static cJSON *string_array(const char *text) {
+static cJSON *string_array(const char *text)
+{
     cJSON *a = text ? cJSON_Parse(text) : NULL;
     const cJSON *e;
     if (!cJSON_IsArray(a)) {
         cJSON_Delete(a);
         return NULL;
     }
-    cJSON_ArrayForEach(e, a) if (!cJSON_IsString(e)) {
-        cJSON_Delete(a);
-        return NULL;
-    }
+    cJSON_ArrayForEach (e, a)
+        if (!cJSON_IsString(e)) {
+            cJSON_Delete(a);
+            return NULL;
+        }
     return a;
 }
 
 /* The ctx.ask() argument {permission, patterns, always, metadata} as JSON text
  * (malloc'd), or NULL with *why saying what is wrong with req. Any thread. */
-static char *ask_input(const ocp_permission_request *req, const char **why) {
+static char *ask_input(const ocp_permission_request *req, const char **why)
+{
     if (req->struct_size < offsetof(ocp_permission_request, patterns_json) + sizeof req->patterns_json ||
         !req->permission || !*req->permission) {
         *why = "ask_permission: no permission name";
@@ -68,11 +71,12 @@ static char *ask_input(const ocp_permission_request *req, const char **why) {
 
 /* The deny rules of OpenCode's ruleset [{permission, pattern, action}] as
  * `bash "rm *": deny, …` (malloc'd), or NULL when there are none. */
-static char *deny_rules(const char *ruleset_json) {
+static char *deny_rules(const char *ruleset_json)
+{
     cJSON *rules = ruleset_json ? cJSON_Parse(ruleset_json) : NULL;
     char *acc = NULL;
     const cJSON *r;
-    cJSON_ArrayForEach(r, rules) {
+    cJSON_ArrayForEach (r, rules) {
         const char *perm = cJSON_GetStringValue(cJSON_GetObjectItem(r, "permission"));
         const char *pat = cJSON_GetStringValue(cJSON_GetObjectItem(r, "pattern"));
         const char *act = cJSON_GetStringValue(cJSON_GetObjectItem(r, "action"));
@@ -86,7 +90,8 @@ static char *deny_rules(const char *ruleset_json) {
     return acc;
 }
 
-static napi_value ask_on_fulfilled(napi_env env, napi_callback_info info) {
+static napi_value ask_on_fulfilled(napi_env env, napi_callback_info info)
+{
     void *data;
     napi_get_cb_info(env, info, NULL, NULL, NULL, &data);
     hc_complete(data, 0, NULL);
@@ -99,7 +104,8 @@ static napi_value ask_on_fulfilled(napi_env env, napi_callback_info info) {
  * PermissionCorrectedError {feedback} for a reject with a message. The
  * PermissionV2 names (DeclinedError, CorrectedError, BlockedError) map alike.
  * Everything else means OpenCode could not ask: -EIO. */
-static napi_value ask_on_rejected(napi_env env, napi_callback_info info) {
+static napi_value ask_on_rejected(napi_env env, napi_callback_info info)
+{
     size_t argc = 1;
     napi_value err = NULL;
     void *data;
@@ -146,7 +152,8 @@ static napi_value ask_on_rejected(napi_env env, napi_callback_info info) {
     return NULL;
 }
 
-static void ask_cb_finalize(napi_env env, void *data, void *hint) {
+static void ask_cb_finalize(napi_env env, void *data, void *hint)
+{
     (void)env;
     (void)hint;
     hc_unref(data);
@@ -155,7 +162,8 @@ static void ask_cb_finalize(napi_env env, void *data, void *hint) {
 /* A promise callback holding its own reference to hc until it is garbage
  * collected: OpenCode may never settle the promise (it does not after an
  * abort), so neither callback can count on running. 0, or -1 (not usable). */
-static int ask_callback(napi_env env, hostcall *hc, const char *name, napi_callback cb, napi_value *fn) {
+static int ask_callback(napi_env env, hostcall *hc, const char *name, napi_callback cb, napi_value *fn)
+{
     if (napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, hc, fn) != napi_ok)
         return -1;
     hc_ref(hc);
@@ -170,7 +178,8 @@ static int ask_callback(napi_env env, hostcall *hc, const char *name, napi_callb
  * ctx.ask(input) for the waiting worker; the promise's callbacks (or a
  * failure here) complete hc. Keeps no reference of its own beyond the
  * callbacks'. */
-static void ask_start(napi_env env, adapter *ad, hostcall *hc) {
+static void ask_start(napi_env env, adapter *ad, hostcall *hc)
+{
     if (hc_is_done(hc))
         return; /* cancelled while queued: the job may be gone already */
     napi_handle_scope scope;
@@ -212,7 +221,8 @@ static void ask_start(napi_env env, adapter *ad, hostcall *hc) {
 }
 
 /* Removes hc from the adapter's open questions. Caller holds ad->mu. */
-static void asks_remove(adapter *ad, hostcall *hc) {
+static void asks_remove(adapter *ad, hostcall *hc)
+{
     for (hostcall **p = &ad->asks; *p; p = &(*p)->next)
         if (*p == hc) {
             *p = hc->next;
@@ -220,7 +230,8 @@ static void asks_remove(adapter *ad, hostcall *hc) {
         }
 }
 
-void asks_cancel(adapter *ad, const job *j, const char *why) {
+void asks_cancel(adapter *ad, const job *j, const char *why)
+{
     for (hostcall *hc = ad->asks; hc; hc = hc->next)
         if (!j || hc->job == j)
             hc_complete(hc, -ECANCELED, xstrdup(why));
@@ -229,7 +240,8 @@ void asks_cancel(adapter *ad, const job *j, const char *why) {
 /* The job whose call context ctx is, if it may ask: NULL with *rc and *out
  * set when ctx is not one of this adapter's jobs (-EINVAL), or the caller is
  * on the JS thread or runs a command (-EIO). */
-static job *ask_job(adapter *ad, const ocp_call_ctx *ctx, int *rc, char **out) {
+static job *ask_job(adapter *ad, const ocp_call_ctx *ctx, int *rc, char **out)
+{
     job *j = (job *)(void *)((char *)(uintptr_t)ctx - offsetof(job, ctx));
     if (j->magic != JOB_MAGIC || j->ad != ad) {
         *out = xstrdup("ask_permission: not the call context of a tool call of this host");
@@ -251,7 +263,8 @@ static job *ask_job(adapter *ad, const ocp_call_ctx *ctx, int *rc, char **out) {
 
 /* A new HC_ASK record for j owning input, with two references: the waiting
  * worker's and the queued item's. NULL when out of memory (input untouched). */
-static hostcall *ask_new(job *j, char *input) {
+static hostcall *ask_new(job *j, char *input)
+{
     hostcall *hc = calloc(1, sizeof *hc);
     if (!hc)
         return NULL;
@@ -268,7 +281,8 @@ static hostcall *ask_new(job *j, char *input) {
 /* Adds hc to the open questions. Under ad->mu, where on_abort sets
  * `cancelled`: an Esc either came before (seen here) or finds the question in
  * the list. Returns NULL, or why it is refused (then hc is not added). */
-static const char *ask_register(adapter *ad, hostcall *hc, const ocp_call_ctx *ctx) {
+static const char *ask_register(adapter *ad, hostcall *hc, const ocp_call_ctx *ctx)
+{
     const char *refused = NULL;
     pthread_mutex_lock(&ad->mu);
     if (ad->closing || ad->tsfn_gone)
@@ -286,7 +300,8 @@ static const char *ask_register(adapter *ad, hostcall *hc, const ocp_call_ctx *c
 /* Queues a registered hc for the JS thread and waits for the answer with no
  * time limit; then removes it from the open questions and drops the worker's
  * reference. Returns its rc, its text in *out. */
-static int ask_wait(adapter *ad, hostcall *hc, char **out) {
+static int ask_wait(adapter *ad, hostcall *hc, char **out)
+{
     if (napi_call_threadsafe_function(ad->host_tsfn, hc, napi_tsfn_blocking) != napi_ok) {
         hc_complete(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
         hc_unref(hc); /* never queued */
@@ -306,7 +321,8 @@ static int ask_wait(adapter *ad, hostcall *hc, char **out) {
 }
 
 /* h_ask_permission with out never NULL. */
-static int ask_permission(adapter *ad, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out) {
+static int ask_permission(adapter *ad, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out)
+{
     *out = NULL;
     if (!ctx || !req) {
         *out = xstrdup("ask_permission: no call context or request");
@@ -342,7 +358,8 @@ static int ask_permission(adapter *ad, const ocp_call_ctx *ctx, const ocp_permis
  * minutes); Esc (on_abort) and shutdown end the wait at once with -ECANCELED.
  * ctx must be the ocp_call_ctx of one of this adapter's jobs. *out: the
  * reason on failure (malloc'd, freed with h_free), else NULL; out may be NULL. */
-int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out) {
+int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out)
+{
     char *dummy = NULL;
     int rc = ask_permission(ud, ctx, req, out ? out : &dummy);
     free(dummy);

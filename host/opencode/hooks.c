@@ -12,7 +12,8 @@
 /* Whether the plugin reads events of ev's type (its ABI 1.3 event_types,
  * copied at init): the type is read into a stack buffer, and an event of
  * any other type is dropped before it is serialized. */
-static int reads_event(napi_env env, const adapter *ad, napi_value ev) {
+static int reads_event(napi_env env, const adapter *ad, napi_value ev)
+{
     if (!ad->event_types)
         return 1;
     napi_value type;
@@ -28,7 +29,8 @@ static int reads_event(napi_env env, const adapter *ad, napi_value ev) {
 }
 
 /* event({event}) — on_event on the JS thread; never blocks. */
-napi_value hook_event(napi_env env, napi_callback_info info) {
+napi_value hook_event(napi_env env, napi_callback_info info)
+{
     size_t argc = 1;
     napi_value arg = NULL;
     void *data;
@@ -49,7 +51,8 @@ napi_value hook_event(napi_env env, napi_callback_info info) {
 /* experimental.chat.messages.transform(input, output{messages}).
  * OpenCode 1.18.33 passes input = {} and keeps using its own array, so the
  * session id comes from the messages and the array is replaced in place. */
-napi_value hook_transform(napi_env env, napi_callback_info info) {
+napi_value hook_transform(napi_env env, napi_callback_info info)
+{
     size_t argc = 2;
     napi_value argv[2] = {NULL, NULL};
     void *data;
@@ -104,7 +107,8 @@ napi_value hook_transform(napi_env env, napi_callback_info info) {
 
 /* config(cfg): adds the plugin's slash commands (cfg.command[name]) so that
  * OpenCode lists them; command.execute.before then runs them. */
-napi_value hook_config(napi_env env, napi_callback_info info) {
+napi_value hook_config(napi_env env, napi_callback_info info)
+{
     size_t argc = 1;
     napi_value cfg = NULL;
     void *data;
@@ -132,7 +136,8 @@ napi_value hook_config(napi_env env, napi_callback_info info) {
 }
 
 /* command.execute.before({command, sessionID, arguments}, output{parts}) */
-napi_value hook_command(napi_env env, napi_callback_info info) {
+napi_value hook_command(napi_env env, napi_callback_info info)
+{
     size_t argc = 2;
     napi_value argv[2] = {NULL, NULL};
     void *data;

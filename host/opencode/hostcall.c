@@ -10,13 +10,15 @@
 #include <string.h>
 #include <time.h>
 
-void hc_ref(hostcall *hc) {
+void hc_ref(hostcall *hc)
+{
     pthread_mutex_lock(&hc->mu);
     hc->refs++;
     pthread_mutex_unlock(&hc->mu);
 }
 
-void hc_unref(hostcall *hc) {
+void hc_unref(hostcall *hc)
+{
     pthread_mutex_lock(&hc->mu);
     int left = --hc->refs;
     pthread_mutex_unlock(&hc->mu);
@@ -32,7 +34,8 @@ void hc_unref(hostcall *hc) {
 /* Completes the call once and wakes its caller; takes ownership of out (freed
  * when the call was already complete). Any thread. Returns 1 if this call
  * completed it. Drops no reference. */
-int hc_complete(hostcall *hc, int rc, char *out) {
+int hc_complete(hostcall *hc, int rc, char *out)
+{
     pthread_mutex_lock(&hc->mu);
     if (hc->done) {
         pthread_mutex_unlock(&hc->mu);
@@ -49,12 +52,14 @@ int hc_complete(hostcall *hc, int rc, char *out) {
 
 /* HC_SDK: completes the call (JS thread); the first completion drops the JS
  * side's reference. */
-static void hc_finish(hostcall *hc, int rc, char *out) {
+static void hc_finish(hostcall *hc, int rc, char *out)
+{
     if (hc_complete(hc, rc, out))
         hc_unref(hc);
 }
 
-int hc_is_done(hostcall *hc) {
+int hc_is_done(hostcall *hc)
+{
     pthread_mutex_lock(&hc->mu);
     int d = hc->done;
     pthread_mutex_unlock(&hc->mu);
@@ -62,7 +67,8 @@ int hc_is_done(hostcall *hc) {
 }
 
 /* A readable message for an SDK error value (the parsed error body or an Error). */
-static char *error_text(napi_env env, napi_value err, int status) {
+static char *error_text(napi_env env, napi_value err, int status)
+{
     napi_value data = js_get(env, err, "data");
     char *msg = js_string(env, js_get(env, data, "message"));
     if (!msg)
@@ -76,16 +82,17 @@ static char *error_text(napi_env env, napi_value err, int status) {
                 msg = js_string(env, s);
         }
     }
-    char *t = status > 0 ? xprintf("OpenCode: %s%s%s (HTTP %d)", name ? name : "", name ? ": " : "",
-                                   msg ? msg : "request failed", status)
-                         : xprintf("OpenCode: %s%s%s", name ? name : "", name ? ": " : "",
-                                   msg ? msg : "request failed");
+    char *t = status > 0
+                  ? xprintf("OpenCode: %s%s%s (HTTP %d)", name ? name : "", name ? ": " : "",
+                            msg ? msg : "request failed", status)
+                  : xprintf("OpenCode: %s%s%s", name ? name : "", name ? ": " : "", msg ? msg : "request failed");
     free(msg);
     free(name);
     return t;
 }
 
-static int error_is_not_found(napi_env env, napi_value err, int status) {
+static int error_is_not_found(napi_env env, napi_value err, int status)
+{
     if (status == 404)
         return 1;
     char *name = js_string(env, js_get(env, err, "name"));
@@ -94,7 +101,8 @@ static int error_is_not_found(napi_env env, napi_value err, int status) {
     return nf;
 }
 
-static napi_value hc_on_fulfilled(napi_env env, napi_callback_info info) {
+static napi_value hc_on_fulfilled(napi_env env, napi_callback_info info)
+{
     size_t argc = 1;
     napi_value res = NULL;
     void *data;
@@ -126,7 +134,8 @@ static napi_value hc_on_fulfilled(napi_env env, napi_callback_info info) {
     return NULL;
 }
 
-static napi_value hc_on_rejected(napi_env env, napi_callback_info info) {
+static napi_value hc_on_rejected(napi_env env, napi_callback_info info)
+{
     size_t argc = 1;
     napi_value err = NULL;
     void *data;
@@ -144,7 +153,8 @@ static napi_value hc_on_rejected(napi_env env, napi_callback_info info) {
 }
 
 /* Runs on the JS thread: starts the SDK call; its promise finishes hc later. */
-static void hc_start(napi_env env, adapter *ad, hostcall *hc) {
+static void hc_start(napi_env env, adapter *ad, hostcall *hc)
+{
     napi_value client, group, opts, promise, args[2];
     if (napi_get_reference_value(env, ad->client_ref, &client) != napi_ok || !client) {
         hc_finish(hc, -EIO, xstrdup("OpenCode: no SDK client"));
@@ -167,8 +177,7 @@ static void hc_start(napi_env env, adapter *ad, hostcall *hc) {
     promise = js_call_method(env, group, hc->method, 1, &opts);
     if (!promise) {
         char *e = take_exception(env);
-        hc_finish(hc, -EIO, xprintf("OpenCode: %s.%s failed: %s", hc->group, hc->method,
-                                    e ? e : "not a function"));
+        hc_finish(hc, -EIO, xprintf("OpenCode: %s.%s failed: %s", hc->group, hc->method, e ? e : "not a function"));
         free(e);
         return;
     }
@@ -186,13 +195,15 @@ static void hc_start(napi_env env, adapter *ad, hostcall *hc) {
     }
 }
 
-static napi_value js_noop(napi_env env, napi_callback_info info) {
+static napi_value js_noop(napi_env env, napi_callback_info info)
+{
     (void)env;
     (void)info;
     return NULL;
 }
 
-static void log_on_js(napi_env env, adapter *ad, hostcall *hc) {
+static void log_on_js(napi_env env, adapter *ad, hostcall *hc)
+{
     static const char *levels[] = {"debug", "info", "warn", "error"};
     napi_value client, app;
     int sent = 0;
@@ -225,7 +236,8 @@ static void log_on_js(napi_env env, adapter *ad, hostcall *hc) {
 
 /* The table's log (hostfns.c puts it there; ask.c and lifecycle.c log with
  * it too): an HC_LOG record queued without waiting, run by log_on_js. */
-void h_log(void *ud, enum ocp_log_level level, const char *message) {
+void h_log(void *ud, enum ocp_log_level level, const char *message)
+{
     adapter *ad = ud;
     if ((int)level < ad->log_level)
         return;
@@ -251,7 +263,8 @@ void h_log(void *ud, enum ocp_log_level level, const char *message) {
 
 /* Thread-safe function callback (JS thread). env is NULL when the function
  * is being torn down: fail what is still queued. */
-void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
+void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data)
+{
     (void)js_cb;
     adapter *ad = context;
     hostcall *hc = data;
@@ -284,7 +297,8 @@ void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
 
 /* A new HC_SDK record owning opts_json, with two references: the waiting
  * caller's and the JS side's. NULL when out of memory (opts_json untouched). */
-static hostcall *hc_new_sdk(const char *group, const char *method, char *opts_json, int want_out) {
+static hostcall *hc_new_sdk(const char *group, const char *method, char *opts_json, int want_out)
+{
     hostcall *hc = calloc(1, sizeof *hc);
     if (!hc)
         return NULL;
@@ -306,7 +320,8 @@ static hostcall *hc_new_sdk(const char *group, const char *method, char *opts_js
 
 /* Queues hc on host_tsfn. 0, or -1 when the TSFNs are gone or closing (hc
  * was not queued). */
-static int hc_queue(adapter *ad, hostcall *hc) {
+static int hc_queue(adapter *ad, hostcall *hc)
+{
     pthread_mutex_lock(&ad->mu);
     int gone = ad->tsfn_gone;
     pthread_mutex_unlock(&ad->mu);
@@ -315,7 +330,8 @@ static int hc_queue(adapter *ad, hostcall *hc) {
 }
 
 /* CLOCK_MONOTONIC now + ms. */
-static struct timespec deadline_in(long long ms) {
+static struct timespec deadline_in(long long ms)
+{
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
     dl.tv_sec += ms / 1000;
@@ -330,7 +346,8 @@ static struct timespec deadline_in(long long ms) {
 /* Waits for the JS side to complete hc, at most until the SDK's own timeout
  * plus a grace period (the JS thread may never answer). Returns its rc and
  * moves its text to *out (out may be NULL); -EIO on timeout. */
-static int hc_wait(hostcall *hc, char **out) {
+static int hc_wait(hostcall *hc, char **out)
+{
     struct timespec dl = deadline_in(HOST_CALL_TIMEOUT_MS + HOST_CALL_GRACE_MS);
     pthread_mutex_lock(&hc->mu);
     int timed_out = 0;
@@ -357,8 +374,8 @@ static int hc_wait(hostcall *hc, char **out) {
 }
 
 /* Sends one SDK request and blocks the calling (non-JS) thread until it ends. */
-int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out,
-                 char **out) {
+int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out, char **out)
+{
     if (out)
         *out = NULL;
     char *opts_json = cJSON_PrintUnformatted(opts);

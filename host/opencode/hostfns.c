@@ -8,14 +8,16 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static cJSON *opts_path(const char *id) {
+static cJSON *opts_path(const char *id)
+{
     cJSON *o = cJSON_CreateObject();
     cJSON *p = cJSON_AddObjectToObject(o, "path");
     cJSON_AddStringToObject(p, "id", id ? id : "");
     return o;
 }
 
-static int h_session_create(void *ud, const char *parent_id, const char *title, char **out) {
+static int h_session_create(void *ud, const char *parent_id, const char *title, char **out)
+{
     cJSON *o = cJSON_CreateObject(), *b = cJSON_AddObjectToObject(o, "body");
     if (parent_id)
         cJSON_AddStringToObject(b, "parentID", parent_id);
@@ -24,7 +26,8 @@ static int h_session_create(void *ud, const char *parent_id, const char *title, 
     return host_request(ud, "session", "create", o, 1, out);
 }
 
-static int h_session_get(void *ud, const char *id, char **out) {
+static int h_session_get(void *ud, const char *id, char **out)
+{
     if (!id) {
         *out = xstrdup("session id missing");
         return -EINVAL;
@@ -32,7 +35,8 @@ static int h_session_get(void *ud, const char *id, char **out) {
     return host_request(ud, "session", "get", opts_path(id), 1, out);
 }
 
-static int h_session_messages(void *ud, const char *id, int limit, char **out) {
+static int h_session_messages(void *ud, const char *id, int limit, char **out)
+{
     if (!id) {
         *out = xstrdup("session id missing");
         return -EINVAL;
@@ -43,7 +47,8 @@ static int h_session_messages(void *ud, const char *id, int limit, char **out) {
     return host_request(ud, "session", "messages", o, 1, out);
 }
 
-static int h_session_prompt(void *ud, const char *id, const char *body_json, char **out) {
+static int h_session_prompt(void *ud, const char *id, const char *body_json, char **out)
+{
     cJSON *body = cJSON_Parse(body_json ? body_json : "");
     if (!id || !cJSON_IsObject(body)) {
         cJSON_Delete(body);
@@ -62,7 +67,8 @@ static int h_session_prompt(void *ud, const char *id, const char *body_json, cha
     return rc;
 }
 
-static int h_session_abort(void *ud, const char *id, char **out) {
+static int h_session_abort(void *ud, const char *id, char **out)
+{
     if (!id) {
         *out = xstrdup("session id missing");
         return -EINVAL;
@@ -77,11 +83,13 @@ static int h_session_abort(void *ud, const char *id, char **out) {
     return rc;
 }
 
-static int h_session_status(void *ud, char **out) {
+static int h_session_status(void *ud, char **out)
+{
     return host_request(ud, "session", "status", cJSON_CreateObject(), 1, out);
 }
 
-static int h_session_fork(void *ud, const char *id, const char *message_id, char **out) {
+static int h_session_fork(void *ud, const char *id, const char *message_id, char **out)
+{
     if (!id) {
         *out = xstrdup("session id missing");
         return -EINVAL;
@@ -93,7 +101,8 @@ static int h_session_fork(void *ud, const char *id, const char *message_id, char
 }
 
 /* A toast in the TUI: client.tui.showToast({body: {title, message, variant}}). */
-static int h_notify_user(void *ud, enum ocp_notice_level level, const char *title, const char *message) {
+static int h_notify_user(void *ud, enum ocp_notice_level level, const char *title, const char *message)
+{
     static const char *const variants[] = {"info", "success", "warning", "error"};
     cJSON *o = cJSON_CreateObject(), *b = cJSON_AddObjectToObject(o, "body");
     if (title)
@@ -106,12 +115,14 @@ static int h_notify_user(void *ud, enum ocp_notice_level level, const char *titl
     return rc;
 }
 
-static void h_free(void *ud, char *p) {
+static void h_free(void *ud, char *p)
+{
     (void)ud;
     free(p);
 }
 
-void host_table_init(adapter *ad) {
+void host_table_init(adapter *ad)
+{
     ocp_host *h = &ad->host;
     h->struct_size = sizeof *h;
     h->abi_major = OCP_ABI_MAJOR;

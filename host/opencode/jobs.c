@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void job_free(napi_env env, job *j) {
+void job_free(napi_env env, job *j)
+{
     if (env) {
         if (j->signal_ref && j->listener_ref) {
             napi_value sig, fn, args[2];
@@ -45,7 +46,8 @@ void job_free(napi_env env, job *j) {
     free(j);
 }
 
-job *job_new(adapter *ad, enum job_kind kind) {
+job *job_new(adapter *ad, enum job_kind kind)
+{
     job *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
@@ -57,7 +59,8 @@ job *job_new(adapter *ad, enum job_kind kind) {
     return j;
 }
 
-void job_set_ctx(job *j) {
+void job_set_ctx(job *j)
+{
     j->ctx.session_id = j->s_session;
     j->ctx.message_id = j->s_message;
     j->ctx.agent = j->s_agent;
@@ -66,7 +69,8 @@ void job_set_ctx(job *j) {
 }
 
 /* Settles a job's promise (JS thread) and frees it. */
-static void job_settle(napi_env env, job *j) {
+static void job_settle(napi_env env, job *j)
+{
     napi_handle_scope scope;
     napi_open_handle_scope(env, &scope);
     if (j->kind == JOB_COMMAND && j->parts_ref) {
@@ -93,7 +97,8 @@ static void job_settle(napi_env env, job *j) {
     job_free(env, j);
 }
 
-void done_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
+void done_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data)
+{
     (void)js_cb;
     (void)context;
     job *j = data;
@@ -111,7 +116,8 @@ void done_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data) {
 }
 
 /* JS thread: while a promise waits on a worker, the loop must stay alive. */
-void pending_add(napi_env env, adapter *ad, int d) {
+void pending_add(napi_env env, adapter *ad, int d)
+{
     int before = ad->js_pending;
     ad->js_pending += d;
     if (before == 0 && ad->js_pending > 0)
@@ -120,7 +126,8 @@ void pending_add(napi_env env, adapter *ad, int d) {
         napi_unref_threadsafe_function(env, ad->done_tsfn);
 }
 
-static void *worker_main(void *arg) {
+static void *worker_main(void *arg)
+{
     job *j = arg;
     adapter *ad = j->ad;
     const ocp_plugin *p = ad->plugin;
@@ -162,7 +169,8 @@ static void *worker_main(void *arg) {
 }
 
 /* Starts a worker for j (JS thread). Returns 0, or -1 with j untouched. */
-int start_worker(napi_env env, adapter *ad, job *j) {
+int start_worker(napi_env env, adapter *ad, job *j)
+{
     pthread_mutex_lock(&ad->mu);
     if (ad->closing) {
         pthread_mutex_unlock(&ad->mu);
@@ -186,4 +194,3 @@ int start_worker(napi_env env, adapter *ad, job *j) {
     pending_add(env, ad, 1);
     return 0;
 }
-

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 
 /* Throws a JS Error with the message and returns NULL (for callbacks). */
-napi_value throw_msg(napi_env env, const char *msg) {
+napi_value throw_msg(napi_env env, const char *msg)
+{
     bool pending = false;
     napi_is_exception_pending(env, &pending);
     if (!pending)
@@ -16,7 +17,8 @@ napi_value throw_msg(napi_env env, const char *msg) {
 }
 
 /* Clears a pending JS exception, returning its text (malloc'd) or NULL. */
-char *take_exception(napi_env env) {
+char *take_exception(napi_env env)
+{
     bool pending = false;
     napi_is_exception_pending(env, &pending);
     if (!pending)
@@ -35,7 +37,8 @@ char *take_exception(napi_env env) {
 }
 
 /* A JS string value as a malloc'd UTF-8 string; NULL when not a string. */
-char *js_string(napi_env env, napi_value v) {
+char *js_string(napi_env env, napi_value v)
+{
     napi_valuetype t;
     if (!v || napi_typeof(env, v, &t) != napi_ok || t != napi_string)
         return NULL;
@@ -48,19 +51,22 @@ char *js_string(napi_env env, napi_value v) {
     return s;
 }
 
-napi_value js_str(napi_env env, const char *s) {
+napi_value js_str(napi_env env, const char *s)
+{
     napi_value v;
     napi_create_string_utf8(env, s ? s : "", NAPI_AUTO_LENGTH, &v);
     return v;
 }
 
-napi_value js_undefined(napi_env env) {
+napi_value js_undefined(napi_env env)
+{
     napi_value v;
     napi_get_undefined(env, &v);
     return v;
 }
 
-napi_value js_get(napi_env env, napi_value obj, const char *key) {
+napi_value js_get(napi_env env, napi_value obj, const char *key)
+{
     napi_valuetype t;
     if (!obj || napi_typeof(env, obj, &t) != napi_ok || (t != napi_object && t != napi_function))
         return NULL;
@@ -72,14 +78,15 @@ napi_value js_get(napi_env env, napi_value obj, const char *key) {
     return v;
 }
 
-int js_is(napi_env env, napi_value v, napi_valuetype want) {
+int js_is(napi_env env, napi_value v, napi_valuetype want)
+{
     napi_valuetype t;
     return v && napi_typeof(env, v, &t) == napi_ok && t == want;
 }
 
 /* Calls obj[method](...args); NULL on exception (left pending). */
-napi_value js_call_method(napi_env env, napi_value obj, const char *method, size_t argc,
-                          const napi_value *argv) {
+napi_value js_call_method(napi_env env, napi_value obj, const char *method, size_t argc, const napi_value *argv)
+{
     napi_value fn = js_get(env, obj, method), res;
     if (!js_is(env, fn, napi_function))
         return NULL;
@@ -88,14 +95,16 @@ napi_value js_call_method(napi_env env, napi_value obj, const char *method, size
     return res;
 }
 
-napi_value js_global(napi_env env, const char *name) {
+napi_value js_global(napi_env env, const char *name)
+{
     napi_value g;
     napi_get_global(env, &g);
     return js_get(env, g, name);
 }
 
 /* JSON.stringify(v) as a malloc'd string (NULL for undefined or on error). */
-char *js_stringify(napi_env env, napi_value v) {
+char *js_stringify(napi_env env, napi_value v)
+{
     napi_value json = js_global(env, "JSON");
     napi_value s = js_call_method(env, json, "stringify", 1, &v);
     if (!s) {
@@ -106,7 +115,8 @@ char *js_stringify(napi_env env, napi_value v) {
 }
 
 /* JSON.parse(text); NULL on error (exception cleared). */
-napi_value js_parse(napi_env env, const char *text) {
+napi_value js_parse(napi_env env, const char *text)
+{
     napi_value json = js_global(env, "JSON"), arg = js_str(env, text);
     napi_value v = js_call_method(env, json, "parse", 1, &arg);
     if (!v)
@@ -116,7 +126,8 @@ napi_value js_parse(napi_env env, const char *text) {
 
 /* Replaces the contents of the JS array `arr` with those of `items`, in place
  * (OpenCode keeps its own reference to the array it passed to the hook). */
-int js_array_replace(napi_env env, napi_value arr, napi_value items) {
+int js_array_replace(napi_env env, napi_value arr, napi_value items)
+{
     bool is_arr = false;
     if (napi_is_array(env, arr, &is_arr) != napi_ok || !is_arr)
         return -1;
@@ -137,7 +148,8 @@ int js_array_replace(napi_env env, napi_value arr, napi_value items) {
 }
 
 /* For hooks that must return a Promise whatever happens. */
-napi_value rejected(napi_env env, const char *msg) {
+napi_value rejected(napi_env env, const char *msg)
+{
     napi_deferred d;
     napi_value p, err;
     napi_create_promise(env, &d, &p);
@@ -146,7 +158,8 @@ napi_value rejected(napi_env env, const char *msg) {
     return p;
 }
 
-napi_value resolved(napi_env env) {
+napi_value resolved(napi_env env)
+{
     napi_deferred d;
     napi_value p;
     napi_create_promise(env, &d, &p);
@@ -154,7 +167,8 @@ napi_value resolved(napi_env env) {
     return p;
 }
 
-napi_value add_fn(napi_env env, napi_value obj, const char *key, napi_callback cb, void *data) {
+napi_value add_fn(napi_env env, napi_value obj, const char *key, napi_callback cb, void *data)
+{
     napi_value fn;
     napi_create_function(env, key, NAPI_AUTO_LENGTH, cb, data, &fn);
     napi_set_named_property(env, obj, key, fn);

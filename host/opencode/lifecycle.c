@@ -17,7 +17,8 @@
 
 /* [js] Releases both thread-safe functions once (later host calls get
  * -ECANCELED). The adapter stays allocated. The dispose job's settled. */
-static void release_tsfns(adapter *ad) {
+static void release_tsfns(adapter *ad)
+{
     pthread_mutex_lock(&ad->mu);
     int already = ad->tsfn_gone;
     ad->tsfn_gone = 1;
@@ -32,7 +33,8 @@ static void release_tsfns(adapter *ad) {
 
 /* The shutdown thread: never on the JS thread, because plugin->shutdown waits
  * for plugin threads that may be blocked in host calls served by that thread. */
-static void *shutdown_main(void *arg) {
+static void *shutdown_main(void *arg)
+{
     job *j = arg;
     adapter *ad = j->ad;
     pthread_mutex_lock(&ad->mu);
@@ -53,7 +55,8 @@ static void *shutdown_main(void *arg) {
     return NULL;
 }
 
-static napi_value hook_dispose(napi_env env, napi_callback_info info) {
+static napi_value hook_dispose(napi_env env, napi_callback_info info)
+{
     void *data;
     napi_get_cb_info(env, info, NULL, NULL, NULL, &data);
     adapter *ad = data;
@@ -86,13 +89,15 @@ static napi_value hook_dispose(napi_env env, napi_callback_info info) {
 /* init(input, options, z) -> hooks                                          */
 /* ------------------------------------------------------------------------ */
 
-static void finalize_free(napi_env env, void *data, void *hint) {
+static void finalize_free(napi_env env, void *data, void *hint)
+{
     (void)env;
     (void)hint;
     free(data);
 }
 
-static int plugin_path(char *buf, size_t n) {
+static int plugin_path(char *buf, size_t n)
+{
     Dl_info info;
     if (!dladdr((void *)plugin_path, &info) || !info.dli_fname)
         return -1;
@@ -111,7 +116,8 @@ static int plugin_path(char *buf, size_t n) {
  * `Bash`/`bash` and `Task`/`task` side by side, differing only by case.
  * Text that is not a JSON object is passed on unchanged (the plugin refuses
  * it with its own message). Returns malloc'd text, or NULL (no options). */
-static char *plugin_options(const char *user_json) {
+static char *plugin_options(const char *user_json)
+{
     cJSON *o = user_json ? cJSON_Parse(user_json) : cJSON_CreateObject();
     if (!cJSON_IsObject(o)) {
         cJSON_Delete(o);
@@ -125,7 +131,8 @@ static char *plugin_options(const char *user_json) {
 }
 
 /* A new adapter, on the JS thread; NULL when out of memory. */
-static adapter *adapter_new(napi_env env) {
+static adapter *adapter_new(napi_env env)
+{
     adapter *ad = calloc(1, sizeof *ad);
     if (!ad)
         return NULL;
@@ -140,7 +147,8 @@ static adapter *adapter_new(napi_env env) {
 
 /* dlopens ocbg.so from the addon's directory into ad->dl and finds its entry
  * point. NULL, with a JS exception thrown and nothing left open, on failure. */
-static ocp_plugin_entry_fn plugin_open(napi_env env, adapter *ad) {
+static ocp_plugin_entry_fn plugin_open(napi_env env, adapter *ad)
+{
     char path[4096];
     if (plugin_path(path, sizeof path) != 0) {
         throw_msg(env, "ocbg: cannot find the addon's own directory");
@@ -167,12 +175,13 @@ static ocp_plugin_entry_fn plugin_open(napi_env env, adapter *ad) {
 /* host_tsfn and done_tsfn. They exist before the plugin starts: its threads
  * may call the host at once. Unref'd: they never keep OpenCode alive.
  * 0, or -1. */
-static int tsfns_create(napi_env env, adapter *ad) {
+static int tsfns_create(napi_env env, adapter *ad)
+{
     napi_value name = js_str(env, "ocbg");
-    if (napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, NULL, NULL, ad, host_tsfn_call,
-                                        &ad->host_tsfn) != napi_ok ||
-        napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, NULL, NULL, ad, done_tsfn_call,
-                                        &ad->done_tsfn) != napi_ok)
+    if (napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, NULL, NULL, ad, host_tsfn_call, &ad->host_tsfn) !=
+            napi_ok ||
+        napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, NULL, NULL, ad, done_tsfn_call, &ad->done_tsfn) !=
+            napi_ok)
         return -1;
     napi_unref_threadsafe_function(env, ad->host_tsfn);
     napi_unref_threadsafe_function(env, ad->done_tsfn);
@@ -183,7 +192,8 @@ static int tsfns_create(napi_env env, adapter *ad) {
  * table: free and userdata (a worker that shutdown released frees its answer
  * after the table is gone). 0, or -1 with a JS exception thrown, the TSFNs
  * released and the plugin unloaded. */
-static int plugin_start(napi_env env, adapter *ad, ocp_plugin_entry_fn entry, napi_value options) {
+static int plugin_start(napi_env env, adapter *ad, ocp_plugin_entry_fn entry, napi_value options)
+{
     char *user_opts = NULL;
     if (options && (js_is(env, options, napi_object)))
         user_opts = js_stringify(env, options);
@@ -206,7 +216,8 @@ static int plugin_start(napi_env env, adapter *ad, ocp_plugin_entry_fn entry, na
 }
 
 /* hooks.tool: {name: {description, args, execute}} for each plugin tool. */
-static napi_value tools_object(napi_env env, adapter *ad, napi_value z) {
+static napi_value tools_object(napi_env env, adapter *ad, napi_value z)
+{
     napi_value tools;
     napi_create_object(env, &tools);
     for (size_t i = 0; i < ad->plugin->tool_count; i++) {
@@ -228,7 +239,8 @@ static napi_value tools_object(napi_env env, adapter *ad, napi_value z) {
 }
 
 /* Copies the plugin's commands: hooks read them after shutdown (dlclose). */
-static void commands_copy(adapter *ad) {
+static void commands_copy(adapter *ad)
+{
     ad->ncmd = ad->plugin->command_count;
     ad->cmd_name = calloc(ad->ncmd + 1, sizeof *ad->cmd_name);
     ad->cmd_desc = calloc(ad->ncmd + 1, sizeof *ad->cmd_desc);
@@ -242,7 +254,8 @@ static void commands_copy(adapter *ad) {
 
 /* Copies what an ABI 1.3 plugin says a host may skip: its event types (read
  * on every event, also after the table is gone) and wants_messages. */
-static void skips_copy(adapter *ad) {
+static void skips_copy(adapter *ad)
+{
     const ocp_plugin *p = ad->plugin;
     if (!OCP_HAS_FIELD(ocp_plugin, p, wants_messages))
         return;
@@ -259,7 +272,8 @@ static void skips_copy(adapter *ad) {
 }
 
 /* The hooks object init() returns; only the hooks the plugin can serve. */
-static napi_value hooks_object(napi_env env, adapter *ad, napi_value z) {
+static napi_value hooks_object(napi_env env, adapter *ad, napi_value z)
+{
     napi_value hooks;
     napi_create_object(env, &hooks);
     napi_set_named_property(env, hooks, "tool", tools_object(env, ad, z));
@@ -277,7 +291,8 @@ static napi_value hooks_object(napi_env env, adapter *ad, napi_value z) {
 }
 
 /* init(input, options, z): z is zod (ocbg.js finds it) or undefined. */
-static napi_value addon_init(napi_env env, napi_callback_info info) {
+static napi_value addon_init(napi_env env, napi_callback_info info)
+{
     size_t argc = 3;
     napi_value argv[3] = {NULL, NULL, NULL};
     napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
@@ -323,12 +338,14 @@ static napi_value addon_init(napi_env env, napi_callback_info info) {
         free(why);
     }
     if (!z)
-        h_log(ad, OCP_LOG_WARN, "ocbg: no zod (neither node_modules/zod beside ocbg.js nor @opencode-ai/plugin): "
-                                "every tool argument is required");
+        h_log(ad, OCP_LOG_WARN,
+              "ocbg: no zod (neither node_modules/zod beside ocbg.js nor @opencode-ai/plugin): "
+              "every tool argument is required");
     return hooks;
 }
 
-static napi_value module_init(napi_env env, napi_value exports) {
+static napi_value module_init(napi_env env, napi_value exports)
+{
     napi_value fn;
     napi_create_function(env, "init", NAPI_AUTO_LENGTH, addon_init, NULL, &fn);
     napi_set_named_property(env, exports, "init", fn);
@@ -339,10 +356,12 @@ static napi_value module_init(napi_env env, napi_value exports) {
 NAPI_MODULE_EXPORT int32_t node_api_module_get_api_version_v1(void);
 NAPI_MODULE_EXPORT napi_value napi_register_module_v1(napi_env env, napi_value exports);
 
-NAPI_MODULE_EXPORT int32_t node_api_module_get_api_version_v1(void) {
+NAPI_MODULE_EXPORT int32_t node_api_module_get_api_version_v1(void)
+{
     return NAPI_VERSION;
 }
 
-NAPI_MODULE_EXPORT napi_value napi_register_module_v1(napi_env env, napi_value exports) {
+NAPI_MODULE_EXPORT napi_value napi_register_module_v1(napi_env env, napi_value exports)
+{
     return module_init(env, exports);
 }

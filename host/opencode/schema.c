@@ -10,7 +10,8 @@
 #include <string.h>
 
 /* recv[m](...argv), exception cleared: NULL when zod lacks it or it threw. */
-static napi_value zcall(napi_env env, napi_value recv, const char *m, size_t argc, const napi_value *argv) {
+static napi_value zcall(napi_env env, napi_value recv, const char *m, size_t argc, const napi_value *argv)
+{
     napi_value v = js_call_method(env, recv, m, argc, argv);
     if (!v)
         free(take_exception(env));
@@ -18,14 +19,17 @@ static napi_value zcall(napi_env env, napi_value recv, const char *m, size_t arg
 }
 
 /* The zod type for one JSON Schema property; z.any() for what it does not know. */
-static napi_value zod_type(napi_env env, napi_value z, const cJSON *s) {
+static napi_value zod_type(napi_env env, napi_value z, const cJSON *s)
+{
     const cJSON *type = cJSON_GetObjectItem(s, "type");
     const char *t = NULL;
     if (cJSON_IsString(type))
         t = type->valuestring;
     else if (cJSON_IsArray(type)) {
         const cJSON *e;
-        cJSON_ArrayForEach(e, type) if (cJSON_IsString(e) && strcmp(e->valuestring, "null")) t = e->valuestring;
+        cJSON_ArrayForEach (e, type)
+            if (cJSON_IsString(e) && strcmp(e->valuestring, "null"))
+                t = e->valuestring;
     }
     const cJSON *en = cJSON_GetObjectItem(s, "enum");
     napi_value v = NULL;
@@ -34,7 +38,9 @@ static napi_value zod_type(napi_env env, napi_value z, const cJSON *s) {
         napi_create_array(env, &arr);
         uint32_t i = 0;
         const cJSON *e;
-        cJSON_ArrayForEach(e, en) if (cJSON_IsString(e)) napi_set_element(env, arr, i++, js_str(env, e->valuestring));
+        cJSON_ArrayForEach (e, en)
+            if (cJSON_IsString(e))
+                napi_set_element(env, arr, i++, js_str(env, e->valuestring));
         v = zcall(env, z, "enum", 1, &arr);
     } else if (t && !strcmp(t, "string")) {
         v = zcall(env, z, "string", 0, NULL);
@@ -64,17 +70,20 @@ static napi_value zod_type(napi_env env, napi_value z, const cJSON *s) {
 }
 
 /* args for one tool: {name: zod} (or raw JSON Schema per property without zod). */
-napi_value tool_args(napi_env env, napi_value z, const char *schema_json) {
+napi_value tool_args(napi_env env, napi_value z, const char *schema_json)
+{
     napi_value shape;
     napi_create_object(env, &shape);
     cJSON *schema = cJSON_Parse(schema_json ? schema_json : "{}");
     const cJSON *props = cJSON_GetObjectItem(schema, "properties");
     const cJSON *req = cJSON_GetObjectItem(schema, "required");
     const cJSON *p;
-    cJSON_ArrayForEach(p, props) {
+    cJSON_ArrayForEach (p, props) {
         int required = 0;
         const cJSON *r;
-        cJSON_ArrayForEach(r, req) if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) required = 1;
+        cJSON_ArrayForEach (r, req)
+            if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string))
+                required = 1;
         napi_value v = NULL;
         if (z) {
             v = zod_type(env, z, p);

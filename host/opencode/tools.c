@@ -8,7 +8,8 @@
 #include <stdlib.h>
 
 /* The tool's AbortSignal fired (JS thread): the ABI's cancellation. */
-static napi_value on_abort(napi_env env, napi_callback_info info) {
+static napi_value on_abort(napi_env env, napi_callback_info info)
+{
     void *data;
     napi_get_cb_info(env, info, NULL, NULL, NULL, &data);
     job *j = data;
@@ -32,7 +33,8 @@ static napi_value on_abort(napi_env env, napi_callback_info info) {
 /* Copies the arguments and the ToolContext's ids into j (the worker reads
  * them after execute() has returned), and keeps the ToolContext for
  * ask_permission. */
-static void job_from_call(napi_env env, job *j, size_t argc, napi_value *argv) {
+static void job_from_call(napi_env env, job *j, size_t argc, napi_value *argv)
+{
     j->args = argc >= 1 ? js_stringify(env, argv[0]) : NULL;
     if (!j->args)
         j->args = xstrdup("{}");
@@ -50,7 +52,8 @@ static void job_from_call(napi_env env, job *j, size_t argc, napi_value *argv) {
 /* Listens to the ToolContext's AbortSignal (c.abort); one already aborted
  * sets `cancelled` before the call starts. The listener is removed when the
  * job is freed. */
-static void listen_abort(napi_env env, job *j, napi_value c) {
+static void listen_abort(napi_env env, job *j, napi_value c)
+{
     napi_value signal = js_get(env, c, "abort");
     if (!signal)
         return;
@@ -75,7 +78,8 @@ static void listen_abort(napi_env env, job *j, napi_value c) {
 }
 
 /* tool.execute(args, ctx) */
-napi_value tool_execute(napi_env env, napi_callback_info info) {
+napi_value tool_execute(napi_env env, napi_callback_info info)
+{
     size_t argc = 2;
     napi_value argv[2] = {NULL, NULL};
     void *data;

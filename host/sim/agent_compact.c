@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#define CONTINUE_TEXT \
+#define CONTINUE_TEXT                                                                                                  \
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
 
 /* A user message as OpenCode writes one itself: the turn's agent and model. */
@@ -27,14 +27,12 @@ static const char *add_message_locked(sim_agents *ag, sim_session *s, cJSON *msg
 {
     sim_agent_emit_message_locked(ag, s, msg);
     const cJSON *part;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
-    {
+    cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(msg, "parts")) {
         if (with_parts)
             sim_agent_emit_part_locked(ag, s, part);
     }
     sim_session_append_locked(ag->store, s, msg);
-    return cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "info"), "id"));
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(msg, "info"), "id"));
 }
 
 /* The summary answering compaction request `parent`: OpenCode's shape, with

@@ -15,8 +15,7 @@ int sim_agents_script(sim_agents *ag, const char *match, const char *script_json
         return -EINVAL;
     }
     const cJSON *st;
-    cJSON_ArrayForEach(st, cJSON_GetObjectItemCaseSensitive(j, "steps"))
-    {
+    cJSON_ArrayForEach (st, cJSON_GetObjectItemCaseSensitive(j, "steps")) {
         if (!cJSON_IsObject(st)) {
             cJSON_Delete(j);
             return -EINVAL;

@@ -10,7 +10,10 @@
 /* What a step handler tells the loop in sim_agent_advance_locked: run the
  * turn's current step (the same one again, or the next) now, or stop: the
  * turn waits (scheduled), hangs, or has ended. */
-enum step_result { STEP_GO_ON, STEP_STOP };
+enum step_result {
+    STEP_GO_ON,
+    STEP_STOP
+};
 
 /* End the turn as it stands (no error) and start a queued prompt. */
 static enum step_result end_and_next_locked(sim_agents *ag, sim_session *s)

@@ -34,8 +34,7 @@ void sim_agent_emit_message_locked(sim_agents *ag, const sim_session *s, const c
 {
     cJSON *props = cJSON_CreateObject();
     cJSON_AddStringToObject(props, "sessionID", s->id);
-    cJSON_AddItemToObject(props, "info",
-                          cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(msg, "info"), 1));
+    cJSON_AddItemToObject(props, "info", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(msg, "info"), 1));
     sim_emit_props_locked(ag->core, "message.updated", props);
 }
 
@@ -218,8 +217,7 @@ void sim_agent_prompt_locked(sim_agents *ag, sim_session *s, cJSON *body)
     }
     /* tools: {name: false} denies those tools to the session for good. */
     const cJSON *tool;
-    cJSON_ArrayForEach(tool, cJSON_GetObjectItemCaseSensitive(body, "tools"))
-    {
+    cJSON_ArrayForEach (tool, cJSON_GetObjectItemCaseSensitive(body, "tools")) {
         if (!tool->string)
             continue;
         cJSON_DeleteItemFromObjectCaseSensitive(s->denied, tool->string);
@@ -271,8 +269,7 @@ void sim_agent_release_locked(void *ctx, sim_session *s)
     s->run = NULL;
 }
 
-void sim_agent_permission_answered_locked(sim_agents *ag, const char *session_id, const char *request_id,
-                                          int go_on)
+void sim_agent_permission_answered_locked(sim_agents *ag, const char *session_id, const char *request_id, int go_on)
 {
     sim_session *s = sim_find_locked(ag->store, session_id);
     if (!s || !s->busy || !s->run->turn.waiting_perm || strcmp(s->run->turn.waiting_perm, request_id) != 0)

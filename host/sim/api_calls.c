@@ -100,8 +100,7 @@ int sim_api_call_begin(sim_api *a, const char *fn)
     return rc;
 }
 
-void sim_api_call_record(sim_api *a, const char *fn, const char *session, const char *body, int rc,
-                     int64_t t_ms)
+void sim_api_call_record(sim_api *a, const char *fn, const char *session, const char *body, int rc, int64_t t_ms)
 {
     pthread_mutex_lock(&a->core->mu);
     if (a->ncalls == a->calls_cap) {

@@ -41,8 +41,7 @@ int sim_api_injected(sim_api *a, const char *fn, const char *sid, char *body, in
     return sim_api_finish(a, fn, sid, body, rc, t);
 }
 
-int sim_api_begin(sim_api *a, const char *fn, const char *sid, cJSON *args, char **out, int64_t *t,
-                  char **body)
+int sim_api_begin(sim_api *a, const char *fn, const char *sid, cJSON *args, char **out, int64_t *t, char **body)
 {
     if (out)
         *out = NULL;

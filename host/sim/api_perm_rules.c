@@ -48,8 +48,7 @@ static const char *evaluate_locked(sim_api *a, const char *perm, const char *pat
 {
     const char *action = "allow";
     const cJSON *rule;
-    cJSON_ArrayForEach(rule, a->perm_rules)
-    {
+    cJSON_ArrayForEach (rule, a->perm_rules) {
         if (!wildcard(perm, rule->string))
             continue;
         if (cJSON_IsString(rule)) {
@@ -57,8 +56,7 @@ static const char *evaluate_locked(sim_api *a, const char *perm, const char *pat
             continue;
         }
         const cJSON *pr;
-        cJSON_ArrayForEach(pr, rule)
-        {
+        cJSON_ArrayForEach (pr, rule) {
             if (cJSON_IsString(pr) && wildcard(pattern, pr->string))
                 action = pr->valuestring;
         }
@@ -70,8 +68,7 @@ static const char *evaluate_locked(sim_api *a, const char *perm, const char *pat
 static int approved_locked(sim_api *a, const char *session, const char *perm, const char *pattern)
 {
     const cJSON *pair;
-    cJSON_ArrayForEach(pair, cJSON_GetObjectItemCaseSensitive(a->perm_always, session))
-    {
+    cJSON_ArrayForEach (pair, cJSON_GetObjectItemCaseSensitive(a->perm_always, session)) {
         const char *p = cJSON_GetStringValue(cJSON_GetArrayItem(pair, 0));
         const char *pat = cJSON_GetStringValue(cJSON_GetArrayItem(pair, 1));
         if (p && pat && strcmp(p, perm) == 0 && wildcard(pattern, pat))
@@ -80,13 +77,11 @@ static int approved_locked(sim_api *a, const char *session, const char *perm, co
     return 0;
 }
 
-const char *sim_api_perm_decide_locked(sim_api *a, const char *session, const char *perm,
-                                       const cJSON *patterns)
+const char *sim_api_perm_decide_locked(sim_api *a, const char *session, const char *perm, const cJSON *patterns)
 {
     int ask = 0;
     const cJSON *p;
-    cJSON_ArrayForEach(p, patterns)
-    {
+    cJSON_ArrayForEach (p, patterns) {
         const char *pat = cJSON_GetStringValue(p);
         const char *action = pat ? evaluate_locked(a, perm, pat) : "deny";
         if (strcmp(action, "deny") == 0)
@@ -105,8 +100,7 @@ int sim_api_perm_rules(sim_api *a, const char *rules_json)
         return -EINVAL;
     }
     const cJSON *r;
-    cJSON_ArrayForEach(r, rules)
-    {
+    cJSON_ArrayForEach (r, rules) {
         if (!cJSON_IsString(r) && !cJSON_IsObject(r)) {
             cJSON_Delete(rules);
             return -EINVAL;

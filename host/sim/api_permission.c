@@ -12,13 +12,13 @@
 #include <string.h>
 
 struct sim_perm_req {
-    char *id;            /* "per_…" */
+    char *id; /* "per_…" */
     char *session;
-    cJSON *info;         /* {id, sessionID, permission, patterns, metadata, always, tool?} */
-    cJSON *record;       /* the entry in a->perm_log (its "outcome" is updated) */
-    const char *reply;   /* NULL while open; "once", "always", "reject" */
-    char *message;       /* the user's words with a reject; may be NULL */
-    int for_turn;        /* asked by a sub-agent's turn (not a tool call) */
+    cJSON *info;       /* {id, sessionID, permission, patterns, metadata, always, tool?} */
+    cJSON *record;     /* the entry in a->perm_log (its "outcome" is updated) */
+    const char *reply; /* NULL while open; "once", "always", "reject" */
+    char *message;     /* the user's words with a reject; may be NULL */
+    int for_turn;      /* asked by a sub-agent's turn (not a tool call) */
     sim_perm_req *next;
 };
 
@@ -98,8 +98,7 @@ static void remember_always_locked(sim_api *a, const sim_perm_req *r)
         list = cJSON_AddArrayToObject(a->perm_always, r->session);
     const char *perm = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->info, "permission"));
     const cJSON *pat;
-    cJSON_ArrayForEach(pat, cJSON_GetObjectItemCaseSensitive(r->info, "always"))
-    {
+    cJSON_ArrayForEach (pat, cJSON_GetObjectItemCaseSensitive(r->info, "always")) {
         cJSON *pair = cJSON_CreateArray();
         cJSON_AddItemToArray(pair, cJSON_CreateString(perm ? perm : ""));
         cJSON_AddItemToArray(pair, cJSON_CreateString(cJSON_GetStringValue(pat) ? pat->valuestring : ""));
@@ -205,8 +204,8 @@ int sim_api_ask_permission(sim_api *a, const ocp_call_ctx *ctx, const ocp_permis
     }
     pthread_mutex_lock(&a->core->mu);
     const char *action = sim_api_perm_decide_locked(a, ctx->session_id, req->permission, patterns);
-    cJSON *info = request_info_locked(a, ctx->session_id, req->permission, patterns, always, meta,
-                                      ctx->message_id, ctx->call_id);
+    cJSON *info =
+        request_info_locked(a, ctx->session_id, req->permission, patterns, always, meta, ctx->message_id, ctx->call_id);
     cJSON_Delete(patterns);
     cJSON_Delete(always);
     cJSON_Delete(meta);

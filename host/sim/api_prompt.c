@@ -17,8 +17,7 @@ static const char *bad_body(const cJSON *b)
     if (!cJSON_IsArray(parts))
         return "prompt body needs a \"parts\" array";
     const cJSON *p;
-    cJSON_ArrayForEach(p, parts)
-    {
+    cJSON_ArrayForEach (p, parts) {
         const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "type"));
         if (!cJSON_IsObject(p) || !type)
             return "each part needs a \"type\"";

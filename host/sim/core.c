@@ -72,8 +72,7 @@ int64_t sim_wall_ms(sim_core *c)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 +
-           __atomic_load_n(&c->advance_ms, __ATOMIC_SEQ_CST);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + __atomic_load_n(&c->advance_ms, __ATOMIC_SEQ_CST);
 }
 
 void sim_clock_advance(sim_core *c, int64_t ms)

@@ -128,8 +128,7 @@ void sim_emit_props_locked(sim_core *c, const char *type, cJSON *props)
     sim_emit_locked(c, ev);
 }
 
-void sim_events_faults_locked(sim_core *c, uint32_t seed, double drop, double dup, int delay_ms,
-                              const char *only_type)
+void sim_events_faults_locked(sim_core *c, uint32_t seed, double drop, double dup, int delay_ms, const char *only_type)
 {
     sim_evq *q = &c->ev;
     q->rng = seed;

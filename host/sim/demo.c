@@ -91,11 +91,11 @@ static void print_tools(const ocp_plugin *p)
         printf("    %-18s (", p->tools[t].name);
         const cJSON *prop;
         int first = 1;
-        cJSON_ArrayForEach(prop, cJSON_GetObjectItem(schema, "properties"))
-        {
+        cJSON_ArrayForEach (prop, cJSON_GetObjectItem(schema, "properties")) {
             int req = 0;
             const cJSON *r;
-            cJSON_ArrayForEach(r, required) req |= strcmp(r->valuestring, prop->string) == 0;
+            cJSON_ArrayForEach (r, required)
+                req |= strcmp(r->valuestring, prop->string) == 0;
             printf("%s%s%s", first ? "" : ", ", prop->string, req ? "" : "?");
             first = 0;
         }
@@ -127,11 +127,13 @@ static void add_scripts(sim_host *h)
 {
     sim_script(h, "List the TODO comments",
                "{\"steps\":[{\"tool\":\"grep\",\"input\":{\"pattern\":\"TODO\"},\"output\":\"3 matches\",\"ms\":150},"
-               "{\"reply\":\"3 TODOs: src/a.c:10, src/b.c:22, src/c.c:5\"}]}", 1);
+               "{\"reply\":\"3 TODOs: src/a.c:10, src/b.c:22, src/c.c:5\"}]}",
+               1);
     sim_script(h, "Summarise the build",
                "{\"steps\":[{\"tool\":\"read\",\"input\":{\"path\":\"Makefile\"},\"output\":\"...\",\"ms\":200},"
                "{\"tool\":\"read\",\"input\":{\"path\":\"README.md\"},\"output\":\"...\",\"ms\":200},"
-               "{\"reply\":\"The build is one Makefile: make, make check, make demo.\"}]}", 1);
+               "{\"reply\":\"The build is one Makefile: make, make check, make demo.\"}]}",
+               1);
     sim_script(h, "[ocbg] Background task", "{\"steps\":[{\"reply\":\"Both results are in; carrying on.\"}]}", 0);
 }
 

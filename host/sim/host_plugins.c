@@ -34,8 +34,7 @@ static void unmap(void *handle)
 
 /* Call a plugin's entry and keep it (handle: its dlopen handle, or NULL for
  * a plugin linked in). Returns 1 loaded, 0 refused (reason kept). */
-static int start_one(sim_host *h, void *handle, const char *path, ocp_plugin_entry_fn entry,
-                     const char *options_json)
+static int start_one(sim_host *h, void *handle, const char *path, ocp_plugin_entry_fn entry, const char *options_json)
 {
     char err[512] = "";
     const ocp_plugin *p = entry(&h->api.table, options_json, err, sizeof err);

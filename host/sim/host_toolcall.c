@@ -24,8 +24,7 @@ struct sim_call {
     char *out;                /* mu; handed over by sim_tool_wait */
 };
 
-static sim_call *call_new(sim_host *h, const char *session_id, const char *name, const char *args,
-                          int is_command)
+static sim_call *call_new(sim_host *h, const char *session_id, const char *name, const char *args, int is_command)
 {
     sim_call *c = sim_xcalloc(1, sizeof *c);
     c->h = h;
@@ -104,8 +103,7 @@ static void call_run(sim_call *c)
     sim_changed(&c->h->core);
 }
 
-static int call_sync(sim_host *h, const char *sid, const char *name, const char *args, int is_cmd,
-                     char **out)
+static int call_sync(sim_host *h, const char *sid, const char *name, const char *args, int is_cmd, char **out)
 {
     sim_call *c = call_new(h, sid, name, args, is_cmd);
     call_run(c);
@@ -123,8 +121,7 @@ int sim_tool(sim_host *h, const char *session_id, const char *tool, const char *
     return call_sync(h, session_id, tool, args_json, 0, out);
 }
 
-int sim_command(sim_host *h, const char *session_id, const char *command, const char *arguments,
-                char **out)
+int sim_command(sim_host *h, const char *session_id, const char *command, const char *arguments, char **out)
 {
     return call_sync(h, session_id, command, arguments, 1, out);
 }

@@ -50,11 +50,11 @@ typedef struct sim_agent_hooks {
 typedef struct sim_agents {
     sim_core *core;
     sim_store *store;
-    sim_rule *rules;          /* script rules, in the order added */
-    sim_session **heap;       /* sessions whose turn wakes, soonest first */
+    sim_rule *rules;    /* script rules, in the order added */
+    sim_session **heap; /* sessions whose turn wakes, soonest first */
     size_t heap_len, heap_cap;
     uint64_t sched_seq;
-    pthread_cond_t sched_cv;  /* the scheduler waits on it */
+    pthread_cond_t sched_cv; /* the scheduler waits on it */
     pthread_t sched_thread;
     int sched_started;
     sim_agent_hooks hooks;
@@ -75,8 +75,7 @@ void sim_agent_prompt_locked(sim_agents *ag, sim_session *s, cJSON *body);
 void sim_agent_abort_locked(sim_agents *ag, sim_session *s);
 /* The question a turn waited on was answered: go_on 1 continues the turn,
  * 0 ends it (rejected). */
-void sim_agent_permission_answered_locked(sim_agents *ag, const char *session_id, const char *request_id,
-                                          int go_on);
+void sim_agent_permission_answered_locked(sim_agents *ag, const char *session_id, const char *request_id, int go_on);
 
 /* ---- agent_sched.c ------------------------------------------------------ */
 

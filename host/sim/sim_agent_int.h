@@ -25,24 +25,24 @@ typedef struct sim_usage {
 
 /* The model turn a busy session is running. */
 typedef struct sim_turn {
-    cJSON *steps;      /* the script's steps array, owned copy */
-    int step;          /* the next step to run */
-    int phase;         /* 0: step not started; 1: waiting for the step's time */
-    char *msg_id;      /* the assistant message being produced */
-    char *agent;       /* the agent named by the prompt (or "build") */
-    cJSON *parts;      /* the assistant message's parts so far, owned */
-    cJSON *open_part;  /* a tool part still running (inside parts), or NULL */
-    int64_t created;   /* wall-clock ms the turn began */
-    sim_usage used;    /* the assistant message's totals ("usage" steps) */
-    int transformed;   /* transform_messages already ran for this turn */
-    uint64_t gen;      /* changes whenever a turn starts or ends */
+    cJSON *steps;       /* the script's steps array, owned copy */
+    int step;           /* the next step to run */
+    int phase;          /* 0: step not started; 1: waiting for the step's time */
+    char *msg_id;       /* the assistant message being produced */
+    char *agent;        /* the agent named by the prompt (or "build") */
+    cJSON *parts;       /* the assistant message's parts so far, owned */
+    cJSON *open_part;   /* a tool part still running (inside parts), or NULL */
+    int64_t created;    /* wall-clock ms the turn began */
+    sim_usage used;     /* the assistant message's totals ("usage" steps) */
+    int transformed;    /* transform_messages already ran for this turn */
+    uint64_t gen;       /* changes whenever a turn starts or ends */
     char *waiting_perm; /* the permission question the turn waits on, or NULL */
 } sim_turn;
 
 /* A session's turn state (s->run): allocated with its first prompt, freed
  * when the store releases the session. */
 typedef struct sim_run {
-    sim_turn turn;     /* valid while the session is busy */
+    sim_turn turn; /* valid while the session is busy */
     sim_prompt *queue_head, *queue_tail;
     /* Scheduler heap position (-1: not scheduled) and wake time/order. */
     long heap_idx;

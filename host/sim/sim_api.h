@@ -47,10 +47,10 @@ typedef struct sim_api {
     int status_omit; /* sim_status_omit: the status map lists no session */
 
     /* permissions (api_perm_rules.c, api_permission.c) */
-    cJSON *perm_rules;   /* OpenCode's "permission" config object */
-    cJSON *perm_always;  /* {session: [[permission, pattern], …]} approved for good */
-    cJSON *perm_log;     /* every question asked, with its outcome */
-    char *perm_auto;     /* the automatic answer to an "ask", or NULL (questions stay open) */
+    cJSON *perm_rules;  /* OpenCode's "permission" config object */
+    cJSON *perm_always; /* {session: [[permission, pattern], …]} approved for good */
+    cJSON *perm_log;    /* every question asked, with its outcome */
+    char *perm_auto;    /* the automatic answer to an "ask", or NULL (questions stay open) */
     char *perm_auto_msg;
     sim_perm_req *perm_open; /* open (and answered, not yet collected) questions, newest first */
 

@@ -19,7 +19,7 @@ struct sim_callrec {
 
 struct sim_fault {
     char *fn;
-    uint64_t base;  /* calls to fn already made when the fault was set */
+    uint64_t base; /* calls to fn already made when the fault was set */
     int nth, count, err;
     sim_fault *next;
 };
@@ -27,8 +27,8 @@ struct sim_fault {
 struct sim_slowfn {
     char *fn;
     int ms;
-    uint64_t calls;   /* calls to fn so far (for fault numbering) */
-    uint64_t started; /* calls that entered the host, before any sim_slow delay */
+    uint64_t calls;          /* calls to fn so far (for fault numbering) */
+    uint64_t started;        /* calls that entered the host, before any sim_slow delay */
     void (*hook)(void *arg); /* sim_call_hook: run as a call enters, without mu */
     void *hook_arg;
     sim_slowfn *next;
@@ -41,8 +41,7 @@ struct sim_slowfn {
  * errno to fail with. Takes mu itself. */
 int sim_api_call_begin(sim_api *a, const char *fn);
 /* Record a finished call (body may be NULL; copied). Takes mu itself. */
-void sim_api_call_record(sim_api *a, const char *fn, const char *session, const char *body, int rc,
-                         int64_t t_ms);
+void sim_api_call_record(sim_api *a, const char *fn, const char *session, const char *body, int rc, int64_t t_ms);
 /* Free the record and the fault tables. mu held. */
 void sim_api_calls_free_locked(sim_api *a);
 
@@ -57,8 +56,7 @@ char *sim_api_args_text(cJSON *o);
 /* The head of a host function: *out cleared, the call's time and the body to
  * record (takes args), and an injected fault. Returns 0 to go on, or the
  * fault's rc, already recorded, with *out = "simulated failure of <fn>". */
-int sim_api_begin(sim_api *a, const char *fn, const char *sid, cJSON *args, char **out, int64_t *t,
-                  char **body);
+int sim_api_begin(sim_api *a, const char *fn, const char *sid, cJSON *args, char **out, int64_t *t, char **body);
 /* An injected fault rc: *out = "simulated failure of <fn>", recorded (takes
  * body). Returns rc. */
 int sim_api_injected(sim_api *a, const char *fn, const char *sid, char *body, int rc, int64_t t, char **out);

@@ -58,12 +58,12 @@ struct sim_event {
  * when an event is emitted, from a seeded random source, so a given seed and
  * event sequence always give the same faults. */
 typedef struct sim_evq {
-    pthread_cond_t cv;       /* signalled when an event is queued */
+    pthread_cond_t cv; /* signalled when an event is queued */
     sim_event *head, *tail;
-    uint64_t seq;            /* last sequence number given */
-    uint64_t inflight;       /* seq being delivered now (0: none) */
+    uint64_t seq;      /* last sequence number given */
+    uint64_t inflight; /* seq being delivered now (0: none) */
     size_t delivered;
-    sim_typecount *types;    /* delivered, per type */
+    sim_typecount *types; /* delivered, per type */
     uint64_t rng;
     double drop, dup;
     int delay_ms;
@@ -124,8 +124,7 @@ void sim_emit_text_locked(sim_core *c, const char *json);
 /* {"type":type,"properties":props} with props owned. mu held. */
 void sim_emit_props_locked(sim_core *c, const char *type, cJSON *props);
 /* Set the event faults (see sim_event_faults in simhost.h). mu held. */
-void sim_events_faults_locked(sim_core *c, uint32_t seed, double drop, double dup, int delay_ms,
-                              const char *only_type);
+void sim_events_faults_locked(sim_core *c, uint32_t seed, double drop, double dup, int delay_ms, const char *only_type);
 /* Take the first event if it is due: returns it (now in flight), or NULL and
  * *wait_until = the monotonic ms to wait until (-1: the queue is empty). mu held. */
 sim_event *sim_events_take_locked(sim_core *c, int64_t *wait_until);

@@ -56,9 +56,9 @@ struct sim_host {
     pthread_cond_t plug_cv;
     sim_plugslot *plugins;
     size_t nplugins;
-    int plug_inflight;    /* tool/command calls in progress (may block until shutdown) */
-    int plug_quick;       /* tool_cancel calls in progress (never block long) */
-    int plug_closing;     /* unload in progress: start no new call */
+    int plug_inflight; /* tool/command calls in progress (may block until shutdown) */
+    int plug_quick;    /* tool_cancel calls in progress (never block long) */
+    int plug_closing;  /* unload in progress: start no new call */
     char load_error[512];
 };
 

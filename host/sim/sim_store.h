@@ -26,17 +26,17 @@ struct sim_run; /* a session's turn state: the agents layer's, opaque here */
 
 struct sim_session {
     char *id;
-    char *parent_id;   /* NULL: top-level */
+    char *parent_id; /* NULL: top-level */
     char *title;
     int64_t created, updated;
-    cJSON *messages;   /* array of {info, parts}, oldest first, owned */
-    cJSON *denied;     /* object {tool: false} from prompt bodies, owned */
-    char *model_input; /* history the model saw last turn, after transforms */
-    int busy;          /* a turn is running (the status map shows it) */
-    int deleted;       /* deleted while busy: its turn runs on, hidden (as OpenCode) */
-    struct sim_run *run;       /* the layer above's, released through sim_store.release */
-    sim_session *hnext;        /* hash chain */
-    sim_session *prev, *next;  /* creation order */
+    cJSON *messages;          /* array of {info, parts}, oldest first, owned */
+    cJSON *denied;            /* object {tool: false} from prompt bodies, owned */
+    char *model_input;        /* history the model saw last turn, after transforms */
+    int busy;                 /* a turn is running (the status map shows it) */
+    int deleted;              /* deleted while busy: its turn runs on, hidden (as OpenCode) */
+    struct sim_run *run;      /* the layer above's, released through sim_store.release */
+    sim_session *hnext;       /* hash chain */
+    sim_session *prev, *next; /* creation order */
 };
 
 typedef struct sim_store {
@@ -45,13 +45,13 @@ typedef struct sim_store {
     uint64_t id_rng;
     sim_session **buckets; /* hash by id */
     size_t nbuckets, nsessions;
-    size_t ndeleted;   /* deleted sessions whose turn still ran then (kept until the end) */
+    size_t ndeleted;           /* deleted sessions whose turn still ran then (kept until the end) */
     sim_session *first, *last; /* creation order */
     /* Set by the layer above: called (mu held) before a session is freed, to
      * release s->run. May be NULL. */
     void (*release)(void *ctx, sim_session *s);
     void *release_ctx;
-    int journal_fd;    /* the journal (O_APPEND), -1: none */
+    int journal_fd;     /* the journal (O_APPEND), -1: none */
     int journal_warned; /* a failed write was reported */
 } sim_store;
 

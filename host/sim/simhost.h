@@ -252,9 +252,9 @@ void sim_emit(sim_host *h, const char *event_json);
 /* Event faults, decided per event by a random source seeded with `seed`.
  * drop, dup: probabilities 0..1; delay_ms: a random extra delay 0..delay_ms
  * that may reorder events. only_type: apply only to events of this type, or
- * of these comma-separated types ("session.idle,session.status"; NULL = all). Replaces the previous setting; all zero turns faults off. */
-void sim_event_faults(sim_host *h, uint32_t seed, double drop, double dup, int delay_ms,
-                      const char *only_type);
+ * of these comma-separated types ("session.idle,session.status"; NULL = all). Replaces the previous setting; all zero
+ * turns faults off. */
+void sim_event_faults(sim_host *h, uint32_t seed, double drop, double dup, int delay_ms, const char *only_type);
 
 /* How many events were delivered to plugins (after faults), in total and of
  * one type (type NULL = all). An event dispatched while no plugin is loaded

@@ -26,8 +26,8 @@ void sim_store_ids_init(sim_store *st)
      * two hosts in one process from sharing suffixes. */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    st->id_rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
-                 (uint64_t)(uintptr_t)st;
+    st->id_rng =
+        ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)st;
     if (!st->id_rng)
         st->id_rng = 0x9e3779b97f4a7c15ull;
 }

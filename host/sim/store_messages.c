@@ -13,8 +13,7 @@ void sim_message_rebase_locked(sim_store *st, sim_session *s, cJSON *msg)
     cJSON_ReplaceItemInObjectCaseSensitive(info, "id", cJSON_CreateString(mid));
     cJSON_ReplaceItemInObjectCaseSensitive(info, "sessionID", cJSON_CreateString(s->id));
     cJSON *part;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
-    {
+    cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(msg, "parts")) {
         char *pid = sim_new_id_locked(st, "prt");
         cJSON_ReplaceItemInObjectCaseSensitive(part, "id", cJSON_CreateString(pid));
         cJSON_ReplaceItemInObjectCaseSensitive(part, "sessionID", cJSON_CreateString(s->id));
@@ -39,8 +38,7 @@ cJSON *sim_session_messages_locked(const sim_session *s, int limit)
     cJSON *out = cJSON_CreateArray();
     int i = 0;
     cJSON *m;
-    cJSON_ArrayForEach(m, s->messages)
-    {
+    cJSON_ArrayForEach (m, s->messages) {
         if (i++ >= skip)
             cJSON_AddItemToArray(out, cJSON_Duplicate(m, 1));
     }
@@ -53,8 +51,7 @@ char *sim_prompt_text(const cJSON *body)
     char *t = sim_xmalloc(cap);
     t[0] = 0;
     const cJSON *p;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(body, "parts"))
-    {
+    cJSON_ArrayForEach (p, cJSON_GetObjectItemCaseSensitive(body, "parts")) {
         const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "type"));
         const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "text"));
         if (!type || strcmp(type, "text") != 0 || !text)
@@ -86,8 +83,7 @@ cJSON *sim_user_message_locked(sim_store *st, sim_session *s, const cJSON *body)
     cJSON_AddStringToObject(info, "agent", agent ? agent : "build");
     cJSON *parts = cJSON_AddArrayToObject(msg, "parts");
     const cJSON *p;
-    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(body, "parts"))
-    {
+    cJSON_ArrayForEach (p, cJSON_GetObjectItemCaseSensitive(body, "parts")) {
         cJSON *c = cJSON_Duplicate(p, 1);
         char *pid = sim_new_id_locked(st, "prt");
         cJSON_DeleteItemFromObjectCaseSensitive(c, "id");

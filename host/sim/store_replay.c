@@ -44,8 +44,7 @@ static void ids_seen_locked(sim_store *st, const cJSON *j)
         return;
     }
     const cJSON *c;
-    cJSON_ArrayForEach(c, j)
-    {
+    cJSON_ArrayForEach (c, j) {
         ids_seen_locked(st, c);
     }
 }
@@ -72,8 +71,7 @@ static void replay_message_locked(sim_store *st, const cJSON *line)
         return;
     cJSON *copy = cJSON_Duplicate(msg, 1);
     cJSON *m;
-    cJSON_ArrayForEach(m, s->messages)
-    {
+    cJSON_ArrayForEach (m, s->messages) {
         const char *mid = str_at(cJSON_GetObjectItemCaseSensitive(m, "info"), "id");
         if (mid && strcmp(mid, id) == 0)
             break;
@@ -134,8 +132,7 @@ static void snapshot_locked(sim_store *st, sim_session *first, const sim_session
         if (!s->deleted) {
             sim_journal_session_locked(st, s);
             cJSON *m;
-            cJSON_ArrayForEach(m, s->messages)
-            {
+            cJSON_ArrayForEach (m, s->messages) {
                 sim_journal_message_locked(st, s, m);
             }
         }

@@ -82,8 +82,7 @@ static sim_session *session_alloc_locked(sim_store *st, const char *id, const ch
     } else {
         /* OpenCode's default titles. */
         char buf[64];
-        snprintf(buf, sizeof buf, "%s session - %lld", parent_id ? "Child" : "New",
-                 (long long)sim_wall_ms(st->core));
+        snprintf(buf, sizeof buf, "%s session - %lld", parent_id ? "Child" : "New", (long long)sim_wall_ms(st->core));
         s->title = sim_strdup(buf);
     }
     s->created = s->updated = sim_wall_ms(st->core);
@@ -230,8 +229,7 @@ sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *
     free(title);
     sim_journal_session_locked(st, f);
     cJSON *m;
-    cJSON_ArrayForEach(m, s->messages)
-    {
+    cJSON_ArrayForEach (m, s->messages) {
         cJSON *info = cJSON_GetObjectItemCaseSensitive(m, "info");
         const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "id"));
         if (message_id && id && strcmp(id, message_id) == 0)

@@ -86,21 +86,26 @@ int options_agent_cap(const options *o, const char *agent)
 static int parse_agent_caps(options *o, const cJSON *item, char *err, size_t err_size)
 {
     if (!cJSON_IsObject(item)) {
-        snprintf(err, err_size, "option 'max_running_per_agent' must be an object of agent names to caps, "
-                                "like {\"explore\": 3}");
+        snprintf(err, err_size,
+                 "option 'max_running_per_agent' must be an object of agent names to caps, "
+                 "like {\"explore\": 3}");
         return -EINVAL;
     }
     o->agent_cap_count = 0;
     for (const cJSON *c = item->child; c; c = c->next) {
         double v = c->valuedouble;
         if (!cJSON_IsNumber(c) || v != floor(v) || v < 1 || v > 1000) {
-            snprintf(err, err_size, "option 'max_running_per_agent': the cap of '%s' must be a whole number "
-                     "from 1 to 1000", c->string);
+            snprintf(err, err_size,
+                     "option 'max_running_per_agent': the cap of '%s' must be a whole number "
+                     "from 1 to 1000",
+                     c->string);
             return -EINVAL;
         }
         if (!*c->string || strlen(c->string) >= AGENT_NAME_MAX || o->agent_cap_count == AGENT_CAPS_MAX) {
-            snprintf(err, err_size, "option 'max_running_per_agent': at most %d agents, names of 1 to %d "
-                     "characters", AGENT_CAPS_MAX, AGENT_NAME_MAX - 1);
+            snprintf(err, err_size,
+                     "option 'max_running_per_agent': at most %d agents, names of 1 to %d "
+                     "characters",
+                     AGENT_CAPS_MAX, AGENT_NAME_MAX - 1);
             return -EINVAL;
         }
         agent_cap *ac = &o->agent_caps[o->agent_cap_count++];
@@ -115,8 +120,10 @@ static int parse_store_path(options *o, const cJSON *item, char *err, size_t err
 {
     const char *v = cJSON_GetStringValue(item);
     if (!v || (*v && *v != '/') || strlen(v) >= sizeof o->store_path) {
-        snprintf(err, err_size, "option 'store_path' must be an absolute file name (under %d bytes), or \"\" "
-                 "for the host's data directory", OPTIONS_PATH_MAX);
+        snprintf(err, err_size,
+                 "option 'store_path' must be an absolute file name (under %d bytes), or \"\" "
+                 "for the host's data directory",
+                 OPTIONS_PATH_MAX);
         return -EINVAL;
     }
     snprintf(o->store_path, sizeof o->store_path, "%s", v);
@@ -144,8 +151,7 @@ static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
             continue;
         double v = item->valuedouble;
         if (!cJSON_IsNumber(item) || v != floor(v) || v < io->min || v > io->max) {
-            snprintf(err, err_size, "option '%s' must be a whole number from %d to %d", key, io->min,
-                     io->max);
+            snprintf(err, err_size, "option '%s' must be a whole number from %d to %d", key, io->min, io->max);
             return -EINVAL;
         }
         *(int *)((char *)o + io->offset) = (int)v;

@@ -25,35 +25,35 @@ typedef struct agent_cap {
 } agent_cap;
 
 typedef struct options {
-    int poll_interval_ms;  /* fallback poll tick while tasks are active */
-    int notify_max_chars;  /* result text cap in a notification */
-    int notify_retries;    /* further attempts after a failed push */
-    int notify_retry_ms;   /* first retry delay; doubles each attempt */
+    int poll_interval_ms; /* fallback poll tick while tasks are active */
+    int notify_max_chars; /* result text cap in a notification */
+    int notify_retries;   /* further attempts after a failed push */
+    int notify_retry_ms;  /* first retry delay; doubles each attempt */
     wake_policy wake;
-    int fork_tool_chars;   /* fork: tool results longer than this are cut */
-    int fork_max_tokens;   /* fork: oldest messages dropped above this estimate */
-    int shell_output_cap;  /* bytes of a command's output kept (head and tail halves) */
-    int shell_kill_grace_ms; /* SIGTERM to SIGKILL when a command is stopped */
-    int max_running_agents; /* agent tasks running at once, all sessions together */
-    int max_running_shells; /* background commands running at once */
-    int max_queued;        /* pending tasks (agents and commands) before a launch is refused */
-    int max_depth;         /* how deep tasks nest: 1 = a task may not launch tasks of its own */
-#define OPTIONS_MAX_DEPTH 10 /* max_depth's highest value */
+    int fork_tool_chars;                  /* fork: tool results longer than this are cut */
+    int fork_max_tokens;                  /* fork: oldest messages dropped above this estimate */
+    int shell_output_cap;                 /* bytes of a command's output kept (head and tail halves) */
+    int shell_kill_grace_ms;              /* SIGTERM to SIGKILL when a command is stopped */
+    int max_running_agents;               /* agent tasks running at once, all sessions together */
+    int max_running_shells;               /* background commands running at once */
+    int max_queued;                       /* pending tasks (agents and commands) before a launch is refused */
+    int max_depth;                        /* how deep tasks nest: 1 = a task may not launch tasks of its own */
+#define OPTIONS_MAX_DEPTH 10              /* max_depth's highest value */
     agent_cap agent_caps[AGENT_CAPS_MAX]; /* per-agent caps, agent_cap_count used */
     int agent_cap_count;
-    bool face_opencode;    /* register background_* */
-    bool face_claude;      /* register Task, Bash, TaskOutput, TaskStop and /tasks */
+    bool face_opencode; /* register background_* */
+    bool face_claude;   /* register Task, Bash, TaskOutput, TaskStop and /tasks */
     /* Bounds on a task's work (engine/guards.c); each is always on. */
-    int max_task_tokens;          /* a task's input + output + reasoning tokens */
-    double max_task_cost_usd;     /* a task's cost */
-    double max_session_cost_usd;  /* the cost of all the tasks a session launched */
-    int max_tool_calls;           /* a task's tool calls */
-    int max_repeat_calls;         /* the same call (tool and input) this many times in a row at most */
-    int stale_ms;                 /* a busy agent with no progress this long is stopped */
-    int max_runtime_ms;           /* a run's longest runtime (a launch's timeout may be shorter) */
-    int auto_background_ms;       /* a foreground Task or Bash running longer goes to the background; 0: never */
+    int max_task_tokens;         /* a task's input + output + reasoning tokens */
+    double max_task_cost_usd;    /* a task's cost */
+    double max_session_cost_usd; /* the cost of all the tasks a session launched */
+    int max_tool_calls;          /* a task's tool calls */
+    int max_repeat_calls;        /* the same call (tool and input) this many times in a row at most */
+    int stale_ms;                /* a busy agent with no progress this long is stopped */
+    int max_runtime_ms;          /* a run's longest runtime (a launch's timeout may be shorter) */
+    int auto_background_ms;      /* a foreground Task or Bash running longer goes to the background; 0: never */
     /* The durable task store (plugin/store/). */
-    bool store;                   /* false: tasks live in memory only */
+    bool store; /* false: tasks live in memory only */
 #define OPTIONS_PATH_MAX 1024
     char store_path[OPTIONS_PATH_MAX]; /* the database file; "": ocbg.db in the host's data_dir */
     /* Keys this version does not know (a config written for a newer ocbg),

@@ -212,8 +212,7 @@ bool utf8_valid(const char *str, size_t n)
                 return false;
             cp = (cp << 6) | (s[i + k] & 0x3F);
         }
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
             return false;
         i += len;
     }
@@ -284,7 +283,10 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 {
     if (s[0] < 0x80)
         return s[0] ? 1 : 0;
-    size_t len = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+    size_t len = s[0] >= 0xC2 && s[0] <= 0xDF   ? 2
+                 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+                 : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4
+                                                : 0;
     if (len == 0 || len > n)
         return 0;
     return utf8_valid((const char *)s, len) ? len : 0;
@@ -330,8 +332,7 @@ void format_duration(char *out, size_t out_size, int64_t ms)
     else if (ms < 3600000)
         snprintf(out, out_size, "%lldm %02llds", (long long)(ms / 60000), (long long)(ms % 60000 / 1000));
     else
-        snprintf(out, out_size, "%lldh %02lldm", (long long)(ms / 3600000),
-                 (long long)(ms % 3600000 / 60000));
+        snprintf(out, out_size, "%lldh %02lldm", (long long)(ms / 3600000), (long long)(ms % 3600000 / 60000));
 }
 
 void format_time(char *out, size_t out_size, int64_t wall)

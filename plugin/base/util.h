@@ -18,7 +18,7 @@
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
-char *xstrdup(const char *s);                /* NULL → NULL */
+char *xstrdup(const char *s); /* NULL → NULL */
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -132,8 +132,8 @@ static void chain_release(notice *n, job **first, job **last)
 }
 
 /* Take the held notices `release` says go, in order, into first..last. */
-static void take_held(ocbg *o, bool (*release)(ocbg *o, const notice *n, const void *arg), const void *arg,
-                      job **first, job **last)
+static void take_held(ocbg *o, bool (*release)(ocbg *o, const notice *n, const void *arg), const void *arg, job **first,
+                      job **last)
 {
     notice **pp = &o->defer.held;
     while (*pp) {

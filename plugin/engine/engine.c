@@ -360,8 +360,7 @@ char *engine_take_held(ocbg *o, const char *session_id)
 
 /* ---- waits ------------------------------------------------------------- */
 
-wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline, bool (*done)(ocbg *o, void *arg),
-                        void *arg)
+wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline, bool (*done)(ocbg *o, void *arg), void *arg)
 {
     ENGINE_ASSERT_LOCKED(o);
     waiter w = {.ctx = ctx};
@@ -410,4 +409,3 @@ void engine_cancel_wait(ocbg *o, ocp_call_ctx *ctx)
             pthread_cond_signal(&w->cv);
     engine_unlock(o);
 }
-

@@ -46,10 +46,15 @@ typedef struct waiter {
     struct waiter *next, *prev;
 } waiter;
 
-typedef enum wait_result { WAIT_DONE, WAIT_TIMEOUT, WAIT_CANCELLED, WAIT_SHUTDOWN } wait_result;
+typedef enum wait_result {
+    WAIT_DONE,
+    WAIT_TIMEOUT,
+    WAIT_CANCELLED,
+    WAIT_SHUTDOWN
+} wait_result;
 
 typedef struct ocbg {
-    hostapi api;        /* the host's table, copied, and how to call it */
+    hostapi api; /* the host's table, copied, and how to call it */
     options opt;
     pthread_mutex_t mu;
     pthread_cond_t work_cv;  /* the worker's wake-up */
@@ -59,20 +64,20 @@ typedef struct ocbg {
     bool stopping;
     unsigned calls_in_flight;
     registry reg;
-    job_queue q;        /* the worker's jobs and retries (engine/jobs.h) */
+    job_queue q; /* the worker's jobs and retries (engine/jobs.h) */
     waiter *waiters;
-    int64_t next_poll;  /* monotonic ms of the next poll tick; 0 = none */
+    int64_t next_poll;      /* monotonic ms of the next poll tick; 0 = none */
     int64_t last_poll_mono; /* when the status map was last read (engine/poll.c) */
     int64_t poll_gap_ms;    /* how long the map may go unread while events show the tasks alive */
-    bool sched_due;     /* a slot freed with tasks pending: the worker runs the scheduler */
+    bool sched_due;         /* a slot freed with tasks pending: the worker runs the scheduler */
     ocp_plugin table;
     runner *runners[ENGINE_RUNNERS]; /* by task_type: how a run is carried out */
     /* Counters for tests and benchmarks. */
     uint64_t worker_wakeups;
     uint64_t polls;
-    map spend; /* parent session id → what its tasks cost (engine/guards.c); kept through clears */
-    notice *parked; /* waking notices for awaiting tasks, until a slot frees (engine/sched.c); FIFO */
-    persist ps;     /* the durable store and its thread (engine/persist.h) */
+    map spend;         /* parent session id → what its tasks cost (engine/guards.c); kept through clears */
+    notice *parked;    /* waking notices for awaiting tasks, until a slot frees (engine/sched.c); FIFO */
+    persist ps;        /* the durable store and its thread (engine/persist.h) */
     toast_state toast; /* notices to the user, rate-limited (engine/toast.h) */
     defer_state defer; /* silent notices held while their parent is busy (engine/defer.h) */
 } ocbg;
@@ -113,18 +118,18 @@ typedef enum note_kind {
 
 typedef struct session_note {
     note_kind kind;
-    const char *session_id;   /* NULL: the note is ignored */
+    const char *session_id; /* NULL: the note is ignored */
     const char *text;
     const char *call_id, *tool;
     const char *request_id;
-    const char *message_id;   /* NOTE_USAGE; NOTE_PART: the part's message */
-    const char *part_id;      /* NOTE_PART, a text part: its id (text: its text so far) */
-    bool text_ended;          /* NOTE_PART, a text part: ended (time.end set): text is final */
+    const char *message_id;    /* NOTE_USAGE; NOTE_PART: the part's message */
+    const char *part_id;       /* NOTE_PART, a text part: its id (text: its text so far) */
+    bool text_ended;           /* NOTE_PART, a text part: ended (time.end set): text is final */
     const struct usage *usage; /* NOTE_USAGE (model/usage.h) */
-    uint64_t call_hash;       /* NOTE_PART, a tool call with its final input: hash of tool and input; 0: none */
-    bool turn_end;            /* NOTE_USAGE: the message is a finished answer that ends the model's turn
-                                 (not a tool-call step): the run's end may come before its idle */
-    bool summary;             /* NOTE_USAGE: the message is a compaction's summary */
+    uint64_t call_hash;        /* NOTE_PART, a tool call with its final input: hash of tool and input; 0: none */
+    bool turn_end;             /* NOTE_USAGE: the message is a finished answer that ends the model's turn
+                                  (not a tool-call step): the run's end may come before its idle */
+    bool summary;              /* NOTE_USAGE: the message is a compaction's summary */
 } session_note;
 
 /* Apply a note to the task whose session it names (or, for a deletion, to
@@ -230,8 +235,7 @@ bool engine_launcher_waits(ocbg *o, const task *t);
 
 /* Block until done(o, arg) is true, the monotonic deadline passes, ctx is
  * cancelled or the plugin shuts down. done is called with the lock held. */
-wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline,
-                        bool (*done)(ocbg *o, void *arg), void *arg);
+wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline, bool (*done)(ocbg *o, void *arg), void *arg);
 
 /* Wake the waiters of ctx (tool_cancel). Takes the lock itself. */
 void engine_cancel_wait(ocbg *o, ocp_call_ctx *ctx);

@@ -1,7 +1,8 @@
 /*
  * jobs.h — the engine's work queue: what the worker thread is to do, in
  * order (completion checks after the rest: see job_queue), and the
- * notification pushes to retry later, by time. A plain queue: every function runs with the engine lock held and never blocks.
+ * notification pushes to retry later, by time. A plain queue: every function runs with the engine lock held and never
+ * blocks.
  */
 #ifndef OCBG_JOBS_H
 #define OCBG_JOBS_H
@@ -25,14 +26,14 @@ typedef struct notice {
     char task_id[TASK_ID_SIZE];
     unsigned run;
     char *parent_session;
-    char *agent;   /* the parent's agent, to continue with; may be NULL */
-    char *text;    /* NULL until the worker pushes it: formatted then (engine_notice_text) */
+    char *agent;                      /* the parent's agent, to continue with; may be NULL */
+    char *text;                       /* NULL until the worker pushes it: formatted then (engine_notice_text) */
     unsigned batch_done, batch_total; /* the batch's progress when the run ended */
-    bool wake;     /* false: noReply (joins the context silently) */
-    bool released; /* it was held while its parent was busy (engine/defer.h): pushed as it is now */
-    bool verify;   /* a restart may have cut its send short: look in the parent session first */
-    bool extra;    /* not the run's notification: what a run added after it (engine/amend.h); not stored */
-    int64_t since_ms; /* verify: a notice of the task created since then is this one (host clock) */
+    bool wake;                        /* false: noReply (joins the context silently) */
+    bool released;                    /* it was held while its parent was busy (engine/defer.h): pushed as it is now */
+    bool verify;                      /* a restart may have cut its send short: look in the parent session first */
+    bool extra;               /* not the run's notification: what a run added after it (engine/amend.h); not stored */
+    int64_t since_ms;         /* verify: a notice of the task created since then is this one (host clock) */
     char *permission_request; /* a "waiting for permission" notice: sent only while
                                * the task still waits on this question */
     int attempts;
@@ -57,8 +58,8 @@ typedef struct job {
 typedef struct job_queue {
     job *jobs, **jobs_tail;     /* notices, aborts, starts, cascades */
     job *checks, **checks_tail; /* completion checks */
-    notice *retries;        /* failed pushes waiting for their next try, by time */
-    pthread_cond_t *wake;   /* signalled for every new job: the worker's wake-up */
+    notice *retries;            /* failed pushes waiting for their next try, by time */
+    pthread_cond_t *wake;       /* signalled for every new job: the worker's wake-up */
 } job_queue;
 
 void jobs_init(job_queue *q, pthread_cond_t *wake);

@@ -49,9 +49,8 @@ static void defer_log(ocbg *o, char level, const char *line)
  * answer: it stays until the call returns). */
 static bool texts_done(const task *t)
 {
-    return task_status_terminal(t->status) && !t->foreground && !t->finalizing &&
-           t->result_waiters == 0 && t->notices_unformatted == 0 &&
-           (t->notice_state == NOTICE_NONE || t->notice_state == NOTICE_DONE);
+    return task_status_terminal(t->status) && !t->foreground && !t->finalizing && t->result_waiters == 0 &&
+           t->notices_unformatted == 0 && (t->notice_state == NOTICE_NONE || t->notice_state == NOTICE_DONE);
 }
 
 /* Free t's texts whose stored copy is theirs (texts_stored). A command
@@ -127,8 +126,7 @@ static void attach_output(task *t, unsigned stored, char **text)
 static bool texts_missing(const task *t)
 {
     return ((t->texts_stored & TASK_TEXT_PROMPT) && !t->prompt) ||
-           ((t->texts_stored & TASK_TEXT_RESULT) && !t->result) ||
-           ((t->texts_stored & TASK_TEXT_ERROR) && !t->error) ||
+           ((t->texts_stored & TASK_TEXT_RESULT) && !t->result) || ((t->texts_stored & TASK_TEXT_ERROR) && !t->error) ||
            ((t->texts_stored & TASK_TEXT_OUTPUT) && t->shell && t->shell->out.stored_only);
 }
 
@@ -248,8 +246,7 @@ static bool write_dirty(ocbg *o)
         free(removed[i]);
     free(removed);
     if (rc != 0)
-        hc_log(&o->api, OCP_LOG_ERROR, "ocbg: %s; tasks live in memory only from now on (a restart loses them)",
-               err);
+        hc_log(&o->api, OCP_LOG_ERROR, "ocbg: %s; tasks live in memory only from now on (a restart loses them)", err);
     free(err);
 
     engine_lock(o);
@@ -414,8 +411,9 @@ int persist_start(ocbg *o)
     char *path = store_file(o), *err = NULL;
     if (!path) {
         if (o->opt.store)
-            defer_log(o, 'W', "ocbg: the host gives no data directory and store_path is not set: tasks live in memory "
-                         "only (a restart loses them)");
+            defer_log(o, 'W',
+                      "ocbg: the host gives no data directory and store_path is not set: tasks live in memory "
+                      "only (a restart loses them)");
         return 0;
     }
     int rc = store_open(path, &o->ps.st, &err);
@@ -431,8 +429,8 @@ int persist_start(ocbg *o)
         /* A half-restored registry is still right: what loaded stays. */
     }
     if (skipped) {
-        char *line = xasprintf("ocbg: the task store %s: %u stored tasks could not be read and were left out",
-                               path, skipped);
+        char *line =
+            xasprintf("ocbg: the task store %s: %u stored tasks could not be read and were left out", path, skipped);
         defer_log(o, 'E', line);
         free(line);
     }

@@ -22,7 +22,6 @@
 
 struct ocbg;
 
-
 /* Open the store the options and the host name (store_path, else ocbg.db in
  * the host's data_dir; neither, or store off: memory), restore this
  * instance's tasks into the registry, queue what they still need (checks

@@ -52,8 +52,7 @@ cJSON *poll_status_map(ocbg *o)
 /* An agent task with its own session, which the poll looks at. */
 static bool polled(const task *t)
 {
-    return t->type == TASK_AGENT && t->session_id && t->status != TASK_PENDING &&
-           !(t->session_gone && t->cancelling);
+    return t->type == TASK_AGENT && t->session_id && t->status != TASK_PENDING && !(t->session_gone && t->cancelling);
 }
 
 /* Did t report progress within the last interval? */
@@ -95,8 +94,7 @@ static void read_map(ocbg *o)
     if (!status_map)
         return;
     const cJSON *item;
-    cJSON_ArrayForEach(item, status_map)
-    {
+    cJSON_ArrayForEach (item, status_map) {
         task *t = registry_find_session(&o->reg, item->string);
         if (t && t->live) /* an ended task's session may be busy too (the user typed into it) */
             t->live->busy_tick = tick;

@@ -34,8 +34,10 @@ void sched_why_waiting(ocbg *o, const lane *l, strbuf *out)
         sb_printf(out, "all %d command slots are busy (max_running_shells %d)", o->opt.max_running_shells,
                   o->opt.max_running_shells);
     else if (l->retrying > 0)
-        sb_printf(out, "the host is retrying a rate-limited call of a running %s task; %s tasks wait until it "
-                       "clears", l->name, l->name);
+        sb_printf(out,
+                  "the host is retrying a rate-limited call of a running %s task; %s tasks wait until it "
+                  "clears",
+                  l->name, l->name);
     else if (cap > 0 && l->running >= (unsigned)cap)
         sb_printf(out, "all %d %s slots are busy (max_running_per_agent %s: %d)", cap, l->name, l->name, cap);
     else

@@ -19,9 +19,9 @@
 
 /* How a new task of (type, agent) is to be admitted. */
 typedef enum admission {
-    ADMIT_NOW,    /* a slot is free: it runs at once */
-    ADMIT_QUEUE,  /* it waits, pending, for a slot */
-    ADMIT_FULL,   /* every slot is taken and the queue is full: refused */
+    ADMIT_NOW,   /* a slot is free: it runs at once */
+    ADMIT_QUEUE, /* it waits, pending, for a slot */
+    ADMIT_FULL,  /* every slot is taken and the queue is full: refused */
 } admission;
 
 admission sched_admission(ocbg *o, task_type type, const char *agent);

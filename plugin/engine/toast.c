@@ -17,7 +17,8 @@ void toast_note(ocbg *o, const char *task_id, toast_kind kind, bool due)
     static const char *const lines[] = {[TOAST_COMPLETED] = "Background task completed",
                                         [TOAST_FAILED] = "Background task failed",
                                         [TOAST_WAITING] = "Background task waits for your permission"};
-    static const int levels[] = {[TOAST_COMPLETED] = OCP_NOTICE_SUCCESS, [TOAST_FAILED] = OCP_NOTICE_ERROR,
+    static const int levels[] = {[TOAST_COMPLETED] = OCP_NOTICE_SUCCESS,
+                                 [TOAST_FAILED] = OCP_NOTICE_ERROR,
                                  [TOAST_WAITING] = OCP_NOTICE_WARNING};
     if (!ts->first)
         ts->first = xasprintf("%s: %.*s%s", lines[kind], ECHO(what));

@@ -20,7 +20,11 @@
 
 #define TOAST_INTERVAL_MS 3000
 
-typedef enum toast_kind { TOAST_COMPLETED, TOAST_FAILED, TOAST_WAITING } toast_kind;
+typedef enum toast_kind {
+    TOAST_COMPLETED,
+    TOAST_FAILED,
+    TOAST_WAITING
+} toast_kind;
 
 /* Note that task_id's notice reached its parent; due: show it (else it only
  * counts in the next one). [engine lock held; no host call] */

@@ -11,12 +11,12 @@
 typedef struct toast_state {
     /* Noted since the last notice shown. */
     unsigned completed, failed, waiting;
-    char *first;         /* the first noted task's line ("Background task completed: …"), malloc'd */
-    int level;           /* the highest enum ocp_notice_level noted */
-    bool due;            /* something noted wants showing (a wake-up, a question) */
-    char *warning;       /* a warning from the start (unknown options), shown first; malloc'd */
-    int64_t shown_mono;  /* when the last notice was shown; 0: never */
-    unsigned shown;      /* notices shown, for tests */
+    char *first;        /* the first noted task's line ("Background task completed: …"), malloc'd */
+    int level;          /* the highest enum ocp_notice_level noted */
+    bool due;           /* something noted wants showing (a wake-up, a question) */
+    char *warning;      /* a warning from the start (unknown options), shown first; malloc'd */
+    int64_t shown_mono; /* when the last notice was shown; 0: never */
+    unsigned shown;     /* notices shown, for tests */
 } toast_state;
 
 #endif

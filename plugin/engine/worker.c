@@ -43,7 +43,8 @@ static char *restart_cut(const char *messages_json)
 {
     char *partial = outcome_partial(messages_json);
     char *text = partial ? xasprintf("interrupted: the host restarted before the task finished. Its answer so "
-                                     "far:\n%s", partial)
+                                     "far:\n%s",
+                                     partial)
                          : xstrdup("interrupted: the host restarted before the task finished (it had written no "
                                    "answer yet)");
     free(partial);

@@ -8,8 +8,8 @@
 #include "ops/ops.h"
 #include "text/texts.h"
 
-static const char *const type_names[] = {[ARG_STRING] = "string", [ARG_BOOLEAN] = "boolean",
-                                         [ARG_NUMBER] = "number", [ARG_STRING_ARRAY] = "array"};
+static const char *const type_names[] = {
+    [ARG_STRING] = "string", [ARG_BOOLEAN] = "boolean", [ARG_NUMBER] = "number", [ARG_STRING_ARRAY] = "array"};
 
 char *tool_schema_json(const tool_spec *t)
 {
@@ -54,8 +54,7 @@ static char *check_string(const tool_spec *t, const arg_spec *a, const char *v)
 {
     size_t len = strlen(v);
     if (len > ARG_MAX_BYTES)
-        return xasprintf("%s: argument '%s' is too long (%zu bytes; at most %d)", t->name, a->name, len,
-                         ARG_MAX_BYTES);
+        return xasprintf("%s: argument '%s' is too long (%zu bytes; at most %d)", t->name, a->name, len, ARG_MAX_BYTES);
     if (!utf8_valid(v, len))
         return xasprintf("%s: argument '%s' is not valid UTF-8 text", t->name, a->name);
     return NULL;
@@ -73,8 +72,7 @@ static char *check_value(const tool_spec *t, const arg_spec *a, const cJSON *v)
         if (n == 0 && a->need == ARG_REQUIRED)
             return xasprintf("%s: argument '%s' must not be empty", t->name, a->name);
         const cJSON *item;
-        cJSON_ArrayForEach(item, v)
-        {
+        cJSON_ArrayForEach (item, v) {
             if (!cJSON_IsString(item) || blank(item->valuestring))
                 return xasprintf("%s: argument '%s' must hold only non-empty strings", t->name, a->name);
             char *msg = check_string(t, a, item->valuestring);
@@ -194,8 +192,8 @@ bool limit_arg(const cJSON *args, const char *tool, double unit_ms, const char *
     return true;
 }
 
-int launch_in_budget(ocbg *o, const cJSON *args, const char *tool, double unit_ms, const char *unit,
-                     ocp_call_ctx *ctx, launch_req *req, launched *l, strbuf *out)
+int launch_in_budget(ocbg *o, const cJSON *args, const char *tool, double unit_ms, const char *unit, ocp_call_ctx *ctx,
+                     launch_req *req, launched *l, strbuf *out)
 {
     if (!limit_arg(args, tool, unit_ms, unit, &req->timeout_ms, out))
         return -EINVAL;

@@ -22,8 +22,7 @@ static bool launch_args_ok(const cJSON *args, strbuf *out)
     for (size_t i = 0; i < 3; i++) {
         const char *v = arg_str(args, need[i]);
         if (!v && i == 0) {
-            sb_printf(out, "background_task: missing required argument '%s' (required when launching a task)",
-                      need[i]);
+            sb_printf(out, "background_task: missing required argument '%s' (required when launching a task)", need[i]);
             return false;
         }
         if (v && blank(v)) {
@@ -70,8 +69,8 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
               "Status: %s\n%s%s\nYou will be notified when it finishes; there is no need to poll. "
               "To check on it: background_output(task_id=\"%s\").",
               fork ? " with a fork of this conversation's context" : "", l.id, fork ? " (forked)" : "", l.batch,
-              ECHO_TEXT(description), ECHO(agent), l.queued.len ? "pending" : "running", l.queued.len ? l.queued.buf : "",
-              l.queued.len ? "\n" : "", l.id);
+              ECHO_TEXT(description), ECHO(agent), l.queued.len ? "pending" : "running",
+              l.queued.len ? l.queued.buf : "", l.queued.len ? "\n" : "", l.id);
     sb_free(&l.queued);
     free(described);
     return 0;
@@ -178,8 +177,7 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
         return -ENOENT;
     }
     if (n == 0) {
-        sb_printf(out, "No running tasks in batch %s: all %zu of its tasks have already finished.", batch,
-                  in_batch);
+        sb_printf(out, "No running tasks in batch %s: all %zu of its tasks have already finished.", batch, in_batch);
         return -EINVAL;
     }
     op_cancel_items(o, items, n, false);
@@ -306,4 +304,3 @@ int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     sb_free(&kept);
     return rc;
 }
-

@@ -128,7 +128,8 @@ static void put_bash_launched(strbuf *out, const char *id, const char *command, 
               "Command %s in the background.\ntask_id: %s\nCommand: %.*s%s\n%s%s\n"
               "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
               "to stop it: TaskStop(task_id=\"%s\").",
-              queued ? "queued to run" : "running", id, ECHO_TEXT(command), queued ? queued : "", queued ? "\n" : "", id, id);
+              queued ? "queued to run" : "running", id, ECHO_TEXT(command), queued ? queued : "", queued ? "\n" : "",
+              id, id);
 }
 
 /* ---- Task ----------------------------------------------------------------- */

@@ -117,8 +117,8 @@ int tool_background_resume(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     double timeout;
     if (!wait_timeout_arg(args, "background_resume", &timeout, out))
         return -EINVAL;
-    return resume_task(o, arg_str(args, "task_id"), arg_str(args, "message"), arg_bool(args, "block", false),
-                       timeout, ctx, NULL, out);
+    return resume_task(o, arg_str(args, "task_id"), arg_str(args, "message"), arg_bool(args, "block", false), timeout,
+                       ctx, NULL, out);
 }
 
 /* ---- background_block -------------------------------------------------- */
@@ -151,8 +151,7 @@ static bool all_settled(ocbg *o, void *arg)
 static int resolve_ids(ocbg *o, ocp_call_ctx *ctx, const cJSON *args, id_list *l, strbuf *out)
 {
     const cJSON *item;
-    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(args, "task_ids"))
-    {
+    cJSON_ArrayForEach (item, cJSON_GetObjectItemCaseSensitive(args, "task_ids")) {
         const char *id = item->valuestring;
         if (strncmp(id, "batch_", 6) != 0) {
             if (!op_find_own(o, id, ctx))
@@ -193,8 +192,8 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
         free(l.ids);
         return rc;
     }
-    wait_result w = all_settled(o, &l) ? WAIT_DONE
-                                       : engine_wait(o, ctx, mono_ms() + (int64_t)(timeout * 1000), all_settled, &l);
+    wait_result w =
+        all_settled(o, &l) ? WAIT_DONE : engine_wait(o, ctx, mono_ms() + (int64_t)(timeout * 1000), all_settled, &l);
     int64_t now = ocbg_now(o);
     size_t finished = 0;
     strbuf lines = {0}, running = {0};
@@ -219,8 +218,8 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     } else if (finished == l.n) {
         sb_printf(out, "All %zu task%s finished.\n", l.n, l.n == 1 ? "" : "s");
     } else {
-        sb_printf(out, "Timed out after waiting %gs: %zu of %zu tasks finished; still running: %s\n", timeout,
-                  finished, l.n, running.buf);
+        sb_printf(out, "Timed out after waiting %gs: %zu of %zu tasks finished; still running: %s\n", timeout, finished,
+                  l.n, running.buf);
     }
     sb_puts(out, lines.buf ? lines.buf : "");
     sb_free(&lines);

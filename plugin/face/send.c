@@ -21,25 +21,35 @@ static int refused(send_refusal why, const char *id, const send_claim *c, strbuf
     case SEND_NOT_RUNNING:
         break;
     case SEND_STARTING:
-        sb_printf(out, "Task %s is still starting: its sub-agent cannot take messages yet. Nothing was sent; "
-                       "try again in a moment.", id);
+        sb_printf(out,
+                  "Task %s is still starting: its sub-agent cannot take messages yet. Nothing was sent; "
+                  "try again in a moment.",
+                  id);
         return -EAGAIN;
     case SEND_STOPPING:
-        sb_printf(out, "Task %s is being stopped (cancelled, stopped by a bound, or its session was deleted). "
-                       "Nothing was sent.", id);
+        sb_printf(out,
+                  "Task %s is being stopped (cancelled, stopped by a bound, or its session was deleted). "
+                  "Nothing was sent.",
+                  id);
         return -EINVAL;
     case SEND_OK:
         return 0;
     }
     if (c->status == TASK_PENDING)
-        sb_printf(out, "Task %s has not started yet (pending: waiting for a run slot), so no sub-agent can take "
-                       "the message. Nothing was sent; send it once the task is running.", id);
+        sb_printf(out,
+                  "Task %s has not started yet (pending: waiting for a run slot), so no sub-agent can take "
+                  "the message. Nothing was sent; send it once the task is running.",
+                  id);
     else if (c->status == TASK_COMPLETED)
-        sb_printf(out, "Task %s is not running (status: completed). Nothing was sent. To follow up on a completed "
-                       "task: background_resume(task_id=\"%s\", message=...).", id, id);
+        sb_printf(out,
+                  "Task %s is not running (status: completed). Nothing was sent. To follow up on a completed "
+                  "task: background_resume(task_id=\"%s\", message=...).",
+                  id, id);
     else
-        sb_printf(out, "Task %s is not running (status: %s). Nothing was sent. Start a new background_task "
-                       "instead.", id, task_status_name(c->status));
+        sb_printf(out,
+                  "Task %s is not running (status: %s). Nothing was sent. Start a new background_task "
+                  "instead.",
+                  id, task_status_name(c->status));
     return -EINVAL;
 }
 

@@ -4,20 +4,17 @@
 
 #define N(a) (sizeof a / sizeof a[0])
 
-static const char *const list_statuses[] = {"pending", "running", "completed", "error", "cancelled", "resumed",
-                                            NULL};
+static const char *const list_statuses[] = {"pending", "running", "completed", "error", "cancelled", "resumed", NULL};
 
 static const arg_spec task_args[] = {
     {"description", ARG_STRING, ARG_OPTIONAL,
-     "A short (3-5 words) description of the task; default: the prompt's first words. Ignored when resuming",
-     NULL},
+     "A short (3-5 words) description of the task; default: the prompt's first words. Ignored when resuming", NULL},
     {"prompt", ARG_STRING, ARG_REQUIRED_BY_HANDLER,
      "The full task for the sub-agent, or with resume: the follow-up message", NULL},
     {"agent", ARG_STRING, ARG_OPTIONAL,
      "The agent to run it (e.g. general, explore); default: general. Ignored when resuming", NULL},
     {"resume", ARG_STRING, ARG_OPTIONAL,
-     "A completed task's id (bg_...): send prompt to that sub-agent as a follow-up, with its full history",
-     NULL},
+     "A completed task's id (bg_...): send prompt to that sub-agent as a follow-up, with its full history", NULL},
     {"fork", ARG_BOOLEAN, ARG_OPTIONAL,
      "Give the sub-agent a copy of this conversation's context (long tool results cut, oldest messages "
      "dropped if it is too long); default false. Not with resume",
@@ -30,8 +27,7 @@ static const arg_spec task_args[] = {
 static const arg_spec output_args[] = {
     {"task_id", ARG_STRING, ARG_REQUIRED, "The task id (bg_...)", NULL},
     {"block", ARG_BOOLEAN, ARG_OPTIONAL, "Wait for the task to finish (default false)", NULL},
-    {"timeout", ARG_NUMBER, ARG_OPTIONAL, "With block: how long to wait, in seconds (default 120, at most 600)",
-     NULL},
+    {"timeout", ARG_NUMBER, ARG_OPTIONAL, "With block: how long to wait, in seconds (default 120, at most 600)", NULL},
 };
 static const arg_spec cancel_args[] = {
     {"task_id", ARG_STRING, ARG_REQUIRED,
@@ -44,10 +40,9 @@ static const arg_spec list_args[] = {
 static const arg_spec resume_args[] = {
     {"task_id", ARG_STRING, ARG_REQUIRED, "The completed task to resume (bg_...)", NULL},
     {"message", ARG_STRING, ARG_REQUIRED_BY_HANDLER, "The follow-up message for the sub-agent", NULL},
-    {"block", ARG_BOOLEAN, ARG_OPTIONAL,
-     "Wait for the response and return it (no notification then); default false", NULL},
-    {"timeout", ARG_NUMBER, ARG_OPTIONAL, "With block: how long to wait, in seconds (default 120, at most 600)",
+    {"block", ARG_BOOLEAN, ARG_OPTIONAL, "Wait for the response and return it (no notification then); default false",
      NULL},
+    {"timeout", ARG_NUMBER, ARG_OPTIONAL, "With block: how long to wait, in seconds (default 120, at most 600)", NULL},
 };
 static const arg_spec send_args[] = {
     {"task_id", ARG_STRING, ARG_REQUIRED, "The running task to send the message to (bg_...)", NULL},
@@ -55,10 +50,8 @@ static const arg_spec send_args[] = {
      "More context or a correction for the sub-agent; it reads it when its current step ends", NULL},
 };
 static const arg_spec block_args[] = {
-    {"task_ids", ARG_STRING_ARRAY, ARG_REQUIRED, "The task ids (bg_...) or batch ids (batch_...) to wait for",
-     NULL},
-    {"timeout", ARG_NUMBER, ARG_OPTIONAL, "How long to wait at most, in seconds (default 120, at most 600)",
-     NULL},
+    {"task_ids", ARG_STRING_ARRAY, ARG_REQUIRED, "The task ids (bg_...) or batch ids (batch_...) to wait for", NULL},
+    {"timeout", ARG_NUMBER, ARG_OPTIONAL, "How long to wait at most, in seconds (default 120, at most 600)", NULL},
 };
 
 const tool_spec background_tools[] = {
@@ -71,11 +64,10 @@ const tool_spec background_tools[] = {
      "Get a background task's result, or its status and progress while it runs. Non-blocking unless "
      "block=true, which waits up to timeout seconds (default 120, at most 600).",
      output_args, N(output_args), tool_background_output},
-    {"background_cancel",
-     "Cancel a running background task (aborts its session), or every running task of a batch.", cancel_args,
-     N(cancel_args), tool_background_cancel},
-    {"background_list", "List this session's background tasks, newest first, with status and duration.",
-     list_args, N(list_args), tool_background_list},
+    {"background_cancel", "Cancel a running background task (aborts its session), or every running task of a batch.",
+     cancel_args, N(cancel_args), tool_background_cancel},
+    {"background_list", "List this session's background tasks, newest first, with status and duration.", list_args,
+     N(list_args), tool_background_list},
     {"background_clear", "Remove all of this session's background tasks, aborting those still running.", NULL, 0,
      tool_background_clear},
     {"background_resume",
@@ -138,8 +130,7 @@ const tool_spec claude_tools[] = {
      "Get the output of a background task (shell or agent). Waits for it to finish by default (block=true, "
      "timeout in ms); block=false returns what there is now.",
      claude_output_args, N(claude_output_args), tool_claude_task_output},
-    {"TaskStop",
-     "Stop a running background task: a shell command's whole process group, or a sub-agent's session.",
+    {"TaskStop", "Stop a running background task: a shell command's whole process group, or a sub-agent's session.",
      claude_stop_args, N(claude_stop_args), tool_claude_task_stop},
 };
 const size_t claude_tool_count = N(claude_tools);

@@ -26,12 +26,17 @@
 
 #define ARG_MAX_BYTES (1024 * 1024)
 
-typedef enum arg_type { ARG_STRING, ARG_BOOLEAN, ARG_NUMBER, ARG_STRING_ARRAY } arg_type;
+typedef enum arg_type {
+    ARG_STRING,
+    ARG_BOOLEAN,
+    ARG_NUMBER,
+    ARG_STRING_ARRAY
+} arg_type;
 
 /* How much the validator enforces. */
 typedef enum arg_need {
     ARG_OPTIONAL,
-    ARG_REQUIRED, /* listed as required; must be present, and a string non-blank */
+    ARG_REQUIRED,            /* listed as required; must be present, and a string non-blank */
     ARG_REQUIRED_BY_HANDLER, /* listed as required; the handler checks it and words the error
                               * (the spec gives exact texts, e.g. for a blank resume prompt) */
 } arg_need;
@@ -96,8 +101,8 @@ int tool_background_send(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
  * spec's order with its exact texts, then sends `prompt` to the task's
  * session. With block, waits up to timeout_s and answers with only the new
  * response (no notification). */
-int resume_task(ocbg *o, const char *task_id, const char *prompt, bool block, double timeout_s,
-                ocp_call_ctx *ctx, const char *warning, strbuf *out);
+int resume_task(ocbg *o, const char *task_id, const char *prompt, bool block, double timeout_s, ocp_call_ctx *ctx,
+                const char *warning, strbuf *out);
 
 /* A blocking wait's timeout argument, in seconds: default 120, at most 600;
  * false (and the error in out) when it is not a positive number. */
@@ -111,8 +116,8 @@ bool limit_arg(const cJSON *args, const char *tool, double unit_ms, const char *
 /* Launch an agent task for `tool` with req (its timeout_ms from the 'timeout'
  * argument, in units of unit_ms), once the session's budget allows it
  * (engine/guards.h). 0, or a negative errno with the error in out. */
-int launch_in_budget(ocbg *o, const cJSON *args, const char *tool, double unit_ms, const char *unit,
-                     ocp_call_ctx *ctx, launch_req *req, launched *l, strbuf *out);
+int launch_in_budget(ocbg *o, const cJSON *args, const char *tool, double unit_ms, const char *unit, ocp_call_ctx *ctx,
+                     launch_req *req, launched *l, strbuf *out);
 
 /* "Usage of the listed tasks: <usage>" on a line of its own, when any. */
 void put_usage_total(strbuf *out, const usage *total);

@@ -112,8 +112,8 @@ int hc_session_messages(hostapi *a, const char *session_id, int limit, char **js
     return 0;
 }
 
-int hc_session_prompt(hostapi *a, const char *session_id, const char *text, const char *agent,
-                      bool no_reply, bool deny_tools, char **err)
+int hc_session_prompt(hostapi *a, const char *session_id, const char *text, const char *agent, bool no_reply,
+                      bool deny_tools, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     cJSON *body = cJSON_CreateObject();

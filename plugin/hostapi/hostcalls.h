@@ -19,8 +19,8 @@
 
 /* The host as the plugin calls it. */
 typedef struct hostapi {
-    ocp_host host;          /* the host's table, copied; fields it lacks are NULL */
-    const ocp_tool *tools;  /* this plugin's tools, turned off in a sub-agent's session */
+    ocp_host host;         /* the host's table, copied; fields it lacks are NULL */
+    const ocp_tool *tools; /* this plugin's tools, turned off in a sub-agent's session */
     size_t tool_count;
 } hostapi;
 
@@ -37,8 +37,8 @@ int hc_session_get(hostapi *a, const char *session_id, char **err);
 int hc_session_messages(hostapi *a, const char *session_id, int limit, char **json, char **err);
 /* Sends one text part. agent may be NULL. deny_tools: turn this plugin's tools
  * off in that session (a sub-agent must not start background tasks). */
-int hc_session_prompt(hostapi *a, const char *session_id, const char *text, const char *agent,
-                      bool no_reply, bool deny_tools, char **err);
+int hc_session_prompt(hostapi *a, const char *session_id, const char *text, const char *agent, bool no_reply,
+                      bool deny_tools, char **err);
 /* Forks a session (messages before message_id; all when NULL); *id_out = the
  * new session's id (malloc'd). -ENOSYS when the host cannot fork. */
 int hc_session_fork(hostapi *a, const char *session_id, const char *message_id, char **id_out, char **err);

@@ -31,9 +31,9 @@ typedef struct answer_part {
 } answer_part;
 
 typedef struct event_answer {
-    char *message_id;    /* the newest assistant message seen, or NULL */
-    bool turn_end;       /* that message ended the model's turn */
-    answer_part *parts;  /* its text parts seen, in part-id order */
+    char *message_id;   /* the newest assistant message seen, or NULL */
+    bool turn_end;      /* that message ended the model's turn */
+    answer_part *parts; /* its text parts seen, in part-id order */
     unsigned nparts, cap;
 } event_answer;
 

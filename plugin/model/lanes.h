@@ -19,17 +19,17 @@
 #include "model/task.h"
 
 typedef struct lane {
-    char *name;           /* the agent's name; "" for the shell lane */
-    unsigned running;     /* tasks holding a slot */
-    unsigned retrying;    /* of those, the ones whose host is retrying a rate-limited call */
-    unsigned queued;      /* pending tasks */
-    task *qhead, *qtail;  /* pending, oldest first */
-    struct lane *next;    /* every lane of the set */
+    char *name;          /* the agent's name; "" for the shell lane */
+    unsigned running;    /* tasks holding a slot */
+    unsigned retrying;   /* of those, the ones whose host is retrying a rate-limited call */
+    unsigned queued;     /* pending tasks */
+    task *qhead, *qtail; /* pending, oldest first */
+    struct lane *next;   /* every lane of the set */
 } lane;
 
 typedef struct lanes {
-    map by_agent;            /* agent name → lane */
-    lane *all;               /* agent lanes */
+    map by_agent; /* agent name → lane */
+    lane *all;    /* agent lanes */
     lane shell;
     unsigned running_agents; /* slots held across agent lanes */
     unsigned queued;         /* pending tasks across all lanes */

@@ -63,8 +63,7 @@ static msg_kind kind_of(const cJSON *msg)
         return MSG_OTHER;
     const cJSON *part;
     bool first_text = true;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
-    {
+    cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(msg, "parts")) {
         if (str_is(part, "type", "compaction"))
             return MSG_COMPACTION;
         if (is_continue_part(part))
@@ -109,8 +108,7 @@ static bool summary_ends_run(const cJSON *const *msgs, int i)
     if (!request)
         return true;
     const cJSON *part;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(request, "parts"))
-    {
+    cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(request, "parts")) {
         if (str_is(part, "type", "compaction"))
             return !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(part, "auto"));
     }
@@ -122,8 +120,7 @@ static char *message_text(const cJSON *msg)
 {
     strbuf sb = {0};
     const cJSON *part;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
-    {
+    cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(msg, "parts")) {
         const char *text = str_at(part, "text");
         if (!str_is(part, "type", "text") || !text || !*text)
             continue;
@@ -174,7 +171,7 @@ static bool continues_after_answer(const cJSON *const *msgs, int i, int from)
  * or one short paragraph with one of the words a model signs off with. */
 static bool is_sign_off(const char *text)
 {
-    static const char *const words[] = {"done",    "complete", "finished", "nothing", "no further", "no next",
+    static const char *const words[] = {"done",    "complete", "finished",   "nothing",       "no further", "no next",
                                         "no more", "all set",  "that's all", "no additional", "stop"};
     while (*text == ' ' || *text == '\n' || *text == '\t')
         text++;
@@ -201,8 +198,7 @@ static char *tools_called(const cJSON *const *msgs, int from, int to)
     for (int i = from; i < to; i++) {
         const cJSON *part;
         const cJSON *parts = kind_of(msgs[i]) == MSG_ANSWER ? cJSON_GetObjectItemCaseSensitive(msgs[i], "parts") : NULL;
-        cJSON_ArrayForEach(part, parts)
-        {
+        cJSON_ArrayForEach (part, parts) {
             const char *tool = str_is(part, "type", "tool") ? str_at(part, "tool") : NULL;
             if (!tool)
                 continue;
@@ -302,8 +298,7 @@ static void decide(const cJSON *const *msgs, int n, const char *prev_message_id,
 
 static const cJSON **index_messages(const cJSON *root, int *n);
 
-void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices,
-                           outcome *out)
+void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices, outcome *out)
 {
     memset(out, 0, sizeof *out);
     cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
@@ -354,7 +349,8 @@ static const cJSON **index_messages(const cJSON *root, int *n)
     const cJSON **msgs = xcalloc((size_t)*n, sizeof *msgs);
     int i = 0;
     const cJSON *m;
-    cJSON_ArrayForEach(m, root) msgs[i++] = m;
+    cJSON_ArrayForEach (m, root)
+        msgs[i++] = m;
     return msgs;
 }
 
@@ -376,12 +372,11 @@ bool outcome_has_notice(const char *messages_json, const char *task_id, int64_t 
     size_t idlen = strlen(task_id);
     const cJSON *m;
     const cJSON *all = cJSON_IsArray(root) ? root : NULL;
-    cJSON_ArrayForEach(m, all)
-    {
+    cJSON_ArrayForEach (m, all) {
         if (found || kind_of(m) != MSG_NOTICE)
             continue;
-        const cJSON *created = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(info_of(m), "time"), "created");
+        const cJSON *created =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(info_of(m), "time"), "created");
         if (cJSON_IsNumber(created) && created->valuedouble < (double)since_ms)
             continue;
         char *text = message_text(m);

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* The synthetic user message OpenCode adds after an automatic compaction. */
-#define OUTCOME_CONTINUE_TEXT \
+#define OUTCOME_CONTINUE_TEXT                                                                                          \
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
 
 /* Between a run's answer and what the turn after a compaction added to it
@@ -75,8 +75,7 @@ typedef struct outcome {
  * stepped over. Without it (a waking notice was just pushed, its turn not
  * yet begun), a newest notice means the run goes on. Notices are never
  * the boundary of the answer: a woken task's newer answer comes first. */
-void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices,
-                           outcome *out);
+void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices, outcome *out);
 void outcome_free(outcome *o);
 /* A run that ended with answer_id (its check read that answer before the
  * host compacted the session after it): is the session, since then, an

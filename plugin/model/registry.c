@@ -415,7 +415,6 @@ void registry_remove_parent(registry *r, parent *p)
     free_parent(p);
 }
 
-
 void registry_set_session(registry *r, task *t, const char *session_id)
 {
     if (t->session_id && map_get(&r->by_session, t->session_id) == t)

@@ -21,9 +21,9 @@
 /* The tasks a parent launched while some of its tasks were active. */
 struct task_batch {
     char id[TASK_ID_SIZE];
-    unsigned total;  /* tasks of the batch still in the registry */
-    unsigned done;   /* of those, the ones not active */
-    unsigned refs;   /* total, plus one while it is its parent's current batch */
+    unsigned total; /* tasks of the batch still in the registry */
+    unsigned done;  /* of those, the ones not active */
+    unsigned refs;  /* total, plus one while it is its parent's current batch */
 };
 
 /* An undelivered notification waiting for the parent's next ocbg answer. */
@@ -34,34 +34,34 @@ typedef struct held_notice {
 
 struct parent {
     char *session_id;
-    task *head;          /* newest first */
+    task *head; /* newest first */
     unsigned count;
-    unsigned active;     /* pending, running or resumed */
+    unsigned active;                       /* pending, running or resumed */
     unsigned by_status[TASK_STATUS_COUNT]; /* its tasks counted by status */
-    task_batch *batch;        /* the batch new tasks join while active > 0; may be NULL */
+    task_batch *batch;                     /* the batch new tasks join while active > 0; may be NULL */
     held_notice *held, **held_tail;
     unsigned notices_out; /* notifications queued for this session and not yet pushed */
 };
 
 typedef struct registry {
-    map by_id;       /* task id → task */
-    map by_session;  /* task session id → task */
-    map parents;     /* parent session id → parent */
-    task *active;    /* active list head */
+    map by_id;      /* task id → task */
+    map by_session; /* task session id → task */
+    map parents;    /* parent session id → parent */
+    task *active;   /* active list head */
     unsigned active_count;
     unsigned active_agents; /* active agent tasks: what the fallback poll is for */
     unsigned count;
-    lanes lanes;     /* slots held and tasks pending, by agent name and for commands */
+    lanes lanes; /* slots held and tasks pending, by agent name and for commands */
     /* What changed since the store last copied (engine/persist.c), when
      * `track` is on: tasks to write, ids of tasks to delete. */
     bool track;
-    task **dirty_q;           /* oldest first from dirty_head; NULL: a task removed meanwhile */
+    task **dirty_q; /* oldest first from dirty_head; NULL: a task removed meanwhile */
     size_t dirty_head, dirty_len, dirty_cap;
-    size_t dirty;             /* tasks in dirty_q: 0 when the store has copied every change */
+    size_t dirty; /* tasks in dirty_q: 0 when the store has copied every change */
     char **removed;
     size_t nremoved, removed_cap;
-    uint64_t dirty_gen;      /* +1 per change recorded */
-    uint64_t next_seq;       /* the next task's seq */
+    uint64_t dirty_gen; /* +1 per change recorded */
+    uint64_t next_seq;  /* the next task's seq */
     /* Called (if set) for every change recorded: the store thread's wake-up.
      * Runs under the engine's lock. */
     void (*on_dirty)(void *arg);

@@ -119,8 +119,8 @@ char *shell_output_text(const shell_state *s, size_t max_chars)
     if (chars <= max_chars)
         return text;
     size_t from = utf8_offset(text, len, chars - max_chars);
-    char *cut = xasprintf("[... output cut: the last %zu of %zu characters follow ...]\n%s", max_chars, chars,
-                          text + from);
+    char *cut =
+        xasprintf("[... output cut: the last %zu of %zu characters follow ...]\n%s", max_chars, chars, text + from);
     free(text);
     return cut;
 }
@@ -147,4 +147,3 @@ void shell_state_free(shell_state *s)
     free(s->out.tail);
     free(s);
 }
-

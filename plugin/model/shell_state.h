@@ -16,27 +16,27 @@
 /* The output kept of one command: the first head_cap bytes and the last
  * tail_cap bytes; what falls between is counted, not kept. */
 typedef struct shell_output {
-    char *head;             /* head_size bytes allocated, grown as output comes (NULL: none yet) */
+    char *head; /* head_size bytes allocated, grown as output comes (NULL: none yet) */
     size_t head_len, head_cap, head_size;
-    char *tail;             /* ring of tail_cap bytes, allocated when the head is full (NULL: not yet) */
+    char *tail; /* ring of tail_cap bytes, allocated when the head is full (NULL: not yet) */
     size_t tail_len, tail_pos, tail_cap;
-    uint64_t total;         /* every byte the command wrote */
-    bool stored_only;       /* its text lives only in the task store (engine/persist.h): no buffers
-                             * now, read back before it is shown (an empty output is not this) */
+    uint64_t total;   /* every byte the command wrote */
+    bool stored_only; /* its text lives only in the task store (engine/persist.h): no buffers
+                       * now, read back before it is shown (an empty output is not this) */
 } shell_output;
 
 /* What a shell task holds beyond the common task fields. */
 typedef struct shell_state {
     char *command;
     char *directory;
-    pid_t pid;              /* also the process group id */
-    int64_t pid_start;      /* its start time (base/proc_id.h): tells it from a later process with its pid */
+    pid_t pid;         /* also the process group id */
+    int64_t pid_start; /* its start time (base/proc_id.h): tells it from a later process with its pid */
     bool exited;
-    int exit_code;          /* when it exited normally */
-    int term_signal;        /* when a signal ended it (0: none) */
-    bool lost;              /* its host stopped before it ended (a restart found it) */
-    bool stop_requested;    /* TaskStop: the ending is "stopped", not a failure */
-    int64_t kill_at_mono;   /* when SIGKILL follows a SIGTERM (0: not scheduled) */
+    int exit_code;        /* when it exited normally */
+    int term_signal;      /* when a signal ended it (0: none) */
+    bool lost;            /* its host stopped before it ended (a restart found it) */
+    bool stop_requested;  /* TaskStop: the ending is "stopped", not a failure */
+    int64_t kill_at_mono; /* when SIGKILL follows a SIGTERM (0: not scheduled) */
     shell_output out;
 } shell_state;
 

@@ -9,8 +9,8 @@
 #include "base/util.h"
 
 static const char *const status_names[] = {
-    [TASK_PENDING] = "pending",     [TASK_RUNNING] = "running",     [TASK_COMPLETED] = "completed",
-    [TASK_ERROR] = "error",         [TASK_CANCELLED] = "cancelled", [TASK_RESUMED] = "resumed",
+    [TASK_PENDING] = "pending", [TASK_RUNNING] = "running",     [TASK_COMPLETED] = "completed",
+    [TASK_ERROR] = "error",     [TASK_CANCELLED] = "cancelled", [TASK_RESUMED] = "resumed",
 };
 
 const char *task_status_name(task_status s)

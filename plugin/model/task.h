@@ -13,16 +13,19 @@
 #include "model/shell_state.h"
 
 typedef enum task_status {
-    TASK_PENDING,   /* queued by a concurrency cap: no session or process yet */
+    TASK_PENDING, /* queued by a concurrency cap: no session or process yet */
     TASK_RUNNING,
     TASK_COMPLETED,
     TASK_ERROR,
     TASK_CANCELLED,
-    TASK_RESUMED,   /* a completed task working on a follow-up prompt */
+    TASK_RESUMED, /* a completed task working on a follow-up prompt */
 } task_status;
 #define TASK_STATUS_COUNT (TASK_RESUMED + 1)
 
-typedef enum task_type { TASK_AGENT, TASK_SHELL } task_type;
+typedef enum task_type {
+    TASK_AGENT,
+    TASK_SHELL
+} task_type;
 
 #define TASK_ID_SIZE 16 /* "bg_" + 8 hex + NUL, with room */
 #define RECENT_TOOLS 5
@@ -52,24 +55,24 @@ typedef struct task_live {
     struct task *qnext, *qprev; /* its lane's queue while pending (model/lanes.h) */
     uint64_t qseq;              /* its place in launch order while pending */
     /* completion checks (engine/worker.c, engine/poll.c) */
-    uint64_t busy_tick;         /* the last poll tick that saw the session busy */
-    int64_t next_check_mono;    /* a known-idle session's next check (monotonic ms) */
-    unsigned idle_checks;       /* completion checks that found no finished answer */
-    int64_t gone_at_mono;       /* when its session's deletion was seen */
-    char *permission_request;   /* the host's open permission question in the task's session, or NULL */
-    char *permission_what;      /* what it asks: "bash: rm -rf build" (set with permission_request) */
+    uint64_t busy_tick;       /* the last poll tick that saw the session busy */
+    int64_t next_check_mono;  /* a known-idle session's next check (monotonic ms) */
+    unsigned idle_checks;     /* completion checks that found no finished answer */
+    int64_t gone_at_mono;     /* when its session's deletion was seen */
+    char *permission_request; /* the host's open permission question in the task's session, or NULL */
+    char *permission_what;    /* what it asks: "bash: rm -rf build" (set with permission_request) */
     /* progress reports */
     uint32_t recent_calls[RECENT_CALLS]; /* hashes of recently seen call ids */
     unsigned recent_calls_next;
     char recent_tools[RECENT_TOOLS][TOOL_NAME_SIZE]; /* ring, newest at recent_tools_next-1 */
     unsigned recent_tools_next;
     /* the guards (engine/guards.c) */
-    char *guard_error;      /* a guard is stopping its command: the error its run ends with */
-    int64_t run_start_mono; /* when run guard_run started (monotonic ms) */
-    int64_t progress_mono;  /* its last progress event: a part, usage, busy (monotonic ms) */
-    unsigned guard_run;     /* the run the guards have seen start; 0: none yet */
-    unsigned repeat_count;  /* how many times in a row it made call last_call */
-    uint64_t last_call;     /* hash of its last tool call's tool and input */
+    char *guard_error;       /* a guard is stopping its command: the error its run ends with */
+    int64_t run_start_mono;  /* when run guard_run started (monotonic ms) */
+    int64_t progress_mono;   /* its last progress event: a part, usage, busy (monotonic ms) */
+    unsigned guard_run;      /* the run the guards have seen start; 0: none yet */
+    unsigned repeat_count;   /* how many times in a row it made call last_call */
+    uint64_t last_call;      /* hash of its last tool call's tool and input */
     uint32_t repeat_seen[4]; /* call ids already counted by the repeat guard (hashes) */
     unsigned repeat_seen_next;
     event_answer answer;       /* its answer as the events tell it (model/answer.h) */
@@ -77,74 +80,73 @@ typedef struct task_live {
                                 * predate the newest follow-up (model/followup.h): the check reads */
 } task_live;
 
-
 /* Laid out for size (a registry may keep tens of thousands of finished
  * tasks): what only a live task needs is in task_live; statuses and kinds
  * are bytes, flags bits (the engine's lock guards them all: no two
  * threads write neighbouring bits at once). */
 struct task {
     char id[TASK_ID_SIZE];
-    task_batch *batch;           /* the batch it was launched in (model/registry.h) */
+    task_batch *batch; /* the batch it was launched in (model/registry.h) */
     parent *parent;
     struct task *pnext, *pprev; /* the parent's list, newest first */
-    task_live *live;        /* NULL unless live (see task_live) */
+    task_live *live;            /* NULL unless live (see task_live) */
     /* description, session_id, result_message_id: one allocation, set
      * together (task_set_strings); each may be NULL. */
-    const char *session_id; /* the task's own (child) session; NULL for a shell task */
-    char *parent_message;   /* the message that launched it, until it has a session; may be NULL */
+    const char *session_id;   /* the task's own (child) session; NULL for a shell task */
+    char *parent_message;     /* the message that launched it, until it has a session; may be NULL */
     const char *parent_agent; /* the agent that launched it; may be NULL (base/intern.h: shared, not freed) */
     const char *description;
     char *prompt;
-    const char *agent;      /* base/intern.h: shared, not freed */
-    char *result;           /* the last response text, once completed */
-    char *error;            /* why it ended in error */
+    const char *agent;             /* base/intern.h: shared, not freed */
+    char *result;                  /* the last response text, once completed */
+    char *error;                   /* why it ended in error */
     const char *result_message_id; /* the assistant message `result` came from */
-    shell_state *shell;     /* shell tasks only */
-    lane *lane;             /* where it holds or waits for a run slot (model/lanes.h) */
+    shell_state *shell;            /* shell tasks only */
+    lane *lane;                    /* where it holds or waits for a run slot (model/lanes.h) */
     /* usage and guards (model/usage.h, engine/guards.c) */
     struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
-    int64_t timeout_ms;     /* its own runtime limit per run (the launch's timeout); 0: max_runtime_ms */
+    int64_t timeout_ms;          /* its own runtime limit per run (the launch's timeout); 0: max_runtime_ms */
     int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms; /* wall clock; 0 = never */
     int64_t notice_pushed_ms; /* when its notification's send began (host clock) */
-    uint64_t seq;           /* launch order in the store */
-    unsigned run;           /* 1 for the launch, +1 per resume */
-    unsigned delivered_run; /* the run whose result a blocking wait returned */
-    unsigned result_waiters; /* blocking calls that will return this run's result */
+    uint64_t seq;             /* launch order in the store */
+    unsigned run;             /* 1 for the launch, +1 per resume */
+    unsigned delivered_run;   /* the run whose result a blocking wait returned */
+    unsigned result_waiters;  /* blocking calls that will return this run's result */
     unsigned resume_count;
     unsigned tool_calls;
-    uint8_t depth;          /* 1: launched by a session that is not a task's; else its launcher's + 1 */
+    uint8_t depth; /* 1: launched by a session that is not a task's; else its launcher's + 1 */
     /* follow-ups into a running run (ops/send.c, model/followup.h) */
     unsigned followups_sent; /* messages background_send has begun to send, all runs: numbers them */
-    unsigned followup_wait; /* the newest one sent whose message the completion check has not seen; 0: none */
+    unsigned followup_wait;  /* the newest one sent whose message the completion check has not seen; 0: none */
     /* durability (plugin/store/, engine/persist.c) */
-    unsigned notice_run;    /* the run its notification is for */
-    uint32_t dirty_slot;    /* its index in the registry's dirty_q, + 1; 0: not dirty */
+    unsigned notice_run;          /* the run its notification is for */
+    uint32_t dirty_slot;          /* its index in the registry's dirty_q, + 1; 0: not dirty */
     uint16_t notices_unformatted; /* its notices queued for the worker, text not yet formatted (engine.c) */
-    uint8_t notice_state;   /* where its notification stands (store.h notice_state) */
-    uint8_t type;           /* task_type */
-    uint8_t status;         /* task_status */
+    uint8_t notice_state;         /* where its notification stands (store.h notice_state) */
+    uint8_t type;                 /* task_type */
+    uint8_t status;               /* task_status */
     /* TASK_TEXT_* bits: texts the store holds as they are (a finished
      * task whose row was committed: engine/persist.h). Such a pointer is
      * the same text, or NULL once only the store has it (delivered), or a
      * copy read back for one call. Writing a text clears its bit. */
     uint8_t texts_stored;
     bool forked : 1;
-    bool finalizing : 1;        /* a completion check is queued or running */
-    bool recheck : 1;           /* an idle came during that check: it may have read too early */
-    bool cancelling : 1;        /* an abort is in flight: completion checks wait */
+    bool finalizing : 1; /* a completion check is queued or running */
+    bool recheck : 1;    /* an idle came during that check: it may have read too early */
+    bool cancelling : 1; /* an abort is in flight: completion checks wait */
     bool seen_busy : 1;
-    bool inherited : 1;         /* a host's fork: its newest messages are the parent's until its first prompt is stored */
+    bool inherited : 1; /* a host's fork: its newest messages are the parent's until its first prompt is stored */
     bool session_gone : 1;
-    bool recovering : 1;        /* restored from the store while running: its first check decides how the restart left it */
-    bool retrying : 1;          /* its host retries a rate-limited call (counted in its lane) */
-    bool awaiting : 1;          /* running, its session idle until its own tasks end: it holds no slot */
-    bool wake_parked : 1;       /* awaiting, its tasks ended: the notice that wakes it waits for a slot */
-    bool woken : 1;             /* a waking notice went into its session; cleared when it is seen busy */
-    bool notice_wake : 1;       /* it wakes the parent */
-    bool foreground : 1;        /* run by a foreground call: removed when it returns */
-    bool compacted_after : 1;   /* completed, then its session was compacted: the turn after may add to its
-                                 * result (engine/amend.h) */
-    bool amend_queued : 1;      /* a check of that turn is queued or running */
+    bool recovering : 1;  /* restored from the store while running: its first check decides how the restart left it */
+    bool retrying : 1;    /* its host retries a rate-limited call (counted in its lane) */
+    bool awaiting : 1;    /* running, its session idle until its own tasks end: it holds no slot */
+    bool wake_parked : 1; /* awaiting, its tasks ended: the notice that wakes it waits for a slot */
+    bool woken : 1;       /* a waking notice went into its session; cleared when it is seen busy */
+    bool notice_wake : 1; /* it wakes the parent */
+    bool foreground : 1;  /* run by a foreground call: removed when it returns */
+    bool compacted_after : 1; /* completed, then its session was compacted: the turn after may add to its
+                               * result (engine/amend.h) */
+    bool amend_queued : 1;    /* a check of that turn is queued or running */
 };
 
 const char *task_status_name(task_status s);

@@ -19,6 +19,7 @@ static const struct arity {
     const char *prefix;
     unsigned char words;
 } arities[] = {
+    // clang-format off
     {"cat", 1}, {"cd", 1}, {"chmod", 1}, {"chown", 1}, {"cp", 1}, {"echo", 1}, {"env", 1}, {"export", 1},
     {"grep", 1}, {"kill", 1}, {"killall", 1}, {"ln", 1}, {"ls", 1}, {"mkdir", 1}, {"mv", 1}, {"ps", 1},
     {"pwd", 1}, {"rm", 1}, {"rmdir", 1}, {"sleep", 1}, {"source", 1}, {"tail", 1}, {"touch", 1}, {"unset", 1},
@@ -40,15 +41,17 @@ static const struct arity {
     {"skaffold", 2}, {"sls", 2}, {"sst", 2}, {"swift", 2}, {"systemctl", 2}, {"terraform", 2},
     {"terraform workspace", 3}, {"tmux", 2}, {"turbo", 2}, {"ufw", 2}, {"vault", 2}, {"vault auth", 3},
     {"vault kv", 3}, {"vercel", 2}, {"volta", 2}, {"wp", 2}, {"yarn", 2}, {"yarn dlx", 3}, {"yarn run", 3},
+    // clang-format on
 };
 
 /* Commands that only change directory: no "bash" pattern. */
 static const char *const dir_changers[] = {"cd", "chdir", "popd", "pushd", "push-location", "set-location", NULL};
 /* Commands whose arguments are checked as paths (OpenCode's list, PowerShell's verbs included). */
-static const char *const path_takers[] = {
-    "cd", "chdir", "popd", "pushd", "push-location", "set-location", "rm", "cp", "mv", "mkdir", "touch",
-    "chmod", "chown", "cat", "get-content", "set-content", "add-content", "copy-item", "move-item",
-    "remove-item", "new-item", "rename-item", NULL};
+static const char *const path_takers[] = {"cd",           "chdir",       "popd",      "pushd",     "push-location",
+                                          "set-location", "rm",          "cp",        "mv",        "mkdir",
+                                          "touch",        "chmod",       "chown",     "cat",       "get-content",
+                                          "set-content",  "add-content", "copy-item", "move-item", "remove-item",
+                                          "new-item",     "rename-item", NULL};
 
 static bool in_list(const char *s, const char *const *list)
 {
@@ -61,8 +64,7 @@ static bool in_list(const char *s, const char *const *list)
 static void add_unique(cJSON *arr, char *s) /* takes s */
 {
     const cJSON *it;
-    cJSON_ArrayForEach(it, arr)
-    {
+    cJSON_ArrayForEach (it, arr) {
         if (strcmp(it->valuestring, s) == 0) {
             free(s);
             return;
@@ -132,8 +134,8 @@ static bool inside(const char *dir, const char *p)
 static char *outside_dir(const char *arg, const char *project)
 {
     size_t n = strlen(arg);
-    char *a = n >= 2 && (arg[0] == '"' || arg[0] == '\'') && arg[n - 1] == arg[0] ? xstrndup(arg + 1, n - 2)
-                                                                               : xstrdup(arg);
+    char *a =
+        n >= 2 && (arg[0] == '"' || arg[0] == '\'') && arg[n - 1] == arg[0] ? xstrndup(arg + 1, n - 2) : xstrdup(arg);
     const char *home = getenv("HOME");
     if (home && (strcmp(a, "~") == 0 || strncmp(a, "~/", 2) == 0 || strncmp(a, "~\\", 2) == 0)) {
         char *joined = a[1] ? xasprintf("%s/%s", home, a + 2) : xstrdup(home);
@@ -158,8 +160,7 @@ cJSON *bash_dir_patterns(const cJSON *dirs)
 {
     cJSON *out = cJSON_CreateArray();
     const cJSON *d;
-    cJSON_ArrayForEach(d, dirs)
-    {
+    cJSON_ArrayForEach (d, dirs) {
         add_unique(out, xasprintf("%s/*", strcmp(d->valuestring, "/") == 0 ? "" : d->valuestring));
     }
     return out;
@@ -180,7 +181,11 @@ typedef struct utf16 {
  * An invalid or truncated sequence is U+FFFD for its first byte. */
 static uint32_t utf8_decode(const unsigned char *s, size_t len, size_t *used)
 {
-    unsigned need = s[0] < 0x80 ? 0 : (s[0] & 0xE0) == 0xC0 ? 1 : (s[0] & 0xF0) == 0xE0 ? 2 : (s[0] & 0xF8) == 0xF0 ? 3 : 9;
+    unsigned need = s[0] < 0x80             ? 0
+                    : (s[0] & 0xE0) == 0xC0 ? 1
+                    : (s[0] & 0xF0) == 0xE0 ? 2
+                    : (s[0] & 0xF8) == 0xF0 ? 3
+                                            : 9;
     *used = 1;
     if (need == 0)
         return s[0];
@@ -236,8 +241,8 @@ static size_t js_space(const unsigned char *s, const unsigned char *end)
     if (end - s < 3)
         return 0;
     unsigned c = (unsigned)s[0] << 16 | (unsigned)s[1] << 8 | s[2];
-    bool sp = c == 0xE19A80 || (c >= 0xE28080 && c <= 0xE2808A) || c == 0xE280A8 || c == 0xE280A9 ||
-              c == 0xE280AF || c == 0xE2819F || c == 0xE38080 || c == 0xEFBBBF;
+    bool sp = c == 0xE19A80 || (c >= 0xE28080 && c <= 0xE2808A) || c == 0xE280A8 || c == 0xE280A9 || c == 0xE280AF ||
+              c == 0xE2819F || c == 0xE38080 || c == 0xEFBBBF;
     return sp ? 3 : 0;
 }
 
@@ -357,8 +362,8 @@ int bash_asks_of(const char *command, const char *project, bash_asks *out)
     }
     utf16 u;
     utf16_of(src, strlen(src), &u);
-    TSTree *tree = ts_parser_parse_string_encoding(parser, NULL, (const char *)u.units, u.n * 2,
-                                                   TSInputEncodingUTF16LE);
+    TSTree *tree =
+        ts_parser_parse_string_encoding(parser, NULL, (const char *)u.units, u.n * 2, TSInputEncodingUTF16LE);
     if (!tree) {
         free(u.units);
         free(u.at);

@@ -9,9 +9,9 @@
  * (U+00A0, U+2007, U+202F) and U+1680, U+180E. */
 int bash_iswspace(wint_t c)
 {
-    static const wint_t spaces[] = {' ',    '\t',   '\n',   '\r',   11,     12,     0x0085, 0x2000,
-                                    0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2008, 0x2009,
-                                    0x200a, 0x2028, 0x2029, 0x205f, 0x3000};
+    static const wint_t spaces[] = {' ',    '\t',   '\n',   '\r',   11,     12,     0x0085,
+                                    0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006,
+                                    0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x205f, 0x3000};
     for (size_t i = 0; i < sizeof spaces / sizeof spaces[0]; i++)
         if (c == spaces[i])
             return 1;

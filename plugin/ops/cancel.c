@@ -89,4 +89,3 @@ void op_cancel_free(cancel_item *items, size_t n)
     }
     free(items);
 }
-

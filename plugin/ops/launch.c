@@ -22,8 +22,9 @@ static int admit(ocbg *o, task_type type, const char *agent, task_status *s, str
         return 0;
     sb_puts(out, "Not launched: ");
     sched_why_waiting(o, lanes_of(&o->reg.lanes, type, agent), out);
-    sb_printf(out, ", and the queue is full (%u task%s waiting, max_queued %d). Wait for a task to finish, or "
-                   "cancel one, then launch again.",
+    sb_printf(out,
+              ", and the queue is full (%u task%s waiting, max_queued %d). Wait for a task to finish, or "
+              "cancel one, then launch again.",
               o->reg.lanes.queued, o->reg.lanes.queued == 1 ? "" : "s", o->opt.max_queued);
     return -EAGAIN;
 }
@@ -34,8 +35,9 @@ static void queued_note(ocbg *o, const task *t, strbuf *note)
 {
     sb_puts(note, "Queued: ");
     sched_why_waiting(o, t->lane, note);
-    sb_printf(note, "; it starts when a slot frees (%u ahead of it in the queue). Its status is pending until "
-                    "then.",
+    sb_printf(note,
+              "; it starts when a slot frees (%u ahead of it in the queue). Its status is pending until "
+              "then.",
               lanes_queued_of(&o->reg.lanes, t->type) - 1);
 }
 
@@ -146,8 +148,8 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, lau
     return rc != 0 ? start_failed(o, l->id, err, rc, out) : 0;
 }
 
-int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
-                    bool foreground, launched *l, strbuf *out)
+int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
+                    launched *l, strbuf *out)
 {
     if (!ctx->session_id) {
         sb_puts(out, "The call has no session to run a command for.");

@@ -21,8 +21,8 @@
 
 typedef struct launch_req {
     const char *description, *prompt, *agent;
-    bool fork;       /* the child starts from a fork of the caller's context */
-    bool foreground; /* the caller waits for the result itself: no notification */
+    bool fork;          /* the child starts from a fork of the caller's context */
+    bool foreground;    /* the caller waits for the result itself: no notification */
     int64_t timeout_ms; /* the task's own runtime limit per run; 0: max_runtime_ms (engine/guards.h) */
 } launch_req;
 
@@ -47,8 +47,8 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, lau
  * foreground one runs at once). [lock not held] 0 with *l; or a negative
  * errno and the error in out (a command that could not start is a task in
  * error; a foreground one is removed). */
-int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
-                    bool foreground, launched *l, strbuf *out);
+int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
+                    launched *l, strbuf *out);
 
 /* An active task being cancelled: its id, its session (NULL: a command), how
  * the abort went (rc, err). */
@@ -118,30 +118,29 @@ bool op_task_settled(ocbg *o, void *task_id);
  * (monotonic ms), ctx is cancelled or the plugin stops. owner: the caller
  * already counts as a result waiter (a foreground launch). *t: the task
  * after the wait, NULL when it was removed meanwhile. [lock held] */
-wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner,
-                     task **t);
+wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner, task **t);
 
 /* Why a resume was refused before anything was sent. */
 typedef enum resume_refusal {
     RESUME_OK,
-    RESUME_NOT_FOUND,      /* not a task of the caller's session */
-    RESUME_SHELL,          /* a command cannot be resumed */
-    RESUME_BUSY,           /* already working on a follow-up */
-    RESUME_NOT_COMPLETED,  /* status (in the claim) is not completed */
-    RESUME_EXPIRED,        /* its session is gone */
-    RESUME_NO_SLOT,        /* no run slot is free (why: in the claim) */
+    RESUME_NOT_FOUND,     /* not a task of the caller's session */
+    RESUME_SHELL,         /* a command cannot be resumed */
+    RESUME_BUSY,          /* already working on a follow-up */
+    RESUME_NOT_COMPLETED, /* status (in the claim) is not completed */
+    RESUME_EXPIRED,       /* its session is gone */
+    RESUME_NO_SLOT,       /* no run slot is free (why: in the claim) */
 } resume_refusal;
 
 /* A task claimed for a follow-up: status resumed, a new run. */
 typedef struct resume_claim {
     char id[TASK_ID_SIZE];
     unsigned run, resume_count;
-    task_status status;       /* the status found (for RESUME_NOT_COMPLETED) */
-    bool block;               /* the caller will wait for the run's result */
-    bool deny_tools;          /* the task is at max_depth: its follow-up gets no ocbg tools */
+    task_status status; /* the status found (for RESUME_NOT_COMPLETED) */
+    bool block;         /* the caller will wait for the run's result */
+    bool deny_tools;    /* the task is at max_depth: its follow-up gets no ocbg tools */
     int64_t old_completed, old_started;
-    char *session, *agent;    /* owned: op_resume_claim_free */
-    char why[200];            /* RESUME_NO_SLOT: which cap, in words */
+    char *session, *agent; /* owned: op_resume_claim_free */
+    char why[200];         /* RESUME_NO_SLOT: which cap, in words */
 } resume_claim;
 
 /* Claim task id for a follow-up. [lock held] RESUME_OK and *c filled, or a
@@ -173,10 +172,10 @@ typedef enum send_refusal {
 /* A running agent task a message is for. */
 typedef struct send_claim {
     char id[TASK_ID_SIZE];
-    unsigned run;        /* the run it goes into */
-    unsigned number;     /* its follow-up number (op_send sets it) */
-    task_status status;  /* the status found */
-    bool deny_tools;     /* the task is at max_depth: the prompt denies ocbg's tools, as its first did */
+    unsigned run;       /* the run it goes into */
+    unsigned number;    /* its follow-up number (op_send sets it) */
+    task_status status; /* the status found */
+    bool deny_tools;    /* the task is at max_depth: the prompt denies ocbg's tools, as its first did */
     char *session, *agent, *description; /* owned: op_send_claim_free */
 } send_claim;
 

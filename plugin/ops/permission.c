@@ -42,8 +42,7 @@ static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *
     }
     if (rc == -EACCES) {
         sb_printf(out, "Permission denied: %s (permission \"%s\")%s%s. %s", what, permission,
-                  reason ? ": " : " by the user's permission rules or the user", reason ? reason : "",
-                  nothing_done);
+                  reason ? ": " : " by the user's permission rules or the user", reason ? reason : "", nothing_done);
     } else if (rc == -ECANCELED) {
         sb_printf(out, "Cancelled while asking for permission: %s. %s", what, nothing_done);
     } else if (rc != 0) {
@@ -60,8 +59,7 @@ static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *
     return rc;
 }
 
-int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description,
-                    strbuf *out)
+int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out)
 {
     if (!o->api.host.ask_permission)
         return 0;
@@ -83,8 +81,8 @@ int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
         cJSON_AddItemToObject(m, "directories", asks.dirs);
         cJSON_AddItemToObject(m, "patterns", cJSON_Duplicate(pats, 1));
         asks.dirs = NULL;
-        rc = ask(o, ctx, "external_directory", pats, cJSON_Duplicate(pats, 1), m, what, "The command was not run.",
-                 out);
+        rc =
+            ask(o, ctx, "external_directory", pats, cJSON_Duplicate(pats, 1), m, what, "The command was not run.", out);
     }
     /* Nothing but directory changes: nothing for "bash" to decide. */
     if (rc == 0 && cJSON_GetArraySize(asks.patterns) > 0) {
@@ -100,8 +98,7 @@ int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
     return rc;
 }
 
-int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description,
-                    strbuf *out)
+int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
 {
     if (!o->api.host.ask_permission)
         return 0;

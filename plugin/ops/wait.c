@@ -23,8 +23,7 @@ bool op_task_settled(ocbg *o, void *arg)
     return !t || !task_status_active(t->status);
 }
 
-wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner,
-                     task **t)
+wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner, task **t)
 {
     char key[TASK_ID_SIZE];
     memcpy(key, id, sizeof key);

@@ -145,8 +145,10 @@ static int agent_start(runner *base, const char *task_id, char **err)
     bool inject;
     int rc = create_session(r, &p, &inject, &session, err);
     if (rc != 0) {
-        rc = fail(rc, p.fork ? "Failed to fork this session for the background task"
-                             : "Failed to create a session for the background task", err);
+        rc = fail(rc,
+                  p.fork ? "Failed to fork this session for the background task"
+                         : "Failed to create a session for the background task",
+                  err);
         plan_free(&p);
         return rc;
     }

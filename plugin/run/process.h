@@ -13,13 +13,13 @@
 #include <sys/types.h>
 
 typedef struct process {
-    pid_t pid;          /* also the process group id */
-    int out_fd;         /* the output pipe, non-blocking; -1 once closed */
-    int exit_fd;        /* readable once the command has exited */
-    bool has_waiter;    /* no pidfd: a waiter thread reaps it */
+    pid_t pid;       /* also the process group id */
+    int out_fd;      /* the output pipe, non-blocking; -1 once closed */
+    int exit_fd;     /* readable once the command has exited */
+    bool has_waiter; /* no pidfd: a waiter thread reaps it */
     pthread_t waiter;
-    int status;         /* set by the waiter thread before it writes exit_fd */
-    pid_t reaped;       /* waitpid's result, from the waiter thread */
+    int status;   /* set by the waiter thread before it writes exit_fd */
+    pid_t reaped; /* waitpid's result, from the waiter thread */
 } process;
 
 /* Start `command` in `dir` (NULL or "": the current one), stdin /dev/null.

@@ -21,11 +21,11 @@
 
 /* What the engine lends a runner; every pointer outlives the runner. */
 typedef struct runner_env {
-    pthread_mutex_t *mu;  /* the engine lock: guards every task and the registry */
+    pthread_mutex_t *mu; /* the engine lock: guards every task and the registry */
     registry *reg;
     hostapi *api;
     const options *opt;
-    void *engine;         /* the callbacks' first argument */
+    void *engine; /* the callbacks' first argument */
     /* [mu held] t's run ended with status s (completed, error, cancelled),
      * text (result or error, may be NULL), message_id (may be NULL). */
     void (*finished)(void *engine, task *t, task_status s, const char *text, const char *message_id);

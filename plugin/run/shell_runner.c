@@ -37,13 +37,13 @@ typedef struct proc {
 } proc;
 
 typedef struct shell_runner {
-    runner base;        /* first: the engine holds a runner * */
+    runner base; /* first: the engine holds a runner * */
     runner_env env;
-    int wake_fd;        /* eventfd: new work, a stop, shutdown */
+    int wake_fd; /* eventfd: new work, a stop, shutdown */
     pthread_t thread;
-    bool closing;       /* under env.mu */
-    proc *pending;      /* spawned, not yet taken by the thread (under env.mu) */
-    proc *running;      /* the thread's own list */
+    bool closing;  /* under env.mu */
+    proc *pending; /* spawned, not yet taken by the thread (under env.mu) */
+    proc *running; /* the thread's own list */
 } shell_runner;
 
 static void wake(shell_runner *r)

@@ -15,7 +15,7 @@
 struct store_reader {
     pthread_mutex_t mu; /* one read at a time on the connection */
     char *path;
-    sqlite3 *db;        /* NULL until the first read (or after a failed open) */
+    sqlite3 *db; /* NULL until the first read (or after a failed open) */
     sqlite3_stmt *texts;
 };
 

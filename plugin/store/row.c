@@ -7,8 +7,14 @@
 
 #include "base/util.h"
 
-#define COL(name, kind, field) {name, kind, offsetof(store_row, field), 1}
-#define COL_SINCE(version, name, kind, field) {name, kind, offsetof(store_row, field), version}
+#define COL(name, kind, field)                                                                                         \
+    {                                                                                                                  \
+        name, kind, offsetof(store_row, field), 1                                                                      \
+    }
+#define COL_SINCE(version, name, kind, field)                                                                          \
+    {                                                                                                                  \
+        name, kind, offsetof(store_row, field), version                                                                \
+    }
 
 /* Column 0 is the id, 1 the owner (bound apart); these follow, in order. */
 const store_col store_cols[] = {

@@ -30,14 +30,14 @@ typedef enum notice_state {
 typedef struct store_row {
     char id[TASK_ID_SIZE];
     char batch[TASK_ID_SIZE];
-    uint64_t seq;           /* launch order within the owner's rows */
-    char *parent_session;   /* never NULL in a valid row */
+    uint64_t seq;         /* launch order within the owner's rows */
+    char *parent_session; /* never NULL in a valid row */
     task_type type;
     task_status status;
     char *session_id, *parent_message, *parent_agent, *description, *prompt, *agent;
     char *result, *error, *result_message_id;
-    unsigned keep;          /* TASK_TEXT_* bits (STORE_TEXTS_KEPT): leave these stored texts as they are
-                             * (not written; the row's fields are NULL). A row not yet stored keeps nothing. */
+    unsigned keep; /* TASK_TEXT_* bits (STORE_TEXTS_KEPT): leave these stored texts as they are
+                    * (not written; the row's fields are NULL). A row not yet stored keeps nothing. */
     int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms, timeout_ms;
     unsigned run, delivered_run, resume_count, depth;
     unsigned followups_sent; /* follow-ups numbered so far (model/followup.h): numbers never repeat */
@@ -45,7 +45,7 @@ typedef struct store_row {
     usage use;
     notice_state notice;
     unsigned notice_run;
-    bool notice_wake;       /* the notification wakes the parent */
+    bool notice_wake;         /* the notification wakes the parent */
     int64_t notice_pushed_ms; /* NOTICE_PUSHING: when the send began (host clock) */
     /* Shell tasks. */
     char *command, *directory;

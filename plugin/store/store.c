@@ -82,8 +82,8 @@ static int add_columns(store *s, int version, char **err)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < store_ncols; i++)
         if (store_cols[i].since == version) {
-            char *sql = xasprintf("ALTER TABLE task ADD COLUMN %s %s", store_cols[i].name,
-                                  col_type(store_cols[i].kind));
+            char *sql =
+                xasprintf("ALTER TABLE task ADD COLUMN %s %s", store_cols[i].name, col_type(store_cols[i].kind));
             rc = exec(s, sql, err);
             free(sql);
         }
@@ -119,8 +119,8 @@ static int migrate(store *s, char **err)
     if (rc == 0)
         rc = user_version(s, &v, err);
     if (rc == 0 && v > STORE_SCHEMA_VERSION) {
-        *err = xasprintf("the task store %s has schema version %d, newer than this ocbg's %d: left as it is",
-                         s->path, v, STORE_SCHEMA_VERSION);
+        *err = xasprintf("the task store %s has schema version %d, newer than this ocbg's %d: left as it is", s->path,
+                         v, STORE_SCHEMA_VERSION);
         rc = -ENOTSUP;
     }
     for (; rc == 0 && v < STORE_SCHEMA_VERSION; v++)
@@ -196,8 +196,8 @@ static int add_owner(store *s, const char *boot)
 static int adopt_orphans(store *s)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "UPDATE task SET owner = ? WHERE owner NOT IN (SELECT id FROM owner)", -1,
-                                &st, NULL);
+    int rc =
+        sqlite3_prepare_v2(s->db, "UPDATE task SET owner = ? WHERE owner NOT IN (SELECT id FROM owner)", -1, &st, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_bind_text(st, 1, s->owner, -1, SQLITE_STATIC);
     if (rc == SQLITE_OK)

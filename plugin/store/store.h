@@ -36,7 +36,6 @@
 
 typedef struct store store;
 
-
 /* Open (creating it, and its schema) the database file `path`, register this
  * instance, adopt the tasks of owners that are gone. The directory must
  * exist. A file of a newer schema is refused (-ENOTSUP), never changed.
@@ -47,14 +46,12 @@ int store_open(const char *path, store **out, char **err);
  * is called once per row (the row is borrowed for the call). A row that
  * cannot be read as a task (missing id or parent session, unknown type or
  * status) is skipped and counted in *skipped. [entry] */
-int store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg, unsigned *skipped,
-               char **err);
+int store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg, unsigned *skipped, char **err);
 
 /* In one transaction: upsert `rows` (owned by this instance from now) and
  * delete the tasks `removed` (ids). A row's texts in row->keep are left as
  * stored. [store thread] */
-int store_write(store *s, const store_row *rows, size_t nrows, char *const *removed, size_t nremoved,
-                char **err);
+int store_write(store *s, const store_row *rows, size_t nrows, char *const *removed, size_t nremoved, char **err);
 
 /* This instance's id ("inst_…"), for logs. */
 const char *store_instance(const store *s);

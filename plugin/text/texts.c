@@ -36,8 +36,8 @@ char *format_permission_notice(const task *t)
     return xasprintf("[ocbg] Background task %s \"%s\" (agent: %s) is waiting for permission: %s\n"
                      "The user must answer the request in the task's session (%s); the task goes on "
                      "when they do. Status: background_output(task_id=\"%s\").",
-                     t->id, t->description ? t->description : "", t->agent ? t->agent : "",
-                     task_permission_what(t), t->session_id ? t->session_id : "", t->id);
+                     t->id, t->description ? t->description : "", t->agent ? t->agent : "", task_permission_what(t),
+                     t->session_id ? t->session_id : "", t->id);
 }
 
 void format_count(char *out, size_t out_size, uint64_t n)
@@ -196,18 +196,16 @@ char *format_notification(const task *t, unsigned batch_done, unsigned batch_tot
     if (t->type == TASK_SHELL) {
         char how[96];
         shell_describe_exit(t->shell, how, sizeof how);
-        sb_printf(&sb, " \"%s\" ($ %s; %s, %s)\n", t->description ? t->description : "", t->shell->command, how,
-                  dur);
+        sb_printf(&sb, " \"%s\" ($ %s; %s, %s)\n", t->description ? t->description : "", t->shell->command, how, dur);
     } else {
-        sb_printf(&sb, " \"%s\" (agent: %s, %s)\n", t->description ? t->description : "",
-                  t->agent ? t->agent : "", dur);
+        sb_printf(&sb, " \"%s\" (agent: %s, %s)\n", t->description ? t->description : "", t->agent ? t->agent : "",
+                  dur);
     }
     unsigned done = batch_done, total = batch_total;
     if (done == total)
         sb_printf(&sb, "Batch %s: all %u task%s done.\n", t->batch->id, total, total == 1 ? "" : "s");
     else
-        sb_printf(&sb, "Batch %s: %u of %u tasks done, %u still running.\n", t->batch->id, done, total,
-                  total - done);
+        sb_printf(&sb, "Batch %s: %u of %u tasks done, %u still running.\n", t->batch->id, done, total, total - done);
     put_usage_line(&sb, t);
     if (t->type == TASK_SHELL) {
         if (t->status == TASK_ERROR && t->error)
