@@ -49,7 +49,7 @@ $(OC_NPM_STAMP):
 	    @opencode-ai/plugin@$(OPENCODE_VERSION) zod@$(ZOD_VERSION)
 	@touch $@
 
-opencode-npm: $(OC_NPM_STAMP)
+opencode-npm: $(OC_NPM_STAMP) ## the pinned OpenCode (for the e2e suites), from npm
 
 # The addon, one object per host/opencode/*.c (test/ holds the stub). Every
 # object depends on every header there: the files share adapter.h.
@@ -84,11 +84,11 @@ $(OC_DIR)/ocbg.so: $(BUILD)/ocbg.so
 	cp $< $@
 
 OC_FILES := $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(OC_ADDON) $(OC_DIR)/ocbg.so
-opencode: $(OC_FILES) $(OC_ZOD)
+opencode: $(OC_FILES) $(OC_ZOD) ## build/opencode/: the adapter, ocbg.js and ocbg.so
 
 # Only ocbg.js is a .js directly in the folder: OpenCode loads every
 # plugin/*.{ts,js} as a plugin (node_modules/ is not scanned).
-install-opencode: opencode
+install-opencode: opencode ## into ~/.config/opencode/plugin (PROJECT=dir: its .opencode/plugin)
 	install -d $(DESTDIR)$(OC_PLUGIN_DIR) $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules
 	install -m 644 $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(DESTDIR)$(OC_PLUGIN_DIR)/
 	install -m 755 $(OC_ADDON) $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node
@@ -97,7 +97,7 @@ install-opencode: opencode
 	cp -R $(OC_DIR)/node_modules/zod $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
 	@echo "ocbg: installed into $(DESTDIR)$(OC_PLUGIN_DIR)"
 
-uninstall-opencode:
+uninstall-opencode: ## remove what install-opencode put
 	rm -f $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.js $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_options.mjs \
 	    $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
 	rm -rf $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
@@ -129,7 +129,7 @@ OC_STUB := $(OC_STUB_DIR)/ocbg.so $(OC_STUB_DIR)/ocbg_opencode.node $(OC_STUB_DI
 # and under the Bun inside OpenCode (BUN_BE_BUN=1).
 # XDG_DATA_HOME: a fresh directory, where the adapter creates the data_dir.
 OC_HARNESS_DATA := $(OC_DIR)/harness-data
-check-opencode: $(OC_STUB) $(OC_NPM_STAMP)
+check-opencode: $(OC_STUB) $(OC_NPM_STAMP) ## the adapter with a stub plugin, under node and Bun
 	rm -rf $(OC_HARNESS_DATA) && mkdir -p $(OC_HARNESS_DATA)/node $(OC_HARNESS_DATA)/bun
 	XDG_DATA_HOME=$(abspath $(OC_HARNESS_DATA))/node timeout -k 5 120 $(NODE) host/opencode/test/harness.mjs \
 	    $(abspath $(OC_STUB_DIR))/ocbg.js
@@ -143,7 +143,7 @@ check-opencode: $(OC_STUB) $(OC_NPM_STAMP)
 OC_PKG_DIR := $(OC_DIR)/package
 OC_PKG     := $(BUILD)/ocbg-$(VERSION).tgz
 .PHONY: package
-package: $(OC_PKG)
+package: $(OC_PKG) ## build/ocbg-VERSION.tgz, the npm package OpenCode installs by name
 $(OC_PKG): host/opencode/package/package.json $(OC_FILES) $(OC_ZOD)
 	rm -rf $(OC_PKG_DIR) && mkdir -p $(OC_PKG_DIR)/node_modules
 	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@OPENCODE_VERSION@/$(OPENCODE_VERSION)/' \
@@ -173,7 +173,7 @@ E2E_ONLY ?=
 E2E_CASES ?=
 OC_E2E := $(OC_DIR)/e2e-run
 OC_E2E_SCANNED := $(abspath $(OC_E2E))/config/scanned/home
-e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG)
+e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG) ## real OpenCode with a fake model (E2E_ONLY=stub|ocbg|config|bashperm)
 	rm -rf $(OC_E2E)
 	$(MAKE) --no-print-directory install-opencode PROJECT=$(abspath $(OC_E2E))/project
 	$(MAKE) --no-print-directory install-opencode XDG_CONFIG_HOME=$(OC_E2E_SCANNED)/.config
@@ -197,7 +197,7 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG)
 # Records OpenCode's own answers for the corpus into $(BASHPERM_FIXTURE) (the C
 # unit test reads it): after a corpus change, or a new pinned OpenCode.
 .PHONY: e2e-bashperm-record
-e2e-bashperm-record: opencode $(OC_NPM_STAMP)
+e2e-bashperm-record: opencode $(OC_NPM_STAMP) ## re-record tests/fixtures/bash_permissions.json from OpenCode
 	@mkdir -p $(dir $(BASHPERM_FIXTURE))
 	timeout -k 10 $(E2E_BASHPERM_TIMEOUT) $(NODE) host/opencode/test/e2e_bash_perm.mjs $(OC_BASHPERM_ARGS) \
 	    --record $(BASHPERM_FIXTURE)
