@@ -1,5 +1,5 @@
 /* events.c — see events.h. Each event type decoded into a session note. */
-#include "events.h"
+#include "hooks/events.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -187,29 +187,32 @@ const char *const hook_event_types[] = {"session.idle",     "session.status",   
                                         "permission.asked", "permission.replied"};
 const size_t hook_event_type_count = sizeof hook_event_types / sizeof hook_event_types[0];
 
-void hooks_on_event(ocbg *o, const char *event_json)
+bool event_decode(const char *event_json, decoded_event *d)
 {
+    memset(d, 0, sizeof *d);
     if (!event_json)
-        return;
+        return false;
     /* Of the part updates, only tool calls and text parts matter (a text
      * part's start and its end: OpenCode streams the text between as
      * message.part.delta, not read); skip the rest without parsing them. */
     if (strstr(event_json, "\"message.part.updated\"") && !strstr(event_json, "\"type\":\"tool\"") &&
         !strstr(event_json, "\"type\":\"text\""))
-        return;
+        return false;
     /* Message updates matter only for an assistant's usage. */
     if (strstr(event_json, "\"message.updated\"") && !strstr(event_json, "\"assistant\""))
-        return;
-    cJSON *ev = cJSON_Parse(event_json);
-    const char *type = str_at(ev, "type");
-    const cJSON *props = cJSON_GetObjectItemCaseSensitive(ev, "properties");
-    if (type && cJSON_IsObject(props)) {
-        session_note n = {0};
-        char *owned = NULL;
-        usage u;
-        decode(type, props, &n, &owned, &u);
-        engine_note(o, &n);
-        free(owned);
-    }
-    cJSON_Delete(ev);
+        return false;
+    d->json = cJSON_Parse(event_json);
+    const char *type = str_at(d->json, "type");
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(d->json, "properties");
+    if (!type || !cJSON_IsObject(props))
+        return false;
+    decode(type, props, &d->note, &d->owned, &d->usage);
+    return d->note.session_id != NULL;
+}
+
+void event_free(decoded_event *d)
+{
+    cJSON_Delete(d->json);
+    free(d->owned);
+    memset(d, 0, sizeof *d);
 }

@@ -144,7 +144,10 @@ static int plugin_command_call(void *ud, const char *command, const char *argume
 static void plugin_on_event(void *ud, const char *event_json)
 {
     instance *in = ud;
-    hooks_on_event(&in->o, event_json);
+    decoded_event d;
+    if (event_decode(event_json, &d))
+        engine_note(&in->o, &d.note);
+    event_free(&d);
 }
 
 /* Whether plugin_transform_messages would rewrite session_id's history: the

@@ -27,6 +27,7 @@
 #include "ocp.h"
 #include "base/lock.h"
 #include "base/options.h"
+#include "hooks/events.h"
 #include "hostapi/hostcalls.h"
 #include "model/registry.h"
 #include "engine/jobs.h"
@@ -102,35 +103,6 @@ static inline int engine_cond_timedwait(ocbg *o, pthread_cond_t *cv, const struc
     return lock_timedwait(cv, &o->mu, deadline);
 }
 #define ENGINE_ASSERT_LOCKED(o) assert(lock_held(&(o)->mu) && "[lock held] without the engine lock")
-
-/* What a host event says about one session (decoded by hooks/events.c). */
-typedef enum note_kind {
-    NOTE_IDLE,               /* the session is idle: its run may have ended */
-    NOTE_BUSY,               /* working */
-    NOTE_RETRY,              /* working, but the host retries a failed (rate-limited) model call */
-    NOTE_ERROR,              /* its run failed: text */
-    NOTE_DELETED,            /* the session was deleted */
-    NOTE_PART,               /* a message part changed: progress; a tool part has call_id, tool */
-    NOTE_PERMISSION_ASKED,   /* request_id; text: what it asks ("bash: rm -rf build") */
-    NOTE_PERMISSION_REPLIED, /* request_id */
-    NOTE_USAGE,              /* an assistant message's running totals: message_id, usage */
-} note_kind;
-
-typedef struct session_note {
-    note_kind kind;
-    const char *session_id; /* NULL: the note is ignored */
-    const char *text;
-    const char *call_id, *tool;
-    const char *request_id;
-    const char *message_id;    /* NOTE_USAGE; NOTE_PART: the part's message */
-    const char *part_id;       /* NOTE_PART, a text part: its id (text: its text so far) */
-    bool text_ended;           /* NOTE_PART, a text part: ended (time.end set): text is final */
-    const struct usage *usage; /* NOTE_USAGE (model/usage.h) */
-    uint64_t call_hash;        /* NOTE_PART, a tool call with its final input: hash of tool and input; 0: none */
-    bool turn_end;             /* NOTE_USAGE: the message is a finished answer that ends the model's turn
-                                  (not a tool-call step): the run's end may come before its idle */
-    bool summary;              /* NOTE_USAGE: the message is a compaction's summary */
-} session_note;
 
 /* Apply a note to the task whose session it names (or, for a deletion, to
  * the tasks that session launched). [event] Takes the lock briefly; never
