@@ -20,7 +20,7 @@ CFLAGS  ?=
 # folders by name ("hooks/events.h", "fork/fork.h"): no -I into hooks/, fork/,
 # host/ or tests/. The simulated host, the tests and the benches add theirs.
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -Iplugin -I.
-$(BUILD)/obj/host/%.o $(BUILD)/obj/tests/%.o $(BUILD)/obj/bench/%.o: CPPFLAGS += -Ihost/sim -Itests
+$(BUILD)/obj/host/%.o $(BUILD)/obj/tests/%.o $(BUILD)/obj/bench/%.o: CPPFLAGS += -Ihost/sim -Ihost/sim/host -Itests
 ALL_CFLAGS = -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS)
 LDLIBS  += -lcjson -lsqlite3 -lpthread -ldl
 
@@ -36,7 +36,7 @@ TS_OBJ     := $(BUILD)/obj/third_party/ts_runtime.o $(BUILD)/obj/third_party/ts_
               $(BUILD)/obj/third_party/ts_bash_scanner.o
 PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/obj/%.o) $(TS_OBJ)
 # The simulated host (library part; demo.c has the demo's main).
-SIM_SRC    := $(filter-out host/sim/demo.c,$(sort $(wildcard host/sim/*.c)))
+SIM_SRC    := $(filter-out host/sim/host/demo.c,$(sort $(wildcard host/sim/*/*.c)))
 SIM_OBJ    := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
 TAP_OBJ    := $(BUILD)/obj/tests/tap.o $(BUILD)/obj/tests/testlib.o $(BUILD)/obj/tests/shelltest.o \
               $(BUILD)/obj/tests/storetest.o
@@ -109,7 +109,7 @@ $(BUILD)/test-plugins/%.so: $(BUILD)/obj/tests/plugins/$$(notdir $$*).o
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-z,defs -o $@ $< $(LDLIBS)
 
-$(BUILD)/ocbg-demo: $(BUILD)/obj/host/sim/demo.o $(BUILD)/libsimhost.a
+$(BUILD)/ocbg-demo: $(BUILD)/obj/host/sim/host/demo.o $(BUILD)/libsimhost.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
@@ -140,12 +140,12 @@ $(BUILD)/layout-check: build-aux/layout-check.c
 
 LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/layout/check-fixtures
 # The real tree: sizes, cycles, and the plugin's layers (build-aux/layers).
-# The plugin (the ABI, plugin/, hooks/, fork/), the simulated host (host/sim: core <- store <- agents
-# <- API <- host by file name in one folder, so no build-aux/layers lines: checked for cycles between its
-# files) and the OpenCode addon with its test stub (host/opencode: util <- js <- hostcall <- ask <- hostfns,
+# The plugin (the ABI, plugin/, hooks/, fork/), the simulated host (host/sim/: core <- store <- agent
+# <- api <- host, a folder each, in build-aux/layers too) and the OpenCode addon with its test stub (host/opencode: util <- js <- hostcall <- ask <- hostfns,
 # jobs <- tools, hooks, schema <- lifecycle; also checked for cycles).
 LAYOUT_PATHS = include plugin hooks fork host/sim host/opencode
-LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I . -I host/sim $(LAYOUT_PATHS)
+LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I . -I host/sim -I host/sim/host \
+             $(LAYOUT_PATHS)
 
 check-layout: $(BUILD)/layout-check ## the layout checker on its fixtures, then on the tree
 	$(LAYOUT_FIXTURES)
@@ -214,7 +214,7 @@ include tests/reliability/reliability.mk
 
 # The C style (.clang-format): the plugin, the ABI, the simulated host and the
 # OpenCode adapter. clang-format is Debian's clang-format package.
-FORMAT_FILES = $(sort $(wildcard include/*.h plugin/*.c plugin/*/*.[ch] hooks/*.[ch] fork/*.[ch] host/sim/*.[ch] \
+FORMAT_FILES = $(sort $(wildcard include/*.h plugin/*.c plugin/*/*.[ch] hooks/*.[ch] fork/*.[ch] host/sim/*/*.[ch] \
                  host/opencode/*.[ch]))
 format: ## reformat the C sources in place (.clang-format)
 	clang-format -i $(FORMAT_FILES)

@@ -26,7 +26,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "sim_api.h"
+#include "api/sim_api.h"
 #include "simhost.h"
 
 typedef struct sim_plugslot sim_plugslot;

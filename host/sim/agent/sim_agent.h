@@ -23,7 +23,7 @@
 #ifndef OCBG_SIM_AGENT_H
 #define OCBG_SIM_AGENT_H
 
-#include "sim_store.h"
+#include "store/sim_store.h"
 
 typedef struct sim_rule sim_rule;
 

@@ -25,7 +25,7 @@
 #define OCBG_SIM_API_H
 
 #include "ocp.h"
-#include "sim_agent.h"
+#include "agent/sim_agent.h"
 
 typedef struct sim_callrec sim_callrec;
 typedef struct sim_fault sim_fault;

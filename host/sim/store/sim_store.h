@@ -19,7 +19,7 @@
 #ifndef OCBG_SIM_STORE_H
 #define OCBG_SIM_STORE_H
 
-#include "sim_core.h"
+#include "core/sim_core.h"
 
 typedef struct sim_session sim_session;
 struct sim_run; /* a session's turn state: the agents layer's, opaque here */
