@@ -41,7 +41,11 @@
 //   cmp_<mode>_b<N>_answer_to_completed_ms the last child's answer stored (its message.updated
 //                                   with a finish) → its message completed (time.completed), both
 //                                   from /event: the step's snapshot work in situ
-// and, per size: cmp_<size>_b<N>_idle_to_wake_gap_ms: ocbg's median minus native's;
+//   cmp_<mode>_b<N>_answer_to_wake_ms that answer stored → the wake request (not moved by what
+//                                   delays the child's own idle: in the large project ocbg's
+//                                   parent turn takes the project's snapshot lock before the
+//                                   child's last snapshot, which then ends later)
+// and, per size: cmp_<size>_b<N>_{idle,answer,done}_to_wake_gap_ms: ocbg's median minus native's;
 // cmp_<size>_project: what the project is; cmp_<size>_snapshot_ms: OpenCode's snapshot
 // commands (rev-parse, then diff-files and ls-files --others at once, then write-tree) replayed
 // on each server's snapshot repository (its path from the log's `message=tracking` line) after
@@ -253,7 +257,8 @@ async function batch(size, mode, n, tag) {
   fs.appendFileSync(path.join(WORK, "batches.log"), after.map((r) =>
     `${tag} parent request at idle${r.at >= lastIdle ? "+" : ""}${r.at - lastIdle} ms: ${JSON.stringify(r.body.messages.at(-1)).slice(0, 400)}\n`).join(""));
   return { calls: after.length, idleToWake: wake.at - lastIdle, doneToWake: wake.at - childDone, launchToWake: wake.at - t0,
-    answerToCompleted: completed ? completed.at - stored.at : undefined, load, tag, startAt: t0,
+    answerToCompleted: completed ? completed.at - stored.at : undefined, answerToWake: stored ? wake.at - stored.at : undefined,
+    load, tag, startAt: t0,
     parent, lastChild, wakeAt: wake.at, prevAt: reqs[reqs.indexOf(wake) - 1].at };
 }
 
@@ -390,11 +395,16 @@ async function main() {
       print("exit_to_loop_ms", "exitToLoop");
       print("loop_to_request_ms", "loopToRequest");
       print("answer_to_completed_ms", "answerToCompleted");
+      print("answer_to_wake_ms", "answerToWake");
     }
     for (const n of [3, 20]) {
       const a = results[`${size}_native_b${n}`], b = results[`${size}_ocbg_b${n}`];
-      if (a?.length && b?.length)
-        console.log(`cmp_${size}_b${n}_idle_to_wake_gap_ms: ${median(b.map((r) => r.idleToWake)) - median(a.map((r) => r.idleToWake))} ms (ocbg minus native, medians)`);
+      if (!a?.length || !b?.length) continue;
+      const gap = (k) => { const x = a.map((r) => r[k]).filter((v) => v !== undefined), y = b.map((r) => r[k]).filter((v) => v !== undefined);
+        return x.length && y.length ? median(y) - median(x) : NaN; };
+      console.log(`cmp_${size}_b${n}_idle_to_wake_gap_ms: ${gap("idleToWake")} ms (ocbg minus native, medians)`);
+      console.log(`cmp_${size}_b${n}_answer_to_wake_gap_ms: ${gap("answerToWake")} ms (ocbg minus native, medians)`);
+      console.log(`cmp_${size}_b${n}_done_to_wake_gap_ms: ${gap("doneToWake")} ms (ocbg minus native, medians)`);
     }
   }
 }
