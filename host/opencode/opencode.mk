@@ -183,7 +183,10 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG)
 
 # ocbg against OpenCode's own background sub-agents (OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS),
 # same fake model: parent model calls and the last child's idle → parent's wake latency for
-# batches of 3 and 20, printed as `name: value unit` lines (figures, not a pass/fail verdict).
+# batches of 3 and 20, printed as `name: value unit` lines (figures, not a pass/fail verdict),
+# in a small project (12 files) and a large one (CMP_LARGE_FILES files, whose snapshot takes a
+# few hundred ms), both git repositories made at run time (CMP_PROJECT=small or large: one).
+# ~10 minutes on the shared 2-core machine, most of it the large project.
 CMP_BATCHES3 ?= 10
 CMP_BATCHES20 ?= 3
 CMP_BATCHES20_LARGE ?= 1
