@@ -204,13 +204,20 @@ e2e-bashperm-record: opencode $(OC_NPM_STAMP) ## re-record tests/fixtures/bash_p
 
 # ocbg against OpenCode's own background sub-agents (OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS),
 # same fake model: parent model calls and the last child's idle → parent's wake latency for
-# batches of 3 and 20, printed as `name: value unit` lines (figures, not a pass/fail verdict).
-CMP_BATCHES3 ?= 12
+# batches of 3 and 20, printed as `name: value unit` lines (figures, not a pass/fail verdict),
+# in a small project (12 files) and a large one (CMP_LARGE_FILES files, whose snapshot takes a
+# few hundred ms), both git repositories made at run time (CMP_PROJECT=small or large: one).
+# ~10 minutes on the shared 2-core machine, most of it the large project.
+CMP_BATCHES3 ?= 10
 CMP_BATCHES20 ?= 3
-CMP_TIMEOUT ?= 900
+CMP_BATCHES20_LARGE ?= 1
+CMP_PROJECT ?= small,large
+CMP_LARGE_FILES ?= 100000
+CMP_TIMEOUT ?= 1200
 OC_CMP := $(OC_DIR)/e2e-compare
 .PHONY: e2e-compare
 e2e-compare: opencode $(OC_NPM_STAMP)
 	timeout -k 10 $(CMP_TIMEOUT) $(NODE) host/opencode/test/e2e_compare.mjs \
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
-	    --work $(abspath $(OC_CMP)) --batches3 $(CMP_BATCHES3) --batches20 $(CMP_BATCHES20)
+	    --work $(abspath $(OC_CMP)) --batches3 $(CMP_BATCHES3) --batches20 $(CMP_BATCHES20) \
+	    --batches20-large $(CMP_BATCHES20_LARGE) --project $(CMP_PROJECT) --large-files $(CMP_LARGE_FILES)

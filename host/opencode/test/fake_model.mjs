@@ -36,6 +36,8 @@
 //                              to OpenCode's `task` with background: true (native) or to ocbg's
 //                              background_task, children "CHILD after T-k MS+k*STEP"; after the
 //                              tool results: "launched N"
+//   "E2E cmpgated native|ocbg T N MS STEP"  as cmpbatch, but the last child is "CHILD gate T-(N-1)":
+//                              it answers when the test opens that gate
 //   "E2E busybatch T N"       N background_task calls at once, children "CHILD gate T-1" … "CHILD gate
 //                              T-N" (descriptions "busy T-k"); after the tool results the parent's own
 //                              last step waits at gate "T-parent" (its turn stays busy), then says "held T"
@@ -104,6 +106,15 @@ export function decide(body) {
     if (toolResults.length) return { text: `launched ${m[3]}` };
     return { calls: Array.from({ length: +m[3] }, (_, k) => {
       const args = { description: `child ${k}`, prompt: `CHILD after ${m[2]}-${k} ${+m[4] + k * +m[5]}` };
+      return m[1] === "native"
+        ? { name: "task", args: { ...args, subagent_type: "general", background: true } }
+        : { name: "background_task", args: { ...args, agent: "general" } };
+    }) };
+  }
+  if ((m = line.match(/^E2E cmpgated (native|ocbg) (\S+) (\d+) (\d+) (\d+)/))) {
+    if (toolResults.length) return { text: `launched ${m[3]}` };
+    return { calls: Array.from({ length: +m[3] }, (_, k) => {
+      const args = { description: `child ${k}`, prompt: k === +m[3] - 1 ? `CHILD gate ${m[2]}-${k}` : `CHILD after ${m[2]}-${k} ${+m[4] + k * +m[5]}` };
       return m[1] === "native"
         ? { name: "task", args: { ...args, subagent_type: "general", background: true } }
         : { name: "background_task", args: { ...args, agent: "general" } };
