@@ -5,7 +5,7 @@
 #                            or PROJECT=dir: into dir/.opencode/plugin
 #   make e2e                 real OpenCode (pinned, installed with npm into $(BUILD)/opencode/npm)
 #                            with a scripted fake model; see host/opencode/NOTES.md
-#   make e2e-compare         ocbg against OpenCode's own background mode (figures)
+#   make e2e-compare         ocbg against OpenCode's own background mode (figures, small and large project)
 #   make e2e-bashperm-record OpenCode's own bash permission questions for the corpus, as a fixture
 #   make check-opencode      the adapter against its stub plugin, under node and OpenCode's Bun
 #   make package             $(BUILD)/ocbg-$(VERSION).tgz: the npm package (OpenCode installs it by name)
@@ -216,7 +216,7 @@ CMP_LARGE_FILES ?= 100000
 CMP_TIMEOUT ?= 1200
 OC_CMP := $(OC_DIR)/e2e-compare
 .PHONY: e2e-compare
-e2e-compare: opencode $(OC_NPM_STAMP)
+e2e-compare: opencode $(OC_NPM_STAMP) ## ocbg against OpenCode's own background mode (figures; ~10 min)
 	timeout -k 10 $(CMP_TIMEOUT) $(NODE) host/opencode/test/e2e_compare.mjs \
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
 	    --work $(abspath $(OC_CMP)) --batches3 $(CMP_BATCHES3) --batches20 $(CMP_BATCHES20) \
