@@ -15,9 +15,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { RATE_LIMIT_RETRY_MS, startFakeModel } from "./fake_model.mjs";
 import {
-  api, assistantTexts, callTool, diag, eventWatchers, events, followEvents, freePort, groupMembers, idle, isIdle, isLoopback,
-  listeners, messages, newSession, ok, permissionAsked, procStat, replyPermission, say, sayTool, secs, setBase,
-  sleep, staysFalse, stopEvents, stopGroup, provideConfigDeps, tap, taskIds, textOf, toolEnded, toolParts, turnEnds, userMessage, userTexts, waitFor,
+  api, assistantTexts, callTool, diag, events, eventWatchers, followEvents, freePort, groupMembers, idle,
+  isIdle, isLoopback, isolatedEnv, listeners, messages, newSession, ok, permissionAsked, procStat,
+  provideConfigDeps, replyPermission, say, sayTool, secs, setBase, sleep, staysFalse, stopEvents, stopGroup,
+  tap, taskIds, textOf, toolEnded, toolParts, turnEnds, userMessage, userTexts, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -182,14 +183,7 @@ async function main() {
           max_depth: 2, auto_background_ms: AUTO_BG_MS }]]),
     ],
   };
-  serverEnv = {
-    PATH: process.env.PATH, HOME, XDG_CONFIG_HOME: CONFIG,
-    XDG_DATA_HOME: path.join(HOME, ".local/share"), XDG_CACHE_HOME: path.join(HOME, ".cache"),
-    XDG_STATE_HOME: path.join(HOME, ".local/state"), TMPDIR: process.env.TMPDIR || "/tmp",
-    OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
-    OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-    OPENCODE_DISABLE_SHARE: "1", OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-  };
+  serverEnv = isolatedEnv(HOME, CONFIG, config);
   if (!ok(await startServer(), "opencode serve is healthy on 127.0.0.1")) return;
 
   if (ONLY !== "ocbg") {

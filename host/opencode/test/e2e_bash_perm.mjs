@@ -25,7 +25,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
-import { diag, fakeModelConfig, freePort, ok, provideConfigDeps, secs, stopGroup, tap, waitFor } from "./e2e_lib.mjs";
+import {
+  diag, fakeModelConfig, freePort, isolatedEnv, ok, provideConfigDeps, readEvents, secs, stopGroup, tap,
+  waitFor
+} from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
 const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : d; };
@@ -93,23 +96,7 @@ async function http(srv, method, p, body, timeoutMs = 15000) {
 }
 // Its event stream, each event to onEvent, until srv.events.abort().
 async function follow(srv, onEvent) {
-  try {
-    const r = await fetch(srv.base + "/event", { signal: srv.events.signal });
-    const dec = new TextDecoder();
-    let buf = "";
-    for await (const chunk of r.body) {
-      buf += dec.decode(chunk, { stream: true });
-      let i;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i).trim();
-        buf = buf.slice(i + 1);
-        if (!line.startsWith("data:")) continue;
-        let ev = null;
-        try { ev = JSON.parse(line.slice(5)); } catch {}
-        if (ev) onEvent(srv, ev);
-      }
-    }
-  } catch {}
+  await readEvents(srv.base, srv.events.signal, (ev) => onEvent(srv, ev));
 }
 
 // Starts `opencode serve` in the project with these permission rules, HOME
@@ -119,14 +106,7 @@ async function startServer(pass, home, permission, ocbgJs) {
   provideConfigDeps(path.join(config, "opencode"), NPM_DIR);
   const cfg = { ...fakeModelConfig(fake.port), snapshot: false, plugin: [[ocbgJs, { face_claude: true }]],
     permission: { edit: "allow", webfetch: "allow", task: "allow", ...permission } };
-  const env = {
-    PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: config,
-    XDG_DATA_HOME: path.join(home, ".local/share"), XDG_CACHE_HOME: path.join(home, ".cache"),
-    XDG_STATE_HOME: path.join(home, ".local/state"), TMPDIR: process.env.TMPDIR || "/tmp",
-    OPENCODE_CONFIG_CONTENT: JSON.stringify(cfg),
-    OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-    OPENCODE_DISABLE_SHARE: "1", OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-  };
+  const env = isolatedEnv(home, config, cfg);
   const port = await freePort();
   const logPath = path.join(WORK, `opencode-${pass}.log`);
   const log = fs.openSync(logPath, "w");

@@ -63,7 +63,8 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, eventWatchers, followEvents, freePort, isIdle, newSession, fakeModelConfig, provideConfigDeps, say, setBase, sleep, stopEvents, stopGroup, waitFor,
+  api, diag, eventWatchers, fakeModelConfig, followEvents, freePort, isIdle, isolatedEnv, newSession,
+  provideConfigDeps, say, setBase, sleep, stopEvents, stopGroup, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -147,15 +148,8 @@ async function startServer(size, mode, project) {
     plugin.push([path.join(dir, "ocbg.js"), {}]);
   }
   const cfg = { ...fakeModelConfig(fake.port), plugin };
-  const env = {
-    PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: config,
-    XDG_DATA_HOME: path.join(home, ".local/share"), XDG_CACHE_HOME: path.join(home, ".cache"),
-    XDG_STATE_HOME: path.join(home, ".local/state"), TMPDIR: process.env.TMPDIR || "/tmp",
-    OPENCODE_CONFIG_CONTENT: JSON.stringify(cfg),
-    OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-    OPENCODE_DISABLE_SHARE: "1", OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-    ...(mode === "native" ? { OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS: "true" } : {}),
-  };
+  const env = isolatedEnv(home, config, cfg,
+    mode === "native" ? { OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS: "true" } : {});
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   setBase(base);

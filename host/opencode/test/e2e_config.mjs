@@ -20,8 +20,8 @@ import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
-  api, callTool, diag, events, say, followEvents, freePort, idle, messages, newSession, ok, secs, setBase, sleep,
-  fakeModelConfig, stopEvents, stopGroup, tap, taskIds, textOf, waitFor,
+  api, callTool, diag, events, fakeModelConfig, followEvents, freePort, idle, isolatedEnv, messages,
+  newSession, ok, say, secs, setBase, sleep, stopEvents, stopGroup, tap, taskIds, textOf, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -69,14 +69,7 @@ async function startServer(w) {
   setBase(`http://127.0.0.1:${port}`);
   log = path.join(WORK, `${w.name}.log`);
   const fd = fs.openSync(log, "w");
-  const env = {
-    PATH: process.env.PATH, HOME: w.home, XDG_CONFIG_HOME: w.config,
-    XDG_DATA_HOME: path.join(w.home, ".local/share"), XDG_CACHE_HOME: path.join(w.home, ".cache"),
-    XDG_STATE_HOME: path.join(w.home, ".local/state"), TMPDIR: process.env.TMPDIR || "/tmp",
-    OPENCODE_CONFIG_CONTENT: JSON.stringify(baseConfig()),
-    OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-    OPENCODE_DISABLE_SHARE: "1", OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-  };
+  const env = isolatedEnv(w.home, w.config, baseConfig());
   server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "DEBUG"],
     { cwd: w.project, env, detached: true, stdio: ["ignore", fd, fd] });
   fs.closeSync(fd);

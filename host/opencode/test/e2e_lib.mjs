@@ -79,8 +79,17 @@ let sse = null;
 export async function followEvents() {
   const ac = new AbortController();
   sse = ac;
+  await readEvents(BASE, ac.signal, (ev) => {
+    events.push(ev);
+    for (const w of eventWatchers) { try { w(ev); } catch {} }
+  });
+}
+
+// Reads the server at base's event stream (GET /event, server-sent events)
+// until signal aborts it or the server goes: onEvent(ev) for each event.
+export async function readEvents(base, signal, onEvent) {
   try {
-    const r = await fetch(BASE + "/event", { signal: ac.signal });
+    const r = await fetch(base + "/event", { signal });
     const dec = new TextDecoder();
     let buf = "";
     for await (const chunk of r.body) {
@@ -89,16 +98,28 @@ export async function followEvents() {
       while ((i = buf.indexOf("\n")) >= 0) {
         const line = buf.slice(0, i).trim();
         buf = buf.slice(i + 1);
-        if (line.startsWith("data:")) {
-          let ev = null;
-          try { ev = JSON.parse(line.slice(5)); } catch {}
-          if (!ev) continue;
-          events.push(ev);
-          for (const w of eventWatchers) { try { w(ev); } catch {} }
-        }
+        if (!line.startsWith("data:")) continue;
+        let ev = null;
+        try { ev = JSON.parse(line.slice(5)); } catch {}
+        if (ev) onEvent(ev);
       }
     }
   } catch {}
+}
+
+// The environment of an `opencode serve` isolated in `home` (its config, data,
+// cache and state there), with config as its OPENCODE_CONFIG_CONTENT and
+// nothing fetched or shared; extra: more variables.
+export function isolatedEnv(home, config, opencodeConfig, extra = {}) {
+  return {
+    PATH: process.env.PATH, HOME: home, XDG_CONFIG_HOME: config,
+    XDG_DATA_HOME: path.join(home, ".local/share"), XDG_CACHE_HOME: path.join(home, ".cache"),
+    XDG_STATE_HOME: path.join(home, ".local/state"), TMPDIR: process.env.TMPDIR || "/tmp",
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(opencodeConfig),
+    OPENCODE_DISABLE_MODELS_FETCH: "1", OPENCODE_DISABLE_AUTOUPDATE: "1", OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+    OPENCODE_DISABLE_SHARE: "1", OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+    ...extra,
+  };
 }
 export function stopEvents() {
   if (sse) { try { sse.abort(); } catch {} sse = null; }
