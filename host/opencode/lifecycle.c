@@ -252,8 +252,25 @@ static void commands_copy(adapter *ad)
     }
 }
 
+/* Fault injection for make e2e: OCBG_TEST_DROP_EVENTS="a,b" names event
+ * types never handed to the plugin, as if the host had lost them. Unset in
+ * use. */
+static bool dropped_for_tests(const char *type)
+{
+    const char *p = getenv("OCBG_TEST_DROP_EVENTS");
+    size_t n = strlen(type);
+    while (p && *p) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, type, n) == 0)
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
 /* Copies what an ABI 1.3 plugin says a host may skip: its event types (read
- * on every event, also after the table is gone) and wants_messages. */
+ * on every event, also after the table is gone; less any dropped for tests)
+ * and wants_messages. */
 static void skips_copy(adapter *ad)
 {
     const ocp_plugin *p = ad->plugin;
@@ -265,10 +282,12 @@ static void skips_copy(adapter *ad)
     char **types = calloc(p->event_type_count, sizeof *types);
     if (!types)
         return;
+    size_t kept = 0;
     for (size_t i = 0; i < p->event_type_count; i++)
-        types[i] = xstrdup(p->event_types[i]);
+        if (!dropped_for_tests(p->event_types[i]))
+            types[kept++] = xstrdup(p->event_types[i]);
     ad->event_types = types;
-    ad->nevent_types = p->event_type_count;
+    ad->nevent_types = kept;
 }
 
 /* The hooks object init() returns; only the hooks the plugin can serve. */

@@ -195,7 +195,7 @@ async function main() {
   } else if (ONLY !== "stub") {
     for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
       autoBackground, tasksCommand, silentThenWaking, batchWhileBusy, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
-      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, capTwoOfFour, usageNotified,
+      childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, compactedAfter, capTwoOfFour, usageNotified,
       tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused,
       restartAfterNotify, restartBeforeNotify, restartMidTask, endedTaskBusyAgain])) {
       const t0 = Date.now();
@@ -977,6 +977,31 @@ async function compactedCase(parent, x, more, id) {
   ok(out?.status === "completed" && out.output.trimEnd().endsWith(`\nResult:\n${full}`) && !out.output.includes("E2E SUMMARY"),
     `${order}: background_output's result, exactly, no summary`, out);
   return order;
+}
+
+// The other order in real OpenCode: the completion check after the compaction began. ocbg checks at
+// the turn-ending message.updated, and OpenCode decides to compact only after the step's snapshot, so
+// with the events this order does not come; with message.updated lost (the adapter's fault injection,
+// OCBG_TEST_DROP_EVENTS, on a restarted server) the check comes at the idle after the continue turn,
+// and the one notification carries the answer and what that turn added.
+async function compactedAfter() {
+  serverEnv.OCBG_TEST_DROP_EVENTS = "message.updated";
+  try {
+    if (!ok(await restartServer("SIGTERM"), "opencode serve restarted with message.updated kept from ocbg")) return;
+    const parent = await newSession("ocbg compaction after");
+    const id = await launch(parent, { description: "compacting cxz", prompt: "CHILD compact cxz more gate",
+      agent: "e2e-compact" });
+    ok(id, "a task on the small-context model launched", id);
+    if (!id) return;
+    await idle(parent);
+    fake.openGate("cx-cxz");
+    const order = await compactedCase(parent, "cxz", true, id);
+    ok(order === "cxz: check after the compaction", "without the turn-ending event, the check came after the compaction",
+      order);
+  } finally {
+    delete serverEnv.OCBG_TEST_DROP_EVENTS;
+    ok(await restartServer("SIGTERM"), "opencode serve restarted with every event");
+  }
 }
 
 let exitCode = 1;
