@@ -139,10 +139,12 @@ static void run_finalize(ocbg *o, job *j)
     bool recovering = t->recovering;
     unsigned sent = t->followups_sent, awaited = t->followup_wait; /* model/followup.h: read all then */
     /* The answer the events told in full needs no read (model/answer.h); a
-     * restored task, or a run that was sent a follow-up (the events' answer
-     * may be the one before it), is decided from the messages. */
+     * restored task, a resumed or forked one (a late duplicate of an older
+     * message's events could pass for the answer), or a run that was sent a
+     * follow-up (the events' answer may be the one before it), is decided
+     * from the messages. */
     check_found f = {0};
-    if (!recovering && t->followups_sent == t->live->followups_before) {
+    if (!recovering && t->status == TASK_RUNNING && !t->forked && t->followups_sent == t->live->followups_before) {
         f.out.text = answer_take(&t->live->answer, prev, &f.out.message_id);
         f.out.kind = f.out.text ? OUTCOME_COMPLETED : OUTCOME_NONE;
     }
