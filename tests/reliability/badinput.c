@@ -15,6 +15,7 @@
 
 #include "rel.h"
 #include "tap.h"
+#include "testlib.h"
 
 #define ANSWER_MAX_BYTES 1024
 
@@ -155,22 +156,9 @@ static void bad_value(const char *tool, const char *kind, const cJSON *props, co
     bad_value_saying(tool, kind, props, required, name, value, name);
 }
 
-static void table_for(const ocp_tool *t)
+/* Each required argument left out, and arguments that are no JSON object. */
+static void bad_missing(const ocp_tool *t, const cJSON *props, const cJSON *required)
 {
-    cJSON *schema = cJSON_Parse(t->parameters_json);
-    const cJSON *props = cJSON_GetObjectItem(schema, "properties");
-    const cJSON *required = cJSON_GetObjectItem(schema, "required");
-    if (!ok(cJSON_IsObject(props) && cJSON_IsArray(required), "%s: a schema with properties and required",
-            t->name)) {
-        cJSON_Delete(schema);
-        return;
-    }
-    size_t huge_n = 2 * 1024 * 1024;
-    char *huge = malloc(huge_n + 1);
-    memset(huge, 'h', huge_n);
-    huge[huge_n] = '\0';
-
-    /* Missing: each required argument left out. */
     const cJSON *r;
     cJSON_ArrayForEach(r, required)
     {
@@ -187,59 +175,67 @@ static void table_for(const ocp_tool *t)
     const char *not_objects[] = {"[]", "null", "\"text\"", "{\"unterminated\":", "\xff\xfe"};
     for (size_t i = 0; i < sizeof not_objects / sizeof not_objects[0]; i++)
         try_bad(t->name, "arguments not a JSON object", not_objects[i], "JSON object");
+}
 
-    const cJSON *p;
-    cJSON_ArrayForEach(p, props)
-    {
-        const char *name = p->string;
-        const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(p, "type"));
-        int is_required = 0;
-        cJSON_ArrayForEach(r, required) is_required |= strcmp(r->valuestring, name) == 0;
-        int is_enum = cJSON_GetObjectItem(p, "enum") != NULL;
-        /* Wrong type. */
-        if (strcmp(type, "string") == 0 || strcmp(type, "array") == 0)
-            bad_value(t->name, "wrong type", props, required, name, cJSON_CreateNumber(42));
-        else
-            bad_value(t->name, "wrong type", props, required, name, cJSON_CreateString("yes"));
-        if (strcmp(type, "boolean") != 0)
-            bad_value(t->name, "wrong type (object)", props, required, name, cJSON_CreateObject());
-        /* Empty: a required string "" or array [], or a string that must be one of a set. */
-        if (strcmp(type, "string") == 0 && (is_required || is_enum))
-            bad_value(t->name, "empty", props, required, name, cJSON_CreateString(""));
-        if (strcmp(type, "array") == 0) {
-            bad_value(t->name, "empty", props, required, name, cJSON_CreateArray());
-            cJSON *a = cJSON_CreateArray();
-            cJSON_AddItemToArray(a, cJSON_CreateString(""));
-            bad_value(t->name, "empty item", props, required, name, a);
-        }
-        /* Huge. */
-        if (strcmp(type, "string") == 0)
-            bad_value(t->name, "huge (2 MiB)", props, required, name, cJSON_CreateString(huge));
-        if (strcmp(type, "array") == 0) {
-            cJSON *a = cJSON_CreateArray();
-            cJSON_AddItemToArray(a, cJSON_CreateString(huge));
-            bad_value(t->name, "huge item (2 MiB)", props, required, name, a);
-            cJSON *many = cJSON_CreateArray();
-            for (int i = 0; i < 100000; i++)
-                cJSON_AddItemToArray(many, cJSON_CreateString(done_id));
-            bad_value(t->name, "huge (100000 items)", props, required, name, many);
-        }
-        /* (A huge number is no error: a timeout is capped at its maximum.) */
-        if (strcmp(type, "number") == 0) {
-            bad_value(t->name, "negative", props, required, name, cJSON_CreateNumber(-1));
-            bad_value(t->name, "zero", props, required, name, cJSON_CreateNumber(0));
-        }
-        /* Invalid UTF-8 (raw bytes in the JSON text: cJSON keeps them). */
-        if (strcmp(type, "string") == 0)
-            bad_value(t->name, "invalid UTF-8", props, required, name, cJSON_CreateString("ab\xc3\x28\xff"));
-        if (strcmp(type, "array") == 0) {
-            cJSON *a = cJSON_CreateArray();
-            cJSON_AddItemToArray(a, cJSON_CreateString("bg_\xed\xa0\x80"));
-            bad_value(t->name, "invalid UTF-8 item (surrogate)", props, required, name, a);
-        }
+/* One property given a bad value: wrong type, empty, huge, out of range,
+ * invalid UTF-8. huge is a 2 MiB string (borrowed). */
+static void bad_property(const ocp_tool *t, const cJSON *props, const cJSON *required, const cJSON *p,
+                         const char *huge)
+{
+    const cJSON *r;
+    const char *name = p->string;
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(p, "type"));
+    int is_required = 0;
+    cJSON_ArrayForEach(r, required) is_required |= strcmp(r->valuestring, name) == 0;
+    int is_enum = cJSON_GetObjectItem(p, "enum") != NULL;
+    /* Wrong type. */
+    if (strcmp(type, "string") == 0 || strcmp(type, "array") == 0)
+        bad_value(t->name, "wrong type", props, required, name, cJSON_CreateNumber(42));
+    else
+        bad_value(t->name, "wrong type", props, required, name, cJSON_CreateString("yes"));
+    if (strcmp(type, "boolean") != 0)
+        bad_value(t->name, "wrong type (object)", props, required, name, cJSON_CreateObject());
+    /* Empty: a required string "" or array [], or a string that must be one of a set. */
+    if (strcmp(type, "string") == 0 && (is_required || is_enum))
+        bad_value(t->name, "empty", props, required, name, cJSON_CreateString(""));
+    if (strcmp(type, "array") == 0) {
+        bad_value(t->name, "empty", props, required, name, cJSON_CreateArray());
+        cJSON *a = cJSON_CreateArray();
+        cJSON_AddItemToArray(a, cJSON_CreateString(""));
+        bad_value(t->name, "empty item", props, required, name, a);
     }
-    /* Long ids that name nothing (under the 1 MiB argument limit, so they are
-     * looked up): not found, and only a prefix of the id comes back. */
+    /* Huge. */
+    if (strcmp(type, "string") == 0)
+        bad_value(t->name, "huge (2 MiB)", props, required, name, cJSON_CreateString(huge));
+    if (strcmp(type, "array") == 0) {
+        cJSON *a = cJSON_CreateArray();
+        cJSON_AddItemToArray(a, cJSON_CreateString(huge));
+        bad_value(t->name, "huge item (2 MiB)", props, required, name, a);
+        cJSON *many = cJSON_CreateArray();
+        for (int i = 0; i < 100000; i++)
+            cJSON_AddItemToArray(many, cJSON_CreateString(done_id));
+        bad_value(t->name, "huge (100000 items)", props, required, name, many);
+    }
+    /* (A huge number is no error: a timeout is capped at its maximum.) */
+    if (strcmp(type, "number") == 0) {
+        bad_value(t->name, "negative", props, required, name, cJSON_CreateNumber(-1));
+        bad_value(t->name, "zero", props, required, name, cJSON_CreateNumber(0));
+    }
+    /* Invalid UTF-8 (raw bytes in the JSON text: cJSON keeps them). */
+    if (strcmp(type, "string") == 0)
+        bad_value(t->name, "invalid UTF-8", props, required, name, cJSON_CreateString("ab\xc3\x28\xff"));
+    if (strcmp(type, "array") == 0) {
+        cJSON *a = cJSON_CreateArray();
+        cJSON_AddItemToArray(a, cJSON_CreateString("bg_\xed\xa0\x80"));
+        bad_value(t->name, "invalid UTF-8 item (surrogate)", props, required, name, a);
+    }
+}
+
+/* Long ids that name nothing (under the 1 MiB argument limit, so they are
+ * looked up): not found, and only a prefix of the id comes back. */
+static void bad_long_ids(const ocp_tool *t, const cJSON *props, const cJSON *required)
+{
+    const cJSON *p;
     size_t long_n = 512 * 1024;
     cJSON_ArrayForEach(p, props)
     {
@@ -259,7 +255,12 @@ static void table_for(const ocp_tool *t)
         }
         free(long_id);
     }
-    /* Unknown extra argument (and an empty-named one, and a 512 KiB one). */
+}
+
+/* Unknown extra argument (and an empty-named one, and a 512 KiB one). */
+static void bad_extras(const ocp_tool *t, const cJSON *props, const cJSON *required)
+{
+    size_t long_n = 512 * 1024;
     cJSON *args = base_args(t->name, props, required);
     cJSON_AddNumberToObject(args, "bogus_extra", 1);
     char *json = print(args);
@@ -282,6 +283,27 @@ static void table_for(const ocp_tool *t)
     free(long_name);
     free(json);
     cJSON_Delete(args);
+}
+
+static void table_for(const ocp_tool *t)
+{
+    cJSON *schema = cJSON_Parse(t->parameters_json);
+    const cJSON *props = cJSON_GetObjectItem(schema, "properties");
+    const cJSON *required = cJSON_GetObjectItem(schema, "required");
+    if (!ok(cJSON_IsObject(props) && cJSON_IsArray(required), "%s: a schema with properties and required",
+            t->name)) {
+        cJSON_Delete(schema);
+        return;
+    }
+    size_t huge_n = 2 * 1024 * 1024;
+    char *huge = malloc(huge_n + 1);
+    memset(huge, 'h', huge_n);
+    huge[huge_n] = '\0';
+    bad_missing(t, props, required);
+    const cJSON *p;
+    cJSON_ArrayForEach(p, props) bad_property(t, props, required, p, huge);
+    bad_long_ids(t, props, required);
+    bad_extras(t, props, required);
     free(huge);
     cJSON_Delete(schema);
 }
@@ -296,12 +318,12 @@ int main(void)
     sim_script(h, "rel-run#", "{\"steps\":[{\"hang\":true}]}", 1);
     char *out = rel_tool(h, parent, "background_task",
                          "{\"description\":\"Done\",\"prompt\":\"rel-done#\",\"agent\":\"explore\"}", NULL);
-    done_id = rel_find_id(out, "bg_");
-    batch_id = rel_find_id(out, "batch_");
+    done_id = t_find_id(out, "bg_");
+    batch_id = t_find_id(out, "batch_");
     free(out);
     out = rel_tool(h, parent, "background_task", "{\"description\":\"Run\",\"prompt\":\"rel-run#\",\"agent\":\"explore\"}",
                    NULL);
-    running_id = rel_find_id(out, "bg_");
+    running_id = t_find_id(out, "bg_");
     free(out);
     if (!done_id || !running_id)
         bail_out("setup launches failed");

@@ -20,7 +20,6 @@
  * CRASH_FIRST=seed (default 1), CRASH_NO_STORE=1 (ocbg's store off: every
  * seed with a task should fail). */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,91 +30,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "crash.h"
+#include "crash_lives.h"
 #include "rel.h"
 #include "tap.h"
-
-/* xorshift32: the seed decides the scenario and the moment of the kill. */
-uint32_t crash_rand(uint32_t *s)
-{
-    uint32_t x = *s ? *s : 0x9e3779b9u;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    *s = x;
-    return x;
-}
-
-void crash_paths(crash_run *r, const char *dir, uint32_t seed)
-{
-    snprintf(r->dir, sizeof r->dir, "%s", dir);
-    snprintf(r->journal, sizeof r->journal, "%s/host.jsonl", dir);
-    snprintf(r->ids, sizeof r->ids, "%s/ids", dir);
-    snprintf(r->parent, sizeof r->parent, "%s/parent", dir);
-    snprintf(r->tally, sizeof r->tally, "%s/tally", dir);
-    /* CRASH_NO_STORE=1 turns ocbg's store off: the harness must then report
-     * the lost tasks (a check of the check). */
-    int nostore = rel_env_long("CRASH_NO_STORE", 0) != 0;
-    /* A third of the seeds run with small caps: tasks are pending (queued)
-     * when the host dies. */
-    int small = seed % 3 == 2;
-    snprintf(r->options, sizeof r->options,
-             "{\"store\":%s,\"store_path\":\"%s/ocbg.db\",\"poll_interval_ms\":50,\"notify_retry_ms\":5,"
-             "\"max_running_agents\":%d,\"max_running_shells\":%d}",
-             nostore ? "false" : "true", dir, small ? 2 : 5, small ? 1 : 8);
-    r->seed = seed;
-}
-
-sim_host *crash_host(const crash_run *r)
-{
-    const char *plugins = getenv("OCBG_PLUGIN_DIR");
-    sim_host *h = plugins ? sim_create() : NULL;
-    if (!h) {
-        fprintf(stderr, "# crash: no host (OCBG_PLUGIN_DIR %s)\n", plugins ? plugins : "unset");
-        return NULL;
-    }
-    int rc = sim_journal_open(h, r->journal);
-    sim_set_data_dir(h, r->dir);
-    int n = rc == 0 ? sim_load_plugins(h, plugins, r->options) : -1;
-    if (n != 1) {
-        fprintf(stderr, "# crash: seed %u: journal %d, ocbg not loaded: %d (%s)\n", r->seed, rc, n,
-                sim_load_error(h));
-        sim_destroy(h);
-        return NULL;
-    }
-    return h;
-}
-
-/* Append line and a newline to path in one write(2). */
-int crash_append(const char *path, const char *line)
-{
-    char buf[512];
-    int n = snprintf(buf, sizeof buf, "%s\n", line);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    int rc = write(fd, buf, (size_t)n) == n ? 0 : -EIO;
-    close(fd);
-    return rc;
-}
-
-/* The lines of a file (whole ones only), as a JSON array of strings. */
-cJSON *crash_lines(const char *path)
-{
-    cJSON *a = cJSON_CreateArray();
-    FILE *f = fopen(path, "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        size_t n = strlen(line);
-        if (n < 2 || line[n - 1] != '\n')
-            continue;
-        line[n - 1] = 0;
-        cJSON_AddItemToArray(a, cJSON_CreateString(line));
-    }
-    if (f)
-        fclose(f);
-    return a;
-}
 
 /* Read the life's reports ('k' a call returned, 'n' a notification landed)
  * until it has made k calls and j notifications, then delay_ms more; a life

@@ -1,8 +1,9 @@
-/* crash_lives.c — the crash test's lives (see crash.h, crash.c): a life
+/* crash_lives.c — the crash test's lives (see crash_lives.h, crash.c): a life
  * launches and cancels tasks until it is killed; the last one restarts on
  * the same journal and database and checks that nothing was lost or sent
  * twice. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +12,94 @@
 
 #include <cjson/cJSON.h>
 
-#include "crash.h"
+#include "crash_lives.h"
 #include "rel.h"
 #include "tap.h"
+#include "testlib.h"
+
+/* ---- what every life uses ------------------------------------------------ */
+
+/* xorshift32: the seed decides the scenario and the moment of the kill. */
+uint32_t crash_rand(uint32_t *s)
+{
+    uint32_t x = *s ? *s : 0x9e3779b9u;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    *s = x;
+    return x;
+}
+
+void crash_paths(crash_run *r, const char *dir, uint32_t seed)
+{
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    snprintf(r->journal, sizeof r->journal, "%s/host.jsonl", dir);
+    snprintf(r->ids, sizeof r->ids, "%s/ids", dir);
+    snprintf(r->parent, sizeof r->parent, "%s/parent", dir);
+    snprintf(r->tally, sizeof r->tally, "%s/tally", dir);
+    /* CRASH_NO_STORE=1 turns ocbg's store off: the harness must then report
+     * the lost tasks (a check of the check). */
+    int nostore = rel_env_long("CRASH_NO_STORE", 0) != 0;
+    /* A third of the seeds run with small caps: tasks are pending (queued)
+     * when the host dies. */
+    int small = seed % 3 == 2;
+    snprintf(r->options, sizeof r->options,
+             "{\"store\":%s,\"store_path\":\"%s/ocbg.db\",\"poll_interval_ms\":50,\"notify_retry_ms\":5,"
+             "\"max_running_agents\":%d,\"max_running_shells\":%d}",
+             nostore ? "false" : "true", dir, small ? 2 : 5, small ? 1 : 8);
+    r->seed = seed;
+}
+
+sim_host *crash_host(const crash_run *r)
+{
+    const char *plugins = getenv("OCBG_PLUGIN_DIR");
+    sim_host *h = plugins ? sim_create() : NULL;
+    if (!h) {
+        fprintf(stderr, "# crash: no host (OCBG_PLUGIN_DIR %s)\n", plugins ? plugins : "unset");
+        return NULL;
+    }
+    int rc = sim_journal_open(h, r->journal);
+    sim_set_data_dir(h, r->dir);
+    int n = rc == 0 ? sim_load_plugins(h, plugins, r->options) : -1;
+    if (n != 1) {
+        fprintf(stderr, "# crash: seed %u: journal %d, ocbg not loaded: %d (%s)\n", r->seed, rc, n,
+                sim_load_error(h));
+        sim_destroy(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Append line and a newline to path in one write(2). */
+int crash_append(const char *path, const char *line)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s\n", line);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    int rc = write(fd, buf, (size_t)n) == n ? 0 : -EIO;
+    close(fd);
+    return rc;
+}
+
+/* The lines of a file (whole ones only), as a JSON array of strings. */
+cJSON *crash_lines(const char *path)
+{
+    cJSON *a = cJSON_CreateArray();
+    FILE *f = fopen(path, "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        if (n < 2 || line[n - 1] != '\n')
+            continue;
+        line[n - 1] = 0;
+        cJSON_AddItemToArray(a, cJSON_CreateString(line));
+    }
+    if (f)
+        fclose(f);
+    return a;
+}
 
 /* ---- life 1 (and every life that is killed) ------------------------------ */
 
@@ -84,7 +170,7 @@ static char *life_op(sim_host *h, const char *p, uint32_t *s, int i, const cJSON
     }
     int rc = 0;
     char *out = rel_tool(h, p, tool, args, &rc);
-    char *id = rel_find_id(out, "bg_");
+    char *id = t_find_id(out, "bg_");
     if (!id)
         fprintf(stderr, "# crash: seed %u: %s gave no task id (rc %d): %.200s\n", seed, tool, rc, out);
     free(out);
@@ -276,7 +362,7 @@ static void sync_notifications(const crash_run *r, sim_host *h, const char *p)
 {
     char *out = rel_tool(h, p, "background_task",
                          "{\"description\":\"sync\",\"prompt\":\"crash-sync\",\"agent\":\"general\"}", NULL);
-    char *id = rel_find_id(out, "bg_");
+    char *id = t_find_id(out, "bg_");
     free(out);
     cJSON *one = cJSON_CreateArray();
     if (id)

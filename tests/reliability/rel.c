@@ -83,17 +83,6 @@ char *rel_tool(sim_host *h, const char *session, const char *tool, const char *a
     return out ? out : calloc(1, 1);
 }
 
-char *rel_find_id(const char *text, const char *prefix)
-{
-    const char *p = text ? strstr(text, prefix) : NULL;
-    if (!p)
-        return NULL;
-    size_t n = strlen(prefix);
-    while ((p[n] >= '0' && p[n] <= '9') || (p[n] >= 'a' && p[n] <= 'f'))
-        n++;
-    return strndup(p, n);
-}
-
 const char *rel_status_of(const char *output)
 {
     static __thread char buf[64];

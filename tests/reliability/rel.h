@@ -32,9 +32,6 @@ sim_host *rel_host(const char *options_json);
 /* Call a tool; returns its answer (malloc'd, never NULL), *rc its code. */
 char *rel_tool(sim_host *h, const char *session, const char *tool, const char *args_json, int *rc);
 
-/* The first "<prefix>xxxx" hex id in text (malloc'd) or NULL. */
-char *rel_find_id(const char *text, const char *prefix);
-
 /* The status word of background_output's first line "Task <id>…: <status>"
  * (static per-thread buffer; "" when the answer has no such line). */
 const char *rel_status_of(const char *output);

@@ -8,6 +8,7 @@
 
 #include "rel.h"
 #include "tap.h"
+#include "testlib.h"
 
 const char *const rel_host_fns[] = {"session_create", "session_get", "session_messages", "session_prompt",
                                     "session_abort", "session_status", "session_fork", "ask_permission"};
@@ -143,12 +144,12 @@ static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans
 
     char *out = call(h, ans, q, "background_task", "{\"description\":\"D\",\"prompt\":\"rel-d#\",\"agent\":\"general\"}",
                      &rc, "launch D");
-    char *d = rc == 0 ? rel_find_id(out, "bg_") : NULL;
-    char *batch = rc == 0 ? rel_find_id(out, "batch_") : NULL;
+    char *d = rc == 0 ? t_find_id(out, "bg_") : NULL;
+    char *batch = rc == 0 ? t_find_id(out, "batch_") : NULL;
     free(out);
     out = call(h, ans, q, "background_task", "{\"description\":\"E\",\"prompt\":\"rel-e#\",\"agent\":\"general\"}", &rc,
                "launch E");
-    char *e = rc == 0 ? rel_find_id(out, "bg_") : NULL;
+    char *e = rc == 0 ? t_find_id(out, "bg_") : NULL;
     free(out);
     rel_check(faulty || (d && e), "second conversation launches");
 
@@ -181,7 +182,7 @@ static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans
      * by background_task(resume=), then a blocking resume. */
     out = call(h, ans, q, "background_task", "{\"description\":\"F\",\"prompt\":\"rel-f#\",\"agent\":\"explore\"}", &rc,
                "launch F");
-    char *f = rel_find_id(out, "bg_");
+    char *f = t_find_id(out, "bg_");
     int f_started = rc == 0;
     rel_check(faulty || f_started, "second conversation launches: %s", out);
     free(out);
@@ -228,7 +229,7 @@ static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans
     char *r = sim_session_new(h, NULL, "third");
     out = call(h, ans, r, "background_task", "{\"description\":\"G\",\"prompt\":\"rel-g#\",\"agent\":\"general\"}", &rc,
                "launch G");
-    char *g = rc == 0 ? rel_find_id(out, "bg_") : NULL;
+    char *g = rc == 0 ? t_find_id(out, "bg_") : NULL;
     free(out);
     sim_session_delete(h, r);
     out = call(h, ans, r, "background_list", "{}", &rc, "list of a deleted conversation");
@@ -242,82 +243,93 @@ static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans
     free(q);
 }
 
-int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
+/* The main conversation's scenario, a step a function; what the steps
+ * launched is kept here for the later steps' checks. */
+typedef struct scene {
+    sim_host *h;
+    answers ans;
+    char *parent;
+    int faulty, settle;
+    char *a, *a_failed, *b, *c, *s, *fg, *sync; /* task ids, NULL when not launched */
+    int b_started, resumed, resume_tried;
+} scene;
+
+static void scene_launch(scene *sc)
 {
-    int before = rel_failures();
-    int faulty = cfg->faulty;
-    int settle = cfg->settle_ms > 0 ? cfg->settle_ms : 10000;
-    answers ans = {0};
-    keep(&ans, "");
-    char *parent = sim_session_new(h, NULL, "main");
-    char args[512];
-    int rc;
+    sim_host *h = sc->h;
+    const char *parent = sc->parent;
+    answers *ans = &sc->ans;
+    int faulty = sc->faulty, rc;
     char *out;
-
-    sim_script(h, "rel-alpha#", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\",\"ms\":2},{\"reply\":\"alpha result\"}]}",
-               1);
-    sim_script(h, "rel-hang#", "{\"steps\":[{\"hang\":true}]}", 1);
-    sim_script(h, "rel-gamma#", "{\"steps\":[{\"reply\":\"gamma result\"}]}", 1);
-    sim_script(h, "rel-followup#", "{\"steps\":[{\"reply\":\"alpha again\"}]}", 1);
-    sim_script(h, "rel-fg#", "{\"steps\":[{\"reply\":\"foreground result\"}]}", 1);
-    sim_script(h, "rel-sync#", "{\"steps\":[{\"reply\":\"sync\"}]}", 1);
-
     /* Launches: an agent, a hanging agent, a forked agent, a shell command. */
-    out = call(h, &ans, parent, "background_task",
+    out = call(h, ans, parent, "background_task",
                "{\"description\":\"Alpha\",\"prompt\":\"rel-alpha# read the code\",\"agent\":\"explore\"}", &rc,
                "launch A");
-    char *a = rc == 0 ? rel_find_id(out, "bg_") : NULL;
-    char *a_failed = rc != 0 ? rel_find_id(out, "bg_") : NULL; /* registered, then its start failed */
+    sc->a = rc == 0 ? t_find_id(out, "bg_") : NULL;
+    sc->a_failed = rc != 0 ? t_find_id(out, "bg_") : NULL; /* registered, then its start failed */
     rel_check(faulty || rc == 0, "launch A failed without a fault: %s", out);
     free(out);
-    out = call(h, &ans, parent, "background_task",
+    out = call(h, ans, parent, "background_task",
                "{\"description\":\"Hang\",\"prompt\":\"rel-hang# forever\",\"agent\":\"general\"}", &rc, "launch B");
-    char *b = rel_find_id(out, "bg_");
-    int b_started = rc == 0;
+    sc->b = t_find_id(out, "bg_");
+    sc->b_started = rc == 0;
     rel_check(faulty || rc == 0, "launch B failed without a fault: %s", out);
     free(out);
-    out = call(h, &ans, parent, "background_task",
+    out = call(h, ans, parent, "background_task",
                "{\"description\":\"Gamma\",\"prompt\":\"rel-gamma# forked\",\"agent\":\"explore\",\"fork\":true}",
                &rc, "launch C (fork)");
-    char *c = rel_find_id(out, "bg_");
+    sc->c = t_find_id(out, "bg_");
     rel_check(faulty || rc == 0, "launch C failed without a fault: %s", out);
     free(out);
-    out = call(h, &ans, parent, "Bash",
+    out = call(h, ans, parent, "Bash",
                "{\"command\":\"echo shell-out\",\"description\":\"Shell\",\"run_in_background\":true}", &rc,
                "Bash background");
     /* A shell command's one host call is the permission question: when it
      * fails nothing runs, and the answer says so. */
-    char *s = rc == 0 ? rel_find_id(out, "bg_") : NULL;
-    rel_check((rc == 0 && s) || (faulty && not_run(out)), "background Bash: rc %d %s", rc, out);
+    sc->s = rc == 0 ? t_find_id(out, "bg_") : NULL;
+    rel_check((rc == 0 && sc->s) || (faulty && not_run(out)), "background Bash: rc %d %s", rc, out);
     free(out);
 
     /* Foregrounds: a shell command and a sub-agent. */
-    out = call(h, &ans, parent, "Bash", "{\"command\":\"echo fg-shell\"}", &rc, "Bash foreground");
+    out = call(h, ans, parent, "Bash", "{\"command\":\"echo fg-shell\"}", &rc, "Bash foreground");
     rel_check((rc == 0 && strstr(out, "fg-shell")) || (faulty && not_run(out)), "foreground Bash: rc %d %s", rc,
               out);
     free(out);
-    out = call(h, &ans, parent, "Task",
+    out = call(h, ans, parent, "Task",
                "{\"description\":\"Fg\",\"prompt\":\"rel-fg# now\",\"subagent_type\":\"explore\"}", &rc,
                "Task foreground");
     rel_check(faulty || (rc == 0 && strstr(out, "foreground result")), "foreground Task: rc %d %s", rc, out);
-    char *fg = rel_find_id(out, "bg_");
+    sc->fg = t_find_id(out, "bg_");
     free(out);
 
+}
+
+static void scene_settle(scene *sc)
+{
+    sim_host *h = sc->h;
+    const char *parent = sc->parent;
+    answers *ans = &sc->ans;
+    int faulty = sc->faulty, settle = sc->settle, rc;
+    char args[512], *out;
+    const char *a = sc->a;
+    const char *b = sc->b;
+    const char *c = sc->c;
+    const char *s = sc->s;
+    int b_started = sc->b_started;
     /* A settles; resume it once it completed. */
-    int resumed = 0, resume_tried = 0;
     char *outa = a ? rel_wait_settled(h, parent, a, settle) : NULL;
     if (a)
         check_agent_end(outa, a, "alpha result", faulty, "task A");
     if (outa && strcmp(rel_status_of(outa), "completed") == 0) {
         snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"rel-followup# more\"}", a);
-        resume_tried = 1;
-        out = call(h, &ans, parent, "background_resume", args, &rc, "resume A");
-        resumed = rc == 0;
+        sc->resume_tried = 1;
+        out = call(h, ans, parent, "background_resume", args, &rc, "resume A");
+        sc->resumed = rc == 0;
         rel_check(faulty || rc == 0, "resume A failed without a fault: %s", out);
         free(out);
         free(outa);
         outa = rel_wait_settled(h, parent, a, settle);
-        check_agent_end(outa, a, resumed ? "alpha again" : NULL, faulty, "task A resumed");
+        check_agent_end(outa, a, sc->resumed ? "alpha again" : NULL, faulty, "task A resumed");
     }
     free(outa);
     /* C and S settle (watched without blocking: a blocking call that returns
@@ -339,7 +351,7 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
     if (b) {
         snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", b);
         for (int attempt = 0; attempt < 2; attempt++) {
-            out = call(h, &ans, parent, "background_cancel", args, &rc, "cancel B");
+            out = call(h, ans, parent, "background_cancel", args, &rc, "cancel B");
             if (rc == 0) {
                 rel_check(strstr(out, "cancelled") != NULL, "cancel B: %s", out);
                 free(out);
@@ -361,11 +373,27 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
         free(outb);
     }
 
+}
+
+static void scene_notices(scene *sc)
+{
+    sim_host *h = sc->h;
+    const char *parent = sc->parent;
+    answers *ans = &sc->ans;
+    int faulty = sc->faulty, settle = sc->settle, rc;
+    char *out;
+    const char *a = sc->a;
+    const char *a_failed = sc->a_failed;
+    const char *b = sc->b;
+    const char *c = sc->c;
+    const char *s = sc->s;
+    const char *fg = sc->fg;
+    int b_started = sc->b_started;
     /* Notifications: each finished task told exactly once (none for the
      * cancelled one or the foreground one). */
     expect_arg e = {.parent = parent};
     if (a) {
-        e.kind[e.n] = NOTICE_TASK, e.id[e.n] = a, e.label[e.n] = "A", e.want[e.n++] = 1 + resumed;
+        e.kind[e.n] = NOTICE_TASK, e.id[e.n] = a, e.label[e.n] = "A", e.want[e.n++] = 1 + sc->resumed;
     }
     if (a_failed) {
         e.kind[e.n] = NOTICE_TASK, e.id[e.n] = a_failed, e.label[e.n] = "A (failed start)", e.want[e.n++] = 1;
@@ -382,28 +410,28 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
     int all = sim_wait(h, all_notified, &e, tap_timeout_ms(settle)) == 0;
     /* A sync point: notices go out in order, so once the sync task's is in,
      * nothing earlier is still on its way. */
-    out = call(h, &ans, parent, "background_task",
+    out = call(h, ans, parent, "background_task",
                "{\"description\":\"Sync\",\"prompt\":\"rel-sync# now\",\"agent\":\"explore\"}", &rc, "sync launch");
-    char *sync = rc == 0 ? rel_find_id(out, "bg_") : NULL;
+    sc->sync = rc == 0 ? t_find_id(out, "bg_") : NULL;
     free(out);
-    if (sync) {
-        expect_arg se = {.parent = parent, .kind = {NOTICE_TASK}, .id = {sync}, .want = {1}, .n = 1};
+    if (sc->sync) {
+        expect_arg se = {.parent = parent, .kind = {NOTICE_TASK}, .id = {sc->sync}, .want = {1}, .n = 1};
         int synced = sim_wait(h, all_notified, &se, tap_timeout_ms(settle)) == 0;
         rel_check(faulty || synced, "the sync task's notice never came");
     }
-    out = call(h, &ans, parent, "background_list", "{}", &rc, "list (to collect held notices)");
+    out = call(h, ans, parent, "background_list", "{}", &rc, "list (to collect held notices)");
     free(out);
     for (int i = 0; i < e.n; i++) {
-        int got = notices(h, parent, &ans, e.kind[i], e.id[i]);
-        if (faulty && e.id[i] == a && resume_tried)
+        int got = notices(h, parent, ans, e.kind[i], e.id[i]);
+        if (faulty && e.id[i] == a && sc->resume_tried)
             rel_check(got >= 1 && got <= 2, "task %s %s: %d notifications (wanted 1 or 2)", e.label[i], e.id[i], got);
         else
             rel_check(got == e.want[i], "task %s %s: %d notifications, wanted exactly %d", e.label[i], e.id[i], got, e.want[i]);
     }
     if (b && b_started)
-        rel_check(notices(h, parent, &ans, NOTICE_TASK, b) == 0, "the cancelled task B was notified");
+        rel_check(notices(h, parent, ans, NOTICE_TASK, b) == 0, "the cancelled task B was notified");
     if (fg)
-        rel_check(notices(h, parent, &ans, NOTICE_TASK, fg) == 0, "the foreground task was notified");
+        rel_check(notices(h, parent, ans, NOTICE_TASK, fg) == 0, "the foreground task was notified");
     if (!all && getenv("REL_VERBOSE")) {
         char *calls = sim_calls_json(h);
         fprintf(stderr, "# calls: %s\n", calls);
@@ -413,10 +441,22 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
         free(msgs);
     }
 
+}
+
+static void scene_retrieve(scene *sc)
+{
+    sim_host *h = sc->h;
+    const char *parent = sc->parent;
+    answers *ans = &sc->ans;
+    int faulty = sc->faulty, settle = sc->settle, rc;
+    char args[512], *out;
+    const char *a = sc->a;
+    const char *c = sc->c;
+    const char *s = sc->s;
     /* Blocking retrievals of what has finished. */
     if (a) {
         snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":true,\"timeout\":5}", a);
-        out = call(h, &ans, parent, "background_output", args, &rc, "output A (block)");
+        out = call(h, ans, parent, "background_output", args, &rc, "output A (block)");
         rel_check(rc == 0 && rel_status_terminal(rel_status_of(out)), "blocking output of settled A: rc %d %s", rc,
                   out);
         free(out);
@@ -425,24 +465,33 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
     /* Block on the fork and the shell command. */
     snprintf(args, sizeof args, "{\"task_ids\":[\"%s\"%s%s%s],\"timeout\":%d}", s ? s : "bg_00000000",
              c ? ",\"" : "", c ? c : "", c ? "\"" : "", settle / 1000);
-    out = call(h, &ans, parent, "background_block", args, &rc, "block C+S");
+    out = call(h, ans, parent, "background_block", args, &rc, "block C+S");
     rel_check(faulty || (rc == 0 && strstr(out, "finished")), "background_block: rc %d %s", rc, out);
     free(out);
     if (s) {
         snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"timeout\":%d}", s, settle);
-        out = call(h, &ans, parent, "TaskOutput", args, &rc, "TaskOutput S");
+        out = call(h, ans, parent, "TaskOutput", args, &rc, "TaskOutput S");
         rel_check(rc == 0 && strstr(out, "shell-out"), "TaskOutput of the shell task: rc %d %s", rc, out);
         free(out);
         snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", s);
-        out = call(h, &ans, parent, "TaskStop", args, &rc, "TaskStop S (finished)");
+        out = call(h, ans, parent, "TaskStop", args, &rc, "TaskStop S (finished)");
         rel_check(strstr(out, "already finished") != NULL, "TaskStop of a finished command: rc %d %s", rc, out);
         free(out);
     }
 
+}
+
+static void scene_list_clear(scene *sc)
+{
+    sim_host *h = sc->h;
+    const char *parent = sc->parent;
+    answers *ans = &sc->ans;
+    int rc;
+    char *out;
     /* The listing: every task there, every status valid, totals consistent. */
-    out = call(h, &ans, parent, "background_list", "{}", &rc, "list");
+    out = call(h, ans, parent, "background_list", "{}", &rc, "list");
     rel_check(rc == 0, "list failed: %s", out);
-    const char *ids[] = {a, a_failed, b, c, s, sync};
+    const char *ids[] = {sc->a, sc->a_failed, sc->b, sc->c, sc->s, sc->sync};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
         if (ids[i])
             rel_check(strstr(out, ids[i]) != NULL, "task %s missing from the list: %s", ids[i], out);
@@ -472,14 +521,34 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
     free(cmd);
 
     /* Clear: nothing running is left, so everything goes. */
-    out = call(h, &ans, parent, "background_clear", "{}", &rc, "clear");
+    out = call(h, ans, parent, "background_clear", "{}", &rc, "clear");
     rel_check(rc == 0 && strstr(out, "Cleared "), "clear: rc %d %s", rc, out);
     free(out);
-    out = call(h, &ans, parent, "background_list", "{}", &rc, "list after clear");
+    out = call(h, ans, parent, "background_list", "{}", &rc, "list after clear");
     rel_check(strncmp(out, "No background tasks found", 25) == 0, "list after clear: %s", out);
     free(out);
 
-    scenario_more(h, cfg, &ans);
+}
+
+int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
+{
+    int before = rel_failures();
+    scene sc = {.h = h, .faulty = cfg->faulty, .settle = cfg->settle_ms > 0 ? cfg->settle_ms : 10000};
+    keep(&sc.ans, "");
+    sc.parent = sim_session_new(h, NULL, "main");
+    sim_script(h, "rel-alpha#", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\",\"ms\":2},{\"reply\":\"alpha result\"}]}",
+               1);
+    sim_script(h, "rel-hang#", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, "rel-gamma#", "{\"steps\":[{\"reply\":\"gamma result\"}]}", 1);
+    sim_script(h, "rel-followup#", "{\"steps\":[{\"reply\":\"alpha again\"}]}", 1);
+    sim_script(h, "rel-fg#", "{\"steps\":[{\"reply\":\"foreground result\"}]}", 1);
+    sim_script(h, "rel-sync#", "{\"steps\":[{\"reply\":\"sync\"}]}", 1);
+    scene_launch(&sc);
+    scene_settle(&sc);
+    scene_notices(&sc);
+    scene_retrieve(&sc);
+    scene_list_clear(&sc);
+    scenario_more(h, cfg, &sc.ans);
 
     /* Shutdown, within a deadline. */
     int64_t t0 = rel_now_ms();
@@ -487,14 +556,14 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
     int64_t took = rel_now_ms() - t0;
     rel_check(took < tap_timeout_ms(3000), "shutdown took %lld ms", (long long)took);
 
-    free(a);
-    free(a_failed);
-    free(b);
-    free(c);
-    free(s);
-    free(fg);
-    free(sync);
-    free(parent);
-    free(ans.buf);
+    free(sc.a);
+    free(sc.a_failed);
+    free(sc.b);
+    free(sc.c);
+    free(sc.s);
+    free(sc.fg);
+    free(sc.sync);
+    free(sc.parent);
+    free(sc.ans.buf);
     return rel_failures() - before;
 }

@@ -18,6 +18,7 @@
 
 #include "rel.h"
 #include "tap.h"
+#include "testlib.h"
 
 #define NPARENTS 6
 #define MAX_SHELLS 150
@@ -47,7 +48,7 @@ static uint64_t next_rand(uint64_t *s)
 
 static void record(const char *out, int parent)
 {
-    char *id = rel_find_id(out, "bg_");
+    char *id = t_find_id(out, "bg_");
     if (!id)
         return;
     pthread_mutex_lock(&mu);

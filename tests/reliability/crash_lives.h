@@ -1,9 +1,10 @@
 /*
- * crash.h — the crash test's two lives (crash.c runs them, crash_lives.c
- * holds them): what a run shares between the parent and its children.
+ * crash_lives.h — the crash test's lives (crash.c runs them, crash_lives.c
+ * holds them and what they use): what a run shares between the parent and
+ * its children.
  */
-#ifndef OCBG_CRASH_H
-#define OCBG_CRASH_H
+#ifndef OCBG_CRASH_LIVES_H
+#define OCBG_CRASH_LIVES_H
 
 #include <stdint.h>
 
