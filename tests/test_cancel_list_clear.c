@@ -8,13 +8,6 @@
 
 #define HANG "{\"steps\":[{\"hang\":true}]}"
 
-static char *cancel(sim_host *h, const char *session, const char *id)
-{
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
-    return t_tool(h, session, "background_cancel", args);
-}
-
 static char *batch_of(sim_host *h, const char *session, const char *id)
 {
     char *out = t_output(h, session, id);
@@ -25,11 +18,13 @@ static char *batch_of(sim_host *h, const char *session, const char *id)
 
 static void cancel_running_task(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "Endless", "{\"steps\":[{\"tool\":\"read\",\"ms\":100000}]}");
+    t_fixture f;
+    t_open(&f, NULL);
+    sim_host *h = f.h;
+    const char *parent = f.parent;
+    char *id = t_launch_script(h, parent, "Endless", J("{'steps':[{'tool':'read','ms':100000}]}"));
     char *child = t_task_session(h, 0);
-    char *out = cancel(h, parent, id);
+    char *out = t_cancel(h, parent, id);
     is_int(t_rc, 0, "cancel succeeds");
     char want[160];
     snprintf(want, sizeof want, "Task %s cancelled: Endless\nIts session was aborted; status: cancelled.", id);
@@ -44,7 +39,7 @@ static void cancel_running_task(void)
     free(out);
     is_int(t_sync_notifications(h, parent), 0, "sync point");
     is_int(t_count_messages_with(h, parent, id), 0, "no notification for a cancelled task");
-    out = cancel(h, parent, id);
+    out = t_cancel(h, parent, id);
     is_int(t_rc, -EINVAL, "cancelling it again is refused");
     snprintf(want, sizeof want, "Cannot cancel task %s: its status is cancelled. Only running tasks can be cancelled.",
              id);
@@ -52,31 +47,32 @@ static void cancel_running_task(void)
     free(out);
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void cancel_refusals(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    t_open(&f, NULL);
+    sim_host *h = f.h;
+    const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
-    char *done = t_launch_script(h, parent, "Done", "{\"steps\":[{\"reply\":\"r\"}]}");
+    char *done = t_launch_script(h, parent, "Done", J("{'steps':[{'reply':'r'}]}"));
     is_int(t_wait_status(h, parent, done, "completed", 5000), 0, "a completed task");
-    char *out = cancel(h, parent, done);
+    char *out = t_cancel(h, parent, done);
     is_int(t_rc, -EINVAL, "cancel of a completed task refused");
     char want[160];
     snprintf(want, sizeof want, "Cannot cancel task %s: its status is completed. Only running tasks can be cancelled.",
              done);
     is_str(out, want, "naming its status");
     free(out);
-    out = cancel(h, parent, "bg_00000000");
+    out = t_cancel(h, parent, "bg_00000000");
     is_int(t_rc, -ENOENT, "unknown id");
     is_str(out, "Task not found: bg_00000000. Use background_list to see available tasks.", "not found");
     free(out);
     char *foreign = t_launch_script(h, other, "Not yours", HANG);
     char *child = t_task_session(h, 1);
-    out = cancel(h, parent, foreign);
+    out = t_cancel(h, parent, foreign);
     is_int(t_rc, -ENOENT, "another session's task cannot be cancelled");
     free(out);
     is_int(sim_calls(h, "session_abort", NULL), 0, "nothing aborted");
@@ -87,28 +83,29 @@ static void cancel_refusals(void)
     free(foreign);
     free(done);
     free(other);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void cancel_by_batch(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    t_open(&f, NULL);
+    sim_host *h = f.h;
+    const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
     char *a = t_launch_script(h, parent, "A", HANG);
     char *b = t_launch_script(h, parent, "B", HANG);
-    char *c = t_launch_script(h, parent, "C", "{\"steps\":[{\"reply\":\"c done\"}]}");
+    char *c = t_launch_script(h, parent, "C", J("{'steps':[{'reply':'c done'}]}"));
     is_int(t_wait_status(h, parent, c, "completed", 5000), 0, "C completed");
     char *batch = batch_of(h, parent, a), *batch_b = batch_of(h, parent, b), *batch_c = batch_of(h, parent, c);
     ok(batch && strcmp(batch, batch_b) == 0 && strcmp(batch, batch_c) == 0, "tasks launched together share a batch");
-    char *res = cancel(h, other, batch);
+    char *res = t_cancel(h, other, batch);
     is_int(t_rc, -ENOENT, "another session cannot cancel the batch");
     char want[160];
     snprintf(want, sizeof want, "Batch not found: %s. Use background_list to see available tasks.", batch);
     is_str(res, want, "it is not found there");
     free(res);
-    res = cancel(h, parent, batch);
+    res = t_cancel(h, parent, batch);
     is_int(t_rc, 0, "batch cancel succeeds");
     snprintf(want, sizeof want, "Cancelled 2 running tasks of batch %s:", batch);
     like(res, want, "two cancelled");
@@ -120,12 +117,12 @@ static void cancel_by_batch(void)
     is_int(t_wait_status(h, parent, b, "cancelled", 100), 0, "B cancelled");
     is_int(t_wait_status(h, parent, c, "completed", 100), 0, "C still completed");
     is_int(sim_calls(h, "session_abort", NULL), 2, "two sessions aborted");
-    res = cancel(h, parent, batch);
+    res = t_cancel(h, parent, batch);
     is_int(t_rc, -EINVAL, "nothing left to cancel");
     snprintf(want, sizeof want, "No running tasks in batch %s: all 3 of its tasks have already finished.", batch);
     is_str(res, want, "says so");
     free(res);
-    res = cancel(h, parent, "batch_00000000");
+    res = t_cancel(h, parent, "batch_00000000");
     is_int(t_rc, -ENOENT, "unknown batch");
     free(res);
     /* A task launched when nothing runs opens a new batch. */
@@ -141,8 +138,7 @@ static void cancel_by_batch(void)
     free(b);
     free(c);
     free(other);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static int pos(const char *hay, const char *needle)
@@ -153,20 +149,22 @@ static int pos(const char *hay, const char *needle)
 
 static void list_filters(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    t_open(&f, NULL);
+    sim_host *h = f.h;
+    const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
     char *out = t_tool(h, parent, "background_list", "{}");
     is_str(out, "No background tasks found", "empty list");
     free(out);
-    char *t1 = t_launch_script(h, parent, "First", "{\"steps\":[{\"reply\":\"one\"}]}");
+    char *t1 = t_launch_script(h, parent, "First", J("{'steps':[{'reply':'one'}]}"));
     is_int(t_wait_status(h, parent, t1, "completed", 5000), 0, "t1 completed");
     char *t2 = t_launch_script(h, parent, "Second", HANG);
-    char *t3 = t_launch_script(h, parent, "Third", "{\"steps\":[{\"error\":\"bad\"}]}");
+    char *t3 = t_launch_script(h, parent, "Third", J("{'steps':[{'error':'bad'}]}"));
     char *t4 = t_launch_script(h, parent, "Fourth", HANG);
     char *t5 = t_launch_script(h, other, "Fifth", HANG);
     is_int(t_wait_status(h, parent, t3, "error", 5000), 0, "t3 error");
-    free(cancel(h, parent, t4));
+    free(t_cancel(h, parent, t4));
     char *b1 = batch_of(h, parent, t1), *b2 = batch_of(h, parent, t2);
 
     out = t_tool(h, parent, "background_list", "{}");
@@ -186,15 +184,15 @@ static void list_filters(void)
     like(out, "\nTotal: 4 tasks (1 running, 1 completed, 1 error, 1 cancelled)", "totals by status");
     free(out);
 
-    out = t_tool(h, parent, "background_list", "{\"status\":\"running\"}");
+    out = t_tool(h, parent, "background_list", J("{'status':'running'}"));
     like(out, t2, "status filter keeps the running task");
     ok(pos(out, t1) < 0 && pos(out, t3) < 0 && pos(out, t4) < 0, "and only it");
     like(out, "\nTotal: 1 task (1 running)", "its total");
     free(out);
-    out = t_tool(h, parent, "background_list", "{\"status\":\"error\"}");
+    out = t_tool(h, parent, "background_list", J("{'status':'error'}"));
     ok(pos(out, t3) >= 0 && pos(out, t2) < 0, "status error: the failed one");
     free(out);
-    out = t_tool(h, parent, "background_list", "{\"status\":\"resumed\"}");
+    out = t_tool(h, parent, "background_list", J("{'status':'resumed'}"));
     is_str(out, "No background tasks found (filter: status resumed)", "no match names the filter");
     free(out);
     char args[128];
@@ -209,7 +207,7 @@ static void list_filters(void)
     snprintf(want, sizeof want, "No background tasks found (filter: status completed batch %s)", b2);
     is_str(out, want, "both filters");
     free(out);
-    out = t_tool(h, parent, "background_list", "{\"status\":\"done\"}");
+    out = t_tool(h, parent, "background_list", J("{'status':'done'}"));
     is_int(t_rc, -EINVAL, "an unknown status is refused");
     like(out, "argument 'status' must be one of: pending running completed error cancelled resumed", "listing them");
     free(out);
@@ -225,8 +223,7 @@ static void list_filters(void)
     free(t4);
     free(t5);
     free(other);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void clear_own_session(void)
@@ -237,7 +234,7 @@ static void clear_own_session(void)
     char *out = t_tool(h, p1, "background_clear", "{}");
     is_str(out, "No background tasks to clear.", "nothing to clear");
     free(out);
-    char *done = t_launch_script(h, p1, "Done", "{\"steps\":[{\"reply\":\"r\"}]}");
+    char *done = t_launch_script(h, p1, "Done", J("{'steps':[{'reply':'r'}]}"));
     is_int(t_wait_status(h, p1, done, "completed", 5000), 0, "a completed task");
     char *run1 = t_launch_script(h, p1, "Run1", HANG);
     char *run2 = t_launch_script(h, p1, "Run2", HANG);

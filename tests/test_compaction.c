@@ -75,12 +75,6 @@ static char *report_tail(const char *result)
     return xasprintf("\n\nResult:\n%s\n", result);
 }
 
-static int ends_with(const char *s, const char *tail)
-{
-    size_t n = s ? strlen(s) : 0, k = strlen(tail);
-    return n >= k && strcmp(s + n - k, tail) == 0;
-}
-
 /* ---- the sim host's step ------------------------------------------------- */
 
 static int event_count(sim_host *h, const char *type)
@@ -175,7 +169,7 @@ static void check_result(sim_host *h, const char *parent, const char *id, const 
 {
     char *out = t_output(h, parent, id);
     char *tail = report_tail(result);
-    ok(ends_with(out, tail), "%s: background_output's result, exactly", name);
+    ok(t_ends_with(out, tail), "%s: background_output's result, exactly", name);
     unlike(out, SUMMARY, "%s: never the summary", name);
     free(tail);
     free(out);
@@ -184,7 +178,7 @@ static void check_result(sim_host *h, const char *parent, const char *id, const 
     is_int(t_wait_messages_with(h, parent, needle, 1, 5000), 0, "%s: the parent is notified", name);
     char *body = t_message_with(h, parent, needle);
     tail = report_tail(result);
-    ok(ends_with(body, tail), "%s: the notification's result, exactly", name);
+    ok(t_ends_with(body, tail), "%s: the notification's result, exactly", name);
     unlike(body, SUMMARY, "%s: the notification has no summary", name);
     free(tail);
     free(body);
@@ -212,7 +206,7 @@ static void auto_compaction_results(void)
     like(got, "| assistant summary stop: step-start, text, step-finish | user: text(synthetic)(continue) | "
               "assistant stop:",
          "the child did compact and continue");
-    ok(ends_with(got, "assistant stop:"), "its continue turn said nothing");
+    ok(t_ends_with(got, "assistant stop:"), "its continue turn said nothing");
     free(got);
     free(id);
 
@@ -292,8 +286,10 @@ static void stray_idle_during_continue(void)
 
 static void resume_after_compaction(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    t_open(&f, NULL);
+    sim_host *h = f.h;
+    const char *parent = f.parent;
     char *id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
     sim_script(h, "what next", "{\"steps\":[{\"reply\":\"NEW ANSWER\"}]}", 1);
     char args[160];
@@ -311,8 +307,7 @@ static void resume_after_compaction(void)
     unlike(out, SUMMARY, "never the summary");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- fork ---------------------------------------------------------------- */

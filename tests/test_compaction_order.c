@@ -29,19 +29,13 @@
 #define MORE_WORK ",{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"continued text\"}]}"
 #define SIGN_OFF ",{\"reply\":\"Nothing more to do: the task is complete.\"}]}"
 
-static int ends_with(const char *s, const char *tail)
-{
-    size_t n = s ? strlen(s) : 0, k = strlen(tail);
-    return n >= k && strcmp(s + n - k, tail) == 0;
-}
-
 /* background_output's result is exactly `result`, never the summary. */
 static void output_is(sim_host *h, const char *parent, const char *id, const char *result, const char *name)
 {
     char *out = t_output(h, parent, id);
     char *tail = xasprintf("\n\nResult:\n%s\n", result);
-    ok(ends_with(out, tail), "%s: background_output's result, exactly", name);
-    if (!ends_with(out, tail))
+    ok(t_ends_with(out, tail), "%s: background_output's result, exactly", name);
+    if (!t_ends_with(out, tail))
         diag("got: %s", out);
     unlike(out, SUMMARY, "%s: background_output has no summary", name);
     free(tail);
@@ -56,7 +50,7 @@ static void notified(sim_host *h, const char *parent, const char *id, const char
     is_int(t_wait_messages_with(h, parent, needle, 1, 5000), 0, "%s: the parent is notified", name);
     char *body = t_message_with(h, parent, needle);
     char *tail = xasprintf("\n\nResult:\n%s\n", result);
-    ok(ends_with(body, tail), "%s: the notification's result, exactly", name);
+    ok(t_ends_with(body, tail), "%s: the notification's result, exactly", name);
     unlike(body, SUMMARY, "%s: the notification has no summary", name);
     free(tail);
     free(body);

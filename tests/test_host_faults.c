@@ -11,40 +11,36 @@
 
 #define HANG "{\"steps\":[{\"hang\":true}]}"
 
-static char *cancel(sim_host *h, const char *session, const char *id)
-{
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
-    return t_tool(h, session, "background_cancel", args);
-}
-
 static void create_fails(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    t_open(&f, NULL);
+    sim_host *h = f.h;
+    const char *parent = f.parent;
     sim_fail(h, "session_create", 1, 1, -EIO);
-    char *out = t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\"}");
+    char *out = t_tool(h, parent, "background_task", J("{'description':'d','prompt':'p','agent':'a'}"));
     is_int(t_rc, -EIO, "create failure: -EIO");
     is_str(out, "Failed to create a session for the background task: simulated failure of session_create",
            "exact text");
     free(out);
     is_int(sim_calls(h, "session_prompt", NULL), 0, "no prompt sent");
-    char *id = t_launch_script(h, parent, "Second try", "{\"steps\":[{\"reply\":\"fine now\"}]}");
+    char *id = t_launch_script(h, parent, "Second try", J("{'steps':[{'reply':'fine now'}]}"));
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the next launch works");
     out = t_tool(h, parent, "background_list", "{}");
     like(out, "\nTotal: 1 task (1 completed)", "only the good task exists");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void prompt_fails(void)
 {
-    sim_host *h = t_host("{\"notify_retries\":0}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    t_open(&f, J("{'notify_retries':0}"));
+    sim_host *h = f.h;
+    const char *parent = f.parent;
     sim_fail(h, "session_prompt", 1, 1, -EIO);
-    char *out = t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\"}");
+    char *out = t_tool(h, parent, "background_task", J("{'description':'d','prompt':'p','agent':'a'}"));
     is_int(t_rc, -EIO, "the task's prompt failing: -EIO");
     char *id = t_find_id(out, "bg_");
     char want[200];
@@ -75,8 +71,7 @@ static void prompt_fails(void)
     free(child);
     free(id2);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Reading the answer fails. The answers' part events are lost, so each
@@ -84,11 +79,13 @@ static void prompt_fails(void)
  * answer). */
 static void messages_fail(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":50}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    t_open(&f, J("{'poll_interval_ms':50}"));
+    sim_host *h = f.h;
+    const char *parent = f.parent;
     sim_event_faults(h, 3, 1.0, 0, 0, "message.part.updated");
     sim_fail(h, "session_messages", 1, 1, -EIO);
-    char *id = t_launch_script(h, parent, "Read once", "{\"steps\":[{\"reply\":\"second read wins\"}]}");
+    char *id = t_launch_script(h, parent, "Read once", J("{'steps':[{'reply':'second read wins'}]}"));
     char *child = t_task_session(h, 0);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed although the first read failed");
     ok(sim_calls(h, "session_messages", child) >= 2, "the messages were read again");
@@ -98,7 +95,7 @@ static void messages_fail(void)
 
     /* Failing for a while: running meanwhile, completed once it works. */
     sim_fail(h, "session_messages", 1, -1, -EIO);
-    char *id2 = t_launch_script(h, parent, "Read later", "{\"steps\":[{\"reply\":\"eventually\"}]}");
+    char *id2 = t_launch_script(h, parent, "Read later", J("{'steps':[{'reply':'eventually'}]}"));
     char *child2 = t_task_session(h, 1);
     is_int(sim_wait_calls(h, "session_messages", child2, 3, tap_timeout_ms(5000)), 0, "several failed reads");
     out = t_output(h, parent, id2);
@@ -110,7 +107,7 @@ static void messages_fail(void)
 
     /* The host says the session is gone. */
     sim_fail(h, "session_messages", 1, -1, -ENOENT);
-    char *id3 = t_launch_script(h, parent, "Vanished", "{\"steps\":[{\"reply\":\"lost\"}]}");
+    char *id3 = t_launch_script(h, parent, "Vanished", J("{'steps':[{'reply':'lost'}]}"));
     is_int(t_wait_status(h, parent, id3, "error", 5000), 0, "-ENOENT: error");
     out = t_output(h, parent, id3);
     like(out, "Error: The task's session no longer exists.", "saying why");
@@ -120,18 +117,19 @@ static void messages_fail(void)
     free(id);
     free(id2);
     free(id3);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void abort_fails(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    t_open(&f, NULL);
+    sim_host *h = f.h;
+    const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "Stubborn", HANG);
     char *child = t_task_session(h, 0);
     sim_fail(h, "session_abort", 1, 1, -EIO);
-    char *out = cancel(h, parent, id);
+    char *out = t_cancel(h, parent, id);
     is_int(t_rc, -EIO, "a failed abort fails the cancel");
     char want[200];
     snprintf(want, sizeof want,
@@ -143,7 +141,7 @@ static void abort_fails(void)
     like(out, ": running\n", "the task is still running");
     free(out);
     is_int(sim_session_busy(h, child), 1, "and so is its session");
-    out = cancel(h, parent, id);
+    out = t_cancel(h, parent, id);
     is_int(t_rc, 0, "a second cancel works");
     free(out);
     is_int(t_wait_status(h, parent, id, "cancelled", 100), 0, "cancelled");
@@ -164,7 +162,7 @@ static void abort_fails(void)
     like(out, "could not abort its session (simulated failure of session_abort); it is still running.",
          "the other reported");
     free(out);
-    out = t_tool(h, parent, "background_list", "{\"status\":\"running\"}");
+    out = t_tool(h, parent, "background_list", J("{'status':'running'}"));
     like(out, "Total: 1 task (1 running)", "one still running");
     free(out);
 
@@ -178,7 +176,7 @@ static void abort_fails(void)
     is_int(t_rc, -EIO, "and the call is an error");
     free(out);
     sim_fail(h, NULL, 0, 0, 0);
-    out = t_tool(h, parent, "background_list", "{\"status\":\"running\"}");
+    out = t_tool(h, parent, "background_list", J("{'status':'running'}"));
     like(out, "Total: 1 task (1 running)", "the kept task is still listed, and can be cancelled later");
     free(out);
     free(c3);
@@ -187,18 +185,19 @@ static void abort_fails(void)
     free(b);
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void status_fails(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":50}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    t_open(&f, J("{'poll_interval_ms':50}"));
+    sim_host *h = f.h;
+    const char *parent = f.parent;
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "setup events delivered");
     sim_event_faults(h, 5, 1.0, 0, 0, NULL); /* only the poll can see the end */
     sim_fail(h, "session_status", 1, -1, -EIO);
-    char *id = t_launch_script(h, parent, "Polled", "{\"steps\":[{\"reply\":\"seen by the poll\"}]}");
+    char *id = t_launch_script(h, parent, "Polled", J("{'steps':[{'reply':'seen by the poll'}]}"));
     is_int(sim_wait_calls(h, "session_status", NULL, 3, tap_timeout_ms(5000)), 0, "several failed polls");
     char *out = t_output(h, parent, id);
     like(out, ": running\n", "running while the status map cannot be read");
@@ -210,8 +209,7 @@ static void status_fails(void)
     free(out);
     is_int(t_wait_messages_with(h, parent, "seen by the poll", 1, 5000), 0, "and notified");
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

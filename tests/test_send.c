@@ -34,13 +34,6 @@ static size_t task_prompts(sim_host *h, const char *unused)
 }
 
 /* background_send(id, message): the answer (malloc'd), t_rc set. */
-static char *send_msg(sim_host *h, const char *s, const char *id, const char *message)
-{
-    char args[512];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"%s\"}", id, message);
-    return t_tool(h, s, "background_send", args);
-}
-
 static char *launch_gated(sim_host *h, const char *s, const char *name)
 {
     char *out = t_launch_gated(h, s, name, "explore");
@@ -79,7 +72,7 @@ static void queued_follow_up(void)
     sim_script(h, "also check bar.c", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"bar.c is fine too\"}]}",
                1);
     size_t prompts = task_prompts(h, s);
-    char *out = send_msg(h, s, id, "also check bar.c");
+    char *out = t_send(h, s, id, "also check bar.c");
     is_int(t_rc, 0, "background_send to a running task succeeds");
     char want[400];
     snprintf(want, sizeof want,
@@ -193,7 +186,7 @@ static void refused(sim_host *h, const char *s, const char *id, const char *mess
                     const char *what)
 {
     size_t prompts = task_prompts(h, s);
-    char *out = send_msg(h, s, id, message);
+    char *out = t_send(h, s, id, message);
     is_int(t_rc, want_rc, "%s: refused", what);
     is_str(out, want, "%s: the text", what);
     is_int((int)(task_prompts(h, s) - prompts), 0, "%s: nothing sent", what);
@@ -224,7 +217,7 @@ static void not_running(void)
     /* A rule that forbids the agent forbids talking to it. */
     sim_permission_rules(h, "{\"bash\":\"ask\",\"task\":{\"explore\":\"deny\"}}");
     size_t prompts = task_prompts(h, s);
-    char *out = send_msg(h, s, a, "hi");
+    char *out = t_send(h, s, a, "hi");
     is_int(t_rc, -EACCES, "a send the permission rules deny: refused");
     like(out, "Permission denied: sending a message to a running sub-agent of type \"explore\"", "saying why");
     like(out, "Nothing was sent.", "and that nothing was sent");

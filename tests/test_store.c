@@ -23,14 +23,6 @@
 static char dir[] = "/tmp/ocbg-store-XXXXXX";
 static char db[256], opts[512];
 
-static void reload(sim_host *h)
-{
-    sim_unload_plugins(h);
-    int n = sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), opts);
-    if (n != 1)
-        bail_out("reloading ocbg: %d (%s)", n, sim_load_error(h));
-}
-
 /* Notifications naming the task in the session: "[ocbg] Background task
  * completed: <id>" (or failed). */
 static int notices_of(sim_host *h, const char *session, const char *id)
@@ -73,7 +65,7 @@ static void finished_tasks_survive(void)
     char *b = t_launch_script(h, psid, "beta", "{\"steps\":[{\"reply\":\"answer beta\"}]}");
     is_int(t_wait_messages_with(h, psid, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
            "both tasks completed and were notified");
-    reload(h);
+    t_reload(h, opts);
     char *list = t_tool(h, psid, "background_list", "{}");
     like(list, a, "after a restart the list still has %s", a);
     like(list, b, "and %s", b);
@@ -105,7 +97,7 @@ static void running_task_goes_on(void)
     /* A slow status read widens the race of a task that ends while the
      * restored instance checks it: it must still complete with its answer. */
     sim_slow(h, "session_status", 300);
-    reload(h);
+    t_reload(h, opts);
     char *out = t_output(h, psid, id);
     like(out, "running", "after the restart the task is still running");
     t_release_gated(h, "g1");
@@ -171,7 +163,7 @@ static void undelivered_notice_is_sent(void)
     is_int(notices_of(h, psid, id), 0, "and did not arrive");
     sim_unload_plugins(h);
     sim_fail(h, NULL, 0, 0, 0);
-    reload(h);
+    t_reload(h, opts);
     is_int(t_wait_messages_with(h, psid, id, 1, tap_timeout_ms(5000)), 0, "after the restart it arrives");
     is_int(t_sync_notifications(h, psid), 0, "notifications flushed");
     is_int(notices_of(h, psid, id), 1, "once");

@@ -13,21 +13,6 @@
 
 static char dir[] = "/tmp/ocbg-schema-XXXXXX";
 
-static void reload(sim_host *h, const char *opts)
-{
-    sim_unload_plugins(h);
-    int n = sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), opts);
-    if (n != 1)
-        bail_out("reloading ocbg: %d (%s)", n, sim_load_error(h));
-}
-
-static char *send_msg(sim_host *h, const char *s, const char *id, const char *message)
-{
-    char args[512];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"%s\"}", id, message);
-    return t_tool(h, s, "background_send", args);
-}
-
 typedef struct send_try {
     const char *session, *id, *message;
 } send_try;
@@ -38,7 +23,7 @@ typedef struct send_try {
 static int send_accepted(sim_host *h, void *arg)
 {
     const send_try *a = arg;
-    free(send_msg(h, a->session, a->id, a->message));
+    free(t_send(h, a->session, a->id, a->message));
     return t_rc == 0;
 }
 
@@ -67,13 +52,13 @@ static void followups_numbered_across_restart(void)
     sim_script(h, "look at one", "{\"steps\":[{\"reply\":\"one seen\"}]}", 1);
     sim_script(h, "look at two", "{\"steps\":[{\"reply\":\"two seen\"}]}", 1);
     sim_script(h, "look at three", "{\"steps\":[{\"reply\":\"three seen\"}]}", 1);
-    free(send_msg(h, s, id, "look at one"));
+    free(t_send(h, s, id, "look at one"));
     is_int(t_rc, 0, "a first follow-up is sent");
     last_prompt_has(h, child, "[ocbg] Follow-up #1 for background task ", "numbered #1");
-    free(send_msg(h, s, id, "look at two"));
+    free(t_send(h, s, id, "look at two"));
     last_prompt_has(h, child, "[ocbg] Follow-up #2 for background task ", "the next #2");
 
-    reload(h, opts);
+    t_reload(h, opts);
     send_try again = {s, id, "look at three"};
     is_int(sim_wait(h, send_accepted, &again, tap_timeout_ms(10000)), 0,
            "after a restart, a follow-up to the same running task is sent (once it is checked)");

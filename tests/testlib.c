@@ -3,6 +3,8 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,4 +296,180 @@ char *t_read_file(const char *path)
     if (!sb.buf)
         sb_puts(&sb, "");
     return sb_take(&sb);
+}
+
+/* ---- small calls -------------------------------------------------------- */
+
+char *t_cancel(sim_host *h, const char *session, const char *id)
+{
+    char args[256];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    return t_tool(h, session, "background_cancel", args);
+}
+
+char *t_send(sim_host *h, const char *session, const char *id, const char *message)
+{
+    char args[512];
+    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"%s\"}", id, message);
+    return t_tool(h, session, "background_send", args);
+}
+
+void t_reload(sim_host *h, const char *options_json)
+{
+    sim_unload_plugins(h);
+    int n = sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), options_json);
+    if (n != 1)
+        bail_out("reloading ocbg: %d (%s)", n, sim_load_error(h));
+}
+
+int t_ends_with(const char *s, const char *tail)
+{
+    size_t n = s ? strlen(s) : 0, k = strlen(tail);
+    return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+/* ---- JSON literals and lookups ------------------------------------------ */
+
+/* Every J text, kept reachable so that leak checkers see no leak; freed at
+ * exit. */
+static pthread_mutex_t j_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **j_texts;
+static size_t j_count, j_cap;
+
+static void j_free_all(void)
+{
+    for (size_t i = 0; i < j_count; i++)
+        free(j_texts[i]);
+    free(j_texts);
+    j_texts = NULL;
+    j_count = j_cap = 0;
+}
+
+const char *J(const char *fmt, ...)
+{
+    char *dq = strdup(fmt);
+    if (!dq)
+        bail_out("J: out of memory");
+    for (char *p = dq; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = NULL;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    int n = vasprintf(&text, dq, ap);
+#pragma GCC diagnostic pop
+    va_end(ap);
+    free(dq);
+    if (n < 0)
+        bail_out("J: out of memory");
+    pthread_mutex_lock(&j_lock);
+    if (j_count == j_cap) {
+        if (!j_texts)
+            atexit(j_free_all);
+        j_cap = j_cap ? 2 * j_cap : 64;
+        char **grown = realloc(j_texts, j_cap * sizeof *grown);
+        if (!grown)
+            bail_out("J: out of memory");
+        j_texts = grown;
+    }
+    j_texts[j_count++] = text;
+    pthread_mutex_unlock(&j_lock);
+    return text;
+}
+
+const cJSON *jget(const cJSON *obj, const char *path)
+{
+    const char *p = path;
+    while (obj && *p) {
+        size_t n = strcspn(p, ".");
+        char key[128];
+        if (n >= sizeof key)
+            return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        char *end;
+        long i = strtol(key, &end, 10);
+        if (cJSON_IsArray(obj) && n > 0 && *end == '\0')
+            obj = cJSON_GetArrayItem(obj, (int)i);
+        else
+            obj = cJSON_GetObjectItemCaseSensitive(obj, key);
+        p += n;
+        if (*p == '.')
+            p++;
+    }
+    return obj;
+}
+
+const char *jstr(const cJSON *obj, const char *path)
+{
+    return cJSON_GetStringValue(jget(obj, path));
+}
+
+double jnum(const cJSON *obj, const char *path, double def)
+{
+    const cJSON *v = jget(obj, path);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+cJSON *t_parse(char *text)
+{
+    cJSON *j = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return j;
+}
+
+/* ---- the fixture -------------------------------------------------------- */
+
+void t_open_dir(t_fixture *f, const char *plugin_dir, const char *options_json)
+{
+    memset(f, 0, sizeof *f);
+    f->h = sim_create();
+    if (!f->h)
+        bail_out("sim_create failed");
+    int n = sim_load_plugins(f->h, plugin_dir, options_json);
+    if (n != 1)
+        bail_out("loading the plugin from %s: %d plugins loaded (%s)", plugin_dir, n, sim_load_error(f->h));
+    f->parent = sim_session_new(f->h, NULL, "main");
+}
+
+void t_open(t_fixture *f, const char *options_json)
+{
+    const char *dir = getenv("OCBG_PLUGIN_DIR");
+    if (!dir)
+        bail_out("OCBG_PLUGIN_DIR is not set (run the tests with make check)");
+    t_open_dir(f, dir, options_json);
+}
+
+char *t_keep(t_fixture *f, char *s)
+{
+    if (!s)
+        return NULL;
+    if (f->nkept == T_FIXTURE_KEEP)
+        bail_out("the fixture keeps %d strings at most", T_FIXTURE_KEEP);
+    return f->kept[f->nkept++] = s;
+}
+
+const char *t_session(t_fixture *f, const char *title)
+{
+    return t_keep(f, sim_session_new(f->h, NULL, title));
+}
+
+const char *t_id(t_fixture *f, const char *text, const char *prefix, const char *what)
+{
+    char *id = t_find_id(text, prefix);
+    if (!id)
+        bail_out("%s: no %s id in: %s", what, prefix, text ? text : "(null)");
+    return t_keep(f, id);
+}
+
+void t_close(t_fixture *f)
+{
+    if (f->h)
+        sim_destroy(f->h);
+    free(f->parent);
+    for (int i = 0; i < f->nkept; i++)
+        free(f->kept[i]);
+    memset(f, 0, sizeof *f);
 }

@@ -6,6 +6,8 @@
 #ifndef OCBG_TESTLIB_H
 #define OCBG_TESTLIB_H
 
+#include <cjson/cJSON.h>
+
 #include "simhost.h"
 #include "tap.h"
 
@@ -96,5 +98,82 @@ int t_gated_started(sim_host *h, const char *name);
 /* The whole file at path (malloc'd, NUL-terminated), or NULL when it cannot
  * be read. */
 char *t_read_file(const char *path);
+
+/* ---- small calls the tests share ---- */
+
+/* background_cancel of id from session; returns its answer (malloc'd), sets t_rc. */
+char *t_cancel(sim_host *h, const char *session, const char *id);
+
+/* background_send of message (JSON-safe text) to task id; returns its answer
+ * (malloc'd), sets t_rc. */
+char *t_send(sim_host *h, const char *session, const char *id, const char *message);
+
+/* Unload ocbg and load it again from $OCBG_PLUGIN_DIR with options_json (a
+ * restart on the same host); bails out when it does not load. */
+void t_reload(sim_host *h, const char *options_json);
+
+/* Does s end with tail? (s NULL: no.) */
+int t_ends_with(const char *s, const char *tail);
+
+/* ---- JSON literals and lookups ---- */
+
+/* A JSON text written with single quotes, printf-style: J("{'task_id':'%s'}",
+ * id) is {"task_id":"<id>"}. Only the format's quotes turn: the arguments go
+ * in as they are (pass JSON-safe text). A literal single quote is JSON's own
+ * escape, written "\\u0027" in C; the printf ' flag cannot be used, and a
+ * literal % is %%. The text is owned by testlib and kept until the process
+ * exits (meant for a test's literals, not for loops of thousands); never
+ * NULL (bails out when out of memory). Thread-safe. */
+const char *J(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The value at a dotted path below obj: "info.time.completed", "parts.0.text"
+ * (a number indexes an array, keys are case-sensitive). Borrowed from obj;
+ * NULL when obj is NULL or a step is missing. */
+const cJSON *jget(const cJSON *obj, const char *path);
+
+/* The string at path (borrowed), or NULL when missing or not a string. */
+const char *jstr(const cJSON *obj, const char *path);
+
+/* The number at path, or def when missing or not a number. */
+double jnum(const cJSON *obj, const char *path, double def);
+
+/* cJSON_Parse of a malloc'd text, which it frees (text NULL: NULL). The tree
+ * is the caller's (cJSON_Delete). */
+cJSON *t_parse(char *text);
+
+/* ---- the fixture ---- */
+
+/* One test's world: a host with a plugin loaded, the parent session the test
+ * works from (titled "main"), and the strings (ids, texts) the test keeps,
+ * all freed by t_close. */
+#define T_FIXTURE_KEEP 64
+typedef struct t_fixture {
+    sim_host *h;
+    char *parent;
+    char *kept[T_FIXTURE_KEEP];
+    int nkept;
+} t_fixture;
+
+/* Open f with ocbg from $OCBG_PLUGIN_DIR and options_json (NULL: defaults);
+ * bails out when it cannot load. */
+void t_open(t_fixture *f, const char *options_json);
+
+/* Open f with the one plugin in plugin_dir (a test plugin); bails out when
+ * it does not load exactly one. */
+void t_open_dir(t_fixture *f, const char *plugin_dir, const char *options_json);
+
+/* Hand a malloc'd string to f (freed by t_close); returns it (NULL stays
+ * NULL). Bails out when f already keeps T_FIXTURE_KEEP strings. */
+char *t_keep(t_fixture *f, char *s);
+
+/* A new top-level session titled title, kept by f. */
+const char *t_session(t_fixture *f, const char *title);
+
+/* The first "<prefix>xxxx" id in text, kept by f; bails out when there is
+ * none (what names the call, for the message). */
+const char *t_id(t_fixture *f, const char *text, const char *prefix, const char *what);
+
+/* Destroy the host, free the parent and every kept string; f is zeroed. */
+void t_close(t_fixture *f);
 
 #endif
