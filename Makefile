@@ -38,7 +38,7 @@ PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/obj/%.o) $(TS_OBJ)
 # The simulated host (library part; demo.c has the demo's main).
 SIM_SRC    := $(filter-out host/sim/host/demo.c,$(sort $(wildcard host/sim/*/*.c)))
 SIM_OBJ    := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
-TAP_OBJ    := $(BUILD)/obj/tests/tap.o $(BUILD)/obj/tests/testlib.o $(BUILD)/obj/tests/shelltest.o \
+TAP_OBJ    := $(BUILD)/obj/tests/tap.o $(BUILD)/obj/tests/testlib.o $(BUILD)/obj/tests/shelltest.o $(BUILD)/obj/tests/simtest.o \
               $(BUILD)/obj/tests/storetest.o
 # Each tests/test_NAME.c becomes $(BUILD)/tests/NAME.t.
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
