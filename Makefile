@@ -129,6 +129,7 @@ $(BUILD)/plugin-dir/ocbg.so: $(BUILD)/ocbg.so
 check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS) $(BUILD)/layout-check ## the tests (prove), after the layout and lock checks
 	$(LAYOUT_FIXTURES)
 	$(LAYOUT_RUN)
+	$(LAYOUT_TEST_RUN)
 	@sh build-aux/lock-check
 	$(TEST_ENV) $(PROVE) $(PROVE_FLAGS) $(TESTS)
 
@@ -147,9 +148,17 @@ LAYOUT_PATHS = include plugin hooks fork host/sim host/opencode
 LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I . -I host/sim -I host/sim/host \
              $(LAYOUT_PATHS)
 
-check-layout: $(BUILD)/layout-check ## the layout checker on its fixtures, then on the tree
+# The tests, with test-sized limits (a test reads top to bottom, so it may be
+# longer than plugin code); not tests/layout/fixtures, the checker's own bad
+# inputs.
+LAYOUT_TEST_PATHS = $(wildcard tests/*.c tests/*.h) tests/plugins tests/reliability
+LAYOUT_TEST_RUN = $(BUILD)/layout-check --max-file-lines 800 --max-function-lines 120 -I tests -I include -I plugin \
+                  -I . -I host/sim -I host/sim/host $(LAYOUT_TEST_PATHS)
+
+check-layout: $(BUILD)/layout-check ## the layout checker on its fixtures, then on the tree and the tests
 	$(LAYOUT_FIXTURES)
 	$(LAYOUT_RUN)
+	$(LAYOUT_TEST_RUN)
 
 
 demo: deps $(BUILD)/plugin-dir/ocbg.so $(BUILD)/ocbg-demo ## run the demo: ocbg.so in the simulated host
