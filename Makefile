@@ -126,11 +126,12 @@ $(BUILD)/plugin-dir/ocbg.so: $(BUILD)/ocbg.so
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS) $(BUILD)/layout-check ## the tests (prove), after the layout and lock checks
+check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS) $(BUILD)/layout-check ## the tests (prove), after the layout, lock and face checks
 	$(LAYOUT_FIXTURES)
 	$(LAYOUT_RUN)
 	$(LAYOUT_TEST_RUN)
 	@sh build-aux/lock-check
+	@sh build-aux/face-check
 	$(TEST_ENV) $(PROVE) $(PROVE_FLAGS) $(TESTS)
 
 # The layout checker: file and function lengths, dependency cycles, layers

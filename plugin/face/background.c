@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "text/texts.h"
-#include "hostapi/hostcalls.h"
 #include "ops/ops.h"
 #include "engine/persist.h"
 #include "face/tools.h"
@@ -146,12 +145,8 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     int64_t now = ocbg_now(o);
     format_report(out, t, now);
     persist_drop_copies(o, t);
-    if (t->status == TASK_COMPLETED)
-        t->retrieved_ms = now;
     /* A blocking call that returns the result replaces the notification. */
-    if (block && !task_status_active(t->status))
-        t->delivered_run = t->run;
-    registry_touch(&o->reg, t);
+    op_shown(o, t, now, t->status == TASK_COMPLETED, block && !task_status_active(t->status));
     engine_unlock(o);
     return rc;
 }

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "text/texts.h"
-#include "hostapi/hostcalls.h"
 #include "ops/ops.h"
 #include "engine/persist.h"
 #include "face/tools.h"
@@ -59,16 +58,6 @@ static int not_found(strbuf *out, const char *id)
     return -ENOENT;
 }
 
-/* Remove a finished foreground task: it was never a background task. Lock held. */
-static void drop_foreground(ocbg *o, const char *id)
-{
-    task *t = registry_find(&o->reg, id);
-    if (t && t->foreground && !task_status_active(t->status)) {
-        registry_remove(&o->reg, t);
-        engine_wake_waiters(o);
-    }
-}
-
 /* ---- moving a long foreground call to the background -------------------- */
 
 /* The foreground wait's deadline: the call's own limit, or auto_background_ms
@@ -82,13 +71,11 @@ static int64_t foreground_deadline(ocbg *o, int64_t own_ms, bool *moves)
 }
 
 /* A foreground call's task still running at auto_background_ms becomes a
- * background task: its caller no longer owns its result (op_await gave its
- * claim back), so it ends with the usual notification, and the store keeps
- * it from now. The work goes on untouched. Lock held. */
+ * background task (op_to_background): its caller no longer owns its result
+ * (op_await gave its claim back). Lock held. */
 static void move_to_background(ocbg *o, task *t, strbuf *out)
 {
-    t->foreground = false;
-    registry_touch(&o->reg, t);
+    op_to_background(o, t);
     int64_t ms = o->opt.auto_background_ms;
     if (ms % 1000 == 0)
         sb_printf(out, "Still running after %lld s, so it was moved to the background (auto_background_ms).\n",
@@ -134,33 +121,6 @@ static void put_bash_launched(strbuf *out, const char *id, const char *command, 
 
 /* ---- Task ----------------------------------------------------------------- */
 
-/* Esc (or shutdown) during a foreground Task stops the sub-agent: nobody
- * else waits for it. *session: the session to abort, when it runs. Lock held. */
-static int task_esc(ocbg *o, task *t, wait_result w, char **session, strbuf *out)
-{
-    if (t->status == TASK_PENDING) {
-        engine_stop_task(o, t); /* never started: it just leaves the queue */
-    } else if (task_status_active(t->status) && !t->cancelling) {
-        t->cancelling = true;
-        *session = xstrdup(t->session_id);
-    }
-    sb_printf(out, "%s: the sub-agent was stopped.", w == WAIT_CANCELLED ? "Cancelled" : "ocbg is shutting down");
-    return -ECANCELED;
-}
-
-/* Abort an Esc'd foreground Task's session, then end and drop the task. */
-static void task_abort(ocbg *o, const char *id, char *session)
-{
-    hc_session_abort(&o->api, session, NULL);
-    free(session);
-    engine_lock(o);
-    task *t = registry_find(&o->reg, id);
-    if (t)
-        engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
-    drop_foreground(o, id);
-    engine_unlock(o);
-}
-
 int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *description = arg_str(args, "description");
@@ -194,19 +154,21 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
                           t->status == TASK_PENDING ? "Status: pending (it starts when a run slot frees)" : NULL);
         put_open_question(out, t);
     } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
-        rc = task_esc(o, t, w, &session, out);
+        /* Esc (or shutdown) stops the sub-agent: nobody else waits for it. */
+        session = op_foreground_esc(o, t);
+        sb_printf(out, "%s: the sub-agent was stopped.", w == WAIT_CANCELLED ? "Cancelled" : "ocbg is shutting down");
+        rc = -ECANCELED;
     } else if (t->status == TASK_COMPLETED) {
         sb_puts(out, t->result ? t->result : "");
-        t->retrieved_ms = ocbg_now(o);
-        registry_touch(&o->reg, t);
+        op_shown(o, t, ocbg_now(o), true, false);
     } else {
         sb_printf(out, "The sub-agent failed: %s", t->error ? t->error : task_status_name(t->status));
         rc = -EIO;
     }
-    drop_foreground(o, id);
+    op_foreground_drop(o, id);
     engine_unlock(o);
     if (session)
-        task_abort(o, id, session);
+        op_foreground_abort(o, id, session);
     return rc;
 }
 
@@ -218,7 +180,7 @@ static void set_timeout(ocbg *o, const char *id, int64_t ms)
     engine_lock(o);
     task *t = registry_find(&o->reg, id);
     if (t)
-        t->timeout_ms = ms;
+        op_set_timeout(t, ms);
     engine_unlock(o);
 }
 
@@ -261,17 +223,16 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
     if (t && w == WAIT_TIMEOUT && moves && task_status_active(t->status)) {
         /* In the background its own timeout, when the call gave one, is
          * its runtime limit (from its start); else max_runtime_ms. */
-        t->timeout_ms = limit_ms;
+        op_set_timeout(t, limit_ms);
         move_to_background(o, t, out);
         put_bash_launched(out, id, command, NULL);
         engine_unlock(o);
         return 0;
     }
     if (t && w != WAIT_DONE && task_status_active(t->status)) {
-        /* Timed out or cancelled: a foreground command does not outlive its call. */
-        t->result_waiters++; /* still the caller's result */
-        engine_stop_task(o, t);
-        op_await(o, NULL, id, mono_ms() + o->opt.shell_kill_grace_ms + 5000, true, &t);
+        /* Timed out or cancelled: a foreground command does not outlive its
+         * call, whose result it still is. */
+        t = op_stop_command(o, NULL, t, true);
     }
     if (!t) {
         sb_puts(out, "The command's task was removed while it ran.");
@@ -287,7 +248,7 @@ int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
             rc = -ECANCELED;
         }
     }
-    drop_foreground(o, id);
+    op_foreground_drop(o, id);
     engine_unlock(o);
     return rc;
 }
@@ -300,7 +261,7 @@ static void tag(strbuf *out, const char *name, const char *value)
 }
 
 /* TaskOutput's tags for t. Lock held. */
-static void put_task_output(ocbg *o, strbuf *out, task *t, const char *retrieval)
+static void put_task_output(strbuf *out, const task *t, const char *retrieval)
 {
     tag(out, "retrieval_status", retrieval);
     tag(out, "task_id", t->id);
@@ -328,8 +289,6 @@ static void put_task_output(ocbg *o, strbuf *out, task *t, const char *retrieval
             from += utf8_offset(from, len, chars - OUTPUT_MAX_CHARS);
         sb_printf(out, "<output>\n%s%s\n</output>\n", chars > OUTPUT_MAX_CHARS ? "[... earlier output cut ...]\n" : "",
                   from);
-        t->retrieved_ms = ocbg_now(o);
-        registry_touch(&o->reg, t);
     } else if (task_status_active(t->status)) {
         sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
         const char *asking = task_permission_what(t);
@@ -394,18 +353,45 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
         sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
         return -ENOENT;
     }
-    put_task_output(o, out, t, retrieval);
+    put_task_output(out, t, retrieval);
     persist_drop_copies(o, t);
-    /* A blocking call that returned the result replaces the notification. */
-    if (block && !task_status_active(t->status)) {
-        t->delivered_run = t->run;
-        registry_touch(&o->reg, t);
-    }
+    /* An agent's result was read; a blocking call that returned the result
+     * replaces the notification. */
+    bool read = t->type != TASK_SHELL && t->status == TASK_COMPLETED;
+    bool delivered = block && !task_status_active(t->status);
+    if (read || delivered)
+        op_shown(o, t, ocbg_now(o), read, delivered);
     engine_unlock(o);
     return rc;
 }
 
 /* ---- TaskStop ------------------------------------------------------------- */
+
+/* TaskStop of an agent task: background_cancel's operation, and its words
+ * when the task cannot be stopped. Lock held; released on return. */
+static int stop_agent(ocbg *o, task *t, strbuf *out)
+{
+    char id[TASK_ID_SIZE];
+    memcpy(id, t->id, sizeof id);
+    if (t->cancelling) {
+        engine_unlock(o);
+        sb_printf(out, "Task %s is already being cancelled.", id);
+        return -EINVAL;
+    }
+    cancel_item *item = NULL;
+    size_t one = 0;
+    op_cancel_add(&item, &one, t);
+    engine_unlock(o);
+    op_cancel_items(o, item, 1, false);
+    int rc = item->rc == -ENOENT ? 0 : item->rc;
+    if (rc == 0)
+        sb_printf(out, "Stopped task %s (agent): its session was aborted.", id);
+    else
+        sb_printf(out, "Could not cancel task %s: aborting its session failed (%s). It is still running.", id,
+                  item->err);
+    op_cancel_free(item, 1);
+    return rc;
+}
 
 int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
@@ -421,25 +407,11 @@ int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
         engine_unlock(o);
         return 0;
     }
-    if (t->type == TASK_AGENT) {
-        engine_unlock(o);
-        cJSON *cancel_args = cJSON_CreateObject();
-        cJSON_AddStringToObject(cancel_args, "task_id", id);
-        strbuf inner = {0};
-        int rc = tool_background_cancel(o, cancel_args, ctx, &inner);
-        cJSON_Delete(cancel_args);
-        if (rc == 0)
-            sb_printf(out, "Stopped task %s (agent): its session was aborted.", id);
-        else
-            sb_puts(out, inner.buf ? inner.buf : "");
-        sb_free(&inner);
-        return rc;
-    }
-    engine_stop_task(o, t);
+    if (t->type == TASK_AGENT)
+        return stop_agent(o, t, out);
     char key[TASK_ID_SIZE], *command = xstrdup(t->shell->command);
     memcpy(key, t->id, sizeof key);
-    engine_wait(o, ctx, mono_ms() + o->opt.shell_kill_grace_ms + 5000, op_task_settled, key);
-    t = registry_find(&o->reg, key);
+    t = op_stop_command(o, ctx, t, false);
     if (t && !task_status_active(t->status))
         sb_printf(out, "Stopped task %s (shell): %.*s%s", key, ECHO_TEXT(command));
     else

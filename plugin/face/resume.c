@@ -8,7 +8,6 @@
 
 #include "text/texts.h"
 #include "engine/guards.h"
-#include "hostapi/hostcalls.h"
 #include "ops/ops.h"
 #include "face/tools.h"
 
@@ -59,13 +58,10 @@ static int put_resumed_result(ocbg *o, const resume_claim *c, wait_result w, tas
                   timeout_s, c->id);
     } else if (t->run == c->run && t->status == TASK_COMPLETED) {
         sb_puts(out, t->result ? t->result : "");
-        t->delivered_run = c->run;
-        t->retrieved_ms = ocbg_now(o);
-        registry_touch(&o->reg, t);
+        op_shown(o, t, ocbg_now(o), true, true);
     } else if (t->run == c->run && t->status == TASK_ERROR) {
         sb_printf(out, "Task %s failed while working on the follow-up: %s", c->id, t->error);
-        t->delivered_run = c->run;
-        registry_touch(&o->reg, t);
+        op_shown(o, t, 0, false, true);
         return -EIO;
     } else {
         sb_printf(out, "Task %s is %s.", c->id, task_status_name(t->status));

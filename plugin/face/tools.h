@@ -55,7 +55,9 @@ typedef struct arg_spec {
 } arg_spec;
 
 /* A tool handler. [worker] Runs without the engine lock; writes the answer
- * (or the error text) to out; returns 0 or a negative errno. */
+ * (or the error text) to out; returns 0 or a negative errno. It may take
+ * the lock to read tasks for its words, but changes nothing itself: each
+ * change is an operation (ops/ops.h; build-aux/face-check). */
 typedef int (*tool_fn)(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 
 typedef struct tool_spec {

@@ -89,3 +89,19 @@ void op_cancel_free(cancel_item *items, size_t n)
     }
     free(items);
 }
+
+task *op_stop_command(ocbg *o, ocp_call_ctx *ctx, task *t, bool owner)
+{
+    char key[TASK_ID_SIZE];
+    memcpy(key, t->id, sizeof key);
+    int64_t deadline = mono_ms() + o->opt.shell_kill_grace_ms + 5000;
+    if (owner)
+        t->result_waiters++; /* op_await gives it back */
+    engine_stop_task(o, t);
+    if (owner) {
+        op_await(o, ctx, key, deadline, true, &t);
+        return t;
+    }
+    engine_wait(o, ctx, deadline, op_task_settled, key);
+    return registry_find(&o->reg, key);
+}

@@ -1,9 +1,12 @@
 /*
  * ops.h — the operations both faces share: launch, wait, cancel, list, clear,
- * resume, and finding a session's own tasks. A face (face/) turns a tool's
- * arguments into one of these and words the answer; an operation decides
- * what happens to tasks, asks the host's permission where it must, and never
- * leaves a half-made task behind.
+ * resume, send, a foreground call's task, and finding a session's own tasks.
+ * A face (face/) turns a tool's arguments into one of these and words the
+ * answer; an operation decides what happens to tasks, asks the host's
+ * permission where it must, and never leaves a half-made task behind. Every
+ * change to a task or the engine is an operation: a face takes the engine
+ * lock only to read tasks for its words, and calls the host never
+ * (build-aux/face-check, run by make check, holds faces to it).
  *
  * Threads: [worker] host worker threads (tool calls). Each function says
  * whether it takes the engine lock itself ("lock not held") or runs under it
@@ -73,6 +76,14 @@ size_t op_cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove);
 
 void op_cancel_free(cancel_item *items, size_t n);
 
+/* Stop active command t (SIGTERM, then SIGKILL after the grace period) and
+ * wait, up to the grace and 5 s more, for its exit, which ends it as
+ * cancelled; ctx (NULL: none) can end the wait early. owner: the caller
+ * returns the command's result itself (a foreground Bash), so the run ends
+ * with no notification. [lock held; released while waiting] The task after
+ * the wait, NULL when it was removed meanwhile. */
+task *op_stop_command(ocbg *o, ocp_call_ctx *ctx, task *t, bool owner);
+
 /* What clearing a session's tasks did. */
 typedef struct clear_result {
     size_t cleared; /* tasks removed */
@@ -119,6 +130,40 @@ bool op_task_settled(ocbg *o, void *task_id);
  * already counts as a result waiter (a foreground launch). *t: the task
  * after the wait, NULL when it was removed meanwhile. [lock held] */
 wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner, task **t);
+
+/* A call showed the model task t (its store row is marked for writing).
+ * read: its completed result was read (retrieved_ms = now); delivered: the
+ * call returned the outcome of t's current run, which then needs no
+ * notification. [lock held] */
+void op_shown(ocbg *o, task *t, int64_t now, bool read, bool delivered);
+
+/* A foreground call's task (launch_req.foreground, op_launch_shell's
+ * foreground): its caller waits for it, and no one else does. */
+
+/* Remove task id if it is still a foreground call's and has ended: it was
+ * never a background task. Wakes the waiters. [lock held] */
+void op_foreground_drop(ocbg *o, const char *id);
+
+/* Foreground task t, still running when its call stops waiting, becomes a
+ * background task: it ends with the usual notification, and the store
+ * keeps it from now. Its run goes on untouched. [lock held] */
+void op_to_background(ocbg *o, task *t);
+
+/* Give task t its own runtime limit per run, ms (0: max_runtime_ms,
+ * engine/guards.h). [lock held] */
+void op_set_timeout(task *t, int64_t ms);
+
+/* The call of foreground agent task t was cancelled (Esc) or the plugin is
+ * stopping: nobody else waits for its sub-agent, so it stops. A pending
+ * task just leaves the queue. A running one is claimed for cancelling (its
+ * completion checks wait) and its session id returned, for
+ * op_foreground_abort (owned); else NULL, nothing more to do. [lock held] */
+char *op_foreground_esc(ocbg *o, task *t);
+
+/* Abort session (from op_foreground_esc; freed here), then end task id as
+ * cancelled whatever the abort answered, and drop it (op_foreground_drop).
+ * [lock not held] */
+void op_foreground_abort(ocbg *o, const char *id, char *session);
 
 /* Why a resume was refused before anything was sent. */
 typedef enum resume_refusal {

@@ -1,4 +1,4 @@
-/* wait.c — see ops.h: finding the caller's own tasks, and waiting for them. */
+/* wait.c — see ops.h: finding the caller's own tasks, waiting for them, and noting what a call showed of them. */
 #include <string.h>
 
 #include "base/util.h"
@@ -35,4 +35,13 @@ wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], in
     if (*t && (before || owner))
         (*t)->result_waiters--;
     return w;
+}
+
+void op_shown(ocbg *o, task *t, int64_t now, bool read, bool delivered)
+{
+    if (read)
+        t->retrieved_ms = now;
+    if (delivered)
+        t->delivered_run = t->run;
+    registry_touch(&o->reg, t);
 }

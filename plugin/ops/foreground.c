@@ -1,0 +1,51 @@
+/* foreground.c — see ops.h: a foreground call's own task (Task or Bash
+ * without run_in_background), which nobody else waits for: moved to the
+ * background, stopped on Esc, dropped when the call returns. */
+#include <stdlib.h>
+
+#include "base/util.h"
+#include "ops/ops.h"
+
+void op_foreground_drop(ocbg *o, const char *id)
+{
+    task *t = registry_find(&o->reg, id);
+    if (t && t->foreground && !task_status_active(t->status)) {
+        registry_remove(&o->reg, t);
+        engine_wake_waiters(o);
+    }
+}
+
+void op_to_background(ocbg *o, task *t)
+{
+    t->foreground = false;
+    registry_touch(&o->reg, t);
+}
+
+void op_set_timeout(task *t, int64_t ms)
+{
+    t->timeout_ms = ms;
+}
+
+char *op_foreground_esc(ocbg *o, task *t)
+{
+    if (t->status == TASK_PENDING) {
+        engine_stop_task(o, t); /* never started: it just leaves the queue */
+        return NULL;
+    }
+    if (!task_status_active(t->status) || t->cancelling)
+        return NULL;
+    t->cancelling = true;
+    return xstrdup(t->session_id);
+}
+
+void op_foreground_abort(ocbg *o, const char *id, char *session)
+{
+    hc_session_abort(&o->api, session, NULL);
+    free(session);
+    engine_lock(o);
+    task *t = registry_find(&o->reg, id);
+    if (t)
+        engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+    op_foreground_drop(o, id);
+    engine_unlock(o);
+}
