@@ -2,7 +2,7 @@
  * ocp.h — the ocp plugin ABI: how an agent host (OpenCode, a test host, yours)
  * loads a background-task plugin such as ocbg.so and talks to it.
  *
- * ABI version 1.3. One entry point, two versioned tables:
+ * ABI version 1.4. One entry point, two versioned tables:
  *
  *   host:    handle = dlopen(".../ocbg.so"); entry = dlsym(handle, OCP_ENTRY_SYMBOL);
  *            plugin = entry(&host_table, options_json, err, sizeof err);
@@ -68,7 +68,7 @@ extern "C" {
 #endif
 
 #define OCP_ABI_MAJOR 1
-#define OCP_ABI_MINOR 3
+#define OCP_ABI_MINOR 4
 
 /* The one symbol a plugin exports (type: ocp_plugin_entry_fn). */
 #define OCP_ENTRY_SYMBOL "ocp_plugin_entry"
@@ -252,6 +252,29 @@ typedef struct ocp_host {
      * Returns 0, or a negative errno (-EIO: it could not be shown; the
      * plugin does not retry). */
     int (*notify_user)(void *userdata, enum ocp_notice_level level, const char *title, const char *message);
+
+    /* ---- ABI 1.4 -------------------------------------------------------- */
+
+    /* [worker] Optional (NULL: the host has no place to show it, and the
+     * plugin builds no view). Hand the host's UI the plugin's whole view of
+     * the tasks that session `session_id` launched, as JSON:
+     *   {"v":1, "session": S, "seq": n, "now": ms, "tasks": [task, …]}
+     * tasks newest first, at most 50, each {id, kind, status, description,
+     * and where they apply: agent | command, queue, waiting, session,
+     * created, started, ended, tokens, cost, tools, recent, exit, error,
+     * stopped_by_user} (docs/panel.md). A view replaces the previous one
+     * of that session; "tasks": [] means it has none left.
+     * When: within 250 ms of a task's status change, at most once a second
+     * for other changes while a task of the session is live, never when
+     * nothing changed; the view of every session with tasks after the
+     * plugin starts, and after ui_request "sync". The plugin calls it from
+     * its own view thread, holding none of its locks, one call at a time.
+     * The host shows or forwards it and returns promptly (OpenCode: it
+     * posts it to the TUI without waiting for a reader); it must not call
+     * into the plugin from here. Returns 0, or a negative errno (-EIO:
+     * dropped; the plugin does not retry that view, the next one replaces
+     * it). */
+    int (*publish_view)(void *userdata, const char *session_id, const char *view_json);
 } ocp_host;
 
 #define OCP_HOST_MIN_SIZE ((uint32_t)offsetof(ocp_host, now_ms))
@@ -427,6 +450,24 @@ typedef struct ocp_plugin {
      * function; takes the plugin's lock for one hash lookup. NULL: ask
      * transform_messages every time. */
     int (*wants_messages)(void *userdata, const char *session_id);
+
+    /* ---- ABI 1.4 -------------------------------------------------------- */
+
+    /* [worker] A request from the person, through the host's UI (not from
+     * the model): request_json = {"action": …, …}:
+     *   {"action":"sync"}: publish every session's view soon; *out NULL.
+     *   {"action":"stop", "task_id": id}: stop a pending or running task
+     *     as the model's cancel does; it ends cancelled, "stopped by the
+     *     user", and its launcher is notified as for any ending. *out NULL.
+     *     -ENOENT no such task; -EINVAL it has ended (*out says so); -EIO
+     *     the host could not abort it (it goes on; *out says why).
+     *   {"action":"detail", "task_id": id}: *out = JSON {id, status, and
+     *     where they apply: answer, output, exit, error, waiting, recent,
+     *     tokens, cost}.
+     * Other actions, bad JSON: -EINVAL, *out says why. May block while an
+     * abort or a store read runs (not long); never on the host's
+     * event thread. NULL: takes none. */
+    int (*ui_request)(void *userdata, const char *request_json, char **out);
 } ocp_plugin;
 
 /* The entry point. [any, once per instance]

@@ -1,5 +1,6 @@
 /* entry.c — ocp_plugin_entry: checks the host, builds the plugin table, and
  * routes the table's calls to the tools, the hooks and the engine. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +8,11 @@
 
 #include "engine/engine.h"
 #include "engine/persist.h"
+#include "engine/view.h"
 #include "hooks/events.h"
 #include "fork/fork.h"
 #include "face/tools.h"
+#include "ops/ops.h"
 #include "base/util.h"
 
 #define OCBG_VERSION "0.1.0"
@@ -180,6 +183,44 @@ static int plugin_transform_messages(void *ud, const char *session_id, const cha
     return fork_process(messages_json, &lim, out, NULL);
 }
 
+/* A request from the person through the host's UI (ocp.h ui_request). */
+static int plugin_ui_request(void *ud, const char *request_json, char **out)
+{
+    instance *in = ud;
+    ocbg *o = &in->o;
+    *out = NULL;
+    if (!enter_call(o)) {
+        *out = xstrdup("ocbg is shutting down.");
+        return -ECANCELED;
+    }
+    strbuf sb = {0};
+    int rc = -EINVAL;
+    cJSON *req = request_json ? cJSON_Parse(request_json) : NULL;
+    const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "action"));
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "task_id"));
+    if (!cJSON_IsObject(req) || !action) {
+        sb_puts(&sb, "A request is a JSON object with a string \"action\".");
+    } else if (strcmp(action, "sync") == 0) {
+        engine_lock(o);
+        view_sync_all(o);
+        engine_unlock(o);
+        rc = 0;
+    } else if ((strcmp(action, "stop") == 0 || strcmp(action, "detail") == 0) && !id) {
+        sb_printf(&sb, "The %s request needs a string \"task_id\".", action);
+    } else if (strcmp(action, "stop") == 0) {
+        rc = op_user_stop(o, id, &sb);
+    } else if (strcmp(action, "detail") == 0) {
+        rc = op_user_detail(o, id, &sb);
+    } else {
+        sb_printf(&sb, "Unknown action \"%.40s\" (sync, stop or detail).", action);
+    }
+    cJSON_Delete(req);
+    *out = sb.len ? sb_take(&sb) : NULL;
+    sb_free(&sb);
+    leave_call(o);
+    return rc;
+}
+
 static void free_instance(instance *in)
 {
     for (size_t i = 0; i < in->ntools; i++)
@@ -288,6 +329,7 @@ static void build_table(instance *in)
     t->event_types = hook_event_types;
     t->event_type_count = hook_event_type_count;
     t->wants_messages = plugin_wants_messages;
+    t->ui_request = plugin_ui_request;
 }
 
 __attribute__((visibility("default"))) const ocp_plugin *

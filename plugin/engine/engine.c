@@ -224,6 +224,10 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
         free(t->error);
         t->error = NULL;
         t->texts_stored &= (unsigned char)~(TASK_TEXT_RESULT | TASK_TEXT_ERROR); /* new texts, in memory */
+    } else if (s == TASK_CANCELLED && t->stopped_by_user) {
+        free(t->error);
+        t->error = xstrdup(TASK_STOPPED_BY_USER);
+        t->texts_stored &= (unsigned char)~TASK_TEXT_ERROR;
     } else if (s == TASK_ERROR) {
         free(t->error);
         t->error = xstrdup(text ? text : "unknown error");
@@ -241,7 +245,7 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
      * registered waiter always returns a run that ended. */
     if (t->result_waiters > 0)
         t->delivered_run = t->run;
-    else if (s != TASK_CANCELLED)
+    else if (s != TASK_CANCELLED || t->stopped_by_user) /* the model stopped it itself: no news */
         engine_notify(o, t, false);
     cascade(o, t);
     check_launcher(o, t->parent);

@@ -34,6 +34,7 @@
 #include "engine/defer_state.h"
 #include "engine/persist_state.h"
 #include "engine/toast_state.h"
+#include "engine/view_state.h"
 #include "run/runner.h"
 
 #define ENGINE_RUNNERS 2 /* TASK_AGENT, TASK_SHELL */
@@ -81,6 +82,7 @@ typedef struct ocbg {
     persist ps;        /* the durable store and its thread (engine/persist.h) */
     toast_state toast; /* notices to the user, rate-limited (engine/toast.h) */
     defer_state defer; /* silent notices held while their parent is busy (engine/defer.h) */
+    view_state view;   /* each session's tasks for the host's UI, and its thread (engine/view.h) */
 } ocbg;
 
 /* The engine lock (base/lock.h): the only way to take, release or wait on

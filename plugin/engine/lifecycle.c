@@ -8,6 +8,7 @@
 #include "engine/persist.h"
 #include "engine/sched.h"
 #include "engine/toast.h"
+#include "engine/view.h"
 #include "engine/guards.h"
 #include "engine/worker.h"
 
@@ -72,6 +73,8 @@ int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
     }
     if (rc == 0)
         rc = worker_start(o);
+    if (rc == 0 && view_start(o) != 0) /* the tools work without a view: say so, go on */
+        hc_log(&o->api, OCP_LOG_ERROR, "ocbg: could not start its view thread: the host's UI shows no tasks");
     if (rc != 0) {
         if (persisting)
             persist_stop(o);
@@ -91,6 +94,7 @@ void engine_stop(ocbg *o)
         engine_cond_wait(o, &o->drain_cv);
     engine_unlock(o);
     worker_join(o);
+    view_stop(o);
     /* What changed is written before the commands are killed: a command
      * still running is one the host's stop cut short, as a restart finds. */
     persist_stop(o);

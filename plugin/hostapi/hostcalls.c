@@ -182,3 +182,16 @@ void hc_notify_user(hostapi *a, enum ocp_notice_level level, const char *message
     if (a->host.notify_user)
         a->host.notify_user(a->host.userdata, level, "ocbg", message);
 }
+
+int hc_publish_view(hostapi *a, const char *session_id, const char *view_json)
+{
+    ASSERT_NO_PLUGIN_LOCK();
+    if (!a->host.publish_view)
+        return -ENOSYS;
+    return a->host.publish_view(a->host.userdata, session_id, view_json);
+}
+
+bool hc_has_views(const hostapi *a)
+{
+    return a->host.publish_view != NULL;
+}

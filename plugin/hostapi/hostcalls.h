@@ -49,5 +49,10 @@ int hc_session_status(hostapi *a, char **json, char **err);
 int hc_ask_permission(hostapi *a, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
 /* notify_user, when the host has it (a toast); nothing otherwise. */
 void hc_notify_user(hostapi *a, enum ocp_notice_level level, const char *message);
+/* ABI 1.4 publish_view: 0, the host's negative errno, or -ENOSYS when the
+ * host has none. */
+int hc_publish_view(hostapi *a, const char *session_id, const char *view_json);
+/* Whether the host takes views (publish_view): the plugin builds none otherwise. */
+bool hc_has_views(const hostapi *a);
 
 #endif

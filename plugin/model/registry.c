@@ -179,6 +179,13 @@ static parent *parent_of(registry *r, const char *parent_session)
     return p;
 }
 
+/* What t's parent's view shows changed (on_change). */
+static void changed(registry *r, task *t)
+{
+    if (r->on_change)
+        r->on_change(r->on_change_arg, t);
+}
+
 /* Link t (its parent, batch, status set) as its parent's newest task. */
 static void link_task(registry *r, task *t)
 {
@@ -218,6 +225,7 @@ task *registry_add(registry *r, const char *parent_session, task_type type, cons
     lane_enter(r, t);
     t->seq = ++r->next_seq;
     registry_touch(r, t);
+    changed(r, t);
     return t;
 }
 
@@ -253,6 +261,7 @@ bool registry_restore(registry *r, task *t, const char *parent_session, const ch
         map_put(&r->by_session, t);
     if (t->seq > r->next_seq)
         r->next_seq = t->seq;
+    changed(r, t);
     return true;
 }
 
@@ -262,7 +271,8 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
     if (!was && is) {
         if (r->on_revive)
             r->on_revive(r->on_revive_arg, t);
-        task_begin_live(t); /* before its lane: a pending task queues in it */
+        task_begin_live(t);         /* before its lane: a pending task queues in it */
+        t->stopped_by_user = false; /* a new run */
     }
     if (t->status == TASK_PENDING && s == TASK_RUNNING)
         t->started_ms = now;
@@ -285,6 +295,7 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
         t->completed_ms = now;
     t->last_update_ms = now;
     registry_touch(r, t);
+    changed(r, t);
     task_check(t);
 }
 
@@ -398,6 +409,7 @@ static void note_removed(registry *r, const task *t)
 
 void registry_remove(registry *r, task *t)
 {
+    changed(r, t);
     dirty_unlink(r, t);
     note_removed(r, t);
     unlink_task(r, t);
@@ -426,4 +438,5 @@ void registry_set_session(registry *r, task *t, const char *session_id)
     free(t->parent_message);
     t->parent_message = NULL;
     registry_touch(r, t);
+    changed(r, t);
 }

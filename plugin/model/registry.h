@@ -41,6 +41,10 @@ struct parent {
     task_batch *batch;                     /* the batch new tasks join while active > 0; may be NULL */
     held_notice *held, **held_tail;
     unsigned notices_out; /* notifications queued for this session and not yet pushed */
+    /* its view for the host's UI (engine/view.c) */
+    uint64_t view_hash; /* of the tasks part of the view last published; 0: none */
+    uint64_t view_seq;  /* views published */
+    bool view_marked;   /* on the view thread's list of sessions to publish */
 };
 
 typedef struct registry {
@@ -71,6 +75,12 @@ typedef struct registry {
      * takes its text from that state. Runs under the engine's lock. */
     void (*on_revive)(void *arg, task *t);
     void *on_revive_arg;
+    /* Called (if set) when a task's status, session or place changes, when
+     * it is added, restored or removed: what its parent's view shows
+     * changed (engine/view.c). Runs under the engine's lock; t is still
+     * linked to its parent (for a removal: just before). */
+    void (*on_change)(void *arg, task *t);
+    void *on_change_arg;
 } registry;
 
 void registry_init(registry *r);

@@ -172,3 +172,14 @@ void task_end_run(task *t)
     free(t->live);
     t->live = NULL;
 }
+
+unsigned task_recent_tools(const task *t, const char **names, unsigned max)
+{
+    const task_live *p = t->live;
+    unsigned n = !p ? 0 : p->recent_tools_next < RECENT_TOOLS ? p->recent_tools_next : RECENT_TOOLS;
+    if (n > max)
+        n = max;
+    for (unsigned i = 0; i < n; i++)
+        names[i] = p->recent_tools[(p->recent_tools_next - 1 - i) % RECENT_TOOLS];
+    return n;
+}

@@ -147,11 +147,21 @@ struct task {
     bool compacted_after : 1; /* completed, then its session was compacted: the turn after may add to its
                                * result (engine/amend.h) */
     bool amend_queued : 1;    /* a check of that turn is queued or running */
+    bool stopped_by_user : 1; /* the person stopped it from the host's UI (ops/user.c): cancelled, and
+                               * notified as an ending (its error says so: that is what the store keeps) */
 };
+
+/* The error a task the person stopped keeps (task.stopped_by_user). */
+#define TASK_STOPPED_BY_USER "Stopped by the user."
 
 const char *task_status_name(task_status s);
 bool task_status_active(task_status s);   /* running or resumed (or pending) */
 bool task_status_terminal(task_status s); /* completed, error, cancelled */
+
+/* The newest tool names of live task t, newest first: at most max of them
+ * into names (pointers into t, valid while it is unchanged). Returns how
+ * many (0 for a task that is not live). */
+unsigned task_recent_tools(const task *t, const char **names, unsigned max);
 
 /* Record a tool part seen for t (progress); counts each call id once. A
  * part of a run that ended (a late event) is not counted: the run's calls

@@ -165,6 +165,23 @@ char *op_foreground_esc(ocbg *o, task *t);
  * [lock not held] */
 void op_foreground_abort(ocbg *o, const char *id, char *session);
 
+/* The person's requests through the host's UI (ocp.h ui_request), not the
+ * model's: any task of any session, by id. */
+
+/* Stop pending or running task id as the model's cancel does, marked
+ * stopped by the user: it ends cancelled and its parent is notified as for
+ * any ending (engine_finish). [lock not held] 0; or a negative errno and
+ * the reason in out: -ENOENT no such task, -EINVAL it has ended or is being
+ * stopped, -EIO the host could not abort it (it runs on, unmarked). */
+int op_user_stop(ocbg *o, const char *id, strbuf *out);
+
+/* Task id's detail for the UI, as JSON into out: id, status, and where they
+ * apply answer, output (the last DETAIL_CHARS characters), exit, error,
+ * waiting, recent, tokens, cost (texts the store alone holds are read
+ * back). [lock not held] 0; -ENOENT (out says so). */
+#define DETAIL_CHARS 2000
+int op_user_detail(ocbg *o, const char *id, strbuf *out);
+
 /* Why a resume was refused before anything was sent. */
 typedef enum resume_refusal {
     RESUME_OK,

@@ -96,6 +96,7 @@ task *store_row_to_task(const store_row *row, size_t shell_output_cap)
     t->agent = intern(row->agent);
     t->result = xstrdup(row->result);
     t->error = xstrdup(row->error);
+    t->stopped_by_user = row->status == TASK_CANCELLED && row->error && strcmp(row->error, TASK_STOPPED_BY_USER) == 0;
     t->created_ms = stored_ms(row->created_ms);
     t->started_ms = stored_ms(row->started_ms);
     t->completed_ms = stored_ms(row->completed_ms);

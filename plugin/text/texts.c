@@ -142,7 +142,7 @@ void format_report(strbuf *out, const task *t, int64_t now)
         sb_printf(out, "Duration: %s\n\nError: %s\n", dur, t->error ? t->error : "unknown error");
         break;
     case TASK_CANCELLED:
-        sb_printf(out, "Cancelled after %s.\n", dur);
+        sb_printf(out, "Cancelled after %s%s.\n", dur, t->stopped_by_user ? ", stopped by the user" : "");
         break;
     }
 }
@@ -190,7 +190,9 @@ char *format_notification(const task *t, unsigned batch_done, unsigned batch_tot
     strbuf sb = {0};
     char dur[32];
     format_duration(dur, sizeof dur, task_runtime(t, now));
-    const char *what = t->status == TASK_COMPLETED ? "completed" : "failed";
+    const char *what = t->status == TASK_COMPLETED   ? "completed"
+                       : t->status == TASK_CANCELLED ? "stopped by the user"
+                                                     : "failed";
     sb_printf(&sb, "[ocbg] Background %s %s: %s", t->type == TASK_SHELL ? "command" : "task", what, t->id);
     put_markers(&sb, t);
     if (t->type == TASK_SHELL) {
@@ -213,6 +215,12 @@ char *format_notification(const task *t, unsigned batch_done, unsigned batch_tot
         char *text = shell_output_text(t->shell, (size_t)max_chars);
         sb_printf(&sb, "\nOutput (the last part when long; all of it: TaskOutput or background_output):\n%s\n", text);
         free(text);
+        return sb_take(&sb);
+    }
+    if (t->status == TASK_CANCELLED) {
+        sb_printf(&sb,
+                  "\nThe user stopped it from the task panel. What it did before: background_output(task_id=\"%s\")\n",
+                  t->id);
         return sb_take(&sb);
     }
     const char *body = t->status == TASK_COMPLETED ? t->result : t->error;

@@ -103,6 +103,7 @@ static void fill(sim_api *a)
     t->now_ms = h_now_ms;
     t->ask_permission = h_ask_permission;
     t->notify_user = h_notify_user;
+    t->publish_view = sim_api_publish_view;
 }
 
 void sim_api_init(sim_api *a, sim_agents *agents)
@@ -124,6 +125,7 @@ void sim_api_free_locked(sim_api *a)
 {
     sim_api_calls_free_locked(a);
     sim_api_perm_free_locked(a);
+    sim_api_views_free_locked(a);
     free(a->data_dir);
     a->data_dir = NULL;
 }
@@ -140,6 +142,8 @@ int sim_api_without(sim_api *a, const char *fn)
         a->table.ask_permission = NULL;
     else if (strcmp(fn, "notify_user") == 0)
         a->table.notify_user = NULL;
+    else if (strcmp(fn, "publish_view") == 0)
+        a->table.publish_view = NULL;
     else
         rc = -1;
     pthread_mutex_unlock(&a->core->mu);

@@ -54,6 +54,9 @@ typedef struct sim_api {
     char *perm_auto_msg;
     sim_perm_req *perm_open; /* open (and answered, not yet collected) questions, newest first */
 
+    /* views the plugins published (api_views.c): [{session, view}], oldest first */
+    cJSON *views;
+
     /* event delivery (api_delivery.c): deliver is called without mu. */
     void (*deliver)(void *ctx, const char *event_json);
     void *deliver_ctx;
@@ -72,6 +75,18 @@ void sim_api_free_locked(sim_api *a);
 /* Make the table lack an optional function ("session_fork", "now_ms",
  * "ask_permission"). Returns 0, or -1 for one that is not optional. Takes mu. */
 int sim_api_without(sim_api *a, const char *fn);
+
+/* ---- api_views.c -------------------------------------------------------- */
+
+/* The table's publish_view (ABI 1.4): the view recorded, not as a call. */
+int sim_api_publish_view(void *ud, const char *session_id, const char *view_json);
+/* How many views were published about session_id (NULL = any). Takes mu. */
+size_t sim_api_views(sim_api *a, const char *session_id);
+/* The nth view about session_id (NULL = any; 0 oldest, -1 newest), malloc'd;
+ * NULL when there is none. Takes mu. */
+char *sim_api_view(sim_api *a, const char *session_id, int n);
+/* Free the views. mu held (or no other thread left). */
+void sim_api_views_free_locked(sim_api *a);
 
 /* ---- api_delivery.c ----------------------------------------------------- */
 

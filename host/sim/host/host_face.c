@@ -157,3 +157,15 @@ void sim_advance_ms(sim_host *h, int64_t ms)
 {
     sim_clock_advance(&h->core, ms);
 }
+
+/* ---- views ------------------------------------------------------------- */
+
+size_t sim_views(sim_host *h, const char *session_id)
+{
+    return sim_api_views(&h->api, session_id);
+}
+
+char *sim_view(sim_host *h, const char *session_id, int n)
+{
+    return sim_api_view(&h->api, session_id, n);
+}

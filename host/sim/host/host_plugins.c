@@ -289,3 +289,26 @@ void sim_plugin_leave(sim_host *h)
         pthread_cond_broadcast(&h->plug_cv);
     pthread_mutex_unlock(&h->plug_mu);
 }
+
+int sim_ui_request(sim_host *h, size_t i, const char *request_json, char **out)
+{
+    *out = NULL;
+    int rc;
+    sim_plugin_free_fn pfree;
+    void *ud;
+    const ocp_plugin *p = sim_plugin_enter(h, i, &rc, &pfree, &ud);
+    if (!p)
+        return rc;
+    if (!OCP_HAS_FIELD(ocp_plugin, p, ui_request) || !p->ui_request) {
+        sim_plugin_leave(h);
+        return -ENOSYS;
+    }
+    char *answer = NULL;
+    rc = p->ui_request(ud, request_json, &answer);
+    if (answer) {
+        *out = sim_strdup(answer);
+        pfree(ud, answer);
+    }
+    sim_plugin_leave(h);
+    return rc;
+}

@@ -304,6 +304,19 @@ char *sim_call_body(sim_host *h, const char *fn, const char *session_id, int n);
 /* Every recorded call as a JSON array [{fn, session, body, rc, t_ms}], malloc'd. */
 char *sim_calls_json(sim_host *h);
 
+/* ---- the UI (ABI 1.4: views published, the person's requests) ---------- */
+
+/* How many views the plugins published about session_id (NULL = any). Views
+ * are not calls: sim_calls does not count them. */
+size_t sim_views(sim_host *h, const char *session_id);
+/* The nth view about session_id (NULL = any; 0 oldest, -1 newest), as the
+ * plugin published it, malloc'd; NULL when there is none. */
+char *sim_view(sim_host *h, const char *session_id, int n);
+/* Send the person's request (ocp.h ui_request) to the ith plugin, on this
+ * thread: its return value; *out = its answer (malloc'd, copied) or NULL.
+ * -ENOSYS when the plugin takes no requests. */
+int sim_ui_request(sim_host *h, size_t i, const char *request_json, char **out);
+
 /* ---- waiting on conditions --------------------------------------------- */
 
 /* Wait until pred(h, arg) returns non-zero, re-checking whenever the host's

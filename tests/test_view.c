@@ -1,0 +1,271 @@
+/* The person's view of the tasks (ABI 1.4; docs/panel.md): the views ocbg
+ * publishes for the host's UI, and the person's requests (stop, detail,
+ * sync) by ui_request. Gated tasks (testlib.h) stay running, asking, until
+ * the test lets them go. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+#define DEADLINE 10000
+
+/* The task line with id in a view (borrowed from view), or NULL. */
+static const cJSON *line_of(const cJSON *view, const char *id)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, jget(view, "tasks")) if (jstr(t, "id") && strcmp(jstr(t, "id"), id) == 0) return t;
+    return NULL;
+}
+
+typedef struct want {
+    const char *session, *id, *field, *value; /* value NULL: the field is absent */
+} want;
+
+/* The line's field as text: strings as they are, numbers and booleans printed. */
+static char *field_text(const cJSON *line, const char *field)
+{
+    const cJSON *v = jget(line, field);
+    if (!v)
+        return NULL;
+    if (cJSON_IsString(v))
+        return strdup(v->valuestring);
+    return cJSON_PrintUnformatted(v);
+}
+
+/* sim_wait predicate: the newest view of w->session has task w->id with
+ * w->field equal to w->value (absent when value is NULL). */
+static int view_says(sim_host *h, void *arg)
+{
+    want *w = arg;
+    cJSON *view = t_parse(sim_view(h, w->session, -1));
+    const cJSON *line = line_of(view, w->id);
+    char *got = line ? field_text(line, w->field) : NULL;
+    int yes = line && (w->value ? got && strcmp(got, w->value) == 0 : !got);
+    free(got);
+    cJSON_Delete(view);
+    return yes;
+}
+
+static int wait_view(sim_host *h, const char *session, const char *id, const char *field, const char *value)
+{
+    want w = {session, id, field, value};
+    return sim_wait(h, view_says, &w, tap_timeout_ms(DEADLINE));
+}
+
+/* The newest view of session's line for id, as a parsed view (the caller
+ * deletes it) and the line in it. */
+static cJSON *newest(sim_host *h, const char *session, const char *id, const cJSON **line)
+{
+    cJSON *view = t_parse(sim_view(h, session, -1));
+    *line = line_of(view, id);
+    return view;
+}
+
+static void test_running_waiting_stop(void)
+{
+    sim_host *h = t_gated_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *answer = t_launch_gated(h, parent, "alpha", "general");
+    char *id = t_find_id(answer, "bg_");
+    is_int(t_wait_gate_open(h, "alpha", tap_timeout_ms(DEADLINE)), 0, "the task runs and asks");
+    is_int(wait_view(h, parent, id, "waiting", "bash: gate alpha"), 0,
+           "the view marks the task waiting for the user, with what it asks");
+    const cJSON *line;
+    cJSON *view = newest(h, parent, id, &line);
+    is_str(jstr(view, "session"), parent, "the view is of the session that launched it");
+    ok(jnum(view, "seq", 0) >= 1 && jnum(view, "now", 0) > 0, "a view has a seq and the host's time");
+    is_str(jstr(line, "status"), "running", "status running");
+    is_str(jstr(line, "kind"), "agent", "kind agent");
+    is_str(jstr(line, "agent"), "general", "its agent");
+    is_str(jstr(line, "description"), "alpha", "its description");
+    ok(jstr(line, "session") && strncmp(jstr(line, "session"), "ses_", 4) == 0, "its own session, to open");
+    ok(jnum(line, "started", 0) > 0 && !jget(line, "ended"), "started, not ended");
+    char *task_session = strdup(jstr(line, "session"));
+    cJSON_Delete(view);
+
+    char *out = NULL;
+    int rc = sim_ui_request(h, 0, J("{'action':'stop','task_id':'%s'}", id), &out);
+    is_int(rc, 0, "the person's stop is accepted");
+    ok(out == NULL, "a stop answers nothing on success");
+    free(out);
+    is_int(wait_view(h, parent, id, "status", "cancelled"), 0, "the view shows it cancelled");
+    is_int(wait_view(h, parent, id, "stopped_by_user", "true"), 0, "marked stopped by the user");
+    ok(sim_calls(h, "session_abort", task_session) >= 1, "its session was aborted");
+    char notice[96];
+    snprintf(notice, sizeof notice, "[ocbg] Background task stopped by the user: %s", id);
+    is_int(t_wait_messages_with(h, parent, notice, 1, tap_timeout_ms(DEADLINE)), 0,
+           "the session that launched it is told, as for any ending");
+    char *text = t_message_with(h, parent, notice);
+    ok(text && strstr(text, "all 1 task done") && strstr(text, "The user stopped it from the task panel."),
+       "the notification ends the batch and says the user stopped it");
+    free(text);
+    char *report = t_output(h, parent, id);
+    ok(strstr(report, ", stopped by the user.") != NULL, "background_output says the user stopped it");
+    free(report);
+
+    rc = sim_ui_request(h, 0, J("{'action':'stop','task_id':'%s'}", id), &out);
+    is_int(rc, -EINVAL, "stopping it again is refused");
+    is_str(out, J("Task %s has already ended.", id), "saying it has ended");
+    free(out);
+    is_int(t_count_messages_with(h, parent, notice), 1, "and nothing is reported twice");
+    free(task_session);
+    free(answer);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void test_bad_requests(void)
+{
+    t_fixture f;
+    t_open(&f, NULL);
+    char *out = NULL;
+    is_int(sim_ui_request(f.h, 0, J("{'action':'stop','task_id':'bg_nope'}"), &out), -ENOENT, "an unknown task");
+    is_str(out, "No task bg_nope.", "is named");
+    free(out);
+    is_int(sim_ui_request(f.h, 0, "{not json", &out), -EINVAL, "bad JSON is refused");
+    is_str(out, "A request is a JSON object with a string \"action\".", "saying what a request is");
+    free(out);
+    is_int(sim_ui_request(f.h, 0, J("{'action':'stop'}"), &out), -EINVAL, "a stop without a task");
+    is_str(out, "The stop request needs a string \"task_id\".", "is refused");
+    free(out);
+    is_int(sim_ui_request(f.h, 0, J("{'action':'launch'}"), &out), -EINVAL, "an unknown action");
+    is_str(out, "Unknown action \"launch\" (sync, stop or detail).", "is refused by name");
+    free(out);
+    is_int(sim_ui_request(f.h, 0, J("{'action':'detail','task_id':'bg_nope'}"), &out), -ENOENT,
+           "detail of an unknown task");
+    free(out);
+    t_close(&f);
+}
+
+static void test_pending_queue_and_detail(void)
+{
+    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
+    char *parent = sim_session_new(h, NULL, "main");
+    char *a1 = t_launch_gated(h, parent, "one", "general");
+    char *a2 = t_launch_gated(h, parent, "two", "general");
+    char *a3 = t_launch_gated(h, parent, "three", "general");
+    char *id1 = t_find_id(a1, "bg_"), *id2 = t_find_id(a2, "bg_"), *id3 = t_find_id(a3, "bg_");
+    is_int(wait_view(h, parent, id2, "queue", "1"), 0, "the first pending task is next in the queue");
+    is_int(wait_view(h, parent, id3, "queue", "2"), 0, "the second waits behind it");
+    const cJSON *line;
+    cJSON *view = newest(h, parent, id3, &line);
+    is_str(jstr(line, "status"), "pending", "a queued task is pending");
+    is_str(jstr(jget(view, "tasks"), "0.id"), id3, "tasks newest first");
+    cJSON_Delete(view);
+
+    char *out = NULL;
+    is_int(sim_ui_request(h, 0, J("{'action':'stop','task_id':'%s'}", id2), &out), 0, "a pending task can be stopped");
+    free(out);
+    is_int(wait_view(h, parent, id2, "status", "cancelled"), 0, "it ends cancelled");
+    is_int(wait_view(h, parent, id3, "queue", "1"), 0, "and the one behind it moves up");
+
+    t_release_gated(h, "one");
+    is_int(t_wait_status(h, parent, id1, "completed", tap_timeout_ms(DEADLINE)), 0, "the first completes");
+    is_int(sim_ui_request(h, 0, J("{'action':'detail','task_id':'%s'}", id1), &out), 0, "detail of a finished task");
+    cJSON *d = t_parse(out);
+    is_str(jstr(d, "status"), "completed", "its status");
+    is_str(jstr(d, "answer"), "done one", "its answer");
+    cJSON_Delete(d);
+    t_release_gated(h, "three");
+    is_int(t_wait_status(h, parent, id3, "completed", tap_timeout_ms(DEADLINE)), 0, "the last completes");
+    free(a1);
+    free(a2);
+    free(a3);
+    free(id1);
+    free(id2);
+    free(id3);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* A command's line and detail: its command line, exit and output. */
+static void test_shell(void)
+{
+    t_fixture f;
+    t_open(&f, NULL);
+    char *answer = t_tool(f.h, f.parent, "Bash",
+                          J("{'command':'echo view-out; exit 3','description':'three','run_in_background':true}"));
+    const char *id = t_id(&f, answer, "bg_", "Bash");
+    free(answer);
+    is_int(wait_view(f.h, f.parent, id, "exit", "3"), 0, "the view shows the command's exit");
+    const cJSON *line;
+    cJSON *view = newest(f.h, f.parent, id, &line);
+    is_str(jstr(line, "kind"), "shell", "kind shell");
+    is_str(jstr(line, "command"), "echo view-out; exit 3", "its command line");
+    ok(jnum(line, "ended", 0) > 0, "ended");
+    cJSON_Delete(view);
+    char *out = NULL;
+    is_int(sim_ui_request(f.h, 0, J("{'action':'detail','task_id':'%s'}", id), &out), 0, "detail of a command");
+    cJSON *d = t_parse(out);
+    ok(jstr(d, "output") && strstr(jstr(d, "output"), "view-out"), "holds its output");
+    is_int((int)jnum(d, "exit", -1), 3, "and its exit");
+    cJSON_Delete(d);
+    t_close(&f);
+}
+
+/* sim_wait predicate: more than *arg views published. */
+static int views_above(sim_host *h, void *arg)
+{
+    return sim_views(h, NULL) > *(size_t *)arg;
+}
+
+static void test_sync_and_model_cancel(void)
+{
+    sim_host *h = t_gated_host(NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *answer = t_launch_gated(h, parent, "beta", "general");
+    char *id = t_find_id(answer, "bg_");
+    is_int(t_wait_gate_open(h, "beta", tap_timeout_ms(DEADLINE)), 0, "the task runs");
+    free(t_cancel(h, parent, id));
+    is_int(wait_view(h, parent, id, "status", "cancelled"), 0, "the model's cancel shows in the view");
+    is_int(wait_view(h, parent, id, "stopped_by_user", NULL), 0, "not as the user's");
+    size_t before = sim_views(h, NULL);
+    char *out = NULL;
+    is_int(sim_ui_request(h, 0, J("{'action':'sync'}"), &out), 0, "a sync is accepted");
+    ok(out == NULL, "and answers nothing");
+    is_int(sim_wait(h, views_above, &before, tap_timeout_ms(DEADLINE)), 0,
+           "the view is published again, though unchanged");
+    const cJSON *line;
+    cJSON *view = newest(h, parent, id, &line);
+    is_str(jstr(line, "status"), "cancelled", "with the same state");
+    cJSON_Delete(view);
+    free(answer);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* A host without publish_view gets no views; requests work the same. */
+static void test_without_views(void)
+{
+    sim_host *h = sim_create();
+    sim_without(h, "publish_view");
+    const char *dir = getenv("OCBG_PLUGIN_DIR");
+    is_int(sim_load_plugins(h, dir, NULL), 1, "ocbg loads without publish_view");
+    char *parent = sim_session_new(h, NULL, "main");
+    char *answer = t_tool(h, parent, "Bash", J("{'command':'true','description':'quiet','run_in_background':true}"));
+    char *id = t_find_id(answer, "bg_");
+    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "its task completes");
+    is_int((int)sim_views(h, NULL), 0, "no view was published");
+    char *out = NULL;
+    is_int(sim_ui_request(h, 0, J("{'action':'detail','task_id':'%s'}", id), &out), 0, "detail still works");
+    free(out);
+    free(answer);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    test_running_waiting_stop();
+    test_bad_requests();
+    test_pending_queue_and_detail();
+    test_shell();
+    test_sync_and_model_cancel();
+    test_without_views();
+    return done_testing();
+}
