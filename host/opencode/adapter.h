@@ -156,7 +156,8 @@ struct hostcall {
 enum job_kind {
     JOB_TOOL,
     JOB_COMMAND,
-    JOB_DISPOSE
+    JOB_DISPOSE,
+    JOB_UI /* a request from the TUI panel (ui.c): no promise, its reply is published */
 };
 
 /* Marks a live job, so that ask_permission can check the ocp_call_ctx it is
@@ -317,6 +318,16 @@ napi_value tool_execute(napi_env env, napi_callback_info info);
 /* ---- hooks.c: OpenCode hooks, data = the adapter [js] ---------------------- */
 
 napi_value hook_event(napi_env env, napi_callback_info info);
+
+/* ---- ui.c: the TUI panel's channel (docs/panel.md) ------------------------ */
+
+/* [js] If ev is a panel request (tui.command.execute, "ocbg.ui {…}"), run it
+ * on a worker (ui_request, then its reply published) and return 1; else 0. */
+int ui_take_request(napi_env env, adapter *ad, napi_value ev, const char *type);
+/* [worker] Run job j (JOB_UI): ui_request, then the reply published. */
+void ui_run(adapter *ad, job *j);
+/* The host table's publish_view: "ocbg.view {…}" to every TUI. */
+int h_publish_view(void *ud, const char *session_id, const char *view_json);
 napi_value hook_transform(napi_env env, napi_callback_info info);
 napi_value hook_config(napi_env env, napi_callback_info info);
 napi_value hook_command(napi_env env, napi_callback_info info);

@@ -11,17 +11,20 @@
 
 /* Whether the plugin reads events of ev's type (its ABI 1.3 event_types,
  * copied at init): the type is read into a stack buffer, and an event of
- * any other type is dropped before it is serialized. */
-static int reads_event(napi_env env, const adapter *ad, napi_value ev)
+ * any other type is dropped before it is serialized. A request of the TUI
+ * panel is taken here (ui.c), never passed on. */
+static int reads_event(napi_env env, adapter *ad, napi_value ev)
 {
-    if (!ad->event_types)
-        return 1;
     napi_value type;
     char buf[64];
     size_t len = 0;
     if (napi_get_named_property(env, ev, "type", &type) != napi_ok ||
         napi_get_value_string_utf8(env, type, buf, sizeof buf, &len) != napi_ok || len >= sizeof buf - 1)
-        return 0; /* no string type, or longer than any the plugin reads */
+        return !ad->event_types; /* no string type, or longer than any the plugin reads */
+    if (ui_take_request(env, ad, ev, buf))
+        return 0;
+    if (!ad->event_types)
+        return 1;
     for (size_t i = 0; i < ad->nevent_types; i++)
         if (strcmp(ad->event_types[i], buf) == 0)
             return 1;

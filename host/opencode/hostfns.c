@@ -142,4 +142,5 @@ void host_table_init(adapter *ad)
     h->now_ms = NULL;
     h->ask_permission = h_ask_permission;
     h->notify_user = h_notify_user;
+    h->publish_view = h_publish_view;
 }

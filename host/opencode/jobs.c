@@ -73,7 +73,9 @@ static void job_settle(napi_env env, job *j)
 {
     napi_handle_scope scope;
     napi_open_handle_scope(env, &scope);
-    if (j->kind == JOB_COMMAND && j->parts_ref) {
+    if (j->kind == JOB_UI) {
+        /* no promise: its reply was published */
+    } else if (j->kind == JOB_COMMAND && j->parts_ref) {
         napi_value parts;
         if (napi_get_reference_value(env, j->parts_ref, &parts) == napi_ok && parts) {
             /* [{type:"text", text}] replaces the command's template parts */
@@ -139,6 +141,9 @@ static void *worker_main(void *arg)
     if (closing) {
         rc = -ECANCELED;
         j->out = xstrdup("ocbg is shutting down");
+    } else if (j->kind == JOB_UI) {
+        ui_run(ad, j);
+        rc = j->rc;
     } else {
         if (j->kind == JOB_TOOL)
             rc = p->tool_call(p->userdata, j->name, j->args, &j->ctx, &out);

@@ -176,6 +176,7 @@ async function main() {
     },
     plugin: [
       ...(ONLY === "ocbg" ? [] : [[path.join(STUBPLUG, "ocbg.js"), { answer: 42 }]]),
+      [path.join(path.dirname(new URL(import.meta.url).pathname), "bus_recorder.js"), { file: BUS_LOG }],
       ...(ONLY === "stub" ? [] : [[path.join(OCBGPLUG, "ocbg.js"),
         // max_task_tokens: above every other scenario's tasks (the compacting one uses ~7,550);
         // max_depth 2: a task's own session may launch once (nestedTasks, nestedCancel)
@@ -193,7 +194,7 @@ async function main() {
   if (ONLY !== "stub" && !ocbgInstalled) {
     ok(false, "ocbg is installed in the project (make install-opencode PROJECT=...)");
   } else if (ONLY !== "stub") {
-    for (const scenario of chosen([launchAndNotify, cancelSlow, failingChild, resume, fork, claudeShell, claudeAgent,
+    for (const scenario of chosen([launchAndNotify, cancelSlow, panelChannel, failingChild, resume, fork, claudeShell, claudeAgent,
       autoBackground, tasksCommand, silentThenWaking, batchWhileBusy, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, compactedAfter, capTwoOfFour, usageNotified,
       tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused,
@@ -371,6 +372,64 @@ async function cancelSlow() {
   ok(aborted, "the slow child's session was aborted (its model request closed)");
   const lc = await callTool(parent, "background_list", { status: "cancelled" });
   ok(lc?.output?.includes(slowId), "background_list(status=cancelled) shows it", lc);
+}
+
+// The TUI panel's channel (docs/panel.md), server side: ocbg publishes a view
+// of the session's tasks on the bus as a task starts and ends; a TUI's stop
+// request (published as a TUI would) stops a running task through the same
+// path as background_cancel, the reply says ok, the view says cancelled and
+// stopped by the user, and the parent is notified "stopped by the user". No
+// model request is made for the stop itself.
+const BUS_LOG = path.join(WORK, "bus.log");
+const busLines = () => (fs.existsSync(BUS_LOG) ? fs.readFileSync(BUS_LOG, "utf8").split("\n").filter(Boolean) : [])
+  .map((l) => { try { return JSON.parse(l); } catch { return null; } }).filter((c) => typeof c === "string");
+const busViews = (sid) => busLines().filter((c) => c.startsWith("ocbg.view "))
+  .map((c) => { try { return JSON.parse(c.slice(10)); } catch { return null; } }).filter((v) => v && v.session === sid);
+const viewLine = (sid, id) => { const v = busViews(sid).at(-1); return v?.tasks?.find((t) => t.id === id); };
+
+async function panelChannel() {
+  const parent = await newSession("ocbg panel");
+  const slowId = await launch(parent, { description: "panel slow", prompt: "CHILD slow", agent: "general" });
+  ok(slowId, "a slow task launched");
+  const running = await waitFor("a view with the task running", async () => viewLine(parent, slowId)?.status === "running", 15000);
+  ok(running, "ocbg published the session's view with the task running", busViews(parent).at(-1));
+  const line = viewLine(parent, slowId) || {};
+  ok(line.kind === "agent" && line.agent === "general" && line.description === "panel slow" && /^ses_/.test(line.session || ""),
+    "the view's line names the agent, the description and the child session", line);
+  const slowReq = await waitFor("the slow child's model request", async () =>
+    fake.requests.find((r) => r.decision.hang && !r.closed), 30000);
+  const before = fake.requests.length;
+  const rid = `e2e-${Date.now()}`;
+  const pub = await api("POST", "/tui/publish", { type: "tui.command.execute",
+    properties: { command: `ocbg.ui ${JSON.stringify({ v: 1, id: rid, action: "stop", task_id: slowId })}` } });
+  ok(pub.status === 200, "a TUI's stop request is accepted by the server", pub.text);
+  const reply = await waitFor("the reply", async () => busLines().filter((c) => c.startsWith("ocbg.reply "))
+    .map((c) => JSON.parse(c.slice(11))).find((r) => r.id === rid), 15000);
+  ok(reply?.ok === true, "ocbg replies ok to the stop", reply);
+  ok(await waitFor("slow request closed", async () => slowReq && slowReq.closed, 15000),
+    "the child's model stream was closed (its session aborted)");
+  const stopped = await waitFor("the view says cancelled", async () => viewLine(parent, slowId)?.status === "cancelled", 15000);
+  ok(stopped && viewLine(parent, slowId)?.stopped_by_user === true, "the view shows it cancelled, stopped by the user",
+    viewLine(parent, slowId));
+  const notice = await userMessage(parent, `stopped by the user: ${slowId}`, 30000);
+  ok(notice, "the parent is notified that the user stopped it");
+  await idle(parent);
+  const sync = await api("POST", "/tui/publish", { type: "tui.command.execute",
+    properties: { command: `ocbg.ui ${JSON.stringify({ v: 1, id: rid + "s", action: "sync" })}` } });
+  const n = busViews(parent).length;
+  ok(sync.status === 200 && await waitFor("a view after sync", async () => busViews(parent).length > n, 10000),
+    "a sync request makes ocbg publish the view again");
+  const detailId = rid + "d";
+  await api("POST", "/tui/publish", { type: "tui.command.execute",
+    properties: { command: `ocbg.ui ${JSON.stringify({ v: 1, id: detailId, action: "detail", task_id: slowId })}` } });
+  const detail = await waitFor("the detail reply", async () => busLines().filter((c) => c.startsWith("ocbg.reply "))
+    .map((c) => JSON.parse(c.slice(11))).find((r) => r.id === detailId), 10000);
+  ok(detail?.ok && detail.detail?.status === "cancelled" && detail.detail?.error === "Stopped by the user.",
+    "a detail request is answered with the task's detail", detail);
+  const modelCalls = fake.requests.slice(before).filter((r) => !(r.body?.messages || []).some((m) =>
+    JSON.stringify(m.content || "").includes("stopped by the user")));
+  ok(modelCalls.length === 0, "stopping, syncing and reading detail made no model request (only the notified turn)",
+    modelCalls.map((r) => r.decision));
 }
 
 // A child whose model fails (HTTP 400) ends as error, and the failure notifies.
