@@ -241,9 +241,11 @@ int view_start(ocbg *o)
     cond_init_monotonic(&vs->cv);
     if (!hc_has_views(&o->api))
         return 0;
+    engine_lock(o); /* the worker runs already: it reads the hook under the lock */
     o->reg.on_change = view_task_changed;
     o->reg.on_change_arg = o;
     vs->sync_all = true;
+    engine_unlock(o);
     int rc = pthread_create(&vs->thread, NULL, view_main, o);
     vs->started = rc == 0;
     return rc;
