@@ -321,9 +321,9 @@ napi_value hook_event(napi_env env, napi_callback_info info);
 
 /* ---- ui.c: the TUI panel's channel (docs/panel.md) ------------------------ */
 
-/* [js] If ev is a panel request (tui.command.execute, "ocbg.ui {…}"), run it
- * on a worker (ui_request, then its reply published) and return 1; else 0. */
-int ui_take_request(napi_env env, adapter *ad, napi_value ev, const char *type);
+/* [js] If ev (of type `type`) is a panel request (tui.command.execute,
+ * "ocbg.ui {…}"), its JSON (malloc'd); else NULL. */
+char *ui_request_of(napi_env env, napi_value ev, const char *type);
 /* [worker] Run job j (JOB_UI): ui_request, then the reply published. */
 void ui_run(adapter *ad, job *j);
 /* The host table's publish_view: "ocbg.view {…}" to every TUI. */

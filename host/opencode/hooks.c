@@ -21,8 +21,17 @@ static int reads_event(napi_env env, adapter *ad, napi_value ev)
     if (napi_get_named_property(env, ev, "type", &type) != napi_ok ||
         napi_get_value_string_utf8(env, type, buf, sizeof buf, &len) != napi_ok || len >= sizeof buf - 1)
         return !ad->event_types; /* no string type, or longer than any the plugin reads */
-    if (ui_take_request(env, ad, ev, buf))
+    char *request = ui_request_of(env, ev, buf);
+    if (request) { /* run on a worker: ui_request, then the reply published */
+        job *j = job_new(ad, JOB_UI);
+        if (j)
+            j->args = request;
+        else
+            free(request);
+        if (j && start_worker(env, ad, j) != 0)
+            job_free(env, j);
         return 0;
+    }
     if (!ad->event_types)
         return 1;
     for (size_t i = 0; i < ad->nevent_types; i++)

@@ -37,25 +37,18 @@ int h_publish_view(void *ud, const char *session_id, const char *view_json)
     return publish(ud, "ocbg.view", view_json);
 }
 
-int ui_take_request(napi_env env, adapter *ad, napi_value ev, const char *type)
+char *ui_request_of(napi_env env, napi_value ev, const char *type)
 {
     if (strcmp(type, "tui.command.execute") != 0)
-        return 0;
+        return NULL;
     char *command = js_string(env, js_get(env, js_get(env, ev, "properties"), "command"));
     if (!command || strncmp(command, UI_REQUEST_PREFIX, strlen(UI_REQUEST_PREFIX)) != 0) {
         free(command);
-        return 0;
+        return NULL;
     }
-    job *j = job_new(ad, JOB_UI);
-    if (!j) {
-        free(command);
-        return 1;
-    }
-    j->args = xstrdup(command + strlen(UI_REQUEST_PREFIX));
+    char *request = xstrdup(command + strlen(UI_REQUEST_PREFIX));
     free(command);
-    if (!j->args || start_worker(env, ad, j) != 0)
-        job_free(env, j);
-    return 1;
+    return request ? request : xstrdup("");
 }
 
 /* The reply to request req: {"v":1, "id", "ok", and "error" or "detail"}. */
