@@ -146,9 +146,10 @@ fuzz-long-run: fuzz-regress-run
 
 # Everything, with CI budgets (about 4 minutes on 2 cores).
 CI_FUZZ_SECONDS ?= 20
-check-reliability: ## faults, chaos, stress, stress under TSan, fuzz (CI budgets)
+check-reliability: ## faults, chaos, crash and restart, stress (and TSan), fuzz (CI budgets)
 	$(MAKE) check-faults
 	$(MAKE) check-chaos
+	$(MAKE) check-crash
 	$(MAKE) stress
 	$(MAKE) check-stress-tsan
 	$(MAKE) fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
