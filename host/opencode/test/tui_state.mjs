@@ -4,7 +4,7 @@
 // attention once only, and reply matching. Prints TAP.
 import {
   applyView, attentionFor, confirmText, createAttention, createRequests, createViews, detailText, needsConfirm,
-  pageTasks, parseCommand, request, serverNow, summaryText, takeReply, taskLine, viewFor
+  pageTasks, parseCommand, request, serverNow, summaryText, takeReply, taskLine, taskRows, viewFor
 } from "../tui/panel_state.mjs";
 import { ok, tap } from "./e2e_lib.mjs";
 
@@ -82,6 +82,11 @@ const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
   const long = { id: "bg_l", kind: "shell", status: "cancelled", description: "x".repeat(50),
     command: "y".repeat(40), started: T - 2000, ended: T - 1000 };
   eq(taskLine(long, T), `■ cancelled ${"x".repeat(39)}… · ${"y".repeat(29)}… · 1s`, "long texts are clipped");
+
+  eq(taskRows(agent, T), ["● running Fix the parser", "general · 1m05s · 1.2k tok · $0.0042"],
+    "the sidebar's two rows of a task");
+  eq(taskRows({ id: "bg_x", kind: "agent", status: "pending", queue: 1 }, T), ["○ pending #1 bg_x", ""],
+    "a task with nothing more: its id, an empty second row");
 
   eq(summaryText([]), "", "no task: no summary");
   eq(summaryText([agent, { ...agent, id: "b2", waiting: "edit: a.c", cost: 0.4158 }, shell]),

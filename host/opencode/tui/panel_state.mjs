@@ -111,13 +111,19 @@ export function statusText(t) {
 
 // One line per task: status, description, agent or command, elapsed, tokens, cost.
 export function taskLine(t, now) {
-  const parts = [`${statusText(t)} ${clip(t.description || t.id, 40)}`];
-  if (t.agent) parts.push(t.agent);
-  else if (t.command) parts.push(clip(t.command, 30));
-  if (Number.isFinite(t.started)) parts.push(fmtElapsed(elapsedMs(t, now)));
-  if (t.tokens > 0) parts.push(fmtTokens(t.tokens));
-  if (t.cost > 0) parts.push(fmtCost(t.cost));
-  return parts.join(" · ");
+  return taskRows(t, now).filter(Boolean).join(" · ");
+}
+
+// The same in two rows, for the narrow sidebar: status and description, then
+// agent or command, elapsed, tokens, cost.
+export function taskRows(t, now) {
+  const meta = [];
+  if (t.agent) meta.push(t.agent);
+  else if (t.command) meta.push(clip(t.command, 30));
+  if (Number.isFinite(t.started)) meta.push(fmtElapsed(elapsedMs(t, now)));
+  if (t.tokens > 0) meta.push(fmtTokens(t.tokens));
+  if (t.cost > 0) meta.push(fmtCost(t.cost));
+  return [`${statusText(t)} ${clip(t.description || t.id, 40)}`, meta.join(" · ")];
 }
 
 // "2 running · 1 pending · 1 waiting for you · 3 done · $0.42"; "" for no task.
