@@ -75,6 +75,12 @@ async function gone(name, unwanted, view = flat, timeoutMs = 15000) {
   return ok(!!hit, name, { unwanted: String(unwanted), screen: last });
 }
 
+// Keeps the screen as WORK/screens/NAME.txt (for a look, and the README's pictures).
+const keepScreen = (name) => {
+  fs.mkdirSync(path.join(WORK, "screens"), { recursive: true });
+  fs.writeFileSync(path.join(WORK, "screens", `${name}.txt`), screen());
+};
+
 // ---- the server side of the channel (the fake server part) ----
 const publish = (command) => api("POST", "/tui/publish", { type: "tui.command.execute", properties: { command } });
 const setTasks = (session, tasks) => publish(`ocbgfake.set ${JSON.stringify({ session, tasks })}`);
@@ -166,6 +172,7 @@ async function sidebarLive() {
   await showsOk("elapsed times tick while a task runs", [/● running Tests make check · [2-9]s/], sidebar, 10000);
   await update("bg_bbbb0002", { waiting: "bash: rm -rf build" });
   await showsOk("a task waiting for permission is marked", [/● running ⚠ Tests make check · \d+s/], sidebar);
+  keepScreen("sidebar");
 }
 
 // Where the sidebar is not (a narrow terminal), the summary line says it.
@@ -174,6 +181,7 @@ async function summaryNarrow() {
   tmux("resize-window", "-t", NAME, "-x", String(NARROW), "-y", String(ROWS));
   await showsOk("a narrow terminal: the summary line", [
     "Background tasks: 2 running · 1 waiting for you · 1 done · $0.0042"]);
+  keepScreen("summary");
   tmux("resize-window", "-t", NAME, "-x", String(WIDE), "-y", String(ROWS));
   await gone("wide again: the sidebar instead of the summary", "Background tasks: ");
 }
@@ -187,6 +195,7 @@ async function pageOpens() {
   await showsOk("the page lists the tasks newest first", [
     /Background tasks 2 running · 1 waiting for you · 1 done · \$0\.0042 › ● running ⚠ Tests · make check · \d+s ● running Lint · general · \d+s · 1\.2k tok · \$0\.0042 ✓ done Build · make all · 1m00s/,
     "↑↓ select · enter detail · s stop · o open session · esc back"]);
+  keepScreen("page");
   ok(fake.requests.length === before, "opening the page made no model request", fake.requests.length - before);
 }
 
@@ -198,6 +207,7 @@ async function pageDetail() {
   await showsOk("enter: the agent task's detail, with its latest answer", [
     /bg_aaaa0001 · agent general · ● running · \d+s Lint usage: 1\.2k tok · \$0\.0042 · 3 tool calls recent tools: read, grep latest answer: Lint is clean\./,
     "s stop · o open session · esc back to the list"]);
+  keepScreen("detail");
   ok(requestsSeen().some((r) => r.action === "detail" && r.task_id === "bg_aaaa0001"), "the detail was asked of the server part");
   keys("Escape");
   await showsOk("esc: back to the list", ["↑↓ select · enter detail"]);
@@ -223,6 +233,7 @@ async function pageStopConfirm() {
   keys("s");
   await showsOk("s on a long task asks first", ["Stop background task",
     /Stop "Lint"\? It has run 3m0\ds and cost \$0\.0042; its work so far is kept\./]);
+  keepScreen("confirm");
   ok(!requestsSeen().some((r) => r.action === "stop" && r.task_id === "bg_aaaa0001"), "no stop before the answer");
   keys("Enter");
   await showsOk("confirmed: the task shows cancelled", [/› ■ cancelled Lint · general · 3m0\ds/]);
@@ -237,6 +248,13 @@ async function openChild() {
   keys("o");
   await showsOk("o: the task's child session, with the summary line of its launcher's tasks",
     ["Background tasks: 1 running · 1 done · 1 cancelled · $0.0042"]);
+  keepScreen("child");
+  keys("C-x");
+  keys("j");
+  await showsOk("the key of the option (<leader>j) opens the page there: the launcher's tasks",
+    [/Background tasks 1 running · 1 done · 1 cancelled · \$0\.0042 ■ cancelled Tests/, "esc back"]);
+  keys("Escape");
+  await showsOk("esc: back to the child session", ["Background tasks: 1 running · 1 done · 1 cancelled · $0.0042"]);
 }
 
 async function run() {
