@@ -222,15 +222,18 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG) ## real OpenCode with a fake 
 # The TUI panel in the real TUI: OpenCode under tmux (its own socket), the
 # panel installed by install-opencode PROJECT=..., the server part's side of the
 # channel played by test/fake_view_plugin.js; asserts on the screen's text.
+# Then the package (make package) by name from a fake registry in opencode.json
+# and tui.json: both entries load.
 OC_E2E_TUI := $(OC_DIR)/e2e-tui
 E2E_TUI_TIMEOUT ?= 300
 .PHONY: e2e-tui
-e2e-tui: opencode $(OC_NPM_STAMP) ## the TUI panel in the real TUI under tmux (needs tmux)
+e2e-tui: opencode $(OC_NPM_STAMP) $(OC_PKG) ## the TUI panel in the real TUI under tmux (needs tmux)
 	@command -v tmux >/dev/null || { echo "e2e-tui: needs tmux"; exit 1; }
 	rm -rf $(OC_E2E_TUI)
 	$(MAKE) --no-print-directory install-opencode PROJECT=$(abspath $(OC_E2E_TUI))/project
 	timeout -k 10 $(E2E_TUI_TIMEOUT) $(NODE) host/opencode/test/e2e_tui.mjs --opencode $(abspath $(OC_BIN)) \
-	    --npm-dir $(abspath $(OC_NPM)) --project $(abspath $(OC_E2E_TUI))/project --work $(abspath $(OC_E2E_TUI))
+	    --npm-dir $(abspath $(OC_NPM)) --project $(abspath $(OC_E2E_TUI))/project --work $(abspath $(OC_E2E_TUI)) \
+	    --package $(abspath $(OC_PKG))
 
 # Records OpenCode's own answers for the corpus into $(BASHPERM_FIXTURE) (the C
 # unit test reads it): after a corpus change, or a new pinned OpenCode.

