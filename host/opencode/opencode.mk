@@ -120,7 +120,7 @@ uninstall-opencode: ## remove what install-opencode put
 	-rmdir $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules 2>/dev/null
 	rm -f $(DESTDIR)$(OC_TUI_DIR)/ocbg_tui.js $(DESTDIR)$(OC_TUI_DIR)/panel_state.mjs
 	-rmdir $(DESTDIR)$(OC_TUI_DIR) 2>/dev/null
-	@echo "ocbg: the panel's entry stays in $(OC_TUI_JSON) (\"plugin\"): remove it there"
+	$(NODE) host/opencode/tui/tui_config.mjs --remove $(DESTDIR)$(OC_TUI_JSON) $(OC_TUI_DIR)/ocbg_tui.js
 
 # The stub plugin, installed as ocbg.so beside a copy of the addon.
 $(OC_STUB_DIR)/ocbg.so: host/opencode/test/stub_plugin.c include/ocp.h
