@@ -2,7 +2,10 @@
 #
 #   make opencode            $(BUILD)/opencode/: ocbg_opencode.node + ocbg.js (+ ocbg.so)
 #   make install-opencode    into $(XDG_CONFIG_HOME)/opencode/plugin (default ~/.config/...),
-#                            or PROJECT=dir: into dir/.opencode/plugin
+#                            or PROJECT=dir: into dir/.opencode/plugin; the TUI panel beside it
+#                            (opencode/ocbg-tui, listed in tui.json)
+#   make check-tui-state     the TUI panel's state logic under node
+#   make e2e-tui             the TUI panel in the real TUI, under tmux
 #   make e2e                 real OpenCode (pinned, installed with npm into $(BUILD)/opencode/npm)
 #                            with a scripted fake model; see host/opencode/NOTES.md
 #   make e2e-compare         ocbg against OpenCode's own background mode (figures, small and large project)
@@ -27,6 +30,11 @@ NODE          ?= node
 XDG_CONFIG_HOME ?= $(HOME)/.config
 PROJECT       ?=
 OC_PLUGIN_DIR := $(if $(PROJECT),$(PROJECT)/.opencode/plugin,$(XDG_CONFIG_HOME)/opencode/plugin)
+# The TUI entry: outside the scanned plugin/ folder (OpenCode would load it as a
+# server plugin), listed by its absolute path in tui.json.
+OC_TUI_DIR    := $(if $(PROJECT),$(abspath $(PROJECT))/.opencode/ocbg-tui,$(XDG_CONFIG_HOME)/opencode/ocbg-tui)
+OC_TUI_JSON   := $(if $(PROJECT),$(abspath $(PROJECT))/tui.json,$(XDG_CONFIG_HOME)/opencode/tui.json)
+OC_TUI_SRC    := host/opencode/tui/ocbg_tui.js host/opencode/tui/panel_state.mjs
 
 .PHONY: opencode opencode-npm install-opencode uninstall-opencode check-opencode e2e
 
@@ -72,6 +80,10 @@ $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs: $(OC_DIR)/%: host/opencode/%
 	@mkdir -p $(dir $@)
 	cp $< $@
 
+$(OC_DIR)/ocbg_tui.js $(OC_DIR)/panel_state.mjs: $(OC_DIR)/%: host/opencode/tui/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+
 # zod beside ocbg.js (its import finds node_modules/zod first).
 OC_ZOD := $(OC_DIR)/node_modules/zod/package.json
 $(OC_ZOD): $(OC_HDR_STAMP)
@@ -84,7 +96,8 @@ $(OC_DIR)/ocbg.so: $(BUILD)/ocbg.so
 	cp $< $@
 
 OC_FILES := $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(OC_ADDON) $(OC_DIR)/ocbg.so
-opencode: $(OC_FILES) $(OC_ZOD) ## build/opencode/: the adapter, ocbg.js and ocbg.so
+OC_TUI_FILES := $(OC_DIR)/ocbg_tui.js $(OC_DIR)/panel_state.mjs
+opencode: $(OC_FILES) $(OC_TUI_FILES) $(OC_ZOD) ## build/opencode/: the adapter, ocbg.js, ocbg.so, the TUI panel
 
 # Only ocbg.js is a .js directly in the folder: OpenCode loads every
 # plugin/*.{ts,js} as a plugin (node_modules/ is not scanned).
@@ -95,13 +108,19 @@ install-opencode: opencode ## into ~/.config/opencode/plugin (PROJECT=dir: its .
 	install -m 755 $(OC_DIR)/ocbg.so $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
 	rm -rf $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
 	cp -R $(OC_DIR)/node_modules/zod $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
-	@echo "ocbg: installed into $(DESTDIR)$(OC_PLUGIN_DIR)"
+	install -d $(DESTDIR)$(OC_TUI_DIR)
+	install -m 644 $(OC_TUI_FILES) $(DESTDIR)$(OC_TUI_DIR)/
+	$(NODE) host/opencode/tui/tui_config.mjs $(DESTDIR)$(OC_TUI_JSON) $(OC_TUI_DIR)/ocbg_tui.js
+	@echo "ocbg: installed into $(DESTDIR)$(OC_PLUGIN_DIR) (the TUI panel: $(DESTDIR)$(OC_TUI_DIR))"
 
 uninstall-opencode: ## remove what install-opencode put
 	rm -f $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.js $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_options.mjs \
 	    $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
 	rm -rf $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
 	-rmdir $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules 2>/dev/null
+	rm -f $(DESTDIR)$(OC_TUI_DIR)/ocbg_tui.js $(DESTDIR)$(OC_TUI_DIR)/panel_state.mjs
+	-rmdir $(DESTDIR)$(OC_TUI_DIR) 2>/dev/null
+	$(NODE) host/opencode/tui/tui_config.mjs --remove $(DESTDIR)$(OC_TUI_JSON) $(OC_TUI_DIR)/ocbg_tui.js
 
 # The stub plugin, installed as ocbg.so beside a copy of the addon.
 $(OC_STUB_DIR)/ocbg.so: host/opencode/test/stub_plugin.c include/ocp.h
@@ -135,6 +154,12 @@ check-opencode: $(OC_STUB) $(OC_NPM_STAMP) ## the adapter with a stub plugin, un
 	    $(abspath $(OC_STUB_DIR))/ocbg.js
 	XDG_DATA_HOME=$(abspath $(OC_HARNESS_DATA))/bun BUN_BE_BUN=1 timeout -k 5 120 $(OC_BIN) \
 	    host/opencode/test/harness.mjs $(abspath $(OC_STUB_DIR))/ocbg.js
+	$(MAKE) --no-print-directory check-tui-state
+
+# The TUI panel's state logic (parsing, texts, rules), no terminal.
+.PHONY: check-tui-state
+check-tui-state: ## the TUI panel's state logic under node
+	timeout -k 5 60 $(NODE) host/opencode/test/tui_state.mjs
 
 # An npm package (npm pack's tarball) for OpenCode's own install by name:
 # "plugin": ["ocbg@$(VERSION)"]. zod is bundled (bundleDependencies): the
@@ -144,11 +169,11 @@ OC_PKG_DIR := $(OC_DIR)/package
 OC_PKG     := $(BUILD)/ocbg-$(VERSION).tgz
 .PHONY: package
 package: $(OC_PKG) ## build/ocbg-VERSION.tgz, the npm package OpenCode installs by name
-$(OC_PKG): host/opencode/package/package.json $(OC_FILES) $(OC_ZOD)
+$(OC_PKG): host/opencode/package/package.json $(OC_FILES) $(OC_TUI_FILES) $(OC_ZOD)
 	rm -rf $(OC_PKG_DIR) && mkdir -p $(OC_PKG_DIR)/node_modules
 	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@OPENCODE_VERSION@/$(OPENCODE_VERSION)/' \
 	    -e 's/@ZOD_VERSION@/$(ZOD_VERSION)/' $< > $(OC_PKG_DIR)/package.json
-	cp $(OC_FILES) $(OC_PKG_DIR)/
+	cp $(OC_FILES) $(OC_TUI_FILES) $(OC_PKG_DIR)/
 	cp -R $(OC_DIR)/node_modules/zod $(OC_PKG_DIR)/node_modules/zod
 	cd $(OC_PKG_DIR) && $(NPM) pack --silent --pack-destination $(abspath $(BUILD)) >/dev/null
 	@echo "ocbg: $@"
@@ -193,6 +218,22 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG) ## real OpenCode with a fake 
 	    --fixture $(BASHPERM_FIXTURE) || rc=1; \
 	fi; \
 	exit $$rc
+
+# The TUI panel in the real TUI: OpenCode under tmux (its own socket), the
+# panel installed by install-opencode PROJECT=..., the server part's side of the
+# channel played by test/fake_view_plugin.js; asserts on the screen's text.
+# Then the package (make package) by name from a fake registry in opencode.json
+# and tui.json: both entries load.
+OC_E2E_TUI := $(OC_DIR)/e2e-tui
+E2E_TUI_TIMEOUT ?= 300
+.PHONY: e2e-tui
+e2e-tui: opencode $(OC_NPM_STAMP) $(OC_PKG) ## the TUI panel in the real TUI under tmux (needs tmux)
+	@command -v tmux >/dev/null || { echo "e2e-tui: needs tmux"; exit 1; }
+	rm -rf $(OC_E2E_TUI)
+	$(MAKE) --no-print-directory install-opencode PROJECT=$(abspath $(OC_E2E_TUI))/project
+	timeout -k 10 $(E2E_TUI_TIMEOUT) $(NODE) host/opencode/test/e2e_tui.mjs --opencode $(abspath $(OC_BIN)) \
+	    --npm-dir $(abspath $(OC_NPM)) --project $(abspath $(OC_E2E_TUI))/project --work $(abspath $(OC_E2E_TUI)) \
+	    --package $(abspath $(OC_PKG))
 
 # Records OpenCode's own answers for the corpus into $(BASHPERM_FIXTURE) (the C
 # unit test reads it): after a corpus change, or a new pinned OpenCode.

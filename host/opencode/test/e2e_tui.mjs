@@ -1,0 +1,334 @@
+// End-to-end: ocbg's TUI panel in the real OpenCode TUI (pinned, from npm),
+// run headless in a detached tmux session of its own socket and read with
+// `tmux capture-pane -p`: what a person sees is asserted on the screen. The
+// TUI runs offline in an isolated HOME with the scripted fake model; its
+// --port opens the HTTP API the test uses to make sessions and to play the
+// server part's side of the channel (docs/panel.md).
+//
+// The panel's files are the installed ones (make install-opencode PROJECT=...:
+// .opencode/ocbg-tui/ listed in the project's tui.json); the test only adds
+// options to that entry (marker: the file the panel writes "loaded" to). The
+// server side is test/fake_view_plugin.js, which speaks the channel as ocbg's
+// server part does for the tasks the test gives it. Prints TAP; stops all it
+// started, also on failure.
+//
+// node e2e_tui.mjs --opencode BIN --npm-dir DIR --project DIR --work DIR [--package TGZ] [--keep]
+//   --project: where install-opencode PROJECT= put ocbg; --package: make package's tarball, then
+//   installed by name (a fake registry) in opencode.json and tui.json; --keep: leave the TUI running (debugging)
+import { execFileSync, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startFakeModel } from "./fake_model.mjs";
+import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
+import {
+  api, diag, fakeModelConfig, freePort, isolatedEnv, ok, provideConfigDeps, setBase, sleep, tap, waitFor
+} from "./e2e_lib.mjs";
+
+const argv = process.argv.slice(2);
+const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : d; };
+const BIN = opt("opencode"), NPM_DIR = opt("npm-dir"), PROJECT = opt("project"), WORK = opt("work");
+const KEEP = argv.includes("--keep");
+const PACKAGE = opt("package"); // make package's tarball: also load it by name from a fake registry
+if (!BIN || !NPM_DIR || !PROJECT || !WORK) {
+  console.error("usage: e2e_tui.mjs --opencode BIN --npm-dir DIR --project DIR --work DIR [--keep]");
+  process.exit(2);
+}
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const HOME = path.join(WORK, "home");
+const CONFIG = path.join(HOME, ".config");
+const MARKER = path.join(WORK, "tui-marker");
+const FAKE_LOG = path.join(WORK, "fake-view.log");
+const SOCK = `ocbg-e2e-tui-${process.pid}`;
+const NAME = "tui";
+const WIDE = 160, NARROW = 110, ROWS = 45;
+const SIDEBAR = 42; // the sidebar's columns, at the right of a wide screen
+
+// ---- tmux ----
+let tmuxUp = false;
+const tmux = (...args) => execFileSync("tmux", ["-L", SOCK, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const screen = () => tmux("capture-pane", "-p", "-t", NAME);
+const keys = (...k) => tmux("send-keys", "-t", NAME, ...k);
+const type = (s) => tmux("send-keys", "-t", NAME, "-l", s);
+function stopTmux() {
+  if (!tmuxUp || KEEP) return;
+  try { tmux("kill-server"); } catch {}
+  tmuxUp = false;
+}
+
+// The screen's text with runs of blanks made one space (a line the panel
+// draws is found whole even where the terminal wrapped it).
+const flat = (s) => s.replace(/\s+/g, " ");
+// The sidebar's column of the screen, flattened.
+const sidebar = (s) => flat(s.split("\n").map((r) => r.padEnd(WIDE).slice(WIDE - SIDEBAR)).join("\n"));
+const has = (text, want) => (typeof want === "string" ? text.includes(want) : want.test(text));
+// Waits until the screen (through view) shows every one of wants; the screen at the deadline otherwise.
+async function shows(what, wants, view = flat, timeoutMs = 15000) {
+  let last = "";
+  const hit = await waitFor(what, () => { last = screen(); return wants.every((w) => has(view(last), w)); }, timeoutMs, 100);
+  return { hit: !!hit, last };
+}
+async function showsOk(name, wants, view = flat, timeoutMs = 15000) {
+  const r = await shows(name, wants, view, timeoutMs);
+  return ok(r.hit, name, { want: wants.map(String), screen: r.last });
+}
+async function gone(name, unwanted, view = flat, timeoutMs = 15000) {
+  let last = "";
+  const hit = await waitFor(name, () => { last = screen(); return !has(view(last), unwanted); }, timeoutMs, 100);
+  return ok(!!hit, name, { unwanted: String(unwanted), screen: last });
+}
+
+// Keeps the screen as WORK/screens/NAME.txt (for a look, and the README's pictures).
+const keepScreen = (name) => {
+  fs.mkdirSync(path.join(WORK, "screens"), { recursive: true });
+  fs.writeFileSync(path.join(WORK, "screens", `${name}.txt`), screen());
+};
+
+// ---- the server side of the channel (the fake server part) ----
+const publish = (command) => api("POST", "/tui/publish", { type: "tui.command.execute", properties: { command } });
+const setTasks = (session, tasks) => publish(`ocbgfake.set ${JSON.stringify({ session, tasks })}`);
+const requestsSeen = () => {
+  try { return fs.readFileSync(FAKE_LOG, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)); } catch { return []; }
+};
+
+let fake = null, registry = null;
+
+// Starts the TUI in tmux (session NAME, WIDE x ROWS) in project, isolated in
+// home, with --port for the test's HTTP client. Whether its API answered.
+async function startTui(home, config, project, opencodeConfig) {
+  if (tmuxUp) { try { tmux("kill-session", "-t", NAME); } catch {} }
+  spawnSync("git", ["init", "-q", project]); // its own repository: not the ocbg checkout around build/
+  const port = await freePort();
+  setBase(`http://127.0.0.1:${port}`);
+  const env = isolatedEnv(home, config, opencodeConfig, { TERM: "xterm-256color", OPENCODE_FAST_BOOT: "1" });
+  execFileSync("tmux", ["-L", SOCK, "-f", "/dev/null", "new-session", "-d", "-s", NAME, "-x", String(WIDE), "-y", String(ROWS),
+    "-c", project, BIN, "--port", String(port), "--hostname", "127.0.0.1", "--log-level", "DEBUG"], { env, stdio: "ignore" });
+  tmuxUp = true;
+  diag(`the TUI runs in tmux -L ${SOCK} (attach: tmux -L ${SOCK} attach -t ${NAME})`);
+  return !!await waitFor("the TUI's server", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
+}
+
+async function main() {
+  fs.rmSync(HOME, { recursive: true, force: true });
+  fs.mkdirSync(HOME, { recursive: true });
+  fs.rmSync(MARKER, { force: true });
+  fs.rmSync(FAKE_LOG, { force: true });
+  provideConfigDeps(path.join(CONFIG, "opencode"), NPM_DIR);
+  provideConfigDeps(path.join(PROJECT, ".opencode"), NPM_DIR);
+
+  // The installed entry, with the test's options added to it.
+  const tuiJson = path.join(PROJECT, "tui.json");
+  let cfg = null;
+  try { cfg = JSON.parse(fs.readFileSync(tuiJson, "utf8")); } catch {}
+  const entry = (cfg?.plugin || []).map((p) => (Array.isArray(p) ? p[0] : p)).find((p) => /ocbg_tui\.js$/.test(p));
+  if (!ok(entry && fs.existsSync(entry), "install-opencode listed the installed TUI entry in the project's tui.json",
+    { tuiJson: cfg, entry })) return;
+  cfg.plugin = cfg.plugin.map((p) => ((Array.isArray(p) ? p[0] : p) === entry ? [entry, { marker: MARKER, key: "<leader>j" }] : p));
+  fs.writeFileSync(tuiJson, JSON.stringify(cfg, null, 2));
+  // The server part here is the fake: ocbg's own (scanned) server plugin is set aside.
+  const scanned = path.join(PROJECT, ".opencode/plugin");
+  if (fs.existsSync(scanned)) fs.renameSync(scanned, path.join(PROJECT, ".opencode/plugin.off"));
+
+  fake = await startFakeModel();
+  const config = { ...fakeModelConfig(fake.port), plugin: [[path.join(HERE, "fake_view_plugin.js"), { log: FAKE_LOG }]] };
+  const t0 = Date.now();
+  if (!ok(await startTui(HOME, CONFIG, PROJECT, config), "the TUI's HTTP API answers")) return;
+  const loaded = await waitFor("the panel's marker", () => fs.existsSync(MARKER) && fs.readFileSync(MARKER, "utf8"), 60000, 100);
+  if (!ok(loaded === "loaded\n", "the TUI entry loaded from the installed files (its marker says loaded)", loaded)) return;
+  diag(`the panel loaded ${Date.now() - t0} ms after launch`);
+  // The fake server part is loaded at the first request to the project's instance; wait for its answer to a sync.
+  await api("GET", "/session");
+  const synced = await waitFor("the fake server part", async () => {
+    await publish(`ocbg.ui ${JSON.stringify({ v: 1, id: "e2e-probe", action: "sync" })}`);
+    return requestsSeen().some((r) => r.id === "e2e-probe");
+  }, 30000, 500);
+  if (!ok(synced, "the fake server part answers on the bus")) return;
+
+  for (const scenario of [sidebarLive, summaryNarrow, pageOpens, pageDetail, pageStop, pageStopConfirm, openChild])
+    await scenario();
+  if (PACKAGE) await packageByName();
+}
+
+// The package (make package) by name, as a user installs it: OpenCode fetches
+// it from a registry (the fake one here) for both opencode.json and tui.json;
+// both entries load (the server part's tools are offered to the model, the
+// panel writes its marker).
+async function packageByName() {
+  const pkg = packageJsonOf(fs.readFileSync(PACKAGE));
+  const spec = `${pkg.name}@${pkg.version}`;
+  registry = await startFakeRegistry([PACKAGE]);
+  const w = path.join(WORK, "bypkg");
+  const home = path.join(w, "home"), config = path.join(home, ".config"), project = path.join(w, "project");
+  const marker = path.join(w, "tui-marker");
+  fs.rmSync(w, { recursive: true, force: true });
+  fs.mkdirSync(project, { recursive: true });
+  fs.mkdirSync(home, { recursive: true });
+  fs.writeFileSync(path.join(home, ".npmrc"), `registry=${registry.url}\n`);
+  provideConfigDeps(path.join(config, "opencode"), NPM_DIR);
+  fs.writeFileSync(path.join(project, "opencode.json"), JSON.stringify({ plugin: [spec] }));
+  fs.writeFileSync(path.join(project, "tui.json"), JSON.stringify({ plugin: [[spec, { marker }]] }));
+  // The tools the model is offered in a new session of the running TUI.
+  const offered = async (title) => {
+    const sid = (await api("POST", "/session", { title })).json?.id;
+    const from = fake.requests.length;
+    await api("POST", `/session/${sid}/prompt_async`, { parts: [{ type: "text", text: "hello" }] });
+    return waitFor("a model request with tools", () =>
+      fake.requests.slice(from).map((r) => (r.body.tools || []).map((t) => t.function?.name)).find((n) => n.length), 60000);
+  };
+  const panelLoads = () => waitFor("the packaged panel's marker", () => fs.existsSync(marker) && fs.readFileSync(marker, "utf8"),
+    120000, 200);
+  if (!ok(await startTui(home, config, project, fakeModelConfig(fake.port)), "package: the TUI's HTTP API answers")) return;
+  const loaded = await panelLoads();
+  ok(loaded === "loaded\n", `package: ${spec} in tui.json: the panel loaded from the package's exports["./tui"]`, loaded);
+  // At the very first start OpenCode installs the package twice at once (the TUI's entry and the server's),
+  // and the server's copy is then sometimes not loaded (seen in about 2 runs of 3); the next start is the
+  // user's steady state. Said, not asserted.
+  const first = await offered("package, first start");
+  diag(`package: first start: ocbg's tools ${first?.includes("background_task") ? "offered" : "NOT offered"} ` +
+    `(registry requests: ${registry.requests.map((r) => r.url).join(" ")})`);
+  fs.rmSync(marker, { force: true });
+  if (!ok(await startTui(home, config, project, fakeModelConfig(fake.port)), "package: started again: the API answers")) return;
+  ok(await panelLoads() === "loaded\n", "package: started again: the panel loaded");
+  const tools = await offered("package, second start");
+  ok(tools?.includes("background_task"), `package: ${spec} in opencode.json: its tools are offered to the model`, tools);
+}
+
+// ---- scenarios ----
+const T = { sid: null, child: null };
+const AGO = (ms) => Date.now() - ms;
+const tasksNow = () => [
+  { id: "bg_aaaa0001", kind: "agent", status: "running", description: "Lint", agent: "general", session: T.child,
+    created: AGO(300000), started: AGO(20000), tokens: 1234, cost: 0.0042, tools: 3, recent: ["read", "grep"],
+    answer: "Lint is clean." },
+  { id: "bg_bbbb0002", kind: "shell", status: "pending", description: "Tests", command: "make check", queue: 1,
+    created: AGO(10000) },
+  { id: "bg_cccc0003", kind: "shell", status: "completed", description: "Build", command: "make all",
+    created: AGO(400000), started: AGO(90000), ended: AGO(30000), exit: 0, output: "built\n" },
+];
+// Changes one task at the fake server part (null removes a field), which publishes the view.
+const update = (id, fields) => publish(`ocbgfake.patch ${JSON.stringify({ session: T.sid, id, fields })}`);
+
+// Tasks appear in the sidebar and follow the server part's views live.
+async function sidebarLive() {
+  T.sid = (await api("POST", "/session", { title: "panel e2e" })).json?.id;
+  T.child = (await api("POST", "/session", { title: "Lint (child)", parentID: T.sid })).json?.id;
+  await api("POST", "/tui/select-session", { sessionID: T.sid });
+  await setTasks(T.sid, tasksNow());
+  await showsOk("the sidebar shows the session's tasks, one line each", [
+    "Background tasks",
+    /● running Lint general · 2\ds · 1\.2k tok · \$0\.0042/,
+    "○ pending #1 Tests make check",
+    "✓ done Build make all · 1m00s",
+  ], sidebar);
+  const t0 = Date.now();
+  await update("bg_bbbb0002", { status: "running", started: AGO(0), queue: null });
+  const r = await shows("the pending task runs", [/● running Tests make check · \ds/], sidebar, 5000);
+  ok(r.hit, "a status change shows in the sidebar", r.last);
+  // the bus, the TUI and capture-pane's polling on a loaded 2-core machine: a margin over the second the panel needs
+  ok(Date.now() - t0 < 3000, `...within 3 s of the view (${Date.now() - t0} ms)`);
+  await showsOk("elapsed times tick while a task runs", [/● running Tests make check · [2-9]s/], sidebar, 10000);
+  await update("bg_bbbb0002", { waiting: "bash: rm -rf build" });
+  await showsOk("a task waiting for permission is marked", [/● running ⚠ Tests make check · \d+s/], sidebar);
+  keepScreen("sidebar");
+}
+
+// Where the sidebar is not (a narrow terminal), the summary line says it.
+async function summaryNarrow() {
+  ok(!has(flat(screen()), "Background tasks: "), "no summary line while the sidebar shows the tasks");
+  tmux("resize-window", "-t", NAME, "-x", String(NARROW), "-y", String(ROWS));
+  await showsOk("a narrow terminal: the summary line", [
+    "Background tasks: 2 running · 1 waiting for you · 1 done · $0.0042"]);
+  keepScreen("summary");
+  tmux("resize-window", "-t", NAME, "-x", String(WIDE), "-y", String(ROWS));
+  await gone("wide again: the sidebar instead of the summary", "Background tasks: ");
+}
+
+// /bgtasks opens the page, newest first, with no model request.
+async function pageOpens() {
+  const before = fake.requests.length;
+  type("/bgtasks");
+  await showsOk("/bgtasks is offered in the prompt's completion", ["/bgtasks"]);
+  keys("Enter");
+  await showsOk("the page lists the tasks newest first", [
+    /Background tasks 2 running · 1 waiting for you · 1 done · \$0\.0042 › ● running ⚠ Tests · make check · \d+s ● running Lint · general · \d+s · 1\.2k tok · \$0\.0042 ✓ done Build · make all · 1m00s/,
+    "↑↓ select · enter detail · s stop · o open session · esc back"]);
+  keepScreen("page");
+  ok(fake.requests.length === before, "opening the page made no model request", fake.requests.length - before);
+}
+
+// Enter shows the selected task's detail, from the server part's reply.
+async function pageDetail() {
+  keys("Down");
+  await showsOk("down selects the next task", [/› ● running Lint/]);
+  keys("Enter");
+  await showsOk("enter: the agent task's detail, with its latest answer", [
+    /bg_aaaa0001 · agent general · ● running · \d+s Lint usage: 1\.2k tok · \$0\.0042 · 3 tool calls recent tools: read, grep latest answer: Lint is clean\./,
+    "s stop · o open session · esc back to the list"]);
+  keepScreen("detail");
+  ok(requestsSeen().some((r) => r.action === "detail" && r.task_id === "bg_aaaa0001"), "the detail was asked of the server part");
+  keys("Escape");
+  await showsOk("esc: back to the list", ["↑↓ select · enter detail"]);
+}
+
+// s stops the selected task (no confirmation for a short, cheap one).
+async function pageStop() {
+  const before = fake.requests.length;
+  keys("Up");
+  await showsOk("up selects the waiting task", [/› ● running ⚠ Tests/]);
+  keys("s");
+  await showsOk("s: the task shows cancelled", [/› ■ cancelled Tests · make check · \d+s/]);
+  ok(requestsSeen().filter((r) => r.action === "stop").map((r) => r.task_id).join() === "bg_bbbb0002",
+    "one stop request, for that task", requestsSeen());
+  ok(fake.requests.length === before, "stopping made no model request", fake.requests.length - before);
+}
+
+// A task that ran long asks first; confirming stops it.
+async function pageStopConfirm() {
+  await update("bg_aaaa0001", { started: AGO(185000) });
+  keys("Down");
+  await showsOk("the long task selected", [/› ● running Lint · general · 3m0\ds/]);
+  keys("s");
+  await showsOk("s on a long task asks first", ["Stop background task",
+    /Stop "Lint"\? It has run 3m0\ds and cost \$0\.0042; its work so far is kept\./]);
+  keepScreen("confirm");
+  ok(!requestsSeen().some((r) => r.action === "stop" && r.task_id === "bg_aaaa0001"), "no stop before the answer");
+  keys("Enter");
+  await showsOk("confirmed: the task shows cancelled", [/› ■ cancelled Lint · general · 3m0\ds/]);
+  ok(requestsSeen().filter((r) => r.action === "stop" && r.task_id === "bg_aaaa0001").length === 1,
+    "one stop request after the confirmation");
+}
+
+// o opens an agent task's session; there (a child: no sidebar) the summary line shows the launcher's tasks.
+async function openChild() {
+  await update("bg_aaaa0001", { status: "running", ended: null, stopped_by_user: null, started: AGO(5000) });
+  await showsOk("the agent task runs again", [/› ● running Lint/]);
+  keys("o");
+  await showsOk("o: the task's child session, with the summary line of its launcher's tasks",
+    ["Background tasks: 1 running · 1 done · 1 cancelled · $0.0042"]);
+  keepScreen("child");
+  keys("C-x");
+  keys("j");
+  await showsOk("the key of the option (<leader>j) opens the page there: the launcher's tasks",
+    [/Background tasks 1 running · 1 done · 1 cancelled · \$0\.0042 ■ cancelled Tests/, "esc back"]);
+  keys("Escape");
+  await showsOk("esc: back to the child session", ["Background tasks: 1 running · 1 done · 1 cancelled · $0.0042"]);
+}
+
+async function run() {
+  try {
+    await main();
+  } catch (e) {
+    ok(false, `no exception: ${e?.stack || e}`);
+  } finally {
+    try { fs.writeFileSync(path.join(WORK, "screen-at-end.txt"), tmuxUp ? screen() : ""); } catch {}
+    stopTmux();
+    if (fake) await fake.close();
+    if (registry) await registry.close();
+  }
+  console.log(`1..${tap.n}`);
+  console.log(`# ${tap.n - tap.failed} passed, ${tap.failed} failed`);
+  process.exit(tap.failed ? 1 : 0);
+}
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, () => { stopTmux(); process.exit(1); });
+process.on("exit", () => stopTmux());
+run();

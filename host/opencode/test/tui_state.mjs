@@ -1,0 +1,163 @@
+// The TUI panel's state logic (host/opencode/tui/panel_state.mjs) under node,
+// no terminal: parsing the channel's commands, which view a screen shows, the
+// exact texts of the lines, summary and detail, the stop confirmation rule,
+// attention once only, and reply matching. Prints TAP.
+import {
+  applyView, attentionFor, confirmText, createAttention, createRequests, createViews, detailText, needsConfirm,
+  pageTasks, parseCommand, request, serverNow, summaryText, takeReply, taskLine, taskRows, viewFor
+} from "../tui/panel_state.mjs";
+import { ok, tap } from "./e2e_lib.mjs";
+
+const eq = (got, want, name) => ok(JSON.stringify(got) === JSON.stringify(want), name, { got, want });
+
+const T = 1764170000000;
+const agent = { id: "bg_a1", kind: "agent", status: "running", description: "Fix the parser", agent: "general",
+  session: "ses_C", created: T - 65000, started: T - 65000, tokens: 1234, cost: 0.0042, tools: 5,
+  recent: ["read", "edit"] };
+const shell = { id: "bg_s1", kind: "shell", status: "pending", description: "Run the tests", command: "make check",
+  queue: 2, created: T - 1000 };
+const view = (seq, now, tasks, session = "ses_P") => ({ v: 1, session, seq, now, tasks });
+const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
+
+// ---- parsing ----
+{
+  const v = view(1, T, [agent]);
+  eq(parseCommand(cmd("ocbg.view", v)), { kind: "view", view: v }, "a view parses");
+  eq(parseCommand(cmd("ocbg.reply", { v: 1, id: "r1", ok: true })), { kind: "reply", reply: { v: 1, id: "r1", ok: true } },
+    "a reply parses");
+  eq(parseCommand("ocbg.view {not json"), null, "malformed JSON: ignored");
+  eq(parseCommand(cmd("ocbg.ui", { v: 1, id: "r1", action: "sync" })), null, "a request (ocbg.ui) is not for the TUI");
+  eq(parseCommand("session.new"), null, "another command: ignored");
+  eq(parseCommand(cmd("ocbg.views", v)), null, "a longer prefix: ignored");
+  eq(parseCommand(cmd("ocbg.view", { ...v, v: 2 })), null, "another version: ignored");
+  eq(parseCommand(cmd("ocbg.view", { ...v, tasks: "x" })), null, "tasks not a list: ignored");
+  eq(parseCommand(cmd("ocbg.reply", { v: 1, ok: true })), null, "a reply without id: ignored");
+  eq(parseCommand(cmd("ocbg.view", { ...v, tasks: [agent, { id: 3 }, null] })).view.tasks, [agent],
+    "malformed tasks of a view are dropped");
+  eq(parseCommand(undefined), null, "no command: ignored");
+}
+
+// ---- newest view per session ----
+{
+  const views = createViews();
+  ok(applyView(views, view(5, T, [agent]), T + 300), "first view kept");
+  ok(!applyView(views, view(4, T - 100, []), T + 400), "an older seq (reordered) is ignored");
+  ok(!applyView(views, view(5, T, []), T + 400), "the same seq again is ignored");
+  eq(views.get("ses_P").view.tasks.length, 1, "the kept view is the newest");
+  ok(applyView(views, view(6, T + 1000, [agent, shell]), T + 1300), "a greater seq replaces it");
+  ok(applyView(views, view(1, T + 5000, [shell]), T + 5300), "a restarted server (seq anew, later clock) replaces it");
+  eq(views.get("ses_P").offset, 300, "the clock offset is local minus server time at arrival");
+  eq(serverNow(views.get("ses_P"), T + 6300), T + 6000, "server time from the local clock and the offset");
+}
+
+// ---- which view a screen shows ----
+{
+  const views = createViews();
+  applyView(views, view(1, T, [agent], "ses_P"), T);
+  applyView(views, view(1, T, [shell], "ses_Q"), T);
+  const parents = { ses_C: "ses_P", ses_G: "ses_C", ses_X: undefined, ses_N: "ses_Q" };
+  const parentOf = (id) => parents[id];
+  eq(viewFor(views, "ses_P", parentOf)?.view.session, "ses_P", "a parent session shows its own view");
+  eq(viewFor(views, "ses_C", () => undefined)?.view.session, "ses_P", "a task's child session shows its launcher's view");
+  eq(viewFor(views, "ses_G", parentOf)?.view.session, "ses_P", "a grandchild walks up to the launcher");
+  eq(viewFor(views, "ses_N", parentOf)?.view.session, "ses_Q", "a child by parentID shows its parent's view");
+  eq(viewFor(views, "ses_X", parentOf), null, "a session without tasks shows none");
+  eq(viewFor(views, "ses_L", (id) => (id === "ses_L" ? "ses_L" : undefined)), null, "a parent loop ends");
+  applyView(views, view(1, T, [shell], "ses_C"), T);
+  eq(viewFor(views, "ses_C", parentOf)?.view.session, "ses_C", "a child that launched tasks shows its own view");
+}
+
+// ---- lines, summary, page, detail ----
+{
+  eq(taskLine(agent, T), "● running Fix the parser · general · 1m05s · 1.2k tok · $0.0042", "a running agent's line");
+  eq(taskLine(shell, T), "○ pending #2 Run the tests · make check", "a pending command's line, with its queue place");
+  const waiting = { ...agent, waiting: "bash: rm -rf build", cost: 0.42, tokens: 800 };
+  eq(taskLine(waiting, T), "● running ⚠ Fix the parser · general · 1m05s · 800 tok · $0.42", "a waiting task is marked");
+  const done = { ...agent, status: "completed", ended: T - 5000, waiting: "stale" };
+  eq(taskLine(done, T), "✓ done Fix the parser · general · 1m00s · 1.2k tok · $0.0042",
+    "an ended task: elapsed up to its end, no waiting mark");
+  const failed = { id: "bg_f", kind: "shell", status: "error", description: "Build", command: "make -j2 all && make install",
+    started: T - 3 * 3600e3, ended: T - 3600e3 + 5000, exit: 2 };
+  eq(taskLine(failed, T), "✗ failed Build · make -j2 all && make install · 2h00m", "a failed command's line");
+  const long = { id: "bg_l", kind: "shell", status: "cancelled", description: "x".repeat(50),
+    command: "y".repeat(40), started: T - 2000, ended: T - 1000 };
+  eq(taskLine(long, T), `■ cancelled ${"x".repeat(39)}… · ${"y".repeat(29)}… · 1s`, "long texts are clipped");
+
+  eq(taskRows(agent, T), ["● running Fix the parser", "general · 1m05s · 1.2k tok · $0.0042"],
+    "the sidebar's two rows of a task");
+  eq(taskRows({ id: "bg_x", kind: "agent", status: "pending", queue: 1 }, T), ["○ pending #1 bg_x", ""],
+    "a task with nothing more: its id, an empty second row");
+
+  eq(summaryText([]), "", "no task: no summary");
+  eq(summaryText([agent, { ...agent, id: "b2", waiting: "edit: a.c", cost: 0.4158 }, shell]),
+    "2 running · 1 pending · 1 waiting for you · $0.42", "the summary: running, pending, waiting, cost");
+  eq(summaryText([done, failed, long]), "1 done · 1 failed · 1 cancelled · $0.0042", "the summary of ended tasks");
+
+  eq(pageTasks([shell, agent, failed]).map((t) => t.id), ["bg_s1", "bg_a1", "bg_f"], "the page: newest first");
+
+  eq(detailText(agent, null, T), "bg_a1 · agent general · ● running · 1m05s\nFix the parser\n" +
+    "usage: 1.2k tok · $0.0042 · 5 tool calls\nrecent tools: read, edit\n\n(loading…)", "detail before the reply");
+  eq(detailText(agent, { id: "bg_a1", status: "running", answer: "Found it.", waiting: "bash: ls", tokens: 2000 }, T),
+    "bg_a1 · agent general · ● running · 1m05s\nFix the parser\n⚠ waiting for you: bash: ls\n" +
+    "usage: 2.0k tok · $0.0042 · 5 tool calls\nrecent tools: read, edit\n\nlatest answer:\nFound it.",
+    "detail with an agent's answer and its question");
+  eq(detailText(failed, { id: "bg_f", status: "error", output: "boom\n", exit: 2, error: "exit status 2" }, T),
+    "bg_f · shell: make -j2 all && make install · ✗ failed · 2h00m\nBuild\nexit status: 2\nerror: exit status 2\n\n" +
+    "output (tail):\nboom\n", "detail of a failed command: exit, error, output tail");
+  eq(detailText(shell, {}, T), "bg_s1 · shell: make check · ○ pending · #2 in the queue\nRun the tests",
+    "detail of a pending task: its queue place");
+}
+
+// ---- the confirmation rule ----
+{
+  const at = (ms, cost) => ({ ...agent, started: T - ms, cost });
+  ok(!needsConfirm(at(119000, 0.5), T), "no confirmation up to 2 minutes and $0.50");
+  ok(needsConfirm(at(121000, 0), T), "confirmation after 2 minutes");
+  ok(needsConfirm(at(1000, 0.51), T), "confirmation above $0.50");
+  ok(!needsConfirm(shell, T), "a pending task: no confirmation");
+  eq(confirmText(at(185000, 0.6), T), "Stop \"Fix the parser\"? It has run 3m05s and cost $0.60; its work so far is kept.",
+    "the confirmation's text");
+}
+
+// ---- attention ----
+{
+  const att = createAttention();
+  const w = { ...agent, waiting: "bash: rm -rf build" };
+  eq(attentionFor(att, view(1, T, [agent, shell])), [], "nothing to say while tasks run");
+  eq(attentionFor(att, view(2, T, [w, shell])),
+    [{ title: "A background task waits for you", message: "Fix the parser: bash: rm -rf build" }], "a task newly waiting");
+  eq(attentionFor(att, view(3, T, [w, shell])), [], "the same question again: said once");
+  eq(attentionFor(att, view(4, T, [agent, shell])), [], "answered: nothing");
+  eq(attentionFor(att, view(5, T, [{ ...agent, waiting: "edit: a.c" }, shell])).length, 1, "a new question: said");
+  eq(attentionFor(att, view(6, T, [{ ...agent, status: "completed" }, { ...shell, status: "running" }])), [],
+    "one of two ended: nothing");
+  eq(attentionFor(att, view(7, T, [{ ...agent, status: "completed" }, { ...shell, status: "cancelled" }])),
+    [{ title: "Background tasks", message: "2 background tasks finished" }], "the last live task ended: finished");
+  eq(attentionFor(att, view(8, T, [{ ...agent, status: "completed" }, { ...shell, status: "cancelled" }])), [],
+    "finished: said once");
+  const fresh = createAttention();
+  eq(attentionFor(fresh, view(9, T, [{ ...agent, status: "completed" }])), [],
+    "tasks already ended when the TUI came: nothing");
+  eq(attentionFor(fresh, view(1, T, [{ ...agent, status: "completed", waiting: "bash: ls" }])), [],
+    "an ended task's stale question: nothing");
+}
+
+// ---- requests and replies ----
+{
+  const a = createRequests("tA"), b = createRequests("tB");
+  const sync = request(a, "sync");
+  eq(sync.command, 'ocbg.ui {"v":1,"id":"tA-1","action":"sync"}', "the sync request");
+  const stop = request(a, "stop", "bg_a1");
+  eq(stop.command, 'ocbg.ui {"v":1,"id":"tA-2","action":"stop","task_id":"bg_a1"}', "a stop request");
+  const other = request(b, "detail", "bg_a1");
+  eq(takeReply(a, { v: 1, id: other.id, ok: true }), null, "another TUI's reply is not taken");
+  eq(takeReply(a, { v: 1, id: sync.id }), null, "sync has no reply to wait for");
+  eq(takeReply(a, { v: 1, id: stop.id, ok: false, error: "already ended" }),
+    { action: "stop", task_id: "bg_a1", id: "tA-2" }, "the stop's reply is matched");
+  eq(takeReply(a, { v: 1, id: stop.id, ok: true }), null, "a reply is taken once");
+  eq(takeReply(b, { v: 1, id: other.id, ok: true })?.action, "detail", "the other TUI takes its own");
+}
+
+console.log(`1..${tap.n}`);
+console.log(`# ${tap.n - tap.failed} passed, ${tap.failed} failed`);
+process.exit(tap.failed ? 1 : 0);
