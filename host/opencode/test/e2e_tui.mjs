@@ -22,7 +22,8 @@ import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake_model.mjs";
 import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
-  api, diag, fakeModelConfig, freePort, isolatedEnv, ok, provideConfigDeps, setBase, sleep, tap, waitFor
+  api, diag, fakeModelConfig, followEvents, freePort, idle, isolatedEnv, messages, ok, permissionAsked, provideConfigDeps,
+  replyPermission, sayTool, setBase, sleep, stopEvents, tap, textOf, toolEnded, waitFor, events
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -146,7 +147,73 @@ async function main() {
 
   for (const scenario of [sidebarLive, summaryNarrow, pageOpens, pageDetail, pageStop, pageStopConfirm, openChild])
     await scenario();
+  await realOcbg(scanned);
   if (PACKAGE) await packageByName();
+}
+
+// ---- the real server part ----
+// The TUI again, now with ocbg's own server part (the installed, scanned
+// plugin) and the fake model: tasks the model launches show in the sidebar
+// and change live; a task whose sub-agent waits for the user's permission is
+// marked; the page stops a running task through ocbg (its sub-agent's model
+// stream closes, the parent is told it was stopped by the user), and neither
+// looking nor stopping makes a model request (the parent's notified turn
+// afterwards is the model learning of it, as of any ending).
+async function realOcbg(scanned) {
+  if (tmuxUp) { try { tmux("kill-session", "-t", NAME); } catch {} }
+  stopEvents();
+  if (fs.existsSync(path.join(PROJECT, ".opencode/plugin.off"))) fs.renameSync(path.join(PROJECT, ".opencode/plugin.off"), scanned);
+  fs.rmSync(MARKER, { force: true });
+  const base = fakeModelConfig(fake.port);
+  const config = { ...base, permission: { ...base.permission, bash: { "*": "allow", "*e2e-ask*": "ask" } } };
+  if (!ok(await startTui(HOME, CONFIG, PROJECT, config), "real: the TUI with ocbg's server part answers")) return;
+  ok(await waitFor("the marker", () => fs.existsSync(MARKER) && fs.readFileSync(MARKER, "utf8") === "loaded\n", 60000, 100),
+    "real: the panel loaded");
+  followEvents();
+  const sid = (await api("POST", "/session", { title: "real panel" })).json?.id;
+  await api("POST", "/tui/select-session", { sessionID: sid });
+  let since = await sayTool(sid, "background_task", { description: "Slow real", prompt: "CHILD slow", agent: "general" });
+  const launched = await toolEnded(sid, "background_task", since, 60000);
+  ok(launched?.status === "completed", "real: the model launched a background task", launched);
+  await idle(sid);
+  await showsOk("real: the task the model launched shows in the sidebar, running", [/● running Slow real general · \d+s/],
+    sidebar, 20000);
+  const slowReq = await waitFor("the slow child's model request", async () => fake.requests.find((r) => r.decision.hang && !r.closed), 30000);
+  const from = events.length;
+  since = await sayTool(sid, "background_task", { description: "Asking real", agent: "general",
+    prompt: `CHILD call bash ${JSON.stringify({ command: "echo e2e-ask-tui > e2e-ask-tui.txt", description: "child echo" })}` });
+  await toolEnded(sid, "background_task", since, 60000);
+  const child = await waitFor("the asking child", async () => ((await api("GET", `/session/${sid}/children`)).json || [])
+    .find((c) => c.title?.includes("Asking real"))?.id, 20000);
+  const asked = child && await permissionAsked(child, from);
+  ok(asked, "real: the second task's sub-agent asks for permission");
+  await showsOk("real: the task waiting for the user's permission is marked", [/● running ⚠ Asking real general/], sidebar, 20000);
+  keepScreen("real-sidebar");
+  // OpenCode's TUI puts the child's question in place of the prompt: the user answers it (here through the API).
+  ok(asked && await replyPermission(asked.properties.id, "once") === 200, "real: the user answers the question");
+  await showsOk("real: answered, the task runs on and completes", [/✓ done Asking real general/], sidebar, 30000);
+  await waitFor("its notification", async () => (await messages(sid)).some((m) => textOf(m).includes("child reply bash")), 30000);
+  await idle(sid);
+  const before = fake.requests.length;
+  type("/bgtasks");
+  await showsOk("real: /bgtasks is offered", ["/bgtasks"]);
+  keys("Enter");
+  await showsOk("real: the page lists both tasks, newest first", [/› ✓ done Asking real · general · \d+s ● running Slow real · general/]);
+  ok(fake.requests.length === before, "real: opening the page made no model request", fake.requests.length - before);
+  keys("Down");
+  await showsOk("real: the slow task selected", [/› ● running Slow real/]);
+  keys("s");
+  await showsOk("real: s stops it: the page shows it cancelled", [/› ■ cancelled Slow real · general/], flat, 20000);
+  ok(await waitFor("slow request closed", async () => slowReq?.closed, 15000), "real: its sub-agent's model stream was closed");
+  const notice = await waitFor("the stop's notification", async () => (await messages(sid))
+    .find((m) => m.info.role === "user" && textOf(m).includes("stopped by the user")), 30000);
+  ok(notice && textOf(notice).includes("Slow real"), "real: the parent is told the user stopped it", notice && textOf(notice));
+  await idle(sid);
+  const after = fake.requests.slice(before);
+  const others = after.filter((r) => !JSON.stringify(r.body?.messages || []).includes("stopped by the user"));
+  ok(others.length === 0, "real: the stop made no model request but the parent's notified turn", others.map((r) => r.decision));
+  keepScreen("real-page");
+  keys("Escape");
 }
 
 // The package (make package) by name, as a user installs it: OpenCode fetches
