@@ -25,7 +25,7 @@
  * files listed above it only: util <- js <- hostcall <- ask <- hostfns,
  * jobs <- tools, hooks, schema <- lifecycle. Where a lower file must run
  * code of a higher one, the higher one hands it a function pointer
- * (hostcall.start, job.settled, the hook and TSFN callbacks lifecycle.c
+ * (jsreq.start, job.settled, the hook and TSFN callbacks lifecycle.c
  * registers). make check's layout checker refuses a cycle between files.
  *
  * Threads (see NOTES.md for the full story), as tagged below:
@@ -41,7 +41,7 @@
  *   [any]     any of these.
  *
  * A host call (session_create, ...) made on a worker or plugin thread becomes a
- * `hostcall` record handed to the JS thread through a Node-API thread-safe
+ * `jsreq` record handed to the JS thread through a Node-API thread-safe
  * function; the JS side calls the SDK `client`, and its promise's then/catch
  * fill the record and signal its condition variable. Only the calling thread
  * waits. A host call on the JS thread itself fails at once (-EIO) rather than
@@ -73,7 +73,7 @@
 /* A safety margin on the C side: if the JS thread never answers at all. */
 #define HOST_CALL_GRACE_MS 15000
 
-typedef struct hostcall hostcall;
+typedef struct jsreq jsreq;
 typedef struct job job;
 
 /* One per init() (one plugin instance). Allocated at init and never freed:
@@ -99,7 +99,7 @@ typedef struct adapter {
     int tsfn_gone;      /* the thread-safe functions were released */
     int log_level;      /* minimum level written */
     int js_pending;     /* JS thread only: promises waiting on workers */
-    hostcall *asks;     /* permission questions a worker waits on (under mu) */
+    jsreq *asks;        /* permission questions a worker waits on (under mu) */
     int warned_no_ask;  /* JS thread only: "this OpenCode has no ctx.ask" logged */
     char *data_dir;     /* host.data_dir (project_data_dir), or NULL; lives as long as ad */
     char **event_types; /* copies of the plugin's event_types (ABI 1.3), NULL: every event */
@@ -111,20 +111,20 @@ typedef struct adapter {
 } adapter;
 
 /* ------------------------------------------------------------------------ */
-/* hostcall: one request from a non-JS thread to the JS thread               */
+/* jsreq: one request from a non-JS thread to the JS thread                  */
 /* ------------------------------------------------------------------------ */
 
-/* HC_SDK: client[group][method](opts). HC_LOG: fire and forget.
- * HC_ASK: ctx.ask(request) of a tool call's ToolContext (ask_permission). */
-enum hc_kind {
-    HC_SDK,
-    HC_LOG,
-    HC_ASK
+/* JSREQ_SDK: client[group][method](opts). JSREQ_LOG: fire and forget.
+ * JSREQ_ASK: ctx.ask(request) of a tool call's ToolContext (ask_permission). */
+enum jsreq_kind {
+    JSREQ_SDK,
+    JSREQ_LOG,
+    JSREQ_ASK
 };
 
-struct hostcall {
-    enum hc_kind kind;
-    int refs; /* HC_SDK: the waiting caller + the JS side. HC_ASK: the waiting
+struct jsreq {
+    enum jsreq_kind kind;
+    int refs; /* JSREQ_SDK: the waiting caller + the JS side. JSREQ_ASK: the waiting
                * worker + the queued item + each promise callback (released by
                * its finalizer: a promise may never settle). Guarded by mu. */
     pthread_mutex_t mu;
@@ -132,21 +132,21 @@ struct hostcall {
     int done;
     const char *group; /* client[group][method](opts) */
     const char *method;
-    char *opts_json; /* HC_ASK: the ctx.ask argument */
+    char *opts_json; /* JSREQ_ASK: the ctx.ask argument */
     int want_out;    /* put JSON.stringify(data) into out */
     int rc;
     char *out;
-    /* HC_LOG */
+    /* JSREQ_LOG */
     enum ocp_log_level level;
-    /* HC_ASK: the asking tool call. Read on the JS thread only while !done:
+    /* JSREQ_ASK: the asking tool call. Read on the JS thread only while !done:
      * the job lives until its worker has left the wait, and is freed on the
      * JS thread (done_tsfn), so it cannot go away during one JS callback. */
     job *job;
-    /* HC_ASK: what host_tsfn_call runs for it on the JS thread: ask.c's
+    /* JSREQ_ASK: what host_tsfn_call runs for it on the JS thread: ask.c's
      * ask_start, set by ask.c (hostcall.c calls nothing of ask.c). Keeps no
      * reference of its own beyond what it hands to promise callbacks. */
-    void (*start)(napi_env env, adapter *ad, hostcall *hc);
-    hostcall *next; /* in adapter.asks while the worker waits (ad->mu) */
+    void (*start)(napi_env env, adapter *ad, jsreq *rq);
+    jsreq *next; /* in adapter.asks while the worker waits (ad->mu) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -241,17 +241,17 @@ napi_value add_fn(napi_env env, napi_value obj, const char *key, napi_callback c
 
 /* ---- hostcall.c ------------------------------------------------------------ */
 
-/* [any] Reference counting of a hostcall; the last unref frees it. */
-void hc_ref(hostcall *hc);
-void hc_unref(hostcall *hc);
-/* [any] Completes the call once and wakes its waiter; takes ownership of out
- * (freed when the call was already complete). Returns 1 if this call completed
+/* [any] Reference counting of a jsreq; the last unref frees it. */
+void jsreq_ref(jsreq *rq);
+void jsreq_unref(jsreq *rq);
+/* [any] Completes the request once and wakes its waiter; takes ownership of
+ * out (freed when it was already complete). Returns 1 if this call completed
  * it, 0 if it was already complete. Drops no reference. */
-int hc_complete(hostcall *hc, int rc, char *out);
-/* [any] 1 once the call is complete. */
-int hc_is_done(hostcall *hc);
-/* [js] host_tsfn's callback: runs a queued hostcall (data) for context (the
- * adapter): HC_SDK here, HC_LOG with log_on_js, HC_ASK with its start. env is
+int jsreq_complete(jsreq *rq, int rc, char *out);
+/* [any] 1 once the request is complete. */
+int jsreq_is_done(jsreq *rq);
+/* [js] host_tsfn's callback: runs a queued jsreq (data) for context (the
+ * adapter): JSREQ_SDK here, JSREQ_LOG with log_on_js, JSREQ_ASK with its start. env is
  * NULL when the function is being torn down: what is still queued fails with
  * -ECANCELED. Consumes the queued item's reference. */
 void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
