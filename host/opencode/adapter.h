@@ -7,7 +7,7 @@
  * Everything here is private to the addon: it is built with
  * -fvisibility=hidden, and only the Node-API module entry points are exported.
  *
- * Files (one job each):
+ * Files (one concern each):
  *   util.c       C helpers: strdup/printf to malloc'd text, stderr log
  *   js.c         JS value helpers (strings, properties, JSON, promises)
  *   hostcall.c   a host call crossing to the JS thread (record, thread-safe
@@ -15,7 +15,8 @@
  *                h_log)
  *   ask.c        ask_permission over the tool's own ctx.ask()
  *   hostfns.c    the ocp_host table: session_*, free (log is h_log)
- *   jobs.c       tool calls and commands: jobs, workers, settling promises
+ *   calls.c      calls into the plugin (a tool call, a command, the dispose, a
+ *                panel request): workers, settling promises
  *   tools.c      tool execute() and its AbortSignal (tool_cancel)
  *   hooks.c      event, messages.transform, config, command hooks
  *   schema.c     tool arguments: JSON Schema -> zod
@@ -23,9 +24,9 @@
  *                the module entry
  * Every .c includes only this header, and calls (or names) functions of
  * files listed above it only: util <- js <- hostcall <- ask <- hostfns,
- * jobs <- tools, hooks, schema <- lifecycle. Where a lower file must run
+ * calls <- tools, hooks, schema <- lifecycle. Where a lower file must run
  * code of a higher one, the higher one hands it a function pointer
- * (jsreq.start, job.settled, the hook and TSFN callbacks lifecycle.c
+ * (jsreq.start, call.settled, the hook and TSFN callbacks lifecycle.c
  * registers). make check's layout checker refuses a cycle between files.
  *
  * Threads (see NOTES.md for the full story), as tagged below:
@@ -39,6 +40,14 @@
  *   [shutdown] one pthread started by dispose(): plugin->shutdown may wait for
  *             plugin threads blocked in host calls, which need the JS thread.
  *   [any]     any of these.
+ *
+ * Two records cross between the threads, in opposite directions:
+ *   call   a call into the plugin (tool execute(), a command, the dispose, a
+ *          panel request): made on the JS thread, run on a worker, settled
+ *          back on the JS thread;
+ *   jsreq  a request to the JS thread (an SDK request, a log line, a
+ *          ctx.ask()): made on a worker or plugin thread, run on the JS thread.
+ * (The plugin's hc_* wrappers and its engine's jobs are neither.)
  *
  * A host call (session_create, ...) made on a worker or plugin thread becomes a
  * `jsreq` record handed to the JS thread through a Node-API thread-safe
@@ -74,7 +83,7 @@
 #define HOST_CALL_GRACE_MS 15000
 
 typedef struct jsreq jsreq;
-typedef struct job job;
+typedef struct call call;
 
 /* One per init() (one plugin instance). Allocated at init and never freed:
  * a late thread-safe-function finalisation or plugin thread may still read it. */
@@ -139,9 +148,9 @@ struct jsreq {
     /* JSREQ_LOG */
     enum ocp_log_level level;
     /* JSREQ_ASK: the asking tool call. Read on the JS thread only while !done:
-     * the job lives until its worker has left the wait, and is freed on the
+     * the call lives until its worker has left the wait, and is freed on the
      * JS thread (done_tsfn), so it cannot go away during one JS callback. */
-    job *job;
+    call *call;
     /* JSREQ_ASK: what host_tsfn_call runs for it on the JS thread: ask.c's
      * ask_start, set by ask.c (hostcall.c calls nothing of ask.c). Keeps no
      * reference of its own beyond what it hands to promise callbacks. */
@@ -150,23 +159,23 @@ struct jsreq {
 };
 
 /* ------------------------------------------------------------------------ */
-/* job: one tool call, command, or the dispose, settled on the JS thread     */
+/* call: one call into the plugin, run on a worker, settled on the JS thread  */
 /* ------------------------------------------------------------------------ */
 
-enum job_kind {
-    JOB_TOOL,
-    JOB_COMMAND,
-    JOB_DISPOSE,
-    JOB_UI /* a request from the TUI panel (ui.c): no promise, its reply is published */
+enum call_kind {
+    CALL_TOOL,
+    CALL_COMMAND,
+    CALL_DISPOSE,
+    CALL_UI /* a request from the TUI panel (ui.c): no promise, its reply is published */
 };
 
-/* Marks a live job, so that ask_permission can check the ocp_call_ctx it is
- * given really is one of ours before stepping back to its job. */
-#define JOB_MAGIC 0x6f63626au
+/* Marks a live call, so that ask_permission can check the ocp_call_ctx it is
+ * given really is one of ours before stepping back to its call. */
+#define CALL_MAGIC 0x6f63626au
 
-struct job {
+struct call {
     uint32_t magic;
-    enum job_kind kind;
+    enum call_kind kind;
     adapter *ad;
     napi_deferred deferred;
     char *name; /* tool or command */
@@ -179,8 +188,8 @@ struct job {
     napi_ref listener_ref;
     napi_ref parts_ref; /* command: output.parts, replaced in place */
     napi_ref tctx_ref;  /* tool: the ToolContext execute() got (its ask()) */
-    /* [js] run by done_tsfn_call once the job is settled and freed, or NULL.
-     * The dispose job's releases the thread-safe functions (lifecycle.c). */
+    /* [js] run by done_tsfn_call once the call is settled and freed, or NULL.
+     * The dispose call's releases the thread-safe functions (lifecycle.c). */
     void (*settled)(adapter *ad);
     int rc;
     char *out;
@@ -273,32 +282,32 @@ void h_log(void *ud, enum ocp_log_level level, const char *message);
  * -EACCES refused, -ECANCELED (Esc, shutdown), -EINVAL (bad request or ctx),
  * -EIO (could not ask, or no ToolContext); *out a reason (malloc'd) or NULL. */
 int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
-/* [any, holding ad->mu] Completes the open questions of job j (every open
- * question when j is NULL) with -ECANCELED and a copy of why. */
-void asks_cancel(adapter *ad, const job *j, const char *why);
+/* [any, holding ad->mu] Completes the open questions of call c (every open
+ * question when c is NULL) with -ECANCELED and a copy of why. */
+void asks_cancel(adapter *ad, const call *c, const char *why);
 
 /* ---- hostfns.c ------------------------------------------------------------- */
 
 /* [js, init] Fills ad->host: the ocp_host table the plugin receives. */
 void host_table_init(adapter *ad);
 
-/* ---- jobs.c ---------------------------------------------------------------- */
+/* ---- calls.c --------------------------------------------------------------- */
 
-/* [js] A new job of kind for ad (its ctx points nowhere yet); NULL when out of memory. */
-job *job_new(adapter *ad, enum job_kind kind);
-/* [js] Points j->ctx at the job's copied strings (s_session, ...). */
-void job_set_ctx(job *j);
-/* [js, or any with env NULL after teardown] Frees j; with env, also removes
+/* [js] A new call of kind for ad (its ctx points nowhere yet); NULL when out of memory. */
+call *call_new(adapter *ad, enum call_kind kind);
+/* [js] Points c->ctx at the call's copied strings (s_session, ...). */
+void call_set_ctx(call *c);
+/* [js, or any with env NULL after teardown] Frees c; with env, also removes
  * its abort listener and its references. */
-void job_free(napi_env env, job *j);
-/* [js] Starts a worker running j (tool_call or command_call) and keeps the
+void call_free(napi_env env, call *c);
+/* [js] Starts a worker running c (tool_call or command_call) and keeps the
  * loop alive until it is settled. 0, or -1 (shutting down, or no thread) with
- * j untouched: the caller settles and frees it. */
-int start_worker(napi_env env, adapter *ad, job *j);
+ * c untouched: the caller settles and frees it. */
+int start_worker(napi_env env, adapter *ad, call *c);
 /* [js] Adds d to the promises waiting on workers; the first keeps the loop
  * alive (done_tsfn ref'd), the last lets it go. */
 void pending_add(napi_env env, adapter *ad, int d);
-/* [js] done_tsfn's callback: settles a job's promise, frees it and runs its
+/* [js] done_tsfn's callback: settles a call's promise, frees it and runs its
  * settled (env NULL: torn down, only frees). */
 void done_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
 
@@ -324,8 +333,8 @@ napi_value hook_event(napi_env env, napi_callback_info info);
 /* [js] If ev (of type `type`) is a panel request (tui.command.execute,
  * "ocbg.ui {…}"), its JSON (malloc'd); else NULL. */
 char *ui_request_of(napi_env env, napi_value ev, const char *type);
-/* [worker] Run job j (JOB_UI): ui_request, then the reply published. */
-void ui_run(adapter *ad, job *j);
+/* [worker] Run call c (CALL_UI): ui_request, then the reply published. */
+void ui_run(adapter *ad, call *c);
 /* The host table's publish_view: "ocbg.view {…}" to every TUI. */
 int h_publish_view(void *ud, const char *session_id, const char *view_json);
 napi_value hook_transform(napi_env env, napi_callback_info info);

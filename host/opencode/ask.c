@@ -181,12 +181,12 @@ static int ask_callback(napi_env env, jsreq *rq, const char *name, napi_callback
 static void ask_start(napi_env env, adapter *ad, jsreq *rq)
 {
     if (jsreq_is_done(rq))
-        return; /* cancelled while queued: the job may be gone already */
+        return; /* cancelled while queued: the call may be gone already */
     napi_handle_scope scope;
     napi_open_handle_scope(env, &scope);
-    job *j = rq->job;
+    call *c = rq->call;
     napi_value tctx = NULL, fn, arg, promise, cbs[2];
-    if (j->tctx_ref && napi_get_reference_value(env, j->tctx_ref, &tctx) != napi_ok)
+    if (c->tctx_ref && napi_get_reference_value(env, c->tctx_ref, &tctx) != napi_ok)
         tctx = NULL;
     fn = js_get(env, tctx, "ask");
     if (!js_is(env, fn, napi_function)) {
@@ -230,20 +230,20 @@ static void asks_remove(adapter *ad, jsreq *rq)
         }
 }
 
-void asks_cancel(adapter *ad, const job *j, const char *why)
+void asks_cancel(adapter *ad, const call *c, const char *why)
 {
     for (jsreq *rq = ad->asks; rq; rq = rq->next)
-        if (!j || rq->job == j)
+        if (!c || rq->call == c)
             jsreq_complete(rq, -ECANCELED, xstrdup(why));
 }
 
-/* The job whose call context ctx is, if it may ask: NULL with *rc and *out
- * set when ctx is not one of this adapter's jobs (-EINVAL), or the caller is
+/* The call whose context ctx is, if it may ask: NULL with *rc and *out
+ * set when ctx is not one of this adapter's calls (-EINVAL), or the caller is
  * on the JS thread or runs a command (-EIO). */
-static job *ask_job(adapter *ad, const ocp_call_ctx *ctx, int *rc, char **out)
+static call *ask_call(adapter *ad, const ocp_call_ctx *ctx, int *rc, char **out)
 {
-    job *j = (job *)(void *)((char *)(uintptr_t)ctx - offsetof(job, ctx));
-    if (j->magic != JOB_MAGIC || j->ad != ad) {
+    call *c = (call *)(void *)((char *)(uintptr_t)ctx - offsetof(call, ctx));
+    if (c->magic != CALL_MAGIC || c->ad != ad) {
         *out = xstrdup("ask_permission: not the call context of a tool call of this host");
         *rc = -EINVAL;
         return NULL;
@@ -253,17 +253,17 @@ static job *ask_job(adapter *ad, const ocp_call_ctx *ctx, int *rc, char **out)
         *rc = -EIO;
         return NULL;
     }
-    if (j->kind != JOB_TOOL) {
+    if (c->kind != CALL_TOOL) {
         *out = xstrdup("OpenCode asks for permission only inside a tool call (a slash command has no ToolContext)");
         *rc = -EIO;
         return NULL;
     }
-    return j;
+    return c;
 }
 
-/* A new JSREQ_ASK record for j owning input, with two references: the waiting
+/* A new JSREQ_ASK record for c owning input, with two references: the waiting
  * worker's and the queued item's. NULL when out of memory (input untouched). */
-static jsreq *ask_new(job *j, char *input)
+static jsreq *ask_new(call *c, char *input)
 {
     jsreq *rq = calloc(1, sizeof *rq);
     if (!rq)
@@ -273,7 +273,7 @@ static jsreq *ask_new(job *j, char *input)
     pthread_mutex_init(&rq->mu, NULL);
     pthread_cond_init(&rq->cv, NULL);
     rq->opts_json = input;
-    rq->job = j;
+    rq->call = c;
     rq->start = ask_start;
     return rq;
 }
@@ -329,8 +329,8 @@ static int ask_permission(adapter *ad, const ocp_call_ctx *ctx, const ocp_permis
         return -EINVAL;
     }
     int rc = 0;
-    job *j = ask_job(ad, ctx, &rc, out);
-    if (!j)
+    call *c = ask_call(ad, ctx, &rc, out);
+    if (!c)
         return rc;
     const char *why = NULL;
     char *input = ask_input(req, &why);
@@ -338,7 +338,7 @@ static int ask_permission(adapter *ad, const ocp_call_ctx *ctx, const ocp_permis
         *out = xstrdup(why);
         return -EINVAL;
     }
-    jsreq *rq = ask_new(j, input);
+    jsreq *rq = ask_new(c, input);
     if (!rq) {
         free(input);
         return -ENOMEM;
@@ -356,7 +356,7 @@ static int ask_permission(adapter *ad, const ocp_call_ctx *ctx, const ocp_permis
 /* ask_permission [worker]: ctx.ask() on the JS thread, and the tool call's
  * worker waits for the answer, without a time limit (the user may take
  * minutes); Esc (on_abort) and shutdown end the wait at once with -ECANCELED.
- * ctx must be the ocp_call_ctx of one of this adapter's jobs. *out: the
+ * ctx must be the ocp_call_ctx of one of this adapter's calls. *out: the
  * reason on failure (malloc'd, freed with h_free), else NULL; out may be NULL. */
 int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out)
 {
