@@ -145,7 +145,7 @@ LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/l
 # The real tree: sizes, cycles, and the plugin's layers (build-aux/layers).
 # The plugin (the ABI, plugin/, hooks/, fork/), the simulated host (host/sim/: core <- store <- agent
 # <- api <- host, a folder each, in build-aux/layers too) and the OpenCode addon with its test stub (host/opencode: util <- js <- hostcall <- ask <- hostfns,
-# jobs <- tools, hooks, schema <- lifecycle; also checked for cycles).
+# calls <- tools, hooks, schema <- lifecycle; also checked for cycles).
 LAYOUT_PATHS = include plugin hooks fork host/sim host/opencode
 LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I . -I host/sim -I host/sim/host \
              $(LAYOUT_PATHS)

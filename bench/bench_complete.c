@@ -207,7 +207,7 @@ static void count_in_memory(const char *key, void *value, void *arg)
 
 /* Until the store has written every change (the texts it may drop are
  * dropped after the commit). */
-static void wait_store_idle(ocbg *o)
+static void wait_store_idle(engine *o)
 {
     int64_t deadline = bench_ns() + 60000000000LL;
     for (;;) {
@@ -228,7 +228,7 @@ static void wait_store_idle(ocbg *o)
  * answer, read back from the store; the median time of a call (us). */
 static double check_output(const ocp_plugin *p, int parents)
 {
-    ocbg *o = p->userdata;
+    engine *o = p->userdata;
     double *us = malloc(sizeof *us * (size_t)parents);
     for (int i = 0; i < parents; i++) {
         char psid[32], id[TASK_ID_SIZE] = "";
@@ -322,7 +322,7 @@ static figures run(const ocp_host *host, int per_parent, int mem, int stored)
         __atomic_store_n(&s.on, 0, __ATOMIC_RELEASE);
         pthread_join(th, NULL);
         bench_sleep_ms(50); /* the worker's last bookkeeping after the last push */
-        ocbg *o = p->userdata;
+        engine *o = p->userdata;
         wait_store_idle(o);
         size_t texts = 0;
         engine_lock(o);

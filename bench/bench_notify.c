@@ -173,7 +173,7 @@ static void *block_main(void *arg)
 
 static int has_waiter(const ocp_plugin *p)
 {
-    ocbg *o = p->userdata; /* the instance starts with its engine */
+    engine *o = p->userdata; /* the instance starts with its engine */
     engine_lock(o);
     int yes = o->waiters != NULL;
     engine_unlock(o);

@@ -74,7 +74,7 @@ static void fail(const char *what)
 
 /* Until every command is notified and the store has written every change
  * (an output it may drop is dropped after the commit). */
-static void wait_settled(ocbg *o)
+static void wait_settled(engine *o)
 {
     int64_t deadline = bench_ns() + 120000000000LL;
     for (;;) {
@@ -141,7 +141,7 @@ static double run(const ocp_host *host, int stored)
         }
         free(out);
     }
-    ocbg *o = p->userdata;
+    engine *o = p->userdata;
     wait_settled(o);
     bench_sleep_ms(50); /* the worker's last bookkeeping after the last push */
     wait_settled(o);

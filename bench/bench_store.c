@@ -174,7 +174,7 @@ int main(void)
 
     p = bench_plugin(&host, opts_on4);
     double on4 = launch_threads(p);
-    const ocbg *o = p->userdata; /* the instance starts with its engine (plugin/entry.c) */
+    const engine *o = p->userdata; /* the instance starts with its engine (plugin/entry.c) */
     double per_commit = o->ps.writes ? (double)o->ps.rows_written / (double)o->ps.writes : 0;
     p->shutdown(p->userdata);
     if (rows_in(db4) != TASKS) {

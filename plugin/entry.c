@@ -19,7 +19,7 @@
 
 /* The instance: the engine plus what the table points to. */
 typedef struct instance {
-    ocbg o; /* first: the table's userdata is the instance */
+    engine o; /* first: the table's userdata is the instance */
     ocp_tool *tools;
     const tool_spec **specs;
     size_t ntools;
@@ -46,7 +46,7 @@ static const tool_spec *find_tool(instance *in, const char *name)
 
 /* Every call into the plugin from a host worker is counted, so that shutdown
  * can wait until none is left inside. Returns false when shutting down. */
-static bool enter_call(ocbg *o)
+static bool enter_call(engine *o)
 {
     engine_lock(o);
     bool ok = !o->stopping;
@@ -56,7 +56,7 @@ static bool enter_call(ocbg *o)
     return ok;
 }
 
-static void leave_call(ocbg *o)
+static void leave_call(engine *o)
 {
     engine_lock(o);
     if (--o->calls_in_flight == 0 && o->stopping)
@@ -67,7 +67,7 @@ static void leave_call(ocbg *o)
 static int plugin_tool_call(void *ud, const char *tool, const char *args_json, ocp_call_ctx *ctx, char **out)
 {
     instance *in = ud;
-    ocbg *o = &in->o;
+    engine *o = &in->o;
     *out = NULL;
     const tool_spec *spec = find_tool(in, tool);
     if (!spec) {
@@ -127,7 +127,7 @@ static const ocp_command commands[] = {
 static int plugin_command_call(void *ud, const char *command, const char *arguments, ocp_call_ctx *ctx, char **out)
 {
     instance *in = ud;
-    ocbg *o = &in->o;
+    engine *o = &in->o;
     const char *name = command && command[0] == '/' ? command + 1 : command;
     if (!name || (strcmp(name, "tasks") != 0 && strcmp(name, "bashes") != 0)) {
         *out = xasprintf("Unknown command: /%.*s%s", ECHO(name ? name : "(null)"));
@@ -158,7 +158,7 @@ static void plugin_on_event(void *ud, const char *event_json)
 static int plugin_wants_messages(void *ud, const char *session_id)
 {
     instance *in = ud;
-    ocbg *o = &in->o;
+    engine *o = &in->o;
     engine_lock(o);
     task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
     int wants = t && t->forked;
@@ -171,7 +171,7 @@ static int plugin_wants_messages(void *ud, const char *session_id)
 static int plugin_transform_messages(void *ud, const char *session_id, const char *messages_json, char **out)
 {
     instance *in = ud;
-    ocbg *o = &in->o;
+    engine *o = &in->o;
     *out = NULL;
     engine_lock(o);
     task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
@@ -187,7 +187,7 @@ static int plugin_transform_messages(void *ud, const char *session_id, const cha
 static int plugin_ui_request(void *ud, const char *request_json, char **out)
 {
     instance *in = ud;
-    ocbg *o = &in->o;
+    engine *o = &in->o;
     *out = NULL;
     if (!enter_call(o)) {
         *out = xstrdup("ocbg is shutting down.");
@@ -290,7 +290,7 @@ static bool host_ok(const ocp_host *host, char *err, size_t err_size)
  * registry serves both), the commands, the entry points. */
 static void build_table(instance *in)
 {
-    ocbg *o = &in->o;
+    engine *o = &in->o;
     const options opt = o->opt;
     /* The faces the options turn on: one registry serves both. */
     size_t max = background_tool_count + claude_tool_count;
@@ -349,7 +349,7 @@ ocp_plugin_entry(const ocp_host *host, const char *options_json, char *err, size
     }
 
     instance *in = xcalloc(1, sizeof *in);
-    ocbg *o = &in->o;
+    engine *o = &in->o;
     /* Copy what the host's table holds; fields of a newer minor it lacks stay
      * NULL, fields of a newer host we do not know are ignored. */
     memcpy(&o->api.host, host, host->struct_size < sizeof o->api.host ? host->struct_size : sizeof o->api.host);

@@ -18,7 +18,7 @@ sim_host *lt_host(const char *opts)
     return h;
 }
 
-ocbg *lt_engine(sim_host *h)
+engine *lt_engine(sim_host *h)
 {
     return sim_plugin(h, 0)->userdata;
 }
@@ -38,7 +38,7 @@ int lt_wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const 
 int lt_store_given_up(sim_host *h, const char *unused)
 {
     (void)unused;
-    ocbg *o = lt_engine(h);
+    engine *o = lt_engine(h);
     engine_lock(o);
     int off = !o->reg.track;
     engine_unlock(o);

@@ -15,7 +15,7 @@
 sim_host *lt_host(const char *opts);
 
 /* The linked-in plugin's engine (its lock guards what tests read). */
-ocbg *lt_engine(sim_host *h);
+engine *lt_engine(sim_host *h);
 
 /* Wait (with a deadline, scaled like tap_timeout_ms) until cond(h, arg)
  * holds: 0, or -1 at the deadline. */

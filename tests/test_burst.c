@@ -31,7 +31,7 @@
 
 static char dir[] = "/tmp/ocbg-burst-XXXXXX";
 
-static ocbg *engine;
+static engine *eng;
 static char *psid; /* the parent session every task is launched from */
 static pthread_mutex_t peak_mu = PTHREAD_MUTEX_INITIALIZER;
 static int peak_results, pushes_seen;
@@ -42,11 +42,11 @@ static void count_results(void *unused)
 {
     (void)unused;
     int n = 0;
-    engine_lock(engine);
-    parent *p = registry_parent(&engine->reg, psid);
+    engine_lock(eng);
+    parent *p = registry_parent(&eng->reg, psid);
     for (task *t = p ? p->head : NULL; t; t = t->pnext)
         n += t->result != NULL;
-    engine_unlock(engine);
+    engine_unlock(eng);
     pthread_mutex_lock(&peak_mu);
     pushes_seen++;
     if (n > peak_results)
@@ -79,7 +79,7 @@ static void burst(void)
     sim_host *h = sim_create();
     if (!h || sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("loading the linked-in ocbg: %s", h ? sim_load_error(h) : "no host");
-    engine = sim_plugin(h, 0)->userdata;
+    eng = sim_plugin(h, 0)->userdata;
     psid = sim_session_new(h, NULL, "main");
 
     char *ids[TASKS];

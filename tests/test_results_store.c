@@ -45,7 +45,7 @@ static void make_answer(void)
  * memory, bit 1: its prompt is, bit 2: every text is marked stored. */
 static int in_memory(sim_host *h, const char *id)
 {
-    ocbg *o = lt_engine(h);
+    engine *o = lt_engine(h);
     engine_lock(o);
     task *t = registry_find(&o->reg, id);
     int r = !t ? -1 : (t->result != NULL) | (t->prompt != NULL) << 1 | (t->texts_stored == TASK_TEXTS_ALL) << 2;
@@ -61,7 +61,7 @@ static int texts_dropped(sim_host *h, const char *id)
 /* A notification is held for session psid's next answer. */
 static int notice_held(sim_host *h, const char *psid)
 {
-    ocbg *o = lt_engine(h);
+    engine *o = lt_engine(h);
     engine_lock(o);
     parent *p = registry_parent(&o->reg, psid);
     int held = p && p->held;
@@ -293,7 +293,7 @@ static void resume_after_failed_write(void)
 /* ---- a read racing the commit of a resumed run's answer ----------------- */
 
 typedef struct commit_race {
-    ocbg *o;
+    engine *o;
     char id[TASK_ID_SIZE];
     store_reader *real; /* the engine's reader, put back by the "commit" */
     sqlite3 *lock;      /* holds the stale copy's file: the read waits for it */
@@ -352,7 +352,7 @@ static void stale_read_not_attached(void)
         bail_out("locking %s", stale);
 
     /* The task as the second run's end left it, before its row's commit. */
-    ocbg *o = lt_engine(h);
+    engine *o = lt_engine(h);
     commit_race c = {.o = o, .lock = d};
     snprintf(c.id, sizeof c.id, "%s", id); /* id is a malloc'd string of its own length */
     engine_lock(o);

@@ -39,7 +39,7 @@ static void make_shell_want(void)
  * its exit); 0 in the store only (no buffers; its exit still in memory). */
 static int output_where(sim_host *h, const char *id)
 {
-    ocbg *o = lt_engine(h);
+    engine *o = lt_engine(h);
     engine_lock(o);
     task *t = registry_find(&o->reg, id);
     int r = -1;
@@ -105,7 +105,7 @@ static void command_output_read_back(void)
     free(out);
 
     /* The read back fails: a sentence says so, not an empty output. */
-    ocbg *o = lt_engine(h);
+    engine *o = lt_engine(h);
     engine_lock(o);
     store_reader *real = o->ps.reader;
     o->ps.reader = store_reader_new("/nonexistent-ocbg-dir/ocbg.db");

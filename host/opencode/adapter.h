@@ -7,7 +7,7 @@
  * Everything here is private to the addon: it is built with
  * -fvisibility=hidden, and only the Node-API module entry points are exported.
  *
- * Files (one job each):
+ * Files (one concern each):
  *   util.c       C helpers: strdup/printf to malloc'd text, stderr log
  *   js.c         JS value helpers (strings, properties, JSON, promises)
  *   hostcall.c   a host call crossing to the JS thread (record, thread-safe
@@ -15,7 +15,8 @@
  *                h_log)
  *   ask.c        ask_permission over the tool's own ctx.ask()
  *   hostfns.c    the ocp_host table: session_*, free (log is h_log)
- *   jobs.c       tool calls and commands: jobs, workers, settling promises
+ *   calls.c      calls into the plugin (a tool call, a command, the dispose, a
+ *                panel request): workers, settling promises
  *   tools.c      tool execute() and its AbortSignal (tool_cancel)
  *   hooks.c      event, messages.transform, config, command hooks
  *   schema.c     tool arguments: JSON Schema -> zod
@@ -23,9 +24,9 @@
  *                the module entry
  * Every .c includes only this header, and calls (or names) functions of
  * files listed above it only: util <- js <- hostcall <- ask <- hostfns,
- * jobs <- tools, hooks, schema <- lifecycle. Where a lower file must run
+ * calls <- tools, hooks, schema <- lifecycle. Where a lower file must run
  * code of a higher one, the higher one hands it a function pointer
- * (hostcall.start, job.settled, the hook and TSFN callbacks lifecycle.c
+ * (jsreq.start, call.settled, the hook and TSFN callbacks lifecycle.c
  * registers). make check's layout checker refuses a cycle between files.
  *
  * Threads (see NOTES.md for the full story), as tagged below:
@@ -40,8 +41,16 @@
  *             plugin threads blocked in host calls, which need the JS thread.
  *   [any]     any of these.
  *
+ * Two records cross between the threads, in opposite directions:
+ *   call   a call into the plugin (tool execute(), a command, the dispose, a
+ *          panel request): made on the JS thread, run on a worker, settled
+ *          back on the JS thread;
+ *   jsreq  a request to the JS thread (an SDK request, a log line, a
+ *          ctx.ask()): made on a worker or plugin thread, run on the JS thread.
+ * (The plugin's hc_* wrappers and its engine's jobs are neither.)
+ *
  * A host call (session_create, ...) made on a worker or plugin thread becomes a
- * `hostcall` record handed to the JS thread through a Node-API thread-safe
+ * `jsreq` record handed to the JS thread through a Node-API thread-safe
  * function; the JS side calls the SDK `client`, and its promise's then/catch
  * fill the record and signal its condition variable. Only the calling thread
  * waits. A host call on the JS thread itself fails at once (-EIO) rather than
@@ -73,8 +82,8 @@
 /* A safety margin on the C side: if the JS thread never answers at all. */
 #define HOST_CALL_GRACE_MS 15000
 
-typedef struct hostcall hostcall;
-typedef struct job job;
+typedef struct jsreq jsreq;
+typedef struct call call;
 
 /* One per init() (one plugin instance). Allocated at init and never freed:
  * a late thread-safe-function finalisation or plugin thread may still read it. */
@@ -99,7 +108,7 @@ typedef struct adapter {
     int tsfn_gone;      /* the thread-safe functions were released */
     int log_level;      /* minimum level written */
     int js_pending;     /* JS thread only: promises waiting on workers */
-    hostcall *asks;     /* permission questions a worker waits on (under mu) */
+    jsreq *asks;        /* permission questions a worker waits on (under mu) */
     int warned_no_ask;  /* JS thread only: "this OpenCode has no ctx.ask" logged */
     char *data_dir;     /* host.data_dir (project_data_dir), or NULL; lives as long as ad */
     char **event_types; /* copies of the plugin's event_types (ABI 1.3), NULL: every event */
@@ -111,20 +120,20 @@ typedef struct adapter {
 } adapter;
 
 /* ------------------------------------------------------------------------ */
-/* hostcall: one request from a non-JS thread to the JS thread               */
+/* jsreq: one request from a non-JS thread to the JS thread                  */
 /* ------------------------------------------------------------------------ */
 
-/* HC_SDK: client[group][method](opts). HC_LOG: fire and forget.
- * HC_ASK: ctx.ask(request) of a tool call's ToolContext (ask_permission). */
-enum hc_kind {
-    HC_SDK,
-    HC_LOG,
-    HC_ASK
+/* JSREQ_SDK: client[group][method](opts). JSREQ_LOG: fire and forget.
+ * JSREQ_ASK: ctx.ask(request) of a tool call's ToolContext (ask_permission). */
+enum jsreq_kind {
+    JSREQ_SDK,
+    JSREQ_LOG,
+    JSREQ_ASK
 };
 
-struct hostcall {
-    enum hc_kind kind;
-    int refs; /* HC_SDK: the waiting caller + the JS side. HC_ASK: the waiting
+struct jsreq {
+    enum jsreq_kind kind;
+    int refs; /* JSREQ_SDK: the waiting caller + the JS side. JSREQ_ASK: the waiting
                * worker + the queued item + each promise callback (released by
                * its finalizer: a promise may never settle). Guarded by mu. */
     pthread_mutex_t mu;
@@ -132,41 +141,41 @@ struct hostcall {
     int done;
     const char *group; /* client[group][method](opts) */
     const char *method;
-    char *opts_json; /* HC_ASK: the ctx.ask argument */
+    char *opts_json; /* JSREQ_ASK: the ctx.ask argument */
     int want_out;    /* put JSON.stringify(data) into out */
     int rc;
     char *out;
-    /* HC_LOG */
+    /* JSREQ_LOG */
     enum ocp_log_level level;
-    /* HC_ASK: the asking tool call. Read on the JS thread only while !done:
-     * the job lives until its worker has left the wait, and is freed on the
+    /* JSREQ_ASK: the asking tool call. Read on the JS thread only while !done:
+     * the call lives until its worker has left the wait, and is freed on the
      * JS thread (done_tsfn), so it cannot go away during one JS callback. */
-    job *job;
-    /* HC_ASK: what host_tsfn_call runs for it on the JS thread: ask.c's
+    call *call;
+    /* JSREQ_ASK: what host_tsfn_call runs for it on the JS thread: ask.c's
      * ask_start, set by ask.c (hostcall.c calls nothing of ask.c). Keeps no
      * reference of its own beyond what it hands to promise callbacks. */
-    void (*start)(napi_env env, adapter *ad, hostcall *hc);
-    hostcall *next; /* in adapter.asks while the worker waits (ad->mu) */
+    void (*start)(napi_env env, adapter *ad, jsreq *rq);
+    jsreq *next; /* in adapter.asks while the worker waits (ad->mu) */
 };
 
 /* ------------------------------------------------------------------------ */
-/* job: one tool call, command, or the dispose, settled on the JS thread     */
+/* call: one call into the plugin, run on a worker, settled on the JS thread  */
 /* ------------------------------------------------------------------------ */
 
-enum job_kind {
-    JOB_TOOL,
-    JOB_COMMAND,
-    JOB_DISPOSE,
-    JOB_UI /* a request from the TUI panel (ui.c): no promise, its reply is published */
+enum call_kind {
+    CALL_TOOL,
+    CALL_COMMAND,
+    CALL_DISPOSE,
+    CALL_UI /* a request from the TUI panel (ui.c): no promise, its reply is published */
 };
 
-/* Marks a live job, so that ask_permission can check the ocp_call_ctx it is
- * given really is one of ours before stepping back to its job. */
-#define JOB_MAGIC 0x6f63626au
+/* Marks a live call, so that ask_permission can check the ocp_call_ctx it is
+ * given really is one of ours before stepping back to its call. */
+#define CALL_MAGIC 0x6f63626au
 
-struct job {
+struct call {
     uint32_t magic;
-    enum job_kind kind;
+    enum call_kind kind;
     adapter *ad;
     napi_deferred deferred;
     char *name; /* tool or command */
@@ -179,8 +188,8 @@ struct job {
     napi_ref listener_ref;
     napi_ref parts_ref; /* command: output.parts, replaced in place */
     napi_ref tctx_ref;  /* tool: the ToolContext execute() got (its ask()) */
-    /* [js] run by done_tsfn_call once the job is settled and freed, or NULL.
-     * The dispose job's releases the thread-safe functions (lifecycle.c). */
+    /* [js] run by done_tsfn_call once the call is settled and freed, or NULL.
+     * The dispose call's releases the thread-safe functions (lifecycle.c). */
     void (*settled)(adapter *ad);
     int rc;
     char *out;
@@ -241,17 +250,17 @@ napi_value add_fn(napi_env env, napi_value obj, const char *key, napi_callback c
 
 /* ---- hostcall.c ------------------------------------------------------------ */
 
-/* [any] Reference counting of a hostcall; the last unref frees it. */
-void hc_ref(hostcall *hc);
-void hc_unref(hostcall *hc);
-/* [any] Completes the call once and wakes its waiter; takes ownership of out
- * (freed when the call was already complete). Returns 1 if this call completed
+/* [any] Reference counting of a jsreq; the last unref frees it. */
+void jsreq_ref(jsreq *rq);
+void jsreq_unref(jsreq *rq);
+/* [any] Completes the request once and wakes its waiter; takes ownership of
+ * out (freed when it was already complete). Returns 1 if this call completed
  * it, 0 if it was already complete. Drops no reference. */
-int hc_complete(hostcall *hc, int rc, char *out);
-/* [any] 1 once the call is complete. */
-int hc_is_done(hostcall *hc);
-/* [js] host_tsfn's callback: runs a queued hostcall (data) for context (the
- * adapter): HC_SDK here, HC_LOG with log_on_js, HC_ASK with its start. env is
+int jsreq_complete(jsreq *rq, int rc, char *out);
+/* [any] 1 once the request is complete. */
+int jsreq_is_done(jsreq *rq);
+/* [js] host_tsfn's callback: runs a queued jsreq (data) for context (the
+ * adapter): JSREQ_SDK here, JSREQ_LOG with log_on_js, JSREQ_ASK with its start. env is
  * NULL when the function is being torn down: what is still queued fails with
  * -ECANCELED. Consumes the queued item's reference. */
 void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
@@ -273,32 +282,32 @@ void h_log(void *ud, enum ocp_log_level level, const char *message);
  * -EACCES refused, -ECANCELED (Esc, shutdown), -EINVAL (bad request or ctx),
  * -EIO (could not ask, or no ToolContext); *out a reason (malloc'd) or NULL. */
 int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
-/* [any, holding ad->mu] Completes the open questions of job j (every open
- * question when j is NULL) with -ECANCELED and a copy of why. */
-void asks_cancel(adapter *ad, const job *j, const char *why);
+/* [any, holding ad->mu] Completes the open questions of call c (every open
+ * question when c is NULL) with -ECANCELED and a copy of why. */
+void asks_cancel(adapter *ad, const call *c, const char *why);
 
 /* ---- hostfns.c ------------------------------------------------------------- */
 
 /* [js, init] Fills ad->host: the ocp_host table the plugin receives. */
 void host_table_init(adapter *ad);
 
-/* ---- jobs.c ---------------------------------------------------------------- */
+/* ---- calls.c --------------------------------------------------------------- */
 
-/* [js] A new job of kind for ad (its ctx points nowhere yet); NULL when out of memory. */
-job *job_new(adapter *ad, enum job_kind kind);
-/* [js] Points j->ctx at the job's copied strings (s_session, ...). */
-void job_set_ctx(job *j);
-/* [js, or any with env NULL after teardown] Frees j; with env, also removes
+/* [js] A new call of kind for ad (its ctx points nowhere yet); NULL when out of memory. */
+call *call_new(adapter *ad, enum call_kind kind);
+/* [js] Points c->ctx at the call's copied strings (s_session, ...). */
+void call_set_ctx(call *c);
+/* [js, or any with env NULL after teardown] Frees c; with env, also removes
  * its abort listener and its references. */
-void job_free(napi_env env, job *j);
-/* [js] Starts a worker running j (tool_call or command_call) and keeps the
+void call_free(napi_env env, call *c);
+/* [js] Starts a worker running c (tool_call or command_call) and keeps the
  * loop alive until it is settled. 0, or -1 (shutting down, or no thread) with
- * j untouched: the caller settles and frees it. */
-int start_worker(napi_env env, adapter *ad, job *j);
+ * c untouched: the caller settles and frees it. */
+int start_worker(napi_env env, adapter *ad, call *c);
 /* [js] Adds d to the promises waiting on workers; the first keeps the loop
  * alive (done_tsfn ref'd), the last lets it go. */
 void pending_add(napi_env env, adapter *ad, int d);
-/* [js] done_tsfn's callback: settles a job's promise, frees it and runs its
+/* [js] done_tsfn's callback: settles a call's promise, frees it and runs its
  * settled (env NULL: torn down, only frees). */
 void done_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
 
@@ -324,8 +333,8 @@ napi_value hook_event(napi_env env, napi_callback_info info);
 /* [js] If ev (of type `type`) is a panel request (tui.command.execute,
  * "ocbg.ui {…}"), its JSON (malloc'd); else NULL. */
 char *ui_request_of(napi_env env, napi_value ev, const char *type);
-/* [worker] Run job j (JOB_UI): ui_request, then the reply published. */
-void ui_run(adapter *ad, job *j);
+/* [worker] Run call c (CALL_UI): ui_request, then the reply published. */
+void ui_run(adapter *ad, call *c);
 /* The host table's publish_view: "ocbg.view {…}" to every TUI. */
 int h_publish_view(void *ud, const char *session_id, const char *view_json);
 napi_value hook_transform(napi_env env, napi_callback_info info);

@@ -94,7 +94,7 @@ static napi_value ask_on_fulfilled(napi_env env, napi_callback_info info)
 {
     void *data;
     napi_get_cb_info(env, info, NULL, NULL, NULL, &data);
-    hc_complete(data, 0, NULL);
+    jsreq_complete(data, 0, NULL);
     return NULL;
 }
 
@@ -110,7 +110,7 @@ static napi_value ask_on_rejected(napi_env env, napi_callback_info info)
     napi_value err = NULL;
     void *data;
     napi_get_cb_info(env, info, &argc, &err, NULL, &data);
-    hostcall *hc = data;
+    jsreq *rq = data;
     if (argc < 1)
         err = NULL;
     char *tag = js_string(env, js_get(env, err, "_tag"));
@@ -148,7 +148,7 @@ static napi_value ask_on_rejected(napi_env env, napi_callback_info info)
         free(msg);
     }
     free(tag);
-    hc_complete(hc, rc, text);
+    jsreq_complete(rq, rc, text);
     return NULL;
 }
 
@@ -156,37 +156,37 @@ static void ask_cb_finalize(napi_env env, void *data, void *hint)
 {
     (void)env;
     (void)hint;
-    hc_unref(data);
+    jsreq_unref(data);
 }
 
-/* A promise callback holding its own reference to hc until it is garbage
+/* A promise callback holding its own reference to rq until it is garbage
  * collected: OpenCode may never settle the promise (it does not after an
  * abort), so neither callback can count on running. 0, or -1 (not usable). */
-static int ask_callback(napi_env env, hostcall *hc, const char *name, napi_callback cb, napi_value *fn)
+static int ask_callback(napi_env env, jsreq *rq, const char *name, napi_callback cb, napi_value *fn)
 {
-    if (napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, hc, fn) != napi_ok)
+    if (napi_create_function(env, name, NAPI_AUTO_LENGTH, cb, rq, fn) != napi_ok)
         return -1;
-    hc_ref(hc);
-    if (napi_add_finalizer(env, *fn, hc, ask_cb_finalize, NULL, NULL) != napi_ok) {
-        hc_unref(hc);
+    jsreq_ref(rq);
+    if (napi_add_finalizer(env, *fn, rq, ask_cb_finalize, NULL, NULL) != napi_ok) {
+        jsreq_unref(rq);
         return -1;
     }
     return 0;
 }
 
-/* An HC_ASK's start (host_tsfn_call runs it on the JS thread): calls
+/* A JSREQ_ASK's start (host_tsfn_call runs it on the JS thread): calls
  * ctx.ask(input) for the waiting worker; the promise's callbacks (or a
- * failure here) complete hc. Keeps no reference of its own beyond the
+ * failure here) complete rq. Keeps no reference of its own beyond the
  * callbacks'. */
-static void ask_start(napi_env env, adapter *ad, hostcall *hc)
+static void ask_start(napi_env env, adapter *ad, jsreq *rq)
 {
-    if (hc_is_done(hc))
-        return; /* cancelled while queued: the job may be gone already */
+    if (jsreq_is_done(rq))
+        return; /* cancelled while queued: the call may be gone already */
     napi_handle_scope scope;
     napi_open_handle_scope(env, &scope);
-    job *j = hc->job;
+    call *c = rq->call;
     napi_value tctx = NULL, fn, arg, promise, cbs[2];
-    if (j->tctx_ref && napi_get_reference_value(env, j->tctx_ref, &tctx) != napi_ok)
+    if (c->tctx_ref && napi_get_reference_value(env, c->tctx_ref, &tctx) != napi_ok)
         tctx = NULL;
     fn = js_get(env, tctx, "ask");
     if (!js_is(env, fn, napi_function)) {
@@ -198,52 +198,52 @@ static void ask_start(napi_env env, adapter *ad, hostcall *hc)
                   "ocbg: this OpenCode's tool context has no ask(): commands and sub-agents start without "
                   "permission questions");
         }
-        hc_complete(hc, 0, NULL);
-    } else if (!(arg = js_parse(env, hc->opts_json))) {
-        hc_complete(hc, -EIO, xstrdup("OpenCode could not ask: the question is not valid JSON"));
+        jsreq_complete(rq, 0, NULL);
+    } else if (!(arg = js_parse(env, rq->opts_json))) {
+        jsreq_complete(rq, -EIO, xstrdup("OpenCode could not ask: the question is not valid JSON"));
     } else if (napi_call_function(env, tctx, fn, 1, &arg, &promise) != napi_ok) {
         char *e = take_exception(env);
-        hc_complete(hc, -EIO, xprintf("OpenCode could not ask: %s", e ? e : "ctx.ask() failed"));
+        jsreq_complete(rq, -EIO, xprintf("OpenCode could not ask: %s", e ? e : "ctx.ask() failed"));
         free(e);
     } else {
         bool is_promise = false;
         napi_is_promise(env, promise, &is_promise);
         if (!is_promise) {
-            hc_complete(hc, 0, NULL); /* returned without throwing: allowed */
-        } else if (ask_callback(env, hc, "ocbgAskOk", ask_on_fulfilled, &cbs[0]) != 0 ||
-                   ask_callback(env, hc, "ocbgAskErr", ask_on_rejected, &cbs[1]) != 0 ||
+            jsreq_complete(rq, 0, NULL); /* returned without throwing: allowed */
+        } else if (ask_callback(env, rq, "ocbgAskOk", ask_on_fulfilled, &cbs[0]) != 0 ||
+                   ask_callback(env, rq, "ocbgAskErr", ask_on_rejected, &cbs[1]) != 0 ||
                    !js_call_method(env, promise, "then", 2, cbs)) {
             free(take_exception(env));
-            hc_complete(hc, -EIO, xstrdup("OpenCode could not ask: cannot wait for ctx.ask()"));
+            jsreq_complete(rq, -EIO, xstrdup("OpenCode could not ask: cannot wait for ctx.ask()"));
         }
     }
     napi_close_handle_scope(env, scope);
 }
 
-/* Removes hc from the adapter's open questions. Caller holds ad->mu. */
-static void asks_remove(adapter *ad, hostcall *hc)
+/* Removes rq from the adapter's open questions. Caller holds ad->mu. */
+static void asks_remove(adapter *ad, jsreq *rq)
 {
-    for (hostcall **p = &ad->asks; *p; p = &(*p)->next)
-        if (*p == hc) {
-            *p = hc->next;
+    for (jsreq **p = &ad->asks; *p; p = &(*p)->next)
+        if (*p == rq) {
+            *p = rq->next;
             return;
         }
 }
 
-void asks_cancel(adapter *ad, const job *j, const char *why)
+void asks_cancel(adapter *ad, const call *c, const char *why)
 {
-    for (hostcall *hc = ad->asks; hc; hc = hc->next)
-        if (!j || hc->job == j)
-            hc_complete(hc, -ECANCELED, xstrdup(why));
+    for (jsreq *rq = ad->asks; rq; rq = rq->next)
+        if (!c || rq->call == c)
+            jsreq_complete(rq, -ECANCELED, xstrdup(why));
 }
 
-/* The job whose call context ctx is, if it may ask: NULL with *rc and *out
- * set when ctx is not one of this adapter's jobs (-EINVAL), or the caller is
+/* The call whose context ctx is, if it may ask: NULL with *rc and *out
+ * set when ctx is not one of this adapter's calls (-EINVAL), or the caller is
  * on the JS thread or runs a command (-EIO). */
-static job *ask_job(adapter *ad, const ocp_call_ctx *ctx, int *rc, char **out)
+static call *ask_call(adapter *ad, const ocp_call_ctx *ctx, int *rc, char **out)
 {
-    job *j = (job *)(void *)((char *)(uintptr_t)ctx - offsetof(job, ctx));
-    if (j->magic != JOB_MAGIC || j->ad != ad) {
+    call *c = (call *)(void *)((char *)(uintptr_t)ctx - offsetof(call, ctx));
+    if (c->magic != CALL_MAGIC || c->ad != ad) {
         *out = xstrdup("ask_permission: not the call context of a tool call of this host");
         *rc = -EINVAL;
         return NULL;
@@ -253,35 +253,35 @@ static job *ask_job(adapter *ad, const ocp_call_ctx *ctx, int *rc, char **out)
         *rc = -EIO;
         return NULL;
     }
-    if (j->kind != JOB_TOOL) {
+    if (c->kind != CALL_TOOL) {
         *out = xstrdup("OpenCode asks for permission only inside a tool call (a slash command has no ToolContext)");
         *rc = -EIO;
         return NULL;
     }
-    return j;
+    return c;
 }
 
-/* A new HC_ASK record for j owning input, with two references: the waiting
+/* A new JSREQ_ASK record for c owning input, with two references: the waiting
  * worker's and the queued item's. NULL when out of memory (input untouched). */
-static hostcall *ask_new(job *j, char *input)
+static jsreq *ask_new(call *c, char *input)
 {
-    hostcall *hc = calloc(1, sizeof *hc);
-    if (!hc)
+    jsreq *rq = calloc(1, sizeof *rq);
+    if (!rq)
         return NULL;
-    hc->kind = HC_ASK;
-    hc->refs = 2;
-    pthread_mutex_init(&hc->mu, NULL);
-    pthread_cond_init(&hc->cv, NULL);
-    hc->opts_json = input;
-    hc->job = j;
-    hc->start = ask_start;
-    return hc;
+    rq->kind = JSREQ_ASK;
+    rq->refs = 2;
+    pthread_mutex_init(&rq->mu, NULL);
+    pthread_cond_init(&rq->cv, NULL);
+    rq->opts_json = input;
+    rq->call = c;
+    rq->start = ask_start;
+    return rq;
 }
 
-/* Adds hc to the open questions. Under ad->mu, where on_abort sets
+/* Adds rq to the open questions. Under ad->mu, where on_abort sets
  * `cancelled`: an Esc either came before (seen here) or finds the question in
- * the list. Returns NULL, or why it is refused (then hc is not added). */
-static const char *ask_register(adapter *ad, hostcall *hc, const ocp_call_ctx *ctx)
+ * the list. Returns NULL, or why it is refused (then rq is not added). */
+static const char *ask_register(adapter *ad, jsreq *rq, const ocp_call_ctx *ctx)
 {
     const char *refused = NULL;
     pthread_mutex_lock(&ad->mu);
@@ -290,33 +290,33 @@ static const char *ask_register(adapter *ad, hostcall *hc, const ocp_call_ctx *c
     else if (__atomic_load_n(&ctx->cancelled, __ATOMIC_SEQ_CST))
         refused = "cancelled before OpenCode asked the user";
     else {
-        hc->next = ad->asks;
-        ad->asks = hc;
+        rq->next = ad->asks;
+        ad->asks = rq;
     }
     pthread_mutex_unlock(&ad->mu);
     return refused;
 }
 
-/* Queues a registered hc for the JS thread and waits for the answer with no
+/* Queues a registered rq for the JS thread and waits for the answer with no
  * time limit; then removes it from the open questions and drops the worker's
  * reference. Returns its rc, its text in *out. */
-static int ask_wait(adapter *ad, hostcall *hc, char **out)
+static int ask_wait(adapter *ad, jsreq *rq, char **out)
 {
-    if (napi_call_threadsafe_function(ad->host_tsfn, hc, napi_tsfn_blocking) != napi_ok) {
-        hc_complete(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
-        hc_unref(hc); /* never queued */
+    if (napi_call_threadsafe_function(ad->host_tsfn, rq, napi_tsfn_blocking) != napi_ok) {
+        jsreq_complete(rq, -ECANCELED, xstrdup("OpenCode is shutting down"));
+        jsreq_unref(rq); /* never queued */
     }
-    pthread_mutex_lock(&hc->mu);
-    while (!hc->done)
-        pthread_cond_wait(&hc->cv, &hc->mu);
-    int rc = hc->rc;
-    *out = hc->out;
-    hc->out = NULL;
-    pthread_mutex_unlock(&hc->mu);
+    pthread_mutex_lock(&rq->mu);
+    while (!rq->done)
+        pthread_cond_wait(&rq->cv, &rq->mu);
+    int rc = rq->rc;
+    *out = rq->out;
+    rq->out = NULL;
+    pthread_mutex_unlock(&rq->mu);
     pthread_mutex_lock(&ad->mu);
-    asks_remove(ad, hc);
+    asks_remove(ad, rq);
     pthread_mutex_unlock(&ad->mu);
-    hc_unref(hc);
+    jsreq_unref(rq);
     return rc;
 }
 
@@ -329,8 +329,8 @@ static int ask_permission(adapter *ad, const ocp_call_ctx *ctx, const ocp_permis
         return -EINVAL;
     }
     int rc = 0;
-    job *j = ask_job(ad, ctx, &rc, out);
-    if (!j)
+    call *c = ask_call(ad, ctx, &rc, out);
+    if (!c)
         return rc;
     const char *why = NULL;
     char *input = ask_input(req, &why);
@@ -338,25 +338,25 @@ static int ask_permission(adapter *ad, const ocp_call_ctx *ctx, const ocp_permis
         *out = xstrdup(why);
         return -EINVAL;
     }
-    hostcall *hc = ask_new(j, input);
-    if (!hc) {
+    jsreq *rq = ask_new(c, input);
+    if (!rq) {
         free(input);
         return -ENOMEM;
     }
-    const char *refused = ask_register(ad, hc, ctx);
+    const char *refused = ask_register(ad, rq, ctx);
     if (refused) {
-        hc->refs = 1; /* never queued: only ours */
-        hc_unref(hc);
+        rq->refs = 1; /* never queued: only ours */
+        jsreq_unref(rq);
         *out = xstrdup(refused);
         return -ECANCELED;
     }
-    return ask_wait(ad, hc, out);
+    return ask_wait(ad, rq, out);
 }
 
 /* ask_permission [worker]: ctx.ask() on the JS thread, and the tool call's
  * worker waits for the answer, without a time limit (the user may take
  * minutes); Esc (on_abort) and shutdown end the wait at once with -ECANCELED.
- * ctx must be the ocp_call_ctx of one of this adapter's jobs. *out: the
+ * ctx must be the ocp_call_ctx of one of this adapter's calls. *out: the
  * reason on failure (malloc'd, freed with h_free), else NULL; out may be NULL. */
 int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out)
 {

@@ -2,7 +2,7 @@
  * hooks.c — OpenCode's hooks other than tools [js]: event -> on_event,
  * messages.transform -> transform_messages (both called under ad->mu, so
  * that none runs concurrently with shutdown), config (the plugin's slash
- * commands) and command.execute.before (a command job on a worker).
+ * commands) and command.execute.before (a command call on a worker).
  */
 #include "adapter.h"
 
@@ -23,13 +23,13 @@ static int reads_event(napi_env env, adapter *ad, napi_value ev)
         return !ad->event_types; /* no string type, or longer than any the plugin reads */
     char *request = ui_request_of(env, ev, buf);
     if (request) { /* run on a worker: ui_request, then the reply published */
-        job *j = job_new(ad, JOB_UI);
-        if (j)
-            j->args = request;
+        call *c = call_new(ad, CALL_UI);
+        if (c)
+            c->args = request;
         else
             free(request);
-        if (j && start_worker(env, ad, j) != 0)
-            job_free(env, j);
+        if (c && start_worker(env, ad, c) != 0)
+            call_free(env, c);
         return 0;
     }
     if (!ad->event_types)
@@ -165,21 +165,21 @@ napi_value hook_command(napi_env env, napi_callback_info info)
         free(name);
         return resolved(env);
     }
-    job *j = job_new(ad, JOB_COMMAND);
-    if (!j) {
+    call *c = call_new(ad, CALL_COMMAND);
+    if (!c) {
         free(name);
         return rejected(env, "ocbg: out of memory");
     }
-    j->name = name;
-    j->args = js_string(env, js_get(env, argv[0], "arguments"));
-    j->s_session = js_string(env, js_get(env, argv[0], "sessionID"));
-    job_set_ctx(j);
-    napi_create_reference(env, parts, 1, &j->parts_ref);
+    c->name = name;
+    c->args = js_string(env, js_get(env, argv[0], "arguments"));
+    c->s_session = js_string(env, js_get(env, argv[0], "sessionID"));
+    call_set_ctx(c);
+    napi_create_reference(env, parts, 1, &c->parts_ref);
     napi_value promise;
-    napi_create_promise(env, &j->deferred, &promise);
-    if (start_worker(env, ad, j) != 0) {
-        napi_resolve_deferred(env, j->deferred, js_undefined(env));
-        job_free(env, j);
+    napi_create_promise(env, &c->deferred, &promise);
+    if (start_worker(env, ad, c) != 0) {
+        napi_resolve_deferred(env, c->deferred, js_undefined(env));
+        call_free(env, c);
     }
     return promise;
 }

@@ -10,59 +10,59 @@
 #include <string.h>
 #include <time.h>
 
-void hc_ref(hostcall *hc)
+void jsreq_ref(jsreq *rq)
 {
-    pthread_mutex_lock(&hc->mu);
-    hc->refs++;
-    pthread_mutex_unlock(&hc->mu);
+    pthread_mutex_lock(&rq->mu);
+    rq->refs++;
+    pthread_mutex_unlock(&rq->mu);
 }
 
-void hc_unref(hostcall *hc)
+void jsreq_unref(jsreq *rq)
 {
-    pthread_mutex_lock(&hc->mu);
-    int left = --hc->refs;
-    pthread_mutex_unlock(&hc->mu);
+    pthread_mutex_lock(&rq->mu);
+    int left = --rq->refs;
+    pthread_mutex_unlock(&rq->mu);
     if (left == 0) {
-        pthread_mutex_destroy(&hc->mu);
-        pthread_cond_destroy(&hc->cv);
-        free(hc->opts_json);
-        free(hc->out);
-        free(hc);
+        pthread_mutex_destroy(&rq->mu);
+        pthread_cond_destroy(&rq->cv);
+        free(rq->opts_json);
+        free(rq->out);
+        free(rq);
     }
 }
 
-/* Completes the call once and wakes its caller; takes ownership of out (freed
- * when the call was already complete). Any thread. Returns 1 if this call
+/* Completes the request once and wakes its caller; takes ownership of out
+ * (freed when it was already complete). Any thread. Returns 1 if this call
  * completed it. Drops no reference. */
-int hc_complete(hostcall *hc, int rc, char *out)
+int jsreq_complete(jsreq *rq, int rc, char *out)
 {
-    pthread_mutex_lock(&hc->mu);
-    if (hc->done) {
-        pthread_mutex_unlock(&hc->mu);
+    pthread_mutex_lock(&rq->mu);
+    if (rq->done) {
+        pthread_mutex_unlock(&rq->mu);
         free(out);
         return 0;
     }
-    hc->done = 1;
-    hc->rc = rc;
-    hc->out = out;
-    pthread_cond_broadcast(&hc->cv);
-    pthread_mutex_unlock(&hc->mu);
+    rq->done = 1;
+    rq->rc = rc;
+    rq->out = out;
+    pthread_cond_broadcast(&rq->cv);
+    pthread_mutex_unlock(&rq->mu);
     return 1;
 }
 
-/* HC_SDK: completes the call (JS thread); the first completion drops the JS
+/* JSREQ_SDK: completes the request (JS thread); the first completion drops the JS
  * side's reference. */
-static void hc_finish(hostcall *hc, int rc, char *out)
+static void jsreq_finish(jsreq *rq, int rc, char *out)
 {
-    if (hc_complete(hc, rc, out))
-        hc_unref(hc);
+    if (jsreq_complete(rq, rc, out))
+        jsreq_unref(rq);
 }
 
-int hc_is_done(hostcall *hc)
+int jsreq_is_done(jsreq *rq)
 {
-    pthread_mutex_lock(&hc->mu);
-    int d = hc->done;
-    pthread_mutex_unlock(&hc->mu);
+    pthread_mutex_lock(&rq->mu);
+    int d = rq->done;
+    pthread_mutex_unlock(&rq->mu);
     return d;
 }
 
@@ -101,13 +101,13 @@ static int error_is_not_found(napi_env env, napi_value err, int status)
     return nf;
 }
 
-static napi_value hc_on_fulfilled(napi_env env, napi_callback_info info)
+static napi_value jsreq_on_fulfilled(napi_env env, napi_callback_info info)
 {
     size_t argc = 1;
     napi_value res = NULL;
     void *data;
     napi_get_cb_info(env, info, &argc, &res, NULL, &data);
-    hostcall *hc = data;
+    jsreq *rq = data;
     if (argc < 1)
         res = NULL;
     int status = 0;
@@ -118,29 +118,29 @@ static napi_value hc_on_fulfilled(napi_env env, napi_callback_info info)
     napi_value err = js_get(env, res, "error");
     if (err || (status >= 400)) {
         int rc = error_is_not_found(env, err, status) ? -ENOENT : -EIO;
-        hc_finish(hc, rc, error_text(env, err, status));
+        jsreq_finish(rq, rc, error_text(env, err, status));
         return NULL;
     }
     char *out = NULL;
-    if (hc->want_out) {
+    if (rq->want_out) {
         napi_value d = js_get(env, res, "data");
         out = d ? js_stringify(env, d) : NULL;
         if (!out) {
-            hc_finish(hc, -EIO, xprintf("OpenCode: empty answer to %s.%s", hc->group, hc->method));
+            jsreq_finish(rq, -EIO, xprintf("OpenCode: empty answer to %s.%s", rq->group, rq->method));
             return NULL;
         }
     }
-    hc_finish(hc, 0, out);
+    jsreq_finish(rq, 0, out);
     return NULL;
 }
 
-static napi_value hc_on_rejected(napi_env env, napi_callback_info info)
+static napi_value jsreq_on_rejected(napi_env env, napi_callback_info info)
 {
     size_t argc = 1;
     napi_value err = NULL;
     void *data;
     napi_get_cb_info(env, info, &argc, &err, NULL, &data);
-    hostcall *hc = data;
+    jsreq *rq = data;
     int status = 0;
     napi_value cause = js_get(env, err, "cause");
     napi_value st = js_get(env, cause, "status");
@@ -148,22 +148,22 @@ static napi_value hc_on_rejected(napi_env env, napi_callback_info info)
         napi_get_value_int32(env, st, &status);
     napi_value body = js_get(env, cause, "body");
     int rc = error_is_not_found(env, body ? body : err, status) ? -ENOENT : -EIO;
-    hc_finish(hc, rc, error_text(env, body ? body : err, status));
+    jsreq_finish(rq, rc, error_text(env, body ? body : err, status));
     return NULL;
 }
 
-/* Runs on the JS thread: starts the SDK call; its promise finishes hc later. */
-static void hc_start(napi_env env, adapter *ad, hostcall *hc)
+/* Runs on the JS thread: starts the SDK call; its promise finishes rq later. */
+static void jsreq_start(napi_env env, adapter *ad, jsreq *rq)
 {
     napi_value client, group, opts, promise, args[2];
     if (napi_get_reference_value(env, ad->client_ref, &client) != napi_ok || !client) {
-        hc_finish(hc, -EIO, xstrdup("OpenCode: no SDK client"));
+        jsreq_finish(rq, -EIO, xstrdup("OpenCode: no SDK client"));
         return;
     }
-    group = js_get(env, client, hc->group);
-    opts = js_parse(env, hc->opts_json ? hc->opts_json : "{}");
+    group = js_get(env, client, rq->group);
+    opts = js_parse(env, rq->opts_json ? rq->opts_json : "{}");
     if (!group || !opts) {
-        hc_finish(hc, -EIO, xprintf("OpenCode: the SDK has no %s", hc->group));
+        jsreq_finish(rq, -EIO, xprintf("OpenCode: the SDK has no %s", rq->group));
         return;
     }
     /* every request gets a timeout: AbortSignal.timeout(ms) */
@@ -174,15 +174,15 @@ static void hc_start(napi_env env, adapter *ad, hostcall *hc)
         napi_set_named_property(env, opts, "signal", sig);
     else
         free(take_exception(env));
-    promise = js_call_method(env, group, hc->method, 1, &opts);
+    promise = js_call_method(env, group, rq->method, 1, &opts);
     if (!promise) {
         char *e = take_exception(env);
-        hc_finish(hc, -EIO, xprintf("OpenCode: %s.%s failed: %s", hc->group, hc->method, e ? e : "not a function"));
+        jsreq_finish(rq, -EIO, xprintf("OpenCode: %s.%s failed: %s", rq->group, rq->method, e ? e : "not a function"));
         free(e);
         return;
     }
-    napi_create_function(env, "ocbgHostOk", NAPI_AUTO_LENGTH, hc_on_fulfilled, hc, &args[0]);
-    napi_create_function(env, "ocbgHostErr", NAPI_AUTO_LENGTH, hc_on_rejected, hc, &args[1]);
+    napi_create_function(env, "ocbgHostOk", NAPI_AUTO_LENGTH, jsreq_on_fulfilled, rq, &args[0]);
+    napi_create_function(env, "ocbgHostErr", NAPI_AUTO_LENGTH, jsreq_on_rejected, rq, &args[1]);
     bool is_promise = false;
     napi_is_promise(env, promise, &is_promise);
     if (!is_promise || !js_call_method(env, promise, "then", 2, args)) {
@@ -202,7 +202,7 @@ static napi_value js_noop(napi_env env, napi_callback_info info)
     return NULL;
 }
 
-static void log_on_js(napi_env env, adapter *ad, hostcall *hc)
+static void log_on_js(napi_env env, adapter *ad, jsreq *rq)
 {
     static const char *levels[] = {"debug", "info", "warn", "error"};
     napi_value client, app;
@@ -211,8 +211,8 @@ static void log_on_js(napi_env env, adapter *ad, hostcall *hc)
         (app = js_get(env, client, "app"))) {
         cJSON *o = cJSON_CreateObject(), *b = cJSON_AddObjectToObject(o, "body");
         cJSON_AddStringToObject(b, "service", "ocbg");
-        cJSON_AddStringToObject(b, "level", levels[hc->level <= OCP_LOG_ERROR ? hc->level : 3]);
-        cJSON_AddStringToObject(b, "message", hc->out ? hc->out : "");
+        cJSON_AddStringToObject(b, "level", levels[rq->level <= OCP_LOG_ERROR ? rq->level : 3]);
+        cJSON_AddStringToObject(b, "message", rq->out ? rq->out : "");
         char *t = cJSON_PrintUnformatted(o);
         cJSON_Delete(o);
         napi_value opts = t ? js_parse(env, t) : NULL;
@@ -230,12 +230,12 @@ static void log_on_js(napi_env env, adapter *ad, hostcall *hc)
             free(take_exception(env));
         }
     }
-    if (!sent || hc->level >= OCP_LOG_WARN)
-        stderr_log(hc->level, hc->out ? hc->out : "");
+    if (!sent || rq->level >= OCP_LOG_WARN)
+        stderr_log(rq->level, rq->out ? rq->out : "");
 }
 
 /* The table's log (hostfns.c puts it there; ask.c and lifecycle.c log with
- * it too): an HC_LOG record queued without waiting, run by log_on_js. */
+ * it too): a JSREQ_LOG record queued without waiting, run by log_on_js. */
 void h_log(void *ud, enum ocp_log_level level, const char *message)
 {
     adapter *ad = ud;
@@ -248,16 +248,16 @@ void h_log(void *ud, enum ocp_log_level level, const char *message)
         stderr_log(level, message ? message : "");
         return;
     }
-    hostcall *hc = calloc(1, sizeof *hc);
-    if (!hc)
+    jsreq *rq = calloc(1, sizeof *rq);
+    if (!rq)
         return;
-    hc->kind = HC_LOG;
-    hc->level = level;
-    hc->out = xstrdup(message ? message : "");
-    if (napi_call_threadsafe_function(ad->host_tsfn, hc, napi_tsfn_nonblocking) != napi_ok) {
-        stderr_log(level, hc->out ? hc->out : "");
-        free(hc->out);
-        free(hc);
+    rq->kind = JSREQ_LOG;
+    rq->level = level;
+    rq->out = xstrdup(message ? message : "");
+    if (napi_call_threadsafe_function(ad->host_tsfn, rq, napi_tsfn_nonblocking) != napi_ok) {
+        stderr_log(level, rq->out ? rq->out : "");
+        free(rq->out);
+        free(rq);
     }
 }
 
@@ -267,65 +267,65 @@ void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data)
 {
     (void)js_cb;
     adapter *ad = context;
-    hostcall *hc = data;
-    if (hc->kind == HC_LOG) {
+    jsreq *rq = data;
+    if (rq->kind == JSREQ_LOG) {
         if (env)
-            log_on_js(env, ad, hc);
+            log_on_js(env, ad, rq);
         else
-            stderr_log(hc->level, hc->out ? hc->out : "");
-        free(hc->out);
-        free(hc);
+            stderr_log(rq->level, rq->out ? rq->out : "");
+        free(rq->out);
+        free(rq);
         return;
     }
-    if (hc->kind == HC_ASK) {
+    if (rq->kind == JSREQ_ASK) {
         if (!env)
-            hc_complete(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
+            jsreq_complete(rq, -ECANCELED, xstrdup("OpenCode is shutting down"));
         else
-            hc->start(env, ad, hc);
-        hc_unref(hc); /* the queued item's reference */
+            rq->start(env, ad, rq);
+        jsreq_unref(rq); /* the queued item's reference */
         return;
     }
     if (!env) {
-        hc_finish(hc, -ECANCELED, xstrdup("OpenCode is shutting down"));
+        jsreq_finish(rq, -ECANCELED, xstrdup("OpenCode is shutting down"));
         return;
     }
     napi_handle_scope scope;
     napi_open_handle_scope(env, &scope);
-    hc_start(env, ad, hc);
+    jsreq_start(env, ad, rq);
     napi_close_handle_scope(env, scope);
 }
 
-/* A new HC_SDK record owning opts_json, with two references: the waiting
+/* A new JSREQ_SDK record owning opts_json, with two references: the waiting
  * caller's and the JS side's. NULL when out of memory (opts_json untouched). */
-static hostcall *hc_new_sdk(const char *group, const char *method, char *opts_json, int want_out)
+static jsreq *jsreq_new_sdk(const char *group, const char *method, char *opts_json, int want_out)
 {
-    hostcall *hc = calloc(1, sizeof *hc);
-    if (!hc)
+    jsreq *rq = calloc(1, sizeof *rq);
+    if (!rq)
         return NULL;
-    hc->kind = HC_SDK;
-    hc->refs = 2;
-    pthread_mutex_init(&hc->mu, NULL);
+    rq->kind = JSREQ_SDK;
+    rq->refs = 2;
+    pthread_mutex_init(&rq->mu, NULL);
     /* CLOCK_MONOTONIC: a clock change must not shorten or stretch the wait */
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&hc->cv, &ca);
+    pthread_cond_init(&rq->cv, &ca);
     pthread_condattr_destroy(&ca);
-    hc->group = group;
-    hc->method = method;
-    hc->opts_json = opts_json;
-    hc->want_out = want_out;
-    return hc;
+    rq->group = group;
+    rq->method = method;
+    rq->opts_json = opts_json;
+    rq->want_out = want_out;
+    return rq;
 }
 
-/* Queues hc on host_tsfn. 0, or -1 when the TSFNs are gone or closing (hc
+/* Queues rq on host_tsfn. 0, or -1 when the TSFNs are gone or closing (rq
  * was not queued). */
-static int hc_queue(adapter *ad, hostcall *hc)
+static int jsreq_queue(adapter *ad, jsreq *rq)
 {
     pthread_mutex_lock(&ad->mu);
     int gone = ad->tsfn_gone;
     pthread_mutex_unlock(&ad->mu);
-    napi_status s = gone ? napi_closing : napi_call_threadsafe_function(ad->host_tsfn, hc, napi_tsfn_blocking);
+    napi_status s = gone ? napi_closing : napi_call_threadsafe_function(ad->host_tsfn, rq, napi_tsfn_blocking);
     return s == napi_ok ? 0 : -1;
 }
 
@@ -343,16 +343,16 @@ static struct timespec deadline_in(long long ms)
     return dl;
 }
 
-/* Waits for the JS side to complete hc, at most until the SDK's own timeout
+/* Waits for the JS side to complete rq, at most until the SDK's own timeout
  * plus a grace period (the JS thread may never answer). Returns its rc and
  * moves its text to *out (out may be NULL); -EIO on timeout. */
-static int hc_wait(hostcall *hc, char **out)
+static int jsreq_wait(jsreq *rq, char **out)
 {
     struct timespec dl = deadline_in(HOST_CALL_TIMEOUT_MS + HOST_CALL_GRACE_MS);
-    pthread_mutex_lock(&hc->mu);
+    pthread_mutex_lock(&rq->mu);
     int timed_out = 0;
-    while (!hc->done) {
-        if (pthread_cond_timedwait(&hc->cv, &hc->mu, &dl) == ETIMEDOUT && !hc->done) {
+    while (!rq->done) {
+        if (pthread_cond_timedwait(&rq->cv, &rq->mu, &dl) == ETIMEDOUT && !rq->done) {
             timed_out = 1;
             break;
         }
@@ -361,15 +361,15 @@ static int hc_wait(hostcall *hc, char **out)
     if (timed_out) {
         rc = -EIO;
         if (out)
-            *out = xprintf("OpenCode did not answer %s.%s in time", hc->group, hc->method);
+            *out = xprintf("OpenCode did not answer %s.%s in time", rq->group, rq->method);
     } else {
-        rc = hc->rc;
+        rc = rq->rc;
         if (out) {
-            *out = hc->out;
-            hc->out = NULL;
+            *out = rq->out;
+            rq->out = NULL;
         }
     }
-    pthread_mutex_unlock(&hc->mu);
+    pthread_mutex_unlock(&rq->mu);
     return rc;
 }
 
@@ -388,19 +388,19 @@ int host_request(adapter *ad, const char *group, const char *method, cJSON *opts
             *out = xstrdup("ocbg: host call on OpenCode's event thread refused (it would deadlock)");
         return -EIO;
     }
-    hostcall *hc = hc_new_sdk(group, method, opts_json, want_out);
-    if (!hc) {
+    jsreq *rq = jsreq_new_sdk(group, method, opts_json, want_out);
+    if (!rq) {
         free(opts_json);
         return -ENOMEM;
     }
-    if (hc_queue(ad, hc) != 0) {
-        hc->refs = 1; /* the JS side never got it */
-        hc_unref(hc);
+    if (jsreq_queue(ad, rq) != 0) {
+        rq->refs = 1; /* the JS side never got it */
+        jsreq_unref(rq);
         if (out)
             *out = xstrdup("OpenCode is shutting down");
         return -ECANCELED;
     }
-    int rc = hc_wait(hc, out);
-    hc_unref(hc);
+    int rc = jsreq_wait(rq, out);
+    jsreq_unref(rq);
     return rc;
 }

@@ -16,7 +16,7 @@
 /* ------------------------------------------------------------------------ */
 
 /* [js] Releases both thread-safe functions once (later host calls get
- * -ECANCELED). The adapter stays allocated. The dispose job's settled. */
+ * -ECANCELED). The adapter stays allocated. The dispose call's settled. */
 static void release_tsfns(adapter *ad)
 {
     pthread_mutex_lock(&ad->mu);
@@ -35,8 +35,8 @@ static void release_tsfns(adapter *ad)
  * for plugin threads that may be blocked in host calls served by that thread. */
 static void *shutdown_main(void *arg)
 {
-    job *j = arg;
-    adapter *ad = j->ad;
+    call *c = arg;
+    adapter *ad = c->ad;
     pthread_mutex_lock(&ad->mu);
     ad->closing = 1; /* no new on_event / transform / tool_cancel / tool_call */
     /* open permission questions end now: shutdown waits for their tool calls */
@@ -50,8 +50,8 @@ static void *shutdown_main(void *arg)
     if (ad->dl)
         dlclose(ad->dl);
     ad->dl = NULL;
-    if (napi_call_threadsafe_function(ad->done_tsfn, j, napi_tsfn_blocking) != napi_ok)
-        job_free(NULL, j);
+    if (napi_call_threadsafe_function(ad->done_tsfn, c, napi_tsfn_blocking) != napi_ok)
+        call_free(NULL, c);
     return NULL;
 }
 
@@ -66,20 +66,20 @@ static napi_value hook_dispose(napi_env env, napi_callback_info info)
     pthread_mutex_unlock(&ad->mu);
     if (started)
         return resolved(env);
-    job *j = job_new(ad, JOB_DISPOSE);
-    if (!j)
+    call *c = call_new(ad, CALL_DISPOSE);
+    if (!c)
         return resolved(env);
-    j->settled = release_tsfns; /* once its promise is resolved */
+    c->settled = release_tsfns; /* once its promise is resolved */
     napi_value promise;
-    napi_create_promise(env, &j->deferred, &promise);
+    napi_create_promise(env, &c->deferred, &promise);
     pending_add(env, ad, 1); /* the loop stays alive until shutdown has finished */
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t t;
-    if (pthread_create(&t, &attr, shutdown_main, j) != 0) {
-        napi_resolve_deferred(env, j->deferred, js_undefined(env));
-        job_free(env, j);
+    if (pthread_create(&t, &attr, shutdown_main, c) != 0) {
+        napi_resolve_deferred(env, c->deferred, js_undefined(env));
+        call_free(env, c);
     }
     pthread_attr_destroy(&attr);
     return promise;

@@ -70,14 +70,14 @@ static char *reply_json(const cJSON *req, int rc, const char *out)
     return text;
 }
 
-void ui_run(adapter *ad, job *j)
+void ui_run(adapter *ad, call *c)
 {
     const ocp_plugin *p = ad->plugin;
     char *out = NULL;
     int rc = -ENOSYS;
     if (OCP_HAS_FIELD(ocp_plugin, p, ui_request) && p->ui_request)
-        rc = p->ui_request(p->userdata, j->args, &out);
-    cJSON *req = cJSON_Parse(j->args);
+        rc = p->ui_request(p->userdata, c->args, &out);
+    cJSON *req = cJSON_Parse(c->args);
     const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "action"));
     if (!action || strcmp(action, "sync") != 0) { /* a sync is answered by the views */
         char *reply = reply_json(req, rc, out);
@@ -88,5 +88,5 @@ void ui_run(adapter *ad, job *j)
     cJSON_Delete(req);
     if (out)
         ad->plugin_free(ad->plugin_ud, out);
-    j->rc = rc;
+    c->rc = rc;
 }

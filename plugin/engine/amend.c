@@ -12,7 +12,7 @@
 /* How many newest messages the first read takes. */
 #define AMEND_FIRST_READ 20
 
-void amend_note(ocbg *o, task *t, const session_note *n)
+void amend_note(engine *o, task *t, const session_note *n)
 {
     ENGINE_ASSERT_LOCKED(o);
     if (t->type != TASK_AGENT)
@@ -32,7 +32,7 @@ void amend_note(ocbg *o, task *t, const session_note *n)
 }
 
 /* Is t still the completed run j watches? */
-static task *watched(ocbg *o, const job *j)
+static task *watched(engine *o, const job *j)
 {
     task *t = registry_find(&o->reg, j->task_id);
     return t && t->run == j->run && t->status == TASK_COMPLETED && t->compacted_after ? t : NULL;
@@ -41,7 +41,7 @@ static task *watched(ocbg *o, const job *j)
 /* out, the run's result now, adds to t's: it becomes t's result; the
  * parent is told what was added (a notification not yet formatted will
  * carry it anyway). */
-static void amend(ocbg *o, task *t, const outcome *out)
+static void amend(engine *o, task *t, const outcome *out)
 {
     const char *added = strstr(out->text, "\n\n" OUTCOME_CONTINUED_MARK);
     if (!added)
@@ -65,7 +65,7 @@ static void amend(ocbg *o, task *t, const outcome *out)
     engine_push_notice(o, n);
 }
 
-void amend_run(ocbg *o, const job *j)
+void amend_run(engine *o, const job *j)
 {
     task *t = watched(o, j);
     if (!t) {

@@ -26,7 +26,7 @@ static const char *busy_id_of(const void *b)
     return ((const busy_session *)b)->id;
 }
 
-void defer_init(ocbg *o)
+void defer_init(engine *o)
 {
     map_init(&o->defer.busy, busy_id_of);
     o->defer.held = NULL;
@@ -42,7 +42,7 @@ static void free_busy(const char *key, void *value, void *arg)
     free(b);
 }
 
-void defer_free(ocbg *o)
+void defer_free(engine *o)
 {
     map_each(&o->defer.busy, free_busy, NULL);
     map_free(&o->defer.busy);
@@ -54,13 +54,13 @@ void defer_free(ocbg *o)
     o->defer.held_tail = &o->defer.held;
 }
 
-static int64_t bound_ms(const ocbg *o)
+static int64_t bound_ms(const engine *o)
 {
     return (int64_t)o->opt.poll_interval_ms * DEFER_CONFIRM_POLLS;
 }
 
 /* The session is no longer busy (idle, deleted): its held notices may go. */
-static void forget_busy(ocbg *o, const char *session_id)
+static void forget_busy(engine *o, const char *session_id)
 {
     busy_session *b = map_del(&o->defer.busy, session_id);
     if (b)
@@ -71,7 +71,7 @@ static void forget_busy(ocbg *o, const char *session_id)
     }
 }
 
-void defer_note(ocbg *o, const session_note *n)
+void defer_note(engine *o, const session_note *n)
 {
     switch (n->kind) {
     case NOTE_BUSY:
@@ -95,13 +95,13 @@ void defer_note(ocbg *o, const session_note *n)
 }
 
 /* Is n's parent busy, as last confirmed less than the bound ago? */
-static bool parent_busy(ocbg *o, const notice *n, int64_t now)
+static bool parent_busy(engine *o, const notice *n, int64_t now)
 {
     const busy_session *b = map_get(&o->defer.busy, n->parent_session);
     return b && now - b->confirmed_mono < bound_ms(o);
 }
 
-bool defer_hold(ocbg *o, notice *n)
+bool defer_hold(engine *o, notice *n)
 {
     if (n->wake || n->permission_request || n->released || !parent_busy(o, n, mono_ms()))
         return false;
@@ -132,8 +132,8 @@ static void chain_release(notice *n, job **first, job **last)
 }
 
 /* Take the held notices `release` says go, in order, into first..last. */
-static void take_held(ocbg *o, bool (*release)(ocbg *o, const notice *n, const void *arg), const void *arg, job **first,
-                      job **last)
+static void take_held(engine *o, bool (*release)(engine *o, const notice *n, const void *arg), const void *arg,
+                      job **first, job **last)
 {
     notice **pp = &o->defer.held;
     while (*pp) {
@@ -148,13 +148,13 @@ static void take_held(ocbg *o, bool (*release)(ocbg *o, const notice *n, const v
     o->defer.held_tail = pp;
 }
 
-static bool same_parent(ocbg *o, const notice *n, const void *session)
+static bool same_parent(engine *o, const notice *n, const void *session)
 {
     (void)o;
     return strcmp(n->parent_session, session) == 0;
 }
 
-bool defer_flush_before(ocbg *o, notice *n)
+bool defer_flush_before(engine *o, notice *n)
 {
     job *first = NULL, *last = NULL;
     take_held(o, same_parent, n->parent_session, &first, &last);
@@ -177,7 +177,7 @@ static void collect_busy(const char *key, void *value, void *arg)
     v->items[v->n++] = value;
 }
 
-void defer_poll(ocbg *o, const cJSON *status_map)
+void defer_poll(engine *o, const cJSON *status_map)
 {
     busy_vec v = {xcalloc(o->defer.busy.count + 1, sizeof *v.items), 0};
     map_each(&o->defer.busy, collect_busy, &v);
@@ -193,12 +193,12 @@ void defer_poll(ocbg *o, const cJSON *status_map)
 
 /* Does held notice n go now: its parent idle or gone, or not confirmed
  * busy for too long, or its task gone? */
-static bool goes_now(ocbg *o, const notice *n, const void *now)
+static bool goes_now(engine *o, const notice *n, const void *now)
 {
     return !parent_busy(o, n, *(const int64_t *)now) || !registry_find(&o->reg, n->task_id);
 }
 
-int64_t defer_tick(ocbg *o, int64_t now)
+int64_t defer_tick(engine *o, int64_t now)
 {
     if (!o->defer.held)
         return 0;

@@ -25,32 +25,32 @@
 
 #include "engine/engine.h"
 
-void defer_init(ocbg *o);
+void defer_init(engine *o);
 /* Shutdown: free the busy records and the held notices. */
-void defer_free(ocbg *o);
+void defer_free(engine *o);
 
 /* A host event about a session: busy, retry, idle or deleted update its
  * state; an idle or a deletion lets its held notices go (the worker is
  * woken). Other notes: nothing. */
-void defer_note(ocbg *o, const session_note *n);
+void defer_note(engine *o, const session_note *n);
 
 /* The worker is about to push n (formatted, about an existing task): when
  * it is silent and its parent is busy, n is held (owned from now) and true
  * returned; else false (n untouched). */
-bool defer_hold(ocbg *o, notice *n);
+bool defer_hold(engine *o, notice *n);
 
 /* The worker is about to push waking notice n: when silent notices for the
  * same parent are held, they and then n are queued before every other job
  * (n owned from now) and true returned; else false (n untouched). */
-bool defer_flush_before(ocbg *o, notice *n);
+bool defer_flush_before(engine *o, notice *n);
 
 /* The fallback poll's status map (sessions not idle): a held notice's
  * parent in it is confirmed busy; one not in it is idle. */
-void defer_poll(ocbg *o, const cJSON *status_map);
+void defer_poll(engine *o, const cJSON *status_map);
 
 /* Queue (for the worker, in order) the held notices whose parent went idle,
  * is gone, or was not confirmed busy for too long. Returns the monotonic ms
  * at which the next held one is due anyway, 0 when none is held. [worker] */
-int64_t defer_tick(ocbg *o, int64_t now);
+int64_t defer_tick(engine *o, int64_t now);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * defer_state.h — what an engine keeps to hold silent notices while their
- * parent session is busy (the type only, held in struct ocbg;
+ * parent session is busy (the type only, held in struct engine;
  * engine/defer.h has the functions).
  */
 #ifndef OCBG_DEFER_STATE_H

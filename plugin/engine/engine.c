@@ -10,25 +10,25 @@
 #include "store/store.h"
 #include "text/texts.h"
 
-int64_t ocbg_now(ocbg *o)
+int64_t engine_now(engine *o)
 {
     return hc_now(&o->api);
 }
 
-void engine_task_activated(ocbg *o)
+void engine_task_activated(engine *o)
 {
     ENGINE_ASSERT_LOCKED(o);
     pthread_cond_signal(&o->work_cv);
 }
 
-void engine_wake_waiters(ocbg *o)
+void engine_wake_waiters(engine *o)
 {
     ENGINE_ASSERT_LOCKED(o);
     for (waiter *w = o->waiters; w; w = w->next)
         pthread_cond_signal(&w->cv);
 }
 
-void engine_request_finalize(ocbg *o, task *t)
+void engine_request_finalize(engine *o, task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     if (t->type == TASK_SHELL || !t->session_id || t->inherited || t->cancelling || !task_status_active(t->status))
@@ -43,7 +43,7 @@ void engine_request_finalize(ocbg *o, task *t)
     jobs_push(&o->q, job_for_task(JOB_FINALIZE, t));
 }
 
-void engine_request_abort(ocbg *o, const char *session_id)
+void engine_request_abort(engine *o, const char *session_id)
 {
     ENGINE_ASSERT_LOCKED(o);
     job *j = xcalloc(1, sizeof *j);
@@ -52,7 +52,7 @@ void engine_request_abort(ocbg *o, const char *session_id)
     jobs_push(&o->q, j);
 }
 
-void engine_push_notice(ocbg *o, notice *n)
+void engine_push_notice(engine *o, notice *n)
 {
     ENGINE_ASSERT_LOCKED(o);
     parent *p = registry_parent(&o->reg, n->parent_session);
@@ -65,7 +65,7 @@ void engine_push_notice(ocbg *o, notice *n)
 }
 
 /* The tasks t's own session launched (max_depth > 1), or NULL. */
-static parent *launched_by(ocbg *o, const task *t)
+static parent *launched_by(engine *o, const task *t)
 {
     return t->session_id ? registry_parent(&o->reg, t->session_id) : NULL;
 }
@@ -73,7 +73,7 @@ static parent *launched_by(ocbg *o, const task *t)
 /* p's session is a task's that waits for the tasks it launched: once they
  * have all ended and their notices are out, it is checked again (it
  * completes with its answer unless a notice woke it). */
-static void check_launcher(ocbg *o, parent *p)
+static void check_launcher(engine *o, parent *p)
 {
     if (p->active > 0 || p->notices_out > 0)
         return;
@@ -82,7 +82,7 @@ static void check_launcher(ocbg *o, parent *p)
         engine_request_finalize(o, a);
 }
 
-void engine_notice_settled(ocbg *o, const char *session_id)
+void engine_notice_settled(engine *o, const char *session_id)
 {
     ENGINE_ASSERT_LOCKED(o);
     parent *p = registry_parent(&o->reg, session_id);
@@ -93,7 +93,7 @@ void engine_notice_settled(ocbg *o, const char *session_id)
     check_launcher(o, p);
 }
 
-bool engine_launcher_waits(ocbg *o, const task *t)
+bool engine_launcher_waits(engine *o, const task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     parent *own = launched_by(o, t);
@@ -102,7 +102,7 @@ bool engine_launcher_waits(ocbg *o, const task *t)
 
 /* t's run ended: what its session launched and still runs is cancelled by
  * the worker (not here: callers may be walking the active list). */
-static void cascade(ocbg *o, const task *t)
+static void cascade(engine *o, const task *t)
 {
     parent *own = launched_by(o, t);
     if (!own || own->active == 0)
@@ -113,7 +113,7 @@ static void cascade(ocbg *o, const task *t)
     jobs_push(&o->q, j);
 }
 
-void engine_permission_asked(ocbg *o, task *t, const char *request_id, const char *what)
+void engine_permission_asked(engine *o, task *t, const char *request_id, const char *what)
 {
     ENGINE_ASSERT_LOCKED(o);
     const char *open = task_permission_request(t); /* NULL too when t is not live */
@@ -123,7 +123,7 @@ void engine_permission_asked(ocbg *o, task *t, const char *request_id, const cha
     free(t->live->permission_what);
     t->live->permission_request = xstrdup(request_id);
     t->live->permission_what = xstrdup(what);
-    t->last_update_ms = ocbg_now(o);
+    t->last_update_ms = engine_now(o);
     engine_wake_waiters(o);
     if (t->foreground)
         return;
@@ -140,7 +140,7 @@ void engine_permission_asked(ocbg *o, task *t, const char *request_id, const cha
     engine_push_notice(o, n);
 }
 
-void engine_permission_replied(ocbg *o, task *t, const char *request_id)
+void engine_permission_replied(engine *o, task *t, const char *request_id)
 {
     ENGINE_ASSERT_LOCKED(o);
     const char *open = task_permission_request(t);
@@ -149,11 +149,11 @@ void engine_permission_replied(ocbg *o, task *t, const char *request_id)
     free(t->live->permission_request);
     free(t->live->permission_what);
     t->live->permission_request = t->live->permission_what = NULL;
-    t->last_update_ms = ocbg_now(o);
+    t->last_update_ms = engine_now(o);
     engine_wake_waiters(o);
 }
 
-void engine_notice_text(ocbg *o, notice *n, const task *t)
+void engine_notice_text(engine *o, notice *n, const task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     if (n->text)
@@ -161,12 +161,12 @@ void engine_notice_text(ocbg *o, notice *n, const task *t)
     if (n->permission_request)
         n->text = format_permission_notice(t);
     else
-        n->text = format_notification(t, n->batch_done, n->batch_total, ocbg_now(o), o->opt.notify_max_chars);
+        n->text = format_notification(t, n->batch_done, n->batch_total, engine_now(o), o->opt.notify_max_chars);
 }
 
-void engine_revive_notices(void *engine, task *t)
+void engine_revive_notices(void *eng, task *t)
 {
-    ocbg *o = engine;
+    engine *o = eng;
     ENGINE_ASSERT_LOCKED(o);
     for (job *j = o->q.jobs; j && t->notices_unformatted > 0; j = j->next) {
         notice *n = j->kind == JOB_NOTIFY ? j->notice : NULL;
@@ -177,7 +177,7 @@ void engine_revive_notices(void *engine, task *t)
     }
 }
 
-void engine_notify(ocbg *o, task *t, bool verify)
+void engine_notify(engine *o, task *t, bool verify)
 {
     ENGINE_ASSERT_LOCKED(o);
     notice *n = xcalloc(1, sizeof *n);
@@ -203,7 +203,7 @@ void engine_notify(ocbg *o, task *t, bool verify)
     engine_push_notice(o, n);
 }
 
-void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char *message_id)
+void engine_finish(engine *o, task *t, task_status s, const char *text, const char *message_id)
 {
     ENGINE_ASSERT_LOCKED(o);
     if (!task_status_active(t->status))
@@ -216,7 +216,7 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
         s = TASK_ERROR;
         text = guard;
     }
-    int64_t now = ocbg_now(o);
+    int64_t now = engine_now(o);
     if (s == TASK_COMPLETED) {
         free(t->result);
         t->result = xstrdup(text ? text : "");
@@ -253,7 +253,7 @@ void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char
     free(guard);
 }
 
-void engine_fail_task(ocbg *o, task *t, const char *text)
+void engine_fail_task(engine *o, task *t, const char *text)
 {
     ENGINE_ASSERT_LOCKED(o);
     if (!task_status_active(t->status) || t->cancelling || task_guard_error(t))
@@ -268,7 +268,7 @@ void engine_fail_task(ocbg *o, task *t, const char *text)
     engine_finish(o, t, TASK_ERROR, text, NULL);
 }
 
-void engine_session_deleted(ocbg *o, task *t)
+void engine_session_deleted(engine *o, task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     bool first = !t->session_gone;
@@ -282,7 +282,7 @@ void engine_session_deleted(ocbg *o, task *t)
 }
 
 /* A pending task has nothing running: stopping it ends it, cancelled. */
-static bool stop_pending(ocbg *o, task *t)
+static bool stop_pending(engine *o, task *t)
 {
     if (t->status != TASK_PENDING)
         return false;
@@ -290,7 +290,7 @@ static bool stop_pending(ocbg *o, task *t)
     return true;
 }
 
-void engine_stop_task_now(ocbg *o, task *t)
+void engine_stop_task_now(engine *o, task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     if (stop_pending(o, t))
@@ -300,7 +300,7 @@ void engine_stop_task_now(ocbg *o, task *t)
     o->runners[t->type]->kill(o->runners[t->type], t);
 }
 
-void engine_stop_task(ocbg *o, task *t)
+void engine_stop_task(engine *o, task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     if (stop_pending(o, t))
@@ -309,14 +309,14 @@ void engine_stop_task(ocbg *o, task *t)
         o->runners[t->type]->stop(o->runners[t->type], t);
 }
 
-int engine_run_start(ocbg *o, task_type type, const char *task_id, char **err)
+int engine_run_start(engine *o, task_type type, const char *task_id, char **err)
 {
     return o->runners[type]->start(o->runners[type], task_id, err);
 }
 
 /* Stop and remove p's tasks and, first, what their sessions launched.
  * levels bounds the walk (a host could name a session its own ancestor). */
-static void drop_tree(ocbg *o, parent *p, int levels)
+static void drop_tree(engine *o, parent *p, int levels)
 {
     for (task *t = p->head; t; t = t->pnext) {
         engine_stop_task_now(o, t);
@@ -327,14 +327,14 @@ static void drop_tree(ocbg *o, parent *p, int levels)
     registry_remove_parent(&o->reg, p);
 }
 
-void engine_drop_parent(ocbg *o, parent *p)
+void engine_drop_parent(engine *o, parent *p)
 {
     ENGINE_ASSERT_LOCKED(o);
     drop_tree(o, p, OPTIONS_MAX_DEPTH);
     engine_wake_waiters(o);
 }
 
-void engine_drop_descendants(ocbg *o, const task *t)
+void engine_drop_descendants(engine *o, const task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     parent *own = launched_by(o, t);
@@ -342,7 +342,7 @@ void engine_drop_descendants(ocbg *o, const task *t)
         engine_drop_parent(o, own);
 }
 
-char *engine_take_held(ocbg *o, const char *session_id)
+char *engine_take_held(engine *o, const char *session_id)
 {
     ENGINE_ASSERT_LOCKED(o);
     parent *p = registry_parent(&o->reg, session_id);
@@ -364,7 +364,7 @@ char *engine_take_held(ocbg *o, const char *session_id)
 
 /* ---- waits ------------------------------------------------------------- */
 
-wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline, bool (*done)(ocbg *o, void *arg), void *arg)
+wait_result engine_wait(engine *o, ocp_call_ctx *ctx, int64_t deadline, bool (*done)(engine *o, void *arg), void *arg)
 {
     ENGINE_ASSERT_LOCKED(o);
     waiter w = {.ctx = ctx};
@@ -405,7 +405,7 @@ wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline, bool (*don
     return r;
 }
 
-void engine_cancel_wait(ocbg *o, ocp_call_ctx *ctx)
+void engine_cancel_wait(engine *o, ocp_call_ctx *ctx)
 {
     engine_lock(o);
     for (waiter *w = o->waiters; w; w = w->next)

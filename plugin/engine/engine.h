@@ -2,7 +2,7 @@
  * engine.h — one plugin instance: the registry, the lock, the worker thread,
  * blocking waits, notifications.
  *
- * Locking: one mutex (`mu`) guards everything in struct ocbg, taken only with
+ * Locking: one mutex (`mu`) guards everything in struct engine, taken only with
  * engine_lock (base/lock.h). Host functions are never called with it held
  * (hostapi/ asserts it): a function that needs the host copies what it needs,
  * unlocks, calls, relocks and re-checks (the task may have changed or gone
@@ -55,7 +55,7 @@ typedef enum wait_result {
     WAIT_SHUTDOWN
 } wait_result;
 
-typedef struct ocbg {
+typedef struct engine {
     hostapi api; /* the host's table, copied, and how to call it */
     options opt;
     pthread_mutex_t mu;
@@ -83,24 +83,24 @@ typedef struct ocbg {
     toast_state toast; /* notices to the user, rate-limited (engine/toast.h) */
     defer_state defer; /* silent notices held while their parent is busy (engine/defer.h) */
     view_state view;   /* each session's tasks for the host's UI, and its thread (engine/view.h) */
-} ocbg;
+} engine;
 
 /* The engine lock (base/lock.h): the only way to take, release or wait on
  * o->mu. A function documented [lock held] asserts it with
  * ENGINE_ASSERT_LOCKED. */
-static inline void engine_lock(ocbg *o)
+static inline void engine_lock(engine *o)
 {
     lock_acquire(&o->mu);
 }
-static inline void engine_unlock(ocbg *o)
+static inline void engine_unlock(engine *o)
 {
     lock_release(&o->mu);
 }
-static inline void engine_cond_wait(ocbg *o, pthread_cond_t *cv)
+static inline void engine_cond_wait(engine *o, pthread_cond_t *cv)
 {
     lock_wait(cv, &o->mu);
 }
-static inline int engine_cond_timedwait(ocbg *o, pthread_cond_t *cv, const struct timespec *deadline)
+static inline int engine_cond_timedwait(engine *o, pthread_cond_t *cv, const struct timespec *deadline)
 {
     return lock_timedwait(cv, &o->mu, deadline);
 }
@@ -110,66 +110,66 @@ static inline int engine_cond_timedwait(ocbg *o, pthread_cond_t *cv, const struc
  * the tasks that session launched). [event] Takes the lock briefly; never
  * calls the host (work that needs it is queued for the worker). The note's
  * strings are borrowed for the call. */
-void engine_note(ocbg *o, const session_note *n);
+void engine_note(engine *o, const session_note *n);
 
 /* Start the engine: its lock and registry, its two runners (opened with the
  * env the engine lends them: the runners never call the engine by name) and
  * its worker thread. o->api and o->opt are set. Returns 0 or an errno; on
  * failure nothing is left running. [entry] */
-int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell);
+int engine_start(engine *o, runner_open_fn open_agent, runner_open_fn open_shell);
 /* Release every waiter, wait for tool calls in flight to leave, join the
  * worker, free every task and queued item. [shutdown] */
-void engine_stop(ocbg *o);
+void engine_stop(engine *o);
 
 /* Wall-clock ms from the host's clock when it has one. [any] */
-int64_t ocbg_now(ocbg *o);
+int64_t engine_now(engine *o);
 
 /* Start the run of registered task `task_id` with its type's runner. [worker,
  * lock NOT held] 0, or a negative errno and *err (malloc'd, a sentence); the
  * task is then left for the caller to end or remove. */
-int engine_run_start(ocbg *o, task_type type, const char *task_id, char **err);
+int engine_run_start(engine *o, task_type type, const char *task_id, char **err);
 
 /* ---- everything below runs with o->mu held, and asserts it (ENGINE_ASSERT_LOCKED) ---- */
 
 /* A task became active (launched or resumed): wake the worker, which may be
  * sleeping with no deadline, so the fallback poll covers it even if no event
  * for it ever arrives. */
-void engine_task_activated(ocbg *o);
+void engine_task_activated(engine *o);
 
 /* Wake every blocked waiter so it re-checks its condition. */
-void engine_wake_waiters(ocbg *o);
+void engine_wake_waiters(engine *o);
 
 /* End a task's current run: status s (completed, error or cancelled), the text
  * (result or error), the assistant message it came from. Queues the
  * notification (not for cancelled) and wakes waiters. */
-void engine_finish(ocbg *o, task *t, task_status s, const char *text, const char *message_id);
+void engine_finish(engine *o, task *t, task_status s, const char *text, const char *message_id);
 
 /* Queue t's notification (its run ended, not cancelled): quiet while its
  * siblings run, waking for a failure or the last one. verify: a restart
  * may have cut its send short (look for it in the parent session first). */
-void engine_notify(ocbg *o, task *t, bool verify);
+void engine_notify(engine *o, task *t, bool verify);
 
 /* Give n its text, formatted from t (the task it is about) as t is now;
  * no-op when it has one. The worker calls it when it takes n to push it,
  * before it unlocks. */
-void engine_notice_text(ocbg *o, notice *n, const task *t);
+void engine_notice_text(engine *o, notice *n, const task *t);
 
 /* The registry's on_revive (model/registry.h): t, ended, is about to run
  * again; its notices still queued without a text take it now, from the
  * state its last run left. O(queued jobs), only while t has such notices. */
-void engine_revive_notices(void *engine, task *t);
+void engine_revive_notices(void *eng, task *t);
 
 /* Ask the worker to check whether t's run has ended (after an idle event or a
  * poll that found its session idle). No-op while one is queued. */
-void engine_request_finalize(ocbg *o, task *t);
+void engine_request_finalize(engine *o, task *t);
 
 /* The task's session asks the user a permission question (request_id, what:
  * "bash: rm -rf build"): shown in its status, and the parent is woken once
  * per question (not for a foreground call, whose caller is mid-call). */
-void engine_permission_asked(ocbg *o, task *t, const char *request_id, const char *what);
+void engine_permission_asked(engine *o, task *t, const char *request_id, const char *what);
 
 /* The question was answered (or the run ended): the task shows running. */
-void engine_permission_replied(ocbg *o, task *t, const char *request_id);
+void engine_permission_replied(engine *o, task *t, const char *request_id);
 
 /* t's own session was deleted. A host may leave a deleted session's turn
  * running (OpenCode does, and retries its model calls): the session is
@@ -177,52 +177,52 @@ void engine_permission_replied(ocbg *o, task *t, const char *request_id);
  * ending waits a moment (DELETE_GRACE_MS, at the next poll tick): if the
  * parent's deletion follows, the task goes with it, silently; if not, it ends
  * in error and the parent is told. */
-void engine_session_deleted(ocbg *o, task *t);
+void engine_session_deleted(engine *o, task *t);
 
 /* Ask the worker to abort a session. */
-void engine_request_abort(ocbg *o, const char *session_id);
+void engine_request_abort(engine *o, const char *session_id);
 
 /* Queue a notification (owned from now) for the worker to push. */
-void engine_push_notice(ocbg *o, notice *n);
+void engine_push_notice(engine *o, notice *n);
 
 /* Stop an active task at once, for removal: its runner's kill (an agent's
  * session aborted by the worker; a command's process group SIGKILLed). */
-void engine_stop_task_now(ocbg *o, task *t);
+void engine_stop_task_now(engine *o, task *t);
 
 /* Ask an active task's run to end (an agent's session aborted by the worker;
  * a command sent SIGTERM, SIGKILL after the grace period); the end comes
  * through engine_finish. */
-void engine_stop_task(ocbg *o, task *t);
+void engine_stop_task(engine *o, task *t);
 
 /* Remove a parent session's tasks (the parent was deleted), and the tasks
  * their sessions launched, to the bottom: running ones are aborted, waiters
  * on them are told. p is freed. */
-void engine_drop_parent(ocbg *o, parent *p);
+void engine_drop_parent(engine *o, parent *p);
 /* Remove what task t's session launched (t is being cleared), as above. */
-void engine_drop_descendants(ocbg *o, const task *t);
+void engine_drop_descendants(engine *o, const task *t);
 /* A notice for session_id was pushed, dropped or kept for the parent's next
  * answer (it is no longer on its way). */
-void engine_notice_settled(ocbg *o, const char *session_id);
+void engine_notice_settled(engine *o, const char *session_id);
 /* Does t's session wait for tasks it launched (some still active, or their
  * notices not yet pushed)? Then an answer of t's is not its result yet. */
-bool engine_launcher_waits(ocbg *o, const task *t);
+bool engine_launcher_waits(engine *o, const task *t);
 
 /* Block until done(o, arg) is true, the monotonic deadline passes, ctx is
  * cancelled or the plugin shuts down. done is called with the lock held. */
-wait_result engine_wait(ocbg *o, ocp_call_ctx *ctx, int64_t deadline, bool (*done)(ocbg *o, void *arg), void *arg);
+wait_result engine_wait(engine *o, ocp_call_ctx *ctx, int64_t deadline, bool (*done)(engine *o, void *arg), void *arg);
 
 /* Wake the waiters of ctx (tool_cancel). Takes the lock itself. */
-void engine_cancel_wait(ocbg *o, ocp_call_ctx *ctx);
+void engine_cancel_wait(engine *o, ocp_call_ctx *ctx);
 
 /* Take the notifications held for a session (undelivered by push), as text
  * to append to an answer, or NULL when there are none. */
-char *engine_take_held(ocbg *o, const char *session_id);
+char *engine_take_held(engine *o, const char *session_id);
 
 /* A guard ends active task t's run in error with `text` (engine/guards.c
  * says which bound and the spend). An agent ends now and its session is
  * aborted by the worker; a command is stopped (SIGTERM, then SIGKILL) and its
  * exit ends it with that error. The parent is notified as for any failure.
  * [lock held] */
-void engine_fail_task(ocbg *o, task *t, const char *text);
+void engine_fail_task(engine *o, task *t, const char *text);
 
 #endif

@@ -21,7 +21,7 @@ static const char *spend_session_of(const void *s)
     return ((const session_spend *)s)->session_id;
 }
 
-void guards_init(ocbg *o)
+void guards_init(engine *o)
 {
     map_init(&o->spend, spend_session_of);
 }
@@ -35,20 +35,20 @@ static void free_spend(const char *key, void *value, void *arg)
     free(s);
 }
 
-void guards_free(ocbg *o)
+void guards_free(engine *o)
 {
     map_each(&o->spend, free_spend, NULL);
     map_free(&o->spend);
 }
 
-void guards_forget_session(ocbg *o, const char *session_id)
+void guards_forget_session(engine *o, const char *session_id)
 {
     session_spend *s = map_del(&o->spend, session_id);
     if (s)
         free_spend(NULL, s, NULL);
 }
 
-static session_spend *spend_of(ocbg *o, const char *session_id)
+static session_spend *spend_of(engine *o, const char *session_id)
 {
     session_spend *s = map_get(&o->spend, session_id);
     if (!s) {
@@ -62,7 +62,7 @@ static session_spend *spend_of(ocbg *o, const char *session_id)
 /* ---- budgets -------------------------------------------------------------- */
 
 /* An active task over one of its own budgets is stopped. */
-static void check_task_budgets(ocbg *o, task *t)
+static void check_task_budgets(engine *o, task *t)
 {
     const usage *u = &t->usage->total;
     char text[256], amount[48];
@@ -80,7 +80,7 @@ static void check_task_budgets(ocbg *o, task *t)
 }
 
 /* The session's tasks together over its budget: every active one stops. */
-static void check_session_budget(ocbg *o, parent *p, double spent)
+static void check_session_budget(engine *o, parent *p, double spent)
 {
     if (!(spent > o->opt.max_session_cost_usd))
         return;
@@ -95,7 +95,7 @@ static void check_session_budget(ocbg *o, parent *p, double spent)
 
 /* A nested task's spend is its launcher's session's, and every ancestor's
  * up to the person's session: each budget covers everything below it. */
-static void add_spend(ocbg *o, const task *t, double cost, bool check)
+static void add_spend(engine *o, const task *t, double cost, bool check)
 {
     parent *p = t->parent;
     for (int level = 0; p && level <= OPTIONS_MAX_DEPTH; level++) {
@@ -108,7 +108,7 @@ static void add_spend(ocbg *o, const task *t, double cost, bool check)
     }
 }
 
-void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u)
+void guards_note_usage(engine *o, task *t, const char *message_id, const usage *u)
 {
     if (!t->usage)
         t->usage = xcalloc(1, sizeof *t->usage);
@@ -124,7 +124,7 @@ void guards_note_usage(ocbg *o, task *t, const char *message_id, const usage *u)
     add_spend(o, t, d.cost, true);
 }
 
-void guards_restore_spend(ocbg *o, const task *t)
+void guards_restore_spend(engine *o, const task *t)
 {
     if (t->usage)
         add_spend(o, t, t->usage->total.cost, false);
@@ -144,7 +144,7 @@ static bool repeat_seen(task_live *p, const char *call_id)
     return false;
 }
 
-void guards_note_tool(ocbg *o, task *t, const session_note *n)
+void guards_note_tool(engine *o, task *t, const session_note *n)
 {
     char text[256];
     if (t->tool_calls > (unsigned)o->opt.max_tool_calls) {
@@ -177,7 +177,7 @@ void guards_note_tool(ocbg *o, task *t, const session_note *n)
 /* The guards see t's run for the first time: it started when the task says
  * (by the host's clock), but never further back than two ticks, so a clock
  * that jumped cannot make it look old. */
-static void run_seen(ocbg *o, task *t, task_live *p, int64_t now, int64_t wall)
+static void run_seen(engine *o, task *t, task_live *p, int64_t now, int64_t wall)
 {
     int64_t ago = wall - t->started_ms, most = 2 * (int64_t)o->opt.poll_interval_ms;
     ago = ago < 0 ? 0 : ago > most ? most : ago;
@@ -188,7 +188,7 @@ static void run_seen(ocbg *o, task *t, task_live *p, int64_t now, int64_t wall)
 }
 
 /* A run past its timeout or max_runtime_ms is stopped; false then. */
-static bool check_runtime(ocbg *o, task *t, int64_t now)
+static bool check_runtime(engine *o, task *t, int64_t now)
 {
     int64_t ran = now - t->live->run_start_mono, max = o->opt.max_runtime_ms;
     bool own = t->timeout_ms > 0 && t->timeout_ms <= max;
@@ -208,7 +208,7 @@ static bool check_runtime(ocbg *o, task *t, int64_t now)
 
 /* An agent whose session the latest poll saw busy, with no progress for
  * stale_ms (and no question waiting for the user), is stopped. */
-static void check_stale(ocbg *o, task *t, int64_t now)
+static void check_stale(engine *o, task *t, int64_t now)
 {
     if (t->type != TASK_AGENT || !t->session_id || task_permission_request(t) || t->live->busy_tick != o->polls)
         return;
@@ -222,9 +222,9 @@ static void check_stale(ocbg *o, task *t, int64_t now)
     engine_fail_task(o, t, text);
 }
 
-void guards_tick(ocbg *o)
+void guards_tick(engine *o)
 {
-    int64_t now = mono_ms(), wall = ocbg_now(o);
+    int64_t now = mono_ms(), wall = engine_now(o);
     for (task *t = o->reg.active, *next; t; t = next) {
         next = t->live->anext; /* a task that fails leaves the active list */
         if (t->status == TASK_PENDING || t->cancelling || task_guard_error(t))
@@ -242,7 +242,7 @@ void guards_tick(ocbg *o)
 /* ---- admission -------------------------------------------------------------- */
 
 /* Why task t (to be resumed) has no budget left, into out; false if it has. */
-static bool task_spent(ocbg *o, const task *t, strbuf *out)
+static bool task_spent(engine *o, const task *t, strbuf *out)
 {
     const usage *u = task_usage(t);
     char amount[48];
@@ -266,7 +266,7 @@ static bool task_spent(ocbg *o, const task *t, strbuf *out)
 
 /* Has session s's spend reached max_session_cost_usd? Then why, into out,
  * beginning with `verb` and ending with `tail`. Lock held. */
-static bool session_spent(ocbg *o, const char *session_id, const char *verb, const char *tail, strbuf *out)
+static bool session_spent(engine *o, const char *session_id, const char *verb, const char *tail, strbuf *out)
 {
     session_spend *s = map_get(&o->spend, session_id);
     if (!s || s->cost < o->opt.max_session_cost_usd)
@@ -280,7 +280,7 @@ static bool session_spent(ocbg *o, const char *session_id, const char *verb, con
     return true;
 }
 
-int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf *out)
+int guards_admit(engine *o, const char *session_id, const char *resume_id, strbuf *out)
 {
     if (!session_id)
         return 0; /* the launch itself refuses a call without a session */
@@ -298,7 +298,7 @@ int guards_admit(ocbg *o, const char *session_id, const char *resume_id, strbuf 
     return rc;
 }
 
-int guards_admit_send(ocbg *o, const char *session_id, strbuf *out)
+int guards_admit_send(engine *o, const char *session_id, strbuf *out)
 {
     if (!session_id)
         return 0;

@@ -12,17 +12,17 @@
 #include "engine/guards.h"
 #include "engine/worker.h"
 
-static void runner_finished(void *engine, task *t, task_status s, const char *text, const char *message_id)
+static void runner_finished(void *eng, task *t, task_status s, const char *text, const char *message_id)
 {
-    engine_finish(engine, t, s, text, message_id);
+    engine_finish(eng, t, s, text, message_id);
 }
 
-static void runner_abort(void *engine, const char *session_id)
+static void runner_abort(void *eng, const char *session_id)
 {
-    engine_request_abort(engine, session_id);
+    engine_request_abort(eng, session_id);
 }
 
-static void close_runners(ocbg *o)
+static void close_runners(engine *o)
 {
     for (int i = 0; i < ENGINE_RUNNERS; i++) {
         if (o->runners[i])
@@ -31,7 +31,7 @@ static void close_runners(ocbg *o)
     }
 }
 
-static void free_state(ocbg *o)
+static void free_state(engine *o)
 {
     jobs_free_all(&o->q);
     defer_free(o);
@@ -48,7 +48,7 @@ static void free_state(ocbg *o)
     pthread_mutex_destroy(&o->mu);
 }
 
-int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
+int engine_start(engine *o, runner_open_fn open_agent, runner_open_fn open_shell)
 {
     pthread_mutex_init(&o->mu, NULL);
     cond_init_monotonic(&o->work_cv);
@@ -84,7 +84,7 @@ int engine_start(ocbg *o, runner_open_fn open_agent, runner_open_fn open_shell)
     return rc;
 }
 
-void engine_stop(ocbg *o)
+void engine_stop(engine *o)
 {
     engine_lock(o);
     o->stopping = true;

@@ -10,7 +10,7 @@
 #include "engine/guards.h"
 
 /* The task whose own session this is, if it is active. */
-static task *active_task(ocbg *o, const char *session_id)
+static task *active_task(engine *o, const char *session_id)
 {
     task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
     return t && task_status_active(t->status) ? t : NULL;
@@ -18,16 +18,16 @@ static task *active_task(ocbg *o, const char *session_id)
 
 /* Idle: the run may have ended. Duplicates are harmless: one check is
  * queued at a time and it only acts on a finished answer it has not seen. */
-static void on_idle(ocbg *o, task *t)
+static void on_idle(engine *o, task *t)
 {
-    t->last_update_ms = ocbg_now(o);
+    t->last_update_ms = engine_now(o);
     lanes_set_retrying(&o->reg.lanes, t, false);
     engine_request_finalize(o, t);
 }
 
 /* Busy again, or retrying: a retry holds back the task's lane (the
  * scheduler admits no more of its agent) until the host gets through. */
-static void on_busy(ocbg *o, task *t, bool retrying)
+static void on_busy(engine *o, task *t, bool retrying)
 {
     /* Woken by someone else than its tasks' notice (the user typed into its
      * session): it works, so it holds a slot again. */
@@ -35,7 +35,7 @@ static void on_busy(ocbg *o, task *t, bool retrying)
     lanes_set_retrying(&o->reg.lanes, t, retrying);
     t->seen_busy = true;
     t->woken = false;
-    t->last_update_ms = ocbg_now(o);
+    t->last_update_ms = engine_now(o);
     task_live *p = t->live; /* notes reach active tasks only: live */
     p->idle_checks = 0;
     p->next_check_mono = 0;
@@ -43,7 +43,7 @@ static void on_busy(ocbg *o, task *t, bool retrying)
 }
 
 /* The session's deletion: its task (if any) and the tasks it launched. */
-static void on_deleted(ocbg *o, const char *session_id)
+static void on_deleted(engine *o, const char *session_id)
 {
     task *t = registry_find_session(&o->reg, session_id);
     if (t)
@@ -55,7 +55,7 @@ static void on_deleted(ocbg *o, const char *session_id)
 }
 
 /* A note about an active task's session. */
-static void on_task_note(ocbg *o, task *t, const session_note *n)
+static void on_task_note(engine *o, task *t, const session_note *n)
 {
     switch (n->kind) {
     case NOTE_IDLE:
@@ -71,7 +71,7 @@ static void on_task_note(ocbg *o, task *t, const session_note *n)
             engine_finish(o, t, TASK_ERROR, n->text, NULL);
         break;
     case NOTE_PART:
-        t->last_update_ms = ocbg_now(o);
+        t->last_update_ms = engine_now(o);
         if (t->live)
             t->live->progress_mono = mono_ms();
         if (n->part_id && t->live)
@@ -93,7 +93,7 @@ static void on_task_note(ocbg *o, task *t, const session_note *n)
     }
 }
 
-void engine_note(ocbg *o, const session_note *n)
+void engine_note(engine *o, const session_note *n)
 {
     if (!n->session_id)
         return;

@@ -24,7 +24,7 @@
  * first follows a change during the one before (a run's end, a commit). */
 #define READ_TRIES 4
 
-bool persist_on(const ocbg *o)
+bool persist_on(const engine *o)
 {
     return o->ps.st != NULL;
 }
@@ -32,7 +32,7 @@ bool persist_on(const ocbg *o)
 /* A line for the host's log, logged by the worker once it runs (the host
  * may not take log calls from ocp_plugin_entry's thread): 'E' error, 'W'
  * warning, as its first character. */
-static void defer_log(ocbg *o, char level, const char *line)
+static void defer_log(engine *o, char level, const char *line)
 {
     char *all = xasprintf("%s%c%s\n", o->ps.log ? o->ps.log : "", level, line);
     free(o->ps.log);
@@ -82,7 +82,7 @@ static void texts_stored(task *t)
 
 /* After a commit: the tasks of rows[0..n) not changed since, as written.
  * Lock held. */
-static void drop_committed(ocbg *o, const store_row *rows, size_t n)
+static void drop_committed(engine *o, const store_row *rows, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         task *t = registry_find(&o->reg, rows[i].id);
@@ -91,7 +91,7 @@ static void drop_committed(ocbg *o, const store_row *rows, size_t n)
     }
 }
 
-void persist_drop_copies(ocbg *o, task *t)
+void persist_drop_copies(engine *o, task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     /* After a failed write the disk is not trusted: what is in memory stays. */
@@ -133,7 +133,7 @@ static bool texts_missing(const task *t)
 /* One read of task id's stored texts, without the lock (released and taken
  * again). *prompt, *result, *error, *output: what it read, or a sentence
  * saying why it could not. */
-static void read_stored(ocbg *o, const char *id, char **prompt, char **result, char **error, char **output)
+static void read_stored(engine *o, const char *id, char **prompt, char **result, char **error, char **output)
 {
     store_reader *reader = o->ps.reader; /* lives until persist_stop, after every call */
     engine_unlock(o);
@@ -152,7 +152,7 @@ static void read_stored(ocbg *o, const char *id, char **prompt, char **result, c
     engine_lock(o);
 }
 
-task *persist_texts(ocbg *o, task *t)
+task *persist_texts(engine *o, task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     /* Texts change only when a run ends (its status changes) or a new one
@@ -217,7 +217,7 @@ static void forget_task(void *arg, task *t)
 }
 
 /* Memory only from now: nothing is marked, what was marked is forgotten. */
-static void stop_tracking(ocbg *o)
+static void stop_tracking(engine *o)
 {
     o->reg.track = false;
     registry_take_dirty(&o->reg, SIZE_MAX, forget_task, NULL);
@@ -225,7 +225,7 @@ static void stop_tracking(ocbg *o)
 
 /* One write: what is dirty now, in one transaction. Lock held on entry and
  * exit, not during the write. false: it failed (the store is off now). */
-static bool write_dirty(ocbg *o)
+static bool write_dirty(engine *o)
 {
     registry *r = &o->reg;
     uint64_t gen = r->dirty_gen;
@@ -271,7 +271,7 @@ static bool write_dirty(ocbg *o)
  * persist_sync on its own thread. */
 static void *store_main(void *arg)
 {
-    ocbg *o = arg;
+    engine *o = arg;
     bool delayed = false;
     engine_lock(o);
     while (o->reg.track) {
@@ -301,14 +301,14 @@ static void *store_main(void *arg)
 
 static void on_dirty(void *arg)
 {
-    ocbg *o = arg;
+    engine *o = arg;
     if (o->ps.wake_pending)
         return; /* it is awake, or will write within STORE_DELAY_MS */
     o->ps.wake_pending = true;
     pthread_cond_signal(&o->ps.cv);
 }
 
-void persist_sync(ocbg *o)
+void persist_sync(engine *o)
 {
     ENGINE_ASSERT_LOCKED(o);
     uint64_t want = o->reg.dirty_gen;
@@ -327,7 +327,7 @@ void persist_sync(ocbg *o)
 
 static void restore_row(void *arg, const store_row *row)
 {
-    ocbg *o = arg;
+    engine *o = arg;
     task *t = store_row_to_task(row, (size_t)o->opt.shell_output_cap);
     /* An agent whose session was never made (or never recorded) did no
      * work: it waits for a slot again. */
@@ -341,7 +341,7 @@ static void restore_row(void *arg, const store_row *row)
 
 /* A restored command: its process did not outlive its host's plugin, or if
  * it did, and it is provably the same process, it is killed now. */
-static void end_shell(ocbg *o, task *t)
+static void end_shell(engine *o, task *t)
 {
     shell_state *s = t->shell;
     if (s->pid > 0 && proc_alive(s->pid, s->pid_start))
@@ -358,7 +358,7 @@ static void end_shell(ocbg *o, task *t)
 static void notify_parent(const char *key, void *value, void *arg)
 {
     (void)key;
-    ocbg *o = arg;
+    engine *o = arg;
     parent *p = value;
     task *t = p->head;
     while (t && t->pnext)
@@ -376,7 +376,7 @@ static void notify_parent(const char *key, void *value, void *arg)
 /* What each restored task still needs: its notification (above); active
  * agents are checked with the host by the worker; commands end; pending
  * tasks wait for a slot. [lock held] */
-static void resume_restored(ocbg *o)
+static void resume_restored(engine *o)
 {
     ENGINE_ASSERT_LOCKED(o);
     map_each(&o->reg.parents, notify_parent, o);
@@ -393,7 +393,7 @@ static void resume_restored(ocbg *o)
     }
 }
 
-static char *store_file(const ocbg *o)
+static char *store_file(const engine *o)
 {
     if (!o->opt.store)
         return NULL;
@@ -404,7 +404,7 @@ static char *store_file(const ocbg *o)
     return NULL;
 }
 
-int persist_start(ocbg *o)
+int persist_start(engine *o)
 {
     cond_init_monotonic(&o->ps.cv);
     cond_init_monotonic(&o->ps.synced_cv);
@@ -455,7 +455,7 @@ int persist_start(ocbg *o)
     return rc;
 }
 
-void persist_stop(ocbg *o)
+void persist_stop(engine *o)
 {
     engine_lock(o);
     o->ps.stop = true;

@@ -20,7 +20,7 @@
 
 #include <stdbool.h>
 
-struct ocbg;
+struct engine;
 
 /* Open the store the options and the host name (store_path, else ocbg.db in
  * the host's data_dir; neither, or store off: memory), restore this
@@ -28,18 +28,18 @@ struct ocbg;
  * with the host, notifications, the queue), start the store thread. Never
  * fails the plugin: a store problem means memory only, logged. Returns 0 or
  * an errno (the thread could not start). [engine_start, before the worker] */
-int persist_start(struct ocbg *o);
+int persist_start(struct engine *o);
 
 /* Write what is left, stop and join the store thread, close the store (its
  * tasks are left for the next instance). [engine_stop, after the worker] */
-void persist_stop(struct ocbg *o);
+void persist_stop(struct engine *o);
 
 /* Wait until every change recorded so far is committed (or the store
  * failed). [lock held; releases it while waiting: tasks may change or go] */
-void persist_sync(struct ocbg *o);
+void persist_sync(struct engine *o);
 
 /* Is the store on (open and not failed)? [lock held] */
-bool persist_on(const struct ocbg *o);
+bool persist_on(const struct engine *o);
 
 /* Texts out of memory. Once a finished task's row is committed, its
  * prompt, result and error, and a command's output, are stored
@@ -54,10 +54,10 @@ struct task;
  * this thread without the lock: returns the task found again by its id,
  * NULL when it went meanwhile. A text that cannot be read back reads as a
  * sentence saying so (logged). [lock held; released while reading] */
-struct task *persist_texts(struct ocbg *o, struct task *t);
+struct task *persist_texts(struct engine *o, struct task *t);
 
 /* Free the copies persist_texts attached to t, unless something still
  * needs t's texts in memory, or a write failed (NULL: a no-op). [lock held] */
-void persist_drop_copies(struct ocbg *o, struct task *t);
+void persist_drop_copies(struct engine *o, struct task *t);
 
 #endif

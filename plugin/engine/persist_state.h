@@ -1,6 +1,6 @@
 /*
  * persist_state.h — what an engine keeps for its durable store (the type
- * only, held in struct ocbg; engine/persist.h has the functions).
+ * only, held in struct engine; engine/persist.h has the functions).
  */
 #ifndef OCBG_PERSIST_STATE_H
 #define OCBG_PERSIST_STATE_H

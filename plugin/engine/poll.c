@@ -36,7 +36,7 @@
  * poll intervals. */
 #define POLL_GAP_MAX 8
 
-cJSON *poll_status_map(ocbg *o)
+cJSON *poll_status_map(engine *o)
 {
     char *json = NULL;
     int rc = hc_session_status(&o->api, &json, NULL);
@@ -56,7 +56,7 @@ static bool polled(const task *t)
 }
 
 /* Did t report progress within the last interval? */
-static bool alive(const ocbg *o, const task *t, int64_t now)
+static bool alive(const engine *o, const task *t, int64_t now)
 {
     const task_live *p = t->live; /* this run's; none yet: no progress seen */
     return p && p->progress_mono > 0 && now - p->progress_mono < o->opt.poll_interval_ms;
@@ -65,7 +65,7 @@ static bool alive(const ocbg *o, const task *t, int64_t now)
 /* Does t need the status map at this tick: silent, not known idle, no
  * check of it under way, not idle by design (awaiting its own tasks), not
  * waiting for the user's answer, not being stopped? */
-static bool needs_map(const ocbg *o, const task *t, int64_t now)
+static bool needs_map(const engine *o, const task *t, int64_t now)
 {
     return polled(t) && t->live->idle_checks == 0 && !t->awaiting && !t->finalizing && !t->cancelling &&
            !task_permission_request(t) && !alive(o, t, now);
@@ -73,7 +73,7 @@ static bool needs_map(const ocbg *o, const task *t, int64_t now)
 
 /* Tasks whose session was deleted on their own (the parent lives on) end
  * in error once the grace has passed: the parent is told. */
-static void end_deleted(ocbg *o, int64_t now)
+static void end_deleted(engine *o, int64_t now)
 {
     for (task *t = o->reg.active, *next; t; t = next) {
         next = t->live->anext;
@@ -83,7 +83,7 @@ static void end_deleted(ocbg *o, int64_t now)
 }
 
 /* Read the map; queue a check for each silent task it newly shows idle. */
-static void read_map(ocbg *o)
+static void read_map(engine *o)
 {
     engine_unlock(o);
     cJSON *status_map = poll_status_map(o);
@@ -116,7 +116,7 @@ static void read_map(ocbg *o)
 }
 
 /* One check for the known-idle task the longest overdue. */
-static void check_oldest(ocbg *o, int64_t now)
+static void check_oldest(engine *o, int64_t now)
 {
     task *oldest = NULL;
     for (task *t = o->reg.active; t; t = t->live->anext) {
@@ -130,7 +130,7 @@ static void check_oldest(ocbg *o, int64_t now)
         engine_request_finalize(o, oldest);
 }
 
-void poll_tick(ocbg *o, int64_t now)
+void poll_tick(engine *o, int64_t now)
 {
     end_deleted(o, now);
     int64_t interval = o->opt.poll_interval_ms, most = interval * POLL_GAP_MAX;

@@ -12,7 +12,7 @@
 
 /* The host's map of sessions that are not idle (cJSON_Delete it), or NULL
  * when it could not say. [worker, lock NOT held] */
-cJSON *poll_status_map(ocbg *o);
+cJSON *poll_status_map(engine *o);
 
 /* The worker's tick while agent tasks are active (every poll_interval_ms):
  * ends tasks whose session was deleted alone, reads the status map when
@@ -20,6 +20,6 @@ cJSON *poll_status_map(ocbg *o);
  * is known idle (none when the map was read only because its gap passed),
  * besides the checks a map that newly shows sessions idle asks for. [worker, lock held; released
  * during the status call] */
-void poll_tick(ocbg *o, int64_t now);
+void poll_tick(engine *o, int64_t now);
 
 #endif

@@ -5,7 +5,7 @@
 
 #include "base/util.h"
 
-bool sched_lane_open(ocbg *o, const lane *l)
+bool sched_lane_open(engine *o, const lane *l)
 {
     const lanes *ls = &o->reg.lanes;
     if (l == &ls->shell)
@@ -15,7 +15,7 @@ bool sched_lane_open(ocbg *o, const lane *l)
            l->retrying == 0;
 }
 
-admission sched_admission(ocbg *o, task_type type, const char *agent)
+admission sched_admission(engine *o, task_type type, const char *agent)
 {
     lanes *ls = &o->reg.lanes;
     lane *l = lanes_of(ls, type, agent);
@@ -26,7 +26,7 @@ admission sched_admission(ocbg *o, task_type type, const char *agent)
     return ls->queued < (unsigned)o->opt.max_queued ? ADMIT_QUEUE : ADMIT_FULL;
 }
 
-void sched_why_waiting(ocbg *o, const lane *l, strbuf *out)
+void sched_why_waiting(engine *o, const lane *l, strbuf *out)
 {
     const lanes *ls = &o->reg.lanes;
     int cap = options_agent_cap(&o->opt, l->name);
@@ -56,14 +56,14 @@ static void chain(job *j, job **first, job **last)
 }
 
 /* Admit t: it holds its slot from now; its start joins `starts`. */
-static void admit(ocbg *o, task *t, job **first, job **last)
+static void admit(engine *o, task *t, job **first, job **last)
 {
-    registry_set_status(&o->reg, t, TASK_RUNNING, ocbg_now(o));
+    registry_set_status(&o->reg, t, TASK_RUNNING, engine_now(o));
     chain(job_for_task(JOB_START, t), first, last);
 }
 
 /* The open agent lane whose oldest pending task is the oldest, or NULL. */
-static lane *next_agent_lane(ocbg *o)
+static lane *next_agent_lane(engine *o)
 {
     lane *best = NULL;
     for (lane *l = o->reg.lanes.all; l; l = l->next)
@@ -72,7 +72,7 @@ static lane *next_agent_lane(ocbg *o)
     return best;
 }
 
-bool sched_wake_slot(ocbg *o, task *launcher)
+bool sched_wake_slot(engine *o, task *launcher)
 {
     if (!launcher || !launcher->awaiting)
         return true;
@@ -82,7 +82,7 @@ bool sched_wake_slot(ocbg *o, task *launcher)
     return true;
 }
 
-void sched_park(ocbg *o, notice *n)
+void sched_park(engine *o, notice *n)
 {
     task *a = registry_find_session(&o->reg, n->parent_session);
     if (a)
@@ -97,7 +97,7 @@ void sched_park(ocbg *o, notice *n)
 /* Parked waking notices whose task can take a slot now (or no longer
  * waits for one) go out first, oldest first: each task they wake was
  * admitted long before anything in the queue. */
-static void unpark(ocbg *o, job **first, job **last)
+static void unpark(engine *o, job **first, job **last)
 {
     for (notice **pp = &o->parked; *pp;) {
         notice *n = *pp;
@@ -114,7 +114,7 @@ static void unpark(ocbg *o, job **first, job **last)
     }
 }
 
-void sched_pump(ocbg *o)
+void sched_pump(engine *o)
 {
     lanes *ls = &o->reg.lanes;
     job *first = NULL, *last = NULL;
@@ -129,9 +129,9 @@ void sched_pump(ocbg *o)
         jobs_push_front(&o->q, first, last);
 }
 
-void sched_freed(void *engine)
+void sched_freed(void *eng)
 {
-    ocbg *o = engine;
+    engine *o = eng;
     if (o->reg.lanes.queued == 0 && !o->parked)
         return;
     o->sched_due = true;

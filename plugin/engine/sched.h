@@ -24,31 +24,31 @@ typedef enum admission {
     ADMIT_FULL,  /* every slot is taken and the queue is full: refused */
 } admission;
 
-admission sched_admission(ocbg *o, task_type type, const char *agent);
+admission sched_admission(engine *o, task_type type, const char *agent);
 
 /* Why lane l admits nothing now, in words ("all 5 agent slots are busy
  * (max_running_agents 5)"); written to out. */
-void sched_why_waiting(ocbg *o, const lane *l, strbuf *out);
+void sched_why_waiting(engine *o, const lane *l, strbuf *out);
 
 /* May a task of lane l (start or wake) take a slot now? */
-bool sched_lane_open(ocbg *o, const lane *l);
+bool sched_lane_open(engine *o, const lane *l);
 
 /* A waking notice is about to go into the session of `launcher` (the task
  * whose session it is; NULL: none). An awaiting launcher holds no slot: it
  * takes one now if its lane is open. false: it must wait for one. */
-bool sched_wake_slot(ocbg *o, task *launcher);
+bool sched_wake_slot(engine *o, task *launcher);
 
 /* Keep waking notice n (owned from now) until the awaiting task whose
  * session it goes to can take a slot again: its tasks ended, and its next
  * turn is a run like any other. */
-void sched_park(ocbg *o, notice *n);
+void sched_park(engine *o, notice *n);
 
 /* Send the parked notices whose tasks may take a slot now, then start every
  * pending task that may start now, oldest first: each is set running and
  * its start queued for the worker. */
-void sched_pump(ocbg *o);
+void sched_pump(engine *o);
 
 /* The lanes' "a slot freed" callback: have the worker pump. */
-void sched_freed(void *engine);
+void sched_freed(void *eng);
 
 #endif

@@ -7,7 +7,7 @@
 
 #include "base/util.h"
 
-void toast_note(ocbg *o, const char *task_id, toast_kind kind, bool due)
+void toast_note(engine *o, const char *task_id, toast_kind kind, bool due)
 {
     toast_state *ts = &o->toast;
     if (!o->api.host.notify_user)
@@ -33,7 +33,7 @@ void toast_note(ocbg *o, const char *task_id, toast_kind kind, bool due)
         ts->waiting++;
 }
 
-void toast_note_notice(ocbg *o, const notice *n, bool woke)
+void toast_note_notice(engine *o, const notice *n, bool woke)
 {
     const task *t = registry_find(&o->reg, n->task_id);
     if (n->permission_request)
@@ -42,7 +42,7 @@ void toast_note_notice(ocbg *o, const notice *n, bool woke)
         toast_note(o, n->task_id, t->status == TASK_COMPLETED ? TOAST_COMPLETED : TOAST_FAILED, woke);
 }
 
-int64_t toast_due(const ocbg *o)
+int64_t toast_due(const engine *o)
 {
     const toast_state *ts = &o->toast;
     if (ts->warning) /* logged even when the host cannot show it */
@@ -74,7 +74,7 @@ static char *summary(const toast_state *ts)
     return sb_take(&sb);
 }
 
-void toast_flush(ocbg *o)
+void toast_flush(engine *o)
 {
     toast_state *ts = &o->toast;
     int64_t due = toast_due(o), now = mono_ms();
@@ -106,7 +106,7 @@ void toast_flush(ocbg *o)
     engine_lock(o);
 }
 
-void toast_free(ocbg *o)
+void toast_free(engine *o)
 {
     free(o->toast.first);
     free(o->toast.warning);

@@ -28,21 +28,21 @@ typedef enum toast_kind {
 
 /* Note that task_id's notice reached its parent; due: show it (else it only
  * counts in the next one). [engine lock held; no host call] */
-void toast_note(ocbg *o, const char *task_id, toast_kind kind, bool due);
+void toast_note(engine *o, const char *task_id, toast_kind kind, bool due);
 
 /* Notice n reached its parent (woke: it woke the model): the user hears of
  * it too, when it woke the model or asks a question. [engine lock held] */
-void toast_note_notice(ocbg *o, const notice *n, bool woke);
+void toast_note_notice(engine *o, const notice *n, bool woke);
 
 /* The monotonic ms at which a noted notice is due, or 0 when nothing is
  * noted or the host cannot show notices. [engine lock held] */
-int64_t toast_due(const ocbg *o);
+int64_t toast_due(const engine *o);
 
 /* Shows what is due, if its time has come (the lock is released around the
  * host call). [worker; engine lock held] */
-void toast_flush(ocbg *o);
+void toast_flush(engine *o);
 
 /* Frees what is noted. [shutdown, after the worker stopped] */
-void toast_free(ocbg *o);
+void toast_free(engine *o);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * toast_state.h — what an engine keeps for its notices to the user (the type
- * only, held in struct ocbg; engine/toast.h has the functions).
+ * only, held in struct engine; engine/toast.h has the functions).
  */
 #ifndef OCBG_TOAST_STATE_H
 #define OCBG_TOAST_STATE_H

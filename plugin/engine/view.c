@@ -90,7 +90,7 @@ static cJSON *task_line(const task *t)
 
 /* p's view, or NULL when its tasks are as last published (and !force).
  * session: the parent's id (p may be NULL: it has no tasks left). */
-static char *build_view(ocbg *o, parent *p, const char *session, bool force)
+static char *build_view(engine *o, parent *p, const char *session, bool force)
 {
     cJSON *tasks = cJSON_CreateArray();
     int n = 0;
@@ -107,7 +107,7 @@ static char *build_view(ocbg *o, parent *p, const char *session, bool force)
         cJSON_AddNumberToObject(v, "v", 1);
         cJSON_AddStringToObject(v, "session", session);
         cJSON_AddNumberToObject(v, "seq", (double)seq);
-        cJSON_AddNumberToObject(v, "now", (double)ocbg_now(o));
+        cJSON_AddNumberToObject(v, "now", (double)engine_now(o));
         cJSON_AddItemToObject(v, "tasks", tasks);
         tasks = NULL;
         view = cJSON_PrintUnformatted(v);
@@ -124,7 +124,7 @@ typedef struct outgoing {
 } outgoing;
 
 typedef struct round {
-    ocbg *o;
+    engine *o;
     outgoing *items;
     size_t n, cap;
     bool force;
@@ -149,7 +149,7 @@ static void take_each(const char *key, void *value, void *arg)
 
 /* The views to publish now: every session's (sync), the marked ones, and
  * on a tick those with live tasks whose view changed. [lock held] */
-static void collect(ocbg *o, round *r, bool tick)
+static void collect(engine *o, round *r, bool tick)
 {
     view_state *vs = &o->view;
     r->force = vs->sync_all;
@@ -176,7 +176,7 @@ static void collect(ocbg *o, round *r, bool tick)
         t->parent->view_marked = false;
 }
 
-static void publish(ocbg *o, round *r)
+static void publish(engine *o, round *r)
 {
     for (size_t i = 0; i < r->n; i++) {
         int rc = hc_publish_view(&o->api, r->items[i].session, r->items[i].view);
@@ -196,7 +196,7 @@ static bool due(const view_state *vs)
 
 static void *view_main(void *arg)
 {
-    ocbg *o = arg;
+    engine *o = arg;
     view_state *vs = &o->view;
     round r = {.o = o};
     int64_t next_tick = mono_ms() + VIEW_TICK_MS, not_before = 0;
@@ -235,7 +235,7 @@ static void *view_main(void *arg)
     return NULL;
 }
 
-int view_start(ocbg *o)
+int view_start(engine *o)
 {
     view_state *vs = &o->view;
     cond_init_monotonic(&vs->cv);
@@ -251,7 +251,7 @@ int view_start(ocbg *o)
     return rc;
 }
 
-void view_stop(ocbg *o)
+void view_stop(engine *o)
 {
     view_state *vs = &o->view;
     if (vs->started) {
@@ -269,9 +269,9 @@ void view_stop(ocbg *o)
     pthread_cond_destroy(&vs->cv);
 }
 
-void view_task_changed(void *engine, task *t)
+void view_task_changed(void *eng, task *t)
 {
-    ocbg *o = engine;
+    engine *o = eng;
     ENGINE_ASSERT_LOCKED(o);
     view_state *vs = &o->view;
     parent *p = t->parent;
@@ -286,7 +286,7 @@ void view_task_changed(void *engine, task *t)
     pthread_cond_signal(&vs->cv);
 }
 
-void view_sync_all(ocbg *o)
+void view_sync_all(engine *o)
 {
     ENGINE_ASSERT_LOCKED(o);
     o->view.sync_all = true;

@@ -18,22 +18,22 @@
 #ifndef OCBG_VIEW_H
 #define OCBG_VIEW_H
 
-struct ocbg;
+struct engine;
 struct task;
 
 /* Start the view thread if the host takes views; it publishes every
  * session's view once (a restart's restored tasks show again). Returns 0 or
  * an errno. [engine_start, after the store restored its tasks] */
-int view_start(struct ocbg *o);
+int view_start(struct engine *o);
 
 /* Stop and join the thread, free its state. [engine_stop; lock not held] */
-void view_stop(struct ocbg *o);
+void view_stop(struct engine *o);
 
 /* What t's parent's view shows changed: publish it soon. The registry's
  * on_change. [lock held] */
-void view_task_changed(void *engine, struct task *t);
+void view_task_changed(void *eng, struct task *t);
 
 /* Publish every session's view soon (a UI asked: it just started). [lock held] */
-void view_sync_all(struct ocbg *o);
+void view_sync_all(struct engine *o);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * view_state.h — what an engine keeps for the views of its tasks (the type
- * only, held in struct ocbg; engine/view.h has the functions).
+ * only, held in struct engine; engine/view.h has the functions).
  */
 #ifndef OCBG_VIEW_STATE_H
 #define OCBG_VIEW_STATE_H

@@ -29,7 +29,7 @@
  * idle before the read and no finished answer in it means the restart cut
  * the run short (a run that ends between the two reads has its answer in
  * the messages). -1: the host could not say. [lock NOT held] */
-static int session_busy(ocbg *o, const char *session)
+static int session_busy(engine *o, const char *session)
 {
     cJSON *busy_map = poll_status_map(o);
     int busy = !busy_map ? -1 : cJSON_GetObjectItemCaseSensitive(busy_map, session) != NULL;
@@ -54,7 +54,7 @@ static char *restart_cut(const char *messages_json)
 /* A check found no finished answer. now: an idle came during it (it may
  * have read too early), so check again at once; else (a stale idle, or the
  * host failed) the poll looks again, less often each time. */
-static void check_later(ocbg *o, task *t, bool now)
+static void check_later(engine *o, task *t, bool now)
 {
     t->finalizing = false;
     t->recheck = false;
@@ -79,7 +79,7 @@ typedef struct check_found {
 
 /* Read the run's outcome from the session's messages, unless the events
  * already told it (f->out set). [lock NOT held] */
-static void check_read(ocbg *o, const char *task_id, const char *session, const char *prev, bool skip_notices,
+static void check_read(engine *o, const char *task_id, const char *session, const char *prev, bool skip_notices,
                        bool recovering, unsigned awaited, check_found *f)
 {
     f->asked = true;
@@ -99,7 +99,7 @@ static void check_read(ocbg *o, const char *task_id, const char *session, const 
 
 /* Act on what the check of active task t found; sent, awaited, recovering:
  * the task's state when the check began. [lock held] */
-static void check_apply(ocbg *o, task *t, const check_found *f, unsigned sent, unsigned awaited, bool recovering)
+static void check_apply(engine *o, task *t, const check_found *f, unsigned sent, unsigned awaited, bool recovering)
 {
     if (recovering)
         t->recovering = (f->rc != 0 && f->rc != -ENOENT) || !f->asked; /* else decided; the poll asks again */
@@ -125,7 +125,7 @@ static void check_apply(ocbg *o, task *t, const check_found *f, unsigned sent, u
     }
 }
 
-static void run_finalize(ocbg *o, job *j)
+static void run_finalize(engine *o, job *j)
 {
     task *t = registry_find(&o->reg, j->task_id);
     if (!t || t->run != j->run || !task_status_active(t->status) || t->cancelling) {
@@ -166,7 +166,7 @@ static void run_finalize(ocbg *o, job *j)
 }
 
 /* n's task's notification is delivered (or moot): the store forgets it. */
-static void notice_done(ocbg *o, const notice *n)
+static void notice_done(engine *o, const notice *n)
 {
     task *t = registry_find(&o->reg, n->task_id);
     if (t && t->notice_run == n->run && t->notice_state != NOTICE_DONE) {
@@ -180,13 +180,13 @@ static void notice_done(ocbg *o, const notice *n)
  * notice a restart cut short (n->verify) is looked for in the parent
  * session first. Returns -1 to send it, else whether it is settled (as
  * push_notice). The lock is released meanwhile: tasks may have changed. */
-static int mark_sending(ocbg *o, notice *n)
+static int mark_sending(engine *o, notice *n)
 {
     task *t = registry_find(&o->reg, n->task_id);
     if (persist_on(o) && t && t->notice_state != NOTICE_PUSHING) {
         t->notice_state = NOTICE_PUSHING;
         t->notice_run = n->run;
-        t->notice_pushed_ms = ocbg_now(o);
+        t->notice_pushed_ms = engine_now(o);
         registry_touch(&o->reg, t);
         persist_sync(o);
     }
@@ -220,7 +220,7 @@ static void notice_taken(task *t, const notice *n)
 
 /* Out of retries: n is held for the parent's next ocbg answer (a question
  * will be stale by then: the task's status shows it). */
-static void hold_notice(ocbg *o, notice *n)
+static void hold_notice(engine *o, notice *n)
 {
     if (n->permission_request)
         return;
@@ -236,7 +236,7 @@ static void hold_notice(ocbg *o, notice *n)
 
 /* j's notice could not be pushed: tried again later (false, j->notice
  * taken), or, out of retries, held for the parent's next answer (true). */
-static bool retry_or_hold(ocbg *o, job *j)
+static bool retry_or_hold(engine *o, job *j)
 {
     notice *n = j->notice;
     if (n->attempts < o->opt.notify_retries) {
@@ -253,7 +253,7 @@ static bool retry_or_hold(ocbg *o, job *j)
 /* Push j's notice. true: it is settled (pushed, moot, or kept for the
  * parent's next answer); false: it stays on its way (parked for a slot, or
  * to be retried), j->notice taken. */
-static bool push_notice(ocbg *o, job *j)
+static bool push_notice(engine *o, job *j)
 {
     notice *n = j->notice;
     task *t = registry_find(&o->reg, n->task_id);
@@ -314,7 +314,7 @@ static bool push_notice(ocbg *o, job *j)
     return retry_or_hold(o, j);
 }
 
-static void run_notify(ocbg *o, job *j)
+static void run_notify(engine *o, job *j)
 {
     char *session = xstrdup(j->notice->parent_session);
     if (push_notice(o, j))
@@ -324,7 +324,7 @@ static void run_notify(ocbg *o, job *j)
 
 /* A task's run ended: what its session launched and still runs is
  * cancelled (each one's own launches follow by the same job). */
-static void run_cascade(ocbg *o, job *j)
+static void run_cascade(engine *o, job *j)
 {
     parent *p = registry_parent(&o->reg, j->session_id);
     for (task *c = p ? p->head : NULL; c; c = c->pnext) {
@@ -340,7 +340,7 @@ static void run_cascade(ocbg *o, job *j)
     }
 }
 
-static void run_abort(ocbg *o, job *j)
+static void run_abort(engine *o, job *j)
 {
     engine_unlock(o);
     hc_session_abort(&o->api, j->session_id, NULL);
@@ -350,7 +350,7 @@ static void run_abort(ocbg *o, job *j)
 /* Start a task the scheduler admitted from the queue. A task cancelled
  * meanwhile never starts; one that cannot start ends in error (its launch
  * call returned long ago: the parent is told). */
-static void run_start(ocbg *o, job *j)
+static void run_start(engine *o, job *j)
 {
     task *t = registry_find(&o->reg, j->task_id);
     if (!t || t->run != j->run || !task_status_active(t->status))
@@ -373,7 +373,7 @@ static void run_start(ocbg *o, job *j)
     free(err);
 }
 
-static void run_job(ocbg *o, job *j)
+static void run_job(engine *o, job *j)
 {
     switch (j->kind) {
     case JOB_FINALIZE:
@@ -399,7 +399,7 @@ static void run_job(ocbg *o, job *j)
 }
 
 /* Lines the start left for the host's log (the store's problems). */
-static void log_deferred(ocbg *o)
+static void log_deferred(engine *o)
 {
     char *lines = o->ps.log;
     o->ps.log = NULL;
@@ -415,7 +415,7 @@ static void log_deferred(ocbg *o)
 
 static void *worker_main(void *arg)
 {
-    ocbg *o = arg;
+    engine *o = arg;
     engine_lock(o);
     log_deferred(o);
     while (!o->stopping) {
@@ -470,14 +470,14 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int worker_start(ocbg *o)
+int worker_start(engine *o)
 {
     int rc = pthread_create(&o->worker, NULL, worker_main, o);
     o->worker_started = rc == 0;
     return rc;
 }
 
-void worker_join(ocbg *o)
+void worker_join(engine *o)
 {
     if (o->worker_started)
         pthread_join(o->worker, NULL);

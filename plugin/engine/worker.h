@@ -10,8 +10,8 @@
 #include "engine/engine.h"
 
 /* Start the thread. Returns 0 or an errno. [engine_start] */
-int worker_start(ocbg *o);
+int worker_start(engine *o);
 /* Join it; o->stopping is set and the worker woken already. [engine_stop] */
-void worker_join(ocbg *o);
+void worker_join(engine *o);
 
 #endif

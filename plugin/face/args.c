@@ -192,8 +192,8 @@ bool limit_arg(const cJSON *args, const char *tool, double unit_ms, const char *
     return true;
 }
 
-int launch_in_budget(ocbg *o, const cJSON *args, const char *tool, double unit_ms, const char *unit, ocp_call_ctx *ctx,
-                     launch_req *req, launched *l, strbuf *out)
+int launch_in_budget(engine *o, const cJSON *args, const char *tool, double unit_ms, const char *unit,
+                     ocp_call_ctx *ctx, launch_req *req, launched *l, strbuf *out)
 {
     if (!limit_arg(args, tool, unit_ms, unit, &req->timeout_ms, out))
         return -EINVAL;

@@ -51,7 +51,7 @@ static char *default_description(const char *prompt)
     return xasprintf("%.*s%s", (int)keep, prompt, keep < line ? "…" : "");
 }
 
-static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
+static int launch(engine *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
 {
     char *described = arg_str(args, "description") ? NULL : default_description(arg_str(args, "prompt"));
     const char *description = described ? described : arg_str(args, "description");
@@ -75,7 +75,7 @@ static int launch(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strb
     return 0;
 }
 
-int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *resume = resume_arg(args);
     bool fork = arg_bool(args, "fork", false);
@@ -100,7 +100,7 @@ int tool_background_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
 
 /* ---- background_output ------------------------------------------------- */
 
-int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     bool block = arg_bool(args, "block", false);
@@ -142,7 +142,7 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
         engine_unlock(o);
         return -ENOENT;
     }
-    int64_t now = ocbg_now(o);
+    int64_t now = engine_now(o);
     format_report(out, t, now);
     persist_drop_copies(o, t);
     /* A blocking call that returns the result replaces the notification. */
@@ -153,7 +153,7 @@ int tool_background_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
 
 /* ---- background_cancel ------------------------------------------------- */
 
-static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *out)
+static int cancel_batch(engine *o, const char *batch, ocp_call_ctx *ctx, strbuf *out)
 {
     engine_lock(o);
     parent *p = op_parent_of(o, ctx);
@@ -197,7 +197,7 @@ static int cancel_batch(ocbg *o, const char *batch, ocp_call_ctx *ctx, strbuf *o
     return rc;
 }
 
-int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_cancel(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     if (strncmp(id, "batch_", 6) == 0)
@@ -241,7 +241,7 @@ int tool_background_cancel(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
 
 /* ---- background_list --------------------------------------------------- */
 
-int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_list(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *status = arg_str(args, "status");
     const char *batch = arg_str(args, "batch_id");
@@ -278,7 +278,7 @@ int tool_background_list(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *
 
 /* ---- background_clear -------------------------------------------------- */
 
-int tool_background_clear(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_clear(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)args;
     clear_result r;

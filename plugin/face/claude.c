@@ -63,7 +63,7 @@ static int not_found(strbuf *out, const char *id)
 /* The foreground wait's deadline: the call's own limit, or auto_background_ms
  * when that comes first (0: it never does). *moves: the call goes to the
  * background if it is still running at the deadline. */
-static int64_t foreground_deadline(ocbg *o, int64_t own_ms, bool *moves)
+static int64_t foreground_deadline(engine *o, int64_t own_ms, bool *moves)
 {
     int64_t auto_ms = o->opt.auto_background_ms;
     *moves = auto_ms > 0 && auto_ms < own_ms;
@@ -73,7 +73,7 @@ static int64_t foreground_deadline(ocbg *o, int64_t own_ms, bool *moves)
 /* A foreground call's task still running at auto_background_ms becomes a
  * background task (op_to_background): its caller no longer owns its result
  * (op_await gave its claim back). Lock held. */
-static void move_to_background(ocbg *o, task *t, strbuf *out)
+static void move_to_background(engine *o, task *t, strbuf *out)
 {
     op_to_background(o, t);
     int64_t ms = o->opt.auto_background_ms;
@@ -121,7 +121,7 @@ static void put_bash_launched(strbuf *out, const char *id, const char *command, 
 
 /* ---- Task ----------------------------------------------------------------- */
 
-int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *description = arg_str(args, "description");
     const char *prompt = arg_str(args, "prompt");
@@ -160,7 +160,7 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
         rc = -ECANCELED;
     } else if (t->status == TASK_COMPLETED) {
         sb_puts(out, t->result ? t->result : "");
-        op_shown(o, t, ocbg_now(o), true, false);
+        op_shown(o, t, engine_now(o), true, false);
     } else {
         sb_printf(out, "The sub-agent failed: %s", t->error ? t->error : task_status_name(t->status));
         rc = -EIO;
@@ -175,7 +175,7 @@ int tool_claude_task(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 /* ---- Bash ----------------------------------------------------------------- */
 
 /* Give launched task id its own runtime limit (engine/guards.h). */
-static void set_timeout(ocbg *o, const char *id, int64_t ms)
+static void set_timeout(engine *o, const char *id, int64_t ms)
 {
     engine_lock(o);
     task *t = registry_find(&o->reg, id);
@@ -194,7 +194,7 @@ static void put_shell_result(strbuf *out, const task *t)
     free(text);
 }
 
-int tool_claude_bash(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_bash(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *command = arg_str(args, "command");
     const char *description = arg_str(args, "description");
@@ -308,7 +308,7 @@ static void put_task_output(strbuf *out, const task *t, const char *retrieval)
         tag(out, "error", t->error ? t->error : "unknown error");
 }
 
-int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     bool block = arg_bool(args, "block", true);
@@ -360,7 +360,7 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
     bool read = t->type != TASK_SHELL && t->status == TASK_COMPLETED;
     bool delivered = block && !task_status_active(t->status);
     if (read || delivered)
-        op_shown(o, t, ocbg_now(o), read, delivered);
+        op_shown(o, t, engine_now(o), read, delivered);
     engine_unlock(o);
     return rc;
 }
@@ -369,7 +369,7 @@ int tool_claude_task_output(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbu
 
 /* TaskStop of an agent task: background_cancel's operation, and its words
  * when the task cannot be stopped. Lock held; released on return. */
-static int stop_agent(ocbg *o, task *t, strbuf *out)
+static int stop_agent(engine *o, task *t, strbuf *out)
 {
     char id[TASK_ID_SIZE];
     memcpy(id, t->id, sizeof id);
@@ -393,7 +393,7 @@ static int stop_agent(ocbg *o, task *t, strbuf *out)
     return rc;
 }
 
-int tool_claude_task_stop(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_task_stop(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     engine_lock(o);

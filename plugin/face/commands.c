@@ -30,7 +30,7 @@ static void tasks_row(strbuf *out, const task *t, int64_t now)
     sb_puts(out, "\n");
 }
 
-int command_tasks(ocbg *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
+int command_tasks(engine *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)arguments;
     if (strcmp(command, "bashes") == 0)

@@ -40,7 +40,7 @@ static int refused(resume_refusal why, const char *id, const resume_claim *c, st
 
 /* A blocking resume's answer: only the new response, which replaces the
  * notification. Lock held. */
-static int put_resumed_result(ocbg *o, const resume_claim *c, wait_result w, task *t, double timeout_s, strbuf *out)
+static int put_resumed_result(engine *o, const resume_claim *c, wait_result w, task *t, double timeout_s, strbuf *out)
 {
     if (!t) {
         sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", c->id);
@@ -58,7 +58,7 @@ static int put_resumed_result(ocbg *o, const resume_claim *c, wait_result w, tas
                   timeout_s, c->id);
     } else if (t->run == c->run && t->status == TASK_COMPLETED) {
         sb_puts(out, t->result ? t->result : "");
-        op_shown(o, t, ocbg_now(o), true, true);
+        op_shown(o, t, engine_now(o), true, true);
     } else if (t->run == c->run && t->status == TASK_ERROR) {
         sb_printf(out, "Task %s failed while working on the follow-up: %s", c->id, t->error);
         op_shown(o, t, 0, false, true);
@@ -69,7 +69,7 @@ static int put_resumed_result(ocbg *o, const resume_claim *c, wait_result w, tas
     return 0;
 }
 
-int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double timeout_s, ocp_call_ctx *ctx,
+int resume_task(engine *o, const char *id, const char *prompt, bool block, double timeout_s, ocp_call_ctx *ctx,
                 const char *warning, strbuf *out)
 {
     if (blank(prompt)) {
@@ -108,7 +108,7 @@ int resume_task(ocbg *o, const char *id, const char *prompt, bool block, double 
     return rc;
 }
 
-int tool_background_resume(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_resume(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     double timeout;
     if (!wait_timeout_arg(args, "background_resume", &timeout, out))
@@ -133,7 +133,7 @@ static void add_id(id_list *l, const char *id)
     snprintf(l->ids[l->n++], TASK_ID_SIZE, "%s", id);
 }
 
-static bool all_settled(ocbg *o, void *arg)
+static bool all_settled(engine *o, void *arg)
 {
     id_list *l = arg;
     for (size_t i = 0; i < l->n; i++)
@@ -144,7 +144,7 @@ static bool all_settled(ocbg *o, void *arg)
 
 /* Every id named (a batch: each of its tasks), or an error before any
  * wait: an unknown id, an unknown batch, none at all. Lock held. */
-static int resolve_ids(ocbg *o, ocp_call_ctx *ctx, const cJSON *args, id_list *l, strbuf *out)
+static int resolve_ids(engine *o, ocp_call_ctx *ctx, const cJSON *args, id_list *l, strbuf *out)
 {
     const cJSON *item;
     cJSON_ArrayForEach (item, cJSON_GetObjectItemCaseSensitive(args, "task_ids")) {
@@ -175,7 +175,7 @@ static int resolve_ids(ocbg *o, ocp_call_ctx *ctx, const cJSON *args, id_list *l
     return 0;
 }
 
-int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_block(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     double timeout;
     if (!wait_timeout_arg(args, "background_block", &timeout, out))
@@ -190,7 +190,7 @@ int tool_background_block(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf 
     }
     wait_result w =
         all_settled(o, &l) ? WAIT_DONE : engine_wait(o, ctx, mono_ms() + (int64_t)(timeout * 1000), all_settled, &l);
-    int64_t now = ocbg_now(o);
+    int64_t now = engine_now(o);
     size_t finished = 0;
     strbuf lines = {0}, running = {0};
     for (size_t i = 0; i < l.n; i++) {

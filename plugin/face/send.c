@@ -53,7 +53,7 @@ static int refused(send_refusal why, const char *id, const send_claim *c, strbuf
     return -EINVAL;
 }
 
-int tool_background_send(ocbg *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_send(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     const char *message = arg_str(args, "message");

@@ -23,7 +23,7 @@ typedef struct item_list {
     size_t n;
 } item_list;
 
-static bool items_settled(ocbg *o, void *arg)
+static bool items_settled(engine *o, void *arg)
 {
     item_list *l = arg;
     for (size_t i = 0; i < l->n; i++)
@@ -38,7 +38,7 @@ static bool items_settled(ocbg *o, void *arg)
  * waited for: its exit ends it as cancelled. remove: a cancelled task is also
  * removed, under the same lock hold, so a waiter sees it removed rather than
  * cancelled. Returns how many it removed. */
-size_t op_cancel_items(ocbg *o, cancel_item *items, size_t n, bool remove)
+size_t op_cancel_items(engine *o, cancel_item *items, size_t n, bool remove)
 {
     size_t removed = 0;
     for (size_t i = 0; i < n; i++)
@@ -90,7 +90,7 @@ void op_cancel_free(cancel_item *items, size_t n)
     free(items);
 }
 
-task *op_stop_command(ocbg *o, ocp_call_ctx *ctx, task *t, bool owner)
+task *op_stop_command(engine *o, ocp_call_ctx *ctx, task *t, bool owner)
 {
     char key[TASK_ID_SIZE];
     memcpy(key, t->id, sizeof key);

@@ -14,7 +14,7 @@ static const char *kept_reason(const cancel_item *items, size_t n, const char *i
     return "it is still running";
 }
 
-void op_clear(ocbg *o, const ocp_call_ctx *ctx, clear_result *r)
+void op_clear(engine *o, const ocp_call_ctx *ctx, clear_result *r)
 {
     memset(r, 0, sizeof *r);
     /* Cancel what runs, then remove what no longer runs: a task whose abort

@@ -6,7 +6,7 @@
 #include "base/util.h"
 #include "ops/ops.h"
 
-void op_foreground_drop(ocbg *o, const char *id)
+void op_foreground_drop(engine *o, const char *id)
 {
     task *t = registry_find(&o->reg, id);
     if (t && t->foreground && !task_status_active(t->status)) {
@@ -15,7 +15,7 @@ void op_foreground_drop(ocbg *o, const char *id)
     }
 }
 
-void op_to_background(ocbg *o, task *t)
+void op_to_background(engine *o, task *t)
 {
     t->foreground = false;
     registry_touch(&o->reg, t);
@@ -26,7 +26,7 @@ void op_set_timeout(task *t, int64_t ms)
     t->timeout_ms = ms;
 }
 
-char *op_foreground_esc(ocbg *o, task *t)
+char *op_foreground_esc(engine *o, task *t)
 {
     if (t->status == TASK_PENDING) {
         engine_stop_task(o, t); /* never started: it just leaves the queue */
@@ -38,7 +38,7 @@ char *op_foreground_esc(ocbg *o, task *t)
     return xstrdup(t->session_id);
 }
 
-void op_foreground_abort(ocbg *o, const char *id, char *session)
+void op_foreground_abort(engine *o, const char *id, char *session)
 {
     hc_session_abort(&o->api, session, NULL);
     free(session);

@@ -14,7 +14,7 @@
 /* Admit a new task of (type, agent): 0 with *s its first status, or
  * -EAGAIN with the refusal in out (every slot busy, the queue full).
  * Lock held. */
-static int admit(ocbg *o, task_type type, const char *agent, task_status *s, strbuf *out)
+static int admit(engine *o, task_type type, const char *agent, task_status *s, strbuf *out)
 {
     admission a = sched_admission(o, type, agent);
     *s = a == ADMIT_NOW ? TASK_RUNNING : TASK_PENDING;
@@ -31,7 +31,7 @@ static int admit(ocbg *o, task_type type, const char *agent, task_status *s, str
 
 /* The line a queued launch adds to its answer (t was just queued: every
  * pending task of its kind is ahead of it). Lock held. */
-static void queued_note(ocbg *o, const task *t, strbuf *note)
+static void queued_note(engine *o, const task *t, strbuf *note)
 {
     sb_puts(note, "Queued: ");
     sched_why_waiting(o, t->lane, note);
@@ -43,7 +43,7 @@ static void queued_note(ocbg *o, const task *t, strbuf *note)
 
 /* How deep a task launched from the caller's session nests: 1 from a
  * session that is no task's, else its task's depth + 1. Lock held. */
-static unsigned depth_of(ocbg *o, const ocp_call_ctx *ctx)
+static unsigned depth_of(engine *o, const ocp_call_ctx *ctx)
 {
     task *launcher = registry_find_session(&o->reg, ctx->session_id);
     return launcher ? launcher->depth + 1 : 1;
@@ -51,7 +51,7 @@ static unsigned depth_of(ocbg *o, const ocp_call_ctx *ctx)
 
 /* A task's session may launch only above max_depth: 0, or -EPERM with the
  * refusal in out (nothing is asked or created). */
-static int check_depth(ocbg *o, const ocp_call_ctx *ctx, strbuf *out)
+static int check_depth(engine *o, const ocp_call_ctx *ctx, strbuf *out)
 {
     engine_lock(o);
     unsigned depth = depth_of(o, ctx);
@@ -67,11 +67,11 @@ static int check_depth(ocbg *o, const ocp_call_ctx *ctx, strbuf *out)
 
 /* A task of the caller's session, registered with what both kinds share.
  * Lock held. */
-static task *register_task(ocbg *o, const ocp_call_ctx *ctx, task_type type, const char *agent, task_status s,
+static task *register_task(engine *o, const ocp_call_ctx *ctx, task_type type, const char *agent, task_status s,
                            const char *description, bool foreground)
 {
     unsigned depth = depth_of(o, ctx);
-    task *t = registry_add(&o->reg, ctx->session_id, type, agent, s, ocbg_now(o));
+    task *t = registry_add(&o->reg, ctx->session_id, type, agent, s, engine_now(o));
     t->depth = depth;
     engine_task_activated(o);
     task_set_description(t, description);
@@ -85,7 +85,7 @@ static task *register_task(ocbg *o, const ocp_call_ctx *ctx, task_type type, con
 
 /* The runner could not start task `id`: a task that never got a session is
  * removed (nothing was created); one that did ends in error. */
-static int start_failed(ocbg *o, const char *id, char *err, int rc, strbuf *out)
+static int start_failed(engine *o, const char *id, char *err, int rc, strbuf *out)
 {
     engine_lock(o);
     task *t = registry_find(&o->reg, id);
@@ -112,7 +112,7 @@ static int start_failed(ocbg *o, const char *id, char *err, int rc, strbuf *out)
     return rc;
 }
 
-int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out)
+int op_launch_agent(engine *o, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out)
 {
     if (!ctx->session_id) {
         sb_puts(out, "The call has no session to launch a task from.");
@@ -148,7 +148,7 @@ int op_launch_agent(ocbg *o, const ocp_call_ctx *ctx, const launch_req *req, lau
     return rc != 0 ? start_failed(o, l->id, err, rc, out) : 0;
 }
 
-int op_launch_shell(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
+int op_launch_shell(engine *o, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
                     launched *l, strbuf *out)
 {
     if (!ctx->session_id) {

@@ -23,7 +23,7 @@ static char *echo(const char *s)
 /* One question to the host (patterns, always and metadata are consumed).
  * what: the action as the answer names it ("running `ls`"); nothing_done:
  * what the answer says was not done. */
-static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *patterns, cJSON *always,
+static int ask(engine *o, const ocp_call_ctx *ctx, const char *permission, cJSON *patterns, cJSON *always,
                cJSON *metadata, const char *what, const char *nothing_done, strbuf *out)
 {
     int rc = 0;
@@ -59,7 +59,7 @@ static int ask(ocbg *o, const ocp_call_ctx *ctx, const char *permission, cJSON *
     return rc;
 }
 
-int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out)
+int permission_bash(engine *o, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out)
 {
     if (!o->api.host.ask_permission)
         return 0;
@@ -98,7 +98,7 @@ int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const
     return rc;
 }
 
-int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
+int permission_task(engine *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
 {
     if (!o->api.host.ask_permission)
         return 0;
@@ -116,7 +116,7 @@ int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const c
     return rc;
 }
 
-int permission_send(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
+int permission_send(engine *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
 {
     if (!o->api.host.ask_permission)
         return 0;

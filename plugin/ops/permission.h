@@ -25,16 +25,16 @@
  * a negative errno (-EACCES denied, -ECANCELED Esc while asking, -EIO the
  * host could not ask) and the answer for the model in out, which says that
  * nothing was run. */
-int permission_bash(ocbg *o, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out);
+int permission_bash(engine *o, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out);
 
 /* May the call `ctx` start (or resume) a sub-agent of type `agent`? The same
  * returns; the answer says that no task was started. */
-int permission_task(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out);
+int permission_task(engine *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out);
 
 /* May the call `ctx` send a message into a running sub-agent of type
  * `agent` (background_send)? The same permission as starting one ("task",
  * the agent's name), so a rule that forbids the agent forbids talking to
  * it; the answer says that nothing was sent. */
-int permission_send(ocbg *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out);
+int permission_send(engine *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out);
 
 #endif

@@ -10,7 +10,7 @@
 #include "ops/ops.h"
 #include "ops/permission.h"
 
-resume_refusal op_resume_claim(ocbg *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
+resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
 {
     task *t = op_find_own(o, id, ctx);
     if (!t)
@@ -34,7 +34,7 @@ resume_refusal op_resume_claim(ocbg *o, const ocp_call_ctx *ctx, const char *id,
         return RESUME_NO_SLOT;
     }
     /* Claimed under the lock: of two racing resumes the first wins. */
-    int64_t now = ocbg_now(o);
+    int64_t now = engine_now(o);
     c->old_completed = t->completed_ms;
     c->old_started = t->started_ms;
     registry_set_status(&o->reg, t, TASK_RESUMED, now);
@@ -60,7 +60,7 @@ resume_refusal op_resume_claim(ocbg *o, const ocp_call_ctx *ctx, const char *id,
 
 /* A resume that never reached the sub-agent (refused, or its session is
  * gone): the task is completed again, as before the claim. Lock not held. */
-static void give_back(ocbg *o, const resume_claim *c, bool session_gone)
+static void give_back(engine *o, const resume_claim *c, bool session_gone)
 {
     engine_lock(o);
     task *t = registry_find(&o->reg, c->id);
@@ -81,7 +81,7 @@ static void give_back(ocbg *o, const resume_claim *c, bool session_gone)
 }
 
 /* The follow-up could not be sent: the resumed run ends in error. */
-static void send_failed(ocbg *o, const resume_claim *c, const char *why)
+static void send_failed(engine *o, const resume_claim *c, const char *why)
 {
     engine_lock(o);
     task *t = registry_find(&o->reg, c->id);
@@ -92,7 +92,7 @@ static void send_failed(ocbg *o, const resume_claim *c, const char *why)
     engine_unlock(o);
 }
 
-int op_resume_send(ocbg *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)
+int op_resume_send(engine *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)
 {
     /* The host's consent, as for a launch: a refusal gives the claim back. */
     int rc = permission_task(o, ctx, c->agent, NULL, out);
@@ -117,14 +117,14 @@ int op_resume_send(ocbg *o, const ocp_call_ctx *ctx, const resume_claim *c, cons
 }
 
 /* The resumed run has ended (or the task is gone). */
-static bool run_settled(ocbg *o, void *arg)
+static bool run_settled(engine *o, void *arg)
 {
     const resume_claim *c = arg;
     task *t = registry_find(&o->reg, c->id);
     return !t || t->run != c->run || !task_status_active(t->status);
 }
 
-wait_result op_resume_wait(ocbg *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
+wait_result op_resume_wait(engine *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
 {
     wait_result w = engine_wait(o, ctx, deadline, run_settled, c);
     *t = registry_find(&o->reg, c->id);

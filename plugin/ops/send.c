@@ -9,7 +9,7 @@
 #include "ops/ops.h"
 #include "ops/permission.h"
 
-send_refusal op_send_check(ocbg *o, const ocp_call_ctx *ctx, const char *id, send_claim *c)
+send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char *id, send_claim *c)
 {
     task *t = op_find_own(o, id, ctx);
     if (!t)
@@ -41,7 +41,7 @@ send_refusal op_send_check(ocbg *o, const ocp_call_ctx *ctx, const char *id, sen
 /* The host refused follow-up c->number: the completion check stops waiting
  * for it (an earlier one still awaited is waited for no longer either: the
  * task's next idle decides, as without follow-ups). Lock not held. */
-static void send_failed(ocbg *o, const send_claim *c)
+static void send_failed(engine *o, const send_claim *c)
 {
     engine_lock(o);
     task *t = registry_find(&o->reg, c->id);
@@ -50,7 +50,7 @@ static void send_failed(ocbg *o, const send_claim *c)
     engine_unlock(o);
 }
 
-int op_send(ocbg *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out)
+int op_send(engine *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out)
 {
     *why = SEND_OK;
     int rc = permission_send(o, ctx, c->agent, c->description, out);

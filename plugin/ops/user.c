@@ -10,7 +10,7 @@
 #include "ops/ops.h"
 #include "text/texts.h"
 
-int op_user_stop(ocbg *o, const char *id, strbuf *out)
+int op_user_stop(engine *o, const char *id, strbuf *out)
 {
     engine_lock(o);
     task *t = registry_find(&o->reg, id);
@@ -75,7 +75,7 @@ static void add_texts(cJSON *d, const task *t)
         cJSON_AddStringToObject(d, "error", t->error);
 }
 
-int op_user_detail(ocbg *o, const char *id, strbuf *out)
+int op_user_detail(engine *o, const char *id, strbuf *out)
 {
     engine_lock(o);
     task *t = registry_find(&o->reg, id);

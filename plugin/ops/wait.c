@@ -4,7 +4,7 @@
 #include "base/util.h"
 #include "ops/ops.h"
 
-task *op_find_own(ocbg *o, const char *task_id, const ocp_call_ctx *ctx)
+task *op_find_own(engine *o, const char *task_id, const ocp_call_ctx *ctx)
 {
     task *t = registry_find(&o->reg, task_id);
     if (!t || !ctx->session_id || strcmp(t->parent->session_id, ctx->session_id) != 0)
@@ -12,18 +12,18 @@ task *op_find_own(ocbg *o, const char *task_id, const ocp_call_ctx *ctx)
     return t;
 }
 
-parent *op_parent_of(ocbg *o, const ocp_call_ctx *ctx)
+parent *op_parent_of(engine *o, const ocp_call_ctx *ctx)
 {
     return ctx && ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
 }
 
-bool op_task_settled(ocbg *o, void *arg)
+bool op_task_settled(engine *o, void *arg)
 {
     task *t = registry_find(&o->reg, arg);
     return !t || !task_status_active(t->status);
 }
 
-wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner, task **t)
+wait_result op_await(engine *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner, task **t)
 {
     char key[TASK_ID_SIZE];
     memcpy(key, id, sizeof key);
@@ -37,7 +37,7 @@ wait_result op_await(ocbg *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], in
     return w;
 }
 
-void op_shown(ocbg *o, task *t, int64_t now, bool read, bool delivered)
+void op_shown(engine *o, task *t, int64_t now, bool read, bool delivered)
 {
     if (read)
         t->retrieved_ms = now;

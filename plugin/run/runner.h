@@ -28,9 +28,9 @@ typedef struct runner_env {
     void *engine; /* the callbacks' first argument */
     /* [mu held] t's run ended with status s (completed, error, cancelled),
      * text (result or error, may be NULL), message_id (may be NULL). */
-    void (*finished)(void *engine, task *t, task_status s, const char *text, const char *message_id);
+    void (*finished)(void *eng, task *t, task_status s, const char *text, const char *message_id);
     /* [mu held] have the engine's worker abort a session (never blocks). */
-    void (*abort_session)(void *engine, const char *session_id);
+    void (*abort_session)(void *eng, const char *session_id);
 } runner_env;
 
 typedef struct runner runner;
