@@ -463,7 +463,7 @@ typedef struct ocp_plugin {
      *     the host could not abort it (it goes on; *out says why).
      *   {"action":"detail", "task_id": id}: *out = JSON {id, status, and
      *     where they apply: answer, output, exit, error, waiting, recent,
-     *     tokens, cost}.
+     *     tools, tokens, cost}.
      * Other actions, bad JSON: -EINVAL, *out says why. May block while an
      * abort or a store read runs (not long); never on the host's
      * event thread. NULL: takes none. */

@@ -94,6 +94,8 @@ int op_user_detail(engine *o, const char *id, strbuf *out)
     if (waiting)
         cJSON_AddStringToObject(d, "waiting", waiting);
     add_recent(d, t, RECENT_TOOLS);
+    if (t->tool_calls)
+        cJSON_AddNumberToObject(d, "tools", t->tool_calls);
     const usage *u = task_usage(t);
     if (u) {
         cJSON_AddNumberToObject(d, "tokens", (double)usage_tokens(u));
