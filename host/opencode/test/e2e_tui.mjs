@@ -291,8 +291,8 @@ async function sidebarLive() {
   await update("bg_bbbb0002", { status: "running", started: AGO(0), queue: null });
   const r = await shows("the pending task runs", [/● running Tests make check · \ds/], sidebar, 5000);
   ok(r.hit, "a status change shows in the sidebar", r.last);
-  // the bus, the TUI and capture-pane's polling on a loaded 2-core machine: a margin over the second the panel needs
-  ok(Date.now() - t0 < 3000, `...within 3 s of the view (${Date.now() - t0} ms)`);
+  // A figure, not a check (timing goals are for benchmarks): the bus, the TUI and capture-pane's 100 ms polling.
+  diag(`view -> screen: ${Date.now() - t0} ms`);
   await showsOk("elapsed times tick while a task runs", [/● running Tests make check · [2-9]s/], sidebar, 10000);
   await update("bg_bbbb0002", { waiting: "bash: rm -rf build" });
   await showsOk("a task waiting for permission is marked", [/● running ⚠ Tests make check · \d+s/], sidebar);
