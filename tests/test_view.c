@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testlib.h"
 
@@ -259,6 +260,50 @@ static void test_without_views(void)
     sim_destroy(h);
 }
 
+/* sim_wait predicate: a view of *arg's session came after the count in arg. */
+typedef struct after {
+    const char *session;
+    size_t count;
+} after;
+
+static int view_after(sim_host *h, void *arg)
+{
+    after *a = arg;
+    return sim_views(h, a->session) > a->count;
+}
+
+/* After a restart, the tasks the store gives back are shown again at once:
+ * a UI that stayed open (the person's TUI) gets every session's view. */
+static void test_restart_publishes(void)
+{
+    char dir[] = "/tmp/ocbg-view-XXXXXX", opts[128];
+    if (!mkdtemp(dir))
+        bail_out("mkdtemp");
+    snprintf(opts, sizeof opts, "{\"store_path\":\"%s/ocbg.db\"}", dir);
+    sim_host *h = t_host(opts);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *answer = t_tool(h, parent, "Bash", J("{'command':'echo kept','description':'kept','run_in_background':true}"));
+    char *id = t_find_id(answer, "bg_");
+    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "a task completes");
+    is_int(wait_view(h, parent, id, "status", "completed"), 0, "and its view says so");
+    after a = {parent, sim_views(h, parent)};
+    t_reload(h, opts);
+    is_int(sim_wait(h, view_after, &a, tap_timeout_ms(DEADLINE)), 0, "after a restart the session's view comes again");
+    const cJSON *line;
+    cJSON *view = newest(h, parent, id, &line);
+    is_str(jstr(line, "status"), "completed", "with the restored task");
+    is_int((int)jnum(view, "seq", 0), 1, "from a new server part: its seq starts again");
+    cJSON_Delete(view);
+    free(answer);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+    char db[160];
+    snprintf(db, sizeof db, "%s/ocbg.db", dir);
+    unlink(db);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_running_waiting_stop();
@@ -267,5 +312,6 @@ int main(void)
     test_shell();
     test_sync_and_model_cancel();
     test_without_views();
+    test_restart_publishes();
     return done_testing();
 }
