@@ -79,7 +79,11 @@ void ui_run(adapter *ad, call *c)
         rc = p->ui_request(p->userdata, c->args, &out);
     cJSON *req = cJSON_Parse(c->args);
     const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "action"));
-    if (!action || strcmp(action, "sync") != 0) { /* a sync is answered by the views */
+    /* A sync is answered by the views. No answer either when this copy's
+     * plugin takes no requests or does not know the task: another copy of
+     * ocbg loaded on the same server (a global and a project install) may
+     * own it, and its answer is the one that counts. */
+    if ((!action || strcmp(action, "sync") != 0) && rc != -ENOSYS && rc != -ENOENT) {
         char *reply = reply_json(req, rc, out);
         if (reply)
             publish(ad, "ocbg.reply", reply);
