@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "shelltest.h"
 #include "testlib.h"
 
 #define DEADLINE 10000
@@ -304,6 +305,48 @@ static void test_restart_publishes(void)
     rmdir(dir);
 }
 
+/* sim_wait predicate: the newest view of the session (arg) lists no task. */
+static int view_empty(sim_host *h, void *session)
+{
+    cJSON *view = t_parse(sim_view(h, session, -1));
+    int empty = view && cJSON_GetArraySize(jget(view, "tasks")) == 0;
+    cJSON_Delete(view);
+    return empty;
+}
+
+/* sim_wait predicate: the newest view of the session lists a task described "Hangs". */
+static int view_has_hangs(sim_host *h, void *session)
+{
+    cJSON *view = t_parse(sim_view(h, session, -1));
+    const char *d = jstr(view, "tasks.0.description");
+    int yes = d && strcmp(d, "Hangs") == 0;
+    cJSON_Delete(view);
+    return yes;
+}
+
+/* A foreground Task is shown while its call waits, and gone once it returns. */
+static void test_foreground_goes(void)
+{
+    t_fixture f;
+    t_open(&f, NULL);
+    if (sim_script(f.h, "foreground hang", J("{'steps':[{'hang':true}]}"), 1) != 0)
+        bail_out("script");
+    char *args = st_task_args("Hangs", "foreground hang", 0);
+    sim_call *c = sim_tool_start(f.h, f.parent, "Task", args);
+    free(args);
+    is_int(sim_wait(f.h, view_has_hangs, f.parent, tap_timeout_ms(DEADLINE)), 0,
+           "a foreground Task shows in the view while its call waits");
+    sim_tool_cancel(c);
+    int rc = 0;
+    char *out = NULL;
+    is_int(sim_tool_wait(c, tap_timeout_ms(DEADLINE), &rc, &out), 0, "Esc ends the call");
+    free(out);
+    sim_tool_free(c);
+    is_int(sim_wait(f.h, view_empty, f.parent, tap_timeout_ms(DEADLINE)), 0,
+           "once the call returned, the session's view has no task left");
+    t_close(&f);
+}
+
 int main(void)
 {
     test_running_waiting_stop();
@@ -313,5 +356,6 @@ int main(void)
     test_sync_and_model_cancel();
     test_without_views();
     test_restart_publishes();
+    test_foreground_goes();
     return done_testing();
 }

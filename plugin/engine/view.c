@@ -275,8 +275,8 @@ void view_task_changed(void *eng, task *t)
     ENGINE_ASSERT_LOCKED(o);
     view_state *vs = &o->view;
     parent *p = t->parent;
-    if (!p || p->view_marked || t->foreground)
-        return;
+    if (!p || p->view_marked)
+        return; /* a foreground call's task too: shown while it runs, and gone when its call returns */
     p->view_marked = true;
     if (vs->nmarked == vs->cap) {
         vs->cap = vs->cap ? vs->cap * 2 : 8;
