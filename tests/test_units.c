@@ -180,6 +180,21 @@ static void outcome_after_compaction_cases(void)
                OUTCOME_NONE, NULL, "a new prompt since: another run");
 }
 
+/* A resumed run (prev m2, the previous run's answer): the turn after a
+ * compaction of the previous run is not its end; its own prompt starts it. */
+static void outcome_resumed_after_compaction_cases(void)
+{
+    outcome out;
+    outcome_from_messages("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.")) "]", "m2", true, &out);
+    is_int(out.kind, OUTCOME_NONE, "resumed: the compaction's turn before its prompt is not its end");
+    outcome_free(&out);
+    outcome_from_messages("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.")) "," M_PROMPT("m7", "what next") ","
+                          M_ANSWER("m8", M_TEXT("NEW ANSWER")) "]", "m2", true, &out);
+    is_int(out.kind, OUTCOME_COMPLETED, "resumed: after its prompt, its answer ends it");
+    is_str(out.text, "NEW ANSWER", "resumed: with its own answer");
+    outcome_free(&out);
+}
+
 /* An automatic compaction after the answer: the run goes on until the
  * continue turn has ended; a summary is never the result. */
 static void outcome_auto_compaction_cases(void)
@@ -194,6 +209,7 @@ static void outcome_auto_compaction_cases(void)
                     "continue turn with text: the answer, then its text after the mark");
     outcome_compaction_continuations();
     outcome_after_compaction_cases();
+    outcome_resumed_after_compaction_cases();
     outcome_case("[" RUN "," M_COMPACT("m3", "true") "]", NULL, OUTCOME_NONE, NULL,
                  "compaction asked, no summary yet: not finished");
     outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "]", NULL, OUTCOME_NONE, NULL,

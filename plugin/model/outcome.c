@@ -270,7 +270,26 @@ static char *error_text(const cJSON *err)
     return xstrdup(msg ? msg : name ? name : "unknown error");
 }
 
-static void decide(const cJSON *const *msgs, int n, const char *prev_message_id, bool skip_notices, outcome *out)
+/* When the previous run's end is among msgs, has a prompt (or a waking
+ * notice) come after it?
+ * If not, what ended since is no run of its own (the turn after a
+ * compaction of the previous run, say) and this run has not begun. */
+static bool prompted_since(const cJSON *const *msgs, int n, const char *prev_message_id)
+{
+    int prev = -1;
+    for (int i = 0; prev_message_id && i < n; i++)
+        if (str_is(info_of(msgs[i]), "id", prev_message_id))
+            prev = i;
+    if (prev < 0)
+        return true;
+    for (int i = prev + 1; i < n; i++)
+        if (kind_of(msgs[i]) == MSG_PROMPT || kind_of(msgs[i]) == MSG_NOTICE)
+            return true; /* a notice wakes a task that waited for its own tasks */
+    return false;
+}
+
+static void decide(const cJSON *const *msgs, int n, const char *prev_message_id, bool skip_notices, bool new_run,
+                   outcome *out)
 {
     while (skip_notices && n > 1 && kind_of(msgs[n - 1]) == MSG_NOTICE)
         n--;
@@ -282,6 +301,8 @@ static void decide(const cJSON *const *msgs, int n, const char *prev_message_id,
         return;
     const char *id = str_at(info, "id");
     if (id && prev_message_id && strcmp(id, prev_message_id) == 0)
+        return;
+    if (new_run && !prompted_since(msgs, n, prev_message_id))
         return;
     out->message_id = xstrdup(id);
     const cJSON *error = cJSON_GetObjectItemCaseSensitive(info, "error");
@@ -306,7 +327,7 @@ void outcome_from_messages(const char *messages_json, const char *prev_message_i
     /* Indexed, for the walks back (cJSON arrays are linked lists). */
     const cJSON **msgs = index_messages(root, &n);
     if (n > 0)
-        decide(msgs, n, prev_message_id, skip_notices, out);
+        decide(msgs, n, prev_message_id, skip_notices, true, out);
     free(msgs);
     cJSON_Delete(root);
 }
@@ -327,7 +348,7 @@ int outcome_after_compaction(const char *messages_json, const char *answer_id, o
         continued = continued || (k == MSG_CONTINUE && continues_after_answer(msgs, i, a - 1));
     }
     if (continued && same_run)
-        decide(msgs, n, answer_id, true, out);
+        decide(msgs, n, answer_id, true, false, out);
     free(msgs);
     cJSON_Delete(root);
     return a == 0 ? -1 : continued && same_run;

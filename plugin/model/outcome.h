@@ -50,7 +50,10 @@ typedef struct outcome {
  * The run has ended when the newest message is a finished (time.completed,
  * finish or error set) real assistant message, or a finished summary after
  * which OpenCode goes no further (a manual compaction, or a failed summary);
- * and that message is not prev_message_id. A newest compaction or continue
+ * and that message is not prev_message_id, and, when prev_message_id is
+ * among the messages, a prompt came after it (else what ended since, such as
+ * the turn after a compaction of the previous run, is not this run's). A
+ * newest compaction or continue
  * message, or a successful automatic summary, means the run goes on. An
  * error on a real assistant message ends the run in error; a summary's error
  * does not (the answer before it stands). The answer is the text of the
