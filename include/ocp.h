@@ -2,7 +2,7 @@
  * ocp.h — the ocp plugin ABI: how an agent host (OpenCode, a test host, yours)
  * loads a background-task plugin such as ocbg.so and talks to it.
  *
- * ABI version 1.4. One entry point, two versioned tables:
+ * ABI version 1.5. One entry point, two versioned tables:
  *
  *   host:    handle = dlopen(".../ocbg.so"); entry = dlsym(handle, OCP_ENTRY_SYMBOL);
  *            plugin = entry(&host_table, options_json, err, sizeof err);
@@ -68,7 +68,7 @@ extern "C" {
 #endif
 
 #define OCP_ABI_MAJOR 1
-#define OCP_ABI_MINOR 4
+#define OCP_ABI_MINOR 5
 
 /* The one symbol a plugin exports (type: ocp_plugin_entry_fn). */
 #define OCP_ENTRY_SYMBOL "ocp_plugin_entry"
@@ -146,26 +146,10 @@ typedef struct ocp_host {
      * Returns once the host accepted the prompt (queued while the session is
      * busy). On success *out is left NULL.
      *
-     * The session need not show busy (in session_status, or by an event)
-     * before this returns. How the plugin learns that a task's turn ended:
-     * it checks the session (session_messages, newest 20) when it is told
-     * the session is idle (session.idle or session.status idle: at once),
-     * and when its poll (session_status every poll_interval_ms, default
-     * 1000, while an agent task runs) does not list the session. The run has
-     * ended when the newest message is a finished assistant message
-     * (time.completed, finish or error set) other than the one that ended
-     * the task's previous run. A check that finds none backs off: the poll checks that session
-     * again after 2, 4, 8, 16, then every 32 poll intervals, until it is seen
-     * busy (listed in the map, or a session.status busy/retry event). So:
-     *   - a host must store the turn's answer (visible to session_messages)
-     *     before it reports the session idle, by event or by the map;
-     *     otherwise the answer is found only by a later poll, up to 32
-     *     intervals late;
-     *   - it must emit session.idle (or session.status idle) when a turn
-     *     ends, or rely on the poll;
-     *   - until the new turn shows (busy, or its user message stored), a
-     *     poll may see the session idle: that costs one check that finds
-     *     nothing, and the backoff above; it is not an error. */
+     * The session need not show busy before this returns. What a host must
+     * do so that the plugin sees the turn end (store the answer before it
+     * reports the session idle; emit session.idle or rely on the poll) and
+     * how the poll backs off: docs/abi.md, "When a turn has ended". */
     int (*session_prompt)(void *userdata, const char *session_id, const char *body_json, char **out);
 
     /* [any] Abort the session's running turn (and its queued prompts). Success
@@ -275,6 +259,30 @@ typedef struct ocp_host {
      * dropped; the plugin does not retry that view, the next one replaces
      * it). */
     int (*publish_view)(void *userdata, const char *session_id, const char *view_json);
+
+    /* ---- ABI 1.5 -------------------------------------------------------- */
+
+    /* [any] Optional (NULL: the plugin runs no task in another folder). As
+     * session_create, but the new session works in `directory` (an absolute
+     * path to an existing folder, such as a git worktree the plugin made):
+     * its tools run there. Prompt, abort, messages and get of it then work
+     * by its id as for any session. The plugin calls directory_watch first. */
+    int (*session_create_in)(void *userdata, const char *parent_id, const char *title, const char *directory,
+                             char **out);
+
+    /* [any] Optional with session_create_in, required by it. watch 1: from
+     * the return on, deliver the events of sessions working in `directory`
+     * to on_event and list them in session_status, as for the host's own
+     * sessions, even where the host keeps a context per directory (OpenCode:
+     * an instance, with its own event stream and status map); idempotent,
+     * and called again after a restart for a task still running there.
+     * watch 0: the plugin is done with `directory`, no session of it runs;
+     * stop following it and release what the host holds for it (OpenCode:
+     * dispose its instance), so that the folder may be removed. Returns 0,
+     * or a negative errno (-EIO: watch 1 could not follow it, and the plugin
+     * does not start a task there; watch 0 failed, and the plugin keeps the
+     * folder). Never from on_event. */
+    int (*directory_watch)(void *userdata, const char *directory, int watch);
 } ocp_host;
 
 #define OCP_HOST_MIN_SIZE ((uint32_t)offsetof(ocp_host, now_ms))
@@ -399,12 +407,9 @@ typedef struct ocp_plugin {
      *
      * A plugin changes only the history of sessions it created itself,
      * through this table's session_create or session_fork: a host may skip
-     * the call for any other session. The cost when it does not skip: the
-     * host serializes the whole history to JSON for every model call; ocbg
-     * then takes its lock for one hash lookup and returns 0 with *out = NULL
-     * for every session that is not a forked task's (it rewrites only those:
-     * long tool results cut, the oldest messages dropped to fit a token
-     * budget). */
+     * the call for any other session (ocbg rewrites only a forked task's
+     * history: long tool results cut, the oldest messages dropped to fit a
+     * token budget; see wants_messages for skipping the cost). */
     int (*transform_messages)(void *userdata, const char *session_id, const char *messages_json, char **out);
 
     /* [any, once] Stop: release every blocked tool_call (it returns
