@@ -105,20 +105,28 @@ static void version_1_file_migrated(void)
            "a task completed and was notified");
     sim_unload_plugins(h);
 
-    /* The file as version 1 left it: no followups_sent column. */
+    /* The file as version 1 left it: no followups_sent column (2), no
+     * worktree columns (3). */
     sqlite3 *d = NULL;
     char *err = NULL;
     sqlite3_open(db, &d);
-    int rc = sqlite3_exec(d, "ALTER TABLE task DROP COLUMN followups_sent; PRAGMA user_version = 1", NULL, NULL, &err);
+    int rc = sqlite3_exec(d,
+                          "ALTER TABLE task DROP COLUMN followups_sent; ALTER TABLE task DROP COLUMN worktree_path; "
+                          "ALTER TABLE task DROP COLUMN worktree_branch; ALTER TABLE task DROP COLUMN worktree_base; "
+                          "ALTER TABLE task DROP COLUMN worktree_checkout; ALTER TABLE task DROP COLUMN "
+                          "worktree_report; ALTER TABLE task DROP COLUMN worktree_report_run; PRAGMA user_version = 1",
+                          NULL, NULL, &err);
     is_int(rc, SQLITE_OK, "the file made a version-1 file (%s)", err ? err : "ok");
     sqlite3_free(err);
     sqlite3_close(d);
-    ok(lt_user_version(db) == 1 && !has_column(db, "followups_sent"), "version 1, without the new column");
+    ok(lt_user_version(db) == 1 && !has_column(db, "followups_sent") && !has_column(db, "worktree_path"),
+       "version 1, without the new columns");
 
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), opts) != 1)
         bail_out("loading: %s", sim_load_error(h));
-    is_int(lt_user_version(db), 2, "opened by this ocbg, the file is version 2");
-    ok(has_column(db, "followups_sent"), "with the new column");
+    is_int(lt_user_version(db), 3, "opened by this ocbg, the file is version 3");
+    ok(has_column(db, "followups_sent") && has_column(db, "worktree_path") && has_column(db, "worktree_report_run"),
+       "with the new columns");
     char *out = t_output(h, s, id);
     like(out, "the old answer", "its task is kept, with its result");
     free(out);

@@ -115,6 +115,20 @@ static int parse_agent_caps(options *o, const cJSON *item, char *err, size_t err
     return 0;
 }
 
+/* isolation: "none", "worktree" or "worktree_with_changes". */
+static int parse_isolation(options *o, const cJSON *item, char *err, size_t err_size)
+{
+    static const char *const names[] = {"none", "worktree", "worktree_with_changes"};
+    const char *v = cJSON_GetStringValue(item);
+    for (int i = 0; v && i < 3; i++)
+        if (strcmp(v, names[i]) == 0) {
+            o->isolation = i;
+            return 0;
+        }
+    snprintf(err, err_size, "option 'isolation' must be \"none\", \"worktree\" or \"worktree_with_changes\"");
+    return -EINVAL;
+}
+
 /* store_path: an absolute file name ("" for the host's data_dir). */
 static int parse_store_path(options *o, const cJSON *item, char *err, size_t err_size)
 {
@@ -182,6 +196,8 @@ static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
         }
         return 0;
     }
+    if (strcmp(key, "isolation") == 0)
+        return parse_isolation(o, item, err, err_size);
     if (strcmp(key, "max_running_per_agent") == 0)
         return parse_agent_caps(o, item, err, err_size);
     if (strcmp(key, "store_path") == 0)

@@ -30,6 +30,8 @@ typedef struct options {
     int notify_retries;   /* further attempts after a failed push */
     int notify_retry_ms;  /* first retry delay; doubles each attempt */
     wake_policy wake;
+    int isolation; /* a launch's default isolation: 0 "none", 1 "worktree", 2 "worktree_with_changes"
+                    * (the order of worktree/worktree.h's enum isolation) */
     int fork_tool_chars;                  /* fork: tool results longer than this are cut */
     int fork_max_tokens;                  /* fork: oldest messages dropped above this estimate */
     int shell_output_cap;                 /* bytes of a command's output kept (head and tail halves) */

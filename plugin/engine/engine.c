@@ -9,6 +9,7 @@
 #include "engine/jobs.h"
 #include "store/store.h"
 #include "text/texts.h"
+#include "worktree/worktree.h"
 
 int64_t engine_now(engine *o)
 {
@@ -318,13 +319,28 @@ int engine_run_start(engine *o, task_type type, const char *task_id, char **err)
  * levels bounds the walk (a host could name a session its own ancestor). */
 static void drop_tree(engine *o, parent *p, int levels)
 {
+    worktree_item *worktrees = NULL;
     for (task *t = p->head; t; t = t->pnext) {
+        worktree_item_take(t, &worktrees);
         engine_stop_task_now(o, t);
         parent *own = launched_by(o, t);
         if (own && own != p && levels > 0)
             drop_tree(o, own, levels - 1);
     }
+    /* Removed by the worker after the aborts queued above (same line). */
+    engine_release_worktrees(o, worktrees);
     registry_remove_parent(&o->reg, p);
+}
+
+void engine_release_worktrees(engine *o, worktree_item *list)
+{
+    ENGINE_ASSERT_LOCKED(o);
+    if (!list)
+        return;
+    job *j = xcalloc(1, sizeof *j);
+    j->kind = JOB_RELEASE;
+    j->release = list;
+    jobs_push(&o->q, j);
 }
 
 void engine_drop_parent(engine *o, parent *p)

@@ -131,6 +131,12 @@ int engine_run_start(engine *o, task_type type, const char *task_id, char **err)
 
 /* ---- everything below runs with o->mu held, and asserts it (ENGINE_ASSERT_LOCKED) ---- */
 
+
+/* Queue the removal of the worktrees of `list` (tasks that are gone) for
+ * the worker, after the jobs already queued (their aborts): it runs
+ * isolate_release (engine/isolate.h). Takes the list. */
+struct worktree_item;
+void engine_release_worktrees(engine *o, struct worktree_item *list);
 /* A task became active (launched or resumed): wake the worker, which may be
  * sleeping with no deadline, so the fallback poll covers it even if no event
  * for it ever arrives. */

@@ -5,6 +5,7 @@
 
 #include "base/util.h"
 #include "engine/jobs.h"
+#include "worktree/worktree.h"
 
 void jobs_init(job_queue *q, pthread_cond_t *wake)
 {
@@ -76,6 +77,7 @@ void job_free(job *j)
 {
     free(j->session_id);
     notice_free(j->notice);
+    worktree_items_free(j->release);
     free(j);
 }
 

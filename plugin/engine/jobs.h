@@ -20,6 +20,7 @@ typedef enum job_kind {
     JOB_START,    /* start the run of a task the scheduler admitted from the queue */
     JOB_CASCADE,  /* a task's run ended: cancel what its session launched that still runs */
     JOB_AMEND,    /* a completed task's session was compacted: read what the turn after added (engine/amend.h) */
+    JOB_RELEASE,  /* remove the worktrees of tasks that are gone (engine/isolate.h) */
 } job_kind;
 
 typedef struct notice {
@@ -47,6 +48,7 @@ typedef struct job {
     unsigned run;
     char *session_id; /* JOB_ABORT, JOB_CASCADE */
     notice *notice;   /* JOB_NOTIFY */
+    struct worktree_item *release; /* JOB_RELEASE */
     struct job *next;
 } job;
 

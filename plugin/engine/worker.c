@@ -10,6 +10,7 @@
 #include "engine/amend.h"
 #include "engine/defer.h"
 #include "engine/guards.h"
+#include "engine/isolate.h"
 #include "engine/jobs.h"
 #include "engine/persist.h"
 #include "engine/poll.h"
@@ -150,6 +151,8 @@ static void run_finalize(engine *o, job *j)
     }
     engine_unlock(o);
 
+    if (recovering) /* a restored task in its own folder: the new host follows it first */
+        isolate_watch(o, j->task_id, NULL);
     check_read(o, j->task_id, session, prev, skip_notices, recovering, awaited, &f);
 
     engine_lock(o);
@@ -316,6 +319,12 @@ static bool push_notice(engine *o, job *j)
 
 static void run_notify(engine *o, job *j)
 {
+    task *t = registry_find(&o->reg, j->notice->task_id); /* an isolated one's worktree report goes in it */
+    if (t && t->wt && !j->notice->permission_request && !j->notice->text) {
+        engine_unlock(o);
+        isolate_settle(o, j->notice->task_id);
+        engine_lock(o);
+    }
     char *session = xstrdup(j->notice->parent_session);
     if (push_notice(o, j))
         engine_notice_settled(o, session);
@@ -393,6 +402,12 @@ static void run_job(engine *o, job *j)
         break;
     case JOB_AMEND:
         amend_run(o, j);
+        break;
+    case JOB_RELEASE:
+        engine_unlock(o);
+        isolate_release(o, j->release, NULL);
+        j->release = NULL;
+        engine_lock(o);
         break;
     }
     job_free(j);

@@ -197,6 +197,11 @@ int launch_in_budget(engine *o, const cJSON *args, const char *tool, double unit
 {
     if (!limit_arg(args, tool, unit_ms, unit, &req->timeout_ms, out))
         return -EINVAL;
+    const char *how = arg_str(args, "isolation");
+    req->isolation = (isolation)o->opt.isolation;
+    for (int i = 0; how && isolation_names[i]; i++)
+        if (strcmp(how, isolation_names[i]) == 0)
+            req->isolation = (isolation)i;
     int rc = guards_admit(o, ctx->session_id, NULL, out);
     return rc != 0 ? rc : op_launch_agent(o, ctx, req, l, out);
 }

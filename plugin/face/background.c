@@ -57,7 +57,7 @@ static int launch(engine *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, st
     const char *description = described ? described : arg_str(args, "description");
     const char *agent = arg_str(args, "agent") ? arg_str(args, "agent") : DEFAULT_AGENT;
     launched l = {0};
-    launch_req req = {description, arg_str(args, "prompt"), agent, fork, false, 0};
+    launch_req req = {description, arg_str(args, "prompt"), agent, fork, false, 0, ISOLATION_NONE};
     int rc = launch_in_budget(o, args, "background_task", 1000, "seconds", ctx, &req, &l, out);
     if (rc != 0) {
         free(described);
@@ -65,12 +65,13 @@ static int launch(engine *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, st
     }
     sb_printf(out,
               "Background task launched%s.\nTask ID: %s%s\nBatch: %s\nDescription: %.*s%s\nAgent: %.*s%s\n"
-              "Status: %s\n%s%s\nYou will be notified when it finishes; there is no need to poll. "
+              "Status: %s\n%s%s%s\nYou will be notified when it finishes; there is no need to poll. "
               "To check on it: background_output(task_id=\"%s\").",
               fork ? " with a fork of this conversation's context" : "", l.id, fork ? " (forked)" : "", l.batch,
               ECHO_TEXT(description), ECHO(agent), l.queued.len ? "pending" : "running",
-              l.queued.len ? l.queued.buf : "", l.queued.len ? "\n" : "", l.id);
+              l.queued.len ? l.queued.buf : "", l.queued.len ? "\n" : "", l.worktree.len ? l.worktree.buf : "", l.id);
     sb_free(&l.queued);
+    sb_free(&l.worktree);
     free(described);
     return 0;
 }
@@ -295,7 +296,11 @@ int tool_background_clear(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbu
             sb_puts(out, kept.buf);
             rc = -EIO;
         }
+        if (r.worktrees.len)
+            sb_printf(out, "\nWorktrees (ocbg never merges or deletes a branch: that is yours to do):%s",
+                      r.worktrees.buf);
     }
     sb_free(&kept);
+    sb_free(&r.worktrees);
     return rc;
 }

@@ -121,6 +121,25 @@ static void put_bash_launched(strbuf *out, const char *id, const char *command, 
 
 /* ---- Task ----------------------------------------------------------------- */
 
+/* A foreground sub-agent's answer, and for an isolated one what it did in
+ * its worktree (which goes when the call returns; the branch stays). Lock
+ * held (let go while git reads the worktree). */
+static void put_isolated_result(engine *o, const char *id, strbuf *out)
+{
+    task *t = op_worktree_settle(o, id);
+    if (!t) {
+        sb_printf(out, "The sub-agent's task %s was removed while it ran.", id);
+        return;
+    }
+    sb_puts(out, t->result ? t->result : "");
+    if (t->wt) {
+        sb_puts(out, "\n\n");
+        format_worktree(out, t);
+        sb_puts(out, "Its worktree folder is removed now (its uncommitted work committed first); the branch stays.");
+    }
+    op_shown(o, t, engine_now(o), true, false);
+}
+
 int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *description = arg_str(args, "description");
@@ -128,17 +147,21 @@ int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
     const char *agent = arg_str(args, "subagent_type");
     bool background = arg_bool(args, "run_in_background", false);
     launched l = {0};
-    launch_req req = {description, prompt, agent, false, !background, 0};
+    launch_req req = {description, prompt, agent, false, !background, 0, ISOLATION_NONE};
     int rc = launch_in_budget(o, args, "Task", 1, "milliseconds", ctx, &req, &l, out);
     if (rc != 0)
         return rc;
     const char *id = l.id;
     if (background) {
         put_task_launched(out, id, description, agent, l.queued.len ? l.queued.buf : NULL);
+        if (l.worktree.len)
+            sb_printf(out, "\n%s", l.worktree.buf);
         sb_free(&l.queued);
+        sb_free(&l.worktree);
         return 0;
     }
     sb_free(&l.queued); /* a foreground call waits through the queue */
+    sb_free(&l.worktree);
     bool moves;
     int64_t deadline = foreground_deadline(o, FOREGROUND_TASK_MS, &moves);
     engine_lock(o);
@@ -159,8 +182,7 @@ int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
         sb_printf(out, "%s: the sub-agent was stopped.", w == WAIT_CANCELLED ? "Cancelled" : "ocbg is shutting down");
         rc = -ECANCELED;
     } else if (t->status == TASK_COMPLETED) {
-        sb_puts(out, t->result ? t->result : "");
-        op_shown(o, t, engine_now(o), true, false);
+        put_isolated_result(o, id, out);
     } else {
         sb_printf(out, "The sub-agent failed: %s", t->error ? t->error : task_status_name(t->status));
         rc = -EIO;

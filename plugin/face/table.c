@@ -4,6 +4,14 @@
 
 #define N(a) (sizeof a / sizeof a[0])
 
+/* What the model reads about `isolation` (both faces). */
+#define ISOLATION_ARG_HELP                                                                                             \
+    "\"worktree\": the sub-agent works in its own git worktree on a new branch ocbg/<task id>, made from this "    \
+    "checkout's last commit (uncommitted changes stay out), so parallel tasks cannot overwrite each other's "       \
+    "files; its result names the branch and what it changed (review and merge it yourself). "                      \
+    "\"worktree_with_changes\": the same, plus this checkout's uncommitted changes to tracked files. "              \
+    "\"none\": it works in this checkout. Default: the plugin's isolation option (none unless configured)"
+
 static const char *const list_statuses[] = {"pending", "running", "completed", "error", "cancelled", "resumed", NULL};
 
 static const arg_spec task_args[] = {
@@ -23,6 +31,7 @@ static const arg_spec task_args[] = {
      "Stop the task (status error) if it runs longer than this many seconds; default and maximum: the plugin's "
      "runtime limit (4 hours unless configured). Not with resume: a resumed task keeps its own",
      NULL},
+    {"isolation", ARG_STRING, ARG_OPTIONAL, ISOLATION_ARG_HELP, isolation_names},
 };
 static const arg_spec output_args[] = {
     {"task_id", ARG_STRING, ARG_REQUIRED, "The task id (bg_...)", NULL},
@@ -97,6 +106,7 @@ static const arg_spec claude_task_args[] = {
      "Milliseconds after which the sub-agent is stopped (status failed); default and maximum: the plugin's "
      "runtime limit (4 hours unless configured)",
      NULL},
+    {"isolation", ARG_STRING, ARG_OPTIONAL, ISOLATION_ARG_HELP, isolation_names},
 };
 static const arg_spec claude_bash_args[] = {
     {"command", ARG_STRING, ARG_REQUIRED, "The shell command to run (/bin/sh -c)", NULL},

@@ -195,3 +195,34 @@ bool hc_has_views(const hostapi *a)
 {
     return a->host.publish_view != NULL;
 }
+
+int hc_session_create_in(hostapi *a, const char *parent_id, const char *title, const char *directory, char **id_out,
+                         char **err)
+{
+    ASSERT_NO_PLUGIN_LOCK();
+    if (!a->host.session_create_in) {
+        if (err)
+            *err = xstrdup("the host cannot run a session in another folder");
+        return -ENOSYS;
+    }
+    char *out = NULL;
+    int rc = a->host.session_create_in(a->host.userdata, parent_id, title, directory, &out);
+    if (rc != 0)
+        return failed(a, "session_create_in", directory, rc, out, err);
+    return session_id_of(a, "session_create_in", out, id_out, err);
+}
+
+int hc_directory_watch(hostapi *a, const char *directory, bool watch, char **err)
+{
+    ASSERT_NO_PLUGIN_LOCK();
+    int rc = a->host.directory_watch ? a->host.directory_watch(a->host.userdata, directory, watch ? 1 : 0) : -ENOSYS;
+    if (rc != 0 && err)
+        *err = xasprintf("the host could not %s the folder %s (%s)", watch ? "follow" : "let go of", directory,
+                         strerror(-rc));
+    return rc;
+}
+
+bool hc_has_directories(const hostapi *a)
+{
+    return a->host.session_create_in != NULL && a->host.directory_watch != NULL;
+}

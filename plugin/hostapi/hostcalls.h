@@ -54,5 +54,14 @@ void hc_notify_user(hostapi *a, enum ocp_notice_level level, const char *message
 int hc_publish_view(hostapi *a, const char *session_id, const char *view_json);
 /* Whether the host takes views (publish_view): the plugin builds none otherwise. */
 bool hc_has_views(const hostapi *a);
+/* ABI 1.5: a session whose tools run in `directory`; *id_out as
+ * hc_session_create. -ENOSYS when the host has no session_create_in. */
+int hc_session_create_in(hostapi *a, const char *parent_id, const char *title, const char *directory, char **id_out,
+                         char **err);
+/* ABI 1.5 directory_watch: 0, the host's negative errno (*err says which
+ * folder and why), or -ENOSYS when the host has none. */
+int hc_directory_watch(hostapi *a, const char *directory, bool watch, char **err);
+/* Whether the host can run a task in another folder (both 1.5 functions). */
+bool hc_has_directories(const hostapi *a);
 
 #endif

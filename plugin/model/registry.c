@@ -200,14 +200,29 @@ static void link_task(registry *r, task *t)
     p->by_status[t->status]++;
 }
 
+void registry_new_id(registry *r, char id[TASK_ID_SIZE])
+{
+    do
+        random_id(id, TASK_ID_SIZE, "bg_");
+    while (map_get(&r->by_id, id));
+}
+
 task *registry_add(registry *r, const char *parent_session, task_type type, const char *agent, task_status s,
                    int64_t now)
 {
+    char id[TASK_ID_SIZE];
+    registry_new_id(r, id);
+    return registry_add_as(r, id, parent_session, type, agent, s, now);
+}
+
+task *registry_add_as(registry *r, const char *id, const char *parent_session, task_type type, const char *agent,
+                      task_status s, int64_t now)
+{
+    if (map_get(&r->by_id, id))
+        return NULL;
     parent *p = parent_of(r, parent_session);
     task *t = xcalloc(1, sizeof *t);
-    do
-        random_id(t->id, sizeof t->id, "bg_");
-    while (map_get(&r->by_id, t->id));
+    snprintf(t->id, sizeof t->id, "%s", id);
     t->batch = parent_batch(p);
     t->batch->total++;
     t->batch->refs++;

@@ -98,6 +98,13 @@ parent *registry_parent(registry *r, const char *parent_session); /* NULL when i
  * nothing: strings are copied. */
 task *registry_add(registry *r, const char *parent_session, task_type type, const char *agent, task_status s,
                    int64_t now);
+/* registry_add with the id chosen beforehand (a launch that made the task's
+ * worktree first: its branch is named after the id). NULL when a task
+ * already has that id (nothing added). */
+task *registry_add_as(registry *r, const char *id, const char *parent_session, task_type type, const char *agent,
+                      task_status s, int64_t now);
+/* A fresh task id ("bg_" + 8 hex) no task of r has now. */
+void registry_new_id(registry *r, char id[TASK_ID_SIZE]);
 
 /* Change status, keeping the active list, the parent's active count, the
  * batch's counters, the lanes' slots and queues, and the start and

@@ -83,8 +83,31 @@ void task_set_result_message(task *t, const char *message_id)
     task_set_strings(t, t->description, t->session_id, message_id);
 }
 
+static void worktree_free(task_worktree *w)
+{
+    if (!w)
+        return;
+    free(w->path);
+    free(w->branch);
+    free(w->base);
+    free(w->checkout);
+    free(w->report);
+    free(w);
+}
+
+void task_set_worktree(task *t, const char *path, const char *branch, const char *base, const char *checkout)
+{
+    worktree_free(t->wt);
+    t->wt = xcalloc(1, sizeof *t->wt);
+    t->wt->path = path ? xstrdup(path) : NULL;
+    t->wt->branch = branch ? xstrdup(branch) : NULL;
+    t->wt->base = base ? xstrdup(base) : NULL;
+    t->wt->checkout = checkout ? xstrdup(checkout) : NULL;
+}
+
 void task_free(task *t)
 {
+    worktree_free(t->wt);
     free(strings_block(t));
     free(t->parent_message);
     free(t->prompt);

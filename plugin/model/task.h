@@ -80,6 +80,17 @@ typedef struct task_live {
                                 * predate the newest follow-up (model/followup.h): the check reads */
 } task_live;
 
+/* An isolated task's git worktree (worktree/worktree.h); NULL for the
+ * others. Kept by the store, so a restart neither leaks nor loses it. */
+typedef struct task_worktree {
+    char *path, *branch; /* the folder the task works in, and its branch (ocbg/<id>) */
+    char *base;          /* the commit it started from */
+    char *checkout;      /* the repository's top folder it was made from */
+    char *report;        /* what the task did there as of run report_run's end (worktree_report); may be NULL */
+    unsigned report_run;
+    bool watched; /* the host follows the folder's events (directory_watch 1, not yet 0); not stored */
+} task_worktree;
+
 /* Laid out for size (a registry may keep tens of thousands of finished
  * tasks): what only a live task needs is in task_live; statuses and kinds
  * are bytes, flags bits (the engine's lock guards them all: no two
@@ -102,6 +113,7 @@ struct task {
     char *error;                   /* why it ended in error */
     const char *result_message_id; /* the assistant message `result` came from */
     shell_state *shell;            /* shell tasks only */
+    task_worktree *wt;             /* isolated agent tasks only */
     lane *lane;                    /* where it holds or waits for a run slot (model/lanes.h) */
     /* usage and guards (model/usage.h, engine/guards.c) */
     struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
@@ -203,6 +215,10 @@ void task_set_result_message(task *t, const char *message_id);
 
 /* How long the task has run (until now, or until it finished). */
 int64_t task_runtime(const task *t, int64_t now);
+
+/* A new task_worktree for t (copies of the strings; NULL ones stay NULL),
+ * replacing any it had. */
+void task_set_worktree(task *t, const char *path, const char *branch, const char *base, const char *checkout);
 
 /* Free a task and everything it owns (not its parent or batch). */
 void task_free(task *t);

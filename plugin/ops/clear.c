@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "engine/isolate.h"
+
 #include "base/util.h"
 #include "ops/ops.h"
 
@@ -24,9 +26,12 @@ void op_clear(engine *o, const ocp_call_ctx *ctx, clear_result *r)
     parent *p = op_parent_of(o, ctx);
     size_t n = 0;
     cancel_item *items = NULL;
-    for (task *t = p ? p->head : NULL; t; t = t->pnext)
+    worktree_item *worktrees = NULL; /* of every task here: those that stay are taken out below */
+    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
         if (task_status_active(t->status) && !t->cancelling)
             op_cancel_add(&items, &n, t);
+        worktree_item_take(t, &worktrees);
+    }
     engine_unlock(o);
     r->cleared = op_cancel_items(o, items, n, true);
 
@@ -47,7 +52,20 @@ void op_clear(engine *o, const ocp_call_ctx *ctx, clear_result *r)
     if (p && p->count == 0)
         registry_remove_parent(&o->reg, p);
     engine_wake_waiters(o);
+    for (worktree_item **it = &worktrees; *it;) {
+        worktree_item *cur = *it;
+        if (registry_find(&o->reg, cur->id)) { /* still running: its worktree stays with it */
+            *it = cur->next;
+            cur->next = NULL;
+            worktree_items_free(cur);
+        } else {
+            it = &cur->next;
+        }
+    }
     engine_unlock(o);
+    /* After the tasks are gone, outside the lock: git may take a while. */
+    isolate_release(o, worktrees, &r->worktrees);
+    r->worktree_kept = strstr(r->worktrees.buf ? r->worktrees.buf : "", "was kept at") != NULL;
     for (size_t i = 0; i < n; i++)
         r->stopped += items[i].rc == 0 || items[i].rc == -ENOENT;
     op_cancel_free(items, n);

@@ -10,6 +10,10 @@ void op_foreground_drop(engine *o, const char *id)
 {
     task *t = registry_find(&o->reg, id);
     if (t && t->foreground && !task_status_active(t->status)) {
+        /* Its worktree goes with it, its work kept on its branch. */
+        worktree_item *wt = NULL;
+        worktree_item_take(t, &wt);
+        engine_release_worktrees(o, wt);
         registry_remove(&o->reg, t);
         engine_wake_waiters(o);
     }
@@ -48,4 +52,16 @@ void op_foreground_abort(engine *o, const char *id, char *session)
         engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
     op_foreground_drop(o, id);
     engine_unlock(o);
+}
+
+task *op_worktree_settle(engine *o, const char *id)
+{
+    ENGINE_ASSERT_LOCKED(o);
+    task *t = registry_find(&o->reg, id);
+    if (!t || !t->wt || task_status_active(t->status) || t->wt->report_run == t->run)
+        return t;
+    engine_unlock(o);
+    isolate_settle(o, id);
+    engine_lock(o);
+    return registry_find(&o->reg, id);
 }

@@ -68,10 +68,13 @@ static int check_depth(engine *o, const ocp_call_ctx *ctx, strbuf *out)
 /* A task of the caller's session, registered with what both kinds share.
  * Lock held. */
 static task *register_task(engine *o, const ocp_call_ctx *ctx, task_type type, const char *agent, task_status s,
-                           const char *description, bool foreground)
+                           const char *description, bool foreground, const char *id)
 {
     unsigned depth = depth_of(o, ctx);
-    task *t = registry_add(&o->reg, ctx->session_id, type, agent, s, engine_now(o));
+    task *t = id[0] ? registry_add_as(&o->reg, id, ctx->session_id, type, agent, s, engine_now(o))
+                    : registry_add(&o->reg, ctx->session_id, type, agent, s, engine_now(o));
+    if (!t)
+        return NULL;
     t->depth = depth;
     engine_task_activated(o);
     task_set_description(t, description);
@@ -90,6 +93,7 @@ static int start_failed(engine *o, const char *id, char *err, int rc, strbuf *ou
     engine_lock(o);
     task *t = registry_find(&o->reg, id);
     bool created = t && t->session_id, cancelled = t && t->cancelling;
+    worktree_item *unmade = NULL;
     if (cancelled) {
         created = false; /* cancelled while it started: it ends as cancelled, not in error */
         engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
@@ -98,12 +102,19 @@ static int start_failed(engine *o, const char *id, char *err, int rc, strbuf *ou
         engine_finish(o, t, TASK_ERROR, err, NULL);
     } else if (t) {
         parent *p = t->parent;
+        worktree_item_take(t, &unmade); /* it never ran: its worktree and branch go too */
         registry_remove(&o->reg, t);
         if (p->count == 0)
             registry_remove_parent(&o->reg, p);
         engine_wake_waiters(o);
     }
     engine_unlock(o);
+    for (worktree_item *it = unmade; it; it = it->next) {
+        if (it->watched)
+            hc_directory_watch(&o->api, it->path, false, NULL);
+        worktree_discard(it->checkout, it->path, it->branch);
+    }
+    worktree_items_free(unmade);
     if (created)
         sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, err);
     else if (!cancelled)
@@ -124,14 +135,29 @@ int op_launch_agent(engine *o, const ocp_call_ctx *ctx, const launch_req *req, l
         rc = permission_task(o, ctx, req->agent, req->description, out);
     if (rc != 0)
         return rc;
+    /* Its worktree before the task: a refusal leaves nothing behind. */
+    char id[TASK_ID_SIZE] = "";
+    worktree_made wt = {0};
+    if (req->isolation != ISOLATION_NONE && (rc = isolate_prepare(o, ctx->directory, req->isolation, id, &wt, out)))
+        return rc;
     engine_lock(o);
     task_status s;
     rc = admit(o, TASK_AGENT, req->agent, &s, out);
-    if (rc != 0) {
+    task *t = rc == 0 ? register_task(o, ctx, TASK_AGENT, req->agent, s, req->description, req->foreground, id) : NULL;
+    if (!t) {
         engine_unlock(o);
-        return rc;
+        if (rc == 0)
+            sb_printf(out, "Not launched: the task id %s was taken meanwhile; launch again.", id);
+        if (wt.path)
+            worktree_discard(wt.checkout, wt.path, wt.branch);
+        worktree_made_free(&wt);
+        return rc ? rc : -EAGAIN;
     }
-    task *t = register_task(o, ctx, TASK_AGENT, req->agent, s, req->description, req->foreground);
+    if (wt.path) {
+        task_set_worktree(t, wt.path, wt.branch, wt.base, wt.checkout);
+        isolate_describe(&wt, &l->worktree);
+        worktree_made_free(&wt);
+    }
     t->prompt = xstrdup(req->prompt);
     t->forked = req->fork;
     t->timeout_ms = req->timeout_ms;
@@ -172,7 +198,7 @@ int op_launch_shell(engine *o, const ocp_call_ctx *ctx, const char *command, con
         return rc;
     }
     task *t = register_task(o, ctx, TASK_SHELL, NULL, s, description && !blank(description) ? description : command,
-                            foreground);
+                            foreground, "");
     t->shell = shell_state_new(command, ctx->directory, (size_t)o->opt.shell_output_cap);
     memcpy(l->id, t->id, TASK_ID_SIZE);
     memcpy(l->batch, t->batch->id, TASK_ID_SIZE);

@@ -20,6 +20,7 @@
 
 #include "base/util.h"
 #include "engine/engine.h"
+#include "engine/isolate.h"
 #include "model/usage.h"
 
 typedef struct launch_req {
@@ -27,13 +28,15 @@ typedef struct launch_req {
     bool fork;          /* the child starts from a fork of the caller's context */
     bool foreground;    /* the caller waits for the result itself: no notification */
     int64_t timeout_ms; /* the task's own runtime limit per run; 0: max_runtime_ms (engine/guards.h) */
+    isolation isolation; /* its own git worktree, or none (engine/isolate.h) */
 } launch_req;
 
 /* What a launch made. */
 typedef struct launched {
     char id[TASK_ID_SIZE];
     char batch[TASK_ID_SIZE];
-    strbuf queued; /* empty: it started; else it waits for a slot, and this line says why (sb_free it) */
+    strbuf queued;   /* empty: it started; else it waits for a slot, and this line says why (sb_free it) */
+    strbuf worktree; /* an isolated task's worktree, lines for the answer; else empty (sb_free it) */
 } launched;
 
 /* Launch an agent task of the caller's session: the host's permission, the
@@ -89,6 +92,9 @@ typedef struct clear_result {
     size_t cleared; /* tasks removed */
     size_t stopped; /* running tasks aborted */
     strbuf kept;    /* a line per task whose abort failed (still running, kept); free with sb_free */
+    strbuf worktrees; /* a line per removed task's worktree: removed (its branch named) or kept (where,
+                       * why); free with sb_free */
+    bool worktree_kept; /* a worktree could not be removed without losing work: it is kept */
 } clear_result;
 
 /* Which tasks a listing shows (NULL fields: any). */
@@ -143,6 +149,11 @@ void op_shown(engine *o, task *t, int64_t now, bool read, bool delivered);
 /* Remove task id if it is still a foreground call's and has ended: it was
  * never a background task. Wakes the waiters. [lock held] */
 void op_foreground_drop(engine *o, const char *id);
+
+/* Task id, after what it did in its worktree was read, if it is isolated
+ * and its run has ended (engine/isolate.h isolate_settle). [lock held: let
+ * go while git runs] Returns the task as found again (NULL: gone). */
+task *op_worktree_settle(engine *o, const char *id);
 
 /* Foreground task t, still running when its call stops waiting, becomes a
  * background task: it ends with the usual notification, and the store

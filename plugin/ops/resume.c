@@ -100,6 +100,14 @@ int op_resume_send(engine *o, const ocp_call_ctx *ctx, const resume_claim *c, co
         give_back(o, c, false);
         return rc;
     }
+    /* An isolated task works in its worktree again: the host follows it. */
+    char *werr = NULL;
+    if ((rc = isolate_watch(o, c->id, &werr)) != 0) {
+        give_back(o, c, false);
+        sb_printf(out, "Not resumed: %s. Start a new background_task instead.", werr);
+        free(werr);
+        return rc;
+    }
     if (hc_session_get(&o->api, c->session, NULL) == -ENOENT) {
         give_back(o, c, true);
         return -ESTALE;

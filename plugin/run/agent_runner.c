@@ -22,6 +22,7 @@ typedef struct agent_runner {
 /* What start needs of the task, copied under the lock. */
 typedef struct start_plan {
     char *parent_session, *parent_message, *description, *agent, *prompt;
+    char *directory; /* an isolated task's worktree: its session works there; else NULL */
     bool fork;
     bool deny_tools; /* at max_depth: its session gets no ocbg tools */
 } start_plan;
@@ -33,6 +34,7 @@ static void plan_free(start_plan *p)
     free(p->description);
     free(p->agent);
     free(p->prompt);
+    free(p->directory);
 }
 
 static bool plan_of(agent_runner *r, const char *task_id, start_plan *p)
@@ -46,6 +48,7 @@ static bool plan_of(agent_runner *r, const char *task_id, start_plan *p)
         p->agent = xstrdup(t->agent);
         p->prompt = xstrdup(t->prompt);
         p->fork = t->forked;
+        p->directory = t->wt ? xstrdup(t->wt->path) : NULL;
         p->deny_tools = t->depth >= (unsigned)r->env.opt->max_depth;
     }
     lock_release(r->env.mu);
@@ -56,14 +59,31 @@ static bool plan_of(agent_runner *r, const char *task_id, start_plan *p)
  * the host's fork of it (messages before the calling message). A host that
  * cannot fork gets a new child and *inject set: the processed history is
  * then sent as a message. */
-static int create_session(agent_runner *r, const start_plan *p, bool *inject, char **session, char **err)
+static int create_session(agent_runner *r, const char *task_id, const start_plan *p, bool *inject, char **session,
+                          char **err)
 {
     *inject = false;
-    if (p->fork && r->env.api->host.session_fork)
+    if (p->fork && !p->directory && r->env.api->host.session_fork)
         return hc_session_fork(r->env.api, p->parent_session, p->parent_message, session, err);
+    /* A host's fork stays in the parent's folder: an isolated fork is a new
+     * session in its worktree, given the history as a message. */
     *inject = p->fork;
     char *title = xasprintf("%s (@%s background task)", p->description, p->agent);
-    int rc = hc_session_create(r->env.api, p->parent_session, title, session, err);
+    int rc;
+    if (p->directory) {
+        /* Followed before the session exists: none of its events is missed. */
+        rc = hc_directory_watch(r->env.api, p->directory, true, err);
+        if (rc == 0) {
+            lock_acquire(r->env.mu);
+            task *t = registry_find(r->env.reg, task_id);
+            if (t && t->wt)
+                t->wt->watched = true;
+            lock_release(r->env.mu);
+            rc = hc_session_create_in(r->env.api, p->parent_session, title, p->directory, session, err);
+        }
+    } else {
+        rc = hc_session_create(r->env.api, p->parent_session, title, session, err);
+    }
     free(title);
     return rc;
 }
@@ -143,7 +163,7 @@ static int agent_start(runner *base, const char *task_id, char **err)
     }
     char *session = NULL;
     bool inject;
-    int rc = create_session(r, &p, &inject, &session, err);
+    int rc = create_session(r, task_id, &p, &inject, &session, err);
     if (rc != 0) {
         rc = fail(rc,
                   p.fork ? "Failed to fork this session for the background task"

@@ -48,6 +48,14 @@ void store_row_from_task(const task *t, store_row *row)
     row->notice_run = t->notice_run;
     row->notice_wake = t->notice_wake;
     row->notice_pushed_ms = t->notice_pushed_ms;
+    if (t->wt) {
+        row->wt_path = xstrdup(t->wt->path);
+        row->wt_branch = xstrdup(t->wt->branch);
+        row->wt_base = xstrdup(t->wt->base);
+        row->wt_checkout = xstrdup(t->wt->checkout);
+        row->wt_report = xstrdup(t->wt->report);
+        row->wt_report_run = t->wt->report_run;
+    }
     const shell_state *sh = t->shell;
     if (sh) {
         row->command = xstrdup(sh->command);
@@ -119,6 +127,11 @@ task *store_row_to_task(const store_row *row, size_t shell_output_cap)
     t->notice_run = row->notice_run;
     t->notice_wake = row->notice_wake;
     t->notice_pushed_ms = stored_ms(row->notice_pushed_ms);
+    if (row->wt_path && row->type == TASK_AGENT) {
+        task_set_worktree(t, row->wt_path, row->wt_branch, row->wt_base, row->wt_checkout);
+        t->wt->report = xstrdup(row->wt_report);
+        t->wt->report_run = row->wt_report_run;
+    }
     if (row->type == TASK_SHELL) {
         /* A queued command has printed nothing yet: it prints under this
          * start's cap. Else the stored text is all of it, already with its

@@ -62,6 +62,12 @@ const store_col store_cols[] = {
     COL("exit_code", COL_INT, exit_code),
     COL("term_signal", COL_INT, term_signal),
     COL_SINCE(2, "followups_sent", COL_UINT, followups_sent),
+    COL_SINCE(3, "worktree_path", COL_STR, wt_path),
+    COL_SINCE(3, "worktree_branch", COL_STR, wt_branch),
+    COL_SINCE(3, "worktree_base", COL_STR, wt_base),
+    COL_SINCE(3, "worktree_checkout", COL_STR, wt_checkout),
+    COL_SINCE(3, "worktree_report", COL_STR, wt_report),
+    COL_SINCE(3, "worktree_report_run", COL_UINT, wt_report_run),
 };
 const size_t store_ncols = sizeof store_cols / sizeof store_cols[0];
 

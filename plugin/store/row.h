@@ -53,6 +53,9 @@ typedef struct store_row {
     int64_t pid, pid_start; /* its process (and group), with the pid's start time; 0: none */
     bool exited;
     int exit_code, term_signal;
+    /* Isolated tasks (model/task.h task_worktree); NULL path: none. */
+    char *wt_path, *wt_branch, *wt_base, *wt_checkout, *wt_report;
+    unsigned wt_report_run;
 } store_row;
 
 void store_row_clear(store_row *row);

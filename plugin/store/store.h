@@ -32,7 +32,7 @@
 #include "store/row.h"
 
 /* The schema this build writes; store_open migrates older files to it. */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 typedef struct store store;
 

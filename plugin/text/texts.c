@@ -89,6 +89,16 @@ static void put_usage_line(strbuf *out, const task *t)
     sb_puts(out, "\n");
 }
 
+void format_worktree(strbuf *out, const task *t)
+{
+    if (!t->wt)
+        return;
+    sb_printf(out, "Worktree: %s (branch %s; ocbg never merges it: review the branch, then merge it or not)\n",
+              t->wt->path, t->wt->branch);
+    if (t->wt->report && !task_status_active(t->status))
+        sb_puts(out, t->wt->report);
+}
+
 void format_report(strbuf *out, const task *t, int64_t now)
 {
     char dur[32];
@@ -108,6 +118,7 @@ void format_report(strbuf *out, const task *t, int64_t now)
         return;
     }
     put_usage_line(out, t);
+    format_worktree(out, t);
     if (t->type == TASK_SHELL) {
         char how[96];
         shell_describe_exit(t->shell, how, sizeof how);
@@ -209,6 +220,7 @@ char *format_notification(const task *t, unsigned batch_done, unsigned batch_tot
     else
         sb_printf(&sb, "Batch %s: %u of %u tasks done, %u still running.\n", t->batch->id, done, total, total - done);
     put_usage_line(&sb, t);
+    format_worktree(&sb, t);
     if (t->type == TASK_SHELL) {
         if (t->status == TASK_ERROR && t->error)
             sb_printf(&sb, "Error: %s\n", t->error);

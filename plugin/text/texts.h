@@ -34,6 +34,9 @@ char *format_continued_notice(const task *t, const char *added, int max_chars);
 
 /* The waking notice that t's session waits for the user's permission. */
 char *format_permission_notice(const task *t);
+/* An isolated task's worktree: its folder and branch, and once a run has
+ * ended what it did there (task_worktree.report). Nothing for the others. */
+void format_worktree(strbuf *out, const task *t);
 
 /* "12,345" */
 void format_count(char *out, size_t out_size, uint64_t n);

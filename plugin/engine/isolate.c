@@ -1,0 +1,173 @@
+/* isolate.c — see isolate.h. */
+#include "engine/isolate.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/util.h"
+
+/* Where worktrees go: beside the task store, outside any checkout. NULL
+ * when the host gives no data_dir and store_path is not set. malloc'd. */
+static char *worktrees_root(const engine *o)
+{
+    if (o->api.host.data_dir && o->api.host.data_dir[0])
+        return xasprintf("%s/worktrees", o->api.host.data_dir);
+    if (o->opt.store_path[0]) {
+        const char *slash = strrchr(o->opt.store_path, '/');
+        return xasprintf("%.*s/worktrees", (int)(slash ? slash - o->opt.store_path : 0), o->opt.store_path);
+    }
+    return NULL;
+}
+
+int isolate_prepare(engine *o, const char *directory, isolation how, char id[TASK_ID_SIZE], worktree_made *m,
+                    strbuf *out)
+{
+    if (!hc_has_directories(&o->api)) {
+        sb_puts(out, "Not launched: this host cannot run a task in another folder, so isolation \"worktree\" is "
+                     "not available here. Launch without isolation.");
+        return -ENOSYS;
+    }
+    char *root = worktrees_root(o);
+    if (!root || !directory || directory[0] != '/') {
+        sb_puts(out, !root ? "Not launched: the host gives ocbg no data folder to keep worktrees in (and no "
+                             "store_path is set), so isolation \"worktree\" is not available. Launch without "
+                             "isolation."
+                           : "Not launched: the call has no working folder to make a worktree from.");
+        free(root);
+        return -EINVAL;
+    }
+    engine_lock(o);
+    registry_new_id(&o->reg, id);
+    engine_unlock(o);
+    char *err = NULL;
+    int rc = worktree_make(directory, root, id, how, m, &err);
+    free(root);
+    if (rc != 0)
+        sb_printf(out, "Not launched, nothing was created: %s.", err);
+    free(err);
+    return rc;
+}
+
+void isolate_describe(const worktree_made *m, strbuf *out)
+{
+    sb_printf(out, "Worktree: %s, on new branch %s from %.8s (the HEAD of %s)", m->path, m->branch, m->base,
+              m->checkout);
+    if (m->carried)
+        sb_printf(out, ", with the checkout's uncommitted changes to %u tracked file%s copied in", m->changed,
+                  m->changed == 1 ? "" : "s");
+    sb_puts(out, ". The sub-agent works only there.\n");
+    if (m->changed && !m->carried)
+        sb_printf(out,
+                  "Note: %u file%s with uncommitted changes in the checkout %s not in the worktree (it starts from "
+                  "the last commit; isolation \"worktree_with_changes\" copies them).\n",
+                  m->changed, m->changed == 1 ? "" : "s", m->changed == 1 ? "is" : "are");
+    if (m->untracked)
+        sb_printf(out, "Note: %u untracked file%s of the checkout %s not in the worktree.\n", m->untracked,
+                  m->untracked == 1 ? "" : "s", m->untracked == 1 ? "is" : "are");
+}
+
+/* task id's folder, copied, when it has one and its watch is not `watched`. */
+static char *folder_to_flip(engine *o, const char *task_id, bool watched)
+{
+    engine_lock(o);
+    task *t = registry_find(&o->reg, task_id);
+    char *path = t && t->wt && t->wt->watched == watched ? xstrdup(t->wt->path) : NULL;
+    engine_unlock(o);
+    return path;
+}
+
+static void set_watched(engine *o, const char *task_id, bool watched)
+{
+    engine_lock(o);
+    task *t = registry_find(&o->reg, task_id);
+    if (t && t->wt)
+        t->wt->watched = watched;
+    engine_unlock(o);
+}
+
+int isolate_watch(engine *o, const char *task_id, char **err)
+{
+    char *path = folder_to_flip(o, task_id, false);
+    struct stat st;
+    if (path && stat(path, &st) != 0) {
+        if (err)
+            *err = xasprintf("its worktree %s is gone", path);
+        free(path);
+        return -ENOENT;
+    }
+    int rc = path ? hc_directory_watch(&o->api, path, true, err) : 0;
+    if (path && rc == 0)
+        set_watched(o, task_id, true);
+    free(path);
+    return rc;
+}
+
+/* What settle needs, copied under the lock: NULL path when nothing to do. */
+typedef struct settle_plan {
+    char *path, *branch, *base;
+    unsigned run;
+} settle_plan;
+
+void isolate_settle(engine *o, const char *task_id)
+{
+    settle_plan p = {0};
+    engine_lock(o);
+    task *t = registry_find(&o->reg, task_id);
+    if (t && t->wt && !task_status_active(t->status) && t->wt->report_run != t->run) {
+        p = (settle_plan){xstrdup(t->wt->path), xstrdup(t->wt->branch), xstrdup(t->wt->base), t->run};
+    }
+    engine_unlock(o);
+    if (p.path) {
+        char *report = NULL, *err = NULL;
+        if (worktree_report(p.path, p.branch, p.base, &report, &err) != 0)
+            report = xasprintf("What it changed could not be read: %s.", err);
+        free(err);
+        engine_lock(o);
+        t = registry_find(&o->reg, task_id);
+        if (t && t->wt && t->run == p.run) {
+            free(t->wt->report);
+            t->wt->report = report;
+            t->wt->report_run = p.run;
+            registry_touch(&o->reg, t);
+            report = NULL;
+        }
+        engine_unlock(o);
+        free(report);
+    }
+    free(p.path), free(p.branch), free(p.base);
+    /* The run is over: the host may let go of the folder until a resume. */
+    engine_lock(o);
+    t = registry_find(&o->reg, task_id);
+    bool idle = t && t->wt && t->wt->watched && !task_status_active(t->status);
+    engine_unlock(o);
+    char *path = idle ? folder_to_flip(o, task_id, true) : NULL;
+    if (path && hc_directory_watch(&o->api, path, false, NULL) == 0)
+        set_watched(o, task_id, false);
+    free(path);
+}
+
+void isolate_release(engine *o, worktree_item *list, strbuf *out)
+{
+    for (worktree_item *it = list; it; it = it->next) {
+        char *err = NULL;
+        bool committed = false;
+        /* The host lets go first: a request about a folder that is gone
+         * would make the host set it up again (OpenCode: a bogus instance). */
+        int rc = it->watched ? hc_directory_watch(&o->api, it->path, false, &err) : 0;
+        if (rc == 0)
+            rc = worktree_remove(it->checkout, it->path, it->id, &committed, &err);
+        if (rc == 0 && out)
+            sb_printf(out, "\n- %s: its worktree was removed; its work is on branch %s%s.", it->id, it->branch,
+                      committed ? " (what it left uncommitted was committed there first)" : "");
+        else if (rc != 0) {
+            if (out)
+                sb_printf(out, "\n- %s: its worktree was kept at %s (branch %s): %s.", it->id, it->path, it->branch,
+                          err);
+            hc_log(&o->api, OCP_LOG_WARN, "ocbg: the worktree of %s was kept at %s: %s", it->id, it->path, err);
+        }
+        free(err);
+    }
+    worktree_items_free(list);
+}

@@ -1,0 +1,51 @@
+/*
+ * isolate.h — isolated tasks (a launch's `isolation`): each works in its own
+ * git worktree (worktree/worktree.h) on branch ocbg/<task id>, in a folder
+ * outside the checkout (<the host's data_dir>/worktrees/<task id>), which the
+ * host is asked to follow (ABI 1.5 directory_watch) while a run goes on.
+ *
+ * The order a worktree's life keeps, whatever ends it (docs/worktrees.md):
+ * made before the task exists (a refusal leaves nothing); followed before
+ * its session is created in it; at each run's end, what it did is read
+ * (worktree_report) and the host lets go of the folder; on removal (clear,
+ * the launching session deleted) the host has let go first, then its
+ * uncommitted work is committed to its branch, then the folder is removed;
+ * the branch always stays. A worktree that cannot be removed without losing
+ * work is kept, and the model is told where.
+ *
+ * Git runs with no lock held: functions marked [lock not held] take the
+ * engine lock only briefly, to read or write the task.
+ */
+#ifndef OCBG_ISOLATE_H
+#define OCBG_ISOLATE_H
+
+#include "base/util.h"
+#include "engine/engine.h"
+#include "worktree/worktree.h"
+
+/* Make the worktree of a launch from session ctx (its directory's
+ * repository): checks the host can run a session elsewhere and where
+ * worktrees go, picks the task's id (*id), runs git. [lock not held]
+ * 0 with *m; or a negative errno with the refusal in out, nothing made. */
+int isolate_prepare(engine *o, const char *directory, isolation how, char id[TASK_ID_SIZE], worktree_made *m,
+                    strbuf *out);
+
+/* The launch answer's lines about worktree m. */
+void isolate_describe(const worktree_made *m, strbuf *out);
+
+/* Have the host follow task id's folder (directory_watch 1) unless it
+ * already does. [lock not held] 0 (also: no worktree), or the host's
+ * negative errno with *err. */
+int isolate_watch(engine *o, const char *task_id, char **err);
+
+/* Task id's run has ended: read what it did in its worktree (once per run)
+ * and have the host let go of the folder. [lock not held] */
+void isolate_settle(engine *o, const char *task_id);
+
+/* Remove the worktrees of `list` (freed): the host lets go, the work is
+ * committed, the folder removed, the branch kept. out (may be NULL) gets a
+ * line per worktree: where its work is, or where the kept folder is and
+ * why. [lock not held] */
+void isolate_release(engine *o, worktree_item *list, strbuf *out);
+
+#endif
