@@ -13,6 +13,15 @@
 #define REPORT_STAT_LINES 12 /* per-file stat lines shown; the rest are counted */
 #define REPORT_UNTRACKED 5   /* untracked names shown */
 
+/* git's message cut to its first line (the rest is advice for a person at
+ * a terminal). */
+static char *first_line(char *text)
+{
+    if (text)
+        text[strcspn(text, "\n")] = '\0';
+    return text;
+}
+
 static bool exists(const char *path)
 {
     struct stat st;
@@ -93,7 +102,7 @@ static int commit_all(const char *path, const char *task_id, bool *committed, ch
 {
     char *status = NULL;
     if (git_run(path, ARGS("status", "--porcelain"), &status) != 0) {
-        *err = xasprintf("git status failed there: %s", status);
+        *err = xasprintf("git status failed there: %s", first_line(status));
         free(status);
         return -EIO;
     }
@@ -116,7 +125,7 @@ static int commit_all(const char *path, const char *task_id, bool *committed, ch
     free(email);
     free(msg);
     if (rc != 0)
-        *err = xasprintf("committing its uncommitted work failed: %s", out);
+        *err = xasprintf("committing its uncommitted work failed: %s", first_line(out));
     free(out);
     *committed = rc == 0;
     return rc == 0 ? 0 : -EIO;
@@ -135,7 +144,7 @@ int worktree_remove(const char *checkout, const char *path, const char *task_id,
         return rc;
     char *out = NULL;
     if (git_run(checkout, ARGS("worktree", "remove", path), &out) != 0) {
-        *err = xasprintf("git worktree remove failed: %s", out);
+        *err = xasprintf("git worktree remove failed: %s", first_line(out));
         free(out);
         return -EIO;
     }

@@ -102,6 +102,7 @@ static int carry_changes(worktree_made *m, char **err)
     int rc = git_run(m->path, ARGS("stash", "apply", "-q", stash), &out);
     free(stash);
     if (rc != 0) {
+        out[strcspn(out, "\n")] = '\0';
         *err = xasprintf("copying the checkout's uncommitted changes into the worktree failed: %s", out);
         free(out);
         return -EIO;
@@ -141,6 +142,7 @@ int worktree_make(const char *dir, const char *root, const char *task_id, isolat
         free(status);
         char *out = NULL;
         if (git_run(m->checkout, ARGS("worktree", "add", "-q", "-b", m->branch, m->path, m->base), &out) != 0) {
+            out[strcspn(out, "\n")] = '\0';
             *err = xasprintf("git worktree add failed: %s", out);
             rc = -EIO;
         }
