@@ -166,11 +166,8 @@ typedef struct ocp_host {
     int (*session_fork)(void *userdata, const char *session_id, const char *message_id, char **out);
 
     /* [any] Write a line to the host's log. Never fails, never blocks for
-     * long. Any thread, but never from the plugin's on_event or
-     * transform_messages (the [event] rule) and never under the plugin's own
-     * locks: ocbg logs only on its worker thread and in tool calls, after a
-     * host call failed. So a host may take the lock it holds while delivering
-     * events. */
+     * long. Never from an [event] function, never under the plugin's own
+     * locks: so a host may hold its lock while delivering events. */
     void (*log)(void *userdata, enum ocp_log_level level, const char *message);
 
     /* [any] Free a string this table's functions returned in *out. NULL is a no-op. */
@@ -246,13 +243,10 @@ typedef struct ocp_host {
      * tasks newest first, at most 50, each {id, kind, status, description,
      * and where they apply: agent | command, queue, waiting, session,
      * created, started, ended, tokens, cost, tools, recent, exit, error,
-     * stopped_by_user} (docs/panel.md). A view replaces the previous one
-     * of that session; "tasks": [] means it has none left.
-     * When: within 250 ms of a task's status change, at most once a second
-     * for other changes while a task of the session is live, never when
-     * nothing changed; the view of every session with tasks after the
-     * plugin starts, and after ui_request "sync". The plugin calls it from
-     * its own view thread, holding none of its locks, one call at a time.
+     * stopped_by_user} (docs/panel.md, with when views are sent). A view
+     * replaces the previous one of that session; "tasks": [] means it has
+     * none left. The plugin calls it from its own view thread, holding
+     * none of its locks, one call at a time.
      * The host shows or forwards it and returns promptly (OpenCode: it
      * posts it to the TUI without waiting for a reader); it must not call
      * into the plugin from here. Returns 0, or a negative errno (-EIO:
@@ -356,9 +350,9 @@ typedef struct ocp_plugin {
     int (*command_call)(void *userdata, const char *command, const char *arguments, ocp_call_ctx *ctx, char **out);
 
     /* [event] One host event, as OpenCode's event JSON {"type":…,"properties":…}.
-     * Never fails; unknown and malformed events are ignored (an event needs a
-     * string "type" and an object "properties"). Calls no host function but
-     * now_ms; takes the plugin's lock briefly.
+     * Never fails; unknown and malformed events (no string "type" and object
+     * "properties") are ignored. Calls no host function but now_ms; takes
+     * the plugin's lock briefly.
      *
      * What ocbg reads; every other event and field is ignored. S is the
      * session the event is about; an event changes something only when S is
@@ -405,11 +399,9 @@ typedef struct ocp_plugin {
      * unchanged, or 0 with *out = the history to use instead. On failure
      * (negative errno) the host uses the history unchanged.
      *
-     * A plugin changes only the history of sessions it created itself,
-     * through this table's session_create or session_fork: a host may skip
-     * the call for any other session (ocbg rewrites only a forked task's
-     * history: long tool results cut, the oldest messages dropped to fit a
-     * token budget; see wants_messages for skipping the cost). */
+     * A plugin changes only the history of sessions it created itself
+     * (session_create, session_fork): a host may skip the call for any
+     * other session (see wants_messages for skipping the cost). */
     int (*transform_messages)(void *userdata, const char *session_id, const char *messages_json, char **out);
 
     /* [any, once] Stop: release every blocked tool_call (it returns
@@ -431,10 +423,8 @@ typedef struct ocp_plugin {
 
     /* [any] Free a string this table's functions returned in *out. NULL is a
      * no-op. The one function a host may still call after shutdown has
-     * returned (until dlclose): a tool call that shutdown released returns a
-     * string the host frees afterwards. It must not use `userdata`, which
-     * shutdown freed. Shutdown frees this table too: call the copy of `free`
-     * (and pass the copy of `userdata`) the host took before shutdown. */
+     * returned (until dlclose), through the copies of `free` and `userdata`
+     * it took before (see shutdown); it must not use `userdata`. */
     void (*free)(void *userdata, char *p);
 
     /* ---- ABI 1.3 (a host reads these only when OCP_HAS_FIELD says so) ---- */
@@ -448,12 +438,9 @@ typedef struct ocp_plugin {
 
     /* [event] Whether transform_messages would change session_id's history
      * if called now: 1 yes, 0 no. A host asks before it serializes a history
-     * and skips both the serialization and the call on 0, so a session the
-     * plugin does not rewrite costs one call of this per model call, whatever
-     * the history's size. The answer may change from one model call to the
-     * next (ocbg: 1 only for a forked task's session). Calls no host
-     * function; takes the plugin's lock for one hash lookup. NULL: ask
-     * transform_messages every time. */
+     * and skips both on 0; the answer may change from one model call to the
+     * next. Calls no host function; takes the plugin's lock for one hash
+     * lookup. NULL: ask transform_messages every time. */
     int (*wants_messages)(void *userdata, const char *session_id);
 
     /* ---- ABI 1.4 -------------------------------------------------------- */
@@ -473,15 +460,28 @@ typedef struct ocp_plugin {
      * abort or a store read runs (not long); never on the host's
      * event thread. NULL: takes none. */
     int (*ui_request)(void *userdata, const char *request_json, char **out);
+
+    /* ---- ABI 1.5 -------------------------------------------------------- */
+
+    /* [event] Optional (NULL: nothing to ask). Called by the host before it
+     * runs a tool call of one of its sessions that edits files (OpenCode:
+     * tools "edit", "write", "apply_patch"; args_json: the arguments as the
+     * model sent them). Calls no host function but now_ms, takes the
+     * plugin's lock briefly, never blocks. Returns 0 with *out NULL: run
+     * the call; 0 with *out = a warning: run it and append the warning to
+     * its result (what the model reads); -EACCES with *out = the refusal:
+     * do not run it, fail the call with that text. ocbg warns of, or
+     * refuses, an edit of a file another live task of the same launching
+     * session edited (docs/abi.md). */
+    int (*tool_before)(void *userdata, const char *session_id, const char *tool, const char *args_json,
+                       char **out);
 } ocp_plugin;
 
 /* The entry point. [any, once per instance]
  * host: the host table (see its lifetime rule above).
- * options_json: the plugin's options as a JSON object (from the host's
- *   configuration), or NULL for defaults. Unknown keys and bad values are
- *   refused.
- * err, err_size: a buffer for a readable reason when the plugin refuses to
- *   load; may be NULL/0.
+ * options_json: the plugin's options as a JSON object (the host's
+ *   configuration), or NULL for defaults. Bad values are refused.
+ * err, err_size: a buffer for the reason of a refusal; may be NULL/0.
  * Returns the plugin table, or NULL (nothing started, nothing to free) when the
  * host's ABI major differs, its table is smaller than OCP_HOST_MIN_SIZE, a
  * required host function is missing, or the options are invalid.

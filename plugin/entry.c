@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/collide.h"
 #include "engine/engine.h"
 #include "engine/persist.h"
 #include "engine/view.h"
@@ -183,6 +184,15 @@ static int plugin_transform_messages(void *ud, const char *session_id, const cha
     return fork_process(messages_json, &lim, out, NULL);
 }
 
+/* Before a host runs a tool call that edits files (ocp.h tool_before):
+ * a collision with another writer of the same launching session is
+ * warned, or refused (engine/collide.h). */
+static int plugin_tool_before(void *ud, const char *session_id, const char *tool, const char *args_json, char **out)
+{
+    instance *in = ud;
+    return collide_tool_before(&in->o, session_id, tool, args_json, out);
+}
+
 /* A request from the person through the host's UI (ocp.h ui_request). */
 static int plugin_ui_request(void *ud, const char *request_json, char **out)
 {
@@ -330,6 +340,7 @@ static void build_table(instance *in)
     t->event_type_count = hook_event_type_count;
     t->wants_messages = plugin_wants_messages;
     t->ui_request = plugin_ui_request;
+    t->tool_before = plugin_tool_before;
 }
 
 __attribute__((visibility("default"))) const ocp_plugin *

@@ -129,6 +129,18 @@ static int parse_isolation(options *o, const cJSON *item, char *err, size_t err_
     return -EINVAL;
 }
 
+/* on_collision: "warn" or "refuse" (engine/collide.h). */
+static int parse_on_collision(options *o, const cJSON *item, char *err, size_t err_size)
+{
+    const char *v = cJSON_GetStringValue(item);
+    if (v && (strcmp(v, "warn") == 0 || strcmp(v, "refuse") == 0)) {
+        o->refuse_collisions = strcmp(v, "refuse") == 0;
+        return 0;
+    }
+    snprintf(err, err_size, "option 'on_collision' must be \"warn\" or \"refuse\"");
+    return -EINVAL;
+}
+
 /* store_path: an absolute file name ("" for the host's data_dir). */
 static int parse_store_path(options *o, const cJSON *item, char *err, size_t err_size)
 {
@@ -198,6 +210,8 @@ static int parse_one(options *o, const cJSON *item, char *err, size_t err_size)
     }
     if (strcmp(key, "isolation") == 0)
         return parse_isolation(o, item, err, err_size);
+    if (strcmp(key, "on_collision") == 0)
+        return parse_on_collision(o, item, err, err_size);
     if (strcmp(key, "max_running_per_agent") == 0)
         return parse_agent_caps(o, item, err, err_size);
     if (strcmp(key, "store_path") == 0)

@@ -30,6 +30,8 @@ typedef struct options {
     int notify_retries;   /* further attempts after a failed push */
     int notify_retry_ms;  /* first retry delay; doubles each attempt */
     wake_policy wake;
+    bool refuse_collisions; /* on_collision "refuse": an edit of a file another live writer of the
+                             * same session edited fails (engine/collide.h); false, "warn": it is warned */
     int isolation; /* a launch's default isolation: 0 "none", 1 "worktree", 2 "worktree_with_changes"
                     * (the order of worktree/worktree.h's enum isolation) */
     int fork_tool_chars;                  /* fork: tool results longer than this are cut */

@@ -83,6 +83,7 @@ typedef struct engine {
     toast_state toast; /* notices to the user, rate-limited (engine/toast.h) */
     defer_state defer; /* silent notices held while their parent is busy (engine/defer.h) */
     view_state view;   /* each session's tasks for the host's UI, and its thread (engine/view.h) */
+    struct collide_state *collide; /* files edited per launching session (engine/collide.h); NULL: none yet */
 } engine;
 
 /* The engine lock (base/lock.h): the only way to take, release or wait on

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "base/util.h"
+#include "engine/collide.h"
 #include "engine/defer.h"
 #include "engine/engine.h"
 #include "engine/persist.h"
@@ -43,6 +44,7 @@ static void free_state(engine *o)
     registry_free(&o->reg);
     guards_free(o);
     toast_free(o);
+    collide_free(o);
     pthread_cond_destroy(&o->work_cv);
     pthread_cond_destroy(&o->drain_cv);
     pthread_mutex_destroy(&o->mu);

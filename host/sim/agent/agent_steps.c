@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* What a step handler tells the loop in sim_agent_advance_locked: run the
  * turn's current step (the same one again, or the next) now, or stop: the
@@ -59,24 +60,103 @@ static enum step_result tool_begin_locked(sim_agents *ag, sim_session *s, const 
     return STEP_GO_ON;
 }
 
-/* A tool step, second half: the part completes (or fails: "fail", or a tool
- * a prompt's "tools" denied to the session). */
+/* The tools OpenCode's tool.execute.before hooks see that edit files: the
+ * ones the plugins' tool_before is asked about. */
+static int edits_files(const char *tool)
+{
+    return strcmp(tool, "edit") == 0 || strcmp(tool, "write") == 0 || strcmp(tool, "apply_patch") == 0;
+}
+
+/* Before an editing tool runs: the plugins' tool_before (a hook), with mu
+ * released since it calls into plugins. Only this thread advances turns, so
+ * the step cannot move meanwhile; an abort or a deletion changes gen.
+ * Returns 1 with *rc and *note (malloc'd or NULL) and *s found again, or 0
+ * when the turn is gone (*s is then stale: the caller stops). */
+static int tool_check_unlocked(sim_agents *ag, sim_session **s, const char *tool, const cJSON *input, int *rc,
+                               char **note)
+{
+    char *id = sim_strdup((*s)->id), *name = sim_strdup(tool);
+    char *args = input ? sim_print(input) : sim_strdup("{}");
+    uint64_t gen = (*s)->run->turn.gen;
+    *note = NULL;
+    pthread_mutex_unlock(&ag->core->mu);
+    *rc = ag->hooks.tool_before(ag->hooks.tool_before_ctx, id, name, args, note);
+    pthread_mutex_lock(&ag->core->mu);
+    sim_session *now = sim_find_locked(ag->store, id);
+    int alive = now && now->busy && now->run->turn.gen == gen;
+    free(id);
+    free(name);
+    free(args);
+    if (!alive) {
+        free(*note);
+        *note = NULL;
+        return 0;
+    }
+    *s = now;
+    return 1;
+}
+
+/* OpenCode's write, done for real: input {"filePath", "content"} (both
+ * strings; otherwise nothing is written) goes to that file, so a test sees
+ * what an edit did, or that a refused one did nothing. NULL, or why it
+ * failed (malloc'd). */
+static char *write_for_real(const cJSON *input)
+{
+    const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(input, "filePath"));
+    const char *content = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(input, "content"));
+    if (!path || !content)
+        return NULL;
+    FILE *f = fopen(path, "wb");
+    size_t n = strlen(content);
+    int ok = f && fwrite(content, 1, n, f) == n;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (ok)
+        return NULL;
+    char msg[300];
+    snprintf(msg, sizeof msg, "cannot write %.200s", path);
+    return sim_strdup(msg);
+}
+
+/* A tool step, second half, when the tool runs: an editing tool is checked
+ * first (tool_check_unlocked: a refusal fails it, a warning follows its
+ * output after a blank line), a "write" writes; the part completes (or
+ * fails: "fail", a refusal, or a tool a prompt's "tools" denied to the
+ * session). */
 static enum step_result tool_end_locked(sim_agents *ag, sim_session *s, const cJSON *st, const char *tool)
 {
+    const cJSON *input = cJSON_GetObjectItemCaseSensitive(st, "input");
+    char *note = NULL, *err = NULL;
+    int rc = 0;
+    int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
+    if (!denied && ag->hooks.tool_before && edits_files(tool) && !tool_check_unlocked(ag, &s, tool, input, &rc, &note))
+        return STEP_STOP;
+    if (rc < 0) {
+        err = note ? note : sim_strdup("refused");
+        note = NULL;
+    } else if (!denied && strcmp(tool, "write") == 0) {
+        err = write_for_real(input);
+    }
     sim_turn *t = &s->run->turn;
     cJSON *part = t->open_part;
     cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
     const char *output = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "output"));
-    int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
-    int fail = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "fail")) || denied;
+    int fail = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "fail")) || denied || err;
     cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString(fail ? "error" : "completed"));
-    if (denied) {
-        char msg[300];
+    char msg[300];
+    if (denied)
         snprintf(msg, sizeof msg, "Model tried to call unavailable tool '%s'", tool);
-        cJSON_AddStringToObject(state, "error", msg);
-    } else {
-        cJSON_AddStringToObject(state, fail ? "error" : "output", output ? output : "");
+    const char *text = denied ? msg : err ? err : output ? output : "";
+    char *joined = NULL;
+    if (note) { /* as the OpenCode adapter appends a warning */
+        size_t n = strlen(text) + strlen(note) + 3;
+        joined = sim_xmalloc(n);
+        snprintf(joined, n, "%s%s%s", text, *text ? "\n\n" : "", note);
     }
+    cJSON_AddStringToObject(state, fail ? "error" : "output", joined ? joined : text);
+    free(joined);
+    free(note);
+    free(err);
     t->open_part = NULL;
     t->phase = 0;
     t->step++;

@@ -45,6 +45,14 @@ typedef struct sim_agent_hooks {
      * questions are moot. mu held. NULL: nothing to do. */
     void (*turn_gone)(void *ctx, const char *session_id);
     void *perm_ctx;
+    /* Before a tool that edits files runs (tools "edit", "write",
+     * "apply_patch"): every plugin's tool_before (ABI 1.5) for that call.
+     * Returns 0 (*note: NULL, or a warning to append to the tool's result)
+     * or -EACCES (*note: the refusal; the tool fails and does nothing).
+     * *note malloc'd. Called WITHOUT mu, on the scheduler thread. NULL: every
+     * edit runs, silently. */
+    int (*tool_before)(void *ctx, const char *session_id, const char *tool, const char *args_json, char **note);
+    void *tool_before_ctx;
 } sim_agent_hooks;
 
 typedef struct sim_agents {

@@ -11,6 +11,12 @@ static char *transform_hook(void *ctx, const char *session_id, const char *messa
     return sim_plugins_transform(ctx, session_id, messages_json);
 }
 
+/* The agents' tool_before hook: every plugin's tool_before. */
+static int tool_before_hook(void *ctx, const char *session_id, const char *tool, const char *args_json, char **note)
+{
+    return sim_plugins_tool_before(ctx, session_id, tool, args_json, note);
+}
+
 /* The API's deliver hook: every plugin's on_event. */
 static void deliver_hook(void *ctx, const char *event_json)
 {
@@ -40,6 +46,8 @@ sim_host *sim_create(void)
     /* The lower layers reach the plugins only through these hooks. */
     h->agents.hooks.transform = transform_hook;
     h->agents.hooks.transform_ctx = h;
+    h->agents.hooks.tool_before = tool_before_hook;
+    h->agents.hooks.tool_before_ctx = h;
     h->api.deliver = deliver_hook;
     h->api.deliver_ctx = h;
     if (sim_api_start(&h->api) != 0) {

@@ -312,3 +312,43 @@ int sim_ui_request(sim_host *h, size_t i, const char *request_json, char **out)
     sim_plugin_leave(h);
     return rc;
 }
+
+/* Add the plugin's answer `text` (freed here with its own free) to *note,
+ * after a blank line when *note already holds a warning. */
+static void join_note(sim_plugslot *slot, char **note, char *text)
+{
+    if (!text)
+        return;
+    size_t had = *note ? strlen(*note) : 0, n = had + strlen(text) + 3;
+    char *joined = sim_xmalloc(n);
+    snprintf(joined, n, "%s%s%s", *note ? *note : "", had ? "\n\n" : "", text);
+    free(*note);
+    *note = joined;
+    slot->free(slot->userdata, text);
+}
+
+int sim_plugins_tool_before(sim_host *h, const char *session_id, const char *tool, const char *args_json,
+                            char **note)
+{
+    *note = NULL;
+    int rc = 0;
+    pthread_mutex_lock(&h->plug_mu);
+    for (size_t i = 0; i < h->nplugins && rc == 0; i++) {
+        const ocp_plugin *p = h->plugins[i].plugin;
+        if (!OCP_HAS_FIELD(ocp_plugin, p, tool_before) || !p->tool_before)
+            continue;
+        char *text = NULL;
+        int r = p->tool_before(p->userdata, session_id, tool, args_json, &text);
+        if (r == -EACCES) { /* the refusal alone is what the tool fails with */
+            free(*note);
+            *note = NULL;
+            rc = r;
+        }
+        if (r == 0 || r == -EACCES)
+            join_note(&h->plugins[i], note, text);
+        else if (text)
+            h->plugins[i].free(h->plugins[i].userdata, text);
+    }
+    pthread_mutex_unlock(&h->plug_mu);
+    return rc;
+}

@@ -69,6 +69,12 @@ void sim_plugins_deliver(sim_host *h, const char *json);
 /* Pass messages_json through every plugin's transform_messages; returns the
  * result (malloc'd) — a copy of the input when no plugin changed it. */
 char *sim_plugins_transform(sim_host *h, const char *session_id, const char *messages_json);
+/* Every plugin's tool_before (ABI 1.5) for session_id's call of `tool`,
+ * under plug_mu, as an [event] call: the first refusal (-EACCES, *note =
+ * its text) ends it; warnings are joined by a blank line into *note (NULL
+ * when none). *note malloc'd. */
+int sim_plugins_tool_before(sim_host *h, const char *session_id, const char *tool, const char *args_json,
+                            char **note);
 /* Begin a call into plugin i (tool_call, command_call): returns the plugin,
  * with the copies of its free and userdata taken at load (*pfree, *ud: use
  * them, not the table, to free the call's answer), or NULL (with *rc set:

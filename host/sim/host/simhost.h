@@ -170,6 +170,11 @@ char *sim_session_model_input(sim_host *h, const char *session_id);
 /* What a session does when a prompt arrives, as JSON:
  *   {"steps":[
  *      {"tool":"read","input":{...},"output":"text","ms":20,"fail":false},
+ *          -- the tool runs at the end of its "ms". One that edits files
+ *          ("edit", "write", "apply_patch") is first put to every plugin's
+ *          tool_before (ABI 1.5): a refusal fails it with that text, a
+ *          warning follows its output after a blank line. A "write" with
+ *          input {"filePath", "content"} writes that file for real.
  *      {"wait_ms":50},
  *      {"reply":"the final answer text"},      -- assistant text, ends the turn
  *          (unless a "compact" step follows: then the turn goes on)
