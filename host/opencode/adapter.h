@@ -117,6 +117,11 @@ typedef struct adapter {
     size_t ncmd;                                                   /* copies of the plugin's commands (its table */
     char **cmd_name;                                               /* is gone after shutdown) */
     char **cmd_desc;
+    /* JS thread only: warnings tool_before (ABI 1.5) gave for tool calls, by
+     * call id, until tool.execute.after appends each to its call's output
+     * (hooks.c); newest first, at most TOOL_NOTES_MAX. */
+    struct tool_note *notes;
+    unsigned nnotes;
 } adapter;
 
 /* ------------------------------------------------------------------------ */
@@ -340,6 +345,14 @@ int h_publish_view(void *ud, const char *session_id, const char *view_json);
 napi_value hook_transform(napi_env env, napi_callback_info info);
 napi_value hook_config(napi_env env, napi_callback_info info);
 napi_value hook_command(napi_env env, napi_callback_info info);
+/* tool.execute.before({tool, sessionID, callID}, {args}): for a tool that
+ * edits files (edit, write, apply_patch), the plugin's tool_before, on the
+ * JS thread (it is [event]: it never blocks). A refusal is thrown (OpenCode
+ * fails the call with its text); a warning is kept by call id. */
+napi_value hook_tool_before(napi_env env, napi_callback_info info);
+/* tool.execute.after({…, callID}, {title, output, metadata}): the call's
+ * kept warning is appended to output.output after a blank line. */
+napi_value hook_tool_after(napi_env env, napi_callback_info info);
 
 /* ---- schema.c -------------------------------------------------------------- */
 

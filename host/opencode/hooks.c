@@ -2,10 +2,12 @@
  * hooks.c — OpenCode's hooks other than tools [js]: event -> on_event,
  * messages.transform -> transform_messages (both called under ad->mu, so
  * that none runs concurrently with shutdown), config (the plugin's slash
- * commands) and command.execute.before (a command call on a worker).
+ * commands), command.execute.before (a command call on a worker), and
+ * tool.execute.before/after (tool_before: an edit that collides).
  */
 #include "adapter.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,4 +184,128 @@ napi_value hook_command(napi_env env, napi_callback_info info)
         call_free(env, c);
     }
     return promise;
+}
+
+/* ------------------------------------------------------------------------ */
+/* edits: tool.execute.before / after -> tool_before (ABI 1.5)               */
+/* ------------------------------------------------------------------------ */
+
+/* A warning waiting for its call's tool.execute.after. OpenCode runs no
+ * after hook for a call that failed, so the list is capped. */
+#define TOOL_NOTES_MAX 64
+struct tool_note {
+    struct tool_note *next;
+    char *call_id, *text;
+};
+
+/* OpenCode 1.18.33's tools that edit files: the only calls tool_before is
+ * asked about (ocp.h), so no other call's arguments are serialized. */
+static int edits_files(const char *tool)
+{
+    return !strcmp(tool, "edit") || !strcmp(tool, "write") || !strcmp(tool, "apply_patch");
+}
+
+/* Keep text (owned from now) for call_id (copied); the oldest goes past the cap. */
+static void note_keep(adapter *ad, const char *call_id, char *text)
+{
+    struct tool_note *n = calloc(1, sizeof *n);
+    if (!n || !(n->call_id = xstrdup(call_id))) {
+        free(n);
+        free(text);
+        return;
+    }
+    n->text = text;
+    n->next = ad->notes;
+    ad->notes = n;
+    if (++ad->nnotes <= TOOL_NOTES_MAX)
+        return;
+    struct tool_note **pn = &ad->notes;
+    while ((*pn)->next)
+        pn = &(*pn)->next;
+    free((*pn)->call_id);
+    free((*pn)->text);
+    free(*pn);
+    *pn = NULL;
+    ad->nnotes--;
+}
+
+/* The text kept for call_id (the caller's), or NULL. */
+static char *note_take(adapter *ad, const char *call_id)
+{
+    for (struct tool_note **pn = &ad->notes; call_id && *pn; pn = &(*pn)->next) {
+        struct tool_note *n = *pn;
+        if (strcmp(n->call_id, call_id) != 0)
+            continue;
+        char *text = n->text;
+        *pn = n->next;
+        free(n->call_id);
+        free(n);
+        ad->nnotes--;
+        return text;
+    }
+    return NULL;
+}
+
+napi_value hook_tool_before(napi_env env, napi_callback_info info)
+{
+    size_t argc = 2;
+    napi_value argv[2] = {NULL, NULL};
+    void *data;
+    napi_get_cb_info(env, info, &argc, argv, NULL, &data);
+    adapter *ad = data;
+    char tool[32];
+    size_t len = 0;
+    napi_value tv = argc >= 2 ? js_get(env, argv[0], "tool") : NULL;
+    if (!tv || napi_get_value_string_utf8(env, tv, tool, sizeof tool, &len) != napi_ok || !edits_files(tool))
+        return resolved(env);
+    char *sid = js_string(env, js_get(env, argv[0], "sessionID"));
+    char *args = js_stringify(env, js_get(env, argv[1], "args"));
+    char *out = NULL, *text = NULL;
+    int rc = 0;
+    pthread_mutex_lock(&ad->mu); /* no shutdown meanwhile: the table stays valid */
+    if (!ad->closing && sid) {
+        rc = ad->plugin->tool_before(ad->plugin->userdata, sid, tool, args ? args : "{}", &out);
+        text = xstrdup(out);
+        if (out)
+            ad->plugin_free(ad->plugin_ud, out);
+    }
+    pthread_mutex_unlock(&ad->mu);
+    free(sid);
+    free(args);
+    if (rc == -EACCES) { /* OpenCode fails the call with the thrown error's text */
+        throw_msg(env, text ? text : "ocbg refused this edit");
+        free(text);
+        return NULL;
+    }
+    char *cid = text ? js_string(env, js_get(env, argv[0], "callID")) : NULL;
+    if (text && cid)
+        note_keep(ad, cid, text);
+    else
+        free(text);
+    free(cid);
+    return resolved(env);
+}
+
+napi_value hook_tool_after(napi_env env, napi_callback_info info)
+{
+    size_t argc = 2;
+    napi_value argv[2] = {NULL, NULL};
+    void *data;
+    napi_get_cb_info(env, info, &argc, argv, NULL, &data);
+    adapter *ad = data;
+    if (!ad->notes || argc < 2 || !js_is(env, argv[1], napi_object))
+        return resolved(env); /* nearly every call: nothing kept */
+    char *cid = js_string(env, js_get(env, argv[0], "callID"));
+    char *text = note_take(ad, cid);
+    free(cid);
+    if (!text)
+        return resolved(env);
+    char *prev = js_string(env, js_get(env, argv[1], "output"));
+    char *joined = xprintf("%s%s%s", prev ? prev : "", prev && *prev ? "\n\n" : "", text);
+    if (joined)
+        napi_set_named_property(env, argv[1], "output", js_str(env, joined));
+    free(joined);
+    free(prev);
+    free(text);
+    return resolved(env);
 }

@@ -305,6 +305,10 @@ static napi_value hooks_object(napi_env env, adapter *ad, napi_value z)
         add_fn(env, hooks, "config", hook_config, ad);
         add_fn(env, hooks, "command.execute.before", hook_command, ad);
     }
+    if (OCP_HAS_FIELD(ocp_plugin, ad->plugin, tool_before) && ad->plugin->tool_before) {
+        add_fn(env, hooks, "tool.execute.before", hook_tool_before, ad);
+        add_fn(env, hooks, "tool.execute.after", hook_tool_after, ad);
+    }
     add_fn(env, hooks, "dispose", hook_dispose, ad);
     return hooks;
 }

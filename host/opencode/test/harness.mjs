@@ -210,6 +210,30 @@ const ev = JSON.parse(await hooks.tool.stub_events.execute({}, ctx()));
 ok(ev.events["session.idle"] === 2 && ev.events["message.updated"] === 1, "events reach on_event", ev);
 ok(ev.transforms === 1 && ev.transform_session === "ses_t", "transform gets the session id from the messages", ev);
 
+// Edits (ABI 1.5 tool_before): tool.execute.before asks the plugin about edit, write and apply_patch only; a
+// warning is appended to that call's output by tool.execute.after, a refusal is thrown.
+const toolBefore = hooks["tool.execute.before"], toolAfter = hooks["tool.execute.after"];
+ok(typeof toolBefore === "function" && typeof toolAfter === "function", "tool.execute.before and after are registered");
+await toolBefore({ tool: "write", sessionID: "ses_w", callID: "call_w" }, { args: { filePath: "/a", content: "STUB-WARN" } });
+await toolBefore({ tool: "edit", sessionID: "ses_w", callID: "call_e" }, { args: { filePath: "/a", oldString: "x" } });
+const wOut = { title: "a", output: "Wrote file successfully.", metadata: {} };
+await toolAfter({ tool: "write", sessionID: "ses_w", callID: "call_w", args: {} }, wOut);
+ok(wOut.output === "Wrote file successfully.\n\nstub warning: write in ses_w", "a warning follows the output", wOut);
+const eOut = { title: "a", output: "Edit applied successfully.", metadata: {} };
+await toolAfter({ tool: "edit", sessionID: "ses_w", callID: "call_e", args: {} }, eOut);
+ok(eOut.output === "Edit applied successfully.", "a call without a warning keeps its output", eOut);
+let refusal = null;
+try {
+  await toolBefore({ tool: "apply_patch", sessionID: "ses_w", callID: "call_p" }, { args: { patchText: "STUB-REFUSE" } });
+} catch (e) {
+  refusal = e.message;
+}
+ok(refusal === "stub refusal: apply_patch", "a refusal is thrown with its text", refusal);
+await toolBefore({ tool: "read", sessionID: "ses_w", callID: "call_r" }, { args: { filePath: "STUB-REFUSE" } });
+await toolBefore({ tool: "bash", sessionID: "ses_w", callID: "call_b" }, { args: { command: "echo STUB-WARN" } });
+const tb = JSON.parse(await hooks.tool.stub_events.execute({}, ctx()));
+ok(tb.tool_befores === 3, "the plugin is asked about the three edits, not about read or bash", tb);
+
 // Commands: config adds it, command.execute.before runs it.
 const cfg = {};
 await hooks.config(cfg);

@@ -16,6 +16,9 @@
  *                             host->ask_permission with the call's ctx; answers
  *                             {"rc":"0"|"EACCES"|…, "out": text or null}
  *                             (raw_patterns: patterns_json sent as that text)
+ * tool_before (ABI 1.5): arguments holding "STUB-WARN" get the warning
+ * "stub warning: <tool> in <session>", "STUB-REFUSE" the refusal "stub
+ * refusal: <tool>"; every call is counted (stub_events: tool_befores).
  * Command: stubcmd.  transform_messages appends a text part "STUB-MARKER" to
  * the last message (copying that message's last text part).
  */
@@ -41,6 +44,7 @@ struct stub {
     cJSON *events; /* {type: count} */
     int transforms;
     char last_transform_session[128];
+    int tool_befores;
 };
 
 static const ocp_tool stub_tools[] = {
@@ -250,6 +254,7 @@ static int stub_events(struct stub *st, char **out) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddItemToObject(r, "events", cJSON_Duplicate(st->events, 1));
     cJSON_AddNumberToObject(r, "transforms", st->transforms);
+    cJSON_AddNumberToObject(r, "tool_befores", st->tool_befores);
     cJSON_AddStringToObject(r, "transform_session", st->last_transform_session);
     pthread_mutex_unlock(&st->mu);
     *out = cJSON_PrintUnformatted(r);
@@ -368,6 +373,25 @@ static int transform_messages(void *ud, const char *session_id, const char *mess
     return 0;
 }
 
+static int tool_before(void *ud, const char *session_id, const char *tool, const char *args_json, char **out) {
+    struct stub *st = ud;
+    char buf[256];
+    *out = NULL;
+    pthread_mutex_lock(&st->mu);
+    st->tool_befores++;
+    pthread_mutex_unlock(&st->mu);
+    if (args_json && strstr(args_json, "STUB-REFUSE")) {
+        snprintf(buf, sizeof buf, "stub refusal: %s", tool);
+        *out = xstrdup(buf);
+        return -EACCES;
+    }
+    if (args_json && strstr(args_json, "STUB-WARN")) {
+        snprintf(buf, sizeof buf, "stub warning: %s in %s", tool, session_id);
+        *out = xstrdup(buf);
+    }
+    return 0;
+}
+
 static void stub_free(void *ud, char *p) {
     (void)ud;
     free(p);
@@ -432,5 +456,6 @@ EXPORT const ocp_plugin *ocp_plugin_entry(const ocp_host *host, const char *opti
     t->transform_messages = transform_messages;
     t->shutdown = shutdown_;
     t->free = stub_free;
+    t->tool_before = tool_before;
     return t;
 }
