@@ -11,6 +11,8 @@
 //                              the tool result it streams nothing, like "CHILD slow" (a run
 //                              cut short with a stored partial answer)
 //   "CHILD error"             HTTP 400 with an error body (a non-retryable API error)
+//   "CHILD callgate G <tool> <json>" the same, then "child reply G" once the test called
+//                              openGate("G"): the task stays running after its tool call
 //   "CHILD call <tool> <json>" the child calls <tool>(args) (e.g. OpenCode's own bash);
 //                              after the tool result: "child reply <tool>"
 //   "CHILD compact X [more] [gate]" "child reply X" with a usage of 7520 tokens: on a model with
@@ -153,6 +155,12 @@ export function decide(body) {
       description: "partial" } }] };
   }
   if (line.startsWith("CHILD error")) return { error: 400, message: "scripted model failure" };
+  if ((m = line.match(/^CHILD callgate (\S+) (\S+)\s*(.*)$/))) {
+    if (toolResults.length) return { gate: m[1], text: `child reply ${m[1]}` };
+    let args = {};
+    try { args = m[3] ? JSON.parse(m[3]) : {}; } catch { args = {}; }
+    return { calls: [{ name: m[2], args }] };
+  }
   if ((m = line.match(/^CHILD call (\S+)\s*(.*)$/))) {
     if (toolResults.length) return { text: `child reply ${m[1]}` };
     let args = {};
