@@ -7,6 +7,7 @@
  * then writes the file for real; a warning follows the tool's output after a
  * blank line, a refusal is the failed tool's error. Tasks are gated
  * (testlib.h): each waits at its question until the test answers it. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,12 +264,29 @@ static void edited_paths(void)
     ok(!collide_edited_paths("edit", "{\"oldString\":\"a\"}"), "no filePath, no file");
 }
 
+/* The option: "warn" (the default) or "refuse"; anything else refuses the
+ * load with a reason naming it. */
+static void on_collision_option(void)
+{
+    options o;
+    char err[256] = "";
+    is_int(options_parse(&o, NULL, err, sizeof err), 0, "no options");
+    ok(!o.refuse_collisions, "on_collision is \"warn\" by default");
+    is_int(options_parse(&o, "{\"on_collision\":\"refuse\"}", err, sizeof err), 0, "on_collision \"refuse\"");
+    ok(o.refuse_collisions, "refuses collisions");
+    is_int(options_parse(&o, "{\"on_collision\":\"warn\"}", err, sizeof err), 0, "on_collision \"warn\"");
+    ok(!o.refuse_collisions, "warns of them");
+    is_int(options_parse(&o, "{\"on_collision\":\"ignore\"}", err, sizeof err), -EINVAL, "another value is refused");
+    is_str(err, "option 'on_collision' must be \"warn\" or \"refuse\"", "with the reason");
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/ocbg-collide-XXXXXX");
     if (!mkdtemp(dir))
         bail_out("mkdtemp");
     edited_paths();
+    on_collision_option();
     two_tasks_one_file();
     task_and_its_launcher();
     refuse_mode();
