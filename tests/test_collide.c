@@ -242,6 +242,33 @@ static void other_launchers_are_apart(void)
     sim_destroy(h);
 }
 
+/* A patch's files count as a write's: apply_patch updating a file another
+ * running task wrote is warned (its output here is the script's). */
+static void a_patch_collides_too(void)
+{
+    sim_host *h = t_gated_host(NULL);
+    char *root = sim_session_new(h, NULL, "main");
+    char *a = launch(h, root, "A", "fix parser", write_step("p.c", "A"), "", 1);
+    if (t_wait_gate_open(h, "A", 5000) != 0)
+        bail_out("A never reached its gate");
+    const char *patch = J("{'tool':'apply_patch','input':{'patchText':'*** Begin Patch\\n*** Update File: %s\\n@@\\n"
+                          "-A\\n+B\\n*** End Patch'},'output':'Success. Updated the following files:'}",
+                          file("p.c"));
+    char *b = launch(h, root, "B", "tidy parser", patch, "", 0);
+    is_int(t_wait_status(h, root, b, "completed", 5000), 0, "B completes");
+    char *bs = session_of(h, "B");
+    result_is(h, bs, 0,
+              J("Success. Updated the following files:\n\n" WARN_BY_TASK, file("p.c"), a, "fix parser"), NULL,
+              "B's patch of the file A wrote names A");
+    t_release_gated(h, "A");
+    is_int(t_wait_status(h, root, a, "completed", 5000), 0, "A completes");
+    free(bs);
+    free(a);
+    free(b);
+    free(root);
+    sim_destroy(h);
+}
+
 /* Which files a call edits, as the plugin reads the arguments. */
 static void edited_paths(void)
 {
@@ -291,7 +318,8 @@ int main(void)
     task_and_its_launcher();
     refuse_mode();
     other_launchers_are_apart();
-    static const char *const names[] = {"a.c", "b.c", "x.c", "y.c", "z.c", "r.c", "s.c", "o.c"};
+    a_patch_collides_too();
+    static const char *const names[] = {"a.c", "b.c", "x.c", "y.c", "z.c", "r.c", "s.c", "o.c", "p.c"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(file(names[i]));
     rmdir(dir);
