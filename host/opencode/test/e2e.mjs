@@ -188,7 +188,7 @@ async function main() {
   if (!ok(await startServer(), "opencode serve is healthy on 127.0.0.1")) return;
 
   if (ONLY !== "ocbg") {
-    for (const scenario of chosen([stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand]))
+    for (const scenario of chosen([stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand, stubEdits]))
       await scenario();
   }
   if (ONLY !== "stub" && !ocbgInstalled) {
@@ -290,6 +290,22 @@ async function stubCommand() {
   ok(cr.status === 200, "POST /session/:id/command", cr.status);
   ok(userTexts(await messages(s)).some((t) => t.includes(`stubcmd ran in ${s} with arguments [x y]`)),
     "the command's output is the prompt OpenCode runs", userTexts(await messages(s)));
+}
+
+// The adapter's tool.execute.before / after in OpenCode (ABI 1.5 tool_before, the stub's answers): OpenCode's
+// own write, with content holding STUB-WARN, runs and its stored output ends with the stub's warning; with
+// STUB-REFUSE the call fails with the stub's text and the file is not written.
+async function stubEdits() {
+  const s = await newSession("stub edits");
+  const warned = path.join(SIDE, "stub-warned.txt"), refused = path.join(SIDE, "stub-refused.txt");
+  const w = await callTool(s, "write", { filePath: warned, content: "STUB-WARN\n" });
+  ok(w?.status === "completed" && w.output.endsWith(`\n\nstub warning: write in ${s}`) &&
+     fs.readFileSync(warned, "utf8") === "STUB-WARN\n",
+    "a write the plugin warns of runs, and its result ends with the warning", w);
+  const r = await callTool(s, "write", { filePath: refused, content: "STUB-REFUSE\n" });
+  diag(`a refused write's error in OpenCode: ${JSON.stringify(r?.error)}`);
+  ok(r?.status === "error" && r.error === "stub refusal: write" && !fs.existsSync(refused),
+    "a write the plugin refuses fails with its text, and the file is not written", r);
 }
 
 // ================= ocbg =================
