@@ -186,8 +186,8 @@ $(OC_PKG): host/opencode/package/package.json $(OC_FILES) $(OC_TUI_FILES) $(OC_Z
 # e2e_bash_perm.mjs: ocbg's Bash asks OpenCode what OpenCode's own bash asks, for
 # every line of host/opencode/test/bash_corpus.json, and refuses what a deny rule
 # makes it refuse; OpenCode's side also against tests/fixtures/bash_permissions.json.
-# E2E_ONLY=stub|ocbg (e2e.mjs only), config (e2e_config.mjs only) or bashperm
-# (e2e_bash_perm.mjs only); E2E_CASES=name,name runs only those scenario functions of e2e.mjs.
+# E2E_ONLY=stub|ocbg (e2e.mjs only), config (e2e_config.mjs only), bashperm
+# (e2e_bash_perm.mjs only) or worktree (e2e_worktree.mjs only); E2E_CASES=name,name runs only those scenario functions of e2e.mjs.
 E2E_TIMEOUT ?= 480
 E2E_BASHPERM_TIMEOUT ?= 360
 BASHPERM_CORPUS  := host/opencode/test/bash_corpus.json
@@ -198,7 +198,7 @@ E2E_ONLY ?=
 E2E_CASES ?=
 OC_E2E := $(OC_DIR)/e2e-run
 OC_E2E_SCANNED := $(abspath $(OC_E2E))/config/scanned/home
-e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG) ## real OpenCode with a fake model (E2E_ONLY=stub|ocbg|config|bashperm)
+e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG) ## real OpenCode with a fake model (E2E_ONLY=stub|ocbg|config|bashperm|worktree)
 	rm -rf $(OC_E2E)
 	$(MAKE) --no-print-directory install-opencode PROJECT=$(abspath $(OC_E2E))/project
 	$(MAKE) --no-print-directory install-opencode XDG_CONFIG_HOME=$(OC_E2E_SCANNED)/.config
@@ -216,6 +216,11 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG) ## real OpenCode with a fake 
 	if [ -z "$(E2E_CASES)" ] && { [ -z "$(E2E_ONLY)" ] || [ "$(E2E_ONLY)" = bashperm ]; }; then \
 	  timeout -k 10 $(E2E_BASHPERM_TIMEOUT) $(NODE) host/opencode/test/e2e_bash_perm.mjs $(OC_BASHPERM_ARGS) \
 	    --fixture $(BASHPERM_FIXTURE) || rc=1; \
+	fi; \
+	if [ -z "$(E2E_CASES)" ] && { [ -z "$(E2E_ONLY)" ] || [ "$(E2E_ONLY)" = worktree ]; }; then \
+	  mkdir -p $(OC_E2E)/worktree && timeout -k 10 300 $(NODE) host/opencode/test/e2e_worktree.mjs \
+	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
+	    --work $(abspath $(OC_E2E))/worktree || rc=1; \
 	fi; \
 	exit $$rc
 

@@ -21,29 +21,32 @@ static char *worktrees_root(const engine *o)
     return NULL;
 }
 
-int isolate_prepare(engine *o, const char *directory, isolation how, char id[TASK_ID_SIZE], worktree_made *m,
-                    strbuf *out)
+int isolate_root(engine *o, char **root, strbuf *out)
 {
+    *root = NULL;
     if (!hc_has_directories(&o->api)) {
         sb_puts(out, "Not launched: this host cannot run a task in another folder, so isolation \"worktree\" is "
                      "not available here. Launch without isolation.");
         return -ENOSYS;
     }
-    char *root = worktrees_root(o);
-    if (!root || !directory || directory[0] != '/') {
-        sb_puts(out, !root ? "Not launched: the host gives ocbg no data folder to keep worktrees in (and no "
-                             "store_path is set), so isolation \"worktree\" is not available. Launch without "
-                             "isolation."
-                           : "Not launched: the call has no working folder to make a worktree from.");
-        free(root);
+    *root = worktrees_root(o);
+    if (!*root) {
+        sb_puts(out, "Not launched: the host gives ocbg no data folder to keep worktrees in (and no store_path is "
+                     "set), so isolation \"worktree\" is not available. Launch without isolation.");
         return -EINVAL;
     }
-    engine_lock(o);
-    registry_new_id(&o->reg, id);
-    engine_unlock(o);
+    return 0;
+}
+
+int isolate_prepare(const char *directory, const char *root, isolation how, const char *id, worktree_made *m,
+                    strbuf *out)
+{
+    if (!directory || directory[0] != '/') {
+        sb_puts(out, "Not launched: the call has no working folder to make a worktree from.");
+        return -EINVAL;
+    }
     char *err = NULL;
     int rc = worktree_make(directory, root, id, how, m, &err);
-    free(root);
     if (rc != 0)
         sb_printf(out, "Not launched, nothing was created: %s.", err);
     free(err);

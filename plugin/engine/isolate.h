@@ -23,11 +23,16 @@
 #include "engine/engine.h"
 #include "worktree/worktree.h"
 
-/* Make the worktree of a launch from session ctx (its directory's
- * repository): checks the host can run a session elsewhere and where
- * worktrees go, picks the task's id (*id), runs git. [lock not held]
- * 0 with *m; or a negative errno with the refusal in out, nothing made. */
-int isolate_prepare(engine *o, const char *directory, isolation how, char id[TASK_ID_SIZE], worktree_made *m,
+/* Where the worktrees go: <the host's data_dir>/worktrees (or beside
+ * store_path). -ENOSYS (the host cannot run a session elsewhere) or -EINVAL
+ * (no such folder) with the refusal in out; else 0 with *root
+ * (malloc'd). [any] */
+int isolate_root(engine *o, char **root, strbuf *out);
+
+/* Make the worktree <root>/<id> of a launch from folder `directory`
+ * (its repository's HEAD), on branch ocbg/<id>. [lock not held] 0 with *m;
+ * or a negative errno with the refusal in out, nothing made. */
+int isolate_prepare(const char *directory, const char *root, isolation how, const char *id, worktree_made *m,
                     strbuf *out);
 
 /* The launch answer's lines about worktree m. */

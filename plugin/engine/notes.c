@@ -33,7 +33,6 @@ static void on_busy(engine *o, task *t, bool retrying)
      * session): it works, so it holds a slot again. */
     registry_set_awaiting(&o->reg, t, false);
     lanes_set_retrying(&o->reg.lanes, t, retrying);
-    t->seen_busy = true;
     t->woken = false;
     t->last_update_ms = engine_now(o);
     task_live *p = t->live; /* notes reach active tasks only: live */

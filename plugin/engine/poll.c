@@ -105,7 +105,6 @@ static void read_map(engine *o)
         if (!polled(t))
             continue;
         if (t->live->busy_tick == tick) {
-            t->seen_busy = true;
             t->woken = false;
             t->live->idle_checks = 0;
             t->live->next_check_mono = 0;

@@ -137,7 +137,9 @@ int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strb
     }
     char key[TASK_ID_SIZE];
     memcpy(key, t->id, sizeof key);
-    t = persist_texts(o, t); /* a finished task's result may be in the store only */
+    t = op_worktree_settle(o, key); /* an isolated task: what it did in its worktree, read once per run */
+    if (t)
+        t = persist_texts(o, t); /* a finished task's result may be in the store only */
     if (!t) {
         sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
         engine_unlock(o);

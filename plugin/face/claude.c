@@ -328,6 +328,12 @@ static void put_task_output(strbuf *out, const task *t, const char *retrieval)
     }
     if (t->status == TASK_ERROR)
         tag(out, "error", t->error ? t->error : "unknown error");
+    if (t->wt) {
+        strbuf wt = {0};
+        format_worktree(&wt, t);
+        sb_printf(out, "<worktree>\n%s</worktree>\n", wt.buf);
+        sb_free(&wt);
+    }
 }
 
 int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
@@ -369,7 +375,9 @@ int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, str
     }
     char key[TASK_ID_SIZE];
     memcpy(key, t->id, sizeof key);
-    t = persist_texts(o, t); /* a finished task's result may be in the store only */
+    t = op_worktree_settle(o, key); /* an isolated task: what it did in its worktree */
+    if (t)
+        t = persist_texts(o, t); /* a finished task's result may be in the store only */
     if (!t) {
         engine_unlock(o);
         sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);

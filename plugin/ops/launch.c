@@ -86,6 +86,28 @@ static task *register_task(engine *o, const ocp_call_ctx *ctx, task_type type, c
     return t;
 }
 
+/* An isolated launch's worktree, made before its task exists: the host's
+ * consent to a folder outside the project, then git. 0 with *id (the
+ * task's id to be) and *m; else the refusal in out, nothing made. */
+static int make_worktree(engine *o, const ocp_call_ctx *ctx, isolation how, char id[TASK_ID_SIZE], worktree_made *m,
+                         strbuf *out)
+{
+    char *root = NULL;
+    int rc = isolate_root(o, &root, out);
+    if (rc != 0)
+        return rc;
+    engine_lock(o);
+    registry_new_id(&o->reg, id);
+    engine_unlock(o);
+    char *folder = xasprintf("%s/%s", root, id);
+    rc = permission_folder(o, ctx, folder, root, out);
+    if (rc == 0)
+        rc = isolate_prepare(ctx->directory, root, how, id, m, out);
+    free(folder);
+    free(root);
+    return rc;
+}
+
 /* The runner could not start task `id`: a task that never got a session is
  * removed (nothing was created); one that did ends in error. */
 static int start_failed(engine *o, const char *id, char *err, int rc, strbuf *out)
@@ -138,7 +160,7 @@ int op_launch_agent(engine *o, const ocp_call_ctx *ctx, const launch_req *req, l
     /* Its worktree before the task: a refusal leaves nothing behind. */
     char id[TASK_ID_SIZE] = "";
     worktree_made wt = {0};
-    if (req->isolation != ISOLATION_NONE && (rc = isolate_prepare(o, ctx->directory, req->isolation, id, &wt, out)))
+    if (req->isolation != ISOLATION_NONE && (rc = make_worktree(o, ctx, req->isolation, id, &wt, out)) != 0)
         return rc;
     engine_lock(o);
     task_status s;

@@ -133,3 +133,21 @@ int permission_send(engine *o, const ocp_call_ctx *ctx, const char *agent, const
     free(what);
     return rc;
 }
+
+int permission_folder(engine *o, const ocp_call_ctx *ctx, const char *folder, const char *root, strbuf *out)
+{
+    if (!o->api.host.ask_permission)
+        return 0;
+    cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
+    char *pattern = xasprintf("%s/*", folder), *all = xasprintf("%s/*", root);
+    cJSON_AddItemToArray(patterns, cJSON_CreateString(pattern));
+    cJSON_AddItemToArray(always, cJSON_CreateString(all));
+    cJSON_AddStringToObject(meta, "filepath", folder);
+    cJSON_AddStringToObject(meta, "parentDir", folder);
+    char *what = xasprintf("making the task's git worktree in %s, outside the project", folder);
+    int rc = ask(o, ctx, "external_directory", patterns, always, meta, what, "No task was started.", out);
+    free(what);
+    free(pattern);
+    free(all);
+    return rc;
+}

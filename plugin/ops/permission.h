@@ -37,4 +37,11 @@ int permission_task(engine *o, const ocp_call_ctx *ctx, const char *agent, const
  * it; the answer says that nothing was sent. */
 int permission_send(engine *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out);
 
+/* May the call `ctx` make the folder `folder` outside the project (an
+ * isolated task's worktree)? What the host's own tools ask for a folder
+ * outside the project: "external_directory", the pattern `folder` + "/" + "*"; an
+ * "always" approves every folder under `root` (all of ocbg's worktrees).
+ * The same returns; the answer says that no task was started. */
+int permission_folder(engine *o, const ocp_call_ctx *ctx, const char *folder, const char *root, strbuf *out);
+
 #endif

@@ -42,7 +42,7 @@ resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *i
     t->resume_count++;
     t->run++;
     t->started_ms = now;
-    t->finalizing = t->recheck = t->seen_busy = false;
+    t->finalizing = t->recheck = false;
     t->followup_wait = 0; /* a message sent into the run before is no part of this one */
     /* A blocking resume owns this run's result from the start, so a response
      * that comes back before it waits is not also pushed as a notification. */

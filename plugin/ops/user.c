@@ -63,8 +63,8 @@ static void add_tail(cJSON *d, const char *name, const char *s, size_t max)
 static void add_texts(cJSON *d, const task *t)
 {
     if (t->type == TASK_SHELL && t->shell) {
-        char *text = shell_output_text(t->shell, DETAIL_CHARS);
-        add_tail(d, "output", text, DETAIL_CHARS);
+        char *text = shell_output_text(t->shell, DETAIL_CHARS); /* already cut, with its note */
+        cJSON_AddStringToObject(d, "output", text);
         free(text);
         if (t->shell->exited && !t->shell->term_signal)
             cJSON_AddNumberToObject(d, "exit", t->shell->exit_code);
@@ -73,6 +73,13 @@ static void add_texts(cJSON *d, const task *t)
     }
     if (t->error && (t->status == TASK_ERROR || t->status == TASK_CANCELLED))
         cJSON_AddStringToObject(d, "error", t->error);
+    if (t->wt) {
+        cJSON *w = cJSON_AddObjectToObject(d, "worktree");
+        cJSON_AddStringToObject(w, "path", t->wt->path);
+        cJSON_AddStringToObject(w, "branch", t->wt->branch);
+        if (t->wt->report && !task_status_active(t->status))
+            cJSON_AddStringToObject(w, "report", t->wt->report);
+    }
 }
 
 int op_user_detail(engine *o, const char *id, strbuf *out)
