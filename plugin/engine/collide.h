@@ -25,6 +25,10 @@
  * absolute paths; a patch's relative paths match only the same relative
  * path. Files a shell command writes are not seen at all.
  *
+ * Memory: an entry per file and writer. A task's entries are dropped when
+ * an edit of its group meets them after its run ended; a launcher's group
+ * at its next edit once none of its tasks is live; the rest at shutdown.
+ *
  * Cost: a call whose tool edits nothing returns before the lock. A session
  * that is neither a live task's nor a launcher with live tasks costs the
  * lock and two hash lookups, before its arguments are parsed.
