@@ -198,6 +198,14 @@ char *sim_session_model_input(sim_host *h, const char *session_id);
  *          (unless a "compact" step follows: then the turn goes on)
  *      {"error":"model overloaded"},           -- session.error, ends the turn
  *      {"hang":true},                           -- stays busy until aborted
+ *      {"run":"shell command"}  -- OpenCode's bash tool: a tool part "bash"
+ *          {command} (pending, running), then /bin/sh -c runs the command in
+ *          the session's folder (the host's working directory for its own
+ *          sessions), stdin /dev/null, on the scheduler thread with no host
+ *          lock held, to its end (keep it short: other turns wait); then the
+ *          part completes with its output (stdout and stderr, at most 16
+ *          KiB), or, on a non-zero exit, fails with it and "exit status N".
+ *          The script goes on either way (an abort meanwhile ends the turn).
  *      {"ask":{"permission":"bash","patterns":["rm x"]}} -- asks the user (see
  *          permissions below): allowed → the next step; denied or rejected →
  *          the turn ends; open → the turn waits for the answer
