@@ -8,6 +8,7 @@
  * through the recorder test plugin (simtest.h), so each host call is a real
  * plugin call through the ocp table. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -259,6 +260,68 @@ static void test_run_step(void)
     t_close(&f);
 }
 
+/* Opens the fifo (arg: {path, fd}) for writing once its reader has. */
+typedef struct fifo_arg {
+    const char *path;
+    int fd;
+} fifo_arg;
+
+static int fifo_writer_open(sim_host *h, void *arg)
+{
+    (void)h;
+    fifo_arg *a = arg;
+    a->fd = open(a->path, O_WRONLY | O_NONBLOCK);
+    return a->fd >= 0;
+}
+
+static int file_has_x(sim_host *h, void *arg)
+{
+    (void)h;
+    char *text = t_read_file(arg);
+    int r = text && strchr(text, 'x');
+    free(text);
+    return r;
+}
+
+/* An abort while a run step's command runs ends the turn at once; the
+ * command's end later changes nothing, and the session works on. */
+static void test_run_aborted(void)
+{
+    t_fixture f;
+    rec_open(&f);
+    sim_host *h = f.h;
+    char *dir = make_dir("abort");
+    char fifo[600], got[600];
+    snprintf(fifo, sizeof fifo, "%s/ff", dir);
+    snprintf(got, sizeof got, "%s/got.txt", dir);
+    if (mkfifo(fifo, 0600) != 0)
+        bail_out("mkfifo: %s", strerror(errno));
+    watch(h, dir, 1);
+    char *sid = create_in(h, f.parent, dir, NULL);
+    sim_script(h, "block", "{\"steps\":[{\"run\":\"cat ff > got.txt\"},{\"reply\":\"never\"}]}", 1);
+    prompt_via_plugin(h, sid, "block", 0);
+    fifo_arg fa = {fifo, -1};
+    is_int(sim_wait(h, fifo_writer_open, &fa, T(10000)), 0, "the run step's command is running");
+    is_int(sim_session_abort(h, sid), 0, "the user aborts the turn meanwhile");
+    is_int(sim_wait_idle(h, sid, T(5000)), 0, "it ends at once");
+    cJSON *m = last_parts(h, sid);
+    is_str(jstr(m, "parts.0.state.status"), "error", "its bash part failed (aborted)");
+    cJSON_Delete(m);
+    if (fa.fd >= 0) {
+        ok(write(fa.fd, "x", 1) == 1, "the command gets its input");
+        close(fa.fd);
+    }
+    is_int(sim_wait(h, file_has_x, got, T(10000)), 0, "and ends");
+    is_int(prompt_via_plugin(h, sid, "after", 0), 0, "a new prompt");
+    is_int(sim_wait_messages(h, sid, 4, T(5000)), 0, "runs");
+    char *last = sim_session_message_text(h, sid, -1);
+    is_str(last, "ok", "to its answer: the aborted command's end changed nothing");
+    free(last);
+    free(sid);
+    rm_dir(dir);
+    t_close(&f);
+}
+
 /* A call about a session of a released folder is counted; status is not,
  * nor a call after the folder is watched again. */
 static void test_released_touches(void)
@@ -418,6 +481,7 @@ int main(void)
     test_status();
     test_delete_cascade();
     test_run_step();
+    test_run_aborted();
     test_released_touches();
     test_bad_dirs();
     test_faults_and_abi();
