@@ -86,8 +86,9 @@ int sim_without(sim_host *h, const char *fn);
 /* Present the host table of ABI 1.minor (0..OCP_ABI_MINOR), as an older host
  * would: abi_minor = minor, struct_size ending with that minor's last field
  * (OCP_HAS_FIELD is false for the later ones, which are NULL too). The table
- * is filled anew: call sim_without and sim_set_data_dir after it. For plugins
- * loaded from now on. Returns 0, or -EINVAL for a minor out of range. */
+ * is filled anew: call sim_without and sim_set_data_dir after it. Call it
+ * before loading plugins (they read the table without the host's lock).
+ * Returns 0, or -EINVAL for a minor out of range. */
 int sim_host_abi(sim_host *h, int minor);
 
 /* Give plugins loaded from now on a data directory (ABI 1.2 data_dir; the
