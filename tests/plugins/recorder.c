@@ -10,6 +10,8 @@
  *                           session_prompt {sessionID, body (object or text)},
  *                           session_abort {sessionID}, session_status,
  *                           session_fork {sessionID, messageID?},
+ *                           session_create_in {parentID?, title?, directory},
+ *                           directory_watch {directory, watch},
  *                           log {level?, message}, now_ms
  *   block {ms?}           → wait until cancelled (-ECANCELED "cancelled"), shutdown
  *                           (-ECANCELED "shutting down") or ms elapsed (0 "timeout")
@@ -140,6 +142,16 @@ static char *call_host(rec *r, const cJSON *args)
         rc = h->session_status(u, &out);
     } else if (strcmp(fn, "session_fork") == 0) {
         rc = h->session_fork ? h->session_fork(u, sid, mid, &out) : -ENOSYS;
+    } else if (strcmp(fn, "session_create_in") == 0) {
+        const char *dir = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "directory"));
+        rc = OCP_HAS_FIELD(ocp_host, h, session_create_in) && h->session_create_in
+                 ? h->session_create_in(u, parent, title, dir, &out)
+                 : -ENOSYS;
+    } else if (strcmp(fn, "directory_watch") == 0) {
+        const char *dir = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "directory"));
+        int watch = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(args, "watch"));
+        rc = OCP_HAS_FIELD(ocp_host, h, directory_watch) && h->directory_watch ? h->directory_watch(u, dir, watch)
+                                                                             : -ENOSYS;
     } else if (strcmp(fn, "log") == 0) {
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "message"));
         const cJSON *lv = cJSON_GetObjectItemCaseSensitive(args, "level");

@@ -1,7 +1,8 @@
 /* agent_steps.c — layer 2 (agents): running a turn's script: one handler per
- * step kind (tool, wait, reply, error, compact, hang, ask, usage), and the
- * loop that runs steps until the turn must wait, hangs or ends. Uses
- * agent_compact.c, agent_turn.c, agent_heap.c, the store and the core. */
+ * step kind (tool, wait, reply, error, compact, hang, ask, usage, run), and
+ * the loop that runs steps until the turn must wait, hangs or ends. Uses
+ * agent_compact.c, agent_turn.c, agent_heap.c, agent_shell.c, the store and
+ * the core. */
 #include "sim_agent_int.h"
 
 #include <stdio.h>
@@ -24,9 +25,9 @@ static enum step_result end_and_next_locked(sim_agents *ag, sim_session *s)
     return STEP_STOP;
 }
 
-/* A tool step, first half: the tool part appears (pending, then running);
- * with "ms" the turn waits that long before the second half. */
-static enum step_result tool_begin_locked(sim_agents *ag, sim_session *s, const cJSON *st, const char *tool)
+/* A tool part appears in the turn's message (pending, then running) with a
+ * copy of input (NULL: {}); it is the turn's open part. */
+static cJSON *tool_open_locked(sim_agents *ag, sim_session *s, const char *tool, const cJSON *input)
 {
     sim_turn *t = &s->run->turn;
     cJSON *part = cJSON_CreateObject();
@@ -42,7 +43,6 @@ static enum step_result tool_begin_locked(sim_agents *ag, sim_session *s, const 
     free(cid);
     cJSON *state = cJSON_AddObjectToObject(part, "state");
     cJSON_AddStringToObject(state, "status", "pending");
-    const cJSON *input = cJSON_GetObjectItemCaseSensitive(st, "input");
     cJSON_AddItemToObject(state, "input", input ? cJSON_Duplicate(input, 1) : cJSON_CreateObject());
     cJSON_AddItemToArray(t->parts, part);
     t->open_part = part;
@@ -50,6 +50,15 @@ static enum step_result tool_begin_locked(sim_agents *ag, sim_session *s, const 
     cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString("running"));
     sim_agent_emit_part_locked(ag, s, part);
     sim_agent_journal_turn_locked(ag, s);
+    return part;
+}
+
+/* A tool step, first half: the tool part appears (pending, then running);
+ * with "ms" the turn waits that long before the second half. */
+static enum step_result tool_begin_locked(sim_agents *ag, sim_session *s, const cJSON *st, const char *tool)
+{
+    sim_turn *t = &s->run->turn;
+    tool_open_locked(ag, s, tool, cJSON_GetObjectItemCaseSensitive(st, "input"));
     t->phase = 1;
     double msv = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(st, "ms")); /* NaN if absent */
     int ms = msv > 0 && msv < 1e9 ? (int)msv : 0;
@@ -58,6 +67,23 @@ static enum step_result tool_begin_locked(sim_agents *ag, sim_session *s, const 
         return STEP_STOP;
     }
     return STEP_GO_ON;
+}
+
+/* The open tool part ends: completed with output, or failed with it as its
+ * error; the turn's next step follows. */
+static void tool_close_locked(sim_agents *ag, sim_session *s, int fail, const char *text)
+{
+    sim_turn *t = &s->run->turn;
+    cJSON *part = t->open_part;
+    cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
+    cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString(fail ? "error" : "completed"));
+    cJSON_AddStringToObject(state, fail ? "error" : "output", text ? text : "");
+    t->open_part = NULL;
+    t->phase = 0;
+    t->step++;
+    sim_agent_emit_part_locked(ag, s, part);
+    sim_agent_journal_turn_locked(ag, s);
+    sim_changed_locked(ag->core);
 }
 
 /* The tools OpenCode's tool.execute.before hooks see that edit files: the
@@ -118,6 +144,16 @@ static char *write_for_real(const cJSON *input)
     return sim_strdup(msg);
 }
 
+/* text, then a blank line and note, as the OpenCode adapter appends a
+ * warning (malloc'd). */
+static char *with_note(const char *text, const char *note)
+{
+    size_t n = strlen(text) + strlen(note) + 3;
+    char *joined = sim_xmalloc(n);
+    snprintf(joined, n, "%s%s%s", text, *text ? "\n\n" : "", note);
+    return joined;
+}
+
 /* A tool step, second half, when the tool runs: an editing tool is checked
  * first (tool_check_unlocked: a refusal fails it, a warning follows its
  * output after a blank line), a "write" writes; the part completes (or
@@ -126,9 +162,9 @@ static char *write_for_real(const cJSON *input)
 static enum step_result tool_end_locked(sim_agents *ag, sim_session *s, const cJSON *st, const char *tool)
 {
     const cJSON *input = cJSON_GetObjectItemCaseSensitive(st, "input");
+    int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
     char *note = NULL, *err = NULL;
     int rc = 0;
-    int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
     if (!denied && ag->hooks.tool_before && edits_files(tool) && !tool_check_unlocked(ag, &s, tool, input, &rc, &note))
         return STEP_STOP;
     if (rc < 0) {
@@ -137,32 +173,66 @@ static enum step_result tool_end_locked(sim_agents *ag, sim_session *s, const cJ
     } else if (!denied && strcmp(tool, "write") == 0) {
         err = write_for_real(input);
     }
-    sim_turn *t = &s->run->turn;
-    cJSON *part = t->open_part;
-    cJSON *state = cJSON_GetObjectItemCaseSensitive(part, "state");
     const char *output = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "output"));
     int fail = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st, "fail")) || denied || err;
-    cJSON_ReplaceItemInObjectCaseSensitive(state, "status", cJSON_CreateString(fail ? "error" : "completed"));
     char msg[300];
     if (denied)
         snprintf(msg, sizeof msg, "Model tried to call unavailable tool '%s'", tool);
     const char *text = denied ? msg : err ? err : output ? output : "";
-    char *joined = NULL;
-    if (note) { /* as the OpenCode adapter appends a warning */
-        size_t n = strlen(text) + strlen(note) + 3;
-        joined = sim_xmalloc(n);
-        snprintf(joined, n, "%s%s%s", text, *text ? "\n\n" : "", note);
-    }
-    cJSON_AddStringToObject(state, fail ? "error" : "output", joined ? joined : text);
+    char *joined = note ? with_note(text, note) : NULL;
+    tool_close_locked(ag, s, fail, joined ? joined : text);
     free(joined);
     free(note);
     free(err);
-    t->open_part = NULL;
-    t->phase = 0;
-    t->step++;
-    sim_agent_emit_part_locked(ag, s, part);
-    sim_agent_journal_turn_locked(ag, s);
-    sim_changed_locked(ag->core);
+    return STEP_GO_ON;
+}
+
+/* {"run":command}: a bash tool part, and the command run in the session's
+ * folder. It runs with mu released (it may take a while, and the plugin's
+ * threads must keep calling the host); only this thread advances turns, so
+ * the turn cannot move on meanwhile, but an abort or a delete may end it,
+ * which `gen` and a fresh lookup detect: then the result is dropped and s
+ * must not be touched (it may be freed). */
+static enum step_result run_step_locked(sim_agents *ag, sim_session *s, const char *cmd)
+{
+    cJSON *input = cJSON_CreateObject();
+    cJSON_AddStringToObject(input, "command", cmd);
+    cJSON_AddStringToObject(input, "description", "run");
+    tool_open_locked(ag, s, "bash", input);
+    cJSON_Delete(input);
+    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, "bash"))) {
+        /* A prompt denied the tool: as for a "tool" step, it fails unrun. */
+        tool_close_locked(ag, s, 1, "Model tried to call unavailable tool 'bash'");
+        return STEP_GO_ON;
+    }
+    char *id = sim_strdup(s->id), *dir = sim_strdup(s->directory), *command = sim_strdup(cmd);
+    uint64_t gen = s->run->turn.gen;
+    pthread_mutex_unlock(&ag->core->mu);
+    char *out = NULL;
+    int rc = sim_agent_shell(dir, command, 16384, &out);
+    pthread_mutex_lock(&ag->core->mu);
+    free(dir);
+    free(command);
+    s = sim_find_locked(ag->store, id);
+    free(id);
+    if (!s || !s->busy || s->run->turn.gen != gen || !s->run->turn.open_part) {
+        free(out);
+        return STEP_STOP;
+    }
+    if (rc != 0) {
+        char tail[64];
+        snprintf(tail, sizeof tail, rc < 0 ? "could not start (errno %d)" : "exit status %d", rc < 0 ? -rc : rc);
+        size_t len = out ? strlen(out) : 0;
+        while (len > 0 && out[len - 1] == '\n')
+            len--;
+        size_t n = len + sizeof tail + 2;
+        char *msg = sim_xmalloc(n);
+        snprintf(msg, n, "%.*s%s%s", (int)len, out ? out : "", len ? "\n" : "", tail);
+        free(out);
+        out = msg;
+    }
+    tool_close_locked(ag, s, rc != 0, out);
+    free(out);
     return STEP_GO_ON;
 }
 
@@ -258,7 +328,7 @@ static enum step_result usage_step_locked(sim_agents *ag, sim_session *s, const 
 
 /* Run one step. The kinds are tried in this order; an unknown step is
  * skipped. */
-static enum step_result run_step_locked(sim_agents *ag, sim_session *s, const cJSON *st)
+static enum step_result step_locked(sim_agents *ag, sim_session *s, const cJSON *st)
 {
     const char *tool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "tool"));
     const cJSON *wait = cJSON_GetObjectItemCaseSensitive(st, "wait_ms");
@@ -267,6 +337,7 @@ static enum step_result run_step_locked(sim_agents *ag, sim_session *s, const cJ
     const cJSON *compact = cJSON_GetObjectItemCaseSensitive(st, "compact");
     const cJSON *ask = cJSON_GetObjectItemCaseSensitive(st, "ask");
     const cJSON *usage = cJSON_GetObjectItemCaseSensitive(st, "usage");
+    const char *run = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st, "run"));
     if (tool)
         return s->run->turn.phase == 0 ? tool_begin_locked(ag, s, st, tool) : tool_end_locked(ag, s, st, tool);
     if (wait)
@@ -290,6 +361,8 @@ static enum step_result run_step_locked(sim_agents *ag, sim_session *s, const cJ
         return ask_step_locked(ag, s, ask);
     if (usage)
         return usage_step_locked(ag, s, usage);
+    if (run)
+        return run_step_locked(ag, s, run);
     s->run->turn.step++;
     return STEP_GO_ON;
 }
@@ -304,7 +377,7 @@ void sim_agent_advance_locked(sim_agents *ag, sim_session *s)
             end_and_next_locked(ag, s);
             return;
         }
-        if (run_step_locked(ag, s, st) == STEP_STOP)
+        if (step_locked(ag, s, st) == STEP_STOP)
             return;
     }
 }

@@ -5,11 +5,13 @@
  * session would not scale to thousands of sessions), emitting the events
  * OpenCode emits. Uses the store and the core only.
  *
+ *   agent_shell.c    a "run" step's command, run in the session's folder
  *   agent_scripts.c  the script rules and choosing a prompt's steps
  *   agent_heap.c     the heap of sessions whose turn wakes, soonest first
  *   agent_turn.c     a turn's life: prompt, queue, start, end, abort, release
  *   agent_compact.c  the "compact" step: OpenCode's compaction messages
- *   agent_steps.c    running a turn's steps (tool, wait, reply, ask, usage, …)
+ *   agent_steps.c    running a turn's steps (tool, wait, reply, ask, usage,
+ *                    run, …)
  *   agent_sched.c    the scheduler thread, the transform before a turn; setup
  *
  * Lowest first: a file uses only those listed before it (and the layers

@@ -1,7 +1,7 @@
 /*
  * sim_agent_int.h — shared by the agents layer's files only (see sim_agent.h):
  * a session's turn state and the functions one agent file uses from another.
- * Every function here is called with the core's `mu` held.
+ * Every function here is called with the core's `mu` held, except sim_agent_shell.
  */
 #ifndef OCBG_SIM_AGENT_INT_H
 #define OCBG_SIM_AGENT_INT_H
@@ -57,6 +57,15 @@ struct sim_rule {
     int once;
     sim_rule *next;
 };
+
+/* ---- agent_shell.c ------------------------------------------------------ */
+
+/* Run cmd with /bin/sh -c in dir (NULL: the process's working directory),
+ * stdin /dev/null, no other inherited descriptor; *output = its stdout and
+ * stderr, the first max bytes, malloc'd (NULL when it could not start).
+ * Returns its exit status, 128 + the signal that killed it, or a negative
+ * errno when it could not start. Blocks until it ends: called WITHOUT mu. */
+int sim_agent_shell(const char *dir, const char *cmd, size_t max, char **output);
 
 /* ---- agent_scripts.c ---------------------------------------------------- */
 

@@ -1,9 +1,11 @@
 /* api_calls.c — layer 3 (API), its lowest file: the record of every host
- * call a plugin made, and the faults and slowness a test injects into them.
- * Uses the core only. */
+ * call a plugin made (a call about a session of a released folder counted
+ * too), and the faults and slowness a test injects into them. Uses the
+ * store and the core. */
 #include "sim_api_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -100,9 +102,23 @@ int sim_api_call_begin(sim_api *a, const char *fn)
     return rc;
 }
 
+/* A call about sid, a session of a folder the plugin released: counted
+ * (sim_released_touches), and said on stderr as a TAP comment, since in
+ * OpenCode it would make a new instance at a folder that may be gone. mu
+ * held. */
+static void touch_check_locked(sim_api *a, const char *fn, const char *sid)
+{
+    sim_dir *d = sim_dir_of_session_locked(a->store, sid);
+    if (d && d->released) {
+        d->touches++;
+        fprintf(stderr, "# simhost: %s about %s, of the released folder %s\n", fn, sid, d->path);
+    }
+}
+
 void sim_api_call_record(sim_api *a, const char *fn, const char *session, const char *body, int rc, int64_t t_ms)
 {
     pthread_mutex_lock(&a->core->mu);
+    touch_check_locked(a, fn, session);
     if (a->ncalls == a->calls_cap) {
         a->calls_cap = a->calls_cap ? a->calls_cap * 2 : 64;
         a->calls = sim_xrealloc(a->calls, a->calls_cap * sizeof *a->calls);

@@ -132,9 +132,11 @@ int sim_hf_session_status(void *ud, char **out)
     if (rc)
         return sim_api_injected(a, "session_status", NULL, sim_strdup("{}"), rc, t, out);
     cJSON *m = cJSON_CreateObject();
+    /* As OpenCode's main status map: a session of another folder is listed
+     * only while the plugin follows that folder's instance. */
     pthread_mutex_lock(&a->core->mu);
     for (sim_session *s = a->store->first; s; s = s->next)
-        if (s->busy && !a->status_omit)
+        if (s->busy && !a->status_omit && sim_dir_visible_locked(a->store, s->directory))
             cJSON_AddStringToObject(cJSON_AddObjectToObject(m, s->id), "type", "busy");
     pthread_mutex_unlock(&a->core->mu);
     sim_api_set_out(out, sim_api_args_text(m));

@@ -1,12 +1,13 @@
 /* api_table.c — layer 3 (API), its top file: the host table (ocp.h) the
- * plugins get, pointing to the host functions of api_sessions.c and
- * api_prompt.c and to the small ones here: log, free, now_ms, and
- * ask_permission's frame (its work is api_permission.c's); the API's setup
- * and teardown. Uses api_sessions.c, api_prompt.c, api_permission.c,
- * api_frame.c, api_calls.c, the agents and the core. */
+ * plugins get, pointing to the host functions of api_sessions.c,
+ * api_prompt.c and api_dirs.c and to the small ones here: log, free, now_ms,
+ * and ask_permission's frame (its work is api_permission.c's); the API's
+ * setup and teardown. Uses api_sessions.c, api_prompt.c, api_dirs.c,
+ * api_permission.c, api_frame.c, api_calls.c, the agents and the core. */
 #include "sim_api_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,8 @@ static void fill(sim_api *a)
     t->ask_permission = h_ask_permission;
     t->notify_user = h_notify_user;
     t->publish_view = sim_api_publish_view;
+    t->session_create_in = sim_hf_session_create_in;
+    t->directory_watch = sim_hf_directory_watch;
 }
 
 void sim_api_init(sim_api *a, sim_agents *agents)
@@ -144,8 +147,36 @@ int sim_api_without(sim_api *a, const char *fn)
         a->table.notify_user = NULL;
     else if (strcmp(fn, "publish_view") == 0)
         a->table.publish_view = NULL;
+    else if (strcmp(fn, "session_create_in") == 0)
+        a->table.session_create_in = NULL;
+    else if (strcmp(fn, "directory_watch") == 0)
+        a->table.directory_watch = NULL;
     else
         rc = -1;
     pthread_mutex_unlock(&a->core->mu);
     return rc;
+}
+
+int sim_api_abi(sim_api *a, int minor)
+{
+    /* Where each minor's table ends: the offset of the next minor's first
+     * field (1.0 ends after now_ms, which it has as an optional field). */
+    static const size_t ends[] = {
+        offsetof(ocp_host, ask_permission), offsetof(ocp_host, data_dir),          offsetof(ocp_host, notify_user),
+        offsetof(ocp_host, publish_view),   offsetof(ocp_host, session_create_in), sizeof(ocp_host),
+    };
+    if (minor < 0 || minor > OCP_ABI_MINOR || (size_t)minor >= sizeof ends / sizeof ends[0])
+        return -EINVAL;
+    pthread_mutex_lock(&a->core->mu);
+    fill(a);
+    ocp_host *t = &a->table;
+    t->data_dir = a->data_dir;
+    t->abi_minor = (uint16_t)minor;
+    t->struct_size = (uint32_t)ends[minor];
+    /* The fields past the end are NULL as well, so a plugin that reads one
+     * without OCP_HAS_FIELD finds nothing rather than a working function. */
+    if (ends[minor] < sizeof *t)
+        memset((char *)t + ends[minor], 0, sizeof *t - ends[minor]);
+    pthread_mutex_unlock(&a->core->mu);
+    return 0;
 }

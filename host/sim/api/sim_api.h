@@ -10,6 +10,7 @@
  *   api_perm_rules.c  permission rules: wildcards, the decision for a request
  *   api_permission.c  permission questions: asked, answered, waited for
  *   api_sessions.c    session_create, _get, _messages, _abort, _status, _fork
+ *   api_dirs.c        session_create_in, directory_watch (ABI 1.5: folders)
  *   api_prompt.c      session_prompt: the body checked, stored or run
  *   api_delivery.c    the event thread: the queue to the plugins' on_event
  *   api_table.c       the table (pointing to the host functions above), log,
@@ -73,8 +74,22 @@ void sim_api_init(sim_api *a, sim_agents *agents);
  * other thread left). */
 void sim_api_free_locked(sim_api *a);
 /* Make the table lack an optional function ("session_fork", "now_ms",
- * "ask_permission"). Returns 0, or -1 for one that is not optional. Takes mu. */
+ * "ask_permission", "notify_user", "publish_view", "session_create_in",
+ * "directory_watch"). Returns 0, or -1 for one that is not optional. Takes mu. */
 int sim_api_without(sim_api *a, const char *fn);
+/* Present the table of ABI 1.minor (0..OCP_ABI_MINOR): abi_minor, and a
+ * struct_size that ends with that minor's last field; the later fields are
+ * NULL too. Returns 0, or -EINVAL (nothing changed). Takes mu. */
+int sim_api_abi(sim_api *a, int minor);
+
+/* ---- api_dirs.c --------------------------------------------------------- */
+
+/* Calls the plugins made about sessions of `directory` (NULL: any folder)
+ * after it was released (see simhost.h's sim_released_touches). Takes mu. */
+size_t sim_api_released_touches(sim_api *a, const char *directory);
+/* 1: directory is watched (or NULL, the host's own); -1: released; 0: never
+ * watched. Takes mu. */
+int sim_api_dir_watched(sim_api *a, const char *directory);
 
 /* ---- api_views.c -------------------------------------------------------- */
 

@@ -40,7 +40,9 @@ struct sim_slowfn {
  * call and decides an injected fault. Returns 0 to go on, or the negative
  * errno to fail with. Takes mu itself. */
 int sim_api_call_begin(sim_api *a, const char *fn);
-/* Record a finished call (body may be NULL; copied). Takes mu itself. */
+/* Record a finished call (body may be NULL; copied); one about a session of
+ * a released folder is counted there (sim_released_touches). Takes mu
+ * itself. */
 void sim_api_call_record(sim_api *a, const char *fn, const char *session, const char *body, int rc, int64_t t_ms);
 /* Free the record and the fault tables. mu held. */
 void sim_api_calls_free_locked(sim_api *a);
@@ -65,8 +67,8 @@ int sim_api_finish(sim_api *a, const char *fn, const char *sid, char *body, int 
 
 /* ---- the host functions (ud: the sim_api) ------------------------------- */
 
-/* Defined in api_sessions.c and api_prompt.c; api_table.c puts them in the
- * table. */
+/* Defined in api_sessions.c, api_prompt.c and api_dirs.c; api_table.c puts
+ * them in the table. */
 int sim_hf_session_create(void *ud, const char *parent_id, const char *title, char **out); /* api_sessions.c */
 int sim_hf_session_get(void *ud, const char *sid, char **out);
 int sim_hf_session_messages(void *ud, const char *sid, int limit, char **out);
@@ -74,6 +76,9 @@ int sim_hf_session_abort(void *ud, const char *sid, char **out);
 int sim_hf_session_status(void *ud, char **out);
 int sim_hf_session_fork(void *ud, const char *sid, const char *message_id, char **out);
 int sim_hf_session_prompt(void *ud, const char *sid, const char *body_json, char **out); /* api_prompt.c */
+int sim_hf_session_create_in(void *ud, const char *parent_id, const char *title, const char *directory,
+                             char **out); /* api_dirs.c */
+int sim_hf_directory_watch(void *ud, const char *directory, int watch);
 
 /* ---- api_perm_rules.c --------------------------------------------------- */
 

@@ -74,8 +74,12 @@ static int type_listed(const char *list, const char *type)
     return 0;
 }
 
-static void emit_typed_locked(sim_core *c, const char *json, const char *type)
+static void emit_typed_locked(sim_core *c, const char *json, const char *type, const cJSON *ev)
 {
+    if (c->route && !c->route(c->route_ctx, ev)) {
+        c->unrouted++;
+        return;
+    }
     sim_evq *q = &c->ev;
     uint64_t seq = ++q->seq;
     int64_t now = sim_mono_ms();
@@ -107,7 +111,7 @@ void sim_emit_locked(sim_core *c, cJSON *ev)
 {
     char *json = sim_print(ev);
     const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ev, "type"));
-    emit_typed_locked(c, json, type ? type : "");
+    emit_typed_locked(c, json, type ? type : "", ev);
     free(json);
     cJSON_Delete(ev);
 }
@@ -116,7 +120,7 @@ void sim_emit_text_locked(sim_core *c, const char *json)
 {
     cJSON *j = cJSON_Parse(json);
     const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "type"));
-    emit_typed_locked(c, json, type ? type : "");
+    emit_typed_locked(c, json, type ? type : "", j);
     cJSON_Delete(j);
 }
 

@@ -77,6 +77,13 @@ typedef struct sim_core {
     int stopping;            /* threads exit */
     int64_t advance_ms;      /* atomic: read without mu by the clock */
     sim_evq ev;
+    /* Hook (the store's): does an event reach the plugins at all? OpenCode
+     * sends a session's events only to its directory's instance, which the
+     * plugin may not follow. Called as the event is emitted, mu held; ev may
+     * be NULL (text that is not JSON). NULL: every event does. */
+    int (*route)(void *ctx, const cJSON *ev);
+    void *route_ctx;
+    size_t unrouted; /* events the route hook kept from the plugins */
 } sim_core;
 
 /* ---- core_init.c ------------------------------------------------------- */
@@ -117,7 +124,9 @@ char *sim_print(const cJSON *j);
 
 /* ---- core_events.c ------------------------------------------------------ */
 
-/* Queue an event (takes ownership of ev: {type, properties}). mu held. */
+/* Queue an event (takes ownership of ev: {type, properties}), unless the
+ * route hook keeps it from the plugins: then it is lost, as in OpenCode (not
+ * queued, not counted as delivered, no fault decided). mu held. */
 void sim_emit_locked(sim_core *c, cJSON *ev);
 /* Queue an event given as text (type read from it, "" when unreadable). mu held. */
 void sim_emit_text_locked(sim_core *c, const char *json);

@@ -17,6 +17,11 @@ int sim_without(sim_host *h, const char *fn)
     return sim_api_without(&h->api, fn);
 }
 
+int sim_host_abi(sim_host *h, int minor)
+{
+    return sim_api_abi(&h->api, minor);
+}
+
 void sim_set_data_dir(sim_host *h, const char *dir)
 {
     pthread_mutex_lock(&h->core.mu);
@@ -168,4 +173,16 @@ size_t sim_views(sim_host *h, const char *session_id)
 char *sim_view(sim_host *h, const char *session_id, int n)
 {
     return sim_api_view(&h->api, session_id, n);
+}
+
+/* ---- folders (ABI 1.5) ------------------------------------------------- */
+
+size_t sim_released_touches(sim_host *h, const char *directory)
+{
+    return sim_api_released_touches(&h->api, directory);
+}
+
+int sim_directory_watched(sim_host *h, const char *directory)
+{
+    return sim_api_dir_watched(&h->api, directory);
 }

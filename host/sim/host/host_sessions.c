@@ -122,6 +122,15 @@ char *sim_session_get_json(sim_host *h, const char *session_id)
     return out;
 }
 
+char *sim_session_directory(sim_host *h, const char *session_id)
+{
+    pthread_mutex_lock(&h->core.mu);
+    sim_session *s = sim_find_locked(&h->store, session_id);
+    char *out = s ? sim_strdup(s->directory) : NULL;
+    pthread_mutex_unlock(&h->core.mu);
+    return out;
+}
+
 size_t sim_session_count(sim_host *h)
 {
     pthread_mutex_lock(&h->core.mu);

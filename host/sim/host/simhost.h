@@ -33,6 +33,16 @@
  *   time:{created, completed}, agent, mode, modelID, providerID, tokens:
  *   {input, output, reasoning, cache:{read, write}}, cost, finish|error};
  *   tokens and cost are what its "usage" steps reported (0 without any).
+ *   Folders (ABI 1.5), as OpenCode 1.18's instance per folder: a session
+ *   made by session_create_in works in its folder (its "run" steps run
+ *   there); every event about it (session.created on) reaches the plugins
+ *   only while the plugin watches that folder (directory_watch 1, no watch 0
+ *   since), and session_status lists it only then; an event while unwatched
+ *   is lost, not queued. A delete's session.deleted events go where the
+ *   deleted session's own go (the cascade of a parent of the host's own
+ *   folder reaches the plugins). A host call about a session of a folder
+ *   the plugin released (watch 0) is counted (sim_released_touches): OpenCode
+ *   would make a new instance at a folder that may be gone.
  *
  * Faults: any host call can be made to fail (by function name, from the nth
  * call, for count calls); events can be dropped, duplicated, delayed and
@@ -67,10 +77,19 @@ void sim_destroy(sim_host *h);
  * plugin by hand may copy it and change struct_size/abi_major. */
 const ocp_host *sim_table(sim_host *h);
 
-/* Make the host table lack an optional function ("session_fork", "now_ms"
- * or "ask_permission"): NULL in the table given to plugins loaded from now on. Returns 0,
- * or -1 for a function that is not optional. */
+/* Make the host table lack an optional function ("session_fork", "now_ms",
+ * "ask_permission", "notify_user", "publish_view", "session_create_in" or
+ * "directory_watch"): NULL in the table given to plugins loaded from now on.
+ * Returns 0, or -1 for a function that is not optional. */
 int sim_without(sim_host *h, const char *fn);
+
+/* Present the host table of ABI 1.minor (0..OCP_ABI_MINOR), as an older host
+ * would: abi_minor = minor, struct_size ending with that minor's last field
+ * (OCP_HAS_FIELD is false for the later ones, which are NULL too). The table
+ * is filled anew: call sim_without and sim_set_data_dir after it. Call it
+ * before loading plugins (they read the table without the host's lock).
+ * Returns 0, or -EINVAL for a minor out of range. */
+int sim_host_abi(sim_host *h, int minor);
 
 /* Give plugins loaded from now on a data directory (ABI 1.2 data_dir; the
  * caller creates it). NULL: none, the default. The string is copied. */
@@ -156,6 +175,11 @@ char *sim_session_get_json(sim_host *h, const char *session_id);
 /* How many sessions exist. */
 size_t sim_session_count(sim_host *h);
 
+/* The folder the session works in (session_create_in's directory, without
+ * trailing slashes), malloc'd; NULL for a session of the host's own folder
+ * (or no such session). */
+char *sim_session_directory(sim_host *h, const char *session_id);
+
 /* Has a prompt body's "tools" denied `tool` to the session ({"tool": false})?
  * 1 yes, 0 no, -1 no such session. */
 int sim_session_tool_denied(sim_host *h, const char *session_id, const char *tool);
@@ -180,6 +204,14 @@ char *sim_session_model_input(sim_host *h, const char *session_id);
  *          (unless a "compact" step follows: then the turn goes on)
  *      {"error":"model overloaded"},           -- session.error, ends the turn
  *      {"hang":true},                           -- stays busy until aborted
+ *      {"run":"shell command"}  -- OpenCode's bash tool: a tool part "bash"
+ *          {command} (pending, running), then /bin/sh -c runs the command in
+ *          the session's folder (the host's working directory for its own
+ *          sessions), stdin /dev/null, on the scheduler thread with no host
+ *          lock held, to its end (keep it short: other turns wait); then the
+ *          part completes with its output (stdout and stderr, at most 16
+ *          KiB), or, on a non-zero exit, fails with it and "exit status N".
+ *          The script goes on either way (an abort meanwhile ends the turn).
  *      {"ask":{"permission":"bash","patterns":["rm x"]}} -- asks the user (see
  *          permissions below): allowed → the next step; denied or rejected →
  *          the turn ends; open → the turn waits for the answer
@@ -335,6 +367,21 @@ int sim_wait(sim_host *h, int (*pred)(sim_host *h, void *arg), void *arg, int ti
 int sim_wait_calls(sim_host *h, const char *fn, const char *session_id, size_t n, int timeout_ms);
 int sim_wait_messages(sim_host *h, const char *session_id, int n, int timeout_ms);
 int sim_wait_idle(sim_host *h, const char *session_id, int timeout_ms);
+
+/* ---- folders (ABI 1.5) ------------------------------------------------ */
+
+/* How many host calls the plugins made about a session of `directory`
+ * (NULL: any folder) after that folder was released (directory_watch 0, and
+ * no watch 1 since): every recorded call naming such a session (as
+ * sim_calls counts them by session): session_get, _messages, _prompt,
+ * _abort, _fork, a session_create[_in] under it, failed ones too;
+ * session_status names no session and is not counted. Each is also said on
+ * stderr as a TAP comment. A correct plugin keeps it at 0. */
+size_t sim_released_touches(sim_host *h, const char *directory);
+
+/* 1: `directory` is watched (NULL, the host's own folder: always); -1:
+ * released (watch 0 last); 0: never watched. */
+int sim_directory_watched(sim_host *h, const char *directory);
 
 /* ---- permissions (OpenCode's, for ABI 1.1 ask_permission) -------------- */
 

@@ -3,6 +3,7 @@
  * in OpenCode's JSON shapes. Uses only the core (sim_core.h).
  *
  *   store_ids.c       ids (sessions, messages, parts, calls)
+ *   store_dirs.c      the folders sessions work in: watched, released
  *   store_journal.c   the journal's writing side: one JSON line per change
  *   store_messages.c  message and part JSON: build, append, list
  *   store_sessions.c  the session table: lookup, create, delete, fork
@@ -22,12 +23,14 @@
 #include "core/sim_core.h"
 
 typedef struct sim_session sim_session;
+typedef struct sim_dir sim_dir;
 struct sim_run; /* a session's turn state: the agents layer's, opaque here */
 
 struct sim_session {
     char *id;
     char *parent_id; /* NULL: top-level */
     char *title;
+    char *directory; /* the folder it works in (session_create_in); NULL: the host's own */
     int64_t created, updated;
     cJSON *messages;          /* array of {info, parts}, oldest first, owned */
     cJSON *denied;            /* object {tool: false} from prompt bodies, owned */
@@ -51,8 +54,10 @@ typedef struct sim_store {
      * release s->run. May be NULL. */
     void (*release)(void *ctx, sim_session *s);
     void *release_ctx;
-    int journal_fd;     /* the journal (O_APPEND), -1: none */
-    int journal_warned; /* a failed write was reported */
+    sim_dir *dirs;                   /* folders of session_create_in, newest first */
+    const sim_session *cascade_root; /* a delete in progress: its events go where the root's do */
+    int journal_fd;                  /* the journal (O_APPEND), -1: none */
+    int journal_warned;              /* a failed write was reported */
 } sim_store;
 
 /* ---- store_ids.c -------------------------------------------------------- */
@@ -66,12 +71,43 @@ char *sim_new_id_locked(sim_store *st, const char *prefix);
  * other string is ignored): a replayed id is never made again. */
 void sim_store_ids_seen_locked(sim_store *st, const char *id);
 
+/* ---- store_dirs.c ------------------------------------------------------- */
+
+/* A folder sessions work in (not the host's own). OpenCode keeps an instance
+ * per folder, with its own event stream and status map: the plugin sees them
+ * only while it follows the folder (directory_watch 1); after watch 0 the
+ * instance is disposed, and a request about one of its sessions would make a
+ * new one at a path that may be gone: the sim counts such touches. */
+struct sim_dir {
+    char *path;
+    int watched;     /* watch 1, and no watch 0 since */
+    int released;    /* watch 0 came, and no watch 1 since */
+    size_t touches;  /* host calls about its sessions while released */
+    cJSON *sessions; /* ids of every session created in it (strings), owned */
+    sim_dir *next;
+};
+
+/* The folder at path (compared as given), created unwatched when missing. */
+sim_dir *sim_dir_get_locked(sim_store *st, const char *path);
+/* The folder at path, or NULL when no session was created in it and it was
+ * never watched. */
+sim_dir *sim_dir_find_locked(const sim_store *st, const char *path);
+/* watch 1: follow it (released no more); 0: stop, and it is released. */
+void sim_dir_watch_locked(sim_store *st, const char *path, int watch);
+/* Does the plugin see what happens in path (NULL, the host's own: always)? */
+int sim_dir_visible_locked(const sim_store *st, const char *path);
+/* The folder session id was created in (also after it was freed), or NULL
+ * (the host's own, or no such session). */
+sim_dir *sim_dir_of_session_locked(const sim_store *st, const char *id);
+/* Free every folder. */
+void sim_dirs_free_locked(sim_store *st);
+
 /* ---- store_journal.c ---------------------------------------------------- */
 
 /* The journal: with st->journal_fd >= 0, every change of a session or a
  * message is appended as one JSON line, in one write(2) (no buffering, so a
  * SIGKILL after the host function returns loses nothing):
- *   {"t":"session","id","parentID"?,"title","time":{"created","updated"}}
+ *   {"t":"session","id","parentID"?,"title","directory"?,"time":{"created","updated"}}
  *   {"t":"deleted","id"}
  *   {"t":"message","sessionID","message":{info, parts}}  (the last one of an
  *       id wins: a message in progress is written at each change)
@@ -114,18 +150,26 @@ sim_session *sim_find_live_locked(sim_store *st, const char *id);
 /* Create a session (parent must exist when given; else NULL). Emits
  * session.created. */
 sim_session *sim_session_create_locked(sim_store *st, const char *parent_id, const char *title);
+/* The same, the session working in `directory` (NULL: the host's own; else
+ * copied and its folder noted, sim_dir_get_locked): its events, from
+ * session.created on, reach the plugins only while that folder is watched. */
+sim_session *sim_session_create_in_locked(sim_store *st, const char *parent_id, const char *title,
+                                          const char *directory);
 /* The session as OpenCode's Session JSON, owned by the caller. */
 cJSON *sim_session_info_locked(const sim_session *s);
 /* Delete a session and its descendants (children first), emitting
- * session.deleted for each. A busy one stays (deleted, hidden) until the end. */
+ * session.deleted for each, each routed as s's own events are (OpenCode
+ * publishes the cascade in the instance of the session deleted). A busy one
+ * stays (deleted, hidden) until the end. */
 void sim_session_delete_locked(sim_store *st, sim_session *s);
 /* Fork: a new session holding copies of the messages before message_id (all
  * when NULL or not found). Emits session.created. */
 sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *message_id);
-/* A session as a journal line had it (id, parent, title, times given), with
- * no messages, idle; no event, not journaled. NULL when the id is taken. */
+/* A session as a journal line had it (id, parent, title, directory (may be
+ * NULL), times given), with no messages, idle; no event, not journaled. NULL
+ * when the id is taken. */
 sim_session *sim_session_restore_locked(sim_store *st, const char *id, const char *parent_id, const char *title,
-                                        int64_t created, int64_t updated);
+                                        const char *directory, int64_t created, int64_t updated);
 /* Free a session at once (its turn released first), with no event and no
  * journal line: a replayed deletion. */
 void sim_session_forget_locked(sim_store *st, sim_session *s);

@@ -49,6 +49,8 @@ void sim_journal_session_locked(sim_store *st, const sim_session *s)
     if (s->parent_id)
         cJSON_AddStringToObject(line, "parentID", s->parent_id);
     cJSON_AddStringToObject(line, "title", s->title);
+    if (s->directory)
+        cJSON_AddStringToObject(line, "directory", s->directory);
     cJSON *t = cJSON_AddObjectToObject(line, "time");
     cJSON_AddNumberToObject(t, "created", (double)s->created);
     cJSON_AddNumberToObject(t, "updated", (double)s->updated);

@@ -95,7 +95,7 @@ static void replay_line_locked(sim_store *st, const cJSON *line)
     if (strcmp(type, "session") == 0) {
         const cJSON *tm = cJSON_GetObjectItemCaseSensitive(line, "time");
         sim_session_restore_locked(st, str_at(line, "id"), str_at(line, "parentID"), str_at(line, "title"),
-                                   num_at(tm, "created"), num_at(tm, "updated"));
+                                   str_at(line, "directory"), num_at(tm, "created"), num_at(tm, "updated"));
     } else if (strcmp(type, "deleted") == 0) {
         sim_session *s = sim_find_locked(st, str_at(line, "id"));
         if (s)

@@ -9,16 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-void sim_store_init(sim_store *st, sim_core *core)
-{
-    memset(st, 0, sizeof *st);
-    st->core = core;
-    st->journal_fd = -1;
-    sim_store_ids_init(st);
-    st->nbuckets = 1024;
-    st->buckets = sim_xcalloc(st->nbuckets, sizeof *st->buckets);
-}
-
 static size_t hash_str(const char *s)
 {
     size_t x = 1469598103934665603ull;
@@ -43,6 +33,39 @@ sim_session *sim_find_live_locked(sim_store *st, const char *id)
     return s && !s->deleted ? s : NULL;
 }
 
+/* The core's route hook (ctx: the store): an event about a session working
+ * in another folder reaches the plugins only while that folder is watched;
+ * during a delete, every event goes where the deleted session's would. */
+static int route_locked(void *ctx, const cJSON *ev)
+{
+    sim_store *st = ctx;
+    const sim_session *s = st->cascade_root;
+    if (!s) {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(ev, "properties");
+        const char *sid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "sessionID"));
+        if (!sid) /* OpenCode's message and part events name it inside */
+            sid = cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "info"), "sessionID"));
+        if (!sid)
+            sid = cJSON_GetStringValue(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "part"), "sessionID"));
+        s = sim_find_locked(st, sid);
+    }
+    return !s || sim_dir_visible_locked(st, s->directory);
+}
+
+void sim_store_init(sim_store *st, sim_core *core)
+{
+    memset(st, 0, sizeof *st);
+    st->core = core;
+    st->journal_fd = -1;
+    sim_store_ids_init(st);
+    st->nbuckets = 1024;
+    st->buckets = sim_xcalloc(st->nbuckets, sizeof *st->buckets);
+    core->route = route_locked;
+    core->route_ctx = st;
+}
+
 static void rehash(sim_store *st)
 {
     size_t nb = st->nbuckets * 2;
@@ -64,19 +87,25 @@ cJSON *sim_session_info_locked(const sim_session *s)
     if (s->parent_id)
         cJSON_AddStringToObject(o, "parentID", s->parent_id);
     cJSON_AddStringToObject(o, "title", s->title);
-    cJSON_AddStringToObject(o, "directory", ".");
+    cJSON_AddStringToObject(o, "directory", s->directory ? s->directory : ".");
     cJSON *t = cJSON_AddObjectToObject(o, "time");
     cJSON_AddNumberToObject(t, "created", (double)s->created);
     cJSON_AddNumberToObject(t, "updated", (double)s->updated);
     return o;
 }
 
-/* A new session (id: the given one, or a new one when NULL), linked in. */
-static sim_session *session_alloc_locked(sim_store *st, const char *id, const char *parent_id, const char *title)
+/* A new session (id: the given one, or a new one when NULL), linked in;
+ * working in directory (NULL: the host's own), noted in its folder. */
+static sim_session *session_alloc_locked(sim_store *st, const char *id, const char *parent_id, const char *title,
+                                         const char *directory)
 {
     sim_session *s = sim_xcalloc(1, sizeof *s);
     s->id = id ? sim_strdup(id) : sim_new_id_locked(st, "ses");
     s->parent_id = sim_strdup(parent_id);
+    if (directory) {
+        s->directory = sim_strdup(directory);
+        cJSON_AddItemToArray(sim_dir_get_locked(st, directory)->sessions, cJSON_CreateString(s->id));
+    }
     if (title && *title) {
         s->title = sim_strdup(title);
     } else {
@@ -113,9 +142,15 @@ static void emit_session_event_locked(sim_store *st, const char *type, const sim
 
 sim_session *sim_session_create_locked(sim_store *st, const char *parent_id, const char *title)
 {
+    return sim_session_create_in_locked(st, parent_id, title, NULL);
+}
+
+sim_session *sim_session_create_in_locked(sim_store *st, const char *parent_id, const char *title,
+                                          const char *directory)
+{
     if (parent_id && !sim_find_live_locked(st, parent_id))
         return NULL;
-    sim_session *s = session_alloc_locked(st, NULL, parent_id, title);
+    sim_session *s = session_alloc_locked(st, NULL, parent_id, title, directory);
     sim_journal_session_locked(st, s);
     emit_session_event_locked(st, "session.created", s);
     sim_changed_locked(st->core);
@@ -127,6 +162,7 @@ static void session_free(sim_session *s)
     free(s->id);
     free(s->parent_id);
     free(s->title);
+    free(s->directory);
     cJSON_Delete(s->messages);
     cJSON_Delete(s->denied);
     free(s->model_input);
@@ -161,6 +197,9 @@ static void discard_locked(sim_store *st, sim_session *s)
 
 void sim_session_delete_locked(sim_store *st, sim_session *s)
 {
+    int root = !st->cascade_root;
+    if (root)
+        st->cascade_root = s;
     /* Children first, each with its own event, as OpenCode does. Restart the
      * scan after each recursive delete: it may have removed later entries. */
     for (;;) {
@@ -172,6 +211,8 @@ void sim_session_delete_locked(sim_store *st, sim_session *s)
         sim_session_delete_locked(st, c);
     }
     emit_session_event_locked(st, "session.deleted", s);
+    if (root)
+        st->cascade_root = NULL;
     sim_journal_deleted_locked(st, s);
     if (s->busy) {
         /* As OpenCode: deleting a session does not stop its running turn. It
@@ -192,6 +233,7 @@ void sim_store_free_locked(sim_store *st)
         discard_locked(st, st->first);
     free(st->buckets);
     st->buckets = NULL;
+    sim_dirs_free_locked(st);
     if (st->journal_fd >= 0)
         close(st->journal_fd);
     st->journal_fd = -1;
@@ -225,7 +267,7 @@ static char *fork_title(const char *title)
 sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *message_id)
 {
     char *title = fork_title(s->title);
-    sim_session *f = session_alloc_locked(st, NULL, NULL, title);
+    sim_session *f = session_alloc_locked(st, NULL, NULL, title, NULL);
     free(title);
     sim_journal_session_locked(st, f);
     cJSON *m;
@@ -245,11 +287,11 @@ sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *
 }
 
 sim_session *sim_session_restore_locked(sim_store *st, const char *id, const char *parent_id, const char *title,
-                                        int64_t created, int64_t updated)
+                                        const char *directory, int64_t created, int64_t updated)
 {
     if (!id || sim_find_locked(st, id))
         return NULL;
-    sim_session *s = session_alloc_locked(st, id, parent_id, title);
+    sim_session *s = session_alloc_locked(st, id, parent_id, title, directory);
     s->created = created;
     s->updated = updated > created ? updated : created;
     return s;

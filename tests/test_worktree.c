@@ -1,0 +1,324 @@
+/* Worktree isolation through the engine (docs/worktrees.md), in the
+ * simulated host with folders (ABI 1.5): a session of another folder sends
+ * its events only while that folder is watched, as OpenCode's instance per
+ * folder does. The launching session's folder is a real git repository
+ * (the test's working directory: the sim gives it to every tool call), and
+ * the sub-agents run real commands there ({"run": …} steps).
+ *   - a launch: the worktree, its branch, the answer; the folder followed
+ *     before the session is made in it; the notification's report; the host
+ *     let go of the folder after the run; background_output; clear commits
+ *     what was left and removes the folder, keeps the branch; nothing asks
+ *     about a released folder;
+ *   - refusals make nothing: outside git, a host without folders, the
+ *     user's permission rules;
+ *   - a restart with a running isolated task: followed again, it completes;
+ *   - the launching session deleted: its tasks' worktrees are removed, the
+ *     work kept on the branches. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "testlib.h"
+
+#define DEADLINE 10000
+
+static char top[256], repo[320], data[320], store_opts[700];
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[2048], full[2500];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "cd '%s' && (%s) >/dev/null 2>&1", repo, cmd);
+    return system(full);
+}
+
+/* The first line a command prints in the repository (malloc'd). */
+static char *sh_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *sh_out(const char *fmt, ...)
+{
+    char cmd[2048], full[2500], line[1024] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "cd '%s' && (%s) 2>/dev/null", repo, cmd);
+    FILE *p = popen(full, "r");
+    if (p && !fgets(line, sizeof line, p))
+        line[0] = '\0';
+    if (p)
+        pclose(p);
+    line[strcspn(line, "\n")] = '\0';
+    return xstrdup(line);
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The worktree folder of task id. */
+static char *wt_of(const char *id)
+{
+    return xasprintf("%s/worktrees/%s", data, id);
+}
+
+static char *launch_iso(sim_host *h, const char *parent, const char *desc, const char *script, const char *how)
+{
+    char prompt[64], args[400];
+    snprintf(prompt, sizeof prompt, "isolated %s", desc);
+    if (sim_script(h, prompt, script, 1) != 0)
+        bail_out("bad script %s", script);
+    snprintf(args, sizeof args, "{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"general\",\"isolation\":\"%s\"}",
+             desc, prompt, how);
+    return t_tool(h, parent, "background_task", args);
+}
+
+/* The index of the first recorded call of fn naming `arg` in its record
+ * (-1: none). */
+static int call_index(sim_host *h, const char *fn, const char *arg)
+{
+    char *json = sim_calls_json(h);
+    cJSON *calls = cJSON_Parse(json);
+    free(json);
+    int i = 0, found = -1;
+    for (cJSON *c = calls ? calls->child : NULL; c && found < 0; c = c->next, i++) {
+        char *text = cJSON_PrintUnformatted(c);
+        if (strcmp(jstr(c, "fn") ? jstr(c, "fn") : "", fn) == 0 && strstr(text, arg))
+            found = i;
+        free(text);
+    }
+    cJSON_Delete(calls);
+    return found;
+}
+
+typedef struct watch_arg {
+    const char *dir;
+    int want;
+} watch_arg;
+
+static int watched_is(sim_host *h, void *arg)
+{
+    watch_arg *w = arg;
+    return sim_directory_watched(h, w->dir) == w->want;
+}
+
+static int wait_watched(sim_host *h, const char *dir, int want)
+{
+    watch_arg w = {dir, want};
+    return sim_wait(h, watched_is, &w, tap_timeout_ms(DEADLINE));
+}
+
+static int gone(sim_host *h, void *arg)
+{
+    (void)h;
+    return !exists(arg);
+}
+
+static void launch_report_clear(void)
+{
+    sim_host *h = t_host(store_opts);
+    char *parent = sim_session_new(h, NULL, "main");
+    const char *script = "{\"steps\":[{\"run\":\"echo from-A >> shared.txt && git add shared.txt && git -c user.name=t "
+                         "-c user.email=t@example.com commit -qm 'A edit' && echo more >> shared.txt && echo new > "
+                         "fresh.txt\"},{\"reply\":\"done A\"}]}";
+    char *out = launch_iso(h, parent, "writer A", script, "worktree");
+    is_int(t_rc, 0, "an isolated launch is accepted");
+    char *id = t_find_id(out, "bg_");
+    char *wt = wt_of(id), want[700];
+    snprintf(want, sizeof want, "Worktree: %s, on new branch ocbg/%s from ", wt, id);
+    like(out, want, "the answer says where it works and on which branch");
+    snprintf(want, sizeof want, " (the HEAD of %s). The sub-agent works only there.", repo);
+    like(out, want, "made from this checkout's HEAD");
+    free(out);
+    int watch = call_index(h, "directory_watch", wt), create = call_index(h, "session_create_in", wt);
+    ok(watch >= 0 && create > watch, "the folder is followed before the session is made in it (%d < %d)", watch,
+       create);
+    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the task completes");
+    char notice[96];
+    snprintf(notice, sizeof notice, "[ocbg] Background task completed: %s", id);
+    is_int(t_wait_messages_with(h, parent, notice, 1, DEADLINE), 0, "the parent is notified");
+    char *n = t_message_with(h, parent, notice);
+    snprintf(want, sizeof want, "Worktree: %s (branch ocbg/%s; ocbg never merges it", wt, id);
+    like(n, want, "the notification names the worktree and branch");
+    like(n, ", 1 commit: 1 file changed, 1 insertion(+)\n", "what it committed");
+    snprintf(want, sizeof want, "Uncommitted in %s: 1 file changed, 1 insertion(+); 1 untracked file\n", wt);
+    like(n, want, "what it left uncommitted");
+    like(n, "shared.txt | 2 ++\n", "the per-file stat");
+    like(n, "Untracked:\n  fresh.txt\n", "the untracked file");
+    free(n);
+    ok(sim_events_delivered(h, "session.idle") > 0, "the child's events reached the plugin (its folder followed)");
+    is_int(wait_watched(h, wt, -1), 0, "the run over, the host let go of the folder");
+    char *main_file = sh_out("cat shared.txt");
+    is_str(main_file, "base", "the checkout's file is untouched");
+    free(main_file);
+    out = t_output(h, parent, id);
+    snprintf(want, sizeof want, "Worktree: %s (branch ocbg/%s;", wt, id);
+    like(out, want, "background_output names the worktree");
+    like(out, "Untracked:\n  fresh.txt", "and what the task did");
+    free(out);
+
+    out = t_tool(h, parent, "background_clear", "{}");
+    snprintf(want, sizeof want,
+             "- %s: its worktree was removed; its work is on branch ocbg/%s (what it left uncommitted was committed "
+             "there first).",
+             id, id);
+    like(out, want, "clear says where the work is");
+    free(out);
+    ok(!exists(wt), "the worktree folder is gone");
+    char *fresh = sh_out("git show ocbg/%s:fresh.txt", id);
+    is_str(fresh, "new", "the branch holds the task's untracked file, committed");
+    free(fresh);
+    char *count = sh_out("git rev-list --count main..ocbg/%s", id);
+    is_str(count, "2", "two commits on the branch: the task's and ocbg's");
+    free(count);
+    is_int((int)sim_released_touches(h, NULL), 0, "no host call about a released folder");
+    free(wt);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void refusals(void)
+{
+    sim_host *h = t_host(store_opts);
+    char *parent = sim_session_new(h, NULL, "main");
+    char plain[400];
+    snprintf(plain, sizeof plain, "%s/plain", top);
+    mkdir(plain, 0777);
+    if (chdir(plain) != 0)
+        bail_out("chdir %s", plain);
+    char *out = launch_iso(h, parent, "outside", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    ok(t_rc != 0, "outside a git repository: refused");
+    like(out, "Not launched, nothing was created: ", "nothing was created");
+    like(out, "is not inside a git repository", "and why");
+    free(out);
+    if (chdir(repo) != 0)
+        bail_out("chdir %s", repo);
+    out = t_tool(h, parent, "background_list", "{}");
+    like(out, "No background tasks", "no task");
+    free(out);
+    is_int(sim_calls(h, "session_create_in", NULL) + sim_calls(h, "session_create", NULL), 0, "no session");
+
+    sim_permission_rules(h, "{\"external_directory\":\"deny\"}");
+    char *before = sh_out("git branch --list 'ocbg/*' | wc -l");
+    out = launch_iso(h, parent, "denied", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    ok(t_rc != 0, "the user's rules deny a folder outside the project: refused");
+    like(out, "Permission denied: making the task's git worktree in ", "the refusal names the worktree");
+    like(out, "(permission \"external_directory\")", "and the permission");
+    free(out);
+    char *branches = sh_out("git branch --list 'ocbg/*' | wc -l");
+    is_str(branches, before, "no branch was made");
+    free(branches);
+    free(before);
+    sim_permission_rules(h, "{}");
+    free(parent);
+    sim_destroy(h);
+
+    h = sim_create();
+    sim_without(h, "session_create_in");
+    if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
+        bail_out("loading: %s", sim_load_error(h));
+    parent = sim_session_new(h, NULL, "main");
+    out = launch_iso(h, parent, "nohost", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    ok(t_rc != 0, "a host without folders: refused");
+    like(out, "this host cannot run a task in another folder", "and told so");
+    free(out);
+    out = launch_iso(h, parent, "plain", "{\"steps\":[{\"reply\":\"plain done\"}]}", "none");
+    is_int(t_rc, 0, "isolation none still works there");
+    free(out);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void restart_keeps_it(void)
+{
+    sim_host *h = t_host(store_opts);
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_auto(h, NULL, NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    const char *script = "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate R\"]}},"
+                         "{\"run\":\"echo restarted > after.txt\"},{\"reply\":\"done R\"}]}";
+    char *out = launch_iso(h, parent, "held", script, "worktree");
+    char *id = t_find_id(out, "bg_");
+    free(out);
+    char *wt = wt_of(id);
+    char *child = t_prompted_session(h, "isolated held", 0);
+    ok(child != NULL, "the held task's session exists");
+    is_int(sim_wait_calls(h, "directory_watch", NULL, 1, tap_timeout_ms(DEADLINE)), 0, "its folder is followed");
+    is_int(child ? sim_wait(h, t_question_open, child, tap_timeout_ms(DEADLINE)) : -1, 0, "it waits on its question");
+    char *q = child ? sim_permission_open(h, child) : NULL;
+    t_reload(h, store_opts);
+    is_int(wait_watched(h, wt, 1), 0, "after the restart, the new instance follows its folder again");
+    sim_permission_reply(h, q, "once", NULL);
+    free(q);
+    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "it completes after the restart");
+    char *n = NULL;
+    char notice[96];
+    snprintf(notice, sizeof notice, "[ocbg] Background task completed: %s", id);
+    if (t_wait_messages_with(h, parent, notice, 1, DEADLINE) == 0)
+        n = t_message_with(h, parent, notice);
+    like(n, "Untracked:\n  after.txt", "its notification has what it did after the restart");
+    free(n);
+    ok(exists(wt), "its worktree is kept after it ended (it may be resumed)");
+    free(child);
+    free(wt);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+static void parent_deleted(void)
+{
+    sim_host *h = t_host(store_opts);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *out = launch_iso(h, parent, "orphan", "{\"steps\":[{\"run\":\"echo left > left.txt\"},{\"reply\":\"o\"}]}",
+                           "worktree");
+    char *id = t_find_id(out, "bg_");
+    free(out);
+    char *wt = wt_of(id);
+    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the task completed");
+    ok(exists(wt), "its worktree is there");
+    sim_session_delete(h, parent);
+    is_int(sim_wait(h, gone, wt, tap_timeout_ms(DEADLINE)), 0, "the launching session deleted: the folder goes");
+    char *left = sh_out("git show ocbg/%s:left.txt", id);
+    is_str(left, "left", "its work is on its branch");
+    free(left);
+    is_int((int)sim_released_touches(h, NULL), 0, "no host call about a released folder");
+    free(wt);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+int main(void)
+{
+    snprintf(top, sizeof top, "/tmp/ocbg-wt-XXXXXX");
+    if (!mkdtemp(top))
+        bail_out("mkdtemp");
+    snprintf(repo, sizeof repo, "%s/repo", top);
+    snprintf(data, sizeof data, "%s/data", top);
+    snprintf(store_opts, sizeof store_opts, "{\"store_path\":\"%s/ocbg.db\"}", data);
+    mkdir(data, 0777);
+    mkdir(repo, 0777);
+    if (sh("git init -q -b main && echo base > shared.txt && git add . && git -c user.name=t -c "
+           "user.email=t@example.com commit -qm init") != 0 ||
+        chdir(repo) != 0)
+        bail_out("cannot make the repository in %s", repo);
+    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+    launch_report_clear();
+    refusals();
+    restart_keeps_it();
+    parent_deleted();
+    if (chdir("/") == 0)
+        sh("rm -rf '%s'", top);
+    return done_testing();
+}
