@@ -139,6 +139,7 @@ static adapter *adapter_new(napi_env env)
     ad->env = env;
     ad->js_thread = pthread_self();
     pthread_mutex_init(&ad->mu, NULL);
+    pthread_mutex_init(&ad->dirs_mu, NULL);
     pthread_cond_init(&ad->cv, NULL);
     const char *lv = getenv("OCBG_LOG_LEVEL");
     ad->log_level = lv ? atoi(lv) : OCP_LOG_INFO;
@@ -309,11 +310,13 @@ static napi_value hooks_object(napi_env env, adapter *ad, napi_value z)
     return hooks;
 }
 
-/* init(input, options, z): z is zod (ocbg.js finds it) or undefined. */
+/* init(input, options, z, watcher): z is zod (ocbg.js finds it) or
+ * undefined; watcher is ocbg.js's {watch(opts)} (directory_watch), or
+ * undefined (then directory_watch fails). */
 static napi_value addon_init(napi_env env, napi_callback_info info)
 {
-    size_t argc = 3;
-    napi_value argv[3] = {NULL, NULL, NULL};
+    size_t argc = 4;
+    napi_value argv[4] = {NULL, NULL, NULL, NULL};
     napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
     napi_value input = argc >= 1 ? argv[0] : NULL;
     napi_value options = argc >= 2 ? argv[1] : NULL;
@@ -343,6 +346,9 @@ static napi_value addon_init(napi_env env, napi_callback_info info)
         return throw_msg(env, "ocbg: napi_create_threadsafe_function failed");
     }
     napi_create_reference(env, client, 1, &ad->client_ref);
+    if (argc >= 4 && js_is(env, argv[3], napi_object))
+        napi_create_reference(env, argv[3], 1, &ad->watcher_ref);
+    ad->directory = js_string(env, js_get(env, input, "directory"));
     if (z)
         napi_create_reference(env, z, 1, &ad->zod_ref);
     if (plugin_start(env, ad, entry, options) != 0) {
