@@ -316,6 +316,10 @@ int h_session_create_in(void *ud, const char *parent_id, const char *title, cons
  * stream, then POST /instance/dispose?directory=. This instance's own
  * directory: 0 at once, nothing done. 0 or -EIO (-EINVAL: not absolute). */
 int h_directory_watch(void *ud, const char *directory, int watch);
+/* [any] 1 when an adapter of this process watched `directory` or created a
+ * session in it: the folder of a task of another ocbg copy (init() then
+ * starts no plugin there). */
+int dirs_is_task_folder(const char *directory);
 /* [any] Remembers the directory of a Session JSON (session_get's answer)
  * when it is not this instance's own. Never fails (out of memory: not kept). */
 void dirs_remember_session(adapter *ad, const char *session_json);

@@ -17,6 +17,41 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* The directories any adapter of this process watched (or created a session
+ * in): the folders of tasks. OpenCode loads the plugins again for each
+ * directory's instance, so watching one starts another copy of ocbg there
+ * (init() with that directory); that copy stays idle (dirs_is_task_folder).
+ * Kept for the life of the process: an instance made there later (a request
+ * naming an ended task's session) is a task's folder still. */
+static pthread_mutex_t claimed_mu = PTHREAD_MUTEX_INITIALIZER;
+static char **claimed;
+static size_t nclaimed;
+
+static void claim(const char *dir)
+{
+    pthread_mutex_lock(&claimed_mu);
+    size_t i = 0;
+    while (i < nclaimed && strcmp(claimed[i], dir) != 0)
+        i++;
+    char **grown;
+    if (i == nclaimed && (grown = realloc(claimed, (nclaimed + 1) * sizeof *grown)) != NULL) {
+        claimed = grown;
+        if ((claimed[nclaimed] = xstrdup(dir)) != NULL)
+            nclaimed++;
+    }
+    pthread_mutex_unlock(&claimed_mu);
+}
+
+int dirs_is_task_folder(const char *directory)
+{
+    int found = 0;
+    pthread_mutex_lock(&claimed_mu);
+    for (size_t i = 0; directory && !found && i < nclaimed; i++)
+        found = strcmp(claimed[i], directory) == 0;
+    pthread_mutex_unlock(&claimed_mu);
+    return found;
+}
+
 struct sess_dir {
     char *session;
     char *directory;
@@ -103,6 +138,8 @@ int h_session_create_in(void *ud, const char *parent_id, const char *title, cons
     if (title)
         cJSON_AddStringToObject(b, "title", title);
     cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "query"), "directory", directory);
+    if (!is_own(ad, directory))
+        claim(directory); /* before the request: it may create the instance */
     int rc = host_request(ad, "session", "create", o, 1, out);
     if (rc == 0) {
         cJSON *s = cJSON_Parse(*out);
@@ -120,6 +157,7 @@ static int watch_on(adapter *ad, const char *dir)
     pthread_mutex_unlock(&ad->mu);
     if (i >= 0)
         return 0; /* idempotent (the stream reconnects by itself) */
+    claim(dir); /* before the stream's request, which creates the instance */
     char *copy = xstrdup(dir), **grown = NULL;
     pthread_mutex_lock(&ad->mu);
     if (copy && (grown = realloc(ad->watched, (ad->nwatched + 1) * sizeof *grown)) != NULL)

@@ -310,6 +310,22 @@ static napi_value hooks_object(napi_env env, adapter *ad, napi_value z)
     return hooks;
 }
 
+/* The hooks of a copy loaded for a task's folder (a directory another copy
+ * in this process watches, ABI 1.5): none, no plugin started. A second ocbg
+ * there would get the task's events and tool calls without knowing the task,
+ * and would register in the same store (the project is the same). Takes dir. */
+static napi_value idle_copy(napi_env env, char *dir)
+{
+    char *line = xprintf("ocbg: %s is the folder of a task of the ocbg instance that made it: this copy stays idle",
+                         dir);
+    stderr_log(OCP_LOG_INFO, line ? line : "ocbg: a task's folder: this copy stays idle");
+    free(line);
+    free(dir);
+    napi_value hooks;
+    napi_create_object(env, &hooks);
+    return hooks;
+}
+
 /* init(input, options, z, watcher): z is zod (ocbg.js finds it) or
  * undefined; watcher is ocbg.js's {watch(opts)} (directory_watch), or
  * undefined (then directory_watch fails). */
@@ -324,6 +340,10 @@ static napi_value addon_init(napi_env env, napi_callback_info info)
     napi_value client = js_get(env, input, "client");
     if (!client)
         return throw_msg(env, "ocbg: the plugin input has no SDK client");
+    char *dir = js_string(env, js_get(env, input, "directory"));
+    if (dirs_is_task_folder(dir)) /* the copy that watches it gets its events */
+        return idle_copy(env, dir);
+    free(dir);
 
     adapter *ad = adapter_new(env);
     if (!ad)

@@ -341,6 +341,11 @@ async function worktreeCase(repo, wt) {
   ok(await turnEnds(child, "child reply bash", 60000), "the child ran bash and answered");
   const bash = toolParts(await messages(child), "bash").at(-1)?.state;
   ok(bash?.status === "completed" && bash.output.trim().split("\n")[0] === wt, "pwd in the child printed the worktree", bash);
+  const childReq = fake.requests.find((r) => r.body.tools?.length &&
+    JSON.stringify(r.body.messages).includes('"pwd; pwd > wt_marker.txt'));
+  ok(toolNames(childReq).includes("bash") && !toolNames(childReq).some((n) => n.startsWith("stub_")) &&
+    fs.readFileSync(LOG, "utf8").slice(logFrom).includes(`ocbg: ${wt} is the folder of a task of the ocbg instance`),
+    "the stub's copy in the worktree's instance stays idle: the child is not offered its tools", toolNames(childReq));
   const childEvents = async (want) => waitFor(`stub events of ${child}`, async () => {
     const e = JSON.parse((await callTool(driver, "stub_events", { session: child }))?.output).session_events;
     return want(e) ? e : null;

@@ -255,6 +255,8 @@ ok(ev.transforms === 1 && ev.transform_session === "ses_t", "transform gets the 
   const kid = made.out?.id;
   ok(made.rc === 0 && made.out.directory === wt && made.out.parentID === "ses_parent" &&
      calls.some((c) => c[0] === "create" && c[1].query?.directory === wt), "session_create_in: ?directory=", made);
+  const copy = await mod.server({ client, directory: wt, project: { id: "prj_harness" } }, { answer: 42 });
+  ok(copy && !copy.tool && !copy.event, "the copy loaded for the task's folder stays idle (no tools, no events)", Object.keys(copy ?? {}));
   const feed = feeds.get(wt);
   const busy = { id: "evt_1", type: "session.status", properties: { sessionID: kid, status: { type: "busy" } } };
   feed.push(busy);
