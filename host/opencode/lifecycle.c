@@ -310,6 +310,16 @@ static napi_value hooks_object(napi_env env, adapter *ad, napi_value z)
     return hooks;
 }
 
+/* Whether dir is the folder of a task (no ocbg is started there): one an
+ * adapter of this process watched, or one inside the project's data
+ * directory, where ocbg makes its worktrees (this holds after a restart,
+ * when an instance there may start before the one that made it). */
+static int is_task_folder(const char *dir, const char *data_dir)
+{
+    size_t n = data_dir ? strlen(data_dir) : 0;
+    return dir && (dirs_is_task_folder(dir) || (n > 0 && strncmp(dir, data_dir, n) == 0 && dir[n] == '/'));
+}
+
 /* The hooks of a copy loaded for a task's folder (a directory another copy
  * in this process watches, ABI 1.5): none, no plugin started. A second ocbg
  * there would get the task's events and tool calls without knowing the task,
@@ -340,24 +350,28 @@ static napi_value addon_init(napi_env env, napi_callback_info info)
     napi_value client = js_get(env, input, "client");
     if (!client)
         return throw_msg(env, "ocbg: the plugin input has no SDK client");
+    char *project_id = js_string(env, js_get(env, js_get(env, input, "project"), "id")), *why = NULL;
+    char *data_dir = project_data_dir(project_id, &why);
+    free(project_id);
     char *dir = js_string(env, js_get(env, input, "directory"));
-    if (dirs_is_task_folder(dir)) /* the copy that watches it gets its events */
+    if (is_task_folder(dir, data_dir)) { /* the copy that watches it gets its events */
+        free(data_dir);
+        free(why);
         return idle_copy(env, dir);
+    }
     free(dir);
 
     adapter *ad = adapter_new(env);
-    if (!ad)
-        return throw_msg(env, "ocbg: out of memory");
-    ocp_plugin_entry_fn entry = plugin_open(env, ad);
+    ocp_plugin_entry_fn entry = ad ? plugin_open(env, ad) : NULL;
     if (!entry) {
         free(ad);
-        return NULL;
+        free(data_dir);
+        free(why);
+        return ad ? NULL : throw_msg(env, "ocbg: out of memory");
     }
     host_table_init(ad);
-    char *project_id = js_string(env, js_get(env, js_get(env, input, "project"), "id")), *why = NULL;
-    ad->data_dir = project_data_dir(project_id, &why);
+    ad->data_dir = data_dir;
     ad->host.data_dir = ad->data_dir; /* NULL: ocbg keeps its tasks in memory (it logs so) */
-    free(project_id);
     if (tsfns_create(env, ad) != 0) {
         dlclose(ad->dl);
         free(ad->data_dir);

@@ -257,6 +257,9 @@ ok(ev.transforms === 1 && ev.transform_session === "ses_t", "transform gets the 
      calls.some((c) => c[0] === "create" && c[1].query?.directory === wt), "session_create_in: ?directory=", made);
   const copy = await mod.server({ client, directory: wt, project: { id: "prj_harness" } }, { answer: 42 });
   ok(copy && !copy.tool && !copy.event, "the copy loaded for the task's folder stays idle (no tools, no events)", Object.keys(copy ?? {}));
+  const inData = await mod.server({ client, directory: `${XDG}/opencode/ocbg/prj_harness/worktrees/bg_1`,
+    project: { id: "prj_harness" } }, { answer: 42 });
+  ok(inData && !inData.tool, "so does a copy loaded for a folder inside the project's data directory (ocbg's worktrees)");
   const feed = feeds.get(wt);
   const busy = { id: "evt_1", type: "session.status", properties: { sessionID: kid, status: { type: "busy" } } };
   feed.push(busy);
