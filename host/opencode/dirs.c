@@ -149,7 +149,10 @@ int h_session_create_in(void *ud, const char *parent_id, const char *title, cons
     return rc;
 }
 
-/* watch(1): the watcher follows dir's stream; then dir is listed. Under dirs_mu. */
+/* watch(1): the watcher follows dir's stream; then dir is listed (once).
+ * Not under dirs_mu: the stream may take seconds to connect (OpenCode boots
+ * the instance first), and the polls' status requests must not wait for it;
+ * they name only listed directories. */
 static int watch_on(adapter *ad, const char *dir)
 {
     pthread_mutex_lock(&ad->mu);
@@ -158,15 +161,6 @@ static int watch_on(adapter *ad, const char *dir)
     if (i >= 0)
         return 0; /* idempotent (the stream reconnects by itself) */
     claim(dir); /* before the stream's request, which creates the instance */
-    char *copy = xstrdup(dir), **grown = NULL;
-    pthread_mutex_lock(&ad->mu);
-    if (copy && (grown = realloc(ad->watched, (ad->nwatched + 1) * sizeof *grown)) != NULL)
-        ad->watched = grown;
-    pthread_mutex_unlock(&ad->mu);
-    if (!grown) {
-        free(copy);
-        return -ENOMEM;
-    }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "directory", dir);
     cJSON_AddTrueToObject(o, "watch");
@@ -177,14 +171,27 @@ static int watch_on(adapter *ad, const char *dir)
         h_log(ad, OCP_LOG_WARN, line ? line : "ocbg: cannot follow a directory's events");
         free(line);
         free(msg);
-        free(copy);
         return -EIO;
     }
     free(msg);
+    char *copy = xstrdup(dir), **grown = NULL;
     pthread_mutex_lock(&ad->mu);
-    ad->watched[ad->nwatched++] = copy;
+    if (watched_index(ad, dir) >= 0) { /* a concurrent watch(1) listed it */
+        grown = ad->watched;
+    } else if (copy && (grown = realloc(ad->watched, (ad->nwatched + 1) * sizeof *grown)) != NULL) {
+        ad->watched = grown;
+        ad->watched[ad->nwatched++] = copy;
+        copy = NULL;
+    }
     pthread_mutex_unlock(&ad->mu);
-    return 0;
+    free(copy);
+    if (grown)
+        return 0;
+    o = cJSON_CreateObject(); /* out of memory: not listed, so not followed either */
+    cJSON_AddStringToObject(o, "directory", dir);
+    cJSON_AddFalseToObject(o, "watch");
+    watcher_request(ad, "watch", o, NULL);
+    return -ENOMEM;
 }
 
 /* watch(0): unlisted, the stream stopped, then the instance disposed. Under dirs_mu. */
@@ -231,8 +238,10 @@ int h_directory_watch(void *ud, const char *directory, int watch)
         return 0; /* the event hook and the status map have it already */
     if (on_js_thread(ad))
         return -EIO;
+    if (watch)
+        return watch_on(ad, directory);
     pthread_mutex_lock(&ad->dirs_mu);
-    int rc = watch ? watch_on(ad, directory) : watch_off(ad, directory);
+    int rc = watch_off(ad, directory);
     pthread_mutex_unlock(&ad->dirs_mu);
     return rc;
 }

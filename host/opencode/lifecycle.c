@@ -320,6 +320,15 @@ static int is_task_folder(const char *dir, const char *data_dir)
     return dir && (dirs_is_task_folder(dir) || (n > 0 && strncmp(dir, data_dir, n) == 0 && dir[n] == '/'));
 }
 
+/* project_data_dir of the input's project id. */
+static char *input_data_dir(napi_env env, napi_value input, char **why)
+{
+    char *project_id = js_string(env, js_get(env, js_get(env, input, "project"), "id"));
+    char *dir = project_data_dir(project_id, why);
+    free(project_id);
+    return dir;
+}
+
 /* The hooks of a copy loaded for a task's folder (a directory another copy
  * in this process watches, ABI 1.5): none, no plugin started. A second ocbg
  * there would get the task's events and tool calls without knowing the task,
@@ -350,9 +359,7 @@ static napi_value addon_init(napi_env env, napi_callback_info info)
     napi_value client = js_get(env, input, "client");
     if (!client)
         return throw_msg(env, "ocbg: the plugin input has no SDK client");
-    char *project_id = js_string(env, js_get(env, js_get(env, input, "project"), "id")), *why = NULL;
-    char *data_dir = project_data_dir(project_id, &why);
-    free(project_id);
+    char *why = NULL, *data_dir = input_data_dir(env, input, &why);
     char *dir = js_string(env, js_get(env, input, "directory"));
     if (is_task_folder(dir, data_dir)) { /* the copy that watches it gets its events */
         free(data_dir);
