@@ -14,6 +14,9 @@
  *                function callback, SDK request and its answer, the log:
  *                h_log)
  *   ask.c        ask_permission over the tool's own ctx.ask()
+ *   dirs.c       sessions in other directories (ABI 1.5): session_create_in,
+ *                directory_watch (ocbg.js follows the event streams), the
+ *                watched directories' status maps, session -> directory
  *   hostfns.c    the ocp_host table: session_*, free (log is h_log)
  *   calls.c      calls into the plugin (a tool call, a command, the dispose, a
  *                panel request): workers, settling promises
@@ -23,7 +26,7 @@
  *   lifecycle.c  init (load the plugin, build the hooks), dispose/shutdown,
  *                the module entry
  * Every .c includes only this header, and calls (or names) functions of
- * files listed above it only: util <- js <- hostcall <- ask <- hostfns,
+ * files listed above it only: util <- js <- hostcall <- ask <- dirs <- hostfns,
  * calls <- tools, hooks, schema <- lifecycle. Where a lower file must run
  * code of a higher one, the higher one hands it a function pointer
  * (jsreq.start, call.settled, the hook and TSFN callbacks lifecycle.c
@@ -84,6 +87,7 @@
 
 typedef struct jsreq jsreq;
 typedef struct call call;
+typedef struct sess_dir sess_dir; /* dirs.c's, private */
 
 /* One per init() (one plugin instance). Allocated at init and never freed:
  * a late thread-safe-function finalisation or plugin thread may still read it. */
@@ -122,6 +126,15 @@ typedef struct adapter {
      * (hooks.c); newest first, at most TOOL_NOTES_MAX. */
     struct tool_note *notes;
     unsigned nnotes;
+    /* ABI 1.5 (dirs.c) */
+    char *directory;            /* input.directory: this instance's own (never watched, never disposed) */
+    napi_ref watcher_ref;       /* ocbg.js's watcher {watch(opts)}, or NULL: directory_watch fails */
+    pthread_mutex_t dirs_mu;    /* held by directory_watch(0) and by session_status while they send
+                                 * requests naming a watched directory: no request for a directory
+                                 * goes out after its watch(0) */
+    char **watched;             /* the watched directories (under mu) */
+    size_t nwatched;
+    sess_dir *sess_dirs;       /* session id -> directory, for sessions elsewhere (under mu) */
 } adapter;
 
 /* ------------------------------------------------------------------------ */
@@ -144,7 +157,7 @@ struct jsreq {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done;
-    const char *group; /* client[group][method](opts) */
+    const char *group; /* client[group][method](opts); NULL: watcher[method](opts) (dirs.c) */
     const char *method;
     char *opts_json; /* JSREQ_ASK: the ctx.ask argument */
     int want_out;    /* put JSON.stringify(data) into out */
@@ -276,6 +289,10 @@ void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
  * message or NULL: -ENOENT (not found), -EIO (error, timeout, or called on the
  * JS thread), -ECANCELED (shutting down), -ENOMEM. out may be NULL. */
 int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out, char **out);
+/* [worker, plugin] As host_request, but ocbg.js's watcher[method](opts)
+ * (ad->watcher_ref), which answers as the SDK does ({data} or {error}).
+ * -EIO when init() got no watcher. */
+int watcher_request(adapter *ad, const char *method, cJSON *opts, char **out);
 /* [any] The table's log: below ad->log_level nothing; on the JS thread or
  * after shutdown to stderr; else to OpenCode's log (fire and forget), and
  * warnings and errors to stderr too. Never fails. */
@@ -290,6 +307,35 @@ int h_ask_permission(void *ud, const ocp_call_ctx *ctx, const ocp_permission_req
 /* [any, holding ad->mu] Completes the open questions of call c (every open
  * question when c is NULL) with -ECANCELED and a copy of why. */
 void asks_cancel(adapter *ad, const call *c, const char *why);
+
+/* ---- dirs.c: sessions in other directories (ABI 1.5) ----------------------- */
+
+/* [worker, plugin] The table's session_create_in: POST /session?directory=
+ * (client.session.create({body, query: {directory}})); *out the Session JSON
+ * (malloc'd), remembered as working in `directory`. -EINVAL for a directory
+ * that is not an absolute path; else as session_create. */
+int h_session_create_in(void *ud, const char *parent_id, const char *title, const char *directory, char **out);
+/* [worker, plugin] The table's directory_watch (NOTES.md, "Sessions in
+ * other directories"): 1 -> ocbg.js follows /event?directory= and feeds the
+ * event hook; returns once its stream sent server.connected. 0 -> stops the
+ * stream, then POST /instance/dispose?directory=. This instance's own
+ * directory: 0 at once, nothing done. 0 or -EIO (-EINVAL: not absolute). */
+int h_directory_watch(void *ud, const char *directory, int watch);
+/* [any] 1 when an adapter of this process watched `directory` or created a
+ * session in it: the folder of a task of another ocbg copy (init() then
+ * starts no plugin there). */
+int dirs_is_task_folder(const char *directory);
+/* [any] Remembers the directory of a Session JSON (session_get's answer)
+ * when it is not this instance's own. Never fails (out of memory: not kept). */
+void dirs_remember_session(adapter *ad, const char *session_json);
+/* [any] The directory a session was seen working in (malloc'd), or NULL
+ * (this instance's own, or unknown). */
+char *dirs_of_session(adapter *ad, const char *session_id);
+/* [worker, plugin] Adds GET /session/status?directory= of every watched
+ * directory to `map` (the instance's own status map, a JSON object). A
+ * directory whose request fails is left out (its sessions look idle: the
+ * plugin then checks their messages). */
+void dirs_status_merge(adapter *ad, cJSON *map);
 
 /* ---- hostfns.c ------------------------------------------------------------- */
 

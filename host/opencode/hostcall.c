@@ -126,7 +126,8 @@ static napi_value jsreq_on_fulfilled(napi_env env, napi_callback_info info)
         napi_value d = js_get(env, res, "data");
         out = d ? js_stringify(env, d) : NULL;
         if (!out) {
-            jsreq_finish(rq, -EIO, xprintf("OpenCode: empty answer to %s.%s", rq->group, rq->method));
+            jsreq_finish(rq, -EIO, xprintf("OpenCode: empty answer to %s.%s", rq->group ? rq->group : "watcher",
+                                           rq->method));
             return NULL;
         }
     }
@@ -155,15 +156,16 @@ static napi_value jsreq_on_rejected(napi_env env, napi_callback_info info)
 /* Runs on the JS thread: starts the SDK call; its promise finishes rq later. */
 static void jsreq_start(napi_env env, adapter *ad, jsreq *rq)
 {
-    napi_value client, group, opts, promise, args[2];
-    if (napi_get_reference_value(env, ad->client_ref, &client) != napi_ok || !client) {
-        jsreq_finish(rq, -EIO, xstrdup("OpenCode: no SDK client"));
+    napi_value root, group, opts, promise, args[2];
+    napi_ref ref = rq->group ? ad->client_ref : ad->watcher_ref;
+    if (!ref || napi_get_reference_value(env, ref, &root) != napi_ok || !root) {
+        jsreq_finish(rq, -EIO, xstrdup(rq->group ? "OpenCode: no SDK client" : "ocbg: ocbg.js gave no watcher"));
         return;
     }
-    group = js_get(env, client, rq->group);
+    group = rq->group ? js_get(env, root, rq->group) : root;
     opts = js_parse(env, rq->opts_json ? rq->opts_json : "{}");
     if (!group || !opts) {
-        jsreq_finish(rq, -EIO, xprintf("OpenCode: the SDK has no %s", rq->group));
+        jsreq_finish(rq, -EIO, xprintf("OpenCode: the SDK has no %s", rq->group ? rq->group : "watcher"));
         return;
     }
     /* every request gets a timeout: AbortSignal.timeout(ms) */
@@ -177,7 +179,8 @@ static void jsreq_start(napi_env env, adapter *ad, jsreq *rq)
     promise = js_call_method(env, group, rq->method, 1, &opts);
     if (!promise) {
         char *e = take_exception(env);
-        jsreq_finish(rq, -EIO, xprintf("OpenCode: %s.%s failed: %s", rq->group, rq->method, e ? e : "not a function"));
+        jsreq_finish(rq, -EIO, xprintf("OpenCode: %s.%s failed: %s", rq->group ? rq->group : "watcher", rq->method,
+                                       e ? e : "not a function"));
         free(e);
         return;
     }
@@ -361,7 +364,7 @@ static int jsreq_wait(jsreq *rq, char **out)
     if (timed_out) {
         rc = -EIO;
         if (out)
-            *out = xprintf("OpenCode did not answer %s.%s in time", rq->group, rq->method);
+            *out = xprintf("OpenCode did not answer %s.%s in time", rq->group ? rq->group : "watcher", rq->method);
     } else {
         rc = rq->rc;
         if (out) {
@@ -373,8 +376,8 @@ static int jsreq_wait(jsreq *rq, char **out)
     return rc;
 }
 
-/* Sends one SDK request and blocks the calling (non-JS) thread until it ends. */
-int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out, char **out)
+/* host_request and watcher_request: group NULL names the watcher. */
+static int request_to(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out, char **out)
 {
     if (out)
         *out = NULL;
@@ -403,4 +406,19 @@ int host_request(adapter *ad, const char *group, const char *method, cJSON *opts
     int rc = jsreq_wait(rq, out);
     jsreq_unref(rq);
     return rc;
+}
+
+/* Sends one SDK request and blocks the calling (non-JS) thread until it ends. */
+int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out, char **out)
+{
+    if (!group) { /* NULL is the watcher's: a caller's mistake must not reach it */
+        cJSON_Delete(opts);
+        return -EINVAL;
+    }
+    return request_to(ad, group, method, opts, want_out, out);
+}
+
+int watcher_request(adapter *ad, const char *method, cJSON *opts, char **out)
+{
+    return request_to(ad, NULL, method, opts, 0, out);
 }

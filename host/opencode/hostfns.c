@@ -1,7 +1,8 @@
 /*
  * hostfns.c — the ocp_host table the plugin gets: each session_* function
  * turns its arguments into the SDK's options ({path:{id}, body, query}) and
- * makes a host_request; log is hostcall.c's h_log.
+ * makes a host_request; log is hostcall.c's h_log; the ABI 1.5 functions
+ * (sessions in other directories) are dirs.c's.
  */
 #include "adapter.h"
 
@@ -32,7 +33,10 @@ static int h_session_get(void *ud, const char *id, char **out)
         *out = xstrdup("session id missing");
         return -EINVAL;
     }
-    return host_request(ud, "session", "get", opts_path(id), 1, out);
+    int rc = host_request(ud, "session", "get", opts_path(id), 1, out);
+    if (rc == 0)
+        dirs_remember_session(ud, *out);
+    return rc;
 }
 
 static int h_session_messages(void *ud, const char *id, int limit, char **out)
@@ -73,8 +77,14 @@ static int h_session_abort(void *ud, const char *id, char **out)
         *out = xstrdup("session id missing");
         return -EINVAL;
     }
-    char *msg = NULL;
-    int rc = host_request(ud, "session", "abort", opts_path(id), 0, &msg);
+    /* a session elsewhere: its directory, or once its row is gone (its parent
+     * deleted) the abort reaches this instance and stops nothing */
+    cJSON *o = opts_path(id);
+    char *dir = dirs_of_session(ud, id), *msg = NULL;
+    if (dir)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "query"), "directory", dir);
+    free(dir);
+    int rc = host_request(ud, "session", "abort", o, 0, &msg);
     if (rc == 0) {
         free(msg);
         msg = NULL;
@@ -83,9 +93,29 @@ static int h_session_abort(void *ud, const char *id, char **out)
     return rc;
 }
 
+/* The instance's own map, and those of the watched directories. */
 static int h_session_status(void *ud, char **out)
 {
-    return host_request(ud, "session", "status", cJSON_CreateObject(), 1, out);
+    int rc = host_request(ud, "session", "status", cJSON_CreateObject(), 1, out);
+    adapter *ad = ud;
+    pthread_mutex_lock(&ad->mu);
+    size_t n = ad->nwatched;
+    pthread_mutex_unlock(&ad->mu);
+    if (rc != 0 || n == 0)
+        return rc;
+    cJSON *map = cJSON_Parse(*out);
+    if (!cJSON_IsObject(map)) {
+        cJSON_Delete(map);
+        return rc;
+    }
+    dirs_status_merge(ad, map);
+    char *merged = cJSON_PrintUnformatted(map);
+    cJSON_Delete(map);
+    if (merged) {
+        free(*out);
+        *out = merged;
+    }
+    return rc;
 }
 
 static int h_session_fork(void *ud, const char *id, const char *message_id, char **out)
@@ -143,4 +173,6 @@ void host_table_init(adapter *ad)
     h->ask_permission = h_ask_permission;
     h->notify_user = h_notify_user;
     h->publish_view = h_publish_view;
+    h->session_create_in = h_session_create_in;
+    h->directory_watch = h_directory_watch;
 }

@@ -139,6 +139,7 @@ static adapter *adapter_new(napi_env env)
     ad->env = env;
     ad->js_thread = pthread_self();
     pthread_mutex_init(&ad->mu, NULL);
+    pthread_mutex_init(&ad->dirs_mu, NULL);
     pthread_cond_init(&ad->cv, NULL);
     const char *lv = getenv("OCBG_LOG_LEVEL");
     ad->log_level = lv ? atoi(lv) : OCP_LOG_INFO;
@@ -313,11 +314,48 @@ static napi_value hooks_object(napi_env env, adapter *ad, napi_value z)
     return hooks;
 }
 
-/* init(input, options, z): z is zod (ocbg.js finds it) or undefined. */
+/* Whether dir is the folder of a task (no ocbg is started there): one an
+ * adapter of this process watched, or one inside the project's data
+ * directory, where ocbg makes its worktrees (this holds after a restart,
+ * when an instance there may start before the one that made it). */
+static int is_task_folder(const char *dir, const char *data_dir)
+{
+    size_t n = data_dir ? strlen(data_dir) : 0;
+    return dir && (dirs_is_task_folder(dir) || (n > 0 && strncmp(dir, data_dir, n) == 0 && dir[n] == '/'));
+}
+
+/* project_data_dir of the input's project id. */
+static char *input_data_dir(napi_env env, napi_value input, char **why)
+{
+    char *project_id = js_string(env, js_get(env, js_get(env, input, "project"), "id"));
+    char *dir = project_data_dir(project_id, why);
+    free(project_id);
+    return dir;
+}
+
+/* The hooks of a copy loaded for a task's folder (a directory another copy
+ * in this process watches, ABI 1.5): none, no plugin started. A second ocbg
+ * there would get the task's events and tool calls without knowing the task,
+ * and would register in the same store (the project is the same). Takes dir. */
+static napi_value idle_copy(napi_env env, char *dir)
+{
+    char *line = xprintf("ocbg: %s is the folder of a task of the ocbg instance that made it: this copy stays idle",
+                         dir);
+    stderr_log(OCP_LOG_INFO, line ? line : "ocbg: a task's folder: this copy stays idle");
+    free(line);
+    free(dir);
+    napi_value hooks;
+    napi_create_object(env, &hooks);
+    return hooks;
+}
+
+/* init(input, options, z, watcher): z is zod (ocbg.js finds it) or
+ * undefined; watcher is ocbg.js's {watch(opts)} (directory_watch), or
+ * undefined (then directory_watch fails). */
 static napi_value addon_init(napi_env env, napi_callback_info info)
 {
-    size_t argc = 3;
-    napi_value argv[3] = {NULL, NULL, NULL};
+    size_t argc = 4;
+    napi_value argv[4] = {NULL, NULL, NULL, NULL};
     napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
     napi_value input = argc >= 1 ? argv[0] : NULL;
     napi_value options = argc >= 2 ? argv[1] : NULL;
@@ -325,20 +363,26 @@ static napi_value addon_init(napi_env env, napi_callback_info info)
     napi_value client = js_get(env, input, "client");
     if (!client)
         return throw_msg(env, "ocbg: the plugin input has no SDK client");
+    char *why = NULL, *data_dir = input_data_dir(env, input, &why);
+    char *dir = js_string(env, js_get(env, input, "directory"));
+    if (is_task_folder(dir, data_dir)) { /* the copy that watches it gets its events */
+        free(data_dir);
+        free(why);
+        return idle_copy(env, dir);
+    }
+    free(dir);
 
     adapter *ad = adapter_new(env);
-    if (!ad)
-        return throw_msg(env, "ocbg: out of memory");
-    ocp_plugin_entry_fn entry = plugin_open(env, ad);
+    ocp_plugin_entry_fn entry = ad ? plugin_open(env, ad) : NULL;
     if (!entry) {
         free(ad);
-        return NULL;
+        free(data_dir);
+        free(why);
+        return ad ? NULL : throw_msg(env, "ocbg: out of memory");
     }
     host_table_init(ad);
-    char *project_id = js_string(env, js_get(env, js_get(env, input, "project"), "id")), *why = NULL;
-    ad->data_dir = project_data_dir(project_id, &why);
+    ad->data_dir = data_dir;
     ad->host.data_dir = ad->data_dir; /* NULL: ocbg keeps its tasks in memory (it logs so) */
-    free(project_id);
     if (tsfns_create(env, ad) != 0) {
         dlclose(ad->dl);
         free(ad->data_dir);
@@ -347,6 +391,9 @@ static napi_value addon_init(napi_env env, napi_callback_info info)
         return throw_msg(env, "ocbg: napi_create_threadsafe_function failed");
     }
     napi_create_reference(env, client, 1, &ad->client_ref);
+    if (argc >= 4 && js_is(env, argv[3], napi_object))
+        napi_create_reference(env, argv[3], 1, &ad->watcher_ref);
+    ad->directory = js_string(env, js_get(env, input, "directory"));
     if (z)
         napi_create_reference(env, z, 1, &ad->zod_ref);
     if (plugin_start(env, ad, entry, options) != 0) {

@@ -7,6 +7,8 @@
 //   scanned plugin/ folder that opencode.json also lists), this module's own
 //   entry in the config files (ocbg_options.mjs).
 // - a refusal (a bad option value) is shown to the user as a toast, and logged.
+// - the watcher (ABI 1.5 directory_watch): the event streams of other
+//   directories' instances, fed into the same event hook (makeWatcher).
 import { createRequire } from "node:module";
 import { optionsFromConfig } from "./ocbg_options.mjs";
 
@@ -41,6 +43,93 @@ function tell(client, level, message) {
     client?.tui?.showToast?.({ body: { title: "ocbg", message, variant: "error" }, signal })?.catch?.(() => {});
 }
 
+// Timings of the watcher: how long a watch waits for its stream's first
+// event, and the reconnect backoff (first, most).
+const WATCH_CONNECT_MS = 20000, RECONNECT_MS = 250, RECONNECT_MAX_MS = 10000;
+
+// The event streams of other directories (OpenCode keeps an instance per
+// directory, and /event carries only its own): watch({directory, watch: true})
+// follows GET /event?directory=<dir> and resolves once the stream sent
+// server.connected (OpenCode attaches its bus listener before it sends that
+// event, so nothing published afterwards is missed); each event then goes to
+// deliver(ev) (the event hook: the same type filter and on_event), the
+// stream's own server.* events and repeated ids skipped. A stream that ends
+// or fails while watched is opened again (backoff). watch({directory, watch:
+// false}) stops it and resolves once its loop has ended: no request for the
+// directory follows. Answers as the SDK does: {data} or {error}.
+export function makeWatcher(client, deliver) {
+  const streams = new Map(); // directory -> {ac, done}
+  const wait = (ms, signal) => new Promise((r) => {
+    const t = setTimeout(r, ms);
+    signal.addEventListener("abort", () => { clearTimeout(t); r(); }, { once: true });
+  });
+  async function follow(directory, ac, connected) {
+    const seen = new Set();
+    let delay = RECONNECT_MS, first = true;
+    while (!ac.signal.aborted) {
+      let failure = null, up = false;
+      try {
+        const { stream } = await client.event.subscribe({ query: { directory }, signal: ac.signal, sseMaxRetryAttempts: 1 });
+        for await (const ev of stream) {
+          if (ac.signal.aborted) break;
+          if (ev?.type === "server.connected") { up = true; first = false; delay = RECONNECT_MS; connected(null); continue; }
+          if (typeof ev?.type !== "string" || ev.type.startsWith("server.")) continue;
+          if (ev.id) {
+            if (seen.has(ev.id)) continue;
+            seen.add(ev.id);
+            if (seen.size > 2000) seen.delete(seen.values().next().value);
+          }
+          try { deliver(ev); } catch {}
+        }
+      } catch (e) { failure = e; }
+      if (first && !up) { connected(failure ?? new Error("the event stream ended before it connected")); return; }
+      if (ac.signal.aborted) return;
+      await wait(delay, ac.signal);
+      delay = Math.min(delay * 2, RECONNECT_MAX_MS);
+    }
+  }
+  async function start(directory) {
+    const ac = new AbortController();
+    let settle;
+    const ready = new Promise((r) => { settle = r; });
+    const st = { ac, done: null };
+    streams.set(directory, st);
+    st.done = follow(directory, ac, (err) => settle(err));
+    const timer = setTimeout(() => settle(new Error(`no server.connected within ${WATCH_CONNECT_MS} ms`)), WATCH_CONNECT_MS);
+    const err = await ready;
+    clearTimeout(timer);
+    if (err) await stop(directory);
+    return err;
+  }
+  async function stop(directory) {
+    const st = streams.get(directory);
+    if (!st) return;
+    streams.delete(directory);
+    st.ac.abort();
+    await st.done.catch(() => {});
+  }
+  const fail = (e) => ({ error: { name: e?.name ?? "Error", message: String(e?.message ?? e) } });
+  return {
+    async watch(opts) {
+      const directory = opts?.directory;
+      if (typeof directory !== "string") return fail(new Error("no directory"));
+      if (!opts.watch) { await stop(directory); return { data: true }; }
+      if (streams.has(directory)) return { data: true };
+      if (typeof client?.event?.subscribe !== "function") return fail(new Error("the SDK client has no event.subscribe"));
+      const err = await start(directory);
+      return err ? fail(err) : { data: true };
+    },
+    async close() { await Promise.all([...streams.keys()].map(stop)); },
+  };
+}
+
+// The hooks, with the watcher stopped before the plugin's own dispose.
+function withWatcher(hooks, watcher) {
+  const dispose = hooks.dispose;
+  hooks.dispose = async () => { await watcher.close(); return dispose?.(); };
+  return hooks;
+}
+
 export default {
   id: "ocbg",
   server: async (input, options) => {
@@ -55,7 +144,10 @@ export default {
       }
     }
     try {
-      return addon.init(input, options ?? null, zod);
+      let hooks = null;
+      const watcher = makeWatcher(input?.client, (ev) => hooks?.event?.({ event: ev }));
+      hooks = addon.init(input, options ?? null, zod, watcher);
+      return withWatcher(hooks, watcher);
     } catch (e) {
       // OpenCode logs a plugin's failure only in its own log: tell the user why.
       tell(input?.client, "error", String(e?.message ?? e));

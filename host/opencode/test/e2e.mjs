@@ -10,8 +10,9 @@
 //
 // node e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR [--only stub|ocbg]
 //              [--cases name,name]   (only these scenario functions, e.g. while working on one)
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { RATE_LIMIT_RETRY_MS, startFakeModel } from "./fake_model.mjs";
 import {
@@ -188,7 +189,8 @@ async function main() {
   if (!ok(await startServer(), "opencode serve is healthy on 127.0.0.1")) return;
 
   if (ONLY !== "ocbg") {
-    for (const scenario of chosen([stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand, stubEdits]))
+    for (const scenario of chosen([stubToolCall, stubHostCalls, stubEventsAndTransform, stubAbort, stubCommand, stubEdits,
+      stubWorktree]))
       await scenario();
   }
   if (ONLY !== "stub" && !ocbgInstalled) {
@@ -306,6 +308,93 @@ async function stubEdits() {
   diag(`a refused write's error in OpenCode: ${JSON.stringify(r?.error)}`);
   ok(r?.status === "error" && r.error === "stub refusal: write" && !fs.existsSync(refused),
     "a write the plugin refuses fails with its text, and the file is not written", r);
+// ABI 1.5: a session working in a git worktree (another OpenCode instance),
+// through the stub's stub_dir tool: directory_watch, session_create_in,
+// session_status, session_abort, then directory_watch 0.
+const stubDir = async (sid, args) => {
+  const st = await callTool(sid, "stub_dir", args, 60000);
+  try { return JSON.parse(st?.output); } catch { return { rc: null, state: st }; }
+};
+const idsIn = (ev) => [ev.properties?.sessionID, ev.properties?.info?.sessionID, ev.properties?.part?.sessionID,
+  ev.type?.startsWith("session.") ? ev.properties?.info?.id : undefined];
+const git = (...args) => execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+// "creating instance"/"disposing instance" lines of the log for dir, from byte `from` on.
+const instanceLines = (dir, from) => fs.readFileSync(LOG, "utf8").slice(from).split("\n")
+  .filter((l) => /message="(creating|disposing) instance"/.test(l) && l.includes(`directory=${dir}`) &&
+    !l.includes(`directory=${dir}/`));
+async function stubWorktree() {
+  const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "ocbg-e2e-wt-")));
+  const repo = path.join(tmp, "repo"), wt = path.join(tmp, "wt1");
+  try {
+    fs.mkdirSync(repo);
+    git("-C", repo, "init", "-q");
+    fs.writeFileSync(path.join(repo, "README"), "main checkout\n");
+    git("-C", repo, "add", "README");
+    git("-C", repo, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "commit", "-qm", "first");
+    git("-C", repo, "worktree", "add", "-q", "-b", "ocbg/t1", wt, "HEAD");
+    await worktreeCase(repo, wt);
+  } finally {
+    fake.openGate("wtbusy");
+    try { git("-C", repo, "worktree", "remove", "--force", wt); } catch {}
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+async function worktreeCase(repo, wt) {
+  const driver = await newSession("stub worktree driver");
+  const parent = await newSession("stub worktree parent");
+  const logFrom = fs.statSync(LOG).size, evFrom = events.length;
+  const w = await stubDir(driver, { op: "watch", directory: wt });
+  ok(w.rc === 0, "directory_watch(wt, 1) answers 0", w);
+  const made = await stubDir(driver, { op: "create_in", directory: wt, parent, title: "wt child" });
+  const child = made.out?.id;
+  ok(made.rc === 0 && made.out.directory === wt && made.out.parentID === parent,
+    "session_create_in: a child of a main-checkout session, working in the worktree", made);
+  if (!child) return;
+  await say(child, 'CHILD call bash {"command":"pwd; pwd > wt_marker.txt","description":"pwd"}');
+  ok(await turnEnds(child, "child reply bash", 60000), "the child ran bash and answered");
+  const bash = toolParts(await messages(child), "bash").at(-1)?.state;
+  ok(bash?.status === "completed" && bash.output.trim().split("\n")[0] === wt, "pwd in the child printed the worktree", bash);
+  const childReq = fake.requests.find((r) => r.body.tools?.length &&
+    JSON.stringify(r.body.messages).includes('"pwd; pwd > wt_marker.txt'));
+  ok(toolNames(childReq).includes("bash") && !toolNames(childReq).some((n) => n.startsWith("stub_")) &&
+    fs.readFileSync(LOG, "utf8").slice(logFrom).includes(`ocbg: ${wt} is the folder of a task of the ocbg instance`),
+    "the stub's copy in the worktree's instance stays idle: the child is not offered its tools", toolNames(childReq));
+  const childEvents = async (want) => waitFor(`stub events of ${child}`, async () => {
+    const e = JSON.parse((await callTool(driver, "stub_events", { session: child }))?.output).session_events;
+    return want(e) ? e : null;
+  }, 30000, 300);
+  const seen = await childEvents((e) => e["session.idle"] >= 1);
+  ok(seen && seen["session.created"] >= 1 && seen["session.status"] >= 1 && seen["message.part.updated"] >= 1 &&
+    seen["session.idle"] >= 1, "the child's session.created/status/idle and message.part.updated reach on_event", seen);
+  ok(!events.slice(evFrom).some((e) => idsIn(e).includes(child)),
+    "none of them came by the main instance's own stream (the watch brought them)");
+
+  await say(child, "CHILD gate wtbusy");
+  const held = await waitFor("the child's gated model request", async () =>
+    fake.requests.find((r) => r.decision.gate === "wtbusy" && !r.closed), 30000);
+  const st = await stubDir(driver, { op: "status" });
+  ok(held && st.rc === 0 && st.out?.[child]?.type === "busy", "session_status lists the worktree child busy", st);
+  ok((await api("DELETE", `/session/${parent}`)).status === 200, "the child's parent deleted (the child's row with it)");
+  const stillBusy = (await api("GET", `/session/status?directory=${encodeURIComponent(wt)}`)).json?.[child];
+  ok(stillBusy?.type === "busy", "the child still runs in the worktree's instance", stillBusy);
+  const ab = await stubDir(driver, { op: "abort", session: child });
+  const stopped = await waitFor("the child not busy", async () =>
+    !(await api("GET", `/session/status?directory=${encodeURIComponent(wt)}`)).json?.[child] && held.closed, 15000);
+  ok(ab.rc === 0 && stopped, "session_abort stops it (it names the worktree: by id alone it reaches the main instance)", ab);
+
+  const un = await stubDir(driver, { op: "unwatch", directory: wt });
+  const lines = instanceLines(wt, logFrom);
+  const disposedAt = lines.findIndex((l) => l.includes("disposing instance"));
+  ok(un.rc === 0 && disposedAt > 0 && lines.slice(0, disposedAt).every((l) => l.includes("creating instance")),
+    "directory_watch(wt, 0) disposed the worktree's instance", lines);
+  const after = await stubDir(driver, { op: "status" });
+  ok(after.rc === 0 && !after.out?.[child], "session_status no longer asks the worktree", after);
+  ok(await staysFalse(() => instanceLines(wt, logFrom).length > disposedAt + 1, 2000),
+    "no request names the worktree after it (no new instance there)", instanceLines(wt, logFrom));
+  ok(git("-C", repo, "status", "--porcelain") === "" && !fs.existsSync(path.join(repo, "wt_marker.txt")) &&
+    fs.readFileSync(path.join(wt, "wt_marker.txt"), "utf8").trim() === wt,
+    "the child wrote in the worktree; the main checkout is untouched");
 }
 
 // ================= ocbg =================

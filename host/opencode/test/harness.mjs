@@ -18,6 +18,7 @@ const ok = (cond, name, extra) => {
 const withTimeout = (p, ms, what) =>
   Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`timeout: ${what}`)), ms))]);
 
+const feeds = new Map(), dirStatus = new Map(); // the watcher's fake streams, status maps by directory
 // A fake SDK client in OpenCode's result-tuple style ({data, response} or {error, response}).
 const sessions = new Map();
 const calls = [];
@@ -32,7 +33,8 @@ const client = {
   session: {
     create: async (o) => {
       calls.push(["create", o]);
-      const s = { id: `ses_fake${nextId++}`, parentID: o?.body?.parentID, title: o?.body?.title ?? "New session" };
+      const s = { id: `ses_fake${nextId++}`, parentID: o?.body?.parentID, title: o?.body?.title ?? "New session",
+        directory: o?.query?.directory ?? "/tmp" };
       sessions.set(s.id, { info: s, messages: [] });
       return later(res(s));
     },
@@ -53,14 +55,37 @@ const client = {
       s.messages.push({ info: { id: `msg_${nextId++}`, role: "user", sessionID: o.path.id }, parts: o.body.parts });
       return later({ data: {}, response: { status: 204 } });
     },
-    abort: async (o) => later(res(true)),
+    abort: async (o) => { calls.push(["abort", o]); return later(res(true)); },
     status: async (o) => {
       calls.push(["status", o]);
       if (!(o.signal instanceof AbortSignal)) throw new Error("no timeout signal on the request");
-      return later(res({}));
+      return later(res(o?.query?.directory ? dirStatus.get(o.query.directory) ?? {} : {}));
     },
     fork: async (o) => later(res({ id: `ses_fork${nextId++}` })),
   },
+  // /event?directory=: server.connected, then what feeds[dir].push() gives,
+  // until the signal aborts it or feeds[dir].end() ends it
+  event: {
+    subscribe: async (o) => {
+      const dir = o?.query?.directory;
+      calls.push(["subscribe", { directory: dir }]);
+      if (dir === "/nowhere") throw new Error("connection refused");
+      const queue = [{ type: "server.connected", properties: {} }];
+      let wake = null, ended = false;
+      const feed = { push: (ev) => { queue.push(ev); wake?.(); }, end: () => { ended = true; wake?.(); } };
+      feeds.set(dir, feed);
+      o.signal?.addEventListener("abort", () => feed.end());
+      async function* stream() {
+        for (;;) {
+          while (queue.length) yield queue.shift();
+          if (ended) return;
+          await new Promise((r) => { wake = r; });
+        }
+      }
+      return { stream: stream() };
+    },
+  },
+  instance: { dispose: async (o) => { calls.push(["dispose", o]); return later(res(true)); } },
   app: { log: async (o) => { calls.push(["log", o]); return res(true); } },
   tui: { showToast: async (o) => { calls.push(["toast", o]); return res(true); } },
 };
@@ -233,6 +258,60 @@ await toolBefore({ tool: "read", sessionID: "ses_w", callID: "call_r" }, { args:
 await toolBefore({ tool: "bash", sessionID: "ses_w", callID: "call_b" }, { args: { command: "echo STUB-WARN" } });
 const tb = JSON.parse(await hooks.tool.stub_events.execute({}, ctx()));
 ok(tb.tool_befores === 3, "the plugin is asked about the three edits, not about read or bash", tb);
+// ABI 1.5: a session in another directory, its events and statuses.
+{
+  const fs = await import("node:fs"), os = await import("node:os"), path = await import("node:path");
+  const wt = fs.mkdtempSync(path.join(os.tmpdir(), "ocbg-harness-wt-"));
+  const dir = async (args) => JSON.parse(await withTimeout(hooks.tool.stub_dir.execute(args, ctx()), 10000, `stub_dir ${args.op}`));
+  const until = async (what, fn) => {
+    const t = Date.now();
+    while (Date.now() - t < 5000) { const v = await fn(); if (v) return v; await new Promise((r) => setTimeout(r, 10)); }
+    return null;
+  };
+  const subs = () => calls.filter((c) => c[0] === "subscribe" && c[1].directory === wt).length;
+  ok((await dir({ op: "watch", directory: wt })).rc === 0 && subs() === 1, "directory_watch 1: the directory's stream followed");
+  ok((await dir({ op: "watch", directory: wt })).rc === 0 && subs() === 1, "directory_watch 1 again: one stream");
+  ok((await dir({ op: "watch", directory: "/tmp" })).rc === 0 &&
+     !calls.some((c) => c[0] === "subscribe" && c[1].directory === "/tmp"), "the instance's own directory: nothing to follow");
+  ok((await dir({ op: "watch", directory: "/nowhere" })).rc === -5, "a stream that cannot connect: -EIO");
+  const made = await dir({ op: "create_in", directory: wt, title: "in wt" });
+  const kid = made.out?.id;
+  ok(made.rc === 0 && made.out.directory === wt && made.out.parentID === "ses_parent" &&
+     calls.some((c) => c[0] === "create" && c[1].query?.directory === wt), "session_create_in: ?directory=", made);
+  const copy = await mod.server({ client, directory: wt, project: { id: "prj_harness" } }, { answer: 42 });
+  ok(copy && !copy.tool && !copy.event, "the copy loaded for the task's folder stays idle (no tools, no events)", Object.keys(copy ?? {}));
+  const inData = await mod.server({ client, directory: `${XDG}/opencode/ocbg/prj_harness/worktrees/bg_1`,
+    project: { id: "prj_harness" } }, { answer: 42 });
+  ok(inData && !inData.tool, "so does a copy loaded for a folder inside the project's data directory (ocbg's worktrees)");
+  const feed = feeds.get(wt);
+  const busy = { id: "evt_1", type: "session.status", properties: { sessionID: kid, status: { type: "busy" } } };
+  feed.push(busy);
+  feed.push(busy); // the same event twice: delivered once
+  feed.push({ id: "evt_2", type: "server.heartbeat", properties: {} });
+  feed.push({ id: "evt_3", type: "session.idle", properties: { sessionID: kid } });
+  const seen = await until("the watched events", async () => {
+    const e = JSON.parse(await hooks.tool.stub_events.execute({ session: kid }, ctx())).session_events;
+    return e["session.idle"] ? e : null;
+  });
+  ok(seen && seen["session.status"] === 1 && seen["session.idle"] === 1 && !seen["server.heartbeat"],
+     "the watched directory's events reach on_event, once each", seen);
+  dirStatus.set(wt, { [kid]: { type: "busy" } });
+  const st = await dir({ op: "status" });
+  ok(st.rc === 0 && st.out[kid]?.type === "busy", "session_status merges the watched directory's map", st);
+  await dir({ op: "abort", session: kid });
+  ok(calls.findLast((c) => c[0] === "abort")?.[1]?.query?.directory === wt, "session_abort names the session's directory");
+  feed.end(); // the stream ends while watched: opened again
+  ok(await until("a new stream", () => subs() === 2), "a stream that ended is opened again", subs());
+  const un = await dir({ op: "unwatch", directory: wt });
+  const disposed = calls.filter((c) => c[0] === "dispose");
+  ok(un.rc === 0 && disposed.length === 1 && disposed[0][1].query?.directory === wt,
+     "directory_watch 0: the instance disposed (?directory=)", disposed);
+  const before = calls.length;
+  await dir({ op: "status" });
+  ok(!calls.slice(before).some((c) => c[1]?.query?.directory === wt || c[1]?.directory === wt) && subs() === 2,
+     "after directory_watch 0 nothing names the directory");
+  fs.rmSync(wt, { recursive: true, force: true });
+}
 
 // Commands: config adds it, command.execute.before runs it.
 const cfg = {};

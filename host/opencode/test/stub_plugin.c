@@ -11,7 +11,10 @@
  *                             session_messages, session_get, session_status,
  *                             session_get of a missing id (-ENOENT expected)
  *   stub_block()              blocks until ctx->cancelled (tool_cancel) or shutdown
- *   stub_events()             the event types seen so far, and transform calls
+ *   stub_events(session?)     the event types seen so far, and transform calls;
+ *                             with session: also those of that session's events
+ *   stub_dir(op, …)           ABI 1.5: directory_watch, session_create_in,
+ *                             session_status, session_abort (stub_dirs.c)
  *   stub_ask(permission, patterns, always?, metadata?, raw_patterns?)
  *                             host->ask_permission with the call's ctx; answers
  *                             {"rc":"0"|"EACCES"|…, "out": text or null}
@@ -30,6 +33,7 @@
 #include <string.h>
 
 #include "ocp.h"
+#include "stub_dirs.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -42,6 +46,7 @@ struct stub {
     int shutting_down;
     int inside; /* tool calls inside the plugin */
     cJSON *events; /* {type: count} */
+    cJSON *by_session; /* {session id: {type: count}} */
     int transforms;
     char last_transform_session[128];
     int tool_befores;
@@ -60,7 +65,16 @@ static const ocp_tool stub_tools[] = {
     {"stub_block", "Block until cancelled (stub plugin).",
      "{\"type\":\"object\",\"properties\":{},\"required\":[]}"},
     {"stub_events", "List the event types seen (stub plugin).",
-     "{\"type\":\"object\",\"properties\":{},\"required\":[]}"},
+     "{\"type\":\"object\",\"properties\":{"
+     "\"session\":{\"type\":\"string\",\"description\":\"Also this session's events\"}},\"required\":[]}"},
+    {"stub_dir", "Sessions in another directory: watch, unwatch, create_in, status, abort (stub plugin).",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"op\":{\"type\":\"string\",\"description\":\"watch|unwatch|create_in|status|abort\"},"
+     "\"directory\":{\"type\":\"string\",\"description\":\"Absolute path\"},"
+     "\"session\":{\"type\":\"string\",\"description\":\"Session to abort\"},"
+     "\"parent\":{\"type\":\"string\",\"description\":\"Parent of the new session\"},"
+     "\"title\":{\"type\":\"string\",\"description\":\"Title of the new session\"}},"
+     "\"required\":[\"op\"]}"},
     {"stub_ask", "Ask the host for permission (stub plugin).",
      "{\"type\":\"object\",\"properties\":{"
      "\"permission\":{\"type\":\"string\",\"description\":\"Permission name\"},"
@@ -249,10 +263,14 @@ static int stub_block(struct stub *st, const ocp_call_ctx *ctx, char **out) {
     return reply(out, -ECANCELED, why_shutdown ? "stub_block: shutting down" : "stub_block: cancelled");
 }
 
-static int stub_events(struct stub *st, char **out) {
+static int stub_events(struct stub *st, const cJSON *args, char **out) {
+    const char *sid = cJSON_GetStringValue(cJSON_GetObjectItem(args, "session"));
     pthread_mutex_lock(&st->mu);
     cJSON *r = cJSON_CreateObject();
     cJSON_AddItemToObject(r, "events", cJSON_Duplicate(st->events, 1));
+    cJSON *mine = sid ? cJSON_GetObjectItem(st->by_session, sid) : NULL;
+    if (sid)
+        cJSON_AddItemToObject(r, "session_events", mine ? cJSON_Duplicate(mine, 1) : cJSON_CreateObject());
     cJSON_AddNumberToObject(r, "transforms", st->transforms);
     cJSON_AddNumberToObject(r, "tool_befores", st->tool_befores);
     cJSON_AddStringToObject(r, "transform_session", st->last_transform_session);
@@ -275,7 +293,9 @@ static int run_tool(struct stub *st, const char *tool, const cJSON *args, ocp_ca
         return 0;
     }
     if (!strcmp(tool, "stub_events"))
-        return stub_events(st, out);
+        return stub_events(st, args, out);
+    if (!strcmp(tool, "stub_dir"))
+        return stub_dir(st->host, args, ctx->session_id, out);
     return reply(out, -ENOENT, "no such tool");
 }
 
@@ -319,17 +339,43 @@ static int command_call(void *ud, const char *command, const char *arguments, oc
     return reply(out, 0, buf);
 }
 
+static void count(cJSON *counts, const char *type) {
+    cJSON *n = cJSON_GetObjectItem(counts, type);
+    if (n)
+        cJSON_SetNumberValue(n, n->valuedouble + 1);
+    else
+        cJSON_AddNumberToObject(counts, type, 1);
+}
+
+/* The session an event is about: properties.sessionID, or that of its info
+ * (a message) or part, or info.id of a session.* event; NULL if none. */
+static const char *event_session(const cJSON *ev, const char *type) {
+    const cJSON *p = cJSON_GetObjectItem(ev, "properties");
+    const char *sid = cJSON_GetStringValue(cJSON_GetObjectItem(p, "sessionID"));
+    const cJSON *info = cJSON_GetObjectItem(p, "info");
+    if (!sid)
+        sid = cJSON_GetStringValue(cJSON_GetObjectItem(info, "sessionID"));
+    if (!sid)
+        sid = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "part"), "sessionID"));
+    if (!sid && !strncmp(type, "session.", 8))
+        sid = cJSON_GetStringValue(cJSON_GetObjectItem(info, "id"));
+    return sid;
+}
+
 static void on_event(void *ud, const char *event_json) {
     struct stub *st = ud;
     cJSON *ev = cJSON_Parse(event_json);
     cJSON *type = cJSON_GetObjectItem(ev, "type");
     if (cJSON_IsString(type)) {
+        const char *sid = event_session(ev, type->valuestring);
         pthread_mutex_lock(&st->mu);
-        cJSON *n = cJSON_GetObjectItem(st->events, type->valuestring);
-        if (n)
-            cJSON_SetNumberValue(n, n->valuedouble + 1);
-        else
-            cJSON_AddNumberToObject(st->events, type->valuestring, 1);
+        count(st->events, type->valuestring);
+        if (sid) {
+            cJSON *mine = cJSON_GetObjectItem(st->by_session, sid);
+            if (!mine)
+                mine = cJSON_AddObjectToObject(st->by_session, sid);
+            count(mine, type->valuestring);
+        }
         pthread_mutex_unlock(&st->mu);
     }
     cJSON_Delete(ev);
@@ -408,6 +454,7 @@ static void shutdown_(void *ud) {
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->cv);
     cJSON_Delete(st->events);
+    cJSON_Delete(st->by_session);
     free(st->options);
     free(st);
 }
@@ -436,6 +483,7 @@ EXPORT const ocp_plugin *ocp_plugin_entry(const ocp_host *host, const char *opti
     st->host = host;
     st->options = xstrdup(options_json);
     st->events = cJSON_CreateObject();
+    st->by_session = cJSON_CreateObject();
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->cv, NULL);
     ocp_plugin *t = &st->table;
