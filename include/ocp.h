@@ -473,8 +473,7 @@ typedef struct ocp_plugin {
      * do not run it, fail the call with that text. ocbg warns of, or
      * refuses, an edit of a file another live task of the same launching
      * session edited (docs/abi.md). */
-    int (*tool_before)(void *userdata, const char *session_id, const char *tool, const char *args_json,
-                       char **out);
+    int (*tool_before)(void *userdata, const char *session_id, const char *tool, const char *args_json, char **out);
 } ocp_plugin;
 
 /* The entry point. [any, once per instance]

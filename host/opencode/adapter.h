@@ -127,14 +127,14 @@ typedef struct adapter {
     struct tool_note *notes;
     unsigned nnotes;
     /* ABI 1.5 (dirs.c) */
-    char *directory;            /* input.directory: this instance's own (never watched, never disposed) */
-    napi_ref watcher_ref;       /* ocbg.js's watcher {watch(opts)}, or NULL: directory_watch fails */
-    pthread_mutex_t dirs_mu;    /* held by directory_watch(0) and by session_status while they send
-                                 * requests naming a watched directory: no request for a directory
-                                 * goes out after its watch(0) */
-    char **watched;             /* the watched directories (under mu) */
+    char *directory;         /* input.directory: this instance's own (never watched, never disposed) */
+    napi_ref watcher_ref;    /* ocbg.js's watcher {watch(opts)}, or NULL: directory_watch fails */
+    pthread_mutex_t dirs_mu; /* held by directory_watch(0) and by session_status while they send
+                              * requests naming a watched directory: no request for a directory
+                              * goes out after its watch(0) */
+    char **watched;          /* the watched directories (under mu) */
     size_t nwatched;
-    sess_dir *sess_dirs;       /* session id -> directory, for sessions elsewhere (under mu) */
+    sess_dir *sess_dirs; /* session id -> directory, for sessions elsewhere (under mu) */
 } adapter;
 
 /* ------------------------------------------------------------------------ */

@@ -160,7 +160,7 @@ static int watch_on(adapter *ad, const char *dir)
     pthread_mutex_unlock(&ad->mu);
     if (i >= 0)
         return 0; /* idempotent (the stream reconnects by itself) */
-    claim(dir); /* before the stream's request, which creates the instance */
+    claim(dir);   /* before the stream's request, which creates the instance */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "directory", dir);
     cJSON_AddTrueToObject(o, "watch");
@@ -254,8 +254,7 @@ static void merge_one(adapter *ad, cJSON *map, const char *dir)
     char *out = NULL;
     if (host_request(ad, "session", "status", o, 1, &out) == 0) {
         cJSON *m = cJSON_Parse(out), *e;
-        cJSON_ArrayForEach(e, m)
-        {
+        cJSON_ArrayForEach (e, m) {
             if (e->string && !cJSON_HasObjectItem(map, e->string))
                 cJSON_AddItemToObject(map, e->string, cJSON_Duplicate(e, 1));
         }

@@ -126,8 +126,8 @@ static napi_value jsreq_on_fulfilled(napi_env env, napi_callback_info info)
         napi_value d = js_get(env, res, "data");
         out = d ? js_stringify(env, d) : NULL;
         if (!out) {
-            jsreq_finish(rq, -EIO, xprintf("OpenCode: empty answer to %s.%s", rq->group ? rq->group : "watcher",
-                                           rq->method));
+            jsreq_finish(rq, -EIO,
+                         xprintf("OpenCode: empty answer to %s.%s", rq->group ? rq->group : "watcher", rq->method));
             return NULL;
         }
     }
@@ -179,8 +179,9 @@ static void jsreq_start(napi_env env, adapter *ad, jsreq *rq)
     promise = js_call_method(env, group, rq->method, 1, &opts);
     if (!promise) {
         char *e = take_exception(env);
-        jsreq_finish(rq, -EIO, xprintf("OpenCode: %s.%s failed: %s", rq->group ? rq->group : "watcher", rq->method,
-                                       e ? e : "not a function"));
+        jsreq_finish(rq, -EIO,
+                     xprintf("OpenCode: %s.%s failed: %s", rq->group ? rq->group : "watcher", rq->method,
+                             e ? e : "not a function"));
         free(e);
         return;
     }

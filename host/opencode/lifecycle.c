@@ -339,8 +339,8 @@ static char *input_data_dir(napi_env env, napi_value input, char **why)
  * and would register in the same store (the project is the same). Takes dir. */
 static napi_value idle_copy(napi_env env, char *dir)
 {
-    char *line = xprintf("ocbg: %s is the folder of a task of the ocbg instance that made it: this copy stays idle",
-                         dir);
+    char *line =
+        xprintf("ocbg: %s is the folder of a task of the ocbg instance that made it: this copy stays idle", dir);
     stderr_log(OCP_LOG_INFO, line ? line : "ocbg: a task's folder: this copy stays idle");
     free(line);
     free(dir);

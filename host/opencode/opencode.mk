@@ -204,7 +204,7 @@ e2e: $(OC_STUB) opencode $(OC_NPM_STAMP) $(OC_PKG) ## real OpenCode with a fake 
 	$(MAKE) --no-print-directory install-opencode PROJECT=$(abspath $(OC_E2E))/project
 	$(MAKE) --no-print-directory install-opencode XDG_CONFIG_HOME=$(OC_E2E_SCANNED)/.config
 	@rc=0; \
-	if [ "$(E2E_ONLY)" != config ] && [ "$(E2E_ONLY)" != bashperm ]; then \
+	if [ "$(E2E_ONLY)" != config ] && [ "$(E2E_ONLY)" != bashperm ] && [ "$(E2E_ONLY)" != worktree ]; then \
 	  timeout -k 10 $(E2E_TIMEOUT) $(NODE) host/opencode/test/e2e.mjs \
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) \
 	    --stub-dir $(abspath $(OC_STUB_DIR)) --work $(abspath $(OC_E2E)) $(if $(E2E_ONLY),--only $(E2E_ONLY)) \

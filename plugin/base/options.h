@@ -30,19 +30,19 @@ typedef struct options {
     int notify_retries;   /* further attempts after a failed push */
     int notify_retry_ms;  /* first retry delay; doubles each attempt */
     wake_policy wake;
-    bool refuse_collisions; /* on_collision "refuse": an edit of a file another live writer of the
-                             * same session edited fails (engine/collide.h); false, "warn": it is warned */
-    int isolation; /* a launch's default isolation: 0 "none", 1 "worktree", 2 "worktree_with_changes"
-                    * (the order of worktree/worktree.h's enum isolation) */
-    int fork_tool_chars;                  /* fork: tool results longer than this are cut */
-    int fork_max_tokens;                  /* fork: oldest messages dropped above this estimate */
-    int shell_output_cap;                 /* bytes of a command's output kept (head and tail halves) */
-    int shell_kill_grace_ms;              /* SIGTERM to SIGKILL when a command is stopped */
-    int max_running_agents;               /* agent tasks running at once, all sessions together */
-    int max_running_shells;               /* background commands running at once */
-    int max_queued;                       /* pending tasks (agents and commands) before a launch is refused */
-    int max_depth;                        /* how deep tasks nest: 1 = a task may not launch tasks of its own */
-#define OPTIONS_MAX_DEPTH 10              /* max_depth's highest value */
+    bool refuse_collisions;  /* on_collision "refuse": an edit of a file another live writer of the
+                              * same session edited fails (engine/collide.h); false, "warn": it is warned */
+    int isolation;           /* a launch's default isolation: 0 "none", 1 "worktree", 2 "worktree_with_changes"
+                              * (the order of worktree/worktree.h's enum isolation) */
+    int fork_tool_chars;     /* fork: tool results longer than this are cut */
+    int fork_max_tokens;     /* fork: oldest messages dropped above this estimate */
+    int shell_output_cap;    /* bytes of a command's output kept (head and tail halves) */
+    int shell_kill_grace_ms; /* SIGTERM to SIGKILL when a command is stopped */
+    int max_running_agents;  /* agent tasks running at once, all sessions together */
+    int max_running_shells;  /* background commands running at once */
+    int max_queued;          /* pending tasks (agents and commands) before a launch is refused */
+    int max_depth;           /* how deep tasks nest: 1 = a task may not launch tasks of its own */
+#define OPTIONS_MAX_DEPTH 10 /* max_depth's highest value */
     agent_cap agent_caps[AGENT_CAPS_MAX]; /* per-agent caps, agent_cap_count used */
     int agent_cap_count;
     bool face_opencode; /* register background_* */

@@ -237,8 +237,9 @@ static void say(strbuf *sb, bool refuse, const char *path, const task *other)
                     "parallel writers with isolation \"worktree\".");
         return;
     }
-    sb_printf(sb, ", and on_collision is \"refuse\": this edit was not made. Leave the file to that %s, or run "
-                  "parallel writers with isolation \"worktree\".",
+    sb_printf(sb,
+              ", and on_collision is \"refuse\": this edit was not made. Leave the file to that %s, or run "
+              "parallel writers with isolation \"worktree\".",
               other ? "task" : "session");
 }
 

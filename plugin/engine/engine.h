@@ -132,7 +132,6 @@ int engine_run_start(engine *o, task_type type, const char *task_id, char **err)
 
 /* ---- everything below runs with o->mu held, and asserts it (ENGINE_ASSERT_LOCKED) ---- */
 
-
 /* Queue the removal of the worktrees of `list` (tasks that are gone) for
  * the worker, after the jobs already queued (their aborts): it runs
  * isolate_release (engine/isolate.h). Takes the list. */

@@ -46,8 +46,8 @@ typedef struct job {
     job_kind kind;
     char task_id[TASK_ID_SIZE];
     unsigned run;
-    char *session_id; /* JOB_ABORT, JOB_CASCADE */
-    notice *notice;   /* JOB_NOTIFY */
+    char *session_id;              /* JOB_ABORT, JOB_CASCADE */
+    notice *notice;                /* JOB_NOTIFY */
     struct worktree_item *release; /* JOB_RELEASE */
     struct job *next;
 } job;

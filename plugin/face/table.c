@@ -6,10 +6,10 @@
 
 /* What the model reads about `isolation` (both faces). */
 #define ISOLATION_ARG_HELP                                                                                             \
-    "\"worktree\": the sub-agent works in its own git worktree on a new branch ocbg/<task id>, made from this "    \
-    "checkout's last commit (uncommitted changes stay out), so parallel tasks cannot overwrite each other's "       \
-    "files; its result names the branch and what it changed (review and merge it yourself). "                      \
-    "\"worktree_with_changes\": the same, plus this checkout's uncommitted changes to tracked files. "              \
+    "\"worktree\": the sub-agent works in its own git worktree on a new branch ocbg/<task id>, made from this "        \
+    "checkout's last commit (uncommitted changes stay out), so parallel tasks cannot overwrite each other's "          \
+    "files; its result names the branch and what it changed (review and merge it yourself). "                          \
+    "\"worktree_with_changes\": the same, plus this checkout's uncommitted changes to tracked files. "                 \
     "\"none\": it works in this checkout. Default: the plugin's isolation option (none unless configured)"
 
 static const char *const list_statuses[] = {"pending", "running", "completed", "error", "cancelled", "resumed", NULL};

@@ -146,7 +146,7 @@ struct task {
     bool finalizing : 1; /* a completion check is queued or running */
     bool recheck : 1;    /* an idle came during that check: it may have read too early */
     bool cancelling : 1; /* an abort is in flight: completion checks wait */
-    bool inherited : 1; /* a host's fork: its newest messages are the parent's until its first prompt is stored */
+    bool inherited : 1;  /* a host's fork: its newest messages are the parent's until its first prompt is stored */
     bool session_gone : 1;
     bool recovering : 1;  /* restored from the store while running: its first check decides how the restart left it */
     bool retrying : 1;    /* its host retries a rate-limited call (counted in its lane) */

@@ -25,9 +25,9 @@
 
 typedef struct launch_req {
     const char *description, *prompt, *agent;
-    bool fork;          /* the child starts from a fork of the caller's context */
-    bool foreground;    /* the caller waits for the result itself: no notification */
-    int64_t timeout_ms; /* the task's own runtime limit per run; 0: max_runtime_ms (engine/guards.h) */
+    bool fork;           /* the child starts from a fork of the caller's context */
+    bool foreground;     /* the caller waits for the result itself: no notification */
+    int64_t timeout_ms;  /* the task's own runtime limit per run; 0: max_runtime_ms (engine/guards.h) */
     isolation isolation; /* its own git worktree, or none (engine/isolate.h) */
 } launch_req;
 
@@ -89,11 +89,11 @@ task *op_stop_command(engine *o, ocp_call_ctx *ctx, task *t, bool owner);
 
 /* What clearing a session's tasks did. */
 typedef struct clear_result {
-    size_t cleared; /* tasks removed */
-    size_t stopped; /* running tasks aborted */
-    strbuf kept;    /* a line per task whose abort failed (still running, kept); free with sb_free */
-    strbuf worktrees; /* a line per removed task's worktree: removed (its branch named) or kept (where,
-                       * why); free with sb_free */
+    size_t cleared;     /* tasks removed */
+    size_t stopped;     /* running tasks aborted */
+    strbuf kept;        /* a line per task whose abort failed (still running, kept); free with sb_free */
+    strbuf worktrees;   /* a line per removed task's worktree: removed (its branch named) or kept (where,
+                         * why); free with sb_free */
     bool worktree_kept; /* a worktree could not be removed without losing work: it is kept */
 } clear_result;
 

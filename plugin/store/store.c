@@ -104,8 +104,7 @@ static int migrate_to_3(store *s, char **err)
 }
 
 /* migrations[v] takes a version-v file to v+1. */
-static int (*const migrations[STORE_SCHEMA_VERSION])(store *s, char **err) = {migrate_to_1, migrate_to_2,
-                                                                              migrate_to_3};
+static int (*const migrations[STORE_SCHEMA_VERSION])(store *s, char **err) = {migrate_to_1, migrate_to_2, migrate_to_3};
 
 static int user_version(store *s, int *v, char **err)
 {

@@ -78,7 +78,8 @@ int worktree_report(const char *path, const char *branch, const char *base, char
     }
     strbuf sb = {0};
     sb_printf(&sb, "Branch: %s (from %.8s), %s commit%s: %s\n", branch, base, commits,
-              strcmp(commits, "1") == 0 ? "" : "s", strcmp(commits, "0") == 0 ? "nothing committed" : or_none(committed));
+              strcmp(commits, "1") == 0 ? "" : "s",
+              strcmp(commits, "0") == 0 ? "nothing committed" : or_none(committed));
     unsigned nu = 0;
     for (const char *s = untracked; s && *s; s = strchr(s, '\n') ? strchr(s, '\n') + 1 : NULL)
         nu++;

@@ -112,8 +112,7 @@ static int carry_changes(worktree_made *m, char **err)
     return 0;
 }
 
-int worktree_make(const char *dir, const char *root, const char *task_id, isolation how, worktree_made *m,
-                  char **err)
+int worktree_make(const char *dir, const char *root, const char *task_id, isolation how, worktree_made *m, char **err)
 {
     memset(m, 0, sizeof *m);
     *err = NULL;

@@ -30,13 +30,13 @@ extern const char *const isolation_names[];
 
 /* A worktree made for a task. */
 typedef struct worktree_made {
-    char *path;          /* the worktree's folder: <root>/<task id> */
-    char *branch;        /* "ocbg/<task id>" */
-    char *base;          /* the commit it started from (full hash) */
-    char *checkout;      /* the top folder of the repository it was made from */
-    unsigned changed;    /* tracked files with uncommitted changes in the checkout at launch */
-    unsigned untracked;  /* untracked files there: never copied in */
-    bool carried;        /* the `changed` ones were copied in (ISOLATION_WITH_CHANGES) */
+    char *path;         /* the worktree's folder: <root>/<task id> */
+    char *branch;       /* "ocbg/<task id>" */
+    char *base;         /* the commit it started from (full hash) */
+    char *checkout;     /* the top folder of the repository it was made from */
+    unsigned changed;   /* tracked files with uncommitted changes in the checkout at launch */
+    unsigned untracked; /* untracked files there: never copied in */
+    bool carried;       /* the `changed` ones were copied in (ISOLATION_WITH_CHANGES) */
 } worktree_made;
 
 void worktree_made_free(worktree_made *m);
@@ -47,8 +47,7 @@ void worktree_made_free(worktree_made *m);
  * bare repository, a detached HEAD, a repository without a commit, a branch
  * or folder of that name already there, git failing. root is created if
  * missing. 0, or a negative errno (-EINVAL refusals, -EIO git failed). */
-int worktree_make(const char *dir, const char *root, const char *task_id, isolation how, worktree_made *m,
-                  char **err);
+int worktree_make(const char *dir, const char *root, const char *task_id, isolation how, worktree_made *m, char **err);
 
 /* Undo worktree_make for a task that never ran: remove the folder and
  * delete the branch (nothing was done on it). Best effort. */

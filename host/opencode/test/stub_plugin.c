@@ -16,14 +16,12 @@
  *   stub_dir(op, …)           ABI 1.5: directory_watch, session_create_in,
  *                             session_status, session_abort (stub_dirs.c)
  *   stub_ask(permission, patterns, always?, metadata?, raw_patterns?)
- *                             host->ask_permission with the call's ctx; answers
- *                             {"rc":"0"|"EACCES"|…, "out": text or null}
- *                             (raw_patterns: patterns_json sent as that text)
- * tool_before (ABI 1.5): arguments holding "STUB-WARN" get the warning
- * "stub warning: <tool> in <session>", "STUB-REFUSE" the refusal "stub
- * refusal: <tool>"; every call is counted (stub_events: tool_befores).
- * Command: stubcmd.  transform_messages appends a text part "STUB-MARKER" to
- * the last message (copying that message's last text part).
+ *                             host->ask_permission with the call's ctx; answers {"rc":"0"|"EACCES"|…,
+ *                             "out": text or null} (raw_patterns: patterns_json sent as that text)
+ * tool_before (ABI 1.5): arguments holding "STUB-WARN" get the warning "stub warning: <tool> in
+ * <session>", "STUB-REFUSE" the refusal "stub refusal: <tool>"; every call is counted (stub_events:
+ * tool_befores). Command: stubcmd.  transform_messages appends a text part "STUB-MARKER" to the last
+ * message (copying that message's last text part).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -34,7 +32,6 @@
 
 #include "ocp.h"
 #include "stub_dirs.h"
-
 #define EXPORT __attribute__((visibility("default")))
 
 struct stub {
@@ -421,21 +418,15 @@ static int transform_messages(void *ud, const char *session_id, const char *mess
 
 static int tool_before(void *ud, const char *session_id, const char *tool, const char *args_json, char **out) {
     struct stub *st = ud;
-    char buf[256];
-    *out = NULL;
+    char buf[256] = "";
     pthread_mutex_lock(&st->mu);
     st->tool_befores++;
     pthread_mutex_unlock(&st->mu);
-    if (args_json && strstr(args_json, "STUB-REFUSE")) {
-        snprintf(buf, sizeof buf, "stub refusal: %s", tool);
-        *out = xstrdup(buf);
-        return -EACCES;
-    }
-    if (args_json && strstr(args_json, "STUB-WARN")) {
-        snprintf(buf, sizeof buf, "stub warning: %s in %s", tool, session_id);
-        *out = xstrdup(buf);
-    }
-    return 0;
+    int refuse = args_json && strstr(args_json, "STUB-REFUSE"), warn = args_json && strstr(args_json, "STUB-WARN");
+    if (refuse || warn)
+        snprintf(buf, sizeof buf, refuse ? "stub refusal: %s" : "stub warning: %s in %s", tool, session_id);
+    *out = buf[0] ? xstrdup(buf) : NULL;
+    return refuse ? -EACCES : 0;
 }
 
 static void stub_free(void *ud, char *p) {

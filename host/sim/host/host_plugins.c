@@ -327,8 +327,7 @@ static void join_note(sim_plugslot *slot, char **note, char *text)
     slot->free(slot->userdata, text);
 }
 
-int sim_plugins_tool_before(sim_host *h, const char *session_id, const char *tool, const char *args_json,
-                            char **note)
+int sim_plugins_tool_before(sim_host *h, const char *session_id, const char *tool, const char *args_json, char **note)
 {
     *note = NULL;
     int rc = 0;

@@ -73,8 +73,7 @@ char *sim_plugins_transform(sim_host *h, const char *session_id, const char *mes
  * under plug_mu, as an [event] call: the first refusal (-EACCES, *note =
  * its text) ends it; warnings are joined by a blank line into *note (NULL
  * when none). *note malloc'd. */
-int sim_plugins_tool_before(sim_host *h, const char *session_id, const char *tool, const char *args_json,
-                            char **note);
+int sim_plugins_tool_before(sim_host *h, const char *session_id, const char *tool, const char *args_json, char **note);
 /* Begin a call into plugin i (tool_call, command_call): returns the plugin,
  * with the copies of its free and userdata taken at load (*pfree, *ud: use
  * them, not the table, to free the call's answer), or NULL (with *rc set:
