@@ -269,6 +269,21 @@ static void restart_keeps_it(void)
     like(n, "Untracked:\n  after.txt", "its notification has what it did after the restart");
     free(n);
     ok(exists(wt), "its worktree is kept after it ended (it may be resumed)");
+    is_int(wait_watched(h, wt, -1), 0, "and let go of");
+
+    /* A resume works in the same worktree: followed again first. */
+    sim_script(h, "follow R", "{\"steps\":[{\"run\":\"echo again >> after.txt\"},{\"reply\":\"resumed R\"}]}", 1);
+    char args[128];
+    snprintf(args, sizeof args, "{\"resume\":\"%s\",\"prompt\":\"follow R\"}", id);
+    out = t_tool(h, parent, "background_task", args);
+    is_int(t_rc, 0, "the isolated task is resumed");
+    free(out);
+    is_int(t_wait_messages_with(h, parent, "resumed R", 1, DEADLINE), 0, "the resumed run's answer arrives");
+    char *again = sh_out("cat '%s/after.txt' | tr '\\n' ' '", wt);
+    is_str(again, "restarted again ", "it worked in the same worktree");
+    free(again);
+    ok(call_index(h, "directory_watch", wt) >= 0 && sim_released_touches(h, NULL) == 0,
+       "no host call about its folder while it was let go");
     free(child);
     free(wt);
     free(id);
