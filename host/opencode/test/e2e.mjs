@@ -308,6 +308,8 @@ async function stubEdits() {
   diag(`a refused write's error in OpenCode: ${JSON.stringify(r?.error)}`);
   ok(r?.status === "error" && r.error === "stub refusal: write" && !fs.existsSync(refused),
     "a write the plugin refuses fails with its text, and the file is not written", r);
+}
+
 // ABI 1.5: a session working in a git worktree (another OpenCode instance),
 // through the stub's stub_dir tool: directory_watch, session_create_in,
 // session_status, session_abort, then directory_watch 0.
