@@ -13,8 +13,9 @@
  *     user's permission rules;
  *   - a restart with a running isolated task: followed again, it completes;
  *   - the launching session deleted: its tasks' worktrees are removed, the
- *     work kept on the branches. */
-#include <stdarg.h>
+ *     work kept on the branches;
+ *   - a fork with isolation: a new session in the worktree given the
+ *     parent's history (the host's fork would stay in the parent's folder). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,43 +28,6 @@
 #define DEADLINE 10000
 
 static char top[256], repo[320], data[320], store_opts[700];
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-    char cmd[2048], full[2500];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "cd '%s' && (%s) >/dev/null 2>&1", repo, cmd);
-    return system(full);
-}
-
-/* The first line a command prints in the repository (malloc'd). */
-static char *sh_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *sh_out(const char *fmt, ...)
-{
-    char cmd[2048], full[2500], line[1024] = "";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "cd '%s' && (%s) 2>/dev/null", repo, cmd);
-    FILE *p = popen(full, "r");
-    if (p && !fgets(line, sizeof line, p))
-        line[0] = '\0';
-    if (p)
-        pclose(p);
-    line[strcspn(line, "\n")] = '\0';
-    return xstrdup(line);
-}
-
-static int exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
 
 /* The worktree folder of task id. */
 static char *wt_of(const char *id)
@@ -120,7 +84,7 @@ static int wait_watched(sim_host *h, const char *dir, int want)
 static int gone(sim_host *h, void *arg)
 {
     (void)h;
-    return !exists(arg);
+    return !t_exists(arg);
 }
 
 static void launch_report_clear(void)
@@ -157,7 +121,7 @@ static void launch_report_clear(void)
     free(n);
     ok(sim_events_delivered(h, "session.idle") > 0, "the child's events reached the plugin (its folder followed)");
     is_int(wait_watched(h, wt, -1), 0, "the run over, the host let go of the folder");
-    char *main_file = sh_out("cat shared.txt");
+    char *main_file = t_sh_line(repo, "cat shared.txt");
     is_str(main_file, "base", "the checkout's file is untouched");
     free(main_file);
     out = t_output(h, parent, id);
@@ -173,11 +137,11 @@ static void launch_report_clear(void)
              id, id);
     like(out, want, "clear says where the work is");
     free(out);
-    ok(!exists(wt), "the worktree folder is gone");
-    char *fresh = sh_out("git show ocbg/%s:fresh.txt", id);
+    ok(!t_exists(wt), "the worktree folder is gone");
+    char *fresh = t_sh_line(repo, "git show ocbg/%s:fresh.txt", id);
     is_str(fresh, "new", "the branch holds the task's untracked file, committed");
     free(fresh);
-    char *count = sh_out("git rev-list --count main..ocbg/%s", id);
+    char *count = t_sh_line(repo, "git rev-list --count main..ocbg/%s", id);
     is_str(count, "2", "two commits on the branch: the task's and ocbg's");
     free(count);
     is_int((int)sim_released_touches(h, NULL), 0, "no host call about a released folder");
@@ -209,13 +173,13 @@ static void refusals(void)
     is_int(sim_calls(h, "session_create_in", NULL) + sim_calls(h, "session_create", NULL), 0, "no session");
 
     sim_permission_rules(h, "{\"external_directory\":\"deny\"}");
-    char *before = sh_out("git branch --list 'ocbg/*' | wc -l");
+    char *before = t_sh_line(repo, "git branch --list 'ocbg/*' | wc -l");
     out = launch_iso(h, parent, "denied", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
     ok(t_rc != 0, "the user's rules deny a folder outside the project: refused");
     like(out, "Permission denied: making the task's git worktree in ", "the refusal names the worktree");
     like(out, "(permission \"external_directory\")", "and the permission");
     free(out);
-    char *branches = sh_out("git branch --list 'ocbg/*' | wc -l");
+    char *branches = t_sh_line(repo, "git branch --list 'ocbg/*' | wc -l");
     is_str(branches, before, "no branch was made");
     free(branches);
     free(before);
@@ -268,7 +232,7 @@ static void restart_keeps_it(void)
         n = t_message_with(h, parent, notice);
     like(n, "Untracked:\n  after.txt", "its notification has what it did after the restart");
     free(n);
-    ok(exists(wt), "its worktree is kept after it ended (it may be resumed)");
+    ok(t_exists(wt), "its worktree is kept after it ended (it may be resumed)");
     is_int(wait_watched(h, wt, -1), 0, "and let go of");
 
     /* A resume works in the same worktree: followed again first. */
@@ -279,7 +243,7 @@ static void restart_keeps_it(void)
     is_int(t_rc, 0, "the isolated task is resumed");
     free(out);
     is_int(t_wait_messages_with(h, parent, "resumed R", 1, DEADLINE), 0, "the resumed run's answer arrives");
-    char *again = sh_out("cat '%s/after.txt' | tr '\\n' ' '", wt);
+    char *again = t_sh_line(repo, "cat '%s/after.txt' | tr '\\n' ' '", wt);
     is_str(again, "restarted again ", "it worked in the same worktree");
     free(again);
     ok(call_index(h, "directory_watch", wt) >= 0 && sim_released_touches(h, NULL) == 0,
@@ -301,13 +265,58 @@ static void parent_deleted(void)
     free(out);
     char *wt = wt_of(id);
     is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the task completed");
-    ok(exists(wt), "its worktree is there");
+    ok(t_exists(wt), "its worktree is there");
     sim_session_delete(h, parent);
     is_int(sim_wait(h, gone, wt, tap_timeout_ms(DEADLINE)), 0, "the launching session deleted: the folder goes");
-    char *left = sh_out("git show ocbg/%s:left.txt", id);
+    char *left = t_sh_line(repo, "git show ocbg/%s:left.txt", id);
     is_str(left, "left", "its work is on its branch");
     free(left);
     is_int((int)sim_released_touches(h, NULL), 0, "no host call about a released folder");
+    free(wt);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* A fork with isolation: a host's fork would stay in the parent's folder,
+ * so the child is a new session in the worktree, given the parent's history
+ * as its first (silent) message; it works in the worktree. */
+static void fork_isolated(void)
+{
+    sim_host *h = t_host(store_opts);
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_script(h, "tell the plan", "{\"steps\":[{\"reply\":\"The plan is X-PLAN-7\"}]}", 1);
+    sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"tell the plan\"}]}");
+    sim_wait_messages(h, parent, 2, tap_timeout_ms(DEADLINE));
+    sim_wait_idle(h, parent, tap_timeout_ms(DEADLINE));
+    sim_script(h, "forked and isolated", "{\"steps\":[{\"run\":\"echo forked > forked.txt\"},{\"reply\":\"f\"}]}",
+               1);
+    char *out = t_tool(h, parent, "background_task",
+                       J("{'description':'fork','prompt':'forked and isolated','agent':'general','fork':true,"
+                         "'isolation':'worktree'}"));
+    is_int(t_rc, 0, "an isolated fork is launched");
+    char *id = t_find_id(out, "bg_");
+    free(out);
+    char *wt = wt_of(id);
+    is_int(sim_calls(h, "session_fork", NULL), 0, "the host's fork is not used (it stays in the parent's folder)");
+    char *child = t_task_session(h, 0);
+    char *dir = child ? sim_session_directory(h, child) : NULL;
+    is_str(dir, wt, "the child is a session in the worktree");
+    char *body = child ? sim_call_body(h, "session_prompt", child, 0) : NULL;
+    like(body, "\"noReply\":true", "its first message is silent");
+    like(body, "The parent conversation so far:", "and holds the parent's history");
+    like(body, "X-PLAN-7", "with the parent's answer in it");
+    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the fork completes");
+    char *seen = child ? sim_session_model_input(h, child) : NULL;
+    like(seen, "X-PLAN-7", "its model saw the parent's history");
+    char *made = xasprintf("%s/forked.txt", wt);
+    ok(t_exists(made), "it worked in the worktree");
+    ok(!t_exists("forked.txt"), "not in the checkout");
+    free(made);
+    free(seen);
+    free(body);
+    free(dir);
+    free(child);
     free(wt);
     free(id);
     free(parent);
@@ -324,7 +333,7 @@ int main(void)
     snprintf(store_opts, sizeof store_opts, "{\"store_path\":\"%s/ocbg.db\"}", data);
     mkdir(data, 0777);
     mkdir(repo, 0777);
-    if (sh("git init -q -b main && echo base > shared.txt && git add . && git -c user.name=t -c "
+    if (t_sh(repo, "git init -q -b main && echo base > shared.txt && git add . && git -c user.name=t -c "
            "user.email=t@example.com commit -qm init") != 0 ||
         chdir(repo) != 0)
         bail_out("cannot make the repository in %s", repo);
@@ -333,7 +342,8 @@ int main(void)
     refusals();
     restart_keeps_it();
     parent_deleted();
+    fork_isolated();
     if (chdir("/") == 0)
-        sh("rm -rf '%s'", top);
+        t_sh(repo, "rm -rf '%s'", top);
     return done_testing();
 }

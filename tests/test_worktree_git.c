@@ -4,7 +4,6 @@
  * loses nothing (uncommitted work lands on the branch; the branch stays).
  * No identity is configured (HOME is the temporary folder): ocbg's commit
  * must work on such a machine too. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,51 +11,16 @@
 #include <unistd.h>
 
 #include "base/util.h"
-#include "tap.h"
+#include "testlib.h"
 #include "worktree/git.h"
 #include "worktree/worktree.h"
 
 static char top[256];
 
-/* Run a shell line in the temporary folder; its exit status. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    char full[2400];
-    snprintf(full, sizeof full, "cd '%s' && (%s) >/dev/null 2>&1", top, cmd);
-    return system(full);
-}
-
-/* The first line a shell command prints (malloc'd; "" when none). */
-static char *sh_out(const char *cmd)
-{
-    char full[2400];
-    snprintf(full, sizeof full, "cd '%s' && (%s) 2>/dev/null", top, cmd);
-    FILE *p = popen(full, "r");
-    char line[512] = "";
-    if (p && !fgets(line, sizeof line, p))
-        line[0] = '\0';
-    if (p)
-        pclose(p);
-    line[strcspn(line, "\n")] = '\0';
-    return xstrdup(line);
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
 static bool exists_in(const char *dir, const char *name)
 {
     char *path = xasprintf("%s/%s", dir, name);
-    bool yes = exists(path);
+    bool yes = t_exists(path);
     free(path);
     return yes;
 }
@@ -80,7 +44,7 @@ static char *read_in(const char *dir, const char *name)
 
 static void make_repo(const char *name)
 {
-    if (sh("git init -q -b main %s && cd %s && echo one > a.txt && echo keep > b.txt && git add . && " GIT_ID
+    if (t_sh(top, "git init -q -b main %s && cd %s && echo one > a.txt && echo keep > b.txt && git add . && " GIT_ID
            " commit -q -m first",
            name, name) != 0)
         bail_out("cannot make the test repository %s", name);
@@ -93,35 +57,35 @@ static void refusals(void)
     worktree_made m;
     char *err = NULL;
 
-    sh("mkdir plain");
+    t_sh(top, "mkdir plain");
     snprintf(dir, sizeof dir, "%s/plain", top);
     is_int(worktree_make(dir, root, "bg_00000001", ISOLATION_WORKTREE, &m, &err), -22, "a folder outside git: refused");
     like(err, "is not inside a git repository", "and told why: %s", err);
     free(err);
-    ok(!exists(root), "nothing was made");
+    ok(!t_exists(root), "nothing was made");
 
-    sh("git init -q --bare bare.git");
+    t_sh(top, "git init -q --bare bare.git");
     snprintf(dir, sizeof dir, "%s/bare.git", top);
     is_int(worktree_make(dir, root, "bg_00000002", ISOLATION_WORKTREE, &m, &err), -22, "a bare repository: refused");
     like(err, "bare git repository", "and told why: %s", err);
     free(err);
 
-    sh("git init -q -b main empty");
+    t_sh(top, "git init -q -b main empty");
     snprintf(dir, sizeof dir, "%s/empty", top);
     is_int(worktree_make(dir, root, "bg_00000003", ISOLATION_WORKTREE, &m, &err), -22, "no commit yet: refused");
     like(err, "has no commit yet", "and told why: %s", err);
     free(err);
 
     make_repo("detached");
-    sh("cd detached && git checkout -q --detach HEAD");
+    t_sh(top, "cd detached && git checkout -q --detach HEAD");
     snprintf(dir, sizeof dir, "%s/detached", top);
     is_int(worktree_make(dir, root, "bg_00000004", ISOLATION_WORKTREE, &m, &err), -22, "a detached HEAD: refused");
     like(err, "detached HEAD", "and told why: %s", err);
     free(err);
-    char *branches = sh_out("cd detached && git branch --list 'ocbg/*' | wc -l");
+    char *branches = t_sh_line(top, "cd detached && git branch --list 'ocbg/*' | wc -l");
     is_str(branches, "0", "no branch was made by any refusal");
     free(branches);
-    ok(!exists(root), "and no folder");
+    ok(!t_exists(root), "and no folder");
 }
 
 static void make_report_remove(void)
@@ -130,7 +94,7 @@ static void make_report_remove(void)
     snprintf(dir, sizeof dir, "%s/repo", top);
     snprintf(root, sizeof root, "%s/data/worktrees", top);
     make_repo("repo");
-    sh("cd repo && echo changed >> a.txt && echo new > untracked.txt");
+    t_sh(top, "cd repo && echo changed >> a.txt && echo new > untracked.txt");
     worktree_made m;
     char *err = NULL;
     is_int(worktree_make(dir, root, "bg_0000000a", ISOLATION_WORKTREE, &m, &err), 0, "made from a repository");
@@ -152,7 +116,7 @@ static void make_report_remove(void)
     free(err);
 
     /* The task's work: one commit, one uncommitted edit, one new file. */
-    sh("cd '%s' && echo two >> b.txt && " GIT_ID " commit -q -am 'task edit' && echo three >> a.txt && "
+    t_sh(top, "cd '%s' && echo two >> b.txt && " GIT_ID " commit -q -am 'task edit' && echo three >> a.txt && "
        "echo fresh > made.txt",
        m.path);
     char *report = NULL;
@@ -168,14 +132,14 @@ static void make_report_remove(void)
     bool committed = false;
     is_int(worktree_remove(m.checkout, m.path, "bg_0000000a", &committed, &err), 0, "removed");
     ok(committed, "after its uncommitted work was committed");
-    ok(!exists(m.path), "the folder is gone");
-    char *log = sh_out("cd repo && git log -1 --format=%s ocbg/bg_0000000a");
+    ok(!t_exists(m.path), "the folder is gone");
+    char *log = t_sh_line(top, "cd repo && git log -1 --format=%%s ocbg/bg_0000000a");
     is_str(log, "ocbg: uncommitted work of background task bg_0000000a", "the branch holds that commit");
     free(log);
-    char *files = sh_out("cd repo && git show ocbg/bg_0000000a:made.txt");
+    char *files = t_sh_line(top, "cd repo && git show ocbg/bg_0000000a:made.txt");
     is_str(files, "fresh", "with the untracked file in it");
     free(files);
-    char *main_a = sh_out("cd repo && cat a.txt | tr '\\n' ' '");
+    char *main_a = t_sh_line(top, "cd repo && cat a.txt | tr '\\n' ' '");
     is_str(main_a, "one changed ", "the main checkout is untouched");
     free(main_a);
     is_int(worktree_remove(m.checkout, m.path, "bg_0000000a", &committed, &err), 0, "removing it again: nothing to do");
@@ -188,7 +152,7 @@ static void with_changes_and_discard(void)
     snprintf(dir, sizeof dir, "%s/repo2", top);
     snprintf(root, sizeof root, "%s/data/worktrees", top);
     make_repo("repo2");
-    sh("cd repo2 && echo edited >> b.txt");
+    t_sh(top, "cd repo2 && echo edited >> b.txt");
     worktree_made m;
     char *err = NULL;
     is_int(worktree_make(dir, root, "bg_0000000b", ISOLATION_WITH_CHANGES, &m, &err), 0, "made with the changes");
@@ -196,12 +160,12 @@ static void with_changes_and_discard(void)
     char *b = read_in(m.path, "b.txt");
     is_str(b, "keep\nedited\n", "the worktree's b.txt has the uncommitted edit");
     free(b);
-    char *main_b = sh_out("cd repo2 && git status --porcelain");
+    char *main_b = t_sh_line(top, "cd repo2 && git status --porcelain");
     is_str(main_b, " M b.txt", "and the checkout still has it, uncommitted");
     free(main_b);
     worktree_discard(m.checkout, m.path, m.branch);
-    ok(!exists(m.path), "discarded: the folder is gone");
-    char *branch = sh_out("cd repo2 && git branch --list 'ocbg/*' | wc -l");
+    ok(!t_exists(m.path), "discarded: the folder is gone");
+    char *branch = t_sh_line(top, "cd repo2 && git branch --list 'ocbg/*' | wc -l");
     is_str(branch, "0", "and so is the branch (the task never ran)");
     free(branch);
     worktree_made_free(&m);
@@ -217,13 +181,13 @@ static void kept_when_it_cannot_commit(void)
     char *err = NULL;
     is_int(worktree_make(dir, root, "bg_0000000c", ISOLATION_WORKTREE, &m, &err), 0, "made");
     /* A commit that cannot be made: the index is locked. */
-    sh("cd '%s' && echo work >> a.txt && touch \"$(git rev-parse --git-dir)/index.lock\"", m.path);
+    t_sh(top, "cd '%s' && echo work >> a.txt && touch \"$(git rev-parse --git-dir)/index.lock\"", m.path);
     bool committed = true;
     ok(worktree_remove(m.checkout, m.path, "bg_0000000c", &committed, &err) < 0, "a failing git: not removed");
     ok(!committed, "nothing committed");
     like(err, "failed", "told why: %s", err);
     free(err);
-    ok(exists(m.path), "the folder is kept, with its work");
+    ok(t_exists(m.path), "the folder is kept, with its work");
     char *a = read_in(m.path, "a.txt");
     is_str(a, "one\nwork\n", "the uncommitted work is still there");
     free(a);
@@ -246,6 +210,6 @@ int main(void)
     make_report_remove();
     with_changes_and_discard();
     kept_when_it_cannot_commit();
-    sh("rm -rf '%s'", top);
+    t_sh(top, "rm -rf '%s'", top);
     return done_testing();
 }

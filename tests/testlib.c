@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/util.h"
 
@@ -281,6 +282,58 @@ int t_gated_started(sim_host *h, const char *name)
     return s != NULL;
 }
 
+
+/* The shell line fmt formatted, run in dir: "cd '<dir>' && (<line>)". */
+static char *sh_line(const char *dir, const char *fmt, va_list ap)
+{
+    char *cmd = NULL;
+    if (vasprintf(&cmd, fmt, ap) < 0)
+        bail_out("out of memory");
+    char *full = xasprintf("cd '%s' && (%s)", dir, cmd);
+    free(cmd);
+    return full;
+}
+
+int t_sh(const char *dir, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = sh_line(dir, fmt, ap);
+    va_end(ap);
+    char *full = xasprintf("%s >/dev/null 2>&1", line);
+    int rc = system(full);
+    free(full);
+    free(line);
+    return rc;
+}
+
+char *t_sh_line(const char *dir, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = sh_line(dir, fmt, ap);
+    va_end(ap);
+    char *full = xasprintf("%s 2>/dev/null", line);
+    FILE *p = popen(full, "r");
+    free(full);
+    free(line);
+    strbuf sb = {0};
+    char buf[4096];
+    size_t n;
+    while (p && (n = fread(buf, 1, sizeof buf, p)) > 0)
+        sb_putn(&sb, buf, n);
+    if (p)
+        pclose(p);
+    char *text = sb.buf ? sb_take(&sb) : xstrdup("");
+    text[strcspn(text, "\n")] = '\0';
+    return text;
+}
+
+int t_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
 
 char *t_read_file(const char *path)
 {

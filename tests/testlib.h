@@ -99,6 +99,19 @@ int t_gated_started(sim_host *h, const char *name);
  * be read. */
 char *t_read_file(const char *path);
 
+/* ---- shell lines, for tests that set up real folders (git, files) ---- */
+
+/* Run a shell line (printf-style) in folder dir with its output dropped;
+ * its exit status as system() gives it. */
+int t_sh(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The first line a shell line (printf-style) prints in folder dir, stderr
+ * dropped (malloc'd; "" when it prints nothing). */
+char *t_sh_line(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Does path exist (stat succeeds)? */
+int t_exists(const char *path);
+
 /* ---- small calls the tests share ---- */
 
 /* background_cancel of id from session; returns its answer (malloc'd), sets t_rc. */
