@@ -278,6 +278,49 @@ static void parent_deleted(void)
     sim_destroy(h);
 }
 
+/* The launching session deleted just as the host stops, while the worker is
+ * inside a slow call: the release it had not reached is done by the stop
+ * (the task is gone from the store: a folder left would be found by
+ * nobody). */
+static int prompts_started(sim_host *h, void *want)
+{
+    return sim_calls_started(h, "session_prompt") >= *(size_t *)want;
+}
+
+static void parent_deleted_at_stop(void)
+{
+    sim_host *h = t_host(store_opts);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *other = sim_session_new(h, NULL, "other");
+    char *out = launch_iso(h, parent, "late", "{\"steps\":[{\"run\":\"echo late > late.txt\"},{\"reply\":\"l\"}]}",
+                           "worktree");
+    char *id = t_find_id(out, "bg_");
+    free(out);
+    char *wt = wt_of(id);
+    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the isolated task completed");
+    /* Another session's task: its notification's push is slow, and the
+     * worker is inside it when the deletion comes. */
+    sim_slow(h, "session_prompt", tap_timeout_ms(3000));
+    size_t before = sim_calls_started(h, "session_prompt");
+    free(t_launch(h, other, "slow push", "slow push", "general"));
+    size_t want = before + 2; /* the child's prompt, then the notification's push */
+    int in_push = sim_wait(h, prompts_started, &want, tap_timeout_ms(DEADLINE)) == 0;
+    ok(in_push, "the worker is inside the other task's slow notification push");
+    sim_session_delete(h, parent);
+    is_int(sim_events_flush(h, tap_timeout_ms(DEADLINE)), 0, "the deletion reached ocbg");
+    sim_slow(h, "session_prompt", 0);
+    t_reload(h, store_opts);
+    ok(!t_exists(wt), "after the stop, its folder is gone");
+    char *late = t_sh_line(repo, "git show ocbg/%s:late.txt", id);
+    is_str(late, "late", "its work is on its branch");
+    free(late);
+    free(wt);
+    free(id);
+    free(other);
+    free(parent);
+    sim_destroy(h);
+}
+
 /* A fork with isolation: a host's fork would stay in the parent's folder,
  * so the child is a new session in the worktree, given the parent's history
  * as its first (silent) message; it works in the worktree. */
@@ -343,6 +386,7 @@ int main(void)
     restart_keeps_it();
     parent_deleted();
     fork_isolated();
+    parent_deleted_at_stop();
     if (chdir("/") == 0)
         t_sh(repo, "rm -rf '%s'", top);
     return done_testing();

@@ -62,6 +62,25 @@ job *jobs_pop(job_queue *q)
     return j ? j : pop_line(&q->checks, &q->checks_tail);
 }
 
+job *jobs_take(job_queue *q, job_kind kind)
+{
+    job *taken = NULL, **taken_tail = &taken;
+    job **p = &q->jobs;
+    while (*p) {
+        job *j = *p;
+        if (j->kind != kind) {
+            p = &j->next;
+            continue;
+        }
+        *p = j->next;
+        j->next = NULL;
+        *taken_tail = j;
+        taken_tail = &j->next;
+    }
+    q->jobs_tail = p;
+    return taken;
+}
+
 void notice_free(notice *n)
 {
     if (!n)

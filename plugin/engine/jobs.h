@@ -76,6 +76,10 @@ void jobs_push_front(job_queue *q, job *first, job *last);
 /* The next job (the caller's to free with job_free), or NULL: the rest's
  * line first, then the checks'. */
 job *jobs_pop(job_queue *q);
+/* Take every queued job of `kind` (not JOB_FINALIZE) off the queue: a chain
+ * in queue order linked by next (the caller frees each with job_free), or
+ * NULL. */
+job *jobs_take(job_queue *q, job_kind kind);
 void job_free(job *j);
 void notice_free(notice *n);
 

@@ -11,6 +11,7 @@
 #include "engine/toast.h"
 #include "engine/view.h"
 #include "engine/guards.h"
+#include "engine/isolate.h"
 #include "engine/worker.h"
 
 static void runner_finished(void *eng, task *t, task_status s, const char *text, const char *message_id)
@@ -86,6 +87,23 @@ int engine_start(engine *o, runner_open_fn open_agent, runner_open_fn open_shell
     return rc;
 }
 
+/* Worktree releases the worker had not reached when it stopped (a session
+ * deleted just before the stop): done now. Their tasks are gone from the
+ * store, so a folder left here would be found by nobody. [lock not held] */
+static void release_left(engine *o)
+{
+    engine_lock(o);
+    job *left = jobs_take(&o->q, JOB_RELEASE);
+    engine_unlock(o);
+    while (left) {
+        job *j = left;
+        left = j->next;
+        isolate_release(o, j->release, NULL);
+        j->release = NULL;
+        job_free(j);
+    }
+}
+
 void engine_stop(engine *o)
 {
     engine_lock(o);
@@ -96,6 +114,7 @@ void engine_stop(engine *o)
         engine_cond_wait(o, &o->drain_cv);
     engine_unlock(o);
     worker_join(o);
+    release_left(o);
     view_stop(o);
     /* What changed is written before the commands are killed: a command
      * still running is one the host's stop cut short, as a restart finds. */
