@@ -106,10 +106,11 @@ static void launch_report_clear(void)
     int watch = call_index(h, "directory_watch", wt), create = call_index(h, "session_create_in", wt);
     ok(watch >= 0 && create > watch, "the folder is followed before the session is made in it (%d < %d)", watch,
        create);
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the task completes");
+    /* Waited on by the notification alone: a background_output (as
+     * t_wait_status calls) reads the report and lets go itself. */
     char notice[96];
     snprintf(notice, sizeof notice, "[ocbg] Background task completed: %s", id);
-    is_int(t_wait_messages_with(h, parent, notice, 1, DEADLINE), 0, "the parent is notified");
+    is_int(t_wait_messages_with(h, parent, notice, 1, DEADLINE), 0, "the task completes: the parent is notified");
     char *n = t_message_with(h, parent, notice);
     snprintf(want, sizeof want, "Worktree: %s (branch ocbg/%s; ocbg never merges it", wt, id);
     like(n, want, "the notification names the worktree and branch");
@@ -121,6 +122,9 @@ static void launch_report_clear(void)
     free(n);
     ok(sim_events_delivered(h, "session.idle") > 0, "the child's events reached the plugin (its folder followed)");
     is_int(wait_watched(h, wt, -1), 0, "the run over, the host let go of the folder");
+    int pushed = call_index(h, "session_prompt", notice), let_go = call_index(h, "directory_watch", "\\\"watch\\\":0");
+    ok(pushed >= 0 && let_go > pushed, "after the notification's push (%d < %d): the parent does not wait for it",
+       pushed, let_go);
     char *main_file = t_sh_line(repo, "cat shared.txt");
     is_str(main_file, "base", "the checkout's file is untouched");
     free(main_file);
@@ -321,6 +325,43 @@ static void parent_deleted_at_stop(void)
     sim_destroy(h);
 }
 
+static int watches_started(sim_host *h, void *want)
+{
+    return sim_calls_started(h, "directory_watch") >= *(size_t *)want;
+}
+
+/* A resume that comes while the host is still letting go of the folder (a
+ * slow host, the let-go after the notification's push): the folder ends
+ * followed, and the resumed run completes by its events. (The resume waits
+ * on its own settle first; a let-go that returns after a resume has the
+ * folder followed again, a window this test does not force.) */
+static void resumed_while_let_go(void)
+{
+    sim_host *h = t_host(store_opts);
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_slow(h, "directory_watch", tap_timeout_ms(1500));
+    char *out = launch_iso(h, parent, "quick", "{\"steps\":[{\"reply\":\"first Q\"}]}", "worktree");
+    char *id = t_find_id(out, "bg_");
+    free(out);
+    char *wt = wt_of(id);
+    is_int(t_wait_messages_with(h, parent, "first Q", 1, DEADLINE), 0, "the first run's notification arrives");
+    size_t want = 2; /* follow, then let go */
+    is_int(sim_wait(h, watches_started, &want, tap_timeout_ms(DEADLINE)), 0, "the host is letting go of the folder");
+    sim_script(h, "again Q", "{\"steps\":[{\"run\":\"echo again > again.txt\"},{\"reply\":\"second Q\"}]}", 1);
+    out = t_tool(h, parent, "background_task", J("{'resume':'%s','prompt':'again Q'}", id));
+    is_int(t_rc, 0, "the task is resumed meanwhile");
+    free(out);
+    is_int(wait_watched(h, wt, 1), 0, "its folder is followed again after the let-go");
+    is_int(t_wait_messages_with(h, parent, "second Q", 1, DEADLINE), 0, "the resumed run completes");
+    char *again = xasprintf("%s/again.txt", wt);
+    ok(t_exists(again), "in the same worktree");
+    free(again);
+    free(wt);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
 /* A fork with isolation: a host's fork would stay in the parent's folder,
  * so the child is a new session in the worktree, given the parent's history
  * as its first (silent) message; it works in the worktree. */
@@ -387,6 +428,7 @@ int main(void)
     parent_deleted();
     fork_isolated();
     parent_deleted_at_stop();
+    resumed_while_let_go();
     if (chdir("/") == 0)
         t_sh(repo, "rm -rf '%s'", top);
     return done_testing();

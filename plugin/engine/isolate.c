@@ -113,7 +113,7 @@ typedef struct settle_plan {
     unsigned run;
 } settle_plan;
 
-void isolate_settle(engine *o, const char *task_id)
+void isolate_report(engine *o, const char *task_id)
 {
     settle_plan p = {0};
     engine_lock(o);
@@ -122,33 +122,53 @@ void isolate_settle(engine *o, const char *task_id)
         p = (settle_plan){xstrdup(t->wt->path), xstrdup(t->wt->branch), xstrdup(t->wt->base), t->run};
     }
     engine_unlock(o);
-    if (p.path) {
-        char *report = NULL, *err = NULL;
-        if (worktree_report(p.path, p.branch, p.base, &report, &err) != 0)
-            report = xasprintf("What it changed could not be read: %s.", err);
-        free(err);
-        engine_lock(o);
-        t = registry_find(&o->reg, task_id);
-        if (t && t->wt && t->run == p.run) {
-            free(t->wt->report);
-            t->wt->report = report;
-            t->wt->report_run = p.run;
-            registry_touch(&o->reg, t);
-            report = NULL;
-        }
-        engine_unlock(o);
-        free(report);
-    }
-    free(p.path), free(p.branch), free(p.base);
-    /* The run is over: the host may let go of the folder until a resume. */
+    if (!p.path)
+        return;
+    char *report = NULL, *err = NULL;
+    if (worktree_report(p.path, p.branch, p.base, &report, &err) != 0)
+        report = xasprintf("What it changed could not be read: %s.", err);
+    free(err);
     engine_lock(o);
     t = registry_find(&o->reg, task_id);
+    if (t && t->wt && t->run == p.run) {
+        free(t->wt->report);
+        t->wt->report = report;
+        t->wt->report_run = p.run;
+        registry_touch(&o->reg, t);
+        report = NULL;
+    }
+    engine_unlock(o);
+    free(report);
+    free(p.path), free(p.branch), free(p.base);
+}
+
+void isolate_let_go(engine *o, const char *task_id)
+{
+    engine_lock(o);
+    task *t = registry_find(&o->reg, task_id);
     bool idle = t && t->wt && t->wt->watched && !task_status_active(t->status);
     engine_unlock(o);
     char *path = idle ? folder_to_flip(o, task_id, true) : NULL;
-    if (path && hc_directory_watch(&o->api, path, false, NULL) == 0)
-        set_watched(o, task_id, false);
+    if (!path || hc_directory_watch(&o->api, path, false, NULL) != 0) {
+        free(path);
+        return;
+    }
     free(path);
+    engine_lock(o);
+    t = registry_find(&o->reg, task_id);
+    bool again = t && t->wt && task_status_active(t->status);
+    if (t && t->wt)
+        t->wt->watched = false;
+    engine_unlock(o);
+    /* Resumed meanwhile: its isolate_watch saw the folder still followed. */
+    if (again)
+        isolate_watch(o, task_id, NULL);
+}
+
+void isolate_settle(engine *o, const char *task_id)
+{
+    isolate_report(o, task_id);
+    isolate_let_go(o, task_id);
 }
 
 void isolate_release(engine *o, worktree_item *list, strbuf *out)

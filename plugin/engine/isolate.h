@@ -43,8 +43,17 @@ void isolate_describe(const worktree_made *m, strbuf *out);
  * negative errno with *err. */
 int isolate_watch(engine *o, const char *task_id, char **err);
 
-/* Task id's run has ended: read what it did in its worktree (once per run)
- * and have the host let go of the folder. [lock not held] */
+/* Task id's run has ended: read what it did in its worktree, once per run
+ * (git runs; the report is kept in the task). [lock not held] */
+void isolate_report(engine *o, const char *task_id);
+
+/* Task id's run has ended: the host lets go of its folder until a resume.
+ * A resume that came while the host was letting go has it followed again.
+ * Done after the notification's push: OpenCode disposes the folder's
+ * instance, which the parent need not wait for. [lock not held] */
+void isolate_let_go(engine *o, const char *task_id);
+
+/* isolate_report, then isolate_let_go. [lock not held] */
 void isolate_settle(engine *o, const char *task_id);
 
 /* Remove the worktrees of `list` (freed): the host lets go, the work is

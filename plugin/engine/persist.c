@@ -39,6 +39,21 @@ static void defer_log(engine *o, char level, const char *line)
     o->ps.log = all;
 }
 
+void persist_log_deferred(engine *o)
+{
+    ENGINE_ASSERT_LOCKED(o);
+    char *lines = o->ps.log;
+    o->ps.log = NULL;
+    if (!lines)
+        return;
+    engine_unlock(o);
+    char *save = NULL;
+    for (char *line = strtok_r(lines, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        hc_log(&o->api, line[0] == 'W' ? OCP_LOG_WARN : OCP_LOG_ERROR, "%s", line + 1);
+    free(lines);
+    engine_lock(o);
+}
+
 /* ---- texts out of memory -------------------------------------------------- */
 
 /* Needs nothing of t's texts in memory any more? Finished, nothing left

@@ -34,6 +34,10 @@ int persist_start(struct engine *o);
  * tasks are left for the next instance). [engine_stop, after the worker] */
 void persist_stop(struct engine *o);
 
+/* Log the lines the start left for the host's log (defer_log: the store's
+ * problems), once the worker runs. [lock held: let go while logging] */
+void persist_log_deferred(struct engine *o);
+
 /* Wait until every change recorded so far is committed (or the store
  * failed). [lock held; releases it while waiting: tasks may change or go] */
 void persist_sync(struct engine *o);

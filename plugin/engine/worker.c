@@ -320,15 +320,23 @@ static bool push_notice(engine *o, job *j)
 static void run_notify(engine *o, job *j)
 {
     task *t = registry_find(&o->reg, j->notice->task_id); /* an isolated one's worktree report goes in it */
-    if (t && t->wt && !j->notice->permission_request && !j->notice->text) {
+    bool settle = t && t->wt && !j->notice->permission_request && !j->notice->text;
+    char task_id[TASK_ID_SIZE];
+    memcpy(task_id, j->notice->task_id, sizeof task_id);
+    if (settle) {
         engine_unlock(o);
-        isolate_settle(o, j->notice->task_id);
+        isolate_report(o, task_id);
         engine_lock(o);
     }
     char *session = xstrdup(j->notice->parent_session);
     if (push_notice(o, j))
         engine_notice_settled(o, session);
     free(session);
+    if (settle) { /* after the push: the parent does not wait for the host's clean-up */
+        engine_unlock(o);
+        isolate_let_go(o, task_id);
+        engine_lock(o);
+    }
 }
 
 /* A task's run ended: what its session launched and still runs is
@@ -413,26 +421,11 @@ static void run_job(engine *o, job *j)
     job_free(j);
 }
 
-/* Lines the start left for the host's log (the store's problems). */
-static void log_deferred(engine *o)
-{
-    char *lines = o->ps.log;
-    o->ps.log = NULL;
-    if (!lines)
-        return;
-    engine_unlock(o);
-    char *save = NULL;
-    for (char *line = strtok_r(lines, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        hc_log(&o->api, line[0] == 'W' ? OCP_LOG_WARN : OCP_LOG_ERROR, "%s", line + 1);
-    free(lines);
-    engine_lock(o);
-}
-
 static void *worker_main(void *arg)
 {
     engine *o = arg;
     engine_lock(o);
-    log_deferred(o);
+    persist_log_deferred(o);
     while (!o->stopping) {
         int64_t now = mono_ms();
         jobs_take_due_retries(&o->q, now);
