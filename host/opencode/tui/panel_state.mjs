@@ -116,7 +116,6 @@ export function taskLine(t, now) {
 }
 
 // The same in two rows, for the narrow sidebar: status and description, then
-// agent or command, elapsed, tokens, cost.
 // agent or command, elapsed, tokens, cost. The sidebar leaves out an isolated
 // task's branch (its 40 columns would wrap it); the page and detail show it.
 export function taskRows(t, now) {
