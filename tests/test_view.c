@@ -81,6 +81,7 @@ static void test_running_waiting_stop(void)
     is_str(jstr(line, "status"), "running", "status running");
     is_str(jstr(line, "kind"), "agent", "kind agent");
     is_str(jstr(line, "agent"), "general", "its agent");
+    ok(!jget(line, "branch"), "not isolated: no branch");
     is_str(jstr(line, "description"), "alpha", "its description");
     ok(jstr(line, "session") && strncmp(jstr(line, "session"), "ses_", 4) == 0, "its own session, to open");
     ok(jnum(line, "started", 0) > 0 && !jget(line, "ended"), "started, not ended");

@@ -87,6 +87,35 @@ static int gone(sim_host *h, void *arg)
     return !t_exists(arg);
 }
 
+typedef struct view_want {
+    const char *session, *branch;
+} view_want;
+
+/* sim_wait predicate: the newest view of w->session has its newest task on
+ * branch w->branch. */
+static int view_branch_is(sim_host *h, void *arg)
+{
+    view_want *w = arg;
+    cJSON *view = t_parse(sim_view(h, w->session, -1));
+    const char *b = jstr(view, "tasks.0.branch");
+    int yes = b && strcmp(b, w->branch) == 0;
+    cJSON_Delete(view);
+    return yes;
+}
+
+/* The person's detail of task id (docs/panel.md), parsed; NULL on an error. */
+static cJSON *detail_of(sim_host *h, const char *id)
+{
+    char *out = NULL, req[128];
+    snprintf(req, sizeof req, "{\"action\":\"detail\",\"task_id\":\"%s\"}", id);
+    int rc = sim_ui_request(h, 0, req, &out);
+    if (rc != 0) {
+        free(out);
+        return NULL;
+    }
+    return t_parse(out);
+}
+
 static void launch_report_clear(void)
 {
     sim_host *h = t_host(store_opts);
@@ -120,6 +149,17 @@ static void launch_report_clear(void)
     like(n, "shared.txt | 2 ++\n", "the per-file stat");
     like(n, "Untracked:\n  fresh.txt\n", "the untracked file");
     free(n);
+    char branch[64];
+    snprintf(branch, sizeof branch, "ocbg/%s", id);
+    view_want vw = {parent, branch};
+    is_int(sim_wait(h, view_branch_is, &vw, tap_timeout_ms(DEADLINE)), 0, "the panel's view names its branch");
+    cJSON *d = detail_of(h, id);
+    is_str(jstr(d, "worktree.path"), wt, "the panel's detail gives its worktree");
+    is_str(jstr(d, "worktree.branch"), branch, "and its branch");
+    snprintf(want, sizeof want, "Branch: ocbg/%s (from ", id);
+    like(jstr(d, "worktree.report"), want, "and, the run over, the report");
+    like(jstr(d, "worktree.report"), "Untracked:\n  fresh.txt\n", "the report's untracked file");
+    cJSON_Delete(d);
     ok(sim_events_delivered(h, "session.idle") > 0, "the child's events reached the plugin (its folder followed)");
     is_int(wait_watched(h, wt, -1), 0, "the run over, the host let go of the folder");
     int pushed = call_index(h, "session_prompt", notice), let_go = call_index(h, "directory_watch", "\\\"watch\\\":0");
@@ -224,6 +264,10 @@ static void restart_keeps_it(void)
     is_int(sim_wait_calls(h, "directory_watch", NULL, 1, tap_timeout_ms(DEADLINE)), 0, "its folder is followed");
     is_int(child ? sim_wait(h, t_question_open, child, tap_timeout_ms(DEADLINE)) : -1, 0, "it waits on its question");
     char *q = child ? sim_permission_open(h, child) : NULL;
+    cJSON *d = detail_of(h, id);
+    is_str(jstr(d, "worktree.path"), wt, "a running isolated task's detail gives its worktree");
+    ok(jstr(d, "worktree.branch") && !jget(d, "worktree.report"), "and its branch, no report while it runs");
+    cJSON_Delete(d);
     t_reload(h, store_opts);
     is_int(wait_watched(h, wt, 1), 0, "after the restart, the new instance follows its folder again");
     sim_permission_reply(h, q, "once", NULL);

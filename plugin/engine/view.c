@@ -34,7 +34,8 @@ static void add_recent(cJSON *o, const task *t, unsigned max)
         cJSON_AddItemToObject(o, "recent", cJSON_CreateStringArray(names, (int)n));
 }
 
-/* What the task's kind adds: its agent, or its command and exit. */
+/* What the task's kind adds: its agent (and an isolated task's branch), or
+ * its command and exit. */
 static void add_kind(cJSON *o, const task *t)
 {
     if (t->type == TASK_SHELL) {
@@ -50,6 +51,8 @@ static void add_kind(cJSON *o, const task *t)
         cJSON_AddStringToObject(o, "agent", t->agent);
     if (t->session_id)
         cJSON_AddStringToObject(o, "session", t->session_id);
+    if (t->wt)
+        cJSON_AddStringToObject(o, "branch", t->wt->branch); /* isolated: the branch it works on */
 }
 
 /* t's line of a view (docs/panel.md). */

@@ -189,7 +189,8 @@ int op_user_stop(engine *o, const char *id, strbuf *out);
 /* Task id's detail for the UI, as JSON into out: id, status, and where they
  * apply answer, output (the last DETAIL_CHARS characters), exit, error,
  * waiting, recent, tools, tokens, cost (texts the store alone holds are read
- * back). [lock not held] 0; -ENOENT (out says so). */
+ * back), worktree (an isolated task's, with the report of its ended run, read
+ * now if nothing read it yet). [lock not held] 0; -ENOENT (out says so). */
 #define DETAIL_CHARS 2000
 int op_user_detail(engine *o, const char *id, strbuf *out);
 

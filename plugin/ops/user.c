@@ -85,7 +85,10 @@ static void add_texts(cJSON *d, const task *t)
 int op_user_detail(engine *o, const char *id, strbuf *out)
 {
     engine_lock(o);
-    task *t = registry_find(&o->reg, id);
+    /* An isolated task's report, read here if its notification job has not
+     * read it yet: the view saying it ended can reach the UI first, and the
+     * report's arrival changes no view to ask again on. */
+    task *t = op_worktree_settle(o, id);
     if (t)
         t = persist_texts(o, t); /* a finished task's texts may be in the store only */
     if (!t) {

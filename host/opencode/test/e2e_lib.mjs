@@ -2,6 +2,7 @@
 // `opencode serve`, its event stream, and the ways a scenario drives the
 // scripted model ("E2E <tool> <json args>") and waits for what follows.
 // (harness.mjs is the server-less adapter check; it runs on import.)
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -268,6 +269,24 @@ export function provideConfigDeps(dir, npmDir) {
     JSON.stringify({ lockfileVersion: 3, packages: { "": { dependencies: { "@opencode-ai/plugin": ver } } } }));
   const nm = path.join(dir, "node_modules");
   if (!fs.existsSync(nm)) fs.symlinkSync(path.join(npmDir, "node_modules"), nm);
+}
+
+// A git repository in dir with one commit (shared.txt, "base\n"), as
+// isolation "worktree" needs: git(...args) there, with an identity (an
+// isolated HOME has none). dir may already be a repository without commits
+// (then its branch keeps git's default name; one with a commit is kept as it
+// is); made otherwise, on branch main.
+export function gitRepoWithCommit(dir) {
+  const git = (...a) => spawnSync("git", ["-C", dir, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", ...a],
+    { encoding: "utf8" });
+  fs.mkdirSync(dir, { recursive: true });
+  git("init", "-q", "-b", "main");
+  fs.writeFileSync(path.join(dir, "shared.txt"), "base\n");
+  git("add", "shared.txt");
+  const made = git("commit", "-q", "-m", "init");
+  if (made.status !== 0 && git("rev-parse", "--verify", "-q", "HEAD").status !== 0)
+    throw new Error(`git commit in ${dir}: ${made.stderr}`);
+  return git;
 }
 
 // Sends `signal` to proc's process group and waits for proc to exit, with

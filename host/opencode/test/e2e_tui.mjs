@@ -22,8 +22,8 @@ import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake_model.mjs";
 import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
-  api, diag, fakeModelConfig, followEvents, freePort, idle, isolatedEnv, messages, ok, permissionAsked, provideConfigDeps,
-  replyPermission, sayTool, setBase, sleep, stopEvents, tap, textOf, toolEnded, waitFor, events
+  api, diag, fakeModelConfig, followEvents, freePort, gitRepoWithCommit, idle, isolatedEnv, messages, ok, permissionAsked,
+  provideConfigDeps, replyPermission, sayTool, setBase, sleep, stopEvents, tap, taskIds, textOf, toolEnded, waitFor, events
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -164,8 +164,12 @@ async function realOcbg(scanned) {
   stopEvents();
   if (fs.existsSync(path.join(PROJECT, ".opencode/plugin.off"))) fs.renameSync(path.join(PROJECT, ".opencode/plugin.off"), scanned);
   fs.rmSync(MARKER, { force: true });
+  // A commit, for isolation "worktree" (realIsolated); only shared.txt is tracked, so a worktree has no .opencode/.
+  const git = gitRepoWithCommit(PROJECT);
   const base = fakeModelConfig(fake.port);
-  const config = { ...base, permission: { ...base.permission, bash: { "*": "allow", "*e2e-ask*": "ask" } } };
+  // external_directory: the launch of an isolated task asks for its worktree, outside the project.
+  const config = { ...base, snapshot: false, permission: { ...base.permission, bash: { "*": "allow", "*e2e-ask*": "ask" },
+    external_directory: "allow" } };
   if (!ok(await startTui(HOME, CONFIG, PROJECT, config), "real: the TUI with ocbg's server part answers")) return;
   ok(await waitFor("the marker", () => fs.existsSync(MARKER) && fs.readFileSync(MARKER, "utf8") === "loaded\n", 60000, 100),
     "real: the panel loaded");
@@ -213,6 +217,51 @@ async function realOcbg(scanned) {
   const others = after.filter((r) => !JSON.stringify(r.body?.messages || []).includes("stopped by the user"));
   ok(others.length === 0, "real: the stop made no model request but the parent's notified turn", others.map((r) => r.decision));
   keepScreen("real-page");
+  keys("Escape");
+  await gone("real: esc: back from the page", "↑↓ select · enter detail");
+  await realIsolated(sid, git);
+}
+
+const reEscape = (s) => String(s).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+// A task the model launches with isolation "worktree": its page line names its
+// branch; its detail shows the branch, the worktree folder and, the run over,
+// what it did there (the report of its notification), on the real screen.
+async function realIsolated(sid, git) {
+  const since = await sayTool(sid, "background_task", { description: "Isolated real", agent: "general",
+    isolation: "worktree",
+    prompt: `CHILD call bash ${JSON.stringify({ command: "echo from-tui >> shared.txt", description: "child append" })}` });
+  const launched = await toolEnded(sid, "background_task", since, 60000);
+  const [id] = taskIds(launched?.output);
+  if (!ok(launched?.status === "completed" && id && /on new branch ocbg\//.test(launched.output),
+    "isolated: the model launched a task in a worktree", launched)) return;
+  const notice = await waitFor("its notification", async () => (await messages(sid))
+    .find((m) => m.info.role === "user" && textOf(m).includes(`Background task completed: ${id}`)), 60000);
+  ok(notice && textOf(notice).includes(`Branch: ocbg/${id} (from `), "isolated: it completed, its notification has the report",
+    notice && textOf(notice));
+  await idle(sid);
+  const data = path.join(HOME, ".local/share/opencode/ocbg");
+  const wt = (fs.existsSync(data) ? fs.readdirSync(data) : []).map((p) => path.join(data, p, "worktrees", id))
+    .find((d) => fs.existsSync(d));
+  ok(wt && fs.readFileSync(path.join(wt, "shared.txt"), "utf8") === "base\nfrom-tui\n" &&
+    git("status", "--porcelain", "--untracked-files=no").stdout === "", "isolated: it wrote in its worktree, not the checkout", wt);
+  type("/bgtasks");
+  await showsOk("isolated: /bgtasks is offered", ["/bgtasks"]);
+  keys("Enter");
+  await showsOk("isolated: the page line names its branch", [
+    new RegExp(`✓ done Isolated real · general · ocbg/${id} · \\d+s`)]);
+  for (let i = 0; i < 3; i++) keys("Up"); // the page kept the earlier selection; the newest is first
+  await showsOk("isolated: it is selected", [/› ✓ done Isolated real/]);
+  keys("Enter");
+  await showsOk("isolated: its detail shows its branch, worktree and, the run over, what it did there", [
+    new RegExp(`${id} · agent general · ✓ done · \\d+s Isolated real branch: ocbg/${id} worktree: ${reEscape(wt)} `),
+    new RegExp(`in its worktree: Branch: ocbg/${id} \\(from [0-9a-f]{8}\\), 0 commits: nothing committed ` +
+      "Uncommitted: 1 file changed, 1 insertion\\(\\+\\); 0 untracked files " +
+      "Changed since [0-9a-f]{8} \\(tracked files, committed or not\\): shared\\.txt \\| 1 \\+ " +
+      "1 file changed, 1 insertion\\(\\+\\) latest answer:")], flat, 20000);
+  keepScreen("real-isolated-detail");
+  keys("Escape");
+  await showsOk("isolated: esc: back to the list", ["↑↓ select · enter detail"]);
   keys("Escape");
 }
 

@@ -24,8 +24,8 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, fakeModelConfig, followEvents, freePort, isolatedEnv, messages, newSession, ok, provideConfigDeps,
-  say, secs, setBase, stopEvents, stopGroup, tap, taskIds, textOf, toolEnded, userMessage, waitFor
+  api, diag, fakeModelConfig, followEvents, freePort, gitRepoWithCommit, isolatedEnv, messages, newSession, ok,
+  provideConfigDeps, say, secs, setBase, stopEvents, stopGroup, tap, taskIds, textOf, toolEnded, userMessage, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -54,17 +54,12 @@ process.on("exit", () => {
   try { fs.rmSync(ROOT, { recursive: true, force: true }); } catch {}
 });
 
-const git = (...a) => spawnSync("git", ["-C", PROJECT, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", ...a],
-  { encoding: "utf8" });
+let git = null; // git(...args) in PROJECT, once made
 
 function makeWorld() {
   ok(spawnSync("git", ["-C", ROOT, "rev-parse", "--git-dir"], { stdio: "ignore" }).status !== 0,
     `the project's parent ${ROOT} is in no git repository`);
-  fs.mkdirSync(PROJECT, { recursive: true });
-  git("init", "-q", "-b", "main");
-  fs.writeFileSync(path.join(PROJECT, "shared.txt"), "base\n");
-  git("add", "shared.txt");
-  git("commit", "-q", "-m", "init");
+  git = gitRepoWithCommit(PROJECT);
   const dir = path.join(ROOT, "ocbg");
   fs.mkdirSync(dir, { recursive: true });
   for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"])

@@ -108,6 +108,42 @@ const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
     "detail of a pending task: its queue place");
 }
 
+// ---- an isolated task (isolation "worktree": docs/worktrees.md) ----
+{
+  const WT = "/home/u/.local/share/opencode/ocbg/p1/worktrees/bg_w1";
+  const iso = { ...agent, id: "bg_w1", branch: "ocbg/bg_w1" };
+  eq(taskLine(iso, T), "● running Fix the parser · general · ocbg/bg_w1 · 1m05s · 1.2k tok · $0.0042",
+    "an isolated task's page line names its branch");
+  eq(taskRows(iso, T), ["● running Fix the parser", "general · 1m05s · 1.2k tok · $0.0042"],
+    "the sidebar's rows leave the branch out");
+  eq(detailText(iso, null, T), "bg_w1 · agent general · ● running · 1m05s\nFix the parser\nbranch: ocbg/bg_w1\n" +
+    "usage: 1.2k tok · $0.0042 · 5 tool calls\nrecent tools: read, edit\n\n(loading…)",
+    "an isolated task's detail before the reply: its branch, from the view");
+  const running = { id: "bg_w1", status: "running", worktree: { path: WT, branch: "ocbg/bg_w1" } };
+  eq(detailText(iso, running, T), "bg_w1 · agent general · ● running · 1m05s\nFix the parser\nbranch: ocbg/bg_w1\n" +
+    `worktree: ${WT}\nusage: 1.2k tok · $0.0042 · 5 tool calls\nrecent tools: read, edit`,
+    "while it runs: its branch and folder, no report yet");
+  const report = "Branch: ocbg/bg_w1 (from 5e6f7a8b), 1 commit: 1 file changed, 1 insertion(+)\n" +
+    `Uncommitted in ${WT}: 1 file changed, 1 insertion(+); 1 untracked file\n` +
+    "Changed since 5e6f7a8b (tracked files, committed or not):\n   a.txt | 2 ++\n   b.txt | 1 +\n" +
+    "   2 files changed, 3 insertions(+)\nUntracked:\n  made.txt\n";
+  const ended = { ...iso, status: "completed", ended: T - 5000, recent: undefined };
+  eq(detailText(ended, { id: "bg_w1", status: "completed", answer: "Fixed.", tokens: 1234, cost: 0.0042,
+    worktree: { path: WT, branch: "ocbg/bg_w1", report } }, T),
+    "bg_w1 · agent general · ✓ done · 1m00s\nFix the parser\nbranch: ocbg/bg_w1\n" +
+    `worktree: ${WT}\nusage: 1.2k tok · $0.0042 · 5 tool calls\n\nin its worktree:\n` +
+    "Branch: ocbg/bg_w1 (from 5e6f7a8b), 1 commit: 1 file changed, 1 insertion(+)\n" +
+    "Uncommitted: 1 file changed, 1 insertion(+); 1 untracked file\n" +
+    "Changed since 5e6f7a8b (tracked files, committed or not):\n   a.txt | 2 ++\n   b.txt | 1 +\n" +
+    "   2 files changed, 3 insertions(+)\nUntracked:\n  made.txt\n\nlatest answer:\nFixed.",
+    "after the run: the report (commits, diffstat, uncommitted, untracked), the folder named once, then the answer");
+  eq(detailText(agent, { id: "bg_a1", status: "running", answer: "Found it." }, T),
+    "bg_a1 · agent general · ● running · 1m05s\nFix the parser\nusage: 1.2k tok · $0.0042 · 5 tool calls\n" +
+    "recent tools: read, edit\n\nlatest answer:\nFound it.", "a task not isolated: no branch, worktree or report");
+  eq(detailText(agent, { id: "bg_a1", status: "running", answer: "Found it.", worktree: "x" }, T),
+    detailText(agent, { id: "bg_a1", status: "running", answer: "Found it." }, T), "a malformed worktree is ignored");
+}
+
 // ---- the confirmation rule ----
 {
   const at = (ms, cost) => ({ ...agent, started: T - ms, cost });

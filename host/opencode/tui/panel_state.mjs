@@ -109,21 +109,27 @@ export function statusText(t) {
   return s;
 }
 
-// One line per task: status, description, agent or command, elapsed, tokens, cost.
+// One line per task (the page's): status, description, agent or command, an
+// isolated task's branch, elapsed, tokens, cost.
 export function taskLine(t, now) {
-  return taskRows(t, now).filter(Boolean).join(" · ");
+  return [taskRows(t, now)[0], ...metaParts(t, now, true)].join(" · ");
 }
 
 // The same in two rows, for the narrow sidebar: status and description, then
-// agent or command, elapsed, tokens, cost.
+// agent or command, elapsed, tokens, cost. The sidebar leaves out an isolated
+// task's branch (its 40 columns would wrap it); the page and detail show it.
 export function taskRows(t, now) {
+  return [`${statusText(t)} ${clip(t.description || t.id, 40)}`, metaParts(t, now, false).join(" · ")];
+}
+function metaParts(t, now, withBranch) {
   const meta = [];
   if (t.agent) meta.push(t.agent);
   else if (t.command) meta.push(clip(t.command, 30));
+  if (withBranch && typeof t.branch === "string" && t.branch) meta.push(t.branch);
   if (Number.isFinite(t.started)) meta.push(fmtElapsed(elapsedMs(t, now)));
   if (t.tokens > 0) meta.push(fmtTokens(t.tokens));
   if (t.cost > 0) meta.push(fmtCost(t.cost));
-  return [`${statusText(t)} ${clip(t.description || t.id, 40)}`, meta.join(" · ")];
+  return meta;
 }
 
 // "2 running · 1 pending · 1 waiting for you · 3 done · $0.42"; "" for no task.
@@ -161,6 +167,11 @@ export function detailText(t, detail, now) {
   out.push(head.join(" · "));
   if (t.description) out.push(t.description);
   if (d.waiting && isLive(d)) out.push(`${WAITING_MARK} waiting for you: ${d.waiting}`);
+  const wt = isObj(d.worktree) ? d.worktree : {};
+  const str = (x) => (typeof x === "string" && x ? x : null);
+  const branch = str(wt.branch) || str(t.branch), wtPath = str(wt.path), report = str(wt.report);
+  if (branch) out.push(`branch: ${branch}`);
+  if (wtPath) out.push(`worktree: ${wtPath}`);
   const use = [];
   if (d.tokens > 0) use.push(fmtTokens(d.tokens));
   if (d.cost > 0) use.push(fmtCost(d.cost));
@@ -170,6 +181,9 @@ export function detailText(t, detail, now) {
   if (Number.isFinite(d.exit)) out.push(`exit status: ${d.exit}`);
   if (d.stopped_by_user) out.push("stopped by you");
   if (d.error) out.push(`error: ${d.error}`);
+  // The report after a run (docs/worktrees.md), its folder named once, above.
+  if (report)
+    out.push("", "in its worktree:", (wtPath ? report.replace(`Uncommitted in ${wtPath}:`, "Uncommitted:") : report).trimEnd());
   if (typeof d.answer === "string" && d.answer) out.push("", "latest answer:", d.answer);
   if (typeof d.output === "string" && d.output) out.push("", "output (tail):", d.output);
   if (!detail) out.push("", "(loading…)");
