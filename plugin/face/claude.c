@@ -93,7 +93,8 @@ static void put_open_question(strbuf *out, const task *t)
     const char *what = task_permission_what(t);
     if (what)
         sb_printf(out,
-                  "\nIt is waiting for permission: %s\nThe user must answer the request in the task's session (%s); "
+                  "\nIt is waiting for permission: %s\nThe user must answer the host's permission request (asked in "
+                  "the task's session %s); "
                   "the task goes on when they do.",
                   what, t->session_id ? t->session_id : "");
 }

@@ -33,11 +33,12 @@ static void put_progress(strbuf *out, const task *t, int64_t now)
 
 char *format_permission_notice(const task *t)
 {
-    return xasprintf("[ocbg] Background task %s \"%s\" (agent: %s) is waiting for permission: %s\n"
-                     "The user must answer the request in the task's session (%s); the task goes on "
-                     "when they do. Status: background_output(task_id=\"%s\").",
-                     t->id, t->description ? t->description : "", t->agent ? t->agent : "", task_permission_what(t),
-                     t->session_id ? t->session_id : "", t->id);
+    return xasprintf(
+        "[ocbg] Background task %s \"%s\" (agent: %s) is waiting for permission: %s\n"
+        "The user must answer the host's permission request (asked in the task's session %s); the task goes on "
+        "when they do. Status: background_output(task_id=\"%s\").",
+        t->id, t->description ? t->description : "", t->agent ? t->agent : "", task_permission_what(t),
+        t->session_id ? t->session_id : "", t->id);
 }
 
 void format_count(char *out, size_t out_size, uint64_t n)
