@@ -17,10 +17,11 @@
 //                refused with OpenCode's deny rule named, and nothing is made
 //                (no folder, branch, child session or task); the same launch on
 //                the same session after a restart without that rule starts.
-//   parentDeleted an isolated task leaves a file uncommitted and completes; its
-//                launching session is deleted through the API: the folder goes,
-//                the file is committed on the branch, which stays; the checkout
-//                is untouched; OpenCode sets up no instance for the folder again.
+//   parentDeleted an isolated task leaves a file uncommitted, and completes or
+//                still runs; its launching session is deleted through the API:
+//                the run is stopped, the folder goes, the file is committed on
+//                the branch, which stays; the checkout is untouched; OpenCode
+//                sets up no instance for the folder again.
 //   restart      an isolated task cut short by a server restart: reconciled (it
 //                ends in error, "interrupted"), its worktree and branch kept and
 //                still named.
@@ -33,7 +34,7 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, events, fakeModelConfig, followEvents, freePort, isolatedEnv, messages, newSession, ok,
+  api, diag, events, fakeModelConfig, followEvents, freePort, idle, isolatedEnv, messages, newSession, ok,
   provideConfigDeps, say, secs, setBase, staysFalse, stopEvents, stopGroup, tap, taskIds, textOf, toolEnded,
   userMessage, waitFor
 } from "./e2e_lib.mjs";
@@ -102,7 +103,8 @@ async function startServer(externalDirectory = ALLOW) {
   const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy,
     60000, 250);
   if (healthy) followEvents();
-  diag(`opencode serve pid ${server.pid} (start ${starts}, log ${LOG}, external_directory ${JSON.stringify(externalDirectory)})`);
+  diag(`opencode serve pid ${server.pid} (start ${starts}, log ${LOG}, ` +
+    `external_directory ${JSON.stringify(externalDirectory)})`);
   return !!healthy;
 }
 
@@ -257,33 +259,58 @@ async function denied() {
   ok(await notification(sid, id2), "and completes");
 }
 
-// The launching session deleted (test_worktree.c's parent_deleted): the
-// task completed, leaving a file uncommitted; ocbg lets go of the folder,
-// commits the file to the task's branch and removes the folder. The branch stays.
+// The launching session deleted through OpenCode's API, once with its task
+// completed (as test_worktree.c's parent_deleted) and once with it still
+// running (its file written, its model's next answer held at a gate): ocbg
+// stops the run, lets go of the folder, commits what the task left
+// uncommitted to its branch and removes the folder. The branch stays.
 async function parentDeleted() {
-  const sid = await newSession("deleted parent");
-  const leave = `CHILD call bash ${JSON.stringify({ command: "echo left > left.txt", description: "leave a file" })}`;
-  const [id] = taskIds(await launch(sid, { description: "orphan", prompt: leave, isolation: "worktree" }));
-  ok(id, `an isolated task launched (${id})`);
-  const n = await notification(sid, id);
-  ok(n?.includes("Untracked:\n  left.txt"), "it completed, leaving left.txt uncommitted", n);
+  for (const running of [false, true]) await deletedCase(running);
+}
+
+async function deletedCase(running) {
+  const tag = running ? "running" : "completed", file = `left-${tag}.txt`, gate = `deleted-${tag}`;
+  const sid = await newSession(`deleted parent, ${tag}`);
+  const bash = `bash ${JSON.stringify({ command: `echo ${tag} > ${file}`, description: "leave a file" })}`;
+  const prompt = running ? `CHILD callgate ${gate} ${bash}` : `CHILD call ${bash}`;
+  const [id] = taskIds(await launch(sid, { description: `orphan ${tag}`, prompt, isolation: "worktree" }));
+  ok(id, `${tag}: an isolated task launched (${id})`);
+  let held = null;
+  if (running) {
+    held = await waitFor("the child's model request after its bash call",
+      () => fake.requests.find((r) => r.decision?.gate === gate), 30000);
+    ok(held && !held.closed, `${tag}: it wrote ${file} and waits for its model's answer`);
+  } else {
+    const n = await notification(sid, id);
+    ok(n?.includes(`Untracked:\n  ${file}`), `${tag}: it completed, leaving ${file} uncommitted`, n);
+  }
   const root = wtRoot(), wt = path.join(root || "/nonexistent", id);
-  ok(fs.existsSync(path.join(wt, "left.txt")), "the file is in its worktree");
+  ok(fs.readFileSync(path.join(wt, file), "utf8") === `${tag}\n`, `${tag}: the file is in its worktree`);
+  // The parent's own turn (its answer to the notification) ended first:
+  // deleting a busy session makes OpenCode fail to store that turn.
+  await idle(sid, 30000);
   const del = await api("DELETE", `/session/${sid}`);
-  ok(del.status === 200, "DELETE /session/<parent>", del.status);
+  ok(del.status === 200, `${tag}: DELETE /session/<parent>`, del.status);
+  if (running)
+    ok(await waitFor("the child's model stream closed", () => held?.closed, 15000),
+      `${tag}: its run is stopped (its model stream closed)`);
   ok(await waitFor("the worktree folder removed", () => !fs.existsSync(wt), 30000),
-    "the launching session deleted: the worktree folder is removed");
-  ok(hasBranch(id), "its branch stays");
-  ok(git("log", "-1", "--format=%s", `ocbg/${id}`).stdout === `ocbg: uncommitted work of background task ${id}\n`,
-    "its tip is ocbg's commit of the work left uncommitted", git("log", "-1", "--format=%s", `ocbg/${id}`).stdout);
-  const shown = git("show", `ocbg/${id}:left.txt`);
-  ok(shown.status === 0 && shown.stdout === "left\n", "the branch's tip holds the child's file", shown.stdout);
-  ok(!fs.existsSync(path.join(PROJECT, "left.txt")) && git("status", "--porcelain").stdout === "" &&
-    fs.readFileSync(path.join(PROJECT, "shared.txt"), "utf8") === "base\n", "the main checkout is untouched",
-    git("status", "--porcelain").stdout);
-  ok(!git("worktree", "list", "--porcelain").stdout.includes(wt), "git no longer lists the worktree");
-  ok(await instanceOnlyForItsRun([wt]), "OpenCode set up the folder's instance once, never again after its removal",
-    instancesFor(wt));
+    `${tag}: the launching session deleted, the worktree folder is removed`);
+  ok(hasBranch(id), `${tag}: its branch stays`);
+  const subject = git("log", "-1", "--format=%s", `ocbg/${id}`).stdout;
+  ok(subject === `ocbg: uncommitted work of background task ${id}\n`,
+    `${tag}: its tip is ocbg's commit of the work left uncommitted`, subject);
+  const shown = git("show", `ocbg/${id}:${file}`);
+  ok(shown.status === 0 && shown.stdout === `${tag}\n`, `${tag}: the branch's tip holds the child's file`,
+    shown.stdout);
+  const status = git("status", "--porcelain").stdout;
+  ok(!fs.existsSync(path.join(PROJECT, file)) && status === "" &&
+    fs.readFileSync(path.join(PROJECT, "shared.txt"), "utf8") === "base\n", `${tag}: the main checkout is untouched`,
+    status);
+  ok(!git("worktree", "list", "--porcelain").stdout.includes(wt), `${tag}: git no longer lists the worktree`);
+  ok(await instanceOnlyForItsRun([wt]), `${tag}: OpenCode set up the folder's instance once, never again after its ` +
+    "removal", instancesFor(wt));
+  if (running) fake.openGate(gate);
 }
 
 async function restart() {
