@@ -34,7 +34,7 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, events, fakeModelConfig, followEvents, freePort, idle, isolatedEnv, messages, newSession, ok,
+  api, diag, events, fakeModelConfig, followEvents, freePort, isIdle, isolatedEnv, messages, newSession, ok,
   provideConfigDeps, say, secs, setBase, staysFalse, stopEvents, stopGroup, tap, taskIds, textOf, toolEnded,
   userMessage, waitFor
 } from "./e2e_lib.mjs";
@@ -286,9 +286,13 @@ async function deletedCase(running) {
   }
   const root = wtRoot(), wt = path.join(root || "/nonexistent", id);
   ok(fs.readFileSync(path.join(wt, file), "utf8") === `${tag}\n`, `${tag}: the file is in its worktree`);
-  // The parent's own turn (its answer to the notification) ended first:
-  // deleting a busy session makes OpenCode fail to store that turn.
-  await idle(sid, 30000);
+  // The parent's own turn (for a completed task, its answer to the
+  // notification) ended first: deleting a busy session makes OpenCode fail to
+  // store that turn.
+  await waitFor("the parent's last turn stored and idle", async () => {
+    const last = (await messages(sid)).at(-1);
+    return last?.info.role === "assistant" && last.info.time.completed && await isIdle(sid);
+  }, 30000);
   const del = await api("DELETE", `/session/${sid}`);
   ok(del.status === 200, `${tag}: DELETE /session/<parent>`, del.status);
   if (running)
