@@ -4,6 +4,11 @@
 // OpenCode also loads a second copy of it for each worktree's folder, as it
 // would for a user with ocbg installed globally); the fake model scripts the
 // sub-agents (fake_model.mjs: "CHILD call bash {...}", "CHILD gate X").
+//   denied       on a server whose permission config denies external_directory
+//                for ocbg's data folder (the only change): an isolated launch is
+//                refused with OpenCode's deny rule named, and nothing is made
+//                (no folder, branch, child session or task); the same launch on
+//                the same session after a restart without that rule starts.
 //   twoWriters   two isolated tasks append to the same file, each in its own
 //                worktree: the checkout is untouched, each notification names
 //                its branch and diffstat, background_output shows it, and
@@ -12,11 +17,6 @@
 //                instance for a removed folder again.
 //   latency      the wake after a task's answer, isolated and not (printed, not
 //                asserted: timing belongs to benchmarks).
-//   denied       on a server whose permission config denies external_directory
-//                for ocbg's data folder (the only change): an isolated launch is
-//                refused with OpenCode's deny rule named, and nothing is made
-//                (no folder, branch, child session or task); the same launch on
-//                the same session after a restart without that rule starts.
 //   parentDeleted an isolated task leaves a file uncommitted, and completes or
 //                still runs; its launching session is deleted through the API:
 //                the run is stopped, the folder goes, the file is committed on
@@ -114,24 +114,19 @@ async function restartServer(externalDirectory) {
   return startServer(externalDirectory);
 }
 
-// Launches one background task from session sid: the tool part's state once
-// the call ended (null at the deadline).
-async function launchState(sid, args) {
-  const since = (await messages(sid)).length;
-  await say(sid, `E2E background_task ${JSON.stringify({ agent: "general", ...args })}`);
-  return toolEnded(sid, "background_task", since, 60000);
-}
-// Its launch answer (the tool part's output, or its error).
-async function launch(sid, args) {
-  const state = await launchState(sid, args);
-  return state?.output || state?.error || "";
-}
-
-// Calls ocbg's tool from session sid: the tool part's state once it ended.
+// Has the model of session sid call ocbg's tool `name` with args: the tool
+// part's state once the call ended (null at the deadline).
 async function tool(sid, name, args, timeoutMs = 30000) {
   const since = (await messages(sid)).length;
   await say(sid, `E2E ${name}${args !== undefined ? " " + JSON.stringify(args) : ""}`);
   return toolEnded(sid, name, since, timeoutMs);
+}
+// Launches one background task from session sid: the state of the call.
+const launchState = (sid, args) => tool(sid, "background_task", { agent: "general", ...args }, 60000);
+// Its launch answer (the tool part's output, or its error).
+async function launch(sid, args) {
+  const state = await launchState(sid, args);
+  return state?.output || state?.error || "";
 }
 
 // The notification of task id in session sid (its text); null at the deadline.
