@@ -4,6 +4,11 @@
 // OpenCode also loads a second copy of it for each worktree's folder, as it
 // would for a user with ocbg installed globally); the fake model scripts the
 // sub-agents (fake_model.mjs: "CHILD call bash {...}", "CHILD gate X").
+//   denied       on a server whose permission config denies external_directory
+//                for ocbg's data folder (the only change): an isolated launch is
+//                refused with OpenCode's deny rule named, and nothing is made
+//                (no folder, branch, child session or task); the same launch on
+//                the same session after a restart without that rule starts.
 //   twoWriters   two isolated tasks append to the same file, each in its own
 //                worktree: the checkout is untouched, each notification names
 //                its branch and diffstat, background_output shows it, and
@@ -12,6 +17,11 @@
 //                instance for a removed folder again.
 //   latency      the wake after a task's answer, isolated and not (printed, not
 //                asserted: timing belongs to benchmarks).
+//   parentDeleted an isolated task leaves a file uncommitted, and completes or
+//                still runs; its launching session is deleted through the API:
+//                the run is stopped, the folder goes, the file is committed on
+//                the branch, which stays; the checkout is untouched; OpenCode
+//                sets up no instance for the folder again.
 //   restart      an isolated task cut short by a server restart: reconciled (it
 //                ends in error, "interrupted"), its worktree and branch kept and
 //                still named.
@@ -24,8 +34,9 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, fakeModelConfig, followEvents, freePort, gitRepoWithCommit, isolatedEnv, messages, newSession, ok,
-  provideConfigDeps, say, secs, setBase, stopEvents, stopGroup, tap, taskIds, textOf, toolEnded, userMessage, waitFor
+  api, diag, events, fakeModelConfig, followEvents, freePort, gitRepoWithCommit, isIdle, isolatedEnv, messages,
+  newSession, ok, provideConfigDeps, say, secs, setBase, staysFalse, stopEvents, stopGroup, tap, taskIds, textOf,
+  toolEnded, userMessage, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -41,7 +52,12 @@ const ROOT = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), "ocbg-worktr
 const PROJECT = path.join(ROOT, "project"), HOME = path.join(ROOT, "home");
 const CONFIG = path.join(HOME, ".config");
 const LOG = path.join(WORK, "opencode-worktree.log");
-let server = null, fake = null, serverEnv = null, starts = 0;
+// ocbg's data folders (one per project) in OpenCode's data directory.
+const DATA = path.join(HOME, ".local/share/opencode/ocbg");
+// OpenCode's external_directory rules: every folder allowed, or every one
+// but those under ocbg's data folders, where the worktrees are made.
+const ALLOW = "allow", DENY_WORKTREES = { "*": "allow", [`${DATA}/*`]: "deny" };
+let server = null, fake = null, serverConfig = null, starts = 0;
 
 async function stopAll() {
   stopEvents();
@@ -66,31 +82,45 @@ function makeWorld() {
     fs.copyFileSync(path.join(OCBG_DIR, f), path.join(dir, f));
   fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
   provideConfigDeps(path.join(CONFIG, "opencode"), NPM_DIR);
-  const cfg = { ...fakeModelConfig(fake.port), snapshot: false, plugin: [[path.join(dir, "ocbg.js"), {}]] };
-  cfg.permission = { ...cfg.permission, external_directory: "allow" };
-  serverEnv = isolatedEnv(HOME, CONFIG, cfg);
+  serverConfig = { ...fakeModelConfig(fake.port), snapshot: false, plugin: [[path.join(dir, "ocbg.js"), {}]] };
 }
 
-async function startServer() {
+// Starts `opencode serve` in the project, its permission config's
+// external_directory rule set to externalDirectory (nothing else differs).
+async function startServer(externalDirectory = ALLOW) {
+  const cfg = { ...serverConfig, permission: { ...serverConfig.permission, external_directory: externalDirectory } };
   const port = await freePort();
   setBase(`http://127.0.0.1:${port}`);
   const log = fs.openSync(LOG, starts++ === 0 ? "w" : "a");
   server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "INFO"],
-    { cwd: PROJECT, env: serverEnv, detached: true, stdio: ["ignore", log, log] });
+    { cwd: PROJECT, env: isolatedEnv(HOME, CONFIG, cfg), detached: true, stdio: ["ignore", log, log] });
   fs.closeSync(log);
   const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy,
     60000, 250);
   if (healthy) followEvents();
-  diag(`opencode serve pid ${server.pid} (start ${starts}, log ${LOG})`);
+  diag(`opencode serve pid ${server.pid} (start ${starts}, log ${LOG}, ` +
+    `external_directory ${JSON.stringify(externalDirectory)})`);
   return !!healthy;
 }
 
-// Launches one background task from session sid and returns its launch
-// answer (the tool part's output), once the call ended.
-async function launch(sid, args) {
+async function restartServer(externalDirectory) {
+  await stopGroup(server, "SIGTERM", 15000);
+  stopEvents();
+  return startServer(externalDirectory);
+}
+
+// Has the model of session sid call ocbg's tool `name` with args: the tool
+// part's state once the call ended (null at the deadline).
+async function tool(sid, name, args, timeoutMs = 30000) {
   const since = (await messages(sid)).length;
-  await say(sid, `E2E background_task ${JSON.stringify({ agent: "general", ...args })}`);
-  const state = await toolEnded(sid, "background_task", since, 60000);
+  await say(sid, `E2E ${name}${args !== undefined ? " " + JSON.stringify(args) : ""}`);
+  return toolEnded(sid, name, since, timeoutMs);
+}
+// Launches one background task from session sid: the state of the call.
+const launchState = (sid, args) => tool(sid, "background_task", { agent: "general", ...args }, 60000);
+// Its launch answer (the tool part's output, or its error).
+async function launch(sid, args) {
+  const state = await launchState(sid, args);
   return state?.output || state?.error || "";
 }
 
@@ -108,6 +138,12 @@ const wtRoot = () => {
 // OpenCode's log lines that set up an instance for directory dir.
 const instancesFor = (dir) =>
   fs.readFileSync(LOG, "utf8").split("\n").filter((l) => l.includes("creating instance") && l.includes(dir)).length;
+// Whether OpenCode set up each removed worktree folder's instance once (for
+// its task's run), never again: a request about a removed folder would set up
+// a bogus instance there. Stray requests are given 1.5 s to come.
+const instanceOnlyForItsRun = async (dirs) =>
+  await staysFalse(() => dirs.some((d) => instancesFor(d) > 1), 1500) && dirs.every((d) => instancesFor(d) === 1);
+const hasBranch = (id) => git("rev-parse", "--verify", "-q", `refs/heads/ocbg/${id}`).status === 0;
 
 async function twoWriters() {
   const sid = await newSession("writers");
@@ -135,14 +171,10 @@ async function twoWriters() {
     const text = root ? fs.readFileSync(path.join(root, id, "shared.txt"), "utf8") : "";
     ok(text === `base\nfrom ${who}\n`, `${who}'s worktree holds its own edit`, JSON.stringify(text));
   }
-  const child = (await messages(sid)).length;
-  await say(sid, `E2E background_output ${JSON.stringify({ task_id: idA })}`);
-  const out = await toolEnded(sid, "background_output", child, 30000);
+  const out = await tool(sid, "background_output", { task_id: idA });
   ok(out?.output?.includes(`Worktree: ${root}/${idA} (branch ocbg/${idA};`), "background_output names the worktree",
     out?.output);
-  const before = (await messages(sid)).length;
-  await say(sid, "E2E background_clear");
-  const cleared = await toolEnded(sid, "background_clear", before, 60000);
+  const cleared = await tool(sid, "background_clear", undefined, 60000);
   const c = cleared?.output || "";
   for (const [id, who] of [[idA, "A"], [idB, "B"]]) {
     ok(c.includes(`- ${id}: its worktree was removed; its work is on branch ocbg/${id} (what it left uncommitted was ` +
@@ -151,10 +183,7 @@ async function twoWriters() {
     const shown = git("show", `ocbg/${id}:shared.txt`).stdout;
     ok(shown === `base\nfrom ${who}\n`, `${who}'s branch is kept, with its edit committed`, shown);
   }
-  // A request about a removed folder would set up a bogus instance there.
-  const t0 = Date.now();
-  await waitFor("a moment for stray requests", async () => Date.now() - t0 > 1500, 3000, 500);
-  ok(instancesFor(`${root}/${idA}`) <= 1 && instancesFor(`${root}/${idB}`) <= 1,
+  ok(await instanceOnlyForItsRun([`${root}/${idA}`, `${root}/${idB}`]),
     "OpenCode set up each worktree's instance once, never again after its removal");
 }
 
@@ -177,30 +206,129 @@ async function latency() {
   console.log(`# worktree_wake_ms: ${res.worktree} ms (same path, not isolated: ${res.none} ms)`);
 }
 
+// On a server whose only change is a deny rule for ocbg's data folders
+// (DENY_WORKTREES): OpenCode's permission machinery refuses the folder at
+// once (no question asked), ocbg answers with the rule OpenCode named, and
+// makes nothing. Then the same launch, on a server without the rule, starts.
+async function denied() {
+  const sid = await newSession("denied");
+  const from = events.length;
+  const args = { description: "refused", prompt: "CHILD fast refused", isolation: "worktree" };
+  const st = await launchState(sid, args);
+  const [id] = taskIds(st?.error);
+  // OpenCode's project id (the repository's first commit), which names ocbg's data folder.
+  const project = fs.readFileSync(path.join(PROJECT, ".git/opencode"), "utf8").trim();
+  const root = path.join(DATA, project, "worktrees");
+  ok(st?.status === "error" && id, "the isolated launch is refused: the tool call ends in error", st);
+  ok(st?.error === `Permission denied: making the task's git worktree in ${root}/${id}, outside the project ` +
+    `(permission "external_directory"): OpenCode's permission rules deny it (external_directory "${DATA}/*": ` +
+    "deny). No task was started.", "its text names OpenCode's deny rule and says no task was started", st?.error);
+  const seen = events.slice(from);
+  ok(seen.some((e) => e.type === "message.part.updated" && e.properties.part?.tool === "background_task" &&
+    e.properties.part.state?.status === "error") && !seen.some((e) => e.type === "permission.asked"),
+    "OpenCode asked nobody (its event stream has the refused call, no permission.asked): its rule refused");
+  const made = fs.existsSync(root) ? fs.readdirSync(root) : [];
+  ok(made.length === 0, "no folder under the data folder's worktrees/", made);
+  ok(git("branch", "--list", "ocbg/*").stdout === "", "no ocbg/* branch in the repository",
+    git("branch", "--list", "ocbg/*").stdout);
+  ok(git("worktree", "list", "--porcelain").stdout.split("\n").filter((l) => l.startsWith("worktree ")).length === 1,
+    "git knows no worktree but the checkout", git("worktree", "list").stdout);
+  const kids = (await api("GET", `/session/${sid}/children`)).json;
+  ok(Array.isArray(kids) && kids.length === 0, "no child session", kids);
+  const list = await tool(sid, "background_list");
+  ok(list?.output === "No background tasks found", "background_list lists no task", list);
+  const out = await tool(sid, "background_output", { task_id: id });
+  ok(out?.status === "error" && out.error === `Task not found: ${id}. Use background_list to see available tasks.`,
+    "background_output knows no such task", out);
+  // The same launch from the same session, the deny rule the only change.
+  ok(await restartServer(ALLOW), "the server started again without the deny rule");
+  const again = await launch(sid, args);
+  const [id2] = taskIds(again);
+  ok(id2 && again.includes(`Worktree: ${root}/${id2}, on new branch ocbg/${id2} from `),
+    "without the rule, the same launch starts in its worktree", again);
+  ok(await notification(sid, id2), "and completes");
+}
+
+// The launching session deleted through OpenCode's API, once with its task
+// completed (as test_worktree.c's parent_deleted) and once with it still
+// running (its file written, its model's next answer held at a gate): ocbg
+// stops the run, lets go of the folder, commits what the task left
+// uncommitted to its branch and removes the folder. The branch stays.
+async function parentDeleted() {
+  for (const running of [false, true]) await deletedCase(running);
+}
+
+async function deletedCase(running) {
+  const tag = running ? "running" : "completed", file = `left-${tag}.txt`, gate = `deleted-${tag}`;
+  const sid = await newSession(`deleted parent, ${tag}`);
+  const bash = `bash ${JSON.stringify({ command: `echo ${tag} > ${file}`, description: "leave a file" })}`;
+  const prompt = running ? `CHILD callgate ${gate} ${bash}` : `CHILD call ${bash}`;
+  const [id] = taskIds(await launch(sid, { description: `orphan ${tag}`, prompt, isolation: "worktree" }));
+  ok(id, `${tag}: an isolated task launched (${id})`);
+  let held = null;
+  if (running) {
+    held = await waitFor("the child's model request after its bash call",
+      () => fake.requests.find((r) => r.decision?.gate === gate), 30000);
+    ok(held && !held.closed, `${tag}: it wrote ${file} and waits for its model's answer`);
+  } else {
+    const n = await notification(sid, id);
+    ok(n?.includes(`Untracked:\n  ${file}`), `${tag}: it completed, leaving ${file} uncommitted`, n);
+  }
+  const root = wtRoot(), wt = path.join(root || "/nonexistent", id);
+  ok(fs.readFileSync(path.join(wt, file), "utf8") === `${tag}\n`, `${tag}: the file is in its worktree`);
+  // The parent's own turn (for a completed task, its answer to the
+  // notification) ended first: deleting a busy session makes OpenCode fail to
+  // store that turn.
+  await waitFor("the parent's last turn stored and idle", async () => {
+    const last = (await messages(sid)).at(-1);
+    return last?.info.role === "assistant" && last.info.time.completed && await isIdle(sid);
+  }, 30000);
+  const del = await api("DELETE", `/session/${sid}`);
+  ok(del.status === 200, `${tag}: DELETE /session/<parent>`, del.status);
+  if (running)
+    ok(await waitFor("the child's model stream closed", () => held?.closed, 15000),
+      `${tag}: its run is stopped (its model stream closed)`);
+  ok(await waitFor("the worktree folder removed", () => !fs.existsSync(wt), 30000),
+    `${tag}: the launching session deleted, the worktree folder is removed`);
+  ok(hasBranch(id), `${tag}: its branch stays`);
+  const subject = git("log", "-1", "--format=%s", `ocbg/${id}`).stdout;
+  ok(subject === `ocbg: uncommitted work of background task ${id}\n`,
+    `${tag}: its tip is ocbg's commit of the work left uncommitted`, subject);
+  const shown = git("show", `ocbg/${id}:${file}`);
+  ok(shown.status === 0 && shown.stdout === `${tag}\n`, `${tag}: the branch's tip holds the child's file`,
+    shown.stdout);
+  const status = git("status", "--porcelain").stdout;
+  ok(!fs.existsSync(path.join(PROJECT, file)) && status === "" &&
+    fs.readFileSync(path.join(PROJECT, "shared.txt"), "utf8") === "base\n", `${tag}: the main checkout is untouched`,
+    status);
+  ok(!git("worktree", "list", "--porcelain").stdout.includes(wt), `${tag}: git no longer lists the worktree`);
+  ok(await instanceOnlyForItsRun([wt]), `${tag}: OpenCode set up the folder's instance once, never again after its ` +
+    "removal", instancesFor(wt));
+  if (running) fake.openGate(gate);
+}
+
 async function restart() {
   const sid = await newSession("restart");
   const out = await launch(sid, { description: "held", prompt: "CHILD gate held-r", isolation: "worktree" });
   const [id] = taskIds(out);
   ok(id, `an isolated task is running (${id})`);
   await waitFor("the child's model request", () => fake.requests.some((r) => r.decision?.gate === "held-r"), 30000);
-  await stopGroup(server, "SIGTERM", 15000);
-  stopEvents();
-  ok(await startServer(), "the server started again");
+  ok(await restartServer(), "the server started again");
   const root = wtRoot();
   const m = await userMessage(sid, `Background task failed: ${id}`, 60000);
   ok(m && /interrupted/.test(textOf(m.msg)), "the task was reconciled: it failed, interrupted by the restart",
     m && textOf(m.msg));
   ok(m && textOf(m.msg).includes(`Worktree: ${root}/${id} (branch ocbg/${id};`), "its notification names its worktree");
   ok(root && fs.existsSync(path.join(root, id, "shared.txt")), "its worktree is kept");
-  ok(git("rev-parse", "--verify", "-q", `refs/heads/ocbg/${id}`).status === 0, "and its branch");
+  ok(hasBranch(id), "and its branch");
   fake.openGate("held-r");
 }
 
 async function main() {
   fake = await startFakeModel();
   makeWorld();
-  if (!(await startServer())) { ok(false, "opencode serve became healthy"); return; }
-  for (const f of [twoWriters, latency, restart]) {
+  if (!(await startServer(DENY_WORKTREES))) { ok(false, "opencode serve became healthy"); return; }
+  for (const f of [denied, twoWriters, latency, parentDeleted, restart]) {
     diag(`---- ${f.name} (${secs()}s)`);
     try { await f(); } catch (e) { ok(false, `${f.name} threw`, e.stack); }
   }
