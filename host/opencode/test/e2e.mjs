@@ -455,14 +455,15 @@ async function launchAndNotify() {
   ok(list?.status === "completed" && ids.every((id) => list.output.includes(id)) && /completed/i.test(list.output),
     "background_list shows both tasks completed", list);
 
-  // The durable store: ocbg.db in OpenCode's data dir, per project, holding both tasks
-  // (their rows are in the file or its write-ahead log).
+  // The durable store: ocbg.db in OpenCode's data dir, in the folder of the parent session's project (other
+  // projects have theirs: the stub part's sessions in other folders), holding both tasks (their rows are in
+  // the file or its write-ahead log).
   const storeRoot = path.join(HOME, ".local/share/opencode/ocbg");
-  const projects = fs.existsSync(storeRoot) ? fs.readdirSync(storeRoot) : [];
-  const db = projects.map((p) => path.join(storeRoot, p, "ocbg.db")).find((f) => fs.existsSync(f));
+  const projectID = (await api("GET", `/session/${parent}`)).json?.projectID;
+  const db = projectID && path.join(storeRoot, projectID, "ocbg.db");
   const bytes = db ? [db, db + "-wal"].filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f).toString("latin1")).join("") : "";
   ok(db && ids.every((id) => bytes.includes(id)), "the tasks are in the store, <data>/opencode/ocbg/<project id>/ocbg.db",
-    { projects, db });
+    { projectID, projects: fs.existsSync(storeRoot) ? fs.readdirSync(storeRoot) : [] });
 }
 
 // background_cancel of a slow task aborts its session.
