@@ -327,6 +327,39 @@ static void chaos_each_task_ends_once(void)
     sim_destroy(h);
 }
 
+/* A stop during a completion check that an idle asked to repeat: the check
+ * returns while the abort is still in flight, then the abort ends the task.
+ * It ends cancelled, quietly (the model stopped it), and the check's
+ * repeat request does not outlive the check. */
+static void stopped_during_a_repeated_check(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_event_faults(h, 5, 1.0, 0, 0, "message.part.updated"); /* the check must read the messages */
+    t_started read = {"session_messages", sim_calls_started(h, "session_messages") + 1};
+    sim_slow(h, "session_messages", tap_timeout_ms(1000));
+    sim_slow(h, "session_abort", tap_timeout_ms(3000));
+    char *id = t_launch_script(h, parent, "stopped mid-check", "{\"steps\":[{\"reply\":\"too late\"}]}");
+    is_int(sim_wait(h, t_calls_started, &read, tap_timeout_ms(5000)), 0, "the completion check is reading");
+    char *child = t_task_session(h, 0);
+    char ev[256];
+    snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"%s\"}}", child);
+    sim_emit(h, ev);
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "an idle came during the check");
+    char *out = t_cancel(h, parent, id); /* returns after the slow abort, the check long over */
+    is_int(t_rc, 0, "the stop succeeds");
+    free(out);
+    sim_slow(h, "session_messages", 0);
+    sim_slow(h, "session_abort", 0);
+    is_int(t_wait_status(h, parent, id, "cancelled", 5000), 0, "the task ends cancelled");
+    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    is_int(count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notice for a task the model stopped");
+    free(child);
+    free(id);
+    free(parent);
+    sim_destroy(h);
+}
+
 int main(void)
 {
     completes_by_idle_event();
@@ -335,6 +368,7 @@ int main(void)
     reads_the_answer_when_its_part_events_are_lost();
     completes_by_the_turn_ending_answer();
     duplicated_events_complete_once();
+    stopped_during_a_repeated_check();
     session_error_ends_in_error();
     task_session_deleted();
     parent_session_deleted();

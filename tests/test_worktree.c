@@ -326,18 +326,6 @@ static void parent_deleted(void)
     sim_destroy(h);
 }
 
-/* Have n calls of fn entered the host (counted before a sim_slow delay)? */
-typedef struct started_arg {
-    const char *fn;
-    size_t n;
-} started_arg;
-
-static int calls_started(sim_host *h, void *arg)
-{
-    started_arg *a = arg;
-    return sim_calls_started(h, a->fn) >= a->n;
-}
-
 /* The launching session deleted just as the host stops, while the worker is
  * inside a slow call: the release it had not reached is done by the stop
  * (the task is gone from the store: a folder left would be found by
@@ -358,8 +346,8 @@ static void parent_deleted_at_stop(void)
     sim_slow(h, "session_prompt", tap_timeout_ms(3000));
     size_t before = sim_calls_started(h, "session_prompt");
     free(t_launch(h, other, "slow push", "slow push", "general"));
-    started_arg push = {"session_prompt", before + 2}; /* the child's prompt, then the notification's push */
-    int in_push = sim_wait(h, calls_started, &push, tap_timeout_ms(DEADLINE)) == 0;
+    t_started push = {"session_prompt", before + 2}; /* the child's prompt, then the notification's push */
+    int in_push = sim_wait(h, t_calls_started, &push, tap_timeout_ms(DEADLINE)) == 0;
     ok(in_push, "the worker is inside the other task's slow notification push");
     sim_session_delete(h, parent);
     is_int(sim_events_flush(h, tap_timeout_ms(DEADLINE)), 0, "the deletion reached ocbg");
@@ -391,8 +379,8 @@ static void resumed_while_let_go(void)
     free(out);
     char *wt = wt_of(id);
     is_int(t_wait_messages_with(h, parent, "first Q", 1, DEADLINE), 0, "the first run's notification arrives");
-    started_arg let_go = {"directory_watch", 2}; /* follow, then let go */
-    is_int(sim_wait(h, calls_started, &let_go, tap_timeout_ms(DEADLINE)), 0, "the host is letting go of the folder");
+    t_started let_go = {"directory_watch", 2}; /* follow, then let go */
+    is_int(sim_wait(h, t_calls_started, &let_go, tap_timeout_ms(DEADLINE)), 0, "the host is letting go of the folder");
     sim_script(h, "again Q", "{\"steps\":[{\"run\":\"echo again > again.txt\"},{\"reply\":\"second Q\"}]}", 1);
     out = t_tool(h, parent, "background_task", J("{'resume':'%s','prompt':'again Q'}", id));
     is_int(t_rc, 0, "the task is resumed meanwhile");

@@ -216,6 +216,12 @@ int t_question_open(sim_host *h, void *session)
     return id != NULL;
 }
 
+int t_calls_started(sim_host *h, void *arg)
+{
+    const t_started *a = arg;
+    return sim_calls_started(h, a->fn) >= a->n;
+}
+
 /* ---- gated sub-agents -------------------------------------------------- */
 
 sim_host *t_gated_host(const char *options)

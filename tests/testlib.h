@@ -65,6 +65,14 @@ char *t_message_with(sim_host *h, const char *session, const char *needle);
  * id, or NULL for any session). */
 int t_question_open(sim_host *h, void *session);
 
+/* sim_wait predicate: n calls of fn have entered the host (counted before any
+ * sim_slow delay; arg: a t_started). */
+typedef struct t_started {
+    const char *fn;
+    size_t n;
+} t_started;
+int t_calls_started(sim_host *h, void *arg);
+
 /* A synchronisation point for "nothing more was sent": launch a quick task
  * from `session`, wait for its notification to reach the session (the worker
  * pushes notifications in order, so any notification queued before it has been

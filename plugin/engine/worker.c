@@ -131,7 +131,7 @@ static void run_finalize(engine *o, job *j)
     task *t = registry_find(&o->reg, j->task_id);
     if (!t || t->run != j->run || !task_status_active(t->status) || t->cancelling) {
         if (t && t->run == j->run)
-            t->finalizing = false;
+            t->finalizing = t->recheck = false; /* a recheck lives only with its check */
         return;
     }
     char *session = xstrdup(t->session_id);
@@ -160,7 +160,7 @@ static void run_finalize(engine *o, job *j)
     if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling)
         check_apply(o, t, &f, sent, awaited, recovering);
     else if (t && t->run == j->run)
-        t->finalizing = false;
+        t->finalizing = t->recheck = false; /* stopped meanwhile: the abort ends it */
     outcome_free(&f.out);
     free(f.cut);
     free(f.err);
