@@ -27,7 +27,7 @@
 
 #define DEADLINE 10000
 
-static char top[256], repo[320], data[320], store_opts[700];
+static char top[256], repo[320], data[320], db[340], store_opts[700];
 
 /* The worktree folder of task id. */
 static char *wt_of(const char *id)
@@ -441,6 +441,94 @@ static void fork_isolated(void)
     sim_destroy(h);
 }
 
+/* sim_wait predicate: the store holds no row for task id (arg). */
+static int row_gone(sim_host *h, void *id)
+{
+    (void)h;
+    return t_task_stored(db, id) == 0;
+}
+
+/* The launching session deleted while a release is slow (the host lets go
+ * of a running task's folder slowly): the isolated task's row stays in the
+ * store until its worktree is released, so a host killed meanwhile finds
+ * the task, and its folder, at its next start (below); a plain task's row
+ * goes at once. */
+static void row_kept_until_released(void)
+{
+    sim_host *h = t_host(store_opts);
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_auto(h, NULL, NULL);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *plain = t_launch(h, parent, "plain", "plain", "general");
+    is_int(t_wait_status(h, parent, plain, "completed", DEADLINE), 0, "a plain task completed");
+    char *out = launch_iso(h, parent, "kept row",
+                           "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate K\"]}},"
+                           "{\"reply\":\"k\"}]}",
+                           "worktree");
+    char *id = t_find_id(out, "bg_");
+    free(out);
+    char *wt = wt_of(id);
+    is_int(sim_wait(h, t_question_open, NULL, tap_timeout_ms(DEADLINE)), 0, "the isolated task runs, waiting");
+    is_int(wait_watched(h, wt, 1), 0, "its folder is followed");
+    sim_slow(h, "directory_watch", tap_timeout_ms(3000));
+    sim_session_delete(h, parent);
+    is_int(sim_wait(h, row_gone, plain, tap_timeout_ms(DEADLINE)), 0, "the plain task's row leaves the store");
+    bool releasing = t_exists(wt);
+    ok(releasing, "the isolated task's folder is still being released");
+    is_int(releasing ? t_task_stored(db, id) : -2, 1, "meanwhile its row is still stored");
+    sim_slow(h, "directory_watch", 0);
+    is_int(sim_wait(h, gone, wt, tap_timeout_ms(DEADLINE)), 0, "the folder is released");
+    is_int(sim_wait(h, row_gone, id, tap_timeout_ms(DEADLINE)), 0, "then its row leaves the store");
+    free(wt);
+    free(id);
+    free(plain);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* The launching session deleted while ocbg was not loaded (or the host was
+ * killed before the deletion's release): at the next start ocbg asks the
+ * host about the launching session of each restored isolated task, and
+ * releases the worktrees of a session that is gone, as the deletion would
+ * have; the work stays on the branch. */
+static void parent_deleted_while_down(void)
+{
+    sim_host *h = t_host(store_opts);
+    char *parent = sim_session_new(h, NULL, "main");
+    char *kept = sim_session_new(h, NULL, "kept");
+    char *out = launch_iso(h, parent, "unseen", "{\"steps\":[{\"run\":\"echo unseen > unseen.txt\"},"
+                                                "{\"reply\":\"u\"}]}",
+                           "worktree");
+    char *id = t_find_id(out, "bg_");
+    free(out);
+    out = launch_iso(h, kept, "stays", "{\"steps\":[{\"reply\":\"s\"}]}", "worktree");
+    char *id2 = t_find_id(out, "bg_");
+    free(out);
+    char *wt = wt_of(id), *wt2 = wt_of(id2);
+    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the isolated task completed");
+    is_int(t_wait_status(h, kept, id2, "completed", DEADLINE), 0, "and another session's");
+    sim_unload_plugins(h);
+    is_int(t_task_stored(db, id), 1, "ocbg stopped: the task is in the store");
+    sim_session_delete(h, parent); /* no ocbg hears it */
+    if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
+        bail_out("reloading ocbg: %s", sim_load_error(h));
+    is_int(sim_wait(h, gone, wt, tap_timeout_ms(DEADLINE)), 0, "at the next start, its folder is released");
+    char *unseen = t_sh_line(repo, "git show ocbg/%s:unseen.txt", id);
+    is_str(unseen, "unseen", "its work is on its branch");
+    free(unseen);
+    ok(sim_calls(h, "session_get", parent) >= 1, "the host was asked about the launching session");
+    is_int(sim_wait(h, row_gone, id, tap_timeout_ms(DEADLINE)), 0, "its row leaves the store");
+    ok(t_exists(wt2), "the worktree of a session that still exists stays");
+    is_int(t_wait_output_with(h, kept, id2, "Result:\ns", DEADLINE), 0, "with its task");
+    free(wt);
+    free(wt2);
+    free(id);
+    free(id2);
+    free(kept);
+    free(parent);
+    sim_destroy(h);
+}
+
 int main(void)
 {
     snprintf(top, sizeof top, "/tmp/ocbg-wt-XXXXXX");
@@ -448,7 +536,8 @@ int main(void)
         bail_out("mkdtemp");
     snprintf(repo, sizeof repo, "%s/repo", top);
     snprintf(data, sizeof data, "%s/data", top);
-    snprintf(store_opts, sizeof store_opts, "{\"store_path\":\"%s/ocbg.db\"}", data);
+    snprintf(db, sizeof db, "%s/ocbg.db", data);
+    snprintf(store_opts, sizeof store_opts, "{\"store_path\":\"%s\"}", db);
     mkdir(data, 0777);
     mkdir(repo, 0777);
     if (t_sh(repo, "git init -q -b main && echo base > shared.txt && git add . && git -c user.name=t -c "
@@ -463,6 +552,8 @@ int main(void)
     fork_isolated();
     parent_deleted_at_stop();
     resumed_while_let_go();
+    row_kept_until_released();
+    parent_deleted_while_down();
     if (chdir("/") == 0)
         t_sh(repo, "rm -rf '%s'", top);
     return done_testing();

@@ -2,6 +2,7 @@
 #include "testlib.h"
 
 #include <cjson/cJSON.h>
+#include <sqlite3.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -214,6 +215,20 @@ int t_question_open(sim_host *h, void *session)
     char *id = sim_permission_open(h, session);
     free(id);
     return id != NULL;
+}
+
+int t_task_stored(const char *db, const char *id)
+{
+    sqlite3 *d = NULL;
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(d, "SELECT count(*) FROM task WHERE id = ?1", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(d);
+    return n;
 }
 
 int t_calls_started(sim_host *h, void *arg)

@@ -65,6 +65,10 @@ char *t_message_with(sim_host *h, const char *session, const char *needle);
  * id, or NULL for any session). */
 int t_question_open(sim_host *h, void *session);
 
+/* How many rows ocbg's store file `db` holds for task id (0 or 1), or -1
+ * when it cannot be read. */
+int t_task_stored(const char *db, const char *id);
+
 /* sim_wait predicate: n calls of fn have entered the host (counted before any
  * sim_slow delay; arg: a t_started). */
 typedef struct t_started {

@@ -191,6 +191,69 @@ void isolate_release(engine *o, worktree_item *list, strbuf *out)
             hc_log(&o->api, OCP_LOG_WARN, "ocbg: the worktree of %s was kept at %s: %s", it->id, it->path, err);
         }
         free(err);
+        /* Removed or kept, the host was told: the task's row may go now. */
+        engine_lock(o);
+        if (!registry_find(&o->reg, it->id))
+            registry_forget_row(&o->reg, it->id);
+        engine_unlock(o);
     }
     worktree_items_free(list);
+}
+
+/* ---- after a restart ------------------------------------------------------ */
+
+/* The launching sessions of isolated tasks (copied). */
+typedef struct session_list {
+    char **ids;
+    size_t n;
+} session_list;
+
+static void note_isolated_parent(const char *key, void *value, void *arg)
+{
+    const parent *p = value;
+    session_list *l = arg;
+    for (const task *t = p->head; t; t = t->pnext)
+        if (t->wt) {
+            l->ids = xrealloc(l->ids, (l->n + 1) * sizeof *l->ids);
+            l->ids[l->n++] = xstrdup(key);
+            return;
+        }
+}
+
+static void session_list_free(session_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->ids[i]);
+    free(l->ids);
+}
+
+void isolate_restored(engine *o)
+{
+    ENGINE_ASSERT_LOCKED(o);
+    session_list l = {0};
+    map_each(&o->reg.parents, note_isolated_parent, &l);
+    if (l.n) {
+        job *j = xcalloc(1, sizeof *j);
+        j->kind = JOB_ORPHANS;
+        jobs_push(&o->q, j);
+    }
+    session_list_free(&l);
+}
+
+void isolate_drop_orphans(engine *o)
+{
+    session_list l = {0};
+    engine_lock(o);
+    map_each(&o->reg.parents, note_isolated_parent, &l);
+    engine_unlock(o);
+    for (size_t i = 0; i < l.n; i++) {
+        if (hc_session_get(&o->api, l.ids[i], NULL) != -ENOENT)
+            continue;
+        engine_lock(o);
+        parent *p = registry_parent(&o->reg, l.ids[i]);
+        if (p)
+            engine_drop_parent(o, p); /* as the deletion's event would have */
+        engine_unlock(o);
+    }
+    session_list_free(&l);
 }

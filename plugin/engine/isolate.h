@@ -62,4 +62,15 @@ void isolate_settle(engine *o, const char *task_id);
  * why. [lock not held] */
 void isolate_release(engine *o, worktree_item *list, strbuf *out);
 
+/* After a restore: when a restored task has a worktree, queue the check
+ * below for the worker (JOB_ORPHANS). [lock held] */
+void isolate_restored(engine *o);
+
+/* The launching sessions of restored isolated tasks that the host no longer
+ * has (deleted while ocbg was down, or just before the host was killed):
+ * dropped as their deletion would have been, so their worktrees are
+ * released (their rows stay in the store until then). One host call per
+ * such session. [lock not held] */
+void isolate_drop_orphans(engine *o);
+
 #endif

@@ -21,6 +21,7 @@ typedef enum job_kind {
     JOB_CASCADE,  /* a task's run ended: cancel what its session launched that still runs */
     JOB_AMEND,    /* a completed task's session was compacted: read what the turn after added (engine/amend.h) */
     JOB_RELEASE,  /* remove the worktrees of tasks that are gone (engine/isolate.h) */
+    JOB_ORPHANS,  /* after a restore: drop isolated tasks whose launching session is gone (engine/isolate.h) */
 } job_kind;
 
 typedef struct notice {

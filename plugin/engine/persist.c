@@ -9,6 +9,7 @@
 #include "base/util.h"
 #include "engine/engine.h"
 #include "engine/guards.h"
+#include "engine/isolate.h"
 #include "store/convert.h"
 #include "store/reader.h"
 #include "store/store.h"
@@ -395,6 +396,7 @@ static void resume_restored(engine *o)
 {
     ENGINE_ASSERT_LOCKED(o);
     map_each(&o->reg.parents, notify_parent, o);
+    isolate_restored(o);
     for (task *t = o->reg.active, *next; t; t = next) {
         next = t->live->anext;
         if (t->status == TASK_PENDING)

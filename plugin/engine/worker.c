@@ -417,6 +417,11 @@ static void run_job(engine *o, job *j)
         j->release = NULL;
         engine_lock(o);
         break;
+    case JOB_ORPHANS:
+        engine_unlock(o);
+        isolate_drop_orphans(o);
+        engine_lock(o);
+        break;
     }
     job_free(j);
 }

@@ -407,16 +407,16 @@ bool registry_take_dirty(registry *r, size_t max, void (*fn)(void *arg, task *t)
     return r->dirty == 0;
 }
 
-/* The store deletes t's row at its next write. */
-static void note_removed(registry *r, const task *t)
+/* The store deletes task id's row at its next write. */
+static void note_removed(registry *r, const char *id)
 {
-    if (!r->track || t->foreground)
-        return; /* a foreground call's task is never stored (engine/persist.c) */
+    if (!r->track)
+        return;
     if (r->nremoved == r->removed_cap) {
         r->removed_cap = r->removed_cap ? r->removed_cap * 2 : 16;
         r->removed = xrealloc(r->removed, r->removed_cap * sizeof *r->removed);
     }
-    r->removed[r->nremoved++] = xstrdup(t->id);
+    r->removed[r->nremoved++] = xstrdup(id);
     r->dirty_gen++;
     if (r->on_dirty)
         r->on_dirty(r->on_dirty_arg);
@@ -426,12 +426,20 @@ void registry_remove(registry *r, task *t)
 {
     changed(r, t);
     dirty_unlink(r, t);
-    note_removed(r, t);
+    /* A foreground call's task is never stored (engine/persist.c); an
+     * isolated one's row stays until its worktree is released. */
+    if (!t->foreground && !t->wt)
+        note_removed(r, t->id);
     unlink_task(r, t);
     t->batch->total--;
     t->batch->done -= !task_status_active(t->status);
     batch_unref(t->batch);
     task_free(t);
+}
+
+void registry_forget_row(registry *r, const char *id)
+{
+    note_removed(r, id);
 }
 
 void registry_remove_parent(registry *r, parent *p)

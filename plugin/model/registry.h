@@ -116,8 +116,14 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now);
  * it is woken. No-op when already so. */
 void registry_set_awaiting(registry *r, task *t, bool awaiting);
 
-/* Unlink and free one task. */
+/* Unlink and free one task. Its stored row goes at the store's next write,
+ * except an isolated task's (t->wt): that row stays until the caller has
+ * released the worktree and calls registry_forget_row, so that a host
+ * killed in between finds the task, and its folder, again. */
 void registry_remove(registry *r, task *t);
+
+/* The store deletes the row of task id, removed from memory earlier. */
+void registry_forget_row(registry *r, const char *id);
 
 /* Remove a parent and all its tasks. */
 void registry_remove_parent(registry *r, parent *p);

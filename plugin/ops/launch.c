@@ -136,6 +136,11 @@ static int start_failed(engine *o, const char *id, char *err, int rc, strbuf *ou
             hc_directory_watch(&o->api, it->path, false, NULL);
         worktree_discard(it->checkout, it->path, it->branch);
     }
+    if (unmade) { /* the folder and branch are gone: so may its row */
+        engine_lock(o);
+        registry_forget_row(&o->reg, unmade->id);
+        engine_unlock(o);
+    }
     worktree_items_free(unmade);
     if (created)
         sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, err);
