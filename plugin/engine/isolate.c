@@ -71,12 +71,14 @@ void isolate_describe(const worktree_made *m, strbuf *out)
                   m->untracked == 1 ? "" : "s", m->untracked == 1 ? "is" : "are");
 }
 
-/* task id's folder, copied, when it has one and its watch is not `watched`. */
-static char *folder_to_flip(engine *o, const char *task_id, bool watched)
+/* task id's folder, copied, when it has one, its watch is `watched` (the
+ * flip's from) and, if ended_only, its run has ended. */
+static char *folder_to_flip(engine *o, const char *task_id, bool watched, bool ended_only)
 {
     engine_lock(o);
     task *t = registry_find(&o->reg, task_id);
-    char *path = t && t->wt && t->wt->watched == watched ? xstrdup(t->wt->path) : NULL;
+    bool flip = t && t->wt && t->wt->watched == watched && !(ended_only && task_status_active(t->status));
+    char *path = flip ? xstrdup(t->wt->path) : NULL;
     engine_unlock(o);
     return path;
 }
@@ -92,7 +94,7 @@ static void set_watched(engine *o, const char *task_id, bool watched)
 
 int isolate_watch(engine *o, const char *task_id, char **err)
 {
-    char *path = folder_to_flip(o, task_id, false);
+    char *path = folder_to_flip(o, task_id, false, false);
     struct stat st;
     if (path && stat(path, &st) != 0) {
         if (err)
@@ -144,18 +146,14 @@ void isolate_report(engine *o, const char *task_id)
 
 void isolate_let_go(engine *o, const char *task_id)
 {
-    engine_lock(o);
-    task *t = registry_find(&o->reg, task_id);
-    bool idle = t && t->wt && t->wt->watched && !task_status_active(t->status);
-    engine_unlock(o);
-    char *path = idle ? folder_to_flip(o, task_id, true) : NULL;
+    char *path = folder_to_flip(o, task_id, true, true);
     if (!path || hc_directory_watch(&o->api, path, false, NULL) != 0) {
         free(path);
         return;
     }
     free(path);
     engine_lock(o);
-    t = registry_find(&o->reg, task_id);
+    task *t = registry_find(&o->reg, task_id);
     bool again = t && t->wt && task_status_active(t->status);
     if (t && t->wt)
         t->wt->watched = false;

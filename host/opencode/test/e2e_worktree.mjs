@@ -22,6 +22,9 @@
 //                the run is stopped, the folder goes, the file is committed on
 //                the branch, which stays; the checkout is untouched; OpenCode
 //                sets up no instance for the folder again.
+//   deletedWhileDown the launching session of a completed isolated task is
+//                deleted by a server that does not load ocbg: at the next start
+//                with ocbg, the folder goes, the work committed on the branch.
 //   restart      an isolated task cut short by a server restart: reconciled (it
 //                ends in error, "interrupted"), its worktree and branch kept and
 //                still named.
@@ -87,8 +90,9 @@ function makeWorld() {
 
 // Starts `opencode serve` in the project, its permission config's
 // external_directory rule set to externalDirectory (nothing else differs).
-async function startServer(externalDirectory = ALLOW) {
+async function startServer(externalDirectory = ALLOW, withOcbg = true) {
   const cfg = { ...serverConfig, permission: { ...serverConfig.permission, external_directory: externalDirectory } };
+  if (!withOcbg) cfg.plugin = [];
   const port = await freePort();
   setBase(`http://127.0.0.1:${port}`);
   const log = fs.openSync(LOG, starts++ === 0 ? "w" : "a");
@@ -103,10 +107,10 @@ async function startServer(externalDirectory = ALLOW) {
   return !!healthy;
 }
 
-async function restartServer(externalDirectory) {
+async function restartServer(externalDirectory, withOcbg = true) {
   await stopGroup(server, "SIGTERM", 15000);
   stopEvents();
-  return startServer(externalDirectory);
+  return startServer(externalDirectory, withOcbg);
 }
 
 // Has the model of session sid call ocbg's tool `name` with args: the tool
@@ -314,6 +318,35 @@ async function deletedCase(running) {
   if (running) fake.openGate(gate);
 }
 
+// The launching session deleted while no ocbg runs (here: by a server that
+// does not load it; as well, OpenCode killed before ocbg released the
+// folder): at the next start ocbg finds the restored task's launching
+// session gone and does what the deletion would have.
+async function deletedWhileDown() {
+  const sid = await newSession("deleted while down");
+  const bash = `bash ${JSON.stringify({ command: "echo unseen > unseen.txt", description: "leave a file" })}`;
+  const out = await launch(sid, { description: "unseen", prompt: `CHILD call ${bash}`, isolation: "worktree" });
+  const [id] = taskIds(out);
+  ok(id, `an isolated task launched (${id})`);
+  const n = await notification(sid, id);
+  ok(n?.includes("Untracked:\n  unseen.txt"), "it completed, leaving unseen.txt uncommitted", n);
+  const wt = path.join(wtRoot() || "/nonexistent", id);
+  await waitFor("the parent's last turn stored and idle", async () => {
+    const last = (await messages(sid)).at(-1);
+    return last?.info.role === "assistant" && last.info.time.completed && await isIdle(sid);
+  }, 30000);
+  ok(await restartServer(ALLOW, false), "the server started again, without ocbg");
+  const del = await api("DELETE", `/session/${sid}`);
+  ok(del.status === 200, "DELETE /session/<parent> with no ocbg loaded", del.status);
+  ok(fs.existsSync(wt), "the worktree is still there");
+  ok(await restartServer(ALLOW, true), "the server started again, with ocbg");
+  ok(await waitFor("the worktree folder removed", () => !fs.existsSync(wt), 30000),
+    "at the start, ocbg found the launching session gone: the worktree folder is removed");
+  const shown = git("show", `ocbg/${id}:unseen.txt`);
+  ok(shown.status === 0 && shown.stdout === "unseen\n", "the branch's tip holds the child's file", shown.stdout);
+  ok(!git("worktree", "list", "--porcelain").stdout.includes(wt), "git no longer lists the worktree");
+}
+
 async function restart() {
   const sid = await newSession("restart");
   const out = await launch(sid, { description: "held", prompt: "CHILD gate held-r", isolation: "worktree" });
@@ -335,7 +368,7 @@ async function main() {
   fake = await startFakeModel();
   makeWorld();
   if (!(await startServer(DENY_WORKTREES))) { ok(false, "opencode serve became healthy"); return; }
-  for (const f of [denied, twoWriters, latency, parentDeleted, restart]) {
+  for (const f of [denied, twoWriters, latency, parentDeleted, deletedWhileDown, restart]) {
     diag(`---- ${f.name} (${secs()}s)`);
     try { await f(); } catch (e) { ok(false, `${f.name} threw`, e.stack); }
   }
