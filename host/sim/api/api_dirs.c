@@ -54,11 +54,7 @@ static int check_dir(const char *dir, char **why)
 int sim_hf_session_create_in(void *ud, const char *parent_id, const char *title, const char *directory, char **out)
 {
     sim_api *a = ud;
-    cJSON *args = cJSON_CreateObject();
-    if (parent_id)
-        cJSON_AddStringToObject(args, "parentID", parent_id);
-    if (title)
-        cJSON_AddStringToObject(args, "title", title);
+    cJSON *args = sim_api_create_args(parent_id, title);
     cJSON_AddStringToObject(args, "directory", directory ? directory : "");
     int64_t t;
     char *body;
@@ -69,19 +65,8 @@ int sim_hf_session_create_in(void *ud, const char *parent_id, const char *title,
     rc = check_dir(directory, &res);
     if (rc == 0) {
         char *key = is_own_dir(directory) ? NULL : dir_key(directory);
-        pthread_mutex_lock(&a->core->mu);
-        sim_session *s = sim_session_create_in_locked(a->store, parent_id, title, key);
-        if (s) {
-            cJSON *j = sim_session_info_locked(s);
-            res = sim_print(j);
-            cJSON_Delete(j);
-        }
-        pthread_mutex_unlock(&a->core->mu);
+        res = sim_api_new_session(a, parent_id, title, key, &rc);
         free(key);
-        if (!s) {
-            res = sim_api_msgf("Session not found: %s", parent_id);
-            rc = -ENOENT;
-        }
     }
     sim_api_set_out(out, res);
     /* Recorded against the parent, as session_create. */

@@ -7,21 +7,20 @@
 #include <errno.h>
 #include <stdlib.h>
 
-int sim_hf_session_create(void *ud, const char *parent_id, const char *title, char **out)
+cJSON *sim_api_create_args(const char *parent_id, const char *title)
 {
-    sim_api *a = ud;
     cJSON *args = cJSON_CreateObject();
     if (parent_id)
         cJSON_AddStringToObject(args, "parentID", parent_id);
     if (title)
         cJSON_AddStringToObject(args, "title", title);
-    int64_t t;
-    char *body;
-    int rc = sim_api_begin(a, "session_create", parent_id, args, out, &t, &body);
-    if (rc)
-        return rc;
+    return args;
+}
+
+char *sim_api_new_session(sim_api *a, const char *parent_id, const char *title, const char *dir_key, int *rc)
+{
     pthread_mutex_lock(&a->core->mu);
-    sim_session *s = sim_session_create_locked(a->store, parent_id, title);
+    sim_session *s = sim_session_create_in_locked(a->store, parent_id, title, dir_key);
     char *res = NULL;
     if (s) {
         cJSON *j = sim_session_info_locked(s);
@@ -29,12 +28,19 @@ int sim_hf_session_create(void *ud, const char *parent_id, const char *title, ch
         cJSON_Delete(j);
     }
     pthread_mutex_unlock(&a->core->mu);
-    if (!s) {
-        sim_api_set_out(out, sim_api_msgf("Session not found: %s", parent_id));
-        rc = -ENOENT;
-    } else {
-        sim_api_set_out(out, res);
-    }
+    *rc = s ? 0 : -ENOENT;
+    return s ? res : sim_api_msgf("Session not found: %s", parent_id);
+}
+
+int sim_hf_session_create(void *ud, const char *parent_id, const char *title, char **out)
+{
+    sim_api *a = ud;
+    int64_t t;
+    char *body;
+    int rc = sim_api_begin(a, "session_create", parent_id, sim_api_create_args(parent_id, title), out, &t, &body);
+    if (rc)
+        return rc;
+    sim_api_set_out(out, sim_api_new_session(a, parent_id, title, NULL, &rc));
     /* Recorded against the parent: that is the session the call is about
      * (the new id is in the result). */
     return sim_api_finish(a, "session_create", parent_id, body, rc, t);

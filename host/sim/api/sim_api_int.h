@@ -47,6 +47,15 @@ void sim_api_call_record(sim_api *a, const char *fn, const char *session, const 
 /* Free the record and the fault tables. mu held. */
 void sim_api_calls_free_locked(sim_api *a);
 
+/* ---- api_sessions.c: what session_create and session_create_in share ---- */
+
+/* The call's arguments: parentID and title when given. */
+cJSON *sim_api_create_args(const char *parent_id, const char *title);
+/* A new session (in folder dir_key, NULL: the host's own); its info as JSON
+ * text (malloc'd) with *rc 0, or "Session not found: <parent>" with *rc
+ * -ENOENT. Takes mu itself. */
+char *sim_api_new_session(sim_api *a, const char *parent_id, const char *title, const char *dir_key, int *rc);
+
 /* ---- api_frame.c: the frame of every host function ---------------------- */
 
 /* *out = s when out is given, else s is freed. */
