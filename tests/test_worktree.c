@@ -13,7 +13,9 @@
  *     user's permission rules;
  *   - a restart with a running isolated task: followed again, it completes;
  *   - the launching session deleted: its tasks' worktrees are removed, the
- *     work kept on the branches;
+ *     work kept on the branches; also at a stop just after the deletion,
+ *     and at the next start when the deletion came while ocbg was not
+ *     loaded; an isolated task's stored row goes only after its release;
  *   - a fork with isolation: a new session in the worktree given the
  *     parent's history (the host's fork would stay in the parent's folder). */
 #include <stdio.h>
