@@ -20,26 +20,28 @@ void tap_plan(int n)
     pthread_mutex_unlock(&tap_lock);
 }
 
-/* Prints a value on one diagnostic line, escaping newlines so TAP stays valid. */
+/* Prints a value on one diagnostic line of stderr, escaping newlines so TAP
+ * stays valid. */
 static void print_value(const char *label, const char *v)
 {
-    printf("# %8s: ", label);
+    fprintf(stderr, "# %8s: ", label);
     if (!v) {
-        printf("(null)\n");
+        fputs("(null)\n", stderr);
         return;
     }
-    putchar('\'');
+    fputc('\'', stderr);
     for (const char *p = v; *p; p++) {
         if (*p == '\n')
-            fputs("\\n", stdout);
+            fputs("\\n", stderr);
         else
-            putchar(*p);
+            fputc(*p, stderr);
     }
-    puts("'");
+    fputs("'\n", stderr);
 }
 
-/* Reports one result; `got`/`want` lines come from the caller's printer. Must
- * hold tap_lock. */
+/* Reports one result; `got`/`want` lines come from the caller's printer. A
+ * failure's diagnostics go to stderr (after the result, stdout flushed), as
+ * Test::More's do, so prove shows them. Must hold tap_lock. */
 static int report(const char *file, int line, int pass, const char *fmt, va_list ap)
 {
     tap_count++;
@@ -48,7 +50,8 @@ static int report(const char *file, int line, int pass, const char *fmt, va_list
     putchar('\n');
     if (!pass) {
         tap_failed++;
-        printf("#   failed at %s:%d\n", file, line);
+        fflush(stdout);
+        fprintf(stderr, "#   failed at %s:%d\n", file, line);
     }
     return pass;
 }
@@ -72,7 +75,7 @@ int tap_is_int_at(const char *file, int line, long long got, long long want, con
     pthread_mutex_lock(&tap_lock);
     int pass = report(file, line, got == want, fmt, ap);
     if (!pass)
-        printf("#      got: %lld\n#     want: %lld\n", got, want);
+        fprintf(stderr, "#      got: %lld\n#     want: %lld\n", got, want);
     fflush(stdout);
     pthread_mutex_unlock(&tap_lock);
     va_end(ap);

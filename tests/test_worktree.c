@@ -83,6 +83,21 @@ static int wait_watched(sim_host *h, const char *dir, int want)
     return sim_wait(h, watched_is, &w, tap_timeout_ms(DEADLINE));
 }
 
+/* A host with ocbg on a store of its own: no task of an earlier test is
+ * restored (their sessions are not in this host: a restore would release
+ * their worktrees meanwhile). */
+static sim_host *fresh_host(void)
+{
+    t_sh(data, "rm -f ocbg.db ocbg.db-wal ocbg.db-shm");
+    return t_host(store_opts);
+}
+
+static int let_go_recorded(sim_host *h, void *arg)
+{
+    (void)arg;
+    return call_index(h, "directory_watch", "\\\"watch\\\":0") >= 0;
+}
+
 static int gone(sim_host *h, void *arg)
 {
     (void)h;
@@ -120,7 +135,7 @@ static cJSON *detail_of(sim_host *h, const char *id)
 
 static void launch_report_clear(void)
 {
-    sim_host *h = t_host(store_opts);
+    sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     const char *script = "{\"steps\":[{\"run\":\"echo from-A >> shared.txt && git add shared.txt && git -c user.name=t "
                          "-c user.email=t@example.com commit -qm 'A edit' && echo more >> shared.txt && echo new > "
@@ -164,6 +179,8 @@ static void launch_report_clear(void)
     cJSON_Delete(d);
     ok(sim_events_delivered(h, "session.idle") > 0, "the child's events reached the plugin (its folder followed)");
     is_int(wait_watched(h, wt, -1), 0, "the run over, the host let go of the folder");
+    /* The sim flips the folder inside the call and records the call as it returns. */
+    is_int(sim_wait(h, let_go_recorded, NULL, tap_timeout_ms(DEADLINE)), 0, "the let-go call is recorded");
     int pushed = call_index(h, "session_prompt", notice), let_go = call_index(h, "directory_watch", "\\\"watch\\\":0");
     ok(pushed >= 0 && let_go > pushed, "after the notification's push (%d < %d): the parent does not wait for it",
        pushed, let_go);
@@ -199,7 +216,7 @@ static void launch_report_clear(void)
 
 static void refusals(void)
 {
-    sim_host *h = t_host(store_opts);
+    sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     char plain[400];
     snprintf(plain, sizeof plain, "%s/plain", top);
@@ -251,7 +268,7 @@ static void refusals(void)
 
 static void restart_keeps_it(void)
 {
-    sim_host *h = t_host(store_opts);
+    sim_host *h = fresh_host();
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     sim_permission_auto(h, NULL, NULL);
     char *parent = sim_session_new(h, NULL, "main");
@@ -307,7 +324,7 @@ static void restart_keeps_it(void)
 
 static void parent_deleted(void)
 {
-    sim_host *h = t_host(store_opts);
+    sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     char *out = launch_iso(h, parent, "orphan", "{\"steps\":[{\"run\":\"echo left > left.txt\"},{\"reply\":\"o\"}]}",
                            "worktree");
@@ -334,7 +351,7 @@ static void parent_deleted(void)
  * nobody). */
 static void parent_deleted_at_stop(void)
 {
-    sim_host *h = t_host(store_opts);
+    sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     char *other = sim_session_new(h, NULL, "other");
     char *out = launch_iso(h, parent, "late", "{\"steps\":[{\"run\":\"echo late > late.txt\"},{\"reply\":\"l\"}]}",
@@ -373,7 +390,7 @@ static void parent_deleted_at_stop(void)
  * folder followed again, a window this test does not force.) */
 static void resumed_while_let_go(void)
 {
-    sim_host *h = t_host(store_opts);
+    sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     sim_slow(h, "directory_watch", tap_timeout_ms(1500));
     char *out = launch_iso(h, parent, "quick", "{\"steps\":[{\"reply\":\"first Q\"}]}", "worktree");
@@ -403,7 +420,7 @@ static void resumed_while_let_go(void)
  * as its first (silent) message; it works in the worktree. */
 static void fork_isolated(void)
 {
-    sim_host *h = t_host(store_opts);
+    sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     sim_script(h, "tell the plan", "{\"steps\":[{\"reply\":\"The plan is X-PLAN-7\"}]}", 1);
     sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"tell the plan\"}]}");
@@ -457,7 +474,7 @@ static int row_gone(sim_host *h, void *id)
  * goes at once. */
 static void row_kept_until_released(void)
 {
-    sim_host *h = t_host(store_opts);
+    sim_host *h = fresh_host();
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     sim_permission_auto(h, NULL, NULL);
     char *parent = sim_session_new(h, NULL, "main");
@@ -495,7 +512,7 @@ static void row_kept_until_released(void)
  * have; the work stays on the branch. */
 static void parent_deleted_while_down(void)
 {
-    sim_host *h = t_host(store_opts);
+    sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     char *kept = sim_session_new(h, NULL, "kept");
     char *out = launch_iso(h, parent, "unseen", "{\"steps\":[{\"run\":\"echo unseen > unseen.txt\"},"
@@ -514,6 +531,13 @@ static void parent_deleted_while_down(void)
     sim_session_delete(h, parent); /* no ocbg hears it */
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
         bail_out("reloading ocbg: %s", sim_load_error(h));
+    /* A launch at once, its git beside the release's in the same repository. */
+    out = launch_iso(h, kept, "beside", "{\"steps\":[{\"reply\":\"b\"}]}", "worktree");
+    char *id3 = t_find_id(out, "bg_");
+    ok(id3 != NULL, "an isolated launch during the release starts");
+    free(out);
+    is_int(id3 ? t_wait_status(h, kept, id3, "completed", DEADLINE) : -1, 0, "and completes");
+    free(id3);
     is_int(sim_wait(h, gone, wt, tap_timeout_ms(DEADLINE)), 0, "at the next start, its folder is released");
     char *unseen = t_sh_line(repo, "git show ocbg/%s:unseen.txt", id);
     is_str(unseen, "unseen", "its work is on its branch");
