@@ -346,9 +346,7 @@ static void parent_deleted(void)
 }
 
 /* The launching session deleted just as the host stops, while the worker is
- * inside a slow call: the release it had not reached is done by the stop
- * (the task is gone from the store: a folder left would be found by
- * nobody). */
+ * inside a slow call: the release it had not reached is done by the stop. */
 static void parent_deleted_at_stop(void)
 {
     sim_host *h = fresh_host();

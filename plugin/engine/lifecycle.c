@@ -88,8 +88,9 @@ int engine_start(engine *o, runner_open_fn open_agent, runner_open_fn open_shell
 }
 
 /* Worktree releases the worker had not reached when it stopped (a session
- * deleted just before the stop): done now. Their tasks are gone from the
- * store, so a folder left here would be found by nobody. [lock not held] */
+ * deleted just before the stop): done now, rather than at the next start's
+ * check (engine/isolate.h), which a host killed meanwhile relies on.
+ * [lock not held] */
 static void release_left(engine *o)
 {
     engine_lock(o);
