@@ -225,17 +225,24 @@ static void session_list_free(session_list *l)
     free(l->ids);
 }
 
+static void note_isolated(const char *key, void *value, void *arg)
+{
+    (void)key;
+    const parent *p = value;
+    for (const task *t = p->head; t && !*(bool *)arg; t = t->pnext)
+        *(bool *)arg = t->wt != NULL;
+}
+
 void isolate_restored(engine *o)
 {
     ENGINE_ASSERT_LOCKED(o);
-    session_list l = {0};
-    map_each(&o->reg.parents, note_isolated_parent, &l);
-    if (l.n) {
+    bool any = false;
+    map_each(&o->reg.parents, note_isolated, &any);
+    if (any) {
         job *j = xcalloc(1, sizeof *j);
         j->kind = JOB_ORPHANS;
         jobs_push(&o->q, j);
     }
-    session_list_free(&l);
 }
 
 void isolate_drop_orphans(engine *o)
