@@ -44,9 +44,10 @@ static char *read_in(const char *dir, const char *name)
 
 static void make_repo(const char *name)
 {
-    if (t_sh(top, "git init -q -b main %s && cd %s && echo one > a.txt && echo keep > b.txt && git add . && " GIT_ID
-           " commit -q -m first",
-           name, name) != 0)
+    if (t_sh(top,
+             "git init -q -b main %s && cd %s && echo one > a.txt && echo keep > b.txt && git add . && " GIT_ID
+             " commit -q -m first",
+             name, name) != 0)
         bail_out("cannot make the test repository %s", name);
 }
 
@@ -116,11 +117,12 @@ static void make_report_remove(void)
     free(err);
 
     /* The task's work: one commit, one uncommitted edit, one new file. */
-    t_sh(top, "cd '%s' && echo two >> b.txt && " GIT_ID " commit -q -am 'task edit' && echo three >> a.txt && "
-       "echo fresh > made.txt",
-       m.path);
+    t_sh(top,
+         "cd '%s' && echo two >> b.txt && " GIT_ID " commit -q -am 'task edit' && echo three >> a.txt && "
+         "echo fresh > made.txt",
+         m.path);
     char *report = NULL;
-    is_int(worktree_report(m.path, m.branch, m.base, &report, &err), 0, "a report");
+    is_int(worktree_report(m.checkout, m.path, m.branch, m.base, &report, &err), 0, "a report");
     like(report, "Branch: ocbg/bg_0000000a (from ", "names the branch and its base");
     like(report, ", 1 commit: 1 file changed, 1 insertion(+)", "the committed work");
     snprintf(want, sizeof want, "Uncommitted in %s: 1 file changed, 1 insertion(+); 1 untracked file", m.path);
@@ -129,9 +131,11 @@ static void make_report_remove(void)
     like(report, "Untracked:\n  made.txt", "the untracked file by name");
     free(report);
 
-    bool committed = false;
-    is_int(worktree_remove(m.checkout, m.path, "bg_0000000a", &committed, &err), 0, "removed");
-    ok(committed, "after its uncommitted work was committed");
+    worktree_removal r;
+    is_int(worktree_remove(m.checkout, m.path, m.branch, "bg_0000000a", &r, &err), 0, "removed");
+    ok(r.committed, "after its uncommitted work was committed");
+    ok(!r.kept_dir, "no file git ignores was there to keep");
+    worktree_removal_free(&r);
     ok(!t_exists(m.path), "the folder is gone");
     char *log = t_sh_line(top, "cd repo && git log -1 --format=%%s ocbg/bg_0000000a");
     is_str(log, "ocbg: uncommitted work of background task bg_0000000a", "the branch holds that commit");
@@ -142,7 +146,9 @@ static void make_report_remove(void)
     char *main_a = t_sh_line(top, "cd repo && cat a.txt | tr '\\n' ' '");
     is_str(main_a, "one changed ", "the main checkout is untouched");
     free(main_a);
-    is_int(worktree_remove(m.checkout, m.path, "bg_0000000a", &committed, &err), 0, "removing it again: nothing to do");
+    is_int(worktree_remove(m.checkout, m.path, m.branch, "bg_0000000a", &r, &err), 0,
+           "removing it again: nothing to do");
+    worktree_removal_free(&r);
     worktree_made_free(&m);
 }
 
@@ -163,7 +169,7 @@ static void with_changes_and_discard(void)
     char *main_b = t_sh_line(top, "cd repo2 && git status --porcelain");
     is_str(main_b, " M b.txt", "and the checkout still has it, uncommitted");
     free(main_b);
-    worktree_discard(m.checkout, m.path, m.branch);
+    is_int(worktree_discard(m.checkout, m.path, m.branch, NULL), 0, "discarded, and nothing is left");
     ok(!t_exists(m.path), "discarded: the folder is gone");
     char *branch = t_sh_line(top, "cd repo2 && git branch --list 'ocbg/*' | wc -l");
     is_str(branch, "0", "and so is the branch (the task never ran)");
@@ -182,9 +188,10 @@ static void kept_when_it_cannot_commit(void)
     is_int(worktree_make(dir, root, "bg_0000000c", ISOLATION_WORKTREE, &m, &err), 0, "made");
     /* A commit that cannot be made: the index is locked. */
     t_sh(top, "cd '%s' && echo work >> a.txt && touch \"$(git rev-parse --git-dir)/index.lock\"", m.path);
-    bool committed = true;
-    ok(worktree_remove(m.checkout, m.path, "bg_0000000c", &committed, &err) < 0, "a failing git: not removed");
-    ok(!committed, "nothing committed");
+    worktree_removal r;
+    ok(worktree_remove(m.checkout, m.path, m.branch, "bg_0000000c", &r, &err) < 0, "a failing git: not removed");
+    ok(!r.committed, "nothing committed");
+    worktree_removal_free(&r);
     like(err, "failed", "told why: %s", err);
     free(err);
     ok(t_exists(m.path), "the folder is kept, with its work");

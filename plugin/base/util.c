@@ -335,6 +335,19 @@ void format_duration(char *out, size_t out_size, int64_t ms)
         snprintf(out, out_size, "%lldh %02lldm", (long long)(ms / 3600000), (long long)(ms % 3600000 / 60000));
 }
 
+void format_bytes(char *out, size_t out_size, unsigned long long bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    unsigned u = 0;
+    while (v >= 1024 && u + 1 < sizeof units / sizeof *units)
+        v /= 1024, u++;
+    if (u == 0)
+        snprintf(out, out_size, "%llu B", bytes);
+    else
+        snprintf(out, out_size, "%.1f %s", v, units[u]);
+}
+
 void format_time(char *out, size_t out_size, int64_t wall)
 {
     time_t t = (time_t)(wall / 1000);

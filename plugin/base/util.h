@@ -84,6 +84,8 @@ bool blank(const char *s);
 
 /* "12.3s", "4m 05s", "2h 03m" */
 void format_duration(char *out, size_t out_size, int64_t ms);
+/* "512 B", "1.5 KiB", "3.2 MiB", "1.1 GiB" */
+void format_bytes(char *out, size_t out_size, unsigned long long bytes);
 /* "2026-11-21T10:00:00Z" from wall milliseconds */
 void format_time(char *out, size_t out_size, int64_t wall);
 

@@ -111,7 +111,7 @@ int isolate_watch(engine *o, const char *task_id, char **err)
 
 /* What settle needs, copied under the lock: NULL path when nothing to do. */
 typedef struct settle_plan {
-    char *path, *branch, *base;
+    char *path, *branch, *base, *checkout;
     unsigned run;
 } settle_plan;
 
@@ -121,13 +121,14 @@ void isolate_report(engine *o, const char *task_id)
     engine_lock(o);
     task *t = registry_find(&o->reg, task_id);
     if (t && t->wt && !task_status_active(t->status) && t->wt->report_run != t->run) {
-        p = (settle_plan){xstrdup(t->wt->path), xstrdup(t->wt->branch), xstrdup(t->wt->base), t->run};
+        p = (settle_plan){xstrdup(t->wt->path), xstrdup(t->wt->branch), xstrdup(t->wt->base), xstrdup(t->wt->checkout),
+                          t->run};
     }
     engine_unlock(o);
     if (!p.path)
         return;
     char *report = NULL, *err = NULL;
-    if (worktree_report(p.path, p.branch, p.base, &report, &err) != 0)
+    if (worktree_report(p.checkout, p.path, p.branch, p.base, &report, &err) != 0)
         report = xasprintf("What it changed could not be read: %s.", err);
     free(err);
     engine_lock(o);
@@ -141,7 +142,7 @@ void isolate_report(engine *o, const char *task_id)
     }
     engine_unlock(o);
     free(report);
-    free(p.path), free(p.branch), free(p.base);
+    free(p.path), free(p.branch), free(p.base), free(p.checkout);
 }
 
 void isolate_let_go(engine *o, const char *task_id)
@@ -169,25 +170,44 @@ void isolate_settle(engine *o, const char *task_id)
     isolate_let_go(o, task_id);
 }
 
+/* What happened to one worktree, in a line of the clear's answer (and the
+ * log, where no answer goes). */
+static void release_words(const worktree_item *it, int rc, const worktree_removal *r, const char *err, strbuf *sb)
+{
+    if (rc == 0)
+        sb_printf(sb, "%s: its worktree was removed; its work is on branch %s%s.", it->id, it->branch,
+                  r->committed ? " (what it left uncommitted was committed there first)" : "");
+    else
+        sb_printf(sb, "%s: its worktree was kept at %s (branch %s): %s.", it->id, it->path, it->branch, err);
+    if (r->kept_dir) {
+        char size[32];
+        format_bytes(size, sizeof size, r->kept_bytes);
+        sb_printf(sb,
+                  " %u file%s that git ignores (%s), which it does not commit, %s moved to %s: %s. ocbg does not "
+                  "delete them: remove that folder when they are not needed.",
+                  r->kept_files, r->kept_files == 1 ? "" : "s", size, r->kept_files == 1 ? "was" : "were", r->kept_dir,
+                  r->kept_names);
+    }
+}
+
 void isolate_release(engine *o, worktree_item *list, strbuf *out)
 {
     for (worktree_item *it = list; it; it = it->next) {
         char *err = NULL;
-        bool committed = false;
+        worktree_removal r = {0};
         /* The host lets go first: a request about a folder that is gone
          * would make the host set it up again (OpenCode: a bogus instance). */
         int rc = it->watched ? hc_directory_watch(&o->api, it->path, false, &err) : 0;
         if (rc == 0)
-            rc = worktree_remove(it->checkout, it->path, it->id, &committed, &err);
-        if (rc == 0 && out)
-            sb_printf(out, "\n- %s: its worktree was removed; its work is on branch %s%s.", it->id, it->branch,
-                      committed ? " (what it left uncommitted was committed there first)" : "");
-        else if (rc != 0) {
-            if (out)
-                sb_printf(out, "\n- %s: its worktree was kept at %s (branch %s): %s.", it->id, it->path, it->branch,
-                          err);
-            hc_log(&o->api, OCP_LOG_WARN, "ocbg: the worktree of %s was kept at %s: %s", it->id, it->path, err);
-        }
+            rc = worktree_remove(it->checkout, it->path, it->branch, it->id, &r, &err);
+        strbuf line = {0};
+        release_words(it, rc, &r, err, &line);
+        if (out)
+            sb_printf(out, "\n- %s", line.buf);
+        if (rc != 0 || r.kept_dir || !out)
+            hc_log(&o->api, rc != 0 ? OCP_LOG_WARN : OCP_LOG_INFO, "ocbg: %s", line.buf);
+        sb_free(&line);
+        worktree_removal_free(&r);
         free(err);
         /* Removed or kept, the host was told: the task's row may go now. */
         engine_lock(o);

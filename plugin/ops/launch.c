@@ -108,6 +108,16 @@ static int make_worktree(engine *o, const ocp_call_ctx *ctx, isolation how, char
     return rc;
 }
 
+/* Undo a worktree made for a task that never ran; out (may be NULL) is
+ * told when something of it is left. [lock not held] */
+static void discard_made(const char *checkout, const char *path, const char *branch, strbuf *out)
+{
+    char *left = NULL;
+    if (worktree_discard(checkout, path, branch, &left) != 0 && out)
+        sb_printf(out, " Undoing its worktree failed: %s.", left);
+    free(left);
+}
+
 /* The runner could not start task `id`: a task that never got a session is
  * removed (nothing was created); one that did ends in error. */
 static int start_failed(engine *o, const char *id, char *err, int rc, strbuf *out)
@@ -131,10 +141,11 @@ static int start_failed(engine *o, const char *id, char *err, int rc, strbuf *ou
         engine_wake_waiters(o);
     }
     engine_unlock(o);
+    strbuf undo = {0};
     for (worktree_item *it = unmade; it; it = it->next) {
         if (it->watched)
             hc_directory_watch(&o->api, it->path, false, NULL);
-        worktree_discard(it->checkout, it->path, it->branch);
+        discard_made(it->checkout, it->path, it->branch, &undo);
     }
     if (unmade) { /* the folder and branch are gone: so may its row */
         engine_lock(o);
@@ -146,6 +157,9 @@ static int start_failed(engine *o, const char *id, char *err, int rc, strbuf *ou
         sb_printf(out, "Background task %s could not start. %s\nIts status is error.", id, err);
     else if (!cancelled)
         sb_puts(out, err);
+    if (undo.len)
+        sb_puts(out, undo.buf);
+    sb_free(&undo);
     free(err);
     return rc;
 }
@@ -176,7 +190,7 @@ int op_launch_agent(engine *o, const ocp_call_ctx *ctx, const launch_req *req, l
         if (rc == 0)
             sb_printf(out, "Not launched: the task id %s was taken meanwhile; launch again.", id);
         if (wt.path)
-            worktree_discard(wt.checkout, wt.path, wt.branch);
+            discard_made(wt.checkout, wt.path, wt.branch, out);
         worktree_made_free(&wt);
         return rc ? rc : -EAGAIN;
     }

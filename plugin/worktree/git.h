@@ -1,21 +1,58 @@
 /*
- * git.h — run one git command and take its output. [any thread] No locks;
- * blocks until git exits (or GIT_DEADLINE_MS passes: then it is killed).
+ * git.h — run one git command, bound to a repository ocbg names, and take
+ * its output. [any thread] No locks; blocks until git exits or the deadline
+ * passes (then git's whole process group is killed).
+ *
+ * Files in a task's worktree are written by a sub-agent and are hostile: a
+ * `.git` file there can point git at another repository whose config runs
+ * commands (core.fsmonitor, hooks). So no command here finds its repository
+ * from a folder: each names its git dir (and work tree) explicitly, and
+ * every run
+ *  - passes --no-pager and -c settings that switch off every hook
+ *    (core.hooksPath=/dev/null), core.fsmonitor, colour, automatic gc and
+ *    maintenance, commit signing and every transport (protocol.allow=never);
+ *  - drops every GIT_* variable of the environment (GIT_DIR, GIT_CONFIG_*,
+ *    GIT_INDEX_FILE... would redirect it), sets LC_ALL=C (output parsed in
+ *    English), GIT_TERMINAL_PROMPT=0 and GIT_OPTIONAL_LOCKS=0;
+ *  - runs in a new session (no controlling terminal: it can neither read
+ *    nor draw on the person's terminal) with stdin /dev/null.
+ * What git reads is then the repository's own config (and the user's
+ * global and system config), never a file of the work tree but
+ * .gitattributes/.gitignore, which select only drivers that config defines.
  */
 #ifndef OCBG_GIT_H
 #define OCBG_GIT_H
 
 #define GIT_DEADLINE_MS 60000
 
-/* Run `git -C dir args...` (args NULL-terminated; no shell) with stdin
- * /dev/null, LC_ALL=C (output parsed in English) and no prompts. Returns
- * git's exit status (0 success), or -1 when it could not run or was killed
- * at the deadline. *out (may be NULL: dropped) = stdout and stderr together,
- * trailing newlines cut, malloc'd, always set when out is given. */
-int git_run(const char *dir, const char *const args[], char **out);
+/* Which repository a command works on. git_dir: absolute, the repository's
+ * (or a linked worktree's admin) folder, passed as --git-dir. work_tree:
+ * absolute or NULL (a command on the repository alone), passed as
+ * --work-tree. cwd: where git runs (NULL: work_tree, else git_dir). With
+ * git_dir NULL git finds the repository from cwd itself: only for the
+ * folder the user's session works in (git_find_checkout), never for a
+ * folder a sub-agent could write. */
+typedef struct git_bind {
+    const char *git_dir;
+    const char *work_tree;
+    const char *cwd;
+} git_bind;
+
+/* Run git args... (NULL-terminated; no shell) as bound by b. Returns git's
+ * exit status (0 success), or a negative errno: -ENOENT git could not be
+ * started (not installed, not on PATH), -ETIMEDOUT it ran past the deadline
+ * and was killed with its process group, -EIO it died of a signal or a pipe
+ * failed. *out (may be NULL: dropped) = stdout and stderr together,
+ * trailing newlines cut, malloc'd, always set when out is given; on a
+ * negative return it says what failed, in a sentence. */
+int git_run(const git_bind *b, const char *const args[], char **out);
 
 /* git_run, and the first line of its output when it succeeded; NULL
- * otherwise (malloc'd). */
-char *git_line(const char *dir, const char *const args[]);
+ * otherwise (malloc'd). *rc (may be NULL) = git_run's result. */
+char *git_line(const git_bind *b, const char *const args[], int *rc);
+
+/* The deadline of every later run, in ms (tests shorten it); <= 0 restores
+ * GIT_DEADLINE_MS. [any thread] */
+void git_set_deadline_ms(int ms);
 
 #endif
