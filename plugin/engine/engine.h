@@ -32,6 +32,7 @@
 #include "model/registry.h"
 #include "engine/jobs.h"
 #include "engine/defer_state.h"
+#include "engine/gitwork_state.h"
 #include "engine/persist_state.h"
 #include "engine/toast_state.h"
 #include "engine/view_state.h"
@@ -83,6 +84,7 @@ typedef struct engine {
     toast_state toast; /* notices to the user, rate-limited (engine/toast.h) */
     defer_state defer; /* silent notices held while their parent is busy (engine/defer.h) */
     view_state view;   /* each session's tasks for the host's UI, and its thread (engine/view.h) */
+    gitwork_state git; /* git for isolated tasks, on a thread of its own (engine/gitwork.h) */
     struct collide_state *collide; /* files edited per launching session (engine/collide.h); NULL: none yet */
 } engine;
 

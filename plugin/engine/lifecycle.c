@@ -11,6 +11,7 @@
 #include "engine/toast.h"
 #include "engine/view.h"
 #include "engine/guards.h"
+#include "engine/gitwork.h"
 #include "engine/isolate.h"
 #include "engine/worker.h"
 
@@ -36,6 +37,7 @@ static void close_runners(engine *o)
 static void free_state(engine *o)
 {
     jobs_free_all(&o->q);
+    gitwork_free(o);
     defer_free(o);
     while (o->parked) {
         notice *n = o->parked;
@@ -63,6 +65,7 @@ int engine_start(engine *o, runner_open_fn open_agent, runner_open_fn open_shell
     o->reg.on_revive_arg = o;
     guards_init(o);
     jobs_init(&o->q, &o->work_cv);
+    gitwork_init(o);
     defer_init(o);
     runner_env env = {&o->mu, &o->reg, &o->api, &o->opt, o, runner_finished, runner_abort};
     int rc = 0;
@@ -87,6 +90,17 @@ int engine_start(engine *o, runner_open_fn open_agent, runner_open_fn open_shell
     return rc;
 }
 
+static void release_jobs(engine *o, job *list)
+{
+    while (list) {
+        job *j = list;
+        list = j->next;
+        isolate_release(o, j->release, NULL);
+        j->release = NULL;
+        job_free(j);
+    }
+}
+
 /* Worktree releases the worker had not reached when it stopped (a session
  * deleted just before the stop): done now, rather than at the next start's
  * check (engine/isolate.h), which a host killed meanwhile relies on.
@@ -94,15 +108,10 @@ int engine_start(engine *o, runner_open_fn open_agent, runner_open_fn open_shell
 static void release_left(engine *o)
 {
     engine_lock(o);
-    job *left = jobs_take(&o->q, JOB_RELEASE);
+    job *handed = jobs_take(&o->git.q, JOB_RELEASE), *left = jobs_take(&o->q, JOB_RELEASE);
     engine_unlock(o);
-    while (left) {
-        job *j = left;
-        left = j->next;
-        isolate_release(o, j->release, NULL);
-        j->release = NULL;
-        job_free(j);
-    }
+    release_jobs(o, handed); /* the worker handed these over before it reached the others */
+    release_jobs(o, left);
 }
 
 void engine_stop(engine *o)
@@ -115,6 +124,7 @@ void engine_stop(engine *o)
         engine_cond_wait(o, &o->drain_cv);
     engine_unlock(o);
     worker_join(o);
+    gitwork_stop(o);
     release_left(o);
     view_stop(o);
     /* What changed is written before the commands are killed: a command

@@ -9,6 +9,7 @@
 #include "base/util.h"
 #include "engine/amend.h"
 #include "engine/defer.h"
+#include "engine/gitwork.h"
 #include "engine/guards.h"
 #include "engine/isolate.h"
 #include "engine/jobs.h"
@@ -317,17 +318,20 @@ static bool push_notice(engine *o, job *j)
     return retry_or_hold(o, j);
 }
 
-static void run_notify(engine *o, job *j)
+/* Push a notification. An isolated task's worktree report goes in it:
+ * when that is not read yet, the job goes to the worktree thread
+ * (engine/gitwork.h), which reads it and gives the job back. true: the job
+ * was handed over (not freed here). */
+static bool run_notify(engine *o, job *j)
 {
-    task *t = registry_find(&o->reg, j->notice->task_id); /* an isolated one's worktree report goes in it */
+    task *t = registry_find(&o->reg, j->notice->task_id);
     bool settle = t && t->wt && !j->notice->permission_request && !j->notice->text;
+    if (settle && !task_status_active(t->status) && t->wt->report_run != t->run) {
+        gitwork_push(o, j);
+        return true;
+    }
     char task_id[TASK_ID_SIZE];
     memcpy(task_id, j->notice->task_id, sizeof task_id);
-    if (settle) {
-        engine_unlock(o);
-        isolate_report(o, task_id);
-        engine_lock(o);
-    }
     char *session = xstrdup(j->notice->parent_session);
     if (push_notice(o, j))
         engine_notice_settled(o, session);
@@ -337,6 +341,7 @@ static void run_notify(engine *o, job *j)
         isolate_let_go(o, task_id);
         engine_lock(o);
     }
+    return false;
 }
 
 /* A task's run ended: what its session launched and still runs is
@@ -397,7 +402,8 @@ static void run_job(engine *o, job *j)
         run_finalize(o, j);
         break;
     case JOB_NOTIFY:
-        run_notify(o, j);
+        if (run_notify(o, j))
+            return;
         break;
     case JOB_ABORT:
         run_abort(o, j);
@@ -411,17 +417,10 @@ static void run_job(engine *o, job *j)
     case JOB_AMEND:
         amend_run(o, j);
         break;
-    case JOB_RELEASE:
-        engine_unlock(o);
-        isolate_release(o, j->release, NULL);
-        j->release = NULL;
-        engine_lock(o);
-        break;
+    case JOB_RELEASE: /* here, after the aborts queued before it */
     case JOB_ORPHANS:
-        engine_unlock(o);
-        isolate_drop_orphans(o);
-        engine_lock(o);
-        break;
+        gitwork_push(o, j);
+        return;
     }
     job_free(j);
 }
