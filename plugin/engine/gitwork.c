@@ -42,9 +42,12 @@ static void *gitwork_main(void *arg)
             engine_cond_wait(o, &o->git.cv);
             continue;
         }
+        o->git.queued--;
+        o->git.busy++;
         engine_unlock(o);
         run_git_job(o, j);
         engine_lock(o);
+        o->git.busy--;
     }
     engine_unlock(o);
     return NULL;
@@ -60,11 +63,13 @@ void gitwork_push(engine *o, job *j)
 {
     ENGINE_ASSERT_LOCKED(o);
     bool failed = false;
-    if (!o->git.started && !o->stopping) {
-        o->git.started = pthread_create(&o->git.thread, NULL, gitwork_main, o) == 0;
-        failed = !o->git.started;
+    /* A thread more when the idle ones are all spoken for. */
+    if (o->git.queued >= o->git.started - o->git.busy && o->git.started < GITWORK_THREADS && !o->stopping) {
+        failed = pthread_create(&o->git.threads[o->git.started], NULL, gitwork_main, o) != 0;
+        o->git.started += !failed;
     }
     if (o->git.started) {
+        o->git.queued++;
         jobs_push(&o->git.q, j);
         return;
     }
@@ -77,13 +82,13 @@ void gitwork_push(engine *o, job *j)
 
 void gitwork_stop(engine *o)
 {
-    if (!o->git.started)
-        return;
     engine_lock(o);
     pthread_cond_broadcast(&o->git.cv);
+    unsigned n = o->git.started;
     engine_unlock(o);
-    pthread_join(o->git.thread, NULL);
-    o->git.started = false;
+    for (unsigned i = 0; i < n; i++)
+        pthread_join(o->git.threads[i], NULL);
+    o->git.started = 0;
 }
 
 void gitwork_free(engine *o)

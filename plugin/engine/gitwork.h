@@ -12,8 +12,10 @@
  *  - JOB_RELEASE: remove worktrees (isolate_release), after the aborts the
  *    worker ran before it;
  *  - JOB_ORPHANS: the start-up check (isolate_drop_orphans).
- * The thread starts at the first such job (a plugin without isolated tasks
- * has none) and sleeps without a timeout when it has nothing to do.
+ * A thread starts when a job comes and every thread is busy, up to
+ * GITWORK_THREADS: a git that hangs (until its deadline, GIT_DEADLINE_MS)
+ * holds one thread, and the others go on with other tasks' jobs. A plugin
+ * without isolated tasks starts none; idle threads sleep without a timeout.
  */
 #ifndef OCBG_GITWORK_H
 #define OCBG_GITWORK_H
@@ -25,12 +27,12 @@ struct engine;
 /* [engine_start, before any job] */
 void gitwork_init(struct engine *o);
 
-/* Hand j (owned from now) to the thread, starting it if needed. When it
- * cannot start, the job is run here, the lock released meanwhile (as the
+/* Hand j (owned from now) to a thread, starting one if every thread is
+ * busy. When none can start, the job is run here, the lock released meanwhile (as the
  * worker did before the thread existed). [worker, lock held] */
 void gitwork_push(struct engine *o, job *j);
 
-/* Join the thread (o->stopping is set): it ends after the job it is doing.
+/* Join the threads (o->stopping is set): each ends after the job it is doing.
  * Jobs it had not reached stay queued: engine_stop releases the worktrees
  * of those; the rest go with gitwork_free. [engine_stop, lock not held] */
 void gitwork_stop(struct engine *o);

@@ -10,11 +10,15 @@
 
 #include "engine/jobs.h"
 
+#define GITWORK_THREADS 4 /* at most; each a slow git can hold */
+
 typedef struct gitwork_state {
     job_queue q;       /* its jobs (the rest's line only) */
-    pthread_cond_t cv; /* its wake-up, with the engine lock */
-    pthread_t thread;
-    bool started;
+    pthread_cond_t cv; /* the threads' wake-up, with the engine lock */
+    pthread_t threads[GITWORK_THREADS];
+    unsigned started; /* threads running */
+    unsigned busy;    /* of them, doing a job */
+    unsigned queued;  /* jobs in q */
 } gitwork_state;
 
 #endif
