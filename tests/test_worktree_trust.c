@@ -119,11 +119,13 @@ static void slow_git_delays_only_its_task(void)
 {
     t_sh(data, "rm -f ocbg.db ocbg.db-wal ocbg.db-shm");
     char *real = t_sh_line(top, "command -v git");
+    /* git run on a folder holding SLOW (ocbg names it with --work-tree=;
+     * an older ocbg used -C) waits for <top>/release. */
     t_sh(top,
-         "mkdir -p slowbin && printf '#!/bin/sh\\nfor a; do case \"$a\" in --work-tree=*) if [ -e "
-         "\"${a#--work-tree=}/SLOW\" "
-         "]; then touch %s/stuck; while [ ! -e %s/release ]; do sleep 0.05; done; fi;; esac; done\\nexec \"%s\" "
-         "\"$@\"\\n' > slowbin/git && chmod +x slowbin/git",
+         "mkdir -p slowbin && cat > slowbin/git <<'EOF'\n#!/bin/sh\nprev=\nfor a; do\n  case \"$prev:$a\" in\n"
+         "    -C:*) d=$a;; *:--work-tree=*) d=${a#--work-tree=};; *) d=;;\n  esac\n  prev=$a\n"
+         "  if [ -n \"$d\" ] && [ -e \"$d/SLOW\" ]; then touch %s/stuck; while [ ! -e %s/release ]; do sleep 0.05; "
+         "done; fi\ndone\nexec \"%s\" \"$@\"\nEOF\nchmod +x slowbin/git",
          top, top, real);
     char *path = xstrdup(getenv("PATH")), *slow = xasprintf("%s/slowbin:%s", top, path);
     setenv("PATH", slow, 1);

@@ -25,6 +25,14 @@
 //   deletedWhileDown the launching session of a completed isolated task is
 //                deleted by a server that does not load ocbg: at the next start
 //                with ocbg, the folder goes, the work committed on the branch.
+//   hostileWriters with bash denied, two sub-agents only write files (OpenCode's
+//                write tool): one points its .git at a repository of its own
+//                whose config runs a command (core.fsmonitor) and writes a file
+//                git ignores, the other points .git at the main checkout's.
+//                After their reports and background_clear: no command of theirs
+//                and none of the user's hooks ran, the main checkout's branch,
+//                index and files are untouched, each task's work is on its own
+//                branch, and the ignored file is kept and named in the answer.
 //   restart      an isolated task cut short by a server restart: reconciled (it
 //                ends in error, "interrupted"), its worktree and branch kept and
 //                still named.
@@ -90,8 +98,9 @@ function makeWorld() {
 
 // Starts `opencode serve` in the project, its permission config's
 // external_directory rule set to externalDirectory (nothing else differs).
-async function startServer(externalDirectory = ALLOW, withOcbg = true) {
-  const cfg = { ...serverConfig, permission: { ...serverConfig.permission, external_directory: externalDirectory } };
+async function startServer(externalDirectory = ALLOW, withOcbg = true, permission = {}) {
+  const cfg = { ...serverConfig,
+    permission: { ...serverConfig.permission, ...permission, external_directory: externalDirectory } };
   if (!withOcbg) cfg.plugin = [];
   const port = await freePort();
   setBase(`http://127.0.0.1:${port}`);
@@ -107,10 +116,10 @@ async function startServer(externalDirectory = ALLOW, withOcbg = true) {
   return !!healthy;
 }
 
-async function restartServer(externalDirectory, withOcbg = true) {
+async function restartServer(externalDirectory, withOcbg = true, permission = {}) {
   await stopGroup(server, "SIGTERM", 15000);
   stopEvents();
-  return startServer(externalDirectory, withOcbg);
+  return startServer(externalDirectory, withOcbg, permission);
 }
 
 // Has the model of session sid call ocbg's tool `name` with args: the tool
@@ -347,6 +356,59 @@ async function deletedWhileDown() {
   ok(!git("worktree", "list", "--porcelain").stdout.includes(wt), "git no longer lists the worktree");
 }
 
+// The user's hooks that git runs on checkouts, ref updates and commits: each
+// leaves its name in EVIDENCE when it runs.
+const USER_HOOKS = ["post-checkout", "reference-transaction", "prepare-commit-msg", "pre-commit", "commit-msg",
+  "post-commit", "post-index-change"];
+
+async function hostileWriters() {
+  const evidence = path.join(ROOT, "evidence"), hooks = path.join(PROJECT, ".git/hooks");
+  fs.mkdirSync(evidence, { recursive: true });
+  fs.writeFileSync(path.join(PROJECT, ".gitignore"), "secret.env\n");
+  git("add", ".gitignore");
+  git("commit", "-q", "-m", "ignore secret.env");
+  const head = git("rev-parse", "HEAD").stdout.trim();
+  ok(await restartServer(ALLOW, true, { bash: "deny" }), "the server started again, with bash denied");
+  for (const h of USER_HOOKS)
+    fs.writeFileSync(path.join(hooks, h), `#!/bin/sh\ntouch ${evidence}/${h}\n`, { mode: 0o755 });
+  const write = (filePath, content) => ({ name: "write", args: { filePath, content } });
+  const own = [
+    write(".g/HEAD", "ref: refs/heads/x\n"), write(".g/refs/heads/x", `${head}\n`),
+    write(".g/objects/info/alternates", `${PROJECT}/.git/objects\n`),
+    write(".g/config", `[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch ${evidence}/fsmonitor; false"\n`),
+    write(".git", "gitdir: .g\n"), write("secret.env", "TOKEN=1\n"), write("made.txt", "w\n")];
+  const main = [write(".git", `gitdir: ${PROJECT}/.git\n`), write("sneaky.txt", "sneaky\n")];
+  const sid = await newSession("hostile writers");
+  const [a] = taskIds(await launch(sid, { description: "own repo", prompt: `CHILD calls ${JSON.stringify(own)}`,
+    isolation: "worktree" }));
+  const [b] = taskIds(await launch(sid, { description: "main repo", prompt: `CHILD calls ${JSON.stringify(main)}`,
+    isolation: "worktree" }));
+  ok(a && b, `two isolated tasks that only write files launched (${a}, ${b})`);
+  const nA = await notification(sid, a), nB = await notification(sid, b);
+  ok(nA?.includes("; 8 untracked files") && nB, "both completed; the report is of the worktree ocbg made", nA);
+  const c = (await tool(sid, "background_clear", undefined, 60000))?.output || "";
+  const root = wtRoot();
+  ok(c.includes(`- ${a}: its worktree was removed; its work is on branch ocbg/${a} (what it left uncommitted was ` +
+    `committed there first). 1 file that git ignores (8 B), which it does not commit, was moved to ${root}/${a}.ignored: ` +
+    "secret.env. ocbg does not delete them: remove that folder when they are not needed."),
+  "clear names the ignored file it kept, and where", c);
+  ok(c.includes(`- ${b}: its worktree was removed; its work is on branch ocbg/${b}`), "and removed the other", c);
+  const ran = fs.readdirSync(evidence);
+  ok(ran.length === 0, "no command of the tasks' and no hook of the user's ran", ran.join(" "));
+  for (const h of USER_HOOKS) fs.rmSync(path.join(hooks, h));
+  ok(git("rev-parse", "HEAD").stdout.trim() === head, "the user's branch did not move");
+  const status = git("status", "--porcelain").stdout;
+  ok(status === "" && fs.readFileSync(path.join(PROJECT, "shared.txt"), "utf8") === "base\n",
+    "the main checkout's index and files are untouched", status);
+  ok(git("show", `ocbg/${b}:sneaky.txt`).stdout === "sneaky\n", "the work of the task that pointed at the main " +
+    "checkout is on its own branch");
+  ok(git("show", `ocbg/${a}:made.txt`).stdout === "w\n", "and the other's on its own");
+  const kept = path.join(root || "/nonexistent", `${a}.ignored`, "secret.env");
+  ok(fs.existsSync(kept) && fs.readFileSync(kept, "utf8") === "TOKEN=1\n", "the ignored file is whole where clear " +
+    "said");
+  ok(await restartServer(ALLOW), "the server started again, bash allowed");
+}
+
 async function restart() {
   const sid = await newSession("restart");
   const out = await launch(sid, { description: "held", prompt: "CHILD gate held-r", isolation: "worktree" });
@@ -368,7 +430,7 @@ async function main() {
   fake = await startFakeModel();
   makeWorld();
   if (!(await startServer(DENY_WORKTREES))) { ok(false, "opencode serve became healthy"); return; }
-  for (const f of [denied, twoWriters, latency, parentDeleted, deletedWhileDown, restart]) {
+  for (const f of [denied, twoWriters, latency, parentDeleted, deletedWhileDown, hostileWriters, restart]) {
     diag(`---- ${f.name} (${secs()}s)`);
     try { await f(); } catch (e) { ok(false, `${f.name} threw`, e.stack); }
   }

@@ -15,6 +15,8 @@
 //                              openGate("G"): the task stays running after its tool call
 //   "CHILD call <tool> <json>" the child calls <tool>(args) (e.g. OpenCode's own bash);
 //                              after the tool result: "child reply <tool>"
+//   "CHILD calls <json>"      the child makes every call of the array [{name, args}] in one step;
+//                              after the tool results: "child reply calls"
 //   "CHILD compact X [more] [gate]" "child reply X" with a usage of 7520 tokens: on a model with
 //                              limit {context: 8000, output: 1000} OpenCode compacts after it;
 //                              with "gate", the answer waits at gate "cx-X" (openGate)
@@ -160,6 +162,12 @@ export function decide(body) {
     let args = {};
     try { args = m[3] ? JSON.parse(m[3]) : {}; } catch { args = {}; }
     return { calls: [{ name: m[2], args }] };
+  }
+  if ((m = line.match(/^CHILD calls (.*)$/))) {
+    if (toolResults.length) return { text: "child reply calls" };
+    let calls = [];
+    try { calls = JSON.parse(m[1]); } catch { calls = []; }
+    return { calls };
   }
   if ((m = line.match(/^CHILD call (\S+)\s*(.*)$/))) {
     if (toolResults.length) return { text: `child reply ${m[1]}` };
