@@ -385,7 +385,7 @@ async function hostileWriters() {
     isolation: "worktree" }));
   ok(a && b, `two isolated tasks that only write files launched (${a}, ${b})`);
   const nA = await notification(sid, a), nB = await notification(sid, b);
-  ok(nA?.includes("; 8 untracked files") && nB, "both completed; the report is of the worktree ocbg made", nA);
+  ok(nA?.includes("; 5 untracked files") && nA.includes("  made.txt") && nB, "both completed; the report is of the worktree ocbg made", nA);
   const c = (await tool(sid, "background_clear", undefined, 60000))?.output || "";
   const root = wtRoot();
   ok(c.includes(`- ${a}: its worktree was removed; its work is on branch ocbg/${a} (what it left uncommitted was ` +
