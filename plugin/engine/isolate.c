@@ -48,7 +48,7 @@ int isolate_prepare(const char *directory, const char *root, isolation how, cons
     char *err = NULL;
     int rc = worktree_make(directory, root, id, how, m, &err);
     if (rc != 0)
-        sb_printf(out, "Not launched, nothing was created: %s.", err);
+        sb_printf(out, m->left ? "Not launched: %s." : "Not launched, nothing was created: %s.", err);
     free(err);
     return rc;
 }

@@ -31,7 +31,8 @@ int isolate_root(engine *o, char **root, strbuf *out);
 
 /* Make the worktree <root>/<id> of a launch from folder `directory`
  * (its repository's HEAD), on branch ocbg/<id>. [lock not held] 0 with *m;
- * or a negative errno with the refusal in out, nothing made. */
+ * or a negative errno with the refusal in out: nothing made, or (m->left)
+ * what undoing it left, named. */
 int isolate_prepare(const char *directory, const char *root, isolation how, const char *id, worktree_made *m,
                     strbuf *out);
 

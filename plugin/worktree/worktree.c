@@ -155,6 +155,7 @@ static int add_worktree(const repo_checkout *c, worktree_made *m, char **err)
         out[strcspn(out, "\n")] = '\0';
         char *left = NULL;
         bool undone = worktree_discard(c->top, m->path, m->branch, &left) == 0;
+        m->left = !undone;
         *err = xasprintf("git worktree add failed: %s%s%s", out,
                          undone ? "" : "; undoing it failed: ", undone ? "" : left);
         free(left);
@@ -191,6 +192,7 @@ int worktree_make(const char *dir, const char *root, const char *task_id, isolat
     if (rc == 0 && how == ISOLATION_WITH_CHANGES && m->changed && (rc = carry_changes(&c, m, err)) != 0) {
         char *left = NULL;
         if (worktree_discard(c.top, m->path, m->branch, &left) != 0) {
+            m->left = true;
             char *both = xasprintf("%s; undoing the worktree failed: %s", *err, left);
             free(*err);
             *err = both;
@@ -198,8 +200,11 @@ int worktree_make(const char *dir, const char *root, const char *task_id, isolat
         free(left);
     }
     checkout_free(&c);
-    if (rc != 0)
+    if (rc != 0) {
+        bool left = m->left;
         worktree_made_free(m);
+        m->left = left;
+    }
     return rc;
 }
 

@@ -40,6 +40,7 @@ typedef struct worktree_made {
     unsigned changed;   /* tracked files with uncommitted changes in the checkout at launch */
     unsigned untracked; /* untracked files there: never copied in */
     bool carried;       /* the `changed` ones were copied in (ISOLATION_WITH_CHANGES) */
+    bool left;          /* after a failure: undoing what it made failed (*err says what is left) */
 } worktree_made;
 
 void worktree_made_free(worktree_made *m);
