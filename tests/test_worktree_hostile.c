@@ -5,7 +5,8 @@
  * run; GIT_* in the environment is ignored; files git ignores are kept and
  * named, never deleted; the user's other worktrees survive; a slow git is
  * killed with its children and what it half made is undone; a missing git
- * or a failed stash is said as it is; the worktrees' folder is private.
+ * or a failed stash is said as it is; the worktrees' folder is private; the
+ * repository's own filters still run when a worktree is made.
  * Evidence of a command that ran is a file it touches in <top>/evidence. */
 #include <errno.h>
 #include <signal.h>
@@ -272,6 +273,21 @@ static void failures_said(void)
     free(left), free(err), free(path);
 }
 
+/* What the user's git setup does for a checkout, a worktree gets: a filter
+ * the repository's config defines (as Git LFS's smudge) runs at creation. */
+static void users_filters_run(void)
+{
+    make_repo("rb");
+    t_sh(top, "cd rb && git config filter.up.smudge 'tr a-z A-Z' && git config filter.up.clean cat && echo '*.up "
+              "filter=up' > .gitattributes && echo shout > x.up && git add . && " GIT_ID " commit -q -m up");
+    worktree_made m;
+    make_in("rb", "bg_000000b4", &m);
+    char *x = t_sh_line(m.path, "cat x.up");
+    is_str(x, "SHOUT", "the repository's smudge filter ran when the worktree was made");
+    free(x);
+    worktree_made_free(&m);
+}
+
 /* The worktrees' folder: made private; a link or another user's refused. */
 static void private_root(void)
 {
@@ -361,6 +377,7 @@ int main(void)
     users_missing_worktree_survives();
     slow_git_killed_and_undone();
     failures_said();
+    users_filters_run();
     private_root();
     tampered_worktrees_kept();
     t_sh(top, "rm -rf '%s'", top);
