@@ -169,7 +169,12 @@ int git_run(const git_bind *b, const char *const args[], char **out)
     }
     char *text = output_text(&sb);
     int rc;
-    if (spawn_rc != 0) {
+    const char *cwd = b->cwd ? b->cwd : b->work_tree ? b->work_tree : b->git_dir;
+    if (spawn_rc != 0 && cwd && access(cwd, X_OK) != 0) { /* the folder to run in, not git, is missing */
+        free(text);
+        text = xasprintf("cannot run git in %s: %s", cwd, strerror(errno));
+        rc = -EIO;
+    } else if (spawn_rc != 0) {
         free(text);
         text = xasprintf("cannot run git (is it installed and on PATH?): %s", strerror(spawn_rc));
         rc = -ENOENT;
