@@ -18,8 +18,8 @@
  *                directory_watch (ocbg.js follows the event streams), the
  *                watched directories' status maps, session -> directory
  *   hostfns.c    the ocp_host table: session_*, free (log is h_log)
- *   calls.c      calls into the plugin (a tool call, a command, the dispose, a
- *                panel request): workers, settling promises
+ *   calls.c      calls into the plugin (a tool call, a command, the dispose):
+ *                workers, settling promises
  *   tools.c      tool execute() and its AbortSignal (tool_cancel)
  *   hooks.c      event, messages.transform, config, command hooks
  *   schema.c     tool arguments: JSON Schema -> zod
@@ -39,15 +39,18 @@
  *             Promises, and every SDK call. It never waits for C.
  *   [worker]  one detached pthread per tool call / command: plugin->tool_call
  *             may block as long as it likes there.
+ *   [ui]      one pthread per adapter for the TUI panel's requests (ui.c):
+ *             started by the first, served in order from a bounded queue,
+ *             joined at shutdown.
  *   [plugin]  the plugin's own threads (poller, notifier, ...).
  *   [shutdown] one pthread started by dispose(): plugin->shutdown may wait for
  *             plugin threads blocked in host calls, which need the JS thread.
  *   [any]     any of these.
  *
  * Two records cross between the threads, in opposite directions:
- *   call   a call into the plugin (tool execute(), a command, the dispose, a
- *          panel request): made on the JS thread, run on a worker, settled
- *          back on the JS thread;
+ *   call   a call into the plugin (tool execute(), a command, the dispose):
+ *          made on the JS thread, run on a worker, settled back on the JS
+ *          thread;
  *   jsreq  a request to the JS thread (an SDK request, a log line, a
  *          ctx.ask()): made on a worker or plugin thread, run on the JS thread.
  * (The plugin's hc_* wrappers and its engine's jobs are neither.)
@@ -80,6 +83,9 @@
 #include "ocp.h"
 
 #define PLUGIN_FILE "ocbg.so"
+/* At most this many TUI panel requests wait for the panel's thread (ui.c);
+ * one more is refused at once. */
+#define UI_QUEUE_MAX 64
 /* How long the SDK may take for one request before it is aborted (ms). */
 #define HOST_CALL_TIMEOUT_MS 30000
 /* A safety margin on the C side: if the JS thread never answers at all. */
@@ -135,6 +141,14 @@ typedef struct adapter {
     char **watched;          /* the watched directories (under mu) */
     size_t nwatched;
     sess_dir *sess_dirs; /* session id -> directory, for sessions elsewhere (under mu) */
+    /* The TUI panel's requests (ui.c), under mu: a ring of at most
+     * UI_QUEUE_MAX (JSON texts, malloc'd), served by ui_thread, which is
+     * started at the first request (ui_started) and joined by ui_stop. */
+    char *ui_queue[UI_QUEUE_MAX];
+    unsigned ui_head, ui_count;
+    pthread_cond_t ui_cv; /* the queue got a request, or closing was set */
+    pthread_t ui_thread;
+    int ui_started;
 } adapter;
 
 /* ------------------------------------------------------------------------ */
@@ -183,8 +197,7 @@ struct jsreq {
 enum call_kind {
     CALL_TOOL,
     CALL_COMMAND,
-    CALL_DISPOSE,
-    CALL_UI /* a request from the TUI panel (ui.c): no promise, its reply is published */
+    CALL_DISPOSE
 };
 
 /* Marks a live call, so that ask_permission can check the ocp_call_ctx it is
@@ -221,6 +234,13 @@ char *xstrdup(const char *s);
 char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* [any] 1 when the caller is OpenCode's event thread (where waiting deadlocks). */
 int on_js_thread(adapter *ad);
+/* [any] text as it may reach the person's terminal (a toast): every escape
+ * sequence (ESC or C1: CSI, OSC, DCS, SOS, PM, APC up to BEL or ST, two-byte
+ * escapes) removed whole; CR LF, CR, LF, U+2028 and U+2029 a line break
+ * (multiline) or a space; tab a space; any other C0 or C1 control, DEL, and
+ * the bidirectional controls (U+061C, U+200E-F, U+202A-E, U+2066-9) U+FFFD.
+ * NULL is taken as "". Returns malloc'd text, NULL when out of memory. */
+char *screen_text(const char *text, int multiline);
 /* [any] "ocbg [level] msg" on stderr: the log of last resort. */
 void stderr_log(enum ocp_log_level level, const char *msg);
 /* [any] The directory ocbg keeps its store in for OpenCode project
@@ -289,6 +309,11 @@ void host_tsfn_call(napi_env env, napi_value js_cb, void *context, void *data);
  * message or NULL: -ENOENT (not found), -EIO (error, timeout, or called on the
  * JS thread), -ECANCELED (shutting down), -ENOMEM. out may be NULL. */
 int host_request(adapter *ad, const char *group, const char *method, cJSON *opts, int want_out, char **out);
+/* [js] Sends client[group][method](opts) from the JS thread itself, with the
+ * same timeout, and does not wait: its answer and any rejection are dropped.
+ * Consumes opts. 0 once sent, -1 when it could not be (no such method, it
+ * threw, out of memory). */
+int host_send_from_js(napi_env env, adapter *ad, const char *group, const char *method, cJSON *opts);
 /* [worker, plugin] As host_request, but ocbg.js's watcher[method](opts)
  * (ad->watcher_ref), which answers as the SDK does ({data} or {error}).
  * -EIO when init() got no watcher. */
@@ -384,8 +409,17 @@ napi_value hook_event(napi_env env, napi_callback_info info);
 /* [js] If ev (of type `type`) is a panel request (tui.command.execute,
  * "ocbg.ui {…}"), its JSON (malloc'd); else NULL. */
 char *ui_request_of(napi_env env, napi_value ev, const char *type);
-/* [worker] Run call c (CALL_UI): ui_request, then the reply published. */
-void ui_run(adapter *ad, call *c);
+/* [js] Takes request (malloc'd, owned from now) into the panel's queue: its
+ * thread runs the plugin's ui_request and publishes the reply. Never blocks.
+ * With UI_QUEUE_MAX requests waiting already (or no thread to serve them),
+ * it is refused at once: the reply {"ok":false, "error": why} is published
+ * from here, without waiting (a request without an id gets none). Shutting
+ * down: dropped, unanswered. */
+void ui_take(napi_env env, adapter *ad, char *request);
+/* [shutdown] After ad->closing was set: the panel's thread ends its request
+ * in progress and is joined; what still waited is dropped unanswered. No
+ * ui_request runs after it returns. */
+void ui_stop(adapter *ad);
 /* The host table's publish_view: "ocbg.view {…}" to every TUI. */
 int h_publish_view(void *ud, const char *session_id, const char *view_json);
 napi_value hook_transform(napi_env env, napi_callback_info info);

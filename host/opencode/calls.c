@@ -1,10 +1,11 @@
 /*
- * calls.c — calls into the plugin (tool calls, commands, the dispose, panel
- * requests): JS -> worker thread -> JS. A hook makes a call and starts a
- * detached worker (plugin->tool_call / command_call may block for minutes);
- * the worker hands the call back through done_tsfn and the JS thread settles
- * its Promise and frees it. Own pthreads, not napi_create_async_work: its
- * small shared pool would starve (NOTES.md).
+ * calls.c — calls into the plugin (tool calls, commands, the dispose): JS ->
+ * worker thread -> JS. A hook makes a call and starts a detached worker
+ * (plugin->tool_call / command_call may block for minutes); the worker hands
+ * the call back through done_tsfn and the JS thread settles its Promise and
+ * frees it. Own pthreads, not napi_create_async_work: its small shared pool
+ * would starve (NOTES.md). The panel's requests have a thread of their own
+ * (ui.c): they come from outside, and a burst must not start one each.
  */
 #include "adapter.h"
 
@@ -74,9 +75,7 @@ static void call_settle(napi_env env, call *c)
 {
     napi_handle_scope scope;
     napi_open_handle_scope(env, &scope);
-    if (c->kind == CALL_UI) {
-        /* no promise: its reply was published */
-    } else if (c->kind == CALL_COMMAND && c->parts_ref) {
+    if (c->kind == CALL_COMMAND && c->parts_ref) {
         napi_value parts;
         if (napi_get_reference_value(env, c->parts_ref, &parts) == napi_ok && parts) {
             /* [{type:"text", text}] replaces the command's template parts */
@@ -142,9 +141,6 @@ static void *worker_main(void *arg)
     if (closing) {
         rc = -ECANCELED;
         c->out = xstrdup("ocbg is shutting down");
-    } else if (c->kind == CALL_UI) {
-        ui_run(ad, c);
-        rc = c->rc;
     } else {
         if (c->kind == CALL_TOOL)
             rc = p->tool_call(p->userdata, c->name, c->args, &c->ctx, &out);

@@ -24,14 +24,8 @@ static int reads_event(napi_env env, adapter *ad, napi_value ev)
         napi_get_value_string_utf8(env, type, buf, sizeof buf, &len) != napi_ok || len >= sizeof buf - 1)
         return !ad->event_types; /* no string type, or longer than any the plugin reads */
     char *request = ui_request_of(env, ev, buf);
-    if (request) { /* run on a worker: ui_request, then the reply published */
-        call *c = call_new(ad, CALL_UI);
-        if (c)
-            c->args = request;
-        else
-            free(request);
-        if (c && start_worker(env, ad, c) != 0)
-            call_free(env, c);
+    if (request) { /* the panel's thread runs it (a bounded queue) */
+        ui_take(env, ad, request);
         return 0;
     }
     if (!ad->event_types)

@@ -153,6 +153,18 @@ static napi_value jsreq_on_rejected(napi_env env, napi_callback_info info)
     return NULL;
 }
 
+/* Every request gets a timeout: opts.signal = AbortSignal.timeout(ms). */
+static void with_timeout(napi_env env, napi_value opts)
+{
+    napi_value abort_signal = js_global(env, "AbortSignal"), ms, sig;
+    napi_create_int32(env, HOST_CALL_TIMEOUT_MS, &ms);
+    sig = js_call_method(env, abort_signal, "timeout", 1, &ms);
+    if (sig)
+        napi_set_named_property(env, opts, "signal", sig);
+    else
+        free(take_exception(env));
+}
+
 /* Runs on the JS thread: starts the SDK call; its promise finishes rq later. */
 static void jsreq_start(napi_env env, adapter *ad, jsreq *rq)
 {
@@ -168,14 +180,7 @@ static void jsreq_start(napi_env env, adapter *ad, jsreq *rq)
         jsreq_finish(rq, -EIO, xprintf("OpenCode: the SDK has no %s", rq->group ? rq->group : "watcher"));
         return;
     }
-    /* every request gets a timeout: AbortSignal.timeout(ms) */
-    napi_value abort_signal = js_global(env, "AbortSignal"), ms, sig;
-    napi_create_int32(env, HOST_CALL_TIMEOUT_MS, &ms);
-    sig = js_call_method(env, abort_signal, "timeout", 1, &ms);
-    if (sig)
-        napi_set_named_property(env, opts, "signal", sig);
-    else
-        free(take_exception(env));
+    with_timeout(env, opts);
     promise = js_call_method(env, group, rq->method, 1, &opts);
     if (!promise) {
         char *e = take_exception(env);
@@ -236,6 +241,30 @@ static void log_on_js(napi_env env, adapter *ad, jsreq *rq)
     }
     if (!sent || rq->level >= OCP_LOG_WARN)
         stderr_log(rq->level, rq->out ? rq->out : "");
+}
+
+int host_send_from_js(napi_env env, adapter *ad, const char *group, const char *method, cJSON *opts)
+{
+    char *text = cJSON_PrintUnformatted(opts);
+    cJSON_Delete(opts);
+    napi_value client, grp, args[2];
+    napi_value o = text ? js_parse(env, text) : NULL;
+    free(text);
+    if (!o || napi_get_reference_value(env, ad->client_ref, &client) != napi_ok || !client ||
+        !(grp = js_get(env, client, group)))
+        return -1;
+    with_timeout(env, o);
+    napi_value p = js_call_method(env, grp, method, 1, &o);
+    if (!p) {
+        free(take_exception(env));
+        return -1;
+    }
+    /* a rejection is swallowed, so that it is not reported as unhandled */
+    args[0] = js_undefined(env);
+    napi_create_function(env, "ocbgSendErr", NAPI_AUTO_LENGTH, js_noop, NULL, &args[1]);
+    if (!js_call_method(env, p, "then", 2, args))
+        free(take_exception(env));
+    return 0;
 }
 
 /* The table's log (hostfns.c puts it there; ask.c and lifecycle.c log with

@@ -130,14 +130,25 @@ static int h_session_fork(void *ud, const char *id, const char *message_id, char
     return host_request(ud, "session", "fork", o, 1, out);
 }
 
-/* A toast in the TUI: client.tui.showToast({body: {title, message, variant}}). */
+/* A toast in the TUI: client.tui.showToast({body: {title, message, variant}}).
+ * Its texts name tasks (model-written descriptions): made screen_text here,
+ * the last point before OpenCode's renderer, so that none moves the cursor,
+ * rewrites the screen or sets the terminal's title. */
 static int h_notify_user(void *ud, enum ocp_notice_level level, const char *title, const char *message)
 {
     static const char *const variants[] = {"info", "success", "warning", "error"};
+    char *t = title ? screen_text(title, 0) : NULL, *m = screen_text(message, 1);
+    if ((title && !t) || !m) {
+        free(t);
+        free(m);
+        return -ENOMEM;
+    }
     cJSON *o = cJSON_CreateObject(), *b = cJSON_AddObjectToObject(o, "body");
-    if (title)
-        cJSON_AddStringToObject(b, "title", title);
-    cJSON_AddStringToObject(b, "message", message ? message : "");
+    if (t)
+        cJSON_AddStringToObject(b, "title", t);
+    cJSON_AddStringToObject(b, "message", m);
+    free(t);
+    free(m);
     cJSON_AddStringToObject(b, "variant", (unsigned)level < 4 ? variants[level] : "info");
     char *msg = NULL;
     int rc = host_request(ud, "tui", "showToast", o, 0, &msg);

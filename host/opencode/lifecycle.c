@@ -42,6 +42,7 @@ static void *shutdown_main(void *arg)
     /* open permission questions end now: shutdown waits for their tool calls */
     asks_cancel(ad, NULL, "ocbg is shutting down");
     pthread_mutex_unlock(&ad->mu);
+    ui_stop(ad); /* no panel request runs during or after the plugin's shutdown */
     ad->plugin->shutdown(ad->plugin->userdata);
     pthread_mutex_lock(&ad->mu);
     while (ad->workers > 0)
@@ -141,6 +142,7 @@ static adapter *adapter_new(napi_env env)
     pthread_mutex_init(&ad->mu, NULL);
     pthread_mutex_init(&ad->dirs_mu, NULL);
     pthread_cond_init(&ad->cv, NULL);
+    pthread_cond_init(&ad->ui_cv, NULL);
     const char *lv = getenv("OCBG_LOG_LEVEL");
     ad->log_level = lv ? atoi(lv) : OCP_LOG_INFO;
     return ad;

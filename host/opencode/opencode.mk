@@ -123,8 +123,8 @@ uninstall-opencode: ## remove what install-opencode put
 	$(NODE) host/opencode/tui/tui_config.mjs --remove $(DESTDIR)$(OC_TUI_JSON) $(OC_TUI_DIR)/ocbg_tui.js
 
 # The stub plugin, installed as ocbg.so beside a copy of the addon.
-OC_STUB_SRC := host/opencode/test/stub_plugin.c host/opencode/test/stub_dirs.c
-$(OC_STUB_DIR)/ocbg.so: $(OC_STUB_SRC) host/opencode/test/stub_dirs.h include/ocp.h
+OC_STUB_SRC := host/opencode/test/stub_plugin.c host/opencode/test/stub_dirs.c host/opencode/test/stub_ui.c
+$(OC_STUB_DIR)/ocbg.so: $(OC_STUB_SRC) host/opencode/test/stub_dirs.h host/opencode/test/stub_ui.h include/ocp.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS) -D_GNU_SOURCE -Iinclude \
 	    -fvisibility=hidden -shared -Wl,-z,defs -o $@ $(OC_STUB_SRC) -lcjson -lpthread

@@ -4,27 +4,42 @@
  * type a client may publish and every TUI receives, tui.command.execute,
  * whose command is a prefix, a space and a JSON object. The TUI ignores a
  * command name it does not know, so these do nothing else there.
+ *
+ * Requests come from outside (any client of the server's HTTP API may
+ * publish one): they wait in a bounded queue (UI_QUEUE_MAX) for one thread
+ * of the adapter's, which runs them in order; one that finds the queue full
+ * is refused at once, so a burst costs neither threads nor memory.
  */
 #include "adapter.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define UI_REQUEST_PREFIX "ocbg.ui "
 
-/* POST /tui/publish of "<prefix> <json>": every TUI attached to the server
- * gets it. [any thread but the JS thread] */
-static int publish(adapter *ad, const char *prefix, const char *json)
+/* The options of POST /tui/publish for "<prefix> <json>" (every TUI
+ * attached to the server gets it); NULL when out of memory. */
+static cJSON *publish_opts(const char *prefix, const char *json)
 {
     char *command = xprintf("%s %s", prefix, json);
     if (!command)
-        return -ENOMEM;
+        return NULL;
     cJSON *o = cJSON_CreateObject(), *b = cJSON_AddObjectToObject(o, "body");
     cJSON_AddStringToObject(b, "type", "tui.command.execute");
     cJSON_AddObjectToObject(b, "properties");
     cJSON_AddStringToObject(cJSON_GetObjectItem(b, "properties"), "command", command);
     free(command);
+    return o;
+}
+
+/* Publishes "<prefix> <json>" and waits for it. [any thread but the JS thread] */
+static int publish(adapter *ad, const char *prefix, const char *json)
+{
+    cJSON *o = publish_opts(prefix, json);
+    if (!o)
+        return -ENOMEM;
     char *msg = NULL;
     int rc = host_request(ad, "tui", "publish", o, 0, &msg);
     free(msg);
@@ -70,14 +85,15 @@ static char *reply_json(const cJSON *req, int rc, const char *out)
     return text;
 }
 
-void ui_run(adapter *ad, call *c)
+/* Runs one request: the plugin's ui_request, then its reply published. */
+static void ui_serve(adapter *ad, const char *request)
 {
     const ocp_plugin *p = ad->plugin;
     char *out = NULL;
     int rc = -ENOSYS;
     if (OCP_HAS_FIELD(ocp_plugin, p, ui_request) && p->ui_request)
-        rc = p->ui_request(p->userdata, c->args, &out);
-    cJSON *req = cJSON_Parse(c->args);
+        rc = p->ui_request(p->userdata, request, &out);
+    cJSON *req = cJSON_Parse(request);
     const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "action"));
     /* A sync is answered by the views. No answer either when this copy's
      * plugin takes no requests or does not know the task: another copy of
@@ -92,5 +108,81 @@ void ui_run(adapter *ad, call *c)
     cJSON_Delete(req);
     if (out)
         ad->plugin_free(ad->plugin_ud, out);
-    c->rc = rc;
+}
+
+/* The panel's thread: serves the queue in order until shutdown. */
+static void *ui_main(void *arg)
+{
+    adapter *ad = arg;
+    pthread_mutex_lock(&ad->mu);
+    for (;;) {
+        while (ad->ui_count == 0 && !ad->closing)
+            pthread_cond_wait(&ad->ui_cv, &ad->mu);
+        if (ad->closing)
+            break;
+        char *request = ad->ui_queue[ad->ui_head];
+        ad->ui_head = (ad->ui_head + 1) % UI_QUEUE_MAX;
+        ad->ui_count--;
+        pthread_mutex_unlock(&ad->mu);
+        ui_serve(ad, request);
+        free(request);
+        pthread_mutex_lock(&ad->mu);
+    }
+    for (; ad->ui_count > 0; ad->ui_count--, ad->ui_head = (ad->ui_head + 1) % UI_QUEUE_MAX)
+        free(ad->ui_queue[ad->ui_head]);
+    pthread_mutex_unlock(&ad->mu);
+    return NULL;
+}
+
+/* [js] Publishes the refusal of request from the JS thread, not waiting (a
+ * host call from here would deadlock); none for a request without an id. */
+static void refuse(napi_env env, adapter *ad, const char *request, const char *why)
+{
+    cJSON *req = cJSON_Parse(request);
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(req, "id"))) {
+        char *reply = reply_json(req, -EBUSY, why);
+        cJSON *o = reply ? publish_opts("ocbg.reply", reply) : NULL;
+        if (!o || host_send_from_js(env, ad, "tui", "publish", o) != 0)
+            stderr_log(OCP_LOG_WARN, "ocbg: a refused panel request could not be answered");
+        free(reply);
+    }
+    cJSON_Delete(req);
+}
+
+void ui_take(napi_env env, adapter *ad, char *request)
+{
+    const char *refusal = NULL;
+    char busy[96];
+    pthread_mutex_lock(&ad->mu);
+    if (ad->closing) {
+        pthread_mutex_unlock(&ad->mu);
+        free(request);
+        return;
+    }
+    if (!ad->ui_started && pthread_create(&ad->ui_thread, NULL, ui_main, ad) == 0)
+        ad->ui_started = 1;
+    if (!ad->ui_started) {
+        refusal = "ocbg cannot take panel requests: no thread to serve them";
+    } else if (ad->ui_count == UI_QUEUE_MAX) {
+        snprintf(busy, sizeof busy, "ocbg is busy: %d panel requests are waiting; try again", UI_QUEUE_MAX);
+        refusal = busy;
+    } else {
+        ad->ui_queue[(ad->ui_head + ad->ui_count++) % UI_QUEUE_MAX] = request;
+        request = NULL;
+        pthread_cond_signal(&ad->ui_cv);
+    }
+    pthread_mutex_unlock(&ad->mu);
+    if (refusal)
+        refuse(env, ad, request, refusal);
+    free(request);
+}
+
+void ui_stop(adapter *ad)
+{
+    pthread_mutex_lock(&ad->mu);
+    int started = ad->ui_started;
+    pthread_cond_broadcast(&ad->ui_cv);
+    pthread_mutex_unlock(&ad->mu);
+    if (started)
+        pthread_join(ad->ui_thread, NULL);
 }

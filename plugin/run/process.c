@@ -1,4 +1,5 @@
-/* process.c — see process.h. Linux: posix_spawn, pidfd_open. */
+/* process.c — see process.h. Linux: posix_spawn (POSIX_SPAWN_SETSID: glibc
+ * 2.26), pidfd_open. */
 #include "run/process.h"
 
 #include <errno.h>
@@ -31,8 +32,14 @@ static void *waiter_main(void *arg)
     return NULL;
 }
 
-/* Its own process group (stop and shutdown signal the whole group), and
- * default signal handling whatever the host set (SIGPIPE for `| head`). */
+/* A session of its own: no controlling terminal (a command must not write
+ * over the person's screen or read what they type in the host's terminal:
+ * /dev/tty fails with ENXIO, as for OpenCode's own bash, which Bun spawns
+ * detached) and, as its leader, its own process group (pgid == pid: stop and
+ * shutdown signal the whole group, kill(-pid)). setsid makes both, so
+ * POSIX_SPAWN_SETPGROUP is not asked as well: setpgid on a session leader
+ * fails (EPERM). Default signal handling whatever the host set (SIGPIPE for
+ * `| head`). */
 static void spawn_attributes(posix_spawnattr_t *attr)
 {
     sigset_t none, defaults;
@@ -43,8 +50,7 @@ static void spawn_attributes(posix_spawnattr_t *attr)
     sigaddset(&defaults, SIGTERM);
     sigaddset(&defaults, SIGCHLD);
     posix_spawnattr_init(attr);
-    posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(attr, 0);
+    posix_spawnattr_setflags(attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     posix_spawnattr_setsigmask(attr, &none);
     posix_spawnattr_setsigdefault(attr, &defaults);
 }

@@ -1,5 +1,6 @@
 /*
- * process.h — one command run by /bin/sh in its own process group, its
+ * process.h — one command run by /bin/sh in a session of its own (so in its
+ * own process group, and with no controlling terminal), stdin /dev/null, its
  * stdout and stderr on one pipe (interleaved as a terminal shows them), its
  * exit readable as a file descriptor: a pidfd, or where the kernel (or
  * valgrind) has no pidfd_open, an eventfd that a waiter thread writes after
@@ -13,7 +14,7 @@
 #include <sys/types.h>
 
 typedef struct process {
-    pid_t pid;       /* also the process group id */
+    pid_t pid;       /* also the process group and session id */
     int out_fd;      /* the output pipe, non-blocking; -1 once closed */
     int exit_fd;     /* readable once the command has exited */
     bool has_waiter; /* no pidfd: a waiter thread reaps it */
@@ -22,7 +23,9 @@ typedef struct process {
     pid_t reaped; /* waitpid's result, from the waiter thread */
 } process;
 
-/* Start `command` in `dir` (NULL or "": the current one), stdin /dev/null.
+/* Start `command` in `dir` (NULL or "": the current one), stdin /dev/null,
+ * in a new session: it has no controlling terminal (opening /dev/tty fails,
+ * ENXIO), and kill(-pid, sig) signals every process of its group.
  * [any thread] Returns 0, or a negative errno with *err (malloc'd); on
  * failure nothing is left running and no descriptor is left open. */
 int process_spawn(process *p, const char *command, const char *dir, char **err);

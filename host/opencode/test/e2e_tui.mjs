@@ -49,6 +49,7 @@ const SIDEBAR = 42; // the sidebar's columns, at the right of a wide screen
 let tmuxUp = false;
 const tmux = (...args) => execFileSync("tmux", ["-L", SOCK, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 const screen = () => tmux("capture-pane", "-p", "-t", NAME);
+const paneTitle = () => tmux("display-message", "-p", "-t", NAME, "#{pane_title}").trim();
 const keys = (...k) => tmux("send-keys", "-t", NAME, ...k);
 const type = (s) => tmux("send-keys", "-t", NAME, "-l", s);
 function stopTmux() {
@@ -145,7 +146,8 @@ async function main() {
   }, 30000, 500);
   if (!ok(synced, "the fake server part answers on the bus")) return;
 
-  for (const scenario of [sidebarLive, summaryNarrow, pageOpens, pageDetail, pageStop, pageStopConfirm, openChild])
+  for (const scenario of [sidebarLive, summaryNarrow, pageOpens, pageDetail, pageStop, pageStopConfirm, openChild,
+    hostileText])
     await scenario();
   await realOcbg(scanned);
   if (PACKAGE) await packageByName();
@@ -167,9 +169,11 @@ async function realOcbg(scanned) {
   // A commit, for isolation "worktree" (realIsolated); only shared.txt is tracked, so a worktree has no .opencode/.
   const git = gitRepoWithCommit(PROJECT);
   const base = fakeModelConfig(fake.port);
-  // external_directory: the launch of an isolated task asks for its worktree, outside the project.
+  // external_directory: the launch of an isolated task asks for its worktree, outside the project (and
+  // realTty's command names /dev/tty). The scanned copy listed with options: loaded once, from the scan,
+  // its options found by ocbg_options.mjs; face_claude for realTty's Bash.
   const config = { ...base, snapshot: false, permission: { ...base.permission, bash: { "*": "allow", "*e2e-ask*": "ask" },
-    external_directory: "allow" } };
+    external_directory: "allow" }, plugin: [[path.join(scanned, "ocbg.js"), { face_claude: true }]] };
   if (!ok(await startTui(HOME, CONFIG, PROJECT, config), "real: the TUI with ocbg's server part answers")) return;
   ok(await waitFor("the marker", () => fs.existsSync(MARKER) && fs.readFileSync(MARKER, "utf8") === "loaded\n", 60000, 100),
     "real: the panel loaded");
@@ -220,6 +224,56 @@ async function realOcbg(scanned) {
   keys("Escape");
   await gone("real: esc: back from the page", "↑↓ select · enter detail");
   await realIsolated(sid, git);
+  await realTty(sid);
+}
+
+// A command ocbg runs has no controlling terminal: `Bash` (face_claude), in the
+// background and in the foreground, runs a command that writes a mark to
+// /dev/tty and reads from it. The TUI owns the terminal: were the command's
+// its too, the mark would land on the screen (it did, in the prompt area) and
+// its read would take the person's keys. The screen is read every 50 ms
+// while the commands run: the mark never shows (the command line on screen
+// spells it as $((6*7)), the mark itself is TTY42HIT); each command says
+// /dev/tty could not be opened and its read failed, reading nothing. The
+// background one's description has escape sequences: the toast ocbg sends
+// when it ends, and its sidebar line, show it without them.
+async function realTty(sid) {
+  const cmd = 'echo "TTY$((6*7))HIT" > /dev/tty; read x < /dev/tty; echo "read:$?:[$x]"';
+  const toastText = "Background task completed: tty probe\ufffd!";
+  let seen = null, polls = 0, toasted = false;
+  const poll = setInterval(() => {
+    try {
+      polls++;
+      const s = screen();
+      if (!seen && s.includes("TTY42HIT")) seen = s;
+      toasted ||= flat(s).includes(toastText);
+    } catch {}
+  }, 50);
+  try {
+    let since = await sayTool(sid, "Bash", { command: cmd, description: "tty probe\x1b]2;PWNED\x07\x1b[2J\u202e!",
+      run_in_background: true });
+    const launched = await toolEnded(sid, "Bash", since, 60000);
+    const [id] = taskIds(launched?.output);
+    ok(launched?.status === "completed" && id, "tty: ocbg's Bash started the command in the background", launched);
+    const notice = id && await waitFor("its notification", async () => (await messages(sid))
+      .find((m) => m.info.role === "user" && textOf(m).includes(`Background command completed: ${id}`)), 30000);
+    const out = notice ? textOf(notice) : "";
+    ok(/\/dev\/tty: No such device or address/.test(out) && /^read:[1-9]\d*:\[\]$/m.test(out),
+      "tty: in the background, /dev/tty cannot be opened (no controlling terminal), its read failed, read nothing", out);
+    await showsOk("tty: its sidebar line shows its description without the sequences", [/✓ done tty probe\ufffd!/], sidebar);
+    ok(await waitFor("the toast", () => toasted, 10000), `tty: so does ocbg's toast: "${toastText}"`);
+    await idle(sid);
+    since = await sayTool(sid, "Bash", { command: cmd, description: "tty probe, foreground" });
+    const fg = await toolEnded(sid, "Bash", since, 60000);
+    ok(/\/dev\/tty: No such device or address/.test(fg?.output) && /^read:[1-9]\d*:\[\]$/m.test(fg?.output || ""),
+      "tty: in the foreground the same", fg);
+    await idle(sid);
+    await sleep(500); // a last look after both ended
+  } finally {
+    clearInterval(poll);
+  }
+  ok(!seen && polls > 20, `tty: the mark a command wrote to /dev/tty never showed on the screen (${polls} looks)`, seen);
+  keepScreen("real-tty");
 }
 
 const reEscape = (s) => String(s).replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -504,6 +558,44 @@ async function openChild() {
     [/Background tasks 1 running · 1 done · 1 cancelled · \$0\.0042 ■ cancelled Tests/, "esc back"]);
   keys("Escape");
   await showsOk("esc: back to the child session", ["Background tasks: 1 running · 1 done · 1 cancelled · $0.0042"]);
+}
+
+// Text a model wrote, with escape sequences in it (a title set by OSC 2, a
+// clear screen and a cursor move by CSI, a bidirectional override): the panel
+// shows it without them, in the sidebar, on the page and in the detail; the
+// pane's title is what it was; nothing of the sequences' payload shows.
+async function hostileText() {
+  const sid = (await api("POST", "/session", { title: "hostile text" })).json?.id;
+  await api("POST", "/tui/select-session", { sessionID: sid });
+  await showsOk("hostile: a fresh session on screen", ["hostile text"]);
+  const title = paneTitle();
+  const evil = "Evil\x1b]2;PWNED\x07 \x1b[2J\x1b[1;1Htask\u202eok";
+  await setTasks(sid, [{ id: "bg_eeee0001", kind: "agent", status: "running", description: evil,
+    agent: "gen\x1b[31meral", created: AGO(5000), started: AGO(5000),
+    answer: "Done.\x1b]2;PWNED\x07\n\x1b[2J\x1b[Hline two \u202eevil" }]);
+  await showsOk("hostile: the sidebar shows the description without its sequences", [/● running Evil task\ufffdok general · \d+s/],
+    sidebar);
+  ok(paneTitle() === title, `hostile: the pane's title is the one OpenCode set ("${title}")`, paneTitle());
+  type("/bgtasks");
+  await showsOk("hostile: /bgtasks is offered", ["/bgtasks"]);
+  keys("Enter");
+  await showsOk("hostile: the page line too", [/› ● running Evil task\ufffdok · general · \d+s/]);
+  keys("Enter");
+  await showsOk("hostile: the detail: description and answer without sequences, the answer's line break kept",
+    [/bg_eeee0001 · agent general · ● running · \d+s Evil task\ufffdok latest answer: Done\. line two \ufffdevil/]);
+  const shown = screen();
+  keepScreen("hostile-detail");
+  ok(/^ {2}line two \ufffdevil\s*$/m.test(shown) && /^ {2}Done\.\s*$/m.test(shown),
+    "hostile: the answer's two lines, each on its own row", shown);
+  ok(!shown.includes("PWNED") && !shown.includes("[2J") && !shown.includes("[1;1H"), "hostile: no payload of a sequence on the screen",
+    shown);
+  ok(!paneTitle().includes("PWNED"), `hostile: the pane's title is OpenCode's page title ("${paneTitle()}")`, paneTitle());
+  keys("Escape");
+  await showsOk("hostile: esc: back to the list", ["↑↓ select · enter detail"]);
+  keys("Escape");
+  await gone("hostile: esc: back from the page", "↑↓ select · enter detail");
+  ok(await waitFor("the session's title", () => paneTitle() === title, 5000), "hostile: back on the session, its title again",
+    paneTitle());
 }
 
 async function run() {

@@ -87,7 +87,10 @@ const client = {
   },
   instance: { dispose: async (o) => { calls.push(["dispose", o]); return later(res(true)); } },
   app: { log: async (o) => { calls.push(["log", o]); return res(true); } },
-  tui: { showToast: async (o) => { calls.push(["toast", o]); return res(true); } },
+  tui: {
+    showToast: async (o) => { calls.push(["toast", o]); return res(true); },
+    publish: async (o) => { calls.push(["publish", o]); return later(res(true)); },
+  },
 };
 
 console.log(`# runtime: ${runtime}`);
@@ -390,6 +393,61 @@ ok(a.rc === "0", "ask: a tool context without ask() (older OpenCode) -> allowed,
 asked = [];
 a = await stubAsk({ permission: "bash", raw_patterns: '["ls", 3]' }, askWith(recordAsk(() => Promise.resolve())));
 ok(a.rc === "EINVAL" && /patterns_json/.test(a.out) && asked.length === 0, "ask: malformed patterns -> -EINVAL, nobody asked", a);
+
+// The TUI panel's requests (tui.command.execute "ocbg.ui {…}", docs/panel.md) wait in a queue of 64 for one
+// thread of the adapter's. A burst of 300 in one tick (the thread's first reply waits for this loop) starts
+// that one thread, not 300; the queue's requests are answered, the others refused at once, every one by id.
+{
+  const fs = await import("node:fs");
+  const threads = () => fs.readdirSync("/proc/self/task").length;
+  const panel = (msg) => hooks.event({ event: { type: "tui.command.execute",
+    properties: { command: `ocbg.ui ${JSON.stringify({ v: 1, ...msg })}` } } });
+  const replies = () => calls.filter((c) => c[0] === "publish").map((c) => c[1]?.body?.properties?.command)
+    .filter((c) => c?.startsWith("ocbg.reply ")).map((c) => JSON.parse(c.slice(11)));
+  const busy = "ocbg is busy: 64 panel requests are waiting; try again";
+  const waitReplies = async (ids) => {
+    const t = Date.now();
+    while (Date.now() - t < 10000) {
+      const got = replies().filter((r) => ids.has(r.id));
+      if (got.length >= ids.size) return got;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return replies().filter((r) => ids.has(r.id));
+  };
+  const before = threads();
+  const ids = new Set();
+  for (let i = 0; i < 300; i++) {
+    ids.add(`b${i}`);
+    panel({ id: `b${i}`, action: "detail", task_id: `bg_${i}` });
+  }
+  const during = threads();
+  const got = await waitReplies(ids);
+  const answered = got.filter((r) => r.ok === true && r.detail?.id === `bg_${r.id.slice(1)}`);
+  const refused = got.filter((r) => r.ok === false && r.error === busy);
+  ok(during <= before + 1 && threads() <= before + 1,
+    `a burst of 300 panel requests starts one thread (threads: ${before} before, ${during} during)`);
+  ok(got.length === 300 && new Set(got.map((r) => r.id)).size === 300 && answered.length + refused.length === 300,
+    "every request of the burst gets one reply, by its id", { got: got.length, answered: answered.length, refused: refused.length });
+  ok(answered.length >= 64 && answered.length <= 65 && refused.length === 300 - answered.length,
+    `the queue's requests are answered (${answered.length}), the others refused: "${busy}"`, got.slice(-2));
+  const again = new Set(["c1", "c2", "c3"]);
+  for (const id of again) panel({ id, action: "stop", task_id: "bg_x" });
+  const later3 = await waitReplies(again);
+  ok(later3.length === 3 && later3.every((r) => r.ok === true) && threads() === during,
+    "once the queue drained, requests are answered again, by the same thread", later3);
+  panel({ action: "stop", task_id: "bg_x" }); // no id: nobody to answer
+  panel({ id: "s1", action: "sync" });
+  panel({ id: "t1", action: "toast", title: "A\x1b]2;PWNED\x07 title\n", text: "a\x1b[2J\x1b[Hb\u202ec\u009b31md\x1b]8;;http://x\x1b\\e\x1b]8;;\x1b\\ \x1bc\x07 f\r\ng\tz\x1b" });
+  const toasts = async () => {
+    const t = Date.now();
+    while (Date.now() - t < 5000 && !calls.some((c) => c[0] === "toast" && c[1]?.body?.title?.startsWith("A")))
+      await new Promise((r) => setTimeout(r, 10));
+    return calls.filter((c) => c[0] === "toast").map((c) => c[1].body).at(-1);
+  };
+  const shown = await toasts();
+  ok(shown?.title === "A title " && shown?.message === "ab\ufffdcde \ufffd f\ng z\ufffd",
+    "a toast's title and text reach OpenCode without escape sequences or control characters", shown);
+}
 
 // The face_claude default: added unless the user chose.
 const optsOf = async (options) => {

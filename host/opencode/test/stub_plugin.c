@@ -21,7 +21,7 @@
  * tool_before (ABI 1.5): arguments holding "STUB-WARN" get the warning "stub warning: <tool> in
  * <session>", "STUB-REFUSE" the refusal "stub refusal: <tool>"; every call is counted (stub_events:
  * tool_befores). Command: stubcmd.  transform_messages appends a text part "STUB-MARKER" to the last
- * message (copying that message's last text part).
+ * message (copying that message's last text part). ui_request (ABI 1.4): stub_ui.c.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -32,6 +32,7 @@
 
 #include "ocp.h"
 #include "stub_dirs.h"
+#include "stub_ui.h"
 #define EXPORT __attribute__((visibility("default")))
 
 struct stub {
@@ -86,14 +87,8 @@ static const ocp_command stub_commands[] = {
     {"stubcmd", "Stub command: prints its arguments"},
 };
 
-static char *xstrdup(const char *s) {
-    return s ? strdup(s) : NULL;
-}
-
-static int reply(char **out, int rc, const char *text) {
-    *out = xstrdup(text);
-    return rc;
-}
+static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
+static int reply(char **out, int rc, const char *text) { return *out = xstrdup(text), rc; }
 
 /* ---- stub_host: host calls from a plugin-owned thread ---- */
 struct host_job {
@@ -450,6 +445,10 @@ static void shutdown_(void *ud) {
     free(st);
 }
 
+static int ui_request(void *ud, const char *request_json, char **out) {
+    return stub_ui_request(((struct stub *)ud)->host, request_json, out);
+}
+
 EXPORT const ocp_plugin *ocp_plugin_entry(const ocp_host *host, const char *options_json, char *err,
                                           size_t err_size) {
     if (!host || host->abi_major != OCP_ABI_MAJOR || host->struct_size < OCP_HOST_MIN_SIZE) {
@@ -496,5 +495,6 @@ EXPORT const ocp_plugin *ocp_plugin_entry(const ocp_host *host, const char *opti
     t->shutdown = shutdown_;
     t->free = stub_free;
     t->tool_before = tool_before;
+    t->ui_request = ui_request;
     return t;
 }

@@ -1,10 +1,11 @@
 // The TUI panel's state logic (host/opencode/tui/panel_state.mjs) under node,
-// no terminal: parsing the channel's commands, which view a screen shows, the
-// exact texts of the lines, summary and detail, the stop confirmation rule,
-// attention once only, and reply matching. Prints TAP.
+// no terminal: parsing the channel's commands (every text made safe for the
+// screen: escape sequences and control characters), which view a screen
+// shows, the exact texts of the lines, summary and detail, the stop
+// confirmation rule, attention once only, and reply matching. Prints TAP.
 import {
   applyView, attentionFor, confirmText, createAttention, createRequests, createViews, detailText, needsConfirm,
-  pageTasks, parseCommand, request, serverNow, summaryText, takeReply, taskLine, taskRows, viewFor
+  pageTasks, parseCommand, request, screenText, serverNow, summaryText, takeReply, taskLine, taskRows, viewFor
 } from "../tui/panel_state.mjs";
 import { ok, tap } from "./e2e_lib.mjs";
 
@@ -35,6 +36,44 @@ const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
   eq(parseCommand(cmd("ocbg.view", { ...v, tasks: [agent, { id: 3 }, null] })).view.tasks, [agent],
     "malformed tasks of a view are dropped");
   eq(parseCommand(undefined), null, "no command: ignored");
+}
+
+// ---- text from a task, as it may reach the screen ----
+{
+  eq(screenText("plain text, ünïcödé, 日本語"), "plain text, ünïcödé, 日本語", "plain text is unchanged");
+  eq(screenText("a\x1b]2;PWNED\x07b\x1b]0;x\x1b\\c\x1b]2;y\x9cd"), "abcd", "OSC (a title) ended by BEL, ESC \\ or ST: gone whole");
+  eq(screenText("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b"), "alinkb", "OSC 8 (a hyperlink): its text kept");
+  eq(screenText("a\x1b]2;never ended"), "a", "an OSC never ended: gone to the end");
+  eq(screenText("\x1b[2J\x1b[H\x1b[10;20Hx\x1b[31mred\x1b[0m \x1b[?1049h\x1b[38;5;196my"), "xred y",
+    "CSI (clear, cursor moves, colours, private modes): gone whole");
+  eq(screenText("a\x9b2Jb\x9d2;t\x07c\x90q\x9cd"), "abcd", "the C1 forms of CSI, OSC and DCS: gone whole");
+  eq(screenText("a\x1bP1$r\x1b\\b\x1b_apc\x1b\\c\x1b^pm\x07d\x1bXsos\x1b\\e"), "abcde", "DCS, APC, PM, SOS: gone whole");
+  eq(screenText("a\x1bcb\x1b7c\x1b8d\x1b(Be\x1b#8f"), "abcdef", "two-byte escapes (reset, save, charset, DECALN): gone");
+  eq(screenText("a\x1b\x1b"), "a\ufffd\ufffd", "a lone ESC: U+FFFD");
+  eq(screenText("a\x07b\x08c\x00d\x7fe\x85f\x9cg"), "a\ufffdb\ufffdc\ufffdd\ufffde\ufffdf\ufffdg",
+    "other C0 and C1 controls, DEL: U+FFFD");
+  eq(screenText("abc\u202edef\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069\u200e\u200f\u061cg"),
+    "abc\ufffddef" + "\ufffd".repeat(11) + "g", "bidirectional overrides, embeddings, isolates and marks: U+FFFD");
+  eq(screenText("one\r\ntwo\rthree\nfour\u2028five\u2029six\tseven"), "one two three four five six seven",
+    "single-line: line breaks and tab are spaces");
+  eq(screenText("one\r\ntwo\rthree\nfour\u2028five\tsix", true), "one\ntwo\nthree\nfour\nfive six",
+    "multi-line: CR LF, CR, U+2028 a line break; tab a space");
+  eq(screenText("\x1b\x1b]0;t\x07[31m"), "\ufffd[31m", "a sequence split by another cannot join up: its ESC is U+FFFD");
+  eq(screenText(undefined), undefined, "not a string: unchanged");
+  const evil = "Evil\x1b]2;PWNED\x07 \x1b[2J\x1b[1;1Htask\u202eok";
+  const v = parseCommand(cmd("ocbg.view", view(1, T, [{ ...agent, description: evil, agent: "gen\x1b[31meral",
+    branch: "ocbg/\u202ebg_a1", command: "make\ncheck", waiting: "bash: rm\x1b[8m -rf /", recent: ["re\x07ad"] }]))).view;
+  eq([v.tasks[0].description, v.tasks[0].agent, v.tasks[0].branch, v.tasks[0].command, v.tasks[0].waiting, v.tasks[0].recent],
+    ["Evil task\ufffdok", "general", "ocbg/\ufffdbg_a1", "make check", "bash: rm -rf /", ["re\ufffdad"]],
+    "a view's texts are cleaned as it is parsed: description, agent, branch, command, question, tools");
+  const r = parseCommand(cmd("ocbg.reply", { v: 1, id: "r1", ok: true, detail: { id: "bg_a1", answer: "line 1\n\x1b[1mline\x1b[0m 2\x1b]2;t\x07",
+    output: "\x1b[32mok\x1b[0m\r\ndone\r", error: "e\x1b[Krr\nx", worktree: { report: "a\tb\nc\u202e" } } })).reply;
+  eq(r.detail, { id: "bg_a1", answer: "line 1\nline 2", output: "ok\ndone\n", error: "err\nx", worktree: { report: "a b\nc\ufffd" } },
+    "a reply's detail: its multi-line texts keep their line breaks, without sequences or controls");
+  eq(parseCommand(cmd("ocbg.reply", { v: 1, id: "r2", ok: false, error: "busy\x1b]2;t\x07" })).reply.error, "busy",
+    "a refusal's error is cleaned");
+  eq(detailText(agent, { unavailable: "ocbg is busy: 64 panel requests are waiting; try again" }, T).split("\n").at(-1),
+    "(no detail: ocbg is busy: 64 panel requests are waiting; try again)", "a refused detail says why");
 }
 
 // ---- newest view per session ----

@@ -1,7 +1,8 @@
 // ocbg's TUI entry: the background-task panel in OpenCode's terminal UI (a
 // sidebar section, a summary line, the /bgtasks page). It learns the tasks and
 // asks for stops and details over the channel of docs/panel.md; the state
-// logic is panel_state.mjs. Plain ES module, no build step: solid-js and
+// logic is panel_state.mjs, whose parseCommand cleans every text of the
+// server part's messages (screenText) before the panel keeps or draws it. Plain ES module, no build step: solid-js and
 // @opentui/solid resolve to OpenCode's own instances, and reactivity comes
 // from passing functions (no JSX compiler runs on an installed package).
 import { createComponent, createElement, insert, setProp } from "@opentui/solid";
@@ -87,8 +88,10 @@ async function tui(api, options, meta) {
   const onReply = (reply) => {
     const req = S.takeReply(reqs, reply);
     if (!req) return;
-    if (req.action === "detail" && reply.ok && reply.detail)
-      setDetails((m) => new Map(m).set(req.task_id, reply.detail));
+    // A refused detail (ocbg busy, the task gone) says why in place of the detail.
+    if (req.action === "detail")
+      setDetails((m) => new Map(m).set(req.task_id, reply.ok && reply.detail ? reply.detail
+        : { unavailable: typeof reply.error === "string" ? reply.error : "refused" }));
     if (req.action === "stop") {
       clearTimeout(stopTimers.get(req.id));
       stopTimers.delete(req.id);

@@ -17,6 +17,40 @@ export const CONFIRM_COST = 0.5;
 
 const isObj = (x) => x !== null && typeof x === "object" && !Array.isArray(x);
 
+// ---- text from a task, as it may reach the screen ----
+// Descriptions, answers, command output, questions, agent and branch names are
+// written by a model or a command: none may move the cursor, rewrite the
+// screen or set the terminal's title, whatever the TUI's renderer would make
+// of it. An escape sequence (ESC or its C1 form: CSI, OSC, DCS, SOS, PM, APC
+// up to BEL or ST, two-byte escapes) is removed whole, left to right; CR LF,
+// CR, LF, U+2028, U+2029 are a line break (multiline) or a space; tab a space;
+// any other C0 or C1 control, DEL, and the bidirectional controls (U+061C,
+// U+200E-F, U+202A-E, U+2066-9) U+FFFD. The adapter's toasts get the same
+// (host/opencode/util.c, screen_text).
+// A control string (OSC, DCS, SOS, PM, APC: up to BEL, ESC \, ST or the end),
+// a CSI (parameters, intermediates, final), a two-byte escape (intermediates, final).
+const SEQUENCE =
+  /(?:\x1b[\]PX^_]|[\x90\x98\x9d-\x9f])[\s\S]*?(?:\x07|\x1b\\|\x9c|$)|(?:\x1b\[|\x9b)[\x20-\x3f]*[\x40-\x7e]?|\x1b[\x20-\x2f]*[\x30-\x7e]/g;
+const LINE_BREAK = /\r\n?|[\n\u2028\u2029]/g;
+// (LF excepted: after LINE_BREAK, only a multi-line text has one, to keep)
+const CONTROL = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+export function screenText(s, multiline = false) {
+  if (typeof s !== "string") return s;
+  return s.replace(SEQUENCE, "").replace(LINE_BREAK, multiline ? "\n" : " ").replace(/\t/g, " ")
+    .replace(CONTROL, "\ufffd");
+}
+
+// The fields that keep their line breaks (the detail's multi-line texts).
+const MULTILINE = new Set(["answer", "output", "error", "report"]);
+// Every string of a message from the server part, made screenText (field by
+// field: a multi-line one keeps its line breaks), before anything keeps it.
+function cleanAll(x, key) {
+  if (typeof x === "string") return screenText(x, MULTILINE.has(key));
+  if (Array.isArray(x)) return x.map((v) => cleanAll(v, key));
+  if (isObj(x)) return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, cleanAll(v, k)]));
+  return x;
+}
+
 // One tui.command.execute command: {kind: "view", view} | {kind: "reply", reply},
 // or null for anything else (another plugin's command, bad JSON, another version).
 export function parseCommand(command) {
@@ -26,7 +60,7 @@ export function parseCommand(command) {
   const prefix = command.slice(0, sp);
   if (prefix !== VIEW && prefix !== REPLY) return null;
   let msg;
-  try { msg = JSON.parse(command.slice(sp + 1)); } catch { return null; }
+  try { msg = cleanAll(JSON.parse(command.slice(sp + 1))); } catch { return null; }
   if (!isObj(msg) || msg.v !== 1) return null;
   if (prefix === VIEW) {
     if (typeof msg.session !== "string" || !Number.isFinite(msg.seq) || !Number.isFinite(msg.now)) return null;
@@ -187,6 +221,7 @@ export function detailText(t, detail, now) {
   if (typeof d.answer === "string" && d.answer) out.push("", "latest answer:", d.answer);
   if (typeof d.output === "string" && d.output) out.push("", "output (tail):", d.output);
   if (!detail) out.push("", "(loading…)");
+  else if (typeof detail.unavailable === "string") out.push("", `(no detail: ${detail.unavailable})`);
   return out.join("\n");
 }
 
