@@ -186,6 +186,12 @@ int git_run(const git_bind *b, const char *const args[], char **out)
         free(text);
         text = xasprintf("git was killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
         rc = -EIO;
+    } else if (WEXITSTATUS(status) == 127 && !text[0]) {
+        /* posix_spawn without the clone it needs (valgrind) reports a
+         * failed exec as the child's exit 127: git never exits so. */
+        free(text);
+        text = xstrdup("cannot run git (is it installed and on PATH?)");
+        rc = -ENOENT;
     } else {
         rc = WEXITSTATUS(status);
     }
