@@ -173,11 +173,11 @@ static const char *errno_name(int rc) {
     }
 }
 
-/* stub_ask: one ask_permission with the arguments as the request; *rc its result. */
-static char *ask_host(struct stub *st, const cJSON *args, ocp_call_ctx *ctx, int *rc_out) {
+/* stub_ask: one ask_permission with the arguments as the request; *out the JSON answer. */
+static int ask_host(struct stub *st, const cJSON *args, ocp_call_ctx *ctx, char **answer) {
     const ocp_host *h = st->host;
     cJSON *r = cJSON_CreateObject();
-    *rc_out = 0;
+    int rc = 0;
     if (!OCP_HAS_FIELD(ocp_host, h, ask_permission) || !h->ask_permission) {
         cJSON_AddStringToObject(r, "rc", "no ask_permission");
     } else {
@@ -191,21 +191,17 @@ static char *ask_host(struct stub *st, const cJSON *args, ocp_call_ctx *ctx, int
         ocp_permission_request req = {sizeof req,
                                       cJSON_GetStringValue(cJSON_GetObjectItem(args, "permission")), p, a, m};
         char *out = NULL;
-        int rc = h->ask_permission(h->userdata, ctx, &req, &out);
-        *rc_out = rc;
+        rc = h->ask_permission(h->userdata, ctx, &req, &out);
         cJSON_AddStringToObject(r, "rc", errno_name(rc));
-        if (out)
-            cJSON_AddStringToObject(r, "out", out);
-        else
-            cJSON_AddNullToObject(r, "out");
+        cJSON_AddItemToObject(r, "out", out ? cJSON_CreateString(out) : cJSON_CreateNull());
         h->free(h->userdata, out);
         free(p);
         free(a);
         free(m);
     }
-    char *text = cJSON_PrintUnformatted(r);
+    *answer = cJSON_PrintUnformatted(r);
     cJSON_Delete(r);
-    return text;
+    return cJSON_IsTrue(cJSON_GetObjectItem(args, "fail")) ? rc : 0;
 }
 
 /* Whether the host's table is big enough to hold a field ending at `end`
@@ -289,11 +285,8 @@ static int run_tool(struct stub *st, const char *tool, const cJSON *args, ocp_ca
         return stub_host(st, args, ctx, out);
     if (!strcmp(tool, "stub_block"))
         return stub_block(st, ctx, out);
-    if (!strcmp(tool, "stub_ask")) {
-        int rc;
-        *out = ask_host(st, args, ctx, &rc);
-        return cJSON_IsTrue(cJSON_GetObjectItem(args, "fail")) ? rc : 0;
-    }
+    if (!strcmp(tool, "stub_ask"))
+        return ask_host(st, args, ctx, out);
     if (!strcmp(tool, "stub_events"))
         return stub_events(st, args, out);
     if (!strcmp(tool, "stub_dir"))
