@@ -206,7 +206,8 @@ typedef struct ocp_host {
      *   -EINVAL     a malformed request (*out says why);
      *   -EIO        the host could not ask (the plugin then treats the action
      *               as denied: it never acts without an answer).
-     * The host must not call into the plugin from this function. */
+     * Refused, the plugin does nothing and its tool_call fails; a host whose tools end the turn on the
+     * user's reject (OpenCode: a plain "reject") ends it then too. No call into the plugin from here. */
     int (*ask_permission)(void *userdata, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
 
     /* ---- ABI 1.2 -------------------------------------------------------- */

@@ -103,7 +103,9 @@ static napi_value ask_on_fulfilled(napi_env env, napi_callback_info info)
  * a deny rule, PermissionRejectedError for the user's "reject",
  * PermissionCorrectedError {feedback} for a reject with a message. The
  * PermissionV2 names (DeclinedError, CorrectedError, BlockedError) map alike.
- * Everything else means OpenCode could not ask: -EIO. */
+ * Everything else means OpenCode could not ask: -EIO. (The plugin's refusal
+ * is text; ocbg.js makes a call that fails after a PermissionRejectedError
+ * fail with that object, so that OpenCode ends the turn: endTurnOnReject.) */
 static napi_value ask_on_rejected(napi_env env, napi_callback_info info)
 {
     size_t argc = 1;

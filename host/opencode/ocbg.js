@@ -9,6 +9,9 @@
 // - a refusal (a bad option value) is shown to the user as a toast, and logged.
 // - the watcher (ABI 1.5 directory_watch): the event streams of other
 //   directories' instances, fed into the same event hook (makeWatcher).
+// - a tool call refused by the user's "reject" fails with OpenCode's own
+//   rejection error, so that the turn ends as for OpenCode's tools
+//   (endTurnOnReject).
 import { createRequire } from "node:module";
 import { optionsFromConfig } from "./ocbg_options.mjs";
 
@@ -123,6 +126,38 @@ export function makeWatcher(client, deliver) {
   };
 }
 
+// OpenCode 1.18.33's session processor ends the turn (no further model step)
+// when a tool fails with Permission's RejectedError (`instanceof`: the user's
+// "reject" without a message); any other tool error, a reject with a message
+// (CorrectedError) and a deny rule (DeniedError) included, lets the model take
+// another step. ocbg's answer to a refusal is its own text, so a call that
+// fails after ctx.ask() rejected with that class fails with the very object
+// ctx.ask() rejected with: the processor then ends the turn as for its bash.
+// A call that succeeds anyway keeps its answer.
+const REJECTED = "PermissionRejectedError";
+export function endTurnOnReject(tool) {
+  const execute = tool?.execute;
+  if (typeof execute !== "function") return tool;
+  tool.execute = async function (args, ctx) {
+    let rejected = null;
+    const ask = ctx?.ask;
+    const seen = typeof ask !== "function" ? ctx : Object.create(ctx, { ask: { enumerable: true, value(input) {
+      const p = ask.call(ctx, input);
+      if (typeof p?.then !== "function") return p;
+      return p.then(undefined, (e) => {
+        if ((e?._tag ?? e?.name) === REJECTED) rejected ??= e;
+        throw e;
+      });
+    } } });
+    try {
+      return await execute.call(this, args, seen);
+    } catch (e) {
+      throw rejected ?? e;
+    }
+  };
+  return tool;
+}
+
 // The hooks, with the watcher stopped before the plugin's own dispose.
 function withWatcher(hooks, watcher) {
   const dispose = hooks.dispose;
@@ -147,6 +182,7 @@ export default {
       let hooks = null;
       const watcher = makeWatcher(input?.client, (ev) => hooks?.event?.({ event: ev }));
       hooks = addon.init(input, options ?? null, zod, watcher);
+      for (const tool of Object.values(hooks?.tool ?? {})) endTurnOnReject(tool);
       return withWatcher(hooks, watcher);
     } catch (e) {
       // OpenCode logs a plugin's failure only in its own log: tell the user why.

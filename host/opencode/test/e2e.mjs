@@ -5,7 +5,8 @@
 // options {face_claude: true} (OpenCode 1.18.33 would load a scanned copy a
 // second time, without options), and the stub plugin listed with options.
 // The permission rules of the config let every scenario run, except commands
-// naming e2e-ask (asked) or e2e-deny (denied), and the agent e2e-nope (denied).
+// naming e2e-ask (asked) or e2e-deny (denied), the agent e2e-nope (denied) and
+// the agent e2e-asked (asked).
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e.mjs --opencode BIN --npm-dir DIR --stub-dir DIR --work DIR [--only stub|ocbg]
@@ -153,10 +154,11 @@ async function main() {
     permission: {
       edit: "allow", webfetch: "allow",
       bash: { "*": "allow", "*e2e-ask*": "ask", "*e2e-deny*": "deny" },
-      task: { "*": "allow", "e2e-nope": "deny" },
+      task: { "*": "allow", "e2e-nope": "deny", "e2e-asked": "ask" },
     },
     agent: {
       "e2e-nope": { description: "A sub-agent the e2e permission rules deny", mode: "subagent" },
+      "e2e-asked": { description: "A sub-agent the e2e permission rules ask about", mode: "subagent" },
       "e2e-compact": { description: "A sub-agent on a small-context model (it compacts)", mode: "subagent",
         model: "fake/small-model" },
       "e2e-capped": { description: "A sub-agent ocbg runs two at a time", mode: "subagent" },
@@ -197,7 +199,7 @@ async function main() {
     ok(false, "ocbg is installed in the project (make install-opencode PROJECT=...)");
   } else if (ONLY !== "stub") {
     for (const scenario of chosen([launchAndNotify, cancelSlow, panelChannel, failingChild, resume, fork, claudeShell, claudeAgent,
-      autoBackground, tasksCommand, silentThenWaking, batchWhileBusy, bashDenied, bashAskedOnce, bashRejected, bashEscWhileAsking,
+      autoBackground, tasksCommand, silentThenWaking, batchWhileBusy, bashDenied, bashAskedOnce, rejectLikeHost, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, compactedAfter, capTwoOfFour, usageNotified,
       tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused,
       editCollision, restartAfterNotify, restartBeforeNotify, restartMidTask, endedTaskBusyAgain])) {
@@ -997,25 +999,116 @@ async function bashAskedOnce() {
      e.properties.reply === "once"), "permission.replied once");
 }
 
-// "reject", with and without the user's words: refused, nothing runs.
-async function bashRejected() {
-  const s = await newSession("perm reject");
-  for (const [name, message, want] of [
-    ["e2e-ask-reject.txt", undefined, "the user rejected it"],
-    ["e2e-ask-words.txt", "use printf instead", `the user rejected it, saying: "use printf instead"`],
-  ]) {
-    const f = path.join(SIDE, name);
-    const from = events.length;
-    const since = await sayTool(s, "Bash", { command: `touch ${f}`, description: "rejected touch" });
-    const asked = await permissionAsked(s, from);
-    ok(asked && await replyPermission(asked.properties.id, "reject", message) === 200,
-      `the user answers reject${message ? " with a message" : ""}`);
-    const st = await toolEnded(s, "Bash", since);
+// Side by side, OpenCode's own tools and ocbg's, each call in a session of
+// its own, the question answered through POST /permission/:id/reply:
+// - "reject": OpenCode's bash (and task) fail with its RejectedError and the
+//   turn ends there: one model request, no "done <tool>". ocbg's Bash, Task
+//   and background_task must end the same: the same request count, the same
+//   part error, the same last assistant message; nothing ran, no task, no
+//   child session.
+// - "reject" with the user's words, and a deny rule: OpenCode's bash fails and
+//   the model takes another step ("done bash"); so must ocbg's Bash, with its
+//   own text naming the words or the rule.
+async function rejectLikeHost() {
+  const agent = "e2e-asked"; // task rule: ask
+  const launchArgs = (tag) => ({ description: `reject ${tag}`, prompt: `CHILD fast ${tag}` });
+  const cases = [
+    { tool: "bash", kind: "reject", file: "e2e-ask-rej-native.txt" },
+    { tool: "Bash", kind: "reject", file: "e2e-ask-rej-ocbg.txt" },
+    { tool: "task", kind: "reject", args: { ...launchArgs("native-task"), subagent_type: agent } },
+    { tool: "Task", kind: "reject", args: { ...launchArgs("claude-task"), subagent_type: agent } },
+    { tool: "background_task", kind: "reject", args: { ...launchArgs("bg-task"), agent } },
+    { tool: "bash", kind: "words", file: "e2e-ask-words-native.txt", message: "use printf instead" },
+    { tool: "Bash", kind: "words", file: "e2e-ask-words-ocbg.txt", message: "use printf instead" },
+    { tool: "bash", kind: "deny", file: "e2e-deny-native.txt" },
+    { tool: "Bash", kind: "deny", file: "e2e-deny-ocbg.txt" },
+  ];
+  const res = {};
+  for (const c of cases) {
+    const s = await newSession(`reject like host ${c.tool} ${c.kind}`);
+    const args = c.args ?? { command: `touch ${path.join(SIDE, c.file)}`, description: `${c.kind} touch` };
+    const line = `E2E ${c.tool} ${JSON.stringify(args)}`;
+    const from = events.length, before = fake.requests.length;
+    const since = await sayTool(s, c.tool, args);
+    let asked = null;
+    if (c.kind !== "deny") {
+      asked = await permissionAsked(s, from);
+      ok(asked && await replyPermission(asked.properties.id, "reject", c.message) === 200,
+        `${c.tool} (${c.kind}): asked; the user answers reject${c.message ? " with a message" : ""}`);
+    }
+    const st = await toolEnded(s, c.tool, since);
     await idle(s);
-    ok(st?.status === "error" && /^Permission denied: running `touch /.test(st.error) && st.error.includes(want) &&
-       /was not run/.test(st.error), `rejected${message ? " with the user's words" : ""}: Permission denied: ${want}`, st);
-    ok(!fs.existsSync(f), "the rejected command never ran");
+    const msgs = (await messages(s)).slice(since);
+    const last = msgs.filter((m) => m.info.role === "assistant").at(-1);
+    const kids = (await api("GET", `/session/${s}/children`)).json;
+    const requests = fake.requests.slice(before).filter((r) => r.decision.text !== "E2E title" && requestText(r).includes(line)).length;
+    // (a later call in the session: its model requests carry the line too)
+    const listed = /_task$|^Task$/.test(c.tool) && c.tool !== "task" ? await callTool(s, "background_list", {}) : null;
+    res[`${c.tool} ${c.kind}`] = {
+      requests, status: st?.status, error: st?.error, texts: assistantTexts(msgs), finish: last?.info.finish,
+      messageError: last?.info.error ?? null, ran: c.file ? fs.existsSync(path.join(SIDE, c.file)) : false,
+      children: Array.isArray(kids) ? kids.length : -1, tasks: listed && !/No background tasks found/.test(listed.output),
+      asked: events.slice(from).filter((e) => e.type === "permission.asked" && e.properties.sessionID === s).length,
+    };
   }
+  diag(`reject like host: ${JSON.stringify(res)}`);
+  const rejected = "The user rejected permission to use this specific tool call.";
+  const n = res["bash reject"];
+  ok(n.requests === 1 && n.status === "error" && n.error === rejected && n.texts.length === 0 && !n.ran,
+    "OpenCode's bash, rejected: its RejectedError, the turn ends (one model request, no further step)", n);
+  const sameEnd = (a, b) => a.requests === b.requests && a.status === b.status && a.error === b.error &&
+    JSON.stringify(a.texts) === JSON.stringify(b.texts) && a.finish === b.finish &&
+    JSON.stringify(a.messageError) === JSON.stringify(b.messageError);
+  for (const k of ["Bash reject", "Task reject", "background_task reject", "task reject"]) {
+    const o = res[k];
+    ok(sameEnd(o, n) && !o.ran && o.children === 0 && !o.tasks,
+      `${k.split(" ")[0]}, rejected, ends the turn as OpenCode's bash: ${n.requests} model request, part error ` +
+      `"${rejected}", nothing run or created`, { got: o, native: n });
+  }
+  await resumeRejected(agent, n);
+  const nw = res["bash words"], ow = res["Bash words"];
+  ok(nw.requests === 2 && nw.texts.includes("done bash") && /with the following feedback: use printf instead/.test(nw.error || ""),
+    "OpenCode's bash, rejected with words: the model takes another step", nw);
+  ok(ow.requests === nw.requests && ow.status === "error" && ow.texts.includes("done Bash") && !ow.ran &&
+     /^Permission denied: running `touch /.test(ow.error || "") &&
+     (ow.error || "").includes(`the user rejected it, saying: "use printf instead"`) && /was not run/.test(ow.error || ""),
+    "ocbg's Bash, rejected with words: the same steps, its own text with the words", { got: ow, native: nw });
+  const nd = res["bash deny"], od = res["Bash deny"];
+  ok(nd.requests === 2 && nd.texts.includes("done bash") && /specified a rule which prevents/.test(nd.error || "") &&
+     nd.asked === 0 && !nd.ran, "OpenCode's bash, denied by a rule: nobody asked, the model takes another step", nd);
+  ok(od.requests === nd.requests && od.status === "error" && od.texts.includes("done Bash") && od.asked === 0 && !od.ran &&
+     (od.error || "").includes(`OpenCode's permission rules deny it (bash "*e2e-deny*": deny)`),
+    "ocbg's Bash, denied by a rule: the same steps, its own text naming the rule", { got: od, native: nd });
+}
+
+// A resume rejected (the task's agent asks): the turn ends as for OpenCode's
+// bash (native: its result), and the task stays as it was.
+async function resumeRejected(agent, native) {
+  const p = await newSession("reject like host resume");
+  let from = events.length;
+  const since0 = await sayTool(p, "background_task", { description: "reject resumed", prompt: "CHILD fast resumed", agent });
+  const asked0 = await permissionAsked(p, from);
+  ok(asked0 && await replyPermission(asked0.properties.id, "once") === 200, "resume: the launch is asked and allowed once");
+  const launched = await toolEnded(p, "background_task", since0);
+  const id = taskIds(launched?.output)[0];
+  ok(id && await userMessage(p, `[ocbg] Background task completed: ${id}`) && await idle(p), "resume: the task completed", launched);
+  const args = { resume: id, prompt: "CHILD fast again" };
+  const line = `E2E background_task ${JSON.stringify(args)}`;
+  from = events.length;
+  const before = fake.requests.length;
+  const since = await sayTool(p, "background_task", args);
+  const asked = await permissionAsked(p, from);
+  ok(asked?.properties.permission === "task" && await replyPermission(asked.properties.id, "reject") === 200,
+    "resume: asked (task), the user answers reject");
+  const st = await toolEnded(p, "background_task", since);
+  await idle(p);
+  const requests = fake.requests.slice(before).filter((r) => r.decision.text !== "E2E title" && requestText(r).includes(line)).length;
+  const texts = assistantTexts((await messages(p)).slice(since));
+  ok(requests === native.requests && st?.status === native.status && st?.error === native.error && texts.length === 0,
+    `resume, rejected, ends the turn as OpenCode's bash (${requests} model request)`, { st, requests, texts, native });
+  const out = await callTool(p, "background_output", { task_id: id });
+  ok(out?.status === "completed" && /completed/i.test(out.output) && !/again/.test(out.output),
+    "resume: the task is still completed, with its first answer only", out);
 }
 
 // Esc while the user is being asked: the tool ends at once, nothing runs.

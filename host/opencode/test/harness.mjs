@@ -368,6 +368,30 @@ ok(a.rc === "EIO" && a.out === "OpenCode could not ask: TypeError: boom", "ask: 
 a = await stubAsk({ permission: "bash", patterns: ["ls"] }, askWith(() => { throw new Error("sync boom"); }));
 ok(a.rc === "EIO" && /sync boom/.test(a.out), "ask: ctx.ask() throwing -> -EIO", a);
 
+// A call that fails after the user's "reject" fails with OpenCode's own
+// RejectedError object (its processor ends the turn on `instanceof`); other
+// refusals fail with the plugin's text (the model takes another step).
+const failedWith = async (err) => {
+  try {
+    await withTimeout(hooks.tool.stub_ask.execute({ permission: "bash", patterns: ["ls"], fail: true },
+      askWith(() => Promise.reject(err))), 5000, "stub_ask fail");
+    return null;
+  } catch (e) { return e; }
+};
+const rejectedErr = ocError("PermissionRejectedError", "The user rejected permission to use this specific tool call.");
+let thrown = await failedWith(rejectedErr);
+ok(thrown === rejectedErr, "reject: the failed call rejects with the very error ctx.ask() rejected with", thrown);
+const correctedErr = ocError("PermissionCorrectedError", "The user rejected ... feedback: no", { feedback: "no" });
+thrown = await failedWith(correctedErr);
+ok(thrown instanceof Error && thrown !== correctedErr && JSON.parse(thrown.message).out === 'the user rejected it, saying: "no"',
+  "reject with a message: the call fails with the plugin's own text", thrown);
+const deniedErr = ocError("PermissionDeniedError", "The user has specified a rule ...", { ruleset: [] });
+thrown = await failedWith(deniedErr);
+ok(thrown instanceof Error && thrown !== deniedErr && JSON.parse(thrown.message).rc === "EACCES",
+  "a deny rule: the call fails with the plugin's own text", thrown);
+a = await stubAsk({ permission: "bash", patterns: ["ls"] }, askWith(() => Promise.reject(rejectedErr)));
+ok(a.rc === "EACCES", "reject, and the plugin answers anyway: the answer stands", a);
+
 // Esc while the user is being asked: OpenCode never settles ctx.ask() after
 // an abort, so the abort itself must end the wait.
 const acAsk = new AbortController();

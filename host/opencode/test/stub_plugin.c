@@ -15,9 +15,10 @@
  *                             with session: also those of that session's events
  *   stub_dir(op, …)           ABI 1.5: directory_watch, session_create_in,
  *                             session_status, session_abort (stub_dirs.c)
- *   stub_ask(permission, patterns, always?, metadata?, raw_patterns?)
+ *   stub_ask(permission, patterns, always?, metadata?, raw_patterns?, fail?)
  *                             host->ask_permission with the call's ctx; answers {"rc":"0"|"EACCES"|…,
- *                             "out": text or null} (raw_patterns: patterns_json sent as that text)
+ *                             "out": text or null} (raw_patterns: patterns_json sent as that text);
+ *                             with fail: true a refusal fails the call (that rc, that JSON), as ocbg's do
  * tool_before (ABI 1.5): arguments holding "STUB-WARN" get the warning "stub warning: <tool> in
  * <session>", "STUB-REFUSE" the refusal "stub refusal: <tool>"; every call is counted (stub_events:
  * tool_befores). Command: stubcmd.  transform_messages appends a text part "STUB-MARKER" to the last
@@ -79,7 +80,8 @@ static const ocp_tool stub_tools[] = {
      "\"patterns\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Patterns\"},"
      "\"always\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"Always patterns\"},"
      "\"metadata\":{\"type\":\"object\",\"description\":\"Shown with the question\"},"
-     "\"raw_patterns\":{\"type\":\"string\",\"description\":\"patterns_json as given\"}},"
+     "\"raw_patterns\":{\"type\":\"string\",\"description\":\"patterns_json as given\"},"
+     "\"fail\":{\"type\":\"boolean\",\"description\":\"A refusal fails the call\"}},"
      "\"required\":[\"permission\"]}"},
 };
 
@@ -166,10 +168,11 @@ static const char *errno_name(int rc) {
     }
 }
 
-/* stub_ask: one ask_permission with the arguments as the request. */
-static char *ask_host(struct stub *st, const cJSON *args, ocp_call_ctx *ctx) {
+/* stub_ask: one ask_permission with the arguments as the request; *out the JSON answer. */
+static int ask_host(struct stub *st, const cJSON *args, ocp_call_ctx *ctx, char **answer) {
     const ocp_host *h = st->host;
     cJSON *r = cJSON_CreateObject();
+    int rc = 0;
     if (!OCP_HAS_FIELD(ocp_host, h, ask_permission) || !h->ask_permission) {
         cJSON_AddStringToObject(r, "rc", "no ask_permission");
     } else {
@@ -183,20 +186,17 @@ static char *ask_host(struct stub *st, const cJSON *args, ocp_call_ctx *ctx) {
         ocp_permission_request req = {sizeof req,
                                       cJSON_GetStringValue(cJSON_GetObjectItem(args, "permission")), p, a, m};
         char *out = NULL;
-        int rc = h->ask_permission(h->userdata, ctx, &req, &out);
+        rc = h->ask_permission(h->userdata, ctx, &req, &out);
         cJSON_AddStringToObject(r, "rc", errno_name(rc));
-        if (out)
-            cJSON_AddStringToObject(r, "out", out);
-        else
-            cJSON_AddNullToObject(r, "out");
+        cJSON_AddItemToObject(r, "out", out ? cJSON_CreateString(out) : cJSON_CreateNull());
         h->free(h->userdata, out);
         free(p);
         free(a);
         free(m);
     }
-    char *text = cJSON_PrintUnformatted(r);
+    *answer = cJSON_PrintUnformatted(r);
     cJSON_Delete(r);
-    return text;
+    return cJSON_IsTrue(cJSON_GetObjectItem(args, "fail")) ? rc : 0;
 }
 
 /* Whether the host's table is big enough to hold a field ending at `end`
@@ -280,10 +280,8 @@ static int run_tool(struct stub *st, const char *tool, const cJSON *args, ocp_ca
         return stub_host(st, args, ctx, out);
     if (!strcmp(tool, "stub_block"))
         return stub_block(st, ctx, out);
-    if (!strcmp(tool, "stub_ask")) {
-        *out = ask_host(st, args, ctx);
-        return 0;
-    }
+    if (!strcmp(tool, "stub_ask"))
+        return ask_host(st, args, ctx, out);
     if (!strcmp(tool, "stub_events"))
         return stub_events(st, args, out);
     if (!strcmp(tool, "stub_dir"))

@@ -154,15 +154,50 @@ static char *with_note(const char *text, const char *note)
     return joined;
 }
 
-/* A tool step, second half, when the tool runs: an editing tool is checked
- * first (tool_check_unlocked: a refusal fails it, a warning follows its
- * output after a blank line), a "write" writes; the part completes (or
- * fails: "fail", a refusal, or a tool a prompt's "tools" denied to the
- * session). */
+/* A tool step naming a plugin's tool (the plugin_tool hook), with mu
+ * released as in tool_check_unlocked: its part completes or fails with the
+ * call's answer, and the turn ends there when the host says so (the user's
+ * reject). Returns a step_result, or -1 when no plugin has the tool (the
+ * step is scripted; s is still valid). */
+static int plugin_step_unlocked(sim_agents *ag, sim_session *s, const char *tool, const cJSON *input)
+{
+    const char *call = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->run->turn.open_part, "callID"));
+    char *id = sim_strdup(s->id), *msg = sim_strdup(s->run->turn.msg_id), *call_id = sim_strdup(call);
+    char *args = input ? sim_print(input) : sim_strdup("{}"), *out = NULL;
+    uint64_t gen = s->run->turn.gen;
+    int rc = 0, end = 0;
+    pthread_mutex_unlock(&ag->core->mu);
+    int has = ag->hooks.plugin_tool(ag->hooks.plugin_tool_ctx, id, msg, call_id, tool, args, &rc, &out, &end);
+    pthread_mutex_lock(&ag->core->mu);
+    sim_session *now = sim_find_locked(ag->store, id);
+    int alive = now && now->busy && now->run->turn.gen == gen;
+    free(id);
+    free(msg);
+    free(call_id);
+    free(args);
+    if (!alive) {
+        free(out);
+        return STEP_STOP; /* aborted or deleted meanwhile: s is stale */
+    }
+    if (!has)
+        return -1;
+    tool_close_locked(ag, now, rc != 0, out);
+    free(out);
+    return end ? end_and_next_locked(ag, now) : STEP_GO_ON;
+}
+
+/* A tool step, second half, when the tool runs: a plugin's tool is called
+ * (plugin_step_unlocked); an editing tool is checked first
+ * (tool_check_unlocked: a refusal fails it, a warning follows its output
+ * after a blank line), a "write" writes; the part completes (or fails:
+ * "fail", a refusal, or a tool a prompt's "tools" denied to the session). */
 static enum step_result tool_end_locked(sim_agents *ag, sim_session *s, const cJSON *st, const char *tool)
 {
     const cJSON *input = cJSON_GetObjectItemCaseSensitive(st, "input");
     int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
+    int called = !denied && ag->hooks.plugin_tool ? plugin_step_unlocked(ag, s, tool, input) : -1;
+    if (called >= 0)
+        return (enum step_result)called;
     char *note = NULL, *err = NULL;
     int rc = 0;
     if (!denied && ag->hooks.tool_before && edits_files(tool) && !tool_check_unlocked(ag, &s, tool, input, &rc, &note))

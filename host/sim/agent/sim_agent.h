@@ -38,10 +38,12 @@ typedef struct sim_agent_hooks {
     char *(*transform)(void *ctx, const char *session_id, const char *messages_json);
     void *transform_ctx;
     /* A script's "ask" step ({permission, patterns, always?, metadata?}) in
-     * the turn producing message_id. Returns 1: allowed, go on; 0: denied or
-     * rejected, the turn ends; -1: the question is open (*request_id,
-     * malloc'd): the turn waits for sim_agent_permission_answered_locked.
-     * mu held. NULL: every ask is allowed. */
+     * the turn producing message_id. Returns 1: go on (allowed; or denied by
+     * a rule, or rejected with the user's words: OpenCode's model then takes
+     * another step); 0: rejected, the turn ends; -1: the question is open
+     * (*request_id, malloc'd): the turn waits for
+     * sim_agent_permission_answered_locked. mu held. NULL: every ask is
+     * allowed. */
     int (*ask)(void *ctx, const char *session_id, const char *message_id, const cJSON *ask, char **request_id);
     /* A turn that waited on a question is gone (aborted, deleted): its open
      * questions are moot. mu held. NULL: nothing to do. */
@@ -55,6 +57,17 @@ typedef struct sim_agent_hooks {
      * edit runs, silently. */
     int (*tool_before)(void *ctx, const char *session_id, const char *tool, const char *args_json, char **note);
     void *tool_before_ctx;
+    /* A "tool" step naming a plugin's tool: the plugin's tool_call for the
+     * turn's message and the step's part (callID). Returns 0 when no plugin
+     * has the tool (the step is scripted), else 1 with *rc, *out (malloc'd
+     * or NULL) and *end_turn: 1 when the host ends the turn after the call,
+     * as OpenCode does after its RejectedError (the call failed after the
+     * user's plain "reject" of one of its questions). Called WITHOUT mu, on
+     * the scheduler thread: no turn advances meanwhile, so the call must not
+     * wait for one (e.g. a foreground Task). NULL: every tool is scripted. */
+    int (*plugin_tool)(void *ctx, const char *session_id, const char *message_id, const char *call_id, const char *tool,
+                       const char *args_json, int *rc, char **out, int *end_turn);
+    void *plugin_tool_ctx;
 } sim_agent_hooks;
 
 typedef struct sim_agents {
@@ -84,7 +97,7 @@ void sim_agent_prompt_locked(sim_agents *ag, sim_session *s, cJSON *body);
 /* Abort s's turn (and queued prompts); nothing when idle. */
 void sim_agent_abort_locked(sim_agents *ag, sim_session *s);
 /* The question a turn waited on was answered: go_on 1 continues the turn,
- * 0 ends it (rejected). */
+ * 0 ends it (the plain reject). */
 void sim_agent_permission_answered_locked(sim_agents *ag, const char *session_id, const char *request_id, int go_on);
 
 /* ---- agent_sched.c ------------------------------------------------------ */

@@ -106,6 +106,15 @@ static void remember_always_locked(sim_api *a, const sim_perm_req *r)
     }
 }
 
+/* Does a turn go on after its question got this reply? As in OpenCode
+ * 1.18.33's processor: only the plain "reject" (its RejectedError) ends the
+ * turn; "reject" with the user's words (CorrectedError) lets the model take
+ * another step, as do a deny rule (DeniedError) and an approval. */
+static int goes_on(const char *reply, const char *message)
+{
+    return strcmp(reply, "reject") != 0 || message != NULL;
+}
+
 /* Answer an open question: reply "once", "always", "reject", or "cancelled"
  * (Esc: replied as a reject). permission.replied is emitted. A sub-agent's
  * question is then closed here (tell_turn: its turn goes on or ends); a tool
@@ -117,6 +126,8 @@ static void answer_locked(sim_api *a, sim_perm_req *r, const char *reply, const 
     r->reply = strcmp(reply, "always") == 0 ? "always" : strcmp(reply, "once") == 0 ? "once" : "reject";
     r->message = sim_strdup(message);
     set_outcome(r->record, strcmp(reply, "cancelled") == 0 ? "cancelled" : r->reply);
+    if (message && strcmp(r->reply, "reject") == 0)
+        cJSON_AddStringToObject(r->record, "message", message);
     if (strcmp(r->reply, "always") == 0)
         remember_always_locked(a, r);
     cJSON *props = cJSON_CreateObject();
@@ -129,7 +140,7 @@ static void answer_locked(sim_api *a, sim_perm_req *r, const char *reply, const 
         return; /* the waiting tool call wakes (state_cv) and frees it */
     unlink_locked(a, r);
     if (tell_turn)
-        sim_agent_permission_answered_locked(a->agents, r->session, r->id, strcmp(r->reply, "reject") != 0);
+        sim_agent_permission_answered_locked(a->agents, r->session, r->id, goes_on(r->reply, r->message));
     req_free(r);
 }
 
@@ -240,12 +251,12 @@ int sim_api_ask_step_locked(void *ctx, const char *session_id, const char *messa
     if (strcmp(action, "ask") != 0) {
         log_request_locked(a, info, action, NULL);
         cJSON_Delete(info);
-        return strcmp(action, "allow") == 0 ? 1 : 0;
+        return 1; /* allowed, or denied by a rule: the model takes another step */
     }
     sim_perm_req *r = open_locked(a, info, session_id, 1);
     if (a->perm_auto) {
         /* answered at once: the step goes on (or the turn ends) now */
-        int go_on = strcmp(a->perm_auto, "reject") != 0;
+        int go_on = goes_on(a->perm_auto, a->perm_auto_msg);
         answer_locked(a, r, a->perm_auto, a->perm_auto_msg, 0);
         return go_on;
     }
@@ -264,6 +275,23 @@ void sim_api_turn_gone_locked(void *ctx, const char *session_id)
 }
 
 /* ---- configuration and the record -------------------------------------- */
+
+int sim_api_perm_user_rejected(sim_api *a, const char *call_id)
+{
+    int found = 0;
+    pthread_mutex_lock(&a->core->mu);
+    const cJSON *r;
+    cJSON_ArrayForEach (r, a->perm_log) {
+        const cJSON *tool = cJSON_GetObjectItemCaseSensitive(r, "tool");
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tool, "callID"));
+        const char *outcome = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "outcome"));
+        if (call_id && id && strcmp(id, call_id) == 0 && outcome && strcmp(outcome, "reject") == 0 &&
+            !goes_on(outcome, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r, "message"))))
+            found = 1;
+    }
+    pthread_mutex_unlock(&a->core->mu);
+    return found;
+}
 
 void sim_api_perm_auto(sim_api *a, const char *reply, const char *message)
 {

@@ -137,5 +137,9 @@ int sim_api_perm_reply(sim_api *a, const char *request_id, const char *reply, co
 char *sim_api_perm_open(sim_api *a, const char *session_id);
 size_t sim_api_perm_count(sim_api *a);
 char *sim_api_perm_json(sim_api *a, int n);
+/* Did the user answer a question of tool call call_id with the plain
+ * "reject" (no words: OpenCode's RejectedError, after which the host ends
+ * the turn when the call fails)? 1 yes, 0 no. */
+int sim_api_perm_user_rejected(sim_api *a, const char *call_id);
 
 #endif

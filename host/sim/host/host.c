@@ -17,6 +17,13 @@ static int tool_before_hook(void *ctx, const char *session_id, const char *tool,
     return sim_plugins_tool_before(ctx, session_id, tool, args_json, note);
 }
 
+/* The agents' plugin_tool hook: a turn's call of a plugin's tool. */
+static int plugin_tool_hook(void *ctx, const char *session_id, const char *message_id, const char *call_id,
+                            const char *tool, const char *args_json, int *rc, char **out, int *end_turn)
+{
+    return sim_turn_tool(ctx, session_id, message_id, call_id, tool, args_json, rc, out, end_turn);
+}
+
 /* The API's deliver hook: every plugin's on_event. */
 static void deliver_hook(void *ctx, const char *event_json)
 {
@@ -48,6 +55,8 @@ sim_host *sim_create(void)
     h->agents.hooks.transform_ctx = h;
     h->agents.hooks.tool_before = tool_before_hook;
     h->agents.hooks.tool_before_ctx = h;
+    h->agents.hooks.plugin_tool = plugin_tool_hook;
+    h->agents.hooks.plugin_tool_ctx = h;
     h->api.deliver = deliver_hook;
     h->api.deliver_ctx = h;
     if (sim_api_start(&h->api) != 0) {

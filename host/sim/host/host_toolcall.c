@@ -126,6 +126,68 @@ int sim_command(sim_host *h, const char *session_id, const char *command, const 
     return call_sync(h, session_id, command, arguments, 1, out);
 }
 
+/* Does p have a tool named name? */
+static int has_tool(const ocp_plugin *p, const char *name)
+{
+    for (size_t i = 0; i < p->tool_count; i++)
+        if (strcmp(p->tools[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* c's ids and folder become those of a model turn's call: its message, its
+ * tool part's callID, the session's folder (the host's own: cwd). */
+static void call_in_turn(sim_call *c, const char *message_id, const char *call_id)
+{
+    free(c->message_id);
+    free(c->call_id);
+    c->message_id = sim_strdup(message_id);
+    c->call_id = sim_strdup(call_id);
+    pthread_mutex_lock(&c->h->core.mu);
+    const sim_session *s = sim_find_locked(&c->h->store, c->session_id);
+    char *dir = s && s->directory ? sim_strdup(s->directory) : NULL;
+    pthread_mutex_unlock(&c->h->core.mu);
+    if (dir) {
+        free(c->directory);
+        c->directory = dir;
+    }
+    c->ctx.message_id = c->message_id;
+    c->ctx.call_id = c->call_id;
+    c->ctx.directory = c->directory;
+}
+
+int sim_turn_tool(sim_host *h, const char *session_id, const char *message_id, const char *call_id, const char *tool,
+                  const char *args_json, int *rc, char **out, int *end_turn)
+{
+    *rc = 0;
+    *out = NULL;
+    *end_turn = 0;
+    sim_plugin_free_fn pfree = NULL;
+    void *ud = NULL;
+    const ocp_plugin *p = NULL;
+    int erc = 0;
+    for (size_t i = 0; !p && (p = sim_plugin_enter(h, i, &erc, &pfree, &ud)) != NULL; i++)
+        if (!p->tool_call || !has_tool(p, tool)) {
+            sim_plugin_leave(h);
+            p = NULL;
+        }
+    if (!p)
+        return 0;
+    sim_call *c = call_new(h, session_id, tool, args_json, 0);
+    call_in_turn(c, message_id, call_id);
+    char *text = NULL;
+    *rc = p->tool_call(ud, tool, c->args, &c->ctx, &text);
+    *out = sim_strdup(text);
+    if (text)
+        pfree(ud, text);
+    sim_plugin_leave(h);
+    /* OpenCode ends the turn when a tool fails with its RejectedError. */
+    *end_turn = *rc != 0 && sim_api_perm_user_rejected(&h->api, c->call_id);
+    call_free(c);
+    sim_changed(&h->core);
+    return 1;
+}
+
 static void *call_main(void *arg)
 {
     call_run(arg);

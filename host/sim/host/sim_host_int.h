@@ -86,4 +86,15 @@ void sim_plugin_leave(sim_host *h);
 int sim_plugin_enter_table(sim_host *h, const ocp_plugin *p);
 void sim_plugin_leave_quick(sim_host *h);
 
+/* ---- host_toolcall.c ---------------------------------------------------- */
+
+/* The agents' plugin_tool hook (sim_agent.h): the first plugin having
+ * `tool` runs it for session_id's model turn (message_id, the part's
+ * call_id, the session's folder), on the calling thread with no host lock
+ * held. Returns 0 when no plugin has it; else 1 with *rc, *out (malloc'd)
+ * and *end_turn (the call failed after the user's plain reject of one of
+ * its questions: OpenCode's RejectedError ends the turn). */
+int sim_turn_tool(sim_host *h, const char *session_id, const char *message_id, const char *call_id, const char *tool,
+                  const char *args_json, int *rc, char **out, int *end_turn);
+
 #endif

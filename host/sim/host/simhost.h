@@ -198,7 +198,15 @@ char *sim_session_model_input(sim_host *h, const char *session_id);
  *          ("edit", "write", "apply_patch") is first put to every plugin's
  *          tool_before (ABI 1.5): a refusal fails it with that text, a
  *          warning follows its output after a blank line. A "write" with
- *          input {"filePath", "content"} writes that file for real.
+ *          input {"filePath", "content"} writes that file for real. A
+ *          plugin's tool ("Bash", "background_task", …) is that plugin's
+ *          tool_call with input as its arguments, for this message and the
+ *          part's callID, on the scheduler thread (no turn advances
+ *          meanwhile: not a call that waits for one, such as a foreground
+ *          Task); the part completes or fails with its answer, and when the
+ *          call failed after the user's plain "reject" of one of its
+ *          questions the turn ends there, as OpenCode's does after its
+ *          RejectedError: the steps after it are not run.
  *      {"wait_ms":50},
  *      {"reply":"the final answer text"},      -- assistant text, ends the turn
  *          (unless a "compact" step follows: then the turn goes on)
@@ -213,8 +221,10 @@ char *sim_session_model_input(sim_host *h, const char *session_id);
  *          KiB), or, on a non-zero exit, fails with it and "exit status N".
  *          The script goes on either way (an abort meanwhile ends the turn).
  *      {"ask":{"permission":"bash","patterns":["rm x"]}} -- asks the user (see
- *          permissions below): allowed → the next step; denied or rejected →
- *          the turn ends; open → the turn waits for the answer
+ *          permissions below), as a sub-agent's own tool does; as in
+ *          OpenCode, the plain "reject" ends the turn; allowed, denied by a
+ *          rule or rejected with the user's words → the next step (the model
+ *          goes on); open → the turn waits for the answer
  *      {"usage":{"input":N,"output":N,"reasoning":N,"cache_read":N,
  *          "cache_write":N,"cost":X}}           -- a model call's spend (each
  *          optional, default 0; a non-negative number, tokens whole, cost in
@@ -410,8 +420,9 @@ char *sim_permission_open(sim_host *h, const char *session_id);
 
 /* How many questions were asked (also those a rule answered), and the nth (0
  * oldest, -1 newest) as JSON: permission.asked's properties plus "outcome":
- * "allow", "deny", "pending", "once", "always", "reject" or "cancelled".
- * malloc'd; NULL when out of range. */
+ * "allow", "deny", "pending", "once", "always", "reject" or "cancelled" (and
+ * "message": the user's words with a reject, when any). malloc'd; NULL when
+ * out of range. */
 size_t sim_permission_count(sim_host *h);
 char *sim_permission_json(sim_host *h, int n);
 
