@@ -112,6 +112,11 @@ static void pattern_cases(void)
     asks_case(NULL, "time rm x", "[]", "[\"time rm x\"]", "[\"time *\"]");
     asks_case(NULL, "coproc rm x", "[]", "[\"coproc rm x\"]", "[\"coproc *\"]");
     asks_case(NULL, "cat <<EOF\n`rm x`\nEOF", "[]", "[\"cat <<EOF\\n`rm x`\\nEOF\"]", "[\"cat *\"]");
+    /* OpenCode's table is a JavaScript object: a name it inherits (toString,
+     * constructor, …) keeps no word, as OpenCode 1.18.33's prefix() does. */
+    asks_case(NULL, "toString x", "[]", "[\"toString x\"]", "[\" *\"]");
+    asks_case(NULL, "constructor; __proto__ a b", "[]", "[\"constructor\",\"__proto__ a b\"]", "[\" *\"]");
+    asks_case(NULL, "tostring x", "[]", "[\"tostring x\"]", "[\"tostring *\"]");
     asks_case(NULL, "", "[]", "[]", "[]");
     asks_case(NULL, "# only a comment", "[]", "[]", "[]");
 }

@@ -235,11 +235,29 @@ static const struct arity *arity_of(const char *src, const span *words, int n)
     return best;
 }
 
+/* What a JavaScript object literal inherits: OpenCode looks its table up
+ * as arity[words], so a command named so finds a function (or, for
+ * __proto__, an object) there, which slice() reads as 0: no word is kept
+ * and the "always" pattern is " *". */
+static const char *const js_inherited[] = {"constructor",
+                                           "__defineGetter__",
+                                           "__defineSetter__",
+                                           "hasOwnProperty",
+                                           "__lookupGetter__",
+                                           "__lookupSetter__",
+                                           "isPrototypeOf",
+                                           "propertyIsEnumerable",
+                                           "toString",
+                                           "valueOf",
+                                           "__proto__",
+                                           "toLocaleString",
+                                           NULL};
+
 /* The "always" pattern: the words the arity table keeps, joined, + " *". */
 static void add_always(walk *w, const span *words, int n)
 {
     const struct arity *a = arity_of(w->src, words, n);
-    int keep = a ? a->words : 1;
+    int keep = a ? a->words : span_in(w->src, words[0], js_inherited) ? 0 : 1;
     strbuf sb = {0};
     for (int i = 0; i < keep && i < n; i++) {
         if (i)
