@@ -9,6 +9,11 @@
  * 2. The corpus recorded from OpenCode 1.18.33 (tests/fixtures/
  *    bash_permissions.json, written by host/opencode/test/e2e_bash_perm.mjs
  *    --record): every line asks exactly what OpenCode asked.
+ * 3. The shapes that were slow (long word lists, deep $(…), many commands,
+ *    long here-docs, many paths) ask what they should, at small sizes.
+ * 4. The bounds: a line longer than /bin/sh -c takes, one whose nested
+ *    texts pass the cap, one whose parse runs out of time are refused:
+ *    nothing asked; through Bash, the exact answer, no question, nothing run.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -107,6 +112,11 @@ static void pattern_cases(void)
     asks_case(NULL, "time rm x", "[]", "[\"time rm x\"]", "[\"time *\"]");
     asks_case(NULL, "coproc rm x", "[]", "[\"coproc rm x\"]", "[\"coproc *\"]");
     asks_case(NULL, "cat <<EOF\n`rm x`\nEOF", "[]", "[\"cat <<EOF\\n`rm x`\\nEOF\"]", "[\"cat *\"]");
+    /* OpenCode's table is a JavaScript object: a name it inherits (toString,
+     * constructor, …) keeps no word, as OpenCode 1.18.33's prefix() does. */
+    asks_case(NULL, "toString x", "[]", "[\"toString x\"]", "[\" *\"]");
+    asks_case(NULL, "constructor; __proto__ a b", "[]", "[\"constructor\",\"__proto__ a b\"]", "[\" *\"]");
+    asks_case(NULL, "tostring x", "[]", "[\"tostring x\"]", "[\"tostring *\"]");
     asks_case(NULL, "", "[]", "[]", "[]");
     asks_case(NULL, "# only a comment", "[]", "[]", "[]");
 }
@@ -257,11 +267,246 @@ static void fixture_cases(void)
     free(home);
 }
 
+/* ---- 3. the shapes that were slow ---------------------------------------- */
+
+/* head, then unit `times` times (each %zu replaced by its index when
+ * numbered), then tail: malloc'd. */
+static char *repeat(const char *head, const char *unit, size_t times, const char *tail, bool numbered)
+{
+    strbuf sb = {0};
+    sb_puts(&sb, head);
+    for (size_t i = 0; i < times; i++) {
+        if (numbered)
+            sb_printf(&sb, unit, i);
+        else
+            sb_puts(&sb, unit);
+    }
+    sb_puts(&sb, tail);
+    return sb_take(&sb);
+}
+
+static const char *item(const cJSON *arr, int i)
+{
+    const cJSON *it = cJSON_GetArrayItem(arr, i);
+    return it ? it->valuestring : "(none)";
+}
+
+static void shape_cases(void)
+{
+    /* A long word list: one pattern, the arity table's prefix. */
+    char *line = repeat("git config --global", " w", 1000, "", false);
+    bash_asks a;
+    is_int(bash_asks_of(line, NULL, &a), 0, "1,000 words: read");
+    is_int(cJSON_GetArraySize(a.patterns), 1, "1,000 words: one pattern");
+    is_str(item(a.patterns, 0), line, "1,000 words: the whole line");
+    is_str(item(a.always, 0), "git config --global *", "1,000 words: the 3-word prefix");
+    bash_asks_free(&a);
+    free(line);
+
+    /* Deep $(…): every level is a command, each with its own text. */
+    line = repeat("", "echo $(", 200, "ls", false);
+    char *tail = repeat(line, ")", 200, "", false);
+    free(line);
+    is_int(bash_asks_of(tail, NULL, &a), 0, "200 nested $(…): read");
+    is_int(cJSON_GetArraySize(a.patterns), 201, "200 nested $(…): 201 patterns");
+    is_str(item(a.patterns, 0), tail, "the outermost is the whole line");
+    char *inside = xstrndup(tail + 7, strlen(tail) - 8);
+    is_str(item(a.patterns, 1), inside, "the next is its $(…)'s inside");
+    free(inside);
+    is_str(item(a.patterns, 200), "ls", "the innermost last");
+    char *w = json_of(a.always);
+    is_str(w, "[\"echo *\",\"ls *\"]", "200 nested $(…): always, each once");
+    free(w);
+    bash_asks_free(&a);
+    free(tail);
+
+    /* Many commands: each in order, the repeated ones once. */
+    line = repeat("", "c%zu; a; ", 300, "c0", true);
+    is_int(bash_asks_of(line, NULL, &a), 0, "601 commands: read");
+    is_int(cJSON_GetArraySize(a.patterns), 301, "601 commands: 301 distinct patterns");
+    is_str(item(a.patterns, 0), "c0", "in order: c0");
+    is_str(item(a.patterns, 1), "a", "a");
+    is_str(item(a.patterns, 2), "c1", "c1");
+    is_str(item(a.patterns, 300), "c299", "c299 last");
+    is_str(item(a.always, 300), "c299 *", "its always");
+    bash_asks_free(&a);
+    free(line);
+
+    /* A long here-doc: its statement, then each substitution in it. */
+    line = repeat("cat > out <<EOF\n", "line $(c%zu)\n", 300, "EOF", true);
+    is_int(bash_asks_of(line, NULL, &a), 0, "a here-doc of 300 substitutions: read");
+    is_int(cJSON_GetArraySize(a.patterns), 301, "the statement and 300 commands");
+    is_str(item(a.patterns, 0), line, "the statement first, whole");
+    is_str(item(a.patterns, 300), "c299", "then each substitution, in order");
+    is_str(item(a.always, 0), "cat *", "cat's always");
+    bash_asks_free(&a);
+    free(line);
+}
+
+/* Many path arguments: each directory outside the project asked once. */
+static void path_shape_cases(void)
+{
+    char root[] = "/tmp/ocbg-bash-paths-XXXXXX";
+    if (!mkdtemp(root))
+        bail_out("mkdtemp: %s", strerror(errno));
+    char *project = xasprintf("%s/project", root);
+    mkdir(project, 0700);
+    char *line = repeat("cat", " ../f%zu", 500, " ../f0 src/x /etc/a /etc/b ../", true);
+    bash_asks a;
+    is_int(bash_asks_of(line, project, &a), 0, "500 paths: read");
+    char *want = xasprintf("[\"%s\",\"/etc\"]", root), *d = json_of(a.dirs);
+    is_str(d, want, "500 paths: the parent once, then /etc");
+    free(d);
+    free(want);
+    bash_asks_free(&a);
+    free(line);
+    rmdir(project);
+    rmdir(root);
+    free(project);
+}
+
+/* ---- 4. the bounds ----------------------------------------------------------- */
+
+static void refused(const char *line, int rc, const char *what)
+{
+    bash_asks a;
+    is_int(bash_asks_of(line, "/tmp", &a), rc, "%s: refused", what);
+    ok(cJSON_GetArraySize(a.dirs) == 0 && cJSON_GetArraySize(a.patterns) == 0 && cJSON_GetArraySize(a.always) == 0,
+       "%s: asks nothing", what);
+    bash_asks_free(&a);
+}
+
+/* `levels` nested $(…) around a word of `bytes` bytes: the texts come to
+ * about levels * bytes. */
+static char *nested_line(size_t levels, size_t bytes)
+{
+    char *word = xmalloc(bytes + 1);
+    memset(word, 'x', bytes);
+    word[bytes] = '\0';
+    char *open = repeat("", "echo $(", levels, word, false);
+    char *line = repeat(open, ")", levels, "", false);
+    free(open);
+    free(word);
+    return line;
+}
+
+/* A line of `bytes` bytes: "echo " and one long word. */
+static char *long_line(size_t bytes)
+{
+    char *line = xmalloc(bytes + 1);
+    memset(line, 'x', bytes);
+    memcpy(line, "echo ", 5);
+    line[bytes] = '\0';
+    return line;
+}
+
+static void bound_cases(void)
+{
+    char *line = long_line(BASH_ASKS_MAX_BYTES);
+    bash_asks a;
+    is_int(bash_asks_of(line, NULL, &a), 0, "a line of the longest length (32768 bytes): read");
+    is_str(item(a.patterns, 0), line, "and asked for");
+    bash_asks_free(&a);
+    free(line);
+    line = long_line(BASH_ASKS_MAX_BYTES + 1);
+    refused(line, -E2BIG, "a byte more");
+    free(line);
+    line = long_line(1000000);
+    refused(line, -E2BIG, "a 1 MB line");
+    free(line);
+
+    /* 15 levels around a word of n bytes: texts of 16 * (n + 60) bytes. */
+    line = nested_line(15, BASH_ASKS_MAX_TEXT / 16 - 60);
+    is_int(bash_asks_of(line, NULL, &a), 0, "nested texts of exactly 262144 bytes: read");
+    is_int(cJSON_GetArraySize(a.patterns), 16, "16 patterns (the word inside is one too)");
+    bash_asks_free(&a);
+    free(line);
+    line = nested_line(15, BASH_ASKS_MAX_TEXT / 16 - 59);
+    refused(line, -EOVERFLOW, "16 bytes more");
+    free(line);
+
+    /* tree-sitter's error recovery is quadratic here: 20 s uncapped. */
+    line = repeat("", ")", BASH_ASKS_MAX_BYTES, "", false);
+    refused(line, -ETIME, "32 KiB of ')' (the parse out of time)");
+    free(line);
+}
+
+/* Through Bash: the exact answer, no question asked, nothing run. */
+static void tool_refusal(sim_host *h, const char *session, const char *command, int rc, const char *why,
+                         const char *file)
+{
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "command", command);
+    char *json = cJSON_PrintUnformatted(args);
+    cJSON_Delete(args);
+    char *out = t_tool(h, session, "Bash", json);
+    is_int(t_rc, rc, "Bash refuses: %.40s…", why);
+    char *want = xasprintf("%s: running `%.200s…`. The command was not run. %s", why, command,
+                           rc == -E2BIG ? "Put long text in a file and run a shorter command."
+                                        : "Split it into simpler commands.");
+    is_str(out, want, "the answer says why and that nothing ran");
+    is_int((int)sim_permission_count(h), 0, "no permission was asked");
+    ok(access(file, F_OK) != 0, "the command did not run");
+    free(want);
+    free(out);
+    free(json);
+}
+
+static void tool_refusal_cases(void)
+{
+    char dir[] = "/tmp/ocbg-bash-refused-XXXXXX";
+    if (!mkdtemp(dir))
+        bail_out("mkdtemp: %s", strerror(errno));
+    char *file = xasprintf("%s/ran", dir), *touch = xasprintf("touch %s; ", file);
+    sim_host *h = t_host(NULL);
+    char *s = sim_session_new(h, NULL, "main");
+    char *pad = long_line(BASH_ASKS_MAX_BYTES), *line = xasprintf("%s%s", touch, pad);
+    char *why =
+        xasprintf("The command line is too long to check its permissions (%zu bytes; at most 32768)", strlen(line));
+    tool_refusal(h, s, line, -E2BIG, why, file);
+    free(why);
+    free(line);
+    free(pad);
+    pad = long_line(1000000);
+    line = xasprintf("%s%s", touch, pad);
+    why = xasprintf("The command line is too long to check its permissions (%zu bytes; at most 32768)", strlen(line));
+    tool_refusal(h, s, line, -E2BIG, why, file);
+    free(why);
+    free(line);
+    free(pad);
+    pad = nested_line(15, BASH_ASKS_MAX_TEXT / 16 - 59);
+    line = xasprintf("%s%s", touch, pad);
+    tool_refusal(h, s, line, -EOVERFLOW,
+                 "The command line is too complex to check its permissions (its commands' texts come to more than "
+                 "262144 bytes, a nested command counted again in each command around it)",
+                 file);
+    free(line);
+    free(pad);
+    pad = repeat("", ")", BASH_ASKS_MAX_BYTES - strlen(touch), "", false);
+    line = xasprintf("%s%s", touch, pad);
+    tool_refusal(h, s, line, -ETIME,
+                 "The command line is too complex to check its permissions (parsing it took more than 250 ms)", file);
+    free(line);
+    free(pad);
+    char *list = t_tool(h, s, "background_list", "{}");
+    like(list, "No background tasks found", "no task registered");
+    free(list);
+    free(s);
+    sim_destroy(h);
+    rmdir(dir);
+    free(file);
+    free(touch);
+}
+
 int main(void)
 {
     nested_rm_cases();
     pattern_cases();
     outside_cases();
     fixture_cases();
+    shape_cases();
+    path_shape_cases();
+    bound_cases();
+    tool_refusal_cases();
     return done_testing();
 }

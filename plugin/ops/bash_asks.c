@@ -1,13 +1,18 @@
-/* bash_asks.c — see bash_asks.h. */
+/* bash_asks.c — see bash_asks.h. Linear in the line: each node of the tree
+ * is visited once, a command's words are offsets into the line (never
+ * copied), and an answer's entries are kept unique with a hash set; what
+ * the answer copies (the commands' texts) is capped (BASH_ASKS_MAX_TEXT). */
 #include "ops/bash_asks.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <time.h>
 #include <tree_sitter/api.h>
 
 #include "base/util.h"
+#include "ops/bash_paths.h"
+#include "ops/bash_set.h"
 
 /* The grammar (tree-sitter-bash's parser.c, built into the plugin). */
 const TSLanguage *tree_sitter_bash(void);
@@ -53,116 +58,43 @@ static const char *const path_takers[] = {"cd",           "chdir",       "popd",
                                           "set-content",  "add-content", "copy-item", "move-item", "remove-item",
                                           "new-item",     "rename-item", NULL};
 
-static bool in_list(const char *s, const char *const *list)
+/* ---- spans of the line ------------------------------------------------ */
+
+typedef struct span {
+    uint32_t a, b; /* the line's bytes [a, b) */
+} span;
+
+static size_t span_len(span s)
+{
+    return s.b - s.a;
+}
+
+static bool span_is(const char *src, span s, const char *str)
+{
+    size_t n = strlen(str);
+    return span_len(s) == n && memcmp(src + s.a, str, n) == 0;
+}
+
+static bool span_in(const char *src, span s, const char *const *list)
 {
     for (; *list; list++)
-        if (strcmp(s, *list) == 0)
+        if (span_is(src, s, *list))
             return true;
     return false;
-}
-
-static void add_unique(cJSON *arr, char *s) /* takes s */
-{
-    const cJSON *it;
-    cJSON_ArrayForEach (it, arr) {
-        if (strcmp(it->valuestring, s) == 0) {
-            free(s);
-            return;
-        }
-    }
-    cJSON_AddItemToArray(arr, cJSON_CreateString(s));
-    free(s);
-}
-
-/* ---- paths, as node's path module treats POSIX paths -------------------- */
-
-/* `path` (absolute) with ".", ".." and repeated or trailing slashes resolved. */
-static char *normalize(const char *path)
-{
-    char *copy = xstrdup(path), *save = NULL;
-    strbuf sb = {0};
-    size_t *ends = xmalloc(sizeof *ends * (strlen(path) / 2 + 2)), depth = 0;
-    for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-        if (strcmp(c, ".") == 0)
-            continue;
-        if (strcmp(c, "..") == 0) {
-            if (depth > 0)
-                sb.len = ends[--depth];
-            continue;
-        }
-        ends[depth++] = sb.len;
-        sb_printf(&sb, "/%s", c);
-    }
-    if (sb.len == 0)
-        sb_puts(&sb, "/");
-    else
-        sb.buf[sb.len] = '\0';
-    free(ends);
-    free(copy);
-    return sb_take(&sb);
-}
-
-/* path.resolve(base, p): p made absolute from base, normalized. */
-static char *resolve(const char *base, const char *p)
-{
-    char *joined = p[0] == '/' ? xstrdup(p) : xasprintf("%s/%s", base, p);
-    char *r = normalize(joined);
-    free(joined);
-    return r;
-}
-
-static char *parent_dir(const char *p)
-{
-    const char *slash = strrchr(p, '/');
-    return slash == p ? xstrdup("/") : xstrndup(p, (size_t)(slash - p));
-}
-
-/* !path.relative(dir, p).startsWith(".."): p is dir, or under it by a
- * relative path not starting with ".." (a name like "..x" counts as out). */
-static bool inside(const char *dir, const char *p)
-{
-    size_t n = strlen(dir);
-    if (strcmp(dir, "/") == 0)
-        return strncmp(p + 1, "..", 2) != 0;
-    if (strncmp(p, dir, n) != 0 || (p[n] != '\0' && p[n] != '/'))
-        return false;
-    return p[n] == '\0' || strncmp(p + n + 1, "..", 2) != 0;
-}
-
-/* The directory a path argument makes OpenCode ask about, or NULL: quotes
- * stripped, ~ expanded, cut before a glob, skipped when it expands. */
-static char *outside_dir(const char *arg, const char *project)
-{
-    size_t n = strlen(arg);
-    char *a =
-        n >= 2 && (arg[0] == '"' || arg[0] == '\'') && arg[n - 1] == arg[0] ? xstrndup(arg + 1, n - 2) : xstrdup(arg);
-    const char *home = getenv("HOME");
-    if (home && (strcmp(a, "~") == 0 || strncmp(a, "~/", 2) == 0 || strncmp(a, "~\\", 2) == 0)) {
-        char *joined = a[1] ? xasprintf("%s/%s", home, a + 2) : xstrdup(home);
-        free(a);
-        a = joined[0] == '/' ? normalize(joined) : xstrdup(joined);
-        free(joined);
-    }
-    a[strcspn(a, "?*[")] = '\0';
-    char *dir = NULL;
-    if (a[0] && a[0] != '(' && strncmp(a, "@(", 2) != 0 && !strpbrk(a, "$`")) {
-        char *p = resolve(project, a);
-        struct stat st;
-        if (!inside(project, p))
-            dir = stat(p, &st) == 0 && S_ISDIR(st.st_mode) ? xstrdup(p) : parent_dir(p);
-        free(p);
-    }
-    free(a);
-    return dir;
 }
 
 cJSON *bash_dir_patterns(const cJSON *dirs)
 {
     cJSON *out = cJSON_CreateArray();
+    bash_set seen;
+    bash_set_init(&seen);
     const cJSON *d;
     cJSON_ArrayForEach (d, dirs) {
-        add_unique(out, xasprintf("%s/*", strcmp(d->valuestring, "/") == 0 ? "" : d->valuestring));
+        char *p = xasprintf("%s/*", strcmp(d->valuestring, "/") == 0 ? "" : d->valuestring);
+        bash_set_append(out, &seen, p, strlen(p));
+        free(p);
     }
+    bash_set_free(&seen);
     return out;
 }
 
@@ -222,13 +154,19 @@ typedef struct walk {
     const utf16 *u16;
     const char *project; /* normalized, or NULL */
     bash_asks *out;
+    bash_set patterns, always, dirs; /* the strings of out's arrays */
+    bash_set args;                   /* path arguments looked at: spans of src */
+    span *words;                     /* the current command's */
+    size_t words_cap;
+    TSTreeCursor kids; /* walks the current command's children */
+    size_t text;       /* bytes of the commands' texts so far */
 } walk;
 
-/* A node's text, from the UTF-8 the UTF-16 offsets map back to. */
-static char *node_text(const walk *w, TSNode n)
+/* A node's bytes in the line (from its UTF-16 offsets). */
+static span span_of(const walk *w, TSNode n)
 {
     uint32_t a = w->u16->at[ts_node_start_byte(n) / 2], b = w->u16->at[ts_node_end_byte(n) / 2];
-    return xstrndup(w->src + a, b > a ? b - a : 0);
+    return (span){a, b > a ? b : a};
 }
 
 /* Bytes of JavaScript's String.prototype.trim whitespace at s (0: none). */
@@ -246,9 +184,9 @@ static size_t js_space(const unsigned char *s, const unsigned char *end)
     return sp ? 3 : 0;
 }
 
-static char *js_trim(const char *s)
+static span js_trim(const char *src, span s)
 {
-    const unsigned char *a = (const unsigned char *)s, *b = a + strlen(s);
+    const unsigned char *base = (const unsigned char *)src, *a = base + s.a, *b = base + s.b;
     for (size_t k; (k = js_space(a, b)) != 0;)
         a += k;
     while (b > a) {
@@ -259,7 +197,7 @@ static char *js_trim(const char *s)
             break;
         b -= k;
     }
-    return xstrndup((const char *)a, (size_t)(b - a));
+    return (span){(uint32_t)(a - base), (uint32_t)(b - base)};
 }
 
 static bool is_word_type(const char *t)
@@ -268,117 +206,261 @@ static bool is_word_type(const char *t)
            strcmp(t, "string") == 0 || strcmp(t, "raw_string") == 0 || strcmp(t, "concatenation") == 0;
 }
 
-/* words[0..n) joined by spaces, cut to the arity table's prefix, + " *". */
-static char *always_of(char **words, int n)
+/* OpenCode's prefix(): the entry for the most leading words that, joined
+ * by spaces, the table lists (the first such entry); NULL when none. Each
+ * entry is matched against the words in turn, so a long command costs
+ * no more than a short one. */
+static const struct arity *arity_of(const char *src, const span *words, int n)
 {
-    int keep = 1;
-    bool found = false;
-    strbuf key = {0};
-    for (int e = n; e > 0 && !found; e--) { /* the longest listed prefix wins */
-        key.len = 0;
-        for (int i = 0; i < e; i++)
-            sb_printf(&key, "%s%s", i ? " " : "", words[i]);
-        for (size_t i = 0; i < sizeof arities / sizeof arities[0] && !found; i++)
-            if (strcmp(arities[i].prefix, key.buf) == 0) {
-                keep = arities[i].words;
-                found = true;
+    const struct arity *best = NULL;
+    int best_words = 0;
+    for (size_t i = 0; i < sizeof arities / sizeof arities[0]; i++) {
+        const char *p = arities[i].prefix;
+        for (int e = 0; e < n; e++) {
+            size_t len = span_len(words[e]);
+            if (strncmp(p, src + words[e].a, len) != 0) /* a word holds no NUL */
+                break;
+            p += len;
+            if (*p == '\0') {
+                if (e + 1 > best_words) {
+                    best = &arities[i];
+                    best_words = e + 1;
+                }
+                break;
             }
-    }
-    sb_free(&key);
-    strbuf sb = {0};
-    for (int i = 0; i < keep && i < n; i++)
-        sb_printf(&sb, "%s%s", i ? " " : "", words[i]);
-    sb_puts(&sb, " *");
-    return sb_take(&sb);
-}
-
-/* One `command` node: its path arguments, its patterns. */
-static void add_command(const walk *w, TSNode cmd)
-{
-    uint32_t count = ts_node_child_count(cmd);
-    char **words = xcalloc(count + 1, sizeof *words);
-    int n = 0;
-    for (uint32_t i = 0; i < count; i++) {
-        TSNode c = ts_node_child(cmd, i);
-        if (is_word_type(ts_node_type(c)))
-            words[n++] = node_text(w, c);
-    }
-    if (n > 0 && words[0][0] && w->project && in_list(words[0], path_takers)) {
-        for (int i = 1; i < n; i++) {
-            if (words[i][0] == '-' || (strcmp(words[0], "chmod") == 0 && words[i][0] == '+'))
-                continue;
-            char *dir = outside_dir(words[i], w->project);
-            if (dir)
-                add_unique(w->out->dirs, dir);
+            if (*p++ != ' ')
+                break;
         }
     }
-    if (n > 0 && (!words[0][0] || !in_list(words[0], dir_changers))) {
-        TSNode parent = ts_node_parent(cmd);
-        bool redirected = !ts_node_is_null(parent) && strcmp(ts_node_type(parent), "redirected_statement") == 0;
-        char *text = node_text(w, redirected ? parent : cmd);
-        add_unique(w->out->patterns, js_trim(text));
-        free(text);
-        add_unique(w->out->always, always_of(words, n));
+    return best;
+}
+
+/* What a JavaScript object literal inherits: OpenCode looks its table up
+ * as arity[words], so a command named so finds a function (or, for
+ * __proto__, an object) there, which slice() reads as 0: no word is kept
+ * and the "always" pattern is " *". */
+static const char *const js_inherited[] = {"constructor",
+                                           "__defineGetter__",
+                                           "__defineSetter__",
+                                           "hasOwnProperty",
+                                           "__lookupGetter__",
+                                           "__lookupSetter__",
+                                           "isPrototypeOf",
+                                           "propertyIsEnumerable",
+                                           "toString",
+                                           "valueOf",
+                                           "__proto__",
+                                           "toLocaleString",
+                                           NULL};
+
+/* The "always" pattern: the words the arity table keeps, joined, + " *". */
+static void add_always(walk *w, const span *words, int n)
+{
+    const struct arity *a = arity_of(w->src, words, n);
+    int keep = a ? a->words : span_in(w->src, words[0], js_inherited) ? 0 : 1;
+    strbuf sb = {0};
+    for (int i = 0; i < keep && i < n; i++) {
+        if (i)
+            sb_putn(&sb, " ", 1);
+        sb_putn(&sb, w->src + words[i].a, span_len(words[i]));
     }
-    for (int i = 0; i < n; i++)
-        free(words[i]);
-    free(words);
+    sb_puts(&sb, " *");
+    bash_set_append(w->out->always, &w->always, sb.buf, sb.len);
+    sb_free(&sb);
+}
+
+/* A path-taking command's arguments: each outside the project asks for its
+ * directory. An argument seen before (in any command) is skipped: it names
+ * the same directory, already asked for. */
+static void add_paths(walk *w, const span *words, int n)
+{
+    bool chmod = span_is(w->src, words[0], "chmod");
+    for (int i = 1; i < n; i++) {
+        const char *arg = w->src + words[i].a;
+        size_t len = span_len(words[i]);
+        if (len > 0 && (arg[0] == '-' || (chmod && arg[0] == '+')))
+            continue;
+        if (!bash_set_add(&w->args, arg, len))
+            continue;
+        char *dir = bash_path_outside(arg, len, w->project);
+        if (dir)
+            bash_set_append(w->out->dirs, &w->dirs, dir, strlen(dir));
+        free(dir);
+    }
+}
+
+/* The command's words (into w->words): its children of the word types. */
+static int command_words(walk *w, TSNode cmd)
+{
+    int n = 0;
+    ts_tree_cursor_reset(&w->kids, cmd);
+    for (bool more = ts_tree_cursor_goto_first_child(&w->kids); more;
+         more = ts_tree_cursor_goto_next_sibling(&w->kids)) {
+        TSNode c = ts_tree_cursor_current_node(&w->kids);
+        if (!is_word_type(ts_node_type(c)))
+            continue;
+        if ((size_t)n == w->words_cap) {
+            w->words_cap = w->words_cap ? w->words_cap * 2 : 64;
+            w->words = xrealloc(w->words, w->words_cap * sizeof *w->words);
+        }
+        w->words[n++] = span_of(w, c);
+    }
+    return n;
+}
+
+/* One `command` node (parent: the node it hangs from, maybe null): its path
+ * arguments, its patterns. -EOVERFLOW when the texts pass the cap. */
+static int add_command(walk *w, TSNode cmd, TSNode parent)
+{
+    int n = command_words(w, cmd);
+    if (n == 0)
+        return 0;
+    bool redirected = !ts_node_is_null(parent) && strcmp(ts_node_type(parent), "redirected_statement") == 0;
+    span text = span_of(w, redirected ? parent : cmd);
+    w->text += span_len(text);
+    if (w->text > BASH_ASKS_MAX_TEXT)
+        return -EOVERFLOW;
+    const span *words = w->words;
+    bool named = span_len(words[0]) > 0;
+    if (named && w->project && span_in(w->src, words[0], path_takers))
+        add_paths(w, words, n);
+    if (!named || !span_in(w->src, words[0], dir_changers)) {
+        span pattern = js_trim(w->src, text);
+        bash_set_append(w->out->patterns, &w->patterns, w->src + pattern.a, span_len(pattern));
+        add_always(w, words, n);
+    }
+    return 0;
 }
 
 /* Every node of the tree in document order (pre-order): each `command`.
  * As web-tree-sitter's descendantsOfType walks: a node that ends at the very
  * start (an empty node error recovery put there) is skipped with its
- * children. */
-static void walk_tree(const walk *w, TSNode root)
+ * children. The path from the root is kept, so a command's parent is at
+ * hand (ts_node_parent would search for it from the root). */
+static int walk_tree(walk *w, TSNode root)
 {
     TSTreeCursor cur = ts_tree_cursor_new(root);
-    for (;;) {
+    TSNode *up = NULL; /* the current node's ancestors, the root first */
+    size_t depth = 0, cap = 0;
+    int rc = 0;
+    for (bool more = true; more && rc == 0;) {
         TSNode n = ts_tree_cursor_current_node(&cur);
         TSPoint end = ts_node_end_point(n);
         bool at_start = end.row == 0 && end.column == 0;
         if (!at_start && ts_node_is_named(n) && strcmp(ts_node_type(n), "command") == 0)
-            add_command(w, n);
-        if (!at_start && ts_tree_cursor_goto_first_child(&cur))
-            continue;
-        while (!ts_tree_cursor_goto_next_sibling(&cur))
-            if (!ts_tree_cursor_goto_parent(&cur)) {
-                ts_tree_cursor_delete(&cur);
-                return;
+            rc = add_command(w, n, depth ? up[depth - 1] : (TSNode){0});
+        if (!at_start && ts_tree_cursor_goto_first_child(&cur)) {
+            if (depth == cap) {
+                cap = cap ? cap * 2 : 64;
+                up = xrealloc(up, cap * sizeof *up);
             }
+            up[depth++] = n;
+            continue;
+        }
+        while (more && !ts_tree_cursor_goto_next_sibling(&cur))
+            if ((more = ts_tree_cursor_goto_parent(&cur)))
+                depth--;
     }
+    free(up);
+    ts_tree_cursor_delete(&cur);
+    return rc;
 }
 
-int bash_asks_of(const char *command, const char *project, bash_asks *out)
+/* ---- the parse, within its time ------------------------------------------ */
+
+static int64_t thread_cpu_ns(void)
 {
-    out->dirs = cJSON_CreateArray();
-    out->patterns = cJSON_CreateArray();
-    out->always = cJSON_CreateArray();
-    const char *src = command ? command : "";
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* tree-sitter's progress callback (every 100 parse operations): true stops
+ * the parse once its thread has spent BASH_ASKS_PARSE_CPU_MS. */
+static bool parse_overtime(TSParseState *state)
+{
+    const int64_t *until = state->payload;
+    return thread_cpu_ns() > *until;
+}
+
+static const char *read_units(void *payload, uint32_t byte, TSPoint point, uint32_t *bytes_read)
+{
+    (void)point;
+    const utf16 *u = payload;
+    *bytes_read = byte < u->n * 2 ? u->n * 2 - byte : 0;
+    return *bytes_read ? (const char *)u->units + byte : "";
+}
+
+/* The tree of u, or NULL: *rc -ETIME (out of time) or -ENOMEM. */
+static TSTree *parse(const utf16 *u, int *rc)
+{
     TSParser *parser = ts_parser_new();
     if (!parser || !ts_parser_set_language(parser, tree_sitter_bash())) {
         if (parser)
             ts_parser_delete(parser);
-        return -ENOMEM;
+        *rc = -ENOMEM;
+        return NULL;
     }
-    utf16 u;
-    utf16_of(src, strlen(src), &u);
-    TSTree *tree =
-        ts_parser_parse_string_encoding(parser, NULL, (const char *)u.units, u.n * 2, TSInputEncodingUTF16LE);
-    if (!tree) {
-        free(u.units);
-        free(u.at);
-        ts_parser_delete(parser);
-        return -ENOMEM;
-    }
-    char *proj = project && project[0] == '/' ? normalize(project) : NULL;
-    walk w = {src, &u, proj, out};
-    walk_tree(&w, ts_tree_root_node(tree));
+    int64_t until = thread_cpu_ns() + (int64_t)BASH_ASKS_PARSE_CPU_MS * 1000000;
+    TSInput input = {(void *)u, read_units, TSInputEncodingUTF16LE, NULL};
+    TSTree *tree = ts_parser_parse_with_options(parser, NULL, input, (TSParseOptions){&until, parse_overtime});
+    ts_parser_delete(parser);
+    *rc = tree ? 0 : thread_cpu_ns() > until ? -ETIME : -ENOMEM;
+    return tree;
+}
+
+static void empty_answer(bash_asks *out)
+{
+    cJSON_Delete(out->dirs);
+    cJSON_Delete(out->patterns);
+    cJSON_Delete(out->always);
+    out->dirs = cJSON_CreateArray();
+    out->patterns = cJSON_CreateArray();
+    out->always = cJSON_CreateArray();
+}
+
+static int walk_line(const char *src, const utf16 *u, TSTree *tree, const char *project, bash_asks *out)
+{
+    char *proj = project && project[0] == '/' ? bash_path_normalize(project) : NULL;
+    walk w = {.src = src, .u16 = u, .project = proj, .out = out};
+    bash_set_init(&w.patterns);
+    bash_set_init(&w.always);
+    bash_set_init(&w.dirs);
+    bash_set_init(&w.args);
+    TSNode root = ts_tree_root_node(tree);
+    w.kids = ts_tree_cursor_new(root);
+    int rc = walk_tree(&w, root);
+    ts_tree_cursor_delete(&w.kids);
+    free(w.words);
+    bash_set_free(&w.patterns);
+    bash_set_free(&w.always);
+    bash_set_free(&w.dirs);
+    bash_set_free(&w.args);
     free(proj);
+    return rc;
+}
+
+int bash_asks_of(const char *command, const char *project, bash_asks *out)
+{
+    out->dirs = out->patterns = out->always = NULL;
+    empty_answer(out);
+    const char *src = command ? command : "";
+    size_t len = strnlen(src, (size_t)BASH_ASKS_MAX_BYTES + 1);
+    if (len > BASH_ASKS_MAX_BYTES)
+        return -E2BIG;
+    utf16 u;
+    utf16_of(src, len, &u);
+    int rc;
+    TSTree *tree = parse(&u, &rc);
+    if (tree) {
+        rc = walk_line(src, &u, tree, project, out);
+        ts_tree_delete(tree);
+    }
     free(u.units);
     free(u.at);
-    ts_tree_delete(tree);
-    ts_parser_delete(parser);
-    return 0;
+    if (rc != 0)
+        empty_answer(out);
+    return rc;
 }
 
 void bash_asks_free(bash_asks *a)

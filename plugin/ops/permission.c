@@ -59,6 +59,30 @@ static int ask(engine *o, const ocp_call_ctx *ctx, const char *permission, cJSON
     return rc;
 }
 
+/* The answer when bash_asks_of refused or failed (rc): nothing was asked,
+ * nothing runs. */
+static void unread(int rc, const char *command, const char *what, strbuf *out)
+{
+    if (rc == -E2BIG) {
+        sb_printf(out,
+                  "The command line is too long to check its permissions (%zu bytes; at most %d): %s. The command was "
+                  "not run. Put long text in a file and run a shorter command.",
+                  strlen(command), BASH_ASKS_MAX_BYTES, what);
+    } else if (rc == -EOVERFLOW || rc == -ETIME) {
+        char *why = rc == -ETIME ? xasprintf("parsing it took more than %d ms", BASH_ASKS_PARSE_CPU_MS)
+                                 : xasprintf("its commands' texts come to more than %d bytes, a nested command "
+                                             "counted again in each command around it",
+                                             BASH_ASKS_MAX_TEXT);
+        sb_printf(out,
+                  "The command line is too complex to check its permissions (%s): %s. The command was not run. Split "
+                  "it into simpler commands.",
+                  why, what);
+        free(why);
+    } else {
+        sb_printf(out, "Could not read the command line (%s): %s. The command was not run.", strerror(-rc), what);
+    }
+}
+
 int permission_bash(engine *o, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out)
 {
     if (!o->api.host.ask_permission)
@@ -69,7 +93,7 @@ int permission_bash(engine *o, const ocp_call_ctx *ctx, const char *command, con
     bash_asks asks;
     int rc = bash_asks_of(command, ctx->directory, &asks);
     if (rc != 0) {
-        sb_printf(out, "Could not read the command line (%s): %s. The command was not run.", strerror(-rc), what);
+        unread(rc, command, what, out);
         bash_asks_free(&asks);
         free(what);
         return rc;

@@ -1,7 +1,11 @@
 /* fuzz_bash_asks — a command line's permission questions (ops/bash_asks.c,
  * tree-sitter's parser inside the plugin): any bytes parse without a crash
  * or a leak, every "bash" pattern is a piece of the line, every "always"
- * ends with " *", every directory is absolute and normalized. */
+ * ends with " *", every directory is absolute and normalized; a line
+ * refused for its bounds (its parse out of time, its nested texts over the
+ * cap) asks nothing. Run with a per-input time limit (reliability.mk): the
+ * reading is linear, so a slow input is a failure. */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,7 +31,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     line[size] = '\0';
     setenv("HOME", "/tmp/ocbg-fuzz-home", 1);
     bash_asks a;
-    if (bash_asks_of(line, "/tmp/ocbg-fuzz-project", &a) != 0)
+    int rc = bash_asks_of(line, "/tmp/ocbg-fuzz-project", &a);
+    if (rc != 0 && rc != -ETIME && rc != -EOVERFLOW && rc != -E2BIG)
+        abort();
+    if (rc != 0 && cJSON_GetArraySize(a.dirs) + cJSON_GetArraySize(a.patterns) + cJSON_GetArraySize(a.always) != 0)
         abort();
     const cJSON *it;
     cJSON_ArrayForEach(it, a.patterns)

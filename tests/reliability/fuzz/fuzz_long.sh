@@ -22,7 +22,8 @@ for tw in $weights; do
     log=$build/fuzz/$t.long.log
     t0=$(date +%s)
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        "$build/fuzz/fuzz_$t" -runs="$runs" -print_final_stats=1 -timeout=20 -rss_limit_mb=3072 -max_len=16384 \
+        "$build/fuzz/fuzz_$t" -runs="$runs" -print_final_stats=1 -timeout="$([ "$t" = bash_asks ] && echo 2 || echo 20)" \
+        -rss_limit_mb=3072 -max_len=16384 \
         -artifact_prefix="$(cd "$build/fuzz/artifacts" && pwd)/$t-" \
         "$build/fuzz/corpus/$t" "$rel/corpus/$t" > "$log" 2>&1 || { rc=1; tail -60 "$log"; }
     secs=$(( $(date +%s) - t0 ))
