@@ -442,11 +442,11 @@ ok(a.rc === "EINVAL" && /patterns_json/.test(a.out) && asked.length === 0, "ask:
   const ids = new Set();
   for (let i = 0; i < 300; i++) {
     ids.add(`b${i}`);
-    panel({ id: `b${i}`, action: "detail", task_id: `bg_${i}` });
+    panel({ id: `b${i}`, action: "detail", task_id: `stub_${i}` });
   }
   const during = threads();
   const got = await waitReplies(ids);
-  const answered = got.filter((r) => r.ok === true && r.detail?.id === `bg_${r.id.slice(1)}`);
+  const answered = got.filter((r) => r.ok === true && r.detail?.id === `stub_${r.id.slice(1)}`);
   const refused = got.filter((r) => r.ok === false && r.error === busy);
   ok(during <= before + 1 && threads() <= before + 1,
     `a burst of 300 panel requests starts one thread (threads: ${before} before, ${during} during)`);
@@ -455,7 +455,7 @@ ok(a.rc === "EINVAL" && /patterns_json/.test(a.out) && asked.length === 0, "ask:
   ok(answered.length >= 64 && answered.length <= 65 && refused.length === 300 - answered.length,
     `the queue's requests are answered (${answered.length}), the others refused: "${busy}"`, got.slice(-2));
   const again = new Set(["c1", "c2", "c3"]);
-  for (const id of again) panel({ id, action: "stop", task_id: "bg_x" });
+  for (const id of again) panel({ id, action: "stop", task_id: "stub_x" });
   const later3 = await waitReplies(again);
   ok(later3.length === 3 && later3.every((r) => r.ok === true) && threads() === during,
     "once the queue drained, requests are answered again, by the same thread", later3);

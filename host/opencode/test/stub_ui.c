@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,13 @@ int stub_ui_request(const ocp_host *h, const char *request_json, char **out) {
     const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "action"));
     const char *task = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "task_id"));
     int rc = 0;
-    if (action && !strcmp(action, "detail") && task) {
+    /* Only its own tasks ("stub_…"): loaded beside the real ocbg (the e2e
+     * suite's stub part), it must not answer for ocbg's tasks, as a second
+     * copy of ocbg does not (-ENOENT: no reply). */
+    bool mine = task && strncmp(task, "stub_", 5) == 0;
+    if (action && (!strcmp(action, "detail") || !strcmp(action, "stop")) && !mine) {
+        rc = -ENOENT;
+    } else if (action && !strcmp(action, "detail")) {
         cJSON *d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "id", task);
         cJSON_AddStringToObject(d, "status", "running");
