@@ -3,12 +3,18 @@
  * store_open, so with the real schema): every column of every row, the id
  * too, gets a value of any SQLite type read from the input (NULL, integers
  * small, negative and huge, reals, text that may be invalid UTF-8 or longer
- * than an id buffer, blobs with NULs), owned by an instance that is not
- * registered. Then what a start does: store_open adopts the rows, store_load
+ * than an id buffer, blobs with NULs). Then what a start does: store_load
  * reads them, and each row it accepts is made a task (store_row_to_task)
  * and restored (registry_restore) into a fresh registry, rendered as the
  * faces would show it (report, list line, notification) and copied back as
  * a row, as the next write would.
+ *
+ * The store stays open between inputs and the rows are written as its own:
+ * opening one (SQLite parsing the schema and the statements) costs more
+ * than all the rest, and does not depend on the rows. Every REOPEN_EVERY-th
+ * input the rows belong to an instance that is not registered and the store
+ * is closed and opened again, so store_open adopts them first, as after a
+ * restart.
  *
  * Input: one byte for the number of rows (0-7), then per row, per column, a
  * type byte and its value (see put_value). Running out of input gives NULLs. */
@@ -26,11 +32,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+enum { REOPEN_EVERY = 256 };
+
 static char path[256];
-static char *insert_sql;
+/* The store, open from the first input on. */
+static store *opened;
 /* The fuzzer's own connection, kept open (a store's close is then not the
- * last one, and does not checkpoint every time). */
+ * last one, and does not checkpoint every time), and its INSERT. */
 static sqlite3 *db;
+static sqlite3_stmt *insert;
 
 typedef struct input {
     const uint8_t *p;
@@ -55,6 +65,9 @@ static uint64_t u64(input *in)
 
 static void cleanup(void)
 {
+    store_close(opened, true);
+    sqlite3_finalize(insert);
+    sqlite3_close(db);
     char f[300];
     const char *ext[] = {"", "-wal", "-shm", "-journal"};
     for (size_t i = 0; i < 4; i++) {
@@ -63,11 +76,19 @@ static void cleanup(void)
     }
     *strrchr(path, '/') = '\0';
     rmdir(path);
-    free(insert_sql);
-    sqlite3_close(db);
 }
 
-/* The file, with the real schema (store_open makes it), and the INSERT. */
+static void open_store(void)
+{
+    char *err = NULL;
+    if (store_open(path, &opened, &err) != 0) {
+        fprintf(stderr, "fuzz_store_load: store_open: %s\n", err);
+        abort();
+    }
+}
+
+/* The file, with the real schema (store_open makes it), the store open on
+ * it, and the fuzzer's INSERT (its owner the second parameter). */
 static void setup(void)
 {
     const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
@@ -75,24 +96,20 @@ static void setup(void)
     if (!mkdtemp(path))
         abort();
     strcat(path, "/ocbg.db");
-    store *s = NULL;
-    char *err = NULL;
-    if (store_open(path, &s, &err) != 0) {
-        fprintf(stderr, "fuzz_store_load: %s\n", err);
-        abort();
-    }
-    store_close(s, true);
+    open_store();
     strbuf sql = {0};
     sb_puts(&sql, "INSERT OR IGNORE INTO task(id, owner");
     for (size_t i = 0; i < store_ncols; i++)
         sb_printf(&sql, ", %s", store_cols[i].name);
-    sb_puts(&sql, ") VALUES(?, 'inst_gone'");
+    sb_puts(&sql, ") VALUES(?, ?");
     for (size_t i = 0; i < store_ncols; i++)
         sb_puts(&sql, ", ?");
     sb_puts(&sql, ")");
-    insert_sql = sb_take(&sql);
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+    char *text = sb_take(&sql);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, text, -1, &insert, NULL) != SQLITE_OK)
         abort();
+    free(text);
     sqlite3_busy_timeout(db, 5000);
     atexit(cleanup);
 }
@@ -153,23 +170,20 @@ static void put_value(sqlite3_stmt *st, int i, int col, input *in)
     }
 }
 
-/* Replace the table's rows with the input's. */
-static void fill(input *in)
+/* Replace the table's rows with the input's, owned by `owner`. */
+static void fill(input *in, const char *owner)
 {
-    sqlite3_exec(db, "BEGIN; DELETE FROM task; DELETE FROM owner;", NULL, NULL, NULL);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, insert_sql, -1, &st, NULL) != SQLITE_OK)
-        abort();
+    sqlite3_exec(db, "BEGIN; DELETE FROM task;", NULL, NULL, NULL);
     int rows = byte(in) % 8;
     for (int r = 0; r < rows; r++) {
-        put_value(st, 1, -1, in);
+        put_value(insert, 1, -1, in);
+        sqlite3_bind_text(insert, 2, owner, -1, SQLITE_STATIC);
         for (size_t c = 0; c < store_ncols; c++)
-            put_value(st, (int)c + 2, (int)c, in);
-        sqlite3_step(st); /* a duplicate id is ignored */
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
+            put_value(insert, (int)c + 3, (int)c, in);
+        sqlite3_step(insert); /* a duplicate id is ignored */
+        sqlite3_reset(insert);
+        sqlite3_clear_bindings(insert);
     }
-    sqlite3_finalize(st);
     if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         abort();
 }
@@ -215,26 +229,26 @@ static void show(const char *key, void *value, void *arg)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!insert_sql)
+    static unsigned execs;
+    if (!opened)
         setup();
+    bool restart = ++execs % REOPEN_EVERY == 0;
     input in = {data, size};
-    fill(&in);
+    fill(&in, restart ? "inst_gone" : store_instance(opened));
+    if (restart) {
+        store_close(opened, true);
+        open_store();
+    }
     /* The clock is sane; what is stored is not. */
     loaded l = {.now = 1764000000000 + (int64_t)(u64(&in) % 100000000000)};
     registry_init(&l.reg);
-    store *s = NULL;
     char *err = NULL;
     unsigned skipped = 0;
-    if (store_open(path, &s, &err) != 0) {
-        fprintf(stderr, "fuzz_store_load: store_open: %s\n", err);
-        abort();
-    }
-    if (store_load(s, restore, &l, &skipped, &err) != 0) {
+    if (store_load(opened, restore, &l, &skipped, &err) != 0) {
         fprintf(stderr, "fuzz_store_load: store_load: %s\n", err);
         abort();
     }
     map_each(&l.reg.by_id, show, &l);
-    store_close(s, true);
     registry_free(&l.reg);
     return 0;
 }
