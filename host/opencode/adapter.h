@@ -8,6 +8,9 @@
  * -fvisibility=hidden, and only the Node-API module entry points are exported.
  *
  * Files (one concern each):
+ *   ui_reply.c   the panel channel's texts: a request picked out of a
+ *                command, the reply (pure: ui_reply.h, which it alone
+ *                includes, so that the fuzzer links it without Node-API)
  *   util.c       C helpers: strdup/printf to malloc'd text, stderr log
  *   js.c         JS value helpers (strings, properties, JSON, promises)
  *   hostcall.c   a host call crossing to the JS thread (record, thread-safe
@@ -25,12 +28,13 @@
  *   schema.c     tool arguments: JSON Schema -> zod
  *   lifecycle.c  init (load the plugin, build the hooks), dispose/shutdown,
  *                the module entry
- * Every .c includes only this header, and calls (or names) functions of
- * files listed above it only: util <- js <- hostcall <- ask <- dirs <- hostfns,
- * calls <- tools, hooks, schema <- lifecycle. Where a lower file must run
- * code of a higher one, the higher one hands it a function pointer
- * (jsreq.start, call.settled, the hook and TSFN callbacks lifecycle.c
- * registers). make check's layout checker refuses a cycle between files.
+ * Every .c includes only this header (but ui_reply.c), and calls (or names)
+ * functions of files listed above it only: ui_reply, util <- js <- hostcall
+ * <- ask <- dirs <- hostfns, calls <- tools, hooks, schema <- lifecycle.
+ * Where a lower file must run code of a higher one, the higher one hands it
+ * a function pointer (jsreq.start, call.settled, the hook and TSFN callbacks
+ * lifecycle.c registers). make check's layout checker refuses a cycle
+ * between files.
  *
  * Threads (see NOTES.md for the full story), as tagged below:
  *   [js]      OpenCode's event loop. Runs every hook: event (on_event),
@@ -81,6 +85,7 @@
 #include <stdint.h>
 
 #include "ocp.h"
+#include "ui_reply.h"
 
 #define PLUGIN_FILE "ocbg.so"
 /* At most this many TUI panel requests wait for the panel's thread (ui.c);

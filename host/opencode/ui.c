@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UI_REQUEST_PREFIX "ocbg.ui "
-
 /* The options of POST /tui/publish for "<prefix> <json>" (every TUI
  * attached to the server gets it); NULL when out of memory. */
 static cJSON *publish_opts(const char *prefix, const char *json)
@@ -57,32 +55,10 @@ char *ui_request_of(napi_env env, napi_value ev, const char *type)
     if (strcmp(type, "tui.command.execute") != 0)
         return NULL;
     char *command = js_string(env, js_get(env, js_get(env, ev, "properties"), "command"));
-    if (!command || strncmp(command, UI_REQUEST_PREFIX, strlen(UI_REQUEST_PREFIX)) != 0) {
-        free(command);
-        return NULL;
-    }
-    char *request = xstrdup(command + strlen(UI_REQUEST_PREFIX));
+    const char *json = ui_request_json(command);
+    char *request = json ? xstrdup(json) : NULL;
     free(command);
-    return request ? request : xstrdup("");
-}
-
-/* The reply to request req: {"v":1, "id", "ok", and "error" or "detail"}. */
-static char *reply_json(const cJSON *req, int rc, const char *out)
-{
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddNumberToObject(r, "v", 1);
-    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "id"));
-    if (id)
-        cJSON_AddStringToObject(r, "id", id);
-    cJSON_AddBoolToObject(r, "ok", rc == 0);
-    cJSON *detail = rc == 0 && out ? cJSON_Parse(out) : NULL;
-    if (detail)
-        cJSON_AddItemToObject(r, "detail", detail);
-    else if (rc != 0)
-        cJSON_AddStringToObject(r, "error", out ? out : strerror(-rc));
-    char *text = cJSON_PrintUnformatted(r);
-    cJSON_Delete(r);
-    return text;
+    return request;
 }
 
 /* Runs one request: the plugin's ui_request, then its reply published. */
@@ -93,19 +69,16 @@ static void ui_serve(adapter *ad, const char *request)
     int rc = -ENOSYS;
     if (OCP_HAS_FIELD(ocp_plugin, p, ui_request) && p->ui_request)
         rc = p->ui_request(p->userdata, request, &out);
-    cJSON *req = cJSON_Parse(request);
-    const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(req, "action"));
-    /* A sync is answered by the views. No answer either when this copy's
-     * plugin takes no requests or does not know the task: another copy of
-     * ocbg loaded on the same server (a global and a project install) may
-     * own it, and its answer is the one that counts. */
-    if ((!action || strcmp(action, "sync") != 0) && rc != -ENOSYS && rc != -ENOENT) {
-        char *reply = reply_json(req, rc, out);
+    /* None for a sync (the views answer it), nor when this copy's plugin
+     * takes no requests or does not know the task: another copy of ocbg
+     * loaded on the same server (a global and a project install) may own
+     * it, and its answer is the one that counts. */
+    if (ui_reply_due(request, rc)) {
+        char *reply = ui_reply_json(request, rc, out);
         if (reply)
             publish(ad, "ocbg.reply", reply);
         free(reply);
     }
-    cJSON_Delete(req);
     if (out)
         ad->plugin_free(ad->plugin_ud, out);
 }
@@ -140,7 +113,7 @@ static void refuse(napi_env env, adapter *ad, const char *request, const char *w
 {
     cJSON *req = cJSON_Parse(request);
     if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(req, "id"))) {
-        char *reply = reply_json(req, -EBUSY, why);
+        char *reply = ui_reply_json(request, -EBUSY, why);
         cJSON *o = reply ? publish_opts("ocbg.reply", reply) : NULL;
         if (!o || host_send_from_js(env, ad, "tui", "publish", o) != 0)
             stderr_log(OCP_LOG_WARN, "ocbg: a refused panel request could not be answered");
