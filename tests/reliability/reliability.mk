@@ -7,7 +7,8 @@
 #   make stress         threads x random tool calls x thousands of tasks (SAN=tsan: ThreadSanitizer)
 #   make check-stress-tsan   the same under ThreadSanitizer (build/tsan)
 #   make fuzz           libFuzzer targets (clang, build/fuzz), FUZZ_SECONDS per target
-#   make fuzz-long      every target until FUZZ_LONG_EXECS (10 million) executions in all
+#   make fuzz-long      every target to FUZZ_LONG_EXECS (1 million) executions each
+#   make fuzz-merge     the new inputs of the runs that add coverage into the corpus
 #   make check-reliability   all of the above with CI budgets
 
 REL_DIR  := tests/reliability
@@ -90,22 +91,45 @@ check-stress-tsan: ## the stress run under ThreadSanitizer
 	$(MAKE) stress BUILD=build/tsan SAN="$(SAN_TSAN)" OPT="-O1 -g" STRESS_OPS=$(STRESS_TSAN_OPS)
 
 # ---- fuzzing: clang libFuzzer, the plugin's objects built by clang with
-# coverage (build/fuzz). FUZZ_SECONDS per target. A crash lands in
-# build/fuzz/artifacts/; copy it to tests/reliability/regress/TARGET/ and it
-# is replayed by every `make fuzz` (and `make fuzz-regress`) from then on.
-FUZZ_TARGETS := tool_args events fork options store_load bash_asks
+# coverage (build/fuzz; binaries, logs, the runs' corpus and artifacts in
+# build/fuzz/fuzz/). FUZZ_SECONDS per target. A crash lands in
+# build/fuzz/fuzz/artifacts/; copy it to tests/reliability/regress/TARGET/
+# and it is replayed by every `make fuzz` (and `make fuzz-regress`) from then
+# on, as is tests/reliability/corpus/TARGET/ (see fuzz-merge).
+FUZZ_TARGETS := tool_args events fork options store_load bash_asks ui_request
 FUZZ_SECONDS ?= 30
-# Seconds an input may take. bash_asks reads a line in linear time (its parse
-# stops at 250 ms of CPU): an input slower than this is a failure.
-FUZZ_BASH_ASKS_TIMEOUT ?= 2
 SAN_FUZZ := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_COMMON_OBJ := $(BUILD)/obj/$(REL_DIR)/fuzz/fuzz_common.o
-FUZZ_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Every target's libFuzzer flags (-timeout: seconds an input may take), then
+# each one's own (FUZZ_FLAGS_<target>; a flag given twice: the last counts).
+FUZZ_FLAGS := -timeout=20 -rss_limit_mb=3072 -max_len=16384
+# bash_asks reads a line in linear time (its parse stops at 250 ms of CPU):
+# an input slower than this many seconds is a failure.
+FUZZ_BASH_ASKS_TIMEOUT ?= 2
+FUZZ_FLAGS_bash_asks := -timeout=$(FUZZ_BASH_ASKS_TIMEOUT)
+# The targets that keep a world between inputs (a host, a plugin instance)
+# allocate in one input what a later one frees, and libFuzzer's leak check
+# after such an input is a scan of the whole heap: tool_args ran 1,000
+# inputs/s with it, 10,000 without. They check for leaks themselves each
+# time their world is torn down (fuzz_common.h fz_leak_check).
+FUZZ_FLAGS_tool_args := -detect_leaks=0
+FUZZ_FLAGS_events := -detect_leaks=0
+FUZZ_FLAGS_options := -detect_leaks=0
+FUZZ_FLAGS_ui_request := -detect_leaks=0
+FUZZ_RUN = sh $(REL_DIR)/fuzz/fuzz_run.sh run $(BUILD) $(REL_DIR)
 
 $(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/$(REL_DIR)/fuzz/fuzz_%.o $(FUZZ_COMMON_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_COMMON_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.o,$^) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
+
+# The panel's channel: the adapter's pure half of it too.
+$(BUILD)/fuzz/fuzz_ui_request: $(BUILD)/obj/host/opencode/ui_reply.o
+
+# tree-sitter's runtime without comparison tracing: its comparisons are of
+# parse-table states and symbols, not of input bytes (the bash lexer and
+# scanner keep theirs), and tracing them cost bash_asks a third of its speed.
+build/fuzz/obj/third_party/ts_runtime.o: CFLAGS += -fno-sanitize-coverage=trace-cmp
 
 .PHONY: fuzz-run fuzz-regress fuzz-regress-run
 fuzz: ## libFuzzer targets (clang), FUZZ_SECONDS each
@@ -116,37 +140,43 @@ fuzz-regress: ## replay the seed corpus and saved crashes
 
 # Replay the seed corpus and every saved crash once.
 fuzz-regress-run: deps $(FUZZ_BINS)
-	@rc=0; for t in $(FUZZ_TARGETS); do \
-	    files=$$(find $(REL_DIR)/corpus/$$t $(REL_DIR)/regress/$$t -type f 2>/dev/null | sort); \
-	    [ -n "$$files" ] || continue; \
-	    $(FUZZ_ENV) $(BUILD)/fuzz/fuzz_$$t -runs=1 $$files > $(BUILD)/fuzz/$$t.regress.log 2>&1 \
-	        && echo "fuzz_regress: $$t $$(echo $$files | wc -w) inputs ok" \
-	        || { rc=1; echo "fuzz_regress: $$t FAILED"; tail -40 $(BUILD)/fuzz/$$t.regress.log; }; \
-	done; exit $$rc
+	@rc=0; $(foreach t,$(FUZZ_TARGETS),sh $(REL_DIR)/fuzz/fuzz_run.sh regress $(BUILD) $(REL_DIR) $(t) \
+	    $(FUZZ_FLAGS) $(FUZZ_FLAGS_$(t)) || rc=1;) exit $$rc
 
+# Every target in turn; fails when one failed.
 fuzz-run: fuzz-regress-run
-	@rc=0; for t in $(FUZZ_TARGETS); do \
-	    mkdir -p $(BUILD)/fuzz/corpus/$$t $(BUILD)/fuzz/artifacts; \
-	    log=$(BUILD)/fuzz/$$t.log; \
-	    $(FUZZ_ENV) $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	        -timeout=$$([ $$t = bash_asks ] && echo $(FUZZ_BASH_ASKS_TIMEOUT) || echo 20) \
-	        -rss_limit_mb=3072 -max_len=16384 -artifact_prefix=$(abspath $(BUILD)/fuzz/artifacts)/$$t- \
-	        $(BUILD)/fuzz/corpus/$$t $(REL_DIR)/corpus/$$t > $$log 2>&1 || { rc=1; tail -60 $$log; }; \
-	    echo "fuzz_execs: $$t $$(sed -n 's/^stat::number_of_executed_units: *//p' $$log)"; \
-	done; exit $$rc
+	@rc=0; $(foreach t,$(FUZZ_TARGETS),$(FUZZ_RUN) $(t) -max_total_time=$(FUZZ_SECONDS) \
+	    $(FUZZ_FLAGS) $(FUZZ_FLAGS_$(t)) || rc=1;) exit $$rc
 
-# Every target until FUZZ_LONG_EXECS executions in all (not in CI): -runs=
-# per target in proportion to its weight, its speed in execs/s (ASan+UBSan,
-# 2 cores; fork's from short runs: it slows to about 6,000/s as its corpus
-# grows, so it runs longest). About 45 minutes on 2 cores (docs/testing.md).
-FUZZ_LONG_EXECS ?= 10000000
-FUZZ_LONG_WEIGHTS ?= tool_args:260 events:2000 fork:35000 options:270 store_load:790 bash_asks:2000
+# Every target to FUZZ_LONG_EXECS executions of its own (-runs=; not in CI),
+# one after another (make -j2 fuzz-long: two at once), then each one's
+# result; fails when one crashed or ran fewer. FUZZ_TARGETS=name: that one.
+# Measured times: docs/testing.md.
+FUZZ_LONG_EXECS ?= 1000000
 .PHONY: fuzz-long fuzz-long-run
-fuzz-long: ## every fuzz target to FUZZ_LONG_EXECS executions (not in CI)
+fuzz-long: ## every fuzz target to FUZZ_LONG_EXECS (1 million) executions each (not in CI)
 	$(MAKE) fuzz-long-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
 
-fuzz-long-run: fuzz-regress-run
-	sh $(REL_DIR)/fuzz/fuzz_long.sh $(BUILD) $(REL_DIR) $(FUZZ_LONG_EXECS) "$(FUZZ_LONG_WEIGHTS)"
+fuzz-long-run: $(FUZZ_TARGETS:%=fuzz-long/%)
+	@echo "== fuzz-long: $(FUZZ_LONG_EXECS) executions per target"
+	@sh $(REL_DIR)/fuzz/fuzz_run.sh summary $(BUILD) $(FUZZ_TARGETS)
+
+# A target's failure is in its result, which fuzz-long-run reads: the others run on.
+fuzz-long/%: fuzz-regress-run
+	-@$(FUZZ_RUN) $* -runs=$(FUZZ_LONG_EXECS) $(FUZZ_FLAGS) $(FUZZ_FLAGS_$*)
+
+# The inputs the runs found (build/fuzz/fuzz/corpus/TARGET) that add coverage to
+# the corpus kept in the tree (tests/reliability/corpus/TARGET), merged into
+# it by libFuzzer (-merge=1, inputs of at most FUZZ_MERGE_MAX_BYTES, edges
+# only: -use_counters=0, so that it stays small); review and commit them.
+FUZZ_MERGE_MAX_BYTES ?= 512
+.PHONY: fuzz-merge fuzz-merge-run
+fuzz-merge: ## add the fuzz runs' new inputs that add coverage to tests/reliability/corpus
+	$(MAKE) fuzz-merge-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
+
+fuzz-merge-run: deps $(FUZZ_BINS)
+	@$(foreach t,$(FUZZ_TARGETS),sh $(REL_DIR)/fuzz/fuzz_run.sh merge $(BUILD) $(REL_DIR) $(t) \
+	    $(FUZZ_MERGE_MAX_BYTES) $(FUZZ_FLAGS_$(t)) &&) true
 
 # Everything, with CI budgets (about 4 minutes on 2 cores).
 CI_FUZZ_SECONDS ?= 20

@@ -3,6 +3,8 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <sanitizer/lsan_interface.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,9 +98,73 @@ fz_world *fz_world_get(void)
     return w;
 }
 
-/* Shut the plugin down and free the host with all it recorded. */
+void fz_require(bool ok, const char *what, const char *text)
+{
+    if (!ok) {
+        fprintf(stderr, "fuzz: %s: %s\n", what, text ? text : "(none)");
+        abort();
+    }
+}
+
+bool fz_is_status(const char *s)
+{
+    const char *const names[] = {"pending", "running", "resumed", "completed", "error", "cancelled"};
+    for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i]) == 0)
+            return true;
+    return false;
+}
+
+bool fz_is_string(const cJSON *o, const char *name)
+{
+    return cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, name));
+}
+
+/* A view as ocp.h publish_view and docs/panel.md say. */
+static void check_view(const char *text)
+{
+    cJSON *v = cJSON_Parse(text);
+    const cJSON *tasks = cJSON_GetObjectItemCaseSensitive(v, "tasks"), *t;
+    fz_require(cJSON_IsObject(v) && cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "v")) == 1 &&
+                   fz_is_string(v, "session") && cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(v, "seq")) &&
+                   cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(v, "now")) && cJSON_IsArray(tasks) &&
+                   cJSON_GetArraySize(tasks) <= 50,
+               "a view not of the documented shape", text);
+    cJSON_ArrayForEach(t, tasks)
+    {
+        const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "kind"));
+        fz_require(fz_is_string(t, "id") && kind && (strcmp(kind, "agent") == 0 || strcmp(kind, "shell") == 0) &&
+                       fz_is_status(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "status"))) &&
+                       fz_is_string(t, "description"),
+                   "a view's task not of the documented shape", text);
+    }
+    cJSON_Delete(v);
+}
+
+/* Every view the plugin published over the world's life. */
+static void check_views(fz_world *w)
+{
+    size_t n = sim_views(w->h, NULL);
+    for (size_t i = 0; i < n; i++) {
+        char *view = sim_view(w->h, NULL, (int)i);
+        check_view(view);
+        free(view);
+    }
+}
+
+void fz_leak_check(void)
+{
+    if (__lsan_do_recoverable_leak_check() != 0) {
+        fprintf(stderr, "fuzz: memory leaked since the last check (the inputs of that span; see above)\n");
+        abort();
+    }
+}
+
+/* Check the views, shut the plugin down and free the host with all it
+ * recorded; then nothing the world made may be left. */
 static void fz_teardown(fz_world *w)
 {
+    check_views(w);
     w->p->shutdown(w->p->userdata);
     sim_destroy(w->h);
     free(w->parent);
@@ -107,6 +173,7 @@ static void fz_teardown(fz_world *w)
     free(w->run_session);
     free(w->batch_id);
     memset(w, 0, sizeof *w);
+    fz_leak_check();
 }
 
 void fz_reset(fz_world *w)

@@ -6,6 +6,8 @@
 #ifndef OCBG_FUZZ_COMMON_H
 #define OCBG_FUZZ_COMMON_H
 
+#include <cjson/cJSON.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,8 +27,20 @@ typedef struct fz_world {
 fz_world *fz_world_get(void);
 
 /* Clear the conversation and make a completed and a running task again;
- * every 8th time, a new host and plugin instance (a long run stays fast). */
+ * every 8th time, a new host and plugin instance (a long run stays fast):
+ * before, every view the plugin published (ocp.h publish_view) must have
+ * docs/panel.md's shape ({v:1, session, seq, now, tasks: at most 50, each
+ * with id, kind agent|shell, a status, description}); after,
+ * fz_leak_check. */
 void fz_reset(fz_world *w);
+
+/* Abort when LeakSanitizer finds memory no longer reachable. The targets
+ * that keep a world between inputs run with libFuzzer's -detect_leaks=0
+ * (its check after every input that allocates more than it frees would be
+ * a whole heap scan after nearly every input): they call this when the
+ * world is gone, so a leak is found within a few thousand inputs, and the
+ * report names where the memory was allocated. */
+void fz_leak_check(void);
 
 /* A fresh running task when the old one is gone (every so often). */
 void fz_refresh(fz_world *w);
@@ -37,6 +51,13 @@ char *fz_text(fz_world *w, const uint8_t *data, size_t size);
 
 /* Call a tool as the host would; cancelled=1 makes every wait return at once. */
 int fz_tool(fz_world *w, const char *tool, const char *args, int cancelled);
+
+/* Abort, naming what and the text, unless ok. */
+void fz_require(bool ok, const char *what, const char *text);
+
+/* Is s a task status name (pending … cancelled)? Has o a string `name`? */
+bool fz_is_status(const char *s);
+bool fz_is_string(const cJSON *o, const char *name);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
