@@ -165,18 +165,20 @@ fuzz-long-run: $(FUZZ_TARGETS:%=fuzz-long/%)
 fuzz-long/%: fuzz-regress-run
 	-@$(FUZZ_RUN) $* -runs=$(FUZZ_LONG_EXECS) $(FUZZ_FLAGS) $(FUZZ_FLAGS_$*)
 
-# The inputs the runs found (build/fuzz/fuzz/corpus/TARGET) that add coverage to
-# the corpus kept in the tree (tests/reliability/corpus/TARGET), merged into
-# it by libFuzzer (-merge=1, inputs of at most FUZZ_MERGE_MAX_BYTES, edges
-# only: -use_counters=0, so that it stays small); review and commit them.
+# The inputs the runs found (build/fuzz/fuzz/corpus/TARGET) that add coverage
+# (edges) to the corpus kept in the tree (tests/reliability/corpus/TARGET),
+# found by libFuzzer's -merge=1 among those of at most FUZZ_MERGE_MAX_BYTES,
+# copied into it, those that add the most first, until it holds
+# FUZZ_MERGE_MAX_FILES; review and commit them.
 FUZZ_MERGE_MAX_BYTES ?= 512
+FUZZ_MERGE_MAX_FILES ?= 200
 .PHONY: fuzz-merge fuzz-merge-run
-fuzz-merge: ## add the fuzz runs' new inputs that add coverage to tests/reliability/corpus
+fuzz-merge: ## add the fuzz runs' inputs that add coverage to tests/reliability/corpus
 	$(MAKE) fuzz-merge-run BUILD=build/fuzz CC=clang SAN="$(SAN_FUZZ)" OPT="-O1 -g"
 
 fuzz-merge-run: deps $(FUZZ_BINS)
 	@$(foreach t,$(FUZZ_TARGETS),sh $(REL_DIR)/fuzz/fuzz_run.sh merge $(BUILD) $(REL_DIR) $(t) \
-	    $(FUZZ_MERGE_MAX_BYTES) $(FUZZ_FLAGS_$(t)) &&) true
+	    $(FUZZ_MERGE_MAX_BYTES) $(FUZZ_MERGE_MAX_FILES) $(FUZZ_FLAGS_$(t)) &&) true
 
 # Everything, with CI budgets (about 4 minutes on 2 cores).
 CI_FUZZ_SECONDS ?= 20

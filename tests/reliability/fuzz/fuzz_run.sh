@@ -17,10 +17,11 @@
 #   fuzz_run.sh regress BUILD REL_DIR TARGET [FLAG...]
 #       Every input of REL_DIR/corpus/TARGET and REL_DIR/regress/TARGET (saved
 #       crashes) run once. Returns 1 when one fails.
-#   fuzz_run.sh merge BUILD REL_DIR TARGET MAX_BYTES [FLAG...]
+#   fuzz_run.sh merge BUILD REL_DIR TARGET MAX_BYTES MAX_FILES [FLAG...]
 #       The inputs of BUILD/fuzz/corpus/TARGET of at most MAX_BYTES that add
-#       an edge to REL_DIR/corpus/TARGET are copied into it (libFuzzer
-#       -merge=1 -use_counters=0: edges, not how often each is taken).
+#       an edge to REL_DIR/corpus/TARGET (libFuzzer -merge=1 -use_counters=0:
+#       edges, not how often each is taken) are copied into it, those that
+#       add the most first, until it holds MAX_FILES.
 set -u
 
 sanitized() {
@@ -90,20 +91,30 @@ regress() {
 }
 
 merge() {
-    build=$1 rel=$2 t=$3 max=$4
-    shift 4
-    small=$build/fuzz/merge-in/$t
-    rm -rf "$small"
-    mkdir -p "$small" "$rel/corpus/$t" "$build/fuzz/corpus/$t"
-    find "$build/fuzz/corpus/$t" -type f -size -$((max + 1))c -exec cp {} "$small/" \;
-    before=$(ls "$rel/corpus/$t" | wc -l)
-    if ! sanitized "$build/fuzz/fuzz_$t" -merge=1 -use_counters=0 -max_len="$max" "$@" "$rel/corpus/$t" "$small" \
-        > "$build/fuzz/$t.merge.log" 2>&1; then
+    build=$1 rel=$2 t=$3 max=$4 cap=$5
+    shift 5
+    work=$build/fuzz/merge/$t
+    kept=$rel/corpus/$t
+    rm -rf "$work"
+    mkdir -p "$work/in" "$work/out" "$kept" "$build/fuzz/corpus/$t"
+    find "$build/fuzz/corpus/$t" -type f -size -$((max + 1))c -exec cp {} "$work/in/" \;
+    find "$kept" -type f -exec cp {} "$work/out/" \;
+    before=$(ls "$kept" | wc -l)
+    if ! sanitized "$build/fuzz/fuzz_$t" -merge=1 -use_counters=0 -max_len="$max" -merge_control_file="$work/control" \
+        "$@" "$work/out" "$work/in" > "$build/fuzz/$t.merge.log" 2>&1; then
         echo "fuzz_merge: $t FAILED"
         tail -30 "$build/fuzz/$t.merge.log"
         return 1
     fi
-    echo "fuzz_merge: $t $before -> $(ls "$rel/corpus/$t" | wc -l) inputs"
+    # The control file: the number of inputs, how many of them the kept
+    # corpus's (run first), their paths, then per input "FT i f…", the
+    # features it added to those of the inputs before it. The new inputs
+    # that added any, most first, until the corpus has cap.
+    room=$((cap > before ? cap - before : 0))
+    awk 'NR == 1 { n = $1 } NR == 2 { old = $1 } NR > 2 && NR <= n + 2 { path[NR - 3] = $0 }
+         $1 == "FT" && $2 >= old && NF > 2 { print NF - 2, path[$2] }' "$work/control" |
+        sort -rn | head -n "$room" | while read -r _ f; do cp "$f" "$kept/"; done
+    echo "fuzz_merge: $t $before -> $(ls "$kept" | wc -l) inputs ($(ls "$work/out" | wc -l) would cover all the runs found)"
 }
 
 case ${1:-} in
