@@ -96,7 +96,7 @@ check-stress-tsan: ## the stress run under ThreadSanitizer
 # build/fuzz/fuzz/artifacts/; copy it to tests/reliability/regress/TARGET/
 # and it is replayed by every `make fuzz` (and `make fuzz-regress`) from then
 # on, as is tests/reliability/corpus/TARGET/ (see fuzz-merge).
-FUZZ_TARGETS := tool_args events fork options store_load bash_asks ui_request
+FUZZ_TARGETS := tool_args events fork options store_load bash_asks ui_request worktree_report
 FUZZ_SECONDS ?= 30
 SAN_FUZZ := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
