@@ -98,6 +98,11 @@ static int let_go_recorded(sim_host *h, void *arg)
     return call_index(h, "directory_watch", "\\\"watch\\\":0") >= 0;
 }
 
+static int asked_about(sim_host *h, void *session)
+{
+    return sim_calls(h, "session_get", session) >= 1;
+}
+
 static int gone(sim_host *h, void *arg)
 {
     (void)h;
@@ -352,8 +357,8 @@ static void parent_deleted_at_stop(void)
     sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     char *other = sim_session_new(h, NULL, "other");
-    char *out = launch_iso(h, parent, "late", "{\"steps\":[{\"run\":\"echo late > late.txt\"},{\"reply\":\"l\"}]}",
-                           "worktree");
+    char *out =
+        launch_iso(h, parent, "late", "{\"steps\":[{\"run\":\"echo late > late.txt\"},{\"reply\":\"l\"}]}", "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -424,8 +429,7 @@ static void fork_isolated(void)
     sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"tell the plan\"}]}");
     sim_wait_messages(h, parent, 2, tap_timeout_ms(DEADLINE));
     sim_wait_idle(h, parent, tap_timeout_ms(DEADLINE));
-    sim_script(h, "forked and isolated", "{\"steps\":[{\"run\":\"echo forked > forked.txt\"},{\"reply\":\"f\"}]}",
-               1);
+    sim_script(h, "forked and isolated", "{\"steps\":[{\"run\":\"echo forked > forked.txt\"},{\"reply\":\"f\"}]}", 1);
     char *out = t_tool(h, parent, "background_task",
                        J("{'description':'fork','prompt':'forked and isolated','agent':'general','fork':true,"
                          "'isolation':'worktree'}"));
@@ -513,8 +517,9 @@ static void parent_deleted_while_down(void)
     sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     char *kept = sim_session_new(h, NULL, "kept");
-    char *out = launch_iso(h, parent, "unseen", "{\"steps\":[{\"run\":\"echo unseen > unseen.txt\"},"
-                                                "{\"reply\":\"u\"}]}",
+    char *out = launch_iso(h, parent, "unseen",
+                           "{\"steps\":[{\"run\":\"echo unseen > unseen.txt\"},"
+                           "{\"reply\":\"u\"}]}",
                            "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
@@ -540,7 +545,8 @@ static void parent_deleted_while_down(void)
     char *unseen = t_sh_line(repo, "git show ocbg/%s:unseen.txt", id);
     is_str(unseen, "unseen", "its work is on its branch");
     free(unseen);
-    ok(sim_calls(h, "session_get", parent) >= 1, "the host was asked about the launching session");
+    is_int(sim_wait(h, asked_about, parent, tap_timeout_ms(DEADLINE)), 0,
+           "the host was asked about the launching session");
     is_int(sim_wait(h, row_gone, id, tap_timeout_ms(DEADLINE)), 0, "its row leaves the store");
     ok(t_exists(wt2), "the worktree of a session that still exists stays");
     is_int(t_wait_output_with(h, kept, id2, "Result:\ns", DEADLINE), 0, "with its task");
@@ -565,7 +571,7 @@ int main(void)
     mkdir(data, 0777);
     mkdir(repo, 0777);
     if (t_sh(repo, "git init -q -b main && echo base > shared.txt && git add . && git -c user.name=t -c "
-           "user.email=t@example.com commit -qm init") != 0 ||
+                   "user.email=t@example.com commit -qm init") != 0 ||
         chdir(repo) != 0)
         bail_out("cannot make the repository in %s", repo);
     setenv("GIT_CONFIG_NOSYSTEM", "1", 1);

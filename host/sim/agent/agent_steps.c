@@ -164,10 +164,11 @@ static int plugin_step_unlocked(sim_agents *ag, sim_session *s, const char *tool
     const char *call = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(s->run->turn.open_part, "callID"));
     char *id = sim_strdup(s->id), *msg = sim_strdup(s->run->turn.msg_id), *call_id = sim_strdup(call);
     char *args = input ? sim_print(input) : sim_strdup("{}"), *out = NULL;
+    char *name = sim_strdup(tool); /* the step's: an abort meanwhile frees it */
     uint64_t gen = s->run->turn.gen;
     int rc = 0, end = 0;
     pthread_mutex_unlock(&ag->core->mu);
-    int has = ag->hooks.plugin_tool(ag->hooks.plugin_tool_ctx, id, msg, call_id, tool, args, &rc, &out, &end);
+    int has = ag->hooks.plugin_tool(ag->hooks.plugin_tool_ctx, id, msg, call_id, name, args, &rc, &out, &end);
     pthread_mutex_lock(&ag->core->mu);
     sim_session *now = sim_find_locked(ag->store, id);
     int alive = now && now->busy && now->run->turn.gen == gen;
@@ -175,6 +176,7 @@ static int plugin_step_unlocked(sim_agents *ag, sim_session *s, const char *tool
     free(msg);
     free(call_id);
     free(args);
+    free(name);
     if (!alive) {
         free(out);
         return STEP_STOP; /* aborted or deleted meanwhile: s is stale */
