@@ -180,7 +180,7 @@ fuzz-merge-run: deps $(FUZZ_BINS)
 	@$(foreach t,$(FUZZ_TARGETS),sh $(REL_DIR)/fuzz/fuzz_run.sh merge $(BUILD) $(REL_DIR) $(t) \
 	    $(FUZZ_MERGE_MAX_BYTES) $(FUZZ_MERGE_MAX_FILES) $(FUZZ_FLAGS_$(t)) &&) true
 
-# Everything, with CI budgets (about 4 minutes on 2 cores).
+# Everything, with CI budgets (the fuzz part: about 3.5 minutes on 2 cores).
 CI_FUZZ_SECONDS ?= 20
 check-reliability: ## faults, chaos, crash and restart, stress (and TSan), fuzz (CI budgets)
 	$(MAKE) check-faults
