@@ -1,5 +1,10 @@
-// ocbg for OpenCode: loads the Node-API addon beside this file, which loads
-// ocbg.so (also beside it) and returns the plugin's hooks.
+// ocbg for OpenCode: loads the Node-API addon, which loads ocbg.so (beside
+// it) and returns the plugin's hooks.
+// - the addon (loadAddon, at the first server() call: importing this module
+//   cannot fail on a missing or broken binary): <platform>-<arch>/ of the
+//   package (linux-x64/, linux-arm64/), else ocbg_opencode.node beside this
+//   file (a source install). None for this platform, or one that does not
+//   load: one sentence as a toast and in the log, and no tools.
 // - zod (for the tool argument schemas; without it OpenCode makes every
 //   argument required): the copy shipped beside this file (node_modules/zod),
 //   else @opencode-ai/plugin's tool.schema.
@@ -12,11 +17,36 @@
 // - a tool call refused by the user's "reject" fails with OpenCode's own
 //   rejection error, so that the turn ends as for OpenCode's tools
 //   (endTurnOnReject).
+import fs from "node:fs";
 import { createRequire } from "node:module";
 import { optionsFromConfig } from "./ocbg_options.mjs";
 
 const require = createRequire(import.meta.url);
-const addon = require("./ocbg_opencode.node");
+
+// The addon for this platform: {addon}, or {failure: the sentence for the
+// user}. Looked up once (a failed dlopen would fail again the same way).
+const ADDON = "ocbg_opencode.node";
+let loaded = null;
+function loadAddon() {
+  if (loaded) return loaded;
+  const dir = new URL(".", import.meta.url);
+  const platform = `${process.platform}-${process.arch}`;
+  const has = (rel) => { try { return fs.statSync(new URL(rel, dir)).isFile(); } catch { return false; } };
+  const rel = [`./${platform}/${ADDON}`, `./${ADDON}`].find(has);
+  if (!rel) {
+    let present = [];
+    try {
+      present = fs.readdirSync(dir).filter((d) => /^[a-z0-9]+-[a-z0-9]+$/.test(d) && has(`./${d}/${ADDON}`)).sort();
+    } catch {}
+    return (loaded = { failure: `ocbg: this package has no binary for ${platform} (it has ` +
+      `${present.length ? present.join(", ") : "none"}); background tools are not available` });
+  }
+  try {
+    return (loaded = { addon: require(rel) });
+  } catch (e) {
+    return (loaded = { failure: `ocbg: cannot load its ${platform} binary: ${String(e?.message ?? e)}` });
+  }
+}
 
 async function findZod() {
   try {
@@ -177,6 +207,14 @@ export default {
         options = found.options;
         tell(input?.client, "info", `ocbg: options from ${found.source} (this copy was loaded without them)`);
       }
+    }
+    // No usable binary: say so and load with no tools. Not a throw: OpenCode
+    // would only log it (its "failed to load plugin", a second copy of the
+    // same reason); the sentence is in the toast and the log already.
+    const { addon, failure } = loadAddon();
+    if (failure) {
+      tell(input?.client, "error", failure);
+      return {};
     }
     try {
       let hooks = null;
