@@ -159,14 +159,14 @@ async function run() {
   if (list?.status !== "completed") return;
 
   t = Date.now();
-  const b = await callTool(s, "Bash", { command: "cat hello.txt; cat /etc/debian_version", description: "in the root",
+  const b = await callTool(s, "Bash", { command: "cat hello.txt; ldd --version | head -n 1", description: "in the root",
     run_in_background: true }, 60000 * SLOW);
   const bid = b?.status === "completed" ? taskIds(b.output)[0] : null;
   ok(bid, "Bash(run_in_background) returns a task id", b);
   const cmdNote = bid && await waitFor("the command's notice", async () => (await messages(s)).filter((m) => m.info.role === "user")
     .map(textOf).find((x) => x.includes(`[ocbg] Background command completed: ${bid}`)), 60000 * SLOW);
-  ok(cmdNote && cmdNote.includes("hello from the bare root") && /\n11\.\d+/.test(cmdNote),
-    `the command ran in the root (Debian 11) and its notice reached the parent session (${Date.now() - t} ms)`, cmdNote);
+  ok(cmdNote && cmdNote.includes("hello from the bare root") && /GLIBC 2\.31/.test(cmdNote),
+    `the command ran in the root (glibc 2.31) and its notice reached the parent session (${Date.now() - t} ms)`, cmdNote);
   await idle(s, 60000 * SLOW);
 
   t = Date.now();
