@@ -266,7 +266,11 @@ BARE_ROOTS      := $(BUILD)/roots
 BARE_MIRROR     ?= http://deb.debian.org/debian
 E2E_BARE_TIMEOUT ?= 600
 E2E_BARE_ARM64_TIMEOUT ?= 1800
-OC_BIN_arm64    := $(OC_NPM)/arm64/package/bin/opencode
+# The registry reachable here has opencode-linux-arm64 only up to 1.18.18 (no
+# 1.18.33): the arm64 run uses that one, the package's engines.opencode widened
+# to admit it in a repacked copy (--engines).
+OC_ARM64_VERSION ?= 1.18.18
+OC_BIN_arm64    := $(OC_NPM)/arm64-$(OC_ARM64_VERSION)/package/bin/opencode
 .PHONY: e2e-bare e2e-bare-arm64
 define bare_root
 	@if [ -x build-aux/bare-root ]; then BARE_MIRROR=$(BARE_MIRROR) build-aux/bare-root $(1) $(2); \
@@ -281,12 +285,13 @@ e2e-bare: $(OC_NPM_STAMP) $(OC_PKG) ## OpenCode + the package in a bare bullseye
 	    --opencode $(abspath $(OC_BIN)) --package $(abspath $(OC_PKG)) --arch x64
 
 $(OC_BIN_arm64): $(OC_NPM_STAMP)
-	rm -rf $(OC_NPM)/arm64 && mkdir -p $(OC_NPM)/arm64
-	cd $(OC_NPM)/arm64 && $(NPM) pack --silent opencode-linux-arm64@$(OPENCODE_VERSION) >/dev/null && \
-	    tar -xzf opencode-linux-arm64-$(OPENCODE_VERSION).tgz && rm opencode-linux-arm64-$(OPENCODE_VERSION).tgz
+	rm -rf $(OC_NPM)/arm64-$(OC_ARM64_VERSION) && mkdir -p $(OC_NPM)/arm64-$(OC_ARM64_VERSION)
+	cd $(OC_NPM)/arm64-$(OC_ARM64_VERSION) && $(NPM) pack --silent opencode-linux-arm64@$(OC_ARM64_VERSION) >/dev/null && \
+	    tar -xzf opencode-linux-arm64-$(OC_ARM64_VERSION).tgz && rm opencode-linux-arm64-$(OC_ARM64_VERSION).tgz
 	@test -x $@ && touch $@
 
 e2e-bare-arm64: $(OC_BIN_arm64) $(OC_PKG) ## the same in a bare bullseye arm64 root, through qemu-user (slow)
 	$(call bare_root,arm64,$(BARE_ROOTS)/bullseye-arm64)
 	timeout -k 10 $(E2E_BARE_ARM64_TIMEOUT) $(NODE) host/opencode/test/e2e_bare.mjs --root $(BARE_ROOTS)/bullseye-arm64 \
-	    --opencode $(abspath $(OC_BIN_arm64)) --package $(abspath $(OC_PKG)) --arch arm64
+	    --opencode $(abspath $(OC_BIN_arm64)) --package $(abspath $(OC_PKG)) --arch arm64 \
+	    $(if $(filter-out $(OPENCODE_VERSION),$(OC_ARM64_VERSION)),--engines ">=$(OC_ARM64_VERSION) <2")

@@ -13,7 +13,10 @@
 // background sub-agent (background_task) each run to their notification in
 // the parent session. Prints TAP and the times it took.
 //
-// node e2e_bare.mjs --root DIR --opencode BIN --package TGZ [--arch x64|arm64]
+// --engines RANGE: the package repacked with that engines.opencode first (for
+// an OpenCode older than the package admits: the arm64 binary the registry has).
+//
+// node e2e_bare.mjs --root DIR --opencode BIN --package TGZ [--arch x64|arm64] [--engines RANGE]
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -26,19 +29,38 @@ import {
 
 const argv = process.argv.slice(2);
 const opt = (k) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : undefined; };
-const ROOT = opt("root") && path.resolve(opt("root")), BIN = opt("opencode"), TGZ = opt("package");
+const ROOT = opt("root") && path.resolve(opt("root")), BIN = opt("opencode"), ENGINES = opt("engines");
 const ARCH = opt("arch") || "x64";
+let TGZ = opt("package");
 if (!ROOT || !BIN || !TGZ) {
   console.error("usage: e2e_bare.mjs --root DIR --opencode BIN --package TGZ [--arch x64|arm64]");
   process.exit(2);
 }
 // Slower under qemu-user (arm64 on an x64 machine): every deadline scaled.
 const SLOW = ARCH === "arm64" && process.arch !== "arm64" ? 6 : 1;
+const host = (p) => path.join(ROOT, p); // a path inside the root, seen from the host
+if (TGZ && ENGINES) TGZ = withEngines(TGZ, ENGINES);
 const PKG = packageJsonOf(fs.readFileSync(TGZ));
 const SPEC = `${PKG.name}@${PKG.version}`;
 const IN_ROOT = { bin: "/opt/opencode/bin/opencode", home: "/e2e/home", project: "/e2e/project" };
-const host = (p) => path.join(ROOT, p); // a path inside the root, seen from the host
 const PATH_IN_ROOT = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The tarball repacked with engines.opencode = range: its path (beside the root).
+function withEngines(tgz, range) {
+  const dir = `${ROOT}.repack`;
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const tar = (...args) => {
+    const r = spawnSync("tar", args, { cwd: dir, encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`tar ${args.join(" ")}: ${r.stderr}`);
+  };
+  tar("-xzf", tgz);
+  const file = path.join(dir, "package/package.json"), pj = JSON.parse(fs.readFileSync(file, "utf8"));
+  pj.engines = { ...pj.engines, opencode: range };
+  fs.writeFileSync(file, JSON.stringify(pj, null, 2));
+  tar("-czf", "package.tgz", "package");
+  return path.join(dir, "package.tgz");
+}
 
 let server = null, fake = null, registry = null;
 const LOG = host("/e2e/opencode.log");
@@ -185,6 +207,7 @@ try {
   fs.mkdirSync(host("/e2e"), { recursive: true });
   registry = await startFakeRegistry([TGZ]);
   fake = await startFakeModel();
+  if (ENGINES) diag(`the package repacked with engines.opencode "${ENGINES}"`);
   diag(`${ARCH} root ${ROOT}; fake registry ${registry.url}, fake model on 127.0.0.1:${fake.port}`);
   await run();
   exitCode = tap.failed ? 1 : 0;
