@@ -41,10 +41,43 @@ function loadAddon() {
     return (loaded = { failure: `ocbg: this package has no binary for ${platform} (it has ` +
       `${present.length ? present.join(", ") : "none"}); background tools are not available` });
   }
+  const short = [rel, rel.replace(ADDON, "ocbg.so")].map((f) => cutShort(new URL(f, dir))).find(Boolean);
+  if (short) return (loaded = { failure: `ocbg: cannot load its ${platform} binary: ${short}` });
   try {
     return (loaded = { addon: require(rel) });
   } catch (e) {
     return (loaded = { failure: `ocbg: cannot load its ${platform} binary: ${String(e?.message ?? e)}` });
+  }
+}
+
+// Why an ELF64 file (the addon, ocbg.so) is shorter than its headers say it
+// is (an install or copy cut short), or null (whole, not ELF64, or unreadable:
+// dlopen then says why). dlopen maps such a file and dies of SIGBUS reading
+// past its end, taking OpenCode with it, instead of failing.
+function cutShort(url) {
+  let fd = -1;
+  try {
+    fd = fs.openSync(url, "r");
+    const size = fs.fstatSync(fd).size, read = (len, at) => {
+      const b = Buffer.alloc(len);
+      return fs.readSync(fd, b, 0, len, at) === len ? b : null;
+    };
+    const h = read(64, 0);
+    if (!h || h.readUInt32BE(0) !== 0x7f454c46 || h[4] !== 2 || (h[5] !== 1 && h[5] !== 2)) return null;
+    const le = h[5] === 1, u16 = (b, o) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
+    const u64 = (b, o) => Number(le ? b.readBigUInt64LE(o) : b.readBigUInt64BE(o));
+    const phoff = u64(h, 0x20), phentsize = u16(h, 0x36), phnum = u16(h, 0x38);
+    let need = Math.max(64, u64(h, 0x28) + u16(h, 0x3a) * u16(h, 0x3c), phoff + phentsize * phnum);
+    const ph = need <= size && phentsize >= 56 ? read(phentsize * phnum, phoff) : null;
+    for (let i = 0; ph && i < phnum; i++) // PT_LOAD: p_offset + p_filesz
+      if ((le ? ph.readUInt32LE(i * phentsize) : ph.readUInt32BE(i * phentsize)) === 1)
+        need = Math.max(need, u64(ph, i * phentsize + 8) + u64(ph, i * phentsize + 32));
+    return size < need ? `${decodeURIComponent(url.pathname)} is cut short (${size} of at least ${need} bytes); ` +
+      "install ocbg again" : null;
+  } catch {
+    return null;
+  } finally {
+    if (fd >= 0) fs.closeSync(fd);
   }
 }
 

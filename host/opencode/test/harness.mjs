@@ -574,14 +574,27 @@ await hooks2.dispose();
   ok(told(r, want) && noTools(r), "loader: binaries for other platforms only -> the sentence lists them, no tools",
     { want, r });
   const addon = fs.readFileSync(path.join(stubDir, "ocbg_opencode.node"));
-  // cut within its ELF header: a file cut past its program headers makes the
-  // dynamic loader itself die of SIGBUS (node and Bun alike), not fail
-  r = await load(copy("truncated", { [platform]: { "ocbg_opencode.node": addon.subarray(0, 64) } }));
+  // cut within its ELF header's first 16 bytes: dlopen's own reason
+  r = await load(copy("truncated", { [platform]: { "ocbg_opencode.node": addon.subarray(0, 10) } }));
   const prefix = `ocbg: cannot load its ${platform} binary: `, said = r.toasts[0]?.message ?? "";
-  ok(said.startsWith(prefix) && said.length > prefix.length + 5 && !said.includes("\n") && told(r, said),
+  ok(said.startsWith(prefix) && /ocbg_opencode\.node: file too short$/.test(said) && told(r, said),
     "loader: a truncated binary for this platform -> 'cannot load' with the loader's reason, toast and log", r);
   ok(noTools(r), "loader: ... and no tools", r.thrown ?? r.hooks);
   console.log(`# loader: ${said}`);
+  // cut past its program headers (dlopen would die of SIGBUS: node and Bun
+  // alike, and OpenCode with them): ocbg.js finds it first; the addon, then
+  // its ocbg.so
+  const so = fs.readFileSync(path.join(stubDir, "ocbg.so"));
+  for (const [name, files, cut] of [
+    ["ocbg_opencode.node", { "ocbg_opencode.node": addon.subarray(0, 4096), "ocbg.so": so }, "ocbg_opencode.node"],
+    ["ocbg.so", { "ocbg_opencode.node": addon, "ocbg.so": so.subarray(0, 4096) }, "ocbg.so"]]) {
+    const dir = copy(`cut-${name}`, { [platform]: files });
+    r = await load(dir);
+    want = `${prefix}${path.join(path.dirname(dir), platform, cut)} is cut short (4096 of at least `;
+    const text = r.toasts[0]?.message ?? "";
+    ok(text.startsWith(want) && / bytes\); install ocbg again$/.test(text) && told(r, text) && noTools(r),
+      `loader: ${name} cut short past its program headers -> 'cut short', no dlopen (no SIGBUS), no tools`, { want, r });
+  }
   r = await load(copy("package", { [platform]: { "ocbg_opencode.node": path.join(stubDir, "ocbg_opencode.node"),
     "ocbg.so": path.join(stubDir, "ocbg.so") } }));
   ok(r.thrown === null && r.toasts.length === 0 && r.hooks?.tool?.stub_echo,
