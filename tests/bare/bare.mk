@@ -37,7 +37,7 @@ $(BUILD)/bare/host/bare_host: $(BARE_DEPS)
 # ldd of ocbg.so there, then bare_host's TAP; fails on a failed check or a
 # library beyond libc, libm, libpthread, libdl and the loader.
 define bare_run
-@root=$(BARE_ROOTS)/bullseye-$(2); t0=$$(date +%s); \
+@root=$(BARE_ROOTS)/bullseye-$(2); t0=$$(date +%s%N); \
 [ "$$(id -u)" = 0 ] || { echo "check-bare-$(1): needs root (debootstrap, chroot)" >&2; exit 1; }; \
 msg=$$(sh build-aux/bare-root $(2) $$root) || exit 1; echo "# $$msg"; \
 rm -rf $$root/ocbg-test && mkdir $$root/ocbg-test && cp $(BARE_SO_$(1)) $$root/ocbg-test/ocbg.so && \
@@ -49,7 +49,7 @@ extra=$$(grep -v -E '$(BARE_LIBS_OK)' $$root/ocbg-test/ldd.txt); \
 env -i PATH=/usr/bin:/bin /usr/sbin/chroot $$root /ocbg-test/bare_host /ocbg-test/ocbg.so; rc=$$?; \
 [ -z "$$extra" ] || { echo "# check-bare-$(1): ocbg.so needs more than libc, libm, libpthread, libdl and the loader:"; \
     echo "$$extra" | sed 's/^[[:space:]]*/#   /'; rc=1; }; \
-echo "# check-bare-$(1): $$(($$(date +%s) - t0)) s, $$([ $$rc = 0 ] && echo passed || echo FAILED)"; exit $$rc
+echo "# check-bare-$(1): $$((($$(date +%s%N) - t0) / 1000000)) ms, $$([ $$rc = 0 ] && echo passed || echo FAILED)"; exit $$rc
 endef
 
 check-bare-x64: $(BUILD)/bare/x64/bare_host $$(BARE_NEEDS) ## the x64 package's ocbg.so in a bare Debian 11 root (root)

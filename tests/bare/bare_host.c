@@ -495,15 +495,41 @@ static char *wait_prompt(bare_host *h, const char *session_id, const char *needl
     return got;
 }
 
-/* What the host was asked, one question a line. */
-static char *asks_text(bare_host *h)
+/* Checks that session_id got a prompt holding needle (a launched task's
+ * notification); a copy of it, or NULL. A failure shows the prompts it got. */
+static char *check_notified(bare_host *h, const char *what, const char *session_id, const char *needle, int launched)
 {
-    strbuf b = {0};
+    char *note = launched ? wait_prompt(h, session_id, needle) : NULL;
+    strbuf seen = {0};
+    if (!launched) {
+        sb_puts(&seen, "no task was launched");
+    } else if (!note) {
+        sb_printf(&seen, "no such prompt within %d ms; the prompts it got:", timeout_ms());
+        pthread_mutex_lock(&h->mu);
+        session *s = find_session_locked(h, session_id);
+        for (size_t i = 0; s && i < s->prompts.n; i++)
+            sb_printf(&seen, "\n%s", s->prompts.v[i]);
+        pthread_mutex_unlock(&h->mu);
+    }
+    check(note != NULL, what, needle, note ? note : seen.s);
+    free(seen.s);
+    return note;
+}
+
+/* Checks that one ask_permission call was exactly `want` ("permission
+ * patterns_json"); a failure shows every question asked. */
+static void check_asked(bare_host *h, const char *what, const char *want)
+{
+    strbuf all = {0};
+    int hit = 0;
     pthread_mutex_lock(&h->mu);
-    for (size_t i = 0; i < h->asks.n; i++)
-        sb_printf(&b, "%s%s", i ? "\n" : "", h->asks.v[i]);
+    for (size_t i = 0; i < h->asks.n; i++) {
+        sb_printf(&all, "%s%s", i ? "\n" : "", h->asks.v[i]);
+        hit |= strcmp(h->asks.v[i], want) == 0;
+    }
     pthread_mutex_unlock(&h->mu);
-    return sb_take(&b);
+    check(hit, what, want, hit ? want : all.s);
+    free(all.s);
 }
 
 /* ---- the scenario -------------------------------------------------------- */
@@ -549,14 +575,6 @@ static char *id_after(const char *text, const char *label)
     return id;
 }
 
-static int has_ask(bare_host *h, const char *want)
-{
-    char *asks = asks_text(h);
-    int found = strstr(asks, want) != NULL;
-    free(asks);
-    return found;
-}
-
 /* (a) A background command: Bash with run_in_background, then its
  * notification in the parent with the command's output. */
 static void shell_task(run *r)
@@ -568,14 +586,11 @@ static void shell_task(run *r)
                           &rc);
     char *id = rc == 0 ? id_after(out, "task_id: ") : NULL;
     check(id != NULL, "Bash run_in_background launches a shell task", "rc 0 and \"task_id: <id>\"", out);
-    char *asks = asks_text(r->h);
-    check(has_ask(r->h, "bash [\"" SHELL_COMMAND "\"]"), "the host was asked for bash, with the command",
-          "bash [\"" SHELL_COMMAND "\"]", asks);
-    free(asks);
+    check_asked(r->h, "the host was asked for bash, with the command", "bash [\"" SHELL_COMMAND "\"]");
     strbuf needle = {0};
     sb_printf(&needle, "[ocbg] Background command completed: %s", id ? id : "(no task)");
-    char *note = id ? wait_prompt(r->h, r->parent, needle.s) : NULL;
-    check(note != NULL, "the parent session is notified that the command completed", needle.s, note);
+    char *note = check_notified(r->h, "the parent session is notified that the command completed", r->parent, needle.s,
+                                id != NULL);
     const char *line = note ? strstr(note, "\n" SHELL_LINE "\n") : NULL;
     check(line != NULL, "the notification carries the command's output", "a line \"" SHELL_LINE "\"",
           line ? line + 1 : note);
@@ -609,18 +624,15 @@ static void agent_task(run *r)
                   "{\"prompt\":\"" CHILD_PROMPT "\",\"description\":\"bare child\",\"agent\":\"general\"}", &rc);
     char *id = rc == 0 ? id_after(out, "Task ID: ") : NULL;
     check(id != NULL, "background_task launches a sub-agent task", "rc 0 and \"Task ID: <id>\"", out);
-    char *asks = asks_text(r->h);
-    check(has_ask(r->h, "task [\"general\"]"), "the host was asked for task, with the agent", "task [\"general\"]",
-          asks);
-    free(asks);
+    check_asked(r->h, "the host was asked for task, with the agent", "task [\"general\"]");
     char *prompt = child_prompt(r);
     check(prompt && strstr(prompt, CHILD_PROMPT), "a child session of the parent is sent the prompt", CHILD_PROMPT,
           prompt);
     free(prompt);
     strbuf needle = {0};
     sb_printf(&needle, "[ocbg] Background task completed: %s", id ? id : "(no task)");
-    char *note = id ? wait_prompt(r->h, r->parent, needle.s) : NULL;
-    check(note != NULL, "the parent session is notified that the sub-agent completed", needle.s, note);
+    char *note = check_notified(r->h, "the parent session is notified that the sub-agent completed", r->parent,
+                                needle.s, id != NULL);
     const char *result = note ? strstr(note, "Result:\n" CHILD_REPLY) : NULL;
     check(result != NULL, "the notification carries the sub-agent's reply", "\"Result:\" and the scripted reply",
           result ? result + strlen("Result:\n") : note);
