@@ -19,10 +19,12 @@ CFLAGS  ?=
 # The plugin sees only the ABI, its own tree (plugin/) and the top-level
 # folders by name ("hooks/events.h", "fork/fork.h"): no -I into hooks/, fork/,
 # host/ or tests/. The simulated host, the tests and the benches add theirs.
-CPPFLAGS += -D_GNU_SOURCE -Iinclude -Iplugin -I.
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Iplugin -I. -isystem $(TS_DIR)/include
 $(BUILD)/obj/host/%.o $(BUILD)/obj/tests/%.o $(BUILD)/obj/bench/%.o: CPPFLAGS += -Ihost/sim -Ihost/sim/host -Itests
 ALL_CFLAGS = -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS)
-LDLIBS  += -lcjson -lsqlite3 -lpthread -ldl
+# cJSON and SQLite are compiled in (build-aux/fetch-libs: pinned sources, see
+# LIB_A below): ocbg.so needs nothing but the C library.
+LDLIBS  += $(LIB_A) -lpthread -ldl -lm
 
 # Every plugin source: entry and engine, event hooks, fork processing.
 PLUGIN_SRC := $(sort $(wildcard plugin/*.c plugin/*/*.c hooks/*.c fork/*.c))
@@ -67,7 +69,7 @@ deps-check:
 deps: ## install what the build needs with apt-get when root (else name it)
 	@sh build-aux/ensure-deps
 
-$(BUILD)/obj/%.o: %.c | deps-check
+$(BUILD)/obj/%.o: %.c | deps-check $(LIBS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -fvisibility=hidden -c $< -o $@
 
@@ -86,6 +88,33 @@ $(BUILD)/obj/third_party/ts_bash_%.o: $(TS_STAMP) plugin/ops/bash_chars.h
 	    -include ops/bash_chars.h) -c $(TS_DIR)/tree-sitter-bash/src/$*.c -o $@
 $(BUILD)/obj/plugin/ops/bash_asks.o: $(TS_STAMP)
 $(BUILD)/obj/plugin/ops/bash_asks.o: CPPFLAGS += -isystem $(TS_DIR)/tree-sitter/include
+
+# cJSON and SQLite, from the pinned sources build-aux/fetch-libs lays out in
+# $(TS_DIR) (fetched once, shared by every BUILD), as one archive every link
+# takes only what it uses from. Compiled without the sanitizers and without
+# CFLAGS, as the system's libraries were (the fuzzers do not explore SQLite),
+# with hidden symbols. SQLite: thread-safe (ocbg opens each connection
+# NOMUTEX and keeps it to one thread at a time), no extension loading, no
+# shared cache, no JSON functions (ocbg's SQL uses none), WAL commits that sync
+# at checkpoints only (store.c sets synchronous=NORMAL too).
+LIBS_STAMP := $(TS_DIR)/.stamp-cjson1.7.19-sqlite3520000
+LIB_A      := $(BUILD)/libthirdparty.a
+LIB_CFLAGS  = -std=c11 $(OPT) -fPIC -pthread -fvisibility=hidden -D_DEFAULT_SOURCE -w
+SQLITE_DEFS := -DSQLITE_THREADSAFE=1 -DSQLITE_OMIT_LOAD_EXTENSION -DSQLITE_OMIT_SHARED_CACHE -DSQLITE_OMIT_JSON \
+               -DSQLITE_OMIT_DEPRECATED -DSQLITE_DEFAULT_WAL_SYNCHRONOUS=1 -DSQLITE_DEFAULT_FOREIGN_KEYS=0
+$(LIBS_STAMP):
+	@sh build-aux/fetch-libs $(TS_DIR)
+$(BUILD)/obj/third_party/cjson.o: $(LIBS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -I$(TS_DIR)/include/cjson -c $(TS_DIR)/cjson/cJSON.c -o $@
+$(BUILD)/obj/third_party/sqlite3.o: $(LIBS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $(SQLITE_DEFS) -I$(TS_DIR)/include -c $(TS_DIR)/sqlite/sqlite3.c -o $@
+$(LIB_A): $(BUILD)/obj/third_party/cjson.o $(BUILD)/obj/third_party/sqlite3.o
+	@rm -f $@
+	ar rcs $@ $^
+# Every program and library linked with $(LDLIBS).
+$(BUILD)/ocbg.so $(TESTS) $(TPLUGS) $(BUILD)/ocbg-demo $(BENCHES): $(LIB_A)
 
 # Only ocp_plugin_entry is exported (-fvisibility=hidden plus a version script);
 # -z defs refuses a library with an unresolved symbol.

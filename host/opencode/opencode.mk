@@ -65,16 +65,16 @@ OC_SRC        := $(sort $(wildcard host/opencode/*.c))
 OC_HDR        := $(sort $(wildcard host/opencode/*.h))
 OC_OBJ        := $(OC_SRC:host/opencode/%.c=$(OC_DIR)/obj/%.o)
 
-$(OC_OBJ): $(OC_DIR)/obj/%.o: host/opencode/%.c $(OC_HDR) include/ocp.h $(OC_HDR_STAMP)
+$(OC_OBJ): $(OC_DIR)/obj/%.o: host/opencode/%.c $(OC_HDR) include/ocp.h $(OC_HDR_STAMP) | $(LIBS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS) -D_GNU_SOURCE -Iinclude \
-	    -isystem $(OC_NAPI_INC) -fvisibility=hidden -c $< -o $@
+	    -isystem $(OC_NAPI_INC) -isystem $(TS_DIR)/include -fvisibility=hidden -c $< -o $@
 
 # napi_* symbols are left undefined, resolved by the process that loads the
-# addon (Bun inside OpenCode, or node).
-$(OC_ADDON): $(OC_OBJ)
+# addon (Bun inside OpenCode, or node). cJSON is compiled in ($(LIB_A)).
+$(OC_ADDON): $(OC_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(OPT) -fPIC -pthread $(SAN) $(CFLAGS) -shared -o $@ $(OC_OBJ) -lcjson -ldl -lpthread
+	$(CC) -std=c11 $(OPT) -fPIC -pthread $(SAN) $(CFLAGS) -shared -o $@ $(OC_OBJ) $(LIB_A) -ldl -lpthread
 
 $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs: $(OC_DIR)/%: host/opencode/%
 	@mkdir -p $(dir $@)
@@ -124,10 +124,10 @@ uninstall-opencode: ## remove what install-opencode put
 
 # The stub plugin, installed as ocbg.so beside a copy of the addon.
 OC_STUB_SRC := host/opencode/test/stub_plugin.c host/opencode/test/stub_dirs.c host/opencode/test/stub_ui.c
-$(OC_STUB_DIR)/ocbg.so: $(OC_STUB_SRC) host/opencode/test/stub_dirs.h host/opencode/test/stub_ui.h include/ocp.h
+$(OC_STUB_DIR)/ocbg.so: $(OC_STUB_SRC) host/opencode/test/stub_dirs.h host/opencode/test/stub_ui.h include/ocp.h $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS) -D_GNU_SOURCE -Iinclude \
-	    -fvisibility=hidden -shared -Wl,-z,defs -o $@ $(OC_STUB_SRC) -lcjson -lpthread
+	$(CC) -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS) -D_GNU_SOURCE -Iinclude -isystem $(TS_DIR)/include \
+	    -fvisibility=hidden -shared -Wl,-z,defs -o $@ $(OC_STUB_SRC) $(LIB_A) -lpthread
 
 $(OC_STUB_DIR)/ocbg_opencode.node: $(OC_ADDON)
 	@mkdir -p $(dir $@)
@@ -162,22 +162,8 @@ check-opencode: $(OC_STUB) $(OC_NPM_STAMP) ## the adapter with a stub plugin, un
 check-tui-state: ## the TUI panel's state logic under node
 	timeout -k 5 60 $(NODE) host/opencode/test/tui_state.mjs
 
-# An npm package (npm pack's tarball) for OpenCode's own install by name:
-# "plugin": ["ocbg@$(VERSION)"]. zod is bundled (bundleDependencies): the
-# install needs nothing else from the registry. package.json comes from
-# host/opencode/package/package.json with the versions filled in.
-OC_PKG_DIR := $(OC_DIR)/package
-OC_PKG     := $(BUILD)/ocbg-$(VERSION).tgz
-.PHONY: package
-package: $(OC_PKG) ## build/ocbg-VERSION.tgz, the npm package OpenCode installs by name
-$(OC_PKG): host/opencode/package/package.json $(OC_FILES) $(OC_TUI_FILES) $(OC_ZOD)
-	rm -rf $(OC_PKG_DIR) && mkdir -p $(OC_PKG_DIR)/node_modules
-	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@OPENCODE_VERSION@/$(OPENCODE_VERSION)/' \
-	    -e 's/@ZOD_VERSION@/$(ZOD_VERSION)/' $< > $(OC_PKG_DIR)/package.json
-	cp $(OC_FILES) $(OC_TUI_FILES) $(OC_PKG_DIR)/
-	cp -R $(OC_DIR)/node_modules/zod $(OC_PKG_DIR)/node_modules/zod
-	cd $(OC_PKG_DIR) && $(NPM) pack --silent --pack-destination $(abspath $(BUILD)) >/dev/null
-	@echo "ocbg: $@"
+# The npm package: host/opencode/package/package.mk.
+include host/opencode/package/package.mk
 
 # End to end: real `opencode serve`, fake model. e2e.mjs: ocbg installed into a
 # project with install-opencode, the stub plugin listed with options.

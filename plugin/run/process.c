@@ -1,5 +1,6 @@
 /* process.c — see process.h. Linux: posix_spawn (POSIX_SPAWN_SETSID: glibc
- * 2.26), pidfd_open. */
+ * 2.26), pidfd_open (Linux 5.3) by its system call: glibc has a wrapper only
+ * from 2.36, and ocbg.so runs on 2.31. */
 #include "run/process.h"
 
 #include <errno.h>
@@ -9,13 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/pidfd.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/util.h"
 
 extern char **environ;
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434 /* the same number on every architecture */
+#endif
 
 /* The fallback for systems without pidfds: block in waitpid, then say so. */
 static void *waiter_main(void *arg)
@@ -80,7 +85,7 @@ static int watch_exit(process *p)
     /* Once the kernel (or valgrind) has said it has no pidfd_open, do not
      * ask again for every command. */
     static int no_pidfd;
-    p->exit_fd = __atomic_load_n(&no_pidfd, __ATOMIC_RELAXED) ? -1 : pidfd_open(p->pid, 0);
+    p->exit_fd = __atomic_load_n(&no_pidfd, __ATOMIC_RELAXED) ? -1 : (int)syscall(SYS_pidfd_open, p->pid, 0);
     if (p->exit_fd < 0 && errno == ENOSYS)
         __atomic_store_n(&no_pidfd, 1, __ATOMIC_RELAXED);
     if (p->exit_fd >= 0)

@@ -189,3 +189,6 @@ check-reliability: ## faults, chaos, crash and restart, stress (and TSan), fuzz 
 	$(MAKE) stress
 	$(MAKE) check-stress-tsan
 	$(MAKE) fuzz FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
+
+# cJSON and SQLite, compiled in (the Makefile's LIB_A, in LDLIBS).
+$(REL_BINS) $(FUZZ_BINS): $(LIB_A)
