@@ -4,10 +4,6 @@
 # no libsqlite3); arm64 through qemu-user's binfmt handler. Needs root
 # (debootstrap, chroot). docs/testing.md, "Bare roots".
 
-# The package's compilers, against Debian 11's glibc (host/opencode/package/
-# package.mk defines them; these fallbacks only when it is absent).
-PKG_CC_x64   ?= gcc
-PKG_CC_arm64 ?= aarch64-linux-gnu-gcc
 # The plugin each run loads, and what makes it (BARE_NEEDS= BARE_SO_x64=build/ocbg.so
 # runs the dev build instead: it must fail to load there).
 BARE_SO_x64   ?= $(BUILD)/pkg/linux-x64/ocbg.so
@@ -24,6 +20,9 @@ FORMAT_FILES += tests/bare/bare_host.c tests/bare/bare_json.c tests/bare/bare_js
 
 .PHONY: check-bare check-bare-x64 check-bare-arm64 check-bare-host
 
+# bare_host for each package architecture, with the package's compiler
+# (PKG_CC_x64, PKG_CC_arm64: host/opencode/package/package.mk), against
+# Debian 11's glibc like ocbg.so itself.
 $(BUILD)/bare/x64/bare_host $(BUILD)/bare/arm64/bare_host: $(BUILD)/bare/%/bare_host: $(BARE_DEPS) $$(SYSROOT_$$*_STAMP)
 	@mkdir -p $(dir $@)
 	$(PKG_CC_$*) $(BARE_CFLAGS) -o $@ $(BARE_SRC) -ldl
@@ -47,7 +46,7 @@ env -i PATH=/usr/bin:/bin /usr/sbin/chroot $$root ldd /ocbg-test/ocbg.so >$$root
 sed 's/^[[:space:]]*/#   /' $$root/ocbg-test/ldd.txt; \
 extra=$$(grep -v -E '$(BARE_LIBS_OK)' $$root/ocbg-test/ldd.txt); \
 env -i PATH=/usr/bin:/bin /usr/sbin/chroot $$root /ocbg-test/bare_host /ocbg-test/ocbg.so; rc=$$?; \
-[ -z "$$extra" ] || { echo "# check-bare-$(1): ocbg.so needs more than libc, libm, libpthread, libdl and the loader:"; \
+[ -z "$$extra" ] || { echo "# check-bare-$(1): ldd reports more than libc, libm, libpthread, libdl and the loader:"; \
     echo "$$extra" | sed 's/^[[:space:]]*/#   /'; rc=1; }; \
 echo "# check-bare-$(1): $$((($$(date +%s%N) - t0) / 1000000)) ms, $$([ $$rc = 0 ] && echo passed || echo FAILED)"; exit $$rc
 endef
