@@ -282,3 +282,6 @@ format-check: ## fail when a C source differs from .clang-format's style
 help: ## this list
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | sort -u | \
 	    awk -F':.*## ' '{ printf "  make %-22s %s\n", $$1, $$2 }'
+
+# Bare machines: the package in Debian 11 roots (tests/bare/); last, to see package.mk's compilers.
+include tests/bare/bare.mk
