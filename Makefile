@@ -171,13 +171,13 @@ $(BUILD)/layout-check: build-aux/layout-check.c
 	$(CC) -std=c11 $(OPT) $(WARN) -D_GNU_SOURCE $(CFLAGS) -o $@ $<
 
 LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/layout/check-fixtures
-# The real tree: sizes, cycles, and the plugin's layers (build-aux/layers).
-# The plugin (the ABI, plugin/, hooks/, fork/), the simulated host (host/sim/: core <- store <- agent
-# <- api <- host, a folder each, in build-aux/layers too) and the OpenCode addon with its test stub (host/opencode: util <- js <- hostcall <- ask <- hostfns,
-# calls <- tools, hooks, schema <- lifecycle; also checked for cycles).
-LAYOUT_PATHS = include plugin hooks fork host/sim host/opencode
+# The real tree: sizes, cycles, and layers. The plugin (the ABI, plugin/, hooks/,
+# fork/) and the simulated host (host/sim/, a folder a layer), by build-aux/layers;
+# then the OpenCode addon with its test stub (host/opencode/), a program of its
+# own, by build-aux/layers-opencode (a layer a line of modules).
+LAYOUT_PATHS = include plugin hooks fork host/sim
 LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I . -I host/sim -I host/sim/host \
-             $(LAYOUT_PATHS)
+             $(LAYOUT_PATHS) && $(BUILD)/layout-check --layers build-aux/layers-opencode -I include host/opencode
 
 # The tests, with test-sized limits (a test reads top to bottom, so it may be
 # longer than plugin code); not tests/layout/fixtures, the checker's own bad
