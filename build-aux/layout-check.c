@@ -8,9 +8,11 @@
  *     folder. It depends on another by #include "y.h" (looked up next to the
  *     including file, then in each -I folder) or when one of its .c files uses
  *     a non-static function that the other defines;
- *   - with --layers FILE (folders from the lowest layer to the highest, one a
- *     line, '#' comments), a module of a lower layer depends on a higher one.
- *     Files of folders not listed are checked for cycles only.
+ *   - with --layers FILE (layers from the lowest to the highest, one a line,
+ *     '#' comments), a module of a lower layer depends on a higher one. A
+ *     layer is a folder, or modules named by path without extension
+ *     (host/opencode/js), several on a line making one layer. Files in no
+ *     layer are checked for cycles only.
  * Why: short files and functions can be reviewed, and a tree without cycles
  * whose layers only look down can be read, tested and changed bottom up.
  * How: a small tokenizer (comments, string and character literals, and
@@ -35,7 +37,7 @@ typedef struct { char kind; int len, line; const char *s; } token;
 typedef struct { char *path, *real, *buf; token *tok; int ntok, lines, module, layer, is_c; } file;
 typedef struct { char *name; int file; } def;    /* a non-static function */
 typedef struct { char *real; int file; } module; /* real: path without extension; file: its .c if any */
-typedef struct { char *name, *real; } layer;
+typedef struct { char *name, *real; int level, is_module; } layer; /* real: folder, or module path */
 /* Why a module depends on another: kind '#' or 's' (symbol) in file, what: the name. */
 typedef struct { char kind; int file, def_file; const token *what; } evidence;
 
@@ -49,17 +51,12 @@ static int nfiles, ndefs, nmod, nlayers, nincdirs, nallow, *allow_used;
 static int max_file = 500, max_func = 60, problems, nfuncs, longest, longest_file;
 static char *longest_name;
 
-static void fatal(const char *path, const char *what) {
-    fprintf(stderr, "layout-check: %s: %s\n", path, what);
-    exit(2);
-}
+static void fatal(const char *path, const char *what) { fprintf(stderr, "layout-check: %s: %s\n", path, what), exit(2); }
 
 static void problem(const char *path, int line, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    printf("%s:%d: ", path, line);
-    vprintf(fmt, ap);
-    putchar('\n');
+    printf("%s:%d: ", path, line), vprintf(fmt, ap), putchar('\n');
     va_end(ap);
     problems++;
 }
@@ -72,9 +69,7 @@ static void *xrealloc(void *p, size_t size) {
 static void *zalloc(size_t n, size_t size) { return memset(xrealloc(NULL, n * size), 0, n * size); }
 
 /* Room for element n of an array that doubles at each power of two. */
-static void *grow(void *p, int n, size_t size) {
-    return (n & (n - 1)) ? p : xrealloc(p, (size_t)(n ? 2 * n : 1) * size);
-}
+static void *grow(void *p, int n, size_t size) { return (n & (n - 1)) ? p : xrealloc(p, (size_t)(n ? 2 * n : 1) * size); }
 
 static char *copy(const char *s, size_t n) {
     char *d = xrealloc(NULL, n + 1);
@@ -296,19 +291,26 @@ static void assign_modules(void) {
         files[i].module = m;
         files[i].layer = -1;
         for (int l = 0; l < nlayers; l++)
-            if (strlen(layers[l].real) == dir_len && !strncmp(layers[l].real, files[i].real, dir_len))
+            if (layers[l].is_module ? !strcmp(layers[l].real, mods[m].real)
+                                    : strlen(layers[l].real) == dir_len && !strncmp(layers[l].real, files[i].real, dir_len))
                 files[i].layer = l;
     }
 }
 
 static void load_layers(const char *rules) {
-    char buf[4096], name[4096], *real;
+    char buf[4096], name[4096], src[4200], *real;
     FILE *fp = fopen(rules, "r");
     if (!fp) fatal(rules, "cannot open");
-    for (int line = 1; fgets(buf, sizeof buf, fp); line++) {
-        if (sscanf(buf, " %4095[^# \t\r\n]", name) != 1) continue; /* blank, or a comment */
-        if (!(real = realpath(name, NULL))) problem(rules, line, "no such folder: %s", name);
-        else layers = grow(layers, nlayers, sizeof *layers), layers[nlayers++] = (layer){ copy(name, strlen(name)), real };
+    for (int line = 1, level = 0, n, used; fgets(buf, sizeof buf, fp); line++, level += used) {
+        used = 0; /* a folder, else a module: the real path of its .c (or .h) without the extension */
+        for (char *at = buf; sscanf(at, " %4095[^# \t\r\n]%n", name, &n) == 1; at += n, used = 1) {
+            int is_module = !(real = realpath(name, NULL));
+            if (is_module && !(real = realpath((snprintf(src, sizeof src, "%s.c", name), src), NULL)))
+                real = realpath((snprintf(src, sizeof src, "%s.h", name), src), NULL);
+            if (!real) problem(rules, line, "no such folder or module: %s", name);
+            else layers = grow(layers, nlayers, sizeof *layers), layers[nlayers++] = (layer){ copy(name, strlen(name)), real, level, is_module };
+            if (real && is_module) *strrchr(real, '.') = 0;
+        }
     }
     fclose(fp);
 }
@@ -388,7 +390,7 @@ static const char *reason(const evidence *e) {
 static void check_layers(void) {
     for (int a = 0; a < nmod; a++)
         for (int b = 0, from = files[mods[a].file].layer, to; b < nmod && from >= 0; b++)
-            if (dep(a, b)->kind && (to = files[mods[b].file].layer) > from)
+            if (dep(a, b)->kind && (to = files[mods[b].file].layer) >= 0 && layers[to].level > layers[from].level)
                 problem(files[dep(a, b)->file].path, dep(a, b)->what->line, "%s depends on %s (higher): %s",
                         layers[from].name, layers[to].name, reason(dep(a, b)));
 }
@@ -450,8 +452,7 @@ static void check_cycles(void) {
 /* ---- main ----------------------------------------------------------------- */
 static void usage(void) {
     fputs("usage: layout-check [--max-file-lines N] [--max-function-lines N] [--layers FILE]\n"
-          "                    [-I DIR]... [--allow-long FILE[:FUNC]]... PATH...\n", stderr);
-    exit(2);
+          "                    [-I DIR]... [--allow-long FILE[:FUNC]]... PATH...\n", stderr), exit(2);
 }
 
 static void parse_args(int argc, char **argv, const char **rules) {
@@ -490,10 +491,7 @@ int main(int argc, char **argv) {
     check_cycles();
     for (int i = 0; i < nallow; i++)
         if (!allow_used[i]) fprintf(stderr, "layout-check: note: nothing matches --allow-long %s\n", allow[i]);
-    if (problems) {
-        printf("layout-check: %d problem%s in %d files\n", problems, problems == 1 ? "" : "s", nfiles);
-        return 1;
-    }
+    if (problems) return printf("layout-check: %d problem%s in %d files\n", problems, problems == 1 ? "" : "s", nfiles), 1;
     printf("layout-check: %d files, %d functions, longest function %d lines (%s, %s), no cycles\n", nfiles,
            nfuncs, longest, longest_name ? longest_name : "none", longest_name ? files[longest_file].path : "-");
     return 0;

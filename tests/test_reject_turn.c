@@ -13,16 +13,25 @@
 
 #include "shelltest.h"
 
-/* The session's last assistant message, parsed (NULL when none). */
-static cJSON *last_answer(sim_host *h, const char *session)
+/* The assistant message that answered the user's prompt `text` (the first
+ * one after it), parsed; NULL when none. Not simply the last message: a
+ * task launched in the turn may end at once, and its notification starts a
+ * turn of its own. */
+static cJSON *answer_to(sim_host *h, const char *session, const char *text)
 {
     cJSON *msgs = t_parse(sim_session_messages_json(h, session)), *found = NULL;
     const cJSON *m;
-    cJSON_ArrayForEach (m, msgs)
-        if (strcmp(jstr(m, "info.role") ? jstr(m, "info.role") : "", "assistant") == 0) {
-            cJSON_Delete(found);
+    int asked = 0;
+    cJSON_ArrayForEach (m, msgs) {
+        const char *role = jstr(m, "info.role") ? jstr(m, "info.role") : "";
+        const cJSON *said = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "parts"), 0);
+        if (strcmp(role, "user") == 0)
+            asked = jstr(said, "text") && strcmp(jstr(said, "text"), text) == 0;
+        else if (asked && strcmp(role, "assistant") == 0) {
             found = cJSON_Duplicate(m, 1);
+            break;
         }
+    }
     cJSON_Delete(msgs);
     return found;
 }
@@ -50,7 +59,7 @@ static cJSON *turn(sim_host *h, const char *session, const char *text, const cha
     snprintf(body, sizeof body, "{\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]}", text);
     is_int(sim_session_prompt(h, session, body), 0, "%s: the user's prompt", text);
     is_int(sim_wait_idle(h, session, tap_timeout_ms(10000)), 0, "%s: the turn ended", text);
-    return last_answer(h, session);
+    return answer_to(h, session, text);
 }
 
 /* The turn's tool part failed with a text holding `want`, and the model's
@@ -137,7 +146,7 @@ static void sub_agent_questions(void)
         snprintf(body, sizeof body, "{\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]}", name);
         is_int(sim_session_prompt(h, s, body), 0, "%s: the user's prompt", name);
         is_int(sim_wait_idle(h, s, tap_timeout_ms(5000)), 0, "%s: the turn ended", name);
-        cJSON *m = last_answer(h, s);
+        cJSON *m = answer_to(h, s, name);
         const char *how = strcmp(cases[i].command, "ls")   ? "denied by a rule"
                           : cases[i].message               ? "rejected with words"
                           : strcmp(cases[i].reply, "once") ? "rejected"
