@@ -58,7 +58,7 @@ char *fork_cut_text(const char *s, size_t max_chars);
 
 /* Process a history. Returns 0 with *out = the processed history (malloc'd
  * JSON), or -EINVAL when messages_json is not a JSON array as cJSON_Parse
- * reads one (then *out NULL); -ENOMEM when cJSON cannot print. Each kept
+ * reads one (then *out NULL). Each kept
  * message is its input text byte for byte (the host's own spacing and
  * escapes), with only its cut results replaced (as JSON strings printed by
  * cJSON). Malformed messages and parts inside the array are kept as they

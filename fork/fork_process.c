@@ -71,18 +71,27 @@ static size_t tree_tokens(const cJSON *item)
 typedef struct cut_list {
     fork_cut *cut;
     size_t n, cap, rank;
+    size_t tokens; /* the estimate of the cut texts */
 } cut_list;
 
-/* Cut obj[key] when it is a long string: in the tree (for its estimate)
- * and into the list (for the answer). */
+/* Cut obj[key] when it is a long string: into the list (for the answer),
+ * its estimate counted here. The original leaves the tree, so the
+ * message's estimate (tree_tokens) is the rest plus list->tokens, without
+ * a copy of the cut in the tree. */
 static void cut_member(cJSON *obj, const char *key, size_t max_chars, cut_list *list)
 {
     size_t rank = list->rank++;
     cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    char *cut = cJSON_IsString(v) ? fork_cut_text(v->valuestring, max_chars) : NULL;
-    if (!cut)
+    size_t len = cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+    if (len <= max_chars) /* fewer bytes than the limit: fewer characters too */
         return;
-    cJSON_ReplaceItemInObjectCaseSensitive(obj, key, cJSON_CreateString(cut));
+    size_t chars = fork_count_chars(v->valuestring, len), cut_len;
+    if (chars <= max_chars)
+        return;
+    char *cut = fork_cut_n(v->valuestring, len, chars, max_chars, &cut_len);
+    cJSON_Delete(cJSON_DetachItemViaPointer(obj, v));
+    /* As many characters as bytes: ASCII, and so is the marker. */
+    list->tokens += chars == len ? (cut_len + 3) / 4 : fork_estimate_tokens(cut, cut_len);
     if (list->n == list->cap) {
         list->cap = list->cap ? 2 * list->cap : 4;
         list->cut = xrealloc(list->cut, list->cap * sizeof *list->cut);
@@ -158,7 +167,7 @@ static void note_message(history_scan *sc, cJSON *m, const char *json, size_t le
         cut_results(m, sc->max_chars, &cuts);
     note->cuts = cuts.n;
     note->cut = cuts.cut;
-    note->tokens = tree_tokens(m);
+    note->tokens = tree_tokens(m) + cuts.tokens;
     cJSON_Delete(m);
     sc->window_tokens += note->tokens;
     release_dropped(sc);
@@ -227,7 +236,7 @@ static size_t request_index(const history_scan *sc)
 }
 
 /* The answer: the messages [from, sc->n) as a JSON array. */
-static int write_kept(const history_scan *sc, size_t from, char **out)
+static void write_kept(const history_scan *sc, size_t from, char **out)
 {
     strbuf sb = {0};
     sb_putn(&sb, "[", 1);
@@ -237,18 +246,15 @@ static int write_kept(const history_scan *sc, size_t from, char **out)
         const msg_note *m = &sc->msg[i];
         if (!m->cuts)
             sb_putn(&sb, m->json, m->len);
-        else if (fork_splice(&sb, m->json, m->len, m->cut, m->cuts) != 0) {
-            sb_free(&sb);
-            return -ENOMEM;
-        }
+        else
+            fork_splice(&sb, m->json, m->len, m->cut, m->cuts);
     }
     sb_putn(&sb, "]", 1);
     *out = sb_take(&sb);
-    return 0;
 }
 
 /* Decides what is kept (fork.h rules 1 and 3) and writes it. */
-static int keep_and_write(const history_scan *sc, char **out, fork_stats *st, size_t max_tokens)
+static void keep_and_write(const history_scan *sc, char **out, fork_stats *st, size_t max_tokens)
 {
     size_t n = sc->n, fork_at = sc->fork_at == SIZE_MAX ? n : sc->fork_at;
     size_t start = sc->summary ? request_index(sc) : 0;
@@ -267,7 +273,7 @@ static int keep_and_write(const history_scan *sc, char **out, fork_stats *st, si
         total -= sc->msg[from++].tokens;
     st->messages_kept = n - from;
     st->tokens_after = total;
-    return write_kept(sc, from, out);
+    write_kept(sc, from, out);
 }
 
 int fork_process(const char *messages_json, const fork_limits *lim, char **out, fork_stats *st)
@@ -281,7 +287,7 @@ int fork_process(const char *messages_json, const fork_limits *lim, char **out, 
     int rc = messages_json ? scan_history(messages_json, &sc) : -EINVAL;
     if (rc == 0) {
         st->messages_in = sc.n;
-        rc = keep_and_write(&sc, out, st, lim->max_tokens);
+        keep_and_write(&sc, out, st, lim->max_tokens);
     }
     for (size_t i = 0; i < sc.n; i++) {
         free(sc.msg[i].request_id);
