@@ -83,7 +83,7 @@ size_t fork_count_chars(const char *s, size_t n)
  * `missing` bytes hold at most `missing` starts, so they are counted in
  * one piece, until none is missing (a cut reads up to the limit in every
  * long result). */
-static size_t char_offset(const char *str, size_t n, size_t chars)
+size_t fork_char_offset(const char *str, size_t n, size_t chars)
 {
     const unsigned char *s = (const unsigned char *)str;
     size_t seen = 0, i = 0;
@@ -98,18 +98,19 @@ static size_t char_offset(const char *str, size_t n, size_t chars)
     return i;
 }
 
+char *fork_cut_finish(strbuf *sb, size_t chars, size_t *cut_len)
+{
+    sb_printf(sb, FORK_CUT_MARKER, chars);
+    if (cut_len)
+        *cut_len = sb->len;
+    return sb_take(sb);
+}
+
 char *fork_cut_n(const char *s, size_t len, size_t chars, size_t max_chars, size_t *cut_len)
 {
-    size_t keep = char_offset(s, len, max_chars);
-    char marker[192]; /* the marker's text and a 20-digit count fit */
-    int n = snprintf(marker, sizeof marker, FORK_CUT_MARKER, chars);
-    size_t m = n > 0 ? (size_t)n : 0;
-    char *cut = xmalloc(keep + m + 1);
-    memcpy(cut, s, keep);
-    memcpy(cut + keep, marker, m + 1);
-    if (cut_len)
-        *cut_len = keep + m;
-    return cut;
+    strbuf sb = {0};
+    sb_putn(&sb, s, fork_char_offset(s, len, max_chars));
+    return fork_cut_finish(&sb, chars, cut_len);
 }
 
 bool fork_is_type(const cJSON *part, const char *type)
