@@ -52,7 +52,7 @@ BENCH_SRC  := $(sort $(wildcard bench/*.c))
 BENCHES    := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
 .PHONY: all deps deps-check help format format-check check check-layout demo check-asan check-tsan check-valgrind bench bench-host-cost \
-        check-sanitizers check-install \
+        check-sanitizers check-install static-check compile-commands \
         install uninstall clean
 .DEFAULT_GOAL := all
 .SECONDEXPANSION:
@@ -176,10 +176,11 @@ LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/l
 # The real tree: sizes, cycles, and layers. The plugin (the ABI, plugin/, hooks/,
 # fork/) and the simulated host (host/sim/, a folder a layer), by build-aux/layers;
 # then the OpenCode addon with its test stub (host/opencode/), a program of its
-# own, by build-aux/layers-opencode (a layer a line of modules).
+# own, by build-aux/layers-opencode (a layer a line of modules). include/ocp.h
+# carries the ABI's whole contract, as sqlite3.h does: its length is no warning.
 LAYOUT_PATHS = include plugin hooks fork host/sim
 LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I . -I host/sim -I host/sim/host \
-             $(LAYOUT_PATHS) && $(BUILD)/layout-check --layers build-aux/layers-opencode -I include host/opencode
+             --allow-long include/ocp.h $(LAYOUT_PATHS) && $(BUILD)/layout-check --layers build-aux/layers-opencode -I include host/opencode
 
 # The tests, with test-sized limits (a test reads top to bottom, so it may be
 # longer than plugin code); not tests/layout/fixtures, the checker's own bad
@@ -278,6 +279,27 @@ format: ## reformat the C sources in place (.clang-format)
 	clang-format -i $(FORMAT_FILES)
 format-check: ## fail when a C source differs from .clang-format's style
 	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: $(words $(FORMAT_FILES)) files follow .clang-format"
+
+# Static checks (.ci/run runs them after format-check). cppcheck (Debian's) on
+# the C of plugin/, hooks/, fork/ and host/: the warning and portability rules,
+# with the build's includes; what it flags wrongly is in
+# build-aux/cppcheck-suppressions, each with its reason. shellcheck (Debian's)
+# on every shell script (a #! sh or bash line) in build-aux/, tests/ and .ci/.
+CPPCHECK_FLAGS = --enable=warning,portability --std=c11 -D_GNU_SOURCE -Iinclude -Iplugin -I. -Ihost/sim -Ihost/sim/host \
+                 -I$(TS_DIR)/include -I$(OC_NAPI_INC) --suppress='*:$(TS_DIR)/*' --suppress='*:$(OC_NPM)/*' \
+                 --suppressions-list=build-aux/cppcheck-suppressions --error-exitcode=1 --quiet
+static-check: $(LIBS_STAMP) $(OC_HDR_STAMP) ## cppcheck on plugin/ hooks/ fork/ host/, shellcheck on the shell scripts
+	@cppcheck $(CPPCHECK_FLAGS) -j2 plugin hooks fork host && echo "static-check: cppcheck finds nothing in plugin/ hooks/ fork/ host/"
+	@scripts=$$(find build-aux tests .ci -type f ! -path '*/corpus/*' ! -path '*/fixtures/*' \
+	    -exec sh -c 'head -n 1 "$$1" | grep -qE "^#!.*[/ ](ba|da)?sh( |\$$)"' _ {} \; -print | LC_ALL=C sort) && \
+	    shellcheck $$scripts && echo "static-check: shellcheck finds nothing in" $$scripts
+
+# compile_commands.json (for clangd, clang-tidy, cppcheck --project): the
+# compile lines make itself runs for the plugin, the simulated host, the tests,
+# the benches and the OpenCode addon, read from make -nB (build-aux/compile-commands).
+compile-commands: ## write compile_commands.json from the build's own compile lines
+	@sh build-aux/compile-commands all $(TESTS) $(TPLUGS) $(BENCHES) $(OC_ADDON) > compile_commands.json.tmp && \
+	    mv compile_commands.json.tmp compile_commands.json
 
 # Every target with a `## what it does` comment, from this file and the .mk
 # files it includes.

@@ -1,9 +1,9 @@
 /* layout-check.c — checks the shape of the source tree (make check-layout).
  *
+ * It warns ("file:line: warning: ...", counted in the summary; the exit status
+ * is unaffected) of a C file over --max-file-lines (default 500) and of a
+ * function body, its "{" line to its "}" line, over --max-function-lines (60).
  * It fails, printing one "file:line: message" line per problem, when
- *   - a C file is longer than --max-file-lines (default 500);
- *   - a function body, from the line of its "{" to the line of its "}", is
- *     longer than --max-function-lines (default 60);
  *   - modules depend on each other in a cycle. A module is x.c and x.h of one
  *     folder. It depends on another by #include "y.h" (looked up next to the
  *     including file, then in each -I folder) or when one of its .c files uses
@@ -48,17 +48,16 @@ static layer *layers;
 static evidence *ev; /* nmod x nmod: the first reason module a depends on module b */
 static char **incdirs, **allow;
 static int nfiles, ndefs, nmod, nlayers, nincdirs, nallow, *allow_used;
-static int max_file = 500, max_func = 60, problems, nfuncs, longest, longest_file;
+static int max_file = 500, max_func = 60, problems, warnings, nfuncs, longest, longest_file;
 static char *longest_name;
 
 static void fatal(const char *path, const char *what) { fprintf(stderr, "layout-check: %s: %s\n", path, what), exit(2); }
 
-static void problem(const char *path, int line, const char *fmt, ...) {
+static void report(int *count, const char *path, int line, const char *fmt, ...) { /* count: &problems or &warnings */
     va_list ap;
     va_start(ap, fmt);
-    printf("%s:%d: ", path, line), vprintf(fmt, ap), putchar('\n');
-    va_end(ap);
-    problems++;
+    printf("%s:%d: %s", path, line, count == &warnings ? "warning: " : ""), vprintf(fmt, ap), putchar('\n');
+    va_end(ap), ++*count;
 }
 
 static void *xrealloc(void *p, size_t size) {
@@ -252,7 +251,7 @@ static void function_found(int fi, int lo, int name, int lines) {
     nfuncs++;
     if (lines > longest) longest = lines, longest_file = fi, longest_name = id;
     if (lines > max_func && !allowed(files[fi].path, id))
-        problem(files[fi].path, t[name].line, "function %s is %d lines (limit %d)", id, lines, max_func);
+        report(&warnings, files[fi].path, t[name].line, "function %s is %d lines (limit %d)", id, lines, max_func);
     for (int i = lo; i < name; i++) is_static |= is_one_of(&t[i], " static ");
     if (!is_static) {
         defs = grow(defs, ndefs, sizeof *defs);
@@ -307,7 +306,7 @@ static void load_layers(const char *rules) {
             int is_module = !(real = realpath(name, NULL));
             if (is_module && !(real = realpath((snprintf(src, sizeof src, "%s.c", name), src), NULL)))
                 real = realpath((snprintf(src, sizeof src, "%s.h", name), src), NULL);
-            if (!real) problem(rules, line, "no such folder or module: %s", name);
+            if (!real) report(&problems, rules, line, "no such folder or module: %s", name);
             else layers = grow(layers, nlayers, sizeof *layers), layers[nlayers++] = (layer){ copy(name, strlen(name)), real, level, is_module };
             if (real && is_module) *strrchr(real, '.') = 0;
         }
@@ -391,7 +390,7 @@ static void check_layers(void) {
     for (int a = 0; a < nmod; a++)
         for (int b = 0, from = files[mods[a].file].layer, to; b < nmod && from >= 0; b++)
             if (dep(a, b)->kind && (to = files[mods[b].file].layer) >= 0 && layers[to].level > layers[from].level)
-                problem(files[dep(a, b)->file].path, dep(a, b)->what->line, "%s depends on %s (higher): %s",
+                report(&problems, files[dep(a, b)->file].path, dep(a, b)->what->line, "%s depends on %s (higher): %s",
                         layers[from].name, layers[to].name, reason(dep(a, b)));
 }
 
@@ -482,7 +481,7 @@ int main(int argc, char **argv) {
         files[i].buf = read_all(files[i].path);
         lex_file(&files[i]);
         if (files[i].lines > max_file && !allowed(files[i].path, NULL))
-            problem(files[i].path, max_file + 1, "file is %d lines (limit %d)", files[i].lines, max_file);
+            report(&warnings, files[i].path, max_file + 1, "file is %d lines (limit %d)", files[i].lines, max_file);
         find_functions(i);
     }
     assign_modules();
@@ -491,8 +490,11 @@ int main(int argc, char **argv) {
     check_cycles();
     for (int i = 0; i < nallow; i++)
         if (!allow_used[i]) fprintf(stderr, "layout-check: note: nothing matches --allow-long %s\n", allow[i]);
-    if (problems) return printf("layout-check: %d problem%s in %d files\n", problems, problems == 1 ? "" : "s", nfiles), 1;
-    printf("layout-check: %d files, %d functions, longest function %d lines (%s, %s), no cycles\n", nfiles,
-           nfuncs, longest, longest_name ? longest_name : "none", longest_name ? files[longest_file].path : "-");
+    char warned[48] = "";
+    if (warnings) snprintf(warned, sizeof warned, ", %d warning%s (size)", warnings, warnings == 1 ? "" : "s");
+    if (problems)
+        return printf("layout-check: %d problem%s in %d files%s\n", problems, problems == 1 ? "" : "s", nfiles, warned), 1;
+    printf("layout-check: %d files, %d functions, longest function %d lines (%s, %s), no cycles%s\n", nfiles, nfuncs,
+           longest, longest_name ? longest_name : "none", longest_name ? files[longest_file].path : "-", warned);
     return 0;
 }

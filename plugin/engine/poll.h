@@ -18,8 +18,8 @@ cJSON *poll_status_map(engine *o);
  * ends tasks whose session was deleted alone, reads the status map when
  * needed, and queues at most one completion check of a task whose session
  * is known idle (none when the map was read only because its gap passed),
- * besides the checks a map that newly shows sessions idle asks for. [worker, lock held; released
- * during the status call] */
+ * besides the checks a map that newly shows sessions idle asks for. [worker]
+ * [lock held] Released during the status call. */
 void poll_tick(engine *o, int64_t now);
 
 #endif
