@@ -107,8 +107,9 @@ static void cut_member(cJSON *obj, const char *key, size_t max_chars, cut_list *
         cut = fork_cut_n(v->valuestring, len, chars, max_chars, &cut_len);
         cJSON_Delete(cJSON_DetachItemViaPointer(obj, v));
     }
-    /* As many characters as bytes: ASCII, and so is the marker. */
-    list->tokens += chars == len ? (cut_len + 3) / 4 : fork_estimate_tokens(cut, cut_len);
+    /* Not "as many characters as bytes, so ASCII": a lone lead byte (Latin-1
+     * in a hostile history) is a character of its own and counts a token. */
+    list->tokens += fork_estimate_tokens(cut, cut_len);
     if (list->n == list->cap) {
         list->cap = list->cap ? 2 * list->cap : 4;
         list->cut = xrealloc(list->cut, list->cap * sizeof *list->cut);

@@ -359,6 +359,28 @@ static void the_fork_point_mark(void)
     free(pre);
 }
 
+/* Bytes that are not UTF-8 (a lone Latin-1 lead byte, 0xE9): each one a
+ * character, and a token, in the cut text's estimate too. As many
+ * characters as bytes is not "all ASCII": an estimate that took it so
+ * counted a quarter token each, too low for a history it says fits. */
+static void lone_lead_bytes_count_a_token_each(void)
+{
+    fork_limits lim = {1500, 100000};
+    fork_stats st;
+    char *raw = repeat("\xE9", 2000), *msg = tool_msg(raw), *history = one_message(msg), *json = NULL;
+    char *out = processed(history, &lim, &st, &json);
+    char *want = ref_cut(raw, 1500);
+    is_str(out, want, "2000 lone lead bytes: cut to 1500 and the marker");
+    is_int(st.tokens_after, 11 + 1500 + 25, "the estimate: 1500 tokens for the bytes kept, 25 the marker, and 11");
+    free(out), free(want), free(json), free(history), free(msg), free(raw);
+
+    fork_limits small = {10, 100000};
+    raw = repeat("\xE9", 40), msg = tool_msg(raw), history = one_message(msg);
+    out = processed(history, &small, &st, &json);
+    is_int(st.tokens_after, 11 + 10 + 24, "40 of them (the plain path), cut to 10: 10 tokens, 24 the marker, and 11");
+    free(out), free(json), free(history), free(msg), free(raw);
+}
+
 int main(void)
 {
     escapes_before_and_across_the_cut();
@@ -367,5 +389,6 @@ int main(void)
     nested_arrays();
     malformed_as_before();
     the_fork_point_mark();
+    lone_lead_bytes_count_a_token_each();
     return done_testing();
 }
