@@ -137,6 +137,12 @@ $(BUILD)/tests/%.t: $(BUILD)/obj/tests/test_%.o $(TAP_OBJ) $(BUILD)/libsimhost.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(TAP_OBJ) $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a $(LDLIBS)
 
+# Programs the tests run (tests/tools/NAME.c -> $(BUILD)/test-tools/NAME).
+TTOOLS := $(patsubst tests/tools/%.c,$(BUILD)/test-tools/%,$(sort $(wildcard tests/tools/*.c)))
+$(BUILD)/test-tools/%: $(BUILD)/obj/tests/tools/%.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LDLIBS)
+
 $(BUILD)/test-plugins/%.so: $(BUILD)/obj/tests/plugins/$$(notdir $$*).o
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared -Wl,-z,defs -o $@ $< $(LDLIBS)
@@ -158,7 +164,7 @@ $(BUILD)/plugin-dir/ocbg.so: $(BUILD)/ocbg.so
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TESTS) $(BUILD)/layout-check ## the tests (prove), after the layout, lock and face checks
+check: deps $(BUILD)/ocbg.so $(BUILD)/plugin-dir/ocbg.so $(TPLUGS) $(TTOOLS) $(TESTS) $(BUILD)/layout-check ## the tests (prove), after the layout, lock and face checks
 	$(LAYOUT_FIXTURES)
 	$(LAYOUT_RUN)
 	$(LAYOUT_TEST_RUN)

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "tap.h"
+#include "testlib.h"
 
 sim_host *lt_host(const char *opts)
 {
@@ -77,13 +78,5 @@ int lt_refuse_updates(const char *db, const char *when)
 
 int lt_user_version(const char *db)
 {
-    sqlite3 *d = NULL;
-    sqlite3_stmt *st = NULL;
-    int v = -1;
-    if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(d, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(d);
-    return v;
+    return t_sql_int(db, "PRAGMA user_version", NULL);
 }

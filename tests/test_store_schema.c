@@ -80,17 +80,7 @@ static void followups_numbered_across_restart(void)
 /* Does the task table have column `name`? */
 static int has_column(const char *path, const char *name)
 {
-    sqlite3 *d = NULL;
-    sqlite3_stmt *st = NULL;
-    int found = 0;
-    if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(d, "SELECT 1 FROM pragma_table_info('task') WHERE name = ?", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        found = sqlite3_step(st) == SQLITE_ROW;
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(d);
-    return found;
+    return t_sql_int(path, "SELECT count(*) FROM pragma_table_info('task') WHERE name = ?1", name) > 0;
 }
 
 static void version_1_file_migrated(void)

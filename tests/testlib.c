@@ -9,9 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/util.h"
+
+extern char **environ;
 
 int t_rc;
 
@@ -219,16 +224,35 @@ int t_question_open(sim_host *h, void *session)
 
 int t_task_stored(const char *db, const char *id)
 {
-    sqlite3 *d = NULL;
-    sqlite3_stmt *st = NULL;
-    int n = -1;
-    if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(d, "SELECT count(*) FROM task WHERE id = ?1", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(d);
-    return n;
+    return t_sql_int(db, "SELECT count(*) FROM task WHERE id = ?1", id);
+}
+
+int t_sql_int(const char *db, const char *sql, const char *arg)
+{
+    const char *build = getenv("OCBG_BUILD");
+    char tool[4096];
+    snprintf(tool, sizeof tool, "%s/test-tools/sql_int", build ? build : "build");
+    char *argv[] = {tool, (char *)db, (char *)sql, (char *)arg, NULL};
+    int fd[2], n = -1, status = 0;
+    if (pipe(fd) != 0)
+        return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    pid_t pid;
+    int e = posix_spawn(&pid, tool, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[1]);
+    char out[32] = "";
+    FILE *f = e == 0 ? fdopen(fd[0], "r") : NULL;
+    if (f && fgets(out, sizeof out, f))
+        n = atoi(out);
+    f ? fclose(f) : close(fd[0]);
+    if (e == 0)
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    return e == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? n : -1;
 }
 
 int t_calls_started(sim_host *h, void *arg)

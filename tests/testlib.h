@@ -69,6 +69,16 @@ int t_question_open(sim_host *h, void *session);
  * when it cannot be read. */
 int t_task_stored(const char *db, const char *id);
 
+/* The first column of the first row of `sql` (its ?1 bound to arg when not
+ * NULL) on the SQLite file db, read-only: 0 when there is no row, -1 when
+ * the query fails. Read by another process ($OCBG_BUILD/test-tools/sql_int,
+ * tests/tools/sql_int.c): the plugin a test dlopens has
+ * its own copy of SQLite (compiled in, hidden), and two copies of SQLite in
+ * one process must never open one file: POSIX locks are per process, so the
+ * test's close would drop the plugin's locks and its WAL could be reset
+ * under it (seen: SIGBUS in walIndexAppend). */
+int t_sql_int(const char *db, const char *sql, const char *arg);
+
 /* sim_wait predicate: n calls of fn have entered the host (counted before any
  * sim_slow delay; arg: a t_started). */
 typedef struct t_started {
