@@ -5,7 +5,8 @@
  * sessions out; the status maps asked while 10 tasks make a tool call a
  * second each, out of step; the message reads in the first 10 s after 1,000
  * silent running tasks vanish from the status map; the time to find a lost
- * idle. An argument (names, comma-separated) runs only those scenarios.
+ * idle (with the turn-ending events lost, and with every event lost). An
+ * argument (names, comma-separated) runs only those scenarios.
  *
  * The simulated host answers at once; the plugin (ocbg.so from
  * $OCBG_PLUGIN_DIR) runs with its default options (poll_interval_ms 1000) but
@@ -266,12 +267,7 @@ static char *second_script(int tools, int seed)
  * completes and its parent is told. */
 static void tools_each_second(void)
 {
-    enum {
-        N = 10,
-        SETTLE = 6000,
-        WINDOW = 20000,
-        TOOLS = (SETTLE + WINDOW + 4000) / 1000
-    };
+    enum { N = 10, SETTLE = 6000, WINDOW = 20000, TOOLS = (SETTLE + WINDOW + 4000) / 1000 };
     sim_host *h = host_new();
     char *parent = sim_session_new(h, NULL, "bench 1s");
     char **ids = calloc(N, sizeof *ids);
@@ -345,17 +341,16 @@ static char *session_prompted_with(sim_host *h, const char *text)
     return sid;
 }
 
-/* 10 tasks whose events arrive, idle events lost: 3 of them end, seconds
- * apart, once the poll has backed off. From a task's session going idle in
- * the host to its notification's push. */
-static void lost_idle_detect(void)
+/* 10 tasks calling tools, the events of the types `lost` lost (the ones that
+ * end a turn; NULL: every event, the tools' too): 3 of them end, seconds
+ * apart, once the poll has settled. From a task's session going idle in the
+ * host to its notification's push. */
+static void lost_idle_detect(const char *lost, const char *name)
 {
-    enum {
-        FINISHERS = 3
-    };
+    enum { FINISHERS = 3 };
     sim_host *h = host_new();
     char *parent = sim_session_new(h, NULL, "bench detect");
-    sim_event_faults(h, 7, 1.0, 0, 0, IDLE_EVENTS);
+    sim_event_faults(h, 7, 1.0, 0, 0, lost);
     char *keep = steps_script(60000 / STEP_MS, 0);
     sim_script(h, "KEEP", keep, 0);
     char **ids = launch_n(h, parent, "KEEP", 10 - FINISHERS);
@@ -386,10 +381,9 @@ static void lost_idle_detect(void)
         double worst = ms[0];
         for (int i = 1; i < FINISHERS; i++)
             worst = ms[i] > worst ? ms[i] : worst;
-        printf("lost_idle_detect_ms: %.0f ms (max of %d; median %.0f)\n", worst, FINISHERS,
-               bench_median(ms, FINISHERS));
+        printf("%s: %.0f ms (max of %d; median %.0f)\n", name, worst, FINISHERS, bench_median(ms, FINISHERS));
     } else {
-        printf("lost_idle_detect_ms: n/a (%d of %d lost idles found)\n", found, FINISHERS);
+        printf("%s: n/a (%d of %d lost idles found)\n", name, found, FINISHERS);
     }
     for (int i = 0; i < FINISHERS; i++) {
         free(fin_ids[i]);
@@ -427,6 +421,8 @@ int main(int argc, char **argv)
     if (wanted("messages_reads_per_min_1000_vanished"))
         vanish(1000, "messages_reads_per_min_1000_vanished");
     if (wanted("lost_idle_detect_ms"))
-        lost_idle_detect();
+        lost_idle_detect(IDLE_EVENTS, "lost_idle_detect_ms");
+    if (wanted("lost_idle_detect_all_lost_ms"))
+        lost_idle_detect(NULL, "lost_idle_detect_all_lost_ms");
     return 0;
 }

@@ -26,10 +26,11 @@
  *   overdue first: every task is checked. The budget is 1 while the map's
  *   word is in doubt; it doubles (up to CHECK_BUDGET_MAX) at each tick
  *   after the checks made on the map's word all found their tasks finished,
- *   and drops back to 1 when one finds its task still running. So sessions
- *   that leave the map while they run (a host that loses track of them)
- *   cost one read per tick, and 1,000 tasks that truly ended with their
- *   idles lost are all found within about a dozen ticks.
+ *   and drops back to 1 when one finds its task still running, or when no
+ *   check is due. So sessions that leave the map while they run (a host
+ *   that loses track of them) cost one read per tick, and 1,000 tasks that
+ *   truly ended with their idles lost are all found within about a dozen
+ *   ticks.
  * - A tick that reads the map only because the gap has passed makes no
  *   check, so a host that loses every event and whose map leaves the
  *   sessions out costs at most one call per tick; one that reads it for a
@@ -161,7 +162,7 @@ static void settle_budget(engine *o)
 {
     if (o->check_budget == 0)
         o->check_budget = 1;
-    if (o->map_checks_out == 0)
+    if (o->map_checks == 0)
         return;
     unsigned pending = 0, resolved = 0;
     bool wrong = false;
@@ -177,12 +178,12 @@ static void settle_budget(engine *o)
         resolved++;
         wrong = wrong || p->idle_checks > 0;
     }
-    bool finished = o->map_checks_out > pending + resolved;
+    bool finished = o->map_checks > pending + resolved;
     if (wrong)
         o->check_budget = 1;
     else if (pending == 0 && finished)
         o->check_budget = o->check_budget * 2 < CHECK_BUDGET_MAX ? o->check_budget * 2 : CHECK_BUDGET_MAX;
-    o->map_checks_out = pending;
+    o->map_checks = pending;
 }
 
 /* This tick's checks: the budget's worth, the longest overdue first. */
@@ -191,11 +192,14 @@ static void check_oldest(engine *o, int64_t now)
     settle_budget(o);
     for (unsigned i = 0; i < o->check_budget; i++) {
         task *t = most_overdue(o, now);
-        if (!t)
+        if (!t) {
+            if (i == 0)
+                o->check_budget = 1; /* the burst is over: the next one starts in doubt */
             return;
+        }
         if (t->live->map_idle && t->live->idle_checks == 0) {
             t->live->map_checked = true;
-            o->map_checks_out++;
+            o->map_checks++;
         }
         t->live->map_idle = false;
         engine_request_finalize(o, t); /* it is finalizing now: the next pick passes it by */
