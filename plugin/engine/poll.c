@@ -146,6 +146,7 @@ static bool check_due(const engine *o, const task *t, int64_t now)
            !t->inherited && now >= p->next_check_mono;
 }
 
+/* The task whose check is due the longest, or NULL. */
 static task *most_overdue(engine *o, int64_t now)
 {
     task *oldest = NULL;
