@@ -342,8 +342,9 @@ static char *session_prompted_with(sim_host *h, const char *text)
 }
 
 /* 10 tasks calling tools, the events of the types `lost` lost (the ones that
- * end a turn; NULL: every event, the tools' too): 3 of them end, seconds
- * apart, once the poll has settled. From a task's session going idle in the
+ * end a turn; NULL: every event, the tools' too): 3 of them end, 3.6 s
+ * apart (so at different points of a tick and of a 3 s map gap), once the
+ * poll has settled. From a task's session going idle in the
  * host to its notification's push. */
 static void lost_idle_detect(const char *lost, const char *name)
 {
@@ -359,7 +360,7 @@ static void lost_idle_detect(const char *lost, const char *name)
         char tag[32], prompt[40];
         snprintf(tag, sizeof tag, "FINISH%d", i);
         snprintf(prompt, sizeof prompt, "%s x", tag);
-        char *script = steps_script((12000 + 3000 * i) / STEP_MS, 0);
+        char *script = steps_script((12000 + 3600 * i) / STEP_MS, 0);
         sim_script(h, tag, script, 1);
         free(script);
         fin_ids[i] = launch(h, parent, prompt);

@@ -19,7 +19,9 @@
  *   gap doubling from SILENT_GAP up to POLL_GAP_MAX intervals: the event
  *   path is proven alive, and the tasks' own idle events will end them.
  * - A map that shows a silent task's session idle makes its completion
- *   check due (as its idle event would have). A check that finds no answer
+ *   check due (as its idle event would have); so does one that shows idle
+ *   a task whose answer's text has ended, once it has been silent for an
+ *   interval (its idle event, if not lost, comes first). A check that finds no answer
  *   makes the session "known idle" (idle_checks > 0), with its own back-off
  *   before the next. Due checks, those on the map's word and those of known
  *   idle sessions, are made at most check_budget per tick, the longest
@@ -129,8 +131,13 @@ static void read_map(engine *o)
             p->idle_checks = 0;
             p->next_check_mono = 0;
             p->map_idle = false;
-        } else if (!t->awaiting && p->idle_checks == 0 && !p->map_idle && !alive(o, t, now)) {
-            p->map_idle = true; /* its check is due; an alive one's own idle event will come */
+        } else if (!t->awaiting && p->idle_checks == 0 && !p->map_idle && (p->said || !alive(o, t, now))) {
+            /* Its check is due once it is silent (check_due): an alive one's
+             * own idle event should come first. One that is still sending
+             * events is not marked unless its answer's text has ended, so
+             * that a read between its turn's start and its first events
+             * leaves it calling for the map. */
+            p->map_idle = true;
             p->next_check_mono = now;
         }
     }
