@@ -1,16 +1,18 @@
 /* layout-check.c — checks the shape of the source tree (make check-layout).
  *
+ * It warns ("file:line: warning: ...", counted in the summary; the exit status
+ * is unaffected) of a C file over --max-file-lines (default 500) and of a
+ * function body, its "{" line to its "}" line, over --max-function-lines (60).
  * It fails, printing one "file:line: message" line per problem, when
- *   - a C file is longer than --max-file-lines (default 500);
- *   - a function body, from the line of its "{" to the line of its "}", is
- *     longer than --max-function-lines (default 60);
  *   - modules depend on each other in a cycle. A module is x.c and x.h of one
  *     folder. It depends on another by #include "y.h" (looked up next to the
  *     including file, then in each -I folder) or when one of its .c files uses
  *     a non-static function that the other defines;
- *   - with --layers FILE (folders from the lowest layer to the highest, one a
- *     line, '#' comments), a module of a lower layer depends on a higher one.
- *     Files of folders not listed are checked for cycles only.
+ *   - with --layers FILE (layers from the lowest to the highest, one a line,
+ *     '#' comments), a module of a lower layer depends on a higher one. A
+ *     layer is a folder, or modules named by path without extension
+ *     (host/opencode/js), several on a line making one layer. Files in no
+ *     layer are checked for cycles only.
  * Why: short files and functions can be reviewed, and a tree without cycles
  * whose layers only look down can be read, tested and changed bottom up.
  * How: a small tokenizer (comments, string and character literals, and
@@ -35,7 +37,7 @@ typedef struct { char kind; int len, line; const char *s; } token;
 typedef struct { char *path, *real, *buf; token *tok; int ntok, lines, module, layer, is_c; } file;
 typedef struct { char *name; int file; } def;    /* a non-static function */
 typedef struct { char *real; int file; } module; /* real: path without extension; file: its .c if any */
-typedef struct { char *name, *real; } layer;
+typedef struct { char *name, *real; int level, is_module; } layer; /* real: folder, or module path */
 /* Why a module depends on another: kind '#' or 's' (symbol) in file, what: the name. */
 typedef struct { char kind; int file, def_file; const token *what; } evidence;
 
@@ -46,22 +48,16 @@ static layer *layers;
 static evidence *ev; /* nmod x nmod: the first reason module a depends on module b */
 static char **incdirs, **allow;
 static int nfiles, ndefs, nmod, nlayers, nincdirs, nallow, *allow_used;
-static int max_file = 500, max_func = 60, problems, nfuncs, longest, longest_file;
+static int max_file = 500, max_func = 60, problems, warnings, nfuncs, longest, longest_file;
 static char *longest_name;
 
-static void fatal(const char *path, const char *what) {
-    fprintf(stderr, "layout-check: %s: %s\n", path, what);
-    exit(2);
-}
+static void fatal(const char *path, const char *what) { fprintf(stderr, "layout-check: %s: %s\n", path, what), exit(2); }
 
-static void problem(const char *path, int line, const char *fmt, ...) {
+static void report(int *count, const char *path, int line, const char *fmt, ...) { /* count: &problems or &warnings */
     va_list ap;
     va_start(ap, fmt);
-    printf("%s:%d: ", path, line);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    problems++;
+    printf("%s:%d: %s", path, line, count == &warnings ? "warning: " : ""), vprintf(fmt, ap), putchar('\n');
+    va_end(ap), ++*count;
 }
 
 static void *xrealloc(void *p, size_t size) {
@@ -72,9 +68,7 @@ static void *xrealloc(void *p, size_t size) {
 static void *zalloc(size_t n, size_t size) { return memset(xrealloc(NULL, n * size), 0, n * size); }
 
 /* Room for element n of an array that doubles at each power of two. */
-static void *grow(void *p, int n, size_t size) {
-    return (n & (n - 1)) ? p : xrealloc(p, (size_t)(n ? 2 * n : 1) * size);
-}
+static void *grow(void *p, int n, size_t size) { return (n & (n - 1)) ? p : xrealloc(p, (size_t)(n ? 2 * n : 1) * size); }
 
 static char *copy(const char *s, size_t n) {
     char *d = xrealloc(NULL, n + 1);
@@ -257,7 +251,7 @@ static void function_found(int fi, int lo, int name, int lines) {
     nfuncs++;
     if (lines > longest) longest = lines, longest_file = fi, longest_name = id;
     if (lines > max_func && !allowed(files[fi].path, id))
-        problem(files[fi].path, t[name].line, "function %s is %d lines (limit %d)", id, lines, max_func);
+        report(&warnings, files[fi].path, t[name].line, "function %s is %d lines (limit %d)", id, lines, max_func);
     for (int i = lo; i < name; i++) is_static |= is_one_of(&t[i], " static ");
     if (!is_static) {
         defs = grow(defs, ndefs, sizeof *defs);
@@ -296,19 +290,26 @@ static void assign_modules(void) {
         files[i].module = m;
         files[i].layer = -1;
         for (int l = 0; l < nlayers; l++)
-            if (strlen(layers[l].real) == dir_len && !strncmp(layers[l].real, files[i].real, dir_len))
+            if (layers[l].is_module ? !strcmp(layers[l].real, mods[m].real)
+                                    : strlen(layers[l].real) == dir_len && !strncmp(layers[l].real, files[i].real, dir_len))
                 files[i].layer = l;
     }
 }
 
 static void load_layers(const char *rules) {
-    char buf[4096], name[4096], *real;
+    char buf[4096], name[4096], src[4200], *real;
     FILE *fp = fopen(rules, "r");
     if (!fp) fatal(rules, "cannot open");
-    for (int line = 1; fgets(buf, sizeof buf, fp); line++) {
-        if (sscanf(buf, " %4095[^# \t\r\n]", name) != 1) continue; /* blank, or a comment */
-        if (!(real = realpath(name, NULL))) problem(rules, line, "no such folder: %s", name);
-        else layers = grow(layers, nlayers, sizeof *layers), layers[nlayers++] = (layer){ copy(name, strlen(name)), real };
+    for (int line = 1, level = 0, n, used; fgets(buf, sizeof buf, fp); line++, level += used) {
+        used = 0; /* a folder, else a module: the real path of its .c (or .h) without the extension */
+        for (char *at = buf; sscanf(at, " %4095[^# \t\r\n]%n", name, &n) == 1; at += n, used = 1) {
+            int is_module = !(real = realpath(name, NULL));
+            if (is_module && !(real = realpath((snprintf(src, sizeof src, "%s.c", name), src), NULL)))
+                real = realpath((snprintf(src, sizeof src, "%s.h", name), src), NULL);
+            if (!real) report(&problems, rules, line, "no such folder or module: %s", name);
+            else layers = grow(layers, nlayers, sizeof *layers), layers[nlayers++] = (layer){ copy(name, strlen(name)), real, level, is_module };
+            if (real && is_module) *strrchr(real, '.') = 0;
+        }
     }
     fclose(fp);
 }
@@ -388,8 +389,8 @@ static const char *reason(const evidence *e) {
 static void check_layers(void) {
     for (int a = 0; a < nmod; a++)
         for (int b = 0, from = files[mods[a].file].layer, to; b < nmod && from >= 0; b++)
-            if (dep(a, b)->kind && (to = files[mods[b].file].layer) > from)
-                problem(files[dep(a, b)->file].path, dep(a, b)->what->line, "%s depends on %s (higher): %s",
+            if (dep(a, b)->kind && (to = files[mods[b].file].layer) >= 0 && layers[to].level > layers[from].level)
+                report(&problems, files[dep(a, b)->file].path, dep(a, b)->what->line, "%s depends on %s (higher): %s",
                         layers[from].name, layers[to].name, reason(dep(a, b)));
 }
 
@@ -450,8 +451,7 @@ static void check_cycles(void) {
 /* ---- main ----------------------------------------------------------------- */
 static void usage(void) {
     fputs("usage: layout-check [--max-file-lines N] [--max-function-lines N] [--layers FILE]\n"
-          "                    [-I DIR]... [--allow-long FILE[:FUNC]]... PATH...\n", stderr);
-    exit(2);
+          "                    [-I DIR]... [--allow-long FILE[:FUNC]]... PATH...\n", stderr), exit(2);
 }
 
 static void parse_args(int argc, char **argv, const char **rules) {
@@ -481,7 +481,7 @@ int main(int argc, char **argv) {
         files[i].buf = read_all(files[i].path);
         lex_file(&files[i]);
         if (files[i].lines > max_file && !allowed(files[i].path, NULL))
-            problem(files[i].path, max_file + 1, "file is %d lines (limit %d)", files[i].lines, max_file);
+            report(&warnings, files[i].path, max_file + 1, "file is %d lines (limit %d)", files[i].lines, max_file);
         find_functions(i);
     }
     assign_modules();
@@ -490,11 +490,11 @@ int main(int argc, char **argv) {
     check_cycles();
     for (int i = 0; i < nallow; i++)
         if (!allow_used[i]) fprintf(stderr, "layout-check: note: nothing matches --allow-long %s\n", allow[i]);
-    if (problems) {
-        printf("layout-check: %d problem%s in %d files\n", problems, problems == 1 ? "" : "s", nfiles);
-        return 1;
-    }
-    printf("layout-check: %d files, %d functions, longest function %d lines (%s, %s), no cycles\n", nfiles,
-           nfuncs, longest, longest_name ? longest_name : "none", longest_name ? files[longest_file].path : "-");
+    char warned[48] = "";
+    if (warnings) snprintf(warned, sizeof warned, ", %d warning%s (size)", warnings, warnings == 1 ? "" : "s");
+    if (problems)
+        return printf("layout-check: %d problem%s in %d files%s\n", problems, problems == 1 ? "" : "s", nfiles, warned), 1;
+    printf("layout-check: %d files, %d functions, longest function %d lines (%s, %s), no cycles%s\n", nfiles, nfuncs,
+           longest, longest_name ? longest_name : "none", longest_name ? files[longest_file].path : "-", warned);
     return 0;
 }

@@ -20,10 +20,10 @@ char *fork_cut_text(const char *s, size_t max_chars)
     size_t len = strlen(s);
     if (len <= max_chars) /* fewer bytes than the limit: fewer characters too */
         return NULL;
-    fork_count c = fork_count_text(s, len);
-    if (c.ascii + c.lead <= max_chars)
+    size_t chars = fork_count_chars(s, len);
+    if (chars <= max_chars)
         return NULL;
-    return fork_cut_n(s, len, c.ascii + c.lead, max_chars);
+    return fork_cut_n(s, len, chars, max_chars, NULL);
 }
 
 char *fork_preamble(const fork_limits *lim)

@@ -58,12 +58,12 @@ char *fork_cut_text(const char *s, size_t max_chars);
 
 /* Process a history. Returns 0 with *out = the processed history (malloc'd
  * JSON), or -EINVAL when messages_json is not a JSON array as cJSON_Parse
- * reads one (then *out NULL); -ENOMEM when cJSON cannot print. Each kept
+ * reads one (then *out NULL). Each kept
  * message is its input text byte for byte (the host's own spacing and
  * escapes), with only its cut results replaced (as JSON strings printed by
  * cJSON). Malformed messages and parts inside the array are kept as they
- * are. st may be NULL. It costs about one cJSON parse of the history: one
- * message is parsed at a time. */
+ * are. st may be NULL. It costs less than one cJSON parse of the history:
+ * one message is parsed at a time, its long results read from their bytes. */
 int fork_process(const char *messages_json, const fork_limits *lim, char **out, fork_stats *st);
 
 /* The preamble told to a forked sub-agent (malloc'd). */

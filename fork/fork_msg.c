@@ -1,7 +1,6 @@
 /* fork_msg.c — see fork_msg.h. */
 #include "fork_msg.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,43 +51,66 @@ fork_count fork_count_text(const char *str, size_t n)
     return (fork_count){n - high, high - cont};
 }
 
-/* Where character number `chars` (from 0) of s[0..n) starts, n when there
- * are no more: utf8_offset, eight bytes at a time while the word ends before
- * it (a cut reads up to the limit in every long result). */
-static size_t char_offset(const char *str, size_t n, size_t chars)
+/* The continuation bytes (0x80..0xBF) of s[0..n): characters are the
+ * other bytes. One comparison per sixteen bytes (fork_count_text makes two):
+ * every long tool result is counted whole to say its length. */
+static size_t count_continuations(const unsigned char *s, size_t n)
 {
-    const unsigned char *s = (const unsigned char *)str;
-    const uint64_t ones = 0x0101010101010101ull;
-    size_t seen = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t x;
-        memcpy(&x, s + i, 8);
-        /* Characters starting in the word: bytes not of the form 10xxxxxx. */
-        size_t starts = 8 - (size_t)(((((x >> 7) & ~(x >> 6)) & ones) * ones) >> 56);
-        if (seen + starts > chars)
-            break;
-        seen += starts;
-    }
-    for (; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) {
-            if (seen == chars)
-                return i;
-            seen++;
+    const lanes16 lowest_lead = (lanes16){0} - 64;
+    size_t cont = 0, i = 0;
+    while (n - i >= 16) {
+        size_t blocks = (n - i) / 16 < 255 ? (n - i) / 16 : 255;
+        counts16 co = {0};
+        for (size_t k = 0; k < blocks; k++, i += 16) {
+            lanes16 x;
+            memcpy(&x, s + i, 16);
+            co -= (counts16)(x < lowest_lead);
         }
+        cont += lanes_sum(co);
     }
-    return n;
+    for (; i < n; i++)
+        cont += (s[i] & 0xC0) == 0x80;
+    return cont;
 }
 
-char *fork_cut_n(const char *s, size_t len, size_t chars, size_t max_chars)
+size_t fork_count_chars(const char *s, size_t n)
 {
-    size_t keep = char_offset(s, len, max_chars);
-    char marker[192]; /* the marker's text and a 20-digit count fit */
-    int n = snprintf(marker, sizeof marker, FORK_CUT_MARKER, chars);
-    size_t m = n > 0 ? (size_t)n : 0;
-    char *cut = xmalloc(keep + m + 1);
-    memcpy(cut, s, keep);
-    memcpy(cut + keep, marker, m + 1);
-    return cut;
+    return n - count_continuations((const unsigned char *)s, n);
+}
+
+/* Where character number `chars` (from 0) of s[0..n) starts, n when there
+ * are no more (utf8_offset). A character is at least a byte: the next
+ * `missing` bytes hold at most `missing` starts, so they are counted in
+ * one piece, until none is missing (a cut reads up to the limit in every
+ * long result). */
+size_t fork_char_offset(const char *str, size_t n, size_t chars)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t seen = 0, i = 0;
+    while (seen < chars && i < n) {
+        size_t step = chars - seen < n - i ? chars - seen : n - i;
+        seen += step - count_continuations(s + i, step);
+        i += step;
+    }
+    /* seen == chars starts before i (or i == n): the next start is it. */
+    while (i < n && (s[i] & 0xC0) == 0x80)
+        i++;
+    return i;
+}
+
+char *fork_cut_finish(strbuf *sb, size_t chars, size_t *cut_len)
+{
+    sb_printf(sb, FORK_CUT_MARKER, chars);
+    if (cut_len)
+        *cut_len = sb->len;
+    return sb_take(sb);
+}
+
+char *fork_cut_n(const char *s, size_t len, size_t chars, size_t max_chars, size_t *cut_len)
+{
+    strbuf sb = {0};
+    sb_putn(&sb, s, fork_char_offset(s, len, max_chars));
+    return fork_cut_finish(&sb, chars, cut_len);
 }
 
 bool fork_is_type(const cJSON *part, const char *type)

@@ -1,14 +1,15 @@
 /* fork_process.c — fork_process (see fork.h), in two passes.
  *
  * The first parses one message at a time (cJSON, from its place in the
- * array), cuts its results when it is inherited, notes what the decisions
+ * array; its long results read from their bytes by fork_lex.c, not decoded
+ * by cJSON), cuts its results when it is inherited, notes what the decisions
  * need (where its text is, its estimate, the marks of fork.h rule 1) and
  * frees it while it is still in the cache: the whole tree never exists at
  * once. A message's cut texts are kept only while the newer messages leave
  * it room under the token cap. The second writes the answer from the input's
  * bytes: a kept message is copied as it is, its cut results spliced in
- * (fork_splice.c); nothing is re-serialised. A 10 MB history costs about one
- * parse plus a little. */
+ * (fork_splice.c); nothing is re-serialised. A 10 MB history costs about
+ * half a cJSON parse of it (docs/performance.md). */
 #include "fork.h"
 
 #include <cjson/cJSON.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "fork_lex.h"
 #include "fork_msg.h"
 #include "fork_splice.h"
 
@@ -43,15 +45,22 @@ typedef struct history_scan {
     bool summary;         /* a completed summary was seen */
     size_t summary_at;    /* the newest one */
     char *summary_parent; /* its info.parentID, malloc'd (NULL: none) */
+    fork_lexed lx;        /* the message being noted: its long results */
 } history_scan;
 
-/* Does the message hold a text part starting with the preamble mark? */
-static bool is_fork_point(const cJSON *msg)
+/* Does the message hold a text part starting with the preamble mark? (A
+ * long text read by fork_lex: its bytes start with the mark's, which has no
+ * character its escapes make.) */
+static bool is_fork_point(const cJSON *msg, const fork_lexed *lx)
 {
+    const size_t mark_len = strlen(FORK_PREAMBLE_MARK);
     const cJSON *part;
     cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(msg, "parts")) {
-        const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(part, "text"));
-        if (fork_is_type(part, "text") && t && strncmp(t, FORK_PREAMBLE_MARK, strlen(FORK_PREAMBLE_MARK)) == 0)
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        const fork_raw *r = fork_lex_find(lx, text);
+        const char *t = r ? r->raw : cJSON_GetStringValue(text);
+        size_t len = r ? r->raw_len : t ? strlen(t) : 0;
+        if (fork_is_type(part, "text") && t && len >= mark_len && memcmp(t, FORK_PREAMBLE_MARK, mark_len) == 0)
             return true;
     }
     return false;
@@ -71,18 +80,36 @@ static size_t tree_tokens(const cJSON *item)
 typedef struct cut_list {
     fork_cut *cut;
     size_t n, cap, rank;
+    size_t tokens;        /* the estimate of the cut texts */
+    const fork_lexed *lx; /* the message's long results */
 } cut_list;
 
-/* Cut obj[key] when it is a long string: in the tree (for its estimate)
- * and into the list (for the answer). */
+/* Cut obj[key] when it is a long string: into the list (for the answer),
+ * its estimate counted here. The original leaves the tree, so the
+ * message's estimate (tree_tokens) is the rest plus list->tokens, without
+ * a copy of the cut in the tree. */
 static void cut_member(cJSON *obj, const char *key, size_t max_chars, cut_list *list)
 {
     size_t rank = list->rank++;
     cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-    char *cut = cJSON_IsString(v) ? fork_cut_text(v->valuestring, max_chars) : NULL;
-    if (!cut)
+    fork_raw *r = fork_lex_find(list->lx, v);
+    size_t len = r ? r->raw_len : cJSON_IsString(v) ? strlen(v->valuestring) : 0;
+    if (len <= max_chars) /* fewer bytes than the limit: fewer characters too */
         return;
-    cJSON_ReplaceItemInObjectCaseSensitive(obj, key, cJSON_CreateString(cut));
+    size_t chars = r ? r->chars : fork_count_chars(v->valuestring, len), cut_len;
+    if (chars <= max_chars)
+        return;
+    char *cut;
+    if (r) { /* its "" counts nothing */
+        cut = fork_raw_cut(r, max_chars, &cut_len);
+        r->cut = true;
+    } else {
+        cut = fork_cut_n(v->valuestring, len, chars, max_chars, &cut_len);
+        cJSON_Delete(cJSON_DetachItemViaPointer(obj, v));
+    }
+    /* Not "as many characters as bytes, so ASCII": a lone lead byte (Latin-1
+     * in a hostile history) is a character of its own and counts a token. */
+    list->tokens += fork_estimate_tokens(cut, cut_len);
     if (list->n == list->cap) {
         list->cap = list->cap ? 2 * list->cap : 4;
         list->cut = xrealloc(list->cut, list->cap * sizeof *list->cut);
@@ -140,7 +167,7 @@ static void note_message(history_scan *sc, cJSON *m, const char *json, size_t le
     size_t i = sc->n++;
     msg_note *note = &sc->msg[i];
     *note = (msg_note){.json = json, .len = len};
-    if (sc->fork_at == SIZE_MAX && is_fork_point(m))
+    if (sc->fork_at == SIZE_MAX && is_fork_point(m, &sc->lx))
         sc->fork_at = i;
     if (fork_is_completed_summary(m)) {
         free(sc->summary_parent);
@@ -153,12 +180,14 @@ static void note_message(history_scan *sc, cJSON *m, const char *json, size_t le
         note->request_id = xstrdup(fork_info_string(m, "id"));
     }
     /* Before the first fork point: inherited (the child's own come after). */
-    cut_list cuts = {0};
+    cut_list cuts = {.lx = &sc->lx};
     if (sc->fork_at == SIZE_MAX)
         cut_results(m, sc->max_chars, &cuts);
     note->cuts = cuts.n;
     note->cut = cuts.cut;
-    note->tokens = tree_tokens(m);
+    note->tokens = tree_tokens(m) + cuts.tokens;
+    for (size_t k = 0; k < sc->lx.n; k++) /* the long results not cut */
+        note->tokens += sc->lx.raw[k].cut ? 0 : sc->lx.raw[k].tokens;
     cJSON_Delete(m);
     sc->window_tokens += note->tokens;
     release_dropped(sc);
@@ -190,9 +219,7 @@ static int scan_history(const char *json, history_scan *sc)
         /* cJSON skips a BOM at the start of what it parses: here it is no
          * value (0xEF never starts one). */
         const char *value_end = NULL;
-        cJSON *m = p < end && (unsigned char)*p != 0xEF
-                       ? cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &value_end, false)
-                       : NULL;
+        cJSON *m = p < end && (unsigned char)*p != 0xEF ? fork_lex_parse(p, end, &value_end, &sc->lx) : NULL;
         if (!m)
             return -EINVAL;
         note_message(sc, m, p, (size_t)(value_end - p));
@@ -227,7 +254,7 @@ static size_t request_index(const history_scan *sc)
 }
 
 /* The answer: the messages [from, sc->n) as a JSON array. */
-static int write_kept(const history_scan *sc, size_t from, char **out)
+static void write_kept(const history_scan *sc, size_t from, char **out)
 {
     strbuf sb = {0};
     sb_putn(&sb, "[", 1);
@@ -237,18 +264,15 @@ static int write_kept(const history_scan *sc, size_t from, char **out)
         const msg_note *m = &sc->msg[i];
         if (!m->cuts)
             sb_putn(&sb, m->json, m->len);
-        else if (fork_splice(&sb, m->json, m->len, m->cut, m->cuts) != 0) {
-            sb_free(&sb);
-            return -ENOMEM;
-        }
+        else
+            fork_splice(&sb, m->json, m->len, m->cut, m->cuts);
     }
     sb_putn(&sb, "]", 1);
     *out = sb_take(&sb);
-    return 0;
 }
 
 /* Decides what is kept (fork.h rules 1 and 3) and writes it. */
-static int keep_and_write(const history_scan *sc, char **out, fork_stats *st, size_t max_tokens)
+static void keep_and_write(const history_scan *sc, char **out, fork_stats *st, size_t max_tokens)
 {
     size_t n = sc->n, fork_at = sc->fork_at == SIZE_MAX ? n : sc->fork_at;
     size_t start = sc->summary ? request_index(sc) : 0;
@@ -267,7 +291,7 @@ static int keep_and_write(const history_scan *sc, char **out, fork_stats *st, si
         total -= sc->msg[from++].tokens;
     st->messages_kept = n - from;
     st->tokens_after = total;
-    return write_kept(sc, from, out);
+    write_kept(sc, from, out);
 }
 
 int fork_process(const char *messages_json, const fork_limits *lim, char **out, fork_stats *st)
@@ -281,7 +305,7 @@ int fork_process(const char *messages_json, const fork_limits *lim, char **out, 
     int rc = messages_json ? scan_history(messages_json, &sc) : -EINVAL;
     if (rc == 0) {
         st->messages_in = sc.n;
-        rc = keep_and_write(&sc, out, st, lim->max_tokens);
+        keep_and_write(&sc, out, st, lim->max_tokens);
     }
     for (size_t i = 0; i < sc.n; i++) {
         free(sc.msg[i].request_id);
@@ -289,5 +313,6 @@ int fork_process(const char *messages_json, const fork_limits *lim, char **out, 
     }
     free(sc.msg);
     free(sc.summary_parent);
+    fork_lex_free(&sc.lx);
     return rc;
 }

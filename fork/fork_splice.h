@@ -21,8 +21,7 @@ typedef struct fork_cut {
 /* Appends json[0..len), one message as cJSON parsed it (so valid JSON), to
  * sb with the results cuts[0..n) name (ranks ascending) replaced by their
  * texts as JSON strings. Members are found as cJSON finds them (the first of
- * a name, escapes in keys read). Returns 0, or -ENOMEM when cJSON cannot
- * print a text. */
-int fork_splice(strbuf *sb, const char *json, size_t len, const fork_cut *cuts, size_t n);
+ * a name, escapes in keys read), the texts escaped as cJSON prints them. */
+void fork_splice(strbuf *sb, const char *json, size_t len, const fork_cut *cuts, size_t n);
 
 #endif

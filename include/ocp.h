@@ -146,10 +146,27 @@ typedef struct ocp_host {
      * Returns once the host accepted the prompt (queued while the session is
      * busy). On success *out is left NULL.
      *
-     * The session need not show busy before this returns. What a host must
-     * do so that the plugin sees the turn end (store the answer before it
-     * reports the session idle; emit session.idle or rely on the poll) and
-     * how the poll backs off: docs/abi.md, "When a turn has ended". */
+     * The session need not show busy (in session_status, or by an event)
+     * before this returns. How the plugin learns that a task's turn ended:
+     * it checks the session (session_messages, newest 20) when it is told
+     * the session is idle (session.idle or session.status idle: at once),
+     * and when its poll (session_status every poll_interval_ms, default
+     * 1000, while an agent task runs) does not list the session. The run has
+     * ended when the newest message is a finished assistant message
+     * (time.completed, finish or error set) other than the one that ended
+     * the task's previous run. A check that finds none backs off: the poll
+     * checks that session again after 2, 4, 8, 16, then every 32 poll
+     * intervals, until it is seen busy (listed in the map, or a
+     * session.status busy/retry event). So:
+     *   - a host must store the turn's answer (visible to session_messages)
+     *     before it reports the session idle, by event or by the map;
+     *     otherwise the answer is found only by a later poll, up to 32
+     *     intervals late;
+     *   - it must emit session.idle (or session.status idle) when a turn
+     *     ends, or rely on the poll;
+     *   - until the new turn shows (busy, or its user message stored), a
+     *     poll may see the session idle: that costs one check that finds
+     *     nothing, and the backoff above; it is not an error. */
     int (*session_prompt)(void *userdata, const char *session_id, const char *body_json, char **out);
 
     /* [any] Abort the session's running turn (and its queued prompts). Success
@@ -166,8 +183,11 @@ typedef struct ocp_host {
     int (*session_fork)(void *userdata, const char *session_id, const char *message_id, char **out);
 
     /* [any] Write a line to the host's log. Never fails, never blocks for
-     * long. Never from an [event] function, never under the plugin's own
-     * locks: so a host may hold its lock while delivering events. */
+     * long. Any thread, but never from the plugin's on_event or
+     * transform_messages (the [event] rule) and never under the plugin's own
+     * locks: ocbg logs only on its worker thread and in tool calls, after a
+     * host call failed. So a host may take the lock it holds while delivering
+     * events. */
     void (*log)(void *userdata, enum ocp_log_level level, const char *message);
 
     /* [any] Free a string this table's functions returned in *out. NULL is a no-op. */
@@ -244,10 +264,13 @@ typedef struct ocp_host {
      * tasks newest first, at most 50, each {id, kind, status, description,
      * and where they apply: agent | command, queue, waiting, session,
      * created, started, ended, tokens, cost, tools, recent, exit, error,
-     * stopped_by_user} (docs/panel.md, with when views are sent). A view
-     * replaces the previous one of that session; "tasks": [] means it has
-     * none left. The plugin calls it from its own view thread, holding
-     * none of its locks, one call at a time.
+     * stopped_by_user} (docs/panel.md). A view replaces the previous one
+     * of that session; "tasks": [] means it has none left.
+     * When: within 250 ms of a task's status change, at most once a second
+     * for other changes while a task of the session is live, never when
+     * nothing changed; the view of every session with tasks after the
+     * plugin starts, and after ui_request "sync". The plugin calls it from
+     * its own view thread, holding none of its locks, one call at a time.
      * The host shows or forwards it and returns promptly (OpenCode: it
      * posts it to the TUI without waiting for a reader); it must not call
      * into the plugin from here. Returns 0, or a negative errno (-EIO:
@@ -351,9 +374,9 @@ typedef struct ocp_plugin {
     int (*command_call)(void *userdata, const char *command, const char *arguments, ocp_call_ctx *ctx, char **out);
 
     /* [event] One host event, as OpenCode's event JSON {"type":…,"properties":…}.
-     * Never fails; unknown and malformed events (no string "type" and object
-     * "properties") are ignored. Calls no host function but now_ms; takes
-     * the plugin's lock briefly.
+     * Never fails; unknown and malformed events are ignored (an event needs a
+     * string "type" and an object "properties"). Calls no host function but
+     * now_ms; takes the plugin's lock briefly.
      *
      * What ocbg reads; every other event and field is ignored. S is the
      * session the event is about; an event changes something only when S is
@@ -400,9 +423,11 @@ typedef struct ocp_plugin {
      * unchanged, or 0 with *out = the history to use instead. On failure
      * (negative errno) the host uses the history unchanged.
      *
-     * A plugin changes only the history of sessions it created itself
-     * (session_create, session_fork): a host may skip the call for any
-     * other session (see wants_messages for skipping the cost). */
+     * A plugin changes only the history of sessions it created itself,
+     * through this table's session_create or session_fork: a host may skip
+     * the call for any other session (ocbg rewrites only a forked task's
+     * history: long tool results cut, the oldest messages dropped to fit a
+     * token budget; see wants_messages for skipping the cost). */
     int (*transform_messages)(void *userdata, const char *session_id, const char *messages_json, char **out);
 
     /* [any, once] Stop: release every blocked tool_call (it returns
@@ -424,8 +449,10 @@ typedef struct ocp_plugin {
 
     /* [any] Free a string this table's functions returned in *out. NULL is a
      * no-op. The one function a host may still call after shutdown has
-     * returned (until dlclose), through the copies of `free` and `userdata`
-     * it took before (see shutdown); it must not use `userdata`. */
+     * returned (until dlclose): a tool call that shutdown released returns a
+     * string the host frees afterwards. It must not use `userdata`, which
+     * shutdown freed. Shutdown frees this table too: call the copy of `free`
+     * (and pass the copy of `userdata`) the host took before shutdown. */
     void (*free)(void *userdata, char *p);
 
     /* ---- ABI 1.3 (a host reads these only when OCP_HAS_FIELD says so) ---- */
@@ -439,9 +466,12 @@ typedef struct ocp_plugin {
 
     /* [event] Whether transform_messages would change session_id's history
      * if called now: 1 yes, 0 no. A host asks before it serializes a history
-     * and skips both on 0; the answer may change from one model call to the
-     * next. Calls no host function; takes the plugin's lock for one hash
-     * lookup. NULL: ask transform_messages every time. */
+     * and skips both the serialization and the call on 0, so a session the
+     * plugin does not rewrite costs one call of this per model call, whatever
+     * the history's size. The answer may change from one model call to the
+     * next (ocbg: 1 only for a forked task's session). Calls no host
+     * function; takes the plugin's lock for one hash lookup. NULL: ask
+     * transform_messages every time. */
     int (*wants_messages)(void *userdata, const char *session_id);
 
     /* ---- ABI 1.4 -------------------------------------------------------- */
@@ -479,9 +509,11 @@ typedef struct ocp_plugin {
 
 /* The entry point. [any, once per instance]
  * host: the host table (see its lifetime rule above).
- * options_json: the plugin's options as a JSON object (the host's
- *   configuration), or NULL for defaults. Bad values are refused.
- * err, err_size: a buffer for the reason of a refusal; may be NULL/0.
+ * options_json: the plugin's options as a JSON object (from the host's
+ *   configuration), or NULL for defaults. Bad values are refused; unknown
+ *   keys are not (ocbg tells the user which it ignored).
+ * err, err_size: a buffer for a readable reason when the plugin refuses to
+ *   load; may be NULL/0.
  * Returns the plugin table, or NULL (nothing started, nothing to free) when the
  * host's ABI major differs, its table is smaller than OCP_HOST_MIN_SIZE, a
  * required host function is missing, or the options are invalid.

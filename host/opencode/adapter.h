@@ -29,12 +29,11 @@
  *   lifecycle.c  init (load the plugin, build the hooks), dispose/shutdown,
  *                the module entry
  * Every .c includes only this header (but ui_reply.c), and calls (or names)
- * functions of files listed above it only: ui_reply, util <- js <- hostcall
- * <- ask <- dirs <- hostfns, calls <- tools, hooks, schema <- lifecycle.
- * Where a lower file must run code of a higher one, the higher one hands it
- * a function pointer (jsreq.start, call.settled, the hook and TSFN callbacks
- * lifecycle.c registers). make check's layout checker refuses a cycle
- * between files.
+ * functions of lower layers only: the order is build-aux/layers-opencode's,
+ * which make check's layout checker enforces (and refuses a cycle). Where a
+ * lower file must run code of a higher one, the higher one hands it a
+ * function pointer (jsreq.start, call.settled, the hook and TSFN callbacks
+ * lifecycle.c registers).
  *
  * Threads (see NOTES.md for the full story), as tagged below:
  *   [js]      OpenCode's event loop. Runs every hook: event (on_event),

@@ -1,5 +1,10 @@
-// ocbg for OpenCode: loads the Node-API addon beside this file, which loads
-// ocbg.so (also beside it) and returns the plugin's hooks.
+// ocbg for OpenCode: loads the Node-API addon, which loads ocbg.so (beside
+// it) and returns the plugin's hooks.
+// - the addon (loadAddon, at the first server() call: importing this module
+//   cannot fail on a missing or broken binary): <platform>-<arch>/ of the
+//   package (linux-x64/, linux-arm64/), else ocbg_opencode.node beside this
+//   file (a source install). None for this platform, or one that does not
+//   load: one sentence as a toast and in the log, and no tools.
 // - zod (for the tool argument schemas; without it OpenCode makes every
 //   argument required): the copy shipped beside this file (node_modules/zod),
 //   else @opencode-ai/plugin's tool.schema.
@@ -12,11 +17,69 @@
 // - a tool call refused by the user's "reject" fails with OpenCode's own
 //   rejection error, so that the turn ends as for OpenCode's tools
 //   (endTurnOnReject).
+import fs from "node:fs";
 import { createRequire } from "node:module";
 import { optionsFromConfig } from "./ocbg_options.mjs";
 
 const require = createRequire(import.meta.url);
-const addon = require("./ocbg_opencode.node");
+
+// The addon for this platform: {addon}, or {failure: the sentence for the
+// user}. Looked up once (a failed dlopen would fail again the same way).
+const ADDON = "ocbg_opencode.node";
+let loaded = null;
+function loadAddon() {
+  if (loaded) return loaded;
+  const dir = new URL(".", import.meta.url);
+  const platform = `${process.platform}-${process.arch}`;
+  const has = (rel) => { try { return fs.statSync(new URL(rel, dir)).isFile(); } catch { return false; } };
+  const rel = [`./${platform}/${ADDON}`, `./${ADDON}`].find(has);
+  if (!rel) {
+    let present = [];
+    try {
+      present = fs.readdirSync(dir).filter((d) => /^[a-z0-9]+-[a-z0-9]+$/.test(d) && has(`./${d}/${ADDON}`)).sort();
+    } catch {}
+    return (loaded = { failure: `ocbg: this package has no binary for ${platform} (it has ` +
+      `${present.length ? present.join(", ") : "none"}); background tools are not available` });
+  }
+  const short = [rel, rel.replace(ADDON, "ocbg.so")].map((f) => cutShort(new URL(f, dir))).find(Boolean);
+  if (short) return (loaded = { failure: `ocbg: cannot load its ${platform} binary: ${short}` });
+  try {
+    return (loaded = { addon: require(rel) });
+  } catch (e) {
+    return (loaded = { failure: `ocbg: cannot load its ${platform} binary: ${String(e?.message ?? e)}` });
+  }
+}
+
+// Why an ELF64 file (the addon, ocbg.so) is shorter than its headers say it
+// is (an install or copy cut short), or null (whole, not ELF64, or unreadable:
+// dlopen then says why). dlopen maps such a file and dies of SIGBUS reading
+// past its end, taking OpenCode with it, instead of failing.
+function cutShort(url) {
+  let fd = -1;
+  try {
+    fd = fs.openSync(url, "r");
+    const size = fs.fstatSync(fd).size, read = (len, at) => {
+      const b = Buffer.alloc(len);
+      return fs.readSync(fd, b, 0, len, at) === len ? b : null;
+    };
+    const h = read(64, 0);
+    if (!h || h.readUInt32BE(0) !== 0x7f454c46 || h[4] !== 2 || (h[5] !== 1 && h[5] !== 2)) return null;
+    const le = h[5] === 1, u16 = (b, o) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
+    const u64 = (b, o) => Number(le ? b.readBigUInt64LE(o) : b.readBigUInt64BE(o));
+    const phoff = u64(h, 0x20), phentsize = u16(h, 0x36), phnum = u16(h, 0x38);
+    let need = Math.max(64, u64(h, 0x28) + u16(h, 0x3a) * u16(h, 0x3c), phoff + phentsize * phnum);
+    const ph = need <= size && phentsize >= 56 ? read(phentsize * phnum, phoff) : null;
+    for (let i = 0; ph && i < phnum; i++) // PT_LOAD: p_offset + p_filesz
+      if ((le ? ph.readUInt32LE(i * phentsize) : ph.readUInt32BE(i * phentsize)) === 1)
+        need = Math.max(need, u64(ph, i * phentsize + 8) + u64(ph, i * phentsize + 32));
+    return size < need ? `${decodeURIComponent(url.pathname)} is cut short (${size} of at least ${need} bytes); ` +
+      "install ocbg again" : null;
+  } catch {
+    return null;
+  } finally {
+    if (fd >= 0) fs.closeSync(fd);
+  }
+}
 
 async function findZod() {
   try {
@@ -177,6 +240,14 @@ export default {
         options = found.options;
         tell(input?.client, "info", `ocbg: options from ${found.source} (this copy was loaded without them)`);
       }
+    }
+    // No usable binary: say so and load with no tools. Not a throw: OpenCode
+    // would only log it (its "failed to load plugin", a second copy of the
+    // same reason); the sentence is in the toast and the log already.
+    const { addon, failure } = loadAddon();
+    if (failure) {
+      tell(input?.client, "error", failure);
+      return {};
     }
     try {
       let hooks = null;

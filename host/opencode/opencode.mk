@@ -254,3 +254,35 @@ e2e-compare: opencode $(OC_NPM_STAMP) ## ocbg against OpenCode's own background 
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
 	    --work $(abspath $(OC_CMP)) --batches3 $(CMP_BATCHES3) --batches20 $(CMP_BATCHES20) \
 	    --batches20-large $(CMP_BATCHES20_LARGE) --project $(CMP_PROJECT) --large-files $(CMP_LARGE_FILES)
+
+# OpenCode's own pinned binary inside a bare Debian 11 (bullseye) root (glibc
+# 2.31, no compiler, no libcjson, no libsqlite3: build-aux/bare-root, the roots
+# make check-bare uses, $(BARE_ROOTS) of tests/bare/bare.mk), ocbg installed by
+# name from the fake registry (make package's tarball): it loads, a background
+# command and a sub-agent run to their notices (host/opencode/test/e2e_bare.mjs).
+# Needs root (debootstrap, chroot, unshare). arm64: OpenCode's linux-arm64
+# binary (npm pack opencode-linux-arm64) in the arm64 root, through qemu-user.
+E2E_BARE_TIMEOUT ?= 600
+E2E_BARE_ARM64_TIMEOUT ?= 1800
+# The registry reachable here has opencode-linux-arm64 only up to 1.18.18 (no
+# 1.18.33): the arm64 run uses that one, the package's engines.opencode widened
+# to admit it in a repacked copy (--engines).
+OC_ARM64_VERSION ?= 1.18.18
+OC_BIN_arm64    := $(OC_NPM)/arm64-$(OC_ARM64_VERSION)/package/bin/opencode
+.PHONY: e2e-bare e2e-bare-arm64
+e2e-bare: $(OC_NPM_STAMP) $(OC_PKG) ## OpenCode + the package in a bare Debian 11 amd64 root (root)
+	sh build-aux/bare-root amd64 $(BARE_ROOTS)/bullseye-amd64
+	timeout -k 10 $(E2E_BARE_TIMEOUT) $(NODE) host/opencode/test/e2e_bare.mjs --root $(BARE_ROOTS)/bullseye-amd64 \
+	    --opencode $(abspath $(OC_BIN)) --package $(abspath $(OC_PKG)) --arch x64
+
+$(OC_BIN_arm64): $(OC_NPM_STAMP)
+	rm -rf $(OC_NPM)/arm64-$(OC_ARM64_VERSION) && mkdir -p $(OC_NPM)/arm64-$(OC_ARM64_VERSION)
+	cd $(OC_NPM)/arm64-$(OC_ARM64_VERSION) && $(NPM) pack --silent opencode-linux-arm64@$(OC_ARM64_VERSION) >/dev/null && \
+	    tar -xzf opencode-linux-arm64-$(OC_ARM64_VERSION).tgz && rm opencode-linux-arm64-$(OC_ARM64_VERSION).tgz
+	@test -x $@ && touch $@
+
+e2e-bare-arm64: $(OC_BIN_arm64) $(OC_PKG) ## the same in a bare Debian 11 arm64 root, through qemu-user (root)
+	sh build-aux/bare-root arm64 $(BARE_ROOTS)/bullseye-arm64
+	timeout -k 10 $(E2E_BARE_ARM64_TIMEOUT) $(NODE) host/opencode/test/e2e_bare.mjs --root $(BARE_ROOTS)/bullseye-arm64 \
+	    --opencode $(abspath $(OC_BIN_arm64)) --package $(abspath $(OC_PKG)) --arch arm64 \
+	    $(if $(filter-out $(OPENCODE_VERSION),$(OC_ARM64_VERSION)),--engines ">=$(OC_ARM64_VERSION) <2")

@@ -1,8 +1,9 @@
 /*
  * options.h — the plugin's options, from the host's plugin options JSON
  * (OpenCode: the object after the plugin's path in opencode.json).
- * Every key is optional; unknown keys and out-of-range values are refused so
- * that a typo never silently means "default".
+ * Every key is optional; out-of-range values are refused, and unknown keys
+ * are listed (o->unknown) for the user to be told, so that a typo never
+ * silently means "default".
  */
 #ifndef OCBG_OPTIONS_H
 #define OCBG_OPTIONS_H

@@ -175,6 +175,7 @@ static void group_free(group *g)
  * it has none. [lock held] */
 static group *group_of(engine *o, const char *key, bool create)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (!o->collide) {
         if (!create)
             return NULL;
@@ -195,6 +196,7 @@ static group *group_of(engine *o, const char *key, bool create)
  * Returns whether sid is a writer at all. [lock held] */
 static bool roles_of(engine *o, const char *sid, roles *r)
 {
+    ENGINE_ASSERT_LOCKED(o);
     task *t = registry_find_session(&o->reg, sid);
     r->t = t && task_status_active((task_status)t->status) && !t->wt && t->parent ? t : NULL;
     parent *p = registry_parent(&o->reg, sid);
@@ -211,6 +213,7 @@ static bool roles_of(engine *o, const char *sid, roles *r)
  * NULL once it ended (or for the launcher's own edits). [lock held] */
 static task *live_task(engine *o, const edit *e)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (!e->task_id[0])
         return NULL;
     task *t = registry_find(&o->reg, e->task_id);
@@ -250,6 +253,7 @@ static void say(strbuf *sb, bool refuse, const char *path, const task *other)
 static unsigned collisions(engine *o, group *g, const char *sid, const task *me, const char *path, strbuf *sb,
                            unsigned said)
 {
+    ENGINE_ASSERT_LOCKED(o);
     unsigned n = 0;
     for (edit **pe = &g->edits; *pe;) {
         edit *e = *pe;
@@ -272,7 +276,8 @@ static unsigned collisions(engine *o, group *g, const char *sid, const task *me,
     return n;
 }
 
-/* sid edited path at `now`, as task t (NULL: as g's launcher). [lock held] */
+/* sid edited path at `now`, as task t (NULL: as g's launcher). [lock held]
+ * (not asserted: g does not know its lock) */
 static void record(group *g, const char *sid, const task *t, const char *path, int64_t now)
 {
     edit *e = g->edits;
@@ -294,6 +299,7 @@ static void record(group *g, const char *sid, const task *t, const char *path, i
  * them unless the edit is refused. Returns 0 or -EACCES. [lock held] */
 static int check_and_record(engine *o, const char *sid, char **paths, int64_t now, strbuf *sb)
 {
+    ENGINE_ASSERT_LOCKED(o);
     roles r;
     if (!roles_of(o, sid, &r))
         return 0; /* it ended while the arguments were read */

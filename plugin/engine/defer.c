@@ -73,6 +73,7 @@ static void forget_busy(engine *o, const char *session_id)
 
 void defer_note(engine *o, const session_note *n)
 {
+    ENGINE_ASSERT_LOCKED(o);
     switch (n->kind) {
     case NOTE_BUSY:
     case NOTE_RETRY: {
@@ -103,6 +104,7 @@ static bool parent_busy(engine *o, const notice *n, int64_t now)
 
 bool defer_hold(engine *o, notice *n)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (n->wake || n->permission_request || n->released || !parent_busy(o, n, mono_ms()))
         return false;
     n->next = NULL;
@@ -156,6 +158,7 @@ static bool same_parent(engine *o, const notice *n, const void *session)
 
 bool defer_flush_before(engine *o, notice *n)
 {
+    ENGINE_ASSERT_LOCKED(o);
     job *first = NULL, *last = NULL;
     take_held(o, same_parent, n->parent_session, &first, &last);
     if (!first)
@@ -179,6 +182,7 @@ static void collect_busy(const char *key, void *value, void *arg)
 
 void defer_poll(engine *o, const cJSON *status_map)
 {
+    ENGINE_ASSERT_LOCKED(o);
     busy_vec v = {xcalloc(o->defer.busy.count + 1, sizeof *v.items), 0};
     map_each(&o->defer.busy, collect_busy, &v);
     int64_t now = mono_ms();
@@ -200,6 +204,7 @@ static bool goes_now(engine *o, const notice *n, const void *now)
 
 int64_t defer_tick(engine *o, int64_t now)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (!o->defer.held)
         return 0;
     if (o->defer.due || now >= o->defer.next_at) {

@@ -13,8 +13,8 @@
  * the fallback poll's status map) DEFER_CONFIRM_POLLS (12) poll intervals ago:
  * an idle event may be lost. A waking notice for the same parent takes the
  * held ones along, first.
- * Every function runs with the engine lock held and never blocks nor calls
- * the host.
+ * No function blocks or calls the host; each says whether it is [lock held]
+ * (and asserts it).
  */
 #ifndef OCBG_DEFER_H
 #define OCBG_DEFER_H
@@ -25,32 +25,33 @@
 
 #include "engine/engine.h"
 
+/* [engine_start, lock not held] */
 void defer_init(engine *o);
-/* Shutdown: free the busy records and the held notices. */
+/* Shutdown: free the busy records and the held notices. [shutdown, lock not held] */
 void defer_free(engine *o);
 
 /* A host event about a session: busy, retry, idle or deleted update its
  * state; an idle or a deletion lets its held notices go (the worker is
- * woken). Other notes: nothing. */
+ * woken). Other notes: nothing. [lock held] */
 void defer_note(engine *o, const session_note *n);
 
 /* The worker is about to push n (formatted, about an existing task): when
  * it is silent and its parent is busy, n is held (owned from now) and true
- * returned; else false (n untouched). */
+ * returned; else false (n untouched). [lock held] */
 bool defer_hold(engine *o, notice *n);
 
 /* The worker is about to push waking notice n: when silent notices for the
  * same parent are held, they and then n are queued before every other job
- * (n owned from now) and true returned; else false (n untouched). */
+ * (n owned from now) and true returned; else false (n untouched). [lock held] */
 bool defer_flush_before(engine *o, notice *n);
 
 /* The fallback poll's status map (sessions not idle): a held notice's
- * parent in it is confirmed busy; one not in it is idle. */
+ * parent in it is confirmed busy; one not in it is idle. [lock held] */
 void defer_poll(engine *o, const cJSON *status_map);
 
 /* Queue (for the worker, in order) the held notices whose parent went idle,
  * is gone, or was not confirmed busy for too long. Returns the monotonic ms
- * at which the next held one is due anyway, 0 when none is held. [worker] */
+ * at which the next held one is due anyway, 0 when none is held. [worker] [lock held] */
 int64_t defer_tick(engine *o, int64_t now);
 
 #endif

@@ -91,8 +91,9 @@ typedef struct engine {
 } engine;
 
 /* The engine lock (base/lock.h): the only way to take, release or wait on
- * o->mu. A function documented [lock held] asserts it with
- * ENGINE_ASSERT_LOCKED. */
+ * o->mu. A function whose contract says [lock held] asserts it with
+ * ENGINE_ASSERT_LOCKED (build-aux/lock-check holds it to that). */
+
 static inline void engine_lock(engine *o)
 {
     lock_acquire(&o->mu);
@@ -134,51 +135,51 @@ int64_t engine_now(engine *o);
  * task is then left for the caller to end or remove. */
 int engine_run_start(engine *o, task_type type, const char *task_id, char **err);
 
-/* ---- everything below runs with o->mu held, and asserts it (ENGINE_ASSERT_LOCKED) ---- */
+/* ---- everything below is [lock held] (ENGINE_ASSERT_LOCKED), engine_cancel_wait aside ---- */
 
+struct worktree_item;
 /* Queue the removal of the worktrees of `list` (tasks that are gone) for
  * the worker, after the jobs already queued (their aborts): it runs
- * isolate_release (engine/isolate.h). Takes the list. */
-struct worktree_item;
+ * isolate_release (engine/isolate.h). Takes the list. [lock held] */
 void engine_release_worktrees(engine *o, struct worktree_item *list);
 /* A task became active (launched or resumed): wake the worker, which may be
  * sleeping with no deadline, so the fallback poll covers it even if no event
- * for it ever arrives. */
+ * for it ever arrives. [lock held] */
 void engine_task_activated(engine *o);
 
-/* Wake every blocked waiter so it re-checks its condition. */
+/* Wake every blocked waiter so it re-checks its condition. [lock held] */
 void engine_wake_waiters(engine *o);
 
 /* End a task's current run: status s (completed, error or cancelled), the text
  * (result or error), the assistant message it came from. Queues the
- * notification (not for cancelled) and wakes waiters. */
+ * notification (not for cancelled) and wakes waiters. [lock held] */
 void engine_finish(engine *o, task *t, task_status s, const char *text, const char *message_id);
 
 /* Queue t's notification (its run ended, not cancelled): quiet while its
  * siblings run, waking for a failure or the last one. verify: a restart
- * may have cut its send short (look for it in the parent session first). */
+ * may have cut its send short (look for it in the parent session first). [lock held] */
 void engine_notify(engine *o, task *t, bool verify);
 
 /* Give n its text, formatted from t (the task it is about) as t is now;
  * no-op when it has one. The worker calls it when it takes n to push it,
- * before it unlocks. */
+ * before it unlocks. [lock held] */
 void engine_notice_text(engine *o, notice *n, const task *t);
 
 /* The registry's on_revive (model/registry.h): t, ended, is about to run
  * again; its notices still queued without a text take it now, from the
- * state its last run left. O(queued jobs), only while t has such notices. */
+ * state its last run left. O(queued jobs), only while t has such notices. [lock held] */
 void engine_revive_notices(void *eng, task *t);
 
 /* Ask the worker to check whether t's run has ended (after an idle event or a
- * poll that found its session idle). No-op while one is queued. */
+ * poll that found its session idle). No-op while one is queued. [lock held] */
 void engine_request_finalize(engine *o, task *t);
 
 /* The task's session asks the user a permission question (request_id, what:
  * "bash: rm -rf build"): shown in its status, and the parent is woken once
- * per question (not for a foreground call, whose caller is mid-call). */
+ * per question (not for a foreground call, whose caller is mid-call). [lock held] */
 void engine_permission_asked(engine *o, task *t, const char *request_id, const char *what);
 
-/* The question was answered (or the run ended): the task shows running. */
+/* The question was answered (or the run ended): the task shows running. [lock held] */
 void engine_permission_replied(engine *o, task *t, const char *request_id);
 
 /* t's own session was deleted. A host may leave a deleted session's turn
@@ -186,46 +187,47 @@ void engine_permission_replied(engine *o, task *t, const char *request_id);
  * aborted at once. Hosts delete children before their parent, so the task's
  * ending waits a moment (DELETE_GRACE_MS, at the next poll tick): if the
  * parent's deletion follows, the task goes with it, silently; if not, it ends
- * in error and the parent is told. */
+ * in error and the parent is told. [lock held] */
 void engine_session_deleted(engine *o, task *t);
 
-/* Ask the worker to abort a session. */
+/* Ask the worker to abort a session. [lock held] */
 void engine_request_abort(engine *o, const char *session_id);
 
-/* Queue a notification (owned from now) for the worker to push. */
+/* Queue a notification (owned from now) for the worker to push. [lock held] */
 void engine_push_notice(engine *o, notice *n);
 
 /* Stop an active task at once, for removal: its runner's kill (an agent's
- * session aborted by the worker; a command's process group SIGKILLed). */
+ * session aborted by the worker; a command's process group SIGKILLed). [lock held] */
 void engine_stop_task_now(engine *o, task *t);
 
 /* Ask an active task's run to end (an agent's session aborted by the worker;
  * a command sent SIGTERM, SIGKILL after the grace period); the end comes
- * through engine_finish. */
+ * through engine_finish. [lock held] */
 void engine_stop_task(engine *o, task *t);
 
 /* Remove a parent session's tasks (the parent was deleted), and the tasks
  * their sessions launched, to the bottom: running ones are aborted, waiters
- * on them are told. p is freed. */
+ * on them are told. p is freed. [lock held] */
 void engine_drop_parent(engine *o, parent *p);
-/* Remove what task t's session launched (t is being cleared), as above. */
+/* Remove what task t's session launched (t is being cleared), as above. [lock held] */
 void engine_drop_descendants(engine *o, const task *t);
 /* A notice for session_id was pushed, dropped or kept for the parent's next
- * answer (it is no longer on its way). */
+ * answer (it is no longer on its way). [lock held] */
 void engine_notice_settled(engine *o, const char *session_id);
 /* Does t's session wait for tasks it launched (some still active, or their
- * notices not yet pushed)? Then an answer of t's is not its result yet. */
+ * notices not yet pushed)? Then an answer of t's is not its result yet. [lock held] */
 bool engine_launcher_waits(engine *o, const task *t);
 
 /* Block until done(o, arg) is true, the monotonic deadline passes, ctx is
- * cancelled or the plugin shuts down. done is called with the lock held. */
+ * cancelled or the plugin shuts down; done runs under the lock too. [lock held]
+ * Released while waiting. */
 wait_result engine_wait(engine *o, ocp_call_ctx *ctx, int64_t deadline, bool (*done)(engine *o, void *arg), void *arg);
 
 /* Wake the waiters of ctx (tool_cancel). Takes the lock itself. */
 void engine_cancel_wait(engine *o, ocp_call_ctx *ctx);
 
 /* Take the notifications held for a session (undelivered by push), as text
- * to append to an answer, or NULL when there are none. */
+ * to append to an answer, or NULL when there are none. [lock held] */
 char *engine_take_held(engine *o, const char *session_id);
 
 /* A guard ends active task t's run in error with `text` (engine/guards.c

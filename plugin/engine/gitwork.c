@@ -56,7 +56,7 @@ static void *gitwork_main(void *arg)
 void gitwork_init(engine *o)
 {
     cond_init_monotonic(&o->git.cv);
-    jobs_init(&o->git.q, &o->git.cv);
+    jobs_init(&o->git.q, &o->git.cv, &o->mu);
 }
 
 void gitwork_push(engine *o, job *j)

@@ -29,7 +29,7 @@ void gitwork_init(struct engine *o);
 
 /* Hand j (owned from now) to a thread, starting one if every thread is
  * busy. When none can start, the job is run here, the lock released meanwhile (as the
- * worker did before the thread existed). [worker, lock held] */
+ * worker did before the thread existed). [worker] [lock held] */
 void gitwork_push(struct engine *o, job *j);
 
 /* Join the threads (o->stopping is set): each ends after the job it is doing.

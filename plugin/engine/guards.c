@@ -43,6 +43,7 @@ void guards_free(engine *o)
 
 void guards_forget_session(engine *o, const char *session_id)
 {
+    ENGINE_ASSERT_LOCKED(o);
     session_spend *s = map_del(&o->spend, session_id);
     if (s)
         free_spend(NULL, s, NULL);
@@ -110,6 +111,7 @@ static void add_spend(engine *o, const task *t, double cost, bool check)
 
 void guards_note_usage(engine *o, task *t, const char *message_id, const usage *u)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (!t->usage)
         t->usage = xcalloc(1, sizeof *t->usage);
     usage d = usage_tracker_note(t->usage, message_id, u);
@@ -126,6 +128,7 @@ void guards_note_usage(engine *o, task *t, const char *message_id, const usage *
 
 void guards_restore_spend(engine *o, const task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (t->usage)
         add_spend(o, t, t->usage->total.cost, false);
 }
@@ -146,6 +149,7 @@ static bool repeat_seen(task_live *p, const char *call_id)
 
 void guards_note_tool(engine *o, task *t, const session_note *n)
 {
+    ENGINE_ASSERT_LOCKED(o);
     char text[256];
     if (t->tool_calls > (unsigned)o->opt.max_tool_calls) {
         snprintf(text, sizeof text,
@@ -224,6 +228,7 @@ static void check_stale(engine *o, task *t, int64_t now)
 
 void guards_tick(engine *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     int64_t now = mono_ms(), wall = engine_now(o);
     for (task *t = o->reg.active, *next; t; t = next) {
         next = t->live->anext; /* a task that fails leaves the active list */
@@ -265,9 +270,10 @@ static bool task_spent(engine *o, const task *t, strbuf *out)
 }
 
 /* Has session s's spend reached max_session_cost_usd? Then why, into out,
- * beginning with `verb` and ending with `tail`. Lock held. */
+ * beginning with `verb` and ending with `tail`. [lock held] */
 static bool session_spent(engine *o, const char *session_id, const char *verb, const char *tail, strbuf *out)
 {
+    ENGINE_ASSERT_LOCKED(o);
     session_spend *s = map_get(&o->spend, session_id);
     if (!s || s->cost < o->opt.max_session_cost_usd)
         return false;

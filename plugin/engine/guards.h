@@ -15,8 +15,8 @@
  * command stopped. Times are monotonic: a wall-clock jump or a suspended
  * machine stops nothing.
  *
- * Every function runs with the engine lock held unless it says otherwise,
- * and none calls the host (the clock aside).
+ * Each function says whether it is [lock held] (and asserts it); none calls
+ * the host (the clock aside).
  */
 #ifndef OCBG_GUARDS_H
 #define OCBG_GUARDS_H
@@ -33,7 +33,7 @@ void guards_free(engine *o);
 /* Message message_id of t's session reports running totals *u: what grew
  * is counted for t and its parent session (whatever t's status: a late
  * report still costs). An active task over a budget is stopped; over the
- * session's budget, every active task of the session is. [event] */
+ * session's budget, every active task of the session is. [event] [lock held] */
 void guards_note_usage(engine *o, task *t, const char *message_id, const usage *u);
 
 /* A task restored from the store (engine/persist.c) brings what it cost back
@@ -44,15 +44,15 @@ void guards_restore_spend(engine *o, const task *t);
 
 /* After task_note_tool counted a tool part of active task t: the tool call
  * limit, and the repeat guard for a call with its final input
- * (n->call_hash), counted once per call id. [event] */
+ * (n->call_hash), counted once per call id. [event] [lock held] */
 void guards_note_tool(engine *o, task *t, const session_note *n);
 
 /* Each poll tick while tasks are active, after the status map was read:
  * runtime limits, and staleness of agents whose session the map says is
- * busy. [worker] */
+ * busy. [worker] [lock held] */
 void guards_tick(engine *o);
 
-/* The session was deleted: forget what its tasks spent. */
+/* The session was deleted: forget what its tasks spent. [lock held] */
 void guards_forget_session(engine *o, const char *session_id);
 
 /* May `session_id` launch a task (resume_id NULL) or resume task resume_id?

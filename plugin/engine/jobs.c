@@ -1,13 +1,15 @@
 /* jobs.c — the worker's queue: jobs, and failed pushes waiting for their
- * next try. Everything here runs with the engine lock held and never blocks. */
+ * next try. Nothing here blocks. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/lock.h"
 #include "base/util.h"
 #include "engine/jobs.h"
 #include "worktree/worktree.h"
 
-void jobs_init(job_queue *q, pthread_cond_t *wake)
+void jobs_init(job_queue *q, pthread_cond_t *wake, const pthread_mutex_t *mu)
 {
     q->jobs = NULL;
     q->jobs_tail = &q->jobs;
@@ -15,6 +17,7 @@ void jobs_init(job_queue *q, pthread_cond_t *wake)
     q->checks_tail = &q->checks;
     q->retries = NULL;
     q->wake = wake;
+    q->mu = mu;
 }
 
 job *job_for_task(job_kind kind, const task *t)
@@ -28,6 +31,7 @@ job *job_for_task(job_kind kind, const task *t)
 
 void jobs_push(job_queue *q, job *j)
 {
+    assert(lock_held(q->mu));
     job ***tail = j->kind == JOB_FINALIZE ? &q->checks_tail : &q->jobs_tail;
     j->next = NULL;
     **tail = j;
@@ -37,6 +41,7 @@ void jobs_push(job_queue *q, job *j)
 
 void jobs_push_front(job_queue *q, job *first, job *last)
 {
+    assert(lock_held(q->mu));
     last->next = q->jobs;
     if (q->jobs_tail == &q->jobs)
         q->jobs_tail = &last->next;
@@ -58,12 +63,14 @@ static job *pop_line(job **head, job ***tail)
 
 job *jobs_pop(job_queue *q)
 {
+    assert(lock_held(q->mu));
     job *j = pop_line(&q->jobs, &q->jobs_tail);
     return j ? j : pop_line(&q->checks, &q->checks_tail);
 }
 
 job *jobs_take(job_queue *q, job_kind kind)
 {
+    assert(lock_held(q->mu));
     job *taken = NULL, **taken_tail = &taken;
     job **p = &q->jobs;
     while (*p) {
@@ -103,6 +110,7 @@ void job_free(job *j)
 /* Insert into the retry list, ordered by next_try. */
 void jobs_retry_later(job_queue *q, notice *n)
 {
+    assert(lock_held(q->mu));
     notice **p = &q->retries;
     while (*p && (*p)->next_try <= n->next_try)
         p = &(*p)->next;
@@ -112,6 +120,7 @@ void jobs_retry_later(job_queue *q, notice *n)
 
 void jobs_take_due_retries(job_queue *q, int64_t now)
 {
+    assert(lock_held(q->mu));
     while (q->retries && q->retries->next_try <= now) {
         notice *n = q->retries;
         q->retries = n->next;
@@ -124,7 +133,7 @@ void jobs_take_due_retries(job_queue *q, int64_t now)
 
 void jobs_free_all(job_queue *q)
 {
-    for (job *j; (j = jobs_pop(q));)
+    for (job *j; (j = pop_line(&q->jobs, &q->jobs_tail)) || (j = pop_line(&q->checks, &q->checks_tail));)
         job_free(j);
     while (q->retries) {
         notice *n = q->retries;

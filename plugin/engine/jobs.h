@@ -1,7 +1,8 @@
 /*
  * jobs.h — the engine's work queue: what the worker thread is to do, in
  * order (completion checks after the rest: see job_queue), and the
- * notification pushes to retry later, by time. A plain queue: every function runs with the engine lock held and never
+ * notification pushes to retry later, by time. A plain queue guarded by the
+ * engine lock (the queue keeps a pointer to it, to assert it); nothing
  * blocks.
  */
 #ifndef OCBG_JOBS_H
@@ -63,33 +64,36 @@ typedef struct job_queue {
     job *checks, **checks_tail; /* completion checks */
     notice *retries;            /* failed pushes waiting for their next try, by time */
     pthread_cond_t *wake;       /* signalled for every new job: the worker's wake-up */
+    const pthread_mutex_t *mu;  /* the lock that guards the queue */
 } job_queue;
 
-void jobs_init(job_queue *q, pthread_cond_t *wake);
+/* [engine_start, lock not held] */
+void jobs_init(job_queue *q, pthread_cond_t *wake, const pthread_mutex_t *mu);
 /* Queue j (owned by the queue from now) at the end of its line (a check's,
- * or the rest's) and wake the worker. */
+ * or the rest's) and wake the worker. [lock held] */
 void jobs_push(job_queue *q, job *j);
-/* A new job of `kind` about the current run of task t (malloc'd; not queued). */
+/* A new job of `kind` about the current run of task t (malloc'd; not
+ * queued). [lock held] (not asserted: t does not know its lock) */
 job *job_for_task(job_kind kind, const task *t);
 /* Queue the chain first..last (linked by next; no checks) before every job
- * already queued, in its order. */
+ * already queued, in its order. [lock held] */
 void jobs_push_front(job_queue *q, job *first, job *last);
 /* The next job (the caller's to free with job_free), or NULL: the rest's
- * line first, then the checks'. */
+ * line first, then the checks'. [lock held] */
 job *jobs_pop(job_queue *q);
 /* Take every queued job of `kind` (not JOB_FINALIZE) off the queue: a chain
  * in queue order linked by next (the caller frees each with job_free), or
- * NULL. */
+ * NULL. [lock held] */
 job *jobs_take(job_queue *q, job_kind kind);
 void job_free(job *j);
 void notice_free(notice *n);
 
-/* Keep n (owned from now) for another try at n->next_try. */
+/* Keep n (owned from now) for another try at n->next_try. [lock held] */
 void jobs_retry_later(job_queue *q, notice *n);
-/* Queue the retries that are due at `now` (monotonic ms). */
+/* Queue the retries that are due at `now` (monotonic ms). [lock held] */
 void jobs_take_due_retries(job_queue *q, int64_t now);
 
-/* Shutdown: free every queued job and retry. */
+/* Shutdown: free every queued job and retry. [shutdown, lock not held] */
 void jobs_free_all(job_queue *q);
 
 #endif

@@ -64,7 +64,7 @@ int engine_start(engine *o, runner_open_fn open_agent, runner_open_fn open_shell
     o->reg.on_revive = engine_revive_notices;
     o->reg.on_revive_arg = o;
     guards_init(o);
-    jobs_init(&o->q, &o->work_cv);
+    jobs_init(&o->q, &o->work_cv, &o->mu);
     gitwork_init(o);
     defer_init(o);
     runner_env env = {&o->mu, &o->reg, &o->api, &o->opt, o, runner_finished, runner_abort};

@@ -27,6 +27,7 @@
 
 bool persist_on(const engine *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     return o->ps.st != NULL;
 }
 
@@ -86,7 +87,7 @@ static void free_stored_texts(task *t)
 
 /* t, finished, is as its row in the store (just committed, or restored):
  * its texts are stored from now (later rows leave them as they are), and
- * leave memory once nothing needs them there. Lock held. */
+ * leave memory once nothing needs them there. [lock held] (not asserted: t does not know its lock) */
 static void texts_stored(task *t)
 {
     if (!task_status_terminal(t->status))
@@ -97,9 +98,10 @@ static void texts_stored(task *t)
 }
 
 /* After a commit: the tasks of rows[0..n) not changed since, as written.
- * Lock held. */
+ * [lock held] */
 static void drop_committed(engine *o, const store_row *rows, size_t n)
 {
+    ENGINE_ASSERT_LOCKED(o);
     for (size_t i = 0; i < n; i++) {
         task *t = registry_find(&o->reg, rows[i].id);
         if (t && !t->dirty_slot)
@@ -239,10 +241,11 @@ static void stop_tracking(engine *o)
     registry_take_dirty(&o->reg, SIZE_MAX, forget_task, NULL);
 }
 
-/* One write: what is dirty now, in one transaction. Lock held on entry and
- * exit, not during the write. false: it failed (the store is off now). */
+/* One write: what is dirty now, in one transaction. [lock held] Let go
+ * during the write. false: it failed (the store is off now). */
 static bool write_dirty(engine *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     registry *r = &o->reg;
     uint64_t gen = r->dirty_gen;
     o->ps.writing = true;

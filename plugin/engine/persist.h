@@ -35,11 +35,11 @@ int persist_start(struct engine *o);
 void persist_stop(struct engine *o);
 
 /* Log the lines the start left for the host's log (defer_log: the store's
- * problems), once the worker runs. [lock held: let go while logging] */
+ * problems), once the worker runs. [lock held] Let go while logging. */
 void persist_log_deferred(struct engine *o);
 
 /* Wait until every change recorded so far is committed (or the store
- * failed). [lock held; releases it while waiting: tasks may change or go] */
+ * failed). [lock held] Released while waiting: tasks may change or go. */
 void persist_sync(struct engine *o);
 
 /* Is the store on (open and not failed)? [lock held] */
@@ -57,7 +57,7 @@ struct task;
  * attached to the task until persist_drop_copies). The read happens on
  * this thread without the lock: returns the task found again by its id,
  * NULL when it went meanwhile. A text that cannot be read back reads as a
- * sentence saying so (logged). [lock held; released while reading] */
+ * sentence saying so (logged). [lock held] Released while reading. */
 struct task *persist_texts(struct engine *o, struct task *t);
 
 /* Free the copies persist_texts attached to t, unless something still

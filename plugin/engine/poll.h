@@ -18,8 +18,8 @@ cJSON *poll_status_map(engine *o);
  * ends tasks whose session was deleted alone, reads the status map when
  * needed, and queues the tick's budget of completion checks of tasks whose
  * session the map showed idle or is known idle (none when the map was read
- * only because its gap passed). [worker, lock held; released during the
- * status call] */
+ * only because its gap passed). [worker] [lock held] Released during the
+ * status call. */
 void poll_tick(engine *o, int64_t now);
 
 #endif

@@ -7,6 +7,7 @@
 
 bool sched_lane_open(engine *o, const lane *l)
 {
+    ENGINE_ASSERT_LOCKED(o);
     const lanes *ls = &o->reg.lanes;
     if (l == &ls->shell)
         return l->running < (unsigned)o->opt.max_running_shells;
@@ -17,6 +18,7 @@ bool sched_lane_open(engine *o, const lane *l)
 
 admission sched_admission(engine *o, task_type type, const char *agent)
 {
+    ENGINE_ASSERT_LOCKED(o);
     lanes *ls = &o->reg.lanes;
     lane *l = lanes_of(ls, type, agent);
     /* Open lanes have no one waiting (every release pumps), so a task that
@@ -28,6 +30,7 @@ admission sched_admission(engine *o, task_type type, const char *agent)
 
 void sched_why_waiting(engine *o, const lane *l, strbuf *out)
 {
+    ENGINE_ASSERT_LOCKED(o);
     const lanes *ls = &o->reg.lanes;
     int cap = options_agent_cap(&o->opt, l->name);
     if (l == &ls->shell)
@@ -74,6 +77,7 @@ static lane *next_agent_lane(engine *o)
 
 bool sched_wake_slot(engine *o, task *launcher)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (!launcher || !launcher->awaiting)
         return true;
     if (!sched_lane_open(o, launcher->lane))
@@ -84,6 +88,7 @@ bool sched_wake_slot(engine *o, task *launcher)
 
 void sched_park(engine *o, notice *n)
 {
+    ENGINE_ASSERT_LOCKED(o);
     task *a = registry_find_session(&o->reg, n->parent_session);
     if (a)
         a->wake_parked = true;
@@ -116,6 +121,7 @@ static void unpark(engine *o, job **first, job **last)
 
 void sched_pump(engine *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     lanes *ls = &o->reg.lanes;
     job *first = NULL, *last = NULL;
     unpark(o, &first, &last);
@@ -131,6 +137,7 @@ void sched_pump(engine *o)
 
 void sched_freed(void *eng)
 {
+    ENGINE_ASSERT_LOCKED((engine *)eng);
     engine *o = eng;
     if (o->reg.lanes.queued == 0 && !o->parked)
         return;

@@ -7,7 +7,7 @@
  * task whose session waits for the tasks it launched holds no slot (so
  * they can run: nesting never deadlocks); the notice that wakes it waits
  * for a slot like a start does, ahead of the queue.
- * Every function runs with the engine lock held and never blocks.
+ * Every function is [lock held] (and asserts it) and never blocks.
  */
 #ifndef OCBG_SCHED_H
 #define OCBG_SCHED_H
@@ -24,31 +24,32 @@ typedef enum admission {
     ADMIT_FULL,  /* every slot is taken and the queue is full: refused */
 } admission;
 
+/* [lock held] */
 admission sched_admission(engine *o, task_type type, const char *agent);
 
 /* Why lane l admits nothing now, in words ("all 5 agent slots are busy
- * (max_running_agents 5)"); written to out. */
+ * (max_running_agents 5)"); written to out. [lock held] */
 void sched_why_waiting(engine *o, const lane *l, strbuf *out);
 
-/* May a task of lane l (start or wake) take a slot now? */
+/* May a task of lane l (start or wake) take a slot now? [lock held] */
 bool sched_lane_open(engine *o, const lane *l);
 
 /* A waking notice is about to go into the session of `launcher` (the task
  * whose session it is; NULL: none). An awaiting launcher holds no slot: it
- * takes one now if its lane is open. false: it must wait for one. */
+ * takes one now if its lane is open. false: it must wait for one. [lock held] */
 bool sched_wake_slot(engine *o, task *launcher);
 
 /* Keep waking notice n (owned from now) until the awaiting task whose
  * session it goes to can take a slot again: its tasks ended, and its next
- * turn is a run like any other. */
+ * turn is a run like any other. [lock held] */
 void sched_park(engine *o, notice *n);
 
 /* Send the parked notices whose tasks may take a slot now, then start every
  * pending task that may start now, oldest first: each is set running and
- * its start queued for the worker. */
+ * its start queued for the worker. [lock held] */
 void sched_pump(engine *o);
 
-/* The lanes' "a slot freed" callback: have the worker pump. */
+/* The lanes' "a slot freed" callback: have the worker pump. [lock held] */
 void sched_freed(void *eng);
 
 #endif

@@ -9,6 +9,7 @@
 
 void toast_note(engine *o, const char *task_id, toast_kind kind, bool due)
 {
+    ENGINE_ASSERT_LOCKED(o);
     toast_state *ts = &o->toast;
     if (!o->api.host.notify_user)
         return;
@@ -35,6 +36,7 @@ void toast_note(engine *o, const char *task_id, toast_kind kind, bool due)
 
 void toast_note_notice(engine *o, const notice *n, bool woke)
 {
+    ENGINE_ASSERT_LOCKED(o);
     const task *t = registry_find(&o->reg, n->task_id);
     if (n->permission_request)
         toast_note(o, n->task_id, TOAST_WAITING, true);
@@ -44,6 +46,7 @@ void toast_note_notice(engine *o, const notice *n, bool woke)
 
 int64_t toast_due(const engine *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     const toast_state *ts = &o->toast;
     if (ts->warning) /* logged even when the host cannot show it */
         return 1;
@@ -76,6 +79,7 @@ static char *summary(const toast_state *ts)
 
 void toast_flush(engine *o)
 {
+    ENGINE_ASSERT_LOCKED(o);
     toast_state *ts = &o->toast;
     int64_t due = toast_due(o), now = mono_ms();
     if (due == 0 || now < due)

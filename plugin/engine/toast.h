@@ -27,19 +27,19 @@ typedef enum toast_kind {
 } toast_kind;
 
 /* Note that task_id's notice reached its parent; due: show it (else it only
- * counts in the next one). [engine lock held; no host call] */
+ * counts in the next one). [lock held] No host call. */
 void toast_note(engine *o, const char *task_id, toast_kind kind, bool due);
 
 /* Notice n reached its parent (woke: it woke the model): the user hears of
- * it too, when it woke the model or asks a question. [engine lock held] */
+ * it too, when it woke the model or asks a question. [lock held] */
 void toast_note_notice(engine *o, const notice *n, bool woke);
 
 /* The monotonic ms at which a noted notice is due, or 0 when nothing is
- * noted or the host cannot show notices. [engine lock held] */
+ * noted or the host cannot show notices. [lock held] */
 int64_t toast_due(const engine *o);
 
 /* Shows what is due, if its time has come (the lock is released around the
- * host call). [worker; engine lock held] */
+ * host call). [worker] [lock held] */
 void toast_flush(engine *o);
 
 /* Frees what is noted. [shutdown, after the worker stopped] */

@@ -154,6 +154,7 @@ static void take_each(const char *key, void *value, void *arg)
  * on a tick those with live tasks whose view changed. [lock held] */
 static void collect(engine *o, round *r, bool tick)
 {
+    ENGINE_ASSERT_LOCKED(o);
     view_state *vs = &o->view;
     r->force = vs->sync_all;
     if (vs->sync_all)

@@ -103,6 +103,7 @@ static void check_read(engine *o, const char *task_id, const char *session, cons
  * the task's state when the check began. [lock held] */
 static void check_apply(engine *o, task *t, const check_found *f, unsigned sent, unsigned awaited, bool recovering)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (recovering)
         t->recovering = (f->rc != 0 && f->rc != -ENOENT) || !f->asked; /* else decided; the poll asks again */
     t->followup_wait = f->seen && t->followup_wait == awaited ? 0 : t->followup_wait; /* seen: as usual from now */

@@ -72,9 +72,10 @@ static int64_t foreground_deadline(engine *o, int64_t own_ms, bool *moves)
 
 /* A foreground call's task still running at auto_background_ms becomes a
  * background task (op_to_background): its caller no longer owns its result
- * (op_await gave its claim back). Lock held. */
+ * (op_await gave its claim back). [lock held] */
 static void move_to_background(engine *o, task *t, strbuf *out)
 {
+    ENGINE_ASSERT_LOCKED(o);
     op_to_background(o, t);
     int64_t ms = o->opt.auto_background_ms;
     if (ms % 1000 == 0)
@@ -87,7 +88,7 @@ static void move_to_background(engine *o, task *t, strbuf *out)
 
 /* A task moved to the background while its sub-agent waits on a question
  * to the user: asked while its caller waited, no notice told of it, so the
- * answer that hands the task over does. Lock held. */
+ * answer that hands the task over does. [lock held] (not asserted: t does not know its lock) */
 static void put_open_question(strbuf *out, const task *t)
 {
     const char *what = task_permission_what(t);
@@ -207,7 +208,7 @@ static void set_timeout(engine *o, const char *id, int64_t ms)
     engine_unlock(o);
 }
 
-/* The command's exit and output, for the model. Lock held. */
+/* The command's exit and output, for the model. [lock held] (not asserted: t does not know its lock) */
 static void put_shell_result(strbuf *out, const task *t)
 {
     char how[96];
@@ -283,7 +284,7 @@ static void tag(strbuf *out, const char *name, const char *value)
     sb_printf(out, "<%s>%s</%s>\n", name, value, name);
 }
 
-/* TaskOutput's tags for t. Lock held. */
+/* TaskOutput's tags for t. [lock held] (not asserted: t does not know its lock) */
 static void put_task_output(strbuf *out, const task *t, const char *retrieval)
 {
     tag(out, "retrieval_status", retrieval);
@@ -399,9 +400,11 @@ int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, str
 /* ---- TaskStop ------------------------------------------------------------- */
 
 /* TaskStop of an agent task: background_cancel's operation, and its words
- * when the task cannot be stopped. Lock held; released on return. */
+ * when the task cannot be stopped. [lock held] Released on
+ * return. */
 static int stop_agent(engine *o, task *t, strbuf *out)
 {
+    ENGINE_ASSERT_LOCKED(o);
     char id[TASK_ID_SIZE];
     memcpy(id, t->id, sizeof id);
     if (t->cancelling) {

@@ -39,9 +39,10 @@ static int refused(resume_refusal why, const char *id, const resume_claim *c, st
 }
 
 /* A blocking resume's answer: only the new response, which replaces the
- * notification. Lock held. */
+ * notification. [lock held] */
 static int put_resumed_result(engine *o, const resume_claim *c, wait_result w, task *t, double timeout_s, strbuf *out)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (!t) {
         sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", c->id);
         return -ENOENT;
@@ -143,9 +144,10 @@ static bool all_settled(engine *o, void *arg)
 }
 
 /* Every id named (a batch: each of its tasks), or an error before any
- * wait: an unknown id, an unknown batch, none at all. Lock held. */
+ * wait: an unknown id, an unknown batch, none at all. [lock held] */
 static int resolve_ids(engine *o, ocp_call_ctx *ctx, const cJSON *args, id_list *l, strbuf *out)
 {
+    ENGINE_ASSERT_LOCKED(o);
     const cJSON *item;
     cJSON_ArrayForEach (item, cJSON_GetObjectItemCaseSensitive(args, "task_ids")) {
         const char *id = item->valuestring;

@@ -54,17 +54,20 @@ void shell_output_append(shell_output *o, const char *data, size_t n);
  * to head_len bytes, the tail ring laid out in order in tail_len bytes
  * (tail_cap = tail_len, tail_pos = 0), total kept: shell_output_text gives
  * the same text before and after. Aborts only when out of memory (as
- * xmalloc). Caller holds what guards o (the engine lock). */
+ * xmalloc). [lock held]
+ * (not asserted: o does not know the lock that guards it) */
 void shell_output_shrink(shell_output *o);
 
 /* Free o's buffers: its text is in the task store only from now
- * (stored_only). Caller holds the engine lock. */
+ * (stored_only). [lock held]
+ * (not asserted: o does not know its lock) */
 void shell_output_drop(shell_output *o);
 
 /* Make `text` (malloc'd, NUL-terminated; o takes it) all of o's output:
  * the head, exactly its size, no tail, nothing left out (a text from
  * shell_output_text already says what was). Whatever o held is freed;
- * stored_only is cleared. Caller holds the engine lock. */
+ * stored_only is cleared. [lock held]
+ * (not asserted: o does not know its lock) */
 void shell_output_set_text(shell_output *o, char *text);
 
 /* The output as text: all of it, or when more than max_chars characters (or

@@ -202,7 +202,7 @@ void task_end_run(task *t);
  * retrying only while active; an amend only of an agent; a command has no
  * session, no fork, no amend.
  * Called on every status change (registry_set_status) and awaiting change.
- * Pure; any thread holding the lock that guards t. */
+ * Pure; any thread. [lock held] (not asserted: t does not know its lock) */
 void task_check(const task *t);
 
 /* Set t's short strings, copied into one allocation (a finished task

@@ -7,7 +7,7 @@
 #include "ops/ops.h"
 
 /* Claim an active task for cancelling: its completion checks wait while the
- * abort is in flight. Lock held. */
+ * abort is in flight. [lock held] (not asserted: t does not know its lock) */
 void op_cancel_add(cancel_item **items, size_t *n, task *t)
 {
     t->cancelling = true;
@@ -92,6 +92,7 @@ void op_cancel_free(cancel_item *items, size_t n)
 
 task *op_stop_command(engine *o, ocp_call_ctx *ctx, task *t, bool owner)
 {
+    ENGINE_ASSERT_LOCKED(o);
     char key[TASK_ID_SIZE];
     memcpy(key, t->id, sizeof key);
     int64_t deadline = mono_ms() + o->opt.shell_kill_grace_ms + 5000;

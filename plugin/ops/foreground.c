@@ -8,6 +8,7 @@
 
 void op_foreground_drop(engine *o, const char *id)
 {
+    ENGINE_ASSERT_LOCKED(o);
     task *t = registry_find(&o->reg, id);
     if (t && t->foreground && !task_status_active(t->status)) {
         /* Its worktree goes with it, its work kept on its branch. */
@@ -21,6 +22,7 @@ void op_foreground_drop(engine *o, const char *id)
 
 void op_to_background(engine *o, task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     t->foreground = false;
     registry_touch(&o->reg, t);
 }
@@ -32,6 +34,7 @@ void op_set_timeout(task *t, int64_t ms)
 
 char *op_foreground_esc(engine *o, task *t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (t->status == TASK_PENDING) {
         engine_stop_task(o, t); /* never started: it just leaves the queue */
         return NULL;

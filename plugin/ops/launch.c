@@ -13,9 +13,10 @@
 
 /* Admit a new task of (type, agent): 0 with *s its first status, or
  * -EAGAIN with the refusal in out (every slot busy, the queue full).
- * Lock held. */
+ * [lock held] */
 static int admit(engine *o, task_type type, const char *agent, task_status *s, strbuf *out)
 {
+    ENGINE_ASSERT_LOCKED(o);
     admission a = sched_admission(o, type, agent);
     *s = a == ADMIT_NOW ? TASK_RUNNING : TASK_PENDING;
     if (a != ADMIT_FULL)
@@ -30,9 +31,10 @@ static int admit(engine *o, task_type type, const char *agent, task_status *s, s
 }
 
 /* The line a queued launch adds to its answer (t was just queued: every
- * pending task of its kind is ahead of it). Lock held. */
+ * pending task of its kind is ahead of it). [lock held] */
 static void queued_note(engine *o, const task *t, strbuf *note)
 {
+    ENGINE_ASSERT_LOCKED(o);
     sb_puts(note, "Queued: ");
     sched_why_waiting(o, t->lane, note);
     sb_printf(note,
@@ -42,9 +44,10 @@ static void queued_note(engine *o, const task *t, strbuf *note)
 }
 
 /* How deep a task launched from the caller's session nests: 1 from a
- * session that is no task's, else its task's depth + 1. Lock held. */
+ * session that is no task's, else its task's depth + 1. [lock held] */
 static unsigned depth_of(engine *o, const ocp_call_ctx *ctx)
 {
+    ENGINE_ASSERT_LOCKED(o);
     task *launcher = registry_find_session(&o->reg, ctx->session_id);
     return launcher ? launcher->depth + 1 : 1;
 }
@@ -66,10 +69,11 @@ static int check_depth(engine *o, const ocp_call_ctx *ctx, strbuf *out)
 }
 
 /* A task of the caller's session, registered with what both kinds share.
- * Lock held. */
+ * [lock held] */
 static task *register_task(engine *o, const ocp_call_ctx *ctx, task_type type, const char *agent, task_status s,
                            const char *description, bool foreground, const char *id)
 {
+    ENGINE_ASSERT_LOCKED(o);
     unsigned depth = depth_of(o, ctx);
     task *t = id[0] ? registry_add_as(&o->reg, id, ctx->session_id, type, agent, s, engine_now(o))
                     : registry_add(&o->reg, ctx->session_id, type, agent, s, engine_now(o));

@@ -10,7 +10,7 @@
  *
  * Threads: [worker] host worker threads (tool calls). Each function says
  * whether it takes the engine lock itself ("lock not held") or runs under it
- * ("lock held"). Texts an operation writes to `out` are the ones both faces
+ * ("[lock held]", and asserts it). Texts an operation writes to `out` are the ones both faces
  * show alike (permission refusals, start failures).
  */
 #ifndef OCBG_OPS_H
@@ -66,7 +66,8 @@ typedef struct cancel_item {
 } cancel_item;
 
 /* Claim active task t for cancelling (its completion checks wait while the
- * abort is in flight) and add it to items. [lock held] */
+ * abort is in flight) and add it to items. [lock held]
+ * (not asserted: t does not know its lock) */
 void op_cancel_add(cancel_item **items, size_t *n, task *t);
 
 /* Abort each agent item's session, then mark those still active cancelled;
@@ -83,7 +84,7 @@ void op_cancel_free(cancel_item *items, size_t n);
  * wait, up to the grace and 5 s more, for its exit, which ends it as
  * cancelled; ctx (NULL: none) can end the wait early. owner: the caller
  * returns the command's result itself (a foreground Bash), so the run ends
- * with no notification. [lock held; released while waiting] The task after
+ * with no notification. [lock held] Released while waiting. The task after
  * the wait, NULL when it was removed meanwhile. */
 task *op_stop_command(engine *o, ocp_call_ctx *ctx, task *t, bool owner);
 
@@ -103,7 +104,7 @@ typedef struct list_filter {
     const char *batch;  /* a batch id */
 } list_filter;
 
-/* Writes one task's line (with the lock held: a pure text function). */
+/* Writes one task's line: a pure text function. [lock held] */
 typedef void (*list_line_fn)(strbuf *out, const task *t, int64_t now);
 
 /* The caller's session's tasks matching f (NULL: all), newest first, a line
@@ -151,8 +152,8 @@ void op_shown(engine *o, task *t, int64_t now, bool read, bool delivered);
 void op_foreground_drop(engine *o, const char *id);
 
 /* Task id, after what it did in its worktree was read, if it is isolated
- * and its run has ended (engine/isolate.h isolate_settle). [lock held: let
- * go while git runs] Returns the task as found again (NULL: gone). */
+ * and its run has ended (engine/isolate.h isolate_settle). [lock held] Let
+ * go while git runs. Returns the task as found again (NULL: gone). */
 task *op_worktree_settle(engine *o, const char *id);
 
 /* Foreground task t, still running when its call stops waiting, becomes a
@@ -161,7 +162,7 @@ task *op_worktree_settle(engine *o, const char *id);
 void op_to_background(engine *o, task *t);
 
 /* Give task t its own runtime limit per run, ms (0: max_runtime_ms,
- * engine/guards.h). [lock held] */
+ * engine/guards.h). [lock held] (not asserted: t does not know its lock) */
 void op_set_timeout(task *t, int64_t ms);
 
 /* The call of foreground agent task t was cancelled (Esc) or the plugin is

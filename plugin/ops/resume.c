@@ -12,6 +12,7 @@
 
 resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
 {
+    ENGINE_ASSERT_LOCKED(o);
     task *t = op_find_own(o, id, ctx);
     if (!t)
         return RESUME_NOT_FOUND;
@@ -134,6 +135,7 @@ static bool run_settled(engine *o, void *arg)
 
 wait_result op_resume_wait(engine *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     wait_result w = engine_wait(o, ctx, deadline, run_settled, c);
     *t = registry_find(&o->reg, c->id);
     if (*t)

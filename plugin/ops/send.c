@@ -11,6 +11,7 @@
 
 send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char *id, send_claim *c)
 {
+    ENGINE_ASSERT_LOCKED(o);
     task *t = op_find_own(o, id, ctx);
     if (!t)
         return SEND_NOT_FOUND;

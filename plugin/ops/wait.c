@@ -6,6 +6,7 @@
 
 task *op_find_own(engine *o, const char *task_id, const ocp_call_ctx *ctx)
 {
+    ENGINE_ASSERT_LOCKED(o);
     task *t = registry_find(&o->reg, task_id);
     if (!t || !ctx->session_id || strcmp(t->parent->session_id, ctx->session_id) != 0)
         return NULL;
@@ -14,17 +15,20 @@ task *op_find_own(engine *o, const char *task_id, const ocp_call_ctx *ctx)
 
 parent *op_parent_of(engine *o, const ocp_call_ctx *ctx)
 {
+    ENGINE_ASSERT_LOCKED(o);
     return ctx && ctx->session_id ? registry_parent(&o->reg, ctx->session_id) : NULL;
 }
 
 bool op_task_settled(engine *o, void *arg)
 {
+    ENGINE_ASSERT_LOCKED(o);
     task *t = registry_find(&o->reg, arg);
     return !t || !task_status_active(t->status);
 }
 
 wait_result op_await(engine *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner, task **t)
 {
+    ENGINE_ASSERT_LOCKED(o);
     char key[TASK_ID_SIZE];
     memcpy(key, id, sizeof key);
     task *before = registry_find(&o->reg, key);
@@ -39,6 +43,7 @@ wait_result op_await(engine *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], 
 
 void op_shown(engine *o, task *t, int64_t now, bool read, bool delivered)
 {
+    ENGINE_ASSERT_LOCKED(o);
     if (read)
         t->retrieved_ms = now;
     if (delivered)

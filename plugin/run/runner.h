@@ -26,24 +26,24 @@ typedef struct runner_env {
     hostapi *api;
     const options *opt;
     void *engine; /* the callbacks' first argument */
-    /* [mu held] t's run ended with status s (completed, error, cancelled),
+    /* [lock held] t's run ended with status s (completed, error, cancelled),
      * text (result or error, may be NULL), message_id (may be NULL). */
     void (*finished)(void *eng, task *t, task_status s, const char *text, const char *message_id);
-    /* [mu held] have the engine's worker abort a session (never blocks). */
+    /* [lock held] have the engine's worker abort a session (never blocks). */
     void (*abort_session)(void *eng, const char *session_id);
 } runner_env;
 
 typedef struct runner runner;
 struct runner {
-    /* [worker, mu not held] Start the run of registered task `task_id`.
+    /* [worker, lock not held] Start the run of registered task `task_id`.
      * Returns 0, or a negative errno with *err (malloc'd, a sentence saying
      * what failed); the task is then left for the caller to end or remove. */
     int (*start)(runner *r, const char *task_id, char **err);
-    /* [mu held] Ask t's run to end; the end comes later through `finished`. */
+    /* [lock held] Ask t's run to end; the end comes later through `finished`. */
     void (*stop)(runner *r, task *t);
-    /* [mu held] End t's run now: t is about to be removed. */
+    /* [lock held] End t's run now: t is about to be removed. */
     void (*kill)(runner *r, task *t);
-    /* [shutdown, mu not held] End every run, join threads, free the runner. */
+    /* [shutdown, lock not held] End every run, join threads, free the runner. */
     void (*close)(runner *r);
 };
 

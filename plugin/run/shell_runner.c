@@ -53,9 +53,10 @@ static void wake(shell_runner *r)
     (void)n; /* a full counter already means "wake up" */
 }
 
-/* A shell task by id, or NULL. mu held. */
+/* A shell task by id, or NULL. [lock held] */
 static shell_state *find_shell(shell_runner *r, const char *task_id, task **tp)
 {
+    assert(lock_held(r->env.mu));
     task *t = registry_find(r->env.reg, task_id);
     if (tp)
         *tp = t;
@@ -159,9 +160,10 @@ static void close_output(proc *p)
     p->p.out_fd = -1;
 }
 
-/* How the command ended, recorded in s; the task's end. mu held. */
+/* How the command ended, recorded in s; the task's end. [lock held] */
 static void end_task(shell_runner *r, task *t, pid_t reaped, int status)
 {
+    assert(lock_held(r->env.mu));
     shell_state *s = t->shell;
     /* All of its output is in: a finished command holds only that (not
      * the shell_output_cap bytes its run could have filled). */
@@ -223,9 +225,10 @@ static void kill_all(proc *list)
     }
 }
 
-/* Move newly spawned commands onto the thread's own list. mu held. */
+/* Move newly spawned commands onto the thread's own list. [lock held] */
 static void take_pending(shell_runner *r)
 {
+    assert(lock_held(r->env.mu));
     while (r->pending) {
         proc *p = r->pending;
         r->pending = p->next;

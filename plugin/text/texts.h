@@ -1,8 +1,9 @@
 /*
  * texts.h — the texts the model reads, shared by both faces: a task's report
  * (background_output), a list line, a notification. Pure functions of a task
- * (and its batch's counters): no registry walks, no host calls. Called with
- * the engine lock held, as every read of a task.
+ * (and its batch's counters): no registry walks, no host calls. Each is
+ * [lock held], as every read of a task (not asserted: a task does not know
+ * its lock).
  */
 #ifndef OCBG_FORMAT_H
 #define OCBG_FORMAT_H

@@ -115,7 +115,7 @@ typedef struct worktree_item {
 } worktree_item;
 
 /* Push a copy of t's worktree on *list; nothing for a task without one.
- * [the caller holds the lock that guards t] */
+ * [lock held] (not asserted: t does not know its lock) */
 void worktree_item_take(const task *t, worktree_item **list);
 void worktree_items_free(worktree_item *list);
 

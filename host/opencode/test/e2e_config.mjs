@@ -11,6 +11,9 @@
 //            poll_interval_ms: 3000}: OpenCode loads it once, without options; ocbg finds them.
 //   invalid  the package with {poll_interval_ms: -5}: no ocbg tools, and the user is told why; beside it
 //            a package whose engines.opencode is ">=2": OpenCode skips it (what ocbg's engines field relies on).
+//   nobinary the package repacked without its binary for this machine (linux-x64/, or the flat
+//            ocbg_opencode.node of an older layout): OpenCode loads it, ocbg offers no tools and says so
+//            in one sentence, a toast (tui.toast.show) and a line in OpenCode's log.
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e_config.mjs --opencode BIN --package TGZ --scanned-home DIR --work DIR
@@ -238,6 +241,54 @@ async function invalid(w) {
   await stopServer();
 }
 
+// ---- nobinary: no binary for this platform: one sentence, toast and log, no tools ----
+async function nobinary(w, spec, others) {
+  fs.writeFileSync(path.join(w.project, "opencode.json"), JSON.stringify({ plugin: [spec] }, null, 2));
+  const ev0 = events.length; // this server's events only
+  if (!ok(await startServer(w), "nobinary: opencode serve is healthy")) return;
+  const platform = `${process.platform}-${process.arch}`;
+  const want = `ocbg: this package has no binary for ${platform} (it has ${others.length ? others.join(", ") : "none"}); ` +
+    "background tools are not available";
+  const s = await newSession("ocbg without its binary");
+  const from = fake.requests.length;
+  await say(s, "hello");
+  const tools = (await waitFor("a model request with tools", () =>
+    fake.requests.slice(from).map((r) => r.body.tools || []).find((t) => t.length), 120000)) || [];
+  ok(tools.length > 0 && !names(tools).some((x) => /^background_|^Task|^Bash$/.test(x)),
+    `nobinary: ${spec} without a ${platform} binary: no ocbg tool is offered`, names(tools));
+  await idle(s);
+  const toasts = events.slice(ev0).filter((e) => e.type === "tui.toast.show" && /^ocbg: /.test(e.properties?.message || ""));
+  ok(toasts.length >= 1 && toasts.every((t) => t.properties.message === want && t.properties.variant === "error"),
+    "nobinary: the user gets one sentence as an error toast: " + want, toasts.map((t) => t.properties));
+  ok(logText().includes(want), "nobinary: ... and OpenCode's log has it");
+  ok(!/failed to load plugin/i.test(logText()), "nobinary: OpenCode itself reports no failed plugin (server() did not throw)");
+  await stopServer();
+}
+
+// The package's tarball repacked as version <version>-nobinary without the
+// binary for this machine (<platform>-<arch>/ and a flat ocbg_opencode.node
+// and ocbg.so): {tgz, spec, others: the platform dirs it still has binaries for}.
+function withoutBinary(tgz) {
+  const dir = path.join(WORK, "nobinary-pkg"), platform = `${process.platform}-${process.arch}`;
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const run = (cmd, args) => {
+    const r = spawnSync(cmd, args, { cwd: dir, encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(" ")}: ${r.stderr}`);
+  };
+  run("tar", ["-xzf", tgz]);
+  const pkg = path.join(dir, "package");
+  for (const f of [platform, "ocbg_opencode.node", "ocbg.so"]) fs.rmSync(path.join(pkg, f), { recursive: true, force: true });
+  const pj = JSON.parse(fs.readFileSync(path.join(pkg, "package.json"), "utf8"));
+  pj.version = `${pj.version}-nobinary`;
+  fs.writeFileSync(path.join(pkg, "package.json"), JSON.stringify(pj, null, 2));
+  const others = fs.readdirSync(pkg).filter((d) => /^[a-z0-9]+-[a-z0-9]+$/.test(d) &&
+    fs.existsSync(path.join(pkg, d, "ocbg_opencode.node"))).sort();
+  const out = path.join(WORK, `${pj.name}-${pj.version}.tgz`);
+  run("tar", ["-czf", out, "package"]);
+  return { tgz: out, spec: `${pj.name}@${pj.version}`, others };
+}
+
 // Two small packages whose server() writes WORK/<name>.loaded, one for
 // engines.opencode ">=2" (an OpenCode that does not exist yet), one for
 // ">=1.18.33": OpenCode must skip the first and load the second, as it would
@@ -257,7 +308,9 @@ function enginePlugins() {
 
 let exitCode = 1;
 try {
-  registry = await startFakeRegistry([TGZ, ...enginePlugins()]);
+  fs.mkdirSync(WORK, { recursive: true });
+  const bare = withoutBinary(TGZ);
+  registry = await startFakeRegistry([TGZ, bare.tgz, ...enginePlugins()]);
   fake = await startFakeModel();
   diag(`fake registry ${registry.url}, fake model on 127.0.0.1:${fake.port}`);
   const pkgWorld = world("byname");
@@ -268,6 +321,7 @@ try {
     "poll_interval_ms from opencode.json sets the poll: a 1 s timeout stops at the first poll past it (100 ms: < 2 s; 3000 ms: >= 3 s)",
     { fast, slow });
   await invalid({ ...world("invalid", pkgWorld.home), name: "invalid" });
+  await nobinary(world("nobinary"), bare.spec, bare.others);
   exitCode = tap.failed ? 1 : 0;
 } catch (e) {
   ok(false, `unexpected: ${e.stack || e}`);

@@ -521,6 +521,92 @@ const e2 = JSON.parse(await hooks2.tool.stub_echo.execute({ text: "again", repea
 ok(e2.echo === "again" && e2.repeat === 3 && e2.options === '{"face_claude":false}', "a second instance, default options", e2);
 await hooks2.dispose();
 
+// The loader: copies of the stub's folder laid out as the package is
+// (<platform>-<arch>/ocbg_opencode.node and its ocbg.so), without a binary for
+// this platform, or with one that does not load. Each copy is its own module
+// (its own URL), so each looks for its addon afresh.
+{
+  const fs = await import("node:fs"), os = await import("node:os"), path = await import("node:path");
+  const stubDir = path.dirname(modPath), platform = `${process.platform}-${process.arch}`;
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ocbg-loader-"));
+  // a copy of the stub's folder without its binaries; dirs: {name: {file: content or a path to copy}}
+  const copy = (name, dirs = {}) => {
+    const d = path.join(tmp, name);
+    fs.mkdirSync(d);
+    for (const f of ["ocbg.js", "ocbg_options.mjs"]) fs.copyFileSync(path.join(stubDir, f), path.join(d, f));
+    fs.symlinkSync(fs.realpathSync(path.join(stubDir, "node_modules")), path.join(d, "node_modules"));
+    for (const [sub, files] of Object.entries(dirs)) {
+      fs.mkdirSync(path.join(d, sub));
+      for (const [f, v] of Object.entries(files))
+        if (v instanceof Buffer) fs.writeFileSync(path.join(d, sub, f), v);
+        else fs.copyFileSync(v, path.join(d, sub, f));
+    }
+    return path.join(d, "ocbg.js");
+  };
+  // server() of a copy: {hooks, thrown, toasts, logs} (only this call's)
+  const load = async (file) => {
+    const from = calls.length;
+    let hooks = null, thrown = null;
+    try {
+      hooks = await (await import(file)).default.server({ client, directory: "/tmp", project: { id: "prj_loader" } }, {});
+    } catch (e) {
+      thrown = String(e?.message ?? e);
+    }
+    const mine = calls.slice(from);
+    return { hooks, thrown, toasts: mine.filter((c) => c[0] === "toast").map((c) => c[1].body),
+      logs: mine.filter((c) => c[0] === "log").map((c) => c[1].body) };
+  };
+  const told = (r, sentence) => r.toasts.length === 1 && r.toasts[0].message === sentence &&
+    r.toasts[0].variant === "error" && r.toasts[0].title === "ocbg" &&
+    r.logs.length === 1 && r.logs[0].message === sentence && r.logs[0].level === "error";
+  const noTools = (r) => r.thrown === null && r.hooks && Object.keys(r.hooks.tool ?? {}).length === 0;
+
+  const others = ["linux-arm64", "linux-x64", "darwin-arm64"].filter((p) => p !== platform);
+  const fake = Buffer.from("\x7fELF not a binary");
+  let r = await load(copy("none"));
+  let want = `ocbg: this package has no binary for ${platform} (it has none); background tools are not available`;
+  ok(told(r, want), "loader: no binary at all -> one sentence, as an error toast and a log line", { want, r });
+  ok(noTools(r), "loader: ... server() does not throw and registers no tool", r.thrown ?? r.hooks);
+  r = await load(copy("others", { [others[0]]: { "ocbg_opencode.node": fake }, [others[1]]: { "ocbg_opencode.node": fake },
+    [platform]: { "ocbg.so": fake }, "empty-dir": {} }));
+  want = `ocbg: this package has no binary for ${platform} (it has ${[others[0], others[1]].sort().join(", ")}); ` +
+    "background tools are not available";
+  ok(told(r, want) && noTools(r), "loader: binaries for other platforms only -> the sentence lists them, no tools",
+    { want, r });
+  const addon = fs.readFileSync(path.join(stubDir, "ocbg_opencode.node"));
+  // cut within its ELF header's first 16 bytes: dlopen's own reason
+  r = await load(copy("truncated", { [platform]: { "ocbg_opencode.node": addon.subarray(0, 10) } }));
+  const prefix = `ocbg: cannot load its ${platform} binary: `, said = r.toasts[0]?.message ?? "";
+  ok(said.startsWith(prefix) && /ocbg_opencode\.node: file too short$/.test(said) && told(r, said),
+    "loader: a truncated binary for this platform -> 'cannot load' with the loader's reason, toast and log", r);
+  ok(noTools(r), "loader: ... and no tools", r.thrown ?? r.hooks);
+  console.log(`# loader: ${said}`);
+  // cut past its program headers (dlopen would die of SIGBUS: node and Bun
+  // alike, and OpenCode with them): ocbg.js finds it first; the addon, then
+  // its ocbg.so
+  const so = fs.readFileSync(path.join(stubDir, "ocbg.so"));
+  for (const [name, files, cut] of [
+    ["ocbg_opencode.node", { "ocbg_opencode.node": addon.subarray(0, 4096), "ocbg.so": so }, "ocbg_opencode.node"],
+    ["ocbg.so", { "ocbg_opencode.node": addon, "ocbg.so": so.subarray(0, 4096) }, "ocbg.so"]]) {
+    const dir = copy(`cut-${name}`, { [platform]: files });
+    r = await load(dir);
+    want = `${prefix}${path.join(path.dirname(dir), platform, cut)} is cut short (4096 of at least `;
+    const text = r.toasts[0]?.message ?? "";
+    ok(text.startsWith(want) && / bytes\); install ocbg again$/.test(text) && told(r, text) && noTools(r),
+      `loader: ${name} cut short past its program headers -> 'cut short', no dlopen (no SIGBUS), no tools`, { want, r });
+  }
+  r = await load(copy("package", { [platform]: { "ocbg_opencode.node": path.join(stubDir, "ocbg_opencode.node"),
+    "ocbg.so": path.join(stubDir, "ocbg.so") } }));
+  ok(r.thrown === null && r.toasts.length === 0 && r.hooks?.tool?.stub_echo,
+    `loader: the package layout (${platform}/ocbg_opencode.node beside its ocbg.so) loads, with its tools`, r);
+  if (r.hooks?.tool?.stub_echo) {
+    const e = JSON.parse(await r.hooks.tool.stub_echo.execute({ text: "pkg" }, ctx()));
+    ok(e.echo === "pkg", "loader: ... and a tool of it answers", e);
+    await r.hooks.dispose();
+  }
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
+
 // ocbg_options.mjs: the options of a module OpenCode loaded without them,
 // from its own entry in the config files (read in OpenCode's order, the last
 // entry wins), in a throw-away HOME and project.

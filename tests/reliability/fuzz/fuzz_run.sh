@@ -43,7 +43,7 @@ run() {
     secs=$(($(date +%s) - t0))
     n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
     n=${n:-0}
-    line="fuzz: $t $n executions in ${secs}s ($((n / (secs > 0 ? secs : 1)))/s), $(ls "$corpus" | wc -l) inputs in its corpus"
+    line="fuzz: $t $n executions in ${secs}s ($((n / (secs > 0 ? secs : 1)))/s), $(find "$corpus" -type f | wc -l) inputs in its corpus"
     why=
     [ $rc -eq 0 ] || why="exit status $rc, see $log"
     case $budget in
@@ -99,7 +99,7 @@ merge() {
     mkdir -p "$work/in" "$work/out" "$kept" "$build/fuzz/corpus/$t"
     find "$build/fuzz/corpus/$t" -type f -size -$((max + 1))c -exec cp {} "$work/in/" \;
     find "$kept" -type f -exec cp {} "$work/out/" \;
-    before=$(ls "$kept" | wc -l)
+    before=$(find "$kept" -type f | wc -l)
     if ! sanitized "$build/fuzz/fuzz_$t" -merge=1 -use_counters=0 -max_len="$max" -merge_control_file="$work/control" \
         "$@" "$work/out" "$work/in" > "$build/fuzz/$t.merge.log" 2>&1; then
         echo "fuzz_merge: $t FAILED"
@@ -114,7 +114,7 @@ merge() {
     awk 'NR == 1 { n = $1 } NR == 2 { old = $1 } NR > 2 && NR <= n + 2 { path[NR - 3] = $0 }
          $1 == "FT" && $2 >= old && NF > 2 { print NF - 2, path[$2] }' "$work/control" |
         sort -rn | head -n "$room" | while read -r _ f; do cp "$f" "$kept/"; done
-    echo "fuzz_merge: $t $before -> $(ls "$kept" | wc -l) inputs ($(ls "$work/out" | wc -l) would cover all the runs found)"
+    echo "fuzz_merge: $t $before -> $(find "$kept" -type f | wc -l) inputs ($(find "$work/out" -type f | wc -l) would cover all the runs found)"
 }
 
 case ${1:-} in
