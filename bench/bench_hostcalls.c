@@ -1,9 +1,12 @@
-/* bench_hostcalls — what the plugin costs the host while tasks run and while
- * nothing runs: host calls per minute with 10 and
- * 1,000 running tasks whose events arrive, whose events are all lost (the
- * idles with them), and whose events are lost while the status map leaves
- * their sessions out; the time to find a lost idle; the wake-ups and host
- * calls of the plugin with no active task.
+/* bench_hostcalls — what the plugin costs the host while tasks run (while
+ * nothing runs: bench_idle): host calls per minute with 10 and 1,000 running
+ * tasks whose events arrive, whose events are all lost (the idles with
+ * them), and whose events are lost while the status map leaves their
+ * sessions out; the status maps asked while 10 tasks make a tool call a
+ * second each, out of step; the message reads in the first 10 s after 1,000
+ * silent running tasks vanish from the status map; the time to find a lost
+ * idle (with the turn-ending events lost, and with every event lost). An
+ * argument (names, comma-separated) runs only those scenarios.
  *
  * The simulated host answers at once; the plugin (ocbg.so from
  * $OCBG_PLUGIN_DIR) runs with its default options (poll_interval_ms 1000) but
@@ -13,11 +16,8 @@
  * of real time after the scenario has settled, scaled to a minute (the
  * plugin's worker ticks in real time: there is no simulated clock for it).
  * After each window the tasks end and every one is checked to have
- * completed (background_output says so). Wake-ups: the voluntary +
- * involuntary context switches (/proc/self/task/TID/status) of the threads
- * that loading the plugin created. Prints "name: value unit". */
+ * completed (background_output says so). Prints "name: value unit". */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,83 +25,10 @@
 #include "bench.h"
 #include "simhost.h"
 
-#define MAX_THREADS 64
-
-typedef struct tidset {
-    int tid[MAX_THREADS];
-    int n;
-} tidset;
-
-static void list_tids(tidset *s)
-{
-    s->n = 0;
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return;
-    for (struct dirent *e; (e = readdir(d)) && s->n < MAX_THREADS;)
-        if (e->d_name[0] >= '0' && e->d_name[0] <= '9')
-            s->tid[s->n++] = atoi(e->d_name);
-    closedir(d);
-}
-
-static int has_tid(const tidset *s, int tid)
-{
-    for (int i = 0; i < s->n; i++)
-        if (s->tid[i] == tid)
-            return 1;
-    return 0;
-}
-
-/* Context switches of one thread so far (voluntary + involuntary). */
-static long switches(int tid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    long total = 0, v;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
-            sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1)
-            total += v;
-    }
-    fclose(f);
-    return total;
-}
-
-static tidset plugin_threads;
-
-static long plugin_switches(void)
-{
-    long total = 0;
-    for (int i = 0; i < plugin_threads.n; i++)
-        total += switches(plugin_threads.tid[i]);
-    return total;
-}
-
 static size_t host_calls(sim_host *h)
 {
     return sim_calls(h, NULL, NULL) - sim_calls(h, "log", NULL);
 }
-
-/* Idle: `windows` windows of `ms` each; medians of wake-ups and host calls per minute. */
-static void idle_windows(sim_host *h, int windows, int ms, double *wakeups_min, double *calls_min)
-{
-    double w[16], c[16];
-    for (int i = 0; i < windows; i++) {
-        long s0 = plugin_switches();
-        size_t c0 = host_calls(h);
-        int64_t t0 = bench_ns();
-        bench_sleep_ms(ms);
-        double min = (double)(bench_ns() - t0) / 60e9;
-        w[i] = (double)(plugin_switches() - s0) / min;
-        c[i] = (double)(host_calls(h) - c0) / min;
-    }
-    *wakeups_min = bench_median(w, (size_t)windows);
-    *calls_min = bench_median(c, (size_t)windows);
-}
-
 
 #define OPTIONS "{\"max_running_agents\":1000}"
 /* The events that end a turn: both idles, and the stored answer that ends it
@@ -110,6 +37,18 @@ static void idle_windows(sim_host *h, int windows, int ms, double *wakeups_min, 
 #define STEP_MS 600 /* an alive task's tool step: a tool event at least this often */
 
 static const char *plugin_dir;
+static const char *only; /* argv[1]: the scenarios to run (names, comma-separated); NULL: all */
+
+static int wanted(const char *name)
+{
+    if (!only)
+        return 1;
+    size_t len = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)); p += len)
+        if ((p == only || p[-1] == ',') && (p[len] == '\0' || p[len] == ','))
+            return 1;
+    return 0;
+}
 
 static sim_host *host_new(void)
 {
@@ -261,8 +200,9 @@ static int reads_at_least(sim_host *h, void *arg)
 }
 
 /* Every event lost and the status map lists no session (busy or not):
- * once each task's first check has found it running, a window; then the
- * map lists busy sessions again and the tasks end (their idles lost). */
+ * once each task's first check has found it running (at most 10 s: they
+ * come one per tick), a window; then the map lists busy sessions again and
+ * the tasks end (their idles lost). */
 static void missing(int n, const char *name)
 {
     sim_host *h = host_new();
@@ -283,6 +223,106 @@ static void missing(int n, const char *name)
     sim_destroy(h);
 }
 
+/* Has the parent been told of every task (its completion notice among the
+ * parent's messages)? Waits up to timeout_ms; returns how many were. */
+static int notified(sim_host *h, const char *parent, char **ids, int n, int timeout_ms)
+{
+    int64_t end = bench_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        char *json = sim_session_messages_json(h, parent);
+        int told = 0;
+        for (int i = 0; i < n; i++) {
+            char needle[96];
+            snprintf(needle, sizeof needle, "Background task completed: %s", ids[i] ? ids[i] : "none");
+            told += json && strstr(json, needle) != NULL;
+        }
+        free(json);
+        if (told == n || bench_ns() > end)
+            return told;
+        bench_sleep_ms(100);
+    }
+}
+
+/* A tool call a second on average: a quick tool (50 ms: its part at its
+ * start and its end), then a model call silent to ocbg (OpenCode streams its
+ * text as message.part.delta, not read) of 450 to 1,450 ms, varying from step
+ * to step as a real model's do (seed: where in the cycle the task starts).
+ * malloc'd. */
+static char *second_script(int tools, int seed)
+{
+    size_t cap = (size_t)tools * 112 + 64, len = 0;
+    char *s = malloc(cap);
+    len += (size_t)snprintf(s + len, cap - len, "{\"steps\":[");
+    for (int i = 0; i < tools; i++)
+        len += (size_t)snprintf(s + len, cap - len,
+                                "{\"tool\":\"read\",\"input\":{\"n\":%d},\"output\":\"x\",\"ms\":50},{\"wait_ms\":%d},",
+                                i, 450 + (seed * 7 + i * 13) % 11 * 100);
+    snprintf(s + len, cap - len, "{\"reply\":\"bench done\"}]}");
+    return s;
+}
+
+/* 10 tasks, each a tool call a second (second_script), launched 100 ms
+ * apart so that their events are out of step: the status maps asked per
+ * minute over a 20 s window after 6 s of settling; then every task
+ * completes and its parent is told. */
+static void tools_each_second(void)
+{
+    enum { N = 10, SETTLE = 6000, WINDOW = 20000, TOOLS = (SETTLE + WINDOW + 4000) / 1000 };
+    sim_host *h = host_new();
+    char *parent = sim_session_new(h, NULL, "bench 1s");
+    char **ids = calloc(N, sizeof *ids);
+    for (int i = 0; i < N; i++) {
+        char prompt[32], *script = second_script(TOOLS, i);
+        snprintf(prompt, sizeof prompt, "EACH1S %d", i);
+        sim_script(h, prompt, script, 1);
+        free(script);
+        ids[i] = launch(h, parent, prompt);
+        bench_sleep_ms(100);
+    }
+    bench_sleep_ms(SETTLE);
+    size_t s0 = sim_calls(h, "session_status", NULL), c0 = host_calls(h);
+    int64_t t0 = bench_ns();
+    bench_sleep_ms(WINDOW);
+    double min = (double)(bench_ns() - t0) / 60e9;
+    double status = (double)(sim_calls(h, "session_status", NULL) - s0) / min;
+    double all = (double)(host_calls(h) - c0) / min;
+    int done = completed(h, parent, ids, N, 60000);
+    printf("status_calls_per_min_10_tasks_1s_tools: %.1f calls/min (all host calls %.1f; then %d of %d tasks "
+           "completed, %d notified)\n",
+           status, all, done, N, notified(h, parent, ids, N, 10000));
+    free_ids(ids, N);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* n running tasks in a long silent model call (no event; the map lists them
+ * busy) vanish from the status map, with no event: the session.messages
+ * reads of the next 10 s, as a rate per minute. Then the map lists them
+ * again; they end (their idles delivered), every one completes and its
+ * parent is told. */
+static void vanish(int n, const char *name)
+{
+    sim_host *h = host_new();
+    char *parent = sim_session_new(h, NULL, "bench vanish");
+    sim_script(h, "VANISH", "{\"steps\":[{\"wait_ms\":20000},{\"reply\":\"bench done\"}]}", 0);
+    char **ids = launch_n(h, parent, "VANISH", n);
+    bench_sleep_ms(3000); /* every task running, silent, busy in the map */
+    size_t r0 = sim_calls(h, "session_messages", NULL), s0 = sim_calls(h, "session_status", NULL);
+    sim_status_omit(h, 1);
+    int64_t t0 = bench_ns();
+    bench_sleep_ms(10000);
+    double min = (double)(bench_ns() - t0) / 60e9;
+    double reads = (double)(sim_calls(h, "session_messages", NULL) - r0) / min;
+    double maps = (double)(sim_calls(h, "session_status", NULL) - s0) / min;
+    sim_status_omit(h, 0);
+    int done = completed(h, parent, ids, n, 60000);
+    printf("%s: %.1f reads/min (status maps %.1f/min; then %d of %d tasks completed, %d notified)\n", name, reads, maps,
+           done, n, notified(h, parent, ids, n, 30000));
+    free_ids(ids, n);
+    free(parent);
+    sim_destroy(h);
+}
+
 /* The session the plugin prompted with the task's prompt text, malloc'd. */
 static char *session_prompted_with(sim_host *h, const char *text)
 {
@@ -290,8 +330,7 @@ static char *session_prompted_with(sim_host *h, const char *text)
     cJSON *calls = cJSON_Parse(json);
     free(json);
     const cJSON *c;
-    cJSON_ArrayForEach(c, calls)
-    {
+    cJSON_ArrayForEach (c, calls) {
         const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(c, "fn"));
         const char *body = cJSON_GetStringValue(cJSON_GetObjectItem(c, "body"));
         const char *session = cJSON_GetStringValue(cJSON_GetObjectItem(c, "session"));
@@ -302,15 +341,17 @@ static char *session_prompted_with(sim_host *h, const char *text)
     return sid;
 }
 
-/* 10 tasks whose events arrive, idle events lost: 3 of them end, seconds
- * apart, once the poll has backed off. From a task's session going idle in
- * the host to its notification's push. */
-static void lost_idle_detect(void)
+/* 10 tasks calling tools, the events of the types `lost` lost (the ones that
+ * end a turn; NULL: every event, the tools' too): 3 of them end, 3.6 s
+ * apart (so at different points of a tick and of a 3 s map gap), once the
+ * poll has settled. From a task's session going idle in the
+ * host to its notification's push. */
+static void lost_idle_detect(const char *lost, const char *name)
 {
     enum { FINISHERS = 3 };
     sim_host *h = host_new();
     char *parent = sim_session_new(h, NULL, "bench detect");
-    sim_event_faults(h, 7, 1.0, 0, 0, IDLE_EVENTS);
+    sim_event_faults(h, 7, 1.0, 0, 0, lost);
     char *keep = steps_script(60000 / STEP_MS, 0);
     sim_script(h, "KEEP", keep, 0);
     char **ids = launch_n(h, parent, "KEEP", 10 - FINISHERS);
@@ -319,7 +360,7 @@ static void lost_idle_detect(void)
         char tag[32], prompt[40];
         snprintf(tag, sizeof tag, "FINISH%d", i);
         snprintf(prompt, sizeof prompt, "%s x", tag);
-        char *script = steps_script((12000 + 3000 * i) / STEP_MS, 0);
+        char *script = steps_script((12000 + 3600 * i) / STEP_MS, 0);
         sim_script(h, tag, script, 1);
         free(script);
         fin_ids[i] = launch(h, parent, prompt);
@@ -341,10 +382,9 @@ static void lost_idle_detect(void)
         double worst = ms[0];
         for (int i = 1; i < FINISHERS; i++)
             worst = ms[i] > worst ? ms[i] : worst;
-        printf("lost_idle_detect_ms: %.0f ms (max of %d; median %.0f)\n", worst, FINISHERS,
-               bench_median(ms, FINISHERS));
+        printf("%s: %.0f ms (max of %d; median %.0f)\n", name, worst, FINISHERS, bench_median(ms, FINISHERS));
     } else {
-        printf("lost_idle_detect_ms: n/a (%d of %d lost idles found)\n", found, FINISHERS);
+        printf("%s: n/a (%d of %d lost idles found)\n", name, found, FINISHERS);
     }
     for (int i = 0; i < FINISHERS; i++) {
         free(fin_ids[i]);
@@ -356,58 +396,34 @@ static void lost_idle_detect(void)
     sim_destroy(h);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    only = argc > 1 ? argv[1] : NULL;
     setvbuf(stdout, NULL, _IOLBF, 0); /* each figure as it comes: the scenarios take minutes */
     plugin_dir = getenv("OCBG_PLUGIN_DIR");
     if (!plugin_dir)
         plugin_dir = "build/plugin-dir";
-    sim_host *h = sim_create();
-    if (!h) {
-        fprintf(stderr, "bench_hostcalls: cannot create the simulated host\n");
-        return 1;
-    }
-    tidset before, after;
-    list_tids(&before);
-    if (sim_load_plugins(h, plugin_dir, OPTIONS) < 1) {
-        fprintf(stderr, "bench_hostcalls: no plugin loaded from %s: %s\n", plugin_dir, sim_load_error(h));
-        sim_destroy(h);
-        return 1;
-    }
-    list_tids(&after);
-    for (int i = 0; i < after.n; i++)
-        if (!has_tid(&before, after.tid[i]))
-            plugin_threads.tid[plugin_threads.n++] = after.tid[i];
-    printf("plugin_threads: %d threads\n", plugin_threads.n);
-
-    /* Idle, freshly loaded (after the new threads' first sleep). */
-    double w, c;
-    bench_sleep_ms(200);
-    idle_windows(h, 1, 1000, &w, &c);
-    printf("idle_wakeups_per_min_fresh: %.1f wakeups/min\n", w);
-
-    /* One task runs and finishes (its notification delivered); then idle. */
-    char *p0 = sim_session_new(h, NULL, "bench idle");
-    char *id = launch(h, p0, "quick");
-    if (id) {
-        sim_wait_calls(h, "session_prompt", p0, 1, 5000);
-        sim_wait_idle(h, p0, 5000);
-    }
-    free(id);
-    bench_sleep_ms(100);
-    idle_windows(h, 3, 1000, &w, &c);
-    printf("idle_wakeups_per_min: %.1f wakeups/min\n", w);
-    printf("idle_host_calls_per_min: %.1f calls/min\n", c);
-    free(p0);
-    sim_destroy(h);
-
-    events_alive(10, 0, "host_calls_per_min_10_tasks");
-    events_alive(1000, 0, "host_calls_per_min_1000_tasks");
-    events_alive(10, 3000, "host_calls_per_min_10_tasks_slow_steps");
-    idle_lost(10, "host_calls_per_min_10_tasks_idle_lost");
-    idle_lost(1000, "host_calls_per_min_1000_tasks_idle_lost");
-    missing(10, "host_calls_per_min_10_tasks_missing");
-    missing(1000, "host_calls_per_min_1000_tasks_missing");
-    lost_idle_detect();
+    if (wanted("host_calls_per_min_10_tasks"))
+        events_alive(10, 0, "host_calls_per_min_10_tasks");
+    if (wanted("host_calls_per_min_1000_tasks"))
+        events_alive(1000, 0, "host_calls_per_min_1000_tasks");
+    if (wanted("host_calls_per_min_10_tasks_slow_steps"))
+        events_alive(10, 3000, "host_calls_per_min_10_tasks_slow_steps");
+    if (wanted("host_calls_per_min_10_tasks_idle_lost"))
+        idle_lost(10, "host_calls_per_min_10_tasks_idle_lost");
+    if (wanted("host_calls_per_min_1000_tasks_idle_lost"))
+        idle_lost(1000, "host_calls_per_min_1000_tasks_idle_lost");
+    if (wanted("host_calls_per_min_10_tasks_missing"))
+        missing(10, "host_calls_per_min_10_tasks_missing");
+    if (wanted("host_calls_per_min_1000_tasks_missing"))
+        missing(1000, "host_calls_per_min_1000_tasks_missing");
+    if (wanted("status_calls_per_min_10_tasks_1s_tools"))
+        tools_each_second();
+    if (wanted("messages_reads_per_min_1000_vanished"))
+        vanish(1000, "messages_reads_per_min_1000_vanished");
+    if (wanted("lost_idle_detect_ms"))
+        lost_idle_detect(IDLE_EVENTS, "lost_idle_detect_ms");
+    if (wanted("lost_idle_detect_all_lost_ms"))
+        lost_idle_detect(NULL, "lost_idle_detect_all_lost_ms");
     return 0;
 }

@@ -1,9 +1,8 @@
-/* The fallback poll asks the host only when it is needed: while the running tasks' events arrive it reads the status map
- * less often; when a task's events stop it reads it at its fast tick again,
- * so a lost idle is still found; with sessions missing from the status map
- * and every event lost, every task completes with at most one fallback
- * host call per tick besides one check per task when its session is first
- * seen idle.
+/* The fallback poll asks the host only when it is needed: while the running tasks' events arrive it reads the status
+ * map less often; tasks silent now and then (a tool call a second) cost one map per three intervals, not one per tick;
+ * a lost idle is still found within two map reads of the session going idle; sessions that vanish from the map while
+ * they run are read one per tick, not all at once; with sessions missing from the status map and every event lost,
+ * every task completes with at most one fallback host call per tick besides the checks the map asks for.
  *
  * Bounds on host calls are upper bounds over the elapsed time (a worker
  * cannot tick faster than its interval, whatever the load), or counts;
@@ -51,9 +50,10 @@ static int count_notices(sim_host *h, const char *parent, const char *id)
 }
 
 /* Events arrive: the status map is read on far fewer ticks than the
- * interval allows; the task's events stop (it hangs, busy): the map is read
- * at the fast tick again. */
-static void backs_off_then_returns_to_fast_tick(void)
+ * interval allows; the task's events stop (it hangs, busy, its last event a
+ * tool call): the map is read again, every third tick (no faster: a task
+ * silent mid-turn is not the answer's end). */
+static void backs_off_then_reads_at_silent_gap(void)
 {
     const int interval = 250;
     sim_host *h = t_host("{\"poll_interval_ms\":250}");
@@ -74,13 +74,13 @@ static void backs_off_then_returns_to_fast_tick(void)
     ok(alive_ms >= 5000, "the task sent events for a while");
     ok((int64_t)alive_reads * 2 <= alive_ms / interval, "while events arrive, the map is read on at most half the ticks");
 
-    /* Silent and busy: every tick reads the map again. */
+    /* Silent and busy: the map is read again, three intervals apart. */
     size_t s1 = sim_calls(h, "session_status", NULL);
     int64_t t1 = now_ms();
-    is_int(sim_wait_calls(h, "session_status", NULL, s1 + 10, tap_timeout_ms(20000)), 0, "ten more reads");
+    is_int(sim_wait_calls(h, "session_status", NULL, s1 + 10, tap_timeout_ms(30000)), 0, "ten more reads");
     int64_t silent_ms = now_ms() - t1;
     diag("silent: 10 reads in %lld ms", (long long)silent_ms);
-    ok(silent_ms < 10 * 4 * interval, "silent: the reads come faster than half the slowest gap");
+    ok(silent_ms >= 9 * 3 * interval - 50, "silent mid-turn: at most one read per three intervals");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     free(child);
     free(id);
@@ -256,10 +256,138 @@ static void ended_task_busy_in_map(void)
     sim_destroy(h);
 }
 
+/* A tool call every interval or so: a quick tool (its part at its start and
+ * end), then a model call silent to ocbg of 0.45 to 1.45 intervals (seed:
+ * where in the cycle the task starts). malloc'd. */
+static char *rhythm_script(int tools, int interval, int seed)
+{
+    strbuf sb = {0};
+    sb_puts(&sb, "{\"steps\":[");
+    for (int i = 0; i < tools; i++)
+        sb_printf(&sb, "{\"tool\":\"read\",\"input\":{\"n\":%d},\"output\":\"x\",\"ms\":%d},{\"wait_ms\":%d},", i,
+                  interval / 20, interval * (45 + (seed * 7 + i * 13) % 11 * 10) / 100);
+    sb_puts(&sb, "{\"reply\":\"rhythm done\"}]}");
+    return sb_take(&sb);
+}
+
+/* Ten tasks each call a tool about once an interval, out of step: each is
+ * silent for a whole interval now and then, so some task is at most ticks,
+ * yet the map is read at most once per three intervals (the old poll read
+ * it at every such tick). Every task then completes. */
+static void tool_a_tick_reads_rarely(void)
+{
+    enum { N = 10, TOOLS = 60 };
+    const int interval = 100;
+    sim_host *h = t_host("{\"poll_interval_ms\":100}");
+    char *parent = sim_session_new(h, NULL, "main");
+    char *ids[N];
+    for (int i = 0; i < N; i++) {
+        char *script = rhythm_script(TOOLS, interval, i);
+        ids[i] = t_launch_script(h, parent, "rhythm", script);
+        free(script);
+    }
+    size_t first = N * 3 * 3; /* three tool calls each: every task runs */
+    is_int(sim_wait(h, parts_at_least, &first, tap_timeout_ms(10000)), 0, "every task calls tools");
+    size_t s0 = sim_calls(h, "session_status", NULL);
+    int64_t t0 = now_ms();
+    size_t most = N * (TOOLS - 15) * 3; /* well before any task ends */
+    is_int(sim_wait(h, parts_at_least, &most, tap_timeout_ms(60000)), 0, "their tool calls go on");
+    int64_t ms = now_ms() - t0;
+    size_t reads = sim_calls(h, "session_status", NULL) - s0;
+    diag("%lld ms (%lld ticks): %zu status maps", (long long)ms, (long long)(ms / interval), reads);
+    ok(ms >= 20 * interval, "the window spans many ticks");
+    ok((int64_t)reads <= ms / (3 * interval) + 1, "the map: at most one read per three intervals");
+    struct all_done d = {parent, ids, N};
+    is_int(sim_wait(h, all_completed, &d, tap_timeout_ms(30000)), 0, "every task completed");
+    for (int i = 0; i < N; i++)
+        free(ids[i]);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* A task ends while every event is lost (its answer's text with them): the
+ * first or second status map after its session goes idle finds it (the map
+ * comes at most three intervals apart while a task is silent; with its
+ * answer's text seen, at the first tick after a silent interval). */
+static void lost_idle_found_within_two_maps(void)
+{
+    sim_host *h = t_host("{\"poll_interval_ms\":100}");
+    char *parent = sim_session_new(h, NULL, "main");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
+    sim_event_faults(h, 21, 1.0, 0, 0, NULL);
+    char *hang = t_launch_script(h, parent, "hangs", "{\"steps\":[{\"hang\":true}]}");
+    sim_script(h, "ends unheard", "{\"steps\":[{\"wait_ms\":700},{\"reply\":\"ended unheard\"}]}", 1);
+    char *quiet = t_launch(h, parent, "quiet", "ends unheard", "explore");
+    is_int(sim_wait_calls(h, "session_prompt", NULL, 2, tap_timeout_ms(5000)), 0, "both prompted");
+    char *session = t_prompted_session(h, "ends unheard", 0);
+    ok(session != NULL, "its session was prompted");
+    is_int(session ? sim_wait_idle(h, session, tap_timeout_ms(10000)) : -1, 0, "its session went idle");
+    size_t s0 = sim_calls(h, "session_status", NULL);
+    is_int(t_wait_status(h, parent, quiet, "completed", tap_timeout_ms(10000)), 0, "it completed");
+    size_t maps = sim_calls(h, "session_status", NULL) - s0;
+    diag("status maps from its idle to its completion: %zu", maps);
+    ok(maps <= 2, "found by the first or second map after its idle");
+    char *out = t_output(h, parent, hang);
+    like(out, ": running\n", "the hanging one still runs");
+    free(out);
+    sim_event_faults(h, 0, 0, 0, 0, NULL);
+    free(session);
+    free(quiet);
+    free(hang);
+    free(parent);
+    sim_destroy(h);
+}
+
+/* Running tasks in a long silent model call vanish from the status map
+ * (no event says so): their sessions are read at most one per tick (each
+ * read finds its task running, so the map's word stays in doubt), not all
+ * at once. Listed again, they end; each completes and is told once. */
+static void vanished_read_one_per_tick(void)
+{
+    enum { N = 40 };
+    const int interval = 50;
+    sim_host *h = t_host("{\"poll_interval_ms\":50,\"max_running_agents\":100}");
+    char *parent = sim_session_new(h, NULL, "main");
+    sim_script(h, "VANISH", "{\"steps\":[{\"wait_ms\":4000},{\"reply\":\"vanish done\"}]}", 0);
+    char *ids[N];
+    for (int i = 0; i < N; i++) {
+        char prompt[32];
+        snprintf(prompt, sizeof prompt, "VANISH %d", i);
+        ids[i] = t_launch(h, parent, "vanish", prompt, "explore");
+    }
+    is_int(sim_wait_calls(h, "session_prompt", NULL, N, tap_timeout_ms(10000)), 0, "every task prompted");
+    size_t r0 = sim_calls(h, "session_messages", NULL);
+    sim_status_omit(h, 1);
+    int64_t t0 = now_ms();
+    is_int(sim_wait_calls(h, "session_messages", NULL, r0 + 10, tap_timeout_ms(10000)), 0, "ten sessions read");
+    int64_t ms = now_ms() - t0;
+    size_t reads = sim_calls(h, "session_messages", NULL) - r0;
+    diag("%zu message reads in %lld ms (%lld ticks)", reads, (long long)ms, (long long)(ms / interval));
+    ok((int64_t)reads <= ms / interval + 1, "at most one read per tick");
+    char *out = t_output(h, parent, ids[0]);
+    like(out, ": running\n", "the tasks still run");
+    free(out);
+    sim_status_omit(h, 0);
+    struct all_done d = {parent, ids, N};
+    is_int(sim_wait(h, all_completed, &d, tap_timeout_ms(30000)), 0, "every task completed");
+    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    int once = 0;
+    for (int i = 0; i < N; i++) {
+        once += count_notices(h, parent, ids[i]) == 1;
+        free(ids[i]);
+    }
+    is_int(once, N, "each task notified exactly once");
+    free(parent);
+    sim_destroy(h);
+}
+
 int main(void)
 {
     ended_task_busy_in_map();
-    backs_off_then_returns_to_fast_tick();
+    backs_off_then_reads_at_silent_gap();
+    tool_a_tick_reads_rarely();
+    lost_idle_found_within_two_maps();
+    vanished_read_one_per_tick();
     lost_idle_found_with_backed_off_poll();
     known_idle_not_starved();
     missing_from_map_bounded();

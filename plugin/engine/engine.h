@@ -72,6 +72,8 @@ typedef struct engine {
     int64_t next_poll;      /* monotonic ms of the next poll tick; 0 = none */
     int64_t last_poll_mono; /* when the status map was last read (engine/poll.c) */
     int64_t poll_gap_ms;    /* how long the map may go unread while events show the tasks alive */
+    unsigned check_budget;  /* the most completion checks one poll tick makes (engine/poll.c) */
+    unsigned map_checks;    /* checks made on the status map's word, their findings not yet counted */
     bool sched_due;         /* a slot freed with tasks pending: the worker runs the scheduler */
     ocp_plugin table;
     runner *runners[ENGINE_RUNNERS]; /* by task_type: how a run is carried out */

@@ -38,6 +38,8 @@ static void on_busy(engine *o, task *t, bool retrying)
     task_live *p = t->live; /* notes reach active tasks only: live */
     p->idle_checks = 0;
     p->next_check_mono = 0;
+    p->map_idle = false;
+    p->said = false;
     p->progress_mono = mono_ms();
 }
 
@@ -71,8 +73,11 @@ static void on_task_note(engine *o, task *t, const session_note *n)
         break;
     case NOTE_PART:
         t->last_update_ms = engine_now(o);
-        if (t->live)
+        if (t->live) {
             t->live->progress_mono = mono_ms();
+            /* An ended text with no tool call after it may be the answer (engine/poll.c) */
+            t->live->said = n->tool ? false : n->part_id ? n->text_ended : t->live->said;
+        }
         if (n->part_id && t->live)
             answer_note_part(&t->live->answer, n->message_id, n->part_id, n->text, n->text_ended);
         if (n->tool) {

@@ -3,25 +3,40 @@
  * Events are the fast path; the poll covers lost ones, at a cost in host
  * calls that stays O(1) in the number of tasks:
  *
- * - The status map is read at the fast tick (every poll_interval_ms) only
- *   while some running agent task is silent (no progress event: a tool
- *   part, a usage report, a busy status, for a whole interval) and not yet
- *   known to be idle. A task whose events stopped is one whose idle may
- *   be lost: the next tick reads the map, so a lost idle is seen within
- *   about two intervals of the task's last event.
- * - While every running task's events arrive, the map is read less often,
- *   the gap doubling up to POLL_GAP_MAX intervals: the event path is
- *   proven alive, and the task's own idle event will end it.
- * - A map that shows a silent task's session newly idle queues its
- *   completion check at once (as its idle event would have). A check that
- *   finds no answer makes the session "known idle" (idle_checks > 0): it
- *   no longer calls for the map, and its further checks wait their turn,
- *   at most one per tick, the longest overdue first (each check moves it to
- *   the back, with its own back-off): every task is still checked. A tick
- *   that reads the map only because the gap has passed makes no such
+ * - A running agent task is silent when no progress event (a part, a usage
+ *   report, a busy status) came for a whole interval and it is not known
+ *   to be idle: its idle may be lost. The status map is read at the next
+ *   tick for a task silent since its answer's text ended (a text part's
+ *   end, no tool part after it: the turn has likely ended), once per such
+ *   silence; for any other silent task (a tool ran, the model is at work:
+ *   OpenCode's streamed text is not read) at most every SILENT_GAP
+ *   intervals. A lost idle is so found within about 2 intervals of the
+ *   answer's text, and within about 2 + SILENT_GAP intervals of the task's
+ *   last event whatever it was, while tasks that each call a tool every
+ *   second or so, silent for an interval now and then, cost one map per
+ *   SILENT_GAP intervals, not one per tick.
+ * - While no running task is silent, the map is read less often still, the
+ *   gap doubling from SILENT_GAP up to POLL_GAP_MAX intervals: the event
+ *   path is proven alive, and the tasks' own idle events will end them.
+ * - A map that shows a silent task's session idle makes its completion
+ *   check due (as its idle event would have); so does one that shows idle
+ *   a task whose answer's text has ended, once it has been silent for an
+ *   interval (its idle event, if not lost, comes first). A check that finds no answer
+ *   makes the session "known idle" (idle_checks > 0), with its own back-off
+ *   before the next. Due checks, those on the map's word and those of known
+ *   idle sessions, are made at most check_budget per tick, the longest
+ *   overdue first: every task is checked. The budget is 1 while the map's
+ *   word is in doubt; it doubles (up to CHECK_BUDGET_MAX) at each tick
+ *   after the checks made on the map's word all found their tasks finished,
+ *   and drops back to 1 when one finds its task still running, or when no
+ *   check is due. So sessions that leave the map while they run (a host
+ *   that loses track of them) cost one read per tick, and 1,000 tasks that
+ *   truly ended with their idles lost are all found within about a dozen
+ *   ticks.
+ * - A tick that reads the map only because the gap has passed makes no
  *   check, so a host that loses every event and whose map leaves the
  *   sessions out costs at most one call per tick; one that reads it for a
- *   silent busy task still makes one (else that task would starve them).
+ *   silent task still makes its checks (else that task would starve them).
  *   A busy status (event or map) makes the session unknown again.
  */
 #include "engine/poll.h"
@@ -32,9 +47,14 @@
 /* How long a task whose session was deleted waits for its parent's deletion
  * (which a host sends right after its children's) before it ends in error. */
 #define DELETE_GRACE_MS 500
+/* The slowest status map for silent tasks but one whose answer's text
+ * ended, in poll intervals. */
+#define SILENT_GAP 3
 /* The slowest status map while events prove the running tasks alive, in
  * poll intervals. */
 #define POLL_GAP_MAX 8
+/* The most completion checks one tick makes (each a session.messages read). */
+#define CHECK_BUDGET_MAX 256
 
 cJSON *poll_status_map(engine *o)
 {
@@ -62,13 +82,14 @@ static bool alive(const engine *o, const task *t, int64_t now)
     return p && p->progress_mono > 0 && now - p->progress_mono < o->opt.poll_interval_ms;
 }
 
-/* Does t need the status map at this tick: silent, not known idle, no
- * check of it under way, not idle by design (awaiting its own tasks), not
- * waiting for the user's answer, not being stopped? */
+/* Does t need the status map at this tick: silent, not known idle, not
+ * already shown idle by it, no check of it under way, not idle by design
+ * (awaiting its own tasks), not waiting for the user's answer, not being
+ * stopped? */
 static bool needs_map(const engine *o, const task *t, int64_t now)
 {
-    return polled(t) && t->live->idle_checks == 0 && !t->awaiting && !t->finalizing && !t->cancelling &&
-           !task_permission_request(t) && !alive(o, t, now);
+    return polled(t) && t->live->idle_checks == 0 && !t->live->map_idle && !t->awaiting && !t->finalizing &&
+           !t->cancelling && !task_permission_request(t) && !alive(o, t, now);
 }
 
 /* Tasks whose session was deleted on their own (the parent lives on) end
@@ -82,7 +103,7 @@ static void end_deleted(engine *o, int64_t now)
     }
 }
 
-/* Read the map; queue a check for each silent task it newly shows idle. */
+/* Read the map; make a check due for each silent task it newly shows idle. */
 static void read_map(engine *o)
 {
     engine_unlock(o);
@@ -104,46 +125,114 @@ static void read_map(engine *o)
     for (task *t = o->reg.active; t; t = t->live->anext) {
         if (!polled(t))
             continue;
-        if (t->live->busy_tick == tick) {
+        task_live *p = t->live;
+        if (p->busy_tick == tick) {
             t->woken = false;
-            t->live->idle_checks = 0;
-            t->live->next_check_mono = 0;
-        } else if (!t->awaiting && t->live->idle_checks == 0 && !alive(o, t, now)) {
-            engine_request_finalize(o, t); /* an alive one's own idle event will come */
+            p->idle_checks = 0;
+            p->next_check_mono = 0;
+            p->map_idle = false;
+        } else if (!t->awaiting && p->idle_checks == 0 && !p->map_idle && (p->said || !alive(o, t, now))) {
+            /* Its check is due once it is silent (check_due): an alive one's
+             * own idle event should come first. One that is still sending
+             * events is not marked unless its answer's text has ended, so
+             * that a read between its turn's start and its first events
+             * leaves it calling for the map. */
+            p->map_idle = true;
+            p->next_check_mono = now;
         }
     }
 }
 
-/* One check for the known-idle task the longest overdue. */
-static void check_oldest(engine *o, int64_t now)
+/* Is t's completion check due: shown idle by the map (and silent since),
+ * or known idle and its back-off over? */
+static bool check_due(const engine *o, const task *t, int64_t now)
+{
+    const task_live *p = t->live;
+    bool shown_idle = p->map_idle && p->idle_checks == 0 && !alive(o, t, now);
+    return polled(t) && (shown_idle || p->idle_checks > 0) && !t->awaiting && !t->finalizing && !t->cancelling &&
+           !t->inherited && now >= p->next_check_mono;
+}
+
+/* The task whose check is due the longest, or NULL. */
+static task *most_overdue(engine *o, int64_t now)
 {
     task *oldest = NULL;
-    for (task *t = o->reg.active; t; t = t->live->anext) {
-        if (!polled(t) || t->live->idle_checks == 0 || t->awaiting || t->finalizing || t->cancelling || t->inherited ||
-            now < t->live->next_check_mono)
-            continue;
-        if (!oldest || t->live->next_check_mono < oldest->live->next_check_mono)
+    for (task *t = o->reg.active; t; t = t->live->anext)
+        if (check_due(o, t, now) && (!oldest || t->live->next_check_mono < oldest->live->next_check_mono))
             oldest = t;
+    return oldest;
+}
+
+/* What the checks made on the map's word found, once all have ended: each
+ * task finished (it left the active list), the budget doubles; one still
+ * running (its check found no answer), the budget is 1 again. */
+static void settle_budget(engine *o)
+{
+    if (o->check_budget == 0)
+        o->check_budget = 1;
+    if (o->map_checks == 0)
+        return;
+    unsigned pending = 0, resolved = 0;
+    bool wrong = false;
+    for (task *t = o->reg.active; t; t = t->live->anext) {
+        task_live *p = t->live;
+        if (!p->map_checked)
+            continue;
+        if (t->finalizing) {
+            pending++;
+            continue;
+        }
+        p->map_checked = false;
+        resolved++;
+        wrong = wrong || p->idle_checks > 0;
     }
-    if (oldest)
-        engine_request_finalize(o, oldest);
+    bool finished = o->map_checks > pending + resolved;
+    if (wrong)
+        o->check_budget = 1;
+    else if (pending == 0 && finished)
+        o->check_budget = o->check_budget * 2 < CHECK_BUDGET_MAX ? o->check_budget * 2 : CHECK_BUDGET_MAX;
+    o->map_checks = pending;
+}
+
+/* This tick's checks: the budget's worth, the longest overdue first. */
+static void check_oldest(engine *o, int64_t now)
+{
+    settle_budget(o);
+    for (unsigned i = 0; i < o->check_budget; i++) {
+        task *t = most_overdue(o, now);
+        if (!t) {
+            if (i == 0)
+                o->check_budget = 1; /* the burst is over: the next one starts in doubt */
+            return;
+        }
+        if (t->live->map_idle && t->live->idle_checks == 0) {
+            t->live->map_checked = true;
+            o->map_checks++;
+        }
+        t->live->map_idle = false;
+        engine_request_finalize(o, t); /* it is finalizing now: the next pick passes it by */
+    }
 }
 
 void poll_tick(engine *o, int64_t now)
 {
     end_deleted(o, now);
-    int64_t interval = o->opt.poll_interval_ms, most = interval * POLL_GAP_MAX;
-    bool silent = false;
-    for (const task *t = o->reg.active; t && !silent; t = t->live->anext)
-        silent = needs_map(o, t, now);
-    if (o->poll_gap_ms < interval)
-        o->poll_gap_ms = interval;
-    if (silent || now - o->last_poll_mono >= o->poll_gap_ms) {
-        o->poll_gap_ms = silent ? interval : o->poll_gap_ms * 2 < most ? o->poll_gap_ms * 2 : most;
+    int64_t interval = o->opt.poll_interval_ms, slow = interval * SILENT_GAP, most = interval * POLL_GAP_MAX;
+    bool silent = false, answered = false;
+    for (const task *t = o->reg.active; t && !answered; t = t->live->anext) {
+        if (!needs_map(o, t, now))
+            continue;
+        silent = true;
+        answered = t->live->said && t->live->progress_mono > o->last_poll_mono; /* no map since its text */
+    }
+    if (o->poll_gap_ms < slow)
+        o->poll_gap_ms = slow;
+    if (answered || now - o->last_poll_mono >= (silent ? slow : o->poll_gap_ms)) {
+        o->poll_gap_ms = silent ? slow : o->poll_gap_ms * 2 < most ? o->poll_gap_ms * 2 : most;
         read_map(o);
         if (!silent)
             return; /* a read only because the gap passed takes the tick's one call */
         now = mono_ms();
     }
-    check_oldest(o, now); /* also after a read a silent task asked for: a busy one must not starve it */
+    check_oldest(o, now); /* also after a read a silent task asked for: a busy one must not starve them */
 }

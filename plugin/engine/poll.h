@@ -16,10 +16,10 @@ cJSON *poll_status_map(engine *o);
 
 /* The worker's tick while agent tasks are active (every poll_interval_ms):
  * ends tasks whose session was deleted alone, reads the status map when
- * needed, and queues at most one completion check of a task whose session
- * is known idle (none when the map was read only because its gap passed),
- * besides the checks a map that newly shows sessions idle asks for. [worker]
- * [lock held] Released during the status call. */
+ * needed, and queues the tick's budget of completion checks of tasks whose
+ * session the map showed idle or is known idle (none when the map was read
+ * only because its gap passed). [worker] [lock held] Released during the
+ * status call. */
 void poll_tick(engine *o, int64_t now);
 
 #endif

@@ -58,6 +58,9 @@ typedef struct task_live {
     uint64_t busy_tick;       /* the last poll tick that saw the session busy */
     int64_t next_check_mono;  /* a known-idle session's next check (monotonic ms) */
     unsigned idle_checks;     /* completion checks that found no finished answer */
+    bool said;                /* its newest text part ended, no tool part after it: its turn may be over */
+    bool map_idle;            /* the status map showed it idle while it was silent: a check is due */
+    bool map_checked;         /* a check was made on the map's word, its finding not yet counted */
     int64_t gone_at_mono;     /* when its session's deletion was seen */
     char *permission_request; /* the host's open permission question in the task's session, or NULL */
     char *permission_what;    /* what it asks: "bash: rm -rf build" (set with permission_request) */
