@@ -216,6 +216,7 @@ static void check_oldest(engine *o, int64_t now)
 
 void poll_tick(engine *o, int64_t now)
 {
+    ENGINE_ASSERT_LOCKED(o);
     end_deleted(o, now);
     int64_t interval = o->opt.poll_interval_ms, slow = interval * SILENT_GAP, most = interval * POLL_GAP_MAX;
     bool silent = false, answered = false;

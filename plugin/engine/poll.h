@@ -11,7 +11,7 @@
 #include "engine/engine.h"
 
 /* The host's map of sessions that are not idle (cJSON_Delete it), or NULL
- * when it could not say. [worker, lock NOT held] */
+ * when it could not say. [worker] Called without the lock. */
 cJSON *poll_status_map(engine *o);
 
 /* The worker's tick while agent tasks are active (every poll_interval_ms):
