@@ -42,6 +42,16 @@ static int parts_at_least(sim_host *h, void *arg)
     return sim_events_delivered(h, "message.part.updated") >= *(size_t *)arg;
 }
 
+/* The parent session, its creation delivered; from then on every event is
+ * lost (seeded: seed), so only the poll can tell what happens. */
+static char *deaf_parent(sim_host *h, uint32_t seed)
+{
+    char *parent = sim_session_new(h, NULL, "main");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
+    sim_event_faults(h, seed, 1.0, 0, 0, NULL);
+    return parent;
+}
+
 static int count_notices(sim_host *h, const char *parent, const char *id)
 {
     char needle[96];
@@ -133,9 +143,7 @@ static void lost_idle_found_with_backed_off_poll(void)
 static void known_idle_not_starved(void)
 {
     sim_host *h = t_host("{\"poll_interval_ms\":50}");
-    char *parent = sim_session_new(h, NULL, "main");
-    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
-    sim_event_faults(h, 13, 1.0, 0, 0, NULL);
+    char *parent = deaf_parent(h, 13);
     sim_fail(h, "session_messages", 1, 1, -EIO);
     char *hang = t_launch_script(h, parent, "hangs", "{\"steps\":[{\"hang\":true}]}");
     char *quick = t_launch_script(h, parent, "quick", "{\"steps\":[{\"reply\":\"after a failed check\"}]}");
@@ -180,9 +188,7 @@ static void missing_from_map_bounded(void)
     enum { N = 60 };
     const int interval = 50;
     sim_host *h = t_host("{\"poll_interval_ms\":50,\"max_running_agents\":100}");
-    char *parent = sim_session_new(h, NULL, "main");
-    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
-    sim_event_faults(h, 9, 1.0, 0, 0, NULL);
+    char *parent = deaf_parent(h, 9);
     sim_status_omit(h, 1);
     sim_script(h, "MISSING", "{\"steps\":[{\"wait_ms\":1500},{\"reply\":\"missing done\"}]}", 0);
     char *ids[N];
@@ -312,9 +318,7 @@ static void tool_a_tick_reads_rarely(void)
 static void lost_idle_found_within_two_maps(void)
 {
     sim_host *h = t_host("{\"poll_interval_ms\":100}");
-    char *parent = sim_session_new(h, NULL, "main");
-    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
-    sim_event_faults(h, 21, 1.0, 0, 0, NULL);
+    char *parent = deaf_parent(h, 21);
     char *hang = t_launch_script(h, parent, "hangs", "{\"steps\":[{\"hang\":true}]}");
     sim_script(h, "ends unheard", "{\"steps\":[{\"wait_ms\":700},{\"reply\":\"ended unheard\"}]}", 1);
     char *quiet = t_launch(h, parent, "quiet", "ends unheard", "explore");
