@@ -173,10 +173,10 @@ static void *block_main(void *arg)
 
 static int has_waiter(const ocp_plugin *p)
 {
-    engine *o = p->userdata; /* the instance starts with its engine */
-    engine_lock(o);
-    int yes = o->waiters != NULL;
-    engine_unlock(o);
+    engine *eng = p->userdata; /* the instance starts with its engine */
+    engine_lock(eng);
+    int yes = eng->waiters != NULL;
+    engine_unlock(eng);
     return yes;
 }
 

@@ -1,7 +1,7 @@
 /*
  * shell_runner.c — shell tasks: each command a process (run/process.h), its
  * output kept in the task's bounded buffer (model/shell_state.h), its exit
- * noticed at once.
+ * notificationd at once.
  *
  * One thread (the shell thread) polls every running command's output pipe
  * and exit descriptor, plus an eventfd for new work. A command's process
@@ -142,7 +142,7 @@ static bool drain(shell_runner *r, proc *p)
             shell_state *s = find_shell(r, p->task_id, &t);
             if (s) {
                 shell_output_append(&s->out, buf, (size_t)n);
-                t->last_update_ms = hc_now(r->env.api);
+                t->last_update_ms = hostapi_now(r->env.api);
             }
             lock_release(r->env.mu);
             continue;

@@ -2,7 +2,7 @@
  * that runs every session's model turn, soonest wake first (agent_heap.c);
  * before a turn's first step, the history goes through the plugins'
  * transform_messages (a hook). The agents' setup and teardown. Uses
- * agent_steps.c, agent_turn.c, agent_heap.c, agent_scripts.c, the store and
+ * agent_steps.c, agent_turn.c, agent_heap.c, agent_scripts.c, the storage and
  * the core. */
 #include "sim_agent_int.h"
 
@@ -90,7 +90,7 @@ void sim_agents_join(sim_agents *ag)
     ag->sched_started = 0;
 }
 
-int sim_agents_init(sim_agents *ag, sim_store *store)
+int sim_agents_init(sim_agents *ag, sim_storage *store)
 {
     memset(ag, 0, sizeof *ag);
     ag->core = store->core;

@@ -1,7 +1,7 @@
 /* agent_steps.c — layer 2 (agents): running a turn's script: one handler per
  * step kind (tool, wait, reply, error, compact, hang, ask, usage, run), and
  * the loop that runs steps until the turn must wait, hangs or ends. Uses
- * agent_compact.c, agent_turn.c, agent_heap.c, agent_shell.c, the store and
+ * agent_compact.c, agent_turn.c, agent_heap.c, agent_shell.c, the storage and
  * the core. */
 #include "sim_agent_int.h"
 

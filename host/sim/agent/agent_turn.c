@@ -1,7 +1,7 @@
 /* agent_turn.c — layer 2 (agents): a session's turn from prompt to idle:
  * prompts run or queue, a turn starts (user message, busy), ends (answer
  * stored, idle), is aborted, or is released with its session; the events of
- * each. Uses agent_heap.c, agent_scripts.c, the store and the core. */
+ * each. Uses agent_heap.c, agent_scripts.c, the storage and the core. */
 #include "sim_agent_int.h"
 
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * ocp_host table (include/ocp.h) and its functions, each with injected faults
  * and slowness and a record of the call; OpenCode's permission system behind
  * ask_permission (and behind a sub-agent's "ask" step); the thread that
- * delivers events. Uses the agents, the store and the core.
+ * delivers events. Uses the agents, the storage and the core.
  *
  *   api_calls.c       the call record, call faults and slowness
  *   api_frame.c       the frame every host function shares (fault, record)
@@ -37,7 +37,7 @@ typedef struct sim_api {
     ocp_host table; /* given to plugins; userdata is this sim_api */
     char *data_dir; /* table.data_dir (sim_set_data_dir) */
     sim_core *core;
-    sim_store *store;
+    sim_storage *store;
     sim_agents *agents;
 
     /* call record, faults (api_calls.c) */

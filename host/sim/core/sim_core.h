@@ -13,7 +13,7 @@
  * runs build-aux/layout-check over host/sim, which fails on any cycle.
  *
  *   0 core    sim_core.h      lock, clock, change signal, event queue
- *   1 store   sim_store.h     sessions and their messages
+ *   1 store   sim_storage.h     sessions and their messages
  *             hook: release (a session's turn state, to the agents)
  *   2 agents  sim_agent.h     scripts, the scheduler running every turn
  *             hooks: transform (to the host's plugins), ask and turn_gone
@@ -77,7 +77,7 @@ typedef struct sim_core {
     int stopping;            /* threads exit */
     int64_t advance_ms;      /* atomic: read without mu by the clock */
     sim_evq ev;
-    /* Hook (the store's): does an event reach the plugins at all? OpenCode
+    /* Hook (the storage's): does an event reach the plugins at all? OpenCode
      * sends a session's events only to its directory's instance, which the
      * plugin may not follow. Called as the event is emitted, mu held; ev may
      * be NULL (text that is not JSON). NULL: every event does. */

@@ -44,7 +44,7 @@ sim_host *sim_create(void)
         free(h);
         return NULL;
     }
-    sim_store_init(&h->store, &h->core);
+    sim_storage_init(&h->store, &h->core);
     if (sim_agents_init(&h->agents, &h->store) != 0) {
         free(h);
         return NULL;
@@ -81,7 +81,7 @@ void sim_destroy(sim_host *h)
     if (!h)
         return;
     /* Plugins first: their shutdown may wait for their threads, which may be
-     * in host calls that need the scheduler and the store alive. */
+     * in host calls that need the scheduler and the storage alive. */
     sim_unload_plugins(h);
     pthread_mutex_lock(&h->core.mu);
     h->core.stopping = 1;
@@ -91,7 +91,7 @@ void sim_destroy(sim_host *h)
     sim_api_join(&h->api);
 
     pthread_mutex_lock(&h->core.mu);
-    sim_store_free_locked(&h->store);
+    sim_storage_free_locked(&h->store);
     sim_api_free_locked(&h->api);
     pthread_mutex_unlock(&h->core.mu);
     sim_agents_destroy(&h->agents);
