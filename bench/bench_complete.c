@@ -6,7 +6,7 @@
  *   parents; the host's session.idle for every task is delivered from one
  *   thread (as a host's event thread does), and the figure is the wall time
  *   from the first event's delivery to the last notification push returning,
- *   divided by 10,000: the event hook, the completion check (the task's
+ *   divided by 10,000: the event callback, the completion check (the task's
  *   messages read and decided), the status change, the notification
  *   formatted and pushed, the wake decision. Median of ROUNDS. With the
  *   store off (as the figure was first taken; the memory rows have it on).

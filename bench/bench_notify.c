@@ -3,7 +3,7 @@
  * notify_latency_us: from the session.idle event's delivery on a host thread
  * (the moment before the host calls plugin->on_event) to the host's
  * session_prompt call that pushes the notification into the parent
- * returning: the event hook, the worker's wake-up, the completion check (the
+ * returning: the event callback, the worker's wake-up, the completion check (the
  * task's messages read), the notification formatted and pushed. The pushed
  * text is checked (the task's id, "completed", its answer). block_wake_us:
  * from the same moment to a background_output(block=true) waiting on the

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "base/options.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 #include "shelltest.h"
 #include "testlib.h"
 #include "text/texts.h"

@@ -29,18 +29,18 @@ void engine_wake_waiters(engine *eng)
         pthread_cond_signal(&w->cv);
 }
 
-void engine_request_finalize(engine *eng, task *t)
+void engine_request_check(engine *eng, task *t)
 {
     ENGINE_ASSERT_LOCKED(eng);
     if (t->type == TASK_SHELL || !t->session_id || t->inherited || t->cancelling || !task_status_active(t->status))
         return;
-    if (t->finalizing) {
+    if (t->checking) {
         /* The check under way may have read the messages before this idle's
          * answer was stored: it runs again at once if it finds nothing. */
         t->recheck = true;
         return;
     }
-    t->finalizing = true;
+    t->checking = true;
     jobs_push(&eng->q, job_for_task(JOB_CHECK, t));
 }
 
@@ -80,7 +80,7 @@ static void check_launcher(engine *eng, parent *p)
         return;
     task *a = registry_find_session(&eng->reg, p->session_id);
     if (a && a->awaiting)
-        engine_request_finalize(eng, a);
+        engine_request_check(eng, a);
 }
 
 void engine_notification_settled(engine *eng, const char *session_id)
@@ -238,7 +238,7 @@ void engine_finish(engine *eng, task *t, task_status s, const char *text, const 
     }
     registry_set_status(&eng->reg, t, s, now);
     engine_permission_replied(eng, t, NULL); /* a question of an ended run is moot */
-    t->finalizing = false;
+    t->checking = false;
     t->recheck = false;
     t->cancelling = false;
     /* A blocking call waiting for this result returns it instead of a

@@ -172,7 +172,7 @@ void engine_revive_notifications(void *engine_arg, task *t);
 
 /* Ask the worker to check whether t's run has ended (after an idle event or a
  * poll that found its session idle). No-op while one is queued. [lock held] */
-void engine_request_finalize(engine *eng, task *t);
+void engine_request_check(engine *eng, task *t);
 
 /* The task's session asks the user a permission question (request_id, what:
  * "bash: rm -rf build"): shown in its status, and the parent is woken once

@@ -2,7 +2,7 @@
  * guards.h — bounded work: what a task may use before it is stopped.
  *
  *   - usage: the tokens and cost the host reports per assistant message,
- *     summed per task (model/usage.h) and per parent session;
+ *     summed per task (hooks/usage.h) and per parent session;
  *   - budgets: a task's tokens (max_task_tokens) and cost
  *     (max_task_cost_usd), and the cost of everything a session launched
  *     (max_session_cost_usd, also checked before a launch or a resume);
@@ -23,7 +23,7 @@
 
 #include "base/util.h"
 #include "engine/engine.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 /* The per-session spend map. [engine_start, lock not held] */
 void guards_init(engine *eng);

@@ -12,8 +12,9 @@
  * when the host gives no data_dir and store_path is not set. malloc'd. */
 static char *worktrees_root(const engine *eng)
 {
-    if (eng->api.host.data_dir && eng->api.host.data_dir[0])
-        return xasprintf("%s/worktrees", eng->api.host.data_dir);
+    const char *data_dir = hostapi_data_dir(&eng->api);
+    if (data_dir)
+        return xasprintf("%s/worktrees", data_dir);
     if (eng->opt.store_path[0]) {
         const char *slash = strrchr(eng->opt.store_path, '/');
         return xasprintf("%.*s/worktrees", (int)(slash ? slash - eng->opt.store_path : 0), eng->opt.store_path);

@@ -22,7 +22,7 @@ static void on_idle(engine *eng, task *t)
 {
     t->last_update_ms = engine_now(eng);
     lanes_set_retrying(&eng->reg.lanes, t, false);
-    engine_request_finalize(eng, t);
+    engine_request_check(eng, t);
 }
 
 /* Busy again, or retrying: a retry holds back the task's lane (the
@@ -121,7 +121,7 @@ void engine_note(engine *eng, const session_note *n)
         if (t && t->active && n->message_id)
             answer_note_message(&t->active->answer, n->message_id, n->turn_end);
         if (t && n->turn_end)
-            engine_request_finalize(eng, t);
+            engine_request_check(eng, t);
     } else {
         defer_note(eng, n); /* any session's busy state: it may be a parent */
         task *t = active_task(eng, n->session_id);

@@ -66,7 +66,7 @@ void persist_log_deferred(engine *eng)
  * answer: it stays until the call returns). */
 static bool texts_done(const task *t)
 {
-    return task_status_terminal(t->status) && !t->foreground && !t->finalizing && t->result_waiters == 0 &&
+    return task_status_terminal(t->status) && !t->foreground && !t->checking && t->result_waiters == 0 &&
            t->notifications_unformatted == 0 &&
            (t->notification_state == NOTIFICATION_NONE || t->notification_state == NOTIFICATION_DONE);
 }
@@ -410,7 +410,7 @@ static void resume_restored(engine *eng)
             end_shell(eng, t);
         else {
             t->recovering = true;
-            engine_request_finalize(eng, t);
+            engine_request_check(eng, t);
         }
     }
 }
@@ -421,8 +421,9 @@ static char *store_file(const engine *eng)
         return NULL;
     if (eng->opt.store_path[0])
         return xstrdup(eng->opt.store_path);
-    if (eng->api.host.data_dir && eng->api.host.data_dir[0])
-        return xasprintf("%s/%s", eng->api.host.data_dir, STORE_FILE);
+    const char *data_dir = hostapi_data_dir(&eng->api);
+    if (data_dir)
+        return xasprintf("%s/%s", data_dir, STORE_FILE);
     return NULL;
 }
 

@@ -88,7 +88,7 @@ static bool alive(const engine *eng, const task *t, int64_t now)
  * stopped? */
 static bool needs_map(const engine *eng, const task *t, int64_t now)
 {
-    return polled(t) && t->active->idle_checks == 0 && !t->active->map_idle && !t->awaiting && !t->finalizing &&
+    return polled(t) && t->active->idle_checks == 0 && !t->active->map_idle && !t->awaiting && !t->checking &&
            !t->cancelling && !task_permission_request(t) && !alive(eng, t, now);
 }
 
@@ -150,7 +150,7 @@ static bool check_due(const engine *eng, const task *t, int64_t now)
 {
     const task_active *p = t->active;
     bool shown_idle = p->map_idle && p->idle_checks == 0 && !alive(eng, t, now);
-    return polled(t) && (shown_idle || p->idle_checks > 0) && !t->awaiting && !t->finalizing && !t->cancelling &&
+    return polled(t) && (shown_idle || p->idle_checks > 0) && !t->awaiting && !t->checking && !t->cancelling &&
            !t->inherited && now >= p->next_check_mono;
 }
 
@@ -179,7 +179,7 @@ static void settle_budget(engine *eng)
         task_active *p = t->active;
         if (!p->map_checked)
             continue;
-        if (t->finalizing) {
+        if (t->checking) {
             pending++;
             continue;
         }
@@ -211,7 +211,7 @@ static void check_oldest(engine *eng, int64_t now)
             eng->map_checks++;
         }
         t->active->map_idle = false;
-        engine_request_finalize(eng, t); /* it is finalizing now: the next pick passes it by */
+        engine_request_check(eng, t); /* it is checking now: the next pick passes it by */
     }
 }
 

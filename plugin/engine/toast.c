@@ -11,7 +11,7 @@ void toast_note(engine *eng, const char *task_id, toast_kind kind, bool due)
 {
     ENGINE_ASSERT_LOCKED(eng);
     toast_state *ts = &eng->toast;
-    if (!eng->api.host.notify_user)
+    if (!hostapi_has_toasts(&eng->api))
         return;
     const task *t = registry_find(&eng->reg, task_id);
     const char *what = t && t->description ? t->description : task_id;
@@ -50,7 +50,7 @@ int64_t toast_due(const engine *eng)
     const toast_state *ts = &eng->toast;
     if (ts->warning) /* logged even when the host cannot show it */
         return 1;
-    if (!eng->api.host.notify_user || !ts->first || !ts->due)
+    if (!hostapi_has_toasts(&eng->api) || !ts->first || !ts->due)
         return 0;
     return ts->shown_mono ? ts->shown_mono + TOAST_INTERVAL_MS : 1;
 }

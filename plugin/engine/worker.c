@@ -58,10 +58,10 @@ static char *restart_cut(const char *messages_json)
  * host failed) the poll looks again, less often each time. */
 static void check_later(engine *eng, task *t, bool now)
 {
-    t->finalizing = false;
+    t->checking = false;
     t->recheck = false;
     if (now) {
-        engine_request_finalize(eng, t);
+        engine_request_check(eng, t);
         return;
     }
     t->active->idle_checks++;
@@ -116,7 +116,7 @@ static void check_apply(engine *eng, task *t, const check_found *f, unsigned sen
     } else if (f->out.kind == OUTCOME_COMPLETED && engine_launcher_waits(eng, t)) {
         /* It answered, but tasks it launched still run: it waits for
          * their notifications, without a slot, and answers again. */
-        t->finalizing = false;
+        t->checking = false;
         t->recheck = false;
         registry_set_awaiting(&eng->reg, t, true);
     } else if (f->out.kind == OUTCOME_COMPLETED) {
@@ -128,12 +128,12 @@ static void check_apply(engine *eng, task *t, const check_found *f, unsigned sen
     }
 }
 
-static void run_finalize(engine *eng, job *j)
+static void run_check(engine *eng, job *j)
 {
     task *t = registry_find(&eng->reg, j->task_id);
     if (!t || t->run != j->run || !task_status_active(t->status) || t->cancelling) {
         if (t && t->run == j->run)
-            t->finalizing = t->recheck = false; /* a recheck lives only with its check */
+            t->checking = t->recheck = false; /* a recheck lives only with its check */
         return;
     }
     char *session = xstrdup(t->session_id);
@@ -162,7 +162,7 @@ static void run_finalize(engine *eng, job *j)
     if (t && t->run == j->run && task_status_active(t->status) && !t->cancelling)
         check_apply(eng, t, &f, sent, awaited, recovering);
     else if (t && t->run == j->run)
-        t->finalizing = t->recheck = false; /* stopped meanwhile: the abort ends it */
+        t->checking = t->recheck = false; /* stopped meanwhile: the abort ends it */
     outcome_free(&f.out);
     free(f.cut);
     free(f.err);
@@ -400,7 +400,7 @@ static void run_job(engine *eng, job *j)
 {
     switch (j->kind) {
     case JOB_CHECK:
-        run_finalize(eng, j);
+        run_check(eng, j);
         break;
     case JOB_NOTIFY:
         if (run_notify(eng, j))

@@ -17,7 +17,7 @@
 
 #include "engine/engine.h"
 #include "base/util.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 #include "ops/ops.h"
 
 /* How many lines a listing shows (background_list, /tasks); the totals count

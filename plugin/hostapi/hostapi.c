@@ -226,3 +226,23 @@ bool hostapi_has_directories(const hostapi *a)
 {
     return a->host.session_create_in != NULL && a->host.directory_watch != NULL;
 }
+
+bool hostapi_has_permissions(const hostapi *a)
+{
+    return a->host.ask_permission != NULL;
+}
+
+bool hostapi_has_toasts(const hostapi *a)
+{
+    return a->host.notify_user != NULL;
+}
+
+bool hostapi_has_fork(const hostapi *a)
+{
+    return a->host.session_fork != NULL;
+}
+
+const char *hostapi_data_dir(const hostapi *a)
+{
+    return a->host.data_dir && a->host.data_dir[0] ? a->host.data_dir : NULL;
+}

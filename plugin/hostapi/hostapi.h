@@ -63,5 +63,15 @@ int hostapi_session_create_in(hostapi *a, const char *parent_id, const char *tit
 int hostapi_directory_watch(hostapi *a, const char *directory, bool watch, char **err);
 /* Whether the host can run a task in another folder (both 1.5 functions). */
 bool hostapi_has_directories(const hostapi *a);
+/* Whether the host asks the user's permission (ask_permission): without it
+ * nothing is asked and the rules alone decide. [any] */
+bool hostapi_has_permissions(const hostapi *a);
+/* Whether the host shows toasts (notify_user). [any] */
+bool hostapi_has_toasts(const hostapi *a);
+/* Whether the host forks sessions (session_fork). [any] */
+bool hostapi_has_fork(const hostapi *a);
+/* The host's data folder (borrowed, lives as long as the plugin), or NULL
+ * when it gave none or an empty one. [any] */
+const char *hostapi_data_dir(const hostapi *a);
 
 #endif

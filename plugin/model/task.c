@@ -150,7 +150,7 @@ void task_check(const task *t)
 {
     bool active = task_status_active(t->status);
     assert((t->active != NULL) == active && "live state exactly while active");
-    assert((!t->recheck || t->finalizing) && "a recheck only with a check under way");
+    assert((!t->recheck || t->checking) && "a recheck only with a check under way");
     assert((!t->awaiting || t->status == TASK_RUNNING || t->status == TASK_RESUMED) &&
            "awaiting only while running or resumed");
     assert((!t->wake_parked || t->awaiting) && "parked only while awaiting");

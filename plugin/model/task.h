@@ -118,7 +118,7 @@ struct task {
     shell_state *shell;            /* shell tasks only */
     task_worktree *wt;             /* isolated agent tasks only */
     lane *lane;                    /* where it holds or waits for a run slot (model/lanes.h) */
-    /* usage and guards (model/usage.h, engine/guards.c) */
+    /* usage and guards (hooks/usage.h, engine/guards.c) */
     struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
     int64_t timeout_ms;          /* its own runtime limit per run (the launch's timeout); 0: max_runtime_ms */
     int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms; /* wall clock; 0 = never */
@@ -146,7 +146,7 @@ struct task {
      * copy read back for one call. Writing a text clears its bit. */
     uint8_t texts_stored;
     bool forked : 1;
-    bool finalizing : 1; /* a completion check is queued or running */
+    bool checking : 1;   /* a completion check is queued or running */
     bool recheck : 1;    /* an idle came during that check: it may have read too early */
     bool cancelling : 1; /* an abort is in flight: completion checks wait */
     bool inherited : 1;  /* a host's fork: its newest messages are the parent's until its first prompt is stored */

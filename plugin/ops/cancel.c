@@ -62,7 +62,7 @@ size_t op_cancel_items(engine *eng, cancel_item *items, size_t n, bool remove)
             }
         } else {
             t->cancelling = false;
-            engine_request_finalize(eng, t); /* an idle ignored meanwhile */
+            engine_request_check(eng, t); /* an idle ignored meanwhile */
         }
     }
     if (shells) {

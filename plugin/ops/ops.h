@@ -21,7 +21,7 @@
 #include "base/util.h"
 #include "engine/engine.h"
 #include "engine/isolate.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 typedef struct launch_req {
     const char *description, *prompt, *agent;

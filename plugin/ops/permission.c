@@ -28,7 +28,7 @@ static int ask(engine *eng, const ocp_call_ctx *ctx, const char *permission, cJS
 {
     int rc = 0;
     char *reason = NULL;
-    if (eng->api.host.ask_permission) {
+    if (hostapi_has_permissions(&eng->api)) {
         char *p = cJSON_PrintUnformatted(patterns), *a = cJSON_PrintUnformatted(always);
         char *m = cJSON_PrintUnformatted(metadata);
         ocp_permission_request req = {sizeof req, permission, p, a, m};
@@ -85,7 +85,7 @@ static void unread(int rc, const char *command, const char *what, strbuf *out)
 
 int permission_bash(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out)
 {
-    if (!eng->api.host.ask_permission)
+    if (!hostapi_has_permissions(&eng->api))
         return 0;
     char *shown = echo(command);
     char *what = xasprintf("running `%s`", shown);
@@ -124,7 +124,7 @@ int permission_bash(engine *eng, const ocp_call_ctx *ctx, const char *command, c
 
 int permission_task(engine *eng, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
 {
-    if (!eng->api.host.ask_permission)
+    if (!hostapi_has_permissions(&eng->api))
         return 0;
     cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
     cJSON_AddItemToArray(patterns, cJSON_CreateString(agent));
@@ -142,7 +142,7 @@ int permission_task(engine *eng, const ocp_call_ctx *ctx, const char *agent, con
 
 int permission_send(engine *eng, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
 {
-    if (!eng->api.host.ask_permission)
+    if (!hostapi_has_permissions(&eng->api))
         return 0;
     cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
     cJSON_AddItemToArray(patterns, cJSON_CreateString(agent));
@@ -160,7 +160,7 @@ int permission_send(engine *eng, const ocp_call_ctx *ctx, const char *agent, con
 
 int permission_folder(engine *eng, const ocp_call_ctx *ctx, const char *folder, const char *root, strbuf *out)
 {
-    if (!eng->api.host.ask_permission)
+    if (!hostapi_has_permissions(&eng->api))
         return 0;
     cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
     char *pattern = xasprintf("%s/*", folder), *all = xasprintf("%s/*", root);

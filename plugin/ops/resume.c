@@ -43,7 +43,7 @@ resume_refusal op_resume_claim(engine *eng, const ocp_call_ctx *ctx, const char 
     t->resume_count++;
     t->run++;
     t->started_ms = now;
-    t->finalizing = t->recheck = false;
+    t->checking = t->recheck = false;
     t->followup_wait = 0; /* a message sent into the run before is no part of this one */
     /* A blocking resume owns this run's result from the start, so a response
      * that comes back before it waits is not also pushed as a notification. */
@@ -75,7 +75,7 @@ static void give_back(engine *eng, const resume_claim *c, bool session_gone)
         t->session_gone |= session_gone;
         /* A check of the run given back is moot (its job sees another run
          * and leaves the task be): nothing of it may hold the texts. */
-        t->finalizing = t->recheck = false;
+        t->checking = t->recheck = false;
         engine_wake_waiters(eng);
     }
     engine_unlock(eng);

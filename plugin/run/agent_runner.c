@@ -63,7 +63,7 @@ static int create_session(agent_runner *r, const char *task_id, const start_plan
                           char **err)
 {
     *inject = false;
-    if (p->fork && !p->directory && r->env.api->host.session_fork)
+    if (p->fork && !p->directory && hostapi_has_fork(r->env.api))
         return hostapi_session_fork(r->env.api, p->parent_session, p->parent_message, session, err);
     /* A host's fork stays in the parent's folder: an isolated fork is a new
      * session in its worktree, given the history as a message. */

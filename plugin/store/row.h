@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "model/task.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 /* Where a task's notification stands, for exactly-once delivery across
  * restarts (the run it is for is store_row.notification_run). */

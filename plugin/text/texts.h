@@ -10,7 +10,7 @@
 
 #include "base/util.h"
 #include "model/registry.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 /* How much of a command's output a report shows (the tail is kept). */
 #define SHELL_REPORT_CHARS 30000

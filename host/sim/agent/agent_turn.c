@@ -61,8 +61,8 @@ cJSON *sim_agent_error_json(const char *name, const char *message)
 /* Tell the permissions a turn that waited on a question is gone. */
 static void turn_gone_locked(sim_agents *ag, const sim_session *s)
 {
-    if (ag->hooks.turn_gone)
-        ag->hooks.turn_gone(ag->hooks.perm_ctx, s->id);
+    if (ag->callbacks.turn_gone)
+        ag->callbacks.turn_gone(ag->callbacks.perm_ctx, s->id);
 }
 
 static void turn_clear(sim_turn *t)

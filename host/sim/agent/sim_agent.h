@@ -17,7 +17,7 @@
  * Lowest first: a file uses only those listed before it (and the layers
  * below).
  *
- * Two things a turn needs come from layers above, through the hooks below:
+ * Two things a turn needs come from layers above, through the callbacks below:
  * the plugins' transform_messages (host) and permission questions (API).
  *
  * Functions named *_locked are called with the core's `mu` held.
@@ -30,7 +30,7 @@
 typedef struct sim_rule sim_rule;
 
 /* What the agents need from the layers above, set by them before the
- * scheduler starts. Any hook may be NULL (see each). */
+ * scheduler starts. Any callback may be NULL (see each). */
 typedef struct sim_agent_callbacks {
     /* The history a turn's model sees, after every plugin's
      * transform_messages: malloc'd (a copy of messages_json when nothing
@@ -80,7 +80,7 @@ typedef struct sim_agents {
     pthread_cond_t sched_cv; /* the scheduler waits on it */
     pthread_t sched_thread;
     int sched_started;
-    sim_agent_callbacks hooks;
+    sim_agent_callbacks callbacks;
 } sim_agents;
 
 /* ---- agent_scripts.c ---------------------------------------------------- */
@@ -102,14 +102,14 @@ void sim_agent_permission_answered_locked(sim_agents *ag, const char *session_id
 
 /* ---- agent_sched.c ------------------------------------------------------ */
 
-/* Set up over storage (and its core); becomes the storage's release hook.
+/* Set up over storage (and its core); becomes the storage's release callback.
  * Returns 0 or an errno. */
 int sim_agents_init(sim_agents *ag, sim_storage *store);
 /* Start the scheduler thread. Returns 0 or an errno. */
 int sim_agents_start(sim_agents *ag);
 /* Wake and join it (core->stopping must already be set under mu). */
 void sim_agents_join(sim_agents *ag);
-/* Free the rules and the heap. After the storage is freed (its release hook
+/* Free the rules and the heap. After the storage is freed (its release callback
  * uses the heap); no other thread left. */
 void sim_agents_destroy(sim_agents *ag);
 

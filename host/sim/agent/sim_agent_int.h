@@ -108,7 +108,7 @@ void sim_agent_go_idle_locked(sim_agents *ag, sim_session *s, int twice);
 void sim_agent_end_turn_locked(sim_agents *ag, sim_session *s, cJSON *error, int emit_session_error);
 /* Start the next queued prompt's turn, if s is idle and one is queued. */
 void sim_agent_start_next_locked(sim_agents *ag, sim_session *s);
-/* The storage's release hook (ctx: the agents): forget s's turn silently and
+/* The storage's release callback (ctx: the agents): forget s's turn silently and
  * free s->run (the session is being freed). */
 void sim_agent_release_locked(void *ctx, sim_session *s);
 

@@ -20,7 +20,7 @@
  * below).
  *
  * Reaching up: event delivery calls the host's plugins through the `deliver`
- * hook the host sets before sim_api_start.
+ * callback the host sets before sim_api_start.
  */
 #ifndef OCBG_SIM_API_H
 #define OCBG_SIM_API_H
@@ -68,7 +68,7 @@ typedef struct sim_api {
 /* ---- api_table.c -------------------------------------------------------- */
 
 /* Set up over the agents (and their store and core): the table filled, the
- * agents' permission hooks pointed here. */
+ * agents' permission callbacks pointed here. */
 void sim_api_init(sim_api *a, sim_agents *agents);
 /* Free the record, the faults and the permission state. mu held (or no
  * other thread left). */
@@ -123,7 +123,7 @@ int sim_api_prompt(sim_api *a, const char *sid, const char *body_json, char **wh
 
 void sim_api_fail(sim_api *a, const char *fn, int nth, int count, int err);
 void sim_api_slow(sim_api *a, const char *fn, int ms);
-void sim_api_hook(sim_api *a, const char *fn, void (*hook)(void *arg), void *arg);
+void sim_api_on_call(sim_api *a, const char *fn, void (*on_call)(void *arg), void *arg);
 size_t sim_api_calls(sim_api *a, const char *fn, const char *session_id);
 size_t sim_api_calls_started(sim_api *a, const char *fn);
 char *sim_api_call_body(sim_api *a, const char *fn, const char *session_id, int n);

@@ -13,7 +13,7 @@
  *
  * A session's turn (what the agents layer runs) is not the storage's: the storage
  * keeps an opaque pointer for it (`run`) and, before it frees a session,
- * hands it back through the `release` hook the layer above set.
+ * hands it back through the `release` callback the layer above set.
  *
  * Every function here is called with the core's `mu` held.
  */

@@ -33,7 +33,7 @@ sim_session *sim_find_live_locked(sim_storage *st, const char *id)
     return s && !s->deleted ? s : NULL;
 }
 
-/* The core's route hook (ctx: the storage): an event about a session working
+/* The core's route callback (ctx: the storage): an event about a session working
  * in another folder reaches the plugins only while that folder is watched;
  * during a delete, every event goes where the deleted session's would. */
 static int route_locked(void *ctx, const cJSON *ev)
