@@ -1,7 +1,7 @@
 /*
  * shell_runner.c — shell tasks: each command a process (run/process.h), its
  * output kept in the task's bounded buffer (model/shell_state.h), its exit
- * notificationd at once.
+ * noticed at once.
  *
  * One thread (the shell thread) polls every running command's output pipe
  * and exit descriptor, plus an eventfd for new work. A command's process
