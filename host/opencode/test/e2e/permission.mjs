@@ -3,6 +3,7 @@
 // Each exported function is one scenario, run by e2e.mjs in its order on one server.
 import fs from "node:fs";
 import path from "node:path";
+import { isDeepStrictEqual as same } from "node:util";
 import {
   api, assistantTexts, callTool, diag, events, idle, messages, newSession, ok, permissionAsked, replyPermission,
   sayTool, sleep, taskIds, textOf, toolEnded, turnEnds, userMessage, userTexts
@@ -32,8 +33,8 @@ export async function bashAskedOnce() {
   const since = await sayTool(s, "Bash", { command: cmd, description: "asked echo" });
   const asked = await permissionAsked(s, from);
   const ap = asked?.properties;
-  ok(ap?.permission === "bash" && JSON.stringify(ap.patterns) === JSON.stringify([cmd]) &&
-     JSON.stringify(ap.always) === '["echo *"]' && ap.metadata?.command === cmd && /^call_/.test(ap.tool?.callID || ""),
+  ok(ap?.permission === "bash" && same(ap.patterns, [cmd]) && same(ap.always, ["echo *"]) && ap.metadata?.command === cmd &&
+     /^call_/.test(ap.tool?.callID || ""),
     "Bash asks OpenCode: permission.asked for the session, patterns = the command, always = echo *, the tool call",
     ap);
   ok(!fs.existsSync(f), "nothing ran before the answer");
@@ -103,8 +104,7 @@ export async function rejectLikeHost() {
   ok(n.requests === 1 && n.status === "error" && n.error === rejected && n.texts.length === 0 && !n.ran,
     "OpenCode's bash, rejected: its RejectedError, the turn ends (one model request, no further step)", n);
   const sameEnd = (a, b) => a.requests === b.requests && a.status === b.status && a.error === b.error &&
-    JSON.stringify(a.texts) === JSON.stringify(b.texts) && a.finish === b.finish &&
-    JSON.stringify(a.messageError) === JSON.stringify(b.messageError);
+    same(a.texts, b.texts) && a.finish === b.finish && same(a.messageError, b.messageError);
   for (const k of ["Bash reject", "Task reject", "background_task reject", "task reject"]) {
     const o = res[k];
     ok(sameEnd(o, n) && !o.ran && o.children === 0 && !o.tasks,

@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import {
-  api, callTool, diag, events, idle, messages, newSession, ok, say, staysFalse, toolParts, turnEnds, userTexts,
+  api, callTool, diag, eq, events, idle, messages, newSession, ok, say, staysFalse, toolParts, turnEnds, userTexts,
   waitFor
 } from "../e2e_lib.mjs";
 import { LOG, SIDE, fake, toolNames } from "./world.mjs";
@@ -29,7 +29,7 @@ export async function stubToolCall() {
   // What the model was shown: optional stays optional, descriptions kept.
   const withTools = fake.requests.find((r) => (r.body.tools || []).some((t) => t.function?.name === "stub_echo"));
   const spec = withTools?.body.tools.find((t) => t.function.name === "stub_echo")?.function;
-  ok(spec && JSON.stringify(spec.parameters.required) === '["text"]', "the model sees stub_echo with only text required", spec);
+  eq(spec?.parameters.required, ["text"], "the model sees stub_echo with only text required");
   ok(spec?.parameters.properties.repeat?.description === "How many times (optional)" &&
      spec?.parameters.properties.repeat?.type === "integer", "the model sees argument types and descriptions", spec);
 
