@@ -641,6 +641,17 @@ await hooks2.dispose();
   ok(same(parseJsonc('{"a": "// not a comment", /* b */ "c": [1,2,],}'), { a: "// not a comment", c: [1, 2] }) &&
      same(parseJsonc('{"s": "x, ]", "p": [1, // c\n ],\n}'), { s: "x, ]", p: [1] }),
     "options: JSONC: comments and trailing commas outside strings");
+  // as OpenCode reads it (jsonc-parser): what it refuses is refused, the error at its line and column
+  const refusal = (text) => { try { return parseJsonc(text) && "accepted"; } catch (e) { return e.message; } };
+  eq([refusal('{"a": 1} /* open'), refusal('{"a": [,]}'), refusal('{\n  "a": 1 // one\n  "b": 2\n}')],
+    ["UnexpectedEndOfComment at line 1, column 10", "ValueExpected at line 1, column 8", "CommaExpected at line 3, column 3"],
+    "options: JSONC: an unclosed comment, a lone comma, a missing comma refused, with line and column");
+  const warned = [];
+  fs.writeFileSync(path.join(global, "opencode.jsonc"), '{\n  "plugin": [\n    "x"\n    "y"\n  ]\n}');
+  optionsFromConfig({ moduleUrl: pathToFileURL(file).href, directory: project, worktree: project, env,
+    warn: (t) => warned.push(t) });
+  eq(warned, [`ocbg: could not read ${path.join(global, "opencode.jsonc")} (CommaExpected at line 4, column 5) ` +
+    "while looking for ocbg's options"], "options: a config file OpenCode would refuse is skipped, with a warning");
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 
