@@ -26,7 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  apiAt, diag, events, idle, isolatedEnv, ok, provideConfigDeps, readEvents, runSuite, startServe, stopGroup,
+  apiAt, diag, fakeModelConfig, isolatedEnv, ok, provideConfigDeps, readEvents, runSuite, startServe, stopGroup,
   waitFor
 } from "./e2e_lib.mjs";
 

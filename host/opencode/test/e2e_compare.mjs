@@ -63,8 +63,8 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  diag, eventWatchers, followEvents, idle, isIdle, isolatedEnv, newSession, provideConfigDeps, runSuite, say,
-  setBase, startServe, stopEvents, stopGroup, waitFor
+  diag, eventWatchers, fakeModelConfig, followEvents, idle, isIdle, isolatedEnv, newSession, provideConfigDeps,
+  runSuite, say, setBase, startServe, stopEvents, stopGroup, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);

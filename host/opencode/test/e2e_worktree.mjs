@@ -45,7 +45,7 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, events, followEvents, gitRepoWithCommit, isIdle, isolatedEnv, messages, newSession, ok,
+  api, diag, events, fakeModelConfig, followEvents, gitRepoWithCommit, isIdle, isolatedEnv, messages, newSession, ok,
   provideConfigDeps, runSuite, say, secs, setBase, startServe, staysFalse, stopEvents, stopGroup, taskIds, textOf,
   toolEnded, userMessage, waitFor
 } from "./e2e_lib.mjs";
