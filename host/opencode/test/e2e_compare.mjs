@@ -63,7 +63,7 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  diag, eventWatchers, fakeModelConfig, followEvents, idle, isIdle, isolatedEnv, newSession, provideConfigDeps,
+  diag, eventWatchers, fakeModelConfig, followEvents, isIdle, isolatedEnv, newSession, provideConfigDeps,
   runSuite, say, setBase, startServe, stopEvents, stopGroup, waitFor
 } from "./e2e_lib.mjs";
 

@@ -25,7 +25,7 @@ import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
   api, diag, events, eventWatchers, fakeModelConfig, followEvents, freePort, gitRepoWithCommit, idle, isolatedEnv,
   messages, ok, permissionAsked, provideConfigDeps, replyPermission, runSuite, say, sayTool, setBase, sleep,
-  stopEvents, summary, taskIds, textOf, toolEnded, waitFor
+  stopEvents, taskIds, textOf, toolEnded, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);

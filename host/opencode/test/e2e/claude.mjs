@@ -4,8 +4,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import {
-  api, callTool, groupMembers, idle, messages, newSession, ok, procStat, say, sleep, taskIds, textOf, toolParts,
-  userTexts, waitFor
+  api, callTool, groupMembers, idle, messages, newSession, ok, procStat, say, taskIds, textOf, toolParts, userTexts,
+  waitFor
 } from "../e2e_lib.mjs";
 import { WORK, fake, shellGroups } from "./world.mjs";
 

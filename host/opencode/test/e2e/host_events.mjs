@@ -2,7 +2,7 @@
 // child whose context is compacted.
 // Each exported function is one scenario, run by e2e.mjs in its order on one server.
 import {
-  api, callTool, diag, idle, isIdle, messages, newSession, ok, summary, textOf, userMessage, userTexts, waitFor
+  api, callTool, diag, idle, isIdle, messages, newSession, ok, textOf, userMessage, userTexts, waitFor
 } from "../e2e_lib.mjs";
 import { fake, launch, restartServer, serverEnv } from "./world.mjs";
 
