@@ -39,8 +39,7 @@ char *st_command(sim_host *h, const char *session, const char *name)
     return out ? out : calloc(1, 1);
 }
 
-char *st_bash_bg(sim_host *h, const char *session, const char *command, const char *description,
-                 st_launch_check check)
+char *st_bash_bg(sim_host *h, const char *session, const char *command, const char *description, st_launch_check check)
 {
     cJSON *a = cJSON_CreateObject();
     cJSON_AddStringToObject(a, "command", command);
@@ -80,8 +79,7 @@ char *st_task_args(const char *description, const char *prompt, int background)
     return json;
 }
 
-char *st_claude_task(sim_host *h, const char *session, const char *description, const char *script,
-                     int background)
+char *st_claude_task(sim_host *h, const char *session, const char *description, const char *script, int background)
 {
     static int seq;
     char prompt[64];

@@ -40,8 +40,7 @@ typedef enum {
 
 /* Bash with run_in_background (and `description` unless NULL); returns the
  * task id (malloc'd). Bails out if the launch fails or names no id. */
-char *st_bash_bg(sim_host *h, const char *session, const char *command, const char *description,
-                 st_launch_check check);
+char *st_bash_bg(sim_host *h, const char *session, const char *command, const char *description, st_launch_check check);
 
 /* The Task tool's arguments (subagent_type explore; run_in_background when
  * `background`): JSON text, malloc'd. */
@@ -50,8 +49,7 @@ char *st_task_args(const char *description, const char *prompt, int background);
 /* Call Task with a sub-agent that runs the sim_script `script` (matched on a
  * fresh unique prompt "claude task #N#"); returns the answer (malloc'd, never
  * NULL) and sets t_rc. Bails out if the script is refused. */
-char *st_claude_task(sim_host *h, const char *session, const char *description, const char *script,
-                     int background);
+char *st_claude_task(sim_host *h, const char *session, const char *description, const char *script, int background);
 
 /* ---- processes ---- */
 

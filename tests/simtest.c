@@ -117,8 +117,7 @@ char *trace(sim_host *h, const char *sid)
     free(out);
     char buf[4096] = "";
     const cJSON *e;
-    cJSON_ArrayForEach(e, a)
-    {
+    cJSON_ArrayForEach (e, a) {
         const char *type = jstr(e, "type");
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "properties");
         const char *s = jstr(p, "sessionID");
@@ -126,18 +125,14 @@ char *trace(sim_host *h, const char *sid)
             continue;
         char item[128];
         if (strcmp(type, "session.status") == 0) {
-            snprintf(item, sizeof item, "%s",
-                     jstr(
-                         cJSON_GetObjectItemCaseSensitive(p, "status"), "type"));
+            snprintf(item, sizeof item, "%s", jstr(cJSON_GetObjectItemCaseSensitive(p, "status"), "type"));
         } else if (strcmp(type, "message.part.updated") == 0) {
             const cJSON *part = cJSON_GetObjectItemCaseSensitive(p, "part");
             const cJSON *time = cJSON_GetObjectItemCaseSensitive(part, "time");
             if (strcmp(jstr(part, "type"), "text") == 0)
                 snprintf(item, sizeof item, "text:%s", cJSON_GetObjectItemCaseSensitive(time, "end") ? "end" : "start");
             else
-                snprintf(item, sizeof item, "tool:%s",
-                         jstr(
-                             cJSON_GetObjectItemCaseSensitive(part, "state"), "status"));
+                snprintf(item, sizeof item, "tool:%s", jstr(cJSON_GetObjectItemCaseSensitive(part, "state"), "status"));
         } else if (strcmp(type, "message.updated") == 0) {
             const cJSON *info = cJSON_GetObjectItemCaseSensitive(p, "info");
             const char *role = jstr(info, "role");

@@ -62,7 +62,8 @@ static void refusals(sim_host *h)
             text_delta |= strcmp(p->event_types[i], "message.part.delta") == 0;
         }
         ok(p->event_type_count == 8 && idle && !text_delta, "event_types: the 8 types on_event reads");
-        is_int(p->wants_messages(p->userdata, "ses_not_a_task"), 0, "wants_messages: not for a session it did not fork");
+        is_int(p->wants_messages(p->userdata, "ses_not_a_task"), 0,
+               "wants_messages: not for a session it did not fork");
         p->shutdown(p->userdata);
     }
     ok(entry(&host, "[]", err, sizeof err) == NULL, "options that are not an object are refused");
@@ -104,10 +105,18 @@ static void plugin_table(sim_host *h)
     ok(p->version && *p->version, "plugin version %s", p->version);
     is_int(p->abi_major, OCP_ABI_MAJOR, "plugin ABI major");
     ok(p->struct_size >= sizeof(ocp_plugin), "plugin table size");
-    static const char *const names[] = {"background_task", "background_output", "background_cancel",
-                                        "background_list", "background_clear",  "background_resume",
-                                        "background_block", "background_send",   "Task",
-                                        "Bash",             "TaskOutput",        "TaskStop"};
+    static const char *const names[] = {"background_task",
+                                        "background_output",
+                                        "background_cancel",
+                                        "background_list",
+                                        "background_clear",
+                                        "background_resume",
+                                        "background_block",
+                                        "background_send",
+                                        "Task",
+                                        "Bash",
+                                        "TaskOutput",
+                                        "TaskStop"};
     is_int(p->tool_count, 12, "eight tools of the OpenCode face, four of the Claude face");
     for (size_t i = 0; i < 12 && i < p->tool_count; i++) {
         is_str(p->tools[i].name, names[i], "tool %zu name", i);

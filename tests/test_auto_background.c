@@ -54,7 +54,8 @@ static void task_moves(void)
              "Async agent launched in the background.\ntask_id: %s\nDescription: Build it\nAgent: explore\n\n"
              "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).\n"
              "It is waiting for permission: bash: make\n"
-             "The user must answer the host's permission request (asked in the task's session %s); the task goes on when they do.",
+             "The user must answer the host's permission request (asked in the task's session %s); the task goes on "
+             "when they do.",
              auto_ms / 1000, id, id, child ? child : "?");
     is_str(out, want, "with the task id, the background text and the question it waits on");
     free(child);

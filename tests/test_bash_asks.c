@@ -55,25 +55,58 @@ static void asks_case(const char *project, const char *command, const char *dirs
 static void nested_rm_cases(void)
 {
     static const char *const lines[] = {
-        "a; rm x", "a && rm x", "a || rm x", "a | rm x", "a |& rm x", "rm x &", "a\nrm x", "echo $(rm x)",
-        "echo `rm x`", "(rm x)", "{ rm x; }", "! rm x", "if rm x; then :; fi", "if a; then rm x; fi",
-        "if a; then b; elif c; then rm x; fi", "if a; then b; else rm x; fi", "for f in a b; do rm x; done",
-        "for ((i=0;i<2;i++)); do rm x; done", "while a; do rm x; done", "until a; do rm x; done",
-        "case $v in a) rm x;; esac", "case $v in a|b) b;; *) rm x;; esac", "f() { rm x; }", "function f { rm x; }",
-        "function f() { rm x; }", "cat <<EOF\n$(rm x)\nEOF", "grep a <<< \"$(rm x)\"",
-        "diff <(rm x) b", "tee >(rm x)", "echo \"$(rm x)\"", "a=$(rm x)", "export A=$(rm x)", "[[ -f x ]] && rm x",
-        "(( i )) && rm x", "{ { rm x; }; }", "if a; then for i in 1; do while b; do rm x; done; done; fi",
-        "ls | while read f; do rm x; done", "select v in a; do rm x; done", "echo ${v:-$(rm x)}",
-        "rm x > /dev/null 2>&1", "a &&\n  rm x", "x() (rm x)",
+        "a; rm x",
+        "a && rm x",
+        "a || rm x",
+        "a | rm x",
+        "a |& rm x",
+        "rm x &",
+        "a\nrm x",
+        "echo $(rm x)",
+        "echo `rm x`",
+        "(rm x)",
+        "{ rm x; }",
+        "! rm x",
+        "if rm x; then :; fi",
+        "if a; then rm x; fi",
+        "if a; then b; elif c; then rm x; fi",
+        "if a; then b; else rm x; fi",
+        "for f in a b; do rm x; done",
+        "for ((i=0;i<2;i++)); do rm x; done",
+        "while a; do rm x; done",
+        "until a; do rm x; done",
+        "case $v in a) rm x;; esac",
+        "case $v in a|b) b;; *) rm x;; esac",
+        "f() { rm x; }",
+        "function f { rm x; }",
+        "function f() { rm x; }",
+        "cat <<EOF\n$(rm x)\nEOF",
+        "grep a <<< \"$(rm x)\"",
+        "diff <(rm x) b",
+        "tee >(rm x)",
+        "echo \"$(rm x)\"",
+        "a=$(rm x)",
+        "export A=$(rm x)",
+        "[[ -f x ]] && rm x",
+        "(( i )) && rm x",
+        "{ { rm x; }; }",
+        "if a; then for i in 1; do while b; do rm x; done; done; fi",
+        "ls | while read f; do rm x; done",
+        "select v in a; do rm x; done",
+        "echo ${v:-$(rm x)}",
+        "rm x > /dev/null 2>&1",
+        "a &&\n  rm x",
+        "x() (rm x)",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         bash_asks a;
         bash_asks_of(lines[i], NULL, &a);
         bool found = false, always = false;
         const cJSON *it;
-        cJSON_ArrayForEach(it, a.patterns) found |= strcmp(it->valuestring, "rm x") == 0 ||
-                                                    strcmp(it->valuestring, "rm x > /dev/null 2>&1") == 0;
-        cJSON_ArrayForEach(it, a.always) always |= strcmp(it->valuestring, "rm *") == 0;
+        cJSON_ArrayForEach (it, a.patterns)
+            found |= strcmp(it->valuestring, "rm x") == 0 || strcmp(it->valuestring, "rm x > /dev/null 2>&1") == 0;
+        cJSON_ArrayForEach (it, a.always)
+            always |= strcmp(it->valuestring, "rm *") == 0;
         char *p = json_of(a.patterns);
         ok(found && always, "the rm in `%s` is asked for (patterns %s)", lines[i], p);
         free(p);
@@ -238,8 +271,7 @@ static void fixture_cases(void)
     setenv("HOME", home, 1);
     int n = 0, same = 0;
     const cJSON *line;
-    cJSON_ArrayForEach(line, lines)
-    {
+    cJSON_ArrayForEach (line, lines) {
         const char *command = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(line, "command"));
         char *recorded = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(line, "asks"));
         char *want = fill(recorded, root);

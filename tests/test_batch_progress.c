@@ -131,8 +131,10 @@ static void resumes(void)
     launched a = launch(h, p, "A"), b = launch(h, p, "B");
     release_says(h, p, "A", &a, 1, "1 of 2 tasks done, 1 still running.");
     /* A's follow-up asks at its own gate, in A's session. */
-    sim_script(h, "follow-up A", "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate A2\"]}},"
-                                 "{\"reply\":\"second A\"}]}", 1);
+    sim_script(h, "follow-up A",
+               "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate A2\"]}},"
+               "{\"reply\":\"second A\"}]}",
+               1);
     char args[128];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"follow-up A\"}", a.id);
     char *ans = t_tool(h, p, "background_resume", args);

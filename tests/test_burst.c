@@ -74,8 +74,8 @@ static void answer_of(int i, char *out, size_t size)
 static void burst(void)
 {
     char opts[512];
-    snprintf(opts, sizeof opts, "{\"store_path\":\"%s/burst.db\",\"max_running_agents\":100,\"poll_interval_ms\":600000}",
-             dir);
+    snprintf(opts, sizeof opts,
+             "{\"store_path\":\"%s/burst.db\",\"max_running_agents\":100,\"poll_interval_ms\":600000}", dir);
     sim_host *h = sim_create();
     if (!h || sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("loading the linked-in ocbg: %s", h ? sim_load_error(h) : "no host");

@@ -54,7 +54,8 @@ static void task_in_background(void)
     is_int(t_wait_output_with(h, s, id, "Progress: 1 tool call", 5000), 0, "the sub-agent made a tool call");
     out = st_task_output(h, s, id, 0, 0);
     like(out, "<retrieval_status>not_ready</retrieval_status>\n", "block=false: not ready");
-    like(out, "<status>running</status>\n<description>Slow one</description>\n<progress>1 tool calls so far</progress>\n",
+    like(out,
+         "<status>running</status>\n<description>Slow one</description>\n<progress>1 tool calls so far</progress>\n",
          "running, with its progress");
     free(out);
     free(id);
@@ -126,8 +127,9 @@ static void task_output_and_stop_on_agents(void)
     char *other = sim_session_new(h, NULL, "other");
     char *id = t_launch_script(h, s, "Via background_task", "{\"steps\":[{\"reply\":\"shared registry\"}]}");
     char *out = st_task_output(h, s, id, 1, 0);
-    like(out, "<task_type>agent</task_type>\n<status>completed</status>\n<description>Via background_task</description>\n"
-              "<output>\nshared registry\n</output>\n",
+    like(out,
+         "<task_type>agent</task_type>\n<status>completed</status>\n<description>Via background_task</description>\n"
+         "<output>\nshared registry\n</output>\n",
          "TaskOutput reads a task launched by background_task");
     free(out);
     free(id);
@@ -169,13 +171,11 @@ static void task_output_and_stop_on_agents(void)
 
     out = st_task_output(h, s, "bg_00000000", 1, 0);
     is_int(t_rc, -ENOENT, "TaskOutput on an unknown id: -ENOENT");
-    is_str(out, "Task not found: bg_00000000. Use /tasks or background_list to see this session's tasks.",
-           "not found");
+    is_str(out, "Task not found: bg_00000000. Use /tasks or background_list to see this session's tasks.", "not found");
     free(out);
     out = t_tool(h, s, "TaskStop", st_id_args("bg_00000000"));
     is_int(t_rc, -ENOENT, "TaskStop on an unknown id: -ENOENT");
-    is_str(out, "Task not found: bg_00000000. Use /tasks or background_list to see this session's tasks.",
-           "not found");
+    is_str(out, "Task not found: bg_00000000. Use /tasks or background_list to see this session's tasks.", "not found");
     free(out);
     free(other);
     free(s);

@@ -17,17 +17,17 @@
 #include "testlib.h"
 
 #define WROTE "Wrote file successfully."
-#define WARN_BY_TASK                                                                                                 \
-    "[ocbg] Warning: %s was also edited by background task %s (\"%s\"), still running in this checkout; your "     \
-    "edits may overwrite each other. Re-read the file before editing it again, or run parallel writers with "        \
+#define WARN_BY_TASK                                                                                                   \
+    "[ocbg] Warning: %s was also edited by background task %s (\"%s\"), still running in this checkout; your "         \
+    "edits may overwrite each other. Re-read the file before editing it again, or run parallel writers with "          \
     "isolation \"worktree\"."
-#define WARN_BY_LAUNCHER                                                                                             \
-    "[ocbg] Warning: %s was also edited by the session that launched this task, which is still working in this "    \
-    "checkout; your edits may overwrite each other. Re-read the file before editing it again, or run parallel "      \
+#define WARN_BY_LAUNCHER                                                                                               \
+    "[ocbg] Warning: %s was also edited by the session that launched this task, which is still working in this "       \
+    "checkout; your edits may overwrite each other. Re-read the file before editing it again, or run parallel "        \
     "writers with isolation \"worktree\"."
-#define REFUSED_BY_TASK                                                                                              \
-    "[ocbg] Refused: %s was also edited by background task %s (\"%s\"), still running in this checkout, and "      \
-    "on_collision is \"refuse\": this edit was not made. Leave the file to that task, or run parallel writers "      \
+#define REFUSED_BY_TASK                                                                                                \
+    "[ocbg] Refused: %s was also edited by background task %s (\"%s\"), still running in this checkout, and "          \
+    "on_collision is \"refuse\": this edit was not made. Leave the file to that task, or run parallel writers "        \
     "with isolation \"worktree\"."
 
 static char dir[64];
@@ -75,10 +75,8 @@ static cJSON *tool_state(sim_host *h, const char *session, int n)
     cJSON *msgs = t_parse(sim_session_messages_json(h, session));
     cJSON *found = NULL;
     const cJSON *m, *p;
-    cJSON_ArrayForEach(m, msgs)
-    {
-        cJSON_ArrayForEach(p, cJSON_GetObjectItem(m, "parts"))
-        {
+    cJSON_ArrayForEach (m, msgs) {
+        cJSON_ArrayForEach (p, cJSON_GetObjectItem(m, "parts")) {
             if (!found && jstr(p, "type") && strcmp(jstr(p, "type"), "tool") == 0 && n-- == 0)
                 found = cJSON_Duplicate(jget(p, "state"), 1);
         }
@@ -89,8 +87,7 @@ static cJSON *tool_state(sim_host *h, const char *session, int n)
 
 /* Check the n-th tool result of the session: completed with `output`, or
  * failed with `error` (output NULL). */
-static void result_is(sim_host *h, const char *session, int n, const char *output, const char *error,
-                      const char *what)
+static void result_is(sim_host *h, const char *session, int n, const char *output, const char *error, const char *what)
 {
     cJSON *st = tool_state(h, session, n);
     is_str(jstr(st, "status"), output ? "completed" : "error", "%s: the tool %s", what,
@@ -201,8 +198,7 @@ static void refuse_mode(void)
     char *a = launch(h, root, "A", "fix parser", write_step("r.c", "A"), "", 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
-    char *b = launch(h, root, "B", "tidy parser", J("%s,%s", write_step("r.c", "B"), write_step("s.c", "B-s")), "",
-                     0);
+    char *b = launch(h, root, "B", "tidy parser", J("%s,%s", write_step("r.c", "B"), write_step("s.c", "B-s")), "", 0);
     is_int(t_wait_status(h, root, b, "completed", 5000), 0, "B goes on after the refusal and completes");
     char *bs = session_of(h, "B");
     result_is(h, bs, 0, NULL, J(REFUSED_BY_TASK, file("r.c"), a, "fix parser"), "B's write of the file A wrote");
@@ -257,8 +253,7 @@ static void a_patch_collides_too(void)
     char *b = launch(h, root, "B", "tidy parser", patch, "", 0);
     is_int(t_wait_status(h, root, b, "completed", 5000), 0, "B completes");
     char *bs = session_of(h, "B");
-    result_is(h, bs, 0,
-              J("Success. Updated the following files:\n\n" WARN_BY_TASK, file("p.c"), a, "fix parser"), NULL,
+    result_is(h, bs, 0, J("Success. Updated the following files:\n\n" WARN_BY_TASK, file("p.c"), a, "fix parser"), NULL,
               "B's patch of the file A wrote names A");
     t_release_gated(h, "A");
     is_int(t_wait_status(h, root, a, "completed", 5000), 0, "A completes");

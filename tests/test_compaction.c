@@ -14,7 +14,7 @@
 #include "testlib.h"
 #include "base/util.h"
 
-#define CONTINUE_TEXT \
+#define CONTINUE_TEXT                                                                                                  \
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
 #define SUMMARY "SUMMARY OF THE WORK"
 #define COMPACT "{\"compact\":{\"summary\":\"" SUMMARY "\"}}"
@@ -45,8 +45,7 @@ static char *shape(sim_host *h, const char *session)
     free(json);
     strbuf sb = {0};
     const cJSON *m;
-    cJSON_ArrayForEach(m, msgs)
-    {
+    cJSON_ArrayForEach (m, msgs) {
         const cJSON *info = cJSON_GetObjectItem(m, "info");
         const char *finish = cJSON_GetStringValue(cJSON_GetObjectItem(info, "finish"));
         const char *err = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(info, "error"), "name"));
@@ -60,8 +59,7 @@ static char *shape(sim_host *h, const char *session)
         sb_puts(&sb, ":");
         const cJSON *p;
         int i = 0;
-        cJSON_ArrayForEach(p, cJSON_GetObjectItem(m, "parts"))
-        {
+        cJSON_ArrayForEach (p, cJSON_GetObjectItem(m, "parts")) {
             sb_puts(&sb, i++ ? ", " : " ");
             part_shape(&sb, p);
         }
@@ -203,8 +201,9 @@ static void auto_compaction_results(void)
     check_result(h, parent, id, "REAL ANSWER", "continue turn without text");
     char *child = t_task_session(h, 0);
     char *got = shape(h, child);
-    like(got, "| assistant summary stop: step-start, text, step-finish | user: text(synthetic)(continue) | "
-              "assistant stop:",
+    like(got,
+         "| assistant summary stop: step-start, text, step-finish | user: text(synthetic)(continue) | "
+         "assistant stop:",
          "the child did compact and continue");
     ok(t_ends_with(got, "assistant stop:"), "its continue turn said nothing");
     free(got);
@@ -217,8 +216,10 @@ static void auto_compaction_results(void)
     check_result(h, parent, id, "REAL ANSWER" MARK "continued text", "continue turn with a tool call and text");
     free(id);
 
-    id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"},{\"compact\":{\"auto\":false,\"summary\":\""
-                   SUMMARY "\"}}]}", "completed");
+    id = task_with(h, parent,
+                   "{\"steps\":[{\"reply\":\"REAL ANSWER\"},{\"compact\":{\"auto\":false,\"summary\":\"" SUMMARY
+                   "\"}}]}",
+                   "completed");
     check_result(h, parent, id, "REAL ANSWER", "manual summary");
     free(id);
 
@@ -235,8 +236,8 @@ static void claude_face_results(void)
 {
     sim_host *h = host_checking_after();
     char *s = sim_session_new(h, NULL, "main");
-    char *out = st_claude_task(h, s, "Compacts", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT
-                               ",{\"reply\":\"continued text\"}]}", 1);
+    char *out = st_claude_task(
+        h, s, "Compacts", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"reply\":\"continued text\"}]}", 1);
     char *id = t_find_id(out, "bg_");
     free(out);
     out = st_task_output(h, s, id, 1, 0);
@@ -312,11 +313,11 @@ static void resume_after_compaction(void)
 
 /* ---- fork ---------------------------------------------------------------- */
 
-#define MSG(id, role, extra, parts) \
+#define MSG(id, role, extra, parts)                                                                                    \
     "{\"info\":{\"id\":\"" id "\",\"role\":\"" role "\"" extra "},\"parts\":[" parts "]}"
 #define TEXT(t) "{\"type\":\"text\",\"text\":\"" t "\"}"
 #define REQ(id) MSG(id, "user", "", "{\"type\":\"compaction\",\"auto\":true,\"overflow\":false}")
-#define SUM(id, parent, extra) \
+#define SUM(id, parent, extra)                                                                                         \
     MSG(id, "assistant", ",\"parentID\":\"" parent "\",\"summary\":true,\"mode\":\"compaction\"" extra, TEXT(SUMMARY))
 #define DONE ",\"finish\":\"stop\""
 
@@ -339,23 +340,23 @@ static void fork_process_cases(void)
     fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", DONE) "," AFTER "]",
               "[" REQ("m3") "," SUM("m4", "m3", DONE) "," AFTER "]", 6, 4, "from the compaction request on");
     fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", ",\"finish\":\"error\",\"error\":{\"name\":\"E\"}") "]",
-              "[" OLD "," REQ("m3") "," SUM("m4", "m3", ",\"finish\":\"error\",\"error\":{\"name\":\"E\"}") "]", 4,
-              4, "a failed summary: everything stays");
-    fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", "") "]", "[" OLD "," REQ("m3") "," SUM("m4", "m3", "") "]",
-              4, 4, "an unfinished summary: everything stays");
+              "[" OLD "," REQ("m3") "," SUM("m4", "m3", ",\"finish\":\"error\",\"error\":{\"name\":\"E\"}") "]", 4, 4,
+              "a failed summary: everything stays");
+    fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", "") "]", "[" OLD "," REQ("m3") "," SUM("m4", "m3", "") "]", 4,
+              4, "an unfinished summary: everything stays");
     fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", DONE) "," REQ("m7") "," SUM("m8", "m7", DONE) "," AFTER "]",
               "[" REQ("m7") "," SUM("m8", "m7", DONE) "," AFTER "]", 8, 4, "two compactions: from the newest");
     fork_case("[" OLD "," REQ("x3") "," SUM("m4", "m3", DONE) "," AFTER "]",
               "[" REQ("x3") "," SUM("m4", "m3", DONE) "," AFTER "]", 6, 4,
               "ids rewritten by a fork: the nearest request before the summary");
-    fork_case("[" OLD "," SUM("m4", "m3", DONE) "," AFTER "]", "[" OLD "," SUM("m4", "m3", DONE) "," AFTER "]", 5,
-              5, "a summary without its request: everything stays");
+    fork_case("[" OLD "," SUM("m4", "m3", DONE) "," AFTER "]", "[" OLD "," SUM("m4", "m3", DONE) "," AFTER "]", 5, 5,
+              "a summary without its request: everything stays");
 #undef OLD
 #undef AFTER
     char *rendered = fork_render("[" REQ("m3") "," SUM("m4", "m3", DONE) "]");
     is_str(rendered,
-           "--- user ---\n[the conversation before this point was compacted; its summary follows]\n--- assistant ---\n"
-           SUMMARY "\n",
+           "--- user ---\n[the conversation before this point was compacted; its summary follows]\n--- assistant "
+           "---\n" SUMMARY "\n",
            "the rendered history says what the compaction request stands for");
     free(rendered);
 }
@@ -366,11 +367,12 @@ static void fork_own_compaction(void)
 {
     fork_limits lim = {10, 100000};
     char *preamble = fork_preamble(&lim);
-    char *h = xasprintf("[" MSG("m1", "user", "", TEXT("old")) "," MSG("m2", "user", "", TEXT("%s")) ","
-                        REQ("m3") "," SUM("m4", "m3", DONE) ","
-                        MSG("m5", "assistant", DONE, "{\"type\":\"tool\",\"tool\":\"read\",\"state\":{\"status\":"
-                            "\"completed\",\"input\":{},\"output\":\"a long result of the child\"}}") "]",
-                        preamble);
+    char *h = xasprintf(
+        "[" MSG("m1", "user", "", TEXT("old")) "," MSG("m2", "user", "", TEXT("%s")) "," REQ("m3") "," SUM(
+            "m4", "m3", DONE) "," MSG("m5", "assistant", DONE,
+                                      "{\"type\":\"tool\",\"tool\":\"read\",\"state\":{\"status\":"
+                                      "\"completed\",\"input\":{},\"output\":\"a long result of the child\"}}") "]",
+        preamble);
     fork_stats st;
     char *out = NULL;
     fork_process(h, &lim, &out, &st);

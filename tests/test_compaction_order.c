@@ -76,11 +76,15 @@ static char *run_task(sim_host *h, const char *parent, const char *description, 
     *child = t_task_session(h, 0);
     int held = sim_session_message_count(h, *child);
     if (before)
-        is_int(held, 2, "%s: completed while the child held its prompt and answer only (order: check before the "
-                        "compaction)", description);
+        is_int(held, 2,
+               "%s: completed while the child held its prompt and answer only (order: check before the "
+               "compaction)",
+               description);
     else
-        ok(held >= 6, "%s: completed once the child held the compaction and the continue turn (order: check after "
-                      "it): %d messages", description, held);
+        ok(held >= 6,
+           "%s: completed once the child held the compaction and the continue turn (order: check after "
+           "it): %d messages",
+           description, held);
     return id;
 }
 
@@ -96,8 +100,8 @@ static void check_after(void)
 {
     sim_host *h = host_checking_after();
     char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
-    char *id = run_task(h, parent, "After", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0,
-                        &child);
+    char *id =
+        run_task(h, parent, "After", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0, &child);
     notified(h, parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
     output_is(h, parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
     free(id);
@@ -115,8 +119,8 @@ static void check_before_more_work(void)
 {
     sim_host *h = t_host(NULL);
     char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
-    char *id = run_task(h, parent, "Before", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 1,
-                        &child);
+    char *id =
+        run_task(h, parent, "Before", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 1, &child);
     notified(h, parent, id, "REAL ANSWER", "before, more work: the notification has the answer");
     char *want = added_notice(id, "Before", "continued text");
     is_int(t_wait_messages_with(h, parent, "went on after its result was reported", 1, 5000), 0,
@@ -130,8 +134,10 @@ static void check_before_more_work(void)
 
     /* A blocking resume of it, the same way: it returns the new answer; the
      * continue turn's work follows as a notice. */
-    sim_script(h, "what next", "{\"steps\":[{\"reply\":\"NEW ANSWER\"}," COMPACT_LATER
-               ",{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"more after the resume\"}]}", 1);
+    sim_script(h, "what next",
+               "{\"steps\":[{\"reply\":\"NEW ANSWER\"}," COMPACT_LATER
+               ",{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"more after the resume\"}]}",
+               1);
     char args[160];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"what next\",\"block\":true}", id);
     char *out = t_tool(h, parent, "background_resume", args);
@@ -139,9 +145,11 @@ static void check_before_more_work(void)
     free(out);
     is_int(t_wait_output_with(h, parent, id, "NEW ANSWER" MARK "more after the resume", 5000), 0,
            "before, resume: the result gains what the continue turn added");
-    is_int(t_wait_messages_with(h, parent, "[The sub-agent's context was compacted after this answer; then it "
-                                "continued:]\nmore after the resume\n", 1, 5000), 0,
-           "before, resume: the parent is told");
+    is_int(t_wait_messages_with(h, parent,
+                                "[The sub-agent's context was compacted after this answer; then it "
+                                "continued:]\nmore after the resume\n",
+                                1, 5000),
+           0, "before, resume: the parent is told");
     output_is(h, parent, id, "NEW ANSWER" MARK "more after the resume", "before, resume (amended)");
     free(id);
     free(parent);
@@ -152,8 +160,8 @@ static void check_before_sign_off(void)
 {
     sim_host *h = t_host(NULL);
     char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
-    char *id = run_task(h, parent, "Quiet", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER SIGN_OFF, 1,
-                        &child);
+    char *id =
+        run_task(h, parent, "Quiet", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER SIGN_OFF, 1, &child);
     notified(h, parent, id, "REAL ANSWER", "before, a sign-off");
     size_t reads = sim_calls(h, "session_messages", child);
     is_int(sim_wait_messages(h, child, 6, tap_timeout_ms(5000)), 0, "before, a sign-off: the child compacted");

@@ -74,8 +74,8 @@ static void completes_by_poll_when_events_lost(void)
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
     size_t before = sim_events_delivered(h, NULL);
     sim_event_faults(h, 11, 1.0, 0, 0, NULL);
-    char *id = t_launch_script(h, parent, "lost events",
-                               "{\"steps\":[{\"wait_ms\":40},{\"reply\":\"found by polling\"}]}");
+    char *id =
+        t_launch_script(h, parent, "lost events", "{\"steps\":[{\"wait_ms\":40},{\"reply\":\"found by polling\"}]}");
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "poll fallback completes the task");
     is_int(sim_events_delivered(h, NULL), before, "no event at all reached the plugin");
     ok(sim_calls(h, "session_status", NULL) >= 1, "the status map was polled");
@@ -120,7 +120,8 @@ static void emit_answer_update(sim_host *h, const char *child, const char *finis
     char *json = sim_session_messages_json(h, child);
     cJSON *msgs = cJSON_Parse(json ? json : "[]");
     free(json);
-    const cJSON *info = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1), "info");
+    const cJSON *info =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1), "info");
     const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "id"));
     char ev[512], fin[48] = "";
     if (finish)
@@ -172,8 +173,7 @@ static void duplicated_events_complete_once(void)
     sim_host *h = t_host(NULL);
     char *parent = sim_session_new(h, NULL, "main");
     sim_event_faults(h, 3, 0, 1.0, 0, NULL);
-    char *id = t_launch_script(h, parent, "dup events",
-                               "{\"steps\":[{\"tool\":\"grep\"},{\"reply\":\"only once\"}]}");
+    char *id = t_launch_script(h, parent, "dup events", "{\"steps\":[{\"tool\":\"grep\"},{\"reply\":\"only once\"}]}");
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed under duplicated events");
     char *child = t_task_session(h, 0);
     char ev[256];
@@ -199,8 +199,8 @@ static void session_error_ends_in_error(void)
 {
     sim_host *h = t_host(NULL);
     char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "will fail",
-                               "{\"steps\":[{\"tool\":\"read\"},{\"error\":\"model overloaded\"}]}");
+    char *id =
+        t_launch_script(h, parent, "will fail", "{\"steps\":[{\"tool\":\"read\"},{\"error\":\"model overloaded\"}]}");
     is_int(t_wait_status(h, parent, id, "error", 5000), 0, "session.error: task error");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the idles after the error delivered");
     is_int(t_sync_notifications(h, parent), 0, "sync point");
@@ -299,16 +299,17 @@ static void parent_deleted_aborts_running(void)
  * once, with its own result and one notification. */
 static void chaos_each_task_ends_once(void)
 {
-    enum { N = 6 };
+    enum {
+        N = 6
+    };
     sim_host *h = t_host("{\"poll_interval_ms\":50}");
     char *parent = sim_session_new(h, NULL, "main");
     sim_event_faults(h, 20261121, 0.3, 0.5, 30, NULL);
     char *ids[N];
     for (int i = 0; i < N; i++) {
         char script[160];
-        snprintf(script, sizeof script,
-                 "{\"steps\":[{\"tool\":\"read\",\"ms\":%d},{\"%s\":\"chaos result %d\"}]}", 5 * i,
-                 i == 2 ? "error" : "reply", i);
+        snprintf(script, sizeof script, "{\"steps\":[{\"tool\":\"read\",\"ms\":%d},{\"%s\":\"chaos result %d\"}]}",
+                 5 * i, i == 2 ? "error" : "reply", i);
         ids[i] = t_launch_script(h, parent, "Chaos", script);
     }
     for (int i = 0; i < N; i++) {

@@ -97,8 +97,9 @@ static void parent_first(void)
     size_t prompts = sim_calls(h, "session_prompt", f.parent);
     /* A host that reports the parent before its children. */
     char ev[256];
-    snprintf(ev, sizeof ev, "{\"type\":\"session.deleted\",\"properties\":{\"sessionID\":\"%s\",\"info\":{\"id\":\"%s\"}}}",
-             f.parent, f.parent);
+    snprintf(ev, sizeof ev,
+             "{\"type\":\"session.deleted\",\"properties\":{\"sessionID\":\"%s\",\"info\":{\"id\":\"%s\"}}}", f.parent,
+             f.parent);
     sim_emit(h, ev);
     sim_events_flush(h, tap_timeout_ms(5000));
     is_int(sim_session_delete(h, f.parent), 0, "then the host deletes everything");

@@ -12,11 +12,11 @@
 
 #include "testlib.h"
 
-#define DEPTH1_REFUSAL                                                                                             \
-    "Not launched: this session is a background task at depth 1, and max_depth is 1, so it cannot start "          \
+#define DEPTH1_REFUSAL                                                                                                 \
+    "Not launched: this session is a background task at depth 1, and max_depth is 1, so it cannot start "              \
     "background tasks of its own. Do the work in this session instead."
-#define DEPTH2_REFUSAL                                                                                             \
-    "Not launched: this session is a background task at depth 2, and max_depth is 2, so it cannot start "          \
+#define DEPTH2_REFUSAL                                                                                                 \
+    "Not launched: this session is a background task at depth 2, and max_depth is 2, so it cannot start "              \
     "background tasks of its own. Do the work in this session instead."
 #define WAITS_FOR_ITS_TASKS "Waiting for the background tasks it launched to end."
 #define WAKE_PARKED "The background tasks it launched have ended; it continues when a slot frees."

@@ -52,8 +52,8 @@ static char *processed_output(const char *history, const fork_limits *lim)
     if (fork_process(history, lim, &out, NULL) != 0)
         return NULL;
     cJSON *m = cJSON_Parse(out);
-    cJSON *state = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 0), "parts"), 0),
-                                       "state");
+    cJSON *state =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 0), "parts"), 0), "state");
     char *o = strdup(cJSON_GetStringValue(cJSON_GetObjectItem(state, "output")));
     cJSON_Delete(m);
     free(out);
@@ -124,18 +124,21 @@ static void cut_and_count_edges(void)
 {
     char *s1500 = repeat("x", 1500), *s1501 = repeat("x", 1501), *h = tool_history(s1501);
     char *o = processed_output(h, &LIM);
-    char *want = xasprintf("%s\n[... cut for the forked context: the original was 1501 characters; re-run the tool for all of it]",
-                     s1500);
+    char *want = xasprintf(
+        "%s\n[... cut for the forked context: the original was 1501 characters; re-run the tool for all of it]", s1500);
     is_str(o, want, "the exact cut text: the kept characters, then the marker");
     free(want), free(o), free(h), free(s1500), free(s1501);
 
     /* Every cut point over characters of 1 to 4 bytes at every alignment. */
-    char *mixed = repeat("a\xc3\xa9\xe4\xbd\xa0\xf0\x9f\x98\x80" "bc", 60); /* 360 characters */
+    char *mixed = repeat("a\xc3\xa9\xe4\xbd\xa0\xf0\x9f\x98\x80"
+                         "bc",
+                         60); /* 360 characters */
     int bad = 0;
     for (size_t max = 1; max < 360; max++) {
         char *cut = fork_cut_text(mixed, max);
         size_t keep = prefix_bytes(mixed, max);
-        const char *tail = "\n[... cut for the forked context: the original was 360 characters; re-run the tool for all of it]";
+        const char *tail =
+            "\n[... cut for the forked context: the original was 360 characters; re-run the tool for all of it]";
         bad += !cut || strncmp(cut, mixed, keep) != 0 || strcmp(cut + keep, tail) != 0;
         free(cut);
     }
@@ -144,7 +147,8 @@ static void cut_and_count_edges(void)
     free(mixed);
 
     /* Long texts, past the counters' 255 blocks of 16 bytes, at odd offsets. */
-    char *e = repeat("\xc3\xa9", 10000), *cjk = repeat("\xe4\xbd\xa0", 5000), *emoji = repeat("\xf0\x9f\x98\x80", 10000);
+    char *e = repeat("\xc3\xa9", 10000), *cjk = repeat("\xe4\xbd\xa0", 5000),
+         *emoji = repeat("\xf0\x9f\x98\x80", 10000);
     char *ascii = repeat("abcd", 25000);
     is_int(fork_estimate_tokens(e, strlen(e)), 10000, "10,000 two-byte characters: 10,000 tokens");
     is_int(fork_estimate_tokens(cjk, strlen(cjk)), 5000, "5,000 CJK characters: 5,000 tokens");
@@ -155,28 +159,41 @@ static void cut_and_count_edges(void)
 }
 
 /* A history in the host's own spacing and escapes. */
-#define SPACED_M1 "{ \"info\": {\"id\": \"m1\", \"role\": \"user\"},\n  \"parts\": [{\"type\": \"text\", \"text\": \"caf\\u00e9 \\/ 1.50\"}] }"
+#define SPACED_M1                                                                                                      \
+    "{ \"info\": {\"id\": \"m1\", \"role\": \"user\"},\n  \"parts\": [{\"type\": \"text\", \"text\": \"caf\\u00e9 "    \
+    "\\/ 1.50\"}] }"
 
 static void kept_as_they_were(void)
 {
     char *x = repeat("x", 2000), *y = repeat("y", 1600), *out = NULL;
     /* m2: spaced, its error before its output, the output's key escaped. */
-    const char *m2 = "{\"info\":{\"id\":\"m2\"},\"parts\":[ {\"type\":\"tool\",\"tool\":\"read\",\"callID\":\"c\",\"state\": "
-                     "{\"input\":{\"n\":1.0}, \"error\" : \"%s\", \"outp\\u0075t\":\"%s\"}} ]}";
+    const char *m2 =
+        "{\"info\":{\"id\":\"m2\"},\"parts\":[ {\"type\":\"tool\",\"tool\":\"read\",\"callID\":\"c\",\"state\": "
+        "{\"input\":{\"n\":1.0}, \"error\" : \"%s\", \"outp\\u0075t\":\"%s\"}} ]}";
     char *m2_in = xasprintf(m2, y, x);
     char *h = xasprintf("\xEF\xBB\xBF [ " SPACED_M1 " ,\n %s ] trailing", m2_in);
     fork_stats st;
     is_int(fork_process(h, &LIM, &out, &st), 0, "a BOM, spacing and text after the array are read as cJSON reads them");
-    char *cut_y = xasprintf("%.1500s\\n[... cut for the forked context: the original was 1600 characters; re-run the tool "
-                            "for all of it]", y);
-    char *cut_x = xasprintf("%.1500s\\n[... cut for the forked context: the original was 2000 characters; re-run the tool "
-                            "for all of it]", x);
+    char *cut_y =
+        xasprintf("%.1500s\\n[... cut for the forked context: the original was 1600 characters; re-run the tool "
+                  "for all of it]",
+                  y);
+    char *cut_x =
+        xasprintf("%.1500s\\n[... cut for the forked context: the original was 2000 characters; re-run the tool "
+                  "for all of it]",
+                  x);
     char *m2_out = xasprintf(m2, cut_y, cut_x);
     char *want = xasprintf("[" SPACED_M1 ",%s]", m2_out);
     is_str(out, want, "kept messages are their input text byte for byte, with only the cut results put in");
     is_int(st.results_cut, 2, "the output under its escaped key and the error are both cut");
     free(want), free(m2_out), free(cut_x), free(cut_y), free(m2_in), free(out), free(h), free(x), free(y);
-    const char *refused[] = {"[1,]", "[1 2]", "[\xEF\xBB\xBF" "1]", "[{\"a\":}]", " ", "[1,2"};
+    const char *refused[] = {"[1,]",
+                             "[1 2]",
+                             "[\xEF\xBB\xBF"
+                             "1]",
+                             "[{\"a\":}]",
+                             " ",
+                             "[1,2"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
         is_int(fork_process(refused[i], &LIM, &out, NULL), -EINVAL, "not a JSON array: %s", refused[i]);
 }
@@ -230,9 +247,11 @@ static void history_edges(void)
                         "{\"type\":\"text\"}]},{\"info\":null}]",
                         &LIM, &out, &st),
            0, "malformed messages and parts do not stop it");
-    is_str(out, "[1,\"x\",{\"parts\":[{\"type\":\"tool\"},{\"type\":\"tool\",\"state\":{\"output\":7}},{\"type\":\"text\"}]},"
-                "{\"info\":null}]",
-           "and are kept as they are");
+    is_str(
+        out,
+        "[1,\"x\",{\"parts\":[{\"type\":\"tool\"},{\"type\":\"tool\",\"state\":{\"output\":7}},{\"type\":\"text\"}]},"
+        "{\"info\":null}]",
+        "and are kept as they are");
     free(out);
 
     /* One huge message over the cap is still kept: the newest always stays. */
@@ -284,8 +303,8 @@ static void history_edges(void)
     char *long_text = repeat("y", 5000);
     char *h = tool_history(long_text);
     cJSON *hist = cJSON_Parse(h);
-    cJSON *state = cJSON_GetObjectItem(
-        cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(hist, 0), "parts"), 0), "state");
+    cJSON *state =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(hist, 0), "parts"), 0), "state");
     cJSON_AddStringToObject(state, "error", long_text);
     free(h);
     h = cJSON_PrintUnformatted(hist);
@@ -299,7 +318,10 @@ static void history_edges(void)
     is_int(fork_estimate_tokens("abcdefgh", 8), 2, "eight ASCII characters: two tokens");
     is_int(fork_estimate_tokens("\xe4\xbd\xa0\xe5\xa5\xbd", 6), 2, "two CJK characters: two tokens");
     /* 22 bytes: 16 ASCII (4 tokens) and two CJK characters across the 8-byte steps. */
-    is_int(fork_estimate_tokens("abcdefgh\xe4\xbd\xa0\xe5\xa5\xbd" "abcdefgh", 22), 6, "mixed text: 4 + 2 tokens");
+    is_int(fork_estimate_tokens("abcdefgh\xe4\xbd\xa0\xe5\xa5\xbd"
+                                "abcdefgh",
+                                22),
+           6, "mixed text: 4 + 2 tokens");
 }
 
 static void after_the_fork_point(void)
@@ -461,14 +483,14 @@ static void fork_with_resume_refused(void)
 {
     sim_host *h = t_host(NULL);
     char *parent = sim_session_new(h, NULL, "main");
-    char *out = t_tool(h, parent, "background_task",
-                       "{\"prompt\":\"p\",\"fork\":true,\"resume\":\"bg_00000000\"}");
+    char *out = t_tool(h, parent, "background_task", "{\"prompt\":\"p\",\"fork\":true,\"resume\":\"bg_00000000\"}");
     is_int(t_rc, -EINVAL, "fork with resume is refused");
     like(out, "fork and resume are mutually exclusive", "saying the two are mutually exclusive");
     free(out);
     is_int(sim_calls(h, "session_fork", NULL) + sim_calls(h, "session_create", NULL), 0, "nothing was created");
     sim_fail(h, "session_fork", 1, 1, -EIO);
-    out = t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\",\"fork\":true}");
+    out =
+        t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\",\"fork\":true}");
     is_int(t_rc, -EIO, "a failed fork is an error");
     like(out, "Failed to fork this session for the background task: simulated failure of session_fork",
          "naming the host's reason");

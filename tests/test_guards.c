@@ -95,13 +95,14 @@ static void ended_by_guard(sim_host *h, const char *ps, const char *id, const ch
  * in … $0.0023; the simulated host makes one assistant message a turn, and a
  * compaction's continue turn a new one); two messages add up. The first
  * PAUSE comes before any report, the second after them all. */
-#define COUNTING_SCRIPT                                                                                      \
-    "{\"steps\":[" PAUSE("make") ","                                                                        \
-    "{\"usage\":{\"input\":5000,\"output\":1000,\"cache_read\":400000,\"cost\":0.005}},"                      \
-    "{\"usage\":{\"input\":5000,\"output\":500,\"reasoning\":345,\"cache_read\":400000,\"cost\":0.005}},"     \
-    "{\"reply\":\"first half\"},{\"compact\":true},"                                                        \
-    "{\"usage\":{\"input\":2345,\"output\":500,\"cache_read\":200000,\"cost\":0.0023}}," PAUSE("make check") \
-    ",{\"reply\":\"counted\"}]}"
+#define COUNTING_SCRIPT                                                                                                \
+    "{\"steps\":[" PAUSE(                                                                                              \
+        "make") ","                                                                                                    \
+                "{\"usage\":{\"input\":5000,\"output\":1000,\"cache_read\":400000,\"cost\":0.005}},"                   \
+                "{\"usage\":{\"input\":5000,\"output\":500,\"reasoning\":345,\"cache_read\":400000,\"cost\":0.005}},"  \
+                "{\"reply\":\"first half\"},{\"compact\":true},"                                                       \
+                "{\"usage\":{\"input\":2345,\"output\":500,\"cache_read\":200000,\"cost\":0.0023}}," PAUSE(            \
+                    "make check") ",{\"reply\":\"counted\"}]}"
 
 /* The id of the session's first assistant message (malloc'd, or NULL). */
 static char *first_answer_id(sim_host *h, const char *session)
@@ -111,8 +112,7 @@ static char *first_answer_id(sim_host *h, const char *session)
     free(json);
     char *id = NULL;
     const cJSON *m;
-    cJSON_ArrayForEach(m, msgs)
-    {
+    cJSON_ArrayForEach (m, msgs) {
         const cJSON *info = cJSON_GetObjectItemCaseSensitive(m, "info");
         const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "role"));
         if (!id && role && strcmp(role, "assistant") == 0)
@@ -176,12 +176,13 @@ static void usage_summed_and_shown(void)
     usage_on_every_face(h, s, id);
 
     /* A second task: the totals add both. */
-    char *id2 = t_launch_script(h, s, "More tokens",
-                                "{\"steps\":[{\"usage\":{\"input\":1000,\"cost\":0.5}},{\"hang\":true}]}");
+    char *id2 =
+        t_launch_script(h, s, "More tokens", "{\"steps\":[{\"usage\":{\"input\":1000,\"cost\":0.5}},{\"hang\":true}]}");
     is_int(t_wait_output_with(h, s, id2, "\nUsage: 1,000 tokens", 5000), 0, "the second task reports its usage");
     out = t_tool(h, s, "background_list", "{}");
-    like(out, "\nUsage of the listed tasks: 15,690 tokens (in 13,345, out 2,000, reasoning 345, cache read "
-              "1,000,000, write 0), $0.5123",
+    like(out,
+         "\nUsage of the listed tasks: 15,690 tokens (in 13,345, out 2,000, reasoning 345, cache read "
+         "1,000,000, write 0), $0.5123",
          "the total line sums the listed tasks");
     free(out);
     out = t_tool(h, s, "background_list", "{\"status\":\"running\",\"batch_id\":\"none\"}");
@@ -220,7 +221,7 @@ static void token_budget(void)
     char *id = t_launch_script(h, s, "Many tokens",
                                "{\"steps\":[{\"usage\":{\"input\":800,\"output\":150,\"reasoning\":50,"
                                "\"cache_read\":500000}}," PAUSE("more") ",{\"usage\":{\"output\":50}},"
-                               "{\"hang\":true}]}");
+                                                                        "{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     paused(h, child);
     char *out = t_output(h, s, id);
@@ -244,8 +245,8 @@ static void cost_budget(void)
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     char *id = t_launch_script(h, s, "Expensive",
                                "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":3}},"
-                               "{\"usage\":{\"input\":100,\"output\":10,\"cost\":2}}," PAUSE("more")
-                               ",{\"usage\":{\"input\":10,\"output\":1,\"cost\":0.02}},{\"hang\":true}]}");
+                               "{\"usage\":{\"input\":100,\"output\":10,\"cost\":2}}," PAUSE(
+                                   "more") ",{\"usage\":{\"input\":10,\"output\":1,\"cost\":0.02}},{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     paused(h, child);
     char *out = t_output(h, s, id);
@@ -296,7 +297,7 @@ static void session_budget(void)
                               "{\"hang\":true}]}");
     char *b = t_launch_script(h, s, "Task B",
                               "{\"steps\":[" PAUSE("more") ",{\"usage\":{\"input\":100,\"output\":10,"
-                              "\"cost\":0.5}},{\"hang\":true}]}");
+                                                           "\"cost\":0.5}},{\"hang\":true}]}");
     char *ca = t_task_session(h, 0), *cb = t_task_session(h, 1);
     is_int(t_wait_output_with(h, s, a, "\nUsage: 110 tokens", 5000), 0, "task A reports its usage");
     paused(h, cb);
@@ -317,8 +318,9 @@ static void session_budget(void)
            "(max_session_cost_usd is 1). No task was created.",
            "with a clear text");
     free(out);
-    out = t_tool(h, s, "Task", "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"explore\","
-                               "\"run_in_background\":true}");
+    out = t_tool(h, s, "Task",
+                 "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"explore\","
+                 "\"run_in_background\":true}");
     is_int(t_rc, -EDQUOT, "Task is refused too");
     like(out, "No task was created.", "with the same text");
     free(out);
@@ -356,9 +358,9 @@ static void tool_call_limit(void)
     char *fine = t_launch_script(h, s, "Three calls",
                                  "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") ",{\"reply\":\"three\"}]}");
     is_int(t_wait_status(h, s, fine, "completed", 5000), 0, "three calls are allowed");
-    char *id = t_launch_script(h, s, "Four calls",
-                               "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") "," READ("/d")
-                               ",{\"hang\":true}]}");
+    char *id =
+        t_launch_script(h, s, "Four calls",
+                        "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") "," READ("/d") ",{\"hang\":true}]}");
     char *child = t_task_session(h, 1);
     ended_by_guard(h, s, id, child,
                    "Stopped by the tool call limit: this task made 4 tool calls (max_tool_calls is 3).");
@@ -373,14 +375,14 @@ static void repeat_guard(void)
 {
     sim_host *h = t_host(NULL); /* the default: 5 in a row */
     char *s = sim_session_new(h, NULL, "main");
-    char *fine = t_launch_script(h, s, "Varied",
-                                 "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") ","
-                                 READ("/a") "," READ("/b") "," READ("/a") "," READ("/a") "," READ("/a") ","
-                                 READ("/a") "," READ("/a") ",{\"reply\":\"varied\"}]}");
+    char *fine = t_launch_script(
+        h, s, "Varied",
+        "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/b") "," READ(
+            "/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") ",{\"reply\":\"varied\"}]}");
     is_int(t_wait_status(h, s, fine, "completed", 5000), 0, "five in a row, then another call, then five: allowed");
     char *id = t_launch_script(h, s, "Looping",
-                               "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a")
-                               "," READ("/a") ",{\"hang\":true}]}");
+                               "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ(
+                                   "/a") "," READ("/a") ",{\"hang\":true}]}");
     char *child = t_task_session(h, 1);
     ended_by_guard(h, s, id, child,
                    "Stopped by the repeat guard: this task made the same read call (same input) 6 times in a row "

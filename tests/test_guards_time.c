@@ -89,8 +89,9 @@ static void agent_timeouts(void)
 
     /* The Claude face: milliseconds; a foreground Task returns the failure. */
     sim_script(h, "claude hang", "{\"steps\":[{\"hang\":true}]}", 1);
-    char *out = t_tool(h, s, "Task", "{\"description\":\"d\",\"prompt\":\"claude hang\",\"subagent_type\":\"explore\","
-                                     "\"timeout\":300}");
+    char *out = t_tool(h, s, "Task",
+                       "{\"description\":\"d\",\"prompt\":\"claude hang\",\"subagent_type\":\"explore\","
+                       "\"timeout\":300}");
     is_int(t_rc, -EIO, "a foreground Task past its timeout fails");
     like(out, "The sub-agent failed: Stopped by its timeout: this task ran for ", "with the guard's text");
     like(out, "s (its timeout is 0.3s).", "and its timeout");
@@ -100,8 +101,8 @@ static void agent_timeouts(void)
 
     /* Bad values: nothing is created. */
     size_t sessions = sim_session_count(h);
-    out = t_tool(h, s, "background_task",
-                 "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\",\"timeout\":0}");
+    out =
+        t_tool(h, s, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\",\"timeout\":0}");
     is_int(t_rc, -EINVAL, "timeout 0 is refused");
     is_str(out, "background_task: argument 'timeout' must be a positive number of seconds", "with a clear text");
     free(out);

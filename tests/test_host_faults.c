@@ -46,7 +46,8 @@ static void prompt_fails(void)
     char want[200];
     snprintf(want, sizeof want,
              "Background task %s could not start. Failed to send the prompt to the sub-agent: simulated failure of "
-             "session_prompt\nIts status is error.", id);
+             "session_prompt\nIts status is error.",
+             id);
     is_str(out, want, "exact text");
     free(out);
     is_int(t_wait_status(h, parent, id, "error", 2000), 0, "the task is error");
@@ -60,8 +61,10 @@ static void prompt_fails(void)
     size_t before = sim_calls(h, "session_prompt", parent);
     char *child = t_task_session(h, 1);
     char ev[256];
-    snprintf(ev, sizeof ev, "{\"type\":\"session.error\",\"properties\":{\"sessionID\":\"%s\",\"error\":{\"name\":"
-             "\"APIError\",\"data\":{\"message\":\"x\"}}}}", child);
+    snprintf(ev, sizeof ev,
+             "{\"type\":\"session.error\",\"properties\":{\"sessionID\":\"%s\",\"error\":{\"name\":"
+             "\"APIError\",\"data\":{\"message\":\"x\"}}}}",
+             child);
     sim_emit(h, ev);
     is_int(sim_wait_calls(h, "session_prompt", parent, before + 1, tap_timeout_ms(5000)), 0, "one push tried");
     is_int(t_sync_notifications(h, parent), 0, "sync point");
@@ -134,7 +137,8 @@ static void abort_fails(void)
     char want[200];
     snprintf(want, sizeof want,
              "Could not cancel task %s: aborting its session failed (simulated failure of session_abort). It is still "
-             "running.", id);
+             "running.",
+             id);
     is_str(out, want, "exact text");
     free(out);
     out = t_output(h, parent, id);

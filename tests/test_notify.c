@@ -54,8 +54,7 @@ static cJSON *wait_notice(sim_host *h, const char *parent, const char *id)
 
 static const char *body_text(const cJSON *b)
 {
-    return cJSON_GetStringValue(
-        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "parts"), 0), "text"));
+    return cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "parts"), 0), "text"));
 }
 
 static int body_quiet(const cJSON *b)
@@ -103,8 +102,7 @@ static void quiet_until_last(const char *options, int expect_quiet)
     sim_host *h = t_host(options);
     char *parent = sim_session_new(h, NULL, "main");
     char script[128];
-    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"slow result\"}]}",
-             tap_timeout_ms(300));
+    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"slow result\"}]}", tap_timeout_ms(300));
     char *slow = t_launch_script(h, parent, "Slow", script);
     char *fast = t_launch_script(h, parent, "Fast", "{\"steps\":[{\"reply\":\"fast result\"}]}");
     is_int(t_wait_messages_with(h, parent, "fast result", 1, 5000), 0, "fast task's notice arrives");
@@ -163,8 +161,10 @@ static void long_result_is_capped(void)
     is_int(t_wait_messages_with(h, parent, "[Cut at 200 of 300 characters.", 1, 5000), 0, "cut notice arrives");
     cJSON *b = wait_notice(h, parent, id);
     char want[512];
-    snprintf(want, sizeof want, "\n\nResult:\n%.200s\n\n[Cut at 200 of 300 characters. The full text: "
-             "background_output(task_id=\"%s\")]\n", reply, id);
+    snprintf(want, sizeof want,
+             "\n\nResult:\n%.200s\n\n[Cut at 200 of 300 characters. The full text: "
+             "background_output(task_id=\"%s\")]\n",
+             reply, id);
     like(body_text(b), want, "the first 200 characters and the pointer");
     cJSON_Delete(b);
     char *out = t_output(h, parent, id);
@@ -228,11 +228,13 @@ static void undeliverable_is_held_for_next_answer(void)
     char ev[256];
     snprintf(ev, sizeof ev,
              "{\"type\":\"session.error\",\"properties\":{\"sessionID\":\"%s\",\"error\":{\"name\":\"APIError\","
-             "\"data\":{\"message\":\"held one\"}}}}", c1);
+             "\"data\":{\"message\":\"held one\"}}}}",
+             c1);
     sim_emit(h, ev);
     snprintf(ev, sizeof ev,
              "{\"type\":\"session.error\",\"properties\":{\"sessionID\":\"%s\",\"error\":{\"name\":\"APIError\","
-             "\"data\":{\"message\":\"held two\"}}}}", c2);
+             "\"data\":{\"message\":\"held two\"}}}}",
+             c2);
     sim_emit(h, ev);
     is_int(sim_wait_calls(h, "session_prompt", p1, 2, tap_timeout_ms(5000)), 0, "p1: push and one retry");
     is_int(sim_wait_calls(h, "session_prompt", p2, 2, tap_timeout_ms(5000)), 0, "p2: push and one retry");

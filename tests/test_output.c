@@ -12,8 +12,7 @@ static char *output_args(const char *id, int block, double timeout)
 {
     char *s = NULL;
     if (timeout > 0) {
-        if (asprintf(&s, "{\"task_id\":\"%s\",\"block\":%s,\"timeout\":%g}", id, block ? "true" : "false",
-                     timeout) < 0)
+        if (asprintf(&s, "{\"task_id\":\"%s\",\"block\":%s,\"timeout\":%g}", id, block ? "true" : "false", timeout) < 0)
             bail_out("asprintf");
     } else if (asprintf(&s, "{\"task_id\":\"%s\",\"block\":%s}", id, block ? "true" : "false") < 0) {
         bail_out("asprintf");

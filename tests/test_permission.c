@@ -80,8 +80,7 @@ static void bash_denied_by_rule(void)
         char *out = bash(h, s, cmd, background);
         is_int(t_rc, -EACCES, "%s Bash: refused", background ? "background" : "foreground");
         like(out, "Permission denied: running `echo hi && touch ", "the answer names the command");
-        like(out, "(permission \"bash\"): The user has specified a rule which prevents you",
-             "and the host's reason");
+        like(out, "(permission \"bash\"): The user has specified a rule which prevents you", "and the host's reason");
         like(out, "The command was not run.", "and says nothing ran");
         ok(!exists(file), "the command's side effect is absent");
         free(out);
@@ -332,11 +331,11 @@ static void child_waits_for_permission(void)
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    char *id = t_launch_script(
-        h, s, "Clean up",
-        "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},"
-        "{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"rm -rf build\"],\"always\":[\"rm *\"]}},"
-        "{\"tool\":\"bash\",\"output\":\"removed\"},{\"reply\":\"cleaned\"}]}");
+    char *id =
+        t_launch_script(h, s, "Clean up",
+                        "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},"
+                        "{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"rm -rf build\"],\"always\":[\"rm *\"]}},"
+                        "{\"tool\":\"bash\",\"output\":\"removed\"},{\"reply\":\"cleaned\"}]}");
     char *child = t_task_session(h, 0);
     is_int(t_wait_output_with(h, s, id, "Waiting for permission: bash: rm -rf build", 5000), 0,
            "background_output shows what the sub-agent waits for");

@@ -82,7 +82,8 @@ static void backs_off_then_reads_at_silent_gap(void)
     diag("alive for %lld ms: %zu status reads (ticks: %lld)", (long long)alive_ms, alive_reads,
          (long long)(alive_ms / interval));
     ok(alive_ms >= 5000, "the task sent events for a while");
-    ok((int64_t)alive_reads * 2 <= alive_ms / interval, "while events arrive, the map is read on at most half the ticks");
+    ok((int64_t)alive_reads * 2 <= alive_ms / interval,
+       "while events arrive, the map is read on at most half the ticks");
 
     /* Silent and busy: the map is read again, three intervals apart. */
     size_t s1 = sim_calls(h, "session_status", NULL);
@@ -185,7 +186,9 @@ static int all_completed(sim_host *h, void *arg)
  * map); every task completes, its parent told once. */
 static void missing_from_map_bounded(void)
 {
-    enum { N = 60 };
+    enum {
+        N = 60
+    };
     const int interval = 50;
     sim_host *h = t_host("{\"poll_interval_ms\":50,\"max_running_agents\":100}");
     char *parent = deaf_parent(h, 9);
@@ -282,7 +285,10 @@ static char *rhythm_script(int tools, int interval, int seed)
  * it at every such tick). Every task then completes. */
 static void tool_a_tick_reads_rarely(void)
 {
-    enum { N = 10, TOOLS = 60 };
+    enum {
+        N = 10,
+        TOOLS = 60
+    };
     const int interval = 100;
     sim_host *h = t_host("{\"poll_interval_ms\":100}");
     char *parent = sim_session_new(h, NULL, "main");
@@ -348,7 +354,9 @@ static void lost_idle_found_within_two_maps(void)
  * at once. Listed again, they end; each completes and is told once. */
 static void vanished_read_one_per_tick(void)
 {
-    enum { N = 40 };
+    enum {
+        N = 40
+    };
     const int interval = 50;
     sim_host *h = t_host("{\"poll_interval_ms\":50,\"max_running_agents\":100}");
     char *parent = sim_session_new(h, NULL, "main");

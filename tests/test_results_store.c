@@ -260,7 +260,8 @@ static void reader_cases(void)
     free(prompt);
     free(result);
     free(output);
-    is_int(store_reader_texts(r, "bg_00000002", &prompt, &result, &error, &output, &err), -ENOENT, "no such row: -ENOENT");
+    is_int(store_reader_texts(r, "bg_00000002", &prompt, &result, &error, &output, &err), -ENOENT,
+           "no such row: -ENOENT");
     free(err);
     store_reader_free(r);
 }
@@ -343,8 +344,10 @@ static void stale_read_not_attached(void)
     /* The row as a read that began before the second answer's commit sees
      * it, in a file of its own, held so that the read waits. */
     sqlite3 *d = NULL;
-    char *sql = sqlite3_mprintf("CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT, output TEXT);"
-                                "INSERT INTO task VALUES(%Q, 'texts-race one', 'the first answer', NULL, NULL)", id);
+    char *sql =
+        sqlite3_mprintf("CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT, output TEXT);"
+                        "INSERT INTO task VALUES(%Q, 'texts-race one', 'the first answer', NULL, NULL)",
+                        id);
     sqlite3_open(stale, &d);
     sqlite3_exec(d, sql, NULL, NULL, NULL);
     sqlite3_free(sql);

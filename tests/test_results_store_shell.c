@@ -31,8 +31,8 @@ static void make_shell_want(void)
     size_t n = 0;
     for (int i = 1; i <= 1500; i++)
         n += (size_t)snprintf(all + n, sizeof all - n, "%d\n", i);
-    snprintf(shell_want, sizeof shell_want, "%.2048s\n[... %zu bytes of output left out here ...]\n%s", all,
-             n - 4096, all + n - 2048);
+    snprintf(shell_want, sizeof shell_want, "%.2048s\n[... %zu bytes of output left out here ...]\n%s", all, n - 4096,
+             all + n - 2048);
 }
 
 /* Where command id's output is: -1 gone; 1 in memory (its buffers, and
@@ -70,8 +70,8 @@ static void shows_output(sim_host *h, const char *psid, const char *id, const ch
     like(out, want, "%s: background_output shows the exact output", when);
     free(out);
     free(want);
-    is_int(output_where(h, id), stored ? 0 : 1, stored ? "%s: the copy read back is not kept" : "%s: it stays in memory",
-           when);
+    is_int(output_where(h, id), stored ? 0 : 1,
+           stored ? "%s: the copy read back is not kept" : "%s: it stays in memory", when);
     out = st_task_output(h, psid, id, 0, 0);
     if (asprintf(&want, "%s<output>\n%s</output>\n", exit_tag, output) < 0)
         bail_out("asprintf");
@@ -112,8 +112,9 @@ static void command_output_read_back(void)
     engine_unlock(o);
     out = t_output(h, psid, id);
     like(out, "Exit: exit code 0\n", "the store cannot be read: background_output still gives the exit");
-    like(out, "\nOutput:\n(kept in the task store, which could not be read: the task store "
-              "/nonexistent-ocbg-dir/ocbg.db",
+    like(out,
+         "\nOutput:\n(kept in the task store, which could not be read: the task store "
+         "/nonexistent-ocbg-dir/ocbg.db",
          "and says the output is kept in a store that could not be read");
     free(out);
     out = st_task_output(h, psid, id, 0, 0);

@@ -48,7 +48,8 @@ static void resume_happy_path(void)
     like(body, "\"background_task\":false", "ocbg's tools stay off in the child");
     free(body);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the resumed run completes");
-    is_int(t_wait_messages_with(h, parent, "second answer", 1, 5000), 0, "the parent is notified with the new response");
+    is_int(t_wait_messages_with(h, parent, "second answer", 1, 5000), 0,
+           "the parent is notified with the new response");
     is_int(t_count_messages_with(h, parent, "[ocbg] Background task completed"), 2, "one notification per run");
     char get[64];
     snprintf(get, sizeof get, "{\"task_id\":\"%s\"}", id);

@@ -56,9 +56,10 @@ static void cap_two_five_launches(void)
         t_release_gated(h, names[i]);
         is_int(t_wait_status(h, parent, ids[i], "completed", 5000), 0, "%s completes", names[i]);
         if (i + 2 < 5) {
-            is_int(t_wait_gate_open(h, names[i + 2], 5000), 0, "%s starts when %s's slot frees",
-                   names[i + 2], names[i]);
-            ok(i + 3 >= 5 || !t_gated_started(h, names[i + 3]), "%s still waits its turn", i + 3 < 5 ? names[i + 3] : "-");
+            is_int(t_wait_gate_open(h, names[i + 2], 5000), 0, "%s starts when %s's slot frees", names[i + 2],
+                   names[i]);
+            ok(i + 3 >= 5 || !t_gated_started(h, names[i + 3]), "%s still waits its turn",
+               i + 3 < 5 ? names[i + 3] : "-");
         }
     }
     for (int i = 0; i < 5; i++) {
@@ -136,8 +137,7 @@ static void emit_status(sim_host *h, const char *session, const char *type)
     char ev[256];
     snprintf(ev, sizeof ev,
              "{\"type\":\"session.status\",\"properties\":{\"sessionID\":\"%s\",\"status\":{\"type\":\"%s\"%s}}}",
-             session, type,
-             strcmp(type, "retry") == 0 ? ",\"attempt\":1,\"message\":\"rate limited\",\"next\":1" : "");
+             session, type, strcmp(type, "retry") == 0 ? ",\"attempt\":1,\"message\":\"rate limited\",\"next\":1" : "");
     sim_emit(h, ev);
     sim_events_flush(h, tap_timeout_ms(5000));
 }

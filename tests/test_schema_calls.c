@@ -65,8 +65,8 @@ static void call_with_required_only(const ocp_tool *t)
     setup(&f);
     cJSON *schema = cJSON_Parse(t->parameters_json), *args = cJSON_CreateObject();
     const cJSON *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItem(schema, "required"))
-    cJSON_AddItemToObject(args, r->valuestring, value_for(&f, t->name, r->valuestring));
+    cJSON_ArrayForEach (r, cJSON_GetObjectItem(schema, "required"))
+        cJSON_AddItemToObject(args, r->valuestring, value_for(&f, t->name, r->valuestring));
     char *json = cJSON_PrintUnformatted(args), *out = NULL;
     int rc = sim_tool(f.h, f.parent, t->name, json, &out);
     if (!is_int(rc, 0, "%s(%s) with only its required arguments works", t->name, json))

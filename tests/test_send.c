@@ -45,7 +45,7 @@ static char *launch_gated(sim_host *h, const char *s, const char *name)
 }
 
 /* The task's notification arrives once, with `answer` and not `not`. */
-static void notified_once_with(sim_host *h, const char *s, const char *id, const char *answer, const char *not)
+static void notified_once_with(sim_host *h, const char *s, const char *id, const char *answer, const char * not )
 {
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
@@ -69,8 +69,8 @@ static void queued_follow_up(void)
     parent = s;
     char *id = launch_gated(h, s, "A");
     is_int(t_wait_gate_open(h, "A", 5000), 0, "the sub-agent is busy (waiting on its question)");
-    sim_script(h, "also check bar.c", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"bar.c is fine too\"}]}",
-               1);
+    sim_script(h, "also check bar.c",
+               "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"bar.c is fine too\"}]}", 1);
     size_t prompts = task_prompts(h, s);
     char *out = t_send(h, s, id, "also check bar.c");
     is_int(t_rc, 0, "background_send to a running task succeeds");

@@ -67,7 +67,10 @@ static void foreground_runs(void)
     free(out);
 
     out = bash(h, s, "printf 'a\\377b\\n'", 0);
-    is_str(out, "a\xEF\xBF\xBD" "b\n(exit code 0)", "an invalid byte becomes U+FFFD");
+    is_str(out,
+           "a\xEF\xBF\xBD"
+           "b\n(exit code 0)",
+           "an invalid byte becomes U+FFFD");
     free(out);
     out = bash(h, s, "printf 'x\\000y\\n'", 0);
     is_str(out, "x\xEF\xBF\xBDy\n(exit code 0)", "a NUL byte does not cut the output");
@@ -100,8 +103,8 @@ static void foreground_timeout_and_esc(void)
     char *out = bash(h, s, cmd, timeout);
     is_int(t_rc, -ETIMEDOUT, "a timed-out command: -ETIMEDOUT");
     char want[128];
-    snprintf(want, sizeof want, "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.",
-             timeout);
+    snprintf(want, sizeof want,
+             "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.", timeout);
     is_str(out, want, "its output so far, how it ended, and the timeout");
     free(out);
     pid_t child = st_wait_pid_file(h, st_tmp_path("fg_child"));
@@ -133,8 +136,7 @@ static void foreground_timeout_and_esc(void)
 
     out = bash(h, s, "true", -5);
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
-    is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)",
-           "and explained");
+    is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)", "and explained");
     free(out);
     st_kill_leftovers();
     free(s);

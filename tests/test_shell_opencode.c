@@ -55,7 +55,8 @@ static void list_and_output(void)
     free(out);
     out = t_tool(h, s, "background_cancel", st_id_args(id));
     is_int(t_rc, -EINVAL, "cancelling it again is refused");
-    snprintf(want, sizeof want, "Cannot cancel task %s: its status is cancelled. Only running tasks can be cancelled.", id);
+    snprintf(want, sizeof want, "Cannot cancel task %s: its status is cancelled. Only running tasks can be cancelled.",
+             id);
     is_str(out, want, "with the spec's words");
     free(out);
     is_int(t_sync_notifications(h, s), 0, "notifications synced");
@@ -157,7 +158,7 @@ int main(void)
     batch_cancel_and_clear();
     parent_deleted_and_shutdown();
     st_kill_leftovers();
-    st_tmpdir_remove((const char *const[]){"lo.c", "lo.l", "batch.c", "batch.l", "clear.c", "clear.l", "del.c",
-                                           "del.l", "down.c", "down.l", NULL});
+    st_tmpdir_remove((const char *const[]){"lo.c", "lo.l", "batch.c", "batch.l", "clear.c", "clear.l", "del.c", "del.l",
+                                           "down.c", "down.l", NULL});
     return done_testing();
 }

@@ -26,7 +26,7 @@
  * stdin is one, its tty_nr, and whether it leads its process group and
  * session (fields 5-7 of /proc/PID/stat, after the command name). */
 #define PROBE                                                                                                          \
-    "if (exec 3<>/dev/tty) 2>/dev/null; then echo tty:open; else echo tty:none; fi; "                                   \
+    "if (exec 3<>/dev/tty) 2>/dev/null; then echo tty:open; else echo tty:none; fi; "                                  \
     "if [ -t 0 ]; then echo stdin:tty; else echo stdin:not-a-tty; fi; "                                                \
     "read -r st < /proc/$$/stat; set -- ${st##*) }; "                                                                  \
     "[ \"$3\" = $$ ] && g=own || g=inherited; [ \"$4\" = $$ ] && s=own || s=inherited; "                               \

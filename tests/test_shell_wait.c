@@ -63,8 +63,9 @@ static void waiters_and_esc(void)
         is_int(sim_tool_wait(c[i], tap_timeout_ms(5000), &rc, &out), 0, "waiter %d returns", i);
         is_int(rc, 0, "waiter %d succeeds", i);
         like(out, "<retrieval_status>success</retrieval_status>\n", "waiter %d: success", i);
-        like(out, "<status>completed</status>\n<description>waits for go</description>\n<exit_code>0</exit_code>\n"
-                  "<output>\ngot go\n</output>\n",
+        like(out,
+             "<status>completed</status>\n<description>waits for go</description>\n<exit_code>0</exit_code>\n"
+             "<output>\ngot go\n</output>\n",
              "waiter %d: the result", i);
         free(out);
     }

@@ -217,8 +217,10 @@ static void test_run_step(void)
         bail_out("realpath/getcwd: %s", strerror(errno));
     watch(h, dir, 1);
     char *sid = create_in(h, f.parent, dir, NULL);
-    sim_script(h, "work", "{\"steps\":[{\"run\":\"echo hello > made.txt && pwd -P\"},{\"run\":\"echo oops; exit 3\"},"
-                          "{\"reply\":\"done\"}]}", 0);
+    sim_script(h, "work",
+               "{\"steps\":[{\"run\":\"echo hello > made.txt && pwd -P\"},{\"run\":\"echo oops; exit 3\"},"
+               "{\"reply\":\"done\"}]}",
+               0);
     prompt_via_plugin(h, sid, "work", 0);
     is_int(sim_wait_messages(h, sid, 2, T(10000)), 0, "the turn ends");
     char path[PATH_MAX + 16];
@@ -246,9 +248,11 @@ static void test_run_step(void)
     like(jstr(m, "parts.0.state.output"), cwd, "a session of the host's own runs in the working directory");
     cJSON_Delete(m);
 
-    sim_script(h, "commit", "{\"steps\":[{\"run\":\"unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE; git init -q . && "
-                            "git add made.txt && git -c user.name=sim -c user.email=sim@example.invalid commit -qm "
-                            "agent && git log --format=%s\"}]}", 0);
+    sim_script(h, "commit",
+               "{\"steps\":[{\"run\":\"unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE; git init -q . && "
+               "git add made.txt && git -c user.name=sim -c user.email=sim@example.invalid commit -qm "
+               "agent && git log --format=%s\"}]}",
+               0);
     prompt_via_plugin(h, sid, "commit", 0);
     sim_wait_messages(h, sid, 4, T(10000));
     m = last_parts(h, sid);

@@ -19,8 +19,8 @@
 #include "simhost.h"
 #include "tap.h"
 
-#define SUB_SCRIPT                                                                                       \
-    "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"a.c\"},\"output\":\"int a;\"},"            \
+#define SUB_SCRIPT                                                                                                     \
+    "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"a.c\"},\"output\":\"int a;\"},"                          \
     "{\"usage\":{\"input\":1200,\"output\":34,\"cost\":0.5}},{\"hang\":true}]}"
 
 static int T(int ms)
@@ -137,8 +137,7 @@ static char *read_file(const char *path)
 static int id_is_new(const char *id, const cJSON *old)
 {
     const cJSON *o;
-    cJSON_ArrayForEach(o, old)
-    {
+    cJSON_ArrayForEach (o, old) {
         const char *s = o->valuestring;
         size_t pl = (size_t)(strchr(s, '_') - s);
         if (strcmp(s, id) == 0 || (strncmp(s, id, pl + 1) == 0 && strcmp(s, id) > 0)) {

@@ -34,8 +34,7 @@ static void test_sessions(void)
     ok(id && strncmp(id, "ses_", 4) == 0, "created session has an id");
     is_str(jstr(s, "title"), "mine", "title kept");
     ok(!cJSON_HasObjectItem(s, "parentID"), "top-level session has no parentID");
-    ok(cJSON_IsNumber(jget(s, "time.created")),
-       "session has time.created");
+    ok(cJSON_IsNumber(jget(s, "time.created")), "session has time.created");
     ok(id && strcmp(id, user) > 0, "ids sort by creation");
     ok(id && sim_session_exists(h, id), "sim_session_exists sees it");
     is_int(sim_calls(h, "session_create", NULL), 1, "one session_create recorded");
@@ -47,8 +46,7 @@ static void test_sessions(void)
     char *got = NULL;
     is_int(simple_call(h, "session_get", child, &got), 0, "session_get of the child");
     cJSON *cj = cJSON_Parse(got);
-    is_str(jstr(cj, "parentID"), id,
-           "child has parentID");
+    is_str(jstr(cj, "parentID"), id, "child has parentID");
     cJSON_Delete(cj);
     free(got);
     is_int(sim_calls(h, "session_create", id), 1, "a child's create is recorded against its parent");
@@ -81,7 +79,7 @@ static void test_prompt_order(void)
     sim_host *h = f.h;
     is_int(sim_script(h, "hello",
                       J("{'steps':[{'tool':'read','input':{'path':'a.c'},'output':'int x;','ms':10},"
-                      "{'wait_ms':5},{'reply':'done reading'}]}"),
+                        "{'wait_ms':5},{'reply':'done reading'}]}"),
                       0),
            0, "script added");
     is_int(sim_script(h, NULL, J("{'steps':"), 0), -EINVAL, "malformed script refused");
@@ -92,8 +90,10 @@ static void test_prompt_order(void)
     is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "assistant message arrives");
     is_int(sim_wait_idle(h, sid, T(5000)), 0, "session goes idle");
     char *tr = trace(h, sid);
-    is_str(tr, "session.created,user,busy,tool:pending,tool:running,tool:completed,text:start,text:end,assistant,idle,idle!",
-           "event order for one prompt (a text part: its start, then its end)");
+    is_str(
+        tr,
+        "session.created,user,busy,tool:pending,tool:running,tool:completed,text:start,text:end,assistant,idle,idle!",
+        "event order for one prompt (a text part: its start, then its end)");
     free(tr);
 
     char *last = sim_session_message_text(h, sid, -1);
@@ -111,18 +111,15 @@ static void test_prompt_order(void)
     const cJSON *info = jget(a, "info");
     is_str(jstr(info, "role"), "assistant", "assistant role");
     is_str(jstr(info, "finish"), "stop", "finish stop");
-    ok(cJSON_IsNumber(jget(info, "time.completed")),
-       "assistant has time.completed");
+    ok(cJSON_IsNumber(jget(info, "time.completed")), "assistant has time.completed");
     const cJSON *tp = jget(a, "parts.0");
     is_str(jstr(tp, "type"), "tool", "first part is the tool");
     const cJSON *st = jget(tp, "state");
     is_str(jstr(st, "status"), "completed", "tool completed");
     is_str(jstr(st, "output"), "int x;", "tool output stored");
-    is_str(jstr(st, "input.path"),
-           "a.c", "tool input stored");
+    is_str(jstr(st, "input.path"), "a.c", "tool input stored");
     ok(cJSON_IsString(jget(tp, "callID")), "tool part has a callID");
-    is_str(jstr(tp, "messageID"),
-           jstr(info, "id"), "part belongs to the message");
+    is_str(jstr(tp, "messageID"), jstr(info, "id"), "part belongs to the message");
     cJSON_Delete(m);
 
     /* The event part carries sessionID in both places. */
@@ -203,8 +200,7 @@ static void test_error_abort_queue(void)
     char *status = NULL;
     is_int(simple_call(h, "session_status", NULL, &status), 0, "status map");
     cJSON *sm = cJSON_Parse(status);
-    is_str(jstr(jget(sm, b), "type"),
-           "busy", "busy session in the status map");
+    is_str(jstr(jget(sm, b), "type"), "busy", "busy session in the status map");
     ok(!cJSON_HasObjectItem(sm, a), "idle session not in the status map");
     cJSON_Delete(sm);
     free(status);
@@ -276,7 +272,8 @@ static void test_noreply_and_bad_body(void)
     is_int(sim_session_message_count(h, s), 1, "nothing stored by bad bodies");
     is_int(sim_calls(h, "session_prompt", s), 3, "failed prompts are recorded too");
 
-    args = J("{'fn':'session_prompt','sessionID':'%s','body':{'parts':[{'type':'text'," "'text':'go'}],'agent':'explore','tools':{'background_task':false}}}",
+    args = J("{'fn':'session_prompt','sessionID':'%s','body':{'parts':[{'type':'text',"
+             "'text':'go'}],'agent':'explore','tools':{'background_task':false}}}",
              s);
     r = hostcall(h, args);
     is_int(rc_of(r), 0, "prompt with agent and tools");
@@ -297,8 +294,7 @@ static void test_noreply_and_bad_body(void)
 
     /* The user's own prompt and Esc: same behaviour, not plugin calls. */
     size_t calls = sim_calls(h, NULL, NULL);
-    is_int(sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'by hand'}]}")), 0,
-           "user prompt accepted");
+    is_int(sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'by hand'}]}")), 0, "user prompt accepted");
     is_int(sim_wait_messages(h, s, 5, T(5000)), 0, "user prompt gets a reply");
     is_int(sim_session_prompt(h, s, "[1,2]"), -EINVAL, "user prompt with a bad body: -EINVAL");
     is_int(sim_session_prompt(h, "ses_nope", J("{'parts':[]}")), -ENOENT, "user prompt to unknown: -ENOENT");
@@ -326,8 +322,7 @@ static cJSON *assistant_updates(sim_host *h, const char *sid)
     free(out);
     cJSON *infos = cJSON_CreateArray();
     const cJSON *e;
-    cJSON_ArrayForEach(e, all)
-    {
+    cJSON_ArrayForEach (e, all) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "properties");
         const cJSON *info = cJSON_GetObjectItemCaseSensitive(p, "info");
         const char *s = jstr(p, "sessionID");
@@ -362,8 +357,8 @@ static cJSON *messages_via_plugin(sim_host *h, const char *sid)
     return m ? m : cJSON_CreateArray();
 }
 
-#define TOKENS(in, out, reasoning, read, write)                                                             \
-    "{\"input\":" #in ",\"output\":" #out ",\"reasoning\":" #reasoning ",\"cache\":{\"read\":" #read         \
+#define TOKENS(in, out, reasoning, read, write)                                                                        \
+    "{\"input\":" #in ",\"output\":" #out ",\"reasoning\":" #reasoning ",\"cache\":{\"read\":" #read                   \
     ",\"write\":" #write "}}"
 
 /* Each update's tokens and cost, checked in turn against the expected ones. */
@@ -379,8 +374,8 @@ static void usage_events_and_info(sim_host *h)
 {
     sim_script(h, "spend",
                J("{'steps':[{'usage':{'input':100,'output':20,'reasoning':5,'cache_read':1000,"
-               "'cache_write':50,'cost':0.25}},{'usage':{'input':30,'cost':0.5}},{'usage':{}},"
-               "{'reply':'spent'}]}"),
+                 "'cache_write':50,'cost':0.25}},{'usage':{'input':30,'cost':0.5}},{'usage':{}},"
+                 "{'reply':'spent'}]}"),
                1);
     char *sid = sim_session_new(h, NULL, "spender");
     is_int(prompt_via_plugin(h, sid, "spend some", 0), 0, "a prompt whose script reports usage");
@@ -427,7 +422,7 @@ static void usage_defaults_and_odd_amounts(sim_host *h)
 
     sim_script(h, "odd",
                J("{'steps':[{'usage':{'input':-5,'output':'7','reasoning':2.9,'cache_read':1e300,"
-               "'cost':-1}}]}"),
+                 "'cost':-1}}]}"),
                1);
     char *odd = sim_session_new(h, NULL, "odd");
     prompt_via_plugin(h, odd, "odd amounts", 0);
@@ -444,19 +439,16 @@ static void usage_across_compaction(sim_host *h)
 {
     sim_script(h, "squeeze",
                J("{'steps':[{'usage':{'input':10,'cost':0.1}},{'reply':'A'},{'compact':true},"
-               "{'usage':{'input':3}},{'reply':'B'}]}"),
+                 "{'usage':{'input':3}},{'reply':'B'}]}"),
                1);
     char *sid = sim_session_new(h, NULL, "compacting");
     prompt_via_plugin(h, sid, "squeeze it", 0);
     is_int(sim_wait_messages(h, sid, 6, T(5000)), 0, "answer, compaction, summary, continue, answer");
     is_int(sim_wait_idle(h, sid, T(5000)), 0, "then idle");
     cJSON *msgs = messages_via_plugin(h, sid);
-    check_usage(jget(msgs, "1.info"), TOKENS(10, 0, 0, 0, 0), 0.1,
-                "the answer before the compaction");
-    check_usage(jget(msgs, "3.info"), TOKENS(0, 0, 0, 0, 0), 0,
-                "the summary");
-    check_usage(jget(msgs, "5.info"), TOKENS(3, 0, 0, 0, 0), 0,
-                "the continue turn's message starts from 0");
+    check_usage(jget(msgs, "1.info"), TOKENS(10, 0, 0, 0, 0), 0.1, "the answer before the compaction");
+    check_usage(jget(msgs, "3.info"), TOKENS(0, 0, 0, 0, 0), 0, "the summary");
+    check_usage(jget(msgs, "5.info"), TOKENS(3, 0, 0, 0, 0), 0, "the continue turn's message starts from 0");
     cJSON_Delete(msgs);
     free(sid);
 }
@@ -492,8 +484,7 @@ static void test_fork_and_delete(void)
     cJSON_Delete(m);
     is_int(rc_of(r), 0, "fork succeeds");
     const char *fid = jstr(out_of(r), "id");
-    is_str(jstr(out_of(r), "title"),
-           "Original (fork #1)", "fork title");
+    is_str(jstr(out_of(r), "title"), "Original (fork #1)", "fork title");
     ok(!cJSON_HasObjectItem(out_of(r), "parentID"), "fork has no parentID");
     is_int(sim_session_message_count(h, fid), 2, "fork holds the messages before messageID");
     char *ft = sim_session_message_text(h, fid, 1);
@@ -506,8 +497,7 @@ static void test_fork_and_delete(void)
     args = J("{'fn':'session_fork','sessionID':'%s'}", fid);
     cJSON *r2 = hostcall(h, args);
     const char *f2 = jstr(out_of(r2), "id");
-    is_str(jstr(out_of(r2), "title"),
-           "Original (fork #2)", "forking a fork counts up");
+    is_str(jstr(out_of(r2), "title"), "Original (fork #2)", "forking a fork counts up");
     is_int(sim_session_message_count(h, f2), 2, "fork without messageID copies all");
     cJSON_Delete(r2);
     cJSON_Delete(r);
@@ -532,8 +522,7 @@ static void test_fork_and_delete(void)
     free(out);
     char order[256] = "";
     const cJSON *e;
-    cJSON_ArrayForEach(e, ev)
-    {
+    cJSON_ArrayForEach (e, ev) {
         const cJSON *info = jget(e, "properties.info");
         if (order[0])
             strcat(order, ",");
@@ -541,11 +530,9 @@ static void test_fork_and_delete(void)
     }
     is_str(order, "G,C1,C2,P", "children deleted first, each with session.deleted");
     const cJSON *ginfo = jget(ev, "0.properties.info");
-    is_str(jstr(ginfo, "parentID"), c1,
-           "session.deleted info has parentID");
+    is_str(jstr(ginfo, "parentID"), c1, "session.deleted info has parentID");
     cJSON_Delete(ev);
-    ok(!sim_session_exists(h, c1) && !sim_session_exists(h, g) && !sim_session_exists(h, c2),
-       "descendants gone");
+    ok(!sim_session_exists(h, c1) && !sim_session_exists(h, g) && !sim_session_exists(h, c2), "descendants gone");
     is_int(simple_call(h, "session_get", g, NULL), -ENOENT, "get after delete: -ENOENT");
     is_int(prompt_via_plugin(h, c2, "hi", 0), -ENOENT, "prompt after delete: -ENOENT");
     /* As OpenCode: the deletion did not stop the busy turn; an abort does. */

@@ -143,8 +143,7 @@ static void test_event_faults(void)
     is_int(cJSON_GetArraySize(a), 40, "every delayed event delivered");
     int inversions = 0, prev = -1;
     const cJSON *e;
-    cJSON_ArrayForEach(e, a)
-    {
+    cJSON_ArrayForEach (e, a) {
         int n = (int)jnum(e, "properties.n", 0);
         inversions += n < prev;
         prev = n;

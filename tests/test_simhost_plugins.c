@@ -37,8 +37,7 @@ static void test_tool_calls(void)
     char *cwd = getcwd(NULL, 0);
     is_str(jstr(c, "directory"), cwd, "ctx directory = cwd");
     free(cwd);
-    is_int(jnum(c, "struct_size", 0), sizeof(ocp_call_ctx),
-           "ctx struct_size");
+    is_int(jnum(c, "struct_size", 0), sizeof(ocp_call_ctx), "ctx struct_size");
     cJSON_Delete(c);
 
     out = NULL;

@@ -125,8 +125,7 @@ static void new_host_reconciles(void)
     is_int(t_wait_status(h, psid, done, "completed", tap_timeout_ms(5000)), 0, "one task completed");
     char *hang = t_launch_script(h, psid, "slow", "{\"steps\":[{\"tool\":\"read\",\"ms\":5},{\"hang\":true}]}");
     char *child = t_task_session(h, 1);
-    ok(sim_wait(h, (int (*)(sim_host *, void *))sim_session_busy, child, tap_timeout_ms(5000)) == 0,
-       "the other runs");
+    ok(sim_wait(h, (int (*)(sim_host *, void *))sim_session_busy, child, tap_timeout_ms(5000)) == 0, "the other runs");
     sim_destroy(h);
 
     h = t_host(opts);
@@ -155,8 +154,8 @@ static void undelivered_notice_is_sent(void)
     /* Every prompt after the task's own (call 1) fails: its notification
      * cannot be sent (set before the launch: the sub-agent answers at once). */
     sim_fail(h, "session_prompt", 2, -1, -EIO);
-    char *ans = t_tool(h, psid, "background_task",
-                       "{\"description\":\"late\",\"prompt\":\"late one\",\"agent\":\"general\"}");
+    char *ans =
+        t_tool(h, psid, "background_task", "{\"description\":\"late\",\"prompt\":\"late one\",\"agent\":\"general\"}");
     char *id = t_find_id(ans, "bg_");
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
     is_int(sim_wait_calls(h, "session_prompt", psid, 1, tap_timeout_ms(5000)), 0, "its notification was tried");

@@ -47,8 +47,9 @@ static void tasks_listing(void)
     is_str(out, "No background tasks in this session.", "/tasks with no task");
     free(out);
     out = st_command(h, s, "bashes");
-    is_str(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n"
-                "No background tasks in this session.",
+    is_str(out,
+           "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n"
+           "No background tasks in this session.",
            "/bashes: the notice, then the same");
     free(out);
 

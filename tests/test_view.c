@@ -17,7 +17,9 @@
 static const cJSON *line_of(const cJSON *view, const char *id)
 {
     const cJSON *t;
-    cJSON_ArrayForEach(t, jget(view, "tasks")) if (jstr(t, "id") && strcmp(jstr(t, "id"), id) == 0) return t;
+    cJSON_ArrayForEach (t, jget(view, "tasks"))
+        if (jstr(t, "id") && strcmp(jstr(t, "id"), id) == 0)
+            return t;
     return NULL;
 }
 
@@ -284,7 +286,8 @@ static void test_restart_publishes(void)
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s/ocbg.db\"}", dir);
     sim_host *h = t_host(opts);
     char *parent = sim_session_new(h, NULL, "main");
-    char *answer = t_tool(h, parent, "Bash", J("{'command':'echo kept','description':'kept','run_in_background':true}"));
+    char *answer =
+        t_tool(h, parent, "Bash", J("{'command':'echo kept','description':'kept','run_in_background':true}"));
     char *id = t_find_id(answer, "bg_");
     is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "a task completes");
     is_int(wait_view(h, parent, id, "status", "completed"), 0, "and its view says so");

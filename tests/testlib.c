@@ -150,8 +150,7 @@ char *t_prompted_session(sim_host *h, const char *needle, int n)
     char *out = NULL;
     int seen = 0;
     const cJSON *c;
-    cJSON_ArrayForEach(c, calls)
-    {
+    cJSON_ArrayForEach (c, calls) {
         const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(c, "fn"));
         const char *body = cJSON_GetStringValue(cJSON_GetObjectItem(c, "body"));
         const char *ses = cJSON_GetStringValue(cJSON_GetObjectItem(c, "session"));
@@ -326,7 +325,6 @@ int t_gated_started(sim_host *h, const char *name)
     free(s);
     return s != NULL;
 }
-
 
 /* The shell line fmt formatted, run in dir: "cd '<dir>' && (<line>)". */
 static char *sh_line(const char *dir, const char *fmt, va_list ap)

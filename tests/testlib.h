@@ -20,8 +20,7 @@ char *t_tool(sim_host *h, const char *session, const char *tool, const char *arg
 
 /* Launch a background task from `session` and return its id (malloc'd);
  * bails out if the launch fails. */
-char *t_launch(sim_host *h, const char *session, const char *description, const char *prompt,
-               const char *agent);
+char *t_launch(sim_host *h, const char *session, const char *description, const char *prompt, const char *agent);
 
 /* The first "bg_xxxxxxxx" / "batch_xxxxxxxx" in a text (malloc'd, or NULL). */
 char *t_find_id(const char *text, const char *prefix);
@@ -92,7 +91,6 @@ int t_calls_started(sim_host *h, void *arg);
  * pushes notifications in order, so any notification queued before it has been
  * pushed by then). Returns 0 or -ETIMEDOUT. */
 int t_sync_notifications(sim_host *h, const char *session);
-
 
 /* Gated sub-agents: a gated task asks the user a question first (rules
  * {"bash":"ask"}, no automatic answer) and replies only once the test
