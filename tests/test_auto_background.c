@@ -35,7 +35,7 @@ static void task_moves(void)
     sim_script(h, "slow work",
                "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"make\"]}},{\"reply\":\"all built\"}]}",
                1);
-    char *args = st_task_args("Build it", "slow work", 0);
+    char *args = t_task_args("Build it", "slow work", 0);
     sim_call *c = sim_tool_start(h, s, "Task", args);
     free(args);
     /* Asked while the call waits: no notice then (the caller is in the
@@ -60,7 +60,7 @@ static void task_moves(void)
     is_str(out, want, "with the task id, the background text and the question it waits on");
     free(child);
     free(out);
-    out = st_task_output(h, s, id, 0, 0);
+    out = t_task_output(h, s, id, 0, 0);
     like(out, "<status>running</status>", "the task runs on in the background");
     free(out);
     char *q = sim_permission_open(h, NULL);
@@ -80,7 +80,7 @@ static void task_moves(void)
     free(id);
 
     /* Before the limit: the reply, as ever; no task, no notification. */
-    out = st_claude_task(h, s, "Quick", "{\"steps\":[{\"reply\":\"quick answer\"}]}", 0);
+    out = t_claude_task(h, s, "Quick", "{\"steps\":[{\"reply\":\"quick answer\"}]}", 0);
     is_int(t_rc, 0, "a Task that ends before the limit");
     is_str(out, "quick answer", "returns its reply");
     free(out);
@@ -97,7 +97,7 @@ static void task_esc_and_off(void)
     sim_host *h = t_host("{\"auto_background_ms\":0}");
     char *s = sim_session_new(h, NULL, "main");
     sim_script(h, "hangs forever", "{\"steps\":[{\"hang\":true}]}", 1);
-    char *args = st_task_args("Hangs", "hangs forever", 0);
+    char *args = t_task_args("Hangs", "hangs forever", 0);
     sim_call *c = sim_tool_start(h, s, "Task", args);
     free(args);
     is_int(sim_wait_calls(h, "session_prompt", NULL, 1, tap_timeout_ms(5000)), 0, "the sub-agent is prompted");
@@ -109,7 +109,7 @@ static void task_esc_and_off(void)
     is_str(out, "Cancelled: the sub-agent was stopped.", "and stops the sub-agent");
     free(out);
     sim_tool_free(c);
-    out = st_command(h, s, "tasks");
+    out = t_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "no task is left");
     free(out);
     free(s);
@@ -120,11 +120,11 @@ static void bash_moves(void)
 {
     sim_host *h = t_host(auto_opts);
     char *s = sim_session_new(h, NULL, "main");
-    st_tmpdir_make("autobg");
-    if (mkfifo(st_tmp_path("gate"), 0600) != 0)
+    t_tmpdir_make("autobg");
+    if (mkfifo(t_tmp_path("gate"), 0600) != 0)
         bail_out("mkfifo");
     char cmd[256], args[512];
-    snprintf(cmd, sizeof cmd, "read x < %s; echo built $x", st_tmp_path("gate"));
+    snprintf(cmd, sizeof cmd, "read x < %s; echo built $x", t_tmp_path("gate"));
     snprintf(args, sizeof args, "{\"command\":\"%s\",\"description\":\"slow build\"}", cmd);
     sim_call *c = sim_tool_start(h, s, "Bash", args);
     int rc = 0;
@@ -142,7 +142,7 @@ static void bash_moves(void)
              auto_ms / 1000, id, cmd, id, id);
     is_str(out, want, "with the task id and the background text");
     free(out);
-    st_release(h, "gate");
+    t_release(h, "gate");
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background command completed: %s", id);
     is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "the parent is notified when it exits");
@@ -165,7 +165,7 @@ static void bash_moves(void)
     is_int(t_sync_notifications(h, s), 0, "notifications synced");
     is_int(t_count_messages_with(h, s, "sleep 30"), 0, "neither is notified");
     static const char *const files[] = {"gate", NULL};
-    st_tmpdir_remove(files);
+    t_tmpdir_remove(files);
     free(s);
     sim_destroy(h);
 }
@@ -174,13 +174,13 @@ int main(void)
 {
     auto_ms = tap_timeout_ms(2000);
     snprintf(auto_opts, sizeof auto_opts, "{\"auto_background_ms\":%d}", auto_ms);
-    int shells = st_shells_work(ST_PROBE_DIAG);
+    int shells = t_shells_work(T_PROBE_DIAG);
     task_moves();
     task_esc_and_off();
     if (shells)
         bash_moves();
     else
         skip(1, "the plugin cannot run commands here");
-    st_kill_leftovers();
+    t_kill_leftovers();
     return done_testing();
 }

@@ -236,18 +236,18 @@ static void claude_face_results(void)
 {
     sim_host *h = host_checking_after();
     char *s = sim_session_new(h, NULL, "main");
-    char *out = st_claude_task(
+    char *out = t_claude_task(
         h, s, "Compacts", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"reply\":\"continued text\"}]}", 1);
     char *id = t_find_id(out, "bg_");
     free(out);
-    out = st_task_output(h, s, id, 1, 0);
+    out = t_task_output(h, s, id, 1, 0);
     like(out, "<status>completed</status>\n", "TaskOutput: completed");
     like(out, "<output>\nREAL ANSWER" MARK "continued text\n</output>\n",
          "TaskOutput: the answer, then the continue turn's text");
     unlike(out, SUMMARY, "TaskOutput: never the summary");
     free(out);
     free(id);
-    out = st_claude_task(h, s, "Foreground", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", 0);
+    out = t_claude_task(h, s, "Foreground", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", 0);
     is_int(t_rc, 0, "a foreground Task that compacts succeeds");
     like(out, "REAL ANSWER", "and returns the real answer");
     unlike(out, SUMMARY, "not the summary");

@@ -21,17 +21,17 @@
  * test writes to fifo <name>. */
 static char *gated_command(sim_host *h, const char *parent, const char *name)
 {
-    if (mkfifo(st_tmp_path(name), 0600) != 0)
+    if (mkfifo(t_tmp_path(name), 0600) != 0)
         bail_out("mkfifo %s", name);
     char cmd[256], desc[32];
-    snprintf(cmd, sizeof cmd, "read x < %s; echo result %s", st_tmp_path(name), name);
+    snprintf(cmd, sizeof cmd, "read x < %s; echo result %s", t_tmp_path(name), name);
     snprintf(desc, sizeof desc, "task %s", name);
-    return st_bash_bg(h, parent, cmd, desc, ST_LAUNCH_UNCHECKED);
+    return t_bash_bg(h, parent, cmd, desc, T_LAUNCH_UNCHECKED);
 }
 
 static void finish(sim_host *h, const char *parent, const char *name, const char *id)
 {
-    st_release(h, name);
+    t_release(h, name);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "task %s completed", name);
 }
 
@@ -176,13 +176,13 @@ static void deleted_parent(void)
 
 int main(void)
 {
-    st_tmpdir_make("defer");
-    if (st_shells_work(ST_PROBE_SKIP)) {
+    t_tmpdir_make("defer");
+    if (t_shells_work(T_PROBE_SKIP)) {
         held_until_idle();
         lost_idle();
         deleted_parent();
     }
     static const char *const fifos[] = {"a1", "b1", "c1", "a2", "b2", "a3", "b3", NULL};
-    st_tmpdir_remove(fifos);
+    t_tmpdir_remove(fifos);
     return done_testing();
 }

@@ -147,10 +147,10 @@ static void usage_on_every_face(sim_host *h, const char *s, const char *id)
     like(out, " | Usage: " PHRASE "\n", "background_list: on the task's line");
     like(out, "\nUsage of the listed tasks: " PHRASE, "background_list: the total line");
     free(out);
-    out = st_task_output(h, s, id, 0, 0);
+    out = t_task_output(h, s, id, 0, 0);
     like(out, "<usage>" PHRASE "</usage>\n", "TaskOutput: a usage tag");
     free(out);
-    out = st_command(h, s, "tasks");
+    out = t_command(h, s, "tasks");
     like(out, " [Usage: " PHRASE "]\n", "/tasks: on the task's row");
     like(out, "\nUsage of the listed tasks: " PHRASE, "/tasks: the total line");
     free(out);

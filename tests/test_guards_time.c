@@ -158,7 +158,7 @@ static void command_timeouts(void)
     char *s = sim_session_new(h, NULL, "main");
     char *id = bash_bg(h, s, "sleep 30", ",\"timeout\":300");
     ended_in_time(h, s, id, NULL, "Stopped by its timeout: this task ran for ", "s (its timeout is 0.3s).");
-    char *out = st_task_output(h, s, id, 0, 0);
+    char *out = t_task_output(h, s, id, 0, 0);
     like(out, "<status>failed</status>\n", "TaskOutput: failed");
     like(out, "<signal>15</signal>\n", "the command got SIGTERM");
     like(out, "<error>Stopped by its timeout: this task ran for ", "TaskOutput: the guard's text");
@@ -200,12 +200,12 @@ int main(void)
     stale_agent();
     agent_timeouts();
     agent_max_runtime();
-    st_tmpdir_make("guards");
-    if (st_shells_work(ST_PROBE_SKIP)) {
+    t_tmpdir_make("guards");
+    if (t_shells_work(T_PROBE_SKIP)) {
         command_timeouts();
         command_max_runtime();
     }
-    st_kill_leftovers();
-    st_tmpdir_remove(NULL);
+    t_kill_leftovers();
+    t_tmpdir_remove(NULL);
     return done_testing();
 }

@@ -73,7 +73,7 @@ static void bash_denied_by_rule(void)
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
     is_int(sim_permission_rules(h, "{\"bash\":{\"*\":\"allow\",\"touch *\":\"deny\"}}"), 0, "rules set");
-    const char *file = st_tmp_path("denied_fg");
+    const char *file = t_tmp_path("denied_fg");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "echo hi && touch %s", file);
     for (int background = 0; background < 2; background++) {
@@ -111,7 +111,7 @@ static void bash_asked_once_always_reject(void)
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    const char *file = st_tmp_path("asked_once");
+    const char *file = t_tmp_path("asked_once");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
 
@@ -161,7 +161,7 @@ static void bash_esc_while_asking(void)
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    const char *file = st_tmp_path("esc_asking");
+    const char *file = t_tmp_path("esc_asking");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
     char *args = bash_args(cmd, 0);
@@ -189,7 +189,7 @@ static void bash_question_fails_or_host_cannot_ask(void)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
-    const char *file = st_tmp_path("ask_failed");
+    const char *file = t_tmp_path("ask_failed");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
     sim_fail(h, "ask_permission", 1, 1, -EIO);
@@ -225,7 +225,7 @@ static void bash_outside_the_project(void)
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
     sim_permission_rules(h, "{\"external_directory\":{\"*\":\"deny\"}}");
-    const char *file = st_tmp_path("outside");
+    const char *file = t_tmp_path("outside");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
     char *out = bash(h, s, cmd, 0);
@@ -368,7 +368,7 @@ static void child_waits_for_permission(void)
     out = t_tool(h, s, "TaskOutput", args);
     like(out, "<waiting_for_permission>bash: rm -rf build</waiting_for_permission>", "TaskOutput shows it");
     free(out);
-    out = st_command(h, s, "tasks");
+    out = t_command(h, s, "tasks");
     like(out, "[waiting for permission: bash: rm -rf build]", "/tasks shows it");
     free(out);
 
@@ -410,8 +410,8 @@ static void child_question_answered_before_its_notice(void)
 
 int main(void)
 {
-    st_tmpdir_make("permission");
-    shells = st_shells_work(ST_PROBE_DIAG);
+    t_tmpdir_make("permission");
+    shells = t_shells_work(T_PROBE_DIAG);
     if (shells) {
         bash_denied_by_rule();
         bash_asked_once_always_reject();
@@ -425,7 +425,7 @@ int main(void)
     resume_denied_keeps_the_task();
     child_waits_for_permission();
     child_question_answered_before_its_notice();
-    st_kill_leftovers();
-    st_tmpdir_remove((const char *const[]){"denied_fg", "asked_once", "esc_asking", "ask_failed", "outside", NULL});
+    t_kill_leftovers();
+    t_tmpdir_remove((const char *const[]){"denied_fg", "asked_once", "esc_asking", "ask_failed", "outside", NULL});
     return done_testing();
 }

@@ -83,7 +83,7 @@ static void bash_and_launches(void)
     char *s = sim_session_new(h, NULL, "main");
     sim_permission_rules(h, "{\"bash\":{\"*\":\"allow\",\"touch *\":\"ask\",\"rm *\":\"deny\"},"
                             "\"task\":{\"*\":\"allow\",\"explore\":\"ask\"}}");
-    const char *file = st_tmp_path("rejected");
+    const char *file = t_tmp_path("rejected");
     char touch[600], rm[600];
     snprintf(touch, sizeof touch, "{\"command\":\"touch %s\",\"description\":\"d\"}", file);
     snprintf(rm, sizeof rm, "{\"command\":\"rm -f %s\",\"description\":\"d\"}", file);
@@ -161,10 +161,10 @@ static void sub_agent_questions(void)
 
 int main(void)
 {
-    st_tmpdir_make("reject_turn");
+    t_tmpdir_make("reject_turn");
     bash_and_launches();
     sub_agent_questions();
-    st_kill_leftovers();
-    st_tmpdir_remove((const char *const[]){"rejected", NULL});
+    t_kill_leftovers();
+    t_tmpdir_remove((const char *const[]){"rejected", NULL});
     return done_testing();
 }

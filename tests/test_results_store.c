@@ -45,7 +45,7 @@ static void make_answer(void)
  * memory, bit 1: its prompt is, bit 2: every text is marked stored. */
 static int in_memory(sim_host *h, const char *id)
 {
-    engine *o = lt_engine(h);
+    engine *o = t_engine(h);
     engine_lock(o);
     task *t = registry_find(&o->reg, id);
     int r = !t ? -1 : (t->result != NULL) | (t->prompt != NULL) << 1 | (t->texts_stored == TASK_TEXTS_ALL) << 2;
@@ -61,7 +61,7 @@ static int texts_dropped(sim_host *h, const char *id)
 /* A notification is held for session psid's next answer. */
 static int notice_held(sim_host *h, const char *psid)
 {
-    engine *o = lt_engine(h);
+    engine *o = t_engine(h);
     engine_lock(o);
     parent *p = registry_parent(&o->reg, psid);
     int held = p && p->held;
@@ -72,7 +72,7 @@ static int notice_held(sim_host *h, const char *psid)
 /* Wait (with a deadline) until task id's texts are in the store only. */
 static int wait_dropped(sim_host *h, const char *id)
 {
-    return lt_wait_until(h, texts_dropped, id);
+    return t_wait_until(h, texts_dropped, id);
 }
 
 static char *launch_done(sim_host *h, const char *psid, const char *prompt, const char *reply_json)
@@ -109,7 +109,7 @@ static void results_read_back(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/read.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = lt_host(opts);
+    sim_host *h = t_linked_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-read-back one", answer_json);
     is_int(wait_dropped(h, id), 0, "a finished, delivered task keeps neither its result nor its prompt in memory");
@@ -165,7 +165,7 @@ static void results_read_back(void)
 
 static void store_off_keeps_texts(void)
 {
-    sim_host *h = lt_host("{\"store\":false}");
+    sim_host *h = t_linked_host("{\"store\":false}");
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-store-off", answer_json);
     char *out = t_output(h, psid, id); /* a tool call: would have waited for a write */
@@ -185,14 +185,14 @@ static void failed_write_keeps_texts(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/fail.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = lt_host(opts);
-    is_int(lt_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
+    sim_host *h = t_linked_host(opts);
+    is_int(t_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
            "a trigger makes the write of a delivered notification fail");
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-write-fails", answer_json);
-    ok(lt_wait_log(h, "the disk refuses") == 0 && lt_wait_log(h, "memory only") == 0,
+    ok(t_wait_log(h, "the disk refuses") == 0 && t_wait_log(h, "memory only") == 0,
        "the failed write is logged: tasks live in memory only from now on");
-    is_int(lt_wait_until(h, lt_store_given_up, NULL), 0, "the store is given up");
+    is_int(t_wait_until(h, t_store_given_up, NULL), 0, "the store is given up");
     char *out = t_output(h, psid, id);
     like(out, "THE-END", "after the failed write, background_output gives the result");
     free(out);
@@ -211,7 +211,7 @@ static void held_notice_keeps_text(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/held.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\",\"notify_retries\":1,\"notify_retry_ms\":5}", db);
-    sim_host *h = lt_host(opts);
+    sim_host *h = t_linked_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
     char script[7000];
     snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", answer_json);
@@ -222,7 +222,7 @@ static void held_notice_keeps_text(void)
     char *id = t_launch(h, psid, "Texts", "texts-held", "general");
     is_int(sim_wait_calls(h, "session_prompt", psid, 2, tap_timeout_ms(5000)), 0,
            "its notification was tried twice and not taken");
-    is_int(lt_wait_until(h, notice_held, psid), 0, "and held for the parent's next answer");
+    is_int(t_wait_until(h, notice_held, psid), 0, "and held for the parent's next answer");
     sim_fail(h, NULL, 0, 0, 0);
     char *ans = t_tool(h, psid, "background_list", "{}");
     like(ans, "[ocbg] Background task completed", "the next answer carries the notification");
@@ -274,16 +274,16 @@ static void resume_after_failed_write(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/resume-fail.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = lt_host(opts);
+    sim_host *h = t_linked_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-resume-fail one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
-    is_int(lt_refuse_updates(db, "NEW.status = 5"), SQLITE_OK, "a trigger makes the resumed run's write fail");
+    is_int(t_refuse_updates(db, "NEW.status = 5"), SQLITE_OK, "a trigger makes the resumed run's write fail");
     sim_script(h, "texts-resume-fail two", "{\"steps\":[{\"wait_ms\":20},{\"reply\":\"the second answer\"}]}", 1);
     char args[160];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-resume-fail two\"}", id);
     free(t_tool(h, psid, "background_resume", args));
-    is_int(lt_wait_until(h, lt_store_given_up, NULL), 0, "the resume's write fails: the store is given up");
+    is_int(t_wait_until(h, t_store_given_up, NULL), 0, "the resume's write fails: the store is given up");
     is_int(t_wait_output_with(h, psid, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
            "background_output gives the second answer");
     free(id);
@@ -331,7 +331,7 @@ static void stale_read_not_attached(void)
     snprintf(db, sizeof db, "%s/race.db", dir);
     snprintf(stale, sizeof stale, "%s/race-before-commit.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = lt_host(opts);
+    sim_host *h = t_linked_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
     char *id = launch_done(h, psid, "texts-race one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
@@ -355,7 +355,7 @@ static void stale_read_not_attached(void)
         bail_out("locking %s", stale);
 
     /* The task as the second run's end left it, before its row's commit. */
-    engine *o = lt_engine(h);
+    engine *o = t_engine(h);
     commit_race c = {.o = o, .lock = d};
     snprintf(c.id, sizeof c.id, "%s", id); /* id is a malloc'd string of its own length */
     engine_lock(o);

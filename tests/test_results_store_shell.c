@@ -39,7 +39,7 @@ static void make_shell_want(void)
  * its exit); 0 in the store only (no buffers; its exit still in memory). */
 static int output_where(sim_host *h, const char *id)
 {
-    engine *o = lt_engine(h);
+    engine *o = t_engine(h);
     engine_lock(o);
     task *t = registry_find(&o->reg, id);
     int r = -1;
@@ -72,7 +72,7 @@ static void shows_output(sim_host *h, const char *psid, const char *id, const ch
     free(want);
     is_int(output_where(h, id), stored ? 0 : 1,
            stored ? "%s: the copy read back is not kept" : "%s: it stays in memory", when);
-    out = st_task_output(h, psid, id, 0, 0);
+    out = t_task_output(h, psid, id, 0, 0);
     if (asprintf(&want, "%s<output>\n%s</output>\n", exit_tag, output) < 0)
         bail_out("asprintf");
     like(out, want, "%s: TaskOutput shows its exit and the exact output", when);
@@ -85,27 +85,27 @@ static void command_output_read_back(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/shell.db", dir);
     snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
-    sim_host *h = lt_host(opts);
+    sim_host *h = t_linked_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
+    char *id = t_bash_bg(h, psid, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
     is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
            "the command's notification is delivered");
     char *note = t_message_with(h, psid, "[ocbg] Background command completed");
     like(note, "1499\n1500\n", "with the end of its output");
     free(note);
-    char *failed = st_bash_bg(h, psid, "seq 1 1500; exit 3", "count, fail", ST_LAUNCH_UNCHECKED);
+    char *failed = t_bash_bg(h, psid, "seq 1 1500; exit 3", "count, fail", T_LAUNCH_UNCHECKED);
     is_int(t_wait_messages_with(h, psid, "[ocbg] Background command failed", 1, tap_timeout_ms(5000)), 0,
            "the failing command's notification is delivered");
-    is_int(lt_wait_until(h, output_dropped, id), 0, "a finished, delivered command keeps its output in the store only");
-    is_int(lt_wait_until(h, output_dropped, failed), 0, "a failed one too");
+    is_int(t_wait_until(h, output_dropped, id), 0, "a finished, delivered command keeps its output in the store only");
+    is_int(t_wait_until(h, output_dropped, failed), 0, "a failed one too");
     shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 1, "read back");
     shows_output(h, psid, failed, "<exit_code>3</exit_code>\n", shell_want, 1, "a failed command, read back");
-    char *out = st_task_output(h, psid, failed, 0, 0);
+    char *out = t_task_output(h, psid, failed, 0, 0);
     like(out, "<error>The command exited with code 3.</error>", "its error read back too");
     free(out);
 
     /* The read back fails: a sentence says so, not an empty output. */
-    engine *o = lt_engine(h);
+    engine *o = t_engine(h);
     engine_lock(o);
     store_reader *real = o->ps.reader;
     o->ps.reader = store_reader_new("/nonexistent-ocbg-dir/ocbg.db");
@@ -117,7 +117,7 @@ static void command_output_read_back(void)
          "/nonexistent-ocbg-dir/ocbg.db",
          "and says the output is kept in a store that could not be read");
     free(out);
-    out = st_task_output(h, psid, id, 0, 0);
+    out = t_task_output(h, psid, id, 0, 0);
     like(out, "<exit_code>0</exit_code>\n<output>\n(kept in the task store, which could not be read: ",
          "TaskOutput says so too");
     free(out);
@@ -143,9 +143,9 @@ static void store_off_keeps_output(void)
 {
     char opts[512];
     snprintf(opts, sizeof opts, SHELL_OPTS, "", ",\"store\":false");
-    sim_host *h = lt_host(opts);
+    sim_host *h = t_linked_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
+    char *id = t_bash_bg(h, psid, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
     is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
            "store off: the command's notification is delivered");
     shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "store off");
@@ -161,12 +161,12 @@ static void failed_write_keeps_output(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/shell-fail.db", dir);
     snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
-    sim_host *h = lt_host(opts);
-    is_int(lt_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
+    sim_host *h = t_linked_host(opts);
+    is_int(t_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
            "a trigger makes the write of a delivered notification fail");
     char *psid = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, psid, "seq 1 1500", "count", ST_LAUNCH_UNCHECKED);
-    is_int(lt_wait_until(h, lt_store_given_up, NULL), 0, "a failed write: the store is given up");
+    char *id = t_bash_bg(h, psid, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
+    is_int(t_wait_until(h, t_store_given_up, NULL), 0, "a failed write: the store is given up");
     shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "after a failed write");
     free(id);
     free(psid);
@@ -181,17 +181,17 @@ static void queued_command_restored(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/queued.db", dir);
     snprintf(opts, sizeof opts, SHELL_OPTS, db, ",\"max_running_shells\":1");
-    sim_host *h = lt_host(opts);
+    sim_host *h = t_linked_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
-    char *sleeper = st_bash_bg(h, psid, "sleep 30", "sleeper", ST_LAUNCH_UNCHECKED);
-    char *queued = st_bash_bg(h, psid, "seq 1 1500", "queued", ST_LAUNCH_UNCHECKED);
-    char *out = st_task_output(h, psid, queued, 0, 0);
+    char *sleeper = t_bash_bg(h, psid, "sleep 30", "sleeper", T_LAUNCH_UNCHECKED);
+    char *queued = t_bash_bg(h, psid, "seq 1 1500", "queued", T_LAUNCH_UNCHECKED);
+    char *out = t_task_output(h, psid, queued, 0, 0);
     like(out, "<status>pending</status>", "the second command waits for the one slot");
     free(out);
     sim_unload_plugins(h);
     if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("reloading: %s", sim_load_error(h));
-    out = st_task_output(h, psid, queued, 1, tap_timeout_ms(10000));
+    out = t_task_output(h, psid, queued, 1, tap_timeout_ms(10000));
     char *want = NULL;
     if (asprintf(&want, "<exit_code>0</exit_code>\n<output>\n%s</output>\n", shell_want) < 0)
         bail_out("asprintf");
@@ -209,7 +209,7 @@ int main(void)
     if (!mkdtemp(dir))
         bail_out("mkdtemp");
     make_shell_want();
-    if (st_shells_work(ST_PROBE_SKIP)) {
+    if (t_shells_work(T_PROBE_SKIP)) {
         command_output_read_back();
         store_off_keeps_output();
         failed_write_keeps_output();

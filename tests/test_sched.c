@@ -286,7 +286,7 @@ static void shell_cap(void)
 {
     sim_host *h = t_host("{\"max_running_shells\":1}");
     char *parent = sim_session_new(h, NULL, "main");
-    const char *flag = st_tmp_path("shell_cap_go");
+    const char *flag = t_tmp_path("shell_cap_go");
     remove(flag);
     char args[512];
     snprintf(args, sizeof args,

@@ -233,7 +233,7 @@ static void not_running(void)
              "background_resume(task_id=\"%s\", message=...).",
              a, a);
     refused(h, s, a, "hi", -EINVAL, want, "a completed task");
-    out = t_tool(h, s, "background_cancel", st_id_args(pending));
+    out = t_tool(h, s, "background_cancel", t_id_args(pending));
     free(out);
     snprintf(want, sizeof want,
              "Task %s is not running (status: cancelled). Nothing was sent. Start a new background_task instead.",
@@ -258,11 +258,11 @@ static void shell_task(void)
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
     parent = s;
-    char *id = st_bash_bg(h, s, "sleep 30", NULL, ST_LAUNCH_UNCHECKED);
+    char *id = t_bash_bg(h, s, "sleep 30", NULL, T_LAUNCH_UNCHECKED);
     char want[200];
     snprintf(want, sizeof want, "Task %s is a shell command: it takes no messages. Nothing was sent.", id);
     refused(h, s, id, "hi", -EINVAL, want, "a shell task");
-    char *out = t_tool(h, s, "TaskStop", st_id_args(id));
+    char *out = t_tool(h, s, "TaskStop", t_id_args(id));
     free(out);
     free(id);
     free(s);
@@ -271,7 +271,7 @@ static void shell_task(void)
 
 int main(void)
 {
-    int shells = st_shells_work(ST_PROBE_DIAG);
+    int shells = t_shells_work(T_PROBE_DIAG);
     queued_follow_up();
     slow_host_follow_up();
     not_running();
@@ -279,6 +279,6 @@ int main(void)
         shell_task();
     else
         skip(4, "the plugin cannot run commands here");
-    st_kill_leftovers();
+    t_kill_leftovers();
     return done_testing();
 }

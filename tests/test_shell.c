@@ -42,7 +42,7 @@ static char *bash(sim_host *h, const char *session, const char *command, int tim
  * left afterwards and no notification is sent. */
 static void foreground_runs(void)
 {
-    sim_host *h = t_host(ST_SMALL);
+    sim_host *h = t_host(T_SHELL_SMALL);
     char *s = sim_session_new(h, NULL, "main");
     char *out = bash(h, s, "echo hi; echo oops >&2", 0);
     is_int(t_rc, 0, "foreground Bash succeeds");
@@ -80,7 +80,7 @@ static void foreground_runs(void)
     is_str(out, "(exit code 0)", "no output: only the exit code");
     free(out);
 
-    out = st_command(h, s, "tasks");
+    out = t_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "foreground commands leave no task behind");
     free(out);
     out = t_tool(h, s, "background_list", "{}");
@@ -95,11 +95,11 @@ static void foreground_runs(void)
 /* The timeout stops the command's whole group; Esc does too. */
 static void foreground_timeout_and_esc(void)
 {
-    sim_host *h = t_host(ST_SMALL);
+    sim_host *h = t_host(T_SHELL_SMALL);
     char *s = sim_session_new(h, NULL, "main");
     int timeout = tap_timeout_ms(500);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", st_tmp_path("fg_child"));
+    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", t_tmp_path("fg_child"));
     char *out = bash(h, s, cmd, timeout);
     is_int(t_rc, -ETIMEDOUT, "a timed-out command: -ETIMEDOUT");
     char want[128];
@@ -107,18 +107,18 @@ static void foreground_timeout_and_esc(void)
              "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.", timeout);
     is_str(out, want, "its output so far, how it ended, and the timeout");
     free(out);
-    pid_t child = st_wait_pid_file(h, st_tmp_path("fg_child"));
+    pid_t child = t_wait_pid_file(h, t_tmp_path("fg_child"));
     ok(child > 0, "the command started a child");
-    is_int(sim_wait(h, st_pid_gone, &child, tap_timeout_ms(3000)), 0, "the child did not survive the timeout");
-    out = st_command(h, s, "tasks");
+    is_int(sim_wait(h, t_pid_gone, &child, tap_timeout_ms(3000)), 0, "the child did not survive the timeout");
+    out = t_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "a timed-out command leaves no task");
     free(out);
 
-    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; wait", st_tmp_path("esc_child"));
+    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; wait", t_tmp_path("esc_child"));
     char *args = bash_args(cmd, 0, 0);
     sim_call *c = sim_tool_start(h, s, "Bash", args);
     free(args);
-    child = st_wait_pid_file(h, st_tmp_path("esc_child"));
+    child = t_wait_pid_file(h, t_tmp_path("esc_child"));
     ok(child > 0, "the foreground command runs");
     int rc = 0;
     out = NULL;
@@ -129,8 +129,8 @@ static void foreground_timeout_and_esc(void)
     like(out, "(killed by signal 15 (Terminated))\nCommand stopped: the call was cancelled.", "and says so");
     free(out);
     sim_tool_free(c);
-    is_int(sim_wait(h, st_pid_gone, &child, tap_timeout_ms(3000)), 0, "Esc left no process behind");
-    out = st_command(h, s, "tasks");
+    is_int(sim_wait(h, t_pid_gone, &child, tap_timeout_ms(3000)), 0, "Esc left no process behind");
+    out = t_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "nor a task");
     free(out);
 
@@ -138,7 +138,7 @@ static void foreground_timeout_and_esc(void)
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
     is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)", "and explained");
     free(out);
-    st_kill_leftovers();
+    t_kill_leftovers();
     free(s);
     sim_destroy(h);
 }
@@ -160,10 +160,10 @@ static char *seq_text(int n, size_t *len)
  * kept, what fell between is counted; exact. */
 static void output_over_the_cap(void)
 {
-    sim_host *h = t_host(ST_SMALL);
+    sim_host *h = t_host(T_SHELL_SMALL);
     char *s = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, s, "seq 1 20000", NULL, ST_LAUNCH_UNCHECKED);
-    char *out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    char *id = t_bash_bg(h, s, "seq 1 20000", NULL, T_LAUNCH_UNCHECKED);
+    char *out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
     is_int(t_rc, 0, "TaskOutput succeeds");
     size_t len;
     char *all = seq_text(20000, &len);
@@ -198,8 +198,8 @@ static void taskoutput_cap(void)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, s, "seq 1 30000", NULL, ST_LAUNCH_UNCHECKED);
-    char *out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    char *id = t_bash_bg(h, s, "seq 1 30000", NULL, T_LAUNCH_UNCHECKED);
+    char *out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
     size_t len;
     char *all = seq_text(30000, &len);
     char *want = NULL;
@@ -224,16 +224,16 @@ static void taskoutput_cap(void)
 
 int main(void)
 {
-    st_tmpdir_make("shell");
-    if (!st_shells_work(ST_PROBE_CHECK_REFUSAL)) {
-        st_tmpdir_remove(NULL);
+    t_tmpdir_make("shell");
+    if (!t_shells_work(T_PROBE_CHECK_REFUSAL)) {
+        t_tmpdir_remove(NULL);
         return done_testing();
     }
     foreground_runs();
     foreground_timeout_and_esc();
     output_over_the_cap();
     taskoutput_cap();
-    st_kill_leftovers();
-    st_tmpdir_remove((const char *const[]){"fg_child", "esc_child", NULL});
+    t_kill_leftovers();
+    t_tmpdir_remove((const char *const[]){"fg_child", "esc_child", NULL});
     return done_testing();
 }

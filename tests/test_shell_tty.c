@@ -112,7 +112,7 @@ static void commands_have_no_terminal(void)
     if (write(master_fd, "typed\n", 6) != 6)
         bail_out("write to the terminal: %s", strerror(errno));
 
-    sim_host *h = t_host(ST_SMALL);
+    sim_host *h = t_host(T_SHELL_SMALL);
     char *s = sim_session_new(h, NULL, "main");
     char *out = bash_fg(h, s, PROBE);
     no_terminal(out, "foreground Bash");
@@ -122,13 +122,13 @@ static void commands_have_no_terminal(void)
     like(out, "read:[]\n", "foreground Bash: its read from /dev/tty reads nothing");
     free(out);
 
-    char *id = st_bash_bg(h, s, PROBE, "tty probe", ST_LAUNCH_OK);
-    out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    char *id = t_bash_bg(h, s, PROBE, "tty probe", T_LAUNCH_OK);
+    out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
     no_terminal(out, "background Bash");
     free(out);
     free(id);
-    id = st_bash_bg(h, s, TTY_WRITE_READ, "tty write and read", ST_LAUNCH_UNCHECKED);
-    out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    id = t_bash_bg(h, s, TTY_WRITE_READ, "tty write and read", T_LAUNCH_UNCHECKED);
+    out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
     like(out, "/dev/tty: No such device or address", "background Bash: writing to /dev/tty fails (ENXIO)");
     like(out, "read:[]\n", "background Bash: its read from /dev/tty reads nothing");
     free(out);
@@ -177,13 +177,13 @@ static int run_in_own_session(void)
     ok(tty >= 0, "the test has a controlling terminal (/dev/tty opens)");
     if (tty >= 0)
         close(tty);
-    st_tmpdir_make("shell-tty");
-    if (st_shells_work(ST_PROBE_SKIP)) {
+    t_tmpdir_make("shell-tty");
+    if (t_shells_work(T_PROBE_SKIP)) {
         commands_have_no_terminal();
         the_probe_sees_a_terminal();
     }
-    st_kill_leftovers();
-    st_tmpdir_remove(NULL);
+    t_kill_leftovers();
+    t_tmpdir_remove(NULL);
     return done_testing();
 }
 

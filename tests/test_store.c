@@ -254,7 +254,7 @@ static void bad_stores(void)
     sqlite3_exec(d, "CREATE TABLE future(x); PRAGMA user_version = 99", NULL, NULL, NULL);
     sqlite3_close(d);
     bad_store("a newer schema", path, "newer than this ocbg");
-    is_int(lt_user_version(path), 99, "the newer file was left as it was");
+    is_int(t_user_version(path), 99, "the newer file was left as it was");
 
     snprintf(path, sizeof path, "%s/garbage.db/ocbg.db", dir);
     bad_store("a file where the directory should be", path, "unable to open");

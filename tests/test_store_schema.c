@@ -109,12 +109,12 @@ static void version_1_file_migrated(void)
     is_int(rc, SQLITE_OK, "the file made a version-1 file (%s)", err ? err : "ok");
     sqlite3_free(err);
     sqlite3_close(d);
-    ok(lt_user_version(db) == 1 && !has_column(db, "followups_sent") && !has_column(db, "worktree_path"),
+    ok(t_user_version(db) == 1 && !has_column(db, "followups_sent") && !has_column(db, "worktree_path"),
        "version 1, without the new columns");
 
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), opts) != 1)
         bail_out("loading: %s", sim_load_error(h));
-    is_int(lt_user_version(db), 3, "opened by this ocbg, the file is version 3");
+    is_int(t_user_version(db), 3, "opened by this ocbg, the file is version 3");
     ok(has_column(db, "followups_sent") && has_column(db, "worktree_path") && has_column(db, "worktree_report_run"),
        "with the new columns");
     char *out = t_output(h, s, id);

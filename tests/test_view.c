@@ -335,7 +335,7 @@ static void test_foreground_goes(void)
     t_open(&f, NULL);
     if (sim_script(f.h, "foreground hang", J("{'steps':[{'hang':true}]}"), 1) != 0)
         bail_out("script");
-    char *args = st_task_args("Hangs", "foreground hang", 0);
+    char *args = t_task_args("Hangs", "foreground hang", 0);
     sim_call *c = sim_tool_start(f.h, f.parent, "Task", args);
     free(args);
     is_int(sim_wait(f.h, view_has_hangs, f.parent, tap_timeout_ms(DEADLINE)), 0,
