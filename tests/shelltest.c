@@ -66,6 +66,30 @@ char *t_bash_bg(sim_host *h, const char *session, const char *command, const cha
     return id;
 }
 
+char *t_bash_args(const char *command, const char *description, int background, int timeout_ms)
+{
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "command", command);
+    if (description)
+        cJSON_AddStringToObject(a, "description", description);
+    if (background)
+        cJSON_AddTrueToObject(a, "run_in_background");
+    if (timeout_ms)
+        cJSON_AddNumberToObject(a, "timeout", timeout_ms);
+    char *json = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return json;
+}
+
+char *t_bash(sim_host *h, const char *session, const char *command, const char *description, int background,
+             int timeout_ms)
+{
+    char *args = t_bash_args(command, description, background, timeout_ms);
+    char *out = t_tool(h, session, "Bash", args);
+    free(args);
+    return out;
+}
+
 char *t_task_args(const char *description, const char *prompt, int background)
 {
     cJSON *a = cJSON_CreateObject();

@@ -42,6 +42,15 @@ typedef enum {
  * task id (malloc'd). Bails out if the launch fails or names no id. */
 char *t_bash_bg(sim_host *h, const char *session, const char *command, const char *description, t_launch_check check);
 
+/* Bash's arguments: command, description unless NULL, run_in_background
+ * when background, timeout when timeout_ms != 0. JSON text, malloc'd. */
+char *t_bash_args(const char *command, const char *description, int background, int timeout_ms);
+
+/* Call Bash with those arguments; returns the answer (malloc'd, never NULL)
+ * and sets t_rc. */
+char *t_bash(sim_host *h, const char *session, const char *command, const char *description, int background,
+             int timeout_ms);
+
 /* The Task tool's arguments (subagent_type explore; run_in_background when
  * `background`): JSON text, malloc'd. */
 char *t_task_args(const char *description, const char *prompt, int background);

@@ -16,15 +16,6 @@
 static char dir[] = "/tmp/ocbg-batch-XXXXXX";
 static char store_opts[512];
 
-/* Count / the k-th oldest (0-based) of the parent's completion notices
- * about task id ("[ocbg] Background task completed: <id>"). */
-static int count_notices(sim_host *h, const char *parent, const char *id)
-{
-    char needle[64];
-    snprintf(needle, sizeof needle, "completed: %s", id);
-    return t_count_messages_with(h, parent, needle);
-}
-
 static char *notice_text(sim_host *h, const char *parent, const char *id, int k)
 {
     char needle[64];
@@ -116,7 +107,7 @@ static void cancels(void)
     release_says(h, p, "B", &b, 1, "2 of 3 tasks done, 1 still running.");
     release_says(h, p, "C", &c, 1, "all 3 tasks done.");
     is_int(t_sync_notifications(h, p), 0, "notifications flushed");
-    is_int(count_notices(h, p, a.id), 0, "no notice for the cancelled task");
+    is_int(t_count_notices(h, p, "completed: ", a.id), 0, "no notice for the cancelled task");
     launched_free(&a), launched_free(&b), launched_free(&c);
     free(p);
     sim_destroy(h);
@@ -198,7 +189,7 @@ static void restart(void)
     release_says(h, p, "C", &c, 1, "2 of 3 tasks done, 1 still running.");
     release_says(h, p, "B", &b, 1, "all 3 tasks done.");
     is_int(t_sync_notifications(h, p), 0, "notifications flushed");
-    is_int(count_notices(h, p, a.id), 1, "A's notice was not sent again");
+    is_int(t_count_notices(h, p, "completed: ", a.id), 1, "A's notice was not sent again");
     launched_free(&a), launched_free(&b), launched_free(&c);
     free(p);
     sim_destroy(h);
@@ -217,7 +208,7 @@ static void resumed_before_push(void)
     char *a = t_launch_script(h, p, "first", "{\"steps\":[{\"reply\":\"first answer\"}]}");
     char *b = t_launch_script(h, p, "second", "{\"steps\":[{\"reply\":\"other answer\"}]}");
     is_int(t_wait_status(h, p, a, "completed", 10000), 0, "the first task completed");
-    int before = count_notices(h, p, a);
+    int before = t_count_notices(h, p, "completed: ", a);
     sim_script(h, "follow-up first", "{\"steps\":[{\"reply\":\"answer two\"}]}", 1);
     char args[128];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"follow-up first\"}", a);
@@ -234,7 +225,7 @@ static void resumed_before_push(void)
     like(two, "\n\nResult:\nanswer two\n", "with its answer");
     sim_slow(h, "session_messages", 0);
     is_int(t_sync_notifications(h, p), 0, "notifications flushed");
-    is_int(count_notices(h, p, a), 2, "one notice per run");
+    is_int(t_count_notices(h, p, "completed: ", a), 2, "one notice per run");
     free(one), free(two), free(a), free(b), free(p);
     sim_destroy(h);
 }

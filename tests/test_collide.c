@@ -99,15 +99,6 @@ static void result_is(sim_host *h, const char *session, int n, const char *outpu
     cJSON_Delete(st);
 }
 
-/* The session of task <name> (malloc'd). */
-static char *session_of(sim_host *h, const char *name)
-{
-    char *s = t_prompted_session(h, J("gated %s", name), 0);
-    if (!s)
-        bail_out("task %s has no session", name);
-    return s;
-}
-
 static void file_is(const char *name, const char *content, const char *what)
 {
     char *got = t_read_file(file(name));
@@ -132,13 +123,13 @@ static void two_tasks_one_file(void)
     file_is("a.c", "B1", "a warned edit is made");
     t_release_gated(h, "A"); /* A writes a.c again while B runs */
     is_int(t_wait_status(h, root, a, "completed", 5000), 0, "A completes");
-    char *as = session_of(h, "A");
+    char *as = t_gated_session(h, "A");
     result_is(h, as, 0, WROTE, NULL, "A's first write, alone");
     result_is(h, as, 1, J("%s\n\n" WARN_BY_TASK, WROTE, file("a.c"), b, "tidy parser"), NULL,
               "A's second write, after B's");
     t_release_gated(h, "B"); /* B writes a.c again: A has ended */
     is_int(t_wait_status(h, root, b, "completed", 5000), 0, "B completes");
-    char *bs = session_of(h, "B");
+    char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, J("%s\n\n" WARN_BY_TASK, WROTE, file("a.c"), a, "fix parser"), NULL,
               "B's write of the file A wrote names A");
     result_is(h, bs, 1, WROTE, NULL, "B's write of a file no one else wrote");
@@ -178,7 +169,7 @@ static void task_and_its_launcher(void)
     result_is(h, root, 2, WROTE, NULL, "the launcher's write of a file no task wrote");
     t_release_gated(h, "A");
     is_int(t_wait_status(h, root, a, "completed", 5000), 0, "A completes");
-    char *as = session_of(h, "A");
+    char *as = t_gated_session(h, "A");
     result_is(h, as, 0, WROTE, NULL, "A's write before the launcher's");
     result_is(h, as, 1, WROTE, NULL, "A's write of a file the launcher wrote before A started");
     result_is(h, as, 2, J("%s\n\n" WARN_BY_LAUNCHER, WROTE, file("x.c")), NULL,
@@ -200,7 +191,7 @@ static void refuse_mode(void)
         bail_out("A never reached its gate");
     char *b = launch(h, root, "B", "tidy parser", J("%s,%s", write_step("r.c", "B"), write_step("s.c", "B-s")), "", 0);
     is_int(t_wait_status(h, root, b, "completed", 5000), 0, "B goes on after the refusal and completes");
-    char *bs = session_of(h, "B");
+    char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, NULL, J(REFUSED_BY_TASK, file("r.c"), a, "fix parser"), "B's write of the file A wrote");
     result_is(h, bs, 1, WROTE, NULL, "B's write of another file");
     file_is("r.c", "A", "nothing was written: the file is A's");
@@ -226,7 +217,7 @@ static void other_launchers_are_apart(void)
         bail_out("A never reached its gate");
     char *b = launch(h, two, "B", "tidy parser", write_step("o.c", "B"), "", 0);
     is_int(t_wait_status(h, two, b, "completed", 5000), 0, "B completes");
-    char *bs = session_of(h, "B");
+    char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, WROTE, NULL, "a task of another session writing the same file is not warned");
     t_release_gated(h, "A");
     is_int(t_wait_status(h, one, a, "completed", 5000), 0, "A completes");
@@ -252,7 +243,7 @@ static void a_patch_collides_too(void)
                           file("p.c"));
     char *b = launch(h, root, "B", "tidy parser", patch, "", 0);
     is_int(t_wait_status(h, root, b, "completed", 5000), 0, "B completes");
-    char *bs = session_of(h, "B");
+    char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, J("Success. Updated the following files:\n\n" WARN_BY_TASK, file("p.c"), a, "fix parser"), NULL,
               "B's patch of the file A wrote names A");
     t_release_gated(h, "A");

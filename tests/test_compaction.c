@@ -182,20 +182,9 @@ static void check_result(sim_host *h, const char *parent, const char *id, const 
     free(body);
 }
 
-/* The check after the compaction began: the answer's text part events are
- * lost, so it cannot take the answer from the events and reads the session,
- * which the simulated host has compacted already (test_compaction_order.c
- * has the other order). */
-static sim_host *host_checking_after(void)
-{
-    sim_host *h = t_host(NULL);
-    sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
-    return h;
-}
-
 static void auto_compaction_results(void)
 {
-    sim_host *h = host_checking_after();
+    sim_host *h = t_host_checking_after();
     char *parent = sim_session_new(h, NULL, "main");
     char *id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
     check_result(h, parent, id, "REAL ANSWER", "continue turn without text");
@@ -234,7 +223,7 @@ static void auto_compaction_results(void)
 /* The Claude face: TaskOutput, and a foreground Task, give the real answer. */
 static void claude_face_results(void)
 {
-    sim_host *h = host_checking_after();
+    sim_host *h = t_host_checking_after();
     char *s = sim_session_new(h, NULL, "main");
     char *out = t_claude_task(
         h, s, "Compacts", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"reply\":\"continued text\"}]}", 1);
@@ -260,7 +249,7 @@ static void claude_face_results(void)
  * finds the run unfinished; the task ends with the continue turn's answer. */
 static void stray_idle_during_continue(void)
 {
-    sim_host *h = host_checking_after();
+    sim_host *h = t_host_checking_after();
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     char *parent = sim_session_new(h, NULL, "main");
     char *id = t_launch_script(h, parent, "Asks after compacting",

@@ -88,17 +88,9 @@ static char *run_task(sim_host *h, const char *parent, const char *description, 
     return id;
 }
 
-/* The order "after": the answer's part events lost (see the top). */
-static sim_host *host_checking_after(void)
-{
-    sim_host *h = t_host(NULL);
-    sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
-    return h;
-}
-
 static void check_after(void)
 {
-    sim_host *h = host_checking_after();
+    sim_host *h = t_host_checking_after();
     char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
     char *id =
         run_task(h, parent, "After", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0, &child);
@@ -182,7 +174,7 @@ static void check_before_sign_off(void)
  * call has returned the answer (the task is gone with it). */
 static void foreground_task(void)
 {
-    sim_host *h = host_checking_after();
+    sim_host *h = t_host_checking_after();
     char *s = sim_session_new(h, NULL, "main");
     char *out = t_claude_task(h, s, "Fg", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0);
     is_int(t_rc, 0, "foreground, after: succeeds");

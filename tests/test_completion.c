@@ -13,13 +13,6 @@
 #define NOTICE_DONE "[ocbg] Background task completed: "
 #define NOTICE_FAIL "[ocbg] Background task failed: "
 
-static int count_notices(sim_host *h, const char *parent, const char *prefix, const char *id)
-{
-    char needle[96];
-    snprintf(needle, sizeof needle, "%s%s", prefix, id);
-    return t_count_messages_with(h, parent, needle);
-}
-
 /* The fast path: the idle event alone completes the task (the poll is set so
  * slow it cannot have done it), with the sub-agent's last text. */
 static void completes_by_idle_event(void)
@@ -183,7 +176,7 @@ static void duplicated_events_complete_once(void)
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "events flushed");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(count_notices(h, parent, NOTICE_DONE, id), 1, "exactly one notification");
+    is_int(t_count_notices(h, parent, NOTICE_DONE, id), 1, "exactly one notification");
     char *out = t_output(h, parent, id);
     like(out, "Result:\nonly once\n", "the one result");
     free(out);
@@ -209,8 +202,8 @@ static void session_error_ends_in_error(void)
     snprintf(first, sizeof first, "Task %s: error\n", id);
     ok(strncmp(out, first, strlen(first)) == 0, "still error after the idles");
     like(out, "\n\nError: APIError: model overloaded\n", "the error names the host's reason");
-    is_int(count_notices(h, parent, NOTICE_FAIL, id), 1, "one failure notification");
-    is_int(count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notification");
+    is_int(t_count_notices(h, parent, NOTICE_FAIL, id), 1, "one failure notification");
+    is_int(t_count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notification");
     free(out);
     free(id);
     free(parent);
@@ -263,7 +256,7 @@ static void parent_session_deleted(void)
     free(out);
     char *child = t_task_session(h, 1);
     is_int(sim_session_exists(h, child), 0, "the running task's session went with its parent");
-    is_int(count_notices(h, other, "[ocbg] Background task", ""), 0, "nothing told to the other session");
+    is_int(t_count_notices(h, other, "[ocbg] Background task", ""), 0, "nothing told to the other session");
     free(child);
     free(kept);
     free(running);
@@ -321,7 +314,7 @@ static void chaos_each_task_ends_once(void)
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, parent), 0, "sync point");
     for (int i = 0; i < N; i++) {
-        is_int(count_notices(h, parent, i == 2 ? NOTICE_FAIL : NOTICE_DONE, ids[i]), 1, "task %d: one notice", i);
+        is_int(t_count_notices(h, parent, i == 2 ? NOTICE_FAIL : NOTICE_DONE, ids[i]), 1, "task %d: one notice", i);
         free(ids[i]);
     }
     free(parent);
@@ -354,7 +347,7 @@ static void stopped_during_a_repeated_check(void)
     sim_slow(h, "session_abort", 0);
     is_int(t_wait_status(h, parent, id, "cancelled", 5000), 0, "the task ends cancelled");
     is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notice for a task the model stopped");
+    is_int(t_count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notice for a task the model stopped");
     free(child);
     free(id);
     free(parent);

@@ -41,9 +41,7 @@ static char *session_of(sim_host *h, const char *name)
 {
     if (t_wait_gate_open(h, name, 5000) != 0)
         bail_out("%s never started", name);
-    char needle[64];
-    snprintf(needle, sizeof needle, "gated %s", name);
-    return t_prompted_session(h, needle, 0);
+    return t_gated_session(h, name);
 }
 
 /* How many notices of task id's end (completed, failed, cancelled) the

@@ -13,16 +13,6 @@
 
 static const fork_limits LIM = {1500, 100000};
 
-static char *repeat(const char *unit, size_t times)
-{
-    size_t n = strlen(unit);
-    char *s = malloc(n * times + 1);
-    for (size_t i = 0; i < times; i++)
-        memcpy(s + i * n, unit, n);
-    s[n * times] = '\0';
-    return s;
-}
-
 /* A history of one tool part whose output is `output`. */
 static char *tool_history(const char *output)
 {
@@ -62,7 +52,7 @@ static char *processed_output(const char *history, const fork_limits *lim)
 
 static void cutting_edges(void)
 {
-    char *s1500 = repeat("x", 1500), *s1501 = repeat("x", 1501);
+    char *s1500 = t_repeat("x", 1500), *s1501 = t_repeat("x", 1501);
     char *h = tool_history(s1500);
     char *o = processed_output(h, &LIM);
     is_str(o, s1500, "exactly 1500 characters: untouched");
@@ -82,7 +72,7 @@ static void cutting_edges(void)
     free(h);
 
     /* 1501 two-byte and four-byte characters: cut by characters, never inside one. */
-    char *e = repeat("\xc3\xa9", 1501);
+    char *e = t_repeat("\xc3\xa9", 1501);
     h = tool_history(e);
     o = processed_output(h, &LIM);
     ok(o && strncmp(o, e, 3000) == 0 && o[3000] == '\n', "two-byte characters: 1500 characters = 3000 bytes kept");
@@ -90,7 +80,7 @@ static void cutting_edges(void)
     free(o);
     free(h);
     free(e);
-    e = repeat("\xf0\x9f\x98\x80", 1600);
+    e = t_repeat("\xf0\x9f\x98\x80", 1600);
     h = tool_history(e);
     o = processed_output(h, &LIM);
     ok(o && utf8_valid(o, strlen(o)) && strncmp(o, e, 6000) == 0 && o[6000] == '\n',
@@ -99,7 +89,7 @@ static void cutting_edges(void)
     free(o);
     free(h);
     free(e);
-    e = repeat("\xc3\xa9", 1500);
+    e = t_repeat("\xc3\xa9", 1500);
     h = tool_history(e);
     o = processed_output(h, &LIM);
     is_str(o, e, "1500 two-byte characters (3000 bytes) are not cut");
@@ -122,7 +112,7 @@ static size_t prefix_bytes(const char *s, size_t chars)
 
 static void cut_and_count_edges(void)
 {
-    char *s1500 = repeat("x", 1500), *s1501 = repeat("x", 1501), *h = tool_history(s1501);
+    char *s1500 = t_repeat("x", 1500), *s1501 = t_repeat("x", 1501), *h = tool_history(s1501);
     char *o = processed_output(h, &LIM);
     char *want = xasprintf(
         "%s\n[... cut for the forked context: the original was 1501 characters; re-run the tool for all of it]", s1500);
@@ -130,9 +120,9 @@ static void cut_and_count_edges(void)
     free(want), free(o), free(h), free(s1500), free(s1501);
 
     /* Every cut point over characters of 1 to 4 bytes at every alignment. */
-    char *mixed = repeat("a\xc3\xa9\xe4\xbd\xa0\xf0\x9f\x98\x80"
-                         "bc",
-                         60); /* 360 characters */
+    char *mixed = t_repeat("a\xc3\xa9\xe4\xbd\xa0\xf0\x9f\x98\x80"
+                           "bc",
+                           60); /* 360 characters */
     int bad = 0;
     for (size_t max = 1; max < 360; max++) {
         char *cut = fork_cut_text(mixed, max);
@@ -147,9 +137,9 @@ static void cut_and_count_edges(void)
     free(mixed);
 
     /* Long texts, past the counters' 255 blocks of 16 bytes, at odd offsets. */
-    char *e = repeat("\xc3\xa9", 10000), *cjk = repeat("\xe4\xbd\xa0", 5000),
-         *emoji = repeat("\xf0\x9f\x98\x80", 10000);
-    char *ascii = repeat("abcd", 25000);
+    char *e = t_repeat("\xc3\xa9", 10000), *cjk = t_repeat("\xe4\xbd\xa0", 5000),
+         *emoji = t_repeat("\xf0\x9f\x98\x80", 10000);
+    char *ascii = t_repeat("abcd", 25000);
     is_int(fork_estimate_tokens(e, strlen(e)), 10000, "10,000 two-byte characters: 10,000 tokens");
     is_int(fork_estimate_tokens(cjk, strlen(cjk)), 5000, "5,000 CJK characters: 5,000 tokens");
     is_int(fork_estimate_tokens(emoji, strlen(emoji)), 10000, "10,000 emoji: 10,000 tokens");
@@ -165,7 +155,7 @@ static void cut_and_count_edges(void)
 
 static void kept_as_they_were(void)
 {
-    char *x = repeat("x", 2000), *y = repeat("y", 1600), *out = NULL;
+    char *x = t_repeat("x", 2000), *y = t_repeat("y", 1600), *out = NULL;
     /* m2: spaced, its error before its output, the output's key escaped. */
     const char *m2 =
         "{\"info\":{\"id\":\"m2\"},\"parts\":[ {\"type\":\"tool\",\"tool\":\"read\",\"callID\":\"c\",\"state\": "
@@ -202,7 +192,7 @@ static void kept_as_they_were(void)
  * keeps three: those three carry their cut results. */
 static void cut_messages_dropped_and_kept(void)
 {
-    char *q = repeat("q", 3000);
+    char *q = t_repeat("q", 3000);
     strbuf sb = {0};
     sb_puts(&sb, "[");
     for (int i = 0; i < 12; i++)
@@ -255,7 +245,7 @@ static void history_edges(void)
     free(out);
 
     /* One huge message over the cap is still kept: the newest always stays. */
-    char *big = repeat("word ", 200000); /* 1,000,000 ASCII characters: 250,000 tokens */
+    char *big = t_repeat("word ", 200000); /* 1,000,000 ASCII characters: 250,000 tokens */
     cJSON *m = cJSON_CreateArray(), *msg = cJSON_CreateObject(), *parts = cJSON_AddArrayToObject(msg, "parts");
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "type", "text");
@@ -274,7 +264,7 @@ static void history_edges(void)
 
     /* Ten messages of 20,000 tokens each under a 100,000 cap: the five newest stay. */
     m = cJSON_CreateArray();
-    char *chunk = repeat("abcd", 20000);
+    char *chunk = t_repeat("abcd", 20000);
     for (int i = 0; i < 10; i++) {
         msg = cJSON_CreateObject();
         cJSON *info = cJSON_AddObjectToObject(msg, "info");
@@ -300,7 +290,7 @@ static void history_edges(void)
     free(chunk);
 
     /* Only tool parts, with outputs and errors over the limit. */
-    char *long_text = repeat("y", 5000);
+    char *long_text = t_repeat("y", 5000);
     char *h = tool_history(long_text);
     cJSON *hist = cJSON_Parse(h);
     cJSON *state =
@@ -327,7 +317,7 @@ static void history_edges(void)
 static void after_the_fork_point(void)
 {
     /* The inherited part is processed; what the child did after the preamble is not. */
-    char *long_text = repeat("z", 4000);
+    char *long_text = t_repeat("z", 4000);
     char *h = tool_history(long_text);
     cJSON *hist = cJSON_Parse(h);
     cJSON *pre = cJSON_CreateObject(), *parts = cJSON_AddArrayToObject(pre, "parts"), *p = cJSON_CreateObject();
@@ -356,7 +346,7 @@ static sim_host *parent_with_history(char **parent, const char *options)
 {
     sim_host *h = t_host(options);
     *parent = sim_session_new(h, NULL, "main");
-    char *big = repeat("0123456789", 500); /* 5000 characters */
+    char *big = t_repeat("0123456789", 500); /* 5000 characters */
     char script[6000];
     snprintf(script, sizeof script,
              "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"big.txt\"},\"output\":\"%s\"},"
@@ -442,7 +432,7 @@ static void fork_without_host_support(void)
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), NULL) != 1)
         bail_out("load: %s", sim_load_error(h));
     char *parent = sim_session_new(h, NULL, "main");
-    char *big = repeat("0123456789", 500);
+    char *big = t_repeat("0123456789", 500);
     char script[6000];
     snprintf(script, sizeof script,
              "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"big.txt\"},\"output\":\"%s\"},"

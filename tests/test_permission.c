@@ -34,26 +34,6 @@ static void is_asked(sim_host *h, int n, const char *field, const char *want, co
     free(got);
 }
 
-static char *bash_args(const char *command, int background)
-{
-    cJSON *a = cJSON_CreateObject();
-    cJSON_AddStringToObject(a, "command", command);
-    cJSON_AddStringToObject(a, "description", "a test command");
-    if (background)
-        cJSON_AddTrueToObject(a, "run_in_background");
-    char *s = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    return s;
-}
-
-static char *bash(sim_host *h, const char *session, const char *command, int background)
-{
-    char *args = bash_args(command, background);
-    char *out = t_tool(h, session, "Bash", args);
-    free(args);
-    return out;
-}
-
 static int exists(const char *path)
 {
     return access(path, F_OK) == 0;
@@ -77,7 +57,7 @@ static void bash_denied_by_rule(void)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "echo hi && touch %s", file);
     for (int background = 0; background < 2; background++) {
-        char *out = bash(h, s, cmd, background);
+        char *out = t_bash(h, s, cmd, "a test command", background, 0);
         is_int(t_rc, -EACCES, "%s Bash: refused", background ? "background" : "foreground");
         like(out, "Permission denied: running `echo hi && touch ", "the answer names the command");
         like(out, "(permission \"bash\"): The user has specified a rule which prevents you", "and the host's reason");
@@ -116,7 +96,7 @@ static void bash_asked_once_always_reject(void)
     snprintf(cmd, sizeof cmd, "touch %s", file);
 
     sim_permission_auto(h, "reject", "not now, use the build script");
-    char *out = bash(h, s, cmd, 0);
+    char *out = t_bash(h, s, cmd, "a test command", 0, 0);
     is_int(t_rc, -EACCES, "rejected: refused");
     like(out, "Permission denied: running `touch ", "the answer names the command");
     like(out, ": not now, use the build script. The command was not run.", "with the user's words");
@@ -125,13 +105,13 @@ static void bash_asked_once_always_reject(void)
     free(out);
 
     sim_permission_auto(h, "once", NULL);
-    out = bash(h, s, cmd, 0);
+    out = t_bash(h, s, cmd, "a test command", 0, 0);
     is_int(t_rc, 0, "answered once: runs");
     like(out, "(exit code 0)", "with its exit code");
     ok(exists(file), "the command ran");
     is_asked(h, -1, "outcome", "once", "recorded as once");
     free(out);
-    out = bash(h, s, cmd, 1);
+    out = t_bash(h, s, cmd, "a test command", 1, 0);
     is_int(t_rc, 0, "once approves one call only: asked again, and runs in the background");
     is_int(sim_permission_count(h), 6, "six questions so far (each: its directory, then bash)");
     char *id = t_find_id(out, "bg_");
@@ -140,13 +120,13 @@ static void bash_asked_once_always_reject(void)
     free(id);
 
     sim_permission_auto(h, "always", NULL);
-    out = bash(h, s, "git status --short >/dev/null 2>&1; true", 0);
+    out = t_bash(h, s, "git status --short >/dev/null 2>&1; true", "a test command", 0, 0);
     is_int(t_rc, 0, "answered always: runs");
     is_asked(h, -1, "always", "[\"git status *\",\"true *\"]", "'always' approves the subcommand's prefix");
     free(out);
     size_t before = sim_permission_count(h);
     sim_permission_auto(h, "reject", NULL);
-    out = bash(h, s, "git status; true", 0);
+    out = t_bash(h, s, "git status; true", "a test command", 0, 0);
     is_int(t_rc, 0, "a later command under the approved prefixes runs without a question");
     is_asked(h, -1, "outcome", "allow", "the host answered from the approval");
     is_int(sim_permission_count(h), before + 1, "and no user question was opened");
@@ -164,7 +144,7 @@ static void bash_esc_while_asking(void)
     const char *file = t_tmp_path("esc_asking");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
-    char *args = bash_args(cmd, 0);
+    char *args = t_bash_args(cmd, "a test command", 0, 0);
     sim_call *c = sim_tool_start(h, s, "Bash", args);
     free(args);
     is_int(sim_wait(h, t_question_open, s, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
@@ -193,7 +173,7 @@ static void bash_question_fails_or_host_cannot_ask(void)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
     sim_fail(h, "ask_permission", 1, 1, -EIO);
-    char *out = bash(h, s, cmd, 1);
+    char *out = t_bash(h, s, cmd, "a test command", 1, 0);
     is_int(t_rc, -EIO, "the question failed: refused");
     like(out, "Could not ask for permission (simulated failure of ask_permission): running `touch ",
          "the answer says why");
@@ -210,7 +190,7 @@ static void bash_question_fails_or_host_cannot_ask(void)
     const char *dir = getenv("OCBG_PLUGIN_DIR");
     is_int(sim_load_plugins(h, dir, NULL), 1, "ocbg loads into a host that cannot ask");
     s = sim_session_new(h, NULL, "main");
-    out = bash(h, s, cmd, 0);
+    out = t_bash(h, s, cmd, "a test command", 0, 0);
     is_int(t_rc, 0, "without ask_permission the command runs");
     ok(exists(file), "it ran");
     is_int(sim_calls(h, "ask_permission", NULL), 0, "and nothing was asked");
@@ -228,18 +208,18 @@ static void bash_outside_the_project(void)
     const char *file = t_tmp_path("outside");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
-    char *out = bash(h, s, cmd, 0);
+    char *out = t_bash(h, s, cmd, "a test command", 0, 0);
     is_int(t_rc, -EACCES, "a path outside the project, denied: refused");
     like(out, "(permission \"external_directory\")", "the answer names the permission");
     ok(!exists(file), "nothing ran");
     free(out);
     size_t n = sim_permission_count(h);
-    out = bash(h, s, "cd /usr && ls >/dev/null", 0);
+    out = t_bash(h, s, "cd /usr && ls >/dev/null", "a test command", 0, 0);
     is_int(t_rc, -EACCES, "cd out of the project: refused");
     is_asked(h, -1, "patterns", "[\"/usr/*\"]", "the directory is asked about");
     is_int(sim_permission_count(h), n + 1, "and bash is not asked after a refusal");
     free(out);
-    out = bash(h, s, "touch relative-inside.tmp && rm -f relative-inside.tmp", 0);
+    out = t_bash(h, s, "touch relative-inside.tmp && rm -f relative-inside.tmp", "a test command", 0, 0);
     is_int(t_rc, 0, "paths inside the project ask nothing about directories");
     is_asked(h, -1, "permission", "bash", "only bash");
     free(out);

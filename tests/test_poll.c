@@ -20,11 +20,6 @@
  * (message.updated, which starts a check early). */
 #define IDLE_EVENTS "session.idle,session.status,message.updated"
 
-static int64_t now_ms(void)
-{
-    return mono_ms();
-}
-
 /* A script of `tools` tool steps of `ms` each (a tool part event every
  * `ms`: the task is alive), then `tail` (a step's JSON). malloc'd. */
 static char *busy_script(int tools, int ms, const char *tail)
@@ -52,13 +47,6 @@ static char *deaf_parent(sim_host *h, uint32_t seed)
     return parent;
 }
 
-static int count_notices(sim_host *h, const char *parent, const char *id)
-{
-    char needle[96];
-    snprintf(needle, sizeof needle, "%s%s", NOTICE_DONE, id);
-    return t_count_messages_with(h, parent, needle);
-}
-
 /* Events arrive: the status map is read on far fewer ticks than the
  * interval allows; the task's events stop (it hangs, busy, its last event a
  * tool call): the map is read again, every third tick (no faster: a task
@@ -73,11 +61,11 @@ static void backs_off_then_reads_at_silent_gap(void)
     char *child = t_task_session(h, 0);
     /* The alive phase: from the first tool event to the last. */
     is_int(sim_wait_calls(h, "session_status", NULL, 1, tap_timeout_ms(5000)), 0, "the map is read at first");
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_ms();
     size_t s0 = sim_calls(h, "session_status", NULL);
     size_t tool_events = 300 * 3; /* pending, running, completed */
     is_int(sim_wait(h, parts_at_least, &tool_events, tap_timeout_ms(30000)), 0, "every tool event delivered");
-    int64_t alive_ms = now_ms() - t0;
+    int64_t alive_ms = mono_ms() - t0;
     size_t alive_reads = sim_calls(h, "session_status", NULL) - s0;
     diag("alive for %lld ms: %zu status reads (ticks: %lld)", (long long)alive_ms, alive_reads,
          (long long)(alive_ms / interval));
@@ -87,9 +75,9 @@ static void backs_off_then_reads_at_silent_gap(void)
 
     /* Silent and busy: the map is read again, three intervals apart. */
     size_t s1 = sim_calls(h, "session_status", NULL);
-    int64_t t1 = now_ms();
+    int64_t t1 = mono_ms();
     is_int(sim_wait_calls(h, "session_status", NULL, s1 + 10, tap_timeout_ms(30000)), 0, "ten more reads");
-    int64_t silent_ms = now_ms() - t1;
+    int64_t silent_ms = mono_ms() - t1;
     diag("silent: 10 reads in %lld ms", (long long)silent_ms);
     ok(silent_ms >= 9 * 3 * interval - 50, "silent mid-turn: at most one read per three intervals");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
@@ -127,7 +115,7 @@ static void lost_idle_found_with_backed_off_poll(void)
     is_int(t_wait_messages_with(h, parent, c, 1, tap_timeout_ms(5000)), 0, "parent notified");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(count_notices(h, parent, c), 1, "notified exactly once");
+    is_int(t_count_notices(h, parent, NOTICE_DONE, c), 1, "notified exactly once");
     free(a);
     free(b);
     free(c);
@@ -195,7 +183,7 @@ static void missing_from_map_bounded(void)
     sim_status_omit(h, 1);
     sim_script(h, "MISSING", "{\"steps\":[{\"wait_ms\":1500},{\"reply\":\"missing done\"}]}", 0);
     char *ids[N];
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_ms();
     for (int i = 0; i < N; i++) {
         char args[160];
         snprintf(args, sizeof args, "{\"description\":\"m%d\",\"prompt\":\"MISSING %d\",\"agent\":\"general\"}", i, i);
@@ -207,7 +195,7 @@ static void missing_from_map_bounded(void)
     }
     struct all_done d = {parent, ids, N};
     is_int(sim_wait(h, all_completed, &d, tap_timeout_ms(60000)), 0, "every task completed");
-    int64_t elapsed = now_ms() - t0;
+    int64_t elapsed = mono_ms() - t0;
     size_t reads = sim_calls(h, "session_messages", NULL), maps = sim_calls(h, "session_status", NULL);
     long ticks = (long)(elapsed / interval) + 1;
     diag("%lld ms (%ld ticks): %zu message reads, %zu status maps", (long long)elapsed, ticks, reads, maps);
@@ -219,7 +207,7 @@ static void missing_from_map_bounded(void)
     is_int(t_sync_notifications(h, parent), 0, "sync point");
     int once = 0;
     for (int i = 0; i < N; i++) {
-        once += count_notices(h, parent, ids[i]) == 1;
+        once += t_count_notices(h, parent, NOTICE_DONE, ids[i]) == 1;
         free(ids[i]);
     }
     is_int(once, N, "each task notified exactly once");
@@ -301,10 +289,10 @@ static void tool_a_tick_reads_rarely(void)
     size_t first = N * 3 * 3; /* three tool calls each: every task runs */
     is_int(sim_wait(h, parts_at_least, &first, tap_timeout_ms(10000)), 0, "every task calls tools");
     size_t s0 = sim_calls(h, "session_status", NULL);
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_ms();
     size_t most = N * (TOOLS - 15) * 3; /* well before any task ends */
     is_int(sim_wait(h, parts_at_least, &most, tap_timeout_ms(60000)), 0, "their tool calls go on");
-    int64_t ms = now_ms() - t0;
+    int64_t ms = mono_ms() - t0;
     size_t reads = sim_calls(h, "session_status", NULL) - s0;
     diag("%lld ms (%lld ticks): %zu status maps", (long long)ms, (long long)(ms / interval), reads);
     ok(ms >= 20 * interval, "the window spans many ticks");
@@ -370,9 +358,9 @@ static void vanished_read_one_per_tick(void)
     is_int(sim_wait_calls(h, "session_prompt", NULL, N, tap_timeout_ms(10000)), 0, "every task prompted");
     size_t r0 = sim_calls(h, "session_messages", NULL);
     sim_status_omit(h, 1);
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_ms();
     is_int(sim_wait_calls(h, "session_messages", NULL, r0 + 10, tap_timeout_ms(10000)), 0, "ten sessions read");
-    int64_t ms = now_ms() - t0;
+    int64_t ms = mono_ms() - t0;
     size_t reads = sim_calls(h, "session_messages", NULL) - r0;
     diag("%zu message reads in %lld ms (%lld ticks)", reads, (long long)ms, (long long)(ms / interval));
     ok((int64_t)reads <= ms / interval + 1, "at most one read per tick");
@@ -385,7 +373,7 @@ static void vanished_read_one_per_tick(void)
     is_int(t_sync_notifications(h, parent), 0, "sync point");
     int once = 0;
     for (int i = 0; i < N; i++) {
-        once += count_notices(h, parent, ids[i]) == 1;
+        once += t_count_notices(h, parent, NOTICE_DONE, ids[i]) == 1;
         free(ids[i]);
     }
     is_int(once, N, "each task notified exactly once");

@@ -15,27 +15,6 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static char *bash_args(const char *command, int background, int timeout_ms)
-{
-    cJSON *a = cJSON_CreateObject();
-    cJSON_AddStringToObject(a, "command", command);
-    if (background)
-        cJSON_AddTrueToObject(a, "run_in_background");
-    if (timeout_ms)
-        cJSON_AddNumberToObject(a, "timeout", timeout_ms);
-    char *json = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    return json;
-}
-
-static char *bash(sim_host *h, const char *session, const char *command, int timeout_ms)
-{
-    char *args = bash_args(command, 0, timeout_ms);
-    char *out = t_tool(h, session, "Bash", args);
-    free(args);
-    return out;
-}
-
 /* ---- foreground ------------------------------------------------------- */
 
 /* Output, stderr, the working directory, exit codes and signals; no task is
@@ -44,7 +23,7 @@ static void foreground_runs(void)
 {
     sim_host *h = t_host(T_SHELL_SMALL);
     char *s = sim_session_new(h, NULL, "main");
-    char *out = bash(h, s, "echo hi; echo oops >&2", 0);
+    char *out = t_bash(h, s, "echo hi; echo oops >&2", NULL, 0, 0);
     is_int(t_rc, 0, "foreground Bash succeeds");
     is_str(out, "hi\noops\n(exit code 0)", "stdout and stderr, then the exit code");
     free(out);
@@ -52,31 +31,31 @@ static void foreground_runs(void)
     char cwd[4096], want[4200];
     if (!getcwd(cwd, sizeof cwd))
         bail_out("getcwd");
-    out = bash(h, s, "pwd", 0);
+    out = t_bash(h, s, "pwd", NULL, 0, 0);
     snprintf(want, sizeof want, "%s\n(exit code 0)", cwd);
     is_str(out, want, "the command runs in the session's directory");
     free(out);
 
-    out = bash(h, s, "printf 'no newline'; exit 3", 0);
+    out = t_bash(h, s, "printf 'no newline'; exit 3", NULL, 0, 0);
     is_int(t_rc, 0, "a failing command is still an answer");
     is_str(out, "no newline\n(exit code 3)", "exit code 3, after a line break");
     free(out);
 
-    out = bash(h, s, "kill -KILL $$", 0);
+    out = t_bash(h, s, "kill -KILL $$", NULL, 0, 0);
     is_str(out, "(killed by signal 9 (Killed))", "a signal is reported by number and name");
     free(out);
 
-    out = bash(h, s, "printf 'a\\377b\\n'", 0);
+    out = t_bash(h, s, "printf 'a\\377b\\n'", NULL, 0, 0);
     is_str(out,
            "a\xEF\xBF\xBD"
            "b\n(exit code 0)",
            "an invalid byte becomes U+FFFD");
     free(out);
-    out = bash(h, s, "printf 'x\\000y\\n'", 0);
+    out = t_bash(h, s, "printf 'x\\000y\\n'", NULL, 0, 0);
     is_str(out, "x\xEF\xBF\xBDy\n(exit code 0)", "a NUL byte does not cut the output");
     free(out);
 
-    out = bash(h, s, "true", 0);
+    out = t_bash(h, s, "true", NULL, 0, 0);
     is_str(out, "(exit code 0)", "no output: only the exit code");
     free(out);
 
@@ -100,7 +79,7 @@ static void foreground_timeout_and_esc(void)
     int timeout = tap_timeout_ms(500);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", t_tmp_path("fg_child"));
-    char *out = bash(h, s, cmd, timeout);
+    char *out = t_bash(h, s, cmd, NULL, 0, timeout);
     is_int(t_rc, -ETIMEDOUT, "a timed-out command: -ETIMEDOUT");
     char want[128];
     snprintf(want, sizeof want,
@@ -115,7 +94,7 @@ static void foreground_timeout_and_esc(void)
     free(out);
 
     snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; wait", t_tmp_path("esc_child"));
-    char *args = bash_args(cmd, 0, 0);
+    char *args = t_bash_args(cmd, NULL, 0, 0);
     sim_call *c = sim_tool_start(h, s, "Bash", args);
     free(args);
     child = t_wait_pid_file(h, t_tmp_path("esc_child"));
@@ -134,7 +113,7 @@ static void foreground_timeout_and_esc(void)
     is_str(out, "No background tasks in this session.", "nor a task");
     free(out);
 
-    out = bash(h, s, "true", -5);
+    out = t_bash(h, s, "true", NULL, 0, -5);
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
     is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)", "and explained");
     free(out);
@@ -213,7 +192,7 @@ static void taskoutput_cap(void)
     free(out);
 
     /* The foreground answer is capped the same way. */
-    out = bash(h, s, "seq 1 30000", 0);
+    out = t_bash(h, s, "seq 1 30000", NULL, 0, 0);
     like(out, "[... output cut: the last 30000 of 168894 characters follow ...]\n", "foreground Bash cuts too");
     like(out, "\n29999\n30000\n(exit code 0)", "keeping the tail and the exit code");
     free(out);

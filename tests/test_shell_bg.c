@@ -12,14 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "shelltest.h"
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- TaskStop --------------------------------------------------------- */
 
@@ -69,9 +63,9 @@ static void stop_escalates_to_sigkill(void)
     char *id = t_bash_bg(h, s, cmd, NULL, T_LAUNCH_OK);
     pid_t pids[2];
     is_int(t_wait_family(h, "stubborn", pids), 0, "the stubborn command runs");
-    int64_t t0 = now_ms();
+    int64_t t0 = mono_ms();
     char *out = t_tool(h, s, "TaskStop", t_id_args(id));
-    int64_t took = now_ms() - t0;
+    int64_t took = mono_ms() - t0;
     char want[1024];
     snprintf(want, sizeof want, "Stopped task %s (shell): %s", id, cmd);
     is_str(out, want, "TaskStop confirms once it is dead");

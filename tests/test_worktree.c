@@ -37,17 +37,6 @@ static char *wt_of(const char *id)
     return xasprintf("%s/worktrees/%s", data, id);
 }
 
-static char *launch_iso(sim_host *h, const char *parent, const char *desc, const char *script, const char *how)
-{
-    char prompt[64], args[400];
-    snprintf(prompt, sizeof prompt, "isolated %s", desc);
-    if (sim_script(h, prompt, script, 1) != 0)
-        bail_out("bad script %s", script);
-    snprintf(args, sizeof args, "{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"general\",\"isolation\":\"%s\"}",
-             desc, prompt, how);
-    return t_tool(h, parent, "background_task", args);
-}
-
 /* The index of the first recorded call of fn naming `arg` in its record
  * (-1: none). */
 static int call_index(sim_host *h, const char *fn, const char *arg)
@@ -145,7 +134,7 @@ static void launch_report_clear(void)
     const char *script = "{\"steps\":[{\"run\":\"echo from-A >> shared.txt && git add shared.txt && git -c user.name=t "
                          "-c user.email=t@example.com commit -qm 'A edit' && echo more >> shared.txt && echo new > "
                          "fresh.txt\"},{\"reply\":\"done A\"}]}";
-    char *out = launch_iso(h, parent, "writer A", script, "worktree");
+    char *out = t_launch_isolated(h, parent, "writer A", script, "worktree");
     is_int(t_rc, 0, "an isolated launch is accepted");
     char *id = t_find_id(out, "bg_");
     char *wt = wt_of(id), want[700];
@@ -228,7 +217,7 @@ static void refusals(void)
     mkdir(plain, 0777);
     if (chdir(plain) != 0)
         bail_out("chdir %s", plain);
-    char *out = launch_iso(h, parent, "outside", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    char *out = t_launch_isolated(h, parent, "outside", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
     ok(t_rc != 0, "outside a git repository: refused");
     like(out, "Not launched, nothing was created: ", "nothing was created");
     like(out, "is not inside a git repository", "and why");
@@ -242,7 +231,7 @@ static void refusals(void)
 
     sim_permission_rules(h, "{\"external_directory\":\"deny\"}");
     char *before = t_sh_line(repo, "git branch --list 'ocbg/*' | wc -l");
-    out = launch_iso(h, parent, "denied", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    out = t_launch_isolated(h, parent, "denied", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
     ok(t_rc != 0, "the user's rules deny a folder outside the project: refused");
     like(out, "Permission denied: making the task's git worktree in ", "the refusal names the worktree");
     like(out, "(permission \"external_directory\")", "and the permission");
@@ -260,11 +249,11 @@ static void refusals(void)
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
         bail_out("loading: %s", sim_load_error(h));
     parent = sim_session_new(h, NULL, "main");
-    out = launch_iso(h, parent, "nohost", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    out = t_launch_isolated(h, parent, "nohost", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
     ok(t_rc != 0, "a host without folders: refused");
     like(out, "this host cannot run a task in another folder", "and told so");
     free(out);
-    out = launch_iso(h, parent, "plain", "{\"steps\":[{\"reply\":\"plain done\"}]}", "none");
+    out = t_launch_isolated(h, parent, "plain", "{\"steps\":[{\"reply\":\"plain done\"}]}", "none");
     is_int(t_rc, 0, "isolation none still works there");
     free(out);
     free(parent);
@@ -279,7 +268,7 @@ static void restart_keeps_it(void)
     char *parent = sim_session_new(h, NULL, "main");
     const char *script = "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate R\"]}},"
                          "{\"run\":\"echo restarted > after.txt\"},{\"reply\":\"done R\"}]}";
-    char *out = launch_iso(h, parent, "held", script, "worktree");
+    char *out = t_launch_isolated(h, parent, "held", script, "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -331,8 +320,8 @@ static void parent_deleted(void)
 {
     sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
-    char *out = launch_iso(h, parent, "orphan", "{\"steps\":[{\"run\":\"echo left > left.txt\"},{\"reply\":\"o\"}]}",
-                           "worktree");
+    char *out = t_launch_isolated(h, parent, "orphan",
+                                  "{\"steps\":[{\"run\":\"echo left > left.txt\"},{\"reply\":\"o\"}]}", "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -357,8 +346,8 @@ static void parent_deleted_at_stop(void)
     sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     char *other = sim_session_new(h, NULL, "other");
-    char *out =
-        launch_iso(h, parent, "late", "{\"steps\":[{\"run\":\"echo late > late.txt\"},{\"reply\":\"l\"}]}", "worktree");
+    char *out = t_launch_isolated(h, parent, "late",
+                                  "{\"steps\":[{\"run\":\"echo late > late.txt\"},{\"reply\":\"l\"}]}", "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -396,7 +385,7 @@ static void resumed_while_let_go(void)
     sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     sim_slow(h, "directory_watch", tap_timeout_ms(1500));
-    char *out = launch_iso(h, parent, "quick", "{\"steps\":[{\"reply\":\"first Q\"}]}", "worktree");
+    char *out = t_launch_isolated(h, parent, "quick", "{\"steps\":[{\"reply\":\"first Q\"}]}", "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -482,10 +471,10 @@ static void row_kept_until_released(void)
     char *parent = sim_session_new(h, NULL, "main");
     char *plain = t_launch(h, parent, "plain", "plain", "general");
     is_int(t_wait_status(h, parent, plain, "completed", DEADLINE), 0, "a plain task completed");
-    char *out = launch_iso(h, parent, "kept row",
-                           "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate K\"]}},"
-                           "{\"reply\":\"k\"}]}",
-                           "worktree");
+    char *out = t_launch_isolated(h, parent, "kept row",
+                                  "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate K\"]}},"
+                                  "{\"reply\":\"k\"}]}",
+                                  "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -517,13 +506,13 @@ static void parent_deleted_while_down(void)
     sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
     char *kept = sim_session_new(h, NULL, "kept");
-    char *out = launch_iso(h, parent, "unseen",
-                           "{\"steps\":[{\"run\":\"echo unseen > unseen.txt\"},"
-                           "{\"reply\":\"u\"}]}",
-                           "worktree");
+    char *out = t_launch_isolated(h, parent, "unseen",
+                                  "{\"steps\":[{\"run\":\"echo unseen > unseen.txt\"},"
+                                  "{\"reply\":\"u\"}]}",
+                                  "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
-    out = launch_iso(h, kept, "stays", "{\"steps\":[{\"reply\":\"s\"}]}", "worktree");
+    out = t_launch_isolated(h, kept, "stays", "{\"steps\":[{\"reply\":\"s\"}]}", "worktree");
     char *id2 = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id), *wt2 = wt_of(id2);
@@ -535,7 +524,7 @@ static void parent_deleted_while_down(void)
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
         bail_out("reloading ocbg: %s", sim_load_error(h));
     /* A launch at once, its git beside the release's in the same repository. */
-    out = launch_iso(h, kept, "beside", "{\"steps\":[{\"reply\":\"b\"}]}", "worktree");
+    out = t_launch_isolated(h, kept, "beside", "{\"steps\":[{\"reply\":\"b\"}]}", "worktree");
     char *id3 = t_find_id(out, "bg_");
     ok(id3 != NULL, "an isolated launch during the release starts");
     free(out);

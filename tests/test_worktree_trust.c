@@ -26,19 +26,6 @@
 
 static char top[256], repo[320], data[320], evidence[320], store_opts[700];
 
-static char *launch_iso(sim_host *h, const char *parent, const char *desc, const char *script)
-{
-    char prompt[64], *args;
-    snprintf(prompt, sizeof prompt, "isolated %s", desc);
-    if (sim_script(h, prompt, script, 1) != 0)
-        bail_out("bad script %s", script);
-    args = xasprintf("{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"general\",\"isolation\":\"worktree\"}",
-                     desc, prompt);
-    char *out = t_tool(h, parent, "background_task", args);
-    free(args);
-    return out;
-}
-
 static char *completed(const char *id)
 {
     return xasprintf("[ocbg] Background task completed: %s", id);
@@ -65,13 +52,13 @@ static void hostile_writers_then_clear(void)
         "w > made.txt\"},{\"reply\":\"done A\"}]}",
         top, repo, evidence, evidence);
     t_sh(top, "git -C '%s' rev-parse HEAD > head", repo);
-    char *out = launch_iso(h, parent, "redirect own", script);
+    char *out = t_launch_isolated(h, parent, "redirect own", script, "worktree");
     char *a = t_find_id(out, "bg_");
     free(out), free(script);
     script = xasprintf("{\"steps\":[{\"run\":\"printf 'gitdir: %s/.git\\\\n' > .git && echo sneaky > sneaky.txt && rm "
                        "shared.txt\"},{\"reply\":\"done B\"}]}",
                        repo);
-    out = launch_iso(h, parent, "redirect main", script);
+    out = t_launch_isolated(h, parent, "redirect main", script, "worktree");
     char *b = t_find_id(out, "bg_");
     free(out), free(script);
     char *na = completed(a), *nb = completed(b);
@@ -131,7 +118,8 @@ static void slow_git_delays_only_its_task(void)
     setenv("PATH", slow, 1);
     sim_host *h = t_host(store_opts);
     char *parent = sim_session_new(h, NULL, "main");
-    char *out = launch_iso(h, parent, "slow", "{\"steps\":[{\"run\":\"touch SLOW\"},{\"reply\":\"done slow\"}]}");
+    char *out = t_launch_isolated(h, parent, "slow", "{\"steps\":[{\"run\":\"touch SLOW\"},{\"reply\":\"done slow\"}]}",
+                                  "worktree");
     char *slow_id = t_find_id(out, "bg_");
     free(out);
     char *stuck = xasprintf("%s/stuck", top);
@@ -139,7 +127,7 @@ static void slow_git_delays_only_its_task(void)
     for (int64_t until = mono_ms() + tap_timeout_ms(DEADLINE); hung && mono_ms() < until;)
         hung = !t_exists(stuck);
     ok(!hung, "git hangs on the first task's worktree (its report)");
-    out = launch_iso(h, parent, "quick", "{\"steps\":[{\"reply\":\"done quick\"}]}");
+    out = t_launch_isolated(h, parent, "quick", "{\"steps\":[{\"reply\":\"done quick\"}]}", "worktree");
     char *quick_id = t_find_id(out, "bg_");
     free(out);
     out = t_tool(h, parent, "background_task",

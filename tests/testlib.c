@@ -326,6 +326,53 @@ int t_gated_started(sim_host *h, const char *name)
     return s != NULL;
 }
 
+char *t_gated_session(sim_host *h, const char *name)
+{
+    char *s = t_prompted_session(h, J("gated %s", name), 0);
+    if (!s)
+        bail_out("task %s has no session", name);
+    return s;
+}
+
+int t_count_notices(sim_host *h, const char *session, const char *prefix, const char *id)
+{
+    char *needle = xasprintf("%s%s", prefix, id);
+    int n = t_count_messages_with(h, session, needle);
+    free(needle);
+    return n;
+}
+
+char *t_launch_isolated(sim_host *h, const char *parent, const char *description, const char *script_json,
+                        const char *how)
+{
+    char *prompt = xasprintf("isolated %s", description);
+    if (sim_script(h, prompt, script_json, 1) != 0)
+        bail_out("bad script %s", script_json);
+    char *args = xasprintf("{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"general\",\"isolation\":\"%s\"}",
+                           description, prompt, how);
+    char *out = t_tool(h, parent, "background_task", args);
+    free(args);
+    free(prompt);
+    return out;
+}
+
+sim_host *t_host_checking_after(void)
+{
+    sim_host *h = t_host(NULL);
+    sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
+    return h;
+}
+
+char *t_repeat(const char *unit, size_t times)
+{
+    strbuf sb = {0};
+    for (size_t i = 0; i < times; i++)
+        sb_puts(&sb, unit);
+    if (!sb.buf)
+        sb_puts(&sb, "");
+    return sb_take(&sb);
+}
+
 /* The shell line fmt formatted, run in dir: "cd '<dir>' && (<line>)". */
 static char *sh_line(const char *dir, const char *fmt, va_list ap)
 {

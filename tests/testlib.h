@@ -115,6 +115,29 @@ void t_release_gated(sim_host *h, const char *name);
 /* Has gated task <name> been prompted (has it started)? */
 int t_gated_started(sim_host *h, const char *name);
 
+/* The session (malloc'd) of gated task <name> (prompted "gated <name>");
+ * bails out when it has not been prompted. */
+char *t_gated_session(sim_host *h, const char *name);
+
+/* How many messages of session contain prefix immediately followed by id
+ * (a notice about one task: t_count_notices(h, s, "completed: ", id)). */
+int t_count_notices(sim_host *h, const char *session, const char *prefix, const char *id);
+
+/* Launch from parent a task whose sub-agent (agent "general") runs
+ * script_json, prompted "isolated <description>", with isolation `how`
+ * ("worktree", "none", ...). Returns the tool's answer (malloc'd), sets t_rc;
+ * bails out when the script is refused. */
+char *t_launch_isolated(sim_host *h, const char *parent, const char *description, const char *script_json,
+                        const char *how);
+
+/* A host (ocbg with default options) on which every message.part.updated
+ * event is lost, so that a task's answer is read by the completion check
+ * after its idle rather than taken from the events. */
+sim_host *t_host_checking_after(void);
+
+/* unit written times over (malloc'd, "" for 0 times). */
+char *t_repeat(const char *unit, size_t times);
+
 /* The whole file at path (malloc'd, NUL-terminated), or NULL when it cannot
  * be read. */
 char *t_read_file(const char *path);
