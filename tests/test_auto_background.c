@@ -94,8 +94,9 @@ static void task_moves(void)
  * is never moved. */
 static void task_esc_and_off(void)
 {
-    sim_host *h = t_host("{\"auto_background_ms\":0}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"auto_background_ms\":0}");
+    const char *s = f.parent;
     sim_script(h, "hangs forever", "{\"steps\":[{\"hang\":true}]}", 1);
     char *args = t_task_args("Hangs", "hangs forever", 0);
     sim_call *c = sim_tool_start(h, s, "Task", args);
@@ -112,14 +113,14 @@ static void task_esc_and_off(void)
     out = t_command(h, s, "tasks");
     is_str(out, "No background tasks in this session.", "no task is left");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bash_moves(void)
 {
-    sim_host *h = t_host(auto_opts);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, auto_opts);
+    const char *s = f.parent;
     t_tmpdir_make("autobg");
     if (mkfifo(t_tmp_path("gate"), 0600) != 0)
         bail_out("mkfifo");
@@ -166,8 +167,7 @@ static void bash_moves(void)
     is_int(t_count_messages_with(h, s, "sleep 30"), 0, "neither is notified");
     static const char *const files[] = {"gate", NULL};
     t_tmpdir_remove(files);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -490,8 +490,9 @@ static void tool_refusal_cases(void)
     if (!mkdtemp(dir))
         bail_out("mkdtemp: %s", strerror(errno));
     char *file = xasprintf("%s/ran", dir), *touch = xasprintf("touch %s; ", file);
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     char *pad = long_line(BASH_ASKS_MAX_BYTES), *line = xasprintf("%s%s", touch, pad);
     char *why =
         xasprintf("The command line is too long to check its permissions (%zu bytes; at most 32768)", strlen(line));
@@ -523,8 +524,7 @@ static void tool_refusal_cases(void)
     char *list = t_tool(h, s, "background_list", "{}");
     like(list, "No background tasks found", "no task registered");
     free(list);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
     rmdir(dir);
     free(file);
     free(touch);

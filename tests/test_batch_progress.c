@@ -77,8 +77,9 @@ static void release_says(sim_host *h, const char *parent, const char *name, cons
 
 static void completions(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *p = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *p = f.parent;
     launched a = launch(h, p, "A"), b = launch(h, p, "B"), c = launch(h, p, "C");
     is_str(b.batch, a.batch, "tasks launched while one runs share its batch");
     is_str(c.batch, a.batch, "all three");
@@ -90,15 +91,15 @@ static void completions(void)
     ok(strcmp(d.batch, a.batch) != 0, "a launch after the batch ended opens a new one");
     release_says(h, p, "D", &d, 1, "all 1 task done.");
     launched_free(&a), launched_free(&b), launched_free(&c), launched_free(&d);
-    free(p);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A cancelled task is done for its batch (and gets no notice). */
 static void cancels(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *p = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *p = f.parent;
     launched a = launch(h, p, "A"), b = launch(h, p, "B"), c = launch(h, p, "C");
     char args[96];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", a.id);
@@ -109,16 +110,16 @@ static void cancels(void)
     is_int(t_sync_notifications(h, p), 0, "notifications flushed");
     is_int(t_count_notices(h, p, "completed: ", a.id), 0, "no notice for the cancelled task");
     launched_free(&a), launched_free(&b), launched_free(&c);
-    free(p);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A resumed task runs again in its batch: the batch is not done until its
  * follow-up ends; a launch meanwhile joins that batch. */
 static void resumes(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *p = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *p = f.parent;
     launched a = launch(h, p, "A"), b = launch(h, p, "B");
     release_says(h, p, "A", &a, 1, "1 of 2 tasks done, 1 still running.");
     /* A's follow-up asks at its own gate, in A's session. */
@@ -141,16 +142,16 @@ static void resumes(void)
     like(text, "Result:\nsecond A\n", "with the follow-up's answer");
     free(text);
     launched_free(&a), launched_free(&b), launched_free(&c);
-    free(p);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Cleared tasks leave their batch; a task kept by the clear (its abort
  * failed) is its batch's only one, and a launch joins it. */
 static void clears(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *p = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *p = f.parent;
     launched a = launch(h, p, "A"), b = launch(h, p, "B"), c = launch(h, p, "C");
     release_says(h, p, "A", &a, 1, "1 of 3 tasks done, 2 still running.");
     sim_fail(h, "session_abort", 1, 1, -EIO);
@@ -169,16 +170,16 @@ static void clears(void)
     release_says(h, p, kept_name, kept, 1, "1 of 2 tasks done, 1 still running.");
     release_says(h, p, "D", &d, 1, "all 2 tasks done.");
     launched_free(&a), launched_free(&b), launched_free(&c), launched_free(&d);
-    free(p);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The counters come back from the store: a restart mid-batch goes on
  * counting where it was. */
 static void restart(void)
 {
-    sim_host *h = t_gated_host(store_opts);
-    char *p = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(store_opts));
+    const char *p = f.parent;
     launched a = launch(h, p, "A"), b = launch(h, p, "B"), c = launch(h, p, "C");
     release_says(h, p, "A", &a, 1, "1 of 3 tasks done, 2 still running.");
     is_int(t_wait_gate_open(h, "B", 5000), 0, "B runs");
@@ -191,8 +192,7 @@ static void restart(void)
     is_int(t_sync_notifications(h, p), 0, "notifications flushed");
     is_int(t_count_notices(h, p, "completed: ", a.id), 1, "A's notice was not sent again");
     launched_free(&a), launched_free(&b), launched_free(&c);
-    free(p);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A task resumed before the worker pushed its notice: the notice, formatted
@@ -202,8 +202,9 @@ static void restart(void)
  * same however the race goes. */
 static void resumed_before_push(void)
 {
-    sim_host *h = t_host(NULL);
-    char *p = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *p = f.parent;
     sim_slow(h, "session_messages", tap_timeout_ms(300));
     char *a = t_launch_script(h, p, "first", "{\"steps\":[{\"reply\":\"first answer\"}]}");
     char *b = t_launch_script(h, p, "second", "{\"steps\":[{\"reply\":\"other answer\"}]}");
@@ -226,8 +227,8 @@ static void resumed_before_push(void)
     sim_slow(h, "session_messages", 0);
     is_int(t_sync_notifications(h, p), 0, "notifications flushed");
     is_int(t_count_notices(h, p, "completed: ", a), 2, "one notice per run");
-    free(one), free(two), free(a), free(b), free(p);
-    sim_destroy(h);
+    free(one), free(two), free(a), free(b);
+    t_close(&f);
 }
 
 int main(void)

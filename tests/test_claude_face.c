@@ -17,8 +17,9 @@ static int shells; /* can the plugin run commands here? (not under valgrind 3.19
 
 static void task_in_background(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     char script[160];
     snprintf(script, sizeof script,
              "{\"steps\":[{\"tool\":\"grep\",\"output\":\"x\"},{\"wait_ms\":%d},{\"reply\":\"the bug is in foo.c\"}]}",
@@ -70,14 +71,14 @@ static void task_in_background(void)
     like(out, "<output>\nquick reply\n</output>\n", "and non-blocking TaskOutput returns its reply");
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void task_in_foreground(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     char *out = t_claude_task(h, s, "Answer", "{\"steps\":[{\"wait_ms\":50},{\"reply\":\"forty-two\"}]}", 0);
     is_int(t_rc, 0, "foreground Task succeeds");
     is_str(out, "forty-two", "it returns the sub-agent's reply");
@@ -114,16 +115,16 @@ static void task_in_foreground(void)
     is_int(t_sync_notifications(h, s), 0, "notifications synced");
     is_int(t_count_messages_with(h, s, "Background task failed"), 0, "and send no notification");
     is_int(t_count_messages_with(h, s, "forty-two"), 0, "not even of their reply");
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- one registry ------------------------------------------------------ */
 
 static void task_output_and_stop_on_agents(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     char *other = sim_session_new(h, NULL, "other");
     char *id = t_launch_script(h, s, "Via background_task", "{\"steps\":[{\"reply\":\"shared registry\"}]}");
     char *out = t_task_output(h, s, id, 1, 0);
@@ -178,8 +179,7 @@ static void task_output_and_stop_on_agents(void)
     is_str(out, "Task not found: bg_00000000. Use /tasks or background_list to see this session's tasks.", "not found");
     free(out);
     free(other);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- faces ------------------------------------------------------------- */

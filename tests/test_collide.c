@@ -111,8 +111,9 @@ static void file_is(const char *name, const char *content, const char *what)
  * has ended, nothing. */
 static void two_tasks_one_file(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *root = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *root = f.parent;
     char *a = launch(h, root, "A", "fix parser", write_step("a.c", "A1"), write_step("a.c", "A2"), 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
@@ -140,8 +141,7 @@ static void two_tasks_one_file(void)
     free(bs);
     free(a);
     free(b);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The launching session and its running task: each is warned of the
@@ -149,8 +149,9 @@ static void two_tasks_one_file(void)
  * the task's concern. */
 static void task_and_its_launcher(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *root = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *root = f.parent;
     sim_script(h, "launcher writes z", J("{'steps':[%s,{'reply':'ok'}]}", write_step("z.c", "L-z")), 1);
     sim_session_prompt(h, root, J("{'parts':[{'type':'text','text':'launcher writes z'}]}"));
     is_int(sim_wait_idle(h, root, tap_timeout_ms(5000)), 0, "the launcher wrote z.c before launching");
@@ -176,16 +177,16 @@ static void task_and_its_launcher(void)
               "A's write of a file the launcher wrote while A ran");
     free(as);
     free(a);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* on_collision "refuse": the second writer's tool fails with the refusal,
  * and the file keeps the first writer's content. */
 static void refuse_mode(void)
 {
-    sim_host *h = t_gated_host("{\"on_collision\":\"refuse\"}");
-    char *root = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"on_collision\":\"refuse\"}"));
+    const char *root = f.parent;
     char *a = launch(h, root, "A", "fix parser", write_step("r.c", "A"), "", 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
@@ -201,8 +202,7 @@ static void refuse_mode(void)
     free(bs);
     free(a);
     free(b);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Tasks of different launching sessions do not warn each other: each
@@ -233,8 +233,9 @@ static void other_launchers_are_apart(void)
  * running task wrote is warned (its output here is the script's). */
 static void a_patch_collides_too(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *root = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *root = f.parent;
     char *a = launch(h, root, "A", "fix parser", write_step("p.c", "A"), "", 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
@@ -251,8 +252,7 @@ static void a_patch_collides_too(void)
     free(bs);
     free(a);
     free(b);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Which files a call edits, as the plugin reads the arguments. */

@@ -184,8 +184,9 @@ static void check_result(sim_host *h, const char *parent, const char *id, const 
 
 static void auto_compaction_results(void)
 {
-    sim_host *h = t_host_checking_after();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_host_checking_after());
+    const char *parent = f.parent;
     char *id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
     check_result(h, parent, id, "REAL ANSWER", "continue turn without text");
     char *child = t_task_session(h, 0);
@@ -216,15 +217,15 @@ static void auto_compaction_results(void)
     check_result(h, parent, id, "REAL ANSWER", "failed summary: completed, not an error");
     free(id);
     free(child);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The Claude face: TaskOutput, and a foreground Task, give the real answer. */
 static void claude_face_results(void)
 {
-    sim_host *h = t_host_checking_after();
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_host_checking_after());
+    const char *s = f.parent;
     char *out = t_claude_task(
         h, s, "Compacts", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"reply\":\"continued text\"}]}", 1);
     char *id = t_find_id(out, "bg_");
@@ -241,8 +242,7 @@ static void claude_face_results(void)
     like(out, "REAL ANSWER", "and returns the real answer");
     unlike(out, SUMMARY, "not the summary");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A stray idle while the continue turn runs (here: waiting on a question)

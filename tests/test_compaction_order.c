@@ -174,8 +174,9 @@ static void check_before_sign_off(void)
  * call has returned the answer (the task is gone with it). */
 static void foreground_task(void)
 {
-    sim_host *h = t_host_checking_after();
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_host_checking_after());
+    const char *s = f.parent;
     char *out = t_claude_task(h, s, "Fg", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0);
     is_int(t_rc, 0, "foreground, after: succeeds");
     like(out, "REAL ANSWER" MARK "continued text", "foreground, after: the answer, then what the turn added");
@@ -187,8 +188,7 @@ static void foreground_task(void)
     like(out, "REAL ANSWER", "foreground, before: the answer");
     unlike(out, "continued text", "foreground, before: the continue turn had not run when it returned");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -17,8 +17,9 @@
  * slow it cannot have done it), with the sub-agent's last text. */
 static void completes_by_idle_event(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "Read code",
                                "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"wait_ms\":30},"
                                "{\"reply\":\"the answer is 42\"}]}");
@@ -40,30 +41,30 @@ static void completes_by_idle_event(void)
     free(child);
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* session.idle dropped: the session.status idle event still completes it. */
 static void completes_by_status_idle(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    const char *parent = f.parent;
     sim_event_faults(h, 7, 1.0, 0, 0, "session.idle");
     char *id = t_launch_script(h, parent, "status idle", "{\"steps\":[{\"reply\":\"via status\"}]}");
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "session.status idle completes the task");
     is_int(sim_events_delivered(h, "session.idle"), 0, "no session.idle reached the plugin");
     is_int(t_wait_output_with(h, parent, id, "Result:\nvia status", 2000), 0, "with its reply");
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Every event lost (idle, status, parts): the poll finds the session idle. */
 static void completes_by_poll_when_events_lost(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":50}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":50}");
+    const char *parent = f.parent;
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
     size_t before = sim_events_delivered(h, NULL);
     sim_event_faults(h, 11, 1.0, 0, 0, NULL);
@@ -82,16 +83,16 @@ static void completes_by_poll_when_events_lost(void)
     is_int(t_sync_notifications(h, parent), 0, "a later task completes too");
     ok(sim_calls(h, "session_status", NULL) <= polls + 2, "no steady polling while idle");
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The answer's text part events lost: the check reads the messages for it
  * (the events tell no answer), with the same result. */
 static void reads_the_answer_when_its_part_events_are_lost(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    const char *parent = f.parent;
     sim_event_faults(h, 5, 1.0, 0, 0, "message.part.updated");
     char *id = t_launch_script(h, parent, "parts lost", "{\"steps\":[{\"reply\":\"read from the messages\"}]}");
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed without its part events");
@@ -102,8 +103,7 @@ static void reads_the_answer_when_its_part_events_are_lost(void)
     is_int(t_wait_messages_with(h, parent, "read from the messages", 1, 5000), 0, "and the parent is notified with it");
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The message.updated of the child's newest message, hand-made: its id, the
@@ -133,8 +133,9 @@ static void emit_answer_update(sim_host *h, const char *child, const char *finis
  * finish, or a summary's, does not. */
 static void completes_by_the_turn_ending_answer(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    const char *parent = f.parent;
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
     sim_event_faults(h, 5, 1.0, 0, 0, NULL);
     char *id = t_launch_script(h, parent, "early", "{\"steps\":[{\"reply\":\"answered early\"}]}");
@@ -155,16 +156,16 @@ static void completes_by_the_turn_ending_answer(void)
     is_int(sim_calls(h, "session_status", NULL), 0, "no poll was needed");
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Every event delivered twice (and idles injected by hand): one completion,
  * one notification. */
 static void duplicated_events_complete_once(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     sim_event_faults(h, 3, 0, 1.0, 0, NULL);
     char *id = t_launch_script(h, parent, "dup events", "{\"steps\":[{\"tool\":\"grep\"},{\"reply\":\"only once\"}]}");
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed under duplicated events");
@@ -182,16 +183,16 @@ static void duplicated_events_complete_once(void)
     free(out);
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* session.error: status error with the reason; the idles after it (OpenCode
  * sends two) do not turn it completed. */
 static void session_error_ends_in_error(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *id =
         t_launch_script(h, parent, "will fail", "{\"steps\":[{\"tool\":\"read\"},{\"error\":\"model overloaded\"}]}");
     is_int(t_wait_status(h, parent, id, "error", 5000), 0, "session.error: task error");
@@ -206,15 +207,15 @@ static void session_error_ends_in_error(void)
     is_int(t_count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notification");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The task's own session deleted while it runs. */
 static void task_session_deleted(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "doomed", "{\"steps\":[{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     is_int(sim_session_delete(h, child), 0, "child session deleted");
@@ -225,16 +226,16 @@ static void task_session_deleted(void)
     is_int(t_wait_messages_with(h, parent, NOTICE_FAIL, 1, 5000), 0, "parent told of the failure");
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The parent deleted (the host deletes its children first): its tasks are
  * gone; another session's tasks stay. */
 static void parent_session_deleted(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
     char *done = t_launch_script(h, parent, "finished", "{\"steps\":[{\"reply\":\"r\"}]}");
     is_int(t_wait_status(h, parent, done, "completed", 5000), 0, "first task completed");
@@ -262,16 +263,16 @@ static void parent_session_deleted(void)
     free(running);
     free(done);
     free(other);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A session.deleted for the parent alone (the children's events lost): the
  * running task's session is aborted, not left running. */
 static void parent_deleted_aborts_running(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *running = t_launch_script(h, parent, "orphan", "{\"steps\":[{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     char ev[256];
@@ -284,8 +285,7 @@ static void parent_deleted_aborts_running(void)
     free(out);
     free(child);
     free(running);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Events dropped, duplicated and reordered at random: every task still ends
@@ -295,8 +295,9 @@ static void chaos_each_task_ends_once(void)
     enum {
         N = 6
     };
-    sim_host *h = t_host("{\"poll_interval_ms\":50}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":50}");
+    const char *parent = f.parent;
     sim_event_faults(h, 20261121, 0.3, 0.5, 30, NULL);
     char *ids[N];
     for (int i = 0; i < N; i++) {
@@ -317,8 +318,7 @@ static void chaos_each_task_ends_once(void)
         is_int(t_count_notices(h, parent, i == 2 ? NOTICE_FAIL : NOTICE_DONE, ids[i]), 1, "task %d: one notice", i);
         free(ids[i]);
     }
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A stop during a completion check that an idle asked to repeat: the check
@@ -327,8 +327,9 @@ static void chaos_each_task_ends_once(void)
  * repeat request does not outlive the check. */
 static void stopped_during_a_repeated_check(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":600000}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    const char *parent = f.parent;
     sim_event_faults(h, 5, 1.0, 0, 0, "message.part.updated"); /* the check must read the messages */
     t_started read = {"session_messages", sim_calls_started(h, "session_messages") + 1};
     sim_slow(h, "session_messages", tap_timeout_ms(1000));
@@ -350,8 +351,7 @@ static void stopped_during_a_repeated_check(void)
     is_int(t_count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notice for a task the model stopped");
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

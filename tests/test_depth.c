@@ -79,8 +79,9 @@ static char *try_launch_from(sim_host *h, const char *session)
 
 static void depth_one_is_the_default(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *root = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *root = f.parent;
     char *a = launch(h, root, "A", "running");
     char *as = session_of(h, "A");
     is_int(sim_session_tool_denied(h, as, "background_task"), 1, "a task at max_depth gets no ocbg tools");
@@ -97,8 +98,7 @@ static void depth_one_is_the_default(void)
     is_int(t_wait_status(h, root, a, "completed", 5000), 0, "the task completes as before");
     free(as);
     free(a);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* One slot (max_running_agents 1): A launches B, which waits for the slot
@@ -108,8 +108,9 @@ static void depth_one_is_the_default(void)
  * A's result, and the root hears of A once. */
 static void nested_task_waits_without_a_slot(void)
 {
-    sim_host *h = t_gated_host("{\"max_depth\":2,\"max_running_agents\":1}");
-    char *root = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_depth\":2,\"max_running_agents\":1}"));
+    const char *root = f.parent;
     char *a = launch(h, root, "A", "running");
     char *as = session_of(h, "A");
     is_int(sim_session_tool_denied(h, as, "background_task"), 0, "a task above max_depth keeps the ocbg tools");
@@ -162,8 +163,7 @@ static void nested_task_waits_without_a_slot(void)
     free(a);
     free(b);
     free(c);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The root's task A running, and A's task B running (max_depth 2). */
@@ -259,8 +259,9 @@ static void clear_takes_the_tree(void)
  * more. */
 static void spend_rolls_up(void)
 {
-    sim_host *h = t_gated_host("{\"max_depth\":2,\"max_session_cost_usd\":1}");
-    char *root = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_depth\":2,\"max_session_cost_usd\":1}"));
+    const char *root = f.parent;
     char *a = launch(h, root, "A", "running");
     char *as = session_of(h, "A");
     /* B reports what its model call cost, then waits for the test. */
@@ -280,8 +281,7 @@ static void spend_rolls_up(void)
     free(as);
     free(a);
     free(b);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

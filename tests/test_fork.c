@@ -471,8 +471,9 @@ static void fork_without_host_support(void)
 
 static void fork_with_resume_refused(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *out = t_tool(h, parent, "background_task", "{\"prompt\":\"p\",\"fork\":true,\"resume\":\"bg_00000000\"}");
     is_int(t_rc, -EINVAL, "fork with resume is refused");
     like(out, "fork and resume are mutually exclusive", "saying the two are mutually exclusive");
@@ -488,8 +489,7 @@ static void fork_with_resume_refused(void)
     out = t_tool(h, parent, "background_list", "{}");
     is_str(out, "No background tasks found", "and no task exists");
     free(out);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -158,8 +158,9 @@ static void usage_on_every_face(sim_host *h, const char *s, const char *id)
 
 static void usage_summed_and_shown(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     /* The run goes on past its compaction only when the check comes after it
      * began: with the answer's part events lost, the check reads, and finds it. */
@@ -207,16 +208,16 @@ static void usage_summed_and_shown(void)
     free(id2);
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- budgets ---------------------------------------------------------------- */
 
 static void token_budget(void)
 {
-    sim_host *h = t_host("{\"max_task_tokens\":1000}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"max_task_tokens\":1000}");
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     char *id = t_launch_script(h, s, "Many tokens",
                                "{\"steps\":[{\"usage\":{\"input\":800,\"output\":150,\"reasoning\":50,"
@@ -234,8 +235,7 @@ static void token_budget(void)
     is_int(failures(h, s, id), 1, "exactly one notification");
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void cost_budget(void)
@@ -289,8 +289,9 @@ static void cost_budget(void)
 
 static void session_budget(void)
 {
-    sim_host *h = t_host("{\"max_session_cost_usd\":1}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"max_session_cost_usd\":1}");
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     char *a = t_launch_script(h, s, "Task A",
                               "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.6}},"
@@ -342,8 +343,7 @@ static void session_budget(void)
     free(cb);
     free(a);
     free(b);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- runaway tool calls ---------------------------------------------------------- */
@@ -352,8 +352,9 @@ static void session_budget(void)
 
 static void tool_call_limit(void)
 {
-    sim_host *h = t_host("{\"max_tool_calls\":3}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"max_tool_calls\":3}");
+    const char *s = f.parent;
     /* Each call's part is updated three times (pending, running, completed): counted once. */
     char *fine = t_launch_script(h, s, "Three calls",
                                  "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") ",{\"reply\":\"three\"}]}");
@@ -367,8 +368,7 @@ static void tool_call_limit(void)
     free(child);
     free(id);
     free(fine);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void repeat_guard(void)

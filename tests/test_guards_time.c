@@ -56,8 +56,9 @@ static void ended_in_time(sim_host *h, const char *s, const char *id, const char
 
 static void stale_agent(void)
 {
-    sim_host *h = t_host("{" FAST ",\"stale_ms\":1000}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST ",\"stale_ms\":1000}");
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     /* A sub-agent waiting for the user is silent too, but not stale. */
     char *asking =
@@ -75,14 +76,14 @@ static void stale_agent(void)
     free(asking);
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void agent_timeouts(void)
 {
-    sim_host *h = t_host("{" FAST "}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST "}");
+    const char *s = f.parent;
     char *id = launch_hanging(h, s, ",\"timeout\":1");
     char *child = t_task_session(h, 0);
     ended_in_time(h, s, id, child, "Stopped by its timeout: this task ran for ", "s (its timeout is 1.0s).");
@@ -119,22 +120,21 @@ static void agent_timeouts(void)
     free(fg_child);
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void agent_max_runtime(void)
 {
-    sim_host *h = t_host("{" FAST ",\"max_runtime_ms\":1000}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST ",\"max_runtime_ms\":1000}");
+    const char *s = f.parent;
     /* A launch's timeout cannot go past the limit. */
     char *id = launch_hanging(h, s, ",\"timeout\":60");
     char *child = t_task_session(h, 0);
     ended_in_time(h, s, id, child, "Stopped by the runtime limit: this task ran for ", "s (max_runtime_ms is 1000).");
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- commands ---------------------------------------------------------------- */
@@ -154,8 +154,9 @@ static char *bash_bg(sim_host *h, const char *s, const char *command, const char
 
 static void command_timeouts(void)
 {
-    sim_host *h = t_host("{" FAST ",\"shell_kill_grace_ms\":300}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST ",\"shell_kill_grace_ms\":300}");
+    const char *s = f.parent;
     char *id = bash_bg(h, s, "sleep 30", ",\"timeout\":300");
     ended_in_time(h, s, id, NULL, "Stopped by its timeout: this task ran for ", "s (its timeout is 0.3s).");
     char *out = t_task_output(h, s, id, 0, 0);
@@ -175,14 +176,14 @@ static void command_timeouts(void)
     is_int(t_wait_status(h, s, quick, "completed", 5000), 0, "a command without a timeout completes");
     free(quick);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void command_max_runtime(void)
 {
-    sim_host *h = t_host("{" FAST ",\"shell_kill_grace_ms\":300,\"max_runtime_ms\":1000}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST ",\"shell_kill_grace_ms\":300,\"max_runtime_ms\":1000}");
+    const char *s = f.parent;
     char *id = bash_bg(h, s, "sleep 30", "");
     ended_in_time(h, s, id, NULL, "Stopped by the runtime limit: this task ran for ", "s (max_runtime_ms is 1000).");
     /* A foreground command has its own timeout. */
@@ -191,8 +192,7 @@ static void command_max_runtime(void)
     like(out, "done\n(exit code 0)", "and completes");
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -10,8 +10,9 @@
 
 static void launch_creates_child_and_sends_prompt(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     sim_script(h, "find the auth code", "{\"steps\":[{\"wait_ms\":50},{\"reply\":\"auth lives in src/auth\"}]}", 1);
     char *out = t_tool(h, parent, "background_task",
                        "{\"description\":\"Find auth\",\"prompt\":\"find the auth code\",\"agent\":\"explore\"}");
@@ -55,14 +56,14 @@ static void launch_creates_child_and_sends_prompt(void)
     is_int(t_wait_messages_with(h, parent, "auth lives in src/auth", 1, 5000), 0, "parent is notified");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bad_arguments_create_nothing(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     static const struct {
         const char *args, *expect;
     } cases[] = {
@@ -86,14 +87,14 @@ static void bad_arguments_create_nothing(void)
     char *out = t_tool(h, parent, "background_list", "{}");
     is_str(out, "No background tasks found", "no task created for bad input");
     free(out);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void host_failures_at_launch(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     sim_fail(h, "session_create", 1, 1, -EIO);
     char *out = t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\"}");
     is_int(t_rc, -EIO, "session create failure is an error");
@@ -120,8 +121,7 @@ static void host_failures_at_launch(void)
     free(out);
     is_int(t_wait_messages_with(h, parent, "Background task failed", 1, 5000), 0, "the parent is notified of it");
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -64,8 +64,9 @@ static int body_quiet(const cJSON *b)
 
 static void one_notification_with_content(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "Map the API", "{\"steps\":[{\"reply\":\"three endpoints\"}]}");
     char *batch = NULL;
     char *out = t_output(h, parent, id);
@@ -92,15 +93,15 @@ static void one_notification_with_content(void)
     cJSON_Delete(b);
     free(batch);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A batch: an early finisher joins quietly, the last one wakes. */
 static void quiet_until_last(const char *options, int expect_quiet)
 {
-    sim_host *h = t_host(options);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, options);
+    const char *parent = f.parent;
     char script[128];
     snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"slow result\"}]}", tap_timeout_ms(300));
     char *slow = t_launch_script(h, parent, "Slow", script);
@@ -121,15 +122,15 @@ static void quiet_until_last(const char *options, int expect_quiet)
     cJSON_Delete(b);
     free(fast);
     free(slow);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A failure wakes the parent even while siblings run. */
 static void failure_wakes(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *slow = t_launch_script(h, parent, "Slow", "{\"steps\":[{\"hang\":true}]}");
     char *bad = t_launch_script(h, parent, "Broken", "{\"steps\":[{\"error\":\"quota exceeded\"}]}");
     is_int(t_wait_messages_with(h, parent, "quota exceeded", 1, 5000), 0, "failure notice arrives");
@@ -142,15 +143,15 @@ static void failure_wakes(void)
     cJSON_Delete(b);
     free(bad);
     free(slow);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A long result is cut, with a pointer to the full text. */
 static void long_result_is_capped(void)
 {
-    sim_host *h = t_host("{\"notify_max_chars\":200}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"notify_max_chars\":200}");
+    const char *parent = f.parent;
     char reply[301];
     for (int i = 0; i < 300; i++)
         reply[i] = (char)('a' + i % 26);
@@ -171,15 +172,15 @@ static void long_result_is_capped(void)
     like(out, reply, "background_output has the full text");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Failed pushes are retried; the notice arrives once. */
 static void failed_push_is_retried(void)
 {
-    sim_host *h = t_host("{\"notify_retries\":2,\"notify_retry_ms\":20}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"notify_retries\":2,\"notify_retry_ms\":20}");
+    const char *parent = f.parent;
     sim_script(h, "retried task", "{\"steps\":[{\"reply\":\"made it\"}]}", 1);
     sim_fail(h, "session_prompt", 2, 2, -EIO); /* the 1st is the task's own prompt */
     char *id = t_launch(h, parent, "Retry me", "retried task", "explore");
@@ -192,8 +193,7 @@ static void failed_push_is_retried(void)
     unlike(out, "could not be delivered", "nothing held");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 typedef struct held_arg {
@@ -269,8 +269,9 @@ static void undeliverable_is_held_for_next_answer(void)
 /* block=true returned the result: no notification for it. */
 static void block_suppresses_notification(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char script[128];
     snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"returned by the wait\"}]}",
              tap_timeout_ms(100));
@@ -283,8 +284,7 @@ static void block_suppresses_notification(void)
     is_int(t_sync_notifications(h, parent), 0, "sync point");
     is_int(t_count_messages_with(h, parent, "returned by the wait"), 0, "no notification after the wait");
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -30,8 +30,9 @@ static int starts_with(const char *s, const char *prefix)
  * updates), newest tool first. */
 static void progress_while_running(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "Busy worker",
                                "{\"steps\":[{\"tool\":\"read\",\"output\":\"a\"},{\"tool\":\"grep\",\"output\":\"b\"},"
                                "{\"tool\":\"bash\",\"ms\":10,\"output\":\"c\"},{\"hang\":true}]}");
@@ -51,29 +52,29 @@ static void progress_while_running(void)
     like(out, ": running\n", "still running on a second look");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Non-blocking on a task with no tool calls yet. */
 static void progress_without_tools(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "Thinking", "{\"steps\":[{\"hang\":true}]}");
     char *out = t_output(h, parent, id);
     like(out, "Progress: 0 tool calls\n", "zero tool calls, no recent list");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* block=true waits for the end and returns the result. */
 static void block_returns_result(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char script[128];
     snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"waited for this\"}]}",
              tap_timeout_ms(100));
@@ -92,15 +93,15 @@ static void block_returns_result(void)
     free(out);
     free(args);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* block=true with a timeout: marked as still running. */
 static void block_times_out(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "Forever", "{\"steps\":[{\"hang\":true}]}");
     char *args = output_args(id, 1, 0.2);
     char *out = t_tool(h, parent, "background_output", args);
@@ -116,16 +117,16 @@ static void block_times_out(void)
     like(out, "argument 'timeout' must be a positive number of seconds (at most 600)", "and explained");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Esc during a block: the wait ends with -ECANCELED, the task goes on and
  * completes, and its notification still comes (the wait returned no result). */
 static void esc_during_block(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char script[128];
     snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"done after Esc\"}]}",
              tap_timeout_ms(400));
@@ -149,15 +150,15 @@ static void esc_during_block(void)
     is_int(t_wait_messages_with(h, parent, needle, 1, 5000), 0, "and its notification comes");
     free(args);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A wait on a task that is cleared meanwhile. */
 static void block_on_cleared_task(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "Cleared", "{\"steps\":[{\"hang\":true}]}");
     char *args = output_args(id, 1, 600);
     sim_call *c = sim_tool_start(h, parent, "background_output", args);
@@ -175,15 +176,15 @@ static void block_on_cleared_task(void)
     sim_tool_free(c);
     free(args);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Unknown ids, and another session's task id, are "not found". */
 static void unknown_and_foreign_ids(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
     char *out = t_output(h, parent, "bg_00000000");
     is_int(t_rc, -ENOENT, "unknown id: -ENOENT");
@@ -204,8 +205,7 @@ static void unknown_and_foreign_ids(void)
     free(args);
     free(id);
     free(other);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

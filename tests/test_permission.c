@@ -50,8 +50,9 @@ static void no_tasks(sim_host *h, const char *session, const char *what)
 
 static void bash_denied_by_rule(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     is_int(sim_permission_rules(h, "{\"bash\":{\"*\":\"allow\",\"touch *\":\"deny\"}}"), 0, "rules set");
     const char *file = t_tmp_path("denied_fg");
     char cmd[512];
@@ -82,14 +83,14 @@ static void bash_denied_by_rule(void)
     like(meta, "\"description\":\"a test command\"", "the description goes with the question");
     free(meta);
     no_tasks(h, s, "denied Bash");
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bash_asked_once_always_reject(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     const char *file = t_tmp_path("asked_once");
     char cmd[512];
@@ -132,14 +133,14 @@ static void bash_asked_once_always_reject(void)
     is_int(sim_permission_count(h), before + 1, "and no user question was opened");
     free(out);
     unlink(file);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bash_esc_while_asking(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     const char *file = t_tmp_path("esc_asking");
     char cmd[512];
@@ -147,7 +148,7 @@ static void bash_esc_while_asking(void)
     char *args = t_bash_args(cmd, "a test command", 0, 0);
     sim_call *c = sim_tool_start(h, s, "Bash", args);
     free(args);
-    is_int(sim_wait(h, t_question_open, s, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
+    is_int(sim_wait(h, t_question_open, (void *)s, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
     ok(!sim_tool_done(c), "the call has not returned");
     sim_tool_cancel(c);
     int rc = 0;
@@ -161,8 +162,7 @@ static void bash_esc_while_asking(void)
     free(out);
     sim_tool_free(c);
     no_tasks(h, s, "Esc while asking");
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bash_question_fails_or_host_cannot_ask(void)
@@ -231,8 +231,9 @@ static void bash_outside_the_project(void)
 
 static void task_launches_denied(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"task\":{\"*\":\"allow\",\"secret\":\"deny\"}}");
     static const struct {
         const char *tool, *args;
@@ -261,14 +262,14 @@ static void task_launches_denied(void)
     is_int(t_rc, 0, "another agent is allowed by the rules");
     is_asked(h, -1, "outcome", "allow", "and recorded as allowed");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void resume_denied_keeps_the_task(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     char *id = t_launch(h, s, "Find auth", "find auth", "explore");
     is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task completes");
     /* Prompts to the task's own session (the parent's notification may still
@@ -300,16 +301,16 @@ static void resume_denied_keeps_the_task(void)
     is_int(t_rc, 0, "allowed once: the resume runs");
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- a sub-agent waiting for the user ------------------------------------ */
 
 static void child_waits_for_permission(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     char *id =
         t_launch_script(h, s, "Clean up",
@@ -364,14 +365,14 @@ static void child_waits_for_permission(void)
     free(req);
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void child_question_answered_before_its_notice(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"bash\":\"ask\"}");
     sim_permission_auto(h, "once", NULL); /* answered as soon as it is asked */
     char *id = t_launch_script(h, s, "Quick",
@@ -384,8 +385,7 @@ static void child_question_answered_before_its_notice(void)
     unlike(out, "Waiting for permission", "the finished task shows no question");
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -54,8 +54,9 @@ static char *deaf_parent(sim_host *h, uint32_t seed)
 static void backs_off_then_reads_at_silent_gap(void)
 {
     const int interval = 250;
-    sim_host *h = t_host("{\"poll_interval_ms\":250}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":250}");
+    const char *parent = f.parent;
     char *script = busy_script(300, 20, "{\"hang\":true}"); /* ~6 s of tool events */
     char *id = t_launch_script(h, parent, "alive", script);
     char *child = t_task_session(h, 0);
@@ -84,8 +85,7 @@ static void backs_off_then_reads_at_silent_gap(void)
     free(child);
     free(id);
     free(script);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Three tasks send events (the poll backs off for 3 s, to its slowest);
@@ -94,8 +94,9 @@ static void backs_off_then_reads_at_silent_gap(void)
  * finds it, and the parent is told once. */
 static void lost_idle_found_with_backed_off_poll(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":200}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":200}");
+    const char *parent = f.parent;
     sim_event_faults(h, 5, 1.0, 0, 0, IDLE_EVENTS);
     char *long1 = busy_script(500, 20, "{\"reply\":\"long one\"}");
     char *long2 = busy_script(500, 20, "{\"reply\":\"long two\"}");
@@ -122,8 +123,7 @@ static void lost_idle_found_with_backed_off_poll(void)
     free(long1);
     free(long2);
     free(quick);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Every event lost; a hanging task is silent and busy, so every tick reads
@@ -226,8 +226,9 @@ static int session_is_busy(sim_host *h, void *arg)
  * stays completed, the sibling goes on. */
 static void ended_task_busy_in_map(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":100}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":100}");
+    const char *parent = f.parent;
     char *a = t_launch_script(h, parent, "silent sibling", "{\"steps\":[{\"hang\":true}]}");
     sim_script(h, "the quick prompt", "{\"steps\":[{\"reply\":\"quick answer\"}]}", 1);
     char *b = t_launch(h, parent, "quick", "the quick prompt", "explore");
@@ -249,8 +250,7 @@ static void ended_task_busy_in_map(void)
     free(child);
     free(a);
     free(b);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A tool call every interval or so: a quick tool (its part at its start and
@@ -278,8 +278,9 @@ static void tool_a_tick_reads_rarely(void)
         TOOLS = 60
     };
     const int interval = 100;
-    sim_host *h = t_host("{\"poll_interval_ms\":100}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":100}");
+    const char *parent = f.parent;
     char *ids[N];
     for (int i = 0; i < N; i++) {
         char *script = rhythm_script(TOOLS, interval, i);
@@ -301,8 +302,7 @@ static void tool_a_tick_reads_rarely(void)
     is_int(sim_wait(h, all_completed, &d, tap_timeout_ms(30000)), 0, "every task completed");
     for (int i = 0; i < N; i++)
         free(ids[i]);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A task ends while every event is lost (its answer's text with them): the
@@ -346,8 +346,9 @@ static void vanished_read_one_per_tick(void)
         N = 40
     };
     const int interval = 50;
-    sim_host *h = t_host("{\"poll_interval_ms\":50,\"max_running_agents\":100}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"poll_interval_ms\":50,\"max_running_agents\":100}");
+    const char *parent = f.parent;
     sim_script(h, "VANISH", "{\"steps\":[{\"wait_ms\":4000},{\"reply\":\"vanish done\"}]}", 0);
     char *ids[N];
     for (int i = 0; i < N; i++) {
@@ -377,8 +378,7 @@ static void vanished_read_one_per_tick(void)
         free(ids[i]);
     }
     is_int(once, N, "each task notified exactly once");
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -123,8 +123,9 @@ static void bash_and_launches(void)
  * each way: the turn's reply comes unless the plain reject ended it. */
 static void sub_agent_questions(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     sim_permission_rules(h, "{\"bash\":{\"*\":\"ask\",\"rm *\":\"deny\"}}");
     static const struct {
         const char *reply, *message, *command;
@@ -155,8 +156,7 @@ static void sub_agent_questions(void)
            cases[i].goes_on ? "the model takes its next step" : "the turn ends");
         cJSON_Delete(m);
     }
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

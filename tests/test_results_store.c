@@ -109,8 +109,9 @@ static void results_read_back(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/read.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = t_linked_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    const char *psid = f.parent;
     char *id = launch_done(h, psid, "texts-read-back one", answer_json);
     is_int(wait_dropped(h, id), 0, "a finished, delivered task keeps neither its result nor its prompt in memory");
 
@@ -159,22 +160,21 @@ static void results_read_back(void)
     free(out);
     free(want);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void store_off_keeps_texts(void)
 {
-    sim_host *h = t_linked_host("{\"store\":false}");
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host("{\"store\":false}"));
+    const char *psid = f.parent;
     char *id = launch_done(h, psid, "texts-store-off", answer_json);
     char *out = t_output(h, psid, id); /* a tool call: would have waited for a write */
     like(out, "THE-END", "with the store off, background_output gives the result");
     is_int(in_memory(h, id), 3, "and the result and prompt stay in memory (none marked stored)");
     free(out);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A write to the store fails (a trigger refuses the write that records the
@@ -211,8 +211,9 @@ static void held_notice_keeps_text(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/held.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\",\"notify_retries\":1,\"notify_retry_ms\":5}", db);
-    sim_host *h = t_linked_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    const char *psid = f.parent;
     char script[7000];
     snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", answer_json);
     sim_script(h, "texts-held", script, 1);
@@ -230,8 +231,7 @@ static void held_notice_keeps_text(void)
     is_int(in_memory(h, id) & 3, 3, "the task's texts stay in memory");
     free(ans);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The reader on its own: a file that is not there, then is; a row that is
@@ -274,8 +274,9 @@ static void resume_after_failed_write(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/resume-fail.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = t_linked_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    const char *psid = f.parent;
     char *id = launch_done(h, psid, "texts-resume-fail one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
     is_int(t_refuse_updates(db, "NEW.status = 5"), SQLITE_OK, "a trigger makes the resumed run's write fail");
@@ -287,8 +288,7 @@ static void resume_after_failed_write(void)
     is_int(t_wait_output_with(h, psid, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
            "background_output gives the second answer");
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- a read racing the commit of a resumed run's answer ----------------- */
@@ -331,8 +331,9 @@ static void stale_read_not_attached(void)
     snprintf(db, sizeof db, "%s/race.db", dir);
     snprintf(stale, sizeof stale, "%s/race-before-commit.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = t_linked_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    const char *psid = f.parent;
     char *id = launch_done(h, psid, "texts-race one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
     sim_script(h, "texts-race two", "{\"steps\":[{\"reply\":\"the second answer\"}]}", 1);
@@ -382,8 +383,7 @@ static void stale_read_not_attached(void)
     store_reader_free(stale_reader);
     sqlite3_close(d);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

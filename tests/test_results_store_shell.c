@@ -85,8 +85,9 @@ static void command_output_read_back(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/shell.db", dir);
     snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
-    sim_host *h = t_linked_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    const char *psid = f.parent;
     char *id = t_bash_bg(h, psid, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
     is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
            "the command's notification is delivered");
@@ -135,23 +136,22 @@ static void command_output_read_back(void)
     shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 1, "after a restart");
     free(failed);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void store_off_keeps_output(void)
 {
     char opts[512];
     snprintf(opts, sizeof opts, SHELL_OPTS, "", ",\"store\":false");
-    sim_host *h = t_linked_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    const char *psid = f.parent;
     char *id = t_bash_bg(h, psid, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
     is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
            "store off: the command's notification is delivered");
     shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "store off");
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A write fails (the delivered notification's): the store is given up and
@@ -181,8 +181,9 @@ static void queued_command_restored(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/queued.db", dir);
     snprintf(opts, sizeof opts, SHELL_OPTS, db, ",\"max_running_shells\":1");
-    sim_host *h = t_linked_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    const char *psid = f.parent;
     char *sleeper = t_bash_bg(h, psid, "sleep 30", "sleeper", T_LAUNCH_UNCHECKED);
     char *queued = t_bash_bg(h, psid, "seq 1 1500", "queued", T_LAUNCH_UNCHECKED);
     char *out = t_task_output(h, psid, queued, 0, 0);
@@ -200,8 +201,7 @@ static void queued_command_restored(void)
     free(out);
     free(sleeper);
     free(queued);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

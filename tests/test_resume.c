@@ -217,8 +217,9 @@ static void resume_blocking(void)
 
 static void block_waits(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     sim_script(h, "fast one", "{\"steps\":[{\"reply\":\"fast\"}]}", 1);
     sim_script(h, "slow one", "{\"steps\":[{\"wait_ms\":200},{\"reply\":\"slow\"}]}", 1);
     sim_script(h, "stuck one", "{\"steps\":[{\"hang\":true}]}", 1);
@@ -265,8 +266,7 @@ static void block_waits(void)
     free(a);
     free(b);
     free(c);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void racing_resumes(void)

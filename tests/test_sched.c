@@ -22,8 +22,9 @@ static int completion_notices(sim_host *h, const char *parent, const char *id)
 
 static void cap_two_five_launches(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":2}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":2}"));
+    const char *parent = f.parent;
     const char *names[5] = {"T1", "T2", "T3", "T4", "T5"};
     char *ids[5];
     for (int i = 0; i < 5; i++) {
@@ -72,14 +73,14 @@ static void cap_two_five_launches(void)
         free(ids[i]);
     }
     is_int(sim_calls(h, "session_create", NULL), 5, "five sessions in all");
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void cancel_pending(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    const char *parent = f.parent;
     char *out = t_launch_gated(h, parent, "A", "explore");
     char *a = t_find_id(out, "bg_");
     free(out);
@@ -103,14 +104,14 @@ static void cancel_pending(void)
     is_int(t_count_messages_with(h, parent, b), 0, "no notification for it");
     free(a);
     free(b);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void per_agent_cap(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_per_agent\":{\"explore\":1}}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_per_agent\":{\"explore\":1}}"));
+    const char *parent = f.parent;
     char *out = t_launch_gated(h, parent, "E1", "explore");
     like(out, "Status: running", "the first explore task runs");
     free(out);
@@ -128,8 +129,7 @@ static void per_agent_cap(void)
     t_release_gated(h, "G1");
     is_int(t_wait_status(h, parent, e2, "completed", 5000), 0, "E2 completes");
     free(e2);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void emit_status(sim_host *h, const char *session, const char *type)
@@ -144,8 +144,9 @@ static void emit_status(sim_host *h, const char *session, const char *type)
 
 static void retry_pauses_admission(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *parent = f.parent;
     char *out = t_launch_gated(h, parent, "R1", "explore");
     free(out);
     t_wait_gate_open(h, "R1", 5000);
@@ -164,14 +165,14 @@ static void retry_pauses_admission(void)
     t_release_gated(h, "R2");
     t_release_gated(h, "G");
     free(s1);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void queue_full_refused(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1,\"max_queued\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1,\"max_queued\":1}"));
+    const char *parent = f.parent;
     free(t_launch_gated(h, parent, "Q1", "explore"));
     free(t_launch_gated(h, parent, "Q2", "explore"));
     char *out = t_launch_gated(h, parent, "Q3", "explore");
@@ -192,14 +193,14 @@ static void queue_full_refused(void)
     free(out);
     t_release_gated(h, "Q1");
     t_release_gated(h, "Q2");
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void resume_needs_a_slot(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    const char *parent = f.parent;
     char *out = t_launch_gated(h, parent, "D", "explore");
     char *d = t_find_id(out, "bg_");
     free(out);
@@ -220,15 +221,15 @@ static void resume_needs_a_slot(void)
     is_int(t_wait_status(h, parent, d, "completed", 100), 0, "the task is still completed");
     t_release_gated(h, "H");
     free(d);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A blocking wait on a pending task waits through its time in the queue. */
 static void wait_includes_queue(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    const char *parent = f.parent;
     free(t_launch_gated(h, parent, "W1", "explore"));
     char *out = t_launch_gated(h, parent, "W2", "explore");
     char *w2 = t_find_id(out, "bg_");
@@ -244,8 +245,7 @@ static void wait_includes_queue(void)
     free(out);
     sim_tool_free(c);
     free(w2);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static int two_tasks_listed(sim_host *h, void *parent)
@@ -260,12 +260,13 @@ static int two_tasks_listed(sim_host *h, void *parent)
  * of the queue, and it was never started. */
 static void foreground_task_queued_then_escaped(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    const char *parent = f.parent;
     free(t_launch_gated(h, parent, "F1", "explore"));
     sim_call *c = sim_tool_start(h, parent, "Task",
                                  "{\"description\":\"F2\",\"prompt\":\"gated F2\",\"subagent_type\":\"explore\"}");
-    is_int(sim_wait(h, two_tasks_listed, parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
+    is_int(sim_wait(h, two_tasks_listed, (void *)parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
     sim_tool_cancel(c);
     int rc;
     char *out = NULL;
@@ -278,8 +279,7 @@ static void foreground_task_queued_then_escaped(void)
     free(out);
     t_release_gated(h, "F1");
     ok(!t_gated_started(h, "F2"), "it never started");
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void shell_cap(void)

@@ -64,8 +64,9 @@ static void notified_once_with(sim_host *h, const char *s, const char *id, const
 /* The common case: the session is busy, the host queues the message. */
 static void queued_follow_up(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *s = f.parent;
     parent = s;
     char *id = launch_gated(h, s, "A");
     is_int(t_wait_gate_open(h, "A", 5000), 0, "the sub-agent is busy (waiting on its question)");
@@ -94,8 +95,7 @@ static void queued_follow_up(void)
     notified_once_with(h, s, id, "bar.c is fine too", "done A");
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* sim_wait predicate: the child session's newest message is the first answer. */
@@ -131,8 +131,9 @@ static int prompt_started(sim_host *h, void *arg)
  * turn's answer for the result. */
 static void slow_host_follow_up(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *s = f.parent;
     parent = s;
     char *id = launch_gated(h, s, "B");
     is_int(t_wait_gate_open(h, "B", 5000), 0, "the sub-agent is busy");
@@ -177,8 +178,7 @@ static void slow_host_follow_up(void)
     notified_once_with(h, s, id, "baz.c has the bug", "done B");
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Every refusal: the exact text, and nothing sent to the host. */
@@ -195,8 +195,9 @@ static void refused(sim_host *h, const char *s, const char *id, const char *mess
 
 static void not_running(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    const char *s = f.parent;
     parent = s;
     char *other = sim_session_new(h, NULL, "other");
     char want[400];
@@ -249,14 +250,14 @@ static void not_running(void)
     free(a);
     free(pending);
     free(other);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void shell_task(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     parent = s;
     char *id = t_bash_bg(h, s, "sleep 30", NULL, T_LAUNCH_UNCHECKED);
     char want[200];
@@ -265,8 +266,7 @@ static void shell_task(void)
     char *out = t_tool(h, s, "TaskStop", t_id_args(id));
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

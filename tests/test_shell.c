@@ -21,8 +21,9 @@
  * left afterwards and no notification is sent. */
 static void foreground_runs(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     char *out = t_bash(h, s, "echo hi; echo oops >&2", NULL, 0, 0);
     is_int(t_rc, 0, "foreground Bash succeeds");
     is_str(out, "hi\noops\n(exit code 0)", "stdout and stderr, then the exit code");
@@ -67,15 +68,15 @@ static void foreground_runs(void)
     free(out);
     is_int(t_sync_notifications(h, s), 0, "notifications synced");
     is_int(t_count_messages_with(h, s, "Background command"), 0, "a foreground command sends no notification");
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The timeout stops the command's whole group; Esc does too. */
 static void foreground_timeout_and_esc(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     int timeout = tap_timeout_ms(500);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", t_tmp_path("fg_child"));
@@ -118,8 +119,7 @@ static void foreground_timeout_and_esc(void)
     is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)", "and explained");
     free(out);
     t_kill_leftovers();
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- the bounded buffer ----------------------------------------------- */
@@ -139,8 +139,9 @@ static char *seq_text(int n, size_t *len)
  * kept, what fell between is counted; exact. */
 static void output_over_the_cap(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     char *id = t_bash_bg(h, s, "seq 1 20000", NULL, T_LAUNCH_UNCHECKED);
     char *out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
     is_int(t_rc, 0, "TaskOutput succeeds");
@@ -167,16 +168,16 @@ static void output_over_the_cap(void)
     free(out);
     free(all);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Within the buffer (default cap, 1 MiB) but over TaskOutput's 30000
  * characters: the tail is kept and the cut said. */
 static void taskoutput_cap(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     char *id = t_bash_bg(h, s, "seq 1 30000", NULL, T_LAUNCH_UNCHECKED);
     char *out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
     size_t len;
@@ -197,8 +198,7 @@ static void taskoutput_cap(void)
     like(out, "\n29999\n30000\n(exit code 0)", "keeping the tail and the exit code");
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

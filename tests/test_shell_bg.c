@@ -19,8 +19,9 @@
 
 static void stop_kills_the_group(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     char *cmd = t_family_command("stop", "", "echo started; sleep 300");
     char *id = t_bash_bg(h, s, cmd, "two sleepers", T_LAUNCH_OK);
     pid_t pids[2];
@@ -50,15 +51,15 @@ static void stop_kills_the_group(void)
     t_kill_leftovers();
     free(cmd);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A group that ignores SIGTERM gets SIGKILL after the grace period. */
 static void stop_escalates_to_sigkill(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     char *cmd = t_family_command("stubborn", "trap '' TERM; ", "sleep 300");
     char *id = t_bash_bg(h, s, cmd, NULL, T_LAUNCH_OK);
     pid_t pids[2];
@@ -79,16 +80,16 @@ static void stop_escalates_to_sigkill(void)
     t_kill_leftovers();
     free(cmd);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The leader dies of SIGTERM but a member of its group ignores it: the group
  * ends with its leader, so the member still gets SIGKILL. */
 static void stop_reaches_a_term_ignoring_member(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     char cmd[512];
     snprintf(cmd, sizeof cmd, "sh -c \"trap '' TERM; exec sleep 300\" & echo $! > %s; echo $$ > %s; sleep 300",
              t_tmp_path("member.c"), t_tmp_path("member.l"));
@@ -101,16 +102,16 @@ static void stop_reaches_a_term_ignoring_member(void)
     is_int(sim_wait(h, t_pids_gone, pids, tap_timeout_ms(3000)), 0, "the TERM-ignoring member got SIGKILL");
     t_kill_leftovers();
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- exits and notifications ------------------------------------------ */
 
 static void exits_and_notifications(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     char *failed = t_bash_bg(h, s, "echo bye; exit 4", NULL, T_LAUNCH_OK);
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background command failed: %s", failed);
@@ -161,8 +162,7 @@ static void exits_and_notifications(void)
     free(failed);
     free(fine);
     free(killed);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

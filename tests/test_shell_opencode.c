@@ -15,8 +15,9 @@
 
 static void list_and_output(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     char *cmd = t_family_command("lo", "", "echo started; sleep 300");
     char *id = t_bash_bg(h, s, cmd, "a sleeper", T_LAUNCH_DIAG);
     pid_t pids[2];
@@ -64,15 +65,15 @@ static void list_and_output(void)
     t_kill_leftovers();
     free(cmd);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A batch holding an agent and a shell: cancelling the batch stops both. */
 static void batch_cancel_and_clear(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     char *agent = t_launch_script(h, s, "Hangs", "{\"steps\":[{\"hang\":true}]}");
     char *cmd = t_family_command("batch", "", "sleep 300");
     char *shell = t_bash_bg(h, s, cmd, NULL, T_LAUNCH_DIAG);
@@ -112,8 +113,7 @@ static void batch_cancel_and_clear(void)
     free(cmd);
     free(shell);
     free(agent);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- the engine's ends ------------------------------------------------- */

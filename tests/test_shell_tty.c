@@ -112,8 +112,9 @@ static void commands_have_no_terminal(void)
     if (write(master_fd, "typed\n", 6) != 6)
         bail_out("write to the terminal: %s", strerror(errno));
 
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     char *out = bash_fg(h, s, PROBE);
     no_terminal(out, "foreground Bash");
     free(out);
@@ -141,8 +142,7 @@ static void commands_have_no_terminal(void)
     is_str(typed, "typed\n", "what the person typed is still there, unread");
     free(typed);
 
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The same probes run by the test itself see the terminal: the checks above

@@ -15,8 +15,9 @@
 
 static void waiters_and_esc(void)
 {
-    sim_host *h = t_host(T_SHELL_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *s = f.parent;
     if (mkfifo(t_tmp_path("fifo"), 0600) != 0)
         bail_out("mkfifo");
     char cmd[256];
@@ -75,8 +76,7 @@ static void waiters_and_esc(void)
     is_int(t_count_messages_with(h, s, id), 0, "the blocking waiters replaced the notification");
     unlink(t_tmp_path("fifo"));
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -59,8 +59,9 @@ static int wait_log(sim_host *h, const char *needle)
 
 static void finished_tasks_survive(void)
 {
-    sim_host *h = t_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, opts);
+    const char *psid = f.parent;
     char *a = t_launch_script(h, psid, "alpha", "{\"steps\":[{\"reply\":\"answer alpha\"}]}");
     char *b = t_launch_script(h, psid, "beta", "{\"steps\":[{\"reply\":\"answer beta\"}]}");
     is_int(t_wait_messages_with(h, psid, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
@@ -81,16 +82,16 @@ static void finished_tasks_survive(void)
     free(out);
     free(a);
     free(b);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The plugin restarts while the host keeps running the task's session: it
  * goes on, and is notified once when it ends. */
 static void running_task_goes_on(void)
 {
-    sim_host *h = t_gated_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(opts));
+    const char *psid = f.parent;
     char *ans = t_launch_gated(h, psid, "g1", "general");
     char *id = t_find_id(ans, "bg_");
     is_int(t_wait_gate_open(h, "g1", tap_timeout_ms(5000)), 0, "the task runs (waits at its gate)");
@@ -111,8 +112,7 @@ static void running_task_goes_on(void)
     free(out);
     free(ans);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A new host on the same store: the old sessions are gone. A running task
@@ -148,8 +148,9 @@ static void new_host_reconciles(void)
  * it, once. */
 static void undelivered_notice_is_sent(void)
 {
-    sim_host *h = t_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, opts);
+    const char *psid = f.parent;
     sim_script(h, "late one", "{\"steps\":[{\"reply\":\"late answer\"}]}", 1);
     /* Every prompt after the task's own (call 1) fails: its notification
      * cannot be sent (set before the launch: the sub-agent answers at once). */
@@ -168,8 +169,7 @@ static void undelivered_notice_is_sent(void)
     is_int(notices_of(h, psid, id), 1, "once");
     free(ans);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Two hosts on one store: each keeps its own tasks while it lives; the
@@ -218,8 +218,9 @@ static void bad_store(const char *what, const char *path, const char *log_needle
 {
     char o[600];
     snprintf(o, sizeof o, "{\"store_path\":\"%s\"}", path);
-    sim_host *h = t_host(o);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, o);
+    const char *psid = f.parent;
     char *id = t_launch_script(h, psid, "works", "{\"steps\":[{\"reply\":\"fine\"}]}");
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
     is_int(wait_log(h, log_needle), 0, "%s: the log says why (%s)", what, log_needle);
@@ -227,8 +228,7 @@ static void bad_store(const char *what, const char *path, const char *log_needle
     ok(line != NULL, "%s: and that tasks live in memory only", what);
     free(line);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bad_stores(void)
@@ -334,8 +334,9 @@ static void spend_survives(void)
 {
     char o[600];
     snprintf(o, sizeof o, "{\"store_path\":\"%s\",\"max_session_cost_usd\":1}", db);
-    sim_host *h = t_host(o);
-    char *psid = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, o);
+    const char *psid = f.parent;
     char *a = t_launch_script(h, psid, "costly",
                               "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.7}},"
                               "{\"reply\":\"spent\"}]}");
@@ -352,8 +353,7 @@ static void spend_survives(void)
            0, "the next task's $0.50 goes over the session's budget: the restart did not reset it");
     free(a);
     free(b);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A command in its own process group, as the shell runner starts one. */

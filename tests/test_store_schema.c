@@ -40,8 +40,9 @@ static void followups_numbered_across_restart(void)
     char db[300], opts[400];
     snprintf(db, sizeof db, "%s/followups.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = t_gated_host(opts);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(opts));
+    const char *s = f.parent;
     char *out = t_launch_gated(h, s, "F", "explore");
     char *id = t_find_id(out, "bg_");
     free(out);
@@ -73,8 +74,7 @@ static void followups_numbered_across_restart(void)
     free(note);
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Does the task table have column `name`? */
@@ -88,8 +88,9 @@ static void version_1_file_migrated(void)
     char db[300], opts[400];
     snprintf(db, sizeof db, "%s/v1.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = t_host(opts);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, opts);
+    const char *s = f.parent;
     char *id = t_launch_script(h, s, "old", "{\"steps\":[{\"reply\":\"the old answer\"}]}");
     is_int(t_wait_messages_with(h, s, "[ocbg] Background task completed", 1, tap_timeout_ms(5000)), 0,
            "a task completed and was notified");
@@ -125,8 +126,7 @@ static void version_1_file_migrated(void)
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
     is_int(t_count_messages_with(h, s, needle), 1, "and it is not notified again");
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

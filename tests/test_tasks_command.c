@@ -40,8 +40,9 @@ static void check_row(const char *listing, const char *id, const char *type, con
 
 static void tasks_listing(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *s = f.parent;
     char *out = t_command(h, s, "tasks");
     is_int(t_rc, 0, "/tasks succeeds");
     is_str(out, "No background tasks in this session.", "/tasks with no task");
@@ -108,8 +109,7 @@ static void tasks_listing(void)
     free(shell);
     free(bare);
     free(hang);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -25,8 +25,9 @@ static char *notice_field(sim_host *h, int n, const char *field)
  * model, and the user gets one notice for all of them. */
 static void batch_gives_one_notice(void)
 {
-    sim_host *h = t_host("{\"max_running_agents\":1,\"max_queued\":30}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{\"max_running_agents\":1,\"max_queued\":30}");
+    const char *parent = f.parent;
     char first[96];
     snprintf(first, sizeof first, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"r0\"}]}", tap_timeout_ms(1500));
     char *ids[20];
@@ -46,14 +47,14 @@ static void batch_gives_one_notice(void)
     free(title);
     for (int i = 0; i < 20; i++)
         free(ids[i]);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void failure_is_an_error_notice(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *parent = f.parent;
     char *bad = t_launch_script(h, parent, "Broken build", "{\"steps\":[{\"error\":\"quota exceeded\"}]}");
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
     char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");
@@ -62,14 +63,14 @@ static void failure_is_an_error_notice(void)
     free(msg);
     free(level);
     free(bad);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void question_is_a_warning_notice(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *parent = f.parent;
     char *out = t_launch_gated(h, parent, "g1", "explore");
     free(out);
     is_int(t_wait_gate_open(h, "g1", 5000), 0, "the task asks the user");
@@ -80,8 +81,7 @@ static void question_is_a_warning_notice(void)
     free(msg);
     free(level);
     t_release_gated(h, "g1");
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void unknown_option_is_a_warning(void)

@@ -69,8 +69,9 @@ static cJSON *newest(sim_host *h, const char *session, const char *id, const cJS
 
 static void test_running_waiting_stop(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *parent = f.parent;
     char *answer = t_launch_gated(h, parent, "alpha", "general");
     char *id = t_find_id(answer, "bg_");
     is_int(t_wait_gate_open(h, "alpha", tap_timeout_ms(DEADLINE)), 0, "the task runs and asks");
@@ -118,8 +119,7 @@ static void test_running_waiting_stop(void)
     free(task_session);
     free(answer);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void test_bad_requests(void)
@@ -147,8 +147,9 @@ static void test_bad_requests(void)
 
 static void test_pending_queue_and_detail(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    const char *parent = f.parent;
     char *a1 = t_launch_gated(h, parent, "one", "general");
     char *a2 = t_launch_gated(h, parent, "two", "general");
     char *a3 = t_launch_gated(h, parent, "three", "general");
@@ -182,8 +183,7 @@ static void test_pending_queue_and_detail(void)
     free(id1);
     free(id2);
     free(id3);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A command's line and detail: its command line, exit and output. */
@@ -219,8 +219,9 @@ static int views_above(sim_host *h, void *arg)
 
 static void test_sync_and_model_cancel(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    const char *parent = f.parent;
     char *answer = t_launch_gated(h, parent, "beta", "general");
     char *id = t_find_id(answer, "bg_");
     is_int(t_wait_gate_open(h, "beta", tap_timeout_ms(DEADLINE)), 0, "the task runs");
@@ -239,8 +240,7 @@ static void test_sync_and_model_cancel(void)
     cJSON_Delete(view);
     free(answer);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A host without publish_view gets no views; requests work the same. */
@@ -284,8 +284,9 @@ static void test_restart_publishes(void)
     if (!mkdtemp(dir))
         bail_out("mkdtemp");
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s/ocbg.db\"}", dir);
-    sim_host *h = t_host(opts);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, opts);
+    const char *parent = f.parent;
     char *answer =
         t_tool(h, parent, "Bash", J("{'command':'echo kept','description':'kept','run_in_background':true}"));
     char *id = t_find_id(answer, "bg_");
@@ -301,8 +302,7 @@ static void test_restart_publishes(void)
     cJSON_Delete(view);
     free(answer);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
     char db[160];
     snprintf(db, sizeof db, "%s/ocbg.db", dir);
     unlink(db);

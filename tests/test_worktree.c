@@ -129,8 +129,9 @@ static cJSON *detail_of(sim_host *h, const char *id)
 
 static void launch_report_clear(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
+    const char *parent = f.parent;
     const char *script = "{\"steps\":[{\"run\":\"echo from-A >> shared.txt && git add shared.txt && git -c user.name=t "
                          "-c user.email=t@example.com commit -qm 'A edit' && echo more >> shared.txt && echo new > "
                          "fresh.txt\"},{\"reply\":\"done A\"}]}";
@@ -204,8 +205,7 @@ static void launch_report_clear(void)
     is_int((int)sim_released_touches(h, NULL), 0, "no host call about a released folder");
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void refusals(void)
@@ -318,8 +318,9 @@ static void restart_keeps_it(void)
 
 static void parent_deleted(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
+    const char *parent = f.parent;
     char *out = t_launch_isolated(h, parent, "orphan",
                                   "{\"steps\":[{\"run\":\"echo left > left.txt\"},{\"reply\":\"o\"}]}", "worktree");
     char *id = t_find_id(out, "bg_");
@@ -335,16 +336,16 @@ static void parent_deleted(void)
     is_int((int)sim_released_touches(h, NULL), 0, "no host call about a released folder");
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The launching session deleted just as the host stops, while the worker is
  * inside a slow call: the release it had not reached is done by the stop. */
 static void parent_deleted_at_stop(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
+    const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
     char *out = t_launch_isolated(h, parent, "late",
                                   "{\"steps\":[{\"run\":\"echo late > late.txt\"},{\"reply\":\"l\"}]}", "worktree");
@@ -371,8 +372,7 @@ static void parent_deleted_at_stop(void)
     free(wt);
     free(id);
     free(other);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A resume that comes while the host is still letting go of the folder (a
@@ -382,8 +382,9 @@ static void parent_deleted_at_stop(void)
  * folder followed again, a window this test does not force.) */
 static void resumed_while_let_go(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
+    const char *parent = f.parent;
     sim_slow(h, "directory_watch", tap_timeout_ms(1500));
     char *out = t_launch_isolated(h, parent, "quick", "{\"steps\":[{\"reply\":\"first Q\"}]}", "worktree");
     char *id = t_find_id(out, "bg_");
@@ -403,8 +404,7 @@ static void resumed_while_let_go(void)
     free(again);
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A fork with isolation: a host's fork would stay in the parent's folder,
@@ -503,8 +503,9 @@ static void row_kept_until_released(void)
  * have; the work stays on the branch. */
 static void parent_deleted_while_down(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
+    const char *parent = f.parent;
     char *kept = sim_session_new(h, NULL, "kept");
     char *out = t_launch_isolated(h, parent, "unseen",
                                   "{\"steps\":[{\"run\":\"echo unseen > unseen.txt\"},"
@@ -534,7 +535,7 @@ static void parent_deleted_while_down(void)
     char *unseen = t_sh_line(repo, "git show ocbg/%s:unseen.txt", id);
     is_str(unseen, "unseen", "its work is on its branch");
     free(unseen);
-    is_int(sim_wait(h, asked_about, parent, tap_timeout_ms(DEADLINE)), 0,
+    is_int(sim_wait(h, asked_about, (void *)parent, tap_timeout_ms(DEADLINE)), 0,
            "the host was asked about the launching session");
     is_int(sim_wait(h, row_gone, id, tap_timeout_ms(DEADLINE)), 0, "its row leaves the store");
     ok(t_exists(wt2), "the worktree of a session that still exists stays");
@@ -544,8 +545,7 @@ static void parent_deleted_while_down(void)
     free(id);
     free(id2);
     free(kept);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

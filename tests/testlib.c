@@ -567,22 +567,26 @@ cJSON *t_parse(char *text)
 
 void t_open_dir(t_fixture *f, const char *plugin_dir, const char *options_json)
 {
-    memset(f, 0, sizeof *f);
-    f->h = sim_create();
-    if (!f->h)
+    sim_host *h = sim_create();
+    if (!h)
         bail_out("sim_create failed");
-    int n = sim_load_plugins(f->h, plugin_dir, options_json);
+    int n = sim_load_plugins(h, plugin_dir, options_json);
     if (n != 1)
-        bail_out("loading the plugin from %s: %d plugins loaded (%s)", plugin_dir, n, sim_load_error(f->h));
-    f->parent = sim_session_new(f->h, NULL, "main");
+        bail_out("loading the plugin from %s: %d plugins loaded (%s)", plugin_dir, n, sim_load_error(h));
+    t_open_with(f, h);
 }
 
-void t_open(t_fixture *f, const char *options_json)
+sim_host *t_open(t_fixture *f, const char *options_json)
 {
-    const char *dir = getenv("OCBG_PLUGIN_DIR");
-    if (!dir)
-        bail_out("OCBG_PLUGIN_DIR is not set (run the tests with make check)");
-    t_open_dir(f, dir, options_json);
+    return t_open_with(f, t_host(options_json));
+}
+
+sim_host *t_open_with(t_fixture *f, sim_host *h)
+{
+    memset(f, 0, sizeof *f);
+    f->h = h;
+    f->parent = sim_session_new(h, NULL, "main");
+    return h;
 }
 
 char *t_keep(t_fixture *f, char *s)

@@ -211,8 +211,13 @@ typedef struct t_fixture {
 } t_fixture;
 
 /* Open f with ocbg from $OCBG_PLUGIN_DIR and options_json (NULL: defaults);
- * bails out when it cannot load. */
-void t_open(t_fixture *f, const char *options_json);
+ * bails out when it cannot load. Returns f->h. */
+sim_host *t_open(t_fixture *f, const char *options_json);
+
+/* Open f on host h, made by the test (t_gated_host, t_linked_host, a host
+ * with faults set): f owns h from now on (t_close destroys it) and makes the
+ * parent session "main". Returns h. */
+sim_host *t_open_with(t_fixture *f, sim_host *h);
 
 /* Open f with the one plugin in plugin_dir (a test plugin); bails out when
  * it does not load exactly one. */
