@@ -281,7 +281,7 @@ int t_shells_work(t_probe on_refusal)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "probe");
-    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
+    char *out = t_tool(h, s, "Bash", J("{'command':'true'}"));
     int works = t_rc == 0;
     if (!works) {
         switch (on_refusal) {
@@ -291,7 +291,7 @@ int t_shells_work(t_probe on_refusal)
             diag("shell tasks cannot run here; their checks are skipped");
             like(out, "Could not start the command: ", "a command that cannot start is refused, saying why");
             free(out);
-            out = t_tool(h, s, "Bash", "{\"command\":\"true\",\"run_in_background\":true}");
+            out = t_tool(h, s, "Bash", J("{'command':'true','run_in_background':true}"));
             ok(t_rc != 0, "in the background too (rc %d)", t_rc);
             free(out);
             out = t_tool(h, s, "background_list", "{}");

@@ -23,7 +23,7 @@ static char auto_opts[64];
  * answers automatically, then replies. */
 static void gate_rules(sim_host *h)
 {
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, NULL, NULL);
 }
 
@@ -32,8 +32,7 @@ static void task_moves(void)
     sim_host *h = t_host(auto_opts);
     gate_rules(h);
     char *s = sim_session_new(h, NULL, "main");
-    sim_script(h, "slow work",
-               "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"make\"]}},{\"reply\":\"all built\"}]}",
+    sim_script(h, "slow work", J("{'steps':[{'ask':{'permission':'bash','patterns':['make']}},{'reply':'all built'}]}"),
                1);
     char *args = t_task_args("Build it", "slow work", 0);
     sim_call *c = sim_tool_start(h, s, "Task", args);
@@ -80,7 +79,7 @@ static void task_moves(void)
     free(id);
 
     /* Before the limit: the reply, as ever; no task, no notification. */
-    out = t_claude_task(h, s, "Quick", "{\"steps\":[{\"reply\":\"quick answer\"}]}", 0);
+    out = t_claude_task(h, s, "Quick", J("{'steps':[{'reply':'quick answer'}]}"), 0);
     is_int(t_rc, 0, "a Task that ends before the limit");
     is_str(out, "quick answer", "returns its reply");
     free(out);
@@ -95,9 +94,9 @@ static void task_moves(void)
 static void task_esc_and_off(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"auto_background_ms\":0}");
+    sim_host *h = t_open(&f, J("{'auto_background_ms':0}"));
     const char *s = f.parent;
-    sim_script(h, "hangs forever", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, "hangs forever", J("{'steps':[{'hang':true}]}"), 1);
     char *args = t_task_args("Hangs", "hangs forever", 0);
     sim_call *c = sim_tool_start(h, s, "Task", args);
     free(args);
@@ -155,11 +154,11 @@ static void bash_moves(void)
     free(id);
 
     /* Its own timeout first: stopped at it, as before, never moved. */
-    out = t_tool(h, s, "Bash", "{\"command\":\"sleep 30\",\"timeout\":200}");
+    out = t_tool(h, s, "Bash", J("{'command':'sleep 30','timeout':200}"));
     is_int(t_rc, -ETIMEDOUT, "a command whose own timeout comes first is stopped at it");
     like(out, "Command timed out after 200 ms and was stopped.", "as before");
     free(out);
-    out = t_tool(h, s, "Bash", "{\"command\":\"echo quick\"}");
+    out = t_tool(h, s, "Bash", J("{'command':'echo quick'}"));
     is_int(t_rc, 0, "a quick command");
     is_str(out, "quick\n(exit code 0)", "answers inline, as before");
     free(out);

@@ -116,40 +116,41 @@ static void nested_rm_cases(void)
 
 static void pattern_cases(void)
 {
-    asks_case(NULL, "ls -la", "[]", "[\"ls -la\"]", "[\"ls *\"]");
-    asks_case(NULL, "git status && git push origin main", "[]", "[\"git status\",\"git push origin main\"]",
-              "[\"git status *\",\"git push *\"]");
-    asks_case(NULL, "make 2>&1 | tee log; echo done &", "[]", "[\"make 2>&1\",\"tee log\",\"echo done\"]",
-              "[\"make *\",\"tee *\",\"echo *\"]");
-    asks_case(NULL, "echo \"a; b\" 'c && d'", "[]", "[\"echo \\\"a; b\\\" 'c && d'\"]", "[\"echo *\"]");
-    asks_case(NULL, "echo $(rm -rf /tmp/x) `id`", "[]", "[\"echo $(rm -rf /tmp/x) `id`\",\"rm -rf /tmp/x\",\"id\"]",
-              "[\"echo *\",\"rm *\",\"id *\"]");
-    asks_case(NULL, "(cd sub && rm -f a) > out", "[]", "[\"rm -f a\"]", "[\"rm *\"]");
-    asks_case(NULL, "npm run build -- --prod\nnpm test", "[]", "[\"npm run build -- --prod\",\"npm test\"]",
-              "[\"npm run build *\",\"npm test *\"]");
+    asks_case(NULL, "ls -la", "[]", J("['ls -la']"), J("['ls *']"));
+    asks_case(NULL, "git status && git push origin main", "[]", J("['git status','git push origin main']"),
+              J("['git status *','git push *']"));
+    asks_case(NULL, "make 2>&1 | tee log; echo done &", "[]", J("['make 2>&1','tee log','echo done']"),
+              J("['make *','tee *','echo *']"));
+    asks_case(NULL, "echo \"a; b\" 'c && d'", "[]", "[\"echo \\\"a; b\\\" 'c && d'\"]", J("['echo *']"));
+    asks_case(NULL, "echo $(rm -rf /tmp/x) `id`", "[]", J("['echo $(rm -rf /tmp/x) `id`','rm -rf /tmp/x','id']"),
+              J("['echo *','rm *','id *']"));
+    asks_case(NULL, "(cd sub && rm -f a) > out", "[]", J("['rm -f a']"), J("['rm *']"));
+    asks_case(NULL, "npm run build -- --prod\nnpm test", "[]", J("['npm run build -- --prod','npm test']"),
+              J("['npm run build *','npm test *']"));
     /* OpenCode's prefix takes words as they come: an option is a word too. */
-    asks_case(NULL, "git -C repo log", "[]", "[\"git -C repo log\"]", "[\"git -C *\"]");
-    asks_case(NULL, "git config --global user.name x", "[]", "[\"git config --global user.name x\"]",
-              "[\"git config --global *\"]");
-    asks_case(NULL, "docker compose up -d", "[]", "[\"docker compose up -d\"]", "[\"docker compose up *\"]");
+    asks_case(NULL, "git -C repo log", "[]", J("['git -C repo log']"), J("['git -C *']"));
+    asks_case(NULL, "git config --global user.name x", "[]", J("['git config --global user.name x']"),
+              J("['git config --global *']"));
+    asks_case(NULL, "docker compose up -d", "[]", J("['docker compose up -d']"), J("['docker compose up *']"));
     /* The words: an expansion or a number is not one. */
-    asks_case(NULL, "sleep 5", "[]", "[\"sleep 5\"]", "[\"sleep *\"]");
-    asks_case(NULL, "FOO=1 make test", "[]", "[\"FOO=1 make test\"]", "[\"make test *\"]");
-    asks_case(NULL, "cat <<EOF > out.txt\nhello\nEOF", "[]", "[\"cat <<EOF > out.txt\\nhello\\nEOF\"]", "[\"cat *\"]");
-    asks_case(NULL, "cd /tmp && ls", "[]", "[\"ls\"]", "[\"ls *\"]");
+    asks_case(NULL, "sleep 5", "[]", J("['sleep 5']"), J("['sleep *']"));
+    asks_case(NULL, "FOO=1 make test", "[]", J("['FOO=1 make test']"), J("['make test *']"));
+    asks_case(NULL, "cat <<EOF > out.txt\nhello\nEOF", "[]", J("['cat <<EOF > out.txt\\nhello\\nEOF']"),
+              J("['cat *']"));
+    asks_case(NULL, "cd /tmp && ls", "[]", J("['ls']"), J("['ls *']"));
     asks_case(NULL, "cd sub", "[]", "[]", "[]");
-    asks_case(NULL, "echo 'unclosed", "[]", "[\"echo\"]", "[\"echo *\"]");
+    asks_case(NULL, "echo 'unclosed", "[]", J("['echo']"), J("['echo *']"));
     /* OpenCode's own limits, kept as they are (ocbg asks exactly what it
      * asks): the program `time` or `coproc` runs is an argument, and a
      * here-doc body's backticks are text to the grammar. */
-    asks_case(NULL, "time rm x", "[]", "[\"time rm x\"]", "[\"time *\"]");
-    asks_case(NULL, "coproc rm x", "[]", "[\"coproc rm x\"]", "[\"coproc *\"]");
-    asks_case(NULL, "cat <<EOF\n`rm x`\nEOF", "[]", "[\"cat <<EOF\\n`rm x`\\nEOF\"]", "[\"cat *\"]");
+    asks_case(NULL, "time rm x", "[]", J("['time rm x']"), J("['time *']"));
+    asks_case(NULL, "coproc rm x", "[]", J("['coproc rm x']"), J("['coproc *']"));
+    asks_case(NULL, "cat <<EOF\n`rm x`\nEOF", "[]", J("['cat <<EOF\\n`rm x`\\nEOF']"), J("['cat *']"));
     /* OpenCode's table is a JavaScript object: a name it inherits (toString,
      * constructor, …) keeps no word, as OpenCode 1.18.33's prefix() does. */
-    asks_case(NULL, "toString x", "[]", "[\"toString x\"]", "[\" *\"]");
-    asks_case(NULL, "constructor; __proto__ a b", "[]", "[\"constructor\",\"__proto__ a b\"]", "[\" *\"]");
-    asks_case(NULL, "tostring x", "[]", "[\"tostring x\"]", "[\"tostring *\"]");
+    asks_case(NULL, "toString x", "[]", J("['toString x']"), J("[' *']"));
+    asks_case(NULL, "constructor; __proto__ a b", "[]", J("['constructor','__proto__ a b']"), J("[' *']"));
+    asks_case(NULL, "tostring x", "[]", J("['tostring x']"), J("['tostring *']"));
     asks_case(NULL, "", "[]", "[]", "[]");
     asks_case(NULL, "# only a comment", "[]", "[]", "[]");
 }
@@ -167,29 +168,28 @@ static void outside_cases(void)
     char *old_home = xstrdup(getenv("HOME"));
     setenv("HOME", home, 1);
     char *want = NULL;
-    asks_case(project, "cat /etc/hostname", "[\"/etc\"]", "[\"cat /etc/hostname\"]", "[\"cat *\"]");
-    asks_case(project, "ls /tmp", "[]", "[\"ls /tmp\"]", "[\"ls *\"]"); /* ls takes no paths */
-    asks_case(project, "cat src/a.c ./b \"c d\"", "[]", "[\"cat src/a.c ./b \\\"c d\\\"\"]", "[\"cat *\"]");
+    asks_case(project, "cat /etc/hostname", J("['/etc']"), J("['cat /etc/hostname']"), J("['cat *']"));
+    asks_case(project, "ls /tmp", "[]", J("['ls /tmp']"), J("['ls *']")); /* ls takes no paths */
+    asks_case(project, "cat src/a.c ./b \"c d\"", "[]", J("['cat src/a.c ./b \\'c d\\'']"), J("['cat *']"));
     want = xasprintf("[\"%s\"]", root);
-    asks_case(project, "cp a ../b", want, "[\"cp a ../b\"]", "[\"cp *\"]");
+    asks_case(project, "cp a ../b", want, J("['cp a ../b']"), J("['cp *']"));
     free(want);
     want = xasprintf("[\"%s\"]", home);
-    asks_case(project, "touch ~/x", want, "[\"touch ~/x\"]", "[\"touch *\"]");
-    asks_case(project, "chmod -R 700 ~", want, "[\"chmod -R 700 ~\"]", "[\"chmod *\"]");
+    asks_case(project, "touch ~/x", want, J("['touch ~/x']"), J("['touch *']"));
+    asks_case(project, "chmod -R 700 ~", want, J("['chmod -R 700 ~']"), J("['chmod *']"));
     free(want);
-    asks_case(project, "cd /etc && ls", "[\"/etc\"]", "[\"ls\"]", "[\"ls *\"]");
-    asks_case(project, "rm -rf /tmp/ocbg-none-*", "[\"/tmp\"]", "[\"rm -rf /tmp/ocbg-none-*\"]", "[\"rm *\"]");
-    asks_case(project, "cat $HOME/x ${HOME}/y `pwd`/z *.c", "[]", "[\"cat $HOME/x ${HOME}/y `pwd`/z *.c\",\"pwd\"]",
-              "[\"cat *\",\"pwd *\"]");
-    asks_case(project, "cp -r src/ /tmp/", "[\"/tmp\"]", "[\"cp -r src/ /tmp/\"]", "[\"cp *\"]");
-    asks_case(project, "cat /", "[\"/\"]", "[\"cat /\"]", "[\"cat *\"]");
-    asks_case(project, "if true; then rm /etc/x; fi", "[\"/etc\"]", "[\"true\",\"rm /etc/x\"]",
-              "[\"true *\",\"rm *\"]");
+    asks_case(project, "cd /etc && ls", J("['/etc']"), J("['ls']"), J("['ls *']"));
+    asks_case(project, "rm -rf /tmp/ocbg-none-*", J("['/tmp']"), J("['rm -rf /tmp/ocbg-none-*']"), J("['rm *']"));
+    asks_case(project, "cat $HOME/x ${HOME}/y `pwd`/z *.c", "[]", J("['cat $HOME/x ${HOME}/y `pwd`/z *.c','pwd']"),
+              J("['cat *','pwd *']"));
+    asks_case(project, "cp -r src/ /tmp/", J("['/tmp']"), J("['cp -r src/ /tmp/']"), J("['cp *']"));
+    asks_case(project, "cat /", J("['/']"), J("['cat /']"), J("['cat *']"));
+    asks_case(project, "if true; then rm /etc/x; fi", J("['/etc']"), J("['true','rm /etc/x']"), J("['true *','rm *']"));
     bash_asks a;
     bash_asks_of("cat /etc/hostname /etc/hosts /", project, &a);
     cJSON *pats = bash_dir_patterns(a.dirs);
     char *p = json_of(pats);
-    is_str(p, "[\"/etc/*\",\"/*\"]", "external_directory patterns: each directory with /* (the root: /*)");
+    is_str(p, J("['/etc/*','/*']"), "external_directory patterns: each directory with /* (the root: /*)");
     free(p);
     cJSON_Delete(pats);
     bash_asks_free(&a);
@@ -347,7 +347,7 @@ static void shape_cases(void)
     free(inside);
     is_str(item(a.patterns, 200), "ls", "the innermost last");
     char *w = json_of(a.always);
-    is_str(w, "[\"echo *\",\"ls *\"]", "200 nested $(…): always, each once");
+    is_str(w, J("['echo *','ls *']"), "200 nested $(…): always, each once");
     free(w);
     bash_asks_free(&a);
     free(tail);

@@ -124,8 +124,8 @@ static void resumes(void)
     release_says(h, p, "A", &a, 1, "1 of 2 tasks done, 1 still running.");
     /* A's follow-up asks at its own gate, in A's session. */
     sim_script(h, "follow-up A",
-               "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate A2\"]}},"
-               "{\"reply\":\"second A\"}]}",
+               J("{'steps':[{'ask':{'permission':'bash','patterns':['gate A2']}},"
+                 "{'reply':'second A'}]}"),
                1);
     char args[128];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"follow-up A\"}", a.id);
@@ -206,11 +206,11 @@ static void resumed_before_push(void)
     sim_host *h = t_open(&f, NULL);
     const char *p = f.parent;
     sim_slow(h, "session_messages", tap_timeout_ms(300));
-    char *a = t_launch_script(h, p, "first", "{\"steps\":[{\"reply\":\"first answer\"}]}");
-    char *b = t_launch_script(h, p, "second", "{\"steps\":[{\"reply\":\"other answer\"}]}");
+    char *a = t_launch_script(h, p, "first", J("{'steps':[{'reply':'first answer'}]}"));
+    char *b = t_launch_script(h, p, "second", J("{'steps':[{'reply':'other answer'}]}"));
     is_int(t_wait_status(h, p, a, "completed", 10000), 0, "the first task completed");
     int before = t_count_notices(h, p, "completed: ", a);
-    sim_script(h, "follow-up first", "{\"steps\":[{\"reply\":\"answer two\"}]}", 1);
+    sim_script(h, "follow-up first", J("{'steps':[{'reply':'answer two'}]}"), 1);
     char args[128];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"follow-up first\"}", a);
     char *ans = t_tool(h, p, "background_resume", args);

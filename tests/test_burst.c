@@ -134,7 +134,7 @@ static void burst(void)
     for (size_t i = 0; i < calls; i++) {
         char *body = sim_call_body(h, "session_prompt", psid, (int)i);
         if (body && strstr(body, "[ocbg] Background task completed")) {
-            bool wakes = !strstr(body, "\"noReply\":true");
+            bool wakes = !strstr(body, J("'noReply':true"));
             notices++;
             wake_right += wakes == (strstr(body, " tasks done.") != NULL);
             last_all = wakes && strstr(body, want) != NULL;

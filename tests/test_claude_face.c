@@ -49,7 +49,7 @@ static void task_in_background(void)
     free(id);
 
     /* Non-blocking while it runs: not ready, with progress; the notification comes. */
-    out = t_claude_task(h, s, "Slow one", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"hang\":true}]}", 1);
+    out = t_claude_task(h, s, "Slow one", J("{'steps':[{'tool':'read','output':'x'},{'hang':true}]}"), 1);
     id = t_find_id(out, "bg_");
     free(out);
     is_int(t_wait_output_with(h, s, id, "Progress: 1 tool call", 5000), 0, "the sub-agent made a tool call");
@@ -61,7 +61,7 @@ static void task_in_background(void)
     free(out);
     free(id);
 
-    out = t_claude_task(h, s, "Quick one", "{\"steps\":[{\"reply\":\"quick reply\"}]}", 1);
+    out = t_claude_task(h, s, "Quick one", J("{'steps':[{'reply':'quick reply'}]}"), 1);
     id = t_find_id(out, "bg_");
     free(out);
     char needle[96];
@@ -79,11 +79,11 @@ static void task_in_foreground(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
-    char *out = t_claude_task(h, s, "Answer", "{\"steps\":[{\"wait_ms\":50},{\"reply\":\"forty-two\"}]}", 0);
+    char *out = t_claude_task(h, s, "Answer", J("{'steps':[{'wait_ms':50},{'reply':'forty-two'}]}"), 0);
     is_int(t_rc, 0, "foreground Task succeeds");
     is_str(out, "forty-two", "it returns the sub-agent's reply");
     free(out);
-    out = t_claude_task(h, s, "Broken", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 0);
+    out = t_claude_task(h, s, "Broken", J("{'steps':[{'error':'model overloaded'}]}"), 0);
     is_int(t_rc, -EIO, "a failing sub-agent: -EIO");
     like(out, "The sub-agent failed: ", "and says so");
     like(out, "model overloaded", "with the error");
@@ -126,7 +126,7 @@ static void task_output_and_stop_on_agents(void)
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
     char *other = sim_session_new(h, NULL, "other");
-    char *id = t_launch_script(h, s, "Via background_task", "{\"steps\":[{\"reply\":\"shared registry\"}]}");
+    char *id = t_launch_script(h, s, "Via background_task", J("{'steps':[{'reply':'shared registry'}]}"));
     char *out = t_task_output(h, s, id, 1, 0);
     like(out,
          "<task_type>agent</task_type>\n<status>completed</status>\n<description>Via background_task</description>\n"
@@ -135,7 +135,7 @@ static void task_output_and_stop_on_agents(void)
     free(out);
     free(id);
 
-    id = t_launch_script(h, s, "Fails", "{\"steps\":[{\"error\":\"model overloaded\"}]}");
+    id = t_launch_script(h, s, "Fails", J("{'steps':[{'error':'model overloaded'}]}"));
     out = t_task_output(h, s, id, 1, 0);
     like(out, "<status>failed</status>\n", "error is shown as failed");
     like(out, "<error>", "with an error");
@@ -143,7 +143,7 @@ static void task_output_and_stop_on_agents(void)
     free(out);
     free(id);
 
-    id = t_launch_script(h, s, "Forever", "{\"steps\":[{\"hang\":true}]}");
+    id = t_launch_script(h, s, "Forever", J("{'steps':[{'hang':true}]}"));
     out = t_tool(h, other, "TaskStop", t_id_args(id));
     is_int(t_rc, -ENOENT, "another session cannot stop it");
     free(out);
@@ -210,20 +210,20 @@ static void faces(void)
     ok(!has_tool(h, "BashOutput") && !has_tool(h, "KillBash"), "no BashOutput, no KillBash");
     sim_destroy(h);
 
-    h = t_host("{\"face_claude\":false}");
+    h = t_host(J("{'face_claude':false}"));
     n = 0;
     for (size_t i = 0; i < 4; i++)
         n += has_tool(h, claude[i]);
     is_int(n, 0, "face_claude false: no Claude tool");
     is_int(sim_plugin(h, 0)->tool_count, 8, "the OpenCode face stays");
     char *s = sim_session_new(h, NULL, "main");
-    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
+    char *out = t_tool(h, s, "Bash", J("{'command':'true'}"));
     ok(t_rc != 0, "calling Bash fails (rc %d: %s)", t_rc, out);
     free(out);
     free(s);
     sim_destroy(h);
 
-    h = t_host("{\"face_opencode\":false}");
+    h = t_host(J("{'face_opencode':false}"));
     n = 0;
     for (size_t i = 0; i < 8; i++)
         n += has_tool(h, opencode[i]);
@@ -231,7 +231,7 @@ static void faces(void)
     is_int(sim_plugin(h, 0)->tool_count, 4, "the Claude face stays");
     s = sim_session_new(h, NULL, "main");
     if (shells) {
-        out = t_tool(h, s, "Bash", "{\"command\":\"echo alone\"}");
+        out = t_tool(h, s, "Bash", J("{'command':'echo alone'}"));
         is_str(out, "alone\n(exit code 0)", "and works alone");
         free(out);
     } else {
@@ -244,7 +244,7 @@ static void faces(void)
     sim_destroy(h);
 
     h = sim_create();
-    is_int(sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), "{\"face_opencode\":false,\"face_claude\":false}"), 0,
+    is_int(sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), J("{'face_opencode':false,'face_claude':false}")), 0,
            "both faces off: ocbg refuses to load");
     like(sim_load_error(h), "'face_opencode' and 'face_claude' are both false", "and says why");
     sim_destroy(h);

@@ -185,7 +185,7 @@ static void task_and_its_launcher(void)
 static void refuse_mode(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"on_collision\":\"refuse\"}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'on_collision':'refuse'}")));
     const char *root = f.parent;
     char *a = launch(h, root, "A", "fix parser", write_step("r.c", "A"), "", 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
@@ -258,23 +258,23 @@ static void a_patch_collides_too(void)
 /* Which files a call edits, as the plugin reads the arguments. */
 static void edited_paths(void)
 {
-    char **p = collide_edited_paths("write", "{\"filePath\":\"/w//src/./a/../b.c\",\"content\":\"x\"}");
+    char **p = collide_edited_paths("write", J("{'filePath':'/w//src/./a/../b.c','content':'x'}"));
     is_str(p ? p[0] : NULL, "/w/src/b.c", "a write's filePath, normalised");
     ok(p && !p[1], "one file");
     collide_paths_free(p);
-    p = collide_edited_paths("apply_patch", "{\"patchText\":\"*** Begin Patch\\n*** Add File: new.txt\\n+hi\\n"
-                                            "*** Update File: src/app.py\\n*** Move to: src/main.py\\n@@\\n-a\\n+b\\n"
-                                            "*** Delete File: ./new.txt \\n*** End Patch\"}");
+    p = collide_edited_paths("apply_patch", J("{'patchText':'*** Begin Patch\\n*** Add File: new.txt\\n+hi\\n"
+                                              "*** Update File: src/app.py\\n*** Move to: src/main.py\\n@@\\n-a\\n+b\\n"
+                                              "*** Delete File: ./new.txt \\n*** End Patch'}"));
     is_str(p ? p[0] : NULL, "new.txt", "a patch's added file");
     is_str(p && p[0] ? p[1] : NULL, "src/app.py", "its updated file");
     is_str(p && p[0] && p[1] ? p[2] : NULL, "src/main.py", "where it moves");
     ok(p && p[0] && p[1] && p[2] && !p[3], "a file named twice counts once");
     collide_paths_free(p);
-    p = collide_edited_paths("edit", "{\"filePath\":\"../../x/./y\"}");
+    p = collide_edited_paths("edit", J("{'filePath':'../../x/./y'}"));
     is_str(p ? p[0] : NULL, "../../x/y", "a relative path keeps its leading ..");
     collide_paths_free(p);
-    ok(!collide_edited_paths("read", "{\"filePath\":\"/a\"}"), "a read edits nothing");
-    ok(!collide_edited_paths("edit", "{\"oldString\":\"a\"}"), "no filePath, no file");
+    ok(!collide_edited_paths("read", J("{'filePath':'/a'}")), "a read edits nothing");
+    ok(!collide_edited_paths("edit", J("{'oldString':'a'}")), "no filePath, no file");
 }
 
 /* The option: "warn" (the default) or "refuse"; anything else refuses the
@@ -285,11 +285,11 @@ static void on_collision_option(void)
     char err[256] = "";
     is_int(options_parse(&o, NULL, err, sizeof err), 0, "no options");
     ok(!o.refuse_collisions, "on_collision is \"warn\" by default");
-    is_int(options_parse(&o, "{\"on_collision\":\"refuse\"}", err, sizeof err), 0, "on_collision \"refuse\"");
+    is_int(options_parse(&o, J("{'on_collision':'refuse'}"), err, sizeof err), 0, "on_collision \"refuse\"");
     ok(o.refuse_collisions, "refuses collisions");
-    is_int(options_parse(&o, "{\"on_collision\":\"warn\"}", err, sizeof err), 0, "on_collision \"warn\"");
+    is_int(options_parse(&o, J("{'on_collision':'warn'}"), err, sizeof err), 0, "on_collision \"warn\"");
     ok(!o.refuse_collisions, "warns of them");
-    is_int(options_parse(&o, "{\"on_collision\":\"ignore\"}", err, sizeof err), -EINVAL, "another value is refused");
+    is_int(options_parse(&o, J("{'on_collision':'ignore'}"), err, sizeof err), -EINVAL, "another value is refused");
     is_str(err, "option 'on_collision' must be \"warn\" or \"refuse\"", "with the reason");
 }
 

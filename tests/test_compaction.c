@@ -88,7 +88,7 @@ static void sim_step_shape(void)
     sim_host *h = sim_create();
     char *s = sim_session_new(h, NULL, "alone");
     sim_script(h, "", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"reply\":\"continued text\"}]}", 1);
-    sim_session_prompt(h, s, "{\"parts\":[{\"type\":\"text\",\"text\":\"work\"}]}");
+    sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'work'}]}"));
     is_int(sim_wait_messages(h, s, 6, tap_timeout_ms(5000)), 0, "six messages");
     is_int(sim_wait_idle(h, s, tap_timeout_ms(5000)), 0, "then idle");
     char *got = shape(h, s);
@@ -130,12 +130,12 @@ static void sim_step_manual_and_failed(void)
 {
     sim_host *h = sim_create();
     char *s = sim_session_new(h, NULL, "alone");
-    sim_script(h, "", "{\"steps\":[{\"reply\":\"A2\"},{\"compact\":{\"auto\":false}},{\"reply\":\"never\"}]}", 1);
-    sim_session_prompt(h, s, "{\"parts\":[{\"type\":\"text\",\"text\":\"again\"}]}");
+    sim_script(h, "", J("{'steps':[{'reply':'A2'},{'compact':{'auto':false}},{'reply':'never'}]}"), 1);
+    sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'again'}]}"));
     sim_wait_messages(h, s, 4, tap_timeout_ms(5000));
     sim_wait_idle(h, s, tap_timeout_ms(5000));
-    sim_script(h, "", "{\"steps\":[{\"reply\":\"A3\"},{\"compact\":{\"fail\":true}}]}", 1);
-    sim_session_prompt(h, s, "{\"parts\":[{\"type\":\"text\",\"text\":\"once more\"}]}");
+    sim_script(h, "", J("{'steps':[{'reply':'A3'},{'compact':{'fail':true}}]}"), 1);
+    sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'once more'}]}"));
     is_int(sim_wait_messages(h, s, 8, tap_timeout_ms(5000)), 0, "four messages each");
     sim_wait_idle(h, s, tap_timeout_ms(5000));
     char *got = shape(h, s);
@@ -213,7 +213,7 @@ static void auto_compaction_results(void)
     check_result(h, parent, id, "REAL ANSWER", "manual summary");
     free(id);
 
-    id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"},{\"compact\":{\"fail\":true}}]}", "completed");
+    id = task_with(h, parent, J("{'steps':[{'reply':'REAL ANSWER'},{'compact':{'fail':true}}]}"), "completed");
     check_result(h, parent, id, "REAL ANSWER", "failed summary: completed, not an error");
     free(id);
     free(child);
@@ -250,7 +250,7 @@ static void claude_face_results(void)
 static void stray_idle_during_continue(void)
 {
     sim_host *h = t_host_checking_after();
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     char *parent = sim_session_new(h, NULL, "main");
     char *id = t_launch_script(h, parent, "Asks after compacting",
                                "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"ask\":{\"permission\":\"bash\","
@@ -281,7 +281,7 @@ static void resume_after_compaction(void)
     sim_host *h = f.h;
     const char *parent = f.parent;
     char *id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
-    sim_script(h, "what next", "{\"steps\":[{\"reply\":\"NEW ANSWER\"}]}", 1);
+    sim_script(h, "what next", J("{'steps':[{'reply':'NEW ANSWER'}]}"), 1);
     char args[160];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"what next\",\"block\":true}", id);
     char *out = t_tool(h, parent, "background_resume", args);
@@ -380,7 +380,7 @@ static void compacted_parent(sim_host *h, const char *parent)
                "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"old.txt\"},\"output\":\"OLD TOOL OUTPUT\"},"
                "{\"reply\":\"OLD ANSWER\"}," COMPACT ",{\"reply\":\"PARENT CONTINUED\"}]}",
                1);
-    sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"long work\"}]}");
+    sim_session_prompt(h, parent, J("{'parts':[{'type':'text','text':'long work'}]}"));
     if (sim_wait_messages(h, parent, 6, tap_timeout_ms(5000)) != 0 || sim_wait_idle(h, parent, tap_timeout_ms(5000)))
         bail_out("the parent's turn did not finish");
 }
@@ -395,9 +395,9 @@ static void fork_of_compacted_parent(int host_fork)
     const char *how = host_fork ? "host fork" : "rendered";
     char *parent = sim_session_new(h, NULL, "main");
     compacted_parent(h, parent);
-    sim_script(h, "pick it up", "{\"steps\":[{\"reply\":\"forked child done\"}]}", 1);
+    sim_script(h, "pick it up", J("{'steps':[{'reply':'forked child done'}]}"), 1);
     char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Forked\",\"prompt\":\"pick it up\",\"agent\":\"general\",\"fork\":true}");
+                       J("{'description':'Forked','prompt':'pick it up','agent':'general','fork':true}"));
     is_int(t_rc, 0, "%s: the fork launches", how);
     char *id = t_find_id(out, "bg_");
     free(out);
@@ -410,7 +410,7 @@ static void fork_of_compacted_parent(int host_fork)
     unlike(seen, "OLD ANSWER", "%s: not the answer before the compaction", how);
     unlike(seen, "OLD TOOL OUTPUT", "%s: nor the tool results before it", how);
     if (host_fork)
-        like(seen, "\"type\":\"compaction\"", "host fork: the compaction request is kept, as OpenCode shows it");
+        like(seen, J("'type':'compaction'"), "host fork: the compaction request is kept, as OpenCode shows it");
     else
         like(seen, "[the conversation before this point was compacted; its summary follows]",
              "rendered: the compaction is said in words");

@@ -18,11 +18,11 @@
 static void completes_by_idle_event(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
     const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "Read code",
-                               "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"wait_ms\":30},"
-                               "{\"reply\":\"the answer is 42\"}]}");
+                               J("{'steps':[{'tool':'read','output':'x'},{'wait_ms':30},"
+                                 "{'reply':'the answer is 42'}]}"));
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "idle event: task completed");
     char *out = t_output(h, parent, id);
     is_int(t_rc, 0, "output of a completed task succeeds");
@@ -48,10 +48,10 @@ static void completes_by_idle_event(void)
 static void completes_by_status_idle(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
     const char *parent = f.parent;
     sim_event_faults(h, 7, 1.0, 0, 0, "session.idle");
-    char *id = t_launch_script(h, parent, "status idle", "{\"steps\":[{\"reply\":\"via status\"}]}");
+    char *id = t_launch_script(h, parent, "status idle", J("{'steps':[{'reply':'via status'}]}"));
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "session.status idle completes the task");
     is_int(sim_events_delivered(h, "session.idle"), 0, "no session.idle reached the plugin");
     is_int(t_wait_output_with(h, parent, id, "Result:\nvia status", 2000), 0, "with its reply");
@@ -63,13 +63,12 @@ static void completes_by_status_idle(void)
 static void completes_by_poll_when_events_lost(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":50}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':50}"));
     const char *parent = f.parent;
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
     size_t before = sim_events_delivered(h, NULL);
     sim_event_faults(h, 11, 1.0, 0, 0, NULL);
-    char *id =
-        t_launch_script(h, parent, "lost events", "{\"steps\":[{\"wait_ms\":40},{\"reply\":\"found by polling\"}]}");
+    char *id = t_launch_script(h, parent, "lost events", J("{'steps':[{'wait_ms':40},{'reply':'found by polling'}]}"));
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "poll fallback completes the task");
     is_int(sim_events_delivered(h, NULL), before, "no event at all reached the plugin");
     ok(sim_calls(h, "session_status", NULL) >= 1, "the status map was polled");
@@ -91,10 +90,10 @@ static void completes_by_poll_when_events_lost(void)
 static void reads_the_answer_when_its_part_events_are_lost(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
     const char *parent = f.parent;
     sim_event_faults(h, 5, 1.0, 0, 0, "message.part.updated");
-    char *id = t_launch_script(h, parent, "parts lost", "{\"steps\":[{\"reply\":\"read from the messages\"}]}");
+    char *id = t_launch_script(h, parent, "parts lost", J("{'steps':[{'reply':'read from the messages'}]}"));
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed without its part events");
     is_int(sim_events_delivered(h, "message.part.updated"), 0, "no part event reached the plugin");
     char *child = t_task_session(h, 0);
@@ -134,11 +133,11 @@ static void emit_answer_update(sim_host *h, const char *child, const char *finis
 static void completes_by_the_turn_ending_answer(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
     const char *parent = f.parent;
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
     sim_event_faults(h, 5, 1.0, 0, 0, NULL);
-    char *id = t_launch_script(h, parent, "early", "{\"steps\":[{\"reply\":\"answered early\"}]}");
+    char *id = t_launch_script(h, parent, "early", J("{'steps':[{'reply':'answered early'}]}"));
     char *child = t_task_session(h, 0);
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the sub-agent answered (its events lost)");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "nothing left to deliver");
@@ -167,7 +166,7 @@ static void duplicated_events_complete_once(void)
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
     sim_event_faults(h, 3, 0, 1.0, 0, NULL);
-    char *id = t_launch_script(h, parent, "dup events", "{\"steps\":[{\"tool\":\"grep\"},{\"reply\":\"only once\"}]}");
+    char *id = t_launch_script(h, parent, "dup events", J("{'steps':[{'tool':'grep'},{'reply':'only once'}]}"));
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed under duplicated events");
     char *child = t_task_session(h, 0);
     char ev[256];
@@ -193,8 +192,7 @@ static void session_error_ends_in_error(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *id =
-        t_launch_script(h, parent, "will fail", "{\"steps\":[{\"tool\":\"read\"},{\"error\":\"model overloaded\"}]}");
+    char *id = t_launch_script(h, parent, "will fail", J("{'steps':[{'tool':'read'},{'error':'model overloaded'}]}"));
     is_int(t_wait_status(h, parent, id, "error", 5000), 0, "session.error: task error");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the idles after the error delivered");
     is_int(t_sync_notifications(h, parent), 0, "sync point");
@@ -216,7 +214,7 @@ static void task_session_deleted(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "doomed", "{\"steps\":[{\"hang\":true}]}");
+    char *id = t_launch_script(h, parent, "doomed", J("{'steps':[{'hang':true}]}"));
     char *child = t_task_session(h, 0);
     is_int(sim_session_delete(h, child), 0, "child session deleted");
     is_int(t_wait_status(h, parent, id, "error", 5000), 0, "task ends in error");
@@ -237,10 +235,10 @@ static void parent_session_deleted(void)
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
-    char *done = t_launch_script(h, parent, "finished", "{\"steps\":[{\"reply\":\"r\"}]}");
+    char *done = t_launch_script(h, parent, "finished", J("{'steps':[{'reply':'r'}]}"));
     is_int(t_wait_status(h, parent, done, "completed", 5000), 0, "first task completed");
-    char *running = t_launch_script(h, parent, "running", "{\"steps\":[{\"hang\":true}]}");
-    char *kept = t_launch_script(h, other, "kept", "{\"steps\":[{\"hang\":true}]}");
+    char *running = t_launch_script(h, parent, "running", J("{'steps':[{'hang':true}]}"));
+    char *kept = t_launch_script(h, other, "kept", J("{'steps':[{'hang':true}]}"));
     is_int(sim_session_delete(h, parent), 0, "parent deleted");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "its events delivered");
     char *out = t_output(h, parent, done);
@@ -273,7 +271,7 @@ static void parent_deleted_aborts_running(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *running = t_launch_script(h, parent, "orphan", "{\"steps\":[{\"hang\":true}]}");
+    char *running = t_launch_script(h, parent, "orphan", J("{'steps':[{'hang':true}]}"));
     char *child = t_task_session(h, 0);
     char ev[256];
     snprintf(ev, sizeof ev, "{\"type\":\"session.deleted\",\"properties\":{\"info\":{\"id\":\"%s\"}}}", parent);
@@ -296,7 +294,7 @@ static void chaos_each_task_ends_once(void)
         N = 6
     };
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":50}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':50}"));
     const char *parent = f.parent;
     sim_event_faults(h, 20261121, 0.3, 0.5, 30, NULL);
     char *ids[N];
@@ -328,13 +326,13 @@ static void chaos_each_task_ends_once(void)
 static void stopped_during_a_repeated_check(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":600000}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
     const char *parent = f.parent;
     sim_event_faults(h, 5, 1.0, 0, 0, "message.part.updated"); /* the check must read the messages */
     t_started read = {"session_messages", sim_calls_started(h, "session_messages") + 1};
     sim_slow(h, "session_messages", tap_timeout_ms(1000));
     sim_slow(h, "session_abort", tap_timeout_ms(3000));
-    char *id = t_launch_script(h, parent, "stopped mid-check", "{\"steps\":[{\"reply\":\"too late\"}]}");
+    char *id = t_launch_script(h, parent, "stopped mid-check", J("{'steps':[{'reply':'too late'}]}"));
     is_int(sim_wait(h, t_calls_started, &read, tap_timeout_ms(5000)), 0, "the completion check is reading");
     char *child = t_task_session(h, 0);
     char ev[256];

@@ -39,7 +39,7 @@ static void finish(sim_host *h, const char *parent, const char *name, const char
 static sim_host *parent_host(void)
 {
     sim_host *h = t_host(OPTS);
-    sim_permission_rules(h, "{\"edit\":\"ask\"}");
+    sim_permission_rules(h, J("{'edit':'ask'}"));
     sim_permission_auto(h, NULL, NULL);
     return h;
 }
@@ -48,10 +48,10 @@ static sim_host *parent_host(void)
 static void busy_parent_turn(sim_host *h, const char *parent)
 {
     sim_script(h, "parent turn",
-               "{\"steps\":[{\"ask\":{\"permission\":\"edit\",\"patterns\":[\"gate parent\"]}},"
-               "{\"reply\":\"parent done\"}]}",
+               J("{'steps':[{'ask':{'permission':'edit','patterns':['gate parent']}},"
+                 "{'reply':'parent done'}]}"),
                1);
-    sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"parent turn\"}]}");
+    sim_session_prompt(h, parent, J("{'parts':[{'type':'text','text':'parent turn'}]}"));
     is_int(sim_wait(h, t_question_open, (void *)parent, tap_timeout_ms(5000)), 0, "the parent's turn runs");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "its busy status reached the plugin");
 }

@@ -25,7 +25,7 @@ static void launch_family(sim_host *h, family *f)
     for (int i = 0; i < TASKS; i++) {
         char desc[32];
         snprintf(desc, sizeof desc, "worker %d", i);
-        f->ids[i] = t_launch_script(h, f->parent, desc, "{\"steps\":[{\"tool\":\"read\",\"ms\":5},{\"hang\":true}]}");
+        f->ids[i] = t_launch_script(h, f->parent, desc, J("{'steps':[{'tool':'read','ms':5},{'hang':true}]}"));
         f->children[i] = t_task_session(h, i);
         ok(f->children[i] != NULL, "task %d has its child session", i);
     }

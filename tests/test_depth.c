@@ -74,7 +74,7 @@ static int end_notices(sim_host *h, const char *session, const char *id)
 static char *try_launch_from(sim_host *h, const char *session)
 {
     return t_tool(h, session, "background_task",
-                  "{\"description\":\"nested\",\"prompt\":\"nested work\",\"agent\":\"explore\"}");
+                  J("{'description':'nested','prompt':'nested work','agent':'explore'}"));
 }
 
 static void depth_one_is_the_default(void)
@@ -89,7 +89,7 @@ static void depth_one_is_the_default(void)
     is_int(t_rc, -EPERM, "a launch from its session anyway is refused");
     is_str(out, DEPTH1_REFUSAL, "with the reason");
     free(out);
-    out = t_tool(h, as, "Bash", "{\"command\":\"echo nested\",\"run_in_background\":true}");
+    out = t_tool(h, as, "Bash", J("{'command':'echo nested','run_in_background':true}"));
     is_int(t_rc, -EPERM, "a background command too");
     is_str(out, DEPTH1_REFUSAL, "with the same reason");
     free(out);
@@ -109,7 +109,7 @@ static void depth_one_is_the_default(void)
 static void nested_task_waits_without_a_slot(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_depth\":2,\"max_running_agents\":1}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_depth':2,'max_running_agents':1}")));
     const char *root = f.parent;
     char *a = launch(h, root, "A", "running");
     char *as = session_of(h, "A");
@@ -175,7 +175,7 @@ typedef struct tree {
 static tree tree_open(void)
 {
     tree t;
-    t.h = t_gated_host("{\"max_depth\":2}");
+    t.h = t_gated_host(J("{'max_depth':2}"));
     t.root = sim_session_new(t.h, NULL, "main");
     t.a = launch(t.h, t.root, "A", "running");
     t.as = session_of(t.h, "A");
@@ -260,14 +260,14 @@ static void clear_takes_the_tree(void)
 static void spend_rolls_up(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_depth\":2,\"max_session_cost_usd\":1}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_depth':2,'max_session_cost_usd':1}")));
     const char *root = f.parent;
     char *a = launch(h, root, "A", "running");
     char *as = session_of(h, "A");
     /* B reports what its model call cost, then waits for the test. */
     char *b = t_launch_script(h, as, "B",
-                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":1.5}},"
-                              "{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate B\"]}},{\"reply\":\"done B\"}]}");
+                              J("{'steps':[{'usage':{'input':100,'output':10,'cost':1.5}},"
+                                "{'ask':{'permission':'bash','patterns':['gate B']}},{'reply':'done B'}]}"));
     const char *text = "Stopped by the session budget: this session's background tasks spent $1.50 "
                        "(max_session_cost_usd is 1).";
     is_int(t_wait_status(h, as, b, "error", 5000), 0, "B stops: A's session is over its budget");

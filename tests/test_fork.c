@@ -65,9 +65,9 @@ static void cutting_edges(void)
     free(o);
     char *out = NULL;
     fork_process(h, &LIM, &out, NULL);
-    like(out, "\"tool\":\"read\"", "the tool's name is kept");
-    like(out, "\"callID\":\"call_42\"", "the call id is kept");
-    like(out, "\"input\":{\"filePath\":\"/src/big.c\"}", "the input is kept");
+    like(out, J("'tool':'read'"), "the tool's name is kept");
+    like(out, J("'callID':'call_42'"), "the call id is kept");
+    like(out, J("'input':{'filePath':'/src/big.c'}"), "the input is kept");
     free(out);
     free(h);
 
@@ -231,17 +231,16 @@ static void history_edges(void)
     is_int(fork_process("[]", &LIM, &out, &st), 0, "empty history processes");
     is_str(out, "[]", "and stays empty");
     free(out);
-    is_int(fork_process("{\"not\":\"a list\"}", &LIM, &out, NULL), -EINVAL, "not an array is refused");
+    is_int(fork_process(J("{'not':'a list'}"), &LIM, &out, NULL), -EINVAL, "not an array is refused");
     ok(out == NULL, "with no output");
-    is_int(fork_process("[1,\"x\",{\"parts\":[{\"type\":\"tool\"},{\"type\":\"tool\",\"state\":{\"output\":7}},"
-                        "{\"type\":\"text\"}]},{\"info\":null}]",
+    is_int(fork_process(J("[1,'x',{'parts':[{'type':'tool'},{'type':'tool','state':{'output':7}},"
+                          "{'type':'text'}]},{'info':null}]"),
                         &LIM, &out, &st),
            0, "malformed messages and parts do not stop it");
-    is_str(
-        out,
-        "[1,\"x\",{\"parts\":[{\"type\":\"tool\"},{\"type\":\"tool\",\"state\":{\"output\":7}},{\"type\":\"text\"}]},"
-        "{\"info\":null}]",
-        "and are kept as they are");
+    is_str(out,
+           J("[1,'x',{'parts':[{'type':'tool'},{'type':'tool','state':{'output':7}},{'type':'text'}]},"
+             "{'info':null}]"),
+           "and are kept as they are");
     free(out);
 
     /* One huge message over the cap is still kept: the newest always stays. */
@@ -354,7 +353,7 @@ static sim_host *parent_with_history(char **parent, const char *options)
              big);
     free(big);
     sim_script(h, "read the big file", script, 1);
-    sim_session_prompt(h, *parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"read the big file\"}]}");
+    sim_session_prompt(h, *parent, J("{'parts':[{'type':'text','text':'read the big file'}]}"));
     if (sim_wait_messages(h, *parent, 2, tap_timeout_ms(5000)) != 0 || sim_wait_idle(h, *parent, tap_timeout_ms(5000)))
         bail_out("the parent's turn did not finish");
     return h;
@@ -364,10 +363,10 @@ static void fork_with_host_support(void)
 {
     char *parent;
     sim_host *h = parent_with_history(&parent, NULL);
-    sim_script(h, "continue the analysis", "{\"steps\":[{\"reply\":\"forked child done\"}]}", 1);
+    sim_script(h, "continue the analysis", J("{'steps':[{'reply':'forked child done'}]}"), 1);
     char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Forked\",\"prompt\":\"continue the analysis\",\"agent\":\"general\","
-                       "\"fork\":true}");
+                       J("{'description':'Forked','prompt':'continue the analysis','agent':'general',"
+                         "'fork':true}"));
     is_int(t_rc, 0, "a forked launch succeeds");
     like(out, "(forked)", "the answer marks it forked");
     char *id = t_find_id(out, "bg_");
@@ -377,12 +376,12 @@ static void fork_with_host_support(void)
     char *child = t_task_session(h, 0);
     char *body = sim_call_body(h, "session_prompt", child, 0);
     like(body, FORK_PREAMBLE_MARK, "the preamble goes first");
-    like(body, "\"noReply\":true", "silently (noReply)");
+    like(body, J("'noReply':true"), "silently (noReply)");
     free(body);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the forked task completes");
     char *seen = sim_session_model_input(h, child);
     like(seen, "the original was 5000 characters", "the child's model saw the long result cut");
-    like(seen, "\"filePath\":\"big.txt\"", "with the tool's input intact");
+    like(seen, J("'filePath':'big.txt'"), "with the tool's input intact");
     like(seen, "I read big.txt", "and the rest of the parent's history");
     like(seen, "continue the analysis", "and its task");
     free(seen);
@@ -405,12 +404,12 @@ static void fork_with_host_support(void)
 static void fork_polled_before_its_prompt(void)
 {
     char *parent;
-    sim_host *h = parent_with_history(&parent, "{\"poll_interval_ms\":50}");
-    sim_script(h, "continue the analysis", "{\"steps\":[{\"reply\":\"forked child done\"}]}", 1);
+    sim_host *h = parent_with_history(&parent, J("{'poll_interval_ms':50}"));
+    sim_script(h, "continue the analysis", J("{'steps':[{'reply':'forked child done'}]}"), 1);
     sim_slow(h, "session_prompt", 400);
     char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Forked\",\"prompt\":\"continue the analysis\",\"agent\":\"general\","
-                       "\"fork\":true}");
+                       J("{'description':'Forked','prompt':'continue the analysis','agent':'general',"
+                         "'fork':true}"));
     char *id = t_find_id(out, "bg_");
     free(out);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the forked task completes");
@@ -439,13 +438,13 @@ static void fork_without_host_support(void)
              "{\"reply\":\"I read big.txt\"}]}",
              big);
     sim_script(h, "read the big file", script, 1);
-    sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"read the big file\"}]}");
+    sim_session_prompt(h, parent, J("{'parts':[{'type':'text','text':'read the big file'}]}"));
     sim_wait_messages(h, parent, 2, tap_timeout_ms(5000));
     sim_wait_idle(h, parent, tap_timeout_ms(5000));
-    sim_script(h, "continue without fork", "{\"steps\":[{\"reply\":\"inject child done\"}]}", 1);
+    sim_script(h, "continue without fork", J("{'steps':[{'reply':'inject child done'}]}"), 1);
     char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Injected\",\"prompt\":\"continue without fork\",\"agent\":\"general\","
-                       "\"fork\":true}");
+                       J("{'description':'Injected','prompt':'continue without fork','agent':'general',"
+                         "'fork':true}"));
     is_int(t_rc, 0, "a fork on a host without fork support succeeds");
     char *id = t_find_id(out, "bg_");
     free(out);
@@ -453,7 +452,7 @@ static void fork_without_host_support(void)
     char *child = t_task_session(h, 0);
     char *body = sim_call_body(h, "session_prompt", child, 0);
     like(body, FORK_PREAMBLE_MARK, "the preamble comes first");
-    like(body, "\"noReply\":true", "as a silent message");
+    like(body, J("'noReply':true"), "as a silent message");
     like(body, "The parent conversation so far:", "with the parent's history rendered in it");
     like(body, "the original was 5000 characters", "processed: the long result cut");
     unlike(body, big, "the full result is not there");
@@ -474,14 +473,13 @@ static void fork_with_resume_refused(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *out = t_tool(h, parent, "background_task", "{\"prompt\":\"p\",\"fork\":true,\"resume\":\"bg_00000000\"}");
+    char *out = t_tool(h, parent, "background_task", J("{'prompt':'p','fork':true,'resume':'bg_00000000'}"));
     is_int(t_rc, -EINVAL, "fork with resume is refused");
     like(out, "fork and resume are mutually exclusive", "saying the two are mutually exclusive");
     free(out);
     is_int(sim_calls(h, "session_fork", NULL) + sim_calls(h, "session_create", NULL), 0, "nothing was created");
     sim_fail(h, "session_fork", 1, 1, -EIO);
-    out =
-        t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\",\"fork\":true}");
+    out = t_tool(h, parent, "background_task", J("{'description':'d','prompt':'p','agent':'a','fork':true}"));
     is_int(t_rc, -EIO, "a failed fork is an error");
     like(out, "Failed to fork this session for the background task: simulated failure of session_fork",
          "naming the host's reason");

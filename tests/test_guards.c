@@ -132,7 +132,7 @@ static void emit_odd_updates(sim_host *h, const char *child)
     emit_usage(h, child, msg_a ? msg_a : "msg_a", 10000, 1500, 345, 800000, 0, 0.01); /* a repeat */
     emit_usage(h, child, msg_a ? msg_a : "msg_a", 5000, 1000, 0, 400000, 0, 0.005);   /* an older update, late */
     emit_usage(h, "ses_not_a_task", "msg_c", 99999, 99999, 0, 0, 0, 9);               /* another session's */
-    sim_emit(h, "{\"type\":\"message.updated\",\"properties\":{\"info\":{\"id\":\"msg_u\",\"role\":\"user\"}}}");
+    sim_emit(h, J("{'type':'message.updated','properties':{'info':{'id':'msg_u','role':'user'}}}"));
     flush(h);
     free(msg_a);
 }
@@ -161,7 +161,7 @@ static void usage_summed_and_shown(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     /* The run goes on past its compaction only when the check comes after it
      * began: with the answer's part events lost, the check reads, and finds it. */
     sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
@@ -178,7 +178,7 @@ static void usage_summed_and_shown(void)
 
     /* A second task: the totals add both. */
     char *id2 =
-        t_launch_script(h, s, "More tokens", "{\"steps\":[{\"usage\":{\"input\":1000,\"cost\":0.5}},{\"hang\":true}]}");
+        t_launch_script(h, s, "More tokens", J("{'steps':[{'usage':{'input':1000,'cost':0.5}},{'hang':true}]}"));
     is_int(t_wait_output_with(h, s, id2, "\nUsage: 1,000 tokens", 5000), 0, "the second task reports its usage");
     out = t_tool(h, s, "background_list", "{}");
     like(out,
@@ -186,7 +186,7 @@ static void usage_summed_and_shown(void)
          "1,000,000, write 0), $0.5123",
          "the total line sums the listed tasks");
     free(out);
-    out = t_tool(h, s, "background_list", "{\"status\":\"running\",\"batch_id\":\"none\"}");
+    out = t_tool(h, s, "background_list", J("{'status':'running','batch_id':'none'}"));
     unlike(out, "Usage of the listed tasks", "no total line for an empty listing");
     free(out);
 
@@ -216,9 +216,9 @@ static void usage_summed_and_shown(void)
 static void token_budget(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"max_task_tokens\":1000}");
+    sim_host *h = t_open(&f, J("{'max_task_tokens':1000}"));
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     char *id = t_launch_script(h, s, "Many tokens",
                                "{\"steps\":[{\"usage\":{\"input\":800,\"output\":150,\"reasoning\":50,"
                                "\"cache_read\":500000}}," PAUSE("more") ",{\"usage\":{\"output\":50}},"
@@ -242,7 +242,7 @@ static void cost_budget(void)
 {
     sim_host *h = t_host(NULL); /* the default: 5 USD a task */
     char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     char *id = t_launch_script(h, s, "Expensive",
                                "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":3}},"
                                "{\"usage\":{\"input\":100,\"output\":10,\"cost\":2}}," PAUSE(
@@ -258,7 +258,7 @@ static void cost_budget(void)
     is_int(failures(h, s, id), 1, "exactly one notification");
 
     /* A completed task over its budget (reported late) is not resumed. */
-    char *done = t_launch_script(h, s, "Finished", "{\"steps\":[{\"reply\":\"all done\"}]}");
+    char *done = t_launch_script(h, s, "Finished", J("{'steps':[{'reply':'all done'}]}"));
     is_int(t_wait_status(h, s, done, "completed", 5000), 0, "another task completes");
     char *child2 = t_task_session(h, 2); /* after the sync point's */
     /* Odd input, hand-made: the report comes after the task ended (late);
@@ -290,12 +290,12 @@ static void cost_budget(void)
 static void session_budget(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"max_session_cost_usd\":1}");
+    sim_host *h = t_open(&f, J("{'max_session_cost_usd':1}"));
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     char *a = t_launch_script(h, s, "Task A",
-                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.6}},"
-                              "{\"hang\":true}]}");
+                              J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.6}},"
+                                "{'hang':true}]}"));
     char *b = t_launch_script(h, s, "Task B",
                               "{\"steps\":[" PAUSE("more") ",{\"usage\":{\"input\":100,\"output\":10,"
                                                            "\"cost\":0.5}},{\"hang\":true}]}");
@@ -312,7 +312,7 @@ static void session_budget(void)
     ended_by_guard(h, s, a, ca, text);
 
     size_t sessions = sim_session_count(h);
-    out = t_tool(h, s, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\"}");
+    out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
     is_int(t_rc, -EDQUOT, "a new launch is refused");
     is_str(out,
            "Not started: this session's background tasks have spent $1.10, its whole budget "
@@ -320,8 +320,8 @@ static void session_budget(void)
            "with a clear text");
     free(out);
     out = t_tool(h, s, "Task",
-                 "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"explore\","
-                 "\"run_in_background\":true}");
+                 J("{'description':'d','prompt':'p','subagent_type':'explore',"
+                   "'run_in_background':true}"));
     is_int(t_rc, -EDQUOT, "Task is refused too");
     like(out, "No task was created.", "with the same text");
     free(out);
@@ -331,11 +331,11 @@ static void session_budget(void)
     free(out);
     out = t_tool(h, s, "background_clear", "{}");
     free(out);
-    out = t_tool(h, s, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\"}");
+    out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
     is_int(t_rc, -EDQUOT, "clearing the tasks does not reset what they spent");
     free(out);
     char *other = sim_session_new(h, NULL, "other");
-    char *c = t_launch_script(h, other, "Elsewhere", "{\"steps\":[{\"reply\":\"fine\"}]}");
+    char *c = t_launch_script(h, other, "Elsewhere", J("{'steps':[{'reply':'fine'}]}"));
     is_int(t_wait_status(h, other, c, "completed", 5000), 0, "another session's budget is its own");
     free(c);
     free(other);
@@ -353,7 +353,7 @@ static void session_budget(void)
 static void tool_call_limit(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"max_tool_calls\":3}");
+    sim_host *h = t_open(&f, J("{'max_tool_calls':3}"));
     const char *s = f.parent;
     /* Each call's part is updated three times (pending, running, completed): counted once. */
     char *fine = t_launch_script(h, s, "Three calls",
@@ -417,23 +417,23 @@ static void options_checked(void)
     is_int(o.max_repeat_calls, 5, "max_repeat_calls: 5");
     is_int(o.stale_ms, 1200000, "stale_ms: 20 minutes");
     is_int(o.max_runtime_ms, 14400000, "max_runtime_ms: 4 hours");
-    is_int(options_parse(&o, "{\"max_task_cost_usd\":0.25,\"max_session_cost_usd\":2.5}", err, sizeof err), 0,
+    is_int(options_parse(&o, J("{'max_task_cost_usd':0.25,'max_session_cost_usd':2.5}"), err, sizeof err), 0,
            "fractions of a dollar are accepted");
     ok(o.max_task_cost_usd == 0.25 && o.max_session_cost_usd == 2.5, "and kept");
 
-    refused_option("{\"max_task_tokens\":0}",
+    refused_option(J("{'max_task_tokens':0}"),
                    "option 'max_task_tokens' must be a whole number from 1000 to 2000000000");
-    refused_option("{\"max_task_cost_usd\":0}",
+    refused_option(J("{'max_task_cost_usd':0}"),
                    "option 'max_task_cost_usd' must be a number from 0.01 to 1000000 (US dollars)");
-    refused_option("{\"max_session_cost_usd\":\"20\"}",
+    refused_option(J("{'max_session_cost_usd':'20'}"),
                    "option 'max_session_cost_usd' must be a number from 0.01 to 1000000 (US dollars)");
-    refused_option("{\"max_session_cost_usd\":-1}", "option 'max_session_cost_usd' must be a number from 0.01");
-    refused_option("{\"max_tool_calls\":0}", "option 'max_tool_calls' must be a whole number from 1 to 1000000");
-    refused_option("{\"max_repeat_calls\":1}", "option 'max_repeat_calls' must be a whole number from 2 to 1000");
-    refused_option("{\"stale_ms\":999}", "option 'stale_ms' must be a whole number from 1000 to 86400000");
-    refused_option("{\"max_runtime_ms\":true}",
+    refused_option(J("{'max_session_cost_usd':-1}"), "option 'max_session_cost_usd' must be a number from 0.01");
+    refused_option(J("{'max_tool_calls':0}"), "option 'max_tool_calls' must be a whole number from 1 to 1000000");
+    refused_option(J("{'max_repeat_calls':1}"), "option 'max_repeat_calls' must be a whole number from 2 to 1000");
+    refused_option(J("{'stale_ms':999}"), "option 'stale_ms' must be a whole number from 1000 to 86400000");
+    refused_option(J("{'max_runtime_ms':true}"),
                    "option 'max_runtime_ms' must be a whole number from 1000 to 604800000");
-    refused_option("{\"max_runtime_ms\":1500.5}", "option 'max_runtime_ms' must be a whole number");
+    refused_option(J("{'max_runtime_ms':1500.5}"), "option 'max_runtime_ms' must be a whole number");
 }
 
 /* The usage phrase's pieces. */

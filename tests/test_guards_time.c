@@ -20,7 +20,7 @@ static char *launch_hanging(sim_host *h, const char *s, const char *extra)
     static int seq;
     char prompt[64], args[256];
     snprintf(prompt, sizeof prompt, "hanging task #%d#", ++seq);
-    sim_script(h, prompt, "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, prompt, J("{'steps':[{'hang':true}]}"), 1);
     snprintf(args, sizeof args, "{\"description\":\"Hangs\",\"prompt\":\"%s\",\"agent\":\"explore\"%s}", prompt, extra);
     char *out = t_tool(h, s, "background_task", args);
     char *id = t_find_id(out, "bg_");
@@ -59,10 +59,9 @@ static void stale_agent(void)
     t_fixture f;
     sim_host *h = t_open(&f, "{" FAST ",\"stale_ms\":1000}");
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     /* A sub-agent waiting for the user is silent too, but not stale. */
-    char *asking =
-        t_launch_script(h, s, "Asks", "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"x\"]}}]}");
+    char *asking = t_launch_script(h, s, "Asks", J("{'steps':[{'ask':{'permission':'bash','patterns':['x']}}]}"));
     char *asking_child = t_task_session(h, 0);
     is_int(sim_wait(h, t_question_open, asking_child, tap_timeout_ms(5000)), 0, "a question is open");
     char *id = launch_hanging(h, s, "");
@@ -84,15 +83,15 @@ static void agent_timeouts(void)
     t_fixture f;
     sim_host *h = t_open(&f, "{" FAST "}");
     const char *s = f.parent;
-    char *id = launch_hanging(h, s, ",\"timeout\":1");
+    char *id = launch_hanging(h, s, J(",'timeout':1"));
     char *child = t_task_session(h, 0);
     ended_in_time(h, s, id, child, "Stopped by its timeout: this task ran for ", "s (its timeout is 1.0s).");
 
     /* The Claude face: milliseconds; a foreground Task returns the failure. */
-    sim_script(h, "claude hang", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, "claude hang", J("{'steps':[{'hang':true}]}"), 1);
     char *out = t_tool(h, s, "Task",
-                       "{\"description\":\"d\",\"prompt\":\"claude hang\",\"subagent_type\":\"explore\","
-                       "\"timeout\":300}");
+                       J("{'description':'d','prompt':'claude hang','subagent_type':'explore',"
+                         "'timeout':300}"));
     is_int(t_rc, -EIO, "a foreground Task past its timeout fails");
     like(out, "The sub-agent failed: Stopped by its timeout: this task ran for ", "with the guard's text");
     like(out, "s (its timeout is 0.3s).", "and its timeout");
@@ -102,17 +101,15 @@ static void agent_timeouts(void)
 
     /* Bad values: nothing is created. */
     size_t sessions = sim_session_count(h);
-    out =
-        t_tool(h, s, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\",\"timeout\":0}");
+    out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore','timeout':0}"));
     is_int(t_rc, -EINVAL, "timeout 0 is refused");
     is_str(out, "background_task: argument 'timeout' must be a positive number of seconds", "with a clear text");
     free(out);
-    out = t_tool(h, s, "Task", "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"explore\",\"timeout\":-5}");
+    out = t_tool(h, s, "Task", J("{'description':'d','prompt':'p','subagent_type':'explore','timeout':-5}"));
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
     is_str(out, "Task: argument 'timeout' must be a positive number of milliseconds", "with a clear text");
     free(out);
-    out = t_tool(h, s, "background_task",
-                 "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\",\"timeout\":\"9\"}");
+    out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore','timeout':'9'}"));
     is_int(t_rc, -EINVAL, "a timeout that is not a number is refused");
     like(out, "argument 'timeout'", "naming the argument");
     free(out);
@@ -129,7 +126,7 @@ static void agent_max_runtime(void)
     sim_host *h = t_open(&f, "{" FAST ",\"max_runtime_ms\":1000}");
     const char *s = f.parent;
     /* A launch's timeout cannot go past the limit. */
-    char *id = launch_hanging(h, s, ",\"timeout\":60");
+    char *id = launch_hanging(h, s, J(",'timeout':60"));
     char *child = t_task_session(h, 0);
     ended_in_time(h, s, id, child, "Stopped by the runtime limit: this task ran for ", "s (max_runtime_ms is 1000).");
     free(child);
@@ -157,7 +154,7 @@ static void command_timeouts(void)
     t_fixture f;
     sim_host *h = t_open(&f, "{" FAST ",\"shell_kill_grace_ms\":300}");
     const char *s = f.parent;
-    char *id = bash_bg(h, s, "sleep 30", ",\"timeout\":300");
+    char *id = bash_bg(h, s, "sleep 30", J(",'timeout':300"));
     ended_in_time(h, s, id, NULL, "Stopped by its timeout: this task ran for ", "s (its timeout is 0.3s).");
     char *out = t_task_output(h, s, id, 0, 0);
     like(out, "<status>failed</status>\n", "TaskOutput: failed");
@@ -187,7 +184,7 @@ static void command_max_runtime(void)
     char *id = bash_bg(h, s, "sleep 30", "");
     ended_in_time(h, s, id, NULL, "Stopped by the runtime limit: this task ran for ", "s (max_runtime_ms is 1000).");
     /* A foreground command has its own timeout. */
-    char *out = t_tool(h, s, "Bash", "{\"command\":\"sleep 1.3; echo done\",\"timeout\":20000}");
+    char *out = t_tool(h, s, "Bash", J("{'command':'sleep 1.3; echo done','timeout':20000}"));
     is_int(t_rc, 0, "a foreground command may outlast max_runtime_ms");
     like(out, "done\n(exit code 0)", "and completes");
     free(out);

@@ -13,9 +13,9 @@ static void launch_creates_child_and_sends_prompt(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    sim_script(h, "find the auth code", "{\"steps\":[{\"wait_ms\":50},{\"reply\":\"auth lives in src/auth\"}]}", 1);
+    sim_script(h, "find the auth code", J("{'steps':[{'wait_ms':50},{'reply':'auth lives in src/auth'}]}"), 1);
     char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Find auth\",\"prompt\":\"find the auth code\",\"agent\":\"explore\"}");
+                       J("{'description':'Find auth','prompt':'find the auth code','agent':'explore'}"));
     is_int(t_rc, 0, "launch succeeds");
     like(out, "Background task launched.", "answer says launched");
     like(out, "Status: running", "status is running at once");
@@ -96,7 +96,7 @@ static void host_failures_at_launch(void)
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
     sim_fail(h, "session_create", 1, 1, -EIO);
-    char *out = t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\"}");
+    char *out = t_tool(h, parent, "background_task", J("{'description':'d','prompt':'p','agent':'a'}"));
     is_int(t_rc, -EIO, "session create failure is an error");
     like(out, "Failed to create a session for the background task: simulated failure of session_create",
          "the host's reason is given");
@@ -106,7 +106,7 @@ static void host_failures_at_launch(void)
     free(out);
 
     sim_fail(h, "session_prompt", 1, 1, -EIO);
-    out = t_tool(h, parent, "background_task", "{\"description\":\"d2\",\"prompt\":\"p\",\"agent\":\"a\"}");
+    out = t_tool(h, parent, "background_task", J("{'description':'d2','prompt':'p','agent':'a'}"));
     is_int(t_rc, -EIO, "prompt failure is an error");
     like(out, "could not start", "the model is told the task could not start");
     char *id = t_find_id(out, "bg_");

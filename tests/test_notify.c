@@ -67,7 +67,7 @@ static void one_notification_with_content(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Map the API", "{\"steps\":[{\"reply\":\"three endpoints\"}]}");
+    char *id = t_launch_script(h, parent, "Map the API", J("{'steps':[{'reply':'three endpoints'}]}"));
     char *batch = NULL;
     char *out = t_output(h, parent, id);
     batch = t_find_id(out, "batch_");
@@ -105,7 +105,7 @@ static void quiet_until_last(const char *options, int expect_quiet)
     char script[128];
     snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"slow result\"}]}", tap_timeout_ms(300));
     char *slow = t_launch_script(h, parent, "Slow", script);
-    char *fast = t_launch_script(h, parent, "Fast", "{\"steps\":[{\"reply\":\"fast result\"}]}");
+    char *fast = t_launch_script(h, parent, "Fast", J("{'steps':[{'reply':'fast result'}]}"));
     is_int(t_wait_messages_with(h, parent, "fast result", 1, 5000), 0, "fast task's notice arrives");
     cJSON *b = wait_notice(h, parent, fast);
     if (expect_quiet)
@@ -131,8 +131,8 @@ static void failure_wakes(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *slow = t_launch_script(h, parent, "Slow", "{\"steps\":[{\"hang\":true}]}");
-    char *bad = t_launch_script(h, parent, "Broken", "{\"steps\":[{\"error\":\"quota exceeded\"}]}");
+    char *slow = t_launch_script(h, parent, "Slow", J("{'steps':[{'hang':true}]}"));
+    char *bad = t_launch_script(h, parent, "Broken", J("{'steps':[{'error':'quota exceeded'}]}"));
     is_int(t_wait_messages_with(h, parent, "quota exceeded", 1, 5000), 0, "failure notice arrives");
     cJSON *b = wait_notice(h, parent, bad);
     char head[96];
@@ -150,7 +150,7 @@ static void failure_wakes(void)
 static void long_result_is_capped(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"notify_max_chars\":200}");
+    sim_host *h = t_open(&f, J("{'notify_max_chars':200}"));
     const char *parent = f.parent;
     char reply[301];
     for (int i = 0; i < 300; i++)
@@ -179,9 +179,9 @@ static void long_result_is_capped(void)
 static void failed_push_is_retried(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"notify_retries\":2,\"notify_retry_ms\":20}");
+    sim_host *h = t_open(&f, J("{'notify_retries':2,'notify_retry_ms':20}"));
     const char *parent = f.parent;
-    sim_script(h, "retried task", "{\"steps\":[{\"reply\":\"made it\"}]}", 1);
+    sim_script(h, "retried task", J("{'steps':[{'reply':'made it'}]}"), 1);
     sim_fail(h, "session_prompt", 2, 2, -EIO); /* the 1st is the task's own prompt */
     char *id = t_launch(h, parent, "Retry me", "retried task", "explore");
     is_int(t_wait_messages_with(h, parent, "made it", 1, 5000), 0, "notice delivered on the third try");
@@ -205,7 +205,7 @@ typedef struct held_arg {
 static int answer_has_held(sim_host *h, void *arg)
 {
     held_arg *a = arg;
-    char *out = t_tool(h, a->session, "background_output", "{\"task_id\":\"bg_00000000\"}");
+    char *out = t_tool(h, a->session, "background_output", J("{'task_id':'bg_00000000'}"));
     if (strstr(out, "Notifications that could not be delivered earlier")) {
         a->got = out;
         return 1;
@@ -217,11 +217,11 @@ static int answer_has_held(sim_host *h, void *arg)
 /* Out of retries: held, and appended to that session's next ocbg answer once. */
 static void undeliverable_is_held_for_next_answer(void)
 {
-    sim_host *h = t_host("{\"notify_retries\":1,\"notify_retry_ms\":10}");
+    sim_host *h = t_host(J("{'notify_retries':1,'notify_retry_ms':10}"));
     char *p1 = sim_session_new(h, NULL, "one");
     char *p2 = sim_session_new(h, NULL, "two");
-    char *id1 = t_launch_script(h, p1, "First", "{\"steps\":[{\"hang\":true}]}");
-    char *id2 = t_launch_script(h, p2, "Second", "{\"steps\":[{\"hang\":true}]}");
+    char *id1 = t_launch_script(h, p1, "First", J("{'steps':[{'hang':true}]}"));
+    char *id2 = t_launch_script(h, p2, "Second", J("{'steps':[{'hang':true}]}"));
     sim_fail(h, "session_prompt", 1, -1, -EIO); /* every push from now on */
     /* End both with a session.error (their scripts never end by themselves). */
     char *c1 = t_task_session(h, 0), *c2 = t_task_session(h, 1);
@@ -291,7 +291,7 @@ int main(void)
 {
     one_notification_with_content();
     quiet_until_last(NULL, 1);
-    quiet_until_last("{\"wake\":\"always\"}", 0);
+    quiet_until_last(J("{'wake':'always'}"), 0);
     failure_wakes();
     long_result_is_capped();
     failed_push_is_retried();

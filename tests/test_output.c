@@ -34,8 +34,8 @@ static void progress_while_running(void)
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
     char *id = t_launch_script(h, parent, "Busy worker",
-                               "{\"steps\":[{\"tool\":\"read\",\"output\":\"a\"},{\"tool\":\"grep\",\"output\":\"b\"},"
-                               "{\"tool\":\"bash\",\"ms\":10,\"output\":\"c\"},{\"hang\":true}]}");
+                               J("{'steps':[{'tool':'read','output':'a'},{'tool':'grep','output':'b'},"
+                                 "{'tool':'bash','ms':10,'output':'c'},{'hang':true}]}"));
     is_int(t_wait_output_with(h, parent, id, "Progress: 3 tool calls", 5000), 0, "three tool calls counted");
     char *out = t_output(h, parent, id);
     is_int(t_rc, 0, "non-blocking output succeeds");
@@ -61,7 +61,7 @@ static void progress_without_tools(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Thinking", "{\"steps\":[{\"hang\":true}]}");
+    char *id = t_launch_script(h, parent, "Thinking", J("{'steps':[{'hang':true}]}"));
     char *out = t_output(h, parent, id);
     like(out, "Progress: 0 tool calls\n", "zero tool calls, no recent list");
     free(out);
@@ -102,7 +102,7 @@ static void block_times_out(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Forever", "{\"steps\":[{\"hang\":true}]}");
+    char *id = t_launch_script(h, parent, "Forever", J("{'steps':[{'hang':true}]}"));
     char *args = output_args(id, 1, 0.2);
     char *out = t_tool(h, parent, "background_output", args);
     is_int(t_rc, 0, "a timed-out wait is not an error");
@@ -112,7 +112,7 @@ static void block_times_out(void)
     like(out, "Progress: ", "with its progress");
     free(out);
     free(args);
-    out = t_tool(h, parent, "background_output", "{\"task_id\":\"x\",\"block\":true,\"timeout\":0}");
+    out = t_tool(h, parent, "background_output", J("{'task_id':'x','block':true,'timeout':0}"));
     is_int(t_rc, -EINVAL, "timeout 0 refused");
     like(out, "argument 'timeout' must be a positive number of seconds (at most 600)", "and explained");
     free(out);
@@ -159,7 +159,7 @@ static void block_on_cleared_task(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Cleared", "{\"steps\":[{\"hang\":true}]}");
+    char *id = t_launch_script(h, parent, "Cleared", J("{'steps':[{'hang':true}]}"));
     char *args = output_args(id, 1, 600);
     sim_call *c = sim_tool_start(h, parent, "background_output", args);
     int rc = 0;
@@ -190,7 +190,7 @@ static void unknown_and_foreign_ids(void)
     is_int(t_rc, -ENOENT, "unknown id: -ENOENT");
     is_str(out, "Task not found: bg_00000000. Use background_list to see available tasks.", "exact text");
     free(out);
-    char *id = t_launch_script(h, parent, "Mine", "{\"steps\":[{\"reply\":\"private\"}]}");
+    char *id = t_launch_script(h, parent, "Mine", J("{'steps':[{'reply':'private'}]}"));
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "task completed");
     out = t_output(h, other, id);
     is_int(t_rc, -ENOENT, "another session cannot read it");

@@ -53,7 +53,7 @@ static void bash_denied_by_rule(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
-    is_int(sim_permission_rules(h, "{\"bash\":{\"*\":\"allow\",\"touch *\":\"deny\"}}"), 0, "rules set");
+    is_int(sim_permission_rules(h, J("{'bash':{'*':'allow','touch *':'deny'}}")), 0, "rules set");
     const char *file = t_tmp_path("denied_fg");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "echo hi && touch %s", file);
@@ -76,11 +76,11 @@ static void bash_denied_by_rule(void)
     is_asked(h, 0, "outcome", "allow", "allowed by the rules");
     snprintf(want, sizeof want, "[\"echo hi\",\"touch %s\"]", file);
     is_asked(h, 1, "patterns", want, "each simple command is a pattern");
-    is_asked(h, 1, "always", "[\"echo *\",\"touch *\"]", "with its prefix as the 'always' pattern");
+    is_asked(h, 1, "always", J("['echo *','touch *']"), "with its prefix as the 'always' pattern");
     is_asked(h, 1, "permission", "bash", "permission bash");
     is_asked(h, 1, "outcome", "deny", "the rule denied it");
     char *meta = asked(h, 1, "metadata");
-    like(meta, "\"description\":\"a test command\"", "the description goes with the question");
+    like(meta, J("'description':'a test command'"), "the description goes with the question");
     free(meta);
     no_tasks(h, s, "denied Bash");
     t_close(&f);
@@ -91,7 +91,7 @@ static void bash_asked_once_always_reject(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     const char *file = t_tmp_path("asked_once");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
@@ -123,7 +123,7 @@ static void bash_asked_once_always_reject(void)
     sim_permission_auto(h, "always", NULL);
     out = t_bash(h, s, "git status --short >/dev/null 2>&1; true", "a test command", 0, 0);
     is_int(t_rc, 0, "answered always: runs");
-    is_asked(h, -1, "always", "[\"git status *\",\"true *\"]", "'always' approves the subcommand's prefix");
+    is_asked(h, -1, "always", J("['git status *','true *']"), "'always' approves the subcommand's prefix");
     free(out);
     size_t before = sim_permission_count(h);
     sim_permission_auto(h, "reject", NULL);
@@ -141,7 +141,7 @@ static void bash_esc_while_asking(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     const char *file = t_tmp_path("esc_asking");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
@@ -186,7 +186,7 @@ static void bash_question_fails_or_host_cannot_ask(void)
     /* A host without a permission system (ABI 1.0): today's behaviour. */
     h = sim_create();
     sim_without(h, "ask_permission");
-    sim_permission_rules(h, "{\"bash\":\"deny\"}");
+    sim_permission_rules(h, J("{'bash':'deny'}"));
     const char *dir = getenv("OCBG_PLUGIN_DIR");
     is_int(sim_load_plugins(h, dir, NULL), 1, "ocbg loads into a host that cannot ask");
     s = sim_session_new(h, NULL, "main");
@@ -204,7 +204,7 @@ static void bash_outside_the_project(void)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"external_directory\":{\"*\":\"deny\"}}");
+    sim_permission_rules(h, J("{'external_directory':{'*':'deny'}}"));
     const char *file = t_tmp_path("outside");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
@@ -216,7 +216,7 @@ static void bash_outside_the_project(void)
     size_t n = sim_permission_count(h);
     out = t_bash(h, s, "cd /usr && ls >/dev/null", "a test command", 0, 0);
     is_int(t_rc, -EACCES, "cd out of the project: refused");
-    is_asked(h, -1, "patterns", "[\"/usr/*\"]", "the directory is asked about");
+    is_asked(h, -1, "patterns", J("['/usr/*']"), "the directory is asked about");
     is_int(sim_permission_count(h), n + 1, "and bash is not asked after a refusal");
     free(out);
     out = t_bash(h, s, "touch relative-inside.tmp && rm -f relative-inside.tmp", "a test command", 0, 0);
@@ -234,7 +234,7 @@ static void task_launches_denied(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"task\":{\"*\":\"allow\",\"secret\":\"deny\"}}");
+    sim_permission_rules(h, J("{'task':{'*':'allow','secret':'deny'}}"));
     static const struct {
         const char *tool, *args;
     } cases[] = {
@@ -250,15 +250,15 @@ static void task_launches_denied(void)
              "the answer names the agent");
         like(out, "No task was started.", "and says nothing started");
         free(out);
-        is_asked(h, -1, "patterns", "[\"secret\"]", "the agent is the pattern");
-        is_asked(h, -1, "always", "[\"*\"]", "'always' approves every agent, as OpenCode's task tool");
+        is_asked(h, -1, "patterns", J("['secret']"), "the agent is the pattern");
+        is_asked(h, -1, "always", J("['*']"), "'always' approves every agent, as OpenCode's task tool");
     }
     is_int(sim_calls(h, "session_create", NULL) + sim_calls(h, "session_fork", NULL) +
                sim_calls(h, "session_prompt", NULL),
            0, "no session created, forked or prompted");
     no_tasks(h, s, "denied launches");
 
-    char *out = t_tool(h, s, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\"}");
+    char *out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
     is_int(t_rc, 0, "another agent is allowed by the rules");
     is_asked(h, -1, "outcome", "allow", "and recorded as allowed");
     free(out);
@@ -276,7 +276,7 @@ static void resume_denied_keeps_the_task(void)
      * be on its way: not counted). */
     char *child = t_task_session(h, 0);
     size_t prompts = sim_calls(h, "session_prompt", child);
-    sim_permission_rules(h, "{\"task\":{\"explore\":\"ask\"}}");
+    sim_permission_rules(h, J("{'task':{'explore':'ask'}}"));
     sim_permission_auto(h, "reject", NULL);
     char args[200];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"and the tests?\"}", id);
@@ -311,12 +311,11 @@ static void child_waits_for_permission(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    char *id =
-        t_launch_script(h, s, "Clean up",
-                        "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},"
-                        "{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"rm -rf build\"],\"always\":[\"rm *\"]}},"
-                        "{\"tool\":\"bash\",\"output\":\"removed\"},{\"reply\":\"cleaned\"}]}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
+    char *id = t_launch_script(h, s, "Clean up",
+                               J("{'steps':[{'tool':'read','output':'x'},"
+                                 "{'ask':{'permission':'bash','patterns':['rm -rf build'],'always':['rm *']}},"
+                                 "{'tool':'bash','output':'removed'},{'reply':'cleaned'}]}"));
     char *child = t_task_session(h, 0);
     is_int(t_wait_output_with(h, s, id, "Waiting for permission: bash: rm -rf build", 5000), 0,
            "background_output shows what the sub-agent waits for");
@@ -327,7 +326,7 @@ static void child_waits_for_permission(void)
     like(note, "\"Clean up\" (agent: explore) is waiting for permission: bash: rm -rf build", "and the question");
     free(note);
     char *body = sim_call_body(h, "session_prompt", s, -1);
-    unlike(body, "\"noReply\":true", "the notice wakes the parent");
+    unlike(body, J("'noReply':true"), "the notice wakes the parent");
     free(body);
 
     /* The host repeats the event: still one notice. */
@@ -373,11 +372,11 @@ static void child_question_answered_before_its_notice(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, "once", NULL); /* answered as soon as it is asked */
     char *id = t_launch_script(h, s, "Quick",
-                               "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"ls\"]}},"
-                               "{\"reply\":\"listed\"}]}");
+                               J("{'steps':[{'ask':{'permission':'bash','patterns':['ls']}},"
+                                 "{'reply':'listed'}]}"));
     is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task completes");
     is_int(t_sync_notifications(h, s), 0, "notifications flushed");
     ok(t_count_messages_with(h, s, "is waiting for permission") <= 1, "at most one permission notice");

@@ -25,7 +25,7 @@
 static char *busy_script(int tools, int ms, const char *tail)
 {
     strbuf sb = {0};
-    sb_puts(&sb, "{\"steps\":[");
+    sb_puts(&sb, J("{'steps':["));
     for (int i = 0; i < tools; i++)
         sb_printf(&sb, "{\"tool\":\"read\",\"input\":{\"n\":%d},\"output\":\"x\",\"ms\":%d},", i, ms);
     sb_printf(&sb, "%s]}", tail);
@@ -55,9 +55,9 @@ static void backs_off_then_reads_at_silent_gap(void)
 {
     const int interval = 250;
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":250}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':250}"));
     const char *parent = f.parent;
-    char *script = busy_script(300, 20, "{\"hang\":true}"); /* ~6 s of tool events */
+    char *script = busy_script(300, 20, J("{'hang':true}")); /* ~6 s of tool events */
     char *id = t_launch_script(h, parent, "alive", script);
     char *child = t_task_session(h, 0);
     /* The alive phase: from the first tool event to the last. */
@@ -95,12 +95,12 @@ static void backs_off_then_reads_at_silent_gap(void)
 static void lost_idle_found_with_backed_off_poll(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":200}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':200}"));
     const char *parent = f.parent;
     sim_event_faults(h, 5, 1.0, 0, 0, IDLE_EVENTS);
-    char *long1 = busy_script(500, 20, "{\"reply\":\"long one\"}");
-    char *long2 = busy_script(500, 20, "{\"reply\":\"long two\"}");
-    char *quick = busy_script(150, 20, "{\"reply\":\"the quick one\"}");
+    char *long1 = busy_script(500, 20, J("{'reply':'long one'}"));
+    char *long2 = busy_script(500, 20, J("{'reply':'long two'}"));
+    char *quick = busy_script(150, 20, J("{'reply':'the quick one'}"));
     char *a = t_launch_script(h, parent, "long 1", long1);
     char *b = t_launch_script(h, parent, "long 2", long2);
     char *c = t_launch_script(h, parent, "quick", quick);
@@ -131,11 +131,11 @@ static void lost_idle_found_with_backed_off_poll(void)
  * further checks still come, and it completes. */
 static void known_idle_not_starved(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":50}");
+    sim_host *h = t_host(J("{'poll_interval_ms':50}"));
     char *parent = deaf_parent(h, 13);
     sim_fail(h, "session_messages", 1, 1, -EIO);
-    char *hang = t_launch_script(h, parent, "hangs", "{\"steps\":[{\"hang\":true}]}");
-    char *quick = t_launch_script(h, parent, "quick", "{\"steps\":[{\"reply\":\"after a failed check\"}]}");
+    char *hang = t_launch_script(h, parent, "hangs", J("{'steps':[{'hang':true}]}"));
+    char *quick = t_launch_script(h, parent, "quick", J("{'steps':[{'reply':'after a failed check'}]}"));
     is_int(t_wait_status(h, parent, quick, "completed", tap_timeout_ms(10000)), 0,
            "the task whose first check failed completed");
     ok(sim_calls(h, "session_messages", NULL) >= 2, "it was checked again");
@@ -178,10 +178,10 @@ static void missing_from_map_bounded(void)
         N = 60
     };
     const int interval = 50;
-    sim_host *h = t_host("{\"poll_interval_ms\":50,\"max_running_agents\":100}");
+    sim_host *h = t_host(J("{'poll_interval_ms':50,'max_running_agents':100}"));
     char *parent = deaf_parent(h, 9);
     sim_status_omit(h, 1);
-    sim_script(h, "MISSING", "{\"steps\":[{\"wait_ms\":1500},{\"reply\":\"missing done\"}]}", 0);
+    sim_script(h, "MISSING", J("{'steps':[{'wait_ms':1500},{'reply':'missing done'}]}"), 0);
     char *ids[N];
     int64_t t0 = mono_ms();
     for (int i = 0; i < N; i++) {
@@ -227,15 +227,15 @@ static int session_is_busy(sim_host *h, void *arg)
 static void ended_task_busy_in_map(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":100}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':100}"));
     const char *parent = f.parent;
-    char *a = t_launch_script(h, parent, "silent sibling", "{\"steps\":[{\"hang\":true}]}");
-    sim_script(h, "the quick prompt", "{\"steps\":[{\"reply\":\"quick answer\"}]}", 1);
+    char *a = t_launch_script(h, parent, "silent sibling", J("{'steps':[{'hang':true}]}"));
+    sim_script(h, "the quick prompt", J("{'steps':[{'reply':'quick answer'}]}"), 1);
     char *b = t_launch(h, parent, "quick", "the quick prompt", "explore");
     is_int(t_wait_status(h, parent, b, "completed", tap_timeout_ms(10000)), 0, "the quick task completed");
     char *child = t_prompted_session(h, "the quick prompt", 0);
-    sim_script(h, "the user types here", "{\"steps\":[{\"hang\":true}]}", 1);
-    is_int(sim_session_prompt(h, child, "{\"parts\":[{\"type\":\"text\",\"text\":\"the user types here\"}]}"), 0,
+    sim_script(h, "the user types here", J("{'steps':[{'hang':true}]}"), 1);
+    is_int(sim_session_prompt(h, child, J("{'parts':[{'type':'text','text':'the user types here'}]}")), 0,
            "the user prompts the finished task's session");
     is_int(sim_wait(h, session_is_busy, child, tap_timeout_ms(5000)), 0, "its session is busy again");
     size_t reads = sim_calls(h, "session_status", NULL);
@@ -259,11 +259,11 @@ static void ended_task_busy_in_map(void)
 static char *rhythm_script(int tools, int interval, int seed)
 {
     strbuf sb = {0};
-    sb_puts(&sb, "{\"steps\":[");
+    sb_puts(&sb, J("{'steps':["));
     for (int i = 0; i < tools; i++)
         sb_printf(&sb, "{\"tool\":\"read\",\"input\":{\"n\":%d},\"output\":\"x\",\"ms\":%d},{\"wait_ms\":%d},", i,
                   interval / 20, interval * (45 + (seed * 7 + i * 13) % 11 * 10) / 100);
-    sb_puts(&sb, "{\"reply\":\"rhythm done\"}]}");
+    sb_puts(&sb, J("{'reply':'rhythm done'}]}"));
     return sb_take(&sb);
 }
 
@@ -279,7 +279,7 @@ static void tool_a_tick_reads_rarely(void)
     };
     const int interval = 100;
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":100}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':100}"));
     const char *parent = f.parent;
     char *ids[N];
     for (int i = 0; i < N; i++) {
@@ -311,10 +311,10 @@ static void tool_a_tick_reads_rarely(void)
  * answer's text seen, at the first tick after a silent interval). */
 static void lost_idle_found_within_two_maps(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":100}");
+    sim_host *h = t_host(J("{'poll_interval_ms':100}"));
     char *parent = deaf_parent(h, 21);
-    char *hang = t_launch_script(h, parent, "hangs", "{\"steps\":[{\"hang\":true}]}");
-    sim_script(h, "ends unheard", "{\"steps\":[{\"wait_ms\":700},{\"reply\":\"ended unheard\"}]}", 1);
+    char *hang = t_launch_script(h, parent, "hangs", J("{'steps':[{'hang':true}]}"));
+    sim_script(h, "ends unheard", J("{'steps':[{'wait_ms':700},{'reply':'ended unheard'}]}"), 1);
     char *quiet = t_launch(h, parent, "quiet", "ends unheard", "explore");
     is_int(sim_wait_calls(h, "session_prompt", NULL, 2, tap_timeout_ms(5000)), 0, "both prompted");
     char *session = t_prompted_session(h, "ends unheard", 0);
@@ -347,9 +347,9 @@ static void vanished_read_one_per_tick(void)
     };
     const int interval = 50;
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"poll_interval_ms\":50,\"max_running_agents\":100}");
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':50,'max_running_agents':100}"));
     const char *parent = f.parent;
-    sim_script(h, "VANISH", "{\"steps\":[{\"wait_ms\":4000},{\"reply\":\"vanish done\"}]}", 0);
+    sim_script(h, "VANISH", J("{'steps':[{'wait_ms':4000},{'reply':'vanish done'}]}"), 0);
     char *ids[N];
     for (int i = 0; i < N; i++) {
         char prompt[32];

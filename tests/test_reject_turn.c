@@ -81,8 +81,8 @@ static void bash_and_launches(void)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":{\"*\":\"allow\",\"touch *\":\"ask\",\"rm *\":\"deny\"},"
-                            "\"task\":{\"*\":\"allow\",\"explore\":\"ask\"}}");
+    sim_permission_rules(h, J("{'bash':{'*':'allow','touch *':'ask','rm *':'deny'},"
+                              "'task':{'*':'allow','explore':'ask'}}"));
     const char *file = t_tmp_path("rejected");
     char touch[600], rm[600];
     snprintf(touch, sizeof touch, "{\"command\":\"touch %s\",\"description\":\"d\"}", file);
@@ -92,10 +92,10 @@ static void bash_and_launches(void)
     check(turn(h, s, "bash-reject", "Bash", touch), "Bash, rejected", "Bash",
           "(permission \"bash\"): The user rejected permission", 0);
     ok(!t_exists(file), "the rejected command never ran");
-    const char *launch = "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\"}";
+    const char *launch = J("{'description':'d','prompt':'p','agent':'explore'}");
     check(turn(h, s, "launch-reject", "background_task", launch), "background_task, rejected", "background_task",
           "Permission denied: starting a sub-agent of type \"explore\"", 0);
-    check(turn(h, s, "task-reject", "Task", "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"explore\"}"),
+    check(turn(h, s, "task-reject", "Task", J("{'description':'d','prompt':'p','subagent_type':'explore'}")),
           "Task, rejected", "Task", "No task was started.", 0);
     is_int(sim_calls(h, "session_create", NULL) + sim_calls(h, "session_prompt", NULL), 0,
            "no session created or prompted");
@@ -126,7 +126,7 @@ static void sub_agent_questions(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *s = f.parent;
-    sim_permission_rules(h, "{\"bash\":{\"*\":\"ask\",\"rm *\":\"deny\"}}");
+    sim_permission_rules(h, J("{'bash':{'*':'ask','rm *':'deny'}}"));
     static const struct {
         const char *reply, *message, *command;
         int goes_on;

@@ -133,7 +133,7 @@ static void results_read_back(void)
     free(out);
 
     /* A blocking resume: its new answer; the prompt stays stored. */
-    sim_script(h, "texts-read-back two", "{\"steps\":[{\"reply\":\"the second answer\"}]}", 1);
+    sim_script(h, "texts-read-back two", J("{'steps':[{'reply':'the second answer'}]}"), 1);
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-read-back two\",\"block\":true}", id);
     out = t_tool(h, psid, "background_resume", args);
     is_int(t_rc, 0, "a blocking resume of a task whose texts are in the store succeeds");
@@ -166,7 +166,7 @@ static void results_read_back(void)
 static void store_off_keeps_texts(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_linked_host("{\"store\":false}"));
+    sim_host *h = t_open_with(&f, t_linked_host(J("{'store':false}")));
     const char *psid = f.parent;
     char *id = launch_done(h, psid, "texts-store-off", answer_json);
     char *out = t_output(h, psid, id); /* a tool call: would have waited for a write */
@@ -280,7 +280,7 @@ static void resume_after_failed_write(void)
     char *id = launch_done(h, psid, "texts-resume-fail one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
     is_int(t_refuse_updates(db, "NEW.status = 5"), SQLITE_OK, "a trigger makes the resumed run's write fail");
-    sim_script(h, "texts-resume-fail two", "{\"steps\":[{\"wait_ms\":20},{\"reply\":\"the second answer\"}]}", 1);
+    sim_script(h, "texts-resume-fail two", J("{'steps':[{'wait_ms':20},{'reply':'the second answer'}]}"), 1);
     char args[160];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-resume-fail two\"}", id);
     free(t_tool(h, psid, "background_resume", args));
@@ -336,7 +336,7 @@ static void stale_read_not_attached(void)
     const char *psid = f.parent;
     char *id = launch_done(h, psid, "texts-race one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
-    sim_script(h, "texts-race two", "{\"steps\":[{\"reply\":\"the second answer\"}]}", 1);
+    sim_script(h, "texts-race two", J("{'steps':[{'reply':'the second answer'}]}"), 1);
     char args[160];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-race two\",\"block\":true}", id);
     free(t_tool(h, psid, "background_resume", args));

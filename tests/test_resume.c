@@ -36,7 +36,7 @@ static void resume_happy_path(void)
     char *parent, *id;
     sim_host *h = completed_task(&parent, &id);
     char *child = t_task_session(h, 0);
-    sim_script(h, "follow-up one", "{\"steps\":[{\"wait_ms\":30},{\"reply\":\"second answer\"}]}", 1);
+    sim_script(h, "follow-up one", J("{'steps':[{'wait_ms':30},{'reply':'second answer'}]}"), 1);
     char *args = resume_args(id, "follow-up one", NULL);
     char *out = t_tool(h, parent, "background_task", args);
     is_int(t_rc, 0, "resume accepted");
@@ -45,7 +45,7 @@ static void resume_happy_path(void)
     unlike(out, "Resume count", "the count is not shown for the first resume");
     char *body = sim_call_body(h, "session_prompt", child, -1);
     like(body, "follow-up one", "the follow-up went to the task's own session");
-    like(body, "\"background_task\":false", "ocbg's tools stay off in the child");
+    like(body, J("'background_task':false"), "ocbg's tools stay off in the child");
     free(body);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the resumed run completes");
     is_int(t_wait_messages_with(h, parent, "second answer", 1, 5000), 0,
@@ -64,9 +64,9 @@ static void resume_happy_path(void)
     like(out, marker, "(resumed) follows the id in the list");
     free(out);
 
-    sim_script(h, "follow-up two", "{\"steps\":[{\"reply\":\"third answer\"}]}", 1);
+    sim_script(h, "follow-up two", J("{'steps':[{'reply':'third answer'}]}"), 1);
     free(args);
-    args = resume_args(id, "follow-up two", ",\"description\":\"x\",\"agent\":\"y\"");
+    args = resume_args(id, "follow-up two", J(",'description':'x','agent':'y'"));
     out = t_tool(h, parent, "background_task", args);
     like(out, "Note: description and agent are ignored when resuming a task.", "extra arguments are warned about");
     like(out, "Resume count: 2", "the count shows from the second resume");
@@ -83,13 +83,13 @@ static void resume_validation(void)
 {
     char *parent, *id;
     sim_host *h = completed_task(&parent, &id);
-    char *out = t_tool(h, parent, "background_task", "{\"resume\":\"bg_00000000\",\"prompt\":\"   \"}");
+    char *out = t_tool(h, parent, "background_task", J("{'resume':'bg_00000000','prompt':'   '}"));
     is_str(out, "Prompt is required when resuming a task", "blank prompt is checked first");
     free(out);
-    out = t_tool(h, parent, "background_task", "{\"resume\":\"bg_00000000\"}");
+    out = t_tool(h, parent, "background_task", J("{'resume':'bg_00000000'}"));
     is_str(out, "Prompt is required when resuming a task", "a missing prompt too");
     free(out);
-    out = t_tool(h, parent, "background_task", "{\"resume\":\"bg_00000000\",\"prompt\":\"go\"}");
+    out = t_tool(h, parent, "background_task", J("{'resume':'bg_00000000','prompt':'go'}"));
     is_str(out, "Task not found: bg_00000000. Use background_list to see available tasks.", "unknown task");
     is_int(t_rc, -ENOENT, "unknown task is -ENOENT");
     free(out);
@@ -99,14 +99,14 @@ static void resume_validation(void)
     like(out, "Task not found: ", "another session's task cannot be resumed");
     free(out);
 
-    sim_script(h, "slow work", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, "slow work", J("{'steps':[{'hang':true}]}"), 1);
     char *running = t_launch(h, parent, "Slow", "slow work", "general");
     char *rargs = resume_args(running, "go", NULL);
     out = t_tool(h, parent, "background_task", rargs);
     is_str(out, "Only completed tasks can be resumed. Current status: running", "a running task cannot be resumed");
     free(out);
 
-    sim_script(h, "hold on", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, "hold on", J("{'steps':[{'hang':true}]}"), 1);
     free(args);
     args = resume_args(id, "hold on", NULL);
     out = t_tool(h, parent, "background_task", args);
@@ -115,7 +115,7 @@ static void resume_validation(void)
     out = t_tool(h, parent, "background_task", args);
     is_str(out, "Task is currently being resumed. Wait for completion.", "a second resume is refused");
     free(out);
-    out = t_tool(h, parent, "background_resume", "{\"task_id\":\"bg_00000000\",\"message\":\"\"}");
+    out = t_tool(h, parent, "background_resume", J("{'task_id':'bg_00000000','message':''}"));
     is_str(out, "Prompt is required when resuming a task", "background_resume: same validation");
     free(out);
     free(rargs);
@@ -181,7 +181,7 @@ static void resume_blocking(void)
 {
     char *parent, *id;
     sim_host *h = completed_task(&parent, &id);
-    sim_script(h, "quick follow-up", "{\"steps\":[{\"reply\":\"blocking answer\"}]}", 1);
+    sim_script(h, "quick follow-up", J("{'steps':[{'reply':'blocking answer'}]}"), 1);
     char args[128];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"quick follow-up\",\"block\":true}", id);
     char *out = t_tool(h, parent, "background_resume", args);
@@ -189,14 +189,14 @@ static void resume_blocking(void)
     is_str(out, "blocking answer", "it returns only the new response");
     free(out);
     /* A later run's notification proves the worker has drained: then count. */
-    sim_script(h, "later follow-up", "{\"steps\":[{\"reply\":\"later answer\"}]}", 1);
+    sim_script(h, "later follow-up", J("{'steps':[{'reply':'later answer'}]}"), 1);
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"later follow-up\"}", id);
     free(t_tool(h, parent, "background_resume", args));
     is_int(t_wait_messages_with(h, parent, "later answer", 1, 5000), 0, "a non-blocking resume notifies");
     is_int(t_count_messages_with(h, parent, "blocking answer"), 0, "the blocking resume sent no notification");
 
     /* Esc during a blocking resume ends the wait, not the run. */
-    sim_script(h, "slow follow-up", "{\"steps\":[{\"wait_ms\":300},{\"reply\":\"slow answer\"}]}", 1);
+    sim_script(h, "slow follow-up", J("{'steps':[{'wait_ms':300},{'reply':'slow answer'}]}"), 1);
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"slow follow-up\",\"block\":true}", id);
     sim_call *c = sim_tool_start(h, parent, "background_resume", args);
     is_int(t_wait_status(h, parent, id, "resumed", 2000), 0, "the task shows resumed while it works");
@@ -220,9 +220,9 @@ static void block_waits(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    sim_script(h, "fast one", "{\"steps\":[{\"reply\":\"fast\"}]}", 1);
-    sim_script(h, "slow one", "{\"steps\":[{\"wait_ms\":200},{\"reply\":\"slow\"}]}", 1);
-    sim_script(h, "stuck one", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, "fast one", J("{'steps':[{'reply':'fast'}]}"), 1);
+    sim_script(h, "slow one", J("{'steps':[{'wait_ms':200},{'reply':'slow'}]}"), 1);
+    sim_script(h, "stuck one", J("{'steps':[{'hang':true}]}"), 1);
     char *a = t_launch(h, parent, "Fast", "fast one", "general");
     char *b = t_launch(h, parent, "Slow", "slow one", "general");
     char args[160];
@@ -243,15 +243,15 @@ static void block_waits(void)
     like(out, "Timed out after waiting 0.2s: 1 of 2 tasks finished; still running: ", "a timeout says what runs");
     like(out, c, "naming the running task");
     free(out);
-    out = t_tool(h, parent, "background_block", "{\"task_ids\":[\"bg_00000000\"]}");
+    out = t_tool(h, parent, "background_block", J("{'task_ids':['bg_00000000']}"));
     is_str(out, "Task not found: bg_00000000. Use background_list to see available tasks.", "unknown id");
     free(out);
-    out = t_tool(h, parent, "background_block", "{\"task_ids\":[]}");
+    out = t_tool(h, parent, "background_block", J("{'task_ids':[]}"));
     is_int(t_rc, -EINVAL, "an empty list is refused");
     free(out);
 
     /* A batch id stands for its tasks; a resume in progress is waited for. */
-    sim_script(h, "resume me", "{\"steps\":[{\"wait_ms\":100},{\"reply\":\"resumed answer\"}]}", 1);
+    sim_script(h, "resume me", J("{'steps':[{'wait_ms':100},{'reply':'resumed answer'}]}"), 1);
     char *rargs = resume_args(a, "resume me", NULL);
     free(t_tool(h, parent, "background_task", rargs));
     snprintf(args, sizeof args, "{\"task_ids\":[\"%s\"]}", a);
@@ -273,7 +273,7 @@ static void racing_resumes(void)
 {
     char *parent, *id;
     sim_host *h = completed_task(&parent, &id);
-    sim_script(h, "race", "{\"steps\":[{\"hang\":true}]}", 0);
+    sim_script(h, "race", J("{'steps':[{'hang':true}]}"), 0);
     char *args = resume_args(id, "race", NULL);
     sim_call *c1 = sim_tool_start(h, parent, "background_task", args);
     sim_call *c2 = sim_tool_start(h, parent, "background_task", args);

@@ -23,7 +23,7 @@ static int completion_notices(sim_host *h, const char *parent, const char *id)
 static void cap_two_five_launches(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":2}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':2}")));
     const char *parent = f.parent;
     const char *names[5] = {"T1", "T2", "T3", "T4", "T5"};
     char *ids[5];
@@ -79,7 +79,7 @@ static void cap_two_five_launches(void)
 static void cancel_pending(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
     const char *parent = f.parent;
     char *out = t_launch_gated(h, parent, "A", "explore");
     char *a = t_find_id(out, "bg_");
@@ -110,7 +110,7 @@ static void cancel_pending(void)
 static void per_agent_cap(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_per_agent\":{\"explore\":1}}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_per_agent':{'explore':1}}")));
     const char *parent = f.parent;
     char *out = t_launch_gated(h, parent, "E1", "explore");
     like(out, "Status: running", "the first explore task runs");
@@ -171,7 +171,7 @@ static void retry_pauses_admission(void)
 static void queue_full_refused(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1,\"max_queued\":1}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1,'max_queued':1}")));
     const char *parent = f.parent;
     free(t_launch_gated(h, parent, "Q1", "explore"));
     free(t_launch_gated(h, parent, "Q2", "explore"));
@@ -186,8 +186,8 @@ static void queue_full_refused(void)
     like(out, "Total: 2 tasks", "nothing was created for it");
     free(out);
     out = t_tool(h, parent, "Task",
-                 "{\"description\":\"Q4\",\"prompt\":\"gated Q4\",\"subagent_type\":\"explore\","
-                 "\"run_in_background\":true}");
+                 J("{'description':'Q4','prompt':'gated Q4','subagent_type':'explore',"
+                   "'run_in_background':true}"));
     is_int(t_rc, -EAGAIN, "the Claude face's Task is refused alike");
     like(out, "the queue is full", "with the same reason");
     free(out);
@@ -199,7 +199,7 @@ static void queue_full_refused(void)
 static void resume_needs_a_slot(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
     const char *parent = f.parent;
     char *out = t_launch_gated(h, parent, "D", "explore");
     char *d = t_find_id(out, "bg_");
@@ -228,7 +228,7 @@ static void resume_needs_a_slot(void)
 static void wait_includes_queue(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
     const char *parent = f.parent;
     free(t_launch_gated(h, parent, "W1", "explore"));
     char *out = t_launch_gated(h, parent, "W2", "explore");
@@ -261,11 +261,11 @@ static int two_tasks_listed(sim_host *h, void *parent)
 static void foreground_task_queued_then_escaped(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
     const char *parent = f.parent;
     free(t_launch_gated(h, parent, "F1", "explore"));
-    sim_call *c = sim_tool_start(h, parent, "Task",
-                                 "{\"description\":\"F2\",\"prompt\":\"gated F2\",\"subagent_type\":\"explore\"}");
+    sim_call *c =
+        sim_tool_start(h, parent, "Task", J("{'description':'F2','prompt':'gated F2','subagent_type':'explore'}"));
     is_int(sim_wait(h, two_tasks_listed, (void *)parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
     sim_tool_cancel(c);
     int rc;
@@ -284,7 +284,7 @@ static void foreground_task_queued_then_escaped(void)
 
 static void shell_cap(void)
 {
-    sim_host *h = t_host("{\"max_running_shells\":1}");
+    sim_host *h = t_host(J("{'max_running_shells':1}"));
     char *parent = sim_session_new(h, NULL, "main");
     const char *flag = t_tmp_path("shell_cap_go");
     remove(flag);
@@ -295,12 +295,12 @@ static void shell_cap(void)
     like(out, "Command running in the background.", "the first command runs");
     char *first = t_find_id(out, "bg_");
     free(out);
-    out = t_tool(h, parent, "Bash", "{\"command\":\"echo second\",\"run_in_background\":true}");
+    out = t_tool(h, parent, "Bash", J("{'command':'echo second','run_in_background':true}"));
     like(out, "Command queued to run in the background.", "the second waits");
     like(out, "Queued: all 1 command slots are busy (max_running_shells 1)", "for the command cap");
     char *second = t_find_id(out, "bg_");
     free(out);
-    out = t_tool(h, parent, "Bash", "{\"command\":\"echo foreground\"}");
+    out = t_tool(h, parent, "Bash", J("{'command':'echo foreground'}"));
     like(out, "foreground", "a foreground command runs at once, cap or not");
     free(out);
     FILE *f = fopen(flag, "w");

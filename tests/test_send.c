@@ -70,8 +70,7 @@ static void queued_follow_up(void)
     parent = s;
     char *id = launch_gated(h, s, "A");
     is_int(t_wait_gate_open(h, "A", 5000), 0, "the sub-agent is busy (waiting on its question)");
-    sim_script(h, "also check bar.c",
-               "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"bar.c is fine too\"}]}", 1);
+    sim_script(h, "also check bar.c", J("{'steps':[{'tool':'read','output':'x'},{'reply':'bar.c is fine too'}]}"), 1);
     size_t prompts = task_prompts(h, s);
     char *out = t_send(h, s, id, "also check bar.c");
     is_int(t_rc, 0, "background_send to a running task succeeds");
@@ -141,7 +140,7 @@ static void slow_host_follow_up(void)
     /* The question's notice to the parent first: from here the only prompt
      * is the send's. */
     is_int(t_wait_messages_with(h, s, "is waiting for permission", 1, 5000), 0, "the parent heard of the question");
-    sim_script(h, "look at baz.c", "{\"steps\":[{\"reply\":\"baz.c has the bug\"}]}", 1);
+    sim_script(h, "look at baz.c", J("{'steps':[{'reply':'baz.c has the bug'}]}"), 1);
     sim_slow(h, "session_prompt", tap_timeout_ms(3000));
     char args[256];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"look at baz.c\"}", id);
@@ -196,7 +195,7 @@ static void refused(sim_host *h, const char *s, const char *id, const char *mess
 static void not_running(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
     const char *s = f.parent;
     parent = s;
     char *other = sim_session_new(h, NULL, "other");
@@ -216,7 +215,7 @@ static void not_running(void)
     refused(h, s, pending, "hi", -EINVAL, want, "a pending task");
 
     /* A rule that forbids the agent forbids talking to it. */
-    sim_permission_rules(h, "{\"bash\":\"ask\",\"task\":{\"explore\":\"deny\"}}");
+    sim_permission_rules(h, J("{'bash':'ask','task':{'explore':'deny'}}"));
     size_t prompts = task_prompts(h, s);
     char *out = t_send(h, s, a, "hi");
     is_int(t_rc, -EACCES, "a send the permission rules deny: refused");
@@ -224,7 +223,7 @@ static void not_running(void)
     like(out, "Nothing was sent.", "and that nothing was sent");
     is_int((int)(task_prompts(h, s) - prompts), 0, "nothing sent");
     free(out);
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
 
     t_release_gated(h, "C");
     is_int(t_wait_status(h, s, a, "completed", 5000), 0, "C completes");
@@ -241,7 +240,7 @@ static void not_running(void)
              pending);
     refused(h, s, pending, "hi", -EINVAL, want, "a cancelled task");
 
-    char *e = t_launch_script(h, s, "Broken", "{\"steps\":[{\"error\":\"model overloaded\"}]}");
+    char *e = t_launch_script(h, s, "Broken", J("{'steps':[{'error':'model overloaded'}]}"));
     is_int(t_wait_status(h, s, e, "error", 5000), 0, "a task fails");
     snprintf(want, sizeof want,
              "Task %s is not running (status: error). Nothing was sent. Start a new background_task instead.", e);

@@ -28,7 +28,7 @@ static void list_and_output(void)
     like(out, want, "background_list shows the shell task");
     like(out, "Total: 1 task (1 running)", "counted as running");
     free(out);
-    out = t_tool(h, s, "background_list", "{\"status\":\"running\"}");
+    out = t_tool(h, s, "background_list", J("{'status':'running'}"));
     like(out, id, "and under the status filter");
     free(out);
     is_int(t_wait_output_with(h, s, id, "\nOutput:\nstarted\n", 5000), 0, "background_output shows its output");
@@ -74,7 +74,7 @@ static void batch_cancel_and_clear(void)
     t_fixture f;
     sim_host *h = t_open(&f, T_SHELL_SMALL);
     const char *s = f.parent;
-    char *agent = t_launch_script(h, s, "Hangs", "{\"steps\":[{\"hang\":true}]}");
+    char *agent = t_launch_script(h, s, "Hangs", J("{'steps':[{'hang':true}]}"));
     char *cmd = t_family_command("batch", "", "sleep 300");
     char *shell = t_bash_bg(h, s, cmd, NULL, T_LAUNCH_DIAG);
     pid_t pids[2];

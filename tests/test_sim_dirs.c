@@ -110,7 +110,7 @@ static void test_events_routed(void)
     is_str(tr, "", "unwatched: not even its session.created reaches the plugin");
     free(tr);
 
-    sim_script(h, "first", "{\"steps\":[{\"reply\":\"one\"}]}", 1);
+    sim_script(h, "first", J("{'steps':[{'reply':'one'}]}"), 1);
     is_int(prompt_via_plugin(h, sid, "first", 0), 0, "prompted while unwatched");
     is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "its turn runs");
     is_int(sim_wait_idle(h, sid, T(5000)), 0, "and ends");
@@ -122,7 +122,7 @@ static void test_events_routed(void)
     is_int(sim_directory_watched(h, dir), 1, "the folder is watched");
     is_int(watch(h, dir, 1), 0, "watch 1 again: idempotent");
     const char *own = t_session(&f, "own");
-    sim_script(h, "second", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"two\"}]}", 0);
+    sim_script(h, "second", J("{'steps':[{'tool':'read','output':'x'},{'reply':'two'}]}"), 0);
     prompt_via_plugin(h, sid, "second", 0);
     prompt_via_plugin(h, own, "second", 0);
     sim_wait_idle(h, sid, T(5000));
@@ -138,7 +138,7 @@ static void test_events_routed(void)
 
     is_int(watch(h, dir, 0), 0, "directory_watch 0");
     is_int(sim_directory_watched(h, dir), -1, "the folder is released");
-    sim_session_prompt(h, sid, "{\"parts\":[{\"type\":\"text\",\"text\":\"second\"}]}");
+    sim_session_prompt(h, sid, J("{'parts':[{'type':'text','text':'second'}]}"));
     is_int(sim_wait_messages(h, sid, 6, T(5000)), 0, "a turn after watch 0 runs");
     sim_wait_idle(h, sid, T(5000));
     char *after = trace(h, sid);
@@ -160,7 +160,7 @@ static void test_status(void)
     char *dir = make_dir("status");
     is_int(watch(h, dir, 1), 0, "watched");
     char *sid = create_in(h, f.parent, dir, NULL);
-    sim_script(h, "stay", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, "stay", J("{'steps':[{'hang':true}]}"), 1);
     prompt_via_plugin(h, sid, "stay", 0);
     is_int(sim_wait(h, busy_pred, sid, T(5000)), 0, "its turn is busy");
     ok(status_lists(h, sid), "watched: session_status lists it");
@@ -218,8 +218,8 @@ static void test_run_step(void)
     watch(h, dir, 1);
     char *sid = create_in(h, f.parent, dir, NULL);
     sim_script(h, "work",
-               "{\"steps\":[{\"run\":\"echo hello > made.txt && pwd -P\"},{\"run\":\"echo oops; exit 3\"},"
-               "{\"reply\":\"done\"}]}",
+               J("{'steps':[{'run':'echo hello > made.txt && pwd -P'},{'run':'echo oops; exit 3'},"
+                 "{'reply':'done'}]}"),
                0);
     prompt_via_plugin(h, sid, "work", 0);
     is_int(sim_wait_messages(h, sid, 2, T(10000)), 0, "the turn ends");
@@ -241,7 +241,7 @@ static void test_run_step(void)
     like(tr, "tool:pending,tool:running,tool:completed", "its progress shows in events");
     free(tr);
 
-    sim_script(h, "where", "{\"steps\":[{\"run\":\"pwd -P\"}]}", 0);
+    sim_script(h, "where", J("{'steps':[{'run':'pwd -P'}]}"), 0);
     prompt_via_plugin(h, f.parent, "where", 0);
     sim_wait_messages(h, f.parent, 2, T(10000));
     m = last_parts(h, f.parent);
@@ -302,7 +302,7 @@ static void test_run_aborted(void)
         bail_out("mkfifo: %s", strerror(errno));
     watch(h, dir, 1);
     char *sid = create_in(h, f.parent, dir, NULL);
-    sim_script(h, "block", "{\"steps\":[{\"run\":\"cat ff > got.txt\"},{\"reply\":\"never\"}]}", 1);
+    sim_script(h, "block", J("{'steps':[{'run':'cat ff > got.txt'},{'reply':'never'}]}"), 1);
     prompt_via_plugin(h, sid, "block", 0);
     fifo_arg fa = {fifo, -1};
     is_int(sim_wait(h, fifo_writer_open, &fa, T(10000)), 0, "the run step's command is running");

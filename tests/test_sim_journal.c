@@ -17,7 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "simhost.h"
-#include "tap.h"
+#include "testlib.h"
 
 #define SUB_SCRIPT                                                                                                     \
     "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"a.c\"},\"output\":\"int a;\"},"                          \
@@ -50,9 +50,9 @@ static _Noreturn void child_life(const char *journal, int report_fd, int block_f
     char *c = sim_session_new(h, p, "a sub-agent");
     char *d = sim_session_new(h, NULL, "to delete");
     sim_script(h, "sub-agent work", SUB_SCRIPT, 0);
-    if (sim_session_prompt(h, p, "{\"parts\":[{\"type\":\"text\",\"text\":\"hello\"}]}") != 0 ||
+    if (sim_session_prompt(h, p, J("{'parts':[{'type':'text','text':'hello'}]}")) != 0 ||
         sim_wait_idle(h, p, T(5000)) != 0 || sim_session_delete(h, d) != 0 ||
-        sim_session_prompt(h, c, "{\"parts\":[{\"type\":\"text\",\"text\":\"sub-agent work\"}]}") != 0 ||
+        sim_session_prompt(h, c, J("{'parts':[{'type':'text','text':'sub-agent work'}]}")) != 0 ||
         sim_wait(h, usage_reported, NULL, T(5000)) != 0)
         _exit(3);
     char line[256];
@@ -201,7 +201,7 @@ static void check_second_life(const char *journal, char ids[3][64], const cJSON 
     check_partial_answer(h, ids[1]);
     char *n = sim_session_new(h, NULL, "after the restart");
     ok(n && id_is_new(n, old_ids), "a new session id differs from (and sorts after) every old id");
-    is_int(sim_session_prompt(h, ids[1], "{\"parts\":[{\"type\":\"text\",\"text\":\"again\"}]}"), 0,
+    is_int(sim_session_prompt(h, ids[1], J("{'parts':[{'type':'text','text':'again'}]}")), 0,
            "the restored sub-agent session takes a prompt");
     is_int(sim_wait_idle(h, ids[1], T(5000)), 0, "and runs a turn to its end (no turn was left running)");
     cJSON *m = messages_of(h, ids[1]);
@@ -237,7 +237,7 @@ int main(void)
     free(text);
     /* A kill inside a write leaves a line cut short. */
     FILE *f = fopen(journal, "ab");
-    if (!f || fputs("{\"t\":\"session\",\"id\":\"ses_fffffffffffffZZZ", f) < 0 || fclose(f) != 0)
+    if (!f || fputs(J("{'t':'session','id':'ses_fffffffffffffZZZ"), f) < 0 || fclose(f) != 0)
         bail_out("cannot append to %s", journal);
     check_second_life(journal, ids, old_ids);
     text = read_file(journal);

@@ -62,8 +62,8 @@ static void finished_tasks_survive(void)
     t_fixture f;
     sim_host *h = t_open(&f, opts);
     const char *psid = f.parent;
-    char *a = t_launch_script(h, psid, "alpha", "{\"steps\":[{\"reply\":\"answer alpha\"}]}");
-    char *b = t_launch_script(h, psid, "beta", "{\"steps\":[{\"reply\":\"answer beta\"}]}");
+    char *a = t_launch_script(h, psid, "alpha", J("{'steps':[{'reply':'answer alpha'}]}"));
+    char *b = t_launch_script(h, psid, "beta", J("{'steps':[{'reply':'answer beta'}]}"));
     is_int(t_wait_messages_with(h, psid, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
            "both tasks completed and were notified");
     t_reload(h, opts);
@@ -121,9 +121,9 @@ static void new_host_reconciles(void)
 {
     sim_host *h = t_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
-    char *done = t_launch_script(h, psid, "quick", "{\"steps\":[{\"reply\":\"quick answer\"}]}");
+    char *done = t_launch_script(h, psid, "quick", J("{'steps':[{'reply':'quick answer'}]}"));
     is_int(t_wait_status(h, psid, done, "completed", tap_timeout_ms(5000)), 0, "one task completed");
-    char *hang = t_launch_script(h, psid, "slow", "{\"steps\":[{\"tool\":\"read\",\"ms\":5},{\"hang\":true}]}");
+    char *hang = t_launch_script(h, psid, "slow", J("{'steps':[{'tool':'read','ms':5},{'hang':true}]}"));
     char *child = t_task_session(h, 1);
     ok(sim_wait(h, (int (*)(sim_host *, void *))sim_session_busy, child, tap_timeout_ms(5000)) == 0, "the other runs");
     sim_destroy(h);
@@ -151,12 +151,11 @@ static void undelivered_notice_is_sent(void)
     t_fixture f;
     sim_host *h = t_open(&f, opts);
     const char *psid = f.parent;
-    sim_script(h, "late one", "{\"steps\":[{\"reply\":\"late answer\"}]}", 1);
+    sim_script(h, "late one", J("{'steps':[{'reply':'late answer'}]}"), 1);
     /* Every prompt after the task's own (call 1) fails: its notification
      * cannot be sent (set before the launch: the sub-agent answers at once). */
     sim_fail(h, "session_prompt", 2, -1, -EIO);
-    char *ans =
-        t_tool(h, psid, "background_task", "{\"description\":\"late\",\"prompt\":\"late one\",\"agent\":\"general\"}");
+    char *ans = t_tool(h, psid, "background_task", J("{'description':'late','prompt':'late one','agent':'general'}"));
     char *id = t_find_id(ans, "bg_");
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
     is_int(sim_wait_calls(h, "session_prompt", psid, 1, tap_timeout_ms(5000)), 0, "its notification was tried");
@@ -178,8 +177,8 @@ static void two_instances(void)
 {
     sim_host *a = t_host(opts), *b = t_host(opts);
     char *pa = sim_session_new(a, NULL, "a"), *pb = sim_session_new(b, NULL, "b");
-    char *ta = t_launch_script(a, pa, "in a", "{\"steps\":[{\"reply\":\"from a\"}]}");
-    char *tb = t_launch_script(b, pb, "in b", "{\"steps\":[{\"reply\":\"from b\"}]}");
+    char *ta = t_launch_script(a, pa, "in a", J("{'steps':[{'reply':'from a'}]}"));
+    char *tb = t_launch_script(b, pb, "in b", J("{'steps':[{'reply':'from b'}]}"));
     is_int(t_wait_status(a, pa, ta, "completed", tap_timeout_ms(5000)), 0, "a's task completed in a");
     is_int(t_wait_status(b, pb, tb, "completed", tap_timeout_ms(5000)), 0, "b's task completed in b");
     char *out = t_output(b, pa, ta);
@@ -221,7 +220,7 @@ static void bad_store(const char *what, const char *path, const char *log_needle
     t_fixture f;
     sim_host *h = t_open(&f, o);
     const char *psid = f.parent;
-    char *id = t_launch_script(h, psid, "works", "{\"steps\":[{\"reply\":\"fine\"}]}");
+    char *id = t_launch_script(h, psid, "works", J("{'steps':[{'reply':'fine'}]}"));
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
     is_int(wait_log(h, log_needle), 0, "%s: the log says why (%s)", what, log_needle);
     char *line = log_with(h, "memory only");
@@ -271,9 +270,9 @@ static void data_dir_and_off(void)
 
     sim_host *h = sim_create();
     sim_set_data_dir(h, sub);
-    is_int(sim_load_plugins(h, pdir, "{\"store\":false}"), 1, "store off: loads");
+    is_int(sim_load_plugins(h, pdir, J("{'store':false}")), 1, "store off: loads");
     char *psid = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, psid, "off", "{\"steps\":[{\"reply\":\"x\"}]}");
+    char *id = t_launch_script(h, psid, "off", J("{'steps':[{'reply':'x'}]}"));
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "store off: tasks run");
     ok(access(file, F_OK) != 0, "store off: no file in the data directory");
     free(id);
@@ -284,7 +283,7 @@ static void data_dir_and_off(void)
     is_int(sim_load_plugins(h, pdir, NULL), 1, "defaults with a data directory: loads");
     free(psid);
     psid = sim_session_new(h, NULL, "main");
-    id = t_launch_script(h, psid, "on", "{\"steps\":[{\"reply\":\"kept\"}]}");
+    id = t_launch_script(h, psid, "on", J("{'steps':[{'reply':'kept'}]}"));
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "tasks run");
     ok(access(file, F_OK) == 0, "the store is ocbg.db in the host's data directory");
     sim_destroy(h);
@@ -305,7 +304,7 @@ static void damaged_rows(void)
 {
     sim_host *h = t_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, psid, "good", "{\"steps\":[{\"reply\":\"good row\"}]}");
+    char *id = t_launch_script(h, psid, "good", J("{'steps':[{'reply':'good row'}]}"));
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "a task completed");
     sim_destroy(h);
     sqlite3 *d = NULL;
@@ -338,14 +337,14 @@ static void spend_survives(void)
     sim_host *h = t_open(&f, o);
     const char *psid = f.parent;
     char *a = t_launch_script(h, psid, "costly",
-                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.7}},"
-                              "{\"reply\":\"spent\"}]}");
+                              J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.7}},"
+                                "{'reply':'spent'}]}"));
     is_int(t_wait_status(h, psid, a, "completed", tap_timeout_ms(5000)), 0, "a task that cost $0.70 completed");
     sim_unload_plugins(h);
     is_int(sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), o), 1, "restarted");
     char *b = t_launch_script(h, psid, "more",
-                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.5}},"
-                              "{\"hang\":true}]}");
+                              J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.5}},"
+                                "{'hang':true}]}"));
     is_int(t_wait_output_with(h, psid, b,
                               "Stopped by the session budget: this session's background tasks spent $1.20 "
                               "(max_session_cost_usd is 1).",

@@ -50,9 +50,9 @@ static void followups_numbered_across_restart(void)
         bail_out("launch failed");
     is_int(t_wait_gate_open(h, "F", 5000), 0, "the sub-agent is busy (waiting on its question)");
     char *child = t_prompted_session(h, "gated F", 0);
-    sim_script(h, "look at one", "{\"steps\":[{\"reply\":\"one seen\"}]}", 1);
-    sim_script(h, "look at two", "{\"steps\":[{\"reply\":\"two seen\"}]}", 1);
-    sim_script(h, "look at three", "{\"steps\":[{\"reply\":\"three seen\"}]}", 1);
+    sim_script(h, "look at one", J("{'steps':[{'reply':'one seen'}]}"), 1);
+    sim_script(h, "look at two", J("{'steps':[{'reply':'two seen'}]}"), 1);
+    sim_script(h, "look at three", J("{'steps':[{'reply':'three seen'}]}"), 1);
     free(t_send(h, s, id, "look at one"));
     is_int(t_rc, 0, "a first follow-up is sent");
     last_prompt_has(h, child, "[ocbg] Follow-up #1 for background task ", "numbered #1");
@@ -91,7 +91,7 @@ static void version_1_file_migrated(void)
     t_fixture f;
     sim_host *h = t_open(&f, opts);
     const char *s = f.parent;
-    char *id = t_launch_script(h, s, "old", "{\"steps\":[{\"reply\":\"the old answer\"}]}");
+    char *id = t_launch_script(h, s, "old", J("{'steps':[{'reply':'the old answer'}]}"));
     is_int(t_wait_messages_with(h, s, "[ocbg] Background task completed", 1, tap_timeout_ms(5000)), 0,
            "a task completed and was notified");
     sim_unload_plugins(h);

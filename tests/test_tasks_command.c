@@ -54,20 +54,20 @@ static void tasks_listing(void)
            "/bashes: the notice, then the same");
     free(out);
 
-    char *agent = t_launch_script(h, s, "Agent work", "{\"steps\":[{\"reply\":\"done\"}]}");
-    out = t_claude_task(h, s, "Broken agent", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 1);
+    char *agent = t_launch_script(h, s, "Agent work", J("{'steps':[{'reply':'done'}]}"));
+    out = t_claude_task(h, s, "Broken agent", J("{'steps':[{'error':'model overloaded'}]}"), 1);
     char *broken = t_find_id(out, "bg_");
     free(out);
     char *shell = NULL, *bare = NULL;
     if (shells) {
-        out = t_tool(h, s, "Bash", "{\"command\":\"echo hi\",\"description\":\"say hi\",\"run_in_background\":true}");
+        out = t_tool(h, s, "Bash", J("{'command':'echo hi','description':'say hi','run_in_background':true}"));
         shell = t_find_id(out, "bg_");
         free(out);
-        out = t_tool(h, s, "Bash", "{\"command\":\"exit 2\",\"run_in_background\":true}");
+        out = t_tool(h, s, "Bash", J("{'command':'exit 2','run_in_background':true}"));
         bare = t_find_id(out, "bg_");
         free(out);
     }
-    char *hang = t_launch_script(h, s, "Stopped agent", "{\"steps\":[{\"hang\":true}]}");
+    char *hang = t_launch_script(h, s, "Stopped agent", J("{'steps':[{'hang':true}]}"));
     const char *ids[] = {agent, broken, shell, bare};
     for (int i = 0; i < 4; i++)
         if (ids[i])

@@ -26,14 +26,14 @@ static char *notice_field(sim_host *h, int n, const char *field)
 static void batch_gives_one_notice(void)
 {
     t_fixture f;
-    sim_host *h = t_open(&f, "{\"max_running_agents\":1,\"max_queued\":30}");
+    sim_host *h = t_open(&f, J("{'max_running_agents':1,'max_queued':30}"));
     const char *parent = f.parent;
     char first[96];
     snprintf(first, sizeof first, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"r0\"}]}", tap_timeout_ms(1500));
     char *ids[20];
     ids[0] = t_launch_script(h, parent, "Task 0", first);
     for (int i = 1; i < 20; i++)
-        ids[i] = t_launch_script(h, parent, "Task n", "{\"steps\":[{\"reply\":\"rn\"}]}");
+        ids[i] = t_launch_script(h, parent, "Task n", J("{'steps':[{'reply':'rn'}]}"));
     is_int(t_wait_messages_with(h, parent, "all 20 tasks done", 1, 20000), 0, "the batch's last notice arrives");
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
     is_int((int)sim_calls(h, "notify_user", NULL), 1, "once for the whole batch of 20");
@@ -55,7 +55,7 @@ static void failure_is_an_error_notice(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char *bad = t_launch_script(h, parent, "Broken build", "{\"steps\":[{\"error\":\"quota exceeded\"}]}");
+    char *bad = t_launch_script(h, parent, "Broken build", J("{'steps':[{'error':'quota exceeded'}]}"));
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
     char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");
     is_str(msg, "Background task failed: Broken build", "it names the task");
@@ -86,7 +86,7 @@ static void question_is_a_warning_notice(void)
 
 static void unknown_option_is_a_warning(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":500,\"newer_option\":true}");
+    sim_host *h = t_host(J("{'poll_interval_ms':500,'newer_option':true}"));
     ok(sim_plugin_count(h) == 1, "a config with an unknown key loads the plugin (its tools stay)");
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is told");
     char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");

@@ -11,7 +11,7 @@
 #include "model/outcome.h"
 #include "model/shell_state.h"
 #include "model/answer.h"
-#include "tap.h"
+#include "testlib.h"
 #include "base/util.h"
 
 static void options_cases(void)
@@ -22,15 +22,15 @@ static void options_cases(void)
     is_int(o.poll_interval_ms, 1000, "default poll interval 1000 ms");
     is_int(o.notify_max_chars, 4000, "default notification cap 4000 characters");
     is_int(o.wake, WAKE_LAST, "default wake policy: last");
-    is_int(options_parse(&o, "{\"poll_interval_ms\":250,\"wake\":\"always\",\"notify_retries\":0}", err, sizeof err), 0,
+    is_int(options_parse(&o, J("{'poll_interval_ms':250,'wake':'always','notify_retries':0}"), err, sizeof err), 0,
            "valid options accepted");
     is_int(o.poll_interval_ms, 250, "poll interval set");
     is_int(o.wake, WAKE_ALWAYS, "wake policy set");
     is_int(o.notify_retries, 0, "retries set");
-    ok(options_parse(&o, "{\"poll_interval_ms\":10}", err, sizeof err) != 0, "below range refused");
+    ok(options_parse(&o, J("{'poll_interval_ms':10}"), err, sizeof err) != 0, "below range refused");
     is_int(o.poll_interval_ms, 1000, "a refused parse leaves the defaults");
-    ok(options_parse(&o, "{\"poll_interval_ms\":100.5}", err, sizeof err) != 0, "fraction refused");
-    ok(options_parse(&o, "{\"wake\":\"sometimes\"}", err, sizeof err) != 0, "unknown wake policy refused");
+    ok(options_parse(&o, J("{'poll_interval_ms':100.5}"), err, sizeof err) != 0, "fraction refused");
+    ok(options_parse(&o, J("{'wake':'sometimes'}"), err, sizeof err) != 0, "unknown wake policy refused");
     is_str(err, "option 'wake' must be \"last\" or \"always\"", "wake error text");
     ok(options_parse(&o, "{not json", err, sizeof err) != 0, "malformed JSON refused");
     is_str(err, "plugin options must be a JSON object", "malformed JSON error text");
@@ -48,26 +48,26 @@ static void outcome_case(const char *json, const char *prev, outcome_kind kind, 
 
 static void outcome_cases(void)
 {
-    const char *done = "[{\"info\":{\"id\":\"m1\",\"role\":\"user\"},\"parts\":[{\"type\":\"text\",\"text\":\"q\"}]},"
-                       "{\"info\":{\"id\":\"m2\",\"role\":\"assistant\",\"time\":{\"created\":1,\"completed\":2}},"
-                       "\"parts\":[{\"type\":\"step-start\"},{\"type\":\"text\",\"text\":\"answer\"},"
-                       "{\"type\":\"text\",\"text\":\"more\"}]}]";
+    const char *done = J("[{'info':{'id':'m1','role':'user'},'parts':[{'type':'text','text':'q'}]},"
+                         "{'info':{'id':'m2','role':'assistant','time':{'created':1,'completed':2}},"
+                         "'parts':[{'type':'step-start'},{'type':'text','text':'answer'},"
+                         "{'type':'text','text':'more'}]}]");
     outcome_case(done, NULL, OUTCOME_COMPLETED, "answer\nmore", "finished answer");
     outcome_case(done, "m2", OUTCOME_NONE, NULL, "the previous run's answer is not a new one");
-    outcome_case("[{\"info\":{\"id\":\"m1\",\"role\":\"user\"},\"parts\":[]}]", NULL, OUTCOME_NONE, NULL,
+    outcome_case(J("[{'info':{'id':'m1','role':'user'},'parts':[]}]"), NULL, OUTCOME_NONE, NULL,
                  "only the prompt: not finished");
-    outcome_case("[{\"info\":{\"id\":\"m2\",\"role\":\"assistant\",\"time\":{\"created\":1}},\"parts\":[]}]", NULL,
-                 OUTCOME_NONE, NULL, "assistant still writing");
-    outcome_case("[{\"info\":{\"id\":\"m2\",\"role\":\"assistant\",\"time\":{\"created\":1,\"completed\":2},"
-                 "\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"overloaded\"}}},\"parts\":[]}]",
+    outcome_case(J("[{'info':{'id':'m2','role':'assistant','time':{'created':1}},'parts':[]}]"), NULL, OUTCOME_NONE,
+                 NULL, "assistant still writing");
+    outcome_case(J("[{'info':{'id':'m2','role':'assistant','time':{'created':1,'completed':2},"
+                   "'error':{'name':'APIError','data':{'message':'overloaded'}}},'parts':[]}]"),
                  NULL, OUTCOME_ERROR, "APIError: overloaded", "assistant error");
-    outcome_case("[{\"info\":{\"id\":\"m1\",\"role\":\"user\"},\"parts\":[]},"
-                 "{\"info\":{\"id\":\"m2\",\"role\":\"assistant\",\"finish\":\"tool-calls\"},"
-                 "\"parts\":[{\"type\":\"text\",\"text\":\"found it\"}]},"
-                 "{\"info\":{\"id\":\"m3\",\"role\":\"assistant\",\"finish\":\"stop\"},\"parts\":[]}]",
+    outcome_case(J("[{'info':{'id':'m1','role':'user'},'parts':[]},"
+                   "{'info':{'id':'m2','role':'assistant','finish':'tool-calls'},"
+                   "'parts':[{'type':'text','text':'found it'}]},"
+                   "{'info':{'id':'m3','role':'assistant','finish':'stop'},'parts':[]}]"),
                  NULL, OUTCOME_COMPLETED, "found it", "text from an earlier message of the same turn");
-    outcome_case("[{\"info\":{\"id\":\"m3\",\"role\":\"assistant\",\"finish\":\"stop\"},\"parts\":[]}]", NULL,
-                 OUTCOME_COMPLETED, "(the sub-agent finished without a text reply)", "no text at all");
+    outcome_case(J("[{'info':{'id':'m3','role':'assistant','finish':'stop'},'parts':[]}]"), NULL, OUTCOME_COMPLETED,
+                 "(the sub-agent finished without a text reply)", "no text at all");
     outcome_case("[]", NULL, OUTCOME_NONE, NULL, "empty history");
     outcome_case("not json", NULL, OUTCOME_NONE, NULL, "malformed history");
     outcome_case(NULL, NULL, OUTCOME_NONE, NULL, "no history");

@@ -148,7 +148,7 @@ static void test_bad_requests(void)
 static void test_pending_queue_and_detail(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host("{\"max_running_agents\":1}"));
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
     const char *parent = f.parent;
     char *a1 = t_launch_gated(h, parent, "one", "general");
     char *a2 = t_launch_gated(h, parent, "two", "general");

@@ -84,7 +84,7 @@ static sim_host *fresh_host(void)
 static int let_go_recorded(sim_host *h, void *arg)
 {
     (void)arg;
-    return call_index(h, "directory_watch", "\\\"watch\\\":0") >= 0;
+    return call_index(h, "directory_watch", J("\\'watch\\':0")) >= 0;
 }
 
 static int asked_about(sim_host *h, void *session)
@@ -176,7 +176,7 @@ static void launch_report_clear(void)
     is_int(wait_watched(h, wt, -1), 0, "the run over, the host let go of the folder");
     /* The sim flips the folder inside the call and records the call as it returns. */
     is_int(sim_wait(h, let_go_recorded, NULL, tap_timeout_ms(DEADLINE)), 0, "the let-go call is recorded");
-    int pushed = call_index(h, "session_prompt", notice), let_go = call_index(h, "directory_watch", "\\\"watch\\\":0");
+    int pushed = call_index(h, "session_prompt", notice), let_go = call_index(h, "directory_watch", J("\\'watch\\':0"));
     ok(pushed >= 0 && let_go > pushed, "after the notification's push (%d < %d): the parent does not wait for it",
        pushed, let_go);
     char *main_file = t_sh_line(repo, "cat shared.txt");
@@ -217,7 +217,7 @@ static void refusals(void)
     mkdir(plain, 0777);
     if (chdir(plain) != 0)
         bail_out("chdir %s", plain);
-    char *out = t_launch_isolated(h, parent, "outside", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    char *out = t_launch_isolated(h, parent, "outside", J("{'steps':[{'reply':'x'}]}"), "worktree");
     ok(t_rc != 0, "outside a git repository: refused");
     like(out, "Not launched, nothing was created: ", "nothing was created");
     like(out, "is not inside a git repository", "and why");
@@ -229,9 +229,9 @@ static void refusals(void)
     free(out);
     is_int(sim_calls(h, "session_create_in", NULL) + sim_calls(h, "session_create", NULL), 0, "no session");
 
-    sim_permission_rules(h, "{\"external_directory\":\"deny\"}");
+    sim_permission_rules(h, J("{'external_directory':'deny'}"));
     char *before = t_sh_line(repo, "git branch --list 'ocbg/*' | wc -l");
-    out = t_launch_isolated(h, parent, "denied", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    out = t_launch_isolated(h, parent, "denied", J("{'steps':[{'reply':'x'}]}"), "worktree");
     ok(t_rc != 0, "the user's rules deny a folder outside the project: refused");
     like(out, "Permission denied: making the task's git worktree in ", "the refusal names the worktree");
     like(out, "(permission \"external_directory\")", "and the permission");
@@ -249,11 +249,11 @@ static void refusals(void)
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
         bail_out("loading: %s", sim_load_error(h));
     parent = sim_session_new(h, NULL, "main");
-    out = t_launch_isolated(h, parent, "nohost", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    out = t_launch_isolated(h, parent, "nohost", J("{'steps':[{'reply':'x'}]}"), "worktree");
     ok(t_rc != 0, "a host without folders: refused");
     like(out, "this host cannot run a task in another folder", "and told so");
     free(out);
-    out = t_launch_isolated(h, parent, "plain", "{\"steps\":[{\"reply\":\"plain done\"}]}", "none");
+    out = t_launch_isolated(h, parent, "plain", J("{'steps':[{'reply':'plain done'}]}"), "none");
     is_int(t_rc, 0, "isolation none still works there");
     free(out);
     free(parent);
@@ -263,11 +263,11 @@ static void refusals(void)
 static void restart_keeps_it(void)
 {
     sim_host *h = fresh_host();
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, NULL, NULL);
     char *parent = sim_session_new(h, NULL, "main");
-    const char *script = "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate R\"]}},"
-                         "{\"run\":\"echo restarted > after.txt\"},{\"reply\":\"done R\"}]}";
+    const char *script = J("{'steps':[{'ask':{'permission':'bash','patterns':['gate R']}},"
+                           "{'run':'echo restarted > after.txt'},{'reply':'done R'}]}");
     char *out = t_launch_isolated(h, parent, "held", script, "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
@@ -297,7 +297,7 @@ static void restart_keeps_it(void)
     is_int(wait_watched(h, wt, -1), 0, "and let go of");
 
     /* A resume works in the same worktree: followed again first. */
-    sim_script(h, "follow R", "{\"steps\":[{\"run\":\"echo again >> after.txt\"},{\"reply\":\"resumed R\"}]}", 1);
+    sim_script(h, "follow R", J("{'steps':[{'run':'echo again >> after.txt'},{'reply':'resumed R'}]}"), 1);
     char args[128];
     snprintf(args, sizeof args, "{\"resume\":\"%s\",\"prompt\":\"follow R\"}", id);
     out = t_tool(h, parent, "background_task", args);
@@ -321,8 +321,8 @@ static void parent_deleted(void)
     t_fixture f;
     sim_host *h = t_open_with(&f, fresh_host());
     const char *parent = f.parent;
-    char *out = t_launch_isolated(h, parent, "orphan",
-                                  "{\"steps\":[{\"run\":\"echo left > left.txt\"},{\"reply\":\"o\"}]}", "worktree");
+    char *out = t_launch_isolated(h, parent, "orphan", J("{'steps':[{'run':'echo left > left.txt'},{'reply':'o'}]}"),
+                                  "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -347,8 +347,8 @@ static void parent_deleted_at_stop(void)
     sim_host *h = t_open_with(&f, fresh_host());
     const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
-    char *out = t_launch_isolated(h, parent, "late",
-                                  "{\"steps\":[{\"run\":\"echo late > late.txt\"},{\"reply\":\"l\"}]}", "worktree");
+    char *out =
+        t_launch_isolated(h, parent, "late", J("{'steps':[{'run':'echo late > late.txt'},{'reply':'l'}]}"), "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -386,14 +386,14 @@ static void resumed_while_let_go(void)
     sim_host *h = t_open_with(&f, fresh_host());
     const char *parent = f.parent;
     sim_slow(h, "directory_watch", tap_timeout_ms(1500));
-    char *out = t_launch_isolated(h, parent, "quick", "{\"steps\":[{\"reply\":\"first Q\"}]}", "worktree");
+    char *out = t_launch_isolated(h, parent, "quick", J("{'steps':[{'reply':'first Q'}]}"), "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
     is_int(t_wait_messages_with(h, parent, "first Q", 1, DEADLINE), 0, "the first run's notification arrives");
     t_started let_go = {"directory_watch", 2}; /* follow, then let go */
     is_int(sim_wait(h, t_calls_started, &let_go, tap_timeout_ms(DEADLINE)), 0, "the host is letting go of the folder");
-    sim_script(h, "again Q", "{\"steps\":[{\"run\":\"echo again > again.txt\"},{\"reply\":\"second Q\"}]}", 1);
+    sim_script(h, "again Q", J("{'steps':[{'run':'echo again > again.txt'},{'reply':'second Q'}]}"), 1);
     out = t_tool(h, parent, "background_task", J("{'resume':'%s','prompt':'again Q'}", id));
     is_int(t_rc, 0, "the task is resumed meanwhile");
     free(out);
@@ -414,11 +414,11 @@ static void fork_isolated(void)
 {
     sim_host *h = fresh_host();
     char *parent = sim_session_new(h, NULL, "main");
-    sim_script(h, "tell the plan", "{\"steps\":[{\"reply\":\"The plan is X-PLAN-7\"}]}", 1);
-    sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"tell the plan\"}]}");
+    sim_script(h, "tell the plan", J("{'steps':[{'reply':'The plan is X-PLAN-7'}]}"), 1);
+    sim_session_prompt(h, parent, J("{'parts':[{'type':'text','text':'tell the plan'}]}"));
     sim_wait_messages(h, parent, 2, tap_timeout_ms(DEADLINE));
     sim_wait_idle(h, parent, tap_timeout_ms(DEADLINE));
-    sim_script(h, "forked and isolated", "{\"steps\":[{\"run\":\"echo forked > forked.txt\"},{\"reply\":\"f\"}]}", 1);
+    sim_script(h, "forked and isolated", J("{'steps':[{'run':'echo forked > forked.txt'},{'reply':'f'}]}"), 1);
     char *out = t_tool(h, parent, "background_task",
                        J("{'description':'fork','prompt':'forked and isolated','agent':'general','fork':true,"
                          "'isolation':'worktree'}"));
@@ -431,7 +431,7 @@ static void fork_isolated(void)
     char *dir = child ? sim_session_directory(h, child) : NULL;
     is_str(dir, wt, "the child is a session in the worktree");
     char *body = child ? sim_call_body(h, "session_prompt", child, 0) : NULL;
-    like(body, "\"noReply\":true", "its first message is silent");
+    like(body, J("'noReply':true"), "its first message is silent");
     like(body, "The parent conversation so far:", "and holds the parent's history");
     like(body, "X-PLAN-7", "with the parent's answer in it");
     is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the fork completes");
@@ -466,14 +466,14 @@ static int row_gone(sim_host *h, void *id)
 static void row_kept_until_released(void)
 {
     sim_host *h = fresh_host();
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, NULL, NULL);
     char *parent = sim_session_new(h, NULL, "main");
     char *plain = t_launch(h, parent, "plain", "plain", "general");
     is_int(t_wait_status(h, parent, plain, "completed", DEADLINE), 0, "a plain task completed");
     char *out = t_launch_isolated(h, parent, "kept row",
-                                  "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate K\"]}},"
-                                  "{\"reply\":\"k\"}]}",
+                                  J("{'steps':[{'ask':{'permission':'bash','patterns':['gate K']}},"
+                                    "{'reply':'k'}]}"),
                                   "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
@@ -508,12 +508,12 @@ static void parent_deleted_while_down(void)
     const char *parent = f.parent;
     char *kept = sim_session_new(h, NULL, "kept");
     char *out = t_launch_isolated(h, parent, "unseen",
-                                  "{\"steps\":[{\"run\":\"echo unseen > unseen.txt\"},"
-                                  "{\"reply\":\"u\"}]}",
+                                  J("{'steps':[{'run':'echo unseen > unseen.txt'},"
+                                    "{'reply':'u'}]}"),
                                   "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
-    out = t_launch_isolated(h, kept, "stays", "{\"steps\":[{\"reply\":\"s\"}]}", "worktree");
+    out = t_launch_isolated(h, kept, "stays", J("{'steps':[{'reply':'s'}]}"), "worktree");
     char *id2 = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id), *wt2 = wt_of(id2);
@@ -525,7 +525,7 @@ static void parent_deleted_while_down(void)
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
         bail_out("reloading ocbg: %s", sim_load_error(h));
     /* A launch at once, its git beside the release's in the same repository. */
-    out = t_launch_isolated(h, kept, "beside", "{\"steps\":[{\"reply\":\"b\"}]}", "worktree");
+    out = t_launch_isolated(h, kept, "beside", J("{'steps':[{'reply':'b'}]}"), "worktree");
     char *id3 = t_find_id(out, "bg_");
     ok(id3 != NULL, "an isolated launch during the release starts");
     free(out);

@@ -118,8 +118,8 @@ static void slow_git_delays_only_its_task(void)
     setenv("PATH", slow, 1);
     sim_host *h = t_host(store_opts);
     char *parent = sim_session_new(h, NULL, "main");
-    char *out = t_launch_isolated(h, parent, "slow", "{\"steps\":[{\"run\":\"touch SLOW\"},{\"reply\":\"done slow\"}]}",
-                                  "worktree");
+    char *out =
+        t_launch_isolated(h, parent, "slow", J("{'steps':[{'run':'touch SLOW'},{'reply':'done slow'}]}"), "worktree");
     char *slow_id = t_find_id(out, "bg_");
     free(out);
     char *stuck = xasprintf("%s/stuck", top);
@@ -127,11 +127,10 @@ static void slow_git_delays_only_its_task(void)
     for (int64_t until = mono_ms() + tap_timeout_ms(DEADLINE); hung && mono_ms() < until;)
         hung = !t_exists(stuck);
     ok(!hung, "git hangs on the first task's worktree (its report)");
-    out = t_launch_isolated(h, parent, "quick", "{\"steps\":[{\"reply\":\"done quick\"}]}", "worktree");
+    out = t_launch_isolated(h, parent, "quick", J("{'steps':[{'reply':'done quick'}]}"), "worktree");
     char *quick_id = t_find_id(out, "bg_");
     free(out);
-    out = t_tool(h, parent, "background_task",
-                 "{\"description\":\"plain\",\"prompt\":\"plain one\",\"agent\":\"general\"}");
+    out = t_tool(h, parent, "background_task", J("{'description':'plain','prompt':'plain one','agent':'general'}"));
     char *plain_id = t_find_id(out, "bg_");
     free(out);
     char *nq = completed(quick_id), *np = completed(plain_id), *ns = completed(slow_id);
