@@ -101,8 +101,7 @@ static void cancels(void)
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
     const char *p = f.parent;
     launched a = launch(h, p, "A"), b = launch(h, p, "B"), c = launch(h, p, "C");
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", a.id);
+    const char *args = J("{'task_id':'%s'}", a.id);
     free(t_tool(h, p, "background_cancel", args));
     is_int(t_wait_status(h, p, a.id, "cancelled", 5000), 0, "A is cancelled");
     release_says(h, p, "B", &b, 1, "2 of 3 tasks done, 1 still running.");
@@ -127,8 +126,7 @@ static void resumes(void)
                J("{'steps':[{'ask':{'permission':'bash','patterns':['gate A2']}},"
                  "{'reply':'second A'}]}"),
                1);
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"follow-up A\"}", a.id);
+    const char *args = J("{'task_id':'%s','message':'follow-up A'}", a.id);
     char *ans = t_tool(h, p, "background_resume", args);
     is_int(t_rc, 0, "A resumed");
     free(ans);
@@ -211,8 +209,7 @@ static void resumed_before_push(void)
     is_int(t_wait_status(h, p, a, "completed", 10000), 0, "the first task completed");
     int before = t_count_notices(h, p, "completed: ", a);
     sim_script(h, "follow-up first", J("{'steps':[{'reply':'answer two'}]}"), 1);
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"follow-up first\"}", a);
+    const char *args = J("{'task_id':'%s','message':'follow-up first'}", a);
     char *ans = t_tool(h, p, "background_resume", args);
     is_int(t_rc, 0, "resumed at once");
     free(ans);

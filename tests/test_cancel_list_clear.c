@@ -195,13 +195,12 @@ static void list_filters(void)
     out = t_tool(h, parent, "background_list", J("{'status':'resumed'}"));
     is_str(out, "No background tasks found (filter: status resumed)", "no match names the filter");
     free(out);
-    char args[128];
-    snprintf(args, sizeof args, "{\"batch_id\":\"%s\"}", b1);
+    const char *args = J("{'batch_id':'%s'}", b1);
     out = t_tool(h, parent, "background_list", args);
     ok(pos(out, t1) >= 0 && pos(out, t2) < 0, "batch filter");
     like(out, "\nTotal: 1 task (1 completed)", "batch total");
     free(out);
-    snprintf(args, sizeof args, "{\"batch_id\":\"%s\",\"status\":\"completed\"}", b2);
+    args = J("{'batch_id':'%s','status':'completed'}", b2);
     out = t_tool(h, parent, "background_list", args);
     char want[160];
     snprintf(want, sizeof want, "No background tasks found (filter: status completed batch %s)", b2);

@@ -259,8 +259,7 @@ static void stray_idle_during_continue(void)
     is_int(sim_wait(h, t_question_open, child, tap_timeout_ms(5000)), 0, "the continue turn asks a question");
     char *q = sim_permission_open(h, child);
     size_t reads = sim_calls(h, "session_messages", child);
-    char ev[160];
-    snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"%s\"}}", child);
+    const char *ev = J("{'type':'session.idle','properties':{'sessionID':'%s'}}", child);
     sim_emit(h, ev);
     is_int(sim_wait_calls(h, "session_messages", child, reads + 1, tap_timeout_ms(5000)), 0,
            "the stray idle made the plugin read the child's messages");
@@ -282,14 +281,13 @@ static void resume_after_compaction(void)
     const char *parent = f.parent;
     char *id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
     sim_script(h, "what next", J("{'steps':[{'reply':'NEW ANSWER'}]}"), 1);
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"what next\",\"block\":true}", id);
+    const char *args = J("{'task_id':'%s','message':'what next','block':true}", id);
     char *out = t_tool(h, parent, "background_resume", args);
     is_int(t_rc, 0, "a blocking resume of a compacted task succeeds");
     is_str(out, "NEW ANSWER", "it returns the new answer");
     free(out);
     sim_script(h, "and then", "{\"steps\":[{\"reply\":\"THIRD\"}," COMPACT "]}", 1);
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"and then\"}", id);
+    args = J("{'task_id':'%s','message':'and then'}", id);
     free(t_tool(h, parent, "background_resume", args));
     is_int(t_wait_output_with(h, parent, id, "Result:\nTHIRD\n", 5000), 0,
            "a resumed run that compacts again: its own answer");

@@ -130,8 +130,7 @@ static void check_before_more_work(void)
                "{\"steps\":[{\"reply\":\"NEW ANSWER\"}," COMPACT_LATER
                ",{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"more after the resume\"}]}",
                1);
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"what next\",\"block\":true}", id);
+    const char *args = J("{'task_id':'%s','message':'what next','block':true}", id);
     char *out = t_tool(h, parent, "background_resume", args);
     is_str(out, "NEW ANSWER", "before, resume: the blocking resume returns the new answer");
     free(out);

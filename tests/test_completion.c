@@ -169,8 +169,7 @@ static void duplicated_events_complete_once(void)
     char *id = t_launch_script(h, parent, "dup events", J("{'steps':[{'tool':'grep'},{'reply':'only once'}]}"));
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed under duplicated events");
     char *child = t_task_session(h, 0);
-    char ev[256];
-    snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"%s\"}}", child);
+    const char *ev = J("{'type':'session.idle','properties':{'sessionID':'%s'}}", child);
     sim_emit(h, ev);
     sim_emit(h, ev);
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "events flushed");
@@ -273,8 +272,7 @@ static void parent_deleted_aborts_running(void)
     const char *parent = f.parent;
     char *running = t_launch_script(h, parent, "orphan", J("{'steps':[{'hang':true}]}"));
     char *child = t_task_session(h, 0);
-    char ev[256];
-    snprintf(ev, sizeof ev, "{\"type\":\"session.deleted\",\"properties\":{\"info\":{\"id\":\"%s\"}}}", parent);
+    const char *ev = J("{'type':'session.deleted','properties':{'info':{'id':'%s'}}}", parent);
     sim_emit(h, ev);
     is_int(sim_wait_calls(h, "session_abort", child, 1, tap_timeout_ms(5000)), 0, "running child aborted");
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the child session stops");
@@ -299,9 +297,8 @@ static void chaos_each_task_ends_once(void)
     sim_event_faults(h, 20261121, 0.3, 0.5, 30, NULL);
     char *ids[N];
     for (int i = 0; i < N; i++) {
-        char script[160];
-        snprintf(script, sizeof script, "{\"steps\":[{\"tool\":\"read\",\"ms\":%d},{\"%s\":\"chaos result %d\"}]}",
-                 5 * i, i == 2 ? "error" : "reply", i);
+        const char *script =
+            J("{'steps':[{'tool':'read','ms':%d},{'%s':'chaos result %d'}]}", 5 * i, i == 2 ? "error" : "reply", i);
         ids[i] = t_launch_script(h, parent, "Chaos", script);
     }
     for (int i = 0; i < N; i++) {
@@ -335,8 +332,7 @@ static void stopped_during_a_repeated_check(void)
     char *id = t_launch_script(h, parent, "stopped mid-check", J("{'steps':[{'reply':'too late'}]}"));
     is_int(sim_wait(h, t_calls_started, &read, tap_timeout_ms(5000)), 0, "the completion check is reading");
     char *child = t_task_session(h, 0);
-    char ev[256];
-    snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"%s\"}}", child);
+    const char *ev = J("{'type':'session.idle','properties':{'sessionID':'%s'}}", child);
     sim_emit(h, ev);
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "an idle came during the check");
     char *out = t_cancel(h, parent, id); /* returns after the slow abort, the check long over */

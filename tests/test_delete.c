@@ -70,8 +70,7 @@ static void check_stopped(sim_host *h, family *f, size_t prompts_before, const c
     char *out = t_tool(h, f->parent, "background_list", "{}");
     like(out, "No background tasks found", "%s: the tasks went with their parent", how);
     free(out);
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", f->ids[0]);
+    const char *args = J("{'task_id':'%s'}", f->ids[0]);
     out = t_tool(h, f->parent, "background_output", args);
     like(out, "Task not found: ", "%s: an old id is not found", how);
     free(out);

@@ -124,8 +124,7 @@ static void nested_task_waits_without_a_slot(void)
     char *out = t_output(h, root, a);
     like(out, ": running\n", "A is still running: its answer is not its result yet");
     free(out);
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":false}", a);
+    const char *args = J("{'task_id':'%s','block':false}", a);
     out = t_tool(h, root, "TaskOutput", args);
     like(out, "<waiting_for_tasks>the background tasks it launched are still running</waiting_for_tasks>",
          "TaskOutput says so too");
@@ -200,8 +199,7 @@ static void cancel_cascades(void)
     tree t = tree_open();
     sim_host *h = t.h;
     const char *root = t.root, *a = t.a, *as = t.as, *b = t.b, *bs = t.bs;
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", a);
+    const char *args = J("{'task_id':'%s'}", a);
     char *out = t_tool(h, root, "background_cancel", args);
     is_int(t_rc, 0, "A is cancelled");
     free(out);

@@ -413,8 +413,7 @@ static void fork_polled_before_its_prompt(void)
     char *id = t_find_id(out, "bg_");
     free(out);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the forked task completes");
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    const char *args = J("{'task_id':'%s'}", id);
     out = t_tool(h, parent, "background_output", args);
     like(out, "forked child done", "with its own answer");
     unlike(out, "I read big.txt", "not the parent's last answer it inherited");

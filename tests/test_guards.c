@@ -265,8 +265,7 @@ static void cost_budget(void)
      * a script's would come before its end, and stop it. */
     emit_usage(h, child2, "msg_x", 10, 1, 0, 0, 0, 5.5);
     flush(h);
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"more\"}", done);
+    const char *args = J("{'task_id':'%s','message':'more'}", done);
     size_t prompts = sim_calls(h, "session_prompt", child2);
     out = t_tool(h, s, "background_resume", args);
     is_int(t_rc, -EDQUOT, "the resume is refused");

@@ -139,8 +139,7 @@ static void agent_max_runtime(void)
 /* Bash in the background with extra arguments; returns the task id. */
 static char *bash_bg(sim_host *h, const char *s, const char *command, const char *extra)
 {
-    char args[256];
-    snprintf(args, sizeof args, "{\"command\":\"%s\",\"run_in_background\":true%s}", command, extra);
+    const char *args = J("{'command':'%s','run_in_background':true%s}", command, extra);
     char *out = t_tool(h, s, "Bash", args);
     char *id = t_find_id(out, "bg_");
     if (t_rc != 0 || !id)

@@ -157,8 +157,7 @@ static void abort_fails(void)
     char *batch = t_find_id(out, "batch_");
     free(out);
     sim_fail(h, "session_abort", 1, 1, -EIO);
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", batch);
+    const char *args = J("{'task_id':'%s'}", batch);
     out = t_tool(h, parent, "background_cancel", args);
     is_int(t_rc, 0, "partly successful batch cancel succeeds");
     snprintf(want, sizeof want, "Cancelled 1 running task of batch %s: ", batch);

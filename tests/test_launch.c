@@ -47,8 +47,7 @@ static void launch_creates_child_and_sends_prompt(void)
     free(body);
 
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "task completes by its idle event");
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    const char *args = J("{'task_id':'%s'}", id);
     free(out);
     out = t_tool(h, parent, "background_output", args);
     like(out, "auth lives in src/auth", "output returns the sub-agent's last reply");
@@ -113,8 +112,7 @@ static void host_failures_at_launch(void)
     ok(id != NULL, "the failed task's id is given");
     free(out);
     is_int(t_wait_status(h, parent, id, "error", 2000), 0, "the task ended in error");
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    const char *args = J("{'task_id':'%s'}", id);
     out = t_tool(h, parent, "background_output", args);
     like(out, "Failed to send the prompt to the sub-agent: simulated failure of session_prompt",
          "its error names the reason");

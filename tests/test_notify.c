@@ -102,8 +102,7 @@ static void quiet_until_last(const char *options, int expect_quiet)
     t_fixture f;
     sim_host *h = t_open(&f, options);
     const char *parent = f.parent;
-    char script[128];
-    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"slow result\"}]}", tap_timeout_ms(300));
+    const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'slow result'}]}", tap_timeout_ms(300));
     char *slow = t_launch_script(h, parent, "Slow", script);
     char *fast = t_launch_script(h, parent, "Fast", J("{'steps':[{'reply':'fast result'}]}"));
     is_int(t_wait_messages_with(h, parent, "fast result", 1, 5000), 0, "fast task's notice arrives");
@@ -156,8 +155,7 @@ static void long_result_is_capped(void)
     for (int i = 0; i < 300; i++)
         reply[i] = (char)('a' + i % 26);
     reply[300] = '\0';
-    char script[512];
-    snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", reply);
+    const char *script = J("{'steps':[{'reply':'%s'}]}", reply);
     char *id = t_launch_script(h, parent, "Verbose", script);
     is_int(t_wait_messages_with(h, parent, "[Cut at 200 of 300 characters.", 1, 5000), 0, "cut notice arrives");
     cJSON *b = wait_notice(h, parent, id);
@@ -272,12 +270,9 @@ static void block_suppresses_notification(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char script[128];
-    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"returned by the wait\"}]}",
-             tap_timeout_ms(100));
+    const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'returned by the wait'}]}", tap_timeout_ms(100));
     char *id = t_launch_script(h, parent, "Awaited", script);
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":true}", id);
+    const char *args = J("{'task_id':'%s','block':true}", id);
     char *out = t_tool(h, parent, "background_output", args);
     like(out, "Result:\nreturned by the wait\n", "the wait returned the result");
     free(out);

@@ -75,9 +75,7 @@ static void block_returns_result(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char script[128];
-    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"waited for this\"}]}",
-             tap_timeout_ms(100));
+    const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'waited for this'}]}", tap_timeout_ms(100));
     char *id = t_launch_script(h, parent, "Slow one", script);
     char *args = output_args(id, 1, 0);
     char *out = t_tool(h, parent, "background_output", args);
@@ -127,9 +125,7 @@ static void esc_during_block(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *parent = f.parent;
-    char script[128];
-    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"done after Esc\"}]}",
-             tap_timeout_ms(400));
+    const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'done after Esc'}]}", tap_timeout_ms(400));
     char *id = t_launch_script(h, parent, "Interrupted wait", script);
     char *args = output_args(id, 1, 600);
     sim_call *c = sim_tool_start(h, parent, "background_output", args);

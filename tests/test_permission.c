@@ -278,14 +278,13 @@ static void resume_denied_keeps_the_task(void)
     size_t prompts = sim_calls(h, "session_prompt", child);
     sim_permission_rules(h, J("{'task':{'explore':'ask'}}"));
     sim_permission_auto(h, "reject", NULL);
-    char args[200];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"and the tests?\"}", id);
+    const char *args = J("{'task_id':'%s','message':'and the tests?'}", id);
     char *out = t_tool(h, s, "background_resume", args);
     is_int(t_rc, -EACCES, "the resume is refused");
     like(out, "Permission denied: starting a sub-agent of type \"explore\"", "the answer says why");
     like(out, ": The user rejected permission", "with the host's words");
     free(out);
-    snprintf(args, sizeof args, "{\"description\":\"d\",\"prompt\":\"more\",\"resume\":\"%s\"}", id);
+    args = J("{'description':'d','prompt':'more','resume':'%s'}", id);
     out = t_tool(h, s, "background_task", args);
     is_int(t_rc, -EACCES, "background_task(resume=) is refused too");
     free(out);
@@ -296,7 +295,7 @@ static void resume_denied_keeps_the_task(void)
     unlike(out, "(resumed)", "and not marked resumed");
     free(out);
     sim_permission_auto(h, "once", NULL);
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"and the tests?\",\"block\":true}", id);
+    args = J("{'task_id':'%s','message':'and the tests?','block':true}", id);
     out = t_tool(h, s, "background_resume", args);
     is_int(t_rc, 0, "allowed once: the resume runs");
     free(out);
@@ -343,8 +342,7 @@ static void child_waits_for_permission(void)
     char *out = t_tool(h, s, "background_list", "{}");
     like(out, "| running, waiting for permission: bash: rm -rf build |", "background_list shows it");
     free(out);
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":false}", id);
+    const char *args = J("{'task_id':'%s','block':false}", id);
     out = t_tool(h, s, "TaskOutput", args);
     like(out, "<waiting_for_permission>bash: rm -rf build</waiting_for_permission>", "TaskOutput shows it");
     free(out);

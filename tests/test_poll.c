@@ -185,8 +185,7 @@ static void missing_from_map_bounded(void)
     char *ids[N];
     int64_t t0 = mono_ms();
     for (int i = 0; i < N; i++) {
-        char args[160];
-        snprintf(args, sizeof args, "{\"description\":\"m%d\",\"prompt\":\"MISSING %d\",\"agent\":\"general\"}", i, i);
+        const char *args = J("{'description':'m%d','prompt':'MISSING %d','agent':'general'}", i, i);
         char *ans = t_tool(h, parent, "background_task", args);
         ids[i] = t_find_id(ans, "bg_");
         free(ans);

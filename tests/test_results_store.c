@@ -77,8 +77,7 @@ static int wait_dropped(sim_host *h, const char *id)
 
 static char *launch_done(sim_host *h, const char *psid, const char *prompt, const char *reply_json)
 {
-    char script[7000];
-    snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", reply_json);
+    const char *script = J("{'steps':[{'reply':'%s'}]}", reply_json);
     sim_script(h, prompt, script, 1);
     char *id = t_launch(h, psid, "Texts", prompt, "general");
     if (t_wait_messages_with(h, psid, "[ocbg] Background task completed", 1, tap_timeout_ms(5000)) != 0)
@@ -123,8 +122,7 @@ static void results_read_back(void)
     is_int(in_memory(h, id), 4, "the copy read back is not kept");
     free(out);
 
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":false}", id);
+    const char *args = J("{'task_id':'%s','block':false}", id);
     out = t_tool(h, psid, "TaskOutput", args);
     free(want);
     if (asprintf(&want, "<output>\n%s\n</output>\n", answer_text) < 0)
@@ -134,7 +132,7 @@ static void results_read_back(void)
 
     /* A blocking resume: its new answer; the prompt stays stored. */
     sim_script(h, "texts-read-back two", J("{'steps':[{'reply':'the second answer'}]}"), 1);
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-read-back two\",\"block\":true}", id);
+    args = J("{'task_id':'%s','message':'texts-read-back two','block':true}", id);
     out = t_tool(h, psid, "background_resume", args);
     is_int(t_rc, 0, "a blocking resume of a task whose texts are in the store succeeds");
     like(out, "the second answer", "and returns the new answer");
@@ -214,8 +212,7 @@ static void held_notice_keeps_text(void)
     t_fixture f;
     sim_host *h = t_open_with(&f, t_linked_host(opts));
     const char *psid = f.parent;
-    char script[7000];
-    snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", answer_json);
+    const char *script = J("{'steps':[{'reply':'%s'}]}", answer_json);
     sim_script(h, "texts-held", script, 1);
     /* Every prompt after the task's own (call 1) fails: its notification
      * cannot be sent. */
@@ -281,8 +278,7 @@ static void resume_after_failed_write(void)
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
     is_int(t_refuse_updates(db, "NEW.status = 5"), SQLITE_OK, "a trigger makes the resumed run's write fail");
     sim_script(h, "texts-resume-fail two", J("{'steps':[{'wait_ms':20},{'reply':'the second answer'}]}"), 1);
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-resume-fail two\"}", id);
+    const char *args = J("{'task_id':'%s','message':'texts-resume-fail two'}", id);
     free(t_tool(h, psid, "background_resume", args));
     is_int(t_wait_until(h, t_store_given_up, NULL), 0, "the resume's write fails: the store is given up");
     is_int(t_wait_output_with(h, psid, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
@@ -337,8 +333,7 @@ static void stale_read_not_attached(void)
     char *id = launch_done(h, psid, "texts-race one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
     sim_script(h, "texts-race two", J("{'steps':[{'reply':'the second answer'}]}"), 1);
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-race two\",\"block\":true}", id);
+    const char *args = J("{'task_id':'%s','message':'texts-race two','block':true}", id);
     free(t_tool(h, psid, "background_resume", args));
     is_int(wait_dropped(h, id), 0, "the second answer is in the store only");
 

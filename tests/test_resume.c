@@ -51,8 +51,7 @@ static void resume_happy_path(void)
     is_int(t_wait_messages_with(h, parent, "second answer", 1, 5000), 0,
            "the parent is notified with the new response");
     is_int(t_count_messages_with(h, parent, "[ocbg] Background task completed"), 2, "one notification per run");
-    char get[64];
-    snprintf(get, sizeof get, "{\"task_id\":\"%s\"}", id);
+    const char *get = J("{'task_id':'%s'}", id);
     free(out);
     out = t_tool(h, parent, "background_output", get);
     like(out, "second answer", "output returns the new response");
@@ -138,8 +137,7 @@ static void resume_expired_session(void)
     like(out, "Task session expired or no longer exists", "an expired session is reported");
     like(out, "Start a new background_task instead.", "with the suggestion to start a new task");
     free(out);
-    char get[64];
-    snprintf(get, sizeof get, "{\"task_id\":\"%s\"}", id);
+    const char *get = J("{'task_id':'%s'}", id);
     out = t_tool(h, parent, "background_output", get);
     like(out, ": completed", "the task is still completed");
     unlike(out, "Resumed:", "its resume count did not move");
@@ -182,22 +180,21 @@ static void resume_blocking(void)
     char *parent, *id;
     sim_host *h = completed_task(&parent, &id);
     sim_script(h, "quick follow-up", J("{'steps':[{'reply':'blocking answer'}]}"), 1);
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"quick follow-up\",\"block\":true}", id);
+    const char *args = J("{'task_id':'%s','message':'quick follow-up','block':true}", id);
     char *out = t_tool(h, parent, "background_resume", args);
     is_int(t_rc, 0, "blocking resume succeeds");
     is_str(out, "blocking answer", "it returns only the new response");
     free(out);
     /* A later run's notification proves the worker has drained: then count. */
     sim_script(h, "later follow-up", J("{'steps':[{'reply':'later answer'}]}"), 1);
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"later follow-up\"}", id);
+    args = J("{'task_id':'%s','message':'later follow-up'}", id);
     free(t_tool(h, parent, "background_resume", args));
     is_int(t_wait_messages_with(h, parent, "later answer", 1, 5000), 0, "a non-blocking resume notifies");
     is_int(t_count_messages_with(h, parent, "blocking answer"), 0, "the blocking resume sent no notification");
 
     /* Esc during a blocking resume ends the wait, not the run. */
     sim_script(h, "slow follow-up", J("{'steps':[{'wait_ms':300},{'reply':'slow answer'}]}"), 1);
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"slow follow-up\",\"block\":true}", id);
+    args = J("{'task_id':'%s','message':'slow follow-up','block':true}", id);
     sim_call *c = sim_tool_start(h, parent, "background_resume", args);
     is_int(t_wait_status(h, parent, id, "resumed", 2000), 0, "the task shows resumed while it works");
     sim_tool_cancel(c);
@@ -225,8 +222,7 @@ static void block_waits(void)
     sim_script(h, "stuck one", J("{'steps':[{'hang':true}]}"), 1);
     char *a = t_launch(h, parent, "Fast", "fast one", "general");
     char *b = t_launch(h, parent, "Slow", "slow one", "general");
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_ids\":[\"%s\",\"%s\"]}", a, b);
+    const char *args = J("{'task_ids':['%s','%s']}", a, b);
     char *out = t_tool(h, parent, "background_block", args);
     is_int(t_rc, 0, "block returns");
     like(out, "All 2 tasks finished.", "when all are finished");
@@ -238,7 +234,7 @@ static void block_waits(void)
     free(out);
 
     char *c = t_launch(h, parent, "Stuck", "stuck one", "general");
-    snprintf(args, sizeof args, "{\"task_ids\":[\"%s\",\"%s\"],\"timeout\":0.2}", a, c);
+    args = J("{'task_ids':['%s','%s'],'timeout':0.2}", a, c);
     out = t_tool(h, parent, "background_block", args);
     like(out, "Timed out after waiting 0.2s: 1 of 2 tasks finished; still running: ", "a timeout says what runs");
     like(out, c, "naming the running task");
@@ -254,11 +250,11 @@ static void block_waits(void)
     sim_script(h, "resume me", J("{'steps':[{'wait_ms':100},{'reply':'resumed answer'}]}"), 1);
     char *rargs = resume_args(a, "resume me", NULL);
     free(t_tool(h, parent, "background_task", rargs));
-    snprintf(args, sizeof args, "{\"task_ids\":[\"%s\"]}", a);
+    args = J("{'task_ids':['%s']}", a);
     out = t_tool(h, parent, "background_block", args);
     like(out, "All 1 task finished.", "block waits for the resumed run");
     free(out);
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":true}", a);
+    args = J("{'task_id':'%s','block':true}", a);
     out = t_tool(h, parent, "background_output", args);
     like(out, "resumed answer", "output after a resume has the resume's response");
     free(out);

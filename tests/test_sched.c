@@ -87,8 +87,7 @@ static void cancel_pending(void)
     out = t_launch_gated(h, parent, "B", "explore");
     char *b = t_find_id(out, "bg_");
     free(out);
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", b);
+    const char *args = J("{'task_id':'%s'}", b);
     out = t_tool(h, parent, "background_cancel", args);
     is_int(t_rc, 0, "a pending task can be cancelled");
     like(out, "status: cancelled", "and is");
@@ -207,8 +206,7 @@ static void resume_needs_a_slot(void)
     t_release_gated(h, "D");
     t_wait_status(h, parent, d, "completed", 5000);
     free(t_launch_gated(h, parent, "H", "explore"));
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"more\"}", d);
+    const char *args = J("{'task_id':'%s','message':'more'}", d);
     out = t_tool(h, parent, "background_resume", args);
     is_int(t_rc, -EAGAIN, "a resume with every slot busy is refused");
     char want[200];
@@ -234,8 +232,7 @@ static void wait_includes_queue(void)
     char *out = t_launch_gated(h, parent, "W2", "explore");
     char *w2 = t_find_id(out, "bg_");
     free(out);
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":true,\"timeout\":60000}", w2);
+    const char *args = J("{'task_id':'%s','block':true,'timeout':60000}", w2);
     sim_call *c = sim_tool_start(h, parent, "TaskOutput", args);
     t_release_gated(h, "W1");
     t_release_gated(h, "W2");

@@ -142,8 +142,7 @@ static void slow_host_follow_up(void)
     is_int(t_wait_messages_with(h, s, "is waiting for permission", 1, 5000), 0, "the parent heard of the question");
     sim_script(h, "look at baz.c", J("{'steps':[{'reply':'baz.c has the bug'}]}"), 1);
     sim_slow(h, "session_prompt", tap_timeout_ms(3000));
-    char args[256];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"look at baz.c\"}", id);
+    const char *args = J("{'task_id':'%s','message':'look at baz.c'}", id);
     size_t asked = sim_permission_count(h);
     started_arg sa = {sim_calls_started(h, "session_prompt")};
     sim_call *c = sim_tool_start(h, s, "background_send", args);

@@ -160,8 +160,7 @@ static void output_over_the_cap(void)
     free(want);
     free(out);
 
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    const char *args = J("{'task_id':'%s'}", id);
     out = t_tool(h, s, "background_output", args);
     like(out, "[... 104798 bytes of output left out here ...]\n", "background_output says the same");
     like(out, "\n19999\n20000\n", "with the tail");

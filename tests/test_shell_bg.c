@@ -140,8 +140,7 @@ static void exits_and_notifications(void)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "read x < %s; kill -TERM $$", t_tmp_path("gate"));
     char *killed = t_bash_bg(h, s, cmd, NULL, T_LAUNCH_OK);
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"timeout\":%d}", killed, tap_timeout_ms(5000));
+    const char *args = J("{'task_id':'%s','timeout':%d}", killed, tap_timeout_ms(5000));
     sim_call *c = sim_tool_start(h, s, "TaskOutput", args);
     int rc = 0;
     out = NULL;

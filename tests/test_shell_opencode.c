@@ -85,8 +85,7 @@ static void batch_cancel_and_clear(void)
     out = t_output(h, s, shell);
     ok(batch && strstr(out, batch), "the shell task joined the agent's batch");
     free(out);
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", batch ? batch : "batch_none");
+    const char *args = J("{'task_id':'%s'}", batch ? batch : "batch_none");
     out = t_tool(h, s, "background_cancel", args);
     is_int(t_rc, 0, "cancelling the batch succeeds");
     like(out, "Cancelled 2 running tasks of batch ", "both tasks");

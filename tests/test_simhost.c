@@ -133,8 +133,7 @@ static void test_prompt_order(void)
     /* limit returns the newest messages. */
     cJSON *r = hostcall(h, J("{'fn':'session_messages','sessionID':'x'}"));
     cJSON_Delete(r);
-    const char *args;
-    args = J("{'fn':'session_messages','sessionID':'%s','limit':1}", sid);
+    const char *args = J("{'fn':'session_messages','sessionID':'%s','limit':1}", sid);
     r = hostcall(h, args);
     is_int(cJSON_GetArraySize(out_of(r)), 1, "limit 1 gives one message");
     is_str(jstr(out_of(r), "0.info.role"), "assistant", "the newest one");
@@ -260,8 +259,7 @@ static void test_noreply_and_bad_body(void)
     is_str(t, "just so you know", "noReply text stored");
     free(t);
 
-    const char *args;
-    args = J("{'fn':'session_prompt','sessionID':'%s','body':'{not json'}", s);
+    const char *args = J("{'fn':'session_prompt','sessionID':'%s','body':'{not json'}", s);
     cJSON *r = hostcall(h, args);
     is_int(rc_of(r), -EINVAL, "malformed body: -EINVAL");
     cJSON_Delete(r);
@@ -349,8 +347,7 @@ static double cost_of(const cJSON *info)
 /* The session's messages as session_messages gives them to a plugin. */
 static cJSON *messages_via_plugin(sim_host *h, const char *sid)
 {
-    const char *args;
-    args = J("{'fn':'session_messages','sessionID':'%s'}", sid);
+    const char *args = J("{'fn':'session_messages','sessionID':'%s'}", sid);
     cJSON *r = hostcall(h, args);
     cJSON *m = cJSON_DetachItemFromObjectCaseSensitive(r, "out");
     cJSON_Delete(r);
@@ -478,8 +475,7 @@ static void test_fork_and_delete(void)
     cJSON *m = cJSON_Parse(msgs);
     free(msgs);
     const char *third = jstr(m, "2.info.id");
-    const char *args;
-    args = J("{'fn':'session_fork','sessionID':'%s','messageID':'%s'}", s, third);
+    const char *args = J("{'fn':'session_fork','sessionID':'%s','messageID':'%s'}", s, third);
     cJSON *r = hostcall(h, args);
     cJSON_Delete(m);
     is_int(rc_of(r), 0, "fork succeeds");

@@ -77,8 +77,7 @@ static void test_call_faults(void)
 
 static int count_type(sim_host *h, const char *type)
 {
-    const char *args;
-    args = J("{'type':'%s'}", type);
+    const char *args = J("{'type':'%s'}", type);
     char *out = NULL;
     sim_tool(h, "x", "events", args, &out);
     cJSON *a = cJSON_Parse(out);
@@ -131,8 +130,7 @@ static void test_event_faults(void)
     sim_tool(h, "x", "clear", "{}", NULL);
     sim_event_faults(h, 42, 0, 0, 40, "test.seq");
     for (int i = 0; i < 40; i++) {
-        char ev[128];
-        snprintf(ev, sizeof ev, "{\"type\":\"test.seq\",\"properties\":{\"n\":%d}}", i);
+        const char *ev = J("{'type':'test.seq','properties':{'n':%d}}", i);
         sim_emit(h, ev);
     }
     is_int(sim_events_flush(h, T(5000)), 0, "flush waits out the delays");

@@ -215,8 +215,7 @@ static void two_instances(void)
  * memory. */
 static void bad_store(const char *what, const char *path, const char *log_needle)
 {
-    char o[600];
-    snprintf(o, sizeof o, "{\"store_path\":\"%s\"}", path);
+    const char *o = J("{'store_path':'%s'}", path);
     t_fixture f;
     sim_host *h = t_open(&f, o);
     const char *psid = f.parent;
@@ -331,8 +330,7 @@ static void damaged_rows(void)
 /* What a session's tasks cost counts against its budget across a restart. */
 static void spend_survives(void)
 {
-    char o[600];
-    snprintf(o, sizeof o, "{\"store_path\":\"%s\",\"max_session_cost_usd\":1}", db);
+    const char *o = J("{'store_path':'%s','max_session_cost_usd':1}", db);
     t_fixture f;
     sim_host *h = t_open(&f, o);
     const char *psid = f.parent;

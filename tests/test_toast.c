@@ -28,8 +28,7 @@ static void batch_gives_one_notice(void)
     t_fixture f;
     sim_host *h = t_open(&f, J("{'max_running_agents':1,'max_queued':30}"));
     const char *parent = f.parent;
-    char first[96];
-    snprintf(first, sizeof first, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"r0\"}]}", tap_timeout_ms(1500));
+    const char *first = J("{'steps':[{'wait_ms':%d},{'reply':'r0'}]}", tap_timeout_ms(1500));
     char *ids[20];
     ids[0] = t_launch_script(h, parent, "Task 0", first);
     for (int i = 1; i < 20; i++)

@@ -298,8 +298,7 @@ static void restart_keeps_it(void)
 
     /* A resume works in the same worktree: followed again first. */
     sim_script(h, "follow R", J("{'steps':[{'run':'echo again >> after.txt'},{'reply':'resumed R'}]}"), 1);
-    char args[128];
-    snprintf(args, sizeof args, "{\"resume\":\"%s\",\"prompt\":\"follow R\"}", id);
+    const char *args = J("{'resume':'%s','prompt':'follow R'}", id);
     out = t_tool(h, parent, "background_task", args);
     is_int(t_rc, 0, "the isolated task is resumed");
     free(out);
