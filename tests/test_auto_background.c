@@ -95,10 +95,9 @@ static void task_esc_and_off(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'auto_background_ms':0}"));
-    const char *s = f.parent;
     sim_script(h, "hangs forever", J("{'steps':[{'hang':true}]}"), 1);
     char *args = t_task_args("Hangs", "hangs forever", 0);
-    sim_call *c = sim_tool_start(h, s, "Task", args);
+    sim_call *c = sim_tool_start(h, f.parent, "Task", args);
     free(args);
     is_int(sim_wait_calls(h, "session_prompt", NULL, 1, tap_timeout_ms(5000)), 0, "the sub-agent is prompted");
     int rc = 0;
@@ -109,7 +108,7 @@ static void task_esc_and_off(void)
     is_str(out, "Cancelled: the sub-agent was stopped.", "and stops the sub-agent");
     free(out);
     sim_tool_free(c);
-    out = t_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "no task is left");
     free(out);
     t_close(&f);
@@ -119,14 +118,13 @@ static void bash_moves(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, auto_opts);
-    const char *s = f.parent;
     t_tmpdir_make("autobg");
     if (mkfifo(t_tmp_path("gate"), 0600) != 0)
         bail_out("mkfifo");
     char cmd[256], args[512];
     snprintf(cmd, sizeof cmd, "read x < %s; echo built $x", t_tmp_path("gate"));
     snprintf(args, sizeof args, "{\"command\":\"%s\",\"description\":\"slow build\"}", cmd);
-    sim_call *c = sim_tool_start(h, s, "Bash", args);
+    sim_call *c = sim_tool_start(h, f.parent, "Bash", args);
     int rc = 0;
     char *out = NULL;
     is_int(sim_tool_wait(c, tap_timeout_ms(10000), &rc, &out), 0, "a foreground Bash still running returns");
@@ -145,25 +143,25 @@ static void bash_moves(void)
     t_release(h, "gate");
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background command completed: %s", id);
-    is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "the parent is notified when it exits");
-    char *note = t_message_with(h, s, needle);
+    is_int(t_wait_messages_with(h, f.parent, needle, 1, 5000), 0, "the parent is notified when it exits");
+    char *note = t_message_with(h, f.parent, needle);
     like(note, "built go", "with its output (the command kept running)");
     free(note);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, needle), 1, "exactly once");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, needle), 1, "exactly once");
     free(id);
 
     /* Its own timeout first: stopped at it, as before, never moved. */
-    out = t_tool(h, s, "Bash", J("{'command':'sleep 30','timeout':200}"));
+    out = t_tool(h, f.parent, "Bash", J("{'command':'sleep 30','timeout':200}"));
     is_int(t_rc, -ETIMEDOUT, "a command whose own timeout comes first is stopped at it");
     like(out, "Command timed out after 200 ms and was stopped.", "as before");
     free(out);
-    out = t_tool(h, s, "Bash", J("{'command':'echo quick'}"));
+    out = t_tool(h, f.parent, "Bash", J("{'command':'echo quick'}"));
     is_int(t_rc, 0, "a quick command");
     is_str(out, "quick\n(exit code 0)", "answers inline, as before");
     free(out);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, "sleep 30"), 0, "neither is notified");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, "sleep 30"), 0, "neither is notified");
     static const char *const files[] = {"gate", NULL};
     t_tmpdir_remove(files);
     t_close(&f);

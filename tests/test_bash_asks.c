@@ -492,24 +492,23 @@ static void tool_refusal_cases(void)
     char *file = xasprintf("%s/ran", dir), *touch = xasprintf("touch %s; ", file);
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
     char *pad = long_line(BASH_ASKS_MAX_BYTES), *line = xasprintf("%s%s", touch, pad);
     char *why =
         xasprintf("The command line is too long to check its permissions (%zu bytes; at most 32768)", strlen(line));
-    tool_refusal(h, s, line, -E2BIG, why, file);
+    tool_refusal(h, f.parent, line, -E2BIG, why, file);
     free(why);
     free(line);
     free(pad);
     pad = long_line(1000000);
     line = xasprintf("%s%s", touch, pad);
     why = xasprintf("The command line is too long to check its permissions (%zu bytes; at most 32768)", strlen(line));
-    tool_refusal(h, s, line, -E2BIG, why, file);
+    tool_refusal(h, f.parent, line, -E2BIG, why, file);
     free(why);
     free(line);
     free(pad);
     pad = nested_line(15, BASH_ASKS_MAX_TEXT / 16 - 59);
     line = xasprintf("%s%s", touch, pad);
-    tool_refusal(h, s, line, -EOVERFLOW,
+    tool_refusal(h, f.parent, line, -EOVERFLOW,
                  "The command line is too complex to check its permissions (its commands' texts come to more than "
                  "262144 bytes, a nested command counted again in each command around it)",
                  file);
@@ -517,11 +516,11 @@ static void tool_refusal_cases(void)
     free(pad);
     pad = repeat("", ")", BASH_ASKS_MAX_BYTES - strlen(touch), "", false);
     line = xasprintf("%s%s", touch, pad);
-    tool_refusal(h, s, line, -ETIME,
+    tool_refusal(h, f.parent, line, -ETIME,
                  "The command line is too complex to check its permissions (parsing it took more than 250 ms)", file);
     free(line);
     free(pad);
-    char *list = t_tool(h, s, "background_list", "{}");
+    char *list = t_tool(h, f.parent, "background_list", "{}");
     like(list, "No background tasks found", "no task registered");
     free(list);
     t_close(&f);

@@ -79,17 +79,16 @@ static void completions(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *p = f.parent;
-    launched a = launch(h, p, "A"), b = launch(h, p, "B"), c = launch(h, p, "C");
+    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B"), c = launch(h, f.parent, "C");
     is_str(b.batch, a.batch, "tasks launched while one runs share its batch");
     is_str(c.batch, a.batch, "all three");
-    release_says(h, p, "B", &b, 1, "1 of 3 tasks done, 2 still running.");
-    release_says(h, p, "A", &a, 1, "2 of 3 tasks done, 1 still running.");
-    release_says(h, p, "C", &c, 1, "all 3 tasks done.");
+    release_says(h, f.parent, "B", &b, 1, "1 of 3 tasks done, 2 still running.");
+    release_says(h, f.parent, "A", &a, 1, "2 of 3 tasks done, 1 still running.");
+    release_says(h, f.parent, "C", &c, 1, "all 3 tasks done.");
     /* A new launch once none runs opens a new batch of its own. */
-    launched d = launch(h, p, "D");
+    launched d = launch(h, f.parent, "D");
     ok(strcmp(d.batch, a.batch) != 0, "a launch after the batch ended opens a new one");
-    release_says(h, p, "D", &d, 1, "all 1 task done.");
+    release_says(h, f.parent, "D", &d, 1, "all 1 task done.");
     launched_free(&a), launched_free(&b), launched_free(&c), launched_free(&d);
     t_close(&f);
 }
@@ -99,15 +98,14 @@ static void cancels(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *p = f.parent;
-    launched a = launch(h, p, "A"), b = launch(h, p, "B"), c = launch(h, p, "C");
+    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B"), c = launch(h, f.parent, "C");
     const char *args = J("{'task_id':'%s'}", a.id);
-    free(t_tool(h, p, "background_cancel", args));
-    is_int(t_wait_status(h, p, a.id, "cancelled", 5000), 0, "A is cancelled");
-    release_says(h, p, "B", &b, 1, "2 of 3 tasks done, 1 still running.");
-    release_says(h, p, "C", &c, 1, "all 3 tasks done.");
-    is_int(t_sync_notifications(h, p), 0, "notifications flushed");
-    is_int(t_count_notices(h, p, "completed: ", a.id), 0, "no notice for the cancelled task");
+    free(t_tool(h, f.parent, "background_cancel", args));
+    is_int(t_wait_status(h, f.parent, a.id, "cancelled", 5000), 0, "A is cancelled");
+    release_says(h, f.parent, "B", &b, 1, "2 of 3 tasks done, 1 still running.");
+    release_says(h, f.parent, "C", &c, 1, "all 3 tasks done.");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(t_count_notices(h, f.parent, "completed: ", a.id), 0, "no notice for the cancelled task");
     launched_free(&a), launched_free(&b), launched_free(&c);
     t_close(&f);
 }
@@ -118,24 +116,23 @@ static void resumes(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *p = f.parent;
-    launched a = launch(h, p, "A"), b = launch(h, p, "B");
-    release_says(h, p, "A", &a, 1, "1 of 2 tasks done, 1 still running.");
+    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B");
+    release_says(h, f.parent, "A", &a, 1, "1 of 2 tasks done, 1 still running.");
     /* A's follow-up asks at its own gate, in A's session. */
     sim_script(h, "follow-up A",
                J("{'steps':[{'ask':{'permission':'bash','patterns':['gate A2']}},"
                  "{'reply':'second A'}]}"),
                1);
     const char *args = J("{'task_id':'%s','message':'follow-up A'}", a.id);
-    char *ans = t_tool(h, p, "background_resume", args);
+    char *ans = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, 0, "A resumed");
     free(ans);
-    launched c = launch(h, p, "C");
+    launched c = launch(h, f.parent, "C");
     is_str(c.batch, a.batch, "a launch while A's follow-up runs joins its batch");
-    release_says(h, p, "B", &b, 1, "1 of 3 tasks done, 2 still running.");
-    release_says(h, p, "C", &c, 1, "2 of 3 tasks done, 1 still running.");
-    release_says(h, p, "A", &a, 2, "all 3 tasks done.");
-    char *text = notice_text(h, p, a.id, 1);
+    release_says(h, f.parent, "B", &b, 1, "1 of 3 tasks done, 2 still running.");
+    release_says(h, f.parent, "C", &c, 1, "2 of 3 tasks done, 1 still running.");
+    release_says(h, f.parent, "A", &a, 2, "all 3 tasks done.");
+    char *text = notice_text(h, f.parent, a.id, 1);
     like(text, " (resumed)", "A's second notice is its follow-up's");
     like(text, "Result:\nsecond A\n", "with the follow-up's answer");
     free(text);
@@ -149,24 +146,23 @@ static void clears(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *p = f.parent;
-    launched a = launch(h, p, "A"), b = launch(h, p, "B"), c = launch(h, p, "C");
-    release_says(h, p, "A", &a, 1, "1 of 3 tasks done, 2 still running.");
+    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B"), c = launch(h, f.parent, "C");
+    release_says(h, f.parent, "A", &a, 1, "1 of 3 tasks done, 2 still running.");
     sim_fail(h, "session_abort", 1, 1, -EIO);
-    char *ans = t_tool(h, p, "background_clear", "{}");
+    char *ans = t_tool(h, f.parent, "background_clear", "{}");
     like(ans, "was kept", "one task whose abort failed is kept");
     bool b_kept = strstr(ans, b.id) != NULL;
     launched *kept = b_kept ? &b : &c;
     const char *kept_name = b_kept ? "B" : "C";
     free(ans);
-    char *list = t_tool(h, p, "background_list", "{}");
+    char *list = t_tool(h, f.parent, "background_list", "{}");
     like(list, kept->id, "the kept task is listed");
     unlike(list, a.id, "the finished one is cleared");
     free(list);
-    launched d = launch(h, p, "D");
+    launched d = launch(h, f.parent, "D");
     is_str(d.batch, kept->batch, "a launch while the kept task runs joins its batch");
-    release_says(h, p, kept_name, kept, 1, "1 of 2 tasks done, 1 still running.");
-    release_says(h, p, "D", &d, 1, "all 2 tasks done.");
+    release_says(h, f.parent, kept_name, kept, 1, "1 of 2 tasks done, 1 still running.");
+    release_says(h, f.parent, "D", &d, 1, "all 2 tasks done.");
     launched_free(&a), launched_free(&b), launched_free(&c), launched_free(&d);
     t_close(&f);
 }
@@ -177,18 +173,17 @@ static void restart(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(store_opts));
-    const char *p = f.parent;
-    launched a = launch(h, p, "A"), b = launch(h, p, "B"), c = launch(h, p, "C");
-    release_says(h, p, "A", &a, 1, "1 of 3 tasks done, 2 still running.");
+    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B"), c = launch(h, f.parent, "C");
+    release_says(h, f.parent, "A", &a, 1, "1 of 3 tasks done, 2 still running.");
     is_int(t_wait_gate_open(h, "B", 5000), 0, "B runs");
     is_int(t_wait_gate_open(h, "C", 5000), 0, "C runs");
     sim_unload_plugins(h);
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
         bail_out("reloading ocbg: %s", sim_load_error(h));
-    release_says(h, p, "C", &c, 1, "2 of 3 tasks done, 1 still running.");
-    release_says(h, p, "B", &b, 1, "all 3 tasks done.");
-    is_int(t_sync_notifications(h, p), 0, "notifications flushed");
-    is_int(t_count_notices(h, p, "completed: ", a.id), 1, "A's notice was not sent again");
+    release_says(h, f.parent, "C", &c, 1, "2 of 3 tasks done, 1 still running.");
+    release_says(h, f.parent, "B", &b, 1, "all 3 tasks done.");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(t_count_notices(h, f.parent, "completed: ", a.id), 1, "A's notice was not sent again");
     launched_free(&a), launched_free(&b), launched_free(&c);
     t_close(&f);
 }
@@ -202,28 +197,27 @@ static void resumed_before_push(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *p = f.parent;
     sim_slow(h, "session_messages", tap_timeout_ms(300));
-    char *a = t_launch_script(h, p, "first", J("{'steps':[{'reply':'first answer'}]}"));
-    char *b = t_launch_script(h, p, "second", J("{'steps':[{'reply':'other answer'}]}"));
-    is_int(t_wait_status(h, p, a, "completed", 10000), 0, "the first task completed");
-    int before = t_count_notices(h, p, "completed: ", a);
+    char *a = t_launch_script(h, f.parent, "first", J("{'steps':[{'reply':'first answer'}]}"));
+    char *b = t_launch_script(h, f.parent, "second", J("{'steps':[{'reply':'other answer'}]}"));
+    is_int(t_wait_status(h, f.parent, a, "completed", 10000), 0, "the first task completed");
+    int before = t_count_notices(h, f.parent, "completed: ", a);
     sim_script(h, "follow-up first", J("{'steps':[{'reply':'answer two'}]}"), 1);
     const char *args = J("{'task_id':'%s','message':'follow-up first'}", a);
-    char *ans = t_tool(h, p, "background_resume", args);
+    char *ans = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, 0, "resumed at once");
     free(ans);
     if (before > 0)
         diag("the notice was pushed before the resume: the race went the other way");
-    char *two = wait_notice(h, p, a, 2);
-    char *one = notice_text(h, p, a, 0);
+    char *two = wait_notice(h, f.parent, a, 2);
+    char *one = notice_text(h, f.parent, a, 0);
     like(one, "\n\nResult:\nfirst answer\n", "the first notice has the first run's answer");
     unlike(one, "(resumed)", "and is not the resumed run's");
     like(two, " (resumed)", "the second is the follow-up's");
     like(two, "\n\nResult:\nanswer two\n", "with its answer");
     sim_slow(h, "session_messages", 0);
-    is_int(t_sync_notifications(h, p), 0, "notifications flushed");
-    is_int(t_count_notices(h, p, "completed: ", a), 2, "one notice per run");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(t_count_notices(h, f.parent, "completed: ", a), 2, "one notice per run");
     free(one), free(two), free(a), free(b);
     t_close(&f);
 }

@@ -113,23 +113,22 @@ static void two_tasks_one_file(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *root = f.parent;
-    char *a = launch(h, root, "A", "fix parser", write_step("a.c", "A1"), write_step("a.c", "A2"), 1);
+    char *a = launch(h, f.parent, "A", "fix parser", write_step("a.c", "A1"), write_step("a.c", "A2"), 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
-    char *b = launch(h, root, "B", "tidy parser", J("%s,%s", write_step("a.c", "B1"), write_step("b.c", "B2")),
+    char *b = launch(h, f.parent, "B", "tidy parser", J("%s,%s", write_step("a.c", "B1"), write_step("b.c", "B2")),
                      write_step("a.c", "B3"), 1);
     if (t_wait_gate_open(h, "B", 5000) != 0)
         bail_out("B never reached its gate");
     file_is("a.c", "B1", "a warned edit is made");
     t_release_gated(h, "A"); /* A writes a.c again while B runs */
-    is_int(t_wait_status(h, root, a, "completed", 5000), 0, "A completes");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "A completes");
     char *as = t_gated_session(h, "A");
     result_is(h, as, 0, WROTE, NULL, "A's first write, alone");
     result_is(h, as, 1, J("%s\n\n" WARN_BY_TASK, WROTE, file("a.c"), b, "tidy parser"), NULL,
               "A's second write, after B's");
     t_release_gated(h, "B"); /* B writes a.c again: A has ended */
-    is_int(t_wait_status(h, root, b, "completed", 5000), 0, "B completes");
+    is_int(t_wait_status(h, f.parent, b, "completed", 5000), 0, "B completes");
     char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, J("%s\n\n" WARN_BY_TASK, WROTE, file("a.c"), a, "fix parser"), NULL,
               "B's write of the file A wrote names A");
@@ -151,25 +150,24 @@ static void task_and_its_launcher(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *root = f.parent;
     sim_script(h, "launcher writes z", J("{'steps':[%s,{'reply':'ok'}]}", write_step("z.c", "L-z")), 1);
-    sim_session_prompt(h, root, J("{'parts':[{'type':'text','text':'launcher writes z'}]}"));
-    is_int(sim_wait_idle(h, root, tap_timeout_ms(5000)), 0, "the launcher wrote z.c before launching");
-    result_is(h, root, 0, WROTE, NULL, "with no task running, nothing to say");
-    char *a = launch(h, root, "A", "fix lexer", J("%s,%s", write_step("y.c", "A-y"), write_step("z.c", "A-z")),
+    sim_session_prompt(h, f.parent, J("{'parts':[{'type':'text','text':'launcher writes z'}]}"));
+    is_int(sim_wait_idle(h, f.parent, tap_timeout_ms(5000)), 0, "the launcher wrote z.c before launching");
+    result_is(h, f.parent, 0, WROTE, NULL, "with no task running, nothing to say");
+    char *a = launch(h, f.parent, "A", "fix lexer", J("%s,%s", write_step("y.c", "A-y"), write_step("z.c", "A-z")),
                      write_step("x.c", "A-x"), 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
     sim_script(h, "launcher writes y and x",
                J("{'steps':[%s,%s,{'reply':'ok'}]}", write_step("y.c", "L-y"), write_step("x.c", "L-x")), 1);
-    sim_session_prompt(h, root, J("{'parts':[{'type':'text','text':'launcher writes y and x'}]}"));
-    is_int(t_wait_messages_with(h, root, "launcher writes y and x", 1, 5000), 0, "the launcher's turn ran");
-    is_int(sim_wait_idle(h, root, tap_timeout_ms(5000)), 0, "and ended");
-    result_is(h, root, 1, J("%s\n\n" WARN_BY_TASK, WROTE, file("y.c"), a, "fix lexer"), NULL,
+    sim_session_prompt(h, f.parent, J("{'parts':[{'type':'text','text':'launcher writes y and x'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "launcher writes y and x", 1, 5000), 0, "the launcher's turn ran");
+    is_int(sim_wait_idle(h, f.parent, tap_timeout_ms(5000)), 0, "and ended");
+    result_is(h, f.parent, 1, J("%s\n\n" WARN_BY_TASK, WROTE, file("y.c"), a, "fix lexer"), NULL,
               "the launcher's write of a file its running task wrote names the task");
-    result_is(h, root, 2, WROTE, NULL, "the launcher's write of a file no task wrote");
+    result_is(h, f.parent, 2, WROTE, NULL, "the launcher's write of a file no task wrote");
     t_release_gated(h, "A");
-    is_int(t_wait_status(h, root, a, "completed", 5000), 0, "A completes");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "A completes");
     char *as = t_gated_session(h, "A");
     result_is(h, as, 0, WROTE, NULL, "A's write before the launcher's");
     result_is(h, as, 1, WROTE, NULL, "A's write of a file the launcher wrote before A started");
@@ -186,19 +184,19 @@ static void refuse_mode(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'on_collision':'refuse'}")));
-    const char *root = f.parent;
-    char *a = launch(h, root, "A", "fix parser", write_step("r.c", "A"), "", 1);
+    char *a = launch(h, f.parent, "A", "fix parser", write_step("r.c", "A"), "", 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
-    char *b = launch(h, root, "B", "tidy parser", J("%s,%s", write_step("r.c", "B"), write_step("s.c", "B-s")), "", 0);
-    is_int(t_wait_status(h, root, b, "completed", 5000), 0, "B goes on after the refusal and completes");
+    char *b =
+        launch(h, f.parent, "B", "tidy parser", J("%s,%s", write_step("r.c", "B"), write_step("s.c", "B-s")), "", 0);
+    is_int(t_wait_status(h, f.parent, b, "completed", 5000), 0, "B goes on after the refusal and completes");
     char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, NULL, J(REFUSED_BY_TASK, file("r.c"), a, "fix parser"), "B's write of the file A wrote");
     result_is(h, bs, 1, WROTE, NULL, "B's write of another file");
     file_is("r.c", "A", "nothing was written: the file is A's");
     file_is("s.c", "B-s", "the other file was written");
     t_release_gated(h, "A");
-    is_int(t_wait_status(h, root, a, "completed", 5000), 0, "A completes");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "A completes");
     free(bs);
     free(a);
     free(b);
@@ -235,20 +233,19 @@ static void a_patch_collides_too(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *root = f.parent;
-    char *a = launch(h, root, "A", "fix parser", write_step("p.c", "A"), "", 1);
+    char *a = launch(h, f.parent, "A", "fix parser", write_step("p.c", "A"), "", 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
     const char *patch = J("{'tool':'apply_patch','input':{'patchText':'*** Begin Patch\\n*** Update File: %s\\n@@\\n"
                           "-A\\n+B\\n*** End Patch'},'output':'Success. Updated the following files:'}",
                           file("p.c"));
-    char *b = launch(h, root, "B", "tidy parser", patch, "", 0);
-    is_int(t_wait_status(h, root, b, "completed", 5000), 0, "B completes");
+    char *b = launch(h, f.parent, "B", "tidy parser", patch, "", 0);
+    is_int(t_wait_status(h, f.parent, b, "completed", 5000), 0, "B completes");
     char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, J("Success. Updated the following files:\n\n" WARN_BY_TASK, file("p.c"), a, "fix parser"), NULL,
               "B's patch of the file A wrote names A");
     t_release_gated(h, "A");
-    is_int(t_wait_status(h, root, a, "completed", 5000), 0, "A completes");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "A completes");
     free(bs);
     free(a);
     free(b);

@@ -186,9 +186,8 @@ static void auto_compaction_results(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_host_checking_after());
-    const char *parent = f.parent;
-    char *id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
-    check_result(h, parent, id, "REAL ANSWER", "continue turn without text");
+    char *id = task_with(h, f.parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
+    check_result(h, f.parent, id, "REAL ANSWER", "continue turn without text");
     char *child = t_task_session(h, 0);
     char *got = shape(h, child);
     like(got,
@@ -199,22 +198,22 @@ static void auto_compaction_results(void)
     free(got);
     free(id);
 
-    id = task_with(h, parent,
+    id = task_with(h, f.parent,
                    "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"tool\":\"read\",\"output\":\"x\"},"
                    "{\"reply\":\"continued text\"}]}",
                    "completed");
-    check_result(h, parent, id, "REAL ANSWER" MARK "continued text", "continue turn with a tool call and text");
+    check_result(h, f.parent, id, "REAL ANSWER" MARK "continued text", "continue turn with a tool call and text");
     free(id);
 
-    id = task_with(h, parent,
+    id = task_with(h, f.parent,
                    "{\"steps\":[{\"reply\":\"REAL ANSWER\"},{\"compact\":{\"auto\":false,\"summary\":\"" SUMMARY
                    "\"}}]}",
                    "completed");
-    check_result(h, parent, id, "REAL ANSWER", "manual summary");
+    check_result(h, f.parent, id, "REAL ANSWER", "manual summary");
     free(id);
 
-    id = task_with(h, parent, J("{'steps':[{'reply':'REAL ANSWER'},{'compact':{'fail':true}}]}"), "completed");
-    check_result(h, parent, id, "REAL ANSWER", "failed summary: completed, not an error");
+    id = task_with(h, f.parent, J("{'steps':[{'reply':'REAL ANSWER'},{'compact':{'fail':true}}]}"), "completed");
+    check_result(h, f.parent, id, "REAL ANSWER", "failed summary: completed, not an error");
     free(id);
     free(child);
     t_close(&f);
@@ -225,19 +224,19 @@ static void claude_face_results(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_host_checking_after());
-    const char *s = f.parent;
-    char *out = t_claude_task(
-        h, s, "Compacts", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"reply\":\"continued text\"}]}", 1);
+    char *out =
+        t_claude_task(h, f.parent, "Compacts",
+                      "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"reply\":\"continued text\"}]}", 1);
     char *id = t_find_id(out, "bg_");
     free(out);
-    out = t_task_output(h, s, id, 1, 0);
+    out = t_task_output(h, f.parent, id, 1, 0);
     like(out, "<status>completed</status>\n", "TaskOutput: completed");
     like(out, "<output>\nREAL ANSWER" MARK "continued text\n</output>\n",
          "TaskOutput: the answer, then the continue turn's text");
     unlike(out, SUMMARY, "TaskOutput: never the summary");
     free(out);
     free(id);
-    out = t_claude_task(h, s, "Foreground", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", 0);
+    out = t_claude_task(h, f.parent, "Foreground", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", 0);
     is_int(t_rc, 0, "a foreground Task that compacts succeeds");
     like(out, "REAL ANSWER", "and returns the real answer");
     unlike(out, SUMMARY, "not the summary");
@@ -278,20 +277,19 @@ static void resume_after_compaction(void)
     t_fixture f;
     t_open(&f, NULL);
     sim_host *h = f.h;
-    const char *parent = f.parent;
-    char *id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
+    char *id = task_with(h, f.parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
     sim_script(h, "what next", J("{'steps':[{'reply':'NEW ANSWER'}]}"), 1);
     const char *args = J("{'task_id':'%s','message':'what next','block':true}", id);
-    char *out = t_tool(h, parent, "background_resume", args);
+    char *out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, 0, "a blocking resume of a compacted task succeeds");
     is_str(out, "NEW ANSWER", "it returns the new answer");
     free(out);
     sim_script(h, "and then", "{\"steps\":[{\"reply\":\"THIRD\"}," COMPACT "]}", 1);
     args = J("{'task_id':'%s','message':'and then'}", id);
-    free(t_tool(h, parent, "background_resume", args));
-    is_int(t_wait_output_with(h, parent, id, "Result:\nTHIRD\n", 5000), 0,
+    free(t_tool(h, f.parent, "background_resume", args));
+    is_int(t_wait_output_with(h, f.parent, id, "Result:\nTHIRD\n", 5000), 0,
            "a resumed run that compacts again: its own answer");
-    out = t_output(h, parent, id);
+    out = t_output(h, f.parent, id);
     unlike(out, SUMMARY, "never the summary");
     free(out);
     free(id);

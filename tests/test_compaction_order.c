@@ -175,14 +175,13 @@ static void foreground_task(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_host_checking_after());
-    const char *s = f.parent;
-    char *out = t_claude_task(h, s, "Fg", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0);
+    char *out = t_claude_task(h, f.parent, "Fg", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0);
     is_int(t_rc, 0, "foreground, after: succeeds");
     like(out, "REAL ANSWER" MARK "continued text", "foreground, after: the answer, then what the turn added");
     unlike(out, SUMMARY, "foreground, after: no summary");
     free(out);
     sim_event_faults(h, 0, 0, 0, 0, NULL);
-    out = t_claude_task(h, s, "Fg2", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 0);
+    out = t_claude_task(h, f.parent, "Fg2", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 0);
     is_int(t_rc, 0, "foreground, before: succeeds");
     like(out, "REAL ANSWER", "foreground, before: the answer");
     unlike(out, "continued text", "foreground, before: the continue turn had not run when it returned");

@@ -19,12 +19,11 @@ static void completes_by_idle_event(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
-    const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Read code",
+    char *id = t_launch_script(h, f.parent, "Read code",
                                J("{'steps':[{'tool':'read','output':'x'},{'wait_ms':30},"
                                  "{'reply':'the answer is 42'}]}"));
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "idle event: task completed");
-    char *out = t_output(h, parent, id);
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "idle event: task completed");
+    char *out = t_output(h, f.parent, id);
     is_int(t_rc, 0, "output of a completed task succeeds");
     char first[64];
     snprintf(first, sizeof first, "Task %s: completed\n", id);
@@ -37,7 +36,7 @@ static void completes_by_idle_event(void)
     is_int(sim_calls(h, "session_messages", child), 0,
            "the answer came with the events (its text part's end, the turn-ending message): no read of the child's "
            "messages");
-    is_int(t_wait_messages_with(h, parent, NOTICE_DONE, 1, 5000), 0, "parent notified");
+    is_int(t_wait_messages_with(h, f.parent, NOTICE_DONE, 1, 5000), 0, "parent notified");
     free(child);
     free(out);
     free(id);
@@ -49,12 +48,11 @@ static void completes_by_status_idle(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
-    const char *parent = f.parent;
     sim_event_faults(h, 7, 1.0, 0, 0, "session.idle");
-    char *id = t_launch_script(h, parent, "status idle", J("{'steps':[{'reply':'via status'}]}"));
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "session.status idle completes the task");
+    char *id = t_launch_script(h, f.parent, "status idle", J("{'steps':[{'reply':'via status'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "session.status idle completes the task");
     is_int(sim_events_delivered(h, "session.idle"), 0, "no session.idle reached the plugin");
-    is_int(t_wait_output_with(h, parent, id, "Result:\nvia status", 2000), 0, "with its reply");
+    is_int(t_wait_output_with(h, f.parent, id, "Result:\nvia status", 2000), 0, "with its reply");
     free(id);
     t_close(&f);
 }
@@ -64,22 +62,22 @@ static void completes_by_poll_when_events_lost(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':50}"));
-    const char *parent = f.parent;
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
     size_t before = sim_events_delivered(h, NULL);
     sim_event_faults(h, 11, 1.0, 0, 0, NULL);
-    char *id = t_launch_script(h, parent, "lost events", J("{'steps':[{'wait_ms':40},{'reply':'found by polling'}]}"));
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "poll fallback completes the task");
+    char *id =
+        t_launch_script(h, f.parent, "lost events", J("{'steps':[{'wait_ms':40},{'reply':'found by polling'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "poll fallback completes the task");
     is_int(sim_events_delivered(h, NULL), before, "no event at all reached the plugin");
     ok(sim_calls(h, "session_status", NULL) >= 1, "the status map was polled");
-    char *out = t_output(h, parent, id);
+    char *out = t_output(h, f.parent, id);
     like(out, "Result:\nfound by polling", "the poll completion carries the reply");
     free(out);
-    is_int(t_wait_messages_with(h, parent, "found by polling", 1, 5000), 0, "parent notified after a poll");
+    is_int(t_wait_messages_with(h, f.parent, "found by polling", 1, 5000), 0, "parent notified after a poll");
     /* Once nothing is active the poll stops: a finished plugin makes no calls. */
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     size_t polls = sim_calls(h, "session_status", NULL);
-    is_int(t_sync_notifications(h, parent), 0, "a later task completes too");
+    is_int(t_sync_notifications(h, f.parent), 0, "a later task completes too");
     ok(sim_calls(h, "session_status", NULL) <= polls + 2, "no steady polling while idle");
     free(id);
     t_close(&f);
@@ -91,15 +89,15 @@ static void reads_the_answer_when_its_part_events_are_lost(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
-    const char *parent = f.parent;
     sim_event_faults(h, 5, 1.0, 0, 0, "message.part.updated");
-    char *id = t_launch_script(h, parent, "parts lost", J("{'steps':[{'reply':'read from the messages'}]}"));
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed without its part events");
+    char *id = t_launch_script(h, f.parent, "parts lost", J("{'steps':[{'reply':'read from the messages'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "completed without its part events");
     is_int(sim_events_delivered(h, "message.part.updated"), 0, "no part event reached the plugin");
     char *child = t_task_session(h, 0);
     ok(sim_calls(h, "session_messages", child) >= 1, "the child's messages were read instead");
-    is_int(t_wait_output_with(h, parent, id, "Result:\nread from the messages\n", 2000), 0, "with its reply");
-    is_int(t_wait_messages_with(h, parent, "read from the messages", 1, 5000), 0, "and the parent is notified with it");
+    is_int(t_wait_output_with(h, f.parent, id, "Result:\nread from the messages\n", 2000), 0, "with its reply");
+    is_int(t_wait_messages_with(h, f.parent, "read from the messages", 1, 5000), 0,
+           "and the parent is notified with it");
     free(child);
     free(id);
     t_close(&f);
@@ -134,10 +132,9 @@ static void completes_by_the_turn_ending_answer(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
-    const char *parent = f.parent;
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
     sim_event_faults(h, 5, 1.0, 0, 0, NULL);
-    char *id = t_launch_script(h, parent, "early", J("{'steps':[{'reply':'answered early'}]}"));
+    char *id = t_launch_script(h, f.parent, "early", J("{'steps':[{'reply':'answered early'}]}"));
     char *child = t_task_session(h, 0);
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the sub-agent answered (its events lost)");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "nothing left to deliver");
@@ -146,12 +143,12 @@ static void completes_by_the_turn_ending_answer(void)
     emit_answer_update(h, child, NULL, false);
     emit_answer_update(h, child, "stop", true);
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "a tool-call step's, an unfinished and a summary's update");
-    is_int(t_wait_status(h, parent, id, "completed", 300), -ETIMEDOUT, "none of them completes the task");
+    is_int(t_wait_status(h, f.parent, id, "completed", 300), -ETIMEDOUT, "none of them completes the task");
     is_int(sim_calls(h, "session_messages", child), 0, "nor reads the sub-agent's messages");
     emit_answer_update(h, child, "stop", false);
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the turn-ending answer's update completes it");
-    is_int(t_wait_output_with(h, parent, id, "Result:\nanswered early", 2000), 0, "with its answer");
-    is_int(t_wait_messages_with(h, parent, NOTICE_DONE, 1, 5000), 0, "the parent is notified");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the turn-ending answer's update completes it");
+    is_int(t_wait_output_with(h, f.parent, id, "Result:\nanswered early", 2000), 0, "with its answer");
+    is_int(t_wait_messages_with(h, f.parent, NOTICE_DONE, 1, 5000), 0, "the parent is notified");
     is_int(sim_calls(h, "session_status", NULL), 0, "no poll was needed");
     free(child);
     free(id);
@@ -164,19 +161,18 @@ static void duplicated_events_complete_once(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
     sim_event_faults(h, 3, 0, 1.0, 0, NULL);
-    char *id = t_launch_script(h, parent, "dup events", J("{'steps':[{'tool':'grep'},{'reply':'only once'}]}"));
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "completed under duplicated events");
+    char *id = t_launch_script(h, f.parent, "dup events", J("{'steps':[{'tool':'grep'},{'reply':'only once'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "completed under duplicated events");
     char *child = t_task_session(h, 0);
     const char *ev = J("{'type':'session.idle','properties':{'sessionID':'%s'}}", child);
     sim_emit(h, ev);
     sim_emit(h, ev);
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "events flushed");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(t_count_notices(h, parent, NOTICE_DONE, id), 1, "exactly one notification");
-    char *out = t_output(h, parent, id);
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    is_int(t_count_notices(h, f.parent, NOTICE_DONE, id), 1, "exactly one notification");
+    char *out = t_output(h, f.parent, id);
     like(out, "Result:\nonly once\n", "the one result");
     free(out);
     free(child);
@@ -190,18 +186,17 @@ static void session_error_ends_in_error(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "will fail", J("{'steps':[{'tool':'read'},{'error':'model overloaded'}]}"));
-    is_int(t_wait_status(h, parent, id, "error", 5000), 0, "session.error: task error");
+    char *id = t_launch_script(h, f.parent, "will fail", J("{'steps':[{'tool':'read'},{'error':'model overloaded'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "error", 5000), 0, "session.error: task error");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the idles after the error delivered");
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    char *out = t_output(h, parent, id);
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    char *out = t_output(h, f.parent, id);
     char first[64];
     snprintf(first, sizeof first, "Task %s: error\n", id);
     ok(strncmp(out, first, strlen(first)) == 0, "still error after the idles");
     like(out, "\n\nError: APIError: model overloaded\n", "the error names the host's reason");
-    is_int(t_count_notices(h, parent, NOTICE_FAIL, id), 1, "one failure notification");
-    is_int(t_count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notification");
+    is_int(t_count_notices(h, f.parent, NOTICE_FAIL, id), 1, "one failure notification");
+    is_int(t_count_notices(h, f.parent, NOTICE_DONE, id), 0, "no completion notification");
     free(out);
     free(id);
     t_close(&f);
@@ -212,15 +207,14 @@ static void task_session_deleted(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "doomed", J("{'steps':[{'hang':true}]}"));
+    char *id = t_launch_script(h, f.parent, "doomed", J("{'steps':[{'hang':true}]}"));
     char *child = t_task_session(h, 0);
     is_int(sim_session_delete(h, child), 0, "child session deleted");
-    is_int(t_wait_status(h, parent, id, "error", 5000), 0, "task ends in error");
-    char *out = t_output(h, parent, id);
+    is_int(t_wait_status(h, f.parent, id, "error", 5000), 0, "task ends in error");
+    char *out = t_output(h, f.parent, id);
     like(out, "Error: The task's session was deleted.", "the error says why");
     free(out);
-    is_int(t_wait_messages_with(h, parent, NOTICE_FAIL, 1, 5000), 0, "parent told of the failure");
+    is_int(t_wait_messages_with(h, f.parent, NOTICE_FAIL, 1, 5000), 0, "parent told of the failure");
     free(child);
     free(id);
     t_close(&f);
@@ -232,21 +226,20 @@ static void parent_session_deleted(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
-    char *done = t_launch_script(h, parent, "finished", J("{'steps':[{'reply':'r'}]}"));
-    is_int(t_wait_status(h, parent, done, "completed", 5000), 0, "first task completed");
-    char *running = t_launch_script(h, parent, "running", J("{'steps':[{'hang':true}]}"));
+    char *done = t_launch_script(h, f.parent, "finished", J("{'steps':[{'reply':'r'}]}"));
+    is_int(t_wait_status(h, f.parent, done, "completed", 5000), 0, "first task completed");
+    char *running = t_launch_script(h, f.parent, "running", J("{'steps':[{'hang':true}]}"));
     char *kept = t_launch_script(h, other, "kept", J("{'steps':[{'hang':true}]}"));
-    is_int(sim_session_delete(h, parent), 0, "parent deleted");
+    is_int(sim_session_delete(h, f.parent), 0, "parent deleted");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "its events delivered");
-    char *out = t_output(h, parent, done);
+    char *out = t_output(h, f.parent, done);
     is_int(t_rc, -ENOENT, "a deleted parent's finished task is gone");
     free(out);
-    out = t_output(h, parent, running);
+    out = t_output(h, f.parent, running);
     is_int(t_rc, -ENOENT, "a deleted parent's running task is gone");
     free(out);
-    out = t_tool(h, parent, "background_list", "{}");
+    out = t_tool(h, f.parent, "background_list", "{}");
     is_str(out, "No background tasks found", "its list is empty");
     free(out);
     out = t_output(h, other, kept);
@@ -269,14 +262,13 @@ static void parent_deleted_aborts_running(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *running = t_launch_script(h, parent, "orphan", J("{'steps':[{'hang':true}]}"));
+    char *running = t_launch_script(h, f.parent, "orphan", J("{'steps':[{'hang':true}]}"));
     char *child = t_task_session(h, 0);
-    const char *ev = J("{'type':'session.deleted','properties':{'info':{'id':'%s'}}}", parent);
+    const char *ev = J("{'type':'session.deleted','properties':{'info':{'id':'%s'}}}", f.parent);
     sim_emit(h, ev);
     is_int(sim_wait_calls(h, "session_abort", child, 1, tap_timeout_ms(5000)), 0, "running child aborted");
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the child session stops");
-    char *out = t_output(h, parent, running);
+    char *out = t_output(h, f.parent, running);
     like(out, "Task not found: ", "the task is gone");
     free(out);
     free(child);
@@ -293,24 +285,23 @@ static void chaos_each_task_ends_once(void)
     };
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':50}"));
-    const char *parent = f.parent;
     sim_event_faults(h, 20261121, 0.3, 0.5, 30, NULL);
     char *ids[N];
     for (int i = 0; i < N; i++) {
         const char *script =
             J("{'steps':[{'tool':'read','ms':%d},{'%s':'chaos result %d'}]}", 5 * i, i == 2 ? "error" : "reply", i);
-        ids[i] = t_launch_script(h, parent, "Chaos", script);
+        ids[i] = t_launch_script(h, f.parent, "Chaos", script);
     }
     for (int i = 0; i < N; i++) {
-        is_int(t_wait_status(h, parent, ids[i], i == 2 ? "error" : "completed", 10000), 0, "task %d ended", i);
+        is_int(t_wait_status(h, f.parent, ids[i], i == 2 ? "error" : "completed", 10000), 0, "task %d ended", i);
         char want[64];
         snprintf(want, sizeof want, "chaos result %d\n", i);
-        is_int(t_wait_output_with(h, parent, ids[i], want, 1000), 0, "task %d has its own result", i);
+        is_int(t_wait_output_with(h, f.parent, ids[i], want, 1000), 0, "task %d has its own result", i);
     }
     sim_event_faults(h, 0, 0, 0, 0, NULL);
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     for (int i = 0; i < N; i++) {
-        is_int(t_count_notices(h, parent, i == 2 ? NOTICE_FAIL : NOTICE_DONE, ids[i]), 1, "task %d: one notice", i);
+        is_int(t_count_notices(h, f.parent, i == 2 ? NOTICE_FAIL : NOTICE_DONE, ids[i]), 1, "task %d: one notice", i);
         free(ids[i]);
     }
     t_close(&f);
@@ -324,25 +315,24 @@ static void stopped_during_a_repeated_check(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
-    const char *parent = f.parent;
     sim_event_faults(h, 5, 1.0, 0, 0, "message.part.updated"); /* the check must read the messages */
     t_started read = {"session_messages", sim_calls_started(h, "session_messages") + 1};
     sim_slow(h, "session_messages", tap_timeout_ms(1000));
     sim_slow(h, "session_abort", tap_timeout_ms(3000));
-    char *id = t_launch_script(h, parent, "stopped mid-check", J("{'steps':[{'reply':'too late'}]}"));
+    char *id = t_launch_script(h, f.parent, "stopped mid-check", J("{'steps':[{'reply':'too late'}]}"));
     is_int(sim_wait(h, t_calls_started, &read, tap_timeout_ms(5000)), 0, "the completion check is reading");
     char *child = t_task_session(h, 0);
     const char *ev = J("{'type':'session.idle','properties':{'sessionID':'%s'}}", child);
     sim_emit(h, ev);
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "an idle came during the check");
-    char *out = t_cancel(h, parent, id); /* returns after the slow abort, the check long over */
+    char *out = t_cancel(h, f.parent, id); /* returns after the slow abort, the check long over */
     is_int(t_rc, 0, "the stop succeeds");
     free(out);
     sim_slow(h, "session_messages", 0);
     sim_slow(h, "session_abort", 0);
-    is_int(t_wait_status(h, parent, id, "cancelled", 5000), 0, "the task ends cancelled");
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(t_count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notice for a task the model stopped");
+    is_int(t_wait_status(h, f.parent, id, "cancelled", 5000), 0, "the task ends cancelled");
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    is_int(t_count_notices(h, f.parent, NOTICE_DONE, id), 0, "no completion notice for a task the model stopped");
     free(child);
     free(id);
     t_close(&f);

@@ -81,8 +81,7 @@ static void depth_one_is_the_default(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *root = f.parent;
-    char *a = launch(h, root, "A", "running");
+    char *a = launch(h, f.parent, "A", "running");
     char *as = session_of(h, "A");
     is_int(sim_session_tool_denied(h, as, "background_task"), 1, "a task at max_depth gets no ocbg tools");
     char *out = try_launch_from(h, as);
@@ -95,7 +94,7 @@ static void depth_one_is_the_default(void)
     free(out);
     is_int(sim_calls(h, "session_create", NULL), 1, "nothing was created");
     t_release_gated(h, "A");
-    is_int(t_wait_status(h, root, a, "completed", 5000), 0, "the task completes as before");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "the task completes as before");
     free(as);
     free(a);
     t_close(&f);
@@ -110,22 +109,21 @@ static void nested_task_waits_without_a_slot(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_depth':2,'max_running_agents':1}")));
-    const char *root = f.parent;
-    char *a = launch(h, root, "A", "running");
+    char *a = launch(h, f.parent, "A", "running");
     char *as = session_of(h, "A");
     is_int(sim_session_tool_denied(h, as, "background_task"), 0, "a task above max_depth keeps the ocbg tools");
     char *b = launch(h, as, "B", "pending");
-    char *c = launch(h, root, "C", "pending");
+    char *c = launch(h, f.parent, "C", "pending");
     t_release_gated(h, "A"); /* A answers "done A" while B waits */
     char *bs = session_of(h, "B");
     ok(bs != NULL, "A's answer gave its slot to B");
     ok(!t_gated_started(h, "C"), "C still waits: B was queued first");
-    is_int(t_wait_output_with(h, root, a, WAITS_FOR_ITS_TASKS, 5000), 0, "A shows that it waits for its tasks");
-    char *out = t_output(h, root, a);
+    is_int(t_wait_output_with(h, f.parent, a, WAITS_FOR_ITS_TASKS, 5000), 0, "A shows that it waits for its tasks");
+    char *out = t_output(h, f.parent, a);
     like(out, ": running\n", "A is still running: its answer is not its result yet");
     free(out);
     const char *args = J("{'task_id':'%s','block':false}", a);
-    out = t_tool(h, root, "TaskOutput", args);
+    out = t_tool(h, f.parent, "TaskOutput", args);
     like(out, "<waiting_for_tasks>the background tasks it launched are still running</waiting_for_tasks>",
          "TaskOutput says so too");
     free(out);
@@ -142,21 +140,21 @@ static void nested_task_waits_without_a_slot(void)
     t_release_gated(h, "B");
     is_int(t_wait_status(h, as, b, "completed", 5000), 0, "B completes");
     is_int(t_wait_gate_open(h, "C", 5000), 0, "C takes the slot B freed");
-    is_int(t_wait_output_with(h, root, a, WAKE_PARKED, 5000), 0, "A's wake waits for a slot, and says so");
+    is_int(t_wait_output_with(h, f.parent, a, WAKE_PARKED, 5000), 0, "A's wake waits for a slot, and says so");
     is_int(t_count_messages_with(h, as, wake), 0, "A has not been told yet: no slot");
     t_release_gated(h, "C");
-    is_int(t_wait_status(h, root, a, "completed", 5000), 0, "once C ends, A is woken and completes");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "once C ends, A is woken and completes");
     is_int(t_count_messages_with(h, as, wake), 1, "A was told of B once, in its own session");
-    out = t_output(h, root, a);
+    out = t_output(h, f.parent, a);
     like(out, "A final, after bg_", "A's result is its answer after its tasks");
     free(out);
-    is_int(t_wait_status(h, root, c, "completed", 5000), 0, "C completes");
-    is_int(t_sync_notifications(h, root), 0, "the root's notifications are out");
+    is_int(t_wait_status(h, f.parent, c, "completed", 5000), 0, "C completes");
+    is_int(t_sync_notifications(h, f.parent), 0, "the root's notifications are out");
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", a);
-    is_int(t_count_messages_with(h, root, needle), 1, "the root hears of A once");
+    is_int(t_count_messages_with(h, f.parent, needle), 1, "the root hears of A once");
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", b);
-    is_int(t_count_messages_with(h, root, needle), 0, "and nothing of B (A was)");
+    is_int(t_count_messages_with(h, f.parent, needle), 0, "and nothing of B (A was)");
     free(bs);
     free(as);
     free(a);
@@ -259,8 +257,7 @@ static void spend_rolls_up(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_depth':2,'max_session_cost_usd':1}")));
-    const char *root = f.parent;
-    char *a = launch(h, root, "A", "running");
+    char *a = launch(h, f.parent, "A", "running");
     char *as = session_of(h, "A");
     /* B reports what its model call cost, then waits for the test. */
     char *b = t_launch_script(h, as, "B",
@@ -270,9 +267,9 @@ static void spend_rolls_up(void)
                        "(max_session_cost_usd is 1).";
     is_int(t_wait_status(h, as, b, "error", 5000), 0, "B stops: A's session is over its budget");
     is_int(t_wait_output_with(h, as, b, text, 5000), 0, "with the spend in its error");
-    is_int(t_wait_status(h, root, a, "error", 5000), 0, "A stops too: the root's session counts B's spend");
-    is_int(t_wait_output_with(h, root, a, text, 5000), 0, "with the same text");
-    char *out = try_launch_from(h, root);
+    is_int(t_wait_status(h, f.parent, a, "error", 5000), 0, "A stops too: the root's session counts B's spend");
+    is_int(t_wait_output_with(h, f.parent, a, text, 5000), 0, "with the same text");
+    char *out = try_launch_from(h, f.parent);
     is_int(t_rc, -EDQUOT, "the root may launch no more");
     like(out, "this session's background tasks have spent $1.50", "and is told what was spent");
     free(out);

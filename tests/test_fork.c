@@ -471,19 +471,18 @@ static void fork_with_resume_refused(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *out = t_tool(h, parent, "background_task", J("{'prompt':'p','fork':true,'resume':'bg_00000000'}"));
+    char *out = t_tool(h, f.parent, "background_task", J("{'prompt':'p','fork':true,'resume':'bg_00000000'}"));
     is_int(t_rc, -EINVAL, "fork with resume is refused");
     like(out, "fork and resume are mutually exclusive", "saying the two are mutually exclusive");
     free(out);
     is_int(sim_calls(h, "session_fork", NULL) + sim_calls(h, "session_create", NULL), 0, "nothing was created");
     sim_fail(h, "session_fork", 1, 1, -EIO);
-    out = t_tool(h, parent, "background_task", J("{'description':'d','prompt':'p','agent':'a','fork':true}"));
+    out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'a','fork':true}"));
     is_int(t_rc, -EIO, "a failed fork is an error");
     like(out, "Failed to fork this session for the background task: simulated failure of session_fork",
          "naming the host's reason");
     free(out);
-    out = t_tool(h, parent, "background_list", "{}");
+    out = t_tool(h, f.parent, "background_list", "{}");
     is_str(out, "No background tasks found", "and no task exists");
     free(out);
     t_close(&f);

@@ -160,41 +160,40 @@ static void usage_summed_and_shown(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'bash':'ask'}"));
     /* The run goes on past its compaction only when the check comes after it
      * began: with the answer's part events lost, the check reads, and finds it. */
     sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
-    char *id = t_launch_script(h, s, "Count tokens", COUNTING_SCRIPT);
+    char *id = t_launch_script(h, f.parent, "Count tokens", COUNTING_SCRIPT);
     char *child = t_task_session(h, 0);
     paused(h, child);
-    char *out = t_output(h, s, id);
+    char *out = t_output(h, f.parent, id);
     unlike(out, "Usage:", "no usage is shown before the host reports any");
     free(out);
     go_on(h, child);
     paused(h, child);
     emit_odd_updates(h, child);
-    usage_on_every_face(h, s, id);
+    usage_on_every_face(h, f.parent, id);
 
     /* A second task: the totals add both. */
     char *id2 =
-        t_launch_script(h, s, "More tokens", J("{'steps':[{'usage':{'input':1000,'cost':0.5}},{'hang':true}]}"));
-    is_int(t_wait_output_with(h, s, id2, "\nUsage: 1,000 tokens", 5000), 0, "the second task reports its usage");
-    out = t_tool(h, s, "background_list", "{}");
+        t_launch_script(h, f.parent, "More tokens", J("{'steps':[{'usage':{'input':1000,'cost':0.5}},{'hang':true}]}"));
+    is_int(t_wait_output_with(h, f.parent, id2, "\nUsage: 1,000 tokens", 5000), 0, "the second task reports its usage");
+    out = t_tool(h, f.parent, "background_list", "{}");
     like(out,
          "\nUsage of the listed tasks: 15,690 tokens (in 13,345, out 2,000, reasoning 345, cache read "
          "1,000,000, write 0), $0.5123",
          "the total line sums the listed tasks");
     free(out);
-    out = t_tool(h, s, "background_list", J("{'status':'running','batch_id':'none'}"));
+    out = t_tool(h, f.parent, "background_list", J("{'status':'running','batch_id':'none'}"));
     unlike(out, "Usage of the listed tasks", "no total line for an empty listing");
     free(out);
 
     /* The run ends: its notification carries the usage. */
     go_on(h, child);
-    is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task completes");
-    is_int(t_wait_messages_with(h, s, "Background task completed: ", 1, 5000), 0, "the parent is notified");
-    char *note = t_message_with(h, s, "Background task completed: ");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
+    is_int(t_wait_messages_with(h, f.parent, "Background task completed: ", 1, 5000), 0, "the parent is notified");
+    char *note = t_message_with(h, f.parent, "Background task completed: ");
     like(note, "\nUsage: " PHRASE "\n", "the notification gives the usage");
     free(note);
 
@@ -202,7 +201,7 @@ static void usage_summed_and_shown(void)
      * a script's reports all come before its end). */
     emit_usage(h, child, "msg_e", 5, 0, 0, 0, 0, 0);
     flush(h);
-    out = t_output(h, s, id);
+    out = t_output(h, f.parent, id);
     like(out, "\nUsage: 14,695 tokens (in 12,350,", "a late report is counted");
     free(out);
     free(id2);
@@ -217,22 +216,21 @@ static void token_budget(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'max_task_tokens':1000}"));
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'bash':'ask'}"));
-    char *id = t_launch_script(h, s, "Many tokens",
+    char *id = t_launch_script(h, f.parent, "Many tokens",
                                "{\"steps\":[{\"usage\":{\"input\":800,\"output\":150,\"reasoning\":50,"
                                "\"cache_read\":500000}}," PAUSE("more") ",{\"usage\":{\"output\":50}},"
                                                                         "{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     paused(h, child);
-    char *out = t_output(h, s, id);
+    char *out = t_output(h, f.parent, id);
     like(out, ": running\n", "1,000 tokens (cache reads apart) are within the budget");
     free(out);
     go_on(h, child);
-    ended_by_guard(h, s, id, child,
+    ended_by_guard(h, f.parent, id, child,
                    "Stopped by the token budget: this task used 1,050 tokens (max_task_tokens is 1000).");
-    is_int(t_sync_notifications(h, s), 0, "notifications flushed");
-    is_int(failures(h, s, id), 1, "exactly one notification");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(failures(h, f.parent, id), 1, "exactly one notification");
     free(child);
     free(id);
     t_close(&f);
@@ -290,47 +288,46 @@ static void session_budget(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'max_session_cost_usd':1}"));
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'bash':'ask'}"));
-    char *a = t_launch_script(h, s, "Task A",
+    char *a = t_launch_script(h, f.parent, "Task A",
                               J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.6}},"
                                 "{'hang':true}]}"));
-    char *b = t_launch_script(h, s, "Task B",
+    char *b = t_launch_script(h, f.parent, "Task B",
                               "{\"steps\":[" PAUSE("more") ",{\"usage\":{\"input\":100,\"output\":10,"
                                                            "\"cost\":0.5}},{\"hang\":true}]}");
     char *ca = t_task_session(h, 0), *cb = t_task_session(h, 1);
-    is_int(t_wait_output_with(h, s, a, "\nUsage: 110 tokens", 5000), 0, "task A reports its usage");
+    is_int(t_wait_output_with(h, f.parent, a, "\nUsage: 110 tokens", 5000), 0, "task A reports its usage");
     paused(h, cb);
-    char *out = t_output(h, s, b);
+    char *out = t_output(h, f.parent, b);
     like(out, ": running\n", "under the session's budget, both run");
     free(out);
     go_on(h, cb);
     const char *text = "Stopped by the session budget: this session's background tasks spent $1.10 "
                        "(max_session_cost_usd is 1).";
-    ended_by_guard(h, s, b, cb, text);
-    ended_by_guard(h, s, a, ca, text);
+    ended_by_guard(h, f.parent, b, cb, text);
+    ended_by_guard(h, f.parent, a, ca, text);
 
     size_t sessions = sim_session_count(h);
-    out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
+    out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
     is_int(t_rc, -EDQUOT, "a new launch is refused");
     is_str(out,
            "Not started: this session's background tasks have spent $1.10, its whole budget "
            "(max_session_cost_usd is 1). No task was created.",
            "with a clear text");
     free(out);
-    out = t_tool(h, s, "Task",
+    out = t_tool(h, f.parent, "Task",
                  J("{'description':'d','prompt':'p','subagent_type':'explore',"
                    "'run_in_background':true}"));
     is_int(t_rc, -EDQUOT, "Task is refused too");
     like(out, "No task was created.", "with the same text");
     free(out);
     is_int(sim_session_count(h), sessions, "no session was created");
-    out = t_tool(h, s, "background_list", "{}");
+    out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "\nTotal: 2 tasks (2 error)", "no task was registered");
     free(out);
-    out = t_tool(h, s, "background_clear", "{}");
+    out = t_tool(h, f.parent, "background_clear", "{}");
     free(out);
-    out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
+    out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
     is_int(t_rc, -EDQUOT, "clearing the tasks does not reset what they spent");
     free(out);
     char *other = sim_session_new(h, NULL, "other");
@@ -353,16 +350,15 @@ static void tool_call_limit(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'max_tool_calls':3}"));
-    const char *s = f.parent;
     /* Each call's part is updated three times (pending, running, completed): counted once. */
-    char *fine = t_launch_script(h, s, "Three calls",
+    char *fine = t_launch_script(h, f.parent, "Three calls",
                                  "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") ",{\"reply\":\"three\"}]}");
-    is_int(t_wait_status(h, s, fine, "completed", 5000), 0, "three calls are allowed");
+    is_int(t_wait_status(h, f.parent, fine, "completed", 5000), 0, "three calls are allowed");
     char *id =
-        t_launch_script(h, s, "Four calls",
+        t_launch_script(h, f.parent, "Four calls",
                         "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") "," READ("/d") ",{\"hang\":true}]}");
     char *child = t_task_session(h, 1);
-    ended_by_guard(h, s, id, child,
+    ended_by_guard(h, f.parent, id, child,
                    "Stopped by the tool call limit: this task made 4 tool calls (max_tool_calls is 3).");
     free(child);
     free(id);

@@ -58,16 +58,17 @@ static void stale_agent(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, "{" FAST ",\"stale_ms\":1000}");
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'bash':'ask'}"));
     /* A sub-agent waiting for the user is silent too, but not stale. */
-    char *asking = t_launch_script(h, s, "Asks", J("{'steps':[{'ask':{'permission':'bash','patterns':['x']}}]}"));
+    char *asking =
+        t_launch_script(h, f.parent, "Asks", J("{'steps':[{'ask':{'permission':'bash','patterns':['x']}}]}"));
     char *asking_child = t_task_session(h, 0);
     is_int(sim_wait(h, t_question_open, asking_child, tap_timeout_ms(5000)), 0, "a question is open");
-    char *id = launch_hanging(h, s, "");
+    char *id = launch_hanging(h, f.parent, "");
     char *child = t_task_session(h, 1);
-    ended_in_time(h, s, id, child, "Stopped: no progress for ", "s while its session was busy (stale_ms is 1000).");
-    char *out = t_output(h, s, asking);
+    ended_in_time(h, f.parent, id, child, "Stopped: no progress for ",
+                  "s while its session was busy (stale_ms is 1000).");
+    char *out = t_output(h, f.parent, asking);
     like(out, ": running\n", "the one waiting for permission runs on");
     free(out);
     is_int(sim_calls(h, "session_abort", asking_child), 0, "and its session was not aborted");
@@ -82,14 +83,13 @@ static void agent_timeouts(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, "{" FAST "}");
-    const char *s = f.parent;
-    char *id = launch_hanging(h, s, J(",'timeout':1"));
+    char *id = launch_hanging(h, f.parent, J(",'timeout':1"));
     char *child = t_task_session(h, 0);
-    ended_in_time(h, s, id, child, "Stopped by its timeout: this task ran for ", "s (its timeout is 1.0s).");
+    ended_in_time(h, f.parent, id, child, "Stopped by its timeout: this task ran for ", "s (its timeout is 1.0s).");
 
     /* The Claude face: milliseconds; a foreground Task returns the failure. */
     sim_script(h, "claude hang", J("{'steps':[{'hang':true}]}"), 1);
-    char *out = t_tool(h, s, "Task",
+    char *out = t_tool(h, f.parent, "Task",
                        J("{'description':'d','prompt':'claude hang','subagent_type':'explore',"
                          "'timeout':300}"));
     is_int(t_rc, -EIO, "a foreground Task past its timeout fails");
@@ -101,15 +101,15 @@ static void agent_timeouts(void)
 
     /* Bad values: nothing is created. */
     size_t sessions = sim_session_count(h);
-    out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore','timeout':0}"));
+    out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore','timeout':0}"));
     is_int(t_rc, -EINVAL, "timeout 0 is refused");
     is_str(out, "background_task: argument 'timeout' must be a positive number of seconds", "with a clear text");
     free(out);
-    out = t_tool(h, s, "Task", J("{'description':'d','prompt':'p','subagent_type':'explore','timeout':-5}"));
+    out = t_tool(h, f.parent, "Task", J("{'description':'d','prompt':'p','subagent_type':'explore','timeout':-5}"));
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
     is_str(out, "Task: argument 'timeout' must be a positive number of milliseconds", "with a clear text");
     free(out);
-    out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore','timeout':'9'}"));
+    out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore','timeout':'9'}"));
     is_int(t_rc, -EINVAL, "a timeout that is not a number is refused");
     like(out, "argument 'timeout'", "naming the argument");
     free(out);
@@ -124,11 +124,11 @@ static void agent_max_runtime(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, "{" FAST ",\"max_runtime_ms\":1000}");
-    const char *s = f.parent;
     /* A launch's timeout cannot go past the limit. */
-    char *id = launch_hanging(h, s, J(",'timeout':60"));
+    char *id = launch_hanging(h, f.parent, J(",'timeout':60"));
     char *child = t_task_session(h, 0);
-    ended_in_time(h, s, id, child, "Stopped by the runtime limit: this task ran for ", "s (max_runtime_ms is 1000).");
+    ended_in_time(h, f.parent, id, child, "Stopped by the runtime limit: this task ran for ",
+                  "s (max_runtime_ms is 1000).");
     free(child);
     free(id);
     t_close(&f);
@@ -152,10 +152,9 @@ static void command_timeouts(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, "{" FAST ",\"shell_kill_grace_ms\":300}");
-    const char *s = f.parent;
-    char *id = bash_bg(h, s, "sleep 30", J(",'timeout':300"));
-    ended_in_time(h, s, id, NULL, "Stopped by its timeout: this task ran for ", "s (its timeout is 0.3s).");
-    char *out = t_task_output(h, s, id, 0, 0);
+    char *id = bash_bg(h, f.parent, "sleep 30", J(",'timeout':300"));
+    ended_in_time(h, f.parent, id, NULL, "Stopped by its timeout: this task ran for ", "s (its timeout is 0.3s).");
+    char *out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<status>failed</status>\n", "TaskOutput: failed");
     like(out, "<signal>15</signal>\n", "the command got SIGTERM");
     like(out, "<error>Stopped by its timeout: this task ran for ", "TaskOutput: the guard's text");
@@ -163,13 +162,13 @@ static void command_timeouts(void)
     free(out);
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background command failed: %s", id);
-    char *note = t_message_with(h, s, needle);
+    char *note = t_message_with(h, f.parent, needle);
     like(note, "\nError: Stopped by its timeout: ", "the notification gives the text");
     unlike(note, "Usage:", "and no usage");
     free(note);
     /* Without a timeout, a background command runs on. */
-    char *quick = bash_bg(h, s, "sleep 0.5; echo fine", "");
-    is_int(t_wait_status(h, s, quick, "completed", 5000), 0, "a command without a timeout completes");
+    char *quick = bash_bg(h, f.parent, "sleep 0.5; echo fine", "");
+    is_int(t_wait_status(h, f.parent, quick, "completed", 5000), 0, "a command without a timeout completes");
     free(quick);
     free(id);
     t_close(&f);
@@ -179,11 +178,11 @@ static void command_max_runtime(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, "{" FAST ",\"shell_kill_grace_ms\":300,\"max_runtime_ms\":1000}");
-    const char *s = f.parent;
-    char *id = bash_bg(h, s, "sleep 30", "");
-    ended_in_time(h, s, id, NULL, "Stopped by the runtime limit: this task ran for ", "s (max_runtime_ms is 1000).");
+    char *id = bash_bg(h, f.parent, "sleep 30", "");
+    ended_in_time(h, f.parent, id, NULL, "Stopped by the runtime limit: this task ran for ",
+                  "s (max_runtime_ms is 1000).");
     /* A foreground command has its own timeout. */
-    char *out = t_tool(h, s, "Bash", J("{'command':'sleep 1.3; echo done','timeout':20000}"));
+    char *out = t_tool(h, f.parent, "Bash", J("{'command':'sleep 1.3; echo done','timeout':20000}"));
     is_int(t_rc, 0, "a foreground command may outlast max_runtime_ms");
     like(out, "done\n(exit code 0)", "and completes");
     free(out);

@@ -66,17 +66,16 @@ static void one_notification_with_content(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Map the API", J("{'steps':[{'reply':'three endpoints'}]}"));
+    char *id = t_launch_script(h, f.parent, "Map the API", J("{'steps':[{'reply':'three endpoints'}]}"));
     char *batch = NULL;
-    char *out = t_output(h, parent, id);
+    char *out = t_output(h, f.parent, id);
     batch = t_find_id(out, "batch_");
     free(out);
-    is_int(t_wait_messages_with(h, parent, "three endpoints", 1, 5000), 0, "the parent got the result");
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    cJSON_Delete(wait_notice(h, parent, id));
+    is_int(t_wait_messages_with(h, f.parent, "three endpoints", 1, 5000), 0, "the parent got the result");
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    cJSON_Delete(wait_notice(h, f.parent, id));
     int count;
-    cJSON *b = notice_body(h, parent, id, &count);
+    cJSON *b = notice_body(h, f.parent, id, &count);
     is_int(count, 1, "exactly one push about the task");
     char head[128];
     snprintf(head, sizeof head, "[ocbg] Background task completed: %s \"Map the API\" (agent: explore, ", id);
@@ -89,7 +88,7 @@ static void one_notification_with_content(void)
     ok(!body_quiet(b), "the only task wakes the parent");
     is_str(cJSON_GetStringValue(cJSON_GetObjectItem(b, "agent")), "build", "the parent goes on with its agent");
     ok(!cJSON_GetObjectItem(b, "tools"), "no tools denied to the parent");
-    is_int(t_count_messages_with(h, parent, "three endpoints"), 1, "one message in the parent");
+    is_int(t_count_messages_with(h, f.parent, "three endpoints"), 1, "one message in the parent");
     cJSON_Delete(b);
     free(batch);
     free(id);
@@ -101,12 +100,11 @@ static void quiet_until_last(const char *options, int expect_quiet)
 {
     t_fixture f;
     sim_host *h = t_open(&f, options);
-    const char *parent = f.parent;
     const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'slow result'}]}", tap_timeout_ms(300));
-    char *slow = t_launch_script(h, parent, "Slow", script);
-    char *fast = t_launch_script(h, parent, "Fast", J("{'steps':[{'reply':'fast result'}]}"));
-    is_int(t_wait_messages_with(h, parent, "fast result", 1, 5000), 0, "fast task's notice arrives");
-    cJSON *b = wait_notice(h, parent, fast);
+    char *slow = t_launch_script(h, f.parent, "Slow", script);
+    char *fast = t_launch_script(h, f.parent, "Fast", J("{'steps':[{'reply':'fast result'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "fast result", 1, 5000), 0, "fast task's notice arrives");
+    cJSON *b = wait_notice(h, f.parent, fast);
     if (expect_quiet)
         ok(body_quiet(b), "a finisher with siblings running is quiet (noReply)");
     else
@@ -114,8 +112,8 @@ static void quiet_until_last(const char *options, int expect_quiet)
     like(body_text(b), "tasks done, 1 still running.\n", "it says one is still running");
     like(body_text(b), ": 1 of 2 tasks done", "1 of 2 done");
     cJSON_Delete(b);
-    is_int(t_wait_messages_with(h, parent, "slow result", 1, 5000), 0, "slow task's notice arrives");
-    b = wait_notice(h, parent, slow);
+    is_int(t_wait_messages_with(h, f.parent, "slow result", 1, 5000), 0, "slow task's notice arrives");
+    b = wait_notice(h, f.parent, slow);
     ok(!body_quiet(b), "the last one wakes the parent");
     like(body_text(b), ": all 2 tasks done.\n", "all done");
     cJSON_Delete(b);
@@ -129,11 +127,10 @@ static void failure_wakes(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *slow = t_launch_script(h, parent, "Slow", J("{'steps':[{'hang':true}]}"));
-    char *bad = t_launch_script(h, parent, "Broken", J("{'steps':[{'error':'quota exceeded'}]}"));
-    is_int(t_wait_messages_with(h, parent, "quota exceeded", 1, 5000), 0, "failure notice arrives");
-    cJSON *b = wait_notice(h, parent, bad);
+    char *slow = t_launch_script(h, f.parent, "Slow", J("{'steps':[{'hang':true}]}"));
+    char *bad = t_launch_script(h, f.parent, "Broken", J("{'steps':[{'error':'quota exceeded'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "quota exceeded", 1, 5000), 0, "failure notice arrives");
+    cJSON *b = wait_notice(h, f.parent, bad);
     char head[96];
     snprintf(head, sizeof head, "[ocbg] Background task failed: %s \"Broken\"", bad);
     like(body_text(b), head, "it says failed");
@@ -150,15 +147,14 @@ static void long_result_is_capped(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'notify_max_chars':200}"));
-    const char *parent = f.parent;
     char reply[301];
     for (int i = 0; i < 300; i++)
         reply[i] = (char)('a' + i % 26);
     reply[300] = '\0';
     const char *script = J("{'steps':[{'reply':'%s'}]}", reply);
-    char *id = t_launch_script(h, parent, "Verbose", script);
-    is_int(t_wait_messages_with(h, parent, "[Cut at 200 of 300 characters.", 1, 5000), 0, "cut notice arrives");
-    cJSON *b = wait_notice(h, parent, id);
+    char *id = t_launch_script(h, f.parent, "Verbose", script);
+    is_int(t_wait_messages_with(h, f.parent, "[Cut at 200 of 300 characters.", 1, 5000), 0, "cut notice arrives");
+    cJSON *b = wait_notice(h, f.parent, id);
     char want[512];
     snprintf(want, sizeof want,
              "\n\nResult:\n%.200s\n\n[Cut at 200 of 300 characters. The full text: "
@@ -166,7 +162,7 @@ static void long_result_is_capped(void)
              reply, id);
     like(body_text(b), want, "the first 200 characters and the pointer");
     cJSON_Delete(b);
-    char *out = t_output(h, parent, id);
+    char *out = t_output(h, f.parent, id);
     like(out, reply, "background_output has the full text");
     free(out);
     free(id);
@@ -178,16 +174,15 @@ static void failed_push_is_retried(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'notify_retries':2,'notify_retry_ms':20}"));
-    const char *parent = f.parent;
     sim_script(h, "retried task", J("{'steps':[{'reply':'made it'}]}"), 1);
     sim_fail(h, "session_prompt", 2, 2, -EIO); /* the 1st is the task's own prompt */
-    char *id = t_launch(h, parent, "Retry me", "retried task", "explore");
-    is_int(t_wait_messages_with(h, parent, "made it", 1, 5000), 0, "notice delivered on the third try");
-    is_int(sim_wait_calls(h, "session_prompt", parent, 3, tap_timeout_ms(5000)), 0, "pushes recorded");
-    is_int(sim_calls(h, "session_prompt", parent), 3, "two failed pushes then one good");
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(t_count_messages_with(h, parent, "made it"), 1, "delivered once");
-    char *out = t_tool(h, parent, "background_list", "{}");
+    char *id = t_launch(h, f.parent, "Retry me", "retried task", "explore");
+    is_int(t_wait_messages_with(h, f.parent, "made it", 1, 5000), 0, "notice delivered on the third try");
+    is_int(sim_wait_calls(h, "session_prompt", f.parent, 3, tap_timeout_ms(5000)), 0, "pushes recorded");
+    is_int(sim_calls(h, "session_prompt", f.parent), 3, "two failed pushes then one good");
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    is_int(t_count_messages_with(h, f.parent, "made it"), 1, "delivered once");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     unlike(out, "could not be delivered", "nothing held");
     free(out);
     free(id);
@@ -269,15 +264,14 @@ static void block_suppresses_notification(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
     const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'returned by the wait'}]}", tap_timeout_ms(100));
-    char *id = t_launch_script(h, parent, "Awaited", script);
+    char *id = t_launch_script(h, f.parent, "Awaited", script);
     const char *args = J("{'task_id':'%s','block':true}", id);
-    char *out = t_tool(h, parent, "background_output", args);
+    char *out = t_tool(h, f.parent, "background_output", args);
     like(out, "Result:\nreturned by the wait\n", "the wait returned the result");
     free(out);
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(t_count_messages_with(h, parent, "returned by the wait"), 0, "no notification after the wait");
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    is_int(t_count_messages_with(h, f.parent, "returned by the wait"), 0, "no notification after the wait");
     free(id);
     t_close(&f);
 }

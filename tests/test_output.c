@@ -32,12 +32,11 @@ static void progress_while_running(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Busy worker",
+    char *id = t_launch_script(h, f.parent, "Busy worker",
                                J("{'steps':[{'tool':'read','output':'a'},{'tool':'grep','output':'b'},"
                                  "{'tool':'bash','ms':10,'output':'c'},{'hang':true}]}"));
-    is_int(t_wait_output_with(h, parent, id, "Progress: 3 tool calls", 5000), 0, "three tool calls counted");
-    char *out = t_output(h, parent, id);
+    is_int(t_wait_output_with(h, f.parent, id, "Progress: 3 tool calls", 5000), 0, "three tool calls counted");
+    char *out = t_output(h, f.parent, id);
     is_int(t_rc, 0, "non-blocking output succeeds");
     char first[64];
     snprintf(first, sizeof first, "Task %s: running\n", id);
@@ -48,7 +47,7 @@ static void progress_while_running(void)
     unlike(out, "Result:", "no result yet");
     free(out);
     /* Reading a running task is not a wait: it returns at once every time. */
-    out = t_output(h, parent, id);
+    out = t_output(h, f.parent, id);
     like(out, ": running\n", "still running on a second look");
     free(out);
     free(id);
@@ -60,9 +59,8 @@ static void progress_without_tools(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Thinking", J("{'steps':[{'hang':true}]}"));
-    char *out = t_output(h, parent, id);
+    char *id = t_launch_script(h, f.parent, "Thinking", J("{'steps':[{'hang':true}]}"));
+    char *out = t_output(h, f.parent, id);
     like(out, "Progress: 0 tool calls\n", "zero tool calls, no recent list");
     free(out);
     free(id);
@@ -74,11 +72,10 @@ static void block_returns_result(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
     const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'waited for this'}]}", tap_timeout_ms(100));
-    char *id = t_launch_script(h, parent, "Slow one", script);
+    char *id = t_launch_script(h, f.parent, "Slow one", script);
     char *args = output_args(id, 1, 0);
-    char *out = t_tool(h, parent, "background_output", args);
+    char *out = t_tool(h, f.parent, "background_output", args);
     is_int(t_rc, 0, "blocking output succeeds");
     char first[64];
     snprintf(first, sizeof first, "Task %s: completed\n", id);
@@ -86,7 +83,7 @@ static void block_returns_result(void)
     like(out, "Result:\nwaited for this\n", "with the result");
     free(out);
     /* Block on a finished task: at once, same answer. */
-    out = t_tool(h, parent, "background_output", args);
+    out = t_tool(h, f.parent, "background_output", args);
     ok(starts_with(out, first), "blocking on a finished task returns at once");
     free(out);
     free(args);
@@ -99,10 +96,9 @@ static void block_times_out(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Forever", J("{'steps':[{'hang':true}]}"));
+    char *id = t_launch_script(h, f.parent, "Forever", J("{'steps':[{'hang':true}]}"));
     char *args = output_args(id, 1, 0.2);
-    char *out = t_tool(h, parent, "background_output", args);
+    char *out = t_tool(h, f.parent, "background_output", args);
     is_int(t_rc, 0, "a timed-out wait is not an error");
     char first[128];
     snprintf(first, sizeof first, "Timed out after waiting 0.2s: the task is still running.\n\nTask %s: running\n", id);
@@ -110,7 +106,7 @@ static void block_times_out(void)
     like(out, "Progress: ", "with its progress");
     free(out);
     free(args);
-    out = t_tool(h, parent, "background_output", J("{'task_id':'x','block':true,'timeout':0}"));
+    out = t_tool(h, f.parent, "background_output", J("{'task_id':'x','block':true,'timeout':0}"));
     is_int(t_rc, -EINVAL, "timeout 0 refused");
     like(out, "argument 'timeout' must be a positive number of seconds (at most 600)", "and explained");
     free(out);
@@ -124,11 +120,10 @@ static void esc_during_block(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
     const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'done after Esc'}]}", tap_timeout_ms(400));
-    char *id = t_launch_script(h, parent, "Interrupted wait", script);
+    char *id = t_launch_script(h, f.parent, "Interrupted wait", script);
     char *args = output_args(id, 1, 600);
-    sim_call *c = sim_tool_start(h, parent, "background_output", args);
+    sim_call *c = sim_tool_start(h, f.parent, "background_output", args);
     int rc = 0;
     char *out = NULL;
     is_int(sim_tool_wait(c, 50, &rc, &out), -ETIMEDOUT, "the blocking call waits");
@@ -140,10 +135,10 @@ static void esc_during_block(void)
     like(out, want, "the answer says the task goes on");
     free(out);
     sim_tool_free(c);
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the task completes after Esc");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes after Esc");
     char needle[64];
     snprintf(needle, sizeof needle, "Background task completed: %s", id);
-    is_int(t_wait_messages_with(h, parent, needle, 1, 5000), 0, "and its notification comes");
+    is_int(t_wait_messages_with(h, f.parent, needle, 1, 5000), 0, "and its notification comes");
     free(args);
     free(id);
     t_close(&f);
@@ -154,14 +149,13 @@ static void block_on_cleared_task(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *id = t_launch_script(h, parent, "Cleared", J("{'steps':[{'hang':true}]}"));
+    char *id = t_launch_script(h, f.parent, "Cleared", J("{'steps':[{'hang':true}]}"));
     char *args = output_args(id, 1, 600);
-    sim_call *c = sim_tool_start(h, parent, "background_output", args);
+    sim_call *c = sim_tool_start(h, f.parent, "background_output", args);
     int rc = 0;
     char *out = NULL;
     is_int(sim_tool_wait(c, 50, &rc, &out), -ETIMEDOUT, "the blocking call waits");
-    char *cl = t_tool(h, parent, "background_clear", "{}");
+    char *cl = t_tool(h, f.parent, "background_clear", "{}");
     free(cl);
     is_int(sim_tool_wait(c, tap_timeout_ms(2000), &rc, &out), 0, "the wait ends when the task is cleared");
     is_int(rc, -ENOENT, "with -ENOENT");
@@ -180,14 +174,13 @@ static void unknown_and_foreign_ids(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
-    char *out = t_output(h, parent, "bg_00000000");
+    char *out = t_output(h, f.parent, "bg_00000000");
     is_int(t_rc, -ENOENT, "unknown id: -ENOENT");
     is_str(out, "Task not found: bg_00000000. Use background_list to see available tasks.", "exact text");
     free(out);
-    char *id = t_launch_script(h, parent, "Mine", J("{'steps':[{'reply':'private'}]}"));
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "task completed");
+    char *id = t_launch_script(h, f.parent, "Mine", J("{'steps':[{'reply':'private'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "task completed");
     out = t_output(h, other, id);
     is_int(t_rc, -ENOENT, "another session cannot read it");
     char want[128];

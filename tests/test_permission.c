@@ -52,13 +52,12 @@ static void bash_denied_by_rule(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
     is_int(sim_permission_rules(h, J("{'bash':{'*':'allow','touch *':'deny'}}")), 0, "rules set");
     const char *file = t_tmp_path("denied_fg");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "echo hi && touch %s", file);
     for (int background = 0; background < 2; background++) {
-        char *out = t_bash(h, s, cmd, "a test command", background, 0);
+        char *out = t_bash(h, f.parent, cmd, "a test command", background, 0);
         is_int(t_rc, -EACCES, "%s Bash: refused", background ? "background" : "foreground");
         like(out, "Permission denied: running `echo hi && touch ", "the answer names the command");
         like(out, "(permission \"bash\"): The user has specified a rule which prevents you", "and the host's reason");
@@ -82,7 +81,7 @@ static void bash_denied_by_rule(void)
     char *meta = asked(h, 1, "metadata");
     like(meta, J("'description':'a test command'"), "the description goes with the question");
     free(meta);
-    no_tasks(h, s, "denied Bash");
+    no_tasks(h, f.parent, "denied Bash");
     t_close(&f);
 }
 
@@ -90,14 +89,13 @@ static void bash_asked_once_always_reject(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'bash':'ask'}"));
     const char *file = t_tmp_path("asked_once");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
 
     sim_permission_auto(h, "reject", "not now, use the build script");
-    char *out = t_bash(h, s, cmd, "a test command", 0, 0);
+    char *out = t_bash(h, f.parent, cmd, "a test command", 0, 0);
     is_int(t_rc, -EACCES, "rejected: refused");
     like(out, "Permission denied: running `touch ", "the answer names the command");
     like(out, ": not now, use the build script. The command was not run.", "with the user's words");
@@ -106,28 +104,28 @@ static void bash_asked_once_always_reject(void)
     free(out);
 
     sim_permission_auto(h, "once", NULL);
-    out = t_bash(h, s, cmd, "a test command", 0, 0);
+    out = t_bash(h, f.parent, cmd, "a test command", 0, 0);
     is_int(t_rc, 0, "answered once: runs");
     like(out, "(exit code 0)", "with its exit code");
     ok(exists(file), "the command ran");
     is_asked(h, -1, "outcome", "once", "recorded as once");
     free(out);
-    out = t_bash(h, s, cmd, "a test command", 1, 0);
+    out = t_bash(h, f.parent, cmd, "a test command", 1, 0);
     is_int(t_rc, 0, "once approves one call only: asked again, and runs in the background");
     is_int(sim_permission_count(h), 6, "six questions so far (each: its directory, then bash)");
     char *id = t_find_id(out, "bg_");
     free(out);
-    ok(id && t_wait_status(h, s, id, "completed", 5000) == 0, "the background command completes");
+    ok(id && t_wait_status(h, f.parent, id, "completed", 5000) == 0, "the background command completes");
     free(id);
 
     sim_permission_auto(h, "always", NULL);
-    out = t_bash(h, s, "git status --short >/dev/null 2>&1; true", "a test command", 0, 0);
+    out = t_bash(h, f.parent, "git status --short >/dev/null 2>&1; true", "a test command", 0, 0);
     is_int(t_rc, 0, "answered always: runs");
     is_asked(h, -1, "always", J("['git status *','true *']"), "'always' approves the subcommand's prefix");
     free(out);
     size_t before = sim_permission_count(h);
     sim_permission_auto(h, "reject", NULL);
-    out = t_bash(h, s, "git status; true", "a test command", 0, 0);
+    out = t_bash(h, f.parent, "git status; true", "a test command", 0, 0);
     is_int(t_rc, 0, "a later command under the approved prefixes runs without a question");
     is_asked(h, -1, "outcome", "allow", "the host answered from the approval");
     is_int(sim_permission_count(h), before + 1, "and no user question was opened");
@@ -140,15 +138,15 @@ static void bash_esc_while_asking(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'bash':'ask'}"));
     const char *file = t_tmp_path("esc_asking");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
     char *args = t_bash_args(cmd, "a test command", 0, 0);
-    sim_call *c = sim_tool_start(h, s, "Bash", args);
+    sim_call *c = sim_tool_start(h, f.parent, "Bash", args);
     free(args);
-    is_int(sim_wait(h, t_question_open, (void *)s, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
+    is_int(sim_wait(h, t_question_open, (void *)f.parent, tap_timeout_ms(5000)), 0,
+           "the question is open, the call waits");
     ok(!sim_tool_done(c), "the call has not returned");
     sim_tool_cancel(c);
     int rc = 0;
@@ -161,7 +159,7 @@ static void bash_esc_while_asking(void)
     is_asked(h, -1, "outcome", "cancelled", "the question was withdrawn");
     free(out);
     sim_tool_free(c);
-    no_tasks(h, s, "Esc while asking");
+    no_tasks(h, f.parent, "Esc while asking");
     t_close(&f);
 }
 
@@ -233,7 +231,6 @@ static void task_launches_denied(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'task':{'*':'allow','secret':'deny'}}"));
     static const struct {
         const char *tool, *args;
@@ -244,7 +241,7 @@ static void task_launches_denied(void)
         {"Task", "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"secret\",\"run_in_background\":true}"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *out = t_tool(h, s, cases[i].tool, cases[i].args);
+        char *out = t_tool(h, f.parent, cases[i].tool, cases[i].args);
         is_int(t_rc, -EACCES, "%s %s: refused", cases[i].tool, cases[i].args);
         like(out, "Permission denied: starting a sub-agent of type \"secret\" (permission \"task\")",
              "the answer names the agent");
@@ -256,9 +253,9 @@ static void task_launches_denied(void)
     is_int(sim_calls(h, "session_create", NULL) + sim_calls(h, "session_fork", NULL) +
                sim_calls(h, "session_prompt", NULL),
            0, "no session created, forked or prompted");
-    no_tasks(h, s, "denied launches");
+    no_tasks(h, f.parent, "denied launches");
 
-    char *out = t_tool(h, s, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
+    char *out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
     is_int(t_rc, 0, "another agent is allowed by the rules");
     is_asked(h, -1, "outcome", "allow", "and recorded as allowed");
     free(out);
@@ -269,9 +266,8 @@ static void resume_denied_keeps_the_task(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
-    char *id = t_launch(h, s, "Find auth", "find auth", "explore");
-    is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task completes");
+    char *id = t_launch(h, f.parent, "Find auth", "find auth", "explore");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
     /* Prompts to the task's own session (the parent's notification may still
      * be on its way: not counted). */
     char *child = t_task_session(h, 0);
@@ -279,24 +275,24 @@ static void resume_denied_keeps_the_task(void)
     sim_permission_rules(h, J("{'task':{'explore':'ask'}}"));
     sim_permission_auto(h, "reject", NULL);
     const char *args = J("{'task_id':'%s','message':'and the tests?'}", id);
-    char *out = t_tool(h, s, "background_resume", args);
+    char *out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, -EACCES, "the resume is refused");
     like(out, "Permission denied: starting a sub-agent of type \"explore\"", "the answer says why");
     like(out, ": The user rejected permission", "with the host's words");
     free(out);
     args = J("{'description':'d','prompt':'more','resume':'%s'}", id);
-    out = t_tool(h, s, "background_task", args);
+    out = t_tool(h, f.parent, "background_task", args);
     is_int(t_rc, -EACCES, "background_task(resume=) is refused too");
     free(out);
     is_int(sim_calls(h, "session_prompt", child), prompts, "no follow-up was sent");
     free(child);
-    out = t_output(h, s, id);
+    out = t_output(h, f.parent, id);
     like(out, ": completed", "the task is still completed");
     unlike(out, "(resumed)", "and not marked resumed");
     free(out);
     sim_permission_auto(h, "once", NULL);
     args = J("{'task_id':'%s','message':'and the tests?','block':true}", id);
-    out = t_tool(h, s, "background_resume", args);
+    out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, 0, "allowed once: the resume runs");
     free(out);
     free(id);
@@ -309,22 +305,21 @@ static void child_waits_for_permission(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'bash':'ask'}"));
-    char *id = t_launch_script(h, s, "Clean up",
+    char *id = t_launch_script(h, f.parent, "Clean up",
                                J("{'steps':[{'tool':'read','output':'x'},"
                                  "{'ask':{'permission':'bash','patterns':['rm -rf build'],'always':['rm *']}},"
                                  "{'tool':'bash','output':'removed'},{'reply':'cleaned'}]}"));
     char *child = t_task_session(h, 0);
-    is_int(t_wait_output_with(h, s, id, "Waiting for permission: bash: rm -rf build", 5000), 0,
+    is_int(t_wait_output_with(h, f.parent, id, "Waiting for permission: bash: rm -rf build", 5000), 0,
            "background_output shows what the sub-agent waits for");
-    is_int(t_wait_messages_with(h, s, "is waiting for permission: bash: rm -rf build", 1, 5000), 0,
+    is_int(t_wait_messages_with(h, f.parent, "is waiting for permission: bash: rm -rf build", 1, 5000), 0,
            "the parent is told");
-    char *note = t_message_with(h, s, "is waiting for permission");
+    char *note = t_message_with(h, f.parent, "is waiting for permission");
     like(note, "[ocbg] Background task ", "the notice names the task");
     like(note, "\"Clean up\" (agent: explore) is waiting for permission: bash: rm -rf build", "and the question");
     free(note);
-    char *body = sim_call_body(h, "session_prompt", s, -1);
+    char *body = sim_call_body(h, "session_prompt", f.parent, -1);
     unlike(body, J("'noReply':true"), "the notice wakes the parent");
     free(body);
 
@@ -339,26 +334,26 @@ static void child_waits_for_permission(void)
     sim_emit(h, ev);
     sim_events_flush(h, tap_timeout_ms(5000));
 
-    char *out = t_tool(h, s, "background_list", "{}");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "| running, waiting for permission: bash: rm -rf build |", "background_list shows it");
     free(out);
     const char *args = J("{'task_id':'%s','block':false}", id);
-    out = t_tool(h, s, "TaskOutput", args);
+    out = t_tool(h, f.parent, "TaskOutput", args);
     like(out, "<waiting_for_permission>bash: rm -rf build</waiting_for_permission>", "TaskOutput shows it");
     free(out);
-    out = t_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     like(out, "[waiting for permission: bash: rm -rf build]", "/tasks shows it");
     free(out);
 
     is_int(sim_permission_reply(h, req, "once", NULL), 0, "the user answers once");
-    is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task goes on and completes");
-    out = t_output(h, s, id);
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task goes on and completes");
+    out = t_output(h, f.parent, id);
     unlike(out, "Waiting for permission", "nothing waits any more");
     like(out, "cleaned", "the result is the sub-agent's answer");
     free(out);
-    is_int(t_wait_messages_with(h, s, "Background task completed", 1, 5000), 0, "the completion is notified");
-    is_int(t_sync_notifications(h, s), 0, "notifications flushed");
-    is_int(t_count_messages_with(h, s, "is waiting for permission"), 1, "exactly one permission notice");
+    is_int(t_wait_messages_with(h, f.parent, "Background task completed", 1, 5000), 0, "the completion is notified");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(t_count_messages_with(h, f.parent, "is waiting for permission"), 1, "exactly one permission notice");
     free(req);
     free(child);
     free(id);
@@ -369,16 +364,15 @@ static void child_question_answered_before_its_notice(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, "once", NULL); /* answered as soon as it is asked */
-    char *id = t_launch_script(h, s, "Quick",
+    char *id = t_launch_script(h, f.parent, "Quick",
                                J("{'steps':[{'ask':{'permission':'bash','patterns':['ls']}},"
                                  "{'reply':'listed'}]}"));
-    is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task completes");
-    is_int(t_sync_notifications(h, s), 0, "notifications flushed");
-    ok(t_count_messages_with(h, s, "is waiting for permission") <= 1, "at most one permission notice");
-    char *out = t_output(h, s, id);
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    ok(t_count_messages_with(h, f.parent, "is waiting for permission") <= 1, "at most one permission notice");
+    char *out = t_output(h, f.parent, id);
     unlike(out, "Waiting for permission", "the finished task shows no question");
     free(out);
     free(id);

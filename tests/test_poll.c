@@ -56,9 +56,8 @@ static void backs_off_then_reads_at_silent_gap(void)
     const int interval = 250;
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':250}"));
-    const char *parent = f.parent;
     char *script = busy_script(300, 20, J("{'hang':true}")); /* ~6 s of tool events */
-    char *id = t_launch_script(h, parent, "alive", script);
+    char *id = t_launch_script(h, f.parent, "alive", script);
     char *child = t_task_session(h, 0);
     /* The alive phase: from the first tool event to the last. */
     is_int(sim_wait_calls(h, "session_status", NULL, 1, tap_timeout_ms(5000)), 0, "the map is read at first");
@@ -96,27 +95,26 @@ static void lost_idle_found_with_backed_off_poll(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':200}"));
-    const char *parent = f.parent;
     sim_event_faults(h, 5, 1.0, 0, 0, IDLE_EVENTS);
     char *long1 = busy_script(500, 20, J("{'reply':'long one'}"));
     char *long2 = busy_script(500, 20, J("{'reply':'long two'}"));
     char *quick = busy_script(150, 20, J("{'reply':'the quick one'}"));
-    char *a = t_launch_script(h, parent, "long 1", long1);
-    char *b = t_launch_script(h, parent, "long 2", long2);
-    char *c = t_launch_script(h, parent, "quick", quick);
-    is_int(t_wait_status(h, parent, c, "completed", tap_timeout_ms(20000)), 0, "the quick task completed");
-    char *out = t_output(h, parent, c);
+    char *a = t_launch_script(h, f.parent, "long 1", long1);
+    char *b = t_launch_script(h, f.parent, "long 2", long2);
+    char *c = t_launch_script(h, f.parent, "quick", quick);
+    is_int(t_wait_status(h, f.parent, c, "completed", tap_timeout_ms(20000)), 0, "the quick task completed");
+    char *out = t_output(h, f.parent, c);
     like(out, "Result:\nthe quick one", "with its answer");
     free(out);
     is_int(sim_events_delivered(h, "session.idle") + sim_events_delivered(h, "message.updated"), 0,
            "no idle and no turn end reached the plugin");
-    out = t_output(h, parent, a);
+    out = t_output(h, f.parent, a);
     like(out, ": running\n", "the others still run");
     free(out);
-    is_int(t_wait_messages_with(h, parent, c, 1, tap_timeout_ms(5000)), 0, "parent notified");
+    is_int(t_wait_messages_with(h, f.parent, c, 1, tap_timeout_ms(5000)), 0, "parent notified");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(t_count_notices(h, parent, NOTICE_DONE, c), 1, "notified exactly once");
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    is_int(t_count_notices(h, f.parent, NOTICE_DONE, c), 1, "notified exactly once");
     free(a);
     free(b);
     free(c);
@@ -227,11 +225,10 @@ static void ended_task_busy_in_map(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':100}"));
-    const char *parent = f.parent;
-    char *a = t_launch_script(h, parent, "silent sibling", J("{'steps':[{'hang':true}]}"));
+    char *a = t_launch_script(h, f.parent, "silent sibling", J("{'steps':[{'hang':true}]}"));
     sim_script(h, "the quick prompt", J("{'steps':[{'reply':'quick answer'}]}"), 1);
-    char *b = t_launch(h, parent, "quick", "the quick prompt", "explore");
-    is_int(t_wait_status(h, parent, b, "completed", tap_timeout_ms(10000)), 0, "the quick task completed");
+    char *b = t_launch(h, f.parent, "quick", "the quick prompt", "explore");
+    is_int(t_wait_status(h, f.parent, b, "completed", tap_timeout_ms(10000)), 0, "the quick task completed");
     char *child = t_prompted_session(h, "the quick prompt", 0);
     sim_script(h, "the user types here", J("{'steps':[{'hang':true}]}"), 1);
     is_int(sim_session_prompt(h, child, J("{'parts':[{'type':'text','text':'the user types here'}]}")), 0,
@@ -240,10 +237,10 @@ static void ended_task_busy_in_map(void)
     size_t reads = sim_calls(h, "session_status", NULL);
     is_int(sim_wait_calls(h, "session_status", NULL, reads + 5, tap_timeout_ms(10000)), 0,
            "the map, listing it busy, is read five more times");
-    char *out = t_output(h, parent, b);
+    char *out = t_output(h, f.parent, b);
     like(out, "Result:\nquick answer", "the finished task stays completed with its answer");
     free(out);
-    out = t_output(h, parent, a);
+    out = t_output(h, f.parent, a);
     like(out, ": running\n", "its sibling still runs");
     free(out);
     free(child);
@@ -279,11 +276,10 @@ static void tool_a_tick_reads_rarely(void)
     const int interval = 100;
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':100}"));
-    const char *parent = f.parent;
     char *ids[N];
     for (int i = 0; i < N; i++) {
         char *script = rhythm_script(TOOLS, interval, i);
-        ids[i] = t_launch_script(h, parent, "rhythm", script);
+        ids[i] = t_launch_script(h, f.parent, "rhythm", script);
         free(script);
     }
     size_t first = N * 3 * 3; /* three tool calls each: every task runs */
@@ -297,7 +293,7 @@ static void tool_a_tick_reads_rarely(void)
     diag("%lld ms (%lld ticks): %zu status maps", (long long)ms, (long long)(ms / interval), reads);
     ok(ms >= 20 * interval, "the window spans many ticks");
     ok((int64_t)reads <= ms / (3 * interval) + 1, "the map: at most one read per three intervals");
-    struct all_done d = {parent, ids, N};
+    struct all_done d = {f.parent, ids, N};
     is_int(sim_wait(h, all_completed, &d, tap_timeout_ms(30000)), 0, "every task completed");
     for (int i = 0; i < N; i++)
         free(ids[i]);
@@ -347,13 +343,12 @@ static void vanished_read_one_per_tick(void)
     const int interval = 50;
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':50,'max_running_agents':100}"));
-    const char *parent = f.parent;
     sim_script(h, "VANISH", J("{'steps':[{'wait_ms':4000},{'reply':'vanish done'}]}"), 0);
     char *ids[N];
     for (int i = 0; i < N; i++) {
         char prompt[32];
         snprintf(prompt, sizeof prompt, "VANISH %d", i);
-        ids[i] = t_launch(h, parent, "vanish", prompt, "explore");
+        ids[i] = t_launch(h, f.parent, "vanish", prompt, "explore");
     }
     is_int(sim_wait_calls(h, "session_prompt", NULL, N, tap_timeout_ms(10000)), 0, "every task prompted");
     size_t r0 = sim_calls(h, "session_messages", NULL);
@@ -364,16 +359,16 @@ static void vanished_read_one_per_tick(void)
     size_t reads = sim_calls(h, "session_messages", NULL) - r0;
     diag("%zu message reads in %lld ms (%lld ticks)", reads, (long long)ms, (long long)(ms / interval));
     ok((int64_t)reads <= ms / interval + 1, "at most one read per tick");
-    char *out = t_output(h, parent, ids[0]);
+    char *out = t_output(h, f.parent, ids[0]);
     like(out, ": running\n", "the tasks still run");
     free(out);
     sim_status_omit(h, 0);
-    struct all_done d = {parent, ids, N};
+    struct all_done d = {f.parent, ids, N};
     is_int(sim_wait(h, all_completed, &d, tap_timeout_ms(30000)), 0, "every task completed");
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     int once = 0;
     for (int i = 0; i < N; i++) {
-        once += t_count_notices(h, parent, NOTICE_DONE, ids[i]) == 1;
+        once += t_count_notices(h, f.parent, NOTICE_DONE, ids[i]) == 1;
         free(ids[i]);
     }
     is_int(once, N, "each task notified exactly once");

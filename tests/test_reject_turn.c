@@ -125,7 +125,6 @@ static void sub_agent_questions(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
     sim_permission_rules(h, J("{'bash':{'*':'ask','rm *':'deny'}}"));
     static const struct {
         const char *reply, *message, *command;
@@ -145,9 +144,9 @@ static void sub_agent_questions(void)
         sim_script(h, name, script, 1);
         sim_permission_auto(h, cases[i].reply, cases[i].message);
         snprintf(body, sizeof body, "{\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]}", name);
-        is_int(sim_session_prompt(h, s, body), 0, "%s: the user's prompt", name);
-        is_int(sim_wait_idle(h, s, tap_timeout_ms(5000)), 0, "%s: the turn ended", name);
-        cJSON *m = answer_to(h, s, name);
+        is_int(sim_session_prompt(h, f.parent, body), 0, "%s: the user's prompt", name);
+        is_int(sim_wait_idle(h, f.parent, tap_timeout_ms(5000)), 0, "%s: the turn ended", name);
+        cJSON *m = answer_to(h, f.parent, name);
         const char *how = strcmp(cases[i].command, "ls")   ? "denied by a rule"
                           : cases[i].message               ? "rejected with words"
                           : strcmp(cases[i].reply, "once") ? "rejected"

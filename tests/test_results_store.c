@@ -110,11 +110,10 @@ static void results_read_back(void)
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
     t_fixture f;
     sim_host *h = t_open_with(&f, t_linked_host(opts));
-    const char *psid = f.parent;
-    char *id = launch_done(h, psid, "texts-read-back one", answer_json);
+    char *id = launch_done(h, f.parent, "texts-read-back one", answer_json);
     is_int(wait_dropped(h, id), 0, "a finished, delivered task keeps neither its result nor its prompt in memory");
 
-    char *out = t_output(h, psid, id);
+    char *out = t_output(h, f.parent, id);
     char *want = NULL;
     if (asprintf(&want, "\n\nResult:\n%s\n", answer_text) < 0)
         bail_out("asprintf");
@@ -123,7 +122,7 @@ static void results_read_back(void)
     free(out);
 
     const char *args = J("{'task_id':'%s','block':false}", id);
-    out = t_tool(h, psid, "TaskOutput", args);
+    out = t_tool(h, f.parent, "TaskOutput", args);
     free(want);
     if (asprintf(&want, "<output>\n%s\n</output>\n", answer_text) < 0)
         bail_out("asprintf");
@@ -133,12 +132,12 @@ static void results_read_back(void)
     /* A blocking resume: its new answer; the prompt stays stored. */
     sim_script(h, "texts-read-back two", J("{'steps':[{'reply':'the second answer'}]}"), 1);
     args = J("{'task_id':'%s','message':'texts-read-back two','block':true}", id);
-    out = t_tool(h, psid, "background_resume", args);
+    out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, 0, "a blocking resume of a task whose texts are in the store succeeds");
     like(out, "the second answer", "and returns the new answer");
     free(out);
     is_int(wait_dropped(h, id), 0, "the new answer leaves memory in its turn");
-    out = t_output(h, psid, id);
+    out = t_output(h, f.parent, id);
     like(out, "Result:\nthe second answer\n", "background_output gives the new answer");
     free(out);
     char *prompt = NULL, *result = NULL;
@@ -153,7 +152,7 @@ static void results_read_back(void)
     if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("reloading: %s", sim_load_error(h));
     is_int(in_memory(h, id), 4, "restored after a restart, it keeps its texts in the store only");
-    out = t_output(h, psid, id);
+    out = t_output(h, f.parent, id);
     like(out, "Result:\nthe second answer\n", "and background_output still gives its answer");
     free(out);
     free(want);
@@ -165,9 +164,8 @@ static void store_off_keeps_texts(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_linked_host(J("{'store':false}")));
-    const char *psid = f.parent;
-    char *id = launch_done(h, psid, "texts-store-off", answer_json);
-    char *out = t_output(h, psid, id); /* a tool call: would have waited for a write */
+    char *id = launch_done(h, f.parent, "texts-store-off", answer_json);
+    char *out = t_output(h, f.parent, id); /* a tool call: would have waited for a write */
     like(out, "THE-END", "with the store off, background_output gives the result");
     is_int(in_memory(h, id), 3, "and the result and prompt stay in memory (none marked stored)");
     free(out);
@@ -211,18 +209,17 @@ static void held_notice_keeps_text(void)
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\",\"notify_retries\":1,\"notify_retry_ms\":5}", db);
     t_fixture f;
     sim_host *h = t_open_with(&f, t_linked_host(opts));
-    const char *psid = f.parent;
     const char *script = J("{'steps':[{'reply':'%s'}]}", answer_json);
     sim_script(h, "texts-held", script, 1);
     /* Every prompt after the task's own (call 1) fails: its notification
      * cannot be sent. */
     sim_fail(h, "session_prompt", 2, -1, -EIO);
-    char *id = t_launch(h, psid, "Texts", "texts-held", "general");
-    is_int(sim_wait_calls(h, "session_prompt", psid, 2, tap_timeout_ms(5000)), 0,
+    char *id = t_launch(h, f.parent, "Texts", "texts-held", "general");
+    is_int(sim_wait_calls(h, "session_prompt", f.parent, 2, tap_timeout_ms(5000)), 0,
            "its notification was tried twice and not taken");
-    is_int(t_wait_until(h, notice_held, psid), 0, "and held for the parent's next answer");
+    is_int(t_wait_until(h, notice_held, f.parent), 0, "and held for the parent's next answer");
     sim_fail(h, NULL, 0, 0, 0);
-    char *ans = t_tool(h, psid, "background_list", "{}");
+    char *ans = t_tool(h, f.parent, "background_list", "{}");
     like(ans, "[ocbg] Background task completed", "the next answer carries the notification");
     like(ans, "THE-END", "with the whole result");
     is_int(in_memory(h, id) & 3, 3, "the task's texts stay in memory");
@@ -273,15 +270,14 @@ static void resume_after_failed_write(void)
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
     t_fixture f;
     sim_host *h = t_open_with(&f, t_linked_host(opts));
-    const char *psid = f.parent;
-    char *id = launch_done(h, psid, "texts-resume-fail one", "the first answer");
+    char *id = launch_done(h, f.parent, "texts-resume-fail one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
     is_int(t_refuse_updates(db, "NEW.status = 5"), SQLITE_OK, "a trigger makes the resumed run's write fail");
     sim_script(h, "texts-resume-fail two", J("{'steps':[{'wait_ms':20},{'reply':'the second answer'}]}"), 1);
     const char *args = J("{'task_id':'%s','message':'texts-resume-fail two'}", id);
-    free(t_tool(h, psid, "background_resume", args));
+    free(t_tool(h, f.parent, "background_resume", args));
     is_int(t_wait_until(h, t_store_given_up, NULL), 0, "the resume's write fails: the store is given up");
-    is_int(t_wait_output_with(h, psid, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
+    is_int(t_wait_output_with(h, f.parent, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
            "background_output gives the second answer");
     free(id);
     t_close(&f);
@@ -329,12 +325,11 @@ static void stale_read_not_attached(void)
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
     t_fixture f;
     sim_host *h = t_open_with(&f, t_linked_host(opts));
-    const char *psid = f.parent;
-    char *id = launch_done(h, psid, "texts-race one", "the first answer");
+    char *id = launch_done(h, f.parent, "texts-race one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
     sim_script(h, "texts-race two", J("{'steps':[{'reply':'the second answer'}]}"), 1);
     const char *args = J("{'task_id':'%s','message':'texts-race two','block':true}", id);
-    free(t_tool(h, psid, "background_resume", args));
+    free(t_tool(h, f.parent, "background_resume", args));
     is_int(wait_dropped(h, id), 0, "the second answer is in the store only");
 
     /* The row as a read that began before the second answer's commit sees
@@ -372,7 +367,7 @@ static void stale_read_not_attached(void)
     pthread_join(th, NULL);
     is_str(shown, "the second answer", "a copy read before the commit of the new answer is not taken as the result");
     free(shown);
-    char *out = t_output(h, psid, id);
+    char *out = t_output(h, f.parent, id);
     like(out, "Result:\nthe second answer\n", "background_output gives the second answer");
     free(out);
     store_reader_free(stale_reader);

@@ -87,21 +87,20 @@ static void command_output_read_back(void)
     snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
     t_fixture f;
     sim_host *h = t_open_with(&f, t_linked_host(opts));
-    const char *psid = f.parent;
-    char *id = t_bash_bg(h, psid, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
-    is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
+    char *id = t_bash_bg(h, f.parent, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
+    is_int(t_wait_messages_with(h, f.parent, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
            "the command's notification is delivered");
-    char *note = t_message_with(h, psid, "[ocbg] Background command completed");
+    char *note = t_message_with(h, f.parent, "[ocbg] Background command completed");
     like(note, "1499\n1500\n", "with the end of its output");
     free(note);
-    char *failed = t_bash_bg(h, psid, "seq 1 1500; exit 3", "count, fail", T_LAUNCH_UNCHECKED);
-    is_int(t_wait_messages_with(h, psid, "[ocbg] Background command failed", 1, tap_timeout_ms(5000)), 0,
+    char *failed = t_bash_bg(h, f.parent, "seq 1 1500; exit 3", "count, fail", T_LAUNCH_UNCHECKED);
+    is_int(t_wait_messages_with(h, f.parent, "[ocbg] Background command failed", 1, tap_timeout_ms(5000)), 0,
            "the failing command's notification is delivered");
     is_int(t_wait_until(h, output_dropped, id), 0, "a finished, delivered command keeps its output in the store only");
     is_int(t_wait_until(h, output_dropped, failed), 0, "a failed one too");
-    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 1, "read back");
-    shows_output(h, psid, failed, "<exit_code>3</exit_code>\n", shell_want, 1, "a failed command, read back");
-    char *out = t_task_output(h, psid, failed, 0, 0);
+    shows_output(h, f.parent, id, "<exit_code>0</exit_code>\n", shell_want, 1, "read back");
+    shows_output(h, f.parent, failed, "<exit_code>3</exit_code>\n", shell_want, 1, "a failed command, read back");
+    char *out = t_task_output(h, f.parent, failed, 0, 0);
     like(out, "<error>The command exited with code 3.</error>", "its error read back too");
     free(out);
 
@@ -111,14 +110,14 @@ static void command_output_read_back(void)
     store_reader *real = o->ps.reader;
     o->ps.reader = store_reader_new("/nonexistent-ocbg-dir/ocbg.db");
     engine_unlock(o);
-    out = t_output(h, psid, id);
+    out = t_output(h, f.parent, id);
     like(out, "Exit: exit code 0\n", "the store cannot be read: background_output still gives the exit");
     like(out,
          "\nOutput:\n(kept in the task store, which could not be read: the task store "
          "/nonexistent-ocbg-dir/ocbg.db",
          "and says the output is kept in a store that could not be read");
     free(out);
-    out = t_task_output(h, psid, id, 0, 0);
+    out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<exit_code>0</exit_code>\n<output>\n(kept in the task store, which could not be read: ",
          "TaskOutput says so too");
     free(out);
@@ -133,7 +132,7 @@ static void command_output_read_back(void)
     if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("reloading: %s", sim_load_error(h));
     is_int(output_where(h, id), 0, "restored after a restart, its output is in the store only");
-    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 1, "after a restart");
+    shows_output(h, f.parent, id, "<exit_code>0</exit_code>\n", shell_want, 1, "after a restart");
     free(failed);
     free(id);
     t_close(&f);
@@ -145,11 +144,10 @@ static void store_off_keeps_output(void)
     snprintf(opts, sizeof opts, SHELL_OPTS, "", ",\"store\":false");
     t_fixture f;
     sim_host *h = t_open_with(&f, t_linked_host(opts));
-    const char *psid = f.parent;
-    char *id = t_bash_bg(h, psid, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
-    is_int(t_wait_messages_with(h, psid, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
+    char *id = t_bash_bg(h, f.parent, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
+    is_int(t_wait_messages_with(h, f.parent, "[ocbg] Background command completed", 1, tap_timeout_ms(5000)), 0,
            "store off: the command's notification is delivered");
-    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "store off");
+    shows_output(h, f.parent, id, "<exit_code>0</exit_code>\n", shell_want, 0, "store off");
     free(id);
     t_close(&f);
 }
@@ -183,16 +181,15 @@ static void queued_command_restored(void)
     snprintf(opts, sizeof opts, SHELL_OPTS, db, ",\"max_running_shells\":1");
     t_fixture f;
     sim_host *h = t_open_with(&f, t_linked_host(opts));
-    const char *psid = f.parent;
-    char *sleeper = t_bash_bg(h, psid, "sleep 30", "sleeper", T_LAUNCH_UNCHECKED);
-    char *queued = t_bash_bg(h, psid, "seq 1 1500", "queued", T_LAUNCH_UNCHECKED);
-    char *out = t_task_output(h, psid, queued, 0, 0);
+    char *sleeper = t_bash_bg(h, f.parent, "sleep 30", "sleeper", T_LAUNCH_UNCHECKED);
+    char *queued = t_bash_bg(h, f.parent, "seq 1 1500", "queued", T_LAUNCH_UNCHECKED);
+    char *out = t_task_output(h, f.parent, queued, 0, 0);
     like(out, "<status>pending</status>", "the second command waits for the one slot");
     free(out);
     sim_unload_plugins(h);
     if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("reloading: %s", sim_load_error(h));
-    out = t_task_output(h, psid, queued, 1, tap_timeout_ms(10000));
+    out = t_task_output(h, f.parent, queued, 1, tap_timeout_ms(10000));
     char *want = NULL;
     if (asprintf(&want, "<exit_code>0</exit_code>\n<output>\n%s</output>\n", shell_want) < 0)
         bail_out("asprintf");

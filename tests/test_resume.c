@@ -216,46 +216,45 @@ static void block_waits(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
     sim_script(h, "fast one", J("{'steps':[{'reply':'fast'}]}"), 1);
     sim_script(h, "slow one", J("{'steps':[{'wait_ms':200},{'reply':'slow'}]}"), 1);
     sim_script(h, "stuck one", J("{'steps':[{'hang':true}]}"), 1);
-    char *a = t_launch(h, parent, "Fast", "fast one", "general");
-    char *b = t_launch(h, parent, "Slow", "slow one", "general");
+    char *a = t_launch(h, f.parent, "Fast", "fast one", "general");
+    char *b = t_launch(h, f.parent, "Slow", "slow one", "general");
     const char *args = J("{'task_ids':['%s','%s']}", a, b);
-    char *out = t_tool(h, parent, "background_block", args);
+    char *out = t_tool(h, f.parent, "background_block", args);
     is_int(t_rc, 0, "block returns");
     like(out, "All 2 tasks finished.", "when all are finished");
     like(out, a, "the summary lists the first task");
     like(out, b, "and the second");
     free(out);
-    out = t_tool(h, parent, "background_block", args);
+    out = t_tool(h, f.parent, "background_block", args);
     like(out, "All 2 tasks finished.", "already finished: returns at once");
     free(out);
 
-    char *c = t_launch(h, parent, "Stuck", "stuck one", "general");
+    char *c = t_launch(h, f.parent, "Stuck", "stuck one", "general");
     args = J("{'task_ids':['%s','%s'],'timeout':0.2}", a, c);
-    out = t_tool(h, parent, "background_block", args);
+    out = t_tool(h, f.parent, "background_block", args);
     like(out, "Timed out after waiting 0.2s: 1 of 2 tasks finished; still running: ", "a timeout says what runs");
     like(out, c, "naming the running task");
     free(out);
-    out = t_tool(h, parent, "background_block", J("{'task_ids':['bg_00000000']}"));
+    out = t_tool(h, f.parent, "background_block", J("{'task_ids':['bg_00000000']}"));
     is_str(out, "Task not found: bg_00000000. Use background_list to see available tasks.", "unknown id");
     free(out);
-    out = t_tool(h, parent, "background_block", J("{'task_ids':[]}"));
+    out = t_tool(h, f.parent, "background_block", J("{'task_ids':[]}"));
     is_int(t_rc, -EINVAL, "an empty list is refused");
     free(out);
 
     /* A batch id stands for its tasks; a resume in progress is waited for. */
     sim_script(h, "resume me", J("{'steps':[{'wait_ms':100},{'reply':'resumed answer'}]}"), 1);
     char *rargs = resume_args(a, "resume me", NULL);
-    free(t_tool(h, parent, "background_task", rargs));
+    free(t_tool(h, f.parent, "background_task", rargs));
     args = J("{'task_ids':['%s']}", a);
-    out = t_tool(h, parent, "background_block", args);
+    out = t_tool(h, f.parent, "background_block", args);
     like(out, "All 1 task finished.", "block waits for the resumed run");
     free(out);
     args = J("{'task_id':'%s','block':true}", a);
-    out = t_tool(h, parent, "background_output", args);
+    out = t_tool(h, f.parent, "background_output", args);
     like(out, "resumed answer", "output after a resume has the resume's response");
     free(out);
     free(rargs);

@@ -23,8 +23,7 @@ static void foreground_runs(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, T_SHELL_SMALL);
-    const char *s = f.parent;
-    char *out = t_bash(h, s, "echo hi; echo oops >&2", NULL, 0, 0);
+    char *out = t_bash(h, f.parent, "echo hi; echo oops >&2", NULL, 0, 0);
     is_int(t_rc, 0, "foreground Bash succeeds");
     is_str(out, "hi\noops\n(exit code 0)", "stdout and stderr, then the exit code");
     free(out);
@@ -32,42 +31,42 @@ static void foreground_runs(void)
     char cwd[4096], want[4200];
     if (!getcwd(cwd, sizeof cwd))
         bail_out("getcwd");
-    out = t_bash(h, s, "pwd", NULL, 0, 0);
+    out = t_bash(h, f.parent, "pwd", NULL, 0, 0);
     snprintf(want, sizeof want, "%s\n(exit code 0)", cwd);
     is_str(out, want, "the command runs in the session's directory");
     free(out);
 
-    out = t_bash(h, s, "printf 'no newline'; exit 3", NULL, 0, 0);
+    out = t_bash(h, f.parent, "printf 'no newline'; exit 3", NULL, 0, 0);
     is_int(t_rc, 0, "a failing command is still an answer");
     is_str(out, "no newline\n(exit code 3)", "exit code 3, after a line break");
     free(out);
 
-    out = t_bash(h, s, "kill -KILL $$", NULL, 0, 0);
+    out = t_bash(h, f.parent, "kill -KILL $$", NULL, 0, 0);
     is_str(out, "(killed by signal 9 (Killed))", "a signal is reported by number and name");
     free(out);
 
-    out = t_bash(h, s, "printf 'a\\377b\\n'", NULL, 0, 0);
+    out = t_bash(h, f.parent, "printf 'a\\377b\\n'", NULL, 0, 0);
     is_str(out,
            "a\xEF\xBF\xBD"
            "b\n(exit code 0)",
            "an invalid byte becomes U+FFFD");
     free(out);
-    out = t_bash(h, s, "printf 'x\\000y\\n'", NULL, 0, 0);
+    out = t_bash(h, f.parent, "printf 'x\\000y\\n'", NULL, 0, 0);
     is_str(out, "x\xEF\xBF\xBDy\n(exit code 0)", "a NUL byte does not cut the output");
     free(out);
 
-    out = t_bash(h, s, "true", NULL, 0, 0);
+    out = t_bash(h, f.parent, "true", NULL, 0, 0);
     is_str(out, "(exit code 0)", "no output: only the exit code");
     free(out);
 
-    out = t_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "foreground commands leave no task behind");
     free(out);
-    out = t_tool(h, s, "background_list", "{}");
+    out = t_tool(h, f.parent, "background_list", "{}");
     is_str(out, "No background tasks found", "nor in background_list");
     free(out);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, "Background command"), 0, "a foreground command sends no notification");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, "Background command"), 0, "a foreground command sends no notification");
     t_close(&f);
 }
 
@@ -76,11 +75,10 @@ static void foreground_timeout_and_esc(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, T_SHELL_SMALL);
-    const char *s = f.parent;
     int timeout = tap_timeout_ms(500);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", t_tmp_path("fg_child"));
-    char *out = t_bash(h, s, cmd, NULL, 0, timeout);
+    char *out = t_bash(h, f.parent, cmd, NULL, 0, timeout);
     is_int(t_rc, -ETIMEDOUT, "a timed-out command: -ETIMEDOUT");
     char want[128];
     snprintf(want, sizeof want,
@@ -90,13 +88,13 @@ static void foreground_timeout_and_esc(void)
     pid_t child = t_wait_pid_file(h, t_tmp_path("fg_child"));
     ok(child > 0, "the command started a child");
     is_int(sim_wait(h, t_pid_gone, &child, tap_timeout_ms(3000)), 0, "the child did not survive the timeout");
-    out = t_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "a timed-out command leaves no task");
     free(out);
 
     snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; wait", t_tmp_path("esc_child"));
     char *args = t_bash_args(cmd, NULL, 0, 0);
-    sim_call *c = sim_tool_start(h, s, "Bash", args);
+    sim_call *c = sim_tool_start(h, f.parent, "Bash", args);
     free(args);
     child = t_wait_pid_file(h, t_tmp_path("esc_child"));
     ok(child > 0, "the foreground command runs");
@@ -110,11 +108,11 @@ static void foreground_timeout_and_esc(void)
     free(out);
     sim_tool_free(c);
     is_int(sim_wait(h, t_pid_gone, &child, tap_timeout_ms(3000)), 0, "Esc left no process behind");
-    out = t_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "nor a task");
     free(out);
 
-    out = t_bash(h, s, "true", NULL, 0, -5);
+    out = t_bash(h, f.parent, "true", NULL, 0, -5);
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
     is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)", "and explained");
     free(out);
@@ -141,9 +139,8 @@ static void output_over_the_cap(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, T_SHELL_SMALL);
-    const char *s = f.parent;
-    char *id = t_bash_bg(h, s, "seq 1 20000", NULL, T_LAUNCH_UNCHECKED);
-    char *out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    char *id = t_bash_bg(h, f.parent, "seq 1 20000", NULL, T_LAUNCH_UNCHECKED);
+    char *out = t_task_output(h, f.parent, id, 1, tap_timeout_ms(10000));
     is_int(t_rc, 0, "TaskOutput succeeds");
     size_t len;
     char *all = seq_text(20000, &len);
@@ -161,7 +158,7 @@ static void output_over_the_cap(void)
     free(out);
 
     const char *args = J("{'task_id':'%s'}", id);
-    out = t_tool(h, s, "background_output", args);
+    out = t_tool(h, f.parent, "background_output", args);
     like(out, "[... 104798 bytes of output left out here ...]\n", "background_output says the same");
     like(out, "\n19999\n20000\n", "with the tail");
     free(out);
@@ -176,9 +173,8 @@ static void taskoutput_cap(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
-    char *id = t_bash_bg(h, s, "seq 1 30000", NULL, T_LAUNCH_UNCHECKED);
-    char *out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    char *id = t_bash_bg(h, f.parent, "seq 1 30000", NULL, T_LAUNCH_UNCHECKED);
+    char *out = t_task_output(h, f.parent, id, 1, tap_timeout_ms(10000));
     size_t len;
     char *all = seq_text(30000, &len);
     char *want = NULL;
@@ -192,7 +188,7 @@ static void taskoutput_cap(void)
     free(out);
 
     /* The foreground answer is capped the same way. */
-    out = t_bash(h, s, "seq 1 30000", NULL, 0, 0);
+    out = t_bash(h, f.parent, "seq 1 30000", NULL, 0, 0);
     like(out, "[... output cut: the last 30000 of 168894 characters follow ...]\n", "foreground Bash cuts too");
     like(out, "\n29999\n30000\n(exit code 0)", "keeping the tail and the exit code");
     free(out);

@@ -114,22 +114,21 @@ static void commands_have_no_terminal(void)
 
     t_fixture f;
     sim_host *h = t_open(&f, T_SHELL_SMALL);
-    const char *s = f.parent;
-    char *out = bash_fg(h, s, PROBE);
+    char *out = bash_fg(h, f.parent, PROBE);
     no_terminal(out, "foreground Bash");
     free(out);
-    out = bash_fg(h, s, TTY_WRITE_READ);
+    out = bash_fg(h, f.parent, TTY_WRITE_READ);
     like(out, "/dev/tty: No such device or address", "foreground Bash: writing to /dev/tty fails (ENXIO)");
     like(out, "read:[]\n", "foreground Bash: its read from /dev/tty reads nothing");
     free(out);
 
-    char *id = t_bash_bg(h, s, PROBE, "tty probe", T_LAUNCH_OK);
-    out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    char *id = t_bash_bg(h, f.parent, PROBE, "tty probe", T_LAUNCH_OK);
+    out = t_task_output(h, f.parent, id, 1, tap_timeout_ms(10000));
     no_terminal(out, "background Bash");
     free(out);
     free(id);
-    id = t_bash_bg(h, s, TTY_WRITE_READ, "tty write and read", T_LAUNCH_UNCHECKED);
-    out = t_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    id = t_bash_bg(h, f.parent, TTY_WRITE_READ, "tty write and read", T_LAUNCH_UNCHECKED);
+    out = t_task_output(h, f.parent, id, 1, tap_timeout_ms(10000));
     like(out, "/dev/tty: No such device or address", "background Bash: writing to /dev/tty fails (ENXIO)");
     like(out, "read:[]\n", "background Bash: its read from /dev/tty reads nothing");
     free(out);

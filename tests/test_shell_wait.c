@@ -17,22 +17,21 @@ static void waiters_and_esc(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, T_SHELL_SMALL);
-    const char *s = f.parent;
     if (mkfifo(t_tmp_path("fifo"), 0600) != 0)
         bail_out("mkfifo");
     char cmd[256];
     snprintf(cmd, sizeof cmd, "read x < %s; echo got $x", t_tmp_path("fifo"));
-    char *id = t_bash_bg(h, s, cmd, "waits for go", T_LAUNCH_OK);
-    char *out = t_task_output(h, s, id, 0, 0);
+    char *id = t_bash_bg(h, f.parent, cmd, "waits for go", T_LAUNCH_OK);
+    char *out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<retrieval_status>not_ready</retrieval_status>\n", "block=false on a running task: not ready");
     like(out, "<status>running</status>\n", "status running");
     unlike(out, "<exit_code>", "no exit code yet");
     free(out);
-    out = t_task_output(h, s, id, 1, 100);
+    out = t_task_output(h, f.parent, id, 1, 100);
     like(out, "<retrieval_status>timeout</retrieval_status>\n", "a wait of 100 ms times out");
     like(out, "<status>running</status>\n", "still running");
     free(out);
-    out = t_task_output(h, s, id, 1, -1);
+    out = t_task_output(h, f.parent, id, 1, -1);
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
     is_str(out, "TaskOutput: argument 'timeout' must be a positive number of milliseconds (at most 600000)",
            "and explained");
@@ -40,7 +39,7 @@ static void waiters_and_esc(void)
 
     sim_call *c[3];
     for (int i = 0; i < 3; i++)
-        c[i] = sim_tool_start(h, s, "TaskOutput", t_id_args(id)); /* block defaults to true */
+        c[i] = sim_tool_start(h, f.parent, "TaskOutput", t_id_args(id)); /* block defaults to true */
     int rc = 0;
     for (int i = 0; i < 3; i++) {
         out = NULL;
@@ -53,7 +52,7 @@ static void waiters_and_esc(void)
     snprintf(want, sizeof want, "Wait cancelled; task %s continues in the background.", id);
     is_str(out, want, "saying the task goes on");
     free(out);
-    out = t_task_output(h, s, id, 0, 0);
+    out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<status>running</status>\n", "the task was not stopped by Esc");
     free(out);
     ok(!sim_tool_done(c[1]) && !sim_tool_done(c[2]), "the other waiters still wait");
@@ -72,8 +71,8 @@ static void waiters_and_esc(void)
     }
     for (int i = 0; i < 3; i++)
         sim_tool_free(c[i]);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, id), 0, "the blocking waiters replaced the notification");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, id), 0, "the blocking waiters replaced the notification");
     unlink(t_tmp_path("fifo"));
     free(id);
     t_close(&f);

@@ -61,22 +61,21 @@ static void finished_tasks_survive(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, opts);
-    const char *psid = f.parent;
-    char *a = t_launch_script(h, psid, "alpha", J("{'steps':[{'reply':'answer alpha'}]}"));
-    char *b = t_launch_script(h, psid, "beta", J("{'steps':[{'reply':'answer beta'}]}"));
-    is_int(t_wait_messages_with(h, psid, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
+    char *a = t_launch_script(h, f.parent, "alpha", J("{'steps':[{'reply':'answer alpha'}]}"));
+    char *b = t_launch_script(h, f.parent, "beta", J("{'steps':[{'reply':'answer beta'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
            "both tasks completed and were notified");
     t_reload(h, opts);
-    char *list = t_tool(h, psid, "background_list", "{}");
+    char *list = t_tool(h, f.parent, "background_list", "{}");
     like(list, a, "after a restart the list still has %s", a);
     like(list, b, "and %s", b);
     unlike(list, "No background tasks found", "the list is not empty");
-    char *out = t_output(h, psid, a);
+    char *out = t_output(h, f.parent, a);
     like(out, "answer alpha", "background_output gives the old task's result");
     like(out, "completed", "with its status");
-    is_int(t_sync_notifications(h, psid), 0, "the restarted plugin's notifications are flushed");
-    is_int(notices_of(h, psid, a), 1, "%s was notified once over both lives", a);
-    is_int(notices_of(h, psid, b), 1, "%s was notified once over both lives", b);
+    is_int(t_sync_notifications(h, f.parent), 0, "the restarted plugin's notifications are flushed");
+    is_int(notices_of(h, f.parent, a), 1, "%s was notified once over both lives", a);
+    is_int(notices_of(h, f.parent, b), 1, "%s was notified once over both lives", b);
     ok(access(db, F_OK) == 0, "the store file is where store_path says");
     free(list);
     free(out);
@@ -91,24 +90,23 @@ static void running_task_goes_on(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(opts));
-    const char *psid = f.parent;
-    char *ans = t_launch_gated(h, psid, "g1", "general");
+    char *ans = t_launch_gated(h, f.parent, "g1", "general");
     char *id = t_find_id(ans, "bg_");
     is_int(t_wait_gate_open(h, "g1", tap_timeout_ms(5000)), 0, "the task runs (waits at its gate)");
     /* A slow status read widens the race of a task that ends while the
      * restored instance checks it: it must still complete with its answer. */
     sim_slow(h, "session_status", 300);
     t_reload(h, opts);
-    char *out = t_output(h, psid, id);
+    char *out = t_output(h, f.parent, id);
     like(out, "running", "after the restart the task is still running");
     t_release_gated(h, "g1");
-    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "it completes in the new instance");
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(5000)), 0, "it completes in the new instance");
     sim_slow(h, "session_status", 0);
     free(out);
-    out = t_output(h, psid, id);
+    out = t_output(h, f.parent, id);
     like(out, "done g1", "with its answer");
-    is_int(t_sync_notifications(h, psid), 0, "notifications flushed");
-    is_int(notices_of(h, psid, id), 1, "notified once");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(notices_of(h, f.parent, id), 1, "notified once");
     free(out);
     free(ans);
     free(id);
@@ -150,22 +148,22 @@ static void undelivered_notice_is_sent(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, opts);
-    const char *psid = f.parent;
     sim_script(h, "late one", J("{'steps':[{'reply':'late answer'}]}"), 1);
     /* Every prompt after the task's own (call 1) fails: its notification
      * cannot be sent (set before the launch: the sub-agent answers at once). */
     sim_fail(h, "session_prompt", 2, -1, -EIO);
-    char *ans = t_tool(h, psid, "background_task", J("{'description':'late','prompt':'late one','agent':'general'}"));
+    char *ans =
+        t_tool(h, f.parent, "background_task", J("{'description':'late','prompt':'late one','agent':'general'}"));
     char *id = t_find_id(ans, "bg_");
-    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
-    is_int(sim_wait_calls(h, "session_prompt", psid, 1, tap_timeout_ms(5000)), 0, "its notification was tried");
-    is_int(notices_of(h, psid, id), 0, "and did not arrive");
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
+    is_int(sim_wait_calls(h, "session_prompt", f.parent, 1, tap_timeout_ms(5000)), 0, "its notification was tried");
+    is_int(notices_of(h, f.parent, id), 0, "and did not arrive");
     sim_unload_plugins(h);
     sim_fail(h, NULL, 0, 0, 0);
     t_reload(h, opts);
-    is_int(t_wait_messages_with(h, psid, id, 1, tap_timeout_ms(5000)), 0, "after the restart it arrives");
-    is_int(t_sync_notifications(h, psid), 0, "notifications flushed");
-    is_int(notices_of(h, psid, id), 1, "once");
+    is_int(t_wait_messages_with(h, f.parent, id, 1, tap_timeout_ms(5000)), 0, "after the restart it arrives");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(notices_of(h, f.parent, id), 1, "once");
     free(ans);
     free(id);
     t_close(&f);
@@ -218,9 +216,8 @@ static void bad_store(const char *what, const char *path, const char *log_needle
     const char *o = J("{'store_path':'%s'}", path);
     t_fixture f;
     sim_host *h = t_open(&f, o);
-    const char *psid = f.parent;
-    char *id = t_launch_script(h, psid, "works", J("{'steps':[{'reply':'fine'}]}"));
-    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
+    char *id = t_launch_script(h, f.parent, "works", J("{'steps':[{'reply':'fine'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
     is_int(wait_log(h, log_needle), 0, "%s: the log says why (%s)", what, log_needle);
     char *line = log_with(h, "memory only");
     ok(line != NULL, "%s: and that tasks live in memory only", what);
@@ -333,17 +330,16 @@ static void spend_survives(void)
     const char *o = J("{'store_path':'%s','max_session_cost_usd':1}", db);
     t_fixture f;
     sim_host *h = t_open(&f, o);
-    const char *psid = f.parent;
-    char *a = t_launch_script(h, psid, "costly",
+    char *a = t_launch_script(h, f.parent, "costly",
                               J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.7}},"
                                 "{'reply':'spent'}]}"));
-    is_int(t_wait_status(h, psid, a, "completed", tap_timeout_ms(5000)), 0, "a task that cost $0.70 completed");
+    is_int(t_wait_status(h, f.parent, a, "completed", tap_timeout_ms(5000)), 0, "a task that cost $0.70 completed");
     sim_unload_plugins(h);
     is_int(sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), o), 1, "restarted");
-    char *b = t_launch_script(h, psid, "more",
+    char *b = t_launch_script(h, f.parent, "more",
                               J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.5}},"
                                 "{'hang':true}]}"));
-    is_int(t_wait_output_with(h, psid, b,
+    is_int(t_wait_output_with(h, f.parent, b,
                               "Stopped by the session budget: this session's background tasks spent $1.20 "
                               "(max_session_cost_usd is 1).",
                               tap_timeout_ms(5000)),

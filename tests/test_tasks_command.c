@@ -42,39 +42,38 @@ static void tasks_listing(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *s = f.parent;
-    char *out = t_command(h, s, "tasks");
+    char *out = t_command(h, f.parent, "tasks");
     is_int(t_rc, 0, "/tasks succeeds");
     is_str(out, "No background tasks in this session.", "/tasks with no task");
     free(out);
-    out = t_command(h, s, "bashes");
+    out = t_command(h, f.parent, "bashes");
     is_str(out,
            "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n"
            "No background tasks in this session.",
            "/bashes: the notice, then the same");
     free(out);
 
-    char *agent = t_launch_script(h, s, "Agent work", J("{'steps':[{'reply':'done'}]}"));
-    out = t_claude_task(h, s, "Broken agent", J("{'steps':[{'error':'model overloaded'}]}"), 1);
+    char *agent = t_launch_script(h, f.parent, "Agent work", J("{'steps':[{'reply':'done'}]}"));
+    out = t_claude_task(h, f.parent, "Broken agent", J("{'steps':[{'error':'model overloaded'}]}"), 1);
     char *broken = t_find_id(out, "bg_");
     free(out);
     char *shell = NULL, *bare = NULL;
     if (shells) {
-        out = t_tool(h, s, "Bash", J("{'command':'echo hi','description':'say hi','run_in_background':true}"));
+        out = t_tool(h, f.parent, "Bash", J("{'command':'echo hi','description':'say hi','run_in_background':true}"));
         shell = t_find_id(out, "bg_");
         free(out);
-        out = t_tool(h, s, "Bash", J("{'command':'exit 2','run_in_background':true}"));
+        out = t_tool(h, f.parent, "Bash", J("{'command':'exit 2','run_in_background':true}"));
         bare = t_find_id(out, "bg_");
         free(out);
     }
-    char *hang = t_launch_script(h, s, "Stopped agent", J("{'steps':[{'hang':true}]}"));
+    char *hang = t_launch_script(h, f.parent, "Stopped agent", J("{'steps':[{'hang':true}]}"));
     const char *ids[] = {agent, broken, shell, bare};
     for (int i = 0; i < 4; i++)
         if (ids[i])
-            free(t_task_output(h, s, ids[i], 1, 0));
-    free(t_tool(h, s, "TaskStop", t_id_args(hang)));
+            free(t_task_output(h, f.parent, ids[i], 1, 0));
+    free(t_tool(h, f.parent, "TaskStop", t_id_args(hang)));
 
-    out = t_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     char head[128];
     snprintf(head, sizeof head,
              "Background tasks (%d):\nTask ID       Type   Status     Start Time            Runtime   Description\n",
@@ -92,7 +91,7 @@ static void tasks_listing(void)
     const char *a = strstr(out, agent), *b = strstr(out, broken), *e = strstr(out, hang);
     const char *c = shells ? strstr(out, shell) : e + 1, *d = shells ? strstr(out, bare) : e + 1;
     ok(e && d && c && b && a && e < d && d <= c && c < b && b < a, "newest first");
-    char *bashes = t_command(h, s, "bashes");
+    char *bashes = t_command(h, f.parent, "bashes");
     const char *notice = "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n";
     ok(strncmp(bashes, notice, strlen(notice)) == 0, "/bashes starts with the deprecation notice");
     is_str(bashes + strlen(notice), out, "then the /tasks listing");

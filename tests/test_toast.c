@@ -27,13 +27,12 @@ static void batch_gives_one_notice(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'max_running_agents':1,'max_queued':30}"));
-    const char *parent = f.parent;
     const char *first = J("{'steps':[{'wait_ms':%d},{'reply':'r0'}]}", tap_timeout_ms(1500));
     char *ids[20];
-    ids[0] = t_launch_script(h, parent, "Task 0", first);
+    ids[0] = t_launch_script(h, f.parent, "Task 0", first);
     for (int i = 1; i < 20; i++)
-        ids[i] = t_launch_script(h, parent, "Task n", J("{'steps':[{'reply':'rn'}]}"));
-    is_int(t_wait_messages_with(h, parent, "all 20 tasks done", 1, 20000), 0, "the batch's last notice arrives");
+        ids[i] = t_launch_script(h, f.parent, "Task n", J("{'steps':[{'reply':'rn'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "all 20 tasks done", 1, 20000), 0, "the batch's last notice arrives");
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
     is_int((int)sim_calls(h, "notify_user", NULL), 1, "once for the whole batch of 20");
     char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level"),
@@ -53,8 +52,7 @@ static void failure_is_an_error_notice(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    const char *parent = f.parent;
-    char *bad = t_launch_script(h, parent, "Broken build", J("{'steps':[{'error':'quota exceeded'}]}"));
+    char *bad = t_launch_script(h, f.parent, "Broken build", J("{'steps':[{'error':'quota exceeded'}]}"));
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
     char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");
     is_str(msg, "Background task failed: Broken build", "it names the task");
@@ -69,8 +67,7 @@ static void question_is_a_warning_notice(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *parent = f.parent;
-    char *out = t_launch_gated(h, parent, "g1", "explore");
+    char *out = t_launch_gated(h, f.parent, "g1", "explore");
     free(out);
     is_int(t_wait_gate_open(h, "g1", 5000), 0, "the task asks the user");
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");

@@ -71,15 +71,14 @@ static void test_running_waiting_stop(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *parent = f.parent;
-    char *answer = t_launch_gated(h, parent, "alpha", "general");
+    char *answer = t_launch_gated(h, f.parent, "alpha", "general");
     char *id = t_find_id(answer, "bg_");
     is_int(t_wait_gate_open(h, "alpha", tap_timeout_ms(DEADLINE)), 0, "the task runs and asks");
-    is_int(wait_view(h, parent, id, "waiting", "bash: gate alpha"), 0,
+    is_int(wait_view(h, f.parent, id, "waiting", "bash: gate alpha"), 0,
            "the view marks the task waiting for the user, with what it asks");
     const cJSON *line;
-    cJSON *view = newest(h, parent, id, &line);
-    is_str(jstr(view, "session"), parent, "the view is of the session that launched it");
+    cJSON *view = newest(h, f.parent, id, &line);
+    is_str(jstr(view, "session"), f.parent, "the view is of the session that launched it");
     ok(jnum(view, "seq", 0) >= 1 && jnum(view, "now", 0) > 0, "a view has a seq and the host's time");
     is_str(jstr(line, "status"), "running", "status running");
     is_str(jstr(line, "kind"), "agent", "kind agent");
@@ -96,18 +95,18 @@ static void test_running_waiting_stop(void)
     is_int(rc, 0, "the person's stop is accepted");
     ok(out == NULL, "a stop answers nothing on success");
     free(out);
-    is_int(wait_view(h, parent, id, "status", "cancelled"), 0, "the view shows it cancelled");
-    is_int(wait_view(h, parent, id, "stopped_by_user", "true"), 0, "marked stopped by the user");
+    is_int(wait_view(h, f.parent, id, "status", "cancelled"), 0, "the view shows it cancelled");
+    is_int(wait_view(h, f.parent, id, "stopped_by_user", "true"), 0, "marked stopped by the user");
     ok(sim_calls(h, "session_abort", task_session) >= 1, "its session was aborted");
     char notice[96];
     snprintf(notice, sizeof notice, "[ocbg] Background task stopped by the user: %s", id);
-    is_int(t_wait_messages_with(h, parent, notice, 1, tap_timeout_ms(DEADLINE)), 0,
+    is_int(t_wait_messages_with(h, f.parent, notice, 1, tap_timeout_ms(DEADLINE)), 0,
            "the session that launched it is told, as for any ending");
-    char *text = t_message_with(h, parent, notice);
+    char *text = t_message_with(h, f.parent, notice);
     ok(text && strstr(text, "all 1 task done") && strstr(text, "The user stopped it from the task panel."),
        "the notification ends the batch and says the user stopped it");
     free(text);
-    char *report = t_output(h, parent, id);
+    char *report = t_output(h, f.parent, id);
     ok(strstr(report, ", stopped by the user.") != NULL, "background_output says the user stopped it");
     free(report);
 
@@ -115,7 +114,7 @@ static void test_running_waiting_stop(void)
     is_int(rc, -EINVAL, "stopping it again is refused");
     is_str(out, J("Task %s has already ended.", id), "saying it has ended");
     free(out);
-    is_int(t_count_messages_with(h, parent, notice), 1, "and nothing is reported twice");
+    is_int(t_count_messages_with(h, f.parent, notice), 1, "and nothing is reported twice");
     free(task_session);
     free(answer);
     free(id);
@@ -149,15 +148,14 @@ static void test_pending_queue_and_detail(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
-    const char *parent = f.parent;
-    char *a1 = t_launch_gated(h, parent, "one", "general");
-    char *a2 = t_launch_gated(h, parent, "two", "general");
-    char *a3 = t_launch_gated(h, parent, "three", "general");
+    char *a1 = t_launch_gated(h, f.parent, "one", "general");
+    char *a2 = t_launch_gated(h, f.parent, "two", "general");
+    char *a3 = t_launch_gated(h, f.parent, "three", "general");
     char *id1 = t_find_id(a1, "bg_"), *id2 = t_find_id(a2, "bg_"), *id3 = t_find_id(a3, "bg_");
-    is_int(wait_view(h, parent, id2, "queue", "1"), 0, "the first pending task is next in the queue");
-    is_int(wait_view(h, parent, id3, "queue", "2"), 0, "the second waits behind it");
+    is_int(wait_view(h, f.parent, id2, "queue", "1"), 0, "the first pending task is next in the queue");
+    is_int(wait_view(h, f.parent, id3, "queue", "2"), 0, "the second waits behind it");
     const cJSON *line;
-    cJSON *view = newest(h, parent, id3, &line);
+    cJSON *view = newest(h, f.parent, id3, &line);
     is_str(jstr(line, "status"), "pending", "a queued task is pending");
     is_str(jstr(jget(view, "tasks"), "0.id"), id3, "tasks newest first");
     cJSON_Delete(view);
@@ -165,18 +163,18 @@ static void test_pending_queue_and_detail(void)
     char *out = NULL;
     is_int(sim_ui_request(h, 0, J("{'action':'stop','task_id':'%s'}", id2), &out), 0, "a pending task can be stopped");
     free(out);
-    is_int(wait_view(h, parent, id2, "status", "cancelled"), 0, "it ends cancelled");
-    is_int(wait_view(h, parent, id3, "queue", "1"), 0, "and the one behind it moves up");
+    is_int(wait_view(h, f.parent, id2, "status", "cancelled"), 0, "it ends cancelled");
+    is_int(wait_view(h, f.parent, id3, "queue", "1"), 0, "and the one behind it moves up");
 
     t_release_gated(h, "one");
-    is_int(t_wait_status(h, parent, id1, "completed", tap_timeout_ms(DEADLINE)), 0, "the first completes");
+    is_int(t_wait_status(h, f.parent, id1, "completed", tap_timeout_ms(DEADLINE)), 0, "the first completes");
     is_int(sim_ui_request(h, 0, J("{'action':'detail','task_id':'%s'}", id1), &out), 0, "detail of a finished task");
     cJSON *d = t_parse(out);
     is_str(jstr(d, "status"), "completed", "its status");
     is_str(jstr(d, "answer"), "done one", "its answer");
     cJSON_Delete(d);
     t_release_gated(h, "three");
-    is_int(t_wait_status(h, parent, id3, "completed", tap_timeout_ms(DEADLINE)), 0, "the last completes");
+    is_int(t_wait_status(h, f.parent, id3, "completed", tap_timeout_ms(DEADLINE)), 0, "the last completes");
     free(a1);
     free(a2);
     free(a3);
@@ -221,13 +219,12 @@ static void test_sync_and_model_cancel(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    const char *parent = f.parent;
-    char *answer = t_launch_gated(h, parent, "beta", "general");
+    char *answer = t_launch_gated(h, f.parent, "beta", "general");
     char *id = t_find_id(answer, "bg_");
     is_int(t_wait_gate_open(h, "beta", tap_timeout_ms(DEADLINE)), 0, "the task runs");
-    free(t_cancel(h, parent, id));
-    is_int(wait_view(h, parent, id, "status", "cancelled"), 0, "the model's cancel shows in the view");
-    is_int(wait_view(h, parent, id, "stopped_by_user", NULL), 0, "not as the user's");
+    free(t_cancel(h, f.parent, id));
+    is_int(wait_view(h, f.parent, id, "status", "cancelled"), 0, "the model's cancel shows in the view");
+    is_int(wait_view(h, f.parent, id, "stopped_by_user", NULL), 0, "not as the user's");
     size_t before = sim_views(h, NULL);
     char *out = NULL;
     is_int(sim_ui_request(h, 0, J("{'action':'sync'}"), &out), 0, "a sync is accepted");
@@ -235,7 +232,7 @@ static void test_sync_and_model_cancel(void)
     is_int(sim_wait(h, views_above, &before, tap_timeout_ms(DEADLINE)), 0,
            "the view is published again, though unchanged");
     const cJSON *line;
-    cJSON *view = newest(h, parent, id, &line);
+    cJSON *view = newest(h, f.parent, id, &line);
     is_str(jstr(line, "status"), "cancelled", "with the same state");
     cJSON_Delete(view);
     free(answer);
@@ -286,17 +283,16 @@ static void test_restart_publishes(void)
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s/ocbg.db\"}", dir);
     t_fixture f;
     sim_host *h = t_open(&f, opts);
-    const char *parent = f.parent;
     char *answer =
-        t_tool(h, parent, "Bash", J("{'command':'echo kept','description':'kept','run_in_background':true}"));
+        t_tool(h, f.parent, "Bash", J("{'command':'echo kept','description':'kept','run_in_background':true}"));
     char *id = t_find_id(answer, "bg_");
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "a task completes");
-    is_int(wait_view(h, parent, id, "status", "completed"), 0, "and its view says so");
-    after a = {parent, sim_views(h, parent)};
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "a task completes");
+    is_int(wait_view(h, f.parent, id, "status", "completed"), 0, "and its view says so");
+    after a = {f.parent, sim_views(h, f.parent)};
     t_reload(h, opts);
     is_int(sim_wait(h, view_after, &a, tap_timeout_ms(DEADLINE)), 0, "after a restart the session's view comes again");
     const cJSON *line;
-    cJSON *view = newest(h, parent, id, &line);
+    cJSON *view = newest(h, f.parent, id, &line);
     is_str(jstr(line, "status"), "completed", "with the restored task");
     is_int((int)jnum(view, "seq", 0), 1, "from a new server part: its seq starts again");
     cJSON_Delete(view);

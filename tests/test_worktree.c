@@ -131,11 +131,10 @@ static void launch_report_clear(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, fresh_host());
-    const char *parent = f.parent;
     const char *script = "{\"steps\":[{\"run\":\"echo from-A >> shared.txt && git add shared.txt && git -c user.name=t "
                          "-c user.email=t@example.com commit -qm 'A edit' && echo more >> shared.txt && echo new > "
                          "fresh.txt\"},{\"reply\":\"done A\"}]}";
-    char *out = t_launch_isolated(h, parent, "writer A", script, "worktree");
+    char *out = t_launch_isolated(h, f.parent, "writer A", script, "worktree");
     is_int(t_rc, 0, "an isolated launch is accepted");
     char *id = t_find_id(out, "bg_");
     char *wt = wt_of(id), want[700];
@@ -151,8 +150,8 @@ static void launch_report_clear(void)
      * t_wait_status calls) reads the report and lets go itself. */
     char notice[96];
     snprintf(notice, sizeof notice, "[ocbg] Background task completed: %s", id);
-    is_int(t_wait_messages_with(h, parent, notice, 1, DEADLINE), 0, "the task completes: the parent is notified");
-    char *n = t_message_with(h, parent, notice);
+    is_int(t_wait_messages_with(h, f.parent, notice, 1, DEADLINE), 0, "the task completes: the parent is notified");
+    char *n = t_message_with(h, f.parent, notice);
     snprintf(want, sizeof want, "Worktree: %s (branch ocbg/%s; ocbg never merges it", wt, id);
     like(n, want, "the notification names the worktree and branch");
     like(n, ", 1 commit: 1 file changed, 1 insertion(+)\n", "what it committed");
@@ -163,7 +162,7 @@ static void launch_report_clear(void)
     free(n);
     char branch[64];
     snprintf(branch, sizeof branch, "ocbg/%s", id);
-    view_want vw = {parent, branch};
+    view_want vw = {f.parent, branch};
     is_int(sim_wait(h, view_branch_is, &vw, tap_timeout_ms(DEADLINE)), 0, "the panel's view names its branch");
     cJSON *d = detail_of(h, id);
     is_str(jstr(d, "worktree.path"), wt, "the panel's detail gives its worktree");
@@ -182,13 +181,13 @@ static void launch_report_clear(void)
     char *main_file = t_sh_line(repo, "cat shared.txt");
     is_str(main_file, "base", "the checkout's file is untouched");
     free(main_file);
-    out = t_output(h, parent, id);
+    out = t_output(h, f.parent, id);
     snprintf(want, sizeof want, "Worktree: %s (branch ocbg/%s;", wt, id);
     like(out, want, "background_output names the worktree");
     like(out, "Untracked:\n  fresh.txt", "and what the task did");
     free(out);
 
-    out = t_tool(h, parent, "background_clear", "{}");
+    out = t_tool(h, f.parent, "background_clear", "{}");
     snprintf(want, sizeof want,
              "- %s: its worktree was removed; its work is on branch ocbg/%s (what it left uncommitted was committed "
              "there first).",
@@ -319,15 +318,14 @@ static void parent_deleted(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, fresh_host());
-    const char *parent = f.parent;
-    char *out = t_launch_isolated(h, parent, "orphan", J("{'steps':[{'run':'echo left > left.txt'},{'reply':'o'}]}"),
+    char *out = t_launch_isolated(h, f.parent, "orphan", J("{'steps':[{'run':'echo left > left.txt'},{'reply':'o'}]}"),
                                   "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the task completed");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "the task completed");
     ok(t_exists(wt), "its worktree is there");
-    sim_session_delete(h, parent);
+    sim_session_delete(h, f.parent);
     is_int(sim_wait(h, gone, wt, tap_timeout_ms(DEADLINE)), 0, "the launching session deleted: the folder goes");
     char *left = t_sh_line(repo, "git show ocbg/%s:left.txt", id);
     is_str(left, "left", "its work is on its branch");
@@ -344,14 +342,13 @@ static void parent_deleted_at_stop(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, fresh_host());
-    const char *parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
-    char *out =
-        t_launch_isolated(h, parent, "late", J("{'steps':[{'run':'echo late > late.txt'},{'reply':'l'}]}"), "worktree");
+    char *out = t_launch_isolated(h, f.parent, "late", J("{'steps':[{'run':'echo late > late.txt'},{'reply':'l'}]}"),
+                                  "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the isolated task completed");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "the isolated task completed");
     /* Another session's task: its notification's push is slow, and the
      * worker is inside it when the deletion comes. */
     sim_slow(h, "session_prompt", tap_timeout_ms(3000));
@@ -360,7 +357,7 @@ static void parent_deleted_at_stop(void)
     t_started push = {"session_prompt", before + 2}; /* the child's prompt, then the notification's push */
     int in_push = sim_wait(h, t_calls_started, &push, tap_timeout_ms(DEADLINE)) == 0;
     ok(in_push, "the worker is inside the other task's slow notification push");
-    sim_session_delete(h, parent);
+    sim_session_delete(h, f.parent);
     is_int(sim_events_flush(h, tap_timeout_ms(DEADLINE)), 0, "the deletion reached ocbg");
     sim_slow(h, "session_prompt", 0);
     t_reload(h, store_opts);
@@ -383,21 +380,20 @@ static void resumed_while_let_go(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, fresh_host());
-    const char *parent = f.parent;
     sim_slow(h, "directory_watch", tap_timeout_ms(1500));
-    char *out = t_launch_isolated(h, parent, "quick", J("{'steps':[{'reply':'first Q'}]}"), "worktree");
+    char *out = t_launch_isolated(h, f.parent, "quick", J("{'steps':[{'reply':'first Q'}]}"), "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
-    is_int(t_wait_messages_with(h, parent, "first Q", 1, DEADLINE), 0, "the first run's notification arrives");
+    is_int(t_wait_messages_with(h, f.parent, "first Q", 1, DEADLINE), 0, "the first run's notification arrives");
     t_started let_go = {"directory_watch", 2}; /* follow, then let go */
     is_int(sim_wait(h, t_calls_started, &let_go, tap_timeout_ms(DEADLINE)), 0, "the host is letting go of the folder");
     sim_script(h, "again Q", J("{'steps':[{'run':'echo again > again.txt'},{'reply':'second Q'}]}"), 1);
-    out = t_tool(h, parent, "background_task", J("{'resume':'%s','prompt':'again Q'}", id));
+    out = t_tool(h, f.parent, "background_task", J("{'resume':'%s','prompt':'again Q'}", id));
     is_int(t_rc, 0, "the task is resumed meanwhile");
     free(out);
     is_int(wait_watched(h, wt, 1), 0, "its folder is followed again after the let-go");
-    is_int(t_wait_messages_with(h, parent, "second Q", 1, DEADLINE), 0, "the resumed run completes");
+    is_int(t_wait_messages_with(h, f.parent, "second Q", 1, DEADLINE), 0, "the resumed run completes");
     char *again = xasprintf("%s/again.txt", wt);
     ok(t_exists(again), "in the same worktree");
     free(again);
@@ -504,9 +500,8 @@ static void parent_deleted_while_down(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, fresh_host());
-    const char *parent = f.parent;
     char *kept = sim_session_new(h, NULL, "kept");
-    char *out = t_launch_isolated(h, parent, "unseen",
+    char *out = t_launch_isolated(h, f.parent, "unseen",
                                   J("{'steps':[{'run':'echo unseen > unseen.txt'},"
                                     "{'reply':'u'}]}"),
                                   "worktree");
@@ -516,11 +511,11 @@ static void parent_deleted_while_down(void)
     char *id2 = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id), *wt2 = wt_of(id2);
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the isolated task completed");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "the isolated task completed");
     is_int(t_wait_status(h, kept, id2, "completed", DEADLINE), 0, "and another session's");
     sim_unload_plugins(h);
     is_int(t_task_stored(db, id), 1, "ocbg stopped: the task is in the store");
-    sim_session_delete(h, parent); /* no ocbg hears it */
+    sim_session_delete(h, f.parent); /* no ocbg hears it */
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
         bail_out("reloading ocbg: %s", sim_load_error(h));
     /* A launch at once, its git beside the release's in the same repository. */
@@ -534,7 +529,7 @@ static void parent_deleted_while_down(void)
     char *unseen = t_sh_line(repo, "git show ocbg/%s:unseen.txt", id);
     is_str(unseen, "unseen", "its work is on its branch");
     free(unseen);
-    is_int(sim_wait(h, asked_about, (void *)parent, tap_timeout_ms(DEADLINE)), 0,
+    is_int(sim_wait(h, asked_about, (void *)f.parent, tap_timeout_ms(DEADLINE)), 0,
            "the host was asked about the launching session");
     is_int(sim_wait(h, row_gone, id, tap_timeout_ms(DEADLINE)), 0, "its row leaves the store");
     ok(t_exists(wt2), "the worktree of a session that still exists stays");
