@@ -90,36 +90,37 @@ static char *run_task(sim_host *h, const char *parent, const char *description, 
 
 static void check_after(void)
 {
-    sim_host *h = t_host_checking_after();
-    char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_host_checking_after());
+    char *child = NULL;
     char *id =
-        run_task(h, parent, "After", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0, &child);
-    notified(h, parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
-    output_is(h, parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
+        run_task(h, f.parent, "After", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0, &child);
+    notified(h, f.parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
+    output_is(h, f.parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
     free(id);
     free(child);
-    id = run_task(h, parent, "After2", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW SIGN_OFF, 0, &child);
-    notified(h, parent, id, "REAL ANSWER", "after, a sign-off");
-    output_is(h, parent, id, "REAL ANSWER", "after, a sign-off");
+    id = run_task(h, f.parent, "After2", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW SIGN_OFF, 0, &child);
+    notified(h, f.parent, id, "REAL ANSWER", "after, a sign-off");
+    output_is(h, f.parent, id, "REAL ANSWER", "after, a sign-off");
     free(id);
     free(child);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void check_before_more_work(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    char *child = NULL;
     char *id =
-        run_task(h, parent, "Before", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 1, &child);
-    notified(h, parent, id, "REAL ANSWER", "before, more work: the notification has the answer");
+        run_task(h, f.parent, "Before", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 1, &child);
+    notified(h, f.parent, id, "REAL ANSWER", "before, more work: the notification has the answer");
     char *want = added_notice(id, "Before", "continued text");
-    is_int(t_wait_messages_with(h, parent, "went on after its result was reported", 1, 5000), 0,
+    is_int(t_wait_messages_with(h, f.parent, "went on after its result was reported", 1, 5000), 0,
            "before, more work: the parent is told what the continue turn added");
-    char *got = t_message_with(h, parent, "went on after its result was reported");
+    char *got = t_message_with(h, f.parent, "went on after its result was reported");
     is_str(got, want, "before, more work: that notice, exactly");
-    output_is(h, parent, id, "REAL ANSWER" MARK "continued text", "before, more work (amended)");
+    output_is(h, f.parent, id, "REAL ANSWER" MARK "continued text", "before, more work (amended)");
     free(got);
     free(want);
     free(child);
@@ -131,42 +132,41 @@ static void check_before_more_work(void)
                ",{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"more after the resume\"}]}",
                1);
     const char *args = J("{'task_id':'%s','message':'what next','block':true}", id);
-    char *out = t_tool(h, parent, "background_resume", args);
+    char *out = t_tool(h, f.parent, "background_resume", args);
     is_str(out, "NEW ANSWER", "before, resume: the blocking resume returns the new answer");
     free(out);
-    is_int(t_wait_output_with(h, parent, id, "NEW ANSWER" MARK "more after the resume", 5000), 0,
+    is_int(t_wait_output_with(h, f.parent, id, "NEW ANSWER" MARK "more after the resume", 5000), 0,
            "before, resume: the result gains what the continue turn added");
-    is_int(t_wait_messages_with(h, parent,
+    is_int(t_wait_messages_with(h, f.parent,
                                 "[The sub-agent's context was compacted after this answer; then it "
                                 "continued:]\nmore after the resume\n",
                                 1, 5000),
            0, "before, resume: the parent is told");
-    output_is(h, parent, id, "NEW ANSWER" MARK "more after the resume", "before, resume (amended)");
+    output_is(h, f.parent, id, "NEW ANSWER" MARK "more after the resume", "before, resume (amended)");
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void check_before_sign_off(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    char *child = NULL;
     char *id =
-        run_task(h, parent, "Quiet", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER SIGN_OFF, 1, &child);
-    notified(h, parent, id, "REAL ANSWER", "before, a sign-off");
+        run_task(h, f.parent, "Quiet", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER SIGN_OFF, 1, &child);
+    notified(h, f.parent, id, "REAL ANSWER", "before, a sign-off");
     size_t reads = sim_calls(h, "session_messages", child);
     is_int(sim_wait_messages(h, child, 6, tap_timeout_ms(5000)), 0, "before, a sign-off: the child compacted");
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "before, a sign-off: and went idle");
     is_int(sim_wait_calls(h, "session_messages", child, reads + 1, tap_timeout_ms(5000)), 0,
            "before, a sign-off: the plugin read what the continue turn did");
     /* Nothing comes of it: checked for a while after that read. */
-    ok(t_wait_messages_with(h, parent, "went on after its result was reported", 1, 300) != 0,
+    ok(t_wait_messages_with(h, f.parent, "went on after its result was reported", 1, 300) != 0,
        "before, a sign-off: no notice follows");
-    output_is(h, parent, id, "REAL ANSWER", "before, a sign-off: the answer alone");
+    output_is(h, f.parent, id, "REAL ANSWER", "before, a sign-off: the answer alone");
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A foreground Task: after the compaction, the whole result; before it, the
