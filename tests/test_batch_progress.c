@@ -47,7 +47,7 @@ typedef struct launched {
     char *id, *batch;
 } launched;
 
-static launched launch(sim_host *h, const char *parent, const char *name)
+static launched launch_in_batch(sim_host *h, const char *parent, const char *name)
 {
     char *ans = t_launch_gated(h, parent, name, "general");
     launched l = {t_find_id(ans, "bg_"), t_find_id(ans, "batch_")};
@@ -79,14 +79,15 @@ static void completions(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B"), c = launch(h, f.parent, "C");
+    launched a = launch_in_batch(h, f.parent, "A"), b = launch_in_batch(h, f.parent, "B"),
+             c = launch_in_batch(h, f.parent, "C");
     is_str(b.batch, a.batch, "tasks launched while one runs share its batch");
     is_str(c.batch, a.batch, "all three");
     release_says(h, f.parent, "B", &b, 1, "1 of 3 tasks done, 2 still running.");
     release_says(h, f.parent, "A", &a, 1, "2 of 3 tasks done, 1 still running.");
     release_says(h, f.parent, "C", &c, 1, "all 3 tasks done.");
     /* A new launch once none runs opens a new batch of its own. */
-    launched d = launch(h, f.parent, "D");
+    launched d = launch_in_batch(h, f.parent, "D");
     ok(strcmp(d.batch, a.batch) != 0, "a launch after the batch ended opens a new one");
     release_says(h, f.parent, "D", &d, 1, "all 1 task done.");
     launched_free(&a), launched_free(&b), launched_free(&c), launched_free(&d);
@@ -98,7 +99,8 @@ static void cancels(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B"), c = launch(h, f.parent, "C");
+    launched a = launch_in_batch(h, f.parent, "A"), b = launch_in_batch(h, f.parent, "B"),
+             c = launch_in_batch(h, f.parent, "C");
     const char *args = J("{'task_id':'%s'}", a.id);
     free(t_tool(h, f.parent, "background_cancel", args));
     is_int(t_wait_status(h, f.parent, a.id, "cancelled", 5000), 0, "A is cancelled");
@@ -116,7 +118,7 @@ static void resumes(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B");
+    launched a = launch_in_batch(h, f.parent, "A"), b = launch_in_batch(h, f.parent, "B");
     release_says(h, f.parent, "A", &a, 1, "1 of 2 tasks done, 1 still running.");
     /* A's follow-up asks at its own gate, in A's session. */
     sim_script(h, "follow-up A",
@@ -127,7 +129,7 @@ static void resumes(void)
     char *ans = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, 0, "A resumed");
     free(ans);
-    launched c = launch(h, f.parent, "C");
+    launched c = launch_in_batch(h, f.parent, "C");
     is_str(c.batch, a.batch, "a launch while A's follow-up runs joins its batch");
     release_says(h, f.parent, "B", &b, 1, "1 of 3 tasks done, 2 still running.");
     release_says(h, f.parent, "C", &c, 1, "2 of 3 tasks done, 1 still running.");
@@ -146,7 +148,8 @@ static void clears(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B"), c = launch(h, f.parent, "C");
+    launched a = launch_in_batch(h, f.parent, "A"), b = launch_in_batch(h, f.parent, "B"),
+             c = launch_in_batch(h, f.parent, "C");
     release_says(h, f.parent, "A", &a, 1, "1 of 3 tasks done, 2 still running.");
     sim_fail(h, "session_abort", 1, 1, -EIO);
     char *ans = t_tool(h, f.parent, "background_clear", "{}");
@@ -159,7 +162,7 @@ static void clears(void)
     like(list, kept->id, "the kept task is listed");
     unlike(list, a.id, "the finished one is cleared");
     free(list);
-    launched d = launch(h, f.parent, "D");
+    launched d = launch_in_batch(h, f.parent, "D");
     is_str(d.batch, kept->batch, "a launch while the kept task runs joins its batch");
     release_says(h, f.parent, kept_name, kept, 1, "1 of 2 tasks done, 1 still running.");
     release_says(h, f.parent, "D", &d, 1, "all 2 tasks done.");
@@ -173,7 +176,8 @@ static void restart(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(store_opts));
-    launched a = launch(h, f.parent, "A"), b = launch(h, f.parent, "B"), c = launch(h, f.parent, "C");
+    launched a = launch_in_batch(h, f.parent, "A"), b = launch_in_batch(h, f.parent, "B"),
+             c = launch_in_batch(h, f.parent, "C");
     release_says(h, f.parent, "A", &a, 1, "1 of 3 tasks done, 2 still running.");
     is_int(t_wait_gate_open(h, "B", 5000), 0, "B runs");
     is_int(t_wait_gate_open(h, "C", 5000), 0, "C runs");

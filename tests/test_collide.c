@@ -48,8 +48,8 @@ static const char *write_step(const char *name, const char *content)
  * gate helpers find it) with `description`, whose steps are `before`, its
  * question (the gate), then `after` (each a comma-separated list of steps,
  * "" for none), then the reply "done <name>". Returns its id (malloc'd). */
-static char *launch(sim_host *h, const char *launcher, const char *name, const char *description, const char *before,
-                    const char *after, int gated)
+static char *launch_steps(sim_host *h, const char *launcher, const char *name, const char *description,
+                          const char *before, const char *after, int gated)
 {
     const char *steps = before;
     if (gated)
@@ -113,11 +113,11 @@ static void two_tasks_one_file(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    char *a = launch(h, f.parent, "A", "fix parser", write_step("a.c", "A1"), write_step("a.c", "A2"), 1);
+    char *a = launch_steps(h, f.parent, "A", "fix parser", write_step("a.c", "A1"), write_step("a.c", "A2"), 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
-    char *b = launch(h, f.parent, "B", "tidy parser", J("%s,%s", write_step("a.c", "B1"), write_step("b.c", "B2")),
-                     write_step("a.c", "B3"), 1);
+    char *b = launch_steps(h, f.parent, "B", "tidy parser",
+                           J("%s,%s", write_step("a.c", "B1"), write_step("b.c", "B2")), write_step("a.c", "B3"), 1);
     if (t_wait_gate_open(h, "B", 5000) != 0)
         bail_out("B never reached its gate");
     file_is("a.c", "B1", "a warned edit is made");
@@ -154,8 +154,8 @@ static void task_and_its_launcher(void)
     sim_session_prompt(h, f.parent, J("{'parts':[{'type':'text','text':'launcher writes z'}]}"));
     is_int(sim_wait_idle(h, f.parent, tap_timeout_ms(5000)), 0, "the launcher wrote z.c before launching");
     result_is(h, f.parent, 0, WROTE, NULL, "with no task running, nothing to say");
-    char *a = launch(h, f.parent, "A", "fix lexer", J("%s,%s", write_step("y.c", "A-y"), write_step("z.c", "A-z")),
-                     write_step("x.c", "A-x"), 1);
+    char *a = launch_steps(h, f.parent, "A", "fix lexer",
+                           J("%s,%s", write_step("y.c", "A-y"), write_step("z.c", "A-z")), write_step("x.c", "A-x"), 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
     sim_script(h, "launcher writes y and x",
@@ -184,11 +184,11 @@ static void refuse_mode(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'on_collision':'refuse'}")));
-    char *a = launch(h, f.parent, "A", "fix parser", write_step("r.c", "A"), "", 1);
+    char *a = launch_steps(h, f.parent, "A", "fix parser", write_step("r.c", "A"), "", 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
-    char *b =
-        launch(h, f.parent, "B", "tidy parser", J("%s,%s", write_step("r.c", "B"), write_step("s.c", "B-s")), "", 0);
+    char *b = launch_steps(h, f.parent, "B", "tidy parser",
+                           J("%s,%s", write_step("r.c", "B"), write_step("s.c", "B-s")), "", 0);
     is_int(t_wait_status(h, f.parent, b, "completed", 5000), 0, "B goes on after the refusal and completes");
     char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, NULL, J(REFUSED_BY_TASK, file("r.c"), a, "fix parser"), "B's write of the file A wrote");
@@ -210,10 +210,10 @@ static void other_launchers_are_apart(void)
     sim_host *h = t_gated_host(NULL);
     char *one = sim_session_new(h, NULL, "one");
     char *two = sim_session_new(h, NULL, "two");
-    char *a = launch(h, one, "A", "fix parser", write_step("o.c", "A"), "", 1);
+    char *a = launch_steps(h, one, "A", "fix parser", write_step("o.c", "A"), "", 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
-    char *b = launch(h, two, "B", "tidy parser", write_step("o.c", "B"), "", 0);
+    char *b = launch_steps(h, two, "B", "tidy parser", write_step("o.c", "B"), "", 0);
     is_int(t_wait_status(h, two, b, "completed", 5000), 0, "B completes");
     char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, WROTE, NULL, "a task of another session writing the same file is not warned");
@@ -233,13 +233,13 @@ static void a_patch_collides_too(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    char *a = launch(h, f.parent, "A", "fix parser", write_step("p.c", "A"), "", 1);
+    char *a = launch_steps(h, f.parent, "A", "fix parser", write_step("p.c", "A"), "", 1);
     if (t_wait_gate_open(h, "A", 5000) != 0)
         bail_out("A never reached its gate");
     const char *patch = J("{'tool':'apply_patch','input':{'patchText':'*** Begin Patch\\n*** Update File: %s\\n@@\\n"
                           "-A\\n+B\\n*** End Patch'},'output':'Success. Updated the following files:'}",
                           file("p.c"));
-    char *b = launch(h, f.parent, "B", "tidy parser", patch, "", 0);
+    char *b = launch_steps(h, f.parent, "B", "tidy parser", patch, "", 0);
     is_int(t_wait_status(h, f.parent, b, "completed", 5000), 0, "B completes");
     char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, J("Success. Updated the following files:\n\n" WARN_BY_TASK, file("p.c"), a, "fix parser"), NULL,

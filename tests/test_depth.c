@@ -22,7 +22,7 @@
 #define WAKE_PARKED "The background tasks it launched have ended; it continues when a slot frees."
 
 /* Launch gated task <name> from `parent`; its id (malloc'd). */
-static char *launch(sim_host *h, const char *parent, const char *name, const char *want_status)
+static char *launch_expecting(sim_host *h, const char *parent, const char *name, const char *want_status)
 {
     char *out = t_launch_gated(h, parent, name, "explore");
     is_int(t_rc, 0, "%s is accepted", name);
@@ -81,7 +81,7 @@ static void depth_one_is_the_default(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    char *a = launch(h, f.parent, "A", "running");
+    char *a = launch_expecting(h, f.parent, "A", "running");
     char *as = session_of(h, "A");
     is_int(sim_session_tool_denied(h, as, "background_task"), 1, "a task at max_depth gets no ocbg tools");
     char *out = try_launch_from(h, as);
@@ -109,11 +109,11 @@ static void nested_task_waits_without_a_slot(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_depth':2,'max_running_agents':1}")));
-    char *a = launch(h, f.parent, "A", "running");
+    char *a = launch_expecting(h, f.parent, "A", "running");
     char *as = session_of(h, "A");
     is_int(sim_session_tool_denied(h, as, "background_task"), 0, "a task above max_depth keeps the ocbg tools");
-    char *b = launch(h, as, "B", "pending");
-    char *c = launch(h, f.parent, "C", "pending");
+    char *b = launch_expecting(h, as, "B", "pending");
+    char *c = launch_expecting(h, f.parent, "C", "pending");
     t_release_gated(h, "A"); /* A answers "done A" while B waits */
     char *bs = session_of(h, "B");
     ok(bs != NULL, "A's answer gave its slot to B");
@@ -174,9 +174,9 @@ static tree tree_open(void)
     tree t;
     t.h = t_gated_host(J("{'max_depth':2}"));
     t.root = sim_session_new(t.h, NULL, "main");
-    t.a = launch(t.h, t.root, "A", "running");
+    t.a = launch_expecting(t.h, t.root, "A", "running");
     t.as = session_of(t.h, "A");
-    t.b = launch(t.h, t.as, "B", "running");
+    t.b = launch_expecting(t.h, t.as, "B", "running");
     t.bs = session_of(t.h, "B");
     return t;
 }
@@ -257,7 +257,7 @@ static void spend_rolls_up(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_depth':2,'max_session_cost_usd':1}")));
-    char *a = launch(h, f.parent, "A", "running");
+    char *a = launch_expecting(h, f.parent, "A", "running");
     char *as = session_of(h, "A");
     /* B reports what its model call cost, then waits for the test. */
     char *b = t_launch_script(h, as, "B",
