@@ -41,11 +41,6 @@ void rec_open(t_fixture *f)
     t_open_dir(f, rec_dir(), NULL);
 }
 
-int T(int ms)
-{
-    return tap_timeout_ms(ms);
-}
-
 cJSON *hostcall(sim_host *h, const char *args_json)
 {
     char *out = NULL;
@@ -109,7 +104,7 @@ int simple_call(sim_host *h, const char *fn, const char *sid, char **out_text)
 
 char *trace(sim_host *h, const char *sid)
 {
-    if (sim_events_flush(h, T(5000)) != 0)
+    if (sim_events_flush(h, tap_timeout_ms(5000)) != 0)
         diag("event flush timed out");
     char *out = NULL;
     sim_tool(h, "ses_caller", "events", "{}", &out);

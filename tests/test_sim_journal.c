@@ -23,11 +23,6 @@
     "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"a.c\"},\"output\":\"int a;\"},"                          \
     "{\"usage\":{\"input\":1200,\"output\":34,\"cost\":0.5}},{\"hang\":true}]}"
 
-static int T(int ms)
-{
-    return tap_timeout_ms(ms);
-}
-
 static int usage_reported(sim_host *h, void *arg)
 {
     (void)arg;
@@ -51,9 +46,9 @@ static _Noreturn void child_life(const char *journal, int report_fd, int block_f
     char *d = sim_session_new(h, NULL, "to delete");
     sim_script(h, "sub-agent work", SUB_SCRIPT, 0);
     if (sim_session_prompt(h, p, J("{'parts':[{'type':'text','text':'hello'}]}")) != 0 ||
-        sim_wait_idle(h, p, T(5000)) != 0 || sim_session_delete(h, d) != 0 ||
+        sim_wait_idle(h, p, tap_timeout_ms(5000)) != 0 || sim_session_delete(h, d) != 0 ||
         sim_session_prompt(h, c, J("{'parts':[{'type':'text','text':'sub-agent work'}]}")) != 0 ||
-        sim_wait(h, usage_reported, NULL, T(5000)) != 0)
+        sim_wait(h, usage_reported, NULL, tap_timeout_ms(5000)) != 0)
         _exit(3);
     char line[256];
     int n = snprintf(line, sizeof line, "%s %s %s\n", p, c, d);
@@ -83,7 +78,7 @@ static int run_and_kill(const char *journal, char ids[3][64])
     close(blk[0]);
     char buf[256] = {0};
     struct pollfd pf = {.fd = rep[0], .events = POLLIN};
-    int got = poll(&pf, 1, T(10000)) == 1 ? (int)read(rep[0], buf, sizeof buf - 1) : -1;
+    int got = poll(&pf, 1, tap_timeout_ms(10000)) == 1 ? (int)read(rep[0], buf, sizeof buf - 1) : -1;
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -203,7 +198,7 @@ static void check_second_life(const char *journal, char ids[3][64], const cJSON 
     ok(n && id_is_new(n, old_ids), "a new session id differs from (and sorts after) every old id");
     is_int(sim_session_prompt(h, ids[1], J("{'parts':[{'type':'text','text':'again'}]}")), 0,
            "the restored sub-agent session takes a prompt");
-    is_int(sim_wait_idle(h, ids[1], T(5000)), 0, "and runs a turn to its end (no turn was left running)");
+    is_int(sim_wait_idle(h, ids[1], tap_timeout_ms(5000)), 0, "and runs a turn to its end (no turn was left running)");
     cJSON *m = messages_of(h, ids[1]);
     is_int(cJSON_GetArraySize(m), 4, "its new prompt and answer follow the partial one");
     ok(id_is_new(cJSON_GetStringValue(at(m, "3.info.id")), old_ids), "the new message id is new");

@@ -87,8 +87,8 @@ static void test_prompt_order(void)
 
     const char *sid = t_session(&f, "t");
     is_int(prompt_via_plugin(h, sid, "hello there", 0), 0, "prompt accepted");
-    is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "assistant message arrives");
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "session goes idle");
+    is_int(sim_wait_messages(h, sid, 2, tap_timeout_ms(5000)), 0, "assistant message arrives");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "session goes idle");
     char *tr = trace(h, sid);
     is_str(
         tr,
@@ -142,7 +142,7 @@ static void test_prompt_order(void)
     /* No matching rule: "ok" at once. */
     const char *s2 = t_session(&f, "t2");
     prompt_via_plugin(h, s2, "anything", 0);
-    is_int(sim_wait_messages(h, s2, 2, T(5000)), 0, "default reply arrives");
+    is_int(sim_wait_messages(h, s2, 2, tap_timeout_ms(5000)), 0, "default reply arrives");
     char *txt = sim_session_message_text(h, s2, -1);
     is_str(txt, "ok", "default reply is ok");
     free(txt);
@@ -172,8 +172,8 @@ static void test_error_abort_queue(void)
 
     const char *a = t_session(&f, "err");
     prompt_via_plugin(h, a, "please fail", 0);
-    is_int(sim_wait_messages(h, a, 2, T(5000)), 0, "error turn stores a message");
-    sim_wait_idle(h, a, T(5000));
+    is_int(sim_wait_messages(h, a, 2, tap_timeout_ms(5000)), 0, "error turn stores a message");
+    sim_wait_idle(h, a, tap_timeout_ms(5000));
     char *tr = trace(h, a);
     is_str(tr, "session.created,user,busy,assistant,error,idle,idle!,idle!",
            "error: session.error before idle, session.idle twice");
@@ -184,18 +184,18 @@ static void test_error_abort_queue(void)
     free(msgs);
     /* once=1: the rule is gone. */
     prompt_via_plugin(h, a, "please fail", 0);
-    sim_wait_messages(h, a, 4, T(5000));
+    sim_wait_messages(h, a, 4, tap_timeout_ms(5000));
     char *t = sim_session_message_text(h, a, -1);
     is_str(t, "ok", "a once rule is used only once");
     free(t);
 
     const char *b = t_session(&f, "hang");
-    is_int(sim_events_flush(h, T(5000)), 0, "the earlier sessions' events delivered");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the earlier sessions' events delivered");
     size_t parts_before = sim_events_delivered(h, "message.part.updated");
     prompt_via_plugin(h, b, "stuck", 0);
     ok(sim_session_busy(h, b), "hanging session is busy");
     struct min_events me = {"message.part.updated", parts_before + 2};
-    is_int(sim_wait(h, pred_events, &me, T(5000)), 0, "its tool is running");
+    is_int(sim_wait(h, pred_events, &me, tap_timeout_ms(5000)), 0, "its tool is running");
     char *status = NULL;
     is_int(simple_call(h, "session_status", NULL, &status), 0, "status map");
     cJSON *sm = cJSON_Parse(status);
@@ -224,8 +224,8 @@ static void test_error_abort_queue(void)
     const char *c = t_session(&f, "queue");
     prompt_via_plugin(h, c, "slow first", 0);
     prompt_via_plugin(h, c, "second", 0);
-    is_int(sim_wait_messages(h, c, 4, T(5000)), 0, "queued prompt runs after the first turn");
-    sim_wait_idle(h, c, T(5000));
+    is_int(sim_wait_messages(h, c, 4, tap_timeout_ms(5000)), 0, "queued prompt runs after the first turn");
+    sim_wait_idle(h, c, tap_timeout_ms(5000));
     char *t0 = sim_session_message_text(h, c, 0), *t1 = sim_session_message_text(h, c, 1);
     char *t2 = sim_session_message_text(h, c, 2), *t3 = sim_session_message_text(h, c, 3);
     is_str(t0, "slow first", "order: first prompt");
@@ -248,11 +248,11 @@ static void test_noreply_and_bad_body(void)
     rec_open(&f);
     sim_host *h = f.h;
     const char *s = t_session(&f, "quiet");
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     size_t before = sim_events_delivered(h, NULL);
     is_int(prompt_via_plugin(h, s, "just so you know", 1), 0, "noReply prompt accepted");
     is_int(sim_session_message_count(h, s), 1, "noReply message stored at once");
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     is_int(sim_events_delivered(h, NULL) - before, 0, "noReply emits no events");
     ok(!sim_session_busy(h, s), "noReply runs no turn");
     char *t = sim_session_message_text(h, s, 0);
@@ -276,7 +276,7 @@ static void test_noreply_and_bad_body(void)
     r = hostcall(h, args);
     is_int(rc_of(r), 0, "prompt with agent and tools");
     cJSON_Delete(r);
-    sim_wait_messages(h, s, 3, T(5000));
+    sim_wait_messages(h, s, 3, tap_timeout_ms(5000));
     is_int(sim_session_tool_denied(h, s, "background_task"), 1, "tools:false denies the tool");
     is_int(sim_session_tool_denied(h, s, "read"), 0, "other tools allowed");
     char *msgs = sim_session_messages_json(h, s);
@@ -293,7 +293,7 @@ static void test_noreply_and_bad_body(void)
     /* The user's own prompt and Esc: same behaviour, not plugin calls. */
     size_t calls = sim_calls(h, NULL, NULL);
     is_int(sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'by hand'}]}")), 0, "user prompt accepted");
-    is_int(sim_wait_messages(h, s, 5, T(5000)), 0, "user prompt gets a reply");
+    is_int(sim_wait_messages(h, s, 5, tap_timeout_ms(5000)), 0, "user prompt gets a reply");
     is_int(sim_session_prompt(h, s, "[1,2]"), -EINVAL, "user prompt with a bad body: -EINVAL");
     is_int(sim_session_prompt(h, "ses_nope", J("{'parts':[]}")), -ENOENT, "user prompt to unknown: -ENOENT");
     sim_script(h, "wait here", J("{'steps':[{'hang':true}]}"), 1);
@@ -312,7 +312,7 @@ static void test_noreply_and_bad_body(void)
  * saw about sid, oldest first (a JSON array, owned). */
 static cJSON *assistant_updates(sim_host *h, const char *sid)
 {
-    if (sim_events_flush(h, T(5000)) != 0)
+    if (sim_events_flush(h, tap_timeout_ms(5000)) != 0)
         diag("event flush timed out");
     char *out = NULL;
     sim_tool(h, "ses_caller", "events", J("{'type':'message.updated'}"), &out);
@@ -376,8 +376,8 @@ static void usage_events_and_info(sim_host *h)
                1);
     char *sid = sim_session_new(h, NULL, "spender");
     is_int(prompt_via_plugin(h, sid, "spend some", 0), 0, "a prompt whose script reports usage");
-    is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "the answer is stored");
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "the session goes idle");
+    is_int(sim_wait_messages(h, sid, 2, tap_timeout_ms(5000)), 0, "the answer is stored");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "the session goes idle");
     char *tr = trace(h, sid);
     is_str(tr, "session.created,user,busy,assistant,assistant,assistant,text:start,text:end,assistant,idle,idle!",
            "a message.updated per usage step, then the stored answer's");
@@ -411,7 +411,7 @@ static void usage_defaults_and_odd_amounts(sim_host *h)
 {
     char *sid = sim_session_new(h, NULL, "thrifty");
     prompt_via_plugin(h, sid, "nothing scripted", 0);
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "a turn without usage steps ends");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "a turn without usage steps ends");
     cJSON *msgs = messages_via_plugin(h, sid);
     check_usage(jget(msgs, "1.info"), TOKENS(0, 0, 0, 0, 0), 0,
                 "no usage step: zero tokens and cost, as OpenCode's fresh message");
@@ -423,7 +423,7 @@ static void usage_defaults_and_odd_amounts(sim_host *h)
                1);
     char *odd = sim_session_new(h, NULL, "odd");
     prompt_via_plugin(h, odd, "odd amounts", 0);
-    is_int(sim_wait_idle(h, odd, T(5000)), 0, "a turn with odd amounts ends");
+    is_int(sim_wait_idle(h, odd, tap_timeout_ms(5000)), 0, "a turn with odd amounts ends");
     cJSON *ups = assistant_updates(h, odd);
     check_usage(cJSON_GetArrayItem(ups, 0), TOKENS(0, 0, 2, 0, 0), 0,
                 "negative, huge and non-numbers count 0; tokens are whole");
@@ -440,8 +440,8 @@ static void usage_across_compaction(sim_host *h)
                1);
     char *sid = sim_session_new(h, NULL, "compacting");
     prompt_via_plugin(h, sid, "squeeze it", 0);
-    is_int(sim_wait_messages(h, sid, 6, T(5000)), 0, "answer, compaction, summary, continue, answer");
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "then idle");
+    is_int(sim_wait_messages(h, sid, 6, tap_timeout_ms(5000)), 0, "answer, compaction, summary, continue, answer");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "then idle");
     cJSON *msgs = messages_via_plugin(h, sid);
     check_usage(jget(msgs, "1.info"), TOKENS(10, 0, 0, 0, 0), 0.1, "the answer before the compaction");
     check_usage(jget(msgs, "3.info"), TOKENS(0, 0, 0, 0, 0), 0, "the summary");
@@ -468,9 +468,9 @@ static void test_fork_and_delete(void)
     sim_host *h = f.h;
     const char *s = t_session(&f, "Original");
     prompt_via_plugin(h, s, "q1", 0);
-    sim_wait_messages(h, s, 2, T(5000));
+    sim_wait_messages(h, s, 2, tap_timeout_ms(5000));
     prompt_via_plugin(h, s, "q2", 0);
-    sim_wait_messages(h, s, 4, T(5000));
+    sim_wait_messages(h, s, 4, tap_timeout_ms(5000));
     char *msgs = sim_session_messages_json(h, s);
     cJSON *m = cJSON_Parse(msgs);
     free(msgs);
@@ -507,11 +507,11 @@ static void test_fork_and_delete(void)
     sim_script(h, "forever", J("{'steps':[{'hang':true}]}"), 0);
     prompt_via_plugin(h, g, "forever", 0);
     ok(sim_session_busy(h, g), "grandchild busy before delete");
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     sim_tool(h, "x", "clear", "{}", NULL);
     is_int(sim_session_delete(h, p), 0, "delete parent");
     is_int(sim_session_delete(h, p), -ENOENT, "second delete: -ENOENT");
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     char *out = NULL;
     sim_tool(h, "x", "events", J("{'type':'session.deleted'}"), &out);
     cJSON *ev = cJSON_Parse(out);
@@ -537,7 +537,7 @@ static void test_fork_and_delete(void)
     like(st, J("'type':'busy'"), "a session deleted while busy is still busy (OpenCode does not stop it)");
     free(st);
     is_int(simple_call(h, "session_abort", g, NULL), 0, "an abort of the deleted session still works");
-    is_int(sim_wait_idle(h, g, T(5000)), 0, "and ends its turn");
+    is_int(sim_wait_idle(h, g, tap_timeout_ms(5000)), 0, "and ends its turn");
     simple_call(h, "session_status", NULL, &st);
     is_str(st, "{}", "then it leaves the status map");
     free(st);
