@@ -29,13 +29,14 @@ static void gate_rules(sim_host *h)
 
 static void task_moves(void)
 {
+    t_fixture f;
     sim_host *h = t_host(auto_opts);
     gate_rules(h);
-    char *s = sim_session_new(h, NULL, "main");
+    t_open_with(&f, h);
     sim_script(h, "slow work", J("{'steps':[{'ask':{'permission':'bash','patterns':['make']}},{'reply':'all built'}]}"),
                1);
     char *args = t_task_args("Build it", "slow work", 0);
-    sim_call *c = sim_tool_start(h, s, "Task", args);
+    sim_call *c = sim_tool_start(h, f.parent, "Task", args);
     free(args);
     /* Asked while the call waits: no notice then (the caller is in the
      * foreground); the answer that moves it says so. */
@@ -59,7 +60,7 @@ static void task_moves(void)
     is_str(out, want, "with the task id, the background text and the question it waits on");
     free(child);
     free(out);
-    out = t_task_output(h, s, id, 0, 0);
+    out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<status>running</status>", "the task runs on in the background");
     free(out);
     char *q = sim_permission_open(h, NULL);
@@ -67,26 +68,25 @@ static void task_moves(void)
     free(q);
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
-    is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "the parent is notified when it ends");
-    char *note = t_message_with(h, s, needle);
+    is_int(t_wait_messages_with(h, f.parent, needle, 1, 5000), 0, "the parent is notified when it ends");
+    char *note = t_message_with(h, f.parent, needle);
     like(note, "all built", "with its answer");
     free(note);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, needle), 1, "exactly once");
-    out = t_output(h, s, id);
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, needle), 1, "exactly once");
+    out = t_output(h, f.parent, id);
     like(out, "all built", "background_output has its result");
     free(out);
     free(id);
 
     /* Before the limit: the reply, as ever; no task, no notification. */
-    out = t_claude_task(h, s, "Quick", J("{'steps':[{'reply':'quick answer'}]}"), 0);
+    out = t_claude_task(h, f.parent, "Quick", J("{'steps':[{'reply':'quick answer'}]}"), 0);
     is_int(t_rc, 0, "a Task that ends before the limit");
     is_str(out, "quick answer", "returns its reply");
     free(out);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, "quick answer"), 0, "and sends no notification");
-    free(s);
-    sim_destroy(h);
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, "quick answer"), 0, "and sends no notification");
+    t_close(&f);
 }
 
 /* Esc before the limit stops the sub-agent, as before; with 0 a long call

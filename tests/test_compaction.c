@@ -248,10 +248,11 @@ static void claude_face_results(void)
  * finds the run unfinished; the task ends with the continue turn's answer. */
 static void stray_idle_during_continue(void)
 {
+    t_fixture f;
     sim_host *h = t_host_checking_after();
     sim_permission_rules(h, J("{'bash':'ask'}"));
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "Asks after compacting",
+    t_open_with(&f, h);
+    char *id = t_launch_script(h, f.parent, "Asks after compacting",
                                "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"ask\":{\"permission\":\"bash\","
                                "\"patterns\":[\"make\"]}},{\"reply\":\"after the question\"}]}");
     char *child = t_task_session(h, 0);
@@ -263,13 +264,12 @@ static void stray_idle_during_continue(void)
     is_int(sim_wait_calls(h, "session_messages", child, reads + 1, tap_timeout_ms(5000)), 0,
            "the stray idle made the plugin read the child's messages");
     is_int(sim_permission_reply(h, q, "once", NULL), 0, "the question is answered");
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the task completes");
-    check_result(h, parent, id, "REAL ANSWER" MARK "after the question", "after a stray idle");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
+    check_result(h, f.parent, id, "REAL ANSWER" MARK "after the question", "after a stray idle");
     free(q);
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void resume_after_compaction(void)

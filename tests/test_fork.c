@@ -425,11 +425,12 @@ static void fork_polled_before_its_prompt(void)
 
 static void fork_without_host_support(void)
 {
+    t_fixture f;
     sim_host *h = sim_create();
     sim_without(h, "session_fork");
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), NULL) != 1)
         bail_out("load: %s", sim_load_error(h));
-    char *parent = sim_session_new(h, NULL, "main");
+    t_open_with(&f, h);
     char *big = t_repeat("0123456789", 500);
     char script[6000];
     snprintf(script, sizeof script,
@@ -437,17 +438,17 @@ static void fork_without_host_support(void)
              "{\"reply\":\"I read big.txt\"}]}",
              big);
     sim_script(h, "read the big file", script, 1);
-    sim_session_prompt(h, parent, J("{'parts':[{'type':'text','text':'read the big file'}]}"));
-    sim_wait_messages(h, parent, 2, tap_timeout_ms(5000));
-    sim_wait_idle(h, parent, tap_timeout_ms(5000));
+    sim_session_prompt(h, f.parent, J("{'parts':[{'type':'text','text':'read the big file'}]}"));
+    sim_wait_messages(h, f.parent, 2, tap_timeout_ms(5000));
+    sim_wait_idle(h, f.parent, tap_timeout_ms(5000));
     sim_script(h, "continue without fork", J("{'steps':[{'reply':'inject child done'}]}"), 1);
-    char *out = t_tool(h, parent, "background_task",
+    char *out = t_tool(h, f.parent, "background_task",
                        J("{'description':'Injected','prompt':'continue without fork','agent':'general',"
                          "'fork':true}"));
     is_int(t_rc, 0, "a fork on a host without fork support succeeds");
     char *id = t_find_id(out, "bg_");
     free(out);
-    is_int(sim_calls(h, "session_create", parent), 1, "a child session of the caller was created instead");
+    is_int(sim_calls(h, "session_create", f.parent), 1, "a child session of the caller was created instead");
     char *child = t_task_session(h, 0);
     char *body = sim_call_body(h, "session_prompt", child, 0);
     like(body, FORK_PREAMBLE_MARK, "the preamble comes first");
@@ -456,15 +457,14 @@ static void fork_without_host_support(void)
     like(body, "the original was 5000 characters", "processed: the long result cut");
     unlike(body, big, "the full result is not there");
     free(body);
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the task completes");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
     char *seen = sim_session_model_input(h, child);
     like(seen, "I read big.txt", "the child's model saw the parent's history");
     free(seen);
     free(big);
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void fork_with_resume_refused(void)

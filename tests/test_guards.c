@@ -238,26 +238,27 @@ static void token_budget(void)
 
 static void cost_budget(void)
 {
-    sim_host *h = t_host(NULL); /* the default: 5 USD a task */
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL); /* the default: 5 USD a task */
     sim_permission_rules(h, J("{'bash':'ask'}"));
-    char *id = t_launch_script(h, s, "Expensive",
+    char *id = t_launch_script(h, f.parent, "Expensive",
                                "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":3}},"
                                "{\"usage\":{\"input\":100,\"output\":10,\"cost\":2}}," PAUSE(
                                    "more") ",{\"usage\":{\"input\":10,\"output\":1,\"cost\":0.02}},{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     paused(h, child);
-    char *out = t_output(h, s, id);
+    char *out = t_output(h, f.parent, id);
     like(out, ": running\n", "exactly 5 USD is within the budget");
     free(out);
     go_on(h, child);
-    ended_by_guard(h, s, id, child, "Stopped by the cost budget: this task spent $5.02 (max_task_cost_usd is 5).");
-    is_int(t_sync_notifications(h, s), 0, "notifications flushed");
-    is_int(failures(h, s, id), 1, "exactly one notification");
+    ended_by_guard(h, f.parent, id, child,
+                   "Stopped by the cost budget: this task spent $5.02 (max_task_cost_usd is 5).");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(failures(h, f.parent, id), 1, "exactly one notification");
 
     /* A completed task over its budget (reported late) is not resumed. */
-    char *done = t_launch_script(h, s, "Finished", J("{'steps':[{'reply':'all done'}]}"));
-    is_int(t_wait_status(h, s, done, "completed", 5000), 0, "another task completes");
+    char *done = t_launch_script(h, f.parent, "Finished", J("{'steps':[{'reply':'all done'}]}"));
+    is_int(t_wait_status(h, f.parent, done, "completed", 5000), 0, "another task completes");
     char *child2 = t_task_session(h, 2); /* after the sync point's */
     /* Odd input, hand-made: the report comes after the task ended (late);
      * a script's would come before its end, and stop it. */
@@ -265,7 +266,7 @@ static void cost_budget(void)
     flush(h);
     const char *args = J("{'task_id':'%s','message':'more'}", done);
     size_t prompts = sim_calls(h, "session_prompt", child2);
-    out = t_tool(h, s, "background_resume", args);
+    out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, -EDQUOT, "the resume is refused");
     char want[200];
     snprintf(want, sizeof want,
@@ -275,13 +276,12 @@ static void cost_budget(void)
     is_str(out, want, "and says which budget");
     free(out);
     is_int(sim_calls(h, "session_prompt", child2), prompts, "nothing was sent to its session");
-    is_int(t_wait_status(h, s, done, "completed", 1000), 0, "the task is still completed");
+    is_int(t_wait_status(h, f.parent, done, "completed", 1000), 0, "the task is still completed");
     free(child2);
     free(done);
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void session_budget(void)
@@ -368,25 +368,25 @@ static void tool_call_limit(void)
 
 static void repeat_guard(void)
 {
-    sim_host *h = t_host(NULL); /* the default: 5 in a row */
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL); /* the default: 5 in a row */
     char *fine = t_launch_script(
-        h, s, "Varied",
+        h, f.parent, "Varied",
         "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/b") "," READ(
             "/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") ",{\"reply\":\"varied\"}]}");
-    is_int(t_wait_status(h, s, fine, "completed", 5000), 0, "five in a row, then another call, then five: allowed");
-    char *id = t_launch_script(h, s, "Looping",
+    is_int(t_wait_status(h, f.parent, fine, "completed", 5000), 0,
+           "five in a row, then another call, then five: allowed");
+    char *id = t_launch_script(h, f.parent, "Looping",
                                "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ(
                                    "/a") "," READ("/a") ",{\"hang\":true}]}");
     char *child = t_task_session(h, 1);
-    ended_by_guard(h, s, id, child,
+    ended_by_guard(h, f.parent, id, child,
                    "Stopped by the repeat guard: this task made the same read call (same input) 6 times in a row "
                    "(max_repeat_calls is 5).");
     free(child);
     free(id);
     free(fine);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- options ------------------------------------------------------------------- */

@@ -200,29 +200,28 @@ static void bash_question_fails_or_host_cannot_ask(void)
 
 static void bash_outside_the_project(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
     sim_permission_rules(h, J("{'external_directory':{'*':'deny'}}"));
     const char *file = t_tmp_path("outside");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
-    char *out = t_bash(h, s, cmd, "a test command", 0, 0);
+    char *out = t_bash(h, f.parent, cmd, "a test command", 0, 0);
     is_int(t_rc, -EACCES, "a path outside the project, denied: refused");
     like(out, "(permission \"external_directory\")", "the answer names the permission");
     ok(!exists(file), "nothing ran");
     free(out);
     size_t n = sim_permission_count(h);
-    out = t_bash(h, s, "cd /usr && ls >/dev/null", "a test command", 0, 0);
+    out = t_bash(h, f.parent, "cd /usr && ls >/dev/null", "a test command", 0, 0);
     is_int(t_rc, -EACCES, "cd out of the project: refused");
     is_asked(h, -1, "patterns", J("['/usr/*']"), "the directory is asked about");
     is_int(sim_permission_count(h), n + 1, "and bash is not asked after a refusal");
     free(out);
-    out = t_bash(h, s, "touch relative-inside.tmp && rm -f relative-inside.tmp", "a test command", 0, 0);
+    out = t_bash(h, f.parent, "touch relative-inside.tmp && rm -f relative-inside.tmp", "a test command", 0, 0);
     is_int(t_rc, 0, "paths inside the project ask nothing about directories");
     is_asked(h, -1, "permission", "bash", "only bash");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- sub-agents ---------------------------------------------------------- */

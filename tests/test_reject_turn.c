@@ -79,8 +79,8 @@ static void check(cJSON *m, const char *what, const char *tool, const char *want
 
 static void bash_and_launches(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
     sim_permission_rules(h, J("{'bash':{'*':'allow','touch *':'ask','rm *':'deny'},"
                               "'task':{'*':'allow','explore':'ask'}}"));
     const char *file = t_tmp_path("rejected");
@@ -89,34 +89,35 @@ static void bash_and_launches(void)
     snprintf(rm, sizeof rm, "{\"command\":\"rm -f %s\",\"description\":\"d\"}", file);
 
     sim_permission_auto(h, "reject", NULL);
-    check(turn(h, s, "bash-reject", "Bash", touch), "Bash, rejected", "Bash",
+    check(turn(h, f.parent, "bash-reject", "Bash", touch), "Bash, rejected", "Bash",
           "(permission \"bash\"): The user rejected permission", 0);
     ok(!t_exists(file), "the rejected command never ran");
     const char *launch = J("{'description':'d','prompt':'p','agent':'explore'}");
-    check(turn(h, s, "launch-reject", "background_task", launch), "background_task, rejected", "background_task",
+    check(turn(h, f.parent, "launch-reject", "background_task", launch), "background_task, rejected", "background_task",
           "Permission denied: starting a sub-agent of type \"explore\"", 0);
-    check(turn(h, s, "task-reject", "Task", J("{'description':'d','prompt':'p','subagent_type':'explore'}")),
+    check(turn(h, f.parent, "task-reject", "Task", J("{'description':'d','prompt':'p','subagent_type':'explore'}")),
           "Task, rejected", "Task", "No task was started.", 0);
     is_int(sim_calls(h, "session_create", NULL) + sim_calls(h, "session_prompt", NULL), 0,
            "no session created or prompted");
 
     sim_permission_auto(h, "reject", "use the build script");
-    check(turn(h, s, "bash-words", "Bash", touch), "Bash, rejected with words", "Bash", ": use the build script.", 1);
-    check(turn(h, s, "bash-deny", "Bash", rm), "Bash, denied by a rule", "Bash", "specified a rule which prevents", 1);
-    check(turn(h, s, "launch-words", "background_task", launch), "background_task, rejected with words",
+    check(turn(h, f.parent, "bash-words", "Bash", touch), "Bash, rejected with words", "Bash",
+          ": use the build script.", 1);
+    check(turn(h, f.parent, "bash-deny", "Bash", rm), "Bash, denied by a rule", "Bash",
+          "specified a rule which prevents", 1);
+    check(turn(h, f.parent, "launch-words", "background_task", launch), "background_task, rejected with words",
           "background_task", "No task was started.", 1);
     ok(!t_exists(file), "nothing ran");
-    char *out = t_tool(h, s, "background_list", "{}");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "No background tasks found", "no task registered");
     free(out);
 
     sim_permission_auto(h, "once", NULL);
-    cJSON *m = turn(h, s, "launch-once", "background_task", launch);
+    cJSON *m = turn(h, f.parent, "launch-once", "background_task", launch);
     is_str(jstr(part_of(m, "tool", "background_task"), "state.status"), "completed", "allowed once: launched");
     ok(part_of(m, "text", NULL) != NULL, "and the model took its next step");
     cJSON_Delete(m);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A sub-agent's own question (its tool asks: the "ask" step), answered

@@ -181,21 +181,21 @@ static void failed_write_keeps_texts(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/fail.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
+    t_fixture f;
     sim_host *h = t_linked_host(opts);
     is_int(t_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
            "a trigger makes the write of a delivered notification fail");
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = launch_done(h, psid, "texts-write-fails", answer_json);
+    t_open_with(&f, h);
+    char *id = launch_done(h, f.parent, "texts-write-fails", answer_json);
     ok(t_wait_log(h, "the disk refuses") == 0 && t_wait_log(h, "memory only") == 0,
        "the failed write is logged: tasks live in memory only from now on");
     is_int(t_wait_until(h, t_store_given_up, NULL), 0, "the store is given up");
-    char *out = t_output(h, psid, id);
+    char *out = t_output(h, f.parent, id);
     like(out, "THE-END", "after the failed write, background_output gives the result");
     free(out);
     is_int(in_memory(h, id) & 3, 3, "the result and prompt stay in memory");
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A notification the parent would not take is held for its next answer:

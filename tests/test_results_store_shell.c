@@ -159,16 +159,16 @@ static void failed_write_keeps_output(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/shell-fail.db", dir);
     snprintf(opts, sizeof opts, SHELL_OPTS, db, "");
+    t_fixture f;
     sim_host *h = t_linked_host(opts);
     is_int(t_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
            "a trigger makes the write of a delivered notification fail");
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = t_bash_bg(h, psid, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
+    t_open_with(&f, h);
+    char *id = t_bash_bg(h, f.parent, "seq 1 1500", "count", T_LAUNCH_UNCHECKED);
     is_int(t_wait_until(h, t_store_given_up, NULL), 0, "a failed write: the store is given up");
-    shows_output(h, psid, id, "<exit_code>0</exit_code>\n", shell_want, 0, "after a failed write");
+    shows_output(h, f.parent, id, "<exit_code>0</exit_code>\n", shell_want, 0, "after a failed write");
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A command still queued when the host stopped runs after the restart,

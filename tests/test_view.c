@@ -243,22 +243,22 @@ static void test_sync_and_model_cancel(void)
 /* A host without publish_view gets no views; requests work the same. */
 static void test_without_views(void)
 {
+    t_fixture f;
     sim_host *h = sim_create();
     sim_without(h, "publish_view");
     const char *dir = getenv("OCBG_PLUGIN_DIR");
     is_int(sim_load_plugins(h, dir, NULL), 1, "ocbg loads without publish_view");
-    char *parent = sim_session_new(h, NULL, "main");
-    char *answer = t_tool(h, parent, "Bash", J("{'command':'true','description':'quiet','run_in_background':true}"));
+    t_open_with(&f, h);
+    char *answer = t_tool(h, f.parent, "Bash", J("{'command':'true','description':'quiet','run_in_background':true}"));
     char *id = t_find_id(answer, "bg_");
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "its task completes");
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "its task completes");
     is_int((int)sim_views(h, NULL), 0, "no view was published");
     char *out = NULL;
     is_int(sim_ui_request(h, 0, J("{'action':'detail','task_id':'%s'}", id), &out), 0, "detail still works");
     free(out);
     free(answer);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* sim_wait predicate: a view of *arg's session came after the count in arg. */

@@ -261,13 +261,14 @@ static void refusals(void)
 
 static void restart_keeps_it(void)
 {
+    t_fixture f;
     sim_host *h = fresh_host();
     sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, NULL, NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_open_with(&f, h);
     const char *script = J("{'steps':[{'ask':{'permission':'bash','patterns':['gate R']}},"
                            "{'run':'echo restarted > after.txt'},{'reply':'done R'}]}");
-    char *out = t_launch_isolated(h, parent, "held", script, "worktree");
+    char *out = t_launch_isolated(h, f.parent, "held", script, "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -284,12 +285,12 @@ static void restart_keeps_it(void)
     is_int(wait_watched(h, wt, 1), 0, "after the restart, the new instance follows its folder again");
     sim_permission_reply(h, q, "once", NULL);
     free(q);
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "it completes after the restart");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "it completes after the restart");
     char *n = NULL;
     char notice[96];
     snprintf(notice, sizeof notice, "[ocbg] Background task completed: %s", id);
-    if (t_wait_messages_with(h, parent, notice, 1, DEADLINE) == 0)
-        n = t_message_with(h, parent, notice);
+    if (t_wait_messages_with(h, f.parent, notice, 1, DEADLINE) == 0)
+        n = t_message_with(h, f.parent, notice);
     like(n, "Untracked:\n  after.txt", "its notification has what it did after the restart");
     free(n);
     ok(t_exists(wt), "its worktree is kept after it ended (it may be resumed)");
@@ -298,10 +299,10 @@ static void restart_keeps_it(void)
     /* A resume works in the same worktree: followed again first. */
     sim_script(h, "follow R", J("{'steps':[{'run':'echo again >> after.txt'},{'reply':'resumed R'}]}"), 1);
     const char *args = J("{'resume':'%s','prompt':'follow R'}", id);
-    out = t_tool(h, parent, "background_task", args);
+    out = t_tool(h, f.parent, "background_task", args);
     is_int(t_rc, 0, "the isolated task is resumed");
     free(out);
-    is_int(t_wait_messages_with(h, parent, "resumed R", 1, DEADLINE), 0, "the resumed run's answer arrives");
+    is_int(t_wait_messages_with(h, f.parent, "resumed R", 1, DEADLINE), 0, "the resumed run's answer arrives");
     char *again = t_sh_line(repo, "cat '%s/after.txt' | tr '\\n' ' '", wt);
     is_str(again, "restarted again ", "it worked in the same worktree");
     free(again);
@@ -310,8 +311,7 @@ static void restart_keeps_it(void)
     free(child);
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void parent_deleted(void)
@@ -407,14 +407,14 @@ static void resumed_while_let_go(void)
  * as its first (silent) message; it works in the worktree. */
 static void fork_isolated(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
     sim_script(h, "tell the plan", J("{'steps':[{'reply':'The plan is X-PLAN-7'}]}"), 1);
-    sim_session_prompt(h, parent, J("{'parts':[{'type':'text','text':'tell the plan'}]}"));
-    sim_wait_messages(h, parent, 2, tap_timeout_ms(DEADLINE));
-    sim_wait_idle(h, parent, tap_timeout_ms(DEADLINE));
+    sim_session_prompt(h, f.parent, J("{'parts':[{'type':'text','text':'tell the plan'}]}"));
+    sim_wait_messages(h, f.parent, 2, tap_timeout_ms(DEADLINE));
+    sim_wait_idle(h, f.parent, tap_timeout_ms(DEADLINE));
     sim_script(h, "forked and isolated", J("{'steps':[{'run':'echo forked > forked.txt'},{'reply':'f'}]}"), 1);
-    char *out = t_tool(h, parent, "background_task",
+    char *out = t_tool(h, f.parent, "background_task",
                        J("{'description':'fork','prompt':'forked and isolated','agent':'general','fork':true,"
                          "'isolation':'worktree'}"));
     is_int(t_rc, 0, "an isolated fork is launched");
@@ -429,7 +429,7 @@ static void fork_isolated(void)
     like(body, J("'noReply':true"), "its first message is silent");
     like(body, "The parent conversation so far:", "and holds the parent's history");
     like(body, "X-PLAN-7", "with the parent's answer in it");
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the fork completes");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "the fork completes");
     char *seen = child ? sim_session_model_input(h, child) : NULL;
     like(seen, "X-PLAN-7", "its model saw the parent's history");
     char *made = xasprintf("%s/forked.txt", wt);
@@ -442,8 +442,7 @@ static void fork_isolated(void)
     free(child);
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* sim_wait predicate: the store holds no row for task id (arg). */
@@ -460,13 +459,14 @@ static int row_gone(sim_host *h, void *id)
  * goes at once. */
 static void row_kept_until_released(void)
 {
+    t_fixture f;
     sim_host *h = fresh_host();
     sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, NULL, NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *plain = t_launch(h, parent, "plain", "plain", "general");
-    is_int(t_wait_status(h, parent, plain, "completed", DEADLINE), 0, "a plain task completed");
-    char *out = t_launch_isolated(h, parent, "kept row",
+    t_open_with(&f, h);
+    char *plain = t_launch(h, f.parent, "plain", "plain", "general");
+    is_int(t_wait_status(h, f.parent, plain, "completed", DEADLINE), 0, "a plain task completed");
+    char *out = t_launch_isolated(h, f.parent, "kept row",
                                   J("{'steps':[{'ask':{'permission':'bash','patterns':['gate K']}},"
                                     "{'reply':'k'}]}"),
                                   "worktree");
@@ -476,7 +476,7 @@ static void row_kept_until_released(void)
     is_int(sim_wait(h, t_question_open, NULL, tap_timeout_ms(DEADLINE)), 0, "the isolated task runs, waiting");
     is_int(wait_watched(h, wt, 1), 0, "its folder is followed");
     sim_slow(h, "directory_watch", tap_timeout_ms(3000));
-    sim_session_delete(h, parent);
+    sim_session_delete(h, f.parent);
     is_int(sim_wait(h, row_gone, plain, tap_timeout_ms(DEADLINE)), 0, "the plain task's row leaves the store");
     bool releasing = t_exists(wt);
     ok(releasing, "the isolated task's folder is still being released");
@@ -487,8 +487,7 @@ static void row_kept_until_released(void)
     free(wt);
     free(id);
     free(plain);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The launching session deleted while ocbg was not loaded (or the host was
