@@ -21,7 +21,7 @@ static void cancel_running_task(void)
     t_fixture f;
     t_open(&f, NULL);
     sim_host *h = f.h;
-    char *id = t_launch_script(h, f.parent, "Endless", J("{'steps':[{'tool':'read','ms':100000}]}"));
+    const char *id = t_task(&f, "Endless", J("{'steps':[{'tool':'read','ms':100000}]}"));
     char *child = t_task_session(h, 0);
     char *out = t_cancel(h, f.parent, id);
     is_int(t_rc, 0, "cancel succeeds");
@@ -45,7 +45,6 @@ static void cancel_running_task(void)
     is_str(out, want, "naming the status");
     free(out);
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -55,7 +54,7 @@ static void cancel_refusals(void)
     t_open(&f, NULL);
     sim_host *h = f.h;
     char *other = sim_session_new(h, NULL, "other");
-    char *done = t_launch_script(h, f.parent, "Done", J("{'steps':[{'reply':'r'}]}"));
+    const char *done = t_task(&f, "Done", J("{'steps':[{'reply':'r'}]}"));
     is_int(t_wait_status(h, f.parent, done, "completed", 5000), 0, "a completed task");
     char *out = t_cancel(h, f.parent, done);
     is_int(t_rc, -EINVAL, "cancel of a completed task refused");
@@ -79,7 +78,6 @@ static void cancel_refusals(void)
     free(out);
     free(child);
     free(foreign);
-    free(done);
     free(other);
     t_close(&f);
 }
@@ -90,9 +88,9 @@ static void cancel_by_batch(void)
     t_open(&f, NULL);
     sim_host *h = f.h;
     char *other = sim_session_new(h, NULL, "other");
-    char *a = t_launch_script(h, f.parent, "A", HANG);
-    char *b = t_launch_script(h, f.parent, "B", HANG);
-    char *c = t_launch_script(h, f.parent, "C", J("{'steps':[{'reply':'c done'}]}"));
+    const char *a = t_task(&f, "A", HANG);
+    const char *b = t_task(&f, "B", HANG);
+    const char *c = t_task(&f, "C", J("{'steps':[{'reply':'c done'}]}"));
     is_int(t_wait_status(h, f.parent, c, "completed", 5000), 0, "C completed");
     char *batch = batch_of(h, f.parent, a), *batch_b = batch_of(h, f.parent, b), *batch_c = batch_of(h, f.parent, c);
     ok(batch && strcmp(batch, batch_b) == 0 && strcmp(batch, batch_c) == 0, "tasks launched together share a batch");
@@ -123,17 +121,13 @@ static void cancel_by_batch(void)
     is_int(t_rc, -ENOENT, "unknown batch");
     free(res);
     /* A task launched when nothing runs opens a new batch. */
-    char *d = t_launch_script(h, f.parent, "D", HANG);
+    const char *d = t_task(&f, "D", HANG);
     char *batch_d = batch_of(h, f.parent, d);
     ok(batch_d && strcmp(batch_d, batch) != 0, "a new batch once the old one finished");
     free(batch_d);
-    free(d);
     free(batch);
     free(batch_b);
     free(batch_c);
-    free(a);
-    free(b);
-    free(c);
     free(other);
     t_close(&f);
 }
@@ -153,11 +147,11 @@ static void list_filters(void)
     char *out = t_tool(h, f.parent, "background_list", "{}");
     is_str(out, "No background tasks found", "empty list");
     free(out);
-    char *t1 = t_launch_script(h, f.parent, "First", J("{'steps':[{'reply':'one'}]}"));
+    const char *t1 = t_task(&f, "First", J("{'steps':[{'reply':'one'}]}"));
     is_int(t_wait_status(h, f.parent, t1, "completed", 5000), 0, "t1 completed");
-    char *t2 = t_launch_script(h, f.parent, "Second", HANG);
-    char *t3 = t_launch_script(h, f.parent, "Third", J("{'steps':[{'error':'bad'}]}"));
-    char *t4 = t_launch_script(h, f.parent, "Fourth", HANG);
+    const char *t2 = t_task(&f, "Second", HANG);
+    const char *t3 = t_task(&f, "Third", J("{'steps':[{'error':'bad'}]}"));
+    const char *t4 = t_task(&f, "Fourth", HANG);
     char *t5 = t_launch_script(h, other, "Fifth", HANG);
     is_int(t_wait_status(h, f.parent, t3, "error", 5000), 0, "t3 error");
     free(t_cancel(h, f.parent, t4));
@@ -212,10 +206,6 @@ static void list_filters(void)
     free(out);
     free(b1);
     free(b2);
-    free(t1);
-    free(t2);
-    free(t3);
-    free(t4);
     free(t5);
     free(other);
     t_close(&f);

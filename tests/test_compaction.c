@@ -252,9 +252,9 @@ static void stray_idle_during_continue(void)
     sim_host *h = t_host_checking_after();
     sim_permission_rules(h, J("{'bash':'ask'}"));
     t_open_with(&f, h);
-    char *id = t_launch_script(h, f.parent, "Asks after compacting",
-                               "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"ask\":{\"permission\":\"bash\","
-                               "\"patterns\":[\"make\"]}},{\"reply\":\"after the question\"}]}");
+    const char *id = t_task(&f, "Asks after compacting",
+                            "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"ask\":{\"permission\":\"bash\","
+                            "\"patterns\":[\"make\"]}},{\"reply\":\"after the question\"}]}");
     char *child = t_task_session(h, 0);
     is_int(sim_wait(h, t_question_open, child, tap_timeout_ms(5000)), 0, "the continue turn asks a question");
     char *q = sim_permission_open(h, child);
@@ -268,7 +268,6 @@ static void stray_idle_during_continue(void)
     check_result(h, f.parent, id, "REAL ANSWER" MARK "after the question", "after a stray idle");
     free(q);
     free(child);
-    free(id);
     t_close(&f);
 }
 

@@ -19,9 +19,9 @@ static void completes_by_idle_event(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
-    char *id = t_launch_script(h, f.parent, "Read code",
-                               J("{'steps':[{'tool':'read','output':'x'},{'wait_ms':30},"
-                                 "{'reply':'the answer is 42'}]}"));
+    const char *id = t_task(&f, "Read code",
+                            J("{'steps':[{'tool':'read','output':'x'},{'wait_ms':30},"
+                              "{'reply':'the answer is 42'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "idle event: task completed");
     char *out = t_output(h, f.parent, id);
     is_int(t_rc, 0, "output of a completed task succeeds");
@@ -39,7 +39,6 @@ static void completes_by_idle_event(void)
     is_int(t_wait_messages_with(h, f.parent, NOTICE_DONE, 1, 5000), 0, "parent notified");
     free(child);
     free(out);
-    free(id);
     t_close(&f);
 }
 
@@ -49,11 +48,10 @@ static void completes_by_status_idle(void)
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
     sim_event_faults(h, 7, 1.0, 0, 0, "session.idle");
-    char *id = t_launch_script(h, f.parent, "status idle", J("{'steps':[{'reply':'via status'}]}"));
+    const char *id = t_task(&f, "status idle", J("{'steps':[{'reply':'via status'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "session.status idle completes the task");
     is_int(sim_events_delivered(h, "session.idle"), 0, "no session.idle reached the plugin");
     is_int(t_wait_output_with(h, f.parent, id, "Result:\nvia status", 2000), 0, "with its reply");
-    free(id);
     t_close(&f);
 }
 
@@ -65,8 +63,7 @@ static void completes_by_poll_when_events_lost(void)
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
     size_t before = sim_events_delivered(h, NULL);
     sim_event_faults(h, 11, 1.0, 0, 0, NULL);
-    char *id =
-        t_launch_script(h, f.parent, "lost events", J("{'steps':[{'wait_ms':40},{'reply':'found by polling'}]}"));
+    const char *id = t_task(&f, "lost events", J("{'steps':[{'wait_ms':40},{'reply':'found by polling'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "poll fallback completes the task");
     is_int(sim_events_delivered(h, NULL), before, "no event at all reached the plugin");
     ok(sim_calls(h, "session_status", NULL) >= 1, "the status map was polled");
@@ -79,7 +76,6 @@ static void completes_by_poll_when_events_lost(void)
     size_t polls = sim_calls(h, "session_status", NULL);
     is_int(t_sync_notifications(h, f.parent), 0, "a later task completes too");
     ok(sim_calls(h, "session_status", NULL) <= polls + 2, "no steady polling while idle");
-    free(id);
     t_close(&f);
 }
 
@@ -90,7 +86,7 @@ static void reads_the_answer_when_its_part_events_are_lost(void)
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
     sim_event_faults(h, 5, 1.0, 0, 0, "message.part.updated");
-    char *id = t_launch_script(h, f.parent, "parts lost", J("{'steps':[{'reply':'read from the messages'}]}"));
+    const char *id = t_task(&f, "parts lost", J("{'steps':[{'reply':'read from the messages'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "completed without its part events");
     is_int(sim_events_delivered(h, "message.part.updated"), 0, "no part event reached the plugin");
     char *child = t_task_session(h, 0);
@@ -99,7 +95,6 @@ static void reads_the_answer_when_its_part_events_are_lost(void)
     is_int(t_wait_messages_with(h, f.parent, "read from the messages", 1, 5000), 0,
            "and the parent is notified with it");
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -134,7 +129,7 @@ static void completes_by_the_turn_ending_answer(void)
     sim_host *h = t_open(&f, J("{'poll_interval_ms':600000}"));
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the parent's creation delivered");
     sim_event_faults(h, 5, 1.0, 0, 0, NULL);
-    char *id = t_launch_script(h, f.parent, "early", J("{'steps':[{'reply':'answered early'}]}"));
+    const char *id = t_task(&f, "early", J("{'steps':[{'reply':'answered early'}]}"));
     char *child = t_task_session(h, 0);
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the sub-agent answered (its events lost)");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "nothing left to deliver");
@@ -151,7 +146,6 @@ static void completes_by_the_turn_ending_answer(void)
     is_int(t_wait_messages_with(h, f.parent, NOTICE_DONE, 1, 5000), 0, "the parent is notified");
     is_int(sim_calls(h, "session_status", NULL), 0, "no poll was needed");
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -162,7 +156,7 @@ static void duplicated_events_complete_once(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     sim_event_faults(h, 3, 0, 1.0, 0, NULL);
-    char *id = t_launch_script(h, f.parent, "dup events", J("{'steps':[{'tool':'grep'},{'reply':'only once'}]}"));
+    const char *id = t_task(&f, "dup events", J("{'steps':[{'tool':'grep'},{'reply':'only once'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "completed under duplicated events");
     char *child = t_task_session(h, 0);
     const char *ev = J("{'type':'session.idle','properties':{'sessionID':'%s'}}", child);
@@ -176,7 +170,6 @@ static void duplicated_events_complete_once(void)
     like(out, "Result:\nonly once\n", "the one result");
     free(out);
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -186,7 +179,7 @@ static void session_error_ends_in_error(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *id = t_launch_script(h, f.parent, "will fail", J("{'steps':[{'tool':'read'},{'error':'model overloaded'}]}"));
+    const char *id = t_task(&f, "will fail", J("{'steps':[{'tool':'read'},{'error':'model overloaded'}]}"));
     is_int(t_wait_status(h, f.parent, id, "error", 5000), 0, "session.error: task error");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the idles after the error delivered");
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
@@ -198,7 +191,6 @@ static void session_error_ends_in_error(void)
     is_int(t_count_notices(h, f.parent, NOTICE_FAIL, id), 1, "one failure notification");
     is_int(t_count_notices(h, f.parent, NOTICE_DONE, id), 0, "no completion notification");
     free(out);
-    free(id);
     t_close(&f);
 }
 
@@ -207,7 +199,7 @@ static void task_session_deleted(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *id = t_launch_script(h, f.parent, "doomed", J("{'steps':[{'hang':true}]}"));
+    const char *id = t_task(&f, "doomed", J("{'steps':[{'hang':true}]}"));
     char *child = t_task_session(h, 0);
     is_int(sim_session_delete(h, child), 0, "child session deleted");
     is_int(t_wait_status(h, f.parent, id, "error", 5000), 0, "task ends in error");
@@ -216,7 +208,6 @@ static void task_session_deleted(void)
     free(out);
     is_int(t_wait_messages_with(h, f.parent, NOTICE_FAIL, 1, 5000), 0, "parent told of the failure");
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -227,9 +218,9 @@ static void parent_session_deleted(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     char *other = sim_session_new(h, NULL, "other");
-    char *done = t_launch_script(h, f.parent, "finished", J("{'steps':[{'reply':'r'}]}"));
+    const char *done = t_task(&f, "finished", J("{'steps':[{'reply':'r'}]}"));
     is_int(t_wait_status(h, f.parent, done, "completed", 5000), 0, "first task completed");
-    char *running = t_launch_script(h, f.parent, "running", J("{'steps':[{'hang':true}]}"));
+    const char *running = t_task(&f, "running", J("{'steps':[{'hang':true}]}"));
     char *kept = t_launch_script(h, other, "kept", J("{'steps':[{'hang':true}]}"));
     is_int(sim_session_delete(h, f.parent), 0, "parent deleted");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "its events delivered");
@@ -250,8 +241,6 @@ static void parent_session_deleted(void)
     is_int(t_count_notices(h, other, "[ocbg] Background task", ""), 0, "nothing told to the other session");
     free(child);
     free(kept);
-    free(running);
-    free(done);
     free(other);
     t_close(&f);
 }
@@ -262,7 +251,7 @@ static void parent_deleted_aborts_running(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *running = t_launch_script(h, f.parent, "orphan", J("{'steps':[{'hang':true}]}"));
+    const char *running = t_task(&f, "orphan", J("{'steps':[{'hang':true}]}"));
     char *child = t_task_session(h, 0);
     const char *ev = J("{'type':'session.deleted','properties':{'info':{'id':'%s'}}}", f.parent);
     sim_emit(h, ev);
@@ -272,7 +261,6 @@ static void parent_deleted_aborts_running(void)
     like(out, "Task not found: ", "the task is gone");
     free(out);
     free(child);
-    free(running);
     t_close(&f);
 }
 
@@ -319,7 +307,7 @@ static void stopped_during_a_repeated_check(void)
     t_started read = {"session_messages", sim_calls_started(h, "session_messages") + 1};
     sim_slow(h, "session_messages", tap_timeout_ms(1000));
     sim_slow(h, "session_abort", tap_timeout_ms(3000));
-    char *id = t_launch_script(h, f.parent, "stopped mid-check", J("{'steps':[{'reply':'too late'}]}"));
+    const char *id = t_task(&f, "stopped mid-check", J("{'steps':[{'reply':'too late'}]}"));
     is_int(sim_wait(h, t_calls_started, &read, tap_timeout_ms(5000)), 0, "the completion check is reading");
     char *child = t_task_session(h, 0);
     const char *ev = J("{'type':'session.idle','properties':{'sessionID':'%s'}}", child);
@@ -334,7 +322,6 @@ static void stopped_during_a_repeated_check(void)
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     is_int(t_count_notices(h, f.parent, NOTICE_DONE, id), 0, "no completion notice for a task the model stopped");
     free(child);
-    free(id);
     t_close(&f);
 }
 

@@ -164,7 +164,7 @@ static void usage_summed_and_shown(void)
     /* The run goes on past its compaction only when the check comes after it
      * began: with the answer's part events lost, the check reads, and finds it. */
     sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
-    char *id = t_launch_script(h, f.parent, "Count tokens", COUNTING_SCRIPT);
+    const char *id = t_task(&f, "Count tokens", COUNTING_SCRIPT);
     char *child = t_task_session(h, 0);
     paused(h, child);
     char *out = t_output(h, f.parent, id);
@@ -176,8 +176,7 @@ static void usage_summed_and_shown(void)
     usage_on_every_face(h, f.parent, id);
 
     /* A second task: the totals add both. */
-    char *id2 =
-        t_launch_script(h, f.parent, "More tokens", J("{'steps':[{'usage':{'input':1000,'cost':0.5}},{'hang':true}]}"));
+    const char *id2 = t_task(&f, "More tokens", J("{'steps':[{'usage':{'input':1000,'cost':0.5}},{'hang':true}]}"));
     is_int(t_wait_output_with(h, f.parent, id2, "\nUsage: 1,000 tokens", 5000), 0, "the second task reports its usage");
     out = t_tool(h, f.parent, "background_list", "{}");
     like(out,
@@ -204,9 +203,7 @@ static void usage_summed_and_shown(void)
     out = t_output(h, f.parent, id);
     like(out, "\nUsage: 14,695 tokens (in 12,350,", "a late report is counted");
     free(out);
-    free(id2);
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -217,10 +214,10 @@ static void token_budget(void)
     t_fixture f;
     sim_host *h = t_open(&f, J("{'max_task_tokens':1000}"));
     sim_permission_rules(h, J("{'bash':'ask'}"));
-    char *id = t_launch_script(h, f.parent, "Many tokens",
-                               "{\"steps\":[{\"usage\":{\"input\":800,\"output\":150,\"reasoning\":50,"
-                               "\"cache_read\":500000}}," PAUSE("more") ",{\"usage\":{\"output\":50}},"
-                                                                        "{\"hang\":true}]}");
+    const char *id = t_task(&f, "Many tokens",
+                            "{\"steps\":[{\"usage\":{\"input\":800,\"output\":150,\"reasoning\":50,"
+                            "\"cache_read\":500000}}," PAUSE("more") ",{\"usage\":{\"output\":50}},"
+                                                                     "{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     paused(h, child);
     char *out = t_output(h, f.parent, id);
@@ -232,7 +229,6 @@ static void token_budget(void)
     is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
     is_int(failures(h, f.parent, id), 1, "exactly one notification");
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -241,10 +237,10 @@ static void cost_budget(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL); /* the default: 5 USD a task */
     sim_permission_rules(h, J("{'bash':'ask'}"));
-    char *id = t_launch_script(h, f.parent, "Expensive",
-                               "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":3}},"
-                               "{\"usage\":{\"input\":100,\"output\":10,\"cost\":2}}," PAUSE(
-                                   "more") ",{\"usage\":{\"input\":10,\"output\":1,\"cost\":0.02}},{\"hang\":true}]}");
+    const char *id = t_task(&f, "Expensive",
+                            "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":3}},"
+                            "{\"usage\":{\"input\":100,\"output\":10,\"cost\":2}}," PAUSE(
+                                "more") ",{\"usage\":{\"input\":10,\"output\":1,\"cost\":0.02}},{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     paused(h, child);
     char *out = t_output(h, f.parent, id);
@@ -257,7 +253,7 @@ static void cost_budget(void)
     is_int(failures(h, f.parent, id), 1, "exactly one notification");
 
     /* A completed task over its budget (reported late) is not resumed. */
-    char *done = t_launch_script(h, f.parent, "Finished", J("{'steps':[{'reply':'all done'}]}"));
+    const char *done = t_task(&f, "Finished", J("{'steps':[{'reply':'all done'}]}"));
     is_int(t_wait_status(h, f.parent, done, "completed", 5000), 0, "another task completes");
     char *child2 = t_task_session(h, 2); /* after the sync point's */
     /* Odd input, hand-made: the report comes after the task ended (late);
@@ -278,9 +274,7 @@ static void cost_budget(void)
     is_int(sim_calls(h, "session_prompt", child2), prompts, "nothing was sent to its session");
     is_int(t_wait_status(h, f.parent, done, "completed", 1000), 0, "the task is still completed");
     free(child2);
-    free(done);
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -289,12 +283,12 @@ static void session_budget(void)
     t_fixture f;
     sim_host *h = t_open(&f, J("{'max_session_cost_usd':1}"));
     sim_permission_rules(h, J("{'bash':'ask'}"));
-    char *a = t_launch_script(h, f.parent, "Task A",
-                              J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.6}},"
-                                "{'hang':true}]}"));
-    char *b = t_launch_script(h, f.parent, "Task B",
-                              "{\"steps\":[" PAUSE("more") ",{\"usage\":{\"input\":100,\"output\":10,"
-                                                           "\"cost\":0.5}},{\"hang\":true}]}");
+    const char *a = t_task(&f, "Task A",
+                           J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.6}},"
+                             "{'hang':true}]}"));
+    const char *b = t_task(&f, "Task B",
+                           "{\"steps\":[" PAUSE("more") ",{\"usage\":{\"input\":100,\"output\":10,"
+                                                        "\"cost\":0.5}},{\"hang\":true}]}");
     char *ca = t_task_session(h, 0), *cb = t_task_session(h, 1);
     is_int(t_wait_output_with(h, f.parent, a, "\nUsage: 110 tokens", 5000), 0, "task A reports its usage");
     paused(h, cb);
@@ -337,8 +331,6 @@ static void session_budget(void)
     free(other);
     free(ca);
     free(cb);
-    free(a);
-    free(b);
     t_close(&f);
 }
 
@@ -351,18 +343,15 @@ static void tool_call_limit(void)
     t_fixture f;
     sim_host *h = t_open(&f, J("{'max_tool_calls':3}"));
     /* Each call's part is updated three times (pending, running, completed): counted once. */
-    char *fine = t_launch_script(h, f.parent, "Three calls",
-                                 "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") ",{\"reply\":\"three\"}]}");
+    const char *fine =
+        t_task(&f, "Three calls", "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") ",{\"reply\":\"three\"}]}");
     is_int(t_wait_status(h, f.parent, fine, "completed", 5000), 0, "three calls are allowed");
-    char *id =
-        t_launch_script(h, f.parent, "Four calls",
-                        "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") "," READ("/d") ",{\"hang\":true}]}");
+    const char *id = t_task(
+        &f, "Four calls", "{\"steps\":[" READ("/a") "," READ("/b") "," READ("/c") "," READ("/d") ",{\"hang\":true}]}");
     char *child = t_task_session(h, 1);
     ended_by_guard(h, f.parent, id, child,
                    "Stopped by the tool call limit: this task made 4 tool calls (max_tool_calls is 3).");
     free(child);
-    free(id);
-    free(fine);
     t_close(&f);
 }
 
@@ -370,22 +359,20 @@ static void repeat_guard(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL); /* the default: 5 in a row */
-    char *fine = t_launch_script(
-        h, f.parent, "Varied",
+    const char *fine = t_task(
+        &f, "Varied",
         "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/b") "," READ(
             "/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") ",{\"reply\":\"varied\"}]}");
     is_int(t_wait_status(h, f.parent, fine, "completed", 5000), 0,
            "five in a row, then another call, then five: allowed");
-    char *id = t_launch_script(h, f.parent, "Looping",
-                               "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ(
-                                   "/a") "," READ("/a") ",{\"hang\":true}]}");
+    const char *id = t_task(&f, "Looping",
+                            "{\"steps\":[" READ("/a") "," READ("/a") "," READ("/a") "," READ("/a") "," READ(
+                                "/a") "," READ("/a") ",{\"hang\":true}]}");
     char *child = t_task_session(h, 1);
     ended_by_guard(h, f.parent, id, child,
                    "Stopped by the repeat guard: this task made the same read call (same input) 6 times in a row "
                    "(max_repeat_calls is 5).");
     free(child);
-    free(id);
-    free(fine);
     t_close(&f);
 }
 

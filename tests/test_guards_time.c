@@ -60,8 +60,7 @@ static void stale_agent(void)
     sim_host *h = t_open(&f, "{" FAST ",\"stale_ms\":1000}");
     sim_permission_rules(h, J("{'bash':'ask'}"));
     /* A sub-agent waiting for the user is silent too, but not stale. */
-    char *asking =
-        t_launch_script(h, f.parent, "Asks", J("{'steps':[{'ask':{'permission':'bash','patterns':['x']}}]}"));
+    const char *asking = t_task(&f, "Asks", J("{'steps':[{'ask':{'permission':'bash','patterns':['x']}}]}"));
     char *asking_child = t_task_session(h, 0);
     is_int(sim_wait(h, t_question_open, asking_child, tap_timeout_ms(5000)), 0, "a question is open");
     char *id = launch_hanging(h, f.parent, "");
@@ -73,7 +72,6 @@ static void stale_agent(void)
     free(out);
     is_int(sim_calls(h, "session_abort", asking_child), 0, "and its session was not aborted");
     free(asking_child);
-    free(asking);
     free(child);
     free(id);
     t_close(&f);

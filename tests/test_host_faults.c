@@ -23,12 +23,11 @@ static void create_fails(void)
            "exact text");
     free(out);
     is_int(sim_calls(h, "session_prompt", NULL), 0, "no prompt sent");
-    char *id = t_launch_script(h, f.parent, "Second try", J("{'steps':[{'reply':'fine now'}]}"));
+    const char *id = t_task(&f, "Second try", J("{'steps':[{'reply':'fine now'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the next launch works");
     out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "\nTotal: 1 task (1 completed)", "only the good task exists");
     free(out);
-    free(id);
     t_close(&f);
 }
 
@@ -54,7 +53,7 @@ static void prompt_fails(void)
     is_int(sim_wait_calls(h, "session_prompt", f.parent, 1, tap_timeout_ms(5000)), 0, "its push recorded");
 
     /* The parent gone (-ENOENT) when a notice is pushed: dropped, not retried or held. */
-    char *id2 = t_launch_script(h, f.parent, "Orphaned notice", HANG);
+    t_task(&f, "Orphaned notice", HANG);
     sim_fail(h, "session_prompt", 1, 1, -ENOENT);
     size_t before = sim_calls(h, "session_prompt", f.parent);
     char *child = t_task_session(h, 1);
@@ -70,7 +69,6 @@ static void prompt_fails(void)
     unlike(out, "could not be delivered", "a notice for a vanished session is not held");
     free(out);
     free(child);
-    free(id2);
     free(id);
     t_close(&f);
 }
@@ -85,7 +83,7 @@ static void messages_fail(void)
     sim_host *h = f.h;
     sim_event_faults(h, 3, 1.0, 0, 0, "message.part.updated");
     sim_fail(h, "session_messages", 1, 1, -EIO);
-    char *id = t_launch_script(h, f.parent, "Read once", J("{'steps':[{'reply':'second read wins'}]}"));
+    const char *id = t_task(&f, "Read once", J("{'steps':[{'reply':'second read wins'}]}"));
     char *child = t_task_session(h, 0);
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "completed although the first read failed");
     ok(sim_calls(h, "session_messages", child) >= 2, "the messages were read again");
@@ -95,7 +93,7 @@ static void messages_fail(void)
 
     /* Failing for a while: running meanwhile, completed once it works. */
     sim_fail(h, "session_messages", 1, -1, -EIO);
-    char *id2 = t_launch_script(h, f.parent, "Read later", J("{'steps':[{'reply':'eventually'}]}"));
+    const char *id2 = t_task(&f, "Read later", J("{'steps':[{'reply':'eventually'}]}"));
     char *child2 = t_task_session(h, 1);
     is_int(sim_wait_calls(h, "session_messages", child2, 3, tap_timeout_ms(5000)), 0, "several failed reads");
     out = t_output(h, f.parent, id2);
@@ -107,16 +105,13 @@ static void messages_fail(void)
 
     /* The host says the session is gone. */
     sim_fail(h, "session_messages", 1, -1, -ENOENT);
-    char *id3 = t_launch_script(h, f.parent, "Vanished", J("{'steps':[{'reply':'lost'}]}"));
+    const char *id3 = t_task(&f, "Vanished", J("{'steps':[{'reply':'lost'}]}"));
     is_int(t_wait_status(h, f.parent, id3, "error", 5000), 0, "-ENOENT: error");
     out = t_output(h, f.parent, id3);
     like(out, "Error: The task's session no longer exists.", "saying why");
     free(out);
     free(child);
     free(child2);
-    free(id);
-    free(id2);
-    free(id3);
     t_close(&f);
 }
 
@@ -125,7 +120,7 @@ static void abort_fails(void)
     t_fixture f;
     t_open(&f, NULL);
     sim_host *h = f.h;
-    char *id = t_launch_script(h, f.parent, "Stubborn", HANG);
+    const char *id = t_task(&f, "Stubborn", HANG);
     char *child = t_task_session(h, 0);
     sim_fail(h, "session_abort", 1, 1, -EIO);
     char *out = t_cancel(h, f.parent, id);
@@ -147,8 +142,8 @@ static void abort_fails(void)
     is_int(t_wait_status(h, f.parent, id, "cancelled", 100), 0, "cancelled");
 
     /* Batch: one abort fails, the other succeeds. */
-    char *a = t_launch_script(h, f.parent, "A", HANG);
-    char *b = t_launch_script(h, f.parent, "B", HANG);
+    const char *a = t_task(&f, "A", HANG);
+    t_task(&f, "B", HANG);
     out = t_output(h, f.parent, a);
     char *batch = t_find_id(out, "batch_");
     free(out);
@@ -180,10 +175,7 @@ static void abort_fails(void)
     free(out);
     free(c3);
     free(batch);
-    free(a);
-    free(b);
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -195,7 +187,7 @@ static void status_fails(void)
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "setup events delivered");
     sim_event_faults(h, 5, 1.0, 0, 0, NULL); /* only the poll can see the end */
     sim_fail(h, "session_status", 1, -1, -EIO);
-    char *id = t_launch_script(h, f.parent, "Polled", J("{'steps':[{'reply':'seen by the poll'}]}"));
+    const char *id = t_task(&f, "Polled", J("{'steps':[{'reply':'seen by the poll'}]}"));
     is_int(sim_wait_calls(h, "session_status", NULL, 3, tap_timeout_ms(5000)), 0, "several failed polls");
     char *out = t_output(h, f.parent, id);
     like(out, ": running\n", "running while the status map cannot be read");
@@ -206,7 +198,6 @@ static void status_fails(void)
     like(out, "Result:\nseen by the poll\n", "with its result");
     free(out);
     is_int(t_wait_messages_with(h, f.parent, "seen by the poll", 1, 5000), 0, "and notified");
-    free(id);
     t_close(&f);
 }
 

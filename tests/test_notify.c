@@ -66,7 +66,7 @@ static void one_notification_with_content(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *id = t_launch_script(h, f.parent, "Map the API", J("{'steps':[{'reply':'three endpoints'}]}"));
+    const char *id = t_task(&f, "Map the API", J("{'steps':[{'reply':'three endpoints'}]}"));
     char *batch = NULL;
     char *out = t_output(h, f.parent, id);
     batch = t_find_id(out, "batch_");
@@ -91,7 +91,6 @@ static void one_notification_with_content(void)
     is_int(t_count_messages_with(h, f.parent, "three endpoints"), 1, "one message in the parent");
     cJSON_Delete(b);
     free(batch);
-    free(id);
     t_close(&f);
 }
 
@@ -101,8 +100,8 @@ static void quiet_until_last(const char *options, int expect_quiet)
     t_fixture f;
     sim_host *h = t_open(&f, options);
     const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'slow result'}]}", tap_timeout_ms(300));
-    char *slow = t_launch_script(h, f.parent, "Slow", script);
-    char *fast = t_launch_script(h, f.parent, "Fast", J("{'steps':[{'reply':'fast result'}]}"));
+    const char *slow = t_task(&f, "Slow", script);
+    const char *fast = t_task(&f, "Fast", J("{'steps':[{'reply':'fast result'}]}"));
     is_int(t_wait_messages_with(h, f.parent, "fast result", 1, 5000), 0, "fast task's notice arrives");
     cJSON *b = wait_notice(h, f.parent, fast);
     if (expect_quiet)
@@ -117,8 +116,6 @@ static void quiet_until_last(const char *options, int expect_quiet)
     ok(!body_quiet(b), "the last one wakes the parent");
     like(body_text(b), ": all 2 tasks done.\n", "all done");
     cJSON_Delete(b);
-    free(fast);
-    free(slow);
     t_close(&f);
 }
 
@@ -127,8 +124,8 @@ static void failure_wakes(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *slow = t_launch_script(h, f.parent, "Slow", J("{'steps':[{'hang':true}]}"));
-    char *bad = t_launch_script(h, f.parent, "Broken", J("{'steps':[{'error':'quota exceeded'}]}"));
+    t_task(&f, "Slow", J("{'steps':[{'hang':true}]}"));
+    const char *bad = t_task(&f, "Broken", J("{'steps':[{'error':'quota exceeded'}]}"));
     is_int(t_wait_messages_with(h, f.parent, "quota exceeded", 1, 5000), 0, "failure notice arrives");
     cJSON *b = wait_notice(h, f.parent, bad);
     char head[96];
@@ -137,8 +134,6 @@ static void failure_wakes(void)
     like(body_text(b), "\n\nError: APIError: quota exceeded\n", "with the error");
     ok(!body_quiet(b), "a failure wakes the parent while a sibling runs");
     cJSON_Delete(b);
-    free(bad);
-    free(slow);
     t_close(&f);
 }
 
@@ -152,7 +147,7 @@ static void long_result_is_capped(void)
         reply[i] = (char)('a' + i % 26);
     reply[300] = '\0';
     const char *script = J("{'steps':[{'reply':'%s'}]}", reply);
-    char *id = t_launch_script(h, f.parent, "Verbose", script);
+    const char *id = t_task(&f, "Verbose", script);
     is_int(t_wait_messages_with(h, f.parent, "[Cut at 200 of 300 characters.", 1, 5000), 0, "cut notice arrives");
     cJSON *b = wait_notice(h, f.parent, id);
     char want[512];
@@ -165,7 +160,6 @@ static void long_result_is_capped(void)
     char *out = t_output(h, f.parent, id);
     like(out, reply, "background_output has the full text");
     free(out);
-    free(id);
     t_close(&f);
 }
 
@@ -265,14 +259,13 @@ static void block_suppresses_notification(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'returned by the wait'}]}", tap_timeout_ms(100));
-    char *id = t_launch_script(h, f.parent, "Awaited", script);
+    const char *id = t_task(&f, "Awaited", script);
     const char *args = J("{'task_id':'%s','block':true}", id);
     char *out = t_tool(h, f.parent, "background_output", args);
     like(out, "Result:\nreturned by the wait\n", "the wait returned the result");
     free(out);
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     is_int(t_count_messages_with(h, f.parent, "returned by the wait"), 0, "no notification after the wait");
-    free(id);
     t_close(&f);
 }
 

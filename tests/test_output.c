@@ -32,9 +32,9 @@ static void progress_while_running(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *id = t_launch_script(h, f.parent, "Busy worker",
-                               J("{'steps':[{'tool':'read','output':'a'},{'tool':'grep','output':'b'},"
-                                 "{'tool':'bash','ms':10,'output':'c'},{'hang':true}]}"));
+    const char *id = t_task(&f, "Busy worker",
+                            J("{'steps':[{'tool':'read','output':'a'},{'tool':'grep','output':'b'},"
+                              "{'tool':'bash','ms':10,'output':'c'},{'hang':true}]}"));
     is_int(t_wait_output_with(h, f.parent, id, "Progress: 3 tool calls", 5000), 0, "three tool calls counted");
     char *out = t_output(h, f.parent, id);
     is_int(t_rc, 0, "non-blocking output succeeds");
@@ -50,7 +50,6 @@ static void progress_while_running(void)
     out = t_output(h, f.parent, id);
     like(out, ": running\n", "still running on a second look");
     free(out);
-    free(id);
     t_close(&f);
 }
 
@@ -59,11 +58,10 @@ static void progress_without_tools(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *id = t_launch_script(h, f.parent, "Thinking", J("{'steps':[{'hang':true}]}"));
+    const char *id = t_task(&f, "Thinking", J("{'steps':[{'hang':true}]}"));
     char *out = t_output(h, f.parent, id);
     like(out, "Progress: 0 tool calls\n", "zero tool calls, no recent list");
     free(out);
-    free(id);
     t_close(&f);
 }
 
@@ -73,7 +71,7 @@ static void block_returns_result(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'waited for this'}]}", tap_timeout_ms(100));
-    char *id = t_launch_script(h, f.parent, "Slow one", script);
+    const char *id = t_task(&f, "Slow one", script);
     char *args = output_args(id, 1, 0);
     char *out = t_tool(h, f.parent, "background_output", args);
     is_int(t_rc, 0, "blocking output succeeds");
@@ -87,7 +85,6 @@ static void block_returns_result(void)
     ok(starts_with(out, first), "blocking on a finished task returns at once");
     free(out);
     free(args);
-    free(id);
     t_close(&f);
 }
 
@@ -96,7 +93,7 @@ static void block_times_out(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *id = t_launch_script(h, f.parent, "Forever", J("{'steps':[{'hang':true}]}"));
+    const char *id = t_task(&f, "Forever", J("{'steps':[{'hang':true}]}"));
     char *args = output_args(id, 1, 0.2);
     char *out = t_tool(h, f.parent, "background_output", args);
     is_int(t_rc, 0, "a timed-out wait is not an error");
@@ -110,7 +107,6 @@ static void block_times_out(void)
     is_int(t_rc, -EINVAL, "timeout 0 refused");
     like(out, "argument 'timeout' must be a positive number of seconds (at most 600)", "and explained");
     free(out);
-    free(id);
     t_close(&f);
 }
 
@@ -121,7 +117,7 @@ static void esc_during_block(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'done after Esc'}]}", tap_timeout_ms(400));
-    char *id = t_launch_script(h, f.parent, "Interrupted wait", script);
+    const char *id = t_task(&f, "Interrupted wait", script);
     char *args = output_args(id, 1, 600);
     sim_call *c = sim_tool_start(h, f.parent, "background_output", args);
     int rc = 0;
@@ -140,7 +136,6 @@ static void esc_during_block(void)
     snprintf(needle, sizeof needle, "Background task completed: %s", id);
     is_int(t_wait_messages_with(h, f.parent, needle, 1, 5000), 0, "and its notification comes");
     free(args);
-    free(id);
     t_close(&f);
 }
 
@@ -149,7 +144,7 @@ static void block_on_cleared_task(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *id = t_launch_script(h, f.parent, "Cleared", J("{'steps':[{'hang':true}]}"));
+    const char *id = t_task(&f, "Cleared", J("{'steps':[{'hang':true}]}"));
     char *args = output_args(id, 1, 600);
     sim_call *c = sim_tool_start(h, f.parent, "background_output", args);
     int rc = 0;
@@ -165,7 +160,6 @@ static void block_on_cleared_task(void)
     free(out);
     sim_tool_free(c);
     free(args);
-    free(id);
     t_close(&f);
 }
 
@@ -179,7 +173,7 @@ static void unknown_and_foreign_ids(void)
     is_int(t_rc, -ENOENT, "unknown id: -ENOENT");
     is_str(out, "Task not found: bg_00000000. Use background_list to see available tasks.", "exact text");
     free(out);
-    char *id = t_launch_script(h, f.parent, "Mine", J("{'steps':[{'reply':'private'}]}"));
+    const char *id = t_task(&f, "Mine", J("{'steps':[{'reply':'private'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "task completed");
     out = t_output(h, other, id);
     is_int(t_rc, -ENOENT, "another session cannot read it");
@@ -192,7 +186,6 @@ static void unknown_and_foreign_ids(void)
     is_int(t_rc, -ENOENT, "nor wait on it");
     free(out);
     free(args);
-    free(id);
     free(other);
     t_close(&f);
 }

@@ -305,10 +305,10 @@ static void child_waits_for_permission(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     sim_permission_rules(h, J("{'bash':'ask'}"));
-    char *id = t_launch_script(h, f.parent, "Clean up",
-                               J("{'steps':[{'tool':'read','output':'x'},"
-                                 "{'ask':{'permission':'bash','patterns':['rm -rf build'],'always':['rm *']}},"
-                                 "{'tool':'bash','output':'removed'},{'reply':'cleaned'}]}"));
+    const char *id = t_task(&f, "Clean up",
+                            J("{'steps':[{'tool':'read','output':'x'},"
+                              "{'ask':{'permission':'bash','patterns':['rm -rf build'],'always':['rm *']}},"
+                              "{'tool':'bash','output':'removed'},{'reply':'cleaned'}]}"));
     char *child = t_task_session(h, 0);
     is_int(t_wait_output_with(h, f.parent, id, "Waiting for permission: bash: rm -rf build", 5000), 0,
            "background_output shows what the sub-agent waits for");
@@ -355,7 +355,6 @@ static void child_waits_for_permission(void)
     is_int(t_count_messages_with(h, f.parent, "is waiting for permission"), 1, "exactly one permission notice");
     free(req);
     free(child);
-    free(id);
     t_close(&f);
 }
 
@@ -365,16 +364,15 @@ static void child_question_answered_before_its_notice(void)
     sim_host *h = t_open(&f, NULL);
     sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, "once", NULL); /* answered as soon as it is asked */
-    char *id = t_launch_script(h, f.parent, "Quick",
-                               J("{'steps':[{'ask':{'permission':'bash','patterns':['ls']}},"
-                                 "{'reply':'listed'}]}"));
+    const char *id = t_task(&f, "Quick",
+                            J("{'steps':[{'ask':{'permission':'bash','patterns':['ls']}},"
+                              "{'reply':'listed'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
     is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
     ok(t_count_messages_with(h, f.parent, "is waiting for permission") <= 1, "at most one permission notice");
     char *out = t_output(h, f.parent, id);
     unlike(out, "Waiting for permission", "the finished task shows no question");
     free(out);
-    free(id);
     t_close(&f);
 }
 

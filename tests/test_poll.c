@@ -57,7 +57,7 @@ static void backs_off_then_reads_at_silent_gap(void)
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':250}"));
     char *script = busy_script(300, 20, J("{'hang':true}")); /* ~6 s of tool events */
-    char *id = t_launch_script(h, f.parent, "alive", script);
+    t_task(&f, "alive", script);
     char *child = t_task_session(h, 0);
     /* The alive phase: from the first tool event to the last. */
     is_int(sim_wait_calls(h, "session_status", NULL, 1, tap_timeout_ms(5000)), 0, "the map is read at first");
@@ -82,7 +82,6 @@ static void backs_off_then_reads_at_silent_gap(void)
     ok(silent_ms >= 9 * 3 * interval - 50, "silent mid-turn: at most one read per three intervals");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     free(child);
-    free(id);
     free(script);
     t_close(&f);
 }
@@ -99,9 +98,9 @@ static void lost_idle_found_with_backed_off_poll(void)
     char *long1 = busy_script(500, 20, J("{'reply':'long one'}"));
     char *long2 = busy_script(500, 20, J("{'reply':'long two'}"));
     char *quick = busy_script(150, 20, J("{'reply':'the quick one'}"));
-    char *a = t_launch_script(h, f.parent, "long 1", long1);
-    char *b = t_launch_script(h, f.parent, "long 2", long2);
-    char *c = t_launch_script(h, f.parent, "quick", quick);
+    const char *a = t_task(&f, "long 1", long1);
+    t_task(&f, "long 2", long2);
+    const char *c = t_task(&f, "quick", quick);
     is_int(t_wait_status(h, f.parent, c, "completed", tap_timeout_ms(20000)), 0, "the quick task completed");
     char *out = t_output(h, f.parent, c);
     like(out, "Result:\nthe quick one", "with its answer");
@@ -115,9 +114,6 @@ static void lost_idle_found_with_backed_off_poll(void)
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     is_int(t_count_notices(h, f.parent, NOTICE_DONE, c), 1, "notified exactly once");
-    free(a);
-    free(b);
-    free(c);
     free(long1);
     free(long2);
     free(quick);
@@ -225,7 +221,7 @@ static void ended_task_busy_in_map(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, J("{'poll_interval_ms':100}"));
-    char *a = t_launch_script(h, f.parent, "silent sibling", J("{'steps':[{'hang':true}]}"));
+    const char *a = t_task(&f, "silent sibling", J("{'steps':[{'hang':true}]}"));
     sim_script(h, "the quick prompt", J("{'steps':[{'reply':'quick answer'}]}"), 1);
     char *b = t_launch(h, f.parent, "quick", "the quick prompt", "explore");
     is_int(t_wait_status(h, f.parent, b, "completed", tap_timeout_ms(10000)), 0, "the quick task completed");
@@ -244,7 +240,6 @@ static void ended_task_busy_in_map(void)
     like(out, ": running\n", "its sibling still runs");
     free(out);
     free(child);
-    free(a);
     free(b);
     t_close(&f);
 }

@@ -237,12 +237,11 @@ static void not_running(void)
              pending);
     refused(h, f.parent, pending, "hi", -EINVAL, want, "a cancelled task");
 
-    char *e = t_launch_script(h, f.parent, "Broken", J("{'steps':[{'error':'model overloaded'}]}"));
+    const char *e = t_task(&f, "Broken", J("{'steps':[{'error':'model overloaded'}]}"));
     is_int(t_wait_status(h, f.parent, e, "error", 5000), 0, "a task fails");
     snprintf(want, sizeof want,
              "Task %s is not running (status: error). Nothing was sent. Start a new background_task instead.", e);
     refused(h, f.parent, e, "hi", -EINVAL, want, "a failed task");
-    free(e);
     free(a);
     free(pending);
     free(other);

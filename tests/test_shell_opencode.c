@@ -72,7 +72,7 @@ static void batch_cancel_and_clear(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, T_SHELL_SMALL);
-    char *agent = t_launch_script(h, f.parent, "Hangs", J("{'steps':[{'hang':true}]}"));
+    const char *agent = t_task(&f, "Hangs", J("{'steps':[{'hang':true}]}"));
     char *cmd = t_family_command("batch", "", "sleep 300");
     char *shell = t_bash_bg(h, f.parent, cmd, NULL, T_LAUNCH_DIAG);
     pid_t pids[2];
@@ -109,7 +109,6 @@ static void batch_cancel_and_clear(void)
     t_kill_leftovers();
     free(cmd);
     free(shell);
-    free(agent);
     t_close(&f);
 }
 

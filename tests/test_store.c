@@ -61,8 +61,8 @@ static void finished_tasks_survive(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, opts);
-    char *a = t_launch_script(h, f.parent, "alpha", J("{'steps':[{'reply':'answer alpha'}]}"));
-    char *b = t_launch_script(h, f.parent, "beta", J("{'steps':[{'reply':'answer beta'}]}"));
+    const char *a = t_task(&f, "alpha", J("{'steps':[{'reply':'answer alpha'}]}"));
+    const char *b = t_task(&f, "beta", J("{'steps':[{'reply':'answer beta'}]}"));
     is_int(t_wait_messages_with(h, f.parent, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
            "both tasks completed and were notified");
     t_reload(h, opts);
@@ -79,8 +79,6 @@ static void finished_tasks_survive(void)
     ok(access(db, F_OK) == 0, "the store file is where store_path says");
     free(list);
     free(out);
-    free(a);
-    free(b);
     t_close(&f);
 }
 
@@ -216,13 +214,12 @@ static void bad_store(const char *what, const char *path, const char *log_needle
     const char *o = J("{'store_path':'%s'}", path);
     t_fixture f;
     sim_host *h = t_open(&f, o);
-    char *id = t_launch_script(h, f.parent, "works", J("{'steps':[{'reply':'fine'}]}"));
+    const char *id = t_task(&f, "works", J("{'steps':[{'reply':'fine'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
     is_int(wait_log(h, log_needle), 0, "%s: the log says why (%s)", what, log_needle);
     char *line = log_with(h, "memory only");
     ok(line != NULL, "%s: and that tasks live in memory only", what);
     free(line);
-    free(id);
     t_close(&f);
 }
 
@@ -330,22 +327,20 @@ static void spend_survives(void)
     const char *o = J("{'store_path':'%s','max_session_cost_usd':1}", db);
     t_fixture f;
     sim_host *h = t_open(&f, o);
-    char *a = t_launch_script(h, f.parent, "costly",
-                              J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.7}},"
-                                "{'reply':'spent'}]}"));
+    const char *a = t_task(&f, "costly",
+                           J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.7}},"
+                             "{'reply':'spent'}]}"));
     is_int(t_wait_status(h, f.parent, a, "completed", tap_timeout_ms(5000)), 0, "a task that cost $0.70 completed");
     sim_unload_plugins(h);
     is_int(sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), o), 1, "restarted");
-    char *b = t_launch_script(h, f.parent, "more",
-                              J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.5}},"
-                                "{'hang':true}]}"));
+    const char *b = t_task(&f, "more",
+                           J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.5}},"
+                             "{'hang':true}]}"));
     is_int(t_wait_output_with(h, f.parent, b,
                               "Stopped by the session budget: this session's background tasks spent $1.20 "
                               "(max_session_cost_usd is 1).",
                               tap_timeout_ms(5000)),
            0, "the next task's $0.50 goes over the session's budget: the restart did not reset it");
-    free(a);
-    free(b);
     t_close(&f);
 }
 

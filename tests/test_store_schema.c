@@ -89,7 +89,7 @@ static void version_1_file_migrated(void)
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
     t_fixture f;
     sim_host *h = t_open(&f, opts);
-    char *id = t_launch_script(h, f.parent, "old", J("{'steps':[{'reply':'the old answer'}]}"));
+    const char *id = t_task(&f, "old", J("{'steps':[{'reply':'the old answer'}]}"));
     is_int(t_wait_messages_with(h, f.parent, "[ocbg] Background task completed", 1, tap_timeout_ms(5000)), 0,
            "a task completed and was notified");
     sim_unload_plugins(h);
@@ -123,7 +123,6 @@ static void version_1_file_migrated(void)
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
     is_int(t_count_messages_with(h, f.parent, needle), 1, "and it is not notified again");
-    free(id);
     t_close(&f);
 }
 

@@ -53,7 +53,7 @@ static void tasks_listing(void)
            "/bashes: the notice, then the same");
     free(out);
 
-    char *agent = t_launch_script(h, f.parent, "Agent work", J("{'steps':[{'reply':'done'}]}"));
+    const char *agent = t_task(&f, "Agent work", J("{'steps':[{'reply':'done'}]}"));
     out = t_claude_task(h, f.parent, "Broken agent", J("{'steps':[{'error':'model overloaded'}]}"), 1);
     char *broken = t_find_id(out, "bg_");
     free(out);
@@ -66,7 +66,7 @@ static void tasks_listing(void)
         bare = t_find_id(out, "bg_");
         free(out);
     }
-    char *hang = t_launch_script(h, f.parent, "Stopped agent", J("{'steps':[{'hang':true}]}"));
+    const char *hang = t_task(&f, "Stopped agent", J("{'steps':[{'hang':true}]}"));
     const char *ids[] = {agent, broken, shell, bare};
     for (int i = 0; i < 4; i++)
         if (ids[i])
@@ -103,11 +103,9 @@ static void tasks_listing(void)
     is_str(out, "No background tasks in this session.", "another session's tasks are not listed");
     free(out);
     free(other);
-    free(agent);
     free(broken);
     free(shell);
     free(bare);
-    free(hang);
     t_close(&f);
 }
 

@@ -52,14 +52,13 @@ static void failure_is_an_error_notice(void)
 {
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
-    char *bad = t_launch_script(h, f.parent, "Broken build", J("{'steps':[{'error':'quota exceeded'}]}"));
+    t_task(&f, "Broken build", J("{'steps':[{'error':'quota exceeded'}]}"));
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
     char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");
     is_str(msg, "Background task failed: Broken build", "it names the task");
     is_str(level, "error", "level error");
     free(msg);
     free(level);
-    free(bad);
     t_close(&f);
 }
 

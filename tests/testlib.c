@@ -611,6 +611,11 @@ const char *t_id(t_fixture *f, const char *text, const char *prefix, const char 
     return t_keep(f, id);
 }
 
+const char *t_task(t_fixture *f, const char *description, const char *script_json)
+{
+    return t_keep(f, t_launch_script(f->h, f->parent, description, script_json));
+}
+
 void t_close(t_fixture *f)
 {
     if (f->h)

@@ -234,6 +234,11 @@ const char *t_session(t_fixture *f, const char *title);
  * none (what names the call, for the message). */
 const char *t_id(t_fixture *f, const char *text, const char *prefix, const char *what);
 
+/* Launch from f->parent a task whose sub-agent runs script_json (as
+ * t_launch_script); returns its id, kept by f. Bails out if the launch
+ * fails. */
+const char *t_task(t_fixture *f, const char *description, const char *script_json);
+
 /* Destroy the host, free the parent and every kept string; f is zeroed. */
 void t_close(t_fixture *f);
 
