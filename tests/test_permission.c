@@ -145,8 +145,7 @@ static void bash_esc_while_asking(void)
     char *args = t_bash_args(cmd, "a test command", 0, 0);
     sim_call *c = sim_tool_start(h, f.parent, "Bash", args);
     free(args);
-    is_int(sim_wait(h, t_question_open, (void *)f.parent, tap_timeout_ms(5000)), 0,
-           "the question is open, the call waits");
+    is_int(sim_wait(h, t_question_open, f.parent, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
     ok(!sim_tool_done(c), "the call has not returned");
     sim_tool_cancel(c);
     int rc = 0;

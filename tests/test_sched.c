@@ -255,7 +255,7 @@ static void foreground_task_queued_then_escaped(void)
     free(t_launch_gated(h, f.parent, "F1", "explore"));
     sim_call *c =
         sim_tool_start(h, f.parent, "Task", J("{'description':'F2','prompt':'gated F2','subagent_type':'explore'}"));
-    is_int(sim_wait(h, two_tasks_listed, (void *)f.parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
+    is_int(sim_wait(h, two_tasks_listed, f.parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
     sim_tool_cancel(c);
     int rc;
     char *out = NULL;

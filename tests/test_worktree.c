@@ -528,7 +528,7 @@ static void parent_deleted_while_down(void)
     char *unseen = t_sh_line(repo, "git show ocbg/%s:unseen.txt", id);
     is_str(unseen, "unseen", "its work is on its branch");
     free(unseen);
-    is_int(sim_wait(h, asked_about, (void *)f.parent, tap_timeout_ms(DEADLINE)), 0,
+    is_int(sim_wait(h, asked_about, f.parent, tap_timeout_ms(DEADLINE)), 0,
            "the host was asked about the launching session");
     is_int(sim_wait(h, row_gone, id, tap_timeout_ms(DEADLINE)), 0, "its row leaves the store");
     ok(t_exists(wt2), "the worktree of a session that still exists stays");
