@@ -107,7 +107,7 @@ static void cancels(void)
     release_says(h, f.parent, "B", &b, 1, "2 of 3 tasks done, 1 still running.");
     release_says(h, f.parent, "C", &c, 1, "all 3 tasks done.");
     is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
-    is_int(t_count_notices(h, f.parent, "completed: ", a.id), 0, "no notice for the cancelled task");
+    is_int(t_count_notifications(h, f.parent, "completed: ", a.id), 0, "no notice for the cancelled task");
     launched_free(&a), launched_free(&b), launched_free(&c);
     t_close(&f);
 }
@@ -187,7 +187,7 @@ static void restart(void)
     release_says(h, f.parent, "C", &c, 1, "2 of 3 tasks done, 1 still running.");
     release_says(h, f.parent, "B", &b, 1, "all 3 tasks done.");
     is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
-    is_int(t_count_notices(h, f.parent, "completed: ", a.id), 1, "A's notice was not sent again");
+    is_int(t_count_notifications(h, f.parent, "completed: ", a.id), 1, "A's notice was not sent again");
     launched_free(&a), launched_free(&b), launched_free(&c);
     t_close(&f);
 }
@@ -205,7 +205,7 @@ static void resumed_before_push(void)
     char *a = t_launch_script(h, f.parent, "first", J("{'steps':[{'reply':'first answer'}]}"));
     char *b = t_launch_script(h, f.parent, "second", J("{'steps':[{'reply':'other answer'}]}"));
     is_int(t_wait_status(h, f.parent, a, "completed", 10000), 0, "the first task completed");
-    int before = t_count_notices(h, f.parent, "completed: ", a);
+    int before = t_count_notifications(h, f.parent, "completed: ", a);
     sim_script(h, "follow-up first", J("{'steps':[{'reply':'answer two'}]}"), 1);
     const char *args = J("{'task_id':'%s','message':'follow-up first'}", a);
     char *ans = t_tool(h, f.parent, "background_resume", args);
@@ -221,7 +221,7 @@ static void resumed_before_push(void)
     like(two, "\n\nResult:\nanswer two\n", "with its answer");
     sim_slow(h, "session_messages", 0);
     is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
-    is_int(t_count_notices(h, f.parent, "completed: ", a), 2, "one notice per run");
+    is_int(t_count_notifications(h, f.parent, "completed: ", a), 2, "one notice per run");
     free(one), free(two), free(a), free(b);
     t_close(&f);
 }

@@ -10,8 +10,8 @@
 
 #include "testlib.h"
 
-#define NOTICE_DONE "[ocbg] Background task completed: "
-#define NOTICE_FAIL "[ocbg] Background task failed: "
+#define NOTIFICATION_DONE "[ocbg] Background task completed: "
+#define NOTIFICATION_FAIL "[ocbg] Background task failed: "
 
 /* The fast path: the idle event alone completes the task (the poll is set so
  * slow it cannot have done it), with the sub-agent's last text. */
@@ -36,7 +36,7 @@ static void completes_by_idle_event(void)
     is_int(sim_calls(h, "session_messages", child), 0,
            "the answer came with the events (its text part's end, the turn-ending message): no read of the child's "
            "messages");
-    is_int(t_wait_messages_with(h, f.parent, NOTICE_DONE, 1, 5000), 0, "parent notified");
+    is_int(t_wait_messages_with(h, f.parent, NOTIFICATION_DONE, 1, 5000), 0, "parent notified");
     free(child);
     free(out);
     t_close(&f);
@@ -143,7 +143,7 @@ static void completes_by_the_turn_ending_answer(void)
     emit_answer_update(h, child, "stop", false);
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the turn-ending answer's update completes it");
     is_int(t_wait_output_with(h, f.parent, id, "Result:\nanswered early", 2000), 0, "with its answer");
-    is_int(t_wait_messages_with(h, f.parent, NOTICE_DONE, 1, 5000), 0, "the parent is notified");
+    is_int(t_wait_messages_with(h, f.parent, NOTIFICATION_DONE, 1, 5000), 0, "the parent is notified");
     is_int(sim_calls(h, "session_status", NULL), 0, "no poll was needed");
     free(child);
     t_close(&f);
@@ -165,7 +165,7 @@ static void duplicated_events_complete_once(void)
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "events flushed");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
-    is_int(t_count_notices(h, f.parent, NOTICE_DONE, id), 1, "exactly one notification");
+    is_int(t_count_notifications(h, f.parent, NOTIFICATION_DONE, id), 1, "exactly one notification");
     char *out = t_output(h, f.parent, id);
     like(out, "Result:\nonly once\n", "the one result");
     free(out);
@@ -188,8 +188,8 @@ static void session_error_ends_in_error(void)
     snprintf(first, sizeof first, "Task %s: error\n", id);
     ok(strncmp(out, first, strlen(first)) == 0, "still error after the idles");
     like(out, "\n\nError: APIError: model overloaded\n", "the error names the host's reason");
-    is_int(t_count_notices(h, f.parent, NOTICE_FAIL, id), 1, "one failure notification");
-    is_int(t_count_notices(h, f.parent, NOTICE_DONE, id), 0, "no completion notification");
+    is_int(t_count_notifications(h, f.parent, NOTIFICATION_FAIL, id), 1, "one failure notification");
+    is_int(t_count_notifications(h, f.parent, NOTIFICATION_DONE, id), 0, "no completion notification");
     free(out);
     t_close(&f);
 }
@@ -206,7 +206,7 @@ static void task_session_deleted(void)
     char *out = t_output(h, f.parent, id);
     like(out, "Error: The task's session was deleted.", "the error says why");
     free(out);
-    is_int(t_wait_messages_with(h, f.parent, NOTICE_FAIL, 1, 5000), 0, "parent told of the failure");
+    is_int(t_wait_messages_with(h, f.parent, NOTIFICATION_FAIL, 1, 5000), 0, "parent told of the failure");
     free(child);
     t_close(&f);
 }
@@ -238,7 +238,7 @@ static void parent_session_deleted(void)
     free(out);
     char *child = t_task_session(h, 1);
     is_int(sim_session_exists(h, child), 0, "the running task's session went with its parent");
-    is_int(t_count_notices(h, other, "[ocbg] Background task", ""), 0, "nothing told to the other session");
+    is_int(t_count_notifications(h, other, "[ocbg] Background task", ""), 0, "nothing told to the other session");
     free(child);
     free(kept);
     free(other);
@@ -289,7 +289,8 @@ static void chaos_each_task_ends_once(void)
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     for (int i = 0; i < N; i++) {
-        is_int(t_count_notices(h, f.parent, i == 2 ? NOTICE_FAIL : NOTICE_DONE, ids[i]), 1, "task %d: one notice", i);
+        is_int(t_count_notifications(h, f.parent, i == 2 ? NOTIFICATION_FAIL : NOTIFICATION_DONE, ids[i]), 1,
+               "task %d: one notice", i);
         free(ids[i]);
     }
     t_close(&f);
@@ -320,7 +321,8 @@ static void stopped_during_a_repeated_check(void)
     sim_slow(h, "session_abort", 0);
     is_int(t_wait_status(h, f.parent, id, "cancelled", 5000), 0, "the task ends cancelled");
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
-    is_int(t_count_notices(h, f.parent, NOTICE_DONE, id), 0, "no completion notice for a task the model stopped");
+    is_int(t_count_notifications(h, f.parent, NOTIFICATION_DONE, id), 0,
+           "no completion notice for a task the model stopped");
     free(child);
     t_close(&f);
 }

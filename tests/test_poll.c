@@ -15,7 +15,7 @@
 #include "base/util.h"
 #include "testlib.h"
 
-#define NOTICE_DONE "[ocbg] Background task completed: "
+#define NOTIFICATION_DONE "[ocbg] Background task completed: "
 /* The events that end a turn: both idles, and the stored answer that ends it
  * (message.updated, which starts a check early). */
 #define IDLE_EVENTS "session.idle,session.status,message.updated"
@@ -113,7 +113,7 @@ static void lost_idle_found_with_backed_off_poll(void)
     is_int(t_wait_messages_with(h, f.parent, c, 1, tap_timeout_ms(5000)), 0, "parent notified");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
-    is_int(t_count_notices(h, f.parent, NOTICE_DONE, c), 1, "notified exactly once");
+    is_int(t_count_notifications(h, f.parent, NOTIFICATION_DONE, c), 1, "notified exactly once");
     free(long1);
     free(long2);
     free(quick);
@@ -200,7 +200,7 @@ static void missing_from_map_bounded(void)
     is_int(t_sync_notifications(h, parent), 0, "sync point");
     int once = 0;
     for (int i = 0; i < N; i++) {
-        once += t_count_notices(h, parent, NOTICE_DONE, ids[i]) == 1;
+        once += t_count_notifications(h, parent, NOTIFICATION_DONE, ids[i]) == 1;
         free(ids[i]);
     }
     is_int(once, N, "each task notified exactly once");
@@ -363,7 +363,7 @@ static void vanished_read_one_per_tick(void)
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     int once = 0;
     for (int i = 0; i < N; i++) {
-        once += t_count_notices(h, f.parent, NOTICE_DONE, ids[i]) == 1;
+        once += t_count_notifications(h, f.parent, NOTIFICATION_DONE, ids[i]) == 1;
         free(ids[i]);
     }
     is_int(once, N, "each task notified exactly once");

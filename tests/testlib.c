@@ -334,7 +334,7 @@ char *t_gated_session(sim_host *h, const char *name)
     return s;
 }
 
-int t_count_notices(sim_host *h, const char *session, const char *prefix, const char *id)
+int t_count_notifications(sim_host *h, const char *session, const char *prefix, const char *id)
 {
     char *needle = xasprintf("%s%s", prefix, id);
     int n = t_count_messages_with(h, session, needle);

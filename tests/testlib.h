@@ -120,8 +120,8 @@ int t_gated_started(sim_host *h, const char *name);
 char *t_gated_session(sim_host *h, const char *name);
 
 /* How many messages of session contain prefix immediately followed by id
- * (a notice about one task: t_count_notices(h, s, "completed: ", id)). */
-int t_count_notices(sim_host *h, const char *session, const char *prefix, const char *id);
+ * (a notification about one task: t_count_notifications(h, s, "completed: ", id)). */
+int t_count_notifications(sim_host *h, const char *session, const char *prefix, const char *id);
 
 /* Launch from parent a task whose sub-agent (agent "general") runs
  * script_json, prompted "isolated <description>", with isolation `how`

@@ -192,18 +192,18 @@ bool limit_arg(const cJSON *args, const char *tool, double unit_ms, const char *
     return true;
 }
 
-int launch_in_budget(engine *o, const cJSON *args, const char *tool, double unit_ms, const char *unit,
+int launch_in_budget(engine *eng, const cJSON *args, const char *tool, double unit_ms, const char *unit,
                      ocp_call_ctx *ctx, launch_req *req, launched *l, strbuf *out)
 {
     if (!limit_arg(args, tool, unit_ms, unit, &req->timeout_ms, out))
         return -EINVAL;
     const char *how = arg_str(args, "isolation");
-    req->isolation = (isolation)o->opt.isolation;
+    req->isolation = (isolation)eng->opt.isolation;
     for (int i = 0; how && isolation_names[i]; i++)
         if (strcmp(how, isolation_names[i]) == 0)
             req->isolation = (isolation)i;
-    int rc = guards_admit(o, ctx->session_id, NULL, out);
-    return rc != 0 ? rc : op_launch_agent(o, ctx, req, l, out);
+    int rc = guards_admit(eng, ctx->session_id, NULL, out);
+    return rc != 0 ? rc : op_launch_agent(eng, ctx, req, l, out);
 }
 
 void put_usage_total(strbuf *out, const usage *total)

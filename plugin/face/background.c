@@ -51,14 +51,14 @@ static char *default_description(const char *prompt)
     return xasprintf("%.*s%s", (int)keep, prompt, keep < line ? "…" : "");
 }
 
-static int launch(engine *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
+static int launch(engine *eng, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
 {
     char *described = arg_str(args, "description") ? NULL : default_description(arg_str(args, "prompt"));
     const char *description = described ? described : arg_str(args, "description");
     const char *agent = arg_str(args, "agent") ? arg_str(args, "agent") : DEFAULT_AGENT;
     launched l = {0};
     launch_req req = {description, arg_str(args, "prompt"), agent, fork, false, 0, ISOLATION_NONE};
-    int rc = launch_in_budget(o, args, "background_task", 1000, "seconds", ctx, &req, &l, out);
+    int rc = launch_in_budget(eng, args, "background_task", 1000, "seconds", ctx, &req, &l, out);
     if (rc != 0) {
         free(described);
         return rc;
@@ -76,7 +76,7 @@ static int launch(engine *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, st
     return 0;
 }
 
-int tool_background_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_task(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *resume = resume_arg(args);
     bool fork = arg_bool(args, "fork", false);
@@ -92,16 +92,16 @@ int tool_background_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
                                   ? "Note: timeout is ignored when resuming a task: it keeps the one it was "
                                     "launched with.\n"
                                   : NULL;
-        return resume_task(o, resume, arg_str(args, "prompt"), false, 0, ctx, warning, out);
+        return resume_task(eng, resume, arg_str(args, "prompt"), false, 0, ctx, warning, out);
     }
     if (!launch_args_ok(args, out))
         return -EINVAL;
-    return launch(o, args, ctx, fork, out);
+    return launch(eng, args, ctx, fork, out);
 }
 
 /* ---- background_output ------------------------------------------------- */
 
-int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     bool block = arg_bool(args, "block", false);
@@ -109,27 +109,27 @@ int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strb
     if (!wait_timeout_arg(args, "background_output", &timeout, out))
         return -EINVAL;
 
-    engine_lock(o);
-    task *t = op_find_own(o, id, ctx);
+    engine_lock(eng);
+    task *t = op_find_own(eng, id, ctx);
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         return task_not_found(out, id);
     }
     int rc = 0;
     if (block && task_status_active(t->status)) {
         char key[TASK_ID_SIZE];
         memcpy(key, t->id, sizeof key);
-        wait_result w = op_await(o, ctx, key, mono_ms() + (int64_t)(timeout * 1000), false, &t);
+        wait_result w = op_await(eng, ctx, key, mono_ms() + (int64_t)(timeout * 1000), false, &t);
         if (!t) {
             sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
-            engine_unlock(o);
+            engine_unlock(eng);
             return -ENOENT;
         }
         if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
             sb_printf(out, "%s; task %s is still %s in the background.\n",
                       w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", t->id,
                       task_status_name(t->status));
-            engine_unlock(o);
+            engine_unlock(eng);
             return -ECANCELED;
         }
         if (w == WAIT_TIMEOUT)
@@ -137,29 +137,29 @@ int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strb
     }
     char key[TASK_ID_SIZE];
     memcpy(key, t->id, sizeof key);
-    t = op_worktree_settle(o, key); /* an isolated task: what it did in its worktree, read once per run */
+    t = op_worktree_settle(eng, key); /* an isolated task: what it did in its worktree, read once per run */
     if (t)
-        t = persist_texts(o, t); /* a finished task's result may be in the store only */
+        t = persist_texts(eng, t); /* a finished task's result may be in the store only */
     if (!t) {
         sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
-        engine_unlock(o);
+        engine_unlock(eng);
         return -ENOENT;
     }
-    int64_t now = engine_now(o);
+    int64_t now = engine_now(eng);
     format_report(out, t, now);
-    persist_drop_copies(o, t);
+    persist_drop_copies(eng, t);
     /* A blocking call that returns the result replaces the notification. */
-    op_shown(o, t, now, t->status == TASK_COMPLETED, block && !task_status_active(t->status));
-    engine_unlock(o);
+    op_shown(eng, t, now, t->status == TASK_COMPLETED, block && !task_status_active(t->status));
+    engine_unlock(eng);
     return rc;
 }
 
 /* ---- background_cancel ------------------------------------------------- */
 
-static int cancel_batch(engine *o, const char *batch, ocp_call_ctx *ctx, strbuf *out)
+static int cancel_batch(engine *eng, const char *batch, ocp_call_ctx *ctx, strbuf *out)
 {
-    engine_lock(o);
-    parent *p = op_parent_of(o, ctx);
+    engine_lock(eng);
+    parent *p = op_parent_of(eng, ctx);
     size_t n = 0, in_batch = 0;
     cancel_item *items = NULL;
     for (task *t = p ? p->head : NULL; t; t = t->pnext) {
@@ -169,7 +169,7 @@ static int cancel_batch(engine *o, const char *batch, ocp_call_ctx *ctx, strbuf 
         if (task_status_active(t->status) && !t->cancelling)
             op_cancel_add(&items, &n, t);
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     if (in_batch == 0) {
         sb_printf(out, "Batch not found: %.*s%s. Use background_list to see available tasks.", ECHO(batch));
         return -ENOENT;
@@ -178,7 +178,7 @@ static int cancel_batch(engine *o, const char *batch, ocp_call_ctx *ctx, strbuf 
         sb_printf(out, "No running tasks in batch %s: all %zu of its tasks have already finished.", batch, in_batch);
         return -EINVAL;
     }
-    op_cancel_items(o, items, n, false);
+    op_cancel_items(eng, items, n, false);
     size_t cancelled = 0;
     strbuf failures = {0};
     for (size_t i = 0; i < n; i++) {
@@ -200,35 +200,35 @@ static int cancel_batch(engine *o, const char *batch, ocp_call_ctx *ctx, strbuf 
     return rc;
 }
 
-int tool_background_cancel(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_cancel(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     if (strncmp(id, "batch_", 6) == 0)
-        return cancel_batch(o, id, ctx, out);
-    engine_lock(o);
-    task *t = op_find_own(o, id, ctx);
+        return cancel_batch(eng, id, ctx, out);
+    engine_lock(eng);
+    task *t = op_find_own(eng, id, ctx);
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         return task_not_found(out, id);
     }
     if (!task_status_active(t->status)) {
         sb_printf(out, "Cannot cancel task %s: its status is %s. Only running tasks can be cancelled.", id,
                   task_status_name(t->status));
-        engine_unlock(o);
+        engine_unlock(eng);
         return -EINVAL;
     }
     if (t->cancelling) {
         sb_printf(out, "Task %s is already being cancelled.", id);
-        engine_unlock(o);
+        engine_unlock(eng);
         return -EINVAL;
     }
     cancel_item *item = NULL;
     size_t one = 0;
     op_cancel_add(&item, &one, t);
     char *description = xstrdup(t->description);
-    engine_unlock(o);
+    engine_unlock(eng);
 
-    op_cancel_items(o, item, 1, false);
+    op_cancel_items(eng, item, 1, false);
     int rc = item->rc == -ENOENT ? 0 : item->rc;
     if (rc == 0) {
         sb_printf(out, "Task %s cancelled: %.*s%s\n%s; status: cancelled.", id, ECHO_TEXT(description),
@@ -244,7 +244,7 @@ int tool_background_cancel(engine *o, const cJSON *args, ocp_call_ctx *ctx, strb
 
 /* ---- background_list --------------------------------------------------- */
 
-int tool_background_list(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_list(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *status = arg_str(args, "status");
     const char *batch = arg_str(args, "batch_id");
@@ -252,7 +252,7 @@ int tool_background_list(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     strbuf lines = {0};
     list_filter f = {status, batch};
     usage total;
-    unsigned matched = op_list(o, ctx, &f, LIST_MAX_LINES, format_list_line, &lines, counts, &total);
+    unsigned matched = op_list(eng, ctx, &f, LIST_MAX_LINES, format_list_line, &lines, counts, &total);
     if (matched == 0) {
         sb_puts(out, "No background tasks found");
         if (status || batch)
@@ -281,11 +281,11 @@ int tool_background_list(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
 
 /* ---- background_clear -------------------------------------------------- */
 
-int tool_background_clear(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_clear(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)args;
     clear_result r;
-    op_clear(o, ctx, &r);
+    op_clear(eng, ctx, &r);
     size_t cleared = r.cleared, stopped = r.stopped;
     strbuf kept = r.kept;
     int rc = 0;

@@ -63,9 +63,9 @@ static int not_found(strbuf *out, const char *id)
 /* The foreground wait's deadline: the call's own limit, or auto_background_ms
  * when that comes first (0: it never does). *moves: the call goes to the
  * background if it is still running at the deadline. */
-static int64_t foreground_deadline(engine *o, int64_t own_ms, bool *moves)
+static int64_t foreground_deadline(engine *eng, int64_t own_ms, bool *moves)
 {
-    int64_t auto_ms = o->opt.auto_background_ms;
+    int64_t auto_ms = eng->opt.auto_background_ms;
     *moves = auto_ms > 0 && auto_ms < own_ms;
     return mono_ms() + (*moves ? auto_ms : own_ms);
 }
@@ -73,11 +73,11 @@ static int64_t foreground_deadline(engine *o, int64_t own_ms, bool *moves)
 /* A foreground call's task still running at auto_background_ms becomes a
  * background task (op_to_background): its caller no longer owns its result
  * (op_await gave its claim back). [lock held] */
-static void move_to_background(engine *o, task *t, strbuf *out)
+static void move_to_background(engine *eng, task *t, strbuf *out)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    op_to_background(o, t);
-    int64_t ms = o->opt.auto_background_ms;
+    ENGINE_ASSERT_LOCKED(eng);
+    op_to_background(eng, t);
+    int64_t ms = eng->opt.auto_background_ms;
     if (ms % 1000 == 0)
         sb_printf(out, "Still running after %lld s, so it was moved to the background (auto_background_ms).\n",
                   (long long)(ms / 1000));
@@ -87,7 +87,7 @@ static void move_to_background(engine *o, task *t, strbuf *out)
 }
 
 /* A task moved to the background while its sub-agent waits on a question
- * to the user: asked while its caller waited, no notice told of it, so the
+ * to the user: asked while its caller waited, no notification told of it, so the
  * answer that hands the task over does. [lock held] (not asserted: t does not know its lock) */
 static void put_open_question(strbuf *out, const task *t)
 {
@@ -126,9 +126,9 @@ static void put_bash_launched(strbuf *out, const char *id, const char *command, 
 /* A foreground sub-agent's answer, and for an isolated one what it did in
  * its worktree (which goes when the call returns; the branch stays). Lock
  * held (let go while git reads the worktree). */
-static void put_isolated_result(engine *o, const char *id, strbuf *out)
+static void put_isolated_result(engine *eng, const char *id, strbuf *out)
 {
-    task *t = op_worktree_settle(o, id);
+    task *t = op_worktree_settle(eng, id);
     if (!t) {
         sb_printf(out, "The sub-agent's task %s was removed while it ran.", id);
         return;
@@ -139,10 +139,10 @@ static void put_isolated_result(engine *o, const char *id, strbuf *out)
         format_worktree(out, t);
         sb_puts(out, "Its worktree folder is removed now (its uncommitted work committed first); the branch stays.");
     }
-    op_shown(o, t, engine_now(o), true, false);
+    op_shown(eng, t, engine_now(eng), true, false);
 }
 
-int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_task(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *description = arg_str(args, "description");
     const char *prompt = arg_str(args, "prompt");
@@ -150,7 +150,7 @@ int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
     bool background = arg_bool(args, "run_in_background", false);
     launched l = {0};
     launch_req req = {description, prompt, agent, false, !background, 0, ISOLATION_NONE};
-    int rc = launch_in_budget(o, args, "Task", 1, "milliseconds", ctx, &req, &l, out);
+    int rc = launch_in_budget(eng, args, "Task", 1, "milliseconds", ctx, &req, &l, out);
     if (rc != 0)
         return rc;
     const char *id = l.id;
@@ -165,47 +165,47 @@ int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
     sb_free(&l.queued); /* a foreground call waits through the queue */
     sb_free(&l.worktree);
     bool moves;
-    int64_t deadline = foreground_deadline(o, FOREGROUND_TASK_MS, &moves);
-    engine_lock(o);
+    int64_t deadline = foreground_deadline(eng, FOREGROUND_TASK_MS, &moves);
+    engine_lock(eng);
     task *t;
-    wait_result w = op_await(o, ctx, id, deadline, true, &t);
+    wait_result w = op_await(eng, ctx, id, deadline, true, &t);
     char *session = NULL;
     if (!t) {
         sb_printf(out, "The sub-agent's task %s was removed while it ran.", id);
         rc = -ENOENT;
     } else if (w == WAIT_TIMEOUT && moves && task_status_active(t->status)) {
-        move_to_background(o, t, out);
+        move_to_background(eng, t, out);
         put_task_launched(out, id, description, agent,
                           t->status == TASK_PENDING ? "Status: pending (it starts when a run slot frees)" : NULL);
         put_open_question(out, t);
     } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
         /* Esc (or shutdown) stops the sub-agent: nobody else waits for it. */
-        session = op_foreground_esc(o, t);
+        session = op_foreground_esc(eng, t);
         sb_printf(out, "%s: the sub-agent was stopped.", w == WAIT_CANCELLED ? "Cancelled" : "ocbg is shutting down");
         rc = -ECANCELED;
     } else if (t->status == TASK_COMPLETED) {
-        put_isolated_result(o, id, out);
+        put_isolated_result(eng, id, out);
     } else {
         sb_printf(out, "The sub-agent failed: %s", t->error ? t->error : task_status_name(t->status));
         rc = -EIO;
     }
-    op_foreground_drop(o, id);
-    engine_unlock(o);
+    op_foreground_drop(eng, id);
+    engine_unlock(eng);
     if (session)
-        op_foreground_abort(o, id, session);
+        op_foreground_abort(eng, id, session);
     return rc;
 }
 
 /* ---- Bash ----------------------------------------------------------------- */
 
 /* Give launched task id its own runtime limit (engine/guards.h). */
-static void set_timeout(engine *o, const char *id, int64_t ms)
+static void set_timeout(engine *eng, const char *id, int64_t ms)
 {
-    engine_lock(o);
-    task *t = registry_find(&o->reg, id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, id);
     if (t)
         op_set_timeout(t, ms);
-    engine_unlock(o);
+    engine_unlock(eng);
 }
 
 /* The command's exit and output, for the model. [lock held] (not asserted: t does not know its lock) */
@@ -218,7 +218,7 @@ static void put_shell_result(strbuf *out, const task *t)
     free(text);
 }
 
-int tool_claude_bash(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_bash(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *command = arg_str(args, "command");
     const char *description = arg_str(args, "description");
@@ -229,34 +229,34 @@ int tool_claude_bash(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
         !limit_arg(args, "Bash", 1, "milliseconds", &limit_ms, out))
         return -EINVAL;
     launched l = {0};
-    int rc = op_launch_shell(o, ctx, command, description, !background, &l, out);
+    int rc = op_launch_shell(eng, ctx, command, description, !background, &l, out);
     if (rc != 0)
         return rc;
     const char *id = l.id;
     if (background) {
-        set_timeout(o, id, limit_ms);
+        set_timeout(eng, id, limit_ms);
         put_bash_launched(out, id, command, l.queued.len ? l.queued.buf : NULL);
         sb_free(&l.queued);
         return 0;
     }
     bool moves;
-    int64_t deadline = foreground_deadline(o, (int64_t)timeout_ms, &moves);
-    engine_lock(o);
+    int64_t deadline = foreground_deadline(eng, (int64_t)timeout_ms, &moves);
+    engine_lock(eng);
     task *t;
-    wait_result w = op_await(o, ctx, id, deadline, true, &t);
+    wait_result w = op_await(eng, ctx, id, deadline, true, &t);
     if (t && w == WAIT_TIMEOUT && moves && task_status_active(t->status)) {
         /* In the background its own timeout, when the call gave one, is
          * its runtime limit (from its start); else max_runtime_ms. */
         op_set_timeout(t, limit_ms);
-        move_to_background(o, t, out);
+        move_to_background(eng, t, out);
         put_bash_launched(out, id, command, NULL);
-        engine_unlock(o);
+        engine_unlock(eng);
         return 0;
     }
     if (t && w != WAIT_DONE && task_status_active(t->status)) {
         /* Timed out or cancelled: a foreground command does not outlive its
          * call, whose result it still is. */
-        t = op_stop_command(o, NULL, t, true);
+        t = op_stop_command(eng, NULL, t, true);
     }
     if (!t) {
         sb_puts(out, "The command's task was removed while it ran.");
@@ -272,8 +272,8 @@ int tool_claude_bash(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
             rc = -ECANCELED;
         }
     }
-    op_foreground_drop(o, id);
-    engine_unlock(o);
+    op_foreground_drop(eng, id);
+    engine_unlock(eng);
     return rc;
 }
 
@@ -338,17 +338,17 @@ static void put_task_output(strbuf *out, const task *t, const char *retrieval)
     }
 }
 
-int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_task_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     bool block = arg_bool(args, "block", true);
     double timeout_ms;
     if (!ms_arg(args, "TaskOutput", TASKOUTPUT_DEFAULT_MS, TASKOUTPUT_MAX_MS, &timeout_ms, out))
         return -EINVAL;
-    engine_lock(o);
-    task *t = op_find_own(o, id, ctx);
+    engine_lock(eng);
+    task *t = op_find_own(eng, id, ctx);
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         return not_found(out, id);
     }
     const char *retrieval = "success";
@@ -359,16 +359,16 @@ int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, str
         } else {
             char key[TASK_ID_SIZE];
             memcpy(key, t->id, sizeof key);
-            wait_result w = op_await(o, ctx, key, mono_ms() + (int64_t)timeout_ms, false, &t);
+            wait_result w = op_await(eng, ctx, key, mono_ms() + (int64_t)timeout_ms, false, &t);
             if (!t) {
-                engine_unlock(o);
+                engine_unlock(eng);
                 sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
                 return -ENOENT;
             }
             if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
                 sb_printf(out, "%s; task %s continues in the background.",
                           w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", key);
-                engine_unlock(o);
+                engine_unlock(eng);
                 return -ECANCELED;
             }
             if (w == WAIT_TIMEOUT)
@@ -377,23 +377,23 @@ int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, str
     }
     char key[TASK_ID_SIZE];
     memcpy(key, t->id, sizeof key);
-    t = op_worktree_settle(o, key); /* an isolated task: what it did in its worktree */
+    t = op_worktree_settle(eng, key); /* an isolated task: what it did in its worktree */
     if (t)
-        t = persist_texts(o, t); /* a finished task's result may be in the store only */
+        t = persist_texts(eng, t); /* a finished task's result may be in the store only */
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
         return -ENOENT;
     }
     put_task_output(out, t, retrieval);
-    persist_drop_copies(o, t);
+    persist_drop_copies(eng, t);
     /* An agent's result was read; a blocking call that returned the result
      * replaces the notification. */
     bool read = t->type != TASK_SHELL && t->status == TASK_COMPLETED;
     bool delivered = block && !task_status_active(t->status);
     if (read || delivered)
-        op_shown(o, t, engine_now(o), read, delivered);
-    engine_unlock(o);
+        op_shown(eng, t, engine_now(eng), read, delivered);
+    engine_unlock(eng);
     return rc;
 }
 
@@ -402,21 +402,21 @@ int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, str
 /* TaskStop of an agent task: background_cancel's operation, and its words
  * when the task cannot be stopped. [lock held] Released on
  * return. */
-static int stop_agent(engine *o, task *t, strbuf *out)
+static int stop_agent(engine *eng, task *t, strbuf *out)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     char id[TASK_ID_SIZE];
     memcpy(id, t->id, sizeof id);
     if (t->cancelling) {
-        engine_unlock(o);
+        engine_unlock(eng);
         sb_printf(out, "Task %s is already being cancelled.", id);
         return -EINVAL;
     }
     cancel_item *item = NULL;
     size_t one = 0;
     op_cancel_add(&item, &one, t);
-    engine_unlock(o);
-    op_cancel_items(o, item, 1, false);
+    engine_unlock(eng);
+    op_cancel_items(eng, item, 1, false);
     int rc = item->rc == -ENOENT ? 0 : item->rc;
     if (rc == 0)
         sb_printf(out, "Stopped task %s (agent): its session was aborted.", id);
@@ -427,30 +427,30 @@ static int stop_agent(engine *o, task *t, strbuf *out)
     return rc;
 }
 
-int tool_claude_task_stop(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_task_stop(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
-    engine_lock(o);
-    task *t = op_find_own(o, id, ctx);
+    engine_lock(eng);
+    task *t = op_find_own(eng, id, ctx);
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         return not_found(out, id);
     }
     if (!task_status_active(t->status)) {
         sb_printf(out, "Task %s is not running: it has already finished (status: %s).", id, claude_status(t));
-        engine_unlock(o);
+        engine_unlock(eng);
         return 0;
     }
     if (t->type == TASK_AGENT)
-        return stop_agent(o, t, out);
+        return stop_agent(eng, t, out);
     char key[TASK_ID_SIZE], *command = xstrdup(t->shell->command);
     memcpy(key, t->id, sizeof key);
-    t = op_stop_command(o, ctx, t, false);
+    t = op_stop_command(eng, ctx, t, false);
     if (t && !task_status_active(t->status))
         sb_printf(out, "Stopped task %s (shell): %.*s%s", key, ECHO_TEXT(command));
     else
         sb_printf(out, "Stop requested for task %s (shell): %.*s%s; it has not exited yet.", key, ECHO_TEXT(command));
-    engine_unlock(o);
+    engine_unlock(eng);
     free(command);
     return 0;
 }

@@ -30,7 +30,7 @@ static void tasks_row(strbuf *out, const task *t, int64_t now)
     sb_puts(out, "\n");
 }
 
-int command_tasks(engine *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
+int command_tasks(engine *eng, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)arguments;
     if (strcmp(command, "bashes") == 0)
@@ -38,7 +38,7 @@ int command_tasks(engine *o, const char *command, const char *arguments, ocp_cal
     unsigned counts[TASK_STATUS_COUNT];
     strbuf rows = {0};
     usage total;
-    unsigned n = op_list(o, ctx, NULL, LIST_MAX_LINES, tasks_row, &rows, counts, &total);
+    unsigned n = op_list(eng, ctx, NULL, LIST_MAX_LINES, tasks_row, &rows, counts, &total);
     if (n == 0) {
         sb_puts(out, "No background tasks in this session.");
     } else {

@@ -40,9 +40,9 @@ static int refused(resume_refusal why, const char *id, const resume_claim *c, st
 
 /* A blocking resume's answer: only the new response, which replaces the
  * notification. [lock held] */
-static int put_resumed_result(engine *o, const resume_claim *c, wait_result w, task *t, double timeout_s, strbuf *out)
+static int put_resumed_result(engine *eng, const resume_claim *c, wait_result w, task *t, double timeout_s, strbuf *out)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     if (!t) {
         sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", c->id);
         return -ENOENT;
@@ -59,10 +59,10 @@ static int put_resumed_result(engine *o, const resume_claim *c, wait_result w, t
                   timeout_s, c->id);
     } else if (t->run == c->run && t->status == TASK_COMPLETED) {
         sb_puts(out, t->result ? t->result : "");
-        op_shown(o, t, engine_now(o), true, true);
+        op_shown(eng, t, engine_now(eng), true, true);
     } else if (t->run == c->run && t->status == TASK_ERROR) {
         sb_printf(out, "Task %s failed while working on the follow-up: %s", c->id, t->error);
-        op_shown(o, t, 0, false, true);
+        op_shown(eng, t, 0, false, true);
         return -EIO;
     } else {
         sb_printf(out, "Task %s is %s.", c->id, task_status_name(t->status));
@@ -70,23 +70,23 @@ static int put_resumed_result(engine *o, const resume_claim *c, wait_result w, t
     return 0;
 }
 
-int resume_task(engine *o, const char *id, const char *prompt, bool block, double timeout_s, ocp_call_ctx *ctx,
+int resume_task(engine *eng, const char *id, const char *prompt, bool block, double timeout_s, ocp_call_ctx *ctx,
                 const char *warning, strbuf *out)
 {
     if (blank(prompt)) {
         sb_puts(out, "Prompt is required when resuming a task");
         return -EINVAL;
     }
-    int rc = guards_admit(o, ctx->session_id, id, out);
+    int rc = guards_admit(eng, ctx->session_id, id, out);
     if (rc != 0)
         return rc;
     resume_claim c = {0};
-    engine_lock(o);
-    resume_refusal why = op_resume_claim(o, ctx, id, block, &c);
-    engine_unlock(o);
+    engine_lock(eng);
+    resume_refusal why = op_resume_claim(eng, ctx, id, block, &c);
+    engine_unlock(eng);
     if (why != RESUME_OK)
         return refused(why, id, &c, out);
-    rc = op_resume_send(o, ctx, &c, prompt, out);
+    rc = op_resume_send(eng, ctx, &c, prompt, out);
     if (rc == -ESTALE)
         rc = refused(RESUME_EXPIRED, id, &c, out);
     if (rc == 0 && warning)
@@ -99,22 +99,22 @@ int resume_task(engine *o, const char *id, const char *prompt, bool block, doubl
         if (c.resume_count > 1)
             sb_printf(out, "\nResume count: %u", c.resume_count);
     } else if (rc == 0) {
-        engine_lock(o);
+        engine_lock(eng);
         task *t;
-        wait_result w = op_resume_wait(o, ctx, &c, mono_ms() + (int64_t)(timeout_s * 1000), &t);
-        rc = put_resumed_result(o, &c, w, t, timeout_s, out);
-        engine_unlock(o);
+        wait_result w = op_resume_wait(eng, ctx, &c, mono_ms() + (int64_t)(timeout_s * 1000), &t);
+        rc = put_resumed_result(eng, &c, w, t, timeout_s, out);
+        engine_unlock(eng);
     }
     op_resume_claim_free(&c);
     return rc;
 }
 
-int tool_background_resume(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_resume(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     double timeout;
     if (!wait_timeout_arg(args, "background_resume", &timeout, out))
         return -EINVAL;
-    return resume_task(o, arg_str(args, "task_id"), arg_str(args, "message"), arg_bool(args, "block", false), timeout,
+    return resume_task(eng, arg_str(args, "task_id"), arg_str(args, "message"), arg_bool(args, "block", false), timeout,
                        ctx, NULL, out);
 }
 
@@ -134,30 +134,30 @@ static void add_id(id_list *l, const char *id)
     snprintf(l->ids[l->n++], TASK_ID_SIZE, "%s", id);
 }
 
-static bool all_settled(engine *o, void *arg)
+static bool all_settled(engine *eng, void *arg)
 {
     id_list *l = arg;
     for (size_t i = 0; i < l->n; i++)
-        if (!op_task_settled(o, l->ids[i]))
+        if (!op_task_settled(eng, l->ids[i]))
             return false;
     return true;
 }
 
 /* Every id named (a batch: each of its tasks), or an error before any
  * wait: an unknown id, an unknown batch, none at all. [lock held] */
-static int resolve_ids(engine *o, ocp_call_ctx *ctx, const cJSON *args, id_list *l, strbuf *out)
+static int resolve_ids(engine *eng, ocp_call_ctx *ctx, const cJSON *args, id_list *l, strbuf *out)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     const cJSON *item;
     cJSON_ArrayForEach (item, cJSON_GetObjectItemCaseSensitive(args, "task_ids")) {
         const char *id = item->valuestring;
         if (strncmp(id, "batch_", 6) != 0) {
-            if (!op_find_own(o, id, ctx))
+            if (!op_find_own(eng, id, ctx))
                 return task_not_found(out, id);
             add_id(l, id);
             continue;
         }
-        parent *p = op_parent_of(o, ctx);
+        parent *p = op_parent_of(eng, ctx);
         bool any = false;
         for (task *t = p ? p->head : NULL; t; t = t->pnext) {
             if (strcmp(t->batch->id, id) == 0) {
@@ -177,26 +177,27 @@ static int resolve_ids(engine *o, ocp_call_ctx *ctx, const cJSON *args, id_list 
     return 0;
 }
 
-int tool_background_block(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_block(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     double timeout;
     if (!wait_timeout_arg(args, "background_block", &timeout, out))
         return -EINVAL;
     id_list l = {0};
-    engine_lock(o);
-    int rc = resolve_ids(o, ctx, args, &l, out);
+    engine_lock(eng);
+    int rc = resolve_ids(eng, ctx, args, &l, out);
     if (rc != 0) {
-        engine_unlock(o);
+        engine_unlock(eng);
         free(l.ids);
         return rc;
     }
-    wait_result w =
-        all_settled(o, &l) ? WAIT_DONE : engine_wait(o, ctx, mono_ms() + (int64_t)(timeout * 1000), all_settled, &l);
-    int64_t now = engine_now(o);
+    wait_result w = all_settled(eng, &l)
+                        ? WAIT_DONE
+                        : engine_wait(eng, ctx, mono_ms() + (int64_t)(timeout * 1000), all_settled, &l);
+    int64_t now = engine_now(eng);
     size_t finished = 0;
     strbuf lines = {0}, running = {0};
     for (size_t i = 0; i < l.n; i++) {
-        task *t = registry_find(&o->reg, l.ids[i]);
+        task *t = registry_find(&eng->reg, l.ids[i]);
         if (!t) {
             sb_printf(&lines, "- %s | removed (cleared, or its parent session ended)\n", l.ids[i]);
             finished++;
@@ -208,7 +209,7 @@ int tool_background_block(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbu
         else
             finished++;
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
         sb_printf(out, "%s; the tasks go on in the background.\n",
                   w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down");

@@ -53,7 +53,7 @@ static int refused(send_refusal why, const char *id, const send_claim *c, strbuf
     return -EINVAL;
 }
 
-int tool_background_send(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_send(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     const char *message = arg_str(args, "message");
@@ -62,12 +62,12 @@ int tool_background_send(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
         return -EINVAL;
     }
     send_claim c = {0};
-    engine_lock(o);
-    send_refusal why = op_send_check(o, ctx, id, &c);
-    engine_unlock(o);
-    int rc = why != SEND_OK ? refused(why, id, &c, out) : guards_admit_send(o, ctx->session_id, out);
+    engine_lock(eng);
+    send_refusal why = op_send_check(eng, ctx, id, &c);
+    engine_unlock(eng);
+    int rc = why != SEND_OK ? refused(why, id, &c, out) : guards_admit_send(eng, ctx->session_id, out);
     if (rc == 0) {
-        rc = op_send(o, ctx, &c, message, &why, out);
+        rc = op_send(eng, ctx, &c, message, &why, out);
         if (why != SEND_OK)
             rc = refused(why, id, &c, out);
     }

@@ -6,25 +6,25 @@
 #include "base/util.h"
 #include "ops/ops.h"
 
-void op_foreground_drop(engine *o, const char *id)
+void op_foreground_drop(engine *eng, const char *id)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    task *t = registry_find(&o->reg, id);
+    ENGINE_ASSERT_LOCKED(eng);
+    task *t = registry_find(&eng->reg, id);
     if (t && t->foreground && !task_status_active(t->status)) {
         /* Its worktree goes with it, its work kept on its branch. */
         worktree_item *wt = NULL;
         worktree_item_take(t, &wt);
-        engine_release_worktrees(o, wt);
-        registry_remove(&o->reg, t);
-        engine_wake_waiters(o);
+        engine_release_worktrees(eng, wt);
+        registry_remove(&eng->reg, t);
+        engine_wake_waiters(eng);
     }
 }
 
-void op_to_background(engine *o, task *t)
+void op_to_background(engine *eng, task *t)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     t->foreground = false;
-    registry_touch(&o->reg, t);
+    registry_touch(&eng->reg, t);
 }
 
 void op_set_timeout(task *t, int64_t ms)
@@ -32,11 +32,11 @@ void op_set_timeout(task *t, int64_t ms)
     t->timeout_ms = ms;
 }
 
-char *op_foreground_esc(engine *o, task *t)
+char *op_foreground_esc(engine *eng, task *t)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     if (t->status == TASK_PENDING) {
-        engine_stop_task(o, t); /* never started: it just leaves the queue */
+        engine_stop_task(eng, t); /* never started: it just leaves the queue */
         return NULL;
     }
     if (!task_status_active(t->status) || t->cancelling)
@@ -45,26 +45,26 @@ char *op_foreground_esc(engine *o, task *t)
     return xstrdup(t->session_id);
 }
 
-void op_foreground_abort(engine *o, const char *id, char *session)
+void op_foreground_abort(engine *eng, const char *id, char *session)
 {
-    hc_session_abort(&o->api, session, NULL);
+    hostapi_session_abort(&eng->api, session, NULL);
     free(session);
-    engine_lock(o);
-    task *t = registry_find(&o->reg, id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, id);
     if (t)
-        engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
-    op_foreground_drop(o, id);
-    engine_unlock(o);
+        engine_finish(eng, t, TASK_CANCELLED, NULL, NULL);
+    op_foreground_drop(eng, id);
+    engine_unlock(eng);
 }
 
-task *op_worktree_settle(engine *o, const char *id)
+task *op_worktree_settle(engine *eng, const char *id)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    task *t = registry_find(&o->reg, id);
+    ENGINE_ASSERT_LOCKED(eng);
+    task *t = registry_find(&eng->reg, id);
     if (!t || !t->wt || task_status_active(t->status) || t->wt->report_run == t->run)
         return t;
-    engine_unlock(o);
-    isolate_settle(o, id);
-    engine_lock(o);
-    return registry_find(&o->reg, id);
+    engine_unlock(eng);
+    isolate_settle(eng, id);
+    engine_lock(eng);
+    return registry_find(&eng->reg, id);
 }

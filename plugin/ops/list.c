@@ -10,7 +10,7 @@ static bool matches(const task *t, const list_filter *f)
                   (!f->batch || strcmp(t->batch->id, f->batch) == 0));
 }
 
-unsigned op_list(engine *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_lines, list_line_fn line,
+unsigned op_list(engine *eng, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_lines, list_line_fn line,
                  strbuf *lines, unsigned counts[TASK_STATUS_COUNT], usage *total)
 {
     bool all = !f || (!f->status && !f->batch);
@@ -18,9 +18,9 @@ unsigned op_list(engine *o, const ocp_call_ctx *ctx, const list_filter *f, unsig
     memset(counts, 0, TASK_STATUS_COUNT * sizeof *counts);
     if (total)
         memset(total, 0, sizeof *total);
-    engine_lock(o);
-    parent *p = op_parent_of(o, ctx);
-    int64_t now = engine_now(o);
+    engine_lock(eng);
+    parent *p = op_parent_of(eng, ctx);
+    int64_t now = engine_now(eng);
     if (p && all) {
         /* The whole list: its counts are kept, so only the lines shown are
          * walked, however many tasks wait in the queue. */
@@ -41,6 +41,6 @@ unsigned op_list(engine *o, const ocp_call_ctx *ctx, const list_filter *f, unsig
             matched++;
         }
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     return matched;
 }

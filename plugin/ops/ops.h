@@ -21,7 +21,7 @@
 #include "base/util.h"
 #include "engine/engine.h"
 #include "engine/isolate.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 typedef struct launch_req {
     const char *description, *prompt, *agent;
@@ -46,14 +46,14 @@ typedef struct launched {
  * *l filled (out untouched); or a negative errno with the error in out
  * (-EAGAIN: every slot busy and the queue full): nothing remains unless the
  * session was created (the task then exists, in error). */
-int op_launch_agent(engine *o, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out);
+int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out);
 
 /* Run `command` for the caller's session in its directory: permission, task,
  * process (a background command waits for a slot like an agent task; a
  * foreground one runs at once). [lock not held] 0 with *l; or a negative
  * errno and the error in out (a command that could not start is a task in
  * error; a foreground one is removed). */
-int op_launch_shell(engine *o, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
+int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
                     launched *l, strbuf *out);
 
 /* An active task being cancelled: its id, its session (NULL: a command), how
@@ -76,7 +76,7 @@ void op_cancel_add(cancel_item **items, size_t *n, task *t);
  * exit ends it as cancelled. remove: cancelled tasks are also removed, in the
  * same lock hold, so a waiter sees them removed. Returns how many it removed.
  * [lock not held] */
-size_t op_cancel_items(engine *o, cancel_item *items, size_t n, bool remove);
+size_t op_cancel_items(engine *eng, cancel_item *items, size_t n, bool remove);
 
 void op_cancel_free(cancel_item *items, size_t n);
 
@@ -86,7 +86,7 @@ void op_cancel_free(cancel_item *items, size_t n);
  * returns the command's result itself (a foreground Bash), so the run ends
  * with no notification. [lock held] Released while waiting. The task after
  * the wait, NULL when it was removed meanwhile. */
-task *op_stop_command(engine *o, ocp_call_ctx *ctx, task *t, bool owner);
+task *op_stop_command(engine *eng, ocp_call_ctx *ctx, task *t, bool owner);
 
 /* What clearing a session's tasks did. */
 typedef struct clear_result {
@@ -113,53 +113,54 @@ typedef void (*list_line_fn)(strbuf *out, const task *t, int64_t now);
  * are shown. Without a filter it costs O(max_lines), whatever the number of
  * tasks; with one, a walk of the session's tasks. [lock not held] Returns how
  * many match. */
-unsigned op_list(engine *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_lines, list_line_fn line,
+unsigned op_list(engine *eng, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_lines, list_line_fn line,
                  strbuf *lines, unsigned counts[TASK_STATUS_COUNT], usage *total);
 
 /* Clear the caller's session's tasks: cancel the active ones, remove every
  * task that no longer runs. [lock not held] */
-void op_clear(engine *o, const ocp_call_ctx *ctx, clear_result *r);
+void op_clear(engine *eng, const ocp_call_ctx *ctx, clear_result *r);
 
 /* Task task_id if it is the caller's session's, else NULL (a session sees
  * only its own). [lock held] */
-task *op_find_own(engine *o, const char *task_id, const ocp_call_ctx *ctx);
+task *op_find_own(engine *eng, const char *task_id, const ocp_call_ctx *ctx);
 
 /* The caller's session's tasks (NULL: none). [lock held] */
-parent *op_parent_of(engine *o, const ocp_call_ctx *ctx);
+parent *op_parent_of(engine *eng, const ocp_call_ctx *ctx);
 
 /* The wait predicate for one task: gone, or no longer active. arg: its id.
  * [lock held] */
-bool op_task_settled(engine *o, void *task_id);
+bool op_task_settled(engine *eng, void *task_id);
 
 /* Wait, as a caller that will return the result (no notification for a run
  * that ends meanwhile), until task `id` is settled or the deadline passes
  * (monotonic ms), ctx is cancelled or the plugin stops. owner: the caller
  * already counts as a result waiter (a foreground launch). *t: the task
  * after the wait, NULL when it was removed meanwhile. [lock held] */
-wait_result op_await(engine *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner, task **t);
+wait_result op_await(engine *eng, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner,
+                     task **t);
 
 /* A call showed the model task t (its store row is marked for writing).
  * read: its completed result was read (retrieved_ms = now); delivered: the
  * call returned the outcome of t's current run, which then needs no
  * notification. [lock held] */
-void op_shown(engine *o, task *t, int64_t now, bool read, bool delivered);
+void op_shown(engine *eng, task *t, int64_t now, bool read, bool delivered);
 
 /* A foreground call's task (launch_req.foreground, op_launch_shell's
  * foreground): its caller waits for it, and no one else does. */
 
 /* Remove task id if it is still a foreground call's and has ended: it was
  * never a background task. Wakes the waiters. [lock held] */
-void op_foreground_drop(engine *o, const char *id);
+void op_foreground_drop(engine *eng, const char *id);
 
 /* Task id, after what it did in its worktree was read, if it is isolated
  * and its run has ended (engine/isolate.h isolate_settle). [lock held] Let
  * go while git runs. Returns the task as found again (NULL: gone). */
-task *op_worktree_settle(engine *o, const char *id);
+task *op_worktree_settle(engine *eng, const char *id);
 
 /* Foreground task t, still running when its call stops waiting, becomes a
  * background task: it ends with the usual notification, and the store
  * keeps it from now. Its run goes on untouched. [lock held] */
-void op_to_background(engine *o, task *t);
+void op_to_background(engine *eng, task *t);
 
 /* Give task t its own runtime limit per run, ms (0: max_runtime_ms,
  * engine/guards.h). [lock held] (not asserted: t does not know its lock) */
@@ -170,12 +171,12 @@ void op_set_timeout(task *t, int64_t ms);
  * task just leaves the queue. A running one is claimed for cancelling (its
  * completion checks wait) and its session id returned, for
  * op_foreground_abort (owned); else NULL, nothing more to do. [lock held] */
-char *op_foreground_esc(engine *o, task *t);
+char *op_foreground_esc(engine *eng, task *t);
 
 /* Abort session (from op_foreground_esc; freed here), then end task id as
  * cancelled whatever the abort answered, and drop it (op_foreground_drop).
  * [lock not held] */
-void op_foreground_abort(engine *o, const char *id, char *session);
+void op_foreground_abort(engine *eng, const char *id, char *session);
 
 /* The person's requests through the host's UI (ocp.h ui_request), not the
  * model's: any task of any session, by id. */
@@ -185,7 +186,7 @@ void op_foreground_abort(engine *o, const char *id, char *session);
  * any ending (engine_finish). [lock not held] 0; or a negative errno and
  * the reason in out: -ENOENT no such task, -EINVAL it has ended or is being
  * stopped, -EIO the host could not abort it (it runs on, unmarked). */
-int op_user_stop(engine *o, const char *id, strbuf *out);
+int op_panel_stop(engine *eng, const char *id, strbuf *out);
 
 /* Task id's detail for the UI, as JSON into out: id, status, and where they
  * apply answer, output (the last DETAIL_CHARS characters), exit, error,
@@ -193,7 +194,7 @@ int op_user_stop(engine *o, const char *id, strbuf *out);
  * back), worktree (an isolated task's, with the report of its ended run, read
  * now if nothing read it yet). [lock not held] 0; -ENOENT (out says so). */
 #define DETAIL_CHARS 2000
-int op_user_detail(engine *o, const char *id, strbuf *out);
+int op_panel_detail(engine *eng, const char *id, strbuf *out);
 
 /* Why a resume was refused before anything was sent. */
 typedef enum resume_refusal {
@@ -220,17 +221,17 @@ typedef struct resume_claim {
 
 /* Claim task id for a follow-up. [lock held] RESUME_OK and *c filled, or a
  * refusal (nothing changed). */
-resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c);
+resume_refusal op_resume_claim(engine *eng, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c);
 
 /* Ask permission, check the session still exists, send the follow-up.
  * [lock not held] 0; -ESTALE: the session is gone (the claim given back,
  * the task completed as before); another negative errno with the answer in
  * out: refused (claim given back) or the send failed (the task in error). */
-int op_resume_send(engine *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out);
+int op_resume_send(engine *eng, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out);
 
 /* Wait for the claimed run to end (a blocking resume). *t: the task after,
  * NULL when removed. [lock held] */
-wait_result op_resume_wait(engine *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t);
+wait_result op_resume_wait(engine *eng, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t);
 
 void op_resume_claim_free(resume_claim *c);
 
@@ -257,7 +258,7 @@ typedef struct send_claim {
 /* Is task id a running agent task of the caller's session that can take a
  * message now? [lock held] SEND_OK and *c filled, or why not (c->status set
  * when found); nothing changes. */
-send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char *id, send_claim *c);
+send_refusal op_send_check(engine *eng, const ocp_call_ctx *ctx, const char *id, send_claim *c);
 
 /* Send `message` into the running task c names: the host's permission
  * ("task", the agent), the task checked again (it may have ended while the
@@ -267,7 +268,7 @@ send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char *id, s
  * negative errno and the answer in out: refused (-EACCES, -ECANCELED, -EIO
  * from the permission; -EINVAL etc. with *why set when the task changed
  * meanwhile, out untouched) or the host's send failed (out says so). */
-int op_send(engine *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out);
+int op_send(engine *eng, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out);
 
 void op_send_claim_free(send_claim *c);
 

@@ -10,10 +10,10 @@
 #include "ops/ops.h"
 #include "ops/permission.h"
 
-resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
+resume_refusal op_resume_claim(engine *eng, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    task *t = op_find_own(o, id, ctx);
+    ENGINE_ASSERT_LOCKED(eng);
+    task *t = op_find_own(eng, id, ctx);
     if (!t)
         return RESUME_NOT_FOUND;
     if (t->type == TASK_SHELL)
@@ -27,23 +27,23 @@ resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *i
         return RESUME_EXPIRED;
     /* A follow-up is a run like a launch: it needs a free slot. It is not
      * queued (a resume's claim and send happen in one call). */
-    if (sched_admission(o, TASK_AGENT, t->agent) != ADMIT_NOW) {
+    if (sched_admission(eng, TASK_AGENT, t->agent) != ADMIT_NOW) {
         strbuf why = {0};
-        sched_why_waiting(o, t->lane, &why);
+        sched_why_waiting(eng, t->lane, &why);
         snprintf(c->why, sizeof c->why, "%s", why.buf);
         sb_free(&why);
         return RESUME_NO_SLOT;
     }
     /* Claimed under the lock: of two racing resumes the first wins. */
-    int64_t now = engine_now(o);
+    int64_t now = engine_now(eng);
     c->old_completed = t->completed_ms;
     c->old_started = t->started_ms;
-    registry_set_status(&o->reg, t, TASK_RESUMED, now);
-    engine_task_activated(o);
+    registry_set_status(&eng->reg, t, TASK_RESUMED, now);
+    engine_task_activated(eng);
     t->resume_count++;
     t->run++;
     t->started_ms = now;
-    t->finalizing = t->recheck = false;
+    t->checking = t->recheck = false;
     t->followup_wait = 0; /* a message sent into the run before is no part of this one */
     /* A blocking resume owns this run's result from the start, so a response
      * that comes back before it waits is not also pushed as a notification. */
@@ -54,70 +54,70 @@ resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *i
     c->resume_count = t->resume_count;
     c->session = xstrdup(t->session_id);
     c->agent = xstrdup(t->agent);
-    c->deny_tools = t->depth >= (unsigned)o->opt.max_depth;
-    engine_wake_waiters(o);
+    c->deny_tools = t->depth >= (unsigned)eng->opt.max_depth;
+    engine_wake_waiters(eng);
     return RESUME_OK;
 }
 
 /* A resume that never reached the sub-agent (refused, or its session is
  * gone): the task is completed again, as before the claim. Lock not held. */
-static void give_back(engine *o, const resume_claim *c, bool session_gone)
+static void give_back(engine *eng, const resume_claim *c, bool session_gone)
 {
-    engine_lock(o);
-    task *t = registry_find(&o->reg, c->id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, c->id);
     if (t && c->block)
         t->result_waiters--;
     if (t && t->run == c->run && t->status == TASK_RESUMED) {
-        registry_set_status(&o->reg, t, TASK_COMPLETED, c->old_completed);
+        registry_set_status(&eng->reg, t, TASK_COMPLETED, c->old_completed);
         t->resume_count--;
         t->run--;
         t->started_ms = c->old_started;
         t->session_gone |= session_gone;
         /* A check of the run given back is moot (its job sees another run
          * and leaves the task be): nothing of it may hold the texts. */
-        t->finalizing = t->recheck = false;
-        engine_wake_waiters(o);
+        t->checking = t->recheck = false;
+        engine_wake_waiters(eng);
     }
-    engine_unlock(o);
+    engine_unlock(eng);
 }
 
 /* The follow-up could not be sent: the resumed run ends in error. */
-static void send_failed(engine *o, const resume_claim *c, const char *why)
+static void send_failed(engine *eng, const resume_claim *c, const char *why)
 {
-    engine_lock(o);
-    task *t = registry_find(&o->reg, c->id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, c->id);
     if (t && t->run == c->run)
-        engine_finish(o, t, TASK_ERROR, why, NULL);
+        engine_finish(eng, t, TASK_ERROR, why, NULL);
     if (t && c->block)
         t->result_waiters--;
-    engine_unlock(o);
+    engine_unlock(eng);
 }
 
-int op_resume_send(engine *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)
+int op_resume_send(engine *eng, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)
 {
     /* The host's consent, as for a launch: a refusal gives the claim back. */
-    int rc = permission_task(o, ctx, c->agent, NULL, out);
+    int rc = permission_task(eng, ctx, c->agent, NULL, out);
     if (rc != 0) {
-        give_back(o, c, false);
+        give_back(eng, c, false);
         return rc;
     }
     /* An isolated task works in its worktree again: the host follows it. */
     char *werr = NULL;
-    if ((rc = isolate_watch(o, c->id, &werr)) != 0) {
-        give_back(o, c, false);
+    if ((rc = isolate_watch(eng, c->id, &werr)) != 0) {
+        give_back(eng, c, false);
         sb_printf(out, "Not resumed: %s. Start a new background_task instead.", werr);
         free(werr);
         return rc;
     }
-    if (hc_session_get(&o->api, c->session, NULL) == -ENOENT) {
-        give_back(o, c, true);
+    if (hostapi_session_get(&eng->api, c->session, NULL) == -ENOENT) {
+        give_back(eng, c, true);
         return -ESTALE;
     }
     char *err = NULL;
-    rc = hc_session_prompt(&o->api, c->session, prompt, c->agent, false, c->deny_tools, &err);
+    rc = hostapi_session_prompt(&eng->api, c->session, prompt, c->agent, false, c->deny_tools, &err);
     if (rc != 0) {
         char *why = xasprintf("Failed to send the follow-up prompt to the sub-agent: %s", err);
-        send_failed(o, c, why);
+        send_failed(eng, c, why);
         sb_printf(out, "Resuming task %s failed. %s\nIts status is error.", c->id, why);
         free(why);
         free(err);
@@ -126,18 +126,18 @@ int op_resume_send(engine *o, const ocp_call_ctx *ctx, const resume_claim *c, co
 }
 
 /* The resumed run has ended (or the task is gone). */
-static bool run_settled(engine *o, void *arg)
+static bool run_settled(engine *eng, void *arg)
 {
     const resume_claim *c = arg;
-    task *t = registry_find(&o->reg, c->id);
+    task *t = registry_find(&eng->reg, c->id);
     return !t || t->run != c->run || !task_status_active(t->status);
 }
 
-wait_result op_resume_wait(engine *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
+wait_result op_resume_wait(engine *eng, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    wait_result w = engine_wait(o, ctx, deadline, run_settled, c);
-    *t = registry_find(&o->reg, c->id);
+    ENGINE_ASSERT_LOCKED(eng);
+    wait_result w = engine_wait(eng, ctx, deadline, run_settled, c);
+    *t = registry_find(&eng->reg, c->id);
     if (*t)
         (*t)->result_waiters--;
     return w;

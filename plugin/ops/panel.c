@@ -10,33 +10,33 @@
 #include "ops/ops.h"
 #include "text/texts.h"
 
-int op_user_stop(engine *o, const char *id, strbuf *out)
+int op_panel_stop(engine *eng, const char *id, strbuf *out)
 {
-    engine_lock(o);
-    task *t = registry_find(&o->reg, id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, id);
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         sb_printf(out, "No task %s.", id);
         return -ENOENT;
     }
     if (!task_status_active(t->status) || t->cancelling) {
         sb_printf(out, "Task %s %s.", id, t->cancelling ? "is already being stopped" : "has already ended");
-        engine_unlock(o);
+        engine_unlock(eng);
         return -EINVAL;
     }
     t->stopped_by_user = true; /* before the abort: the ending it causes is the user's */
     cancel_item *items = NULL;
     size_t n = 0;
     op_cancel_add(&items, &n, t);
-    engine_unlock(o);
-    op_cancel_items(o, items, n, false);
+    engine_unlock(eng);
+    op_cancel_items(eng, items, n, false);
     int rc = 0;
     if (items[0].rc != 0 && items[0].rc != -ENOENT) {
-        engine_lock(o);
-        t = registry_find(&o->reg, id);
+        engine_lock(eng);
+        t = registry_find(&eng->reg, id);
         if (t && task_status_active(t->status))
             t->stopped_by_user = false; /* it runs on */
-        engine_unlock(o);
+        engine_unlock(eng);
         sb_printf(out, "Could not stop %s: %s", id, items[0].err ? items[0].err : "the host could not abort it");
         rc = -EIO;
     }
@@ -44,13 +44,13 @@ int op_user_stop(engine *o, const char *id, strbuf *out)
     return rc;
 }
 
-/* The newest tool names of a live task, newest first (at most max). */
-static void add_recent(cJSON *o, const task *t, unsigned max)
+/* The newest tool names of an active task, newest first (at most max). */
+static void add_recent(cJSON *obj, const task *t, unsigned max)
 {
     const char *names[RECENT_TOOLS];
     unsigned n = task_recent_tools(t, names, max < RECENT_TOOLS ? max : RECENT_TOOLS);
     if (n)
-        cJSON_AddItemToObject(o, "recent", cJSON_CreateStringArray(names, (int)n));
+        cJSON_AddItemToObject(obj, "recent", cJSON_CreateStringArray(names, (int)n));
 }
 
 /* The last max characters of s. */
@@ -82,17 +82,17 @@ static void add_texts(cJSON *d, const task *t)
     }
 }
 
-int op_user_detail(engine *o, const char *id, strbuf *out)
+int op_panel_detail(engine *eng, const char *id, strbuf *out)
 {
-    engine_lock(o);
+    engine_lock(eng);
     /* An isolated task's report, read here if its notification job has not
      * read it yet: the view saying it ended can reach the UI first, and the
      * report's arrival changes no view to ask again on. */
-    task *t = op_worktree_settle(o, id);
+    task *t = op_worktree_settle(eng, id);
     if (t)
-        t = persist_texts(o, t); /* a finished task's texts may be in the store only */
+        t = persist_texts(eng, t); /* a finished task's texts may be in the store only */
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         sb_printf(out, "No task %s.", id);
         return -ENOENT;
     }
@@ -111,8 +111,8 @@ int op_user_detail(engine *o, const char *id, strbuf *out)
         cJSON_AddNumberToObject(d, "tokens", (double)usage_tokens(u));
         cJSON_AddNumberToObject(d, "cost", u->cost);
     }
-    persist_drop_copies(o, t);
-    engine_unlock(o);
+    persist_drop_copies(eng, t);
+    engine_unlock(eng);
     char *text = cJSON_PrintUnformatted(d);
     cJSON_Delete(d);
     sb_puts(out, text);
