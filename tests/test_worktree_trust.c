@@ -4,9 +4,9 @@
  * sub-agents only write files ({"run": …} steps of printf and mkdir: what
  * OpenCode's write tool can do with bash denied).
  *   - one points its .git at a repository of its own whose config runs a
- *     command (core.fsmonitor) and a callback; another at the main checkout's
+ *     command (core.fsmonitor) and a hook; another at the main checkout's
  *     .git; one writes a file git ignores. After their reports and a
- *     background_clear: no command of theirs and none of the user's callbacks
+ *     background_clear: no command of theirs and none of the user's hooks
  *     ran, the main checkout's branch, index and files are untouched, the
  *     work is on the tasks' branches, the ignored file is kept and named in
  *     the clear's answer, and the user's own worktree whose folder is
