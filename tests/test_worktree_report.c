@@ -5,7 +5,8 @@
  * a conflict, odd file names, more files than the report lists, commits,
  * commits and edits, a HEAD moved back, a packed branch, a detached HEAD),
  * and how many git commands it now runs for them (a `git` first on PATH
- * that logs each call); one of them hanging stops them at the deadline. */
+ * that logs each call); one of them hanging stops them at the deadline. A
+ * new worktree's index is settled, and a same-size edit made at once seen. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,26 @@ static void check(const char *id, const char *work, int commands, const char *wh
     is_str(now, before, "%s: the report, word for word", what);
     is_int(ran, commands, "%s: %d git commands, run at once", what, commands);
     free(now), free(before);
+    worktree_made_free(&m);
+}
+
+/* A new worktree's index is settled (no file is racily clean to git: each
+ * is older than the index), so a command reads only their stat; and a
+ * change that keeps a file's size, made at once, is still seen. */
+static void settled_yet_sees_every_change(void)
+{
+    worktree_made m;
+    char *err = NULL, *report = NULL;
+    if (worktree_make(repo, root, "bg_000000b2", ISOLATION_WORKTREE, &m, &err) != 0)
+        bail_out("worktree_make: %s", err);
+    char *racy =
+        t_sh_line(m.path, "i=$(stat -c %%Y \"$(git rev-parse --git-path index)\") && git ls-files -z | xargs -0 stat "
+                          "-c %%Y | awk -v i=$i '$1 >= i' | wc -l");
+    is_str(racy, "0", "a new worktree: every file older than its index");
+    t_sh(m.path, "printf 'xyz\\n' > a.txt"); /* "two\n" before: the same size */
+    is_int(worktree_report(m.checkout, m.path, m.branch, m.base, &report, &err), 0, "reported at once");
+    like(report, ": 1 file changed, 1 insertion(+), 1 deletion(-); 0 untracked files", "the same-size edit is seen");
+    free(racy), free(report), free(err);
     worktree_made_free(&m);
 }
 
@@ -176,6 +197,7 @@ int main(void)
           "the branch packed: HEAD not read from the files");
     check("bg_0000000a", "git checkout -q --detach && echo e >> b.txt", 3, "a detached HEAD at the base");
 
+    settled_yet_sees_every_change();
     hanging_command_stopped();
 
     t_sh(top, "rm -rf '%s'", top);
