@@ -23,6 +23,8 @@
 #ifndef OCBG_GIT_H
 #define OCBG_GIT_H
 
+#include <stddef.h>
+
 #define GIT_DEADLINE_MS 60000
 
 /* Which repository a command works on. git_dir: absolute, the repository's
@@ -46,6 +48,22 @@ typedef struct git_bind {
  * trailing newlines cut, malloc'd, always set when out is given; on a
  * negative return it says what failed, in a sentence. */
 int git_run(const git_bind *b, const char *const args[], char **out);
+
+/* One command of git_run_many. args: NULL-terminated, as git_run's; NULL
+ * skips the command (then rc 0 and out NULL). */
+typedef struct git_cmd {
+    const char *const *args;
+    char *out; /* set by git_run_many: as git_run's *out (malloc'd, the caller's) */
+    int rc;    /* set by git_run_many: as git_run's result */
+} git_cmd;
+
+#define GIT_RUN_MANY_MAX 8
+
+/* Run cmds[0..n) (n <= GIT_RUN_MANY_MAX) at the same time, each as git_run
+ * would, all bound by b, under one deadline: the wall time of the slowest
+ * instead of the sum (independent, read-only commands). Sets each .out and
+ * .rc. */
+void git_run_many(const git_bind *b, git_cmd *cmds, size_t n);
 
 /* git_run, and the first line of its output when it succeeded; NULL
  * otherwise (malloc'd). *rc (may be NULL) = git_run's result. */
