@@ -51,7 +51,9 @@
 //   cmp_<mode>_b<N>_hop_<hop>_ms    the wake's hops inside the server, from wake_trace.js (a
 //                                   bench-only plugin listed first on both sides; its event hook
 //                                   gets each event as the bus publishes it): answer_to_idle (the
-//                                   last child's answer stored → its session.idle), idle_to_call
+//                                   last child's answer stored → its session.idle), idle_to_event
+//                                   (→ this process receiving it from /event: idle_to_wake's start),
+//                                   idle_to_call
 //                                   (→ ocbg's promptAsync leaving the plugin: its event hook, engine,
 //                                   completion check, push, the hop to the JS thread), call_to_chat
 //                                   (→ OpenCode's chat.message for it: the HTTP request, the route),
@@ -385,7 +387,7 @@ function splitByLog(size, mode) {
 // client (promptAsync) and its answer, OpenCode's chat.message for the parent's new user message
 // (the notification, or natively the <task_result>), the parent's chat.params (its step about to
 // call the model), the request at the fake model.
-const HOPS = ["answer_to_idle", "idle_to_call", "call_to_chat", "call_to_done", "idle_to_chat", "chat_to_params",
+const HOPS = ["answer_to_idle", "idle_to_event", "idle_to_call", "call_to_chat", "call_to_done", "idle_to_chat", "chat_to_params",
   "params_to_request", "idle_to_request", "answer_to_request"];
 function splitByTrace(size, mode) {
   let lines = [];
@@ -403,7 +405,7 @@ function splitByTrace(size, mode) {
       const done = call === undefined ? undefined : find("pa_done", r.parent, (x) => x.at >= call)[0]?.at;
       const chat = from === undefined ? undefined : find("chat", r.parent, (x) => x.at >= from && before(x))[0]?.at;
       const params = find("params", r.parent, before).at(-1)?.at;
-      const v = [d(answer, idle), d(idle, call), d(call, chat), d(call, done), d(idle, chat), d(chat, params),
+      const v = [d(answer, idle), d(idle, r.wakeAt - r.idleToWake), d(idle, call), d(call, chat), d(call, done), d(idle, chat), d(chat, params),
         d(params, r.wakeAt), d(idle, r.wakeAt), d(answer, r.wakeAt)];
       r.hops = Object.fromEntries(HOPS.map((h, k) => [h, v[k]]));
     }
