@@ -31,8 +31,23 @@ void git_set_deadline_ms(int ms)
 
 /* The settings every run gets (git.h says why). */
 static const char *const safety_args[] = {
-    "--no-pager", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "color.ui=false",       "-c",
-    "gc.auto=0",  "-c", "maintenance.auto=false",   "-c", "commit.gpgSign=false", "-c", "protocol.allow=never",
+    "--no-pager",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "color.ui=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "diff.ignoreSubmodules=all",
 };
 #define N_SAFETY (sizeof safety_args / sizeof *safety_args)
 

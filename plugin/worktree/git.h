@@ -10,7 +10,10 @@
  * every run
  *  - passes --no-pager and -c settings that switch off every hook
  *    (core.hooksPath=/dev/null), core.fsmonitor, colour, automatic gc and
- *    maintenance, commit signing and every transport (protocol.allow=never);
+ *    maintenance, commit signing and every transport (protocol.allow=never),
+ *    and never looks inside a submodule (diff.ignoreSubmodules=all): a
+ *    submodule the task filled in is a repository of its own, and git would
+ *    run `git status` there, under that repository's config (its filters);
  *  - drops every GIT_* variable of the environment (GIT_DIR, GIT_CONFIG_*,
  *    GIT_INDEX_FILE... would redirect it), sets LC_ALL=C (output parsed in
  *    English), GIT_TERMINAL_PROMPT=0 and GIT_OPTIONAL_LOCKS=0;
