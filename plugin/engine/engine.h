@@ -27,6 +27,7 @@
 #include "ocp.h"
 #include "base/lock.h"
 #include "base/options.h"
+#include "base/wait_result.h"
 #include "hooks/events.h"
 #include "hostapi/hostcalls.h"
 #include "model/registry.h"
@@ -48,13 +49,6 @@ typedef struct waiter {
     ocp_call_ctx *ctx; /* may be NULL */
     struct waiter *next, *prev;
 } waiter;
-
-typedef enum wait_result {
-    WAIT_DONE,
-    WAIT_TIMEOUT,
-    WAIT_CANCELLED,
-    WAIT_SHUTDOWN
-} wait_result;
 
 typedef struct engine {
     hostapi api; /* the host's table, copied, and how to call it */
