@@ -9,7 +9,7 @@
 #define OCBG_FORMAT_H
 
 #include "base/util.h"
-#include "model/registry.h"
+#include "model/task.h"
 #include "model/usage.h"
 
 /* How much of a command's output a report shows (the tail is kept). */
