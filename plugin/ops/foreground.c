@@ -1,10 +1,12 @@
 /* foreground.c — see ops.h: a foreground call's own task (Task or Bash
  * without run_in_background), which nobody else waits for: moved to the
  * background, stopped on Esc, dropped when the call returns. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/util.h"
-#include "ops/ops.h"
+#include "ops/internal.h"
 
 void op_foreground_drop(engine *o, const char *id)
 {
@@ -57,14 +59,69 @@ void op_foreground_abort(engine *o, const char *id, char *session)
     engine_unlock(o);
 }
 
-task *op_worktree_settle(engine *o, const char *id)
+/* An agent's foreground call ended its wait w on task t: how it ends. The
+ * session to abort (op_foreground_abort) when Esc stops it. [lock held] */
+static char *agent_end(engine *o, const char *id, wait_result w, task *t, foreground_result *r)
 {
     ENGINE_ASSERT_LOCKED(o);
-    task *t = registry_find(&o->reg, id);
-    if (!t || !t->wt || task_status_active(t->status) || t->wt->report_run == t->run)
-        return t;
-    engine_unlock(o);
-    isolate_settle(o, id);
+    if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
+        /* Esc (or shutdown) stops the sub-agent: nobody else waits for it. */
+        r->end = FOREGROUND_STOPPED;
+        return op_foreground_esc(o, t);
+    }
+    if (t->status == TASK_COMPLETED) {
+        /* Its answer, and for an isolated one what it did in its worktree
+         * (which goes when the call returns; the branch stays). */
+        t = op_worktree_settle(o, id);
+        if (!t) {
+            r->end = FOREGROUND_REMOVED;
+            r->late = true;
+            return NULL;
+        }
+        op_shown(o, t, engine_now(o), true, false);
+    }
+    snap_take(&r->snap, t, engine_now(o), SNAP_TEXTS);
+    return NULL;
+}
+
+void op_foreground(engine *o, ocp_call_ctx *ctx, const char *id, int64_t own_ms, int64_t limit_ms, foreground_result *r)
+{
+    memset(r, 0, sizeof *r);
+    char key[TASK_ID_SIZE];
+    snprintf(key, sizeof key, "%s", id);
+    /* The call's own limit, or auto_background_ms when that comes first
+     * (0: it never does): then it goes to the background if still running. */
+    int64_t auto_ms = o->opt.auto_background_ms;
+    bool moves = auto_ms > 0 && auto_ms < own_ms;
+    int64_t deadline = mono_ms() + (moves ? auto_ms : own_ms);
     engine_lock(o);
-    return registry_find(&o->reg, id);
+    task *t;
+    wait_result w = op_await(o, ctx, key, deadline, true, &t);
+    r->wait = w;
+    char *session = NULL;
+    if (t && w == WAIT_TIMEOUT && moves && task_status_active(t->status)) {
+        /* In the background a command's own timeout, when the call gave
+         * one, is its runtime limit (from its start); else max_runtime_ms. */
+        if (t->type == TASK_SHELL)
+            op_set_timeout(t, limit_ms);
+        op_to_background(o, t); /* op_await gave its caller's claim back */
+        r->end = FOREGROUND_MOVED;
+        r->moved_after_ms = auto_ms;
+        snap_take(&r->snap, t, engine_now(o), 0);
+    } else if (t && t->type == TASK_AGENT) {
+        session = agent_end(o, key, w, t, r);
+    } else if (t) {
+        /* Timed out or cancelled: a foreground command does not outlive its
+         * call, whose result it still is. */
+        if (w != WAIT_DONE && task_status_active(t->status))
+            t = op_stop_command(o, NULL, t, true);
+        if (t)
+            snap_take(&r->snap, t, engine_now(o), SNAP_TEXTS);
+    }
+    if (!t)
+        r->end = FOREGROUND_REMOVED;
+    op_foreground_drop(o, key);
+    engine_unlock(o);
+    if (session)
+        op_foreground_abort(o, key, session);
 }

@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/guards.h"
 #include "engine/sched.h"
-#include "ops/ops.h"
+#include "ops/internal.h"
 #include "ops/permission.h"
 
 resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
@@ -148,4 +149,51 @@ void op_resume_claim_free(resume_claim *c)
     free(c->session);
     free(c->agent);
     c->session = c->agent = NULL;
+}
+
+/* A blocking resume's wait for the claimed run, and what it ended with:
+ * a result it returns replaces the notification. [lock not held] */
+static void resume_block(engine *o, ocp_call_ctx *ctx, int64_t wait_ms, resume_result *r)
+{
+    engine_lock(o);
+    task *t;
+    r->wait = op_resume_wait(o, ctx, &r->claim, mono_ms() + wait_ms, &t);
+    r->gone = !t;
+    if (t) {
+        r->same_run = t->run == r->claim.run;
+        if (r->wait == WAIT_DONE && r->same_run && t->status == TASK_COMPLETED)
+            op_shown(o, t, engine_now(o), true, true);
+        else if (r->wait == WAIT_DONE && r->same_run && t->status == TASK_ERROR)
+            op_shown(o, t, 0, false, true);
+        snap_take(&r->snap, t, engine_now(o), SNAP_TEXTS);
+    }
+    engine_unlock(o);
+}
+
+int op_resume(engine *o, ocp_call_ctx *ctx, const char *id, const char *prompt, bool block, int64_t wait_ms,
+              resume_result *r, strbuf *out)
+{
+    memset(r, 0, sizeof *r);
+    int rc = guards_admit(o, ctx->session_id, id, out);
+    if (rc != 0)
+        return rc;
+    engine_lock(o);
+    r->why = op_resume_claim(o, ctx, id, block, &r->claim);
+    engine_unlock(o);
+    if (r->why != RESUME_OK)
+        return 0;
+    rc = op_resume_send(o, ctx, &r->claim, prompt, out);
+    if (rc == -ESTALE) {
+        r->why = RESUME_EXPIRED;
+        return 0;
+    }
+    if (rc == 0 && block)
+        resume_block(o, ctx, wait_ms, r);
+    return rc;
+}
+
+void resume_result_free(resume_result *r)
+{
+    op_resume_claim_free(&r->claim);
+    task_snap_free(&r->snap);
 }

@@ -5,8 +5,9 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/guards.h"
 #include "model/followup.h"
-#include "ops/ops.h"
+#include "ops/internal.h"
 #include "ops/permission.h"
 
 send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char *id, send_claim *c)
@@ -91,4 +92,17 @@ void op_send_claim_free(send_claim *c)
     free(c->agent);
     free(c->description);
     c->session = c->agent = c->description = NULL;
+}
+
+int op_send_message(engine *o, const ocp_call_ctx *ctx, const char *id, const char *message, send_claim *c,
+                    send_refusal *why, strbuf *out)
+{
+    memset(c, 0, sizeof *c);
+    engine_lock(o);
+    *why = op_send_check(o, ctx, id, c);
+    engine_unlock(o);
+    if (*why != SEND_OK)
+        return 0;
+    int rc = guards_admit_send(o, ctx->session_id, out);
+    return rc != 0 ? rc : op_send(o, ctx, c, message, why, out);
 }
