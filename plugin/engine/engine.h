@@ -20,6 +20,7 @@
 #ifndef OCBG_ENGINE_H
 #define OCBG_ENGINE_H
 
+#include "base/face_guard.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -11,6 +11,7 @@
 #ifndef OCBG_HOSTCALLS_H
 #define OCBG_HOSTCALLS_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -23,6 +23,7 @@
 #ifndef OCBG_GIT_H
 #define OCBG_GIT_H
 
+#include "base/face_guard.h"
 #define GIT_DEADLINE_MS 60000
 
 /* Which repository a command works on. git_dir: absolute, the repository's
