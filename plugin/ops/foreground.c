@@ -8,7 +8,9 @@
 #include "base/util.h"
 #include "ops/internal.h"
 
-void op_foreground_drop(engine *o, const char *id)
+/* Remove task id if it is still a foreground call's and has ended: it was
+ * never a background task. Wakes the waiters. [lock held] */
+static void op_foreground_drop(engine *o, const char *id)
 {
     ENGINE_ASSERT_LOCKED(o);
     task *t = registry_find(&o->reg, id);
@@ -22,19 +24,29 @@ void op_foreground_drop(engine *o, const char *id)
     }
 }
 
-void op_to_background(engine *o, task *t)
+/* Foreground task t, still running when its call stops waiting, becomes a
+ * background task: it ends with the usual notification, and the store
+ * keeps it from now. Its run goes on untouched. [lock held] */
+static void op_to_background(engine *o, task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     t->foreground = false;
     registry_touch(&o->reg, t);
 }
 
-void op_set_timeout(task *t, int64_t ms)
+/* Give task t its own runtime limit per run, ms (0: max_runtime_ms,
+ * engine/guards.h). [lock held] (not asserted: t does not know its lock) */
+static void op_set_timeout(task *t, int64_t ms)
 {
     t->timeout_ms = ms;
 }
 
-char *op_foreground_esc(engine *o, task *t)
+/* The call of foreground agent task t was cancelled (Esc) or the plugin is
+ * stopping: nobody else waits for its sub-agent, so it stops. A pending
+ * task just leaves the queue. A running one is claimed for cancelling (its
+ * completion checks wait) and its session id returned, for
+ * op_foreground_abort (owned); else NULL, nothing more to do. [lock held] */
+static char *op_foreground_esc(engine *o, task *t)
 {
     ENGINE_ASSERT_LOCKED(o);
     if (t->status == TASK_PENDING) {
@@ -47,7 +59,10 @@ char *op_foreground_esc(engine *o, task *t)
     return xstrdup(t->session_id);
 }
 
-void op_foreground_abort(engine *o, const char *id, char *session)
+/* Abort session (from op_foreground_esc; freed here), then end task id as
+ * cancelled whatever the abort answered, and drop it (op_foreground_drop).
+ * [lock not held] */
+static void op_foreground_abort(engine *o, const char *id, char *session)
 {
     hc_session_abort(&o->api, session, NULL);
     free(session);

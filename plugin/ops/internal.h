@@ -65,67 +65,10 @@ wait_result op_await(engine *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], 
  * notification. [lock held] */
 void op_shown(engine *o, task *t, int64_t now, bool read, bool delivered);
 
-/* A foreground call's task (launch_req.foreground, op_launch_shell's
- * foreground): its caller waits for it, and no one else does. */
-
-/* Remove task id if it is still a foreground call's and has ended: it was
- * never a background task. Wakes the waiters. [lock held] */
-void op_foreground_drop(engine *o, const char *id);
-
 /* Task id, after what it did in its worktree was read, if it is isolated
  * and its run has ended (engine/isolate.h isolate_settle). [lock held] Let
  * go while git runs. Returns the task as found again (NULL: gone). */
 task *op_worktree_settle(engine *o, const char *id);
-
-/* Foreground task t, still running when its call stops waiting, becomes a
- * background task: it ends with the usual notification, and the store
- * keeps it from now. Its run goes on untouched. [lock held] */
-void op_to_background(engine *o, task *t);
-
-/* Give task t its own runtime limit per run, ms (0: max_runtime_ms,
- * engine/guards.h). [lock held] (not asserted: t does not know its lock) */
-void op_set_timeout(task *t, int64_t ms);
-
-/* The call of foreground agent task t was cancelled (Esc) or the plugin is
- * stopping: nobody else waits for its sub-agent, so it stops. A pending
- * task just leaves the queue. A running one is claimed for cancelling (its
- * completion checks wait) and its session id returned, for
- * op_foreground_abort (owned); else NULL, nothing more to do. [lock held] */
-char *op_foreground_esc(engine *o, task *t);
-
-/* Abort session (from op_foreground_esc; freed here), then end task id as
- * cancelled whatever the abort answered, and drop it (op_foreground_drop).
- * [lock not held] */
-void op_foreground_abort(engine *o, const char *id, char *session);
-
-/* Claim task id for a follow-up. [lock held] RESUME_OK and *c filled, or a
- * refusal (nothing changed). */
-resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c);
-
-/* Ask permission, check the session still exists, send the follow-up.
- * [lock not held] 0; -ESTALE: the session is gone (the claim given back,
- * the task completed as before); another negative errno with the answer in
- * out: refused (claim given back) or the send failed (the task in error). */
-int op_resume_send(engine *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out);
-
-/* Wait for the claimed run to end (a blocking resume). *t: the task after,
- * NULL when removed. [lock held] */
-wait_result op_resume_wait(engine *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t);
-
-/* Is task id a running agent task of the caller's session that can take a
- * message now? [lock held] SEND_OK and *c filled, or why not (c->status set
- * when found); nothing changes. */
-send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char *id, send_claim *c);
-
-/* Send `message` into the running task c names: the host's permission
- * ("task", the agent), the task checked again (it may have ended while the
- * user was asked), then the prompt queued into its busy session. The task
- * keeps its run and its one notification; its completion waits until the
- * host holds the message (model/followup.h). [lock not held] 0; or a
- * negative errno and the answer in out: refused (-EACCES, -ECANCELED, -EIO
- * from the permission; -EINVAL etc. with *why set when the task changed
- * meanwhile, out untouched) or the host's send failed (out says so). */
-int op_send(engine *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out);
 
 /* ---- reading a task for a call ---------------------------------------- */
 

@@ -143,7 +143,7 @@ typedef struct output_req {
 } output_req;
 
 typedef enum output_end {
-    OUTPUT_SHOWN,           /* snap, with its texts; `wait` says how a wait ended (WAIT_DONE: none) */
+    OUTPUT_SHOWN,           /* snap, with its texts (or its report instead); `wait`: how a wait ended */
     OUTPUT_NOT_FOUND,       /* not a task of the caller's session */
     OUTPUT_REMOVED_WAITING, /* removed while the call waited (snap.id) */
     OUTPUT_WAIT_STOPPED,    /* the wait was cancelled or the plugin stops (`wait`): snap, no texts */

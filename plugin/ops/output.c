@@ -54,7 +54,7 @@ void op_output(engine *o, ocp_call_ctx *ctx, const char *id, const output_req *r
         return;
     }
     int64_t now = engine_now(o);
-    snap_take(&r->snap, t, now, SNAP_TEXTS | (req->report ? SNAP_REPORT : 0));
+    snap_take(&r->snap, t, now, req->report ? SNAP_REPORT : SNAP_TEXTS); /* the report holds the texts */
     op_read_done(o, t);
     /* A result read; a blocking call that returns the result replaces the
      * notification. */

@@ -11,7 +11,9 @@
 #include "ops/internal.h"
 #include "ops/permission.h"
 
-resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
+/* Claim task id for a follow-up. [lock held] RESUME_OK and *c filled, or a
+ * refusal (nothing changed). */
+static resume_refusal op_resume_claim(engine *o, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
 {
     ENGINE_ASSERT_LOCKED(o);
     task *t = op_find_own(o, id, ctx);
@@ -94,7 +96,11 @@ static void send_failed(engine *o, const resume_claim *c, const char *why)
     engine_unlock(o);
 }
 
-int op_resume_send(engine *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)
+/* Ask permission, check the session still exists, send the follow-up.
+ * [lock not held] 0; -ESTALE: the session is gone (the claim given back,
+ * the task completed as before); another negative errno with the answer in
+ * out: refused (claim given back) or the send failed (the task in error). */
+static int op_resume_send(engine *o, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)
 {
     /* The host's consent, as for a launch: a refusal gives the claim back. */
     int rc = permission_task(o, ctx, c->agent, NULL, out);
@@ -134,7 +140,9 @@ static bool run_settled(engine *o, void *arg)
     return !t || t->run != c->run || !task_status_active(t->status);
 }
 
-wait_result op_resume_wait(engine *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
+/* Wait for the claimed run to end (a blocking resume). *t: the task after,
+ * NULL when removed. [lock held] */
+static wait_result op_resume_wait(engine *o, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
 {
     ENGINE_ASSERT_LOCKED(o);
     wait_result w = engine_wait(o, ctx, deadline, run_settled, c);

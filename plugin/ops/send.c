@@ -10,7 +10,10 @@
 #include "ops/internal.h"
 #include "ops/permission.h"
 
-send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char *id, send_claim *c)
+/* Is task id a running agent task of the caller's session that can take a
+ * message now? [lock held] SEND_OK and *c filled, or why not (c->status set
+ * when found); nothing changes. */
+static send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char *id, send_claim *c)
 {
     ENGINE_ASSERT_LOCKED(o);
     task *t = op_find_own(o, id, ctx);
@@ -52,7 +55,16 @@ static void send_failed(engine *o, const send_claim *c)
     engine_unlock(o);
 }
 
-int op_send(engine *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out)
+/* Send `message` into the running task c names: the host's permission
+ * ("task", the agent), the task checked again (it may have ended while the
+ * user was asked), then the prompt queued into its busy session. The task
+ * keeps its run and its one notification; its completion waits until the
+ * host holds the message (model/followup.h). [lock not held] 0; or a
+ * negative errno and the answer in out: refused (-EACCES, -ECANCELED, -EIO
+ * from the permission; -EINVAL etc. with *why set when the task changed
+ * meanwhile, out untouched) or the host's send failed (out says so). */
+static int op_send(engine *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why,
+                   strbuf *out)
 {
     *why = SEND_OK;
     int rc = permission_send(o, ctx, c->agent, c->description, out);
