@@ -134,7 +134,8 @@ int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strb
     case OUTPUT_SHOWN:
         if (r.wait == WAIT_TIMEOUT)
             sb_printf(out, "Timed out after waiting %gs: the task is still running.\n\n", timeout);
-        sb_puts(out, r.snap.text);
+        sb_put_owned(out, r.snap.text); /* no copy when it is the whole answer */
+        r.snap.text = NULL;
         break;
     }
     task_snap_free(&r.snap);

@@ -117,7 +117,7 @@ void op_cancel(engine *o, ocp_call_ctx *ctx, const char *id, bool stop, cancel_r
         r->end = CANCEL_NOT_FOUND;
         return;
     }
-    snap_take(&r->snap, t, engine_now(o), 0);
+    snap_take(&r->snap, t, engine_now(o), SNAP_STRINGS);
     if (!task_status_active(t->status) || (t->cancelling && !(stop && t->type == TASK_SHELL))) {
         r->end = task_status_active(t->status) ? CANCEL_ALREADY : CANCEL_ENDED;
         engine_unlock(o);

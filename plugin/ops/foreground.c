@@ -122,7 +122,7 @@ void op_foreground(engine *o, ocp_call_ctx *ctx, const char *id, int64_t own_ms,
         op_to_background(o, t); /* op_await gave its caller's claim back */
         r->end = FOREGROUND_MOVED;
         r->moved_after_ms = auto_ms;
-        snap_take(&r->snap, t, engine_now(o), 0);
+        snap_take(&r->snap, t, engine_now(o), SNAP_STRINGS);
     } else if (t && t->type == TASK_AGENT) {
         session = agent_end(o, key, w, t, r);
     } else if (t) {

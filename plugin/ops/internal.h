@@ -72,10 +72,13 @@ task *op_worktree_settle(engine *o, const char *id);
 
 /* ---- reading a task for a call ---------------------------------------- */
 
-/* What a task_snap copies beyond its plain fields. */
-#define SNAP_TEXTS 1u  /* result, error's full text, output, worktree, exit_how */
-#define SNAP_REPORT 2u /* text: format_report */
-#define SNAP_LINE 4u   /* text: format_list_line */
+/* What a task_snap copies beyond its numbers (id, type, status, usage,
+ * times, a command's exit). A snapshot for a text/ rendering alone (a list
+ * line, a report) copies no strings: the text holds them. */
+#define SNAP_STRINGS 1u /* description, command, session, asking, error */
+#define SNAP_TEXTS 2u   /* those, and result, output, worktree, exit_how */
+#define SNAP_REPORT 4u  /* text: format_report */
+#define SNAP_LINE 8u    /* text: format_list_line */
 
 /* Snapshot t into *s (zeroed first) as of now. [lock held] (not asserted:
  * t does not know its lock) */

@@ -30,8 +30,9 @@ void op_list(engine *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned 
         if (!matches(t, f))
             continue;
         if (l->shown < max_rows) {
-            l->rows = xrealloc(l->rows, (l->shown + 1) * sizeof *l->rows);
-            snap_take(&l->rows[l->shown++], t, now, lines ? SNAP_LINE : 0);
+            if ((l->shown & (l->shown - 1)) == 0) /* 0, 1, 2, 4, ...: room doubles */
+                l->rows = xrealloc(l->rows, (l->shown ? 2 * l->shown : 1) * sizeof *l->rows);
+            snap_take(&l->rows[l->shown++], t, now, lines ? SNAP_LINE : SNAP_STRINGS);
             if (task_usage(t))
                 usage_add(&l->total, task_usage(t));
         }

@@ -39,7 +39,9 @@ extern const char *const isolation_names[];
 
 /* One task as the operation saw it, copied under the lock: the caller owns
  * it (task_snap_free). Strings are NULL when the task has none; result,
- * output and worktree only where the operation says it read them. */
+ * output and worktree only where the operation says it read them. Where an
+ * operation renders `text` (a list line, a report), that text stands for
+ * the strings, which it does not copy. */
 typedef struct task_snap {
     char id[TASK_ID_SIZE];
     task_type type;

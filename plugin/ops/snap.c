@@ -45,14 +45,17 @@ void snap_take(task_snap *s, const task *t, int64_t now, unsigned what)
         s->exited = t->shell->exited;
         s->exit_code = t->shell->exit_code;
         s->term_signal = t->shell->term_signal;
-        s->command = xstrdup(t->shell->command);
+        if (what & (SNAP_STRINGS | SNAP_TEXTS))
+            s->command = xstrdup(t->shell->command);
     }
     s->started_ms = t->started_ms;
     s->runtime_ms = task_runtime(t, now);
-    s->description = dup_or_null(t->description);
-    s->session = dup_or_null(t->session_id);
-    s->asking = dup_or_null(task_permission_what(t));
-    s->error = dup_or_null(t->error);
+    if (what & (SNAP_STRINGS | SNAP_TEXTS)) {
+        s->description = dup_or_null(t->description);
+        s->session = dup_or_null(t->session_id);
+        s->asking = dup_or_null(task_permission_what(t));
+        s->error = dup_or_null(t->error);
+    }
     if (what & SNAP_TEXTS)
         take_texts(s, t);
     strbuf text = {0};
