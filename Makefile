@@ -27,7 +27,7 @@ ALL_CFLAGS = -std=c11 $(OPT) $(WARN) -fPIC -pthread $(SAN) $(CFLAGS)
 LDLIBS  += $(LIB_A) -lpthread -ldl -lm
 
 # Every plugin source: entry and engine, event hooks, fork processing.
-PLUGIN_SRC := $(sort $(wildcard plugin/*.c plugin/*/*.c hooks/*.c fork/*.c))
+PLUGIN_SRC := $(sort $(wildcard plugin/*.c plugin/*/*.c base/*.c hooks/*.c fork/*.c))
 # tree-sitter's runtime and its bash grammar, the pinned C sources OpenCode's own
 # bash tool parses with (build-aux/fetch-tree-sitter; fetched once, shared by
 # every BUILD), compiled into the plugin: ops/bash_asks.c reads command lines
@@ -187,7 +187,7 @@ LAYOUT_FIXTURES = LAYOUT_CHECK=$(abspath $(BUILD)/layout-check) $(PROVE) tests/l
 # then the OpenCode addon with its test stub (host/opencode/), a program of its
 # own, by build-aux/layers-opencode (a layer a line of modules). include/ocp.h
 # carries the ABI's whole contract, as sqlite3.h does: its length is no warning.
-LAYOUT_PATHS = include plugin hooks fork host/sim
+LAYOUT_PATHS = include base fork hooks plugin host/sim
 LAYOUT_RUN = $(BUILD)/layout-check --layers build-aux/layers -I include -I plugin -I . -I host/sim -I host/sim/host \
              --allow-long include/ocp.h $(LAYOUT_PATHS) && $(BUILD)/layout-check --layers build-aux/layers-opencode -I include host/opencode
 
@@ -282,7 +282,7 @@ include tests/reliability/reliability.mk
 
 # The C style (.clang-format): the plugin, the ABI, the simulated host and the
 # OpenCode adapter. clang-format is Debian's clang-format package.
-FORMAT_FILES = $(sort $(wildcard include/*.h plugin/*.c plugin/*/*.[ch] hooks/*.[ch] fork/*.[ch] host/sim/*/*.[ch] \
+FORMAT_FILES = $(sort $(wildcard include/*.h base/*.[ch] plugin/*.c plugin/*/*.[ch] hooks/*.[ch] fork/*.[ch] host/sim/*/*.[ch] \
                  host/opencode/*.[ch]))
 format: ## reformat the C sources in place (.clang-format)
 	clang-format -i $(FORMAT_FILES)
@@ -298,7 +298,7 @@ CPPCHECK_FLAGS = --enable=warning,portability --std=c11 -D_GNU_SOURCE -Iinclude 
                  -I$(TS_DIR)/include -I$(OC_NAPI_INC) --suppress='*:$(TS_DIR)/*' --suppress='*:$(OC_NPM)/*' \
                  --suppressions-list=build-aux/cppcheck-suppressions --error-exitcode=1 --quiet
 static-check: $(LIBS_STAMP) $(OC_HDR_STAMP) ## cppcheck on plugin/ hooks/ fork/ host/, shellcheck on the shell scripts
-	@cppcheck $(CPPCHECK_FLAGS) -j2 plugin hooks fork host && echo "static-check: cppcheck finds nothing in plugin/ hooks/ fork/ host/"
+	@cppcheck $(CPPCHECK_FLAGS) -j2 base plugin hooks fork host && echo "static-check: cppcheck finds nothing in base/ plugin/ hooks/ fork/ host/"
 	@scripts=$$(find build-aux tests .ci -type f ! -path '*/corpus/*' ! -path '*/fixtures/*' \
 	    -exec sh -c 'head -n 1 "$$1" | grep -qE "^#!.*[/ ](ba|da)?sh( |\$$)"' _ {} \; -print | LC_ALL=C sort) && \
 	    shellcheck $$scripts && echo "static-check: shellcheck finds nothing in" $$scripts

@@ -11,7 +11,7 @@
  * bash_asks_<shape>_peak_kb: the most heap in use during the call above
  *   what was in use before it (a counting allocator: this program's own
  *   malloc, free, calloc, realloc and the aligned ones, over glibc's, count
- *   every live block's usable size, the plugin's, tree-sitter's, cJSON's
+ *   every active block's usable size, the plugin's, tree-sitter's, cJSON's
  *   and libc's alike), max of RUNS.
  *
  * Shapes, each line as long as is read (BASH_ASKS_MAX_BYTES, 32 KiB):

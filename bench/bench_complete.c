@@ -6,7 +6,7 @@
  *   parents; the host's session.idle for every task is delivered from one
  *   thread (as a host's event thread does), and the figure is the wall time
  *   from the first event's delivery to the last notification push returning,
- *   divided by 10,000: the event hook, the completion check (the task's
+ *   divided by 10,000: the event callback, the completion check (the task's
  *   messages read and decided), the status change, the notification
  *   formatted and pushed, the wake decision. Median of ROUNDS. With the
  *   store off (as the figure was first taken; the memory rows have it on).
@@ -20,7 +20,7 @@
  * heap_per_task_bytes: heap (mallinfo2) after the 10,000 tasks of the first
  *   layout have finished, their notifications were delivered and the store
  *   has written every change (a finished, delivered task's prompt and result
- *   then live only in the store), less the heap before the plugin was
+ *   then active only in the store), less the heap before the plugin was
  *   loaded, per task: SQLite's own heap (page cache, statements) included.
  *   heap_per_task_texts_bytes: of that, the chunks of the task's own texts
  *   (prompt, result, description and the short strings: ids; agent names
@@ -207,13 +207,13 @@ static void count_in_memory(const char *key, void *value, void *arg)
 
 /* Until the store has written every change (the texts it may drop are
  * dropped after the commit). */
-static void wait_store_idle(engine *o)
+static void wait_store_idle(engine *eng)
 {
     int64_t deadline = bench_ns() + 60000000000LL;
     for (;;) {
-        engine_lock(o);
-        bool idle = !o->reg.track || (o->reg.dirty == 0 && o->reg.nremoved == 0 && !o->ps.writing);
-        engine_unlock(o);
+        engine_lock(eng);
+        bool idle = !eng->reg.track || (eng->reg.dirty == 0 && eng->reg.nremoved == 0 && !eng->ps.writing);
+        engine_unlock(eng);
         if (idle)
             return;
         if (bench_ns() > deadline) {
@@ -228,16 +228,16 @@ static void wait_store_idle(engine *o)
  * answer, read back from the store; the median time of a call (us). */
 static double check_output(const ocp_plugin *p, int parents)
 {
-    engine *o = p->userdata;
+    engine *eng = p->userdata;
     double *us = malloc(sizeof *us * (size_t)parents);
     for (int i = 0; i < parents; i++) {
         char psid[32], id[TASK_ID_SIZE] = "";
         snprintf(psid, sizeof psid, BENCH_PARENT_FMT, i);
-        engine_lock(o);
-        parent *par = registry_parent(&o->reg, psid);
+        engine_lock(eng);
+        parent *par = registry_parent(&eng->reg, psid);
         if (par && par->head)
             memcpy(id, par->head->id, sizeof id);
-        engine_unlock(o);
+        engine_unlock(eng);
         char args[64], *out = NULL;
         snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
         int64_t t0 = bench_ns();
@@ -322,13 +322,13 @@ static figures run(const ocp_host *host, int per_parent, int mem, int stored)
         __atomic_store_n(&s.on, 0, __ATOMIC_RELEASE);
         pthread_join(th, NULL);
         bench_sleep_ms(50); /* the worker's last bookkeeping after the last push */
-        engine *o = p->userdata;
-        wait_store_idle(o);
+        engine *eng = p->userdata;
+        wait_store_idle(eng);
         size_t texts = 0;
-        engine_lock(o);
-        map_each(&o->reg.by_id, sum_texts, &texts);
-        map_each(&o->reg.by_id, count_in_memory, &f.in_memory);
-        engine_unlock(o);
+        engine_lock(eng);
+        map_each(&eng->reg.by_id, sum_texts, &texts);
+        map_each(&eng->reg.by_id, count_in_memory, &f.in_memory);
+        engine_unlock(eng);
         f.sqlite_heap = (size_t)sqlite3_memory_used();
         size_t heap1 = heap_used(), rss1 = rss_bytes();
         size_t peak = s.peak > rss1 ? s.peak : rss1;

@@ -3,7 +3,7 @@
  * notify_latency_us: from the session.idle event's delivery on a host thread
  * (the moment before the host calls plugin->on_event) to the host's
  * session_prompt call that pushes the notification into the parent
- * returning: the event hook, the worker's wake-up, the completion check (the
+ * returning: the event callback, the worker's wake-up, the completion check (the
  * task's messages read), the notification formatted and pushed. The pushed
  * text is checked (the task's id, "completed", its answer). block_wake_us:
  * from the same moment to a background_output(block=true) waiting on the
@@ -173,10 +173,10 @@ static void *block_main(void *arg)
 
 static int has_waiter(const ocp_plugin *p)
 {
-    engine *o = p->userdata; /* the instance starts with its engine */
-    engine_lock(o);
-    int yes = o->waiters != NULL;
-    engine_unlock(o);
+    engine *eng = p->userdata; /* the instance starts with its engine */
+    engine_lock(eng);
+    int yes = eng->waiters != NULL;
+    engine_unlock(eng);
     return yes;
 }
 

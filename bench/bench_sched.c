@@ -1,7 +1,7 @@
 /* bench_sched — what the scheduler costs, with few and with many tasks queued.
  *
  * admit_latency_us: a running task's end to the next queued task's start.
- * Measured from the host calling the session.idle hook of the task that
+ * Measured from the host calling the session.idle callback of the task that
  * holds the only slot (max_running_agents 1) to the prompt of the oldest
  * pending task entering the host's session_prompt: the completion check
  * (the finished task's messages read), the slot freed, the scheduler's pick,

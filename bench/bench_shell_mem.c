@@ -74,16 +74,16 @@ static void fail(const char *what)
 
 /* Until every command is notified and the store has written every change
  * (an output it may drop is dropped after the commit). */
-static void wait_settled(engine *o)
+static void wait_settled(engine *eng)
 {
     int64_t deadline = bench_ns() + 120000000000LL;
     for (;;) {
         pthread_mutex_lock(&mu);
         unsigned long n = pushes;
         pthread_mutex_unlock(&mu);
-        engine_lock(o);
-        bool idle = !o->reg.track || (o->reg.dirty == 0 && o->reg.nremoved == 0 && !o->ps.writing);
-        engine_unlock(o);
+        engine_lock(eng);
+        bool idle = !eng->reg.track || (eng->reg.dirty == 0 && eng->reg.nremoved == 0 && !eng->ps.writing);
+        engine_unlock(eng);
         if (n >= COMMANDS && idle)
             return;
         if (bench_ns() > deadline) {
@@ -141,14 +141,14 @@ static double run(const ocp_host *host, int stored)
         }
         free(out);
     }
-    engine *o = p->userdata;
-    wait_settled(o);
+    engine *eng = p->userdata;
+    wait_settled(eng);
     bench_sleep_ms(50); /* the worker's last bookkeeping after the last push */
-    wait_settled(o);
+    wait_settled(eng);
     unsigned long held = 0;
-    engine_lock(o);
-    map_each(&o->reg.by_id, count_held, &held);
-    engine_unlock(o);
+    engine_lock(eng);
+    map_each(&eng->reg.by_id, count_held, &held);
+    engine_unlock(eng);
     double per = ((double)heap_used() - (double)heap0) / COMMANDS;
     if (pushes != COMMANDS || pushes_with_tail != COMMANDS)
         fail("not every command was notified once with its output's end");

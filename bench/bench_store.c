@@ -174,8 +174,8 @@ int main(void)
 
     p = bench_plugin(&host, opts_on4);
     double on4 = launch_threads(p);
-    const engine *o = p->userdata; /* the instance starts with its engine (plugin/entry.c) */
-    double per_commit = o->ps.writes ? (double)o->ps.rows_written / (double)o->ps.writes : 0;
+    const engine *eng = p->userdata; /* the instance starts with its engine (plugin/entry.c) */
+    double per_commit = eng->ps.writes ? (double)eng->ps.rows_written / (double)eng->ps.writes : 0;
     p->shutdown(p->userdata);
     if (rows_in(db4) != TASKS) {
         fprintf(stderr, "bench_store: the threaded store holds %ld tasks, not %d\n", rows_in(db4), TASKS);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 /* How much of a permission question a task's status shows. */
 #define PERMISSION_WHAT_CHARS 200

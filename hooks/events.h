@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 /* What a host event says about one session . */
 typedef enum note_kind {
@@ -38,7 +38,7 @@ typedef struct session_note {
     const char *message_id;    /* NOTE_USAGE; NOTE_PART: the part's message */
     const char *part_id;       /* NOTE_PART, a text part: its id (text: its text so far) */
     bool text_ended;           /* NOTE_PART, a text part: ended (time.end set): text is final */
-    const struct usage *usage; /* NOTE_USAGE (model/usage.h) */
+    const struct usage *usage; /* NOTE_USAGE (hooks/usage.h) */
     uint64_t call_hash;        /* NOTE_PART, a tool call with its final input: hash of tool and input; 0: none */
     bool turn_end;             /* NOTE_USAGE: the message is a finished answer that ends the model's turn
                                   (not a tool-call step): the run's end may come before its idle */

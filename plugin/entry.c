@@ -20,7 +20,7 @@
 
 /* The instance: the engine plus what the table points to. */
 typedef struct instance {
-    engine o; /* first: the table's userdata is the instance */
+    engine eng; /* first: the table's userdata is the instance */
     ocp_tool *tools;
     const tool_spec **specs;
     size_t ntools;
@@ -47,28 +47,28 @@ static const tool_spec *find_tool(instance *in, const char *name)
 
 /* Every call into the plugin from a host worker is counted, so that shutdown
  * can wait until none is left inside. Returns false when shutting down. */
-static bool enter_call(engine *o)
+static bool enter_call(engine *eng)
 {
-    engine_lock(o);
-    bool ok = !o->stopping;
+    engine_lock(eng);
+    bool ok = !eng->stopping;
     if (ok)
-        o->calls_in_flight++;
-    engine_unlock(o);
+        eng->calls_in_flight++;
+    engine_unlock(eng);
     return ok;
 }
 
-static void leave_call(engine *o)
+static void leave_call(engine *eng)
 {
-    engine_lock(o);
-    if (--o->calls_in_flight == 0 && o->stopping)
-        pthread_cond_broadcast(&o->drain_cv);
-    engine_unlock(o);
+    engine_lock(eng);
+    if (--eng->calls_in_flight == 0 && eng->stopping)
+        pthread_cond_broadcast(&eng->drain_cv);
+    engine_unlock(eng);
 }
 
 static int plugin_tool_call(void *ud, const char *tool, const char *args_json, ocp_call_ctx *ctx, char **out)
 {
     instance *in = ud;
-    engine *o = &in->o;
+    engine *eng = &in->eng;
     *out = NULL;
     const tool_spec *spec = find_tool(in, tool);
     if (!spec) {
@@ -79,14 +79,14 @@ static int plugin_tool_call(void *ud, const char *tool, const char *args_json, o
         *out = xasprintf("%s: called without a call context", spec->name);
         return -EINVAL;
     }
-    if (!enter_call(o)) {
+    if (!enter_call(eng)) {
         *out = xstrdup("ocbg is shutting down.");
         return -ECANCELED;
     }
     /* Notifications the host would not take earlier ride on this answer. */
-    engine_lock(o);
-    char *held = ctx->session_id ? engine_take_held(o, ctx->session_id) : NULL;
-    engine_unlock(o);
+    engine_lock(eng);
+    char *held = ctx->session_id ? engine_take_held(eng, ctx->session_id) : NULL;
+    engine_unlock(eng);
 
     cJSON *args = NULL;
     char *err = NULL;
@@ -96,7 +96,7 @@ static int plugin_tool_call(void *ud, const char *tool, const char *args_json, o
         sb_puts(&answer, err);
         free(err);
     } else {
-        rc = spec->run(o, args, ctx, &answer);
+        rc = spec->run(eng, args, ctx, &answer);
         cJSON_Delete(args);
     }
     if (held) {
@@ -105,11 +105,11 @@ static int plugin_tool_call(void *ud, const char *tool, const char *args_json, o
     }
     /* What the answer tells the model (a task id, a result taken) is on
      * disk before the model sees it. */
-    engine_lock(o);
-    persist_sync(o);
-    engine_unlock(o);
+    engine_lock(eng);
+    persist_sync(eng);
+    engine_unlock(eng);
     *out = sb_take(&answer);
-    leave_call(o);
+    leave_call(eng);
     return rc;
 }
 
@@ -117,7 +117,7 @@ static void plugin_tool_cancel(void *ud, ocp_call_ctx *ctx)
 {
     instance *in = ud;
     if (ctx)
-        engine_cancel_wait(&in->o, ctx);
+        engine_cancel_wait(&in->eng, ctx);
 }
 
 static const ocp_command commands[] = {
@@ -128,20 +128,20 @@ static const ocp_command commands[] = {
 static int plugin_command_call(void *ud, const char *command, const char *arguments, ocp_call_ctx *ctx, char **out)
 {
     instance *in = ud;
-    engine *o = &in->o;
+    engine *eng = &in->eng;
     const char *name = command && command[0] == '/' ? command + 1 : command;
     if (!name || (strcmp(name, "tasks") != 0 && strcmp(name, "bashes") != 0)) {
         *out = xasprintf("Unknown command: /%.*s%s", ECHO(name ? name : "(null)"));
         return -ENOENT;
     }
-    if (!enter_call(o)) {
+    if (!enter_call(eng)) {
         *out = xstrdup("ocbg is shutting down.");
         return -ECANCELED;
     }
     strbuf sb = {0};
-    int rc = command_tasks(o, name, arguments ? arguments : "", ctx, &sb);
+    int rc = command_tasks(eng, name, arguments ? arguments : "", ctx, &sb);
     *out = sb_take(&sb);
-    leave_call(o);
+    leave_call(eng);
     return rc;
 }
 
@@ -150,7 +150,7 @@ static void plugin_on_event(void *ud, const char *event_json)
     instance *in = ud;
     decoded_event d;
     if (event_decode(event_json, &d))
-        engine_note(&in->o, &d.note);
+        engine_note(&in->eng, &d.note);
     event_free(&d);
 }
 
@@ -159,11 +159,11 @@ static void plugin_on_event(void *ud, const char *event_json)
 static int plugin_wants_messages(void *ud, const char *session_id)
 {
     instance *in = ud;
-    engine *o = &in->o;
-    engine_lock(o);
-    task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
+    engine *eng = &in->eng;
+    engine_lock(eng);
+    task *t = session_id ? registry_find_session(&eng->reg, session_id) : NULL;
     int wants = t && t->forked;
-    engine_unlock(o);
+    engine_unlock(eng);
     return wants;
 }
 
@@ -172,13 +172,13 @@ static int plugin_wants_messages(void *ud, const char *session_id)
 static int plugin_transform_messages(void *ud, const char *session_id, const char *messages_json, char **out)
 {
     instance *in = ud;
-    engine *o = &in->o;
+    engine *eng = &in->eng;
     *out = NULL;
-    engine_lock(o);
-    task *t = session_id ? registry_find_session(&o->reg, session_id) : NULL;
+    engine_lock(eng);
+    task *t = session_id ? registry_find_session(&eng->reg, session_id) : NULL;
     bool forked = t && t->forked;
-    fork_limits lim = {(size_t)o->opt.fork_tool_chars, (size_t)o->opt.fork_max_tokens};
-    engine_unlock(o);
+    fork_limits lim = {(size_t)eng->opt.fork_tool_chars, (size_t)eng->opt.fork_max_tokens};
+    engine_unlock(eng);
     if (!forked)
         return 0;
     return fork_process(messages_json, &lim, out, NULL);
@@ -190,16 +190,16 @@ static int plugin_transform_messages(void *ud, const char *session_id, const cha
 static int plugin_tool_before(void *ud, const char *session_id, const char *tool, const char *args_json, char **out)
 {
     instance *in = ud;
-    return collide_tool_before(&in->o, session_id, tool, args_json, out);
+    return collide_tool_before(&in->eng, session_id, tool, args_json, out);
 }
 
 /* A request from the person through the host's UI (ocp.h ui_request). */
 static int plugin_ui_request(void *ud, const char *request_json, char **out)
 {
     instance *in = ud;
-    engine *o = &in->o;
+    engine *eng = &in->eng;
     *out = NULL;
-    if (!enter_call(o)) {
+    if (!enter_call(eng)) {
         *out = xstrdup("ocbg is shutting down.");
         return -ECANCELED;
     }
@@ -211,23 +211,23 @@ static int plugin_ui_request(void *ud, const char *request_json, char **out)
     if (!cJSON_IsObject(req) || !action) {
         sb_puts(&sb, "A request is a JSON object with a string \"action\".");
     } else if (strcmp(action, "sync") == 0) {
-        engine_lock(o);
-        view_sync_all(o);
-        engine_unlock(o);
+        engine_lock(eng);
+        view_sync_all(eng);
+        engine_unlock(eng);
         rc = 0;
     } else if ((strcmp(action, "stop") == 0 || strcmp(action, "detail") == 0) && !id) {
         sb_printf(&sb, "The %s request needs a string \"task_id\".", action);
     } else if (strcmp(action, "stop") == 0) {
-        rc = op_user_stop(o, id, &sb);
+        rc = op_panel_stop(eng, id, &sb);
     } else if (strcmp(action, "detail") == 0) {
-        rc = op_user_detail(o, id, &sb);
+        rc = op_panel_detail(eng, id, &sb);
     } else {
         sb_printf(&sb, "Unknown action \"%.40s\" (sync, stop or detail).", action);
     }
     cJSON_Delete(req);
     *out = sb.len ? sb_take(&sb) : NULL;
     sb_free(&sb);
-    leave_call(o);
+    leave_call(eng);
     return rc;
 }
 
@@ -243,7 +243,7 @@ static void free_instance(instance *in)
 static void plugin_shutdown(void *ud)
 {
     instance *in = ud;
-    engine_stop(&in->o);
+    engine_stop(&in->eng);
     free_instance(in);
 }
 
@@ -300,8 +300,8 @@ static bool host_ok(const ocp_host *host, char *err, size_t err_size)
  * registry serves both), the commands, the entry points. */
 static void build_table(instance *in)
 {
-    engine *o = &in->o;
-    const options opt = o->opt;
+    engine *eng = &in->eng;
+    const options opt = eng->opt;
     /* The faces the options turn on: one registry serves both. */
     size_t max = background_tool_count + claude_tool_count;
     in->specs = xcalloc(max, sizeof *in->specs);
@@ -316,7 +316,7 @@ static void build_table(instance *in)
         in->tools[i].parameters_json = tool_schema_json(in->specs[i]);
     }
 
-    ocp_plugin *t = &o->table;
+    ocp_plugin *t = &eng->table;
     t->struct_size = sizeof *t;
     t->abi_major = OCP_ABI_MAJOR;
     t->abi_minor = OCP_ABI_MINOR;
@@ -325,8 +325,8 @@ static void build_table(instance *in)
     t->version = OCBG_VERSION;
     t->tool_count = in->ntools;
     t->tools = in->tools;
-    o->api.tools = in->tools;
-    o->api.tool_count = in->ntools;
+    eng->api.tools = in->tools;
+    eng->api.tool_count = in->ntools;
     t->command_count = sizeof commands / sizeof commands[0];
     t->commands = commands;
     t->tool_call = plugin_tool_call;
@@ -360,24 +360,24 @@ ocp_plugin_entry(const ocp_host *host, const char *options_json, char *err, size
     }
 
     instance *in = xcalloc(1, sizeof *in);
-    engine *o = &in->o;
+    engine *eng = &in->eng;
     /* Copy what the host's table holds; fields of a newer minor it lacks stay
      * NULL, fields of a newer host we do not know are ignored. */
-    memcpy(&o->api.host, host, host->struct_size < sizeof o->api.host ? host->struct_size : sizeof o->api.host);
-    o->api.host.struct_size = (uint32_t)sizeof o->api.host;
-    o->opt = opt;
+    memcpy(&eng->api.host, host, host->struct_size < sizeof eng->api.host ? host->struct_size : sizeof eng->api.host);
+    eng->api.host.struct_size = (uint32_t)sizeof eng->api.host;
+    eng->opt = opt;
     if (opt.unknown[0]) /* shown once the worker runs: the user is told, not only the log */
-        o->toast.warning = xasprintf("ocbg ignored unknown option%s %s in its plugin options (written for a newer "
-                                     "ocbg, or misspelt?)",
-                                     strchr(opt.unknown, ',') ? "s" : "", opt.unknown);
+        eng->toast.warning = xasprintf("ocbg ignored unknown option%s %s in its plugin options (written for a newer "
+                                       "ocbg, or misspelt?)",
+                                       strchr(opt.unknown, ',') ? "s" : "", opt.unknown);
 
     build_table(in);
 
-    int rc = engine_start(o, agent_runner_open, shell_runner_open);
+    int rc = engine_start(eng, agent_runner_open, shell_runner_open);
     if (rc != 0) {
         set_err(err, err_size, "ocbg: could not start its worker thread: %s", strerror(rc));
         free_instance(in);
         return NULL;
     }
-    return &o->table;
+    return &eng->table;
 }

@@ -39,10 +39,10 @@ int lt_wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const 
 int lt_store_given_up(sim_host *h, const char *unused)
 {
     (void)unused;
-    engine *o = lt_engine(h);
-    engine_lock(o);
-    int off = !o->reg.track;
-    engine_unlock(o);
+    engine *eng = lt_engine(h);
+    engine_lock(eng);
+    int off = !eng->reg.track;
+    engine_unlock(eng);
     return off;
 }
 

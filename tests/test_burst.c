@@ -9,7 +9,7 @@
  * The burst: N tasks finish while the host is slow to take notifications
  * (sim_slow on session_prompt), so their completions pile up in the
  * worker's queue. At every push the test counts, under the engine's lock,
- * the tasks that hold a result in memory (sim_call_hook).
+ * the tasks that hold a result in memory (sim_on_call).
  *
  * The plugin is the one linked in from libocbg-internal.a (sim_load_entry),
  * so that the test can look at what tasks keep in memory. */
@@ -96,14 +96,14 @@ static void burst(void)
         ids[i] = t_launch_script(h, psid, "Burst", script);
     }
     sim_slow(h, "session_prompt", 10);
-    sim_call_hook(h, "session_prompt", count_results, NULL);
+    sim_on_call(h, "session_prompt", count_results, NULL);
 
     if (t_wait_messages_with(h, psid, "[ocbg] Background task completed", TASKS, tap_timeout_ms(20000)) != 0)
         bail_out("not every task was notified");
     /* A call is recorded once it returns, after its message is stored. */
     if (sim_wait_calls(h, "session_prompt", psid, TASKS, tap_timeout_ms(5000)) != 0)
         bail_out("the host did not record every notification push");
-    sim_call_hook(h, "session_prompt", NULL, NULL);
+    sim_on_call(h, "session_prompt", NULL, NULL);
     sim_slow(h, "session_prompt", 0);
 
     pthread_mutex_lock(&peak_mu);

@@ -10,8 +10,8 @@
 
 #include "testlib.h"
 
-#define NOTICE_DONE "[ocbg] Background task completed: "
-#define NOTICE_FAIL "[ocbg] Background task failed: "
+#define NOTIFICATION_DONE "[ocbg] Background task completed: "
+#define NOTIFICATION_FAIL "[ocbg] Background task failed: "
 
 static int count_notices(sim_host *h, const char *parent, const char *prefix, const char *id)
 {
@@ -43,7 +43,7 @@ static void completes_by_idle_event(void)
     is_int(sim_calls(h, "session_messages", child), 0,
            "the answer came with the events (its text part's end, the turn-ending message): no read of the child's "
            "messages");
-    is_int(t_wait_messages_with(h, parent, NOTICE_DONE, 1, 5000), 0, "parent notified");
+    is_int(t_wait_messages_with(h, parent, NOTIFICATION_DONE, 1, 5000), 0, "parent notified");
     free(child);
     free(out);
     free(id);
@@ -157,7 +157,7 @@ static void completes_by_the_turn_ending_answer(void)
     emit_answer_update(h, child, "stop", false);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the turn-ending answer's update completes it");
     is_int(t_wait_output_with(h, parent, id, "Result:\nanswered early", 2000), 0, "with its answer");
-    is_int(t_wait_messages_with(h, parent, NOTICE_DONE, 1, 5000), 0, "the parent is notified");
+    is_int(t_wait_messages_with(h, parent, NOTIFICATION_DONE, 1, 5000), 0, "the parent is notified");
     is_int(sim_calls(h, "session_status", NULL), 0, "no poll was needed");
     free(child);
     free(id);
@@ -183,7 +183,7 @@ static void duplicated_events_complete_once(void)
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "events flushed");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(count_notices(h, parent, NOTICE_DONE, id), 1, "exactly one notification");
+    is_int(count_notices(h, parent, NOTIFICATION_DONE, id), 1, "exactly one notification");
     char *out = t_output(h, parent, id);
     like(out, "Result:\nonly once\n", "the one result");
     free(out);
@@ -209,8 +209,8 @@ static void session_error_ends_in_error(void)
     snprintf(first, sizeof first, "Task %s: error\n", id);
     ok(strncmp(out, first, strlen(first)) == 0, "still error after the idles");
     like(out, "\n\nError: APIError: model overloaded\n", "the error names the host's reason");
-    is_int(count_notices(h, parent, NOTICE_FAIL, id), 1, "one failure notification");
-    is_int(count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notification");
+    is_int(count_notices(h, parent, NOTIFICATION_FAIL, id), 1, "one failure notification");
+    is_int(count_notices(h, parent, NOTIFICATION_DONE, id), 0, "no completion notification");
     free(out);
     free(id);
     free(parent);
@@ -229,7 +229,7 @@ static void task_session_deleted(void)
     char *out = t_output(h, parent, id);
     like(out, "Error: The task's session was deleted.", "the error says why");
     free(out);
-    is_int(t_wait_messages_with(h, parent, NOTICE_FAIL, 1, 5000), 0, "parent told of the failure");
+    is_int(t_wait_messages_with(h, parent, NOTIFICATION_FAIL, 1, 5000), 0, "parent told of the failure");
     free(child);
     free(id);
     free(parent);
@@ -320,7 +320,7 @@ static void chaos_each_task_ends_once(void)
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, parent), 0, "sync point");
     for (int i = 0; i < N; i++) {
-        is_int(count_notices(h, parent, i == 2 ? NOTICE_FAIL : NOTICE_DONE, ids[i]), 1, "task %d: one notice", i);
+        is_int(count_notices(h, parent, i == 2 ? NOTIFICATION_FAIL : NOTIFICATION_DONE, ids[i]), 1, "task %d: one notice", i);
         free(ids[i]);
     }
     free(parent);
@@ -353,7 +353,7 @@ static void stopped_during_a_repeated_check(void)
     sim_slow(h, "session_abort", 0);
     is_int(t_wait_status(h, parent, id, "cancelled", 5000), 0, "the task ends cancelled");
     is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(count_notices(h, parent, NOTICE_DONE, id), 0, "no completion notice for a task the model stopped");
+    is_int(count_notices(h, parent, NOTIFICATION_DONE, id), 0, "no completion notice for a task the model stopped");
     free(child);
     free(id);
     free(parent);

@@ -9,12 +9,12 @@
 #include <string.h>
 
 #include "base/options.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 #include "shelltest.h"
 #include "testlib.h"
 #include "text/texts.h"
 
-#define NOTICE_FAIL "[ocbg] Background task failed: "
+#define NOTIFICATION_FAIL "[ocbg] Background task failed: "
 
 /* A hand-made message.updated for an assistant message of `session`, with
  * running totals: only for odd event input (a repeat, an older update
@@ -62,7 +62,7 @@ static void go_on(sim_host *h, const char *child)
 static int failures(sim_host *h, const char *ps, const char *id)
 {
     char needle[96];
-    snprintf(needle, sizeof needle, "%s%s", NOTICE_FAIL, id);
+    snprintf(needle, sizeof needle, "%s%s", NOTIFICATION_FAIL, id);
     return t_count_messages_with(h, ps, needle);
 }
 
@@ -78,7 +78,7 @@ static void ended_by_guard(sim_host *h, const char *ps, const char *id, const ch
     free(out);
     is_int(sim_wait_calls(h, "session_abort", child, 1, tap_timeout_ms(5000)), 0, "its session is aborted");
     char needle[96];
-    snprintf(needle, sizeof needle, "%s%s", NOTICE_FAIL, id);
+    snprintf(needle, sizeof needle, "%s%s", NOTIFICATION_FAIL, id);
     is_int(t_wait_messages_with(h, ps, needle, 1, 5000), 0, "the parent is notified");
     char *note = t_message_with(h, ps, needle);
     snprintf(want, sizeof want, "\nError: %s\n", text);

@@ -11,7 +11,7 @@
 #include "shelltest.h"
 #include "testlib.h"
 
-#define NOTICE_FAIL "[ocbg] Background task failed: "
+#define NOTIFICATION_FAIL "[ocbg] Background task failed: "
 #define FAST "\"poll_interval_ms\":50"
 
 /* Launch a hanging sub-agent with background_task and these extra arguments. */

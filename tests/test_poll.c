@@ -15,7 +15,7 @@
 #include "base/util.h"
 #include "testlib.h"
 
-#define NOTICE_DONE "[ocbg] Background task completed: "
+#define NOTIFICATION_DONE "[ocbg] Background task completed: "
 /* The events that end a turn: both idles, and the stored answer that ends it
  * (message.updated, which starts a check early). */
 #define IDLE_EVENTS "session.idle,session.status,message.updated"
@@ -55,7 +55,7 @@ static char *deaf_parent(sim_host *h, uint32_t seed)
 static int count_notices(sim_host *h, const char *parent, const char *id)
 {
     char needle[96];
-    snprintf(needle, sizeof needle, "%s%s", NOTICE_DONE, id);
+    snprintf(needle, sizeof needle, "%s%s", NOTIFICATION_DONE, id);
     return t_count_messages_with(h, parent, needle);
 }
 

@@ -2,7 +2,7 @@
  * rely on, driven directly (model/registry.h, no engine):
  * - the dirty queue hands every changed task to the store once, oldest
  *   change first, never one removed meanwhile, across its compactions;
- * - a task keeps its live state (task_live) exactly while it is live, and
+ * - a task keeps its active state (task_active) exactly while it is active, and
  *   the active list and the lanes' queues follow its status. */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -123,26 +123,26 @@ static void live_state_cases(void)
     task *a = registry_add(&r, "ses_p", TASK_AGENT, "general", TASK_RUNNING, 1);
     task *b = registry_add(&r, "ses_p", TASK_AGENT, "general", TASK_PENDING, 2);
     task *c = registry_add(&r, "ses_p", TASK_AGENT, "general", TASK_PENDING, 3);
-    ok(a->live && b->live && c->live, "a new task is live: it has its live state");
-    ok(a->lane->qhead == b && b->live->qnext == c && c->live->qprev == b, "pending tasks queue in launch order");
+    ok(a->active && b->active && c->active, "a new task is live: it has its live state");
+    ok(a->lane->qhead == b && b->active->qnext == c && c->active->qprev == b, "pending tasks queue in launch order");
     is_int(r.active_count, 3, "three active");
 
     registry_set_status(&r, b, TASK_CANCELLED, 10);
-    ok(b->live == NULL, "a cancelled pending task's live state is freed");
-    ok(a->lane->qhead == c && c->live->qprev == NULL, "it left its lane's queue");
+    ok(b->active == NULL, "a cancelled pending task's live state is freed");
+    ok(a->lane->qhead == c && c->active->qprev == NULL, "it left its lane's queue");
     is_int(r.active_count, 2, "two active");
 
     registry_set_status(&r, a, TASK_COMPLETED, 11);
-    ok(a->live == NULL, "a completed task keeps no live state");
-    ok(r.active == c && c->live->anext == NULL, "the active list holds the one still live");
+    ok(a->active == NULL, "a completed task keeps no live state");
+    ok(r.active == c && c->active->anext == NULL, "the active list holds the one still live");
     ok(task_permission_what(a) == NULL, "a finished task has no open question");
 
     registry_set_status(&r, a, TASK_RESUMED, 12);
-    ok(a->live != NULL && a->live->idle_checks == 0 && a->live->guard_run == 0,
+    ok(a->active != NULL && a->active->idle_checks == 0 && a->active->guard_run == 0,
        "a resumed task is live again, its run's state fresh");
     is_int(r.active_count, 2, "back on the active list");
     registry_set_status(&r, c, TASK_RUNNING, 13);
-    ok(a->lane->qhead == NULL && c->live != NULL, "admitted: off the queue, still live");
+    ok(a->lane->qhead == NULL && c->active != NULL, "admitted: off the queue, still live");
     registry_free(&r);
 }
 

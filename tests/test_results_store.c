@@ -1,6 +1,6 @@
 /* A finished task's texts out of memory: once its row is
  * committed and its notification delivered, its prompt, result and error
- * live only in the durable store, and every tool that shows them reads
+ * active only in the durable store, and every tool that shows them reads
  * them back exactly (background_output, TaskOutput, a resume, after a
  * restart). A command's output: test_results_store_shell.
  * With the store off, or after a write to it failed, they stay in memory.
@@ -45,11 +45,11 @@ static void make_answer(void)
  * memory, bit 1: its prompt is, bit 2: every text is marked stored. */
 static int in_memory(sim_host *h, const char *id)
 {
-    engine *o = lt_engine(h);
-    engine_lock(o);
-    task *t = registry_find(&o->reg, id);
+    engine *eng = lt_engine(h);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, id);
     int r = !t ? -1 : (t->result != NULL) | (t->prompt != NULL) << 1 | (t->texts_stored == TASK_TEXTS_ALL) << 2;
-    engine_unlock(o);
+    engine_unlock(eng);
     return r;
 }
 
@@ -61,11 +61,11 @@ static int texts_dropped(sim_host *h, const char *id)
 /* A notification is held for session psid's next answer. */
 static int notice_held(sim_host *h, const char *psid)
 {
-    engine *o = lt_engine(h);
-    engine_lock(o);
-    parent *p = registry_parent(&o->reg, psid);
+    engine *eng = lt_engine(h);
+    engine_lock(eng);
+    parent *p = registry_parent(&eng->reg, psid);
     int held = p && p->held;
-    engine_unlock(o);
+    engine_unlock(eng);
     return held;
 }
 
@@ -293,7 +293,7 @@ static void resume_after_failed_write(void)
 /* ---- a read racing the commit of a resumed run's answer ----------------- */
 
 typedef struct commit_race {
-    engine *o;
+    engine *eng;
     char id[TASK_ID_SIZE];
     store_reader *real; /* the engine's reader, put back by the "commit" */
     sqlite3 *lock;      /* holds the stale copy's file: the read waits for it */
@@ -306,15 +306,15 @@ typedef struct commit_race {
 static void *commit_during_read(void *arg)
 {
     commit_race *c = arg;
-    pthread_mutex_lock(&c->o->mu); /* free only while persist_texts reads */
-    task *t = registry_find(&c->o->reg, c->id);
+    pthread_mutex_lock(&c->eng->mu); /* free only while persist_texts reads */
+    task *t = registry_find(&c->eng->reg, c->id);
     if (t) {
         t->texts_stored = TASK_TEXTS_ALL;
         free(t->result);
         t->result = NULL;
     }
-    c->o->ps.reader = c->real; /* a read from now on sees the commit */
-    pthread_mutex_unlock(&c->o->mu);
+    c->eng->ps.reader = c->real; /* a read from now on sees the commit */
+    pthread_mutex_unlock(&c->eng->mu);
     sqlite3_exec(c->lock, "ROLLBACK", NULL, NULL, NULL); /* the stale read goes on */
     return NULL;
 }
@@ -352,24 +352,24 @@ static void stale_read_not_attached(void)
         bail_out("locking %s", stale);
 
     /* The task as the second run's end left it, before its row's commit. */
-    engine *o = lt_engine(h);
-    commit_race c = {.o = o, .lock = d};
+    engine *eng = lt_engine(h);
+    commit_race c = {.eng = eng, .lock = d};
     snprintf(c.id, sizeof c.id, "%s", id); /* id is a malloc'd string of its own length */
-    engine_lock(o);
-    task *t = registry_find(&o->reg, id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, id);
     if (!t)
         bail_out("task %s is gone", id);
     t->texts_stored = TASK_TEXT_PROMPT;
     t->result = strdup("the second answer");
-    c.real = o->ps.reader;
-    o->ps.reader = store_reader_new(stale);
-    store_reader *stale_reader = o->ps.reader;
+    c.real = eng->ps.reader;
+    eng->ps.reader = store_reader_new(stale);
+    store_reader *stale_reader = eng->ps.reader;
     pthread_t th;
     if (pthread_create(&th, NULL, commit_during_read, &c) != 0)
         bail_out("pthread_create");
-    t = persist_texts(o, t);
+    t = persist_texts(eng, t);
     char *shown = t && t->result ? strdup(t->result) : NULL;
-    engine_unlock(o);
+    engine_unlock(eng);
     pthread_join(th, NULL);
     is_str(shown, "the second answer", "a copy read before the commit of the new answer is not taken as the result");
     free(shown);

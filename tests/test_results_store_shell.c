@@ -39,9 +39,9 @@ static void make_shell_want(void)
  * its exit); 0 in the store only (no buffers; its exit still in memory). */
 static int output_where(sim_host *h, const char *id)
 {
-    engine *o = lt_engine(h);
-    engine_lock(o);
-    task *t = registry_find(&o->reg, id);
+    engine *eng = lt_engine(h);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, id);
     int r = -1;
     if (t && t->shell && t->shell->exited) {
         const shell_output *out = &t->shell->out;
@@ -50,7 +50,7 @@ static int output_where(sim_host *h, const char *id)
         else /* 2: marked so, yet not as it should be */
             r = !out->head && !out->tail && (t->texts_stored & TASK_TEXT_OUTPUT) ? 0 : 2;
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     return r;
 }
 
@@ -105,11 +105,11 @@ static void command_output_read_back(void)
     free(out);
 
     /* The read back fails: a sentence says so, not an empty output. */
-    engine *o = lt_engine(h);
-    engine_lock(o);
-    store_reader *real = o->ps.reader;
-    o->ps.reader = store_reader_new("/nonexistent-ocbg-dir/ocbg.db");
-    engine_unlock(o);
+    engine *eng = lt_engine(h);
+    engine_lock(eng);
+    store_reader *real = eng->ps.reader;
+    eng->ps.reader = store_reader_new("/nonexistent-ocbg-dir/ocbg.db");
+    engine_unlock(eng);
     out = t_output(h, psid, id);
     like(out, "Exit: exit code 0\n", "the store cannot be read: background_output still gives the exit");
     like(out, "\nOutput:\n(kept in the task store, which could not be read: the task store "
@@ -120,10 +120,10 @@ static void command_output_read_back(void)
     like(out, "<exit_code>0</exit_code>\n<output>\n(kept in the task store, which could not be read: ",
          "TaskOutput says so too");
     free(out);
-    engine_lock(o);
-    store_reader_free(o->ps.reader);
-    o->ps.reader = real;
-    engine_unlock(o);
+    engine_lock(eng);
+    store_reader_free(eng->ps.reader);
+    eng->ps.reader = real;
+    engine_unlock(eng);
     is_int(output_where(h, id), 0, "the sentence is not kept as its output");
 
     /* After a restart: restored with its output in the store only. */

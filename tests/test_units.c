@@ -317,22 +317,22 @@ static void event_answer_cases(void)
 }
 
 /* ocbg's notices in a launcher task's session (max_depth > 1). */
-#define M_NOTICE(id, text) M_PROMPT(id, OUTCOME_NOTICE_PREFIX text)
+#define M_NOTIFICATION(id, text) M_PROMPT(id, OUTCOME_NOTIFICATION_PREFIX text)
 
 static void notice_cases(void)
 {
     const char *quiet_after = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("my answer")) ","
-                              M_NOTICE("m3", "task completed: bg_1") "]";
+                              M_NOTIFICATION("m3", "task completed: bg_1") "]";
     outcome_case(quiet_after, NULL, OUTCOME_COMPLETED, "my answer", "a quiet notice after the answer is stepped over");
     outcome out;
     outcome_from_messages(quiet_after, NULL, false, &out);
     is_int(out.kind, OUTCOME_NONE, "a notice just pushed to wake the task: its run goes on");
     outcome_free(&out);
     const char *woken = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("first")) ","
-                        M_NOTICE("m3", "task completed: bg_1") "," M_ANSWER("m4", M_TEXT("after my tasks")) "]";
+                        M_NOTIFICATION("m3", "task completed: bg_1") "," M_ANSWER("m4", M_TEXT("after my tasks")) "]";
     outcome_case(woken, "m2", OUTCOME_COMPLETED, "after my tasks", "the answer after the wake is the result");
     const char *textless = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("first")) ","
-                           M_NOTICE("m3", "task completed: bg_1") "," M_ANSWER("m4", "") "]";
+                           M_NOTIFICATION("m3", "task completed: bg_1") "," M_ANSWER("m4", "") "]";
     outcome_case(textless, "m2", OUTCOME_COMPLETED, "first", "a notice is no boundary of the answer");
     const char *preamble = "[" M_ANSWER("m1", M_TEXT("inherited")) "," M_PROMPT("m2", "[ocbg] You are a forked") "]";
     outcome_case(preamble, NULL, OUTCOME_NONE, NULL, "the fork preamble is a prompt, not a notice");

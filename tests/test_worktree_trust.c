@@ -4,9 +4,9 @@
  * sub-agents only write files ({"run": …} steps of printf and mkdir: what
  * OpenCode's write tool can do with bash denied).
  *   - one points its .git at a repository of its own whose config runs a
- *     command (core.fsmonitor) and a hook; another at the main checkout's
+ *     command (core.fsmonitor) and a callback; another at the main checkout's
  *     .git; one writes a file git ignores. After their reports and a
- *     background_clear: no command of theirs and none of the user's hooks
+ *     background_clear: no command of theirs and none of the user's callbacks
  *     ran, the main checkout's branch, index and files are untouched, the
  *     work is on the tasks' branches, the ignored file is kept and named in
  *     the clear's answer, and the user's own worktree whose folder is
@@ -108,7 +108,7 @@ static void hostile_writers_then_clear(void)
     is_str(mine, "mine ", "the user's worktree with a missing folder keeps git's record");
     free(ran), free(head), free(head_after), free(status), free(shared), free(sneaky), free(secret), free(mine);
     free(na), free(nb), free(a), free(b), free(parent);
-    t_sh(repo, "rm -f .git/hooks/* && mv ../mine.away ../mine && git worktree remove --force ../mine && git branch -q "
+    t_sh(repo, "rm -f .git/callbacks/* && mv ../mine.away ../mine && git worktree remove --force ../mine && git branch -q "
                "-D mine");
     sim_destroy(h);
 }

@@ -12,9 +12,9 @@
 /* How many newest messages the first read takes. */
 #define AMEND_FIRST_READ 20
 
-void amend_note(engine *o, task *t, const session_note *n)
+void amend_note(engine *eng, task *t, const session_note *n)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     if (t->type != TASK_AGENT)
         return;
     if (n->kind == NOTE_USAGE && n->summary) {
@@ -28,20 +28,20 @@ void amend_note(engine *o, task *t, const session_note *n)
     if (!ended || !t->compacted_after || t->amend_queued)
         return;
     t->amend_queued = true;
-    jobs_push(&o->q, job_for_task(JOB_AMEND, t));
+    jobs_push(&eng->q, job_for_task(JOB_AMEND, t));
 }
 
 /* Is t still the completed run j watches? */
-static task *watched(engine *o, const job *j)
+static task *watched(engine *eng, const job *j)
 {
-    task *t = registry_find(&o->reg, j->task_id);
+    task *t = registry_find(&eng->reg, j->task_id);
     return t && t->run == j->run && t->status == TASK_COMPLETED && t->compacted_after ? t : NULL;
 }
 
 /* out, the run's result now, adds to t's: it becomes t's result; the
  * parent is told what was added (a notification not yet formatted will
  * carry it anyway). */
-static void amend(engine *o, task *t, const outcome *out)
+static void amend(engine *eng, task *t, const outcome *out)
 {
     const char *added = strstr(out->text, "\n\n" OUTCOME_CONTINUED_MARK);
     if (!added)
@@ -50,56 +50,56 @@ static void amend(engine *o, task *t, const outcome *out)
     t->result = xstrdup(out->text);
     task_set_result_message(t, out->message_id);
     t->texts_stored &= (unsigned char)~TASK_TEXT_RESULT;
-    registry_touch(&o->reg, t);
-    engine_wake_waiters(o);
-    if (t->notices_unformatted > 0)
+    registry_touch(&eng->reg, t);
+    engine_wake_waiters(eng);
+    if (t->notifications_unformatted > 0)
         return;
-    notice *n = xcalloc(1, sizeof *n);
+    notification *n = xcalloc(1, sizeof *n);
     memcpy(n->task_id, t->id, sizeof n->task_id);
     n->run = t->run;
     n->parent_session = xstrdup(t->parent->session_id);
     n->agent = xstrdup(t->parent_agent);
     n->wake = true;
     n->extra = true;
-    n->text = format_continued_notice(t, added + 2, o->opt.notify_max_chars);
-    engine_push_notice(o, n);
+    n->text = format_continued_notification(t, added + 2, eng->opt.notify_max_chars);
+    engine_push_notification(eng, n);
 }
 
-void amend_run(engine *o, const job *j)
+void amend_run(engine *eng, const job *j)
 {
-    task *t = watched(o, j);
+    task *t = watched(eng, j);
     if (!t) {
-        t = registry_find(&o->reg, j->task_id);
+        t = registry_find(&eng->reg, j->task_id);
         if (t)
             t->amend_queued = false;
         return;
     }
     char *session = xstrdup(t->session_id), *answer = xstrdup(t->result_message_id), *json = NULL;
-    engine_unlock(o);
+    engine_unlock(eng);
     /* The newest few first: when the answer is among them with no
      * compaction after it (a run whose check came after the continue turn),
      * that settles it; else all of them, back to the run's prompt. */
     outcome out = {0};
-    int rc = hc_session_messages(&o->api, session, AMEND_FIRST_READ, &json, NULL);
+    int rc = hostapi_session_messages(&eng->api, session, AMEND_FIRST_READ, &json, NULL);
     int found = rc == 0 ? outcome_after_compaction(json, answer, &out) : -1;
-    hc_free(&o->api, json);
+    hostapi_free(&eng->api, json);
     json = NULL;
     if (rc == 0 && found != 0) {
         outcome_free(&out);
-        rc = hc_session_messages(&o->api, session, 0, &json, NULL);
+        rc = hostapi_session_messages(&eng->api, session, 0, &json, NULL);
         found = rc == 0 ? outcome_after_compaction(json, answer, &out) : -1;
-        hc_free(&o->api, json);
+        hostapi_free(&eng->api, json);
     }
     bool watching = rc == 0 ? found == 1 : rc != -ENOENT;
-    engine_lock(o);
-    t = watched(o, j);
+    engine_lock(eng);
+    t = watched(eng, j);
     if (t) {
         t->amend_queued = false;
         /* decided (or nothing to wait for): the watch ends */
         t->compacted_after = watching && out.kind == OUTCOME_NONE;
         if (watching && out.kind == OUTCOME_COMPLETED)
-            amend(o, t, &out);
-    } else if ((t = registry_find(&o->reg, j->task_id)) != NULL) {
+            amend(eng, t, &out);
+    } else if ((t = registry_find(&eng->reg, j->task_id)) != NULL) {
         t->amend_queued = false;
     }
     outcome_free(&out);

@@ -21,10 +21,10 @@
  * may have read the answer already), and, once t has completed, the end of
  * a turn (or an idle) while watching queues a look at the session. [lock
  * held] */
-void amend_note(engine *o, task *t, const session_note *n);
+void amend_note(engine *eng, task *t, const session_note *n);
 
 /* The JOB_AMEND job: read the session and amend the result. [worker, lock
  * held; released during the host call] */
-void amend_run(engine *o, const job *j);
+void amend_run(engine *eng, const job *j);
 
 #endif

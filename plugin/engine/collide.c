@@ -35,8 +35,8 @@ struct collide_state {
 
 /* What session sid is to the engine now. */
 typedef struct roles {
-    task *t;    /* the live task whose session sid is (no worktree of its own): a writer in its launcher's group */
-    bool owner; /* sid launched tasks, some still live: the writer "launcher" in its own group */
+    task *t;    /* the active task whose session sid is (no worktree of its own): a writer in its launcher's group */
+    bool owner; /* sid launched tasks, some still active: the writer "launcher" in its own group */
 } roles;
 
 static const char *group_key(const void *v)
@@ -173,20 +173,20 @@ static void group_free(group *g)
 
 /* The group of launcher session `key`: made when `create`, else NULL when
  * it has none. [lock held] */
-static group *group_of(engine *o, const char *key, bool create)
+static group *group_of(engine *eng, const char *key, bool create)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    if (!o->collide) {
+    ENGINE_ASSERT_LOCKED(eng);
+    if (!eng->collide) {
         if (!create)
             return NULL;
-        o->collide = xcalloc(1, sizeof *o->collide);
-        map_init(&o->collide->groups, group_key);
+        eng->collide = xcalloc(1, sizeof *eng->collide);
+        map_init(&eng->collide->groups, group_key);
     }
-    group *g = map_get(&o->collide->groups, key);
+    group *g = map_get(&eng->collide->groups, key);
     if (!g && create) {
         g = xcalloc(1, sizeof *g);
         g->launcher = xstrdup(key);
-        map_put(&o->collide->groups, g);
+        map_put(&eng->collide->groups, g);
     }
     return g;
 }
@@ -194,15 +194,15 @@ static group *group_of(engine *o, const char *key, bool create)
 /* What sid is to the engine (collide.h: who is a writer). A launcher whose
  * tasks have all ended loses its group: nothing in it counts any more.
  * Returns whether sid is a writer at all. [lock held] */
-static bool roles_of(engine *o, const char *sid, roles *r)
+static bool roles_of(engine *eng, const char *sid, roles *r)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    task *t = registry_find_session(&o->reg, sid);
+    ENGINE_ASSERT_LOCKED(eng);
+    task *t = registry_find_session(&eng->reg, sid);
     r->t = t && task_status_active((task_status)t->status) && !t->wt && t->parent ? t : NULL;
-    parent *p = registry_parent(&o->reg, sid);
+    parent *p = registry_parent(&eng->reg, sid);
     r->owner = p && p->active > 0;
-    if (p && !p->active && o->collide) {
-        group *g = map_del(&o->collide->groups, sid);
+    if (p && !p->active && eng->collide) {
+        group *g = map_del(&eng->collide->groups, sid);
         if (g)
             group_free(g);
     }
@@ -211,12 +211,12 @@ static bool roles_of(engine *o, const char *sid, roles *r)
 
 /* The task of edit e while it is still at work in the run that made e;
  * NULL once it ended (or for the launcher's own edits). [lock held] */
-static task *live_task(engine *o, const edit *e)
+static task *active_task(engine *eng, const edit *e)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     if (!e->task_id[0])
         return NULL;
-    task *t = registry_find(&o->reg, e->task_id);
+    task *t = registry_find(&eng->reg, e->task_id);
     bool live = t && task_status_active((task_status)t->status) && t->run == e->run && t->session_id &&
                 strcmp(t->session_id, e->session) == 0;
     return live ? t : NULL;
@@ -250,14 +250,14 @@ static void say(strbuf *sb, bool refuse, const char *path, const task *other)
  * (me: sid's task in g, NULL when sid is g's launcher), said in sb; the
  * edits of tasks that ended are dropped on the way. Returns how many.
  * [lock held] */
-static unsigned collisions(engine *o, group *g, const char *sid, const task *me, const char *path, strbuf *sb,
+static unsigned collisions(engine *eng, group *g, const char *sid, const task *me, const char *path, strbuf *sb,
                            unsigned said)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     unsigned n = 0;
     for (edit **pe = &g->edits; *pe;) {
         edit *e = *pe;
-        task *other = live_task(o, e);
+        task *other = active_task(eng, e);
         if (e->task_id[0] && !other) {
             *pe = e->next;
             edit_free(e);
@@ -270,7 +270,7 @@ static unsigned collisions(engine *o, group *g, const char *sid, const task *me,
         if (!other && !(me && me->started_ms <= e->at))
             continue;
         if (said + n < COLLIDE_MAX_LINES)
-            say(sb, o->opt.refuse_collisions, path, other);
+            say(sb, eng->opt.refuse_collisions, path, other);
         n++;
     }
     return n;
@@ -297,24 +297,24 @@ static void record(group *g, const char *sid, const task *t, const char *path, i
 
 /* Check every path of sid's edit in both groups sid writes in, and record
  * them unless the edit is refused. Returns 0 or -EACCES. [lock held] */
-static int check_and_record(engine *o, const char *sid, char **paths, int64_t now, strbuf *sb)
+static int check_and_record(engine *eng, const char *sid, char **paths, int64_t now, strbuf *sb)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     roles r;
-    if (!roles_of(o, sid, &r))
+    if (!roles_of(eng, sid, &r))
         return 0; /* it ended while the arguments were read */
-    group *mine = r.t ? group_of(o, r.t->parent->session_id, true) : NULL;
-    group *own = r.owner ? group_of(o, sid, true) : NULL;
+    group *mine = r.t ? group_of(eng, r.t->parent->session_id, true) : NULL;
+    group *own = r.owner ? group_of(eng, sid, true) : NULL;
     unsigned n = 0;
     for (size_t i = 0; paths[i]; i++) {
         if (mine)
-            n += collisions(o, mine, sid, r.t, paths[i], sb, n);
+            n += collisions(eng, mine, sid, r.t, paths[i], sb, n);
         if (own)
-            n += collisions(o, own, sid, NULL, paths[i], sb, n);
+            n += collisions(eng, own, sid, NULL, paths[i], sb, n);
     }
     if (n > COLLIDE_MAX_LINES)
         sb_printf(sb, "\n[ocbg] %u more collisions like these.", n - COLLIDE_MAX_LINES);
-    if (n && o->opt.refuse_collisions)
+    if (n && eng->opt.refuse_collisions)
         return -EACCES;
     for (size_t i = 0; paths[i]; i++) {
         if (mine)
@@ -325,26 +325,26 @@ static int check_and_record(engine *o, const char *sid, char **paths, int64_t no
     return 0;
 }
 
-int collide_tool_before(engine *o, const char *session_id, const char *tool, const char *args_json, char **out)
+int collide_tool_before(engine *eng, const char *session_id, const char *tool, const char *args_json, char **out)
 {
     *out = NULL;
     if (!tool_kind(tool) || !session_id)
         return 0;
     roles r;
-    engine_lock(o);
-    bool writer = roles_of(o, session_id, &r);
-    engine_unlock(o);
+    engine_lock(eng);
+    bool writer = roles_of(eng, session_id, &r);
+    engine_unlock(eng);
     if (!writer)
         return 0;
     /* Parsed unlocked: a write's arguments hold the whole file. */
     char **paths = collide_edited_paths(tool, args_json);
     if (!paths)
         return 0;
-    int64_t now = engine_now(o);
+    int64_t now = engine_now(eng);
     strbuf sb = {0};
-    engine_lock(o);
-    int rc = check_and_record(o, session_id, paths, now, &sb);
-    engine_unlock(o);
+    engine_lock(eng);
+    int rc = check_and_record(eng, session_id, paths, now, &sb);
+    engine_unlock(eng);
     collide_paths_free(paths);
     *out = sb.len ? sb_take(&sb) : NULL;
     sb_free(&sb);
@@ -358,12 +358,12 @@ static void free_group(const char *key, void *value, void *arg)
     group_free(value);
 }
 
-void collide_free(engine *o)
+void collide_free(engine *eng)
 {
-    if (!o->collide)
+    if (!eng->collide)
         return;
-    map_each(&o->collide->groups, free_group, NULL);
-    map_free(&o->collide->groups);
-    free(o->collide);
-    o->collide = NULL;
+    map_each(&eng->collide->groups, free_group, NULL);
+    map_free(&eng->collide->groups);
+    free(eng->collide);
+    eng->collide = NULL;
 }

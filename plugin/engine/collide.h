@@ -8,10 +8,10 @@
  * tool_before: OpenCode's edit, write and apply_patch); this module answers.
  *
  * What it keeps, per launching session L (a "group"): the files edited by
- * L's live tasks' sessions, and by L itself while it had live tasks. An
+ * L's active tasks' sessions, and by L itself while it had active tasks. An
  * edit collides when another writer of the same group edited the same file
  * and is still at work:
- *   - another task of L, still live in the same run (a task's edits stop
+ *   - another task of L, still active in the same run (a task's edits stop
  *     counting when its run ends);
  *   - L itself, when the editing task was already running at L's edit (an
  *     edit L made before the task started is what the task began from).
@@ -27,10 +27,10 @@
  *
  * Memory: an entry per file and writer. A task's entries are dropped when
  * an edit of its group meets them after its run ended; a launcher's group
- * at its next edit once none of its tasks is live; the rest at shutdown.
+ * at its next edit once none of its tasks is active; the rest at shutdown.
  *
  * Cost: a call whose tool edits nothing returns before the lock. A session
- * that is neither a live task's nor a launcher with live tasks costs the
+ * that is neither an active task's nor a launcher with active tasks costs the
  * lock and two hash lookups, before its arguments are parsed.
  */
 #ifndef OCBG_COLLIDE_H
@@ -43,7 +43,7 @@
  * Takes the engine lock briefly, calls no host function but the clock,
  * never blocks. Returns 0 with *out NULL (nothing to say), 0 with *out = a
  * warning (malloc'd), or -EACCES with *out = the refusal (malloc'd). */
-int collide_tool_before(engine *o, const char *session_id, const char *tool, const char *args_json, char **out);
+int collide_tool_before(engine *eng, const char *session_id, const char *tool, const char *args_json, char **out);
 
 /* The files a call of `tool` with args_json edits, normalised, without
  * repeats: a NULL-terminated malloc'd array of malloc'd strings (free with
@@ -53,6 +53,6 @@ char **collide_edited_paths(const char *tool, const char *args_json);
 void collide_paths_free(char **paths);
 
 /* Shutdown: free what the module keeps. */
-void collide_free(engine *o);
+void collide_free(engine *eng);
 
 #endif

@@ -6,7 +6,7 @@
 
 #include "base/util.h"
 
-/* A held notice goes out anyway once its parent's busy state was last
+/* A held notification goes out anyway once its parent's busy state was last
  * confirmed this many poll intervals ago: while agents run, the poll reads
  * the status map at least every POLL_GAP_MAX (8) intervals (engine/poll.c)
  * and confirms a busy parent, so only a lost idle (or a host that cannot
@@ -26,11 +26,11 @@ static const char *busy_id_of(const void *b)
     return ((const busy_session *)b)->id;
 }
 
-void defer_init(engine *o)
+void defer_init(engine *eng)
 {
-    map_init(&o->defer.busy, busy_id_of);
-    o->defer.held = NULL;
-    o->defer.held_tail = &o->defer.held;
+    map_init(&eng->defer.busy, busy_id_of);
+    eng->defer.held = NULL;
+    eng->defer.held_tail = &eng->defer.held;
 }
 
 static void free_busy(const char *key, void *value, void *arg)
@@ -42,53 +42,53 @@ static void free_busy(const char *key, void *value, void *arg)
     free(b);
 }
 
-void defer_free(engine *o)
+void defer_free(engine *eng)
 {
-    map_each(&o->defer.busy, free_busy, NULL);
-    map_free(&o->defer.busy);
-    while (o->defer.held) {
-        notice *n = o->defer.held;
-        o->defer.held = n->next;
-        notice_free(n);
+    map_each(&eng->defer.busy, free_busy, NULL);
+    map_free(&eng->defer.busy);
+    while (eng->defer.held) {
+        notification *n = eng->defer.held;
+        eng->defer.held = n->next;
+        notification_free(n);
     }
-    o->defer.held_tail = &o->defer.held;
+    eng->defer.held_tail = &eng->defer.held;
 }
 
-static int64_t bound_ms(const engine *o)
+static int64_t bound_ms(const engine *eng)
 {
-    return (int64_t)o->opt.poll_interval_ms * DEFER_CONFIRM_POLLS;
+    return (int64_t)eng->opt.poll_interval_ms * DEFER_CONFIRM_POLLS;
 }
 
-/* The session is no longer busy (idle, deleted): its held notices may go. */
-static void forget_busy(engine *o, const char *session_id)
+/* The session is no longer busy (idle, deleted): its held notifications may go. */
+static void forget_busy(engine *eng, const char *session_id)
 {
-    busy_session *b = map_del(&o->defer.busy, session_id);
+    busy_session *b = map_del(&eng->defer.busy, session_id);
     if (b)
         free_busy(NULL, b, NULL);
-    if (o->defer.held) {
-        o->defer.due = true;
-        pthread_cond_signal(&o->work_cv);
+    if (eng->defer.held) {
+        eng->defer.due = true;
+        pthread_cond_signal(&eng->work_cv);
     }
 }
 
-void defer_note(engine *o, const session_note *n)
+void defer_note(engine *eng, const session_note *n)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     switch (n->kind) {
     case NOTE_BUSY:
     case NOTE_RETRY: {
-        busy_session *b = map_get(&o->defer.busy, n->session_id);
+        busy_session *b = map_get(&eng->defer.busy, n->session_id);
         if (!b) {
             b = xcalloc(1, sizeof *b);
             b->id = xstrdup(n->session_id);
-            map_put(&o->defer.busy, b);
+            map_put(&eng->defer.busy, b);
         }
         b->confirmed_mono = b->event_mono = mono_ms();
         break;
     }
     case NOTE_IDLE:
     case NOTE_DELETED:
-        forget_busy(o, n->session_id);
+        forget_busy(eng, n->session_id);
         break;
     default:
         break;
@@ -96,36 +96,36 @@ void defer_note(engine *o, const session_note *n)
 }
 
 /* Is n's parent busy, as last confirmed less than the bound ago? */
-static bool parent_busy(engine *o, const notice *n, int64_t now)
+static bool parent_busy(engine *eng, const notification *n, int64_t now)
 {
-    const busy_session *b = map_get(&o->defer.busy, n->parent_session);
-    return b && now - b->confirmed_mono < bound_ms(o);
+    const busy_session *b = map_get(&eng->defer.busy, n->parent_session);
+    return b && now - b->confirmed_mono < bound_ms(eng);
 }
 
-bool defer_hold(engine *o, notice *n)
+bool defer_hold(engine *eng, notification *n)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    if (n->wake || n->permission_request || n->released || !parent_busy(o, n, mono_ms()))
+    ENGINE_ASSERT_LOCKED(eng);
+    if (n->wake || n->permission_request || n->released || !parent_busy(eng, n, mono_ms()))
         return false;
     n->next = NULL;
-    *o->defer.held_tail = n;
-    o->defer.held_tail = &n->next;
-    o->defer.deferred++;
-    const busy_session *b = map_get(&o->defer.busy, n->parent_session);
-    int64_t at = b->confirmed_mono + bound_ms(o);
-    if (o->defer.next_at == 0 || at < o->defer.next_at)
-        o->defer.next_at = at; /* the worker's wait ends by then */
+    *eng->defer.held_tail = n;
+    eng->defer.held_tail = &n->next;
+    eng->defer.deferred++;
+    const busy_session *b = map_get(&eng->defer.busy, n->parent_session);
+    int64_t at = b->confirmed_mono + bound_ms(eng);
+    if (eng->defer.next_at == 0 || at < eng->defer.next_at)
+        eng->defer.next_at = at; /* the worker's wait ends by then */
     return true;
 }
 
 /* Append a job pushing n (released: it is not held again) to first..last. */
-static void chain_release(notice *n, job **first, job **last)
+static void chain_release(notification *n, job **first, job **last)
 {
     n->next = NULL;
     n->released = true;
     job *j = xcalloc(1, sizeof *j);
     j->kind = JOB_NOTIFY;
-    j->notice = n;
+    j->notification = n;
     if (*last)
         (*last)->next = j;
     else
@@ -133,38 +133,38 @@ static void chain_release(notice *n, job **first, job **last)
     *last = j;
 }
 
-/* Take the held notices `release` says go, in order, into first..last. */
-static void take_held(engine *o, bool (*release)(engine *o, const notice *n, const void *arg), const void *arg,
-                      job **first, job **last)
+/* Take the held notifications `release` says go, in order, into first..last. */
+static void take_held(engine *eng, bool (*release)(engine *eng, const notification *n, const void *arg),
+                      const void *arg, job **first, job **last)
 {
-    notice **pp = &o->defer.held;
+    notification **pp = &eng->defer.held;
     while (*pp) {
-        notice *n = *pp;
-        if (release(o, n, arg)) {
+        notification *n = *pp;
+        if (release(eng, n, arg)) {
             *pp = n->next;
             chain_release(n, first, last);
         } else {
             pp = &n->next;
         }
     }
-    o->defer.held_tail = pp;
+    eng->defer.held_tail = pp;
 }
 
-static bool same_parent(engine *o, const notice *n, const void *session)
+static bool same_parent(engine *eng, const notification *n, const void *session)
 {
-    (void)o;
+    (void)eng;
     return strcmp(n->parent_session, session) == 0;
 }
 
-bool defer_flush_before(engine *o, notice *n)
+bool defer_flush_before(engine *eng, notification *n)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     job *first = NULL, *last = NULL;
-    take_held(o, same_parent, n->parent_session, &first, &last);
+    take_held(eng, same_parent, n->parent_session, &first, &last);
     if (!first)
         return false;
     chain_release(n, &first, &last);
-    jobs_push_front(&o->q, first, last);
+    jobs_push_front(&eng->q, first, last);
     return true;
 }
 
@@ -180,49 +180,49 @@ static void collect_busy(const char *key, void *value, void *arg)
     v->items[v->n++] = value;
 }
 
-void defer_poll(engine *o, const cJSON *status_map)
+void defer_poll(engine *eng, const cJSON *status_map)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    busy_vec v = {xcalloc(o->defer.busy.count + 1, sizeof *v.items), 0};
-    map_each(&o->defer.busy, collect_busy, &v);
+    ENGINE_ASSERT_LOCKED(eng);
+    busy_vec v = {xcalloc(eng->defer.busy.count + 1, sizeof *v.items), 0};
+    map_each(&eng->defer.busy, collect_busy, &v);
     int64_t now = mono_ms();
     for (size_t i = 0; i < v.n; i++) {
         if (cJSON_GetObjectItemCaseSensitive(status_map, v.items[i]->id))
             v.items[i]->confirmed_mono = now;
-        else if (now - v.items[i]->event_mono >= o->opt.poll_interval_ms)
-            forget_busy(o, v.items[i]->id); /* its idle was lost (a newer busy event than the map: kept) */
+        else if (now - v.items[i]->event_mono >= eng->opt.poll_interval_ms)
+            forget_busy(eng, v.items[i]->id); /* its idle was lost (a newer busy event than the map: kept) */
     }
     free(v.items);
 }
 
-/* Does held notice n go now: its parent idle or gone, or not confirmed
+/* Does held notification n go now: its parent idle or gone, or not confirmed
  * busy for too long, or its task gone? */
-static bool goes_now(engine *o, const notice *n, const void *now)
+static bool goes_now(engine *eng, const notification *n, const void *now)
 {
-    return !parent_busy(o, n, *(const int64_t *)now) || !registry_find(&o->reg, n->task_id);
+    return !parent_busy(eng, n, *(const int64_t *)now) || !registry_find(&eng->reg, n->task_id);
 }
 
-int64_t defer_tick(engine *o, int64_t now)
+int64_t defer_tick(engine *eng, int64_t now)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    if (!o->defer.held)
+    ENGINE_ASSERT_LOCKED(eng);
+    if (!eng->defer.held)
         return 0;
-    if (o->defer.due || now >= o->defer.next_at) {
-        o->defer.due = false;
+    if (eng->defer.due || now >= eng->defer.next_at) {
+        eng->defer.due = false;
         job *first = NULL, *last = NULL;
-        take_held(o, goes_now, &now, &first, &last);
+        take_held(eng, goes_now, &now, &first, &last);
         for (job *j = first, *next; j; j = next) {
             next = j->next;
             j->next = NULL;
-            jobs_push(&o->q, j);
+            jobs_push(&eng->q, j);
         }
-        o->defer.next_at = 0;
-        for (notice *n = o->defer.held; n; n = n->next) {
-            const busy_session *b = map_get(&o->defer.busy, n->parent_session);
-            int64_t at = b ? b->confirmed_mono + bound_ms(o) : now;
-            if (o->defer.next_at == 0 || at < o->defer.next_at)
-                o->defer.next_at = at;
+        eng->defer.next_at = 0;
+        for (notification *n = eng->defer.held; n; n = n->next) {
+            const busy_session *b = map_get(&eng->defer.busy, n->parent_session);
+            int64_t at = b ? b->confirmed_mono + bound_ms(eng) : now;
+            if (eng->defer.next_at == 0 || at < eng->defer.next_at)
+                eng->defer.next_at = at;
         }
     }
-    return o->defer.held ? o->defer.next_at : 0;
+    return eng->defer.held ? eng->defer.next_at : 0;
 }

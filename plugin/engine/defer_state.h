@@ -1,5 +1,5 @@
 /*
- * defer_state.h — what an engine keeps to hold silent notices while their
+ * defer_state.h — what an engine keeps to hold silent notifications while their
  * parent session is busy (the type only, held in struct engine;
  * engine/defer.h has the functions).
  */
@@ -12,15 +12,15 @@
 
 #include "base/map.h"
 
-struct notice;
+struct notification;
 
 typedef struct defer_state {
-    map busy;            /* session id → its busy record (engine/defer.c), from the host's events */
-    struct notice *held; /* silent notices waiting for their parent to go idle; FIFO */
-    struct notice **held_tail;
-    bool due;          /* an idle (or a deletion) came while notices are held */
-    int64_t next_at;   /* monotonic ms at which a held notice is due anyway; 0: none */
-    uint64_t deferred; /* notices ever held, for tests */
+    map busy;                  /* session id → its busy record (engine/defer.c), from the host's events */
+    struct notification *held; /* silent notifications waiting for their parent to go idle; FIFO */
+    struct notification **held_tail;
+    bool due;          /* an idle (or a deletion) came while notifications are held */
+    int64_t next_at;   /* monotonic ms at which a held notification is due anyway; 0: none */
+    uint64_t deferred; /* notifications ever held, for tests */
 } defer_state;
 
 #endif

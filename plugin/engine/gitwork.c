@@ -7,24 +7,24 @@
 
 /* One job, the lock not held. A notification's job goes back to the
  * worker (unless the engine stops: it is freed, as queued jobs are). */
-static void run_git_job(engine *o, job *j)
+static void run_git_job(engine *eng, job *j)
 {
     switch (j->kind) {
     case JOB_NOTIFY:
-        isolate_report(o, j->notice->task_id);
-        engine_lock(o);
-        if (o->stopping)
+        isolate_report(eng, j->notification->task_id);
+        engine_lock(eng);
+        if (eng->stopping)
             job_free(j);
         else
-            jobs_push(&o->q, j);
-        engine_unlock(o);
+            jobs_push(&eng->q, j);
+        engine_unlock(eng);
         return;
     case JOB_RELEASE:
-        isolate_release(o, j->release, NULL);
+        isolate_release(eng, j->release, NULL);
         j->release = NULL;
         break;
     case JOB_ORPHANS:
-        isolate_drop_orphans(o);
+        isolate_drop_orphans(eng);
         break;
     default:
         break;
@@ -34,65 +34,65 @@ static void run_git_job(engine *o, job *j)
 
 static void *gitwork_main(void *arg)
 {
-    engine *o = arg;
-    engine_lock(o);
-    while (!o->stopping) {
-        job *j = jobs_pop(&o->git.q);
+    engine *eng = arg;
+    engine_lock(eng);
+    while (!eng->stopping) {
+        job *j = jobs_pop(&eng->git.q);
         if (!j) {
-            engine_cond_wait(o, &o->git.cv);
+            engine_cond_wait(eng, &eng->git.cv);
             continue;
         }
-        o->git.queued--;
-        o->git.busy++;
-        engine_unlock(o);
-        run_git_job(o, j);
-        engine_lock(o);
-        o->git.busy--;
+        eng->git.queued--;
+        eng->git.busy++;
+        engine_unlock(eng);
+        run_git_job(eng, j);
+        engine_lock(eng);
+        eng->git.busy--;
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     return NULL;
 }
 
-void gitwork_init(engine *o)
+void gitwork_init(engine *eng)
 {
-    cond_init_monotonic(&o->git.cv);
-    jobs_init(&o->git.q, &o->git.cv, &o->mu);
+    cond_init_monotonic(&eng->git.cv);
+    jobs_init(&eng->git.q, &eng->git.cv, &eng->mu);
 }
 
-void gitwork_push(engine *o, job *j)
+void gitwork_push(engine *eng, job *j)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     bool failed = false;
     /* A thread more when the idle ones are all spoken for. */
-    if (o->git.queued >= o->git.started - o->git.busy && o->git.started < GITWORK_THREADS && !o->stopping) {
-        failed = pthread_create(&o->git.threads[o->git.started], NULL, gitwork_main, o) != 0;
-        o->git.started += !failed;
+    if (eng->git.queued >= eng->git.started - eng->git.busy && eng->git.started < GITWORK_THREADS && !eng->stopping) {
+        failed = pthread_create(&eng->git.threads[eng->git.started], NULL, gitwork_main, eng) != 0;
+        eng->git.started += !failed;
     }
-    if (o->git.started) {
-        o->git.queued++;
-        jobs_push(&o->git.q, j);
+    if (eng->git.started) {
+        eng->git.queued++;
+        jobs_push(&eng->git.q, j);
         return;
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     if (failed)
-        hc_log(&o->api, OCP_LOG_WARN, "ocbg: could not start the worktree thread: git runs on the worker");
-    run_git_job(o, j);
-    engine_lock(o);
+        hostapi_log(&eng->api, OCP_LOG_WARN, "ocbg: could not start the worktree thread: git runs on the worker");
+    run_git_job(eng, j);
+    engine_lock(eng);
 }
 
-void gitwork_stop(engine *o)
+void gitwork_stop(engine *eng)
 {
-    engine_lock(o);
-    pthread_cond_broadcast(&o->git.cv);
-    unsigned n = o->git.started;
-    engine_unlock(o);
+    engine_lock(eng);
+    pthread_cond_broadcast(&eng->git.cv);
+    unsigned n = eng->git.started;
+    engine_unlock(eng);
     for (unsigned i = 0; i < n; i++)
-        pthread_join(o->git.threads[i], NULL);
-    o->git.started = 0;
+        pthread_join(eng->git.threads[i], NULL);
+    eng->git.started = 0;
 }
 
-void gitwork_free(engine *o)
+void gitwork_free(engine *eng)
 {
-    jobs_free_all(&o->git.q);
-    pthread_cond_destroy(&o->git.cv);
+    jobs_free_all(&eng->git.q);
+    pthread_cond_destroy(&eng->git.cv);
 }

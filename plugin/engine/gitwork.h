@@ -26,19 +26,19 @@
 struct engine;
 
 /* [engine_start, before any job] */
-void gitwork_init(struct engine *o);
+void gitwork_init(struct engine *eng);
 
 /* Hand j (owned from now) to a thread, starting one if every thread is
  * busy. When none can start, the job is run here, the lock released meanwhile (as the
  * worker did before the thread existed). [worker] [lock held] */
-void gitwork_push(struct engine *o, job *j);
+void gitwork_push(struct engine *eng, job *j);
 
-/* Join the threads (o->stopping is set): each ends after the job it is doing.
+/* Join the threads (eng->stopping is set): each ends after the job it is doing.
  * Jobs it had not reached stay queued: engine_stop releases the worktrees
  * of those; the rest go with gitwork_free. [engine_stop, lock not held] */
-void gitwork_stop(struct engine *o);
+void gitwork_stop(struct engine *eng);
 
 /* Free what is still queued and the state. [engine_stop, last] */
-void gitwork_free(struct engine *o);
+void gitwork_free(struct engine *eng);
 
 #endif

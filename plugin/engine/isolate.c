@@ -10,26 +10,27 @@
 
 /* Where worktrees go: beside the task store, outside any checkout. NULL
  * when the host gives no data_dir and store_path is not set. malloc'd. */
-static char *worktrees_root(const engine *o)
+static char *worktrees_root(const engine *eng)
 {
-    if (o->api.host.data_dir && o->api.host.data_dir[0])
-        return xasprintf("%s/worktrees", o->api.host.data_dir);
-    if (o->opt.store_path[0]) {
-        const char *slash = strrchr(o->opt.store_path, '/');
-        return xasprintf("%.*s/worktrees", (int)(slash ? slash - o->opt.store_path : 0), o->opt.store_path);
+    const char *data_dir = hostapi_data_dir(&eng->api);
+    if (data_dir)
+        return xasprintf("%s/worktrees", data_dir);
+    if (eng->opt.store_path[0]) {
+        const char *slash = strrchr(eng->opt.store_path, '/');
+        return xasprintf("%.*s/worktrees", (int)(slash ? slash - eng->opt.store_path : 0), eng->opt.store_path);
     }
     return NULL;
 }
 
-int isolate_root(engine *o, char **root, strbuf *out)
+int isolate_root(engine *eng, char **root, strbuf *out)
 {
     *root = NULL;
-    if (!hc_has_directories(&o->api)) {
+    if (!hostapi_has_directories(&eng->api)) {
         sb_puts(out, "Not launched: this host cannot run a task in another folder, so isolation \"worktree\" is "
                      "not available here. Launch without isolation.");
         return -ENOSYS;
     }
-    *root = worktrees_root(o);
+    *root = worktrees_root(eng);
     if (!*root) {
         sb_puts(out, "Not launched: the host gives ocbg no data folder to keep worktrees in (and no store_path is "
                      "set), so isolation \"worktree\" is not available. Launch without isolation.");
@@ -73,28 +74,28 @@ void isolate_describe(const worktree_made *m, strbuf *out)
 
 /* task id's folder, copied, when it has one, its watch is `watched` (the
  * flip's from) and, if ended_only, its run has ended. */
-static char *folder_to_flip(engine *o, const char *task_id, bool watched, bool ended_only)
+static char *folder_to_flip(engine *eng, const char *task_id, bool watched, bool ended_only)
 {
-    engine_lock(o);
-    task *t = registry_find(&o->reg, task_id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, task_id);
     bool flip = t && t->wt && t->wt->watched == watched && !(ended_only && task_status_active(t->status));
     char *path = flip ? xstrdup(t->wt->path) : NULL;
-    engine_unlock(o);
+    engine_unlock(eng);
     return path;
 }
 
-static void set_watched(engine *o, const char *task_id, bool watched)
+static void set_watched(engine *eng, const char *task_id, bool watched)
 {
-    engine_lock(o);
-    task *t = registry_find(&o->reg, task_id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, task_id);
     if (t && t->wt)
         t->wt->watched = watched;
-    engine_unlock(o);
+    engine_unlock(eng);
 }
 
-int isolate_watch(engine *o, const char *task_id, char **err)
+int isolate_watch(engine *eng, const char *task_id, char **err)
 {
-    char *path = folder_to_flip(o, task_id, false, false);
+    char *path = folder_to_flip(eng, task_id, false, false);
     struct stat st;
     if (path && stat(path, &st) != 0) {
         if (err)
@@ -102,9 +103,9 @@ int isolate_watch(engine *o, const char *task_id, char **err)
         free(path);
         return -ENOENT;
     }
-    int rc = path ? hc_directory_watch(&o->api, path, true, err) : 0;
+    int rc = path ? hostapi_directory_watch(&eng->api, path, true, err) : 0;
     if (path && rc == 0)
-        set_watched(o, task_id, true);
+        set_watched(eng, task_id, true);
     free(path);
     return rc;
 }
@@ -115,59 +116,59 @@ typedef struct settle_plan {
     unsigned run;
 } settle_plan;
 
-void isolate_report(engine *o, const char *task_id)
+void isolate_report(engine *eng, const char *task_id)
 {
     settle_plan p = {0};
-    engine_lock(o);
-    task *t = registry_find(&o->reg, task_id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, task_id);
     if (t && t->wt && !task_status_active(t->status) && t->wt->report_run != t->run) {
         p = (settle_plan){xstrdup(t->wt->path), xstrdup(t->wt->branch), xstrdup(t->wt->base), xstrdup(t->wt->checkout),
                           t->run};
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     if (!p.path)
         return;
     char *report = NULL, *err = NULL;
     if (worktree_report(p.checkout, p.path, p.branch, p.base, &report, &err) != 0)
         report = xasprintf("What it changed could not be read: %s.", err);
     free(err);
-    engine_lock(o);
-    t = registry_find(&o->reg, task_id);
+    engine_lock(eng);
+    t = registry_find(&eng->reg, task_id);
     if (t && t->wt && t->run == p.run) {
         free(t->wt->report);
         t->wt->report = report;
         t->wt->report_run = p.run;
-        registry_touch(&o->reg, t);
+        registry_touch(&eng->reg, t);
         report = NULL;
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     free(report);
     free(p.path), free(p.branch), free(p.base), free(p.checkout);
 }
 
-void isolate_let_go(engine *o, const char *task_id)
+void isolate_let_go(engine *eng, const char *task_id)
 {
-    char *path = folder_to_flip(o, task_id, true, true);
-    if (!path || hc_directory_watch(&o->api, path, false, NULL) != 0) {
+    char *path = folder_to_flip(eng, task_id, true, true);
+    if (!path || hostapi_directory_watch(&eng->api, path, false, NULL) != 0) {
         free(path);
         return;
     }
     free(path);
-    engine_lock(o);
-    task *t = registry_find(&o->reg, task_id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, task_id);
     bool again = t && t->wt && task_status_active(t->status);
     if (t && t->wt)
         t->wt->watched = false;
-    engine_unlock(o);
+    engine_unlock(eng);
     /* Resumed meanwhile: its isolate_watch saw the folder still followed. */
     if (again)
-        isolate_watch(o, task_id, NULL);
+        isolate_watch(eng, task_id, NULL);
 }
 
-void isolate_settle(engine *o, const char *task_id)
+void isolate_settle(engine *eng, const char *task_id)
 {
-    isolate_report(o, task_id);
-    isolate_let_go(o, task_id);
+    isolate_report(eng, task_id);
+    isolate_let_go(eng, task_id);
 }
 
 /* What happened to one worktree, in a line of the clear's answer (and the
@@ -190,14 +191,14 @@ static void release_words(const worktree_item *it, int rc, const worktree_remova
     }
 }
 
-void isolate_release(engine *o, worktree_item *list, strbuf *out)
+void isolate_release(engine *eng, worktree_item *list, strbuf *out)
 {
     for (worktree_item *it = list; it; it = it->next) {
         char *err = NULL;
         worktree_removal r = {0};
         /* The host lets go first: a request about a folder that is gone
          * would make the host set it up again (OpenCode: a bogus instance). */
-        int rc = it->watched ? hc_directory_watch(&o->api, it->path, false, &err) : 0;
+        int rc = it->watched ? hostapi_directory_watch(&eng->api, it->path, false, &err) : 0;
         if (rc == 0)
             rc = worktree_remove(it->checkout, it->path, it->branch, it->id, &r, &err);
         strbuf line = {0};
@@ -205,15 +206,15 @@ void isolate_release(engine *o, worktree_item *list, strbuf *out)
         if (out)
             sb_printf(out, "\n- %s", line.buf);
         if (rc != 0 || r.kept_dir || !out)
-            hc_log(&o->api, rc != 0 ? OCP_LOG_WARN : OCP_LOG_INFO, "ocbg: %s", line.buf);
+            hostapi_log(&eng->api, rc != 0 ? OCP_LOG_WARN : OCP_LOG_INFO, "ocbg: %s", line.buf);
         sb_free(&line);
         worktree_removal_free(&r);
         free(err);
         /* Removed or kept, the host was told: the task's row may go now. */
-        engine_lock(o);
-        if (!registry_find(&o->reg, it->id))
-            registry_forget_row(&o->reg, it->id);
-        engine_unlock(o);
+        engine_lock(eng);
+        if (!registry_find(&eng->reg, it->id))
+            registry_forget_row(&eng->reg, it->id);
+        engine_unlock(eng);
     }
     worktree_items_free(list);
 }
@@ -253,32 +254,32 @@ static void note_isolated(const char *key, void *value, void *arg)
         *(bool *)arg = t->wt != NULL;
 }
 
-void isolate_restored(engine *o)
+void isolate_restored(engine *eng)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     bool any = false;
-    map_each(&o->reg.parents, note_isolated, &any);
+    map_each(&eng->reg.parents, note_isolated, &any);
     if (any) {
         job *j = xcalloc(1, sizeof *j);
         j->kind = JOB_ORPHANS;
-        jobs_push(&o->q, j);
+        jobs_push(&eng->q, j);
     }
 }
 
-void isolate_drop_orphans(engine *o)
+void isolate_drop_orphans(engine *eng)
 {
     session_list l = {0};
-    engine_lock(o);
-    map_each(&o->reg.parents, note_isolated_parent, &l);
-    engine_unlock(o);
+    engine_lock(eng);
+    map_each(&eng->reg.parents, note_isolated_parent, &l);
+    engine_unlock(eng);
     for (size_t i = 0; i < l.n; i++) {
-        if (hc_session_get(&o->api, l.ids[i], NULL) != -ENOENT)
+        if (hostapi_session_get(&eng->api, l.ids[i], NULL) != -ENOENT)
             continue;
-        engine_lock(o);
-        parent *p = registry_parent(&o->reg, l.ids[i]);
+        engine_lock(eng);
+        parent *p = registry_parent(&eng->reg, l.ids[i]);
         if (p)
-            engine_drop_parent(o, p); /* as the deletion's event would have */
-        engine_unlock(o);
+            engine_drop_parent(eng, p); /* as the deletion's event would have */
+        engine_unlock(eng);
     }
     session_list_free(&l);
 }

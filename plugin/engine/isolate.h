@@ -28,7 +28,7 @@
  * store_path). -ENOSYS (the host cannot run a session elsewhere) or -EINVAL
  * (no such folder) with the refusal in out; else 0 with *root
  * (malloc'd). [any] */
-int isolate_root(engine *o, char **root, strbuf *out);
+int isolate_root(engine *eng, char **root, strbuf *out);
 
 /* Make the worktree <root>/<id> of a launch from folder `directory`
  * (its repository's HEAD), on branch ocbg/<id>. [lock not held] 0 with *m;
@@ -43,36 +43,36 @@ void isolate_describe(const worktree_made *m, strbuf *out);
 /* Have the host follow task id's folder (directory_watch 1) unless it
  * already does. [lock not held] 0 (also: no worktree), or the host's
  * negative errno with *err. */
-int isolate_watch(engine *o, const char *task_id, char **err);
+int isolate_watch(engine *eng, const char *task_id, char **err);
 
 /* Task id's run has ended: read what it did in its worktree, once per run
  * (git runs; the report is kept in the task). [lock not held] */
-void isolate_report(engine *o, const char *task_id);
+void isolate_report(engine *eng, const char *task_id);
 
 /* Task id's run has ended: the host lets go of its folder until a resume.
  * A resume that came while the host was letting go has it followed again.
  * Done after the notification's push: OpenCode disposes the folder's
  * instance, which the parent need not wait for. [lock not held] */
-void isolate_let_go(engine *o, const char *task_id);
+void isolate_let_go(engine *eng, const char *task_id);
 
 /* isolate_report, then isolate_let_go. [lock not held] */
-void isolate_settle(engine *o, const char *task_id);
+void isolate_settle(engine *eng, const char *task_id);
 
 /* Remove the worktrees of `list` (freed): the host lets go, the work is
  * committed, the folder removed, the branch kept. out (may be NULL) gets a
  * line per worktree: where its work is, or where the kept folder is and
  * why. [lock not held] */
-void isolate_release(engine *o, worktree_item *list, strbuf *out);
+void isolate_release(engine *eng, worktree_item *list, strbuf *out);
 
 /* After a restore: when a restored task has a worktree, queue the check
  * below for the worker (JOB_ORPHANS). [lock held] */
-void isolate_restored(engine *o);
+void isolate_restored(engine *eng);
 
 /* The launching sessions of restored isolated tasks that the host no longer
  * has (deleted while ocbg was down, or just before the host was killed):
  * dropped as their deletion would have been, so their worktrees are
  * released (their rows stay in the store until then). One host call per
  * such session. [lock not held] */
-void isolate_drop_orphans(engine *o);
+void isolate_drop_orphans(engine *eng);
 
 #endif

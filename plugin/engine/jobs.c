@@ -32,7 +32,7 @@ job *job_for_task(job_kind kind, const task *t)
 void jobs_push(job_queue *q, job *j)
 {
     assert(lock_held(q->mu));
-    job ***tail = j->kind == JOB_FINALIZE ? &q->checks_tail : &q->jobs_tail;
+    job ***tail = j->kind == JOB_CHECK ? &q->checks_tail : &q->jobs_tail;
     j->next = NULL;
     **tail = j;
     *tail = &j->next;
@@ -88,7 +88,7 @@ job *jobs_take(job_queue *q, job_kind kind)
     return taken;
 }
 
-void notice_free(notice *n)
+void notification_free(notification *n)
 {
     if (!n)
         return;
@@ -102,16 +102,16 @@ void notice_free(notice *n)
 void job_free(job *j)
 {
     free(j->session_id);
-    notice_free(j->notice);
+    notification_free(j->notification);
     worktree_items_free(j->release);
     free(j);
 }
 
 /* Insert into the retry list, ordered by next_try. */
-void jobs_retry_later(job_queue *q, notice *n)
+void jobs_retry_later(job_queue *q, notification *n)
 {
     assert(lock_held(q->mu));
-    notice **p = &q->retries;
+    notification **p = &q->retries;
     while (*p && (*p)->next_try <= n->next_try)
         p = &(*p)->next;
     n->next = *p;
@@ -122,11 +122,11 @@ void jobs_take_due_retries(job_queue *q, int64_t now)
 {
     assert(lock_held(q->mu));
     while (q->retries && q->retries->next_try <= now) {
-        notice *n = q->retries;
+        notification *n = q->retries;
         q->retries = n->next;
         job *j = xcalloc(1, sizeof *j);
         j->kind = JOB_NOTIFY;
-        j->notice = n;
+        j->notification = n;
         jobs_push(q, j);
     }
 }
@@ -136,8 +136,8 @@ void jobs_free_all(job_queue *q)
     for (job *j; (j = pop_line(&q->jobs, &q->jobs_tail)) || (j = pop_line(&q->checks, &q->checks_tail));)
         job_free(j);
     while (q->retries) {
-        notice *n = q->retries;
+        notification *n = q->retries;
         q->retries = n->next;
-        notice_free(n);
+        notification_free(n);
     }
 }

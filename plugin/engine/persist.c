@@ -25,49 +25,50 @@
  * first follows a change during the one before (a run's end, a commit). */
 #define READ_TRIES 4
 
-bool persist_on(const engine *o)
+bool persist_on(const engine *eng)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    return o->ps.st != NULL;
+    ENGINE_ASSERT_LOCKED(eng);
+    return eng->ps.st != NULL;
 }
 
 /* A line for the host's log, logged by the worker once it runs (the host
  * may not take log calls from ocp_plugin_entry's thread): 'E' error, 'W'
  * warning, as its first character. */
-static void defer_log(engine *o, char level, const char *line)
+static void defer_log(engine *eng, char level, const char *line)
 {
-    char *all = xasprintf("%s%c%s\n", o->ps.log ? o->ps.log : "", level, line);
-    free(o->ps.log);
-    o->ps.log = all;
+    char *all = xasprintf("%s%c%s\n", eng->ps.log ? eng->ps.log : "", level, line);
+    free(eng->ps.log);
+    eng->ps.log = all;
 }
 
-void persist_log_deferred(engine *o)
+void persist_log_deferred(engine *eng)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    char *lines = o->ps.log;
-    o->ps.log = NULL;
+    ENGINE_ASSERT_LOCKED(eng);
+    char *lines = eng->ps.log;
+    eng->ps.log = NULL;
     if (!lines)
         return;
-    engine_unlock(o);
+    engine_unlock(eng);
     char *save = NULL;
     for (char *line = strtok_r(lines, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        hc_log(&o->api, line[0] == 'W' ? OCP_LOG_WARN : OCP_LOG_ERROR, "%s", line + 1);
+        hostapi_log(&eng->api, line[0] == 'W' ? OCP_LOG_WARN : OCP_LOG_ERROR, "%s", line + 1);
     free(lines);
-    engine_lock(o);
+    engine_lock(eng);
 }
 
 /* ---- texts out of memory -------------------------------------------------- */
 
 /* Needs nothing of t's texts in memory any more? Finished, nothing left
  * to tell or return from memory: its notification delivered or none owed
- * (a notice is formatted from the task when it is pushed), no blocking
+ * (a notification is formatted from the task when it is pushed), no blocking
  * call about to return its result, no completion check. An agent's texts
  * and a command's output alike (a foreground command's is its call's
  * answer: it stays until the call returns). */
 static bool texts_done(const task *t)
 {
-    return task_status_terminal(t->status) && !t->foreground && !t->finalizing && t->result_waiters == 0 &&
-           t->notices_unformatted == 0 && (t->notice_state == NOTICE_NONE || t->notice_state == NOTICE_DONE);
+    return task_status_terminal(t->status) && !t->foreground && !t->checking && t->result_waiters == 0 &&
+           t->notifications_unformatted == 0 &&
+           (t->notification_state == NOTIFICATION_NONE || t->notification_state == NOTIFICATION_DONE);
 }
 
 /* Free t's texts whose stored copy is theirs (texts_stored). A command
@@ -99,21 +100,21 @@ static void texts_stored(task *t)
 
 /* After a commit: the tasks of rows[0..n) not changed since, as written.
  * [lock held] */
-static void drop_committed(engine *o, const store_row *rows, size_t n)
+static void drop_committed(engine *eng, const store_row *rows, size_t n)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     for (size_t i = 0; i < n; i++) {
-        task *t = registry_find(&o->reg, rows[i].id);
+        task *t = registry_find(&eng->reg, rows[i].id);
         if (t && !t->dirty_slot)
             texts_stored(t);
     }
 }
 
-void persist_drop_copies(engine *o, task *t)
+void persist_drop_copies(engine *eng, task *t)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     /* After a failed write the disk is not trusted: what is in memory stays. */
-    if (t && o->reg.track && texts_done(t))
+    if (t && eng->reg.track && texts_done(t))
         free_stored_texts(t);
 }
 
@@ -151,14 +152,14 @@ static bool texts_missing(const task *t)
 /* One read of task id's stored texts, without the lock (released and taken
  * again). *prompt, *result, *error, *output: what it read, or a sentence
  * saying why it could not. */
-static void read_stored(engine *o, const char *id, char **prompt, char **result, char **error, char **output)
+static void read_stored(engine *eng, const char *id, char **prompt, char **result, char **error, char **output)
 {
-    store_reader *reader = o->ps.reader; /* lives until persist_stop, after every call */
-    engine_unlock(o);
+    store_reader *reader = eng->ps.reader; /* lives until persist_stop, after every call */
+    engine_unlock(eng);
     char *err = NULL;
     int rc = store_reader_texts(reader, id, prompt, result, error, output, &err);
     if (err)
-        hc_log(&o->api, OCP_LOG_ERROR, "ocbg: %s", err);
+        hostapi_log(&eng->api, OCP_LOG_ERROR, "ocbg: %s", err);
     if (rc != 0) {
         char *why = xasprintf("(kept in the task store, which could not be read: %s)", err ? err : "unknown error");
         *prompt = xstrdup(why);
@@ -167,12 +168,12 @@ static void read_stored(engine *o, const char *id, char **prompt, char **result,
         *error = why;
     }
     free(err);
-    engine_lock(o);
+    engine_lock(eng);
 }
 
-task *persist_texts(engine *o, task *t)
+task *persist_texts(engine *eng, task *t)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     /* Texts change only when a run ends (its status changes) or a new one
      * begins (run + 1): read while neither happened, the copy is the
      * task's; else it is read again. And only a text already marked stored
@@ -184,14 +185,14 @@ task *persist_texts(engine *o, task *t)
      * completed task's error). Before, such a text kept every call at
      * three reads, and when the last one did not hold (the run ended, and
      * was committed, during it) the result was shown empty. */
-    for (int tries = 0; t && texts_missing(t) && o->ps.reader && tries < READ_TRIES; tries++) {
+    for (int tries = 0; t && texts_missing(t) && eng->ps.reader && tries < READ_TRIES; tries++) {
         char id[TASK_ID_SIZE];
         memcpy(id, t->id, sizeof id);
         unsigned run = t->run, stored = t->texts_stored;
         task_status status = t->status;
         char *prompt = NULL, *result = NULL, *error = NULL, *output = NULL;
-        read_stored(o, id, &prompt, &result, &error, &output);
-        t = registry_find(&o->reg, id);
+        read_stored(eng, id, &prompt, &result, &error, &output);
+        t = registry_find(&eng->reg, id);
         bool held = t && t->run == run && t->status == status;
         if (held) {
             attach_copy(t, stored, TASK_TEXT_PROMPT, &t->prompt, &prompt);
@@ -235,52 +236,53 @@ static void forget_task(void *arg, task *t)
 }
 
 /* Memory only from now: nothing is marked, what was marked is forgotten. */
-static void stop_tracking(engine *o)
+static void stop_tracking(engine *eng)
 {
-    o->reg.track = false;
-    registry_take_dirty(&o->reg, SIZE_MAX, forget_task, NULL);
+    eng->reg.track = false;
+    registry_take_dirty(&eng->reg, SIZE_MAX, forget_task, NULL);
 }
 
 /* One write: what is dirty now, in one transaction. [lock held] Let go
  * during the write. false: it failed (the store is off now). */
-static bool write_dirty(engine *o)
+static bool write_dirty(engine *eng)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    registry *r = &o->reg;
+    ENGINE_ASSERT_LOCKED(eng);
+    registry *r = &eng->reg;
     uint64_t gen = r->dirty_gen;
-    o->ps.writing = true;
+    eng->ps.writing = true;
     batch_rows b = {0};
     bool all = registry_take_dirty(r, STORE_BATCH_ROWS, copy_task, &b);
     char **removed = r->removed;
     size_t nremoved = r->nremoved;
     r->removed = NULL;
     r->nremoved = r->removed_cap = 0;
-    engine_unlock(o);
+    engine_unlock(eng);
 
     char *err = NULL;
-    int rc = store_write(o->ps.st, b.rows, b.n, removed, nremoved, &err);
+    int rc = store_write(eng->ps.st, b.rows, b.n, removed, nremoved, &err);
     for (size_t i = 0; i < b.n; i++)
         store_row_clear(&b.rows[i]); /* the ids stay: drop_committed reads them */
     for (size_t i = 0; i < nremoved; i++)
         free(removed[i]);
     free(removed);
     if (rc != 0)
-        hc_log(&o->api, OCP_LOG_ERROR, "ocbg: %s; tasks live in memory only from now on (a restart loses them)", err);
+        hostapi_log(&eng->api, OCP_LOG_ERROR, "ocbg: %s; tasks live in memory only from now on (a restart loses them)",
+                    err);
     free(err);
 
-    engine_lock(o);
-    o->ps.writing = false;
-    o->ps.writes++;
-    o->ps.rows_written += b.n;
+    engine_lock(eng);
+    eng->ps.writing = false;
+    eng->ps.writes++;
+    eng->ps.rows_written += b.n;
     if (rc != 0) {
-        stop_tracking(o);
+        stop_tracking(eng);
     } else {
         if (all) /* else what changed after the rows taken waits for the next write */
-            o->ps.committed = gen;
-        drop_committed(o, b.rows, b.n);
+            eng->ps.committed = gen;
+        drop_committed(eng, b.rows, b.n);
     }
     free(b.rows);
-    pthread_cond_broadcast(&o->ps.synced_cv);
+    pthread_cond_broadcast(&eng->ps.synced_cv);
     return rc == 0;
 }
 
@@ -288,57 +290,57 @@ static bool write_dirty(engine *o)
  * (STORE_DELAY_MS: the changes of a burst of events share one commit).
  * What a tool call or a notification needs on disk now is written by
  * persist_sync on its own thread. */
-static void *store_main(void *arg)
+static void *persist_main(void *arg)
 {
-    engine *o = arg;
+    engine *eng = arg;
     bool delayed = false;
-    engine_lock(o);
-    while (o->reg.track) {
-        bool pending = o->reg.dirty > 0 || o->reg.nremoved > 0;
-        if (!pending && o->ps.stop)
+    engine_lock(eng);
+    while (eng->reg.track) {
+        bool pending = eng->reg.dirty > 0 || eng->reg.nremoved > 0;
+        if (!pending && eng->ps.stop)
             break;
         if (!pending) {
-            o->ps.wake_pending = false;
-            engine_cond_wait(o, &o->ps.cv);
-        } else if (o->ps.writing) {
-            engine_cond_wait(o, &o->ps.synced_cv);
-        } else if (!delayed && !o->ps.stop) {
+            eng->ps.wake_pending = false;
+            engine_cond_wait(eng, &eng->ps.cv);
+        } else if (eng->ps.writing) {
+            engine_cond_wait(eng, &eng->ps.synced_cv);
+        } else if (!delayed && !eng->ps.stop) {
             delayed = true;
             struct timespec ts;
             mono_deadline(&ts, mono_ms() + STORE_DELAY_MS);
-            engine_cond_timedwait(o, &o->ps.cv, &ts);
+            engine_cond_timedwait(eng, &eng->ps.cv, &ts);
         } else {
-            write_dirty(o);
-            delayed = o->reg.dirty > 0; /* left for the next batch: written at once */
+            write_dirty(eng);
+            delayed = eng->reg.dirty > 0; /* left for the next batch: written at once */
         }
     }
-    stop_tracking(o);
-    pthread_cond_broadcast(&o->ps.synced_cv);
-    engine_unlock(o);
+    stop_tracking(eng);
+    pthread_cond_broadcast(&eng->ps.synced_cv);
+    engine_unlock(eng);
     return NULL;
 }
 
 static void on_dirty(void *arg)
 {
-    engine *o = arg;
-    if (o->ps.wake_pending)
+    engine *eng = arg;
+    if (eng->ps.wake_pending)
         return; /* it is awake, or will write within STORE_DELAY_MS */
-    o->ps.wake_pending = true;
-    pthread_cond_signal(&o->ps.cv);
+    eng->ps.wake_pending = true;
+    pthread_cond_signal(&eng->ps.cv);
 }
 
-void persist_sync(engine *o)
+void persist_sync(engine *eng)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    uint64_t want = o->reg.dirty_gen;
-    while (o->reg.track && o->ps.started && o->ps.committed < want) {
+    ENGINE_ASSERT_LOCKED(eng);
+    uint64_t want = eng->reg.dirty_gen;
+    while (eng->reg.track && eng->ps.started && eng->ps.committed < want) {
         /* No write under way: this thread writes (saves the hand-off to
          * the store thread and back); else it waits for that write, and
          * writes next if its change was not in it. */
-        if (!o->ps.writing)
-            write_dirty(o);
+        if (!eng->ps.writing)
+            write_dirty(eng);
         else
-            engine_cond_wait(o, &o->ps.synced_cv);
+            engine_cond_wait(eng, &eng->ps.synced_cv);
     }
 }
 
@@ -346,27 +348,27 @@ void persist_sync(engine *o)
 
 static void restore_row(void *arg, const store_row *row)
 {
-    engine *o = arg;
-    task *t = store_row_to_task(row, (size_t)o->opt.shell_output_cap);
+    engine *eng = arg;
+    task *t = store_row_to_task(row, (size_t)eng->opt.shell_output_cap);
     /* An agent whose session was never made (or never recorded) did no
      * work: it waits for a slot again. */
     if (t->type == TASK_AGENT && !t->session_id && task_status_active(t->status)) {
         t->status = TASK_PENDING;
         t->started_ms = 0;
     }
-    if (!registry_restore(&o->reg, t, row->parent_session, row->batch))
+    if (!registry_restore(&eng->reg, t, row->parent_session, row->batch))
         task_free(t); /* its id or session is another restored task's */
 }
 
 /* A restored command: its process did not outlive its host's plugin, or if
  * it did, and it is provably the same process, it is killed now. */
-static void end_shell(engine *o, task *t)
+static void end_shell(engine *eng, task *t)
 {
     shell_state *s = t->shell;
     if (s->pid > 0 && proc_alive(s->pid, s->pid_start))
         kill(-s->pid, SIGKILL);
     s->lost = true;
-    engine_finish(o, t, TASK_ERROR, "stopped: the host restarted", NULL);
+    engine_finish(eng, t, TASK_ERROR, "stopped: the host restarted", NULL);
 }
 
 /* A notification a restored task still owes, unless it is known
@@ -377,16 +379,16 @@ static void end_shell(engine *o, task *t)
 static void notify_parent(const char *key, void *value, void *arg)
 {
     (void)key;
-    engine *o = arg;
+    engine *eng = arg;
     parent *p = value;
     task *t = p->head;
     while (t && t->pnext)
         t = t->pnext;
     for (; t; t = t->pprev) {
-        guards_restore_spend(o, t);
-        if (!task_status_active(t->status) && t->notice_run == t->run &&
-            (t->notice_state == NOTICE_DUE || t->notice_state == NOTICE_PUSHING))
-            engine_notify(o, t, t->notice_state == NOTICE_PUSHING);
+        guards_restore_spend(eng, t);
+        if (!task_status_active(t->status) && t->notification_run == t->run &&
+            (t->notification_state == NOTIFICATION_DUE || t->notification_state == NOTIFICATION_PUSHING))
+            engine_notify(eng, t, t->notification_state == NOTIFICATION_PUSHING);
         else if (!t->dirty_slot)
             texts_stored(t); /* as its row: read back when shown */
     }
@@ -395,102 +397,103 @@ static void notify_parent(const char *key, void *value, void *arg)
 /* What each restored task still needs: its notification (above); active
  * agents are checked with the host by the worker; commands end; pending
  * tasks wait for a slot. [lock held] */
-static void resume_restored(engine *o)
+static void resume_restored(engine *eng)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    map_each(&o->reg.parents, notify_parent, o);
-    isolate_restored(o);
-    for (task *t = o->reg.active, *next; t; t = next) {
-        next = t->live->anext;
+    ENGINE_ASSERT_LOCKED(eng);
+    map_each(&eng->reg.parents, notify_parent, eng);
+    isolate_restored(eng);
+    for (task *t = eng->reg.active, *next; t; t = next) {
+        next = t->active->anext;
         if (t->status == TASK_PENDING)
-            o->sched_due = true;
+            eng->sched_due = true;
         else if (t->type == TASK_SHELL)
-            end_shell(o, t);
+            end_shell(eng, t);
         else {
             t->recovering = true;
-            engine_request_finalize(o, t);
+            engine_request_check(eng, t);
         }
     }
 }
 
-static char *store_file(const engine *o)
+static char *store_file(const engine *eng)
 {
-    if (!o->opt.store)
+    if (!eng->opt.store)
         return NULL;
-    if (o->opt.store_path[0])
-        return xstrdup(o->opt.store_path);
-    if (o->api.host.data_dir && o->api.host.data_dir[0])
-        return xasprintf("%s/%s", o->api.host.data_dir, STORE_FILE);
+    if (eng->opt.store_path[0])
+        return xstrdup(eng->opt.store_path);
+    const char *data_dir = hostapi_data_dir(&eng->api);
+    if (data_dir)
+        return xasprintf("%s/%s", data_dir, STORE_FILE);
     return NULL;
 }
 
-int persist_start(engine *o)
+int persist_start(engine *eng)
 {
-    cond_init_monotonic(&o->ps.cv);
-    cond_init_monotonic(&o->ps.synced_cv);
-    char *path = store_file(o), *err = NULL;
+    cond_init_monotonic(&eng->ps.cv);
+    cond_init_monotonic(&eng->ps.synced_cv);
+    char *path = store_file(eng), *err = NULL;
     if (!path) {
-        if (o->opt.store)
-            defer_log(o, 'W',
+        if (eng->opt.store)
+            defer_log(eng, 'W',
                       "ocbg: the host gives no data directory and store_path is not set: tasks live in memory "
                       "only (a restart loses them)");
         return 0;
     }
-    int rc = store_open(path, &o->ps.st, &err);
+    int rc = store_open(path, &eng->ps.st, &err);
     unsigned skipped = 0;
     if (rc == 0)
-        rc = store_load(o->ps.st, restore_row, o, &skipped, &err);
+        rc = store_load(eng->ps.st, restore_row, eng, &skipped, &err);
     if (rc != 0) {
         char *line = xasprintf("ocbg: %s; tasks live in memory only (a restart loses them)", err);
-        defer_log(o, 'E', line);
+        defer_log(eng, 'E', line);
         free(line);
-        store_close(o->ps.st, true);
-        o->ps.st = NULL;
+        store_close(eng->ps.st, true);
+        eng->ps.st = NULL;
         /* A half-restored registry is still right: what loaded stays. */
     }
     if (skipped) {
         char *line =
             xasprintf("ocbg: the task store %s: %u stored tasks could not be read and were left out", path, skipped);
-        defer_log(o, 'E', line);
+        defer_log(eng, 'E', line);
         free(line);
     }
     free(err);
     free(path);
-    if (!o->ps.st)
+    if (!eng->ps.st)
         return 0;
-    o->ps.reader = store_reader_new(store_path(o->ps.st));
-    o->reg.on_dirty = on_dirty;
-    o->reg.on_dirty_arg = o;
-    o->reg.track = true;
-    engine_lock(o); /* no other thread yet; taken for what it calls ([lock held]) */
-    resume_restored(o);
-    engine_unlock(o);
-    rc = pthread_create(&o->ps.thread, NULL, store_main, o);
-    o->ps.started = rc == 0;
+    eng->ps.reader = store_reader_new(store_path(eng->ps.st));
+    eng->reg.on_dirty = on_dirty;
+    eng->reg.on_dirty_arg = eng;
+    eng->reg.track = true;
+    engine_lock(eng); /* no other thread yet; taken for what it calls ([lock held]) */
+    resume_restored(eng);
+    engine_unlock(eng);
+    rc = pthread_create(&eng->ps.thread, NULL, persist_main, eng);
+    eng->ps.started = rc == 0;
     if (rc != 0) {
-        stop_tracking(o);
-        store_close(o->ps.st, true);
-        o->ps.st = NULL;
+        stop_tracking(eng);
+        store_close(eng->ps.st, true);
+        eng->ps.st = NULL;
     }
     return rc;
 }
 
-void persist_stop(engine *o)
+void persist_stop(engine *eng)
 {
-    engine_lock(o);
-    o->ps.stop = true;
-    pthread_cond_signal(&o->ps.cv);
-    engine_unlock(o);
-    if (o->ps.started)
-        pthread_join(o->ps.thread, NULL);
-    o->ps.started = false;
-    stop_tracking(o);
-    store_close(o->ps.st, true);
-    o->ps.st = NULL;
-    store_reader_free(o->ps.reader);
-    o->ps.reader = NULL;
-    free(o->ps.log);
-    o->ps.log = NULL;
-    pthread_cond_destroy(&o->ps.cv);
-    pthread_cond_destroy(&o->ps.synced_cv);
+    engine_lock(eng);
+    eng->ps.stop = true;
+    pthread_cond_signal(&eng->ps.cv);
+    engine_unlock(eng);
+    if (eng->ps.started)
+        pthread_join(eng->ps.thread, NULL);
+    eng->ps.started = false;
+    stop_tracking(eng);
+    store_close(eng->ps.st, true);
+    eng->ps.st = NULL;
+    store_reader_free(eng->ps.reader);
+    eng->ps.reader = NULL;
+    free(eng->ps.log);
+    eng->ps.log = NULL;
+    pthread_cond_destroy(&eng->ps.cv);
+    pthread_cond_destroy(&eng->ps.synced_cv);
 }

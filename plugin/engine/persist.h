@@ -29,27 +29,27 @@ struct engine;
  * with the host, notifications, the queue), start the store thread. Never
  * fails the plugin: a store problem means memory only, logged. Returns 0 or
  * an errno (the thread could not start). [engine_start, before the worker] */
-int persist_start(struct engine *o);
+int persist_start(struct engine *eng);
 
 /* Write what is left, stop and join the store thread, close the store (its
  * tasks are left for the next instance). [engine_stop, after the worker] */
-void persist_stop(struct engine *o);
+void persist_stop(struct engine *eng);
 
 /* Log the lines the start left for the host's log (defer_log: the store's
  * problems), once the worker runs. [lock held] Let go while logging. */
-void persist_log_deferred(struct engine *o);
+void persist_log_deferred(struct engine *eng);
 
 /* Wait until every change recorded so far is committed (or the store
  * failed). [lock held] Released while waiting: tasks may change or go. */
-void persist_sync(struct engine *o);
+void persist_sync(struct engine *eng);
 
 /* Is the store on (open and not failed)? [lock held] */
-bool persist_on(const struct engine *o);
+bool persist_on(const struct engine *eng);
 
 /* Texts out of memory. Once a finished task's row is committed, its
  * prompt, result and error, and a command's output, are stored
  * (task.texts_stored: later writes of its row leave them as they are); once
- * its notification is delivered too (or none is owed), they live only in
+ * its notification is delivered too (or none is owed), they exist only in
  * the store (a command keeps its command line and exit in memory). With the
  * store off, or after a write failed, they stay in memory. */
 struct task;
@@ -59,10 +59,10 @@ struct task;
  * this thread without the lock: returns the task found again by its id,
  * NULL when it went meanwhile. A text that cannot be read back reads as a
  * sentence saying so (logged). [lock held] Released while reading. */
-struct task *persist_texts(struct engine *o, struct task *t);
+struct task *persist_texts(struct engine *eng, struct task *t);
 
 /* Free the copies persist_texts attached to t, unless something still
  * needs t's texts in memory, or a write failed (NULL: a no-op). [lock held] */
-void persist_drop_copies(struct engine *o, struct task *t);
+void persist_drop_copies(struct engine *eng, struct task *t);
 
 #endif

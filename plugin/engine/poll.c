@@ -56,12 +56,12 @@
 /* The most completion checks one tick makes (each a session.messages read). */
 #define CHECK_BUDGET_MAX 256
 
-cJSON *poll_status_map(engine *o)
+cJSON *poll_status_map(engine *eng)
 {
     char *json = NULL;
-    int rc = hc_session_status(&o->api, &json, NULL);
+    int rc = hostapi_session_status(&eng->api, &json, NULL);
     cJSON *busy = rc == 0 ? cJSON_Parse(json) : NULL;
-    hc_free(&o->api, json);
+    hostapi_free(&eng->api, json);
     if (!cJSON_IsObject(busy)) {
         cJSON_Delete(busy);
         return NULL;
@@ -76,62 +76,63 @@ static bool polled(const task *t)
 }
 
 /* Did t report progress within the last interval? */
-static bool alive(const engine *o, const task *t, int64_t now)
+static bool alive(const engine *eng, const task *t, int64_t now)
 {
-    const task_live *p = t->live; /* this run's; none yet: no progress seen */
-    return p && p->progress_mono > 0 && now - p->progress_mono < o->opt.poll_interval_ms;
+    const task_active *p = t->active; /* this run's; none yet: no progress seen */
+    return p && p->progress_mono > 0 && now - p->progress_mono < eng->opt.poll_interval_ms;
 }
 
 /* Does t need the status map at this tick: silent, not known idle, not
  * already shown idle by it, no check of it under way, not idle by design
  * (awaiting its own tasks), not waiting for the user's answer, not being
  * stopped? */
-static bool needs_map(const engine *o, const task *t, int64_t now)
+static bool needs_map(const engine *eng, const task *t, int64_t now)
 {
-    return polled(t) && t->live->idle_checks == 0 && !t->live->map_idle && !t->awaiting && !t->finalizing &&
-           !t->cancelling && !task_permission_request(t) && !alive(o, t, now);
+    return polled(t) && t->active->idle_checks == 0 && !t->active->map_idle && !t->awaiting && !t->checking &&
+           !t->cancelling && !task_permission_request(t) && !alive(eng, t, now);
 }
 
 /* Tasks whose session was deleted on their own (the parent lives on) end
  * in error once the grace has passed: the parent is told. */
-static void end_deleted(engine *o, int64_t now)
+static void end_deleted(engine *eng, int64_t now)
 {
-    for (task *t = o->reg.active, *next; t; t = next) {
-        next = t->live->anext;
-        if (t->type == TASK_AGENT && t->session_gone && t->cancelling && now - t->live->gone_at_mono >= DELETE_GRACE_MS)
-            engine_finish(o, t, TASK_ERROR, "The task's session was deleted.", NULL);
+    for (task *t = eng->reg.active, *next; t; t = next) {
+        next = t->active->anext;
+        if (t->type == TASK_AGENT && t->session_gone && t->cancelling &&
+            now - t->active->gone_at_mono >= DELETE_GRACE_MS)
+            engine_finish(eng, t, TASK_ERROR, "The task's session was deleted.", NULL);
     }
 }
 
 /* Read the map; make a check due for each silent task it newly shows idle. */
-static void read_map(engine *o)
+static void read_map(engine *eng)
 {
-    engine_unlock(o);
-    cJSON *status_map = poll_status_map(o);
-    engine_lock(o);
-    uint64_t tick = ++o->polls;
+    engine_unlock(eng);
+    cJSON *status_map = poll_status_map(eng);
+    engine_lock(eng);
+    uint64_t tick = ++eng->polls;
     int64_t now = mono_ms();
-    o->last_poll_mono = now;
+    eng->last_poll_mono = now;
     if (!status_map)
         return;
     const cJSON *item;
     cJSON_ArrayForEach (item, status_map) {
-        task *t = registry_find_session(&o->reg, item->string);
-        if (t && t->live) /* an ended task's session may be busy too (the user typed into it) */
-            t->live->busy_tick = tick;
+        task *t = registry_find_session(&eng->reg, item->string);
+        if (t && t->active) /* an ended task's session may be busy too (the user typed into it) */
+            t->active->busy_tick = tick;
     }
-    defer_poll(o, status_map); /* held notices' parents: busy or no longer */
+    defer_poll(eng, status_map); /* held notifications' parents: busy or no longer */
     cJSON_Delete(status_map);
-    for (task *t = o->reg.active; t; t = t->live->anext) {
+    for (task *t = eng->reg.active; t; t = t->active->anext) {
         if (!polled(t))
             continue;
-        task_live *p = t->live;
+        task_active *p = t->active;
         if (p->busy_tick == tick) {
             t->woken = false;
             p->idle_checks = 0;
             p->next_check_mono = 0;
             p->map_idle = false;
-        } else if (!t->awaiting && p->idle_checks == 0 && !p->map_idle && (p->said || !alive(o, t, now))) {
+        } else if (!t->awaiting && p->idle_checks == 0 && !p->map_idle && (p->said || !alive(eng, t, now))) {
             /* Its check is due once it is silent (check_due): an alive one's
              * own idle event should come first. One that is still sending
              * events is not marked unless its answer's text has ended, so
@@ -145,20 +146,20 @@ static void read_map(engine *o)
 
 /* Is t's completion check due: shown idle by the map (and silent since),
  * or known idle and its back-off over? */
-static bool check_due(const engine *o, const task *t, int64_t now)
+static bool check_due(const engine *eng, const task *t, int64_t now)
 {
-    const task_live *p = t->live;
-    bool shown_idle = p->map_idle && p->idle_checks == 0 && !alive(o, t, now);
-    return polled(t) && (shown_idle || p->idle_checks > 0) && !t->awaiting && !t->finalizing && !t->cancelling &&
+    const task_active *p = t->active;
+    bool shown_idle = p->map_idle && p->idle_checks == 0 && !alive(eng, t, now);
+    return polled(t) && (shown_idle || p->idle_checks > 0) && !t->awaiting && !t->checking && !t->cancelling &&
            !t->inherited && now >= p->next_check_mono;
 }
 
 /* The task whose check is due the longest, or NULL. */
-static task *most_overdue(engine *o, int64_t now)
+static task *most_overdue(engine *eng, int64_t now)
 {
     task *oldest = NULL;
-    for (task *t = o->reg.active; t; t = t->live->anext)
-        if (check_due(o, t, now) && (!oldest || t->live->next_check_mono < oldest->live->next_check_mono))
+    for (task *t = eng->reg.active; t; t = t->active->anext)
+        if (check_due(eng, t, now) && (!oldest || t->active->next_check_mono < oldest->active->next_check_mono))
             oldest = t;
     return oldest;
 }
@@ -166,19 +167,19 @@ static task *most_overdue(engine *o, int64_t now)
 /* What the checks made on the map's word found, once all have ended: each
  * task finished (it left the active list), the budget doubles; one still
  * running (its check found no answer), the budget is 1 again. */
-static void settle_budget(engine *o)
+static void settle_budget(engine *eng)
 {
-    if (o->check_budget == 0)
-        o->check_budget = 1;
-    if (o->map_checks == 0)
+    if (eng->check_budget == 0)
+        eng->check_budget = 1;
+    if (eng->map_checks == 0)
         return;
     unsigned pending = 0, resolved = 0;
     bool wrong = false;
-    for (task *t = o->reg.active; t; t = t->live->anext) {
-        task_live *p = t->live;
+    for (task *t = eng->reg.active; t; t = t->active->anext) {
+        task_active *p = t->active;
         if (!p->map_checked)
             continue;
-        if (t->finalizing) {
+        if (t->checking) {
             pending++;
             continue;
         }
@@ -186,54 +187,54 @@ static void settle_budget(engine *o)
         resolved++;
         wrong = wrong || p->idle_checks > 0;
     }
-    bool finished = o->map_checks > pending + resolved;
+    bool finished = eng->map_checks > pending + resolved;
     if (wrong)
-        o->check_budget = 1;
+        eng->check_budget = 1;
     else if (pending == 0 && finished)
-        o->check_budget = o->check_budget * 2 < CHECK_BUDGET_MAX ? o->check_budget * 2 : CHECK_BUDGET_MAX;
-    o->map_checks = pending;
+        eng->check_budget = eng->check_budget * 2 < CHECK_BUDGET_MAX ? eng->check_budget * 2 : CHECK_BUDGET_MAX;
+    eng->map_checks = pending;
 }
 
 /* This tick's checks: the budget's worth, the longest overdue first. */
-static void check_oldest(engine *o, int64_t now)
+static void check_oldest(engine *eng, int64_t now)
 {
-    settle_budget(o);
-    for (unsigned i = 0; i < o->check_budget; i++) {
-        task *t = most_overdue(o, now);
+    settle_budget(eng);
+    for (unsigned i = 0; i < eng->check_budget; i++) {
+        task *t = most_overdue(eng, now);
         if (!t) {
             if (i == 0)
-                o->check_budget = 1; /* the burst is over: the next one starts in doubt */
+                eng->check_budget = 1; /* the burst is over: the next one starts in doubt */
             return;
         }
-        if (t->live->map_idle && t->live->idle_checks == 0) {
-            t->live->map_checked = true;
-            o->map_checks++;
+        if (t->active->map_idle && t->active->idle_checks == 0) {
+            t->active->map_checked = true;
+            eng->map_checks++;
         }
-        t->live->map_idle = false;
-        engine_request_finalize(o, t); /* it is finalizing now: the next pick passes it by */
+        t->active->map_idle = false;
+        engine_request_check(eng, t); /* it is checking now: the next pick passes it by */
     }
 }
 
-void poll_tick(engine *o, int64_t now)
+void poll_tick(engine *eng, int64_t now)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    end_deleted(o, now);
-    int64_t interval = o->opt.poll_interval_ms, slow = interval * SILENT_GAP, most = interval * POLL_GAP_MAX;
+    ENGINE_ASSERT_LOCKED(eng);
+    end_deleted(eng, now);
+    int64_t interval = eng->opt.poll_interval_ms, slow = interval * SILENT_GAP, most = interval * POLL_GAP_MAX;
     bool silent = false, answered = false;
-    for (const task *t = o->reg.active; t && !answered; t = t->live->anext) {
-        if (!needs_map(o, t, now))
+    for (const task *t = eng->reg.active; t && !answered; t = t->active->anext) {
+        if (!needs_map(eng, t, now))
             continue;
         silent = true;
-        answered = t->live->said && t->live->progress_mono > o->last_poll_mono; /* no map since its text */
+        answered = t->active->said && t->active->progress_mono > eng->last_poll_mono; /* no map since its text */
     }
-    if (o->poll_gap_ms < slow)
-        o->poll_gap_ms = slow;
-    if (answered || now - o->last_poll_mono >= (silent ? slow : o->poll_gap_ms)) {
-        o->poll_gap_ms = silent ? slow : o->poll_gap_ms * 2 < most ? o->poll_gap_ms * 2 : most;
-        read_map(o);
+    if (eng->poll_gap_ms < slow)
+        eng->poll_gap_ms = slow;
+    if (answered || now - eng->last_poll_mono >= (silent ? slow : eng->poll_gap_ms)) {
+        eng->poll_gap_ms = silent ? slow : eng->poll_gap_ms * 2 < most ? eng->poll_gap_ms * 2 : most;
+        read_map(eng);
         if (!silent)
             return; /* a read only because the gap passed takes the tick's one call */
         now = mono_ms();
     }
-    check_oldest(o, now); /* also after a read a silent task asked for: a busy one must not starve them */
+    check_oldest(eng, now); /* also after a read a silent task asked for: a busy one must not starve them */
 }

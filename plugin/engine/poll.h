@@ -13,7 +13,7 @@
 
 /* The host's map of sessions that are not idle (cJSON_Delete it), or NULL
  * when it could not say. [worker] Called without the lock. */
-cJSON *poll_status_map(engine *o);
+cJSON *poll_status_map(engine *eng);
 
 /* The worker's tick while agent tasks are active (every poll_interval_ms):
  * ends tasks whose session was deleted alone, reads the status map when
@@ -21,6 +21,6 @@ cJSON *poll_status_map(engine *o);
  * session the map showed idle or is known idle (none when the map was read
  * only because its gap passed). [worker] [lock held] Released during the
  * status call. */
-void poll_tick(engine *o, int64_t now);
+void poll_tick(engine *eng, int64_t now);
 
 #endif

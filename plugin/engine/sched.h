@@ -5,7 +5,7 @@
  * max_running_shells, max_queued); a lane whose host reports a rate-limit
  * retry for one of its tasks admits nothing more until the retry clears. A
  * task whose session waits for the tasks it launched holds no slot (so
- * they can run: nesting never deadlocks); the notice that wakes it waits
+ * they can run: nesting never deadlocks); the notification that wakes it waits
  * for a slot like a start does, ahead of the queue.
  * Every function is [lock held] (and asserts it) and never blocks.
  */
@@ -26,31 +26,31 @@ typedef enum admission {
 } admission;
 
 /* [lock held] */
-admission sched_admission(engine *o, task_type type, const char *agent);
+admission sched_admission(engine *eng, task_type type, const char *agent);
 
 /* Why lane l admits nothing now, in words ("all 5 agent slots are busy
  * (max_running_agents 5)"); written to out. [lock held] */
-void sched_why_waiting(engine *o, const lane *l, strbuf *out);
+void sched_why_waiting(engine *eng, const lane *l, strbuf *out);
 
 /* May a task of lane l (start or wake) take a slot now? [lock held] */
-bool sched_lane_open(engine *o, const lane *l);
+bool sched_lane_open(engine *eng, const lane *l);
 
-/* A waking notice is about to go into the session of `launcher` (the task
+/* A waking notification is about to go into the session of `launcher` (the task
  * whose session it is; NULL: none). An awaiting launcher holds no slot: it
  * takes one now if its lane is open. false: it must wait for one. [lock held] */
-bool sched_wake_slot(engine *o, task *launcher);
+bool sched_wake_slot(engine *eng, task *launcher);
 
-/* Keep waking notice n (owned from now) until the awaiting task whose
+/* Keep waking notification n (owned from now) until the awaiting task whose
  * session it goes to can take a slot again: its tasks ended, and its next
  * turn is a run like any other. [lock held] */
-void sched_park(engine *o, notice *n);
+void sched_park(engine *eng, notification *n);
 
-/* Send the parked notices whose tasks may take a slot now, then start every
+/* Send the parked notifications whose tasks may take a slot now, then start every
  * pending task that may start now, oldest first: each is set running and
  * its start queued for the worker. [lock held] */
-void sched_pump(engine *o);
+void sched_pump(engine *eng);
 
 /* The lanes' "a slot freed" callback: have the worker pump. [lock held] */
-void sched_freed(void *eng);
+void sched_freed(void *engine_arg);
 
 #endif

@@ -1,4 +1,4 @@
-/* toast.c — notices to the user (toast.h). */
+/* toast.c — toasts to the person (toast.h). */
 #include "engine/toast.h"
 
 #include <stdbool.h>
@@ -7,13 +7,13 @@
 
 #include "base/util.h"
 
-void toast_note(engine *o, const char *task_id, toast_kind kind, bool due)
+void toast_note(engine *eng, const char *task_id, toast_kind kind, bool due)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    toast_state *ts = &o->toast;
-    if (!o->api.host.notify_user)
+    ENGINE_ASSERT_LOCKED(eng);
+    toast_state *ts = &eng->toast;
+    if (!hostapi_has_toasts(&eng->api))
         return;
-    const task *t = registry_find(&o->reg, task_id);
+    const task *t = registry_find(&eng->reg, task_id);
     const char *what = t && t->description ? t->description : task_id;
     static const char *const lines[] = {[TOAST_COMPLETED] = "Background task completed",
                                         [TOAST_FAILED] = "Background task failed",
@@ -34,23 +34,23 @@ void toast_note(engine *o, const char *task_id, toast_kind kind, bool due)
         ts->waiting++;
 }
 
-void toast_note_notice(engine *o, const notice *n, bool woke)
+void toast_note_notification(engine *eng, const notification *n, bool woke)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    const task *t = registry_find(&o->reg, n->task_id);
+    ENGINE_ASSERT_LOCKED(eng);
+    const task *t = registry_find(&eng->reg, n->task_id);
     if (n->permission_request)
-        toast_note(o, n->task_id, TOAST_WAITING, true);
+        toast_note(eng, n->task_id, TOAST_WAITING, true);
     else if (t)
-        toast_note(o, n->task_id, t->status == TASK_COMPLETED ? TOAST_COMPLETED : TOAST_FAILED, woke);
+        toast_note(eng, n->task_id, t->status == TASK_COMPLETED ? TOAST_COMPLETED : TOAST_FAILED, woke);
 }
 
-int64_t toast_due(const engine *o)
+int64_t toast_due(const engine *eng)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    const toast_state *ts = &o->toast;
+    ENGINE_ASSERT_LOCKED(eng);
+    const toast_state *ts = &eng->toast;
     if (ts->warning) /* logged even when the host cannot show it */
         return 1;
-    if (!o->api.host.notify_user || !ts->first || !ts->due)
+    if (!hostapi_has_toasts(&eng->api) || !ts->first || !ts->due)
         return 0;
     return ts->shown_mono ? ts->shown_mono + TOAST_INTERVAL_MS : 1;
 }
@@ -77,11 +77,11 @@ static char *summary(const toast_state *ts)
     return sb_take(&sb);
 }
 
-void toast_flush(engine *o)
+void toast_flush(engine *eng)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    toast_state *ts = &o->toast;
-    int64_t due = toast_due(o), now = mono_ms();
+    ENGINE_ASSERT_LOCKED(eng);
+    toast_state *ts = &eng->toast;
+    int64_t due = toast_due(eng), now = mono_ms();
     if (due == 0 || now < due)
         return;
     char *message;
@@ -102,17 +102,17 @@ void toast_flush(engine *o)
     }
     ts->shown_mono = now;
     ts->shown++;
-    engine_unlock(o);
+    engine_unlock(eng);
     if (warned)
-        hc_log(&o->api, OCP_LOG_WARN, "%s", message);
-    hc_notify_user(&o->api, (enum ocp_notice_level)level, message);
+        hostapi_log(&eng->api, OCP_LOG_WARN, "%s", message);
+    hostapi_notify_user(&eng->api, (enum ocp_notice_level)level, message);
     free(message);
-    engine_lock(o);
+    engine_lock(eng);
 }
 
-void toast_free(engine *o)
+void toast_free(engine *eng)
 {
-    free(o->toast.first);
-    free(o->toast.warning);
-    o->toast.first = o->toast.warning = NULL;
+    free(eng->toast.first);
+    free(eng->toast.warning);
+    eng->toast.first = eng->toast.warning = NULL;
 }

@@ -1,5 +1,5 @@
 /*
- * toast_state.h — what an engine keeps for its notices to the user (the type
+ * toast_state.h — what an engine keeps for its toasts to the person (the type
  * only, held in struct engine; engine/toast.h has the functions).
  */
 #ifndef OCBG_TOAST_STATE_H
@@ -10,14 +10,14 @@
 #include <stdint.h>
 
 typedef struct toast_state {
-    /* Noted since the last notice shown. */
+    /* Noted since the last toast shown. */
     unsigned completed, failed, waiting;
     char *first;        /* the first noted task's line ("Background task completed: …"), malloc'd */
     int level;          /* the highest enum ocp_notice_level noted */
     bool due;           /* something noted wants showing (a wake-up, a question) */
     char *warning;      /* a warning from the start (unknown options), shown first; malloc'd */
-    int64_t shown_mono; /* when the last notice was shown; 0: never */
-    unsigned shown;     /* notices shown, for tests */
+    int64_t shown_mono; /* when the last toast was shown; 0: never */
+    unsigned shown;     /* toasts shown, for tests */
 } toast_state;
 
 #endif

@@ -14,86 +14,86 @@
 static unsigned queue_place(const task *t)
 {
     unsigned n = 1;
-    for (const task *q = t->lane ? t->lane->qhead : NULL; q && q != t; q = q->live ? q->live->qnext : NULL)
+    for (const task *q = t->lane ? t->lane->qhead : NULL; q && q != t; q = q->active ? q->active->qnext : NULL)
         n++;
     return n;
 }
 
-static void add_time(cJSON *o, const char *name, int64_t ms)
+static void add_time(cJSON *obj, const char *name, int64_t ms)
 {
     if (ms > 0)
-        cJSON_AddNumberToObject(o, name, (double)ms);
+        cJSON_AddNumberToObject(obj, name, (double)ms);
 }
 
-/* The newest tool names of a live task, newest first (at most max). */
-static void add_recent(cJSON *o, const task *t, unsigned max)
+/* The newest tool names of an active task, newest first (at most max). */
+static void add_recent(cJSON *obj, const task *t, unsigned max)
 {
     const char *names[RECENT_TOOLS];
     unsigned n = task_recent_tools(t, names, max < RECENT_TOOLS ? max : RECENT_TOOLS);
     if (n)
-        cJSON_AddItemToObject(o, "recent", cJSON_CreateStringArray(names, (int)n));
+        cJSON_AddItemToObject(obj, "recent", cJSON_CreateStringArray(names, (int)n));
 }
 
 /* What the task's kind adds: its agent (and an isolated task's branch), or
  * its command and exit. */
-static void add_kind(cJSON *o, const task *t)
+static void add_kind(cJSON *obj, const task *t)
 {
     if (t->type == TASK_SHELL) {
-        cJSON_AddStringToObject(o, "kind", "shell");
+        cJSON_AddStringToObject(obj, "kind", "shell");
         if (t->shell && t->shell->command)
-            cJSON_AddStringToObject(o, "command", t->shell->command);
+            cJSON_AddStringToObject(obj, "command", t->shell->command);
         if (t->shell && t->shell->exited && !t->shell->term_signal)
-            cJSON_AddNumberToObject(o, "exit", t->shell->exit_code);
+            cJSON_AddNumberToObject(obj, "exit", t->shell->exit_code);
         return;
     }
-    cJSON_AddStringToObject(o, "kind", "agent");
+    cJSON_AddStringToObject(obj, "kind", "agent");
     if (t->agent)
-        cJSON_AddStringToObject(o, "agent", t->agent);
+        cJSON_AddStringToObject(obj, "agent", t->agent);
     if (t->session_id)
-        cJSON_AddStringToObject(o, "session", t->session_id);
+        cJSON_AddStringToObject(obj, "session", t->session_id);
     if (t->wt)
-        cJSON_AddStringToObject(o, "branch", t->wt->branch); /* isolated: the branch it works on */
+        cJSON_AddStringToObject(obj, "branch", t->wt->branch); /* isolated: the branch it works on */
 }
 
 /* t's line of a view (docs/panel.md). */
 static cJSON *task_line(const task *t)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", t->id);
-    add_kind(o, t);
-    cJSON_AddStringToObject(o, "status", task_status_name(t->status));
-    cJSON_AddStringToObject(o, "description", t->description ? t->description : "");
+    cJSON *obj = cJSON_CreateObject();
+    cJSON_AddStringToObject(obj, "id", t->id);
+    add_kind(obj, t);
+    cJSON_AddStringToObject(obj, "status", task_status_name(t->status));
+    cJSON_AddStringToObject(obj, "description", t->description ? t->description : "");
     if (t->status == TASK_PENDING)
-        cJSON_AddNumberToObject(o, "queue", queue_place(t));
+        cJSON_AddNumberToObject(obj, "queue", queue_place(t));
     const char *waiting = task_permission_what(t);
     if (waiting)
-        cJSON_AddStringToObject(o, "waiting", waiting);
-    add_time(o, "created", t->created_ms);
-    add_time(o, "started", t->started_ms);
+        cJSON_AddStringToObject(obj, "waiting", waiting);
+    add_time(obj, "created", t->created_ms);
+    add_time(obj, "started", t->started_ms);
     if (task_status_terminal(t->status))
-        add_time(o, "ended", t->completed_ms);
+        add_time(obj, "ended", t->completed_ms);
     const usage *u = task_usage(t);
     if (u) {
-        cJSON_AddNumberToObject(o, "tokens", (double)usage_tokens(u));
-        cJSON_AddNumberToObject(o, "cost", u->cost);
+        cJSON_AddNumberToObject(obj, "tokens", (double)usage_tokens(u));
+        cJSON_AddNumberToObject(obj, "cost", u->cost);
     }
     if (t->tool_calls)
-        cJSON_AddNumberToObject(o, "tools", t->tool_calls);
-    add_recent(o, t, 3);
+        cJSON_AddNumberToObject(obj, "tools", t->tool_calls);
+    add_recent(obj, t, 3);
     if (t->status == TASK_ERROR && t->error) {
         size_t len = strlen(t->error);
         char *cut = xstrndup(t->error, utf8_offset(t->error, len, VIEW_ERROR_CHARS));
-        cJSON_AddStringToObject(o, "error", cut);
+        cJSON_AddStringToObject(obj, "error", cut);
         free(cut);
     }
     if (t->stopped_by_user)
-        cJSON_AddBoolToObject(o, "stopped_by_user", true);
-    return o;
+        cJSON_AddBoolToObject(obj, "stopped_by_user", true);
+    return obj;
 }
 
 /* p's view, or NULL when its tasks are as last published (and !force).
  * session: the parent's id (p may be NULL: it has no tasks left). */
-static char *build_view(engine *o, parent *p, const char *session, bool force)
+static char *build_view(engine *eng, parent *p, const char *session, bool force)
 {
     cJSON *tasks = cJSON_CreateArray();
     int n = 0;
@@ -110,7 +110,7 @@ static char *build_view(engine *o, parent *p, const char *session, bool force)
         cJSON_AddNumberToObject(v, "v", 1);
         cJSON_AddStringToObject(v, "session", session);
         cJSON_AddNumberToObject(v, "seq", (double)seq);
-        cJSON_AddNumberToObject(v, "now", (double)engine_now(o));
+        cJSON_AddNumberToObject(v, "now", (double)engine_now(eng));
         cJSON_AddItemToObject(v, "tasks", tasks);
         tasks = NULL;
         view = cJSON_PrintUnformatted(v);
@@ -127,7 +127,7 @@ typedef struct outgoing {
 } outgoing;
 
 typedef struct round {
-    engine *o;
+    engine *eng;
     outgoing *items;
     size_t n, cap;
     bool force;
@@ -135,7 +135,7 @@ typedef struct round {
 
 static void take(round *r, parent *p, const char *session)
 {
-    char *view = build_view(r->o, p, session, r->force);
+    char *view = build_view(r->eng, p, session, r->force);
     if (!view)
         return;
     if (r->n == r->cap) {
@@ -151,16 +151,16 @@ static void take_each(const char *key, void *value, void *arg)
 }
 
 /* The views to publish now: every session's (sync), the marked ones, and
- * on a tick those with live tasks whose view changed. [lock held] */
-static void collect(engine *o, round *r, bool tick)
+ * on a tick those with active tasks whose view changed. [lock held] */
+static void collect(engine *eng, round *r, bool tick)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    view_state *vs = &o->view;
+    ENGINE_ASSERT_LOCKED(eng);
+    view_state *vs = &eng->view;
     r->force = vs->sync_all;
     if (vs->sync_all)
-        map_each(&o->reg.parents, take_each, r);
+        map_each(&eng->reg.parents, take_each, r);
     for (size_t i = 0; i < vs->nmarked; i++) {
-        parent *p = registry_parent(&o->reg, vs->marked[i]);
+        parent *p = registry_parent(&eng->reg, vs->marked[i]);
         if (p)
             p->view_marked = false;
         if (!vs->sync_all || !p)
@@ -170,23 +170,23 @@ static void collect(engine *o, round *r, bool tick)
     vs->nmarked = 0;
     vs->sync_all = false;
     r->force = false;
-    for (task *t = tick ? o->reg.active : NULL; t; t = t->live->anext) {
+    for (task *t = tick ? eng->reg.active : NULL; t; t = t->active->anext) {
         if (t->parent->view_marked)
             continue; /* its parent's view was just taken */
         t->parent->view_marked = true;
         take(r, t->parent, t->parent->session_id);
     }
-    for (task *t = tick ? o->reg.active : NULL; t; t = t->live->anext)
+    for (task *t = tick ? eng->reg.active : NULL; t; t = t->active->anext)
         t->parent->view_marked = false;
 }
 
-static void publish(engine *o, round *r)
+static void publish(engine *eng, round *r)
 {
     for (size_t i = 0; i < r->n; i++) {
-        int rc = hc_publish_view(&o->api, r->items[i].session, r->items[i].view);
+        int rc = hostapi_publish_view(&eng->api, r->items[i].session, r->items[i].view);
         if (rc < 0 && rc != -ENOSYS)
-            hc_log(&o->api, OCP_LOG_DEBUG, "ocbg: the host could not show the view of %s (%d)", r->items[i].session,
-                   rc);
+            hostapi_log(&eng->api, OCP_LOG_DEBUG, "ocbg: the host could not show the view of %s (%d)",
+                        r->items[i].session, rc);
         free(r->items[i].session);
         free(r->items[i].view);
     }
@@ -200,68 +200,68 @@ static bool due(const view_state *vs)
 
 static void *view_main(void *arg)
 {
-    engine *o = arg;
-    view_state *vs = &o->view;
-    round r = {.o = o};
+    engine *eng = arg;
+    view_state *vs = &eng->view;
+    round r = {.eng = eng};
     int64_t next_tick = mono_ms() + VIEW_TICK_MS, not_before = 0;
-    engine_lock(o);
-    while (!o->stopping) {
+    engine_lock(eng);
+    while (!eng->stopping) {
         int64_t now = mono_ms();
         bool tick = now >= next_tick;
-        if (!(tick && o->reg.active) && !(due(vs) && now >= not_before)) {
-            int64_t wake = o->reg.active ? next_tick : 0;
+        if (!(tick && eng->reg.active) && !(due(vs) && now >= not_before)) {
+            int64_t wake = eng->reg.active ? next_tick : 0;
             if (due(vs) && (!wake || not_before < wake))
                 wake = not_before;
-            if (tick && !o->reg.active)
-                next_tick = now + VIEW_TICK_MS; /* nothing live: the tick waits for a kick */
+            if (tick && !eng->reg.active)
+                next_tick = now + VIEW_TICK_MS; /* nothing active: the tick waits for a kick */
             struct timespec ts;
             mono_deadline(&ts, wake);
             if (wake)
-                engine_cond_timedwait(o, &vs->cv, &ts);
+                engine_cond_timedwait(eng, &vs->cv, &ts);
             else
-                engine_cond_wait(o, &vs->cv);
+                engine_cond_wait(eng, &vs->cv);
             continue;
         }
         if (tick)
             next_tick = now + VIEW_TICK_MS;
-        collect(o, &r, tick);
+        collect(eng, &r, tick);
         if (r.n) {
             vs->rounds++;
             vs->published += r.n;
         }
-        engine_unlock(o);
-        publish(o, &r);
-        engine_lock(o);
+        engine_unlock(eng);
+        publish(eng, &r);
+        engine_lock(eng);
         not_before = mono_ms() + VIEW_MIN_GAP_MS;
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     free(r.items);
     return NULL;
 }
 
-int view_start(engine *o)
+int view_start(engine *eng)
 {
-    view_state *vs = &o->view;
+    view_state *vs = &eng->view;
     cond_init_monotonic(&vs->cv);
-    if (!hc_has_views(&o->api))
+    if (!hostapi_has_views(&eng->api))
         return 0;
-    engine_lock(o); /* the worker runs already: it reads the hook under the lock */
-    o->reg.on_change = view_task_changed;
-    o->reg.on_change_arg = o;
+    engine_lock(eng); /* the worker runs already: it reads the hook under the lock */
+    eng->reg.on_change = view_task_changed;
+    eng->reg.on_change_arg = eng;
     vs->sync_all = true;
-    engine_unlock(o);
-    int rc = pthread_create(&vs->thread, NULL, view_main, o);
+    engine_unlock(eng);
+    int rc = pthread_create(&vs->thread, NULL, view_main, eng);
     vs->started = rc == 0;
     return rc;
 }
 
-void view_stop(engine *o)
+void view_stop(engine *eng)
 {
-    view_state *vs = &o->view;
+    view_state *vs = &eng->view;
     if (vs->started) {
-        engine_lock(o);
-        pthread_cond_broadcast(&vs->cv); /* o->stopping is set */
-        engine_unlock(o);
+        engine_lock(eng);
+        pthread_cond_broadcast(&vs->cv); /* eng->stopping is set */
+        engine_unlock(eng);
         pthread_join(vs->thread, NULL);
         vs->started = false;
     }
@@ -273,11 +273,11 @@ void view_stop(engine *o)
     pthread_cond_destroy(&vs->cv);
 }
 
-void view_task_changed(void *eng, task *t)
+void view_task_changed(void *engine_arg, task *t)
 {
-    engine *o = eng;
-    ENGINE_ASSERT_LOCKED(o);
-    view_state *vs = &o->view;
+    engine *eng = engine_arg;
+    ENGINE_ASSERT_LOCKED(eng);
+    view_state *vs = &eng->view;
     parent *p = t->parent;
     if (!p || p->view_marked)
         return; /* a foreground call's task too: shown while it runs, and gone when its call returns */
@@ -290,9 +290,9 @@ void view_task_changed(void *eng, task *t)
     pthread_cond_signal(&vs->cv);
 }
 
-void view_sync_all(engine *o)
+void view_sync_all(engine *eng)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    o->view.sync_all = true;
-    pthread_cond_signal(&o->view.cv);
+    ENGINE_ASSERT_LOCKED(eng);
+    eng->view.sync_all = true;
+    pthread_cond_signal(&eng->view.cv);
 }

@@ -7,8 +7,8 @@
  * (registry on_change): its parent's view is marked and the thread is
  * woken; it publishes within VIEW_MIN_GAP_MS. Everything else a view shows
  * (tokens, tool calls, a permission question) changes while a task is
- * live: once a second the thread rebuilds the views of the sessions with
- * live tasks and publishes those whose tasks part differs from the last
+ * active: once a second the thread rebuilds the views of the sessions with
+ * active tasks and publishes those whose tasks part differs from the last
  * one published (a hash). Nothing is published when nothing changed.
  *
  * Views are built under the engine lock (memory only: no I/O, no host
@@ -25,16 +25,16 @@ struct task;
 /* Start the view thread if the host takes views; it publishes every
  * session's view once (a restart's restored tasks show again). Returns 0 or
  * an errno. [engine_start, after the store restored its tasks] */
-int view_start(struct engine *o);
+int view_start(struct engine *eng);
 
 /* Stop and join the thread, free its state. [engine_stop; lock not held] */
-void view_stop(struct engine *o);
+void view_stop(struct engine *eng);
 
 /* What t's parent's view shows changed: publish it soon. The registry's
  * on_change. [lock held] */
-void view_task_changed(void *eng, struct task *t);
+void view_task_changed(void *engine_arg, struct task *t);
 
 /* Publish every session's view soon (a UI asked: it just started). [lock held] */
-void view_sync_all(struct engine *o);
+void view_sync_all(struct engine *eng);
 
 #endif

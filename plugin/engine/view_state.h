@@ -13,7 +13,7 @@
 
 #define VIEW_MAX_TASKS 50    /* tasks per view, newest first */
 #define VIEW_MIN_GAP_MS 100  /* between two rounds of publishing */
-#define VIEW_TICK_MS 1000    /* the rebuild of live sessions' views */
+#define VIEW_TICK_MS 1000    /* the rebuild of active sessions' views */
 #define VIEW_ERROR_CHARS 200 /* of a task's error in its line */
 
 typedef struct view_state {

@@ -11,8 +11,8 @@
 #include "engine/engine.h"
 
 /* Start the thread. Returns 0 or an errno. [engine_start] */
-int worker_start(engine *o);
-/* Join it; o->stopping is set and the worker woken already. [engine_stop] */
-void worker_join(engine *o);
+int worker_start(engine *eng);
+/* Join it; eng->stopping is set and the worker woken already. [engine_stop] */
+void worker_join(engine *eng);
 
 #endif

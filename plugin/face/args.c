@@ -191,13 +191,13 @@ bool limit_arg(const cJSON *args, const char *tool, double unit_ms, const char *
     return true;
 }
 
-int launch_in_budget(engine *o, const cJSON *args, const char *tool, double unit_ms, const char *unit,
+int launch_in_budget(engine *eng, const cJSON *args, const char *tool, double unit_ms, const char *unit,
                      ocp_call_ctx *ctx, launch_req *req, launched *l, strbuf *out)
 {
     if (!limit_arg(args, tool, unit_ms, unit, &req->timeout_ms, out))
         return -EINVAL;
     req->isolation = arg_str(args, "isolation");
-    return op_launch_agent(o, ctx, req, l, out);
+    return op_launch_agent(eng, ctx, req, l, out);
 }
 
 void put_usage_total(strbuf *out, const usage *total)

@@ -50,14 +50,14 @@ static char *default_description(const char *prompt)
     return xasprintf("%.*s%s", (int)keep, prompt, keep < line ? "…" : "");
 }
 
-static int launch(engine *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
+static int launch(engine *eng, const cJSON *args, ocp_call_ctx *ctx, bool fork, strbuf *out)
 {
     char *described = arg_str(args, "description") ? NULL : default_description(arg_str(args, "prompt"));
     const char *description = described ? described : arg_str(args, "description");
     const char *agent = arg_str(args, "agent") ? arg_str(args, "agent") : DEFAULT_AGENT;
     launched l = {0};
     launch_req req = {description, arg_str(args, "prompt"), agent, fork, false, 0, NULL};
-    int rc = launch_in_budget(o, args, "background_task", 1000, "seconds", ctx, &req, &l, out);
+    int rc = launch_in_budget(eng, args, "background_task", 1000, "seconds", ctx, &req, &l, out);
     if (rc != 0) {
         free(described);
         return rc;
@@ -75,7 +75,7 @@ static int launch(engine *o, const cJSON *args, ocp_call_ctx *ctx, bool fork, st
     return 0;
 }
 
-int tool_background_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_task(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *resume = resume_arg(args);
     bool fork = arg_bool(args, "fork", false);
@@ -91,16 +91,16 @@ int tool_background_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
                                   ? "Note: timeout is ignored when resuming a task: it keeps the one it was "
                                     "launched with.\n"
                                   : NULL;
-        return resume_task(o, resume, arg_str(args, "prompt"), false, 0, ctx, warning, out);
+        return resume_task(eng, resume, arg_str(args, "prompt"), false, 0, ctx, warning, out);
     }
     if (!launch_args_ok(args, out))
         return -EINVAL;
-    return launch(o, args, ctx, fork, out);
+    return launch(eng, args, ctx, fork, out);
 }
 
 /* ---- background_output ------------------------------------------------- */
 
-int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     bool block = arg_bool(args, "block", false);
@@ -109,7 +109,7 @@ int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strb
         return -EINVAL;
     output_req req = {block, (int64_t)(timeout * 1000), true, false};
     output_result r;
-    op_output(o, ctx, id, &req, &r);
+    op_output(eng, ctx, id, &req, &r);
     int rc = 0;
     switch (r.end) {
     case OUTPUT_NOT_FOUND:
@@ -144,11 +144,11 @@ int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strb
 
 /* ---- background_cancel ------------------------------------------------- */
 
-static int cancel_batch(engine *o, const char *batch, ocp_call_ctx *ctx, strbuf *out)
+static int cancel_batch(engine *eng, const char *batch, ocp_call_ctx *ctx, strbuf *out)
 {
     cancel_item *items;
     size_t n;
-    size_t in_batch = op_cancel_batch(o, ctx, batch, &items, &n);
+    size_t in_batch = op_cancel_batch(eng, ctx, batch, &items, &n);
     if (in_batch == 0) {
         sb_printf(out, "Batch not found: %.*s%s. Use background_list to see available tasks.", ECHO(batch));
         return -ENOENT;
@@ -178,13 +178,13 @@ static int cancel_batch(engine *o, const char *batch, ocp_call_ctx *ctx, strbuf 
     return rc;
 }
 
-int tool_background_cancel(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_cancel(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     if (strncmp(id, "batch_", 6) == 0)
-        return cancel_batch(o, id, ctx, out);
+        return cancel_batch(eng, id, ctx, out);
     cancel_result r;
-    op_cancel(o, ctx, id, false, &r);
+    op_cancel(eng, ctx, id, false, &r);
     int rc = r.rc;
     switch (r.end) {
     case CANCEL_NOT_FOUND:
@@ -214,13 +214,13 @@ int tool_background_cancel(engine *o, const cJSON *args, ocp_call_ctx *ctx, strb
 
 /* ---- background_list --------------------------------------------------- */
 
-int tool_background_list(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_list(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *status = arg_str(args, "status");
     const char *batch = arg_str(args, "batch_id");
     list_filter f = {status, batch};
     task_list l;
-    op_list(o, ctx, &f, LIST_MAX_LINES, true, &l);
+    op_list(eng, ctx, &f, LIST_MAX_LINES, true, &l);
     unsigned matched = l.matched;
     if (matched == 0) {
         sb_puts(out, "No background tasks found");
@@ -252,11 +252,11 @@ int tool_background_list(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
 
 /* ---- background_clear -------------------------------------------------- */
 
-int tool_background_clear(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_clear(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)args;
     clear_result r;
-    op_clear(o, ctx, &r);
+    op_clear(eng, ctx, &r);
     size_t cleared = r.cleared, stopped = r.stopped;
     strbuf kept = r.kept;
     int rc = 0;

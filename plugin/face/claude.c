@@ -72,7 +72,7 @@ static void put_moved(strbuf *out, int64_t ms)
 }
 
 /* A task moved to the background while its sub-agent waits on a question
- * to the user: asked while its caller waited, no notice told of it, so the
+ * to the user: asked while its caller waited, no notification told of it, so the
  * answer that hands the task over does. */
 static void put_open_question(strbuf *out, const task_snap *t)
 {
@@ -134,7 +134,7 @@ static int put_agent_end(strbuf *out, const char *id, const foreground_result *r
     return 0;
 }
 
-int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_task(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *description = arg_str(args, "description");
     const char *prompt = arg_str(args, "prompt");
@@ -142,7 +142,7 @@ int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
     bool background = arg_bool(args, "run_in_background", false);
     launched l = {0};
     launch_req req = {description, prompt, agent, false, !background, 0, NULL};
-    int rc = launch_in_budget(o, args, "Task", 1, "milliseconds", ctx, &req, &l, out);
+    int rc = launch_in_budget(eng, args, "Task", 1, "milliseconds", ctx, &req, &l, out);
     if (rc != 0)
         return rc;
     if (background) {
@@ -155,7 +155,7 @@ int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
     if (background)
         return 0;
     foreground_result r;
-    op_foreground(o, ctx, l.id, FOREGROUND_TASK_MS, 0, &r);
+    op_foreground(eng, ctx, l.id, FOREGROUND_TASK_MS, 0, &r);
     if (r.end == FOREGROUND_MOVED) {
         put_moved(out, r.moved_after_ms);
         put_task_launched(out, l.id, description, agent,
@@ -191,7 +191,7 @@ static int put_shell_end(strbuf *out, const foreground_result *r, double timeout
     return 0;
 }
 
-int tool_claude_bash(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_bash(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *command = arg_str(args, "command");
     const char *description = arg_str(args, "description");
@@ -202,7 +202,7 @@ int tool_claude_bash(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
         !limit_arg(args, "Bash", 1, "milliseconds", &limit_ms, out))
         return -EINVAL;
     launched l = {0};
-    int rc = op_launch_shell(o, ctx, command, description, !background, limit_ms, &l, out);
+    int rc = op_launch_shell(eng, ctx, command, description, !background, limit_ms, &l, out);
     if (rc != 0)
         return rc;
     if (background) {
@@ -211,7 +211,7 @@ int tool_claude_bash(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *ou
         return 0;
     }
     foreground_result r;
-    op_foreground(o, ctx, l.id, (int64_t)timeout_ms, limit_ms, &r);
+    op_foreground(eng, ctx, l.id, (int64_t)timeout_ms, limit_ms, &r);
     if (r.end == FOREGROUND_MOVED) {
         put_moved(out, r.moved_after_ms);
         put_bash_launched(out, l.id, command, NULL);
@@ -277,7 +277,7 @@ static void put_task_output(strbuf *out, const task_snap *t, const char *retriev
         sb_printf(out, "<worktree>\n%s</worktree>\n", t->worktree);
 }
 
-int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_task_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     bool block = arg_bool(args, "block", true);
@@ -286,7 +286,7 @@ int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, str
         return -EINVAL;
     output_req req = {block, (int64_t)timeout_ms, false, true};
     output_result r;
-    op_output(o, ctx, id, &req, &r);
+    op_output(eng, ctx, id, &req, &r);
     int rc = 0;
     switch (r.end) {
     case OUTPUT_NOT_FOUND:
@@ -318,11 +318,11 @@ int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, str
 
 /* ---- TaskStop ------------------------------------------------------------- */
 
-int tool_claude_task_stop(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_claude_task_stop(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     cancel_result r;
-    op_cancel(o, ctx, id, true, &r);
+    op_cancel(eng, ctx, id, true, &r);
     int rc = r.rc;
     const task_snap *t = &r.snap;
     if (r.end == CANCEL_NOT_FOUND)

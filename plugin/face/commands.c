@@ -29,13 +29,13 @@ static void tasks_row(strbuf *out, const task_snap *t)
     sb_puts(out, "\n");
 }
 
-int command_tasks(engine *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
+int command_tasks(engine *eng, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out)
 {
     (void)arguments;
     if (strcmp(command, "bashes") == 0)
         sb_puts(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n");
     task_list l;
-    op_list(o, ctx, NULL, LIST_MAX_LINES, false, &l);
+    op_list(eng, ctx, NULL, LIST_MAX_LINES, false, &l);
     unsigned n = l.matched;
     if (n == 0) {
         sb_puts(out, "No background tasks in this session.");

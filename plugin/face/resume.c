@@ -68,7 +68,7 @@ static int put_resumed_result(const resume_result *r, double timeout_s, strbuf *
     return 0;
 }
 
-int resume_task(engine *o, const char *id, const char *prompt, bool block, double timeout_s, ocp_call_ctx *ctx,
+int resume_task(engine *eng, const char *id, const char *prompt, bool block, double timeout_s, ocp_call_ctx *ctx,
                 const char *warning, strbuf *out)
 {
     if (blank(prompt)) {
@@ -76,7 +76,7 @@ int resume_task(engine *o, const char *id, const char *prompt, bool block, doubl
         return -EINVAL;
     }
     resume_result r;
-    int rc = op_resume(o, ctx, id, prompt, block, (int64_t)(timeout_s * 1000), &r, out);
+    int rc = op_resume(eng, ctx, id, prompt, block, (int64_t)(timeout_s * 1000), &r, out);
     if (r.why != RESUME_OK)
         rc = refused(r.why, id, &r.claim, out);
     if (rc == 0 && warning)
@@ -95,12 +95,12 @@ int resume_task(engine *o, const char *id, const char *prompt, bool block, doubl
     return rc;
 }
 
-int tool_background_resume(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_resume(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     double timeout;
     if (!wait_timeout_arg(args, "background_resume", &timeout, out))
         return -EINVAL;
-    return resume_task(o, arg_str(args, "task_id"), arg_str(args, "message"), arg_bool(args, "block", false), timeout,
+    return resume_task(eng, arg_str(args, "task_id"), arg_str(args, "message"), arg_bool(args, "block", false), timeout,
                        ctx, NULL, out);
 }
 
@@ -141,7 +141,7 @@ static int put_blocked(const block_result *r, double timeout, strbuf *out)
     return rc;
 }
 
-int tool_background_block(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_block(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     double timeout;
     if (!wait_timeout_arg(args, "background_block", &timeout, out))
@@ -152,7 +152,7 @@ int tool_background_block(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbu
     cJSON_ArrayForEach (item, ids)
         names[n++] = item->valuestring;
     block_result r;
-    op_block(o, ctx, names, n, (int64_t)(timeout * 1000), &r);
+    op_block(eng, ctx, names, n, (int64_t)(timeout * 1000), &r);
     int rc = 0;
     if (r.end == BLOCK_NOT_FOUND) {
         rc = task_not_found(out, r.bad);

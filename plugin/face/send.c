@@ -52,7 +52,7 @@ static int refused(send_refusal why, const char *id, const send_claim *c, strbuf
     return -EINVAL;
 }
 
-int tool_background_send(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
+int tool_background_send(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
     const char *message = arg_str(args, "message");
@@ -62,7 +62,7 @@ int tool_background_send(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf
     }
     send_claim c;
     send_refusal why;
-    int rc = op_send_message(o, ctx, id, message, &c, &why, out);
+    int rc = op_send_message(eng, ctx, id, message, &c, &why, out);
     if (why != SEND_OK)
         rc = refused(why, id, &c, out);
     if (rc == 0)

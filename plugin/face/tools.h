@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include "base/util.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 #include "ops/ops.h"
 
 /* How many lines a listing shows (background_list, /tasks); the totals count
@@ -57,7 +57,7 @@ typedef struct arg_spec {
  * it: it calls one operation of ops/ops.h and words the snapshot it
  * returns; writes the answer (or the error text) to out; returns 0 or a
  * negative errno. */
-typedef int (*tool_fn)(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+typedef int (*tool_fn)(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 
 typedef struct tool_spec {
     const char *name;
@@ -77,10 +77,10 @@ extern const tool_spec claude_tools[];
 extern const size_t claude_tool_count;
 
 /* The handlers (face/background.c, face/resume.c, face/claude.c). */
-int tool_claude_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_claude_bash(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_claude_task_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_claude_task_stop(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_claude_task(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_claude_bash(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_claude_task_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_claude_task_stop(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 
 /* The Claude face's status words: error → failed, cancelled → stopped,
  * resumed → running. */
@@ -88,21 +88,21 @@ const char *claude_status(task_status s);
 
 /* Slash commands (commands.c): /tasks, and /bashes (deprecated, then the
  * same listing). [worker] */
-int command_tasks(engine *o, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out);
-int tool_background_task(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_background_output(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_background_cancel(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_background_list(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_background_clear(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_background_resume(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_background_block(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
-int tool_background_send(engine *o, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int command_tasks(engine *eng, const char *command, const char *arguments, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_task(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_cancel(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_list(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_clear(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_resume(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_block(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_background_send(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 
 /* Resume mode of background_task and background_resume: validates in the
  * spec's order with its exact texts, then sends `prompt` to the task's
  * session. With block, waits up to timeout_s and answers with only the new
  * response (no notification). */
-int resume_task(engine *o, const char *task_id, const char *prompt, bool block, double timeout_s, ocp_call_ctx *ctx,
+int resume_task(engine *eng, const char *task_id, const char *prompt, bool block, double timeout_s, ocp_call_ctx *ctx,
                 const char *warning, strbuf *out);
 
 /* A blocking wait's timeout argument, in seconds: default 120, at most 600;
@@ -117,7 +117,7 @@ bool limit_arg(const cJSON *args, const char *tool, double unit_ms, const char *
 /* Launch an agent task for `tool` with req (its timeout_ms from the 'timeout'
  * argument, in units of unit_ms; its isolation from 'isolation'): the
  * operation op_launch_agent. 0, or a negative errno with the error in out. */
-int launch_in_budget(engine *o, const cJSON *args, const char *tool, double unit_ms, const char *unit,
+int launch_in_budget(engine *eng, const cJSON *args, const char *tool, double unit_ms, const char *unit,
                      ocp_call_ctx *ctx, launch_req *req, launched *l, strbuf *out);
 
 /* "Usage of the listed tasks: <usage>" on a line of its own, when any. */

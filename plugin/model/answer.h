@@ -16,7 +16,7 @@
  * no text, a newer message) gives no answer here: the check reads the
  * messages, as before.
  *
- * All of it belongs to one live task (model/task.h) and runs under the
+ * All of it belongs to one active task (model/task.h) and runs under the
  * engine lock. Strings are copied in; what is returned is malloc'd.
  */
 #ifndef OCBG_ANSWER_H

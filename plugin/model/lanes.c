@@ -51,12 +51,12 @@ lane *lanes_of(lanes *ls, task_type type, const char *agent)
 void lanes_enqueue(lanes *ls, task *t)
 {
     lane *l = t->lane;
-    task_live *q = t->live;
+    task_active *q = t->active;
     q->qseq = ++ls->next_seq;
     q->qnext = NULL;
     q->qprev = l->qtail;
     if (l->qtail)
-        l->qtail->live->qnext = t;
+        l->qtail->active->qnext = t;
     else
         l->qhead = t;
     l->qtail = t;
@@ -67,13 +67,13 @@ void lanes_enqueue(lanes *ls, task *t)
 void lanes_dequeue(lanes *ls, task *t)
 {
     lane *l = t->lane;
-    task_live *q = t->live;
+    task_active *q = t->active;
     if (q->qprev)
-        q->qprev->live->qnext = q->qnext;
+        q->qprev->active->qnext = q->qnext;
     else
         l->qhead = q->qnext;
     if (q->qnext)
-        q->qnext->live->qprev = q->qprev;
+        q->qnext->active->qprev = q->qprev;
     else
         l->qtail = q->qprev;
     q->qnext = q->qprev = NULL;

@@ -10,13 +10,13 @@
 
 /* What a message is to a task's run. */
 typedef enum msg_kind {
-    MSG_PROMPT,     /* a real user message: where the run begins */
-    MSG_ANSWER,     /* a real assistant message */
-    MSG_SUMMARY,    /* a compaction's summary */
-    MSG_COMPACTION, /* the user message that asks for a compaction */
-    MSG_CONTINUE,   /* the synthetic message after an automatic compaction */
-    MSG_NOTICE,     /* one of ocbg's notices (a user message) */
-    MSG_OTHER,      /* no known role: treated as a boundary, as a prompt is */
+    MSG_PROMPT,       /* a real user message: where the run begins */
+    MSG_ANSWER,       /* a real assistant message */
+    MSG_SUMMARY,      /* a compaction's summary */
+    MSG_COMPACTION,   /* the user message that asks for a compaction */
+    MSG_CONTINUE,     /* the synthetic message after an automatic compaction */
+    MSG_NOTIFICATION, /* one of ocbg's notifications (a user message) */
+    MSG_OTHER,        /* no known role: treated as a boundary, as a prompt is */
 } msg_kind;
 
 static const char *str_at(const cJSON *obj, const char *key)
@@ -69,8 +69,8 @@ static msg_kind kind_of(const cJSON *msg)
         if (is_continue_part(part))
             return MSG_CONTINUE;
         const char *text = str_is(part, "type", "text") ? str_at(part, "text") : NULL;
-        if (text && first_text && strncmp(text, OUTCOME_NOTICE_PREFIX, strlen(OUTCOME_NOTICE_PREFIX)) == 0)
-            return MSG_NOTICE;
+        if (text && first_text && strncmp(text, OUTCOME_NOTIFICATION_PREFIX, strlen(OUTCOME_NOTIFICATION_PREFIX)) == 0)
+            return MSG_NOTIFICATION;
         first_text = first_text && !text;
     }
     return MSG_PROMPT;
@@ -271,7 +271,7 @@ static char *error_text(const cJSON *err)
 }
 
 /* When the previous run's end is among msgs, has a prompt (or a waking
- * notice) come after it?
+ * notification) come after it?
  * If not, what ended since is no run of its own (the turn after a
  * compaction of the previous run, say) and this run has not begun. */
 static bool prompted_since(const cJSON *const *msgs, int n, const char *prev_message_id)
@@ -283,15 +283,15 @@ static bool prompted_since(const cJSON *const *msgs, int n, const char *prev_mes
     if (prev < 0)
         return true;
     for (int i = prev + 1; i < n; i++)
-        if (kind_of(msgs[i]) == MSG_PROMPT || kind_of(msgs[i]) == MSG_NOTICE)
-            return true; /* a notice wakes a task that waited for its own tasks */
+        if (kind_of(msgs[i]) == MSG_PROMPT || kind_of(msgs[i]) == MSG_NOTIFICATION)
+            return true; /* a notification wakes a task that waited for its own tasks */
     return false;
 }
 
-static void decide(const cJSON *const *msgs, int n, const char *prev_message_id, bool skip_notices, bool new_run,
+static void decide(const cJSON *const *msgs, int n, const char *prev_message_id, bool skip_notifications, bool new_run,
                    outcome *out)
 {
-    while (skip_notices && n > 1 && kind_of(msgs[n - 1]) == MSG_NOTICE)
+    while (skip_notifications && n > 1 && kind_of(msgs[n - 1]) == MSG_NOTIFICATION)
         n--;
     const cJSON *info = info_of(msgs[n - 1]);
     msg_kind k = kind_of(msgs[n - 1]);
@@ -319,7 +319,8 @@ static void decide(const cJSON *const *msgs, int n, const char *prev_message_id,
 
 static const cJSON **index_messages(const cJSON *root, int *n);
 
-void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices, outcome *out)
+void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notifications,
+                           outcome *out)
 {
     memset(out, 0, sizeof *out);
     cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
@@ -327,7 +328,7 @@ void outcome_from_messages(const char *messages_json, const char *prev_message_i
     /* Indexed, for the walks back (cJSON arrays are linked lists). */
     const cJSON **msgs = index_messages(root, &n);
     if (n > 0)
-        decide(msgs, n, prev_message_id, skip_notices, true, out);
+        decide(msgs, n, prev_message_id, skip_notifications, true, out);
     free(msgs);
     cJSON_Delete(root);
 }
@@ -386,7 +387,7 @@ char *outcome_partial(const char *messages_json)
     return text;
 }
 
-bool outcome_has_notice(const char *messages_json, const char *task_id, int64_t since_ms)
+bool outcome_has_notification(const char *messages_json, const char *task_id, int64_t since_ms)
 {
     cJSON *root = cJSON_Parse(messages_json ? messages_json : "");
     bool found = false;
@@ -394,7 +395,7 @@ bool outcome_has_notice(const char *messages_json, const char *task_id, int64_t 
     const cJSON *m;
     const cJSON *all = cJSON_IsArray(root) ? root : NULL;
     cJSON_ArrayForEach (m, all) {
-        if (found || kind_of(m) != MSG_NOTICE)
+        if (found || kind_of(m) != MSG_NOTIFICATION)
             continue;
         const cJSON *created =
             cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(info_of(m), "time"), "created");

@@ -20,9 +20,9 @@
 /* The longest text that can be a mere sign-off ("Done."). */
 #define OUTCOME_SIGN_OFF_MAX 200
 
-/* How every notice ocbg pushes into a session begins (plugin/text/texts.c;
+/* How every notification ocbg pushes into a session begins (plugin/text/texts.c;
  * not the fork preamble, which is a prompt). */
-#define OUTCOME_NOTICE_PREFIX "[ocbg] Background "
+#define OUTCOME_NOTIFICATION_PREFIX "[ocbg] Background "
 
 typedef enum outcome_kind {
     OUTCOME_NONE,      /* no finished answer yet: the run goes on */
@@ -72,14 +72,15 @@ typedef struct outcome {
  * "no additional" or "stop" in it (any case). A compaction in the middle of
  * the run's work (after a tool-call step) splits nothing.
  *
- * Notices. A task that launched tasks of its own (max_depth > 1) gets
- * ocbg's notices in its session: user messages that begin with
- * OUTCOME_NOTICE_PREFIX. A quiet one (noReply) can land after its answer,
- * and says nothing of its run: with skip_notices, notices at the end are
- * stepped over. Without it (a waking notice was just pushed, its turn not
- * yet begun), a newest notice means the run goes on. Notices are never
+ * Notifications. A task that launched tasks of its own (max_depth > 1) gets
+ * ocbg's notifications in its session: user messages that begin with
+ * OUTCOME_NOTIFICATION_PREFIX. A quiet one (noReply) can land after its answer,
+ * and says nothing of its run: with skip_notifications, notifications at the end are
+ * stepped over. Without it (a waking notification was just pushed, its turn not
+ * yet begun), a newest notification means the run goes on. Notifications are never
  * the boundary of the answer: a woken task's newer answer comes first. */
-void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notices, outcome *out);
+void outcome_from_messages(const char *messages_json, const char *prev_message_id, bool skip_notifications,
+                           outcome *out);
 void outcome_free(outcome *o);
 /* A run that ended with answer_id (its check read that answer before the
  * host compacted the session after it): is the session, since then, an
@@ -96,10 +97,10 @@ int outcome_after_compaction(const char *messages_json, const char *answer_id, o
  * NULL when none (or malformed input). malloc'd. */
 char *outcome_partial(const char *messages_json);
 
-/* Does the session hold a notice of ocbg's for task `task_id` created at or
+/* Does the session hold a notification of ocbg's for task `task_id` created at or
  * after since_ms (host clock)? A user message that begins with
- * OUTCOME_NOTICE_PREFIX and whose first line names the task. How a notice
+ * OUTCOME_NOTIFICATION_PREFIX and whose first line names the task. How a notification
  * whose send a restart interrupted is told from one never sent. */
-bool outcome_has_notice(const char *messages_json, const char *task_id, int64_t since_ms);
+bool outcome_has_notification(const char *messages_json, const char *task_id, int64_t since_ms);
 
 #endif

@@ -57,8 +57,8 @@ static task_batch *parent_batch(parent *p)
 static void free_parent(parent *p)
 {
     batch_unref(p->batch);
-    for (held_notice *h = p->held; h;) {
-        held_notice *next = h->next;
+    for (held_notification *h = p->held; h;) {
+        held_notification *next = h->next;
         free(h->text);
         free(h);
         h = next;
@@ -121,13 +121,13 @@ parent *registry_parent(registry *r, const char *parent_session)
     return map_get(&r->parents, parent_session);
 }
 
-/* t, live (its task_live just made), joins the active list. */
+/* t, active (its task_active just made), joins the active list. */
 static void active_link(registry *r, task *t)
 {
-    t->live->aprev = NULL;
-    t->live->anext = r->active;
+    t->active->aprev = NULL;
+    t->active->anext = r->active;
     if (r->active)
-        r->active->live->aprev = t;
+        r->active->active->aprev = t;
     r->active = t;
     r->active_count++;
     r->active_agents += t->type == TASK_AGENT;
@@ -136,13 +136,13 @@ static void active_link(registry *r, task *t)
 
 static void active_unlink(registry *r, task *t)
 {
-    task_live *l = t->live;
+    task_active *l = t->active;
     if (l->aprev)
-        l->aprev->live->anext = l->anext;
+        l->aprev->active->anext = l->anext;
     else
         r->active = l->anext;
     if (l->anext)
-        l->anext->live->aprev = l->aprev;
+        l->anext->active->aprev = l->aprev;
     l->anext = l->aprev = NULL;
     r->active_count--;
     r->active_agents -= t->type == TASK_AGENT;
@@ -235,7 +235,7 @@ task *registry_add_as(registry *r, const char *id, const char *parent_session, t
     t->run = 1;
     t->parent = p;
     link_task(r, t);
-    task_begin_live(t);
+    task_begin_active(t);
     active_link(r, t);
     lane_enter(r, t);
     t->seq = ++r->next_seq;
@@ -268,7 +268,7 @@ bool registry_restore(registry *r, task *t, const char *parent_session, const ch
     t->parent = p;
     link_task(r, t);
     if (active) {
-        task_begin_live(t);
+        task_begin_active(t);
         active_link(r, t);
         lane_enter(r, t);
     }
@@ -286,7 +286,7 @@ void registry_set_status(registry *r, task *t, task_status s, int64_t now)
     if (!was && is) {
         if (r->on_revive)
             r->on_revive(r->on_revive_arg, t);
-        task_begin_live(t);         /* before its lane: a pending task queues in it */
+        task_begin_active(t);       /* before its lane: a pending task queues in it */
         t->stopped_by_user = false; /* a new run */
     }
     if (t->status == TASK_PENDING && s == TASK_RUNNING)

@@ -28,10 +28,10 @@ struct task_batch {
 };
 
 /* An undelivered notification waiting for the parent's next ocbg answer. */
-typedef struct held_notice {
+typedef struct held_notification {
     char *text;
-    struct held_notice *next;
-} held_notice;
+    struct held_notification *next;
+} held_notification;
 
 struct parent {
     char *session_id;
@@ -40,8 +40,8 @@ struct parent {
     unsigned active;                       /* pending, running or resumed */
     unsigned by_status[TASK_STATUS_COUNT]; /* its tasks counted by status */
     task_batch *batch;                     /* the batch new tasks join while active > 0; may be NULL */
-    held_notice *held, **held_tail;
-    unsigned notices_out; /* notifications queued for this session and not yet pushed */
+    held_notification *held, **held_tail;
+    unsigned notifications_out; /* notifications queued for this session and not yet pushed */
     /* its view for the host's UI (engine/view.c) */
     uint64_t view_hash; /* of the tasks part of the view last published; 0: none */
     uint64_t view_seq;  /* views published */
@@ -72,7 +72,7 @@ typedef struct registry {
     void (*on_dirty)(void *arg);
     void *on_dirty_arg;
     /* Called (if set) just before a task that ended becomes active again (a
-     * resume), still in its ended state: a notice of the run that ended
+     * resume), still in its ended state: a notification of the run that ended
      * takes its text from that state. Runs under the engine's lock. */
     void (*on_revive)(void *arg, task *t);
     void *on_revive_arg;

@@ -129,7 +129,7 @@ static uint32_t hash32(const char *s)
 
 void task_note_tool(task *t, const char *call_id, const char *tool)
 {
-    task_live *p = t->live;
+    task_active *p = t->active;
     if (!p)
         return; /* a late event of a run that ended */
     if (call_id) {
@@ -149,8 +149,8 @@ void task_note_tool(task *t, const char *call_id, const char *tool)
 void task_check(const task *t)
 {
     bool active = task_status_active(t->status);
-    assert((t->live != NULL) == active && "live state exactly while active");
-    assert((!t->recheck || t->finalizing) && "a recheck only with a check under way");
+    assert((t->active != NULL) == active && "live state exactly while active");
+    assert((!t->recheck || t->checking) && "a recheck only with a check under way");
     assert((!t->awaiting || t->status == TASK_RUNNING || t->status == TASK_RESUMED) &&
            "awaiting only while running or resumed");
     assert((!t->wake_parked || t->awaiting) && "parked only while awaiting");
@@ -162,43 +162,43 @@ void task_check(const task *t)
     (void)active;
 }
 
-void task_begin_live(task *t)
+void task_begin_active(task *t)
 {
     task_end_run(t);
-    t->live = xcalloc(1, sizeof *t->live);
-    t->live->followups_before = t->followups_sent;
+    t->active = xcalloc(1, sizeof *t->active);
+    t->active->followups_before = t->followups_sent;
 }
 
 const char *task_permission_request(const task *t)
 {
-    return t->live ? t->live->permission_request : NULL;
+    return t->active ? t->active->permission_request : NULL;
 }
 
 const char *task_permission_what(const task *t)
 {
-    return t->live ? t->live->permission_what : NULL;
+    return t->active ? t->active->permission_what : NULL;
 }
 
 const char *task_guard_error(const task *t)
 {
-    return t->live ? t->live->guard_error : NULL;
+    return t->active ? t->active->guard_error : NULL;
 }
 
 void task_end_run(task *t)
 {
-    if (t->live) {
-        free(t->live->guard_error);
-        free(t->live->permission_request);
-        free(t->live->permission_what);
-        answer_clear(&t->live->answer);
+    if (t->active) {
+        free(t->active->guard_error);
+        free(t->active->permission_request);
+        free(t->active->permission_what);
+        answer_clear(&t->active->answer);
     }
-    free(t->live);
-    t->live = NULL;
+    free(t->active);
+    t->active = NULL;
 }
 
 unsigned task_recent_tools(const task *t, const char **names, unsigned max)
 {
-    const task_live *p = t->live;
+    const task_active *p = t->active;
     unsigned n = !p ? 0 : p->recent_tools_next < RECENT_TOOLS ? p->recent_tools_next : RECENT_TOOLS;
     if (n > max)
         n = max;

@@ -44,13 +44,13 @@ typedef struct parent parent;
 typedef struct task_batch task_batch;
 typedef struct lane lane;
 
-/* What only a live task (pending, running or resumed) keeps: its places in
+/* What only an active task (pending, running or resumed) keeps: its places in
  * the active list and its lane's queue, the completion checks' and the
  * guards' state, its recent tool calls (progress reports), the host's open
  * permission question. Allocated by the registry when the task becomes
- * live, freed when it ends (task_end_run): a finished task does not pay for
- * it. Invariant: t->live != NULL exactly while task_status_active(t->status). */
-typedef struct task_live {
+ * active, freed when it ends (task_end_run): a finished task does not pay for
+ * it. Invariant: t->active != NULL exactly while task_status_active(t->status). */
+typedef struct task_active {
     struct task *anext, *aprev; /* the registry's active list */
     struct task *qnext, *qprev; /* its lane's queue while pending (model/lanes.h) */
     uint64_t qseq;              /* its place in launch order while pending */
@@ -79,9 +79,9 @@ typedef struct task_live {
     uint32_t repeat_seen[4]; /* call ids already counted by the repeat guard (hashes) */
     unsigned repeat_seen_next;
     event_answer answer;       /* its answer as the events tell it (model/answer.h) */
-    unsigned followups_before; /* followups_sent when it became live: more since, and the events' answer may
+    unsigned followups_before; /* followups_sent when it became active: more since, and the events' answer may
                                 * predate the newest follow-up (model/followup.h): the check reads */
-} task_live;
+} task_active;
 
 /* An isolated task's git worktree (worktree/worktree.h); NULL for the
  * others. Kept by the store, so a restart neither leaks nor loses it. */
@@ -95,7 +95,7 @@ typedef struct task_worktree {
 } task_worktree;
 
 /* Laid out for size (a registry may keep tens of thousands of finished
- * tasks): what only a live task needs is in task_live; statuses and kinds
+ * tasks): what only an active task needs is in task_active; statuses and kinds
  * are bytes, flags bits (the engine's lock guards them all: no two
  * threads write neighbouring bits at once). */
 struct task {
@@ -103,7 +103,7 @@ struct task {
     task_batch *batch; /* the batch it was launched in (model/registry.h) */
     parent *parent;
     struct task *pnext, *pprev; /* the parent's list, newest first */
-    task_live *live;            /* NULL unless live (see task_live) */
+    task_active *active;        /* NULL unless active (see task_active) */
     /* description, session_id, result_message_id: one allocation, set
      * together (task_set_strings); each may be NULL. */
     const char *session_id;   /* the task's own (child) session; NULL for a shell task */
@@ -118,15 +118,15 @@ struct task {
     shell_state *shell;            /* shell tasks only */
     task_worktree *wt;             /* isolated agent tasks only */
     lane *lane;                    /* where it holds or waits for a run slot (model/lanes.h) */
-    /* usage and guards (model/usage.h, engine/guards.c) */
+    /* usage and guards (hooks/usage.h, engine/guards.c) */
     struct usage_tracker *usage; /* what its model calls used, all runs; NULL until the host reports any */
     int64_t timeout_ms;          /* its own runtime limit per run (the launch's timeout); 0: max_runtime_ms */
     int64_t created_ms, started_ms, completed_ms, last_update_ms, retrieved_ms; /* wall clock; 0 = never */
-    int64_t notice_pushed_ms; /* when its notification's send began (host clock) */
-    uint64_t seq;             /* launch order in the store */
-    unsigned run;             /* 1 for the launch, +1 per resume */
-    unsigned delivered_run;   /* the run whose result a blocking wait returned */
-    unsigned result_waiters;  /* blocking calls that will return this run's result */
+    int64_t notification_pushed_ms; /* when its notification's send began (host clock) */
+    uint64_t seq;                   /* launch order in the store */
+    unsigned run;                   /* 1 for the launch, +1 per resume */
+    unsigned delivered_run;         /* the run whose result a blocking wait returned */
+    unsigned result_waiters;        /* blocking calls that will return this run's result */
     unsigned resume_count;
     unsigned tool_calls;
     uint8_t depth; /* 1: launched by a session that is not a task's; else its launcher's + 1 */
@@ -134,19 +134,19 @@ struct task {
     unsigned followups_sent; /* messages background_send has begun to send, all runs: numbers them */
     unsigned followup_wait;  /* the newest one sent whose message the completion check has not seen; 0: none */
     /* durability (plugin/store/, engine/persist.c) */
-    unsigned notice_run;          /* the run its notification is for */
-    uint32_t dirty_slot;          /* its index in the registry's dirty_q, + 1; 0: not dirty */
-    uint16_t notices_unformatted; /* its notices queued for the worker, text not yet formatted (engine.c) */
-    uint8_t notice_state;         /* where its notification stands (store.h notice_state) */
-    uint8_t type;                 /* task_type */
-    uint8_t status;               /* task_status */
+    unsigned notification_run;          /* the run its notification is for */
+    uint32_t dirty_slot;                /* its index in the registry's dirty_q, + 1; 0: not dirty */
+    uint16_t notifications_unformatted; /* its notifications queued for the worker, text not yet formatted (engine.c) */
+    uint8_t notification_state;         /* where its notification stands (store.h notification_state) */
+    uint8_t type;                       /* task_type */
+    uint8_t status;                     /* task_status */
     /* TASK_TEXT_* bits: texts the store holds as they are (a finished
      * task whose row was committed: engine/persist.h). Such a pointer is
      * the same text, or NULL once only the store has it (delivered), or a
      * copy read back for one call. Writing a text clears its bit. */
     uint8_t texts_stored;
     bool forked : 1;
-    bool finalizing : 1; /* a completion check is queued or running */
+    bool checking : 1;   /* a completion check is queued or running */
     bool recheck : 1;    /* an idle came during that check: it may have read too early */
     bool cancelling : 1; /* an abort is in flight: completion checks wait */
     bool inherited : 1;  /* a host's fork: its newest messages are the parent's until its first prompt is stored */
@@ -154,15 +154,15 @@ struct task {
     bool recovering : 1;  /* restored from the store while running: its first check decides how the restart left it */
     bool retrying : 1;    /* its host retries a rate-limited call (counted in its lane) */
     bool awaiting : 1;    /* running, its session idle until its own tasks end: it holds no slot */
-    bool wake_parked : 1; /* awaiting, its tasks ended: the notice that wakes it waits for a slot */
-    bool woken : 1;       /* a waking notice went into its session; cleared when it is seen busy */
-    bool notice_wake : 1; /* it wakes the parent */
-    bool foreground : 1;  /* run by a foreground call: removed when it returns */
-    bool compacted_after : 1; /* completed, then its session was compacted: the turn after may add to its
-                               * result (engine/amend.h) */
-    bool amend_queued : 1;    /* a check of that turn is queued or running */
-    bool stopped_by_user : 1; /* the person stopped it from the host's UI (ops/user.c): cancelled, and
-                               * notified as an ending (its error says so: that is what the store keeps) */
+    bool wake_parked : 1; /* awaiting, its tasks ended: the notification that wakes it waits for a slot */
+    bool woken : 1;       /* a waking notification went into its session; cleared when it is seen busy */
+    bool notification_wake : 1; /* it wakes the parent */
+    bool foreground : 1;        /* run by a foreground call: removed when it returns */
+    bool compacted_after : 1;   /* completed, then its session was compacted: the turn after may add to its
+                                 * result (engine/amend.h) */
+    bool amend_queued : 1;      /* a check of that turn is queued or running */
+    bool stopped_by_user : 1;   /* the person stopped it from the host's UI (ops/panel.c): cancelled, and
+                                 * notified as an ending (its error says so: that is what the store keeps) */
 };
 
 /* The error a task the person stopped keeps (task.stopped_by_user). */
@@ -172,9 +172,9 @@ const char *task_status_name(task_status s);
 bool task_status_active(task_status s);   /* running or resumed (or pending) */
 bool task_status_terminal(task_status s); /* completed, error, cancelled */
 
-/* The newest tool names of live task t, newest first: at most max of them
+/* The newest tool names of active task t, newest first: at most max of them
  * into names (pointers into t, valid while it is unchanged). Returns how
- * many (0 for a task that is not live). */
+ * many (0 for a task that is not active). */
 unsigned task_recent_tools(const task *t, const char **names, unsigned max);
 
 /* Record a tool part seen for t (progress); counts each call id once. A
@@ -182,22 +182,22 @@ unsigned task_recent_tools(const task *t, const char **names, unsigned max);
  * seen are forgotten. */
 void task_note_tool(task *t, const char *call_id, const char *tool);
 
-/* t became live: its task_live, zeroed (a resume starts afresh). */
-void task_begin_live(task *t);
+/* t became active: its task_active, zeroed (a resume starts afresh). */
+void task_begin_active(task *t);
 
 /* The host's open permission question in t's session and what it asks, or
- * NULL (none, or t is not live). */
+ * NULL (none, or t is not active). */
 const char *task_permission_request(const task *t);
 const char *task_permission_what(const task *t);
 
 /* The error a guard is stopping t's run with, or NULL. */
 const char *task_guard_error(const task *t);
 
-/* t's run ended: what only a live task keeps is freed. */
+/* t's run ended: what only an active task keeps is freed. */
 void task_end_run(task *t);
 
 /* The task's state machine's invariants (DESIGN.md section 5), asserted:
- * live state exactly while active; a recheck only with a check under way;
+ * active state exactly while active; a recheck only with a check under way;
  * awaiting only while running or resumed, and parked only while awaiting;
  * retrying only while active; an amend only of an agent; a command has no
  * session, no fork, no amend.

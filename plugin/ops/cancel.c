@@ -23,11 +23,11 @@ typedef struct item_list {
     size_t n;
 } item_list;
 
-static bool items_settled(engine *o, void *arg)
+static bool items_settled(engine *eng, void *arg)
 {
     item_list *l = arg;
     for (size_t i = 0; i < l->n; i++)
-        if (!op_task_settled(o, l->items[i].id))
+        if (!op_task_settled(eng, l->items[i].id))
             return false;
     return true;
 }
@@ -38,46 +38,46 @@ static bool items_settled(engine *o, void *arg)
  * waited for: its exit ends it as cancelled. remove: a cancelled task is also
  * removed, under the same lock hold, so a waiter sees it removed rather than
  * cancelled. Returns how many it removed. */
-size_t op_cancel_items(engine *o, cancel_item *items, size_t n, bool remove)
+size_t op_cancel_items(engine *eng, cancel_item *items, size_t n, bool remove)
 {
     size_t removed = 0;
     for (size_t i = 0; i < n; i++)
         if (items[i].session)
-            items[i].rc = hc_session_abort(&o->api, items[i].session, &items[i].err);
-    engine_lock(o);
+            items[i].rc = hostapi_session_abort(&eng->api, items[i].session, &items[i].err);
+    engine_lock(eng);
     bool shells = false;
     for (size_t i = 0; i < n; i++) {
-        task *t = registry_find(&o->reg, items[i].id);
+        task *t = registry_find(&eng->reg, items[i].id);
         if (!t)
             continue;
         if (!items[i].session) {
-            engine_stop_task(o, t);
+            engine_stop_task(eng, t);
             shells = true;
         } else if (items[i].rc == 0 || items[i].rc == -ENOENT) {
-            engine_finish(o, t, TASK_CANCELLED, NULL, NULL);
+            engine_finish(eng, t, TASK_CANCELLED, NULL, NULL);
             if (remove) {
-                engine_drop_descendants(o, t);
-                registry_remove(&o->reg, t);
+                engine_drop_descendants(eng, t);
+                registry_remove(&eng->reg, t);
                 removed++;
             }
         } else {
             t->cancelling = false;
-            engine_request_finalize(o, t); /* an idle ignored meanwhile */
+            engine_request_check(eng, t); /* an idle ignored meanwhile */
         }
     }
     if (shells) {
         item_list l = {items, n};
-        engine_wait(o, NULL, mono_ms() + o->opt.shell_kill_grace_ms + 5000, items_settled, &l);
+        engine_wait(eng, NULL, mono_ms() + eng->opt.shell_kill_grace_ms + 5000, items_settled, &l);
         for (size_t i = 0; remove && i < n; i++) {
-            task *t = items[i].session ? NULL : registry_find(&o->reg, items[i].id);
+            task *t = items[i].session ? NULL : registry_find(&eng->reg, items[i].id);
             if (t && !task_status_active(t->status)) {
-                engine_drop_descendants(o, t);
-                registry_remove(&o->reg, t);
+                engine_drop_descendants(eng, t);
+                registry_remove(&eng->reg, t);
                 removed++;
             }
         }
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     return removed;
 }
 
@@ -90,50 +90,50 @@ void op_cancel_free(cancel_item *items, size_t n)
     free(items);
 }
 
-task *op_stop_command(engine *o, ocp_call_ctx *ctx, task *t, bool owner)
+task *op_stop_command(engine *eng, ocp_call_ctx *ctx, task *t, bool owner)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     char key[TASK_ID_SIZE];
     memcpy(key, t->id, sizeof key);
-    int64_t deadline = mono_ms() + o->opt.shell_kill_grace_ms + 5000;
+    int64_t deadline = mono_ms() + eng->opt.shell_kill_grace_ms + 5000;
     if (owner)
         t->result_waiters++; /* op_await gives it back */
-    engine_stop_task(o, t);
+    engine_stop_task(eng, t);
     if (owner) {
-        op_await(o, ctx, key, deadline, true, &t);
+        op_await(eng, ctx, key, deadline, true, &t);
         return t;
     }
-    engine_wait(o, ctx, deadline, op_task_settled, key);
-    return registry_find(&o->reg, key);
+    engine_wait(eng, ctx, deadline, op_task_settled, key);
+    return registry_find(&eng->reg, key);
 }
 
-void op_cancel(engine *o, ocp_call_ctx *ctx, const char *id, bool stop, cancel_result *r)
+void op_cancel(engine *eng, ocp_call_ctx *ctx, const char *id, bool stop, cancel_result *r)
 {
     memset(r, 0, sizeof *r);
-    engine_lock(o);
-    task *t = op_find_own(o, id, ctx);
+    engine_lock(eng);
+    task *t = op_find_own(eng, id, ctx);
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         r->end = CANCEL_NOT_FOUND;
         return;
     }
-    snap_take(&r->snap, t, engine_now(o), SNAP_STRINGS);
+    snap_take(&r->snap, t, engine_now(eng), SNAP_STRINGS);
     if (!task_status_active(t->status) || (t->cancelling && !(stop && t->type == TASK_SHELL))) {
         r->end = task_status_active(t->status) ? CANCEL_ALREADY : CANCEL_ENDED;
-        engine_unlock(o);
+        engine_unlock(eng);
         return;
     }
     if (stop && t->type == TASK_SHELL) {
-        t = op_stop_command(o, ctx, t, false);
+        t = op_stop_command(eng, ctx, t, false);
         r->exited = t && !task_status_active(t->status);
-        engine_unlock(o);
+        engine_unlock(eng);
         return;
     }
     cancel_item *item = NULL;
     size_t one = 0;
     op_cancel_add(&item, &one, t);
-    engine_unlock(o);
-    op_cancel_items(o, item, 1, false);
+    engine_unlock(eng);
+    op_cancel_items(eng, item, 1, false);
     r->rc = item->rc == -ENOENT ? 0 : item->rc;
     r->err = item->err;
     item->err = NULL;
@@ -146,13 +146,13 @@ void cancel_result_free(cancel_result *r)
     task_snap_free(&r->snap);
 }
 
-size_t op_cancel_batch(engine *o, const ocp_call_ctx *ctx, const char *batch, cancel_item **items, size_t *n)
+size_t op_cancel_batch(engine *eng, const ocp_call_ctx *ctx, const char *batch, cancel_item **items, size_t *n)
 {
     *items = NULL;
     *n = 0;
     size_t in_batch = 0;
-    engine_lock(o);
-    parent *p = op_parent_of(o, ctx);
+    engine_lock(eng);
+    parent *p = op_parent_of(eng, ctx);
     for (task *t = p ? p->head : NULL; t; t = t->pnext) {
         if (strcmp(t->batch->id, batch) != 0)
             continue;
@@ -160,8 +160,8 @@ size_t op_cancel_batch(engine *o, const ocp_call_ctx *ctx, const char *batch, ca
         if (task_status_active(t->status) && !t->cancelling)
             op_cancel_add(items, n, t);
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     if (*n)
-        op_cancel_items(o, *items, *n, false);
+        op_cancel_items(eng, *items, *n, false);
     return in_batch;
 }

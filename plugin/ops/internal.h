@@ -17,7 +17,7 @@
 #include "base/face_guard.h"
 #include "engine/engine.h"
 #include "engine/isolate.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 #include "ops/ops.h"
 
 /* Claim active task t for cancelling (its completion checks wait while the
@@ -31,7 +31,7 @@ void op_cancel_add(cancel_item **items, size_t *n, task *t);
  * exit ends it as cancelled. remove: cancelled tasks are also removed, in the
  * same lock hold, so a waiter sees them removed. Returns how many it removed.
  * [lock not held] */
-size_t op_cancel_items(engine *o, cancel_item *items, size_t n, bool remove);
+size_t op_cancel_items(engine *eng, cancel_item *items, size_t n, bool remove);
 
 /* Stop active command t (SIGTERM, then SIGKILL after the grace period) and
  * wait, up to the grace and 5 s more, for its exit, which ends it as
@@ -39,36 +39,37 @@ size_t op_cancel_items(engine *o, cancel_item *items, size_t n, bool remove);
  * returns the command's result itself (a foreground Bash), so the run ends
  * with no notification. [lock held] Released while waiting. The task after
  * the wait, NULL when it was removed meanwhile. */
-task *op_stop_command(engine *o, ocp_call_ctx *ctx, task *t, bool owner);
+task *op_stop_command(engine *eng, ocp_call_ctx *ctx, task *t, bool owner);
 
 /* Task task_id if it is the caller's session's, else NULL (a session sees
  * only its own). [lock held] */
-task *op_find_own(engine *o, const char *task_id, const ocp_call_ctx *ctx);
+task *op_find_own(engine *eng, const char *task_id, const ocp_call_ctx *ctx);
 
 /* The caller's session's tasks (NULL: none). [lock held] */
-parent *op_parent_of(engine *o, const ocp_call_ctx *ctx);
+parent *op_parent_of(engine *eng, const ocp_call_ctx *ctx);
 
 /* The wait predicate for one task: gone, or no longer active. arg: its id.
  * [lock held] */
-bool op_task_settled(engine *o, void *task_id);
+bool op_task_settled(engine *eng, void *task_id);
 
 /* Wait, as a caller that will return the result (no notification for a run
  * that ends meanwhile), until task `id` is settled or the deadline passes
  * (monotonic ms), ctx is cancelled or the plugin stops. owner: the caller
  * already counts as a result waiter (a foreground launch). *t: the task
  * after the wait, NULL when it was removed meanwhile. [lock held] */
-wait_result op_await(engine *o, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner, task **t);
+wait_result op_await(engine *eng, ocp_call_ctx *ctx, const char id[TASK_ID_SIZE], int64_t deadline, bool owner,
+                     task **t);
 
 /* A call showed the model task t (its store row is marked for writing).
  * read: its completed result was read (retrieved_ms = now); delivered: the
  * call returned the outcome of t's current run, which then needs no
  * notification. [lock held] */
-void op_shown(engine *o, task *t, int64_t now, bool read, bool delivered);
+void op_shown(engine *eng, task *t, int64_t now, bool read, bool delivered);
 
 /* Task id, after what it did in its worktree was read, if it is isolated
  * and its run has ended (engine/isolate.h isolate_settle). [lock held] Let
  * go while git runs. Returns the task as found again (NULL: gone). */
-task *op_worktree_settle(engine *o, const char *id);
+task *op_worktree_settle(engine *eng, const char *id);
 
 /* ---- reading a task for a call ---------------------------------------- */
 
@@ -88,9 +89,9 @@ void snap_take(task_snap *s, const task *t, int64_t now, unsigned what);
  * read if its run has ended (op_worktree_settle), then its texts that only
  * the store holds copied in (persist_texts). [lock held] Let go while git
  * runs. The task, NULL when gone; op_read_done after reading it. */
-task *op_read_begin(engine *o, const char *id);
+task *op_read_begin(engine *eng, const char *id);
 
 /* Drops what op_read_begin copied in. [lock held] */
-void op_read_done(engine *o, task *t);
+void op_read_done(engine *eng, task *t);
 
 #endif

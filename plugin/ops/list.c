@@ -13,13 +13,13 @@ static bool matches(const task *t, const list_filter *f)
                   (!f->batch || strcmp(t->batch->id, f->batch) == 0));
 }
 
-void op_list(engine *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_rows, bool lines, task_list *l)
+void op_list(engine *eng, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_rows, bool lines, task_list *l)
 {
     bool all = !f || (!f->status && !f->batch);
     memset(l, 0, sizeof *l);
-    engine_lock(o);
-    parent *p = op_parent_of(o, ctx);
-    int64_t now = engine_now(o);
+    engine_lock(eng);
+    parent *p = op_parent_of(eng, ctx);
+    int64_t now = engine_now(eng);
     if (p && all) {
         /* The whole list: its counts are kept, so only the rows shown are
          * walked, however many tasks wait in the queue. */
@@ -41,7 +41,7 @@ void op_list(engine *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned 
             l->matched++;
         }
     }
-    engine_unlock(o);
+    engine_unlock(eng);
 }
 
 void task_list_free(task_list *l)
@@ -65,28 +65,29 @@ static void add_row(block_result *r, const char *id)
     snprintf(row->id, sizeof row->id, "%s", id);
 }
 
-static bool all_settled(engine *o, void *arg)
+static bool all_settled(engine *eng, void *arg)
 {
     const block_result *r = arg;
     for (size_t i = 0; i < r->n; i++)
-        if (!op_task_settled(o, (void *)r->rows[i].id))
+        if (!op_task_settled(eng, (void *)r->rows[i].id))
             return false;
     return true;
 }
 
 /* Every task named (a batch: each of its tasks), or why not. [lock held] */
-static block_end resolve(engine *o, const ocp_call_ctx *ctx, const char *const *names, size_t n_names, block_result *r)
+static block_end resolve(engine *eng, const ocp_call_ctx *ctx, const char *const *names, size_t n_names,
+                         block_result *r)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     for (size_t k = 0; k < n_names; k++) {
         r->bad = names[k];
         if (strncmp(names[k], "batch_", 6) != 0) {
-            if (!op_find_own(o, names[k], ctx))
+            if (!op_find_own(eng, names[k], ctx))
                 return BLOCK_NOT_FOUND;
             add_row(r, names[k]);
             continue;
         }
-        parent *p = op_parent_of(o, ctx);
+        parent *p = op_parent_of(eng, ctx);
         bool any = false;
         for (task *t = p ? p->head : NULL; t; t = t->pnext) {
             if (strcmp(t->batch->id, names[k]) == 0) {
@@ -101,24 +102,25 @@ static block_end resolve(engine *o, const ocp_call_ctx *ctx, const char *const *
     return r->n ? BLOCK_WAITED : BLOCK_EMPTY;
 }
 
-void op_block(engine *o, ocp_call_ctx *ctx, const char *const *names, size_t n_names, int64_t wait_ms, block_result *r)
+void op_block(engine *eng, ocp_call_ctx *ctx, const char *const *names, size_t n_names, int64_t wait_ms,
+              block_result *r)
 {
     memset(r, 0, sizeof *r);
-    engine_lock(o);
-    r->end = resolve(o, ctx, names, n_names, r);
+    engine_lock(eng);
+    r->end = resolve(eng, ctx, names, n_names, r);
     if (r->end != BLOCK_WAITED) {
-        engine_unlock(o);
+        engine_unlock(eng);
         return;
     }
-    r->wait = all_settled(o, r) ? WAIT_DONE : engine_wait(o, ctx, mono_ms() + wait_ms, all_settled, r);
-    int64_t now = engine_now(o);
+    r->wait = all_settled(eng, r) ? WAIT_DONE : engine_wait(eng, ctx, mono_ms() + wait_ms, all_settled, r);
+    int64_t now = engine_now(eng);
     for (size_t i = 0; i < r->n; i++) {
-        task *t = registry_find(&o->reg, r->rows[i].id);
+        task *t = registry_find(&eng->reg, r->rows[i].id);
         r->rows[i].gone = !t;
         if (t)
             snap_take(&r->rows[i].snap, t, now, SNAP_LINE);
     }
-    engine_unlock(o);
+    engine_unlock(eng);
 }
 
 void block_result_free(block_result *r)

@@ -25,7 +25,7 @@
 #include "base/util.h"
 #include "base/wait_result.h"
 #include "model/task.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 typedef struct engine engine; /* engine/engine.h: opaque to a face */
 
@@ -95,7 +95,7 @@ typedef struct launched {
  * (out untouched); or a negative errno with the error in out (-EAGAIN: every
  * slot busy and the queue full): nothing remains unless the session was
  * created (the task then exists, in error). */
-int op_launch_agent(engine *o, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out);
+int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out);
 
 /* Run `command` for the caller's session in its directory: permission, task,
  * process (a background command waits for a slot like an agent task, with
@@ -103,7 +103,7 @@ int op_launch_agent(engine *o, const ocp_call_ctx *ctx, const launch_req *req, l
  * at once). [lock not held] 0 with *l; or a negative errno and the error in
  * out (a command that could not start is a task in error; a foreground one
  * is removed). */
-int op_launch_shell(engine *o, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
+int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
                     int64_t timeout_ms, launched *l, strbuf *out);
 
 /* ---- a foreground call: Task or Bash without run_in_background ---------- */
@@ -131,7 +131,7 @@ typedef struct foreground_result {
  * its sub-agent. A completed agent's worktree report is read and its result
  * marked read. The task is dropped unless it went to the background.
  * [lock not held] Fills *r. */
-void op_foreground(engine *o, ocp_call_ctx *ctx, const char *id, int64_t own_ms, int64_t limit_ms,
+void op_foreground(engine *eng, ocp_call_ctx *ctx, const char *id, int64_t own_ms, int64_t limit_ms,
                    foreground_result *r);
 
 /* ---- output: background_output, TaskOutput -------------------------------- */
@@ -163,7 +163,7 @@ typedef struct output_result {
  * worktree report (once per run) and texts only the store holds, snapshot
  * it, and note what the call showed (a result read; a blocking call's
  * result replaces the notification). [lock not held] Fills *r. */
-void op_output(engine *o, ocp_call_ctx *ctx, const char *id, const output_req *req, output_result *r);
+void op_output(engine *eng, ocp_call_ctx *ctx, const char *id, const output_req *req, output_result *r);
 
 /* ---- cancel: background_cancel, TaskStop ---------------------------------- */
 
@@ -198,7 +198,7 @@ typedef struct cancel_result {
  * grace period) and waited for. stop (TaskStop): a command is stopped even
  * when already being cancelled, and ctx can end the wait. [lock not held]
  * Fills *r (cancel_result_free). */
-void op_cancel(engine *o, ocp_call_ctx *ctx, const char *id, bool stop, cancel_result *r);
+void op_cancel(engine *eng, ocp_call_ctx *ctx, const char *id, bool stop, cancel_result *r);
 
 void cancel_result_free(cancel_result *r);
 
@@ -206,7 +206,7 @@ void cancel_result_free(cancel_result *r);
  * being cancelled), as op_cancel does. [lock not held] *items (n of them,
  * op_cancel_free) with how each abort went; returns how many tasks the
  * batch has (0: no such batch). */
-size_t op_cancel_batch(engine *o, const ocp_call_ctx *ctx, const char *batch, cancel_item **items, size_t *n);
+size_t op_cancel_batch(engine *eng, const ocp_call_ctx *ctx, const char *batch, cancel_item **items, size_t *n);
 
 /* ---- list, block, clear ----------------------------------------------------- */
 
@@ -229,7 +229,7 @@ typedef struct task_list {
  * Without a filter it costs O(max_rows), whatever the number of tasks; with
  * one, a walk of the session's tasks. [lock not held] Fills *l
  * (task_list_free). */
-void op_list(engine *o, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_rows, bool lines, task_list *l);
+void op_list(engine *eng, const ocp_call_ctx *ctx, const list_filter *f, unsigned max_rows, bool lines, task_list *l);
 
 void task_list_free(task_list *l);
 
@@ -260,7 +260,8 @@ typedef struct block_result {
  * each of its tasks) has ended, or the call is cancelled. An unknown id or
  * batch is refused before any wait. [lock not held] Fills *r
  * (block_result_free). */
-void op_block(engine *o, ocp_call_ctx *ctx, const char *const *names, size_t n_names, int64_t wait_ms, block_result *r);
+void op_block(engine *eng, ocp_call_ctx *ctx, const char *const *names, size_t n_names, int64_t wait_ms,
+              block_result *r);
 
 void block_result_free(block_result *r);
 
@@ -276,7 +277,7 @@ typedef struct clear_result {
 
 /* Clear the caller's session's tasks: cancel the active ones, remove every
  * task that no longer runs. [lock not held] */
-void op_clear(engine *o, const ocp_call_ctx *ctx, clear_result *r);
+void op_clear(engine *eng, const ocp_call_ctx *ctx, clear_result *r);
 
 /* ---- resume and send -------------------------------------------------------- */
 
@@ -321,7 +322,7 @@ typedef struct resume_result {
  * the notification. [lock not held] 0 (r->why RESUME_OK: sent); r->why set:
  * refused; else a negative errno with the error in out (a budget, the
  * permission, the send). r: resume_result_free. */
-int op_resume(engine *o, ocp_call_ctx *ctx, const char *id, const char *prompt, bool block, int64_t wait_ms,
+int op_resume(engine *eng, ocp_call_ctx *ctx, const char *id, const char *prompt, bool block, int64_t wait_ms,
               resume_result *r, strbuf *out);
 
 void resume_result_free(resume_result *r);
@@ -356,7 +357,7 @@ void op_send_claim_free(send_claim *c);
  * notification. [lock not held] 0; *why not SEND_OK: refused, nothing sent
  * (c->status set when found); else a negative errno and the answer in out
  * (a budget, the permission, the host's send). c: op_send_claim_free. */
-int op_send_message(engine *o, const ocp_call_ctx *ctx, const char *id, const char *message, send_claim *c,
+int op_send_message(engine *eng, const ocp_call_ctx *ctx, const char *id, const char *message, send_claim *c,
                     send_refusal *why, strbuf *out);
 
 /* ---- the person's requests through the host's UI (ocp.h ui_request) ------- */
@@ -367,7 +368,7 @@ int op_send_message(engine *o, const ocp_call_ctx *ctx, const char *id, const ch
  * negative errno and the reason in out: -ENOENT no such task, -EINVAL it
  * has ended or is being stopped, -EIO the host could not abort it (it runs
  * on, unmarked). */
-int op_user_stop(engine *o, const char *id, strbuf *out);
+int op_panel_stop(engine *eng, const char *id, strbuf *out);
 
 /* Task id's detail for the UI, as JSON into out: id, status, and where they
  * apply answer, output (the last DETAIL_CHARS characters), exit, error,
@@ -375,6 +376,6 @@ int op_user_stop(engine *o, const char *id, strbuf *out);
  * back), worktree (an isolated task's, with the report of its ended run, read
  * now if nothing read it yet). [lock not held] 0; -ENOENT (out says so). */
 #define DETAIL_CHARS 2000
-int op_user_detail(engine *o, const char *id, strbuf *out);
+int op_panel_detail(engine *eng, const char *id, strbuf *out);
 
 #endif

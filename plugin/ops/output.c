@@ -10,71 +10,71 @@
 
 /* Wait, as op_output's caller, for active task *t: r says how it went when
  * the call ends here. [lock held] false: the call ends (r->end set). */
-static bool output_wait(engine *o, ocp_call_ctx *ctx, const output_req *req, task **t, output_result *r)
+static bool output_wait(engine *eng, ocp_call_ctx *ctx, const output_req *req, task **t, output_result *r)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     char key[TASK_ID_SIZE];
     memcpy(key, (*t)->id, sizeof key);
-    r->wait = op_await(o, ctx, key, mono_ms() + req->wait_ms, false, t);
+    r->wait = op_await(eng, ctx, key, mono_ms() + req->wait_ms, false, t);
     if (!*t) {
         memcpy(r->snap.id, key, sizeof key);
         r->end = OUTPUT_REMOVED_WAITING;
         return false;
     }
     if (r->wait == WAIT_CANCELLED || r->wait == WAIT_SHUTDOWN) {
-        snap_take(&r->snap, *t, engine_now(o), 0);
+        snap_take(&r->snap, *t, engine_now(eng), 0);
         r->end = OUTPUT_WAIT_STOPPED;
         return false;
     }
     return true;
 }
 
-void op_output(engine *o, ocp_call_ctx *ctx, const char *id, const output_req *req, output_result *r)
+void op_output(engine *eng, ocp_call_ctx *ctx, const char *id, const output_req *req, output_result *r)
 {
     memset(r, 0, sizeof *r);
-    engine_lock(o);
-    task *t = op_find_own(o, id, ctx);
+    engine_lock(eng);
+    task *t = op_find_own(eng, id, ctx);
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         r->end = OUTPUT_NOT_FOUND;
         return;
     }
     r->was_active = task_status_active(t->status);
-    if (req->block && r->was_active && !output_wait(o, ctx, req, &t, r)) {
-        engine_unlock(o);
+    if (req->block && r->was_active && !output_wait(eng, ctx, req, &t, r)) {
+        engine_unlock(eng);
         return;
     }
     char key[TASK_ID_SIZE];
     memcpy(key, t->id, sizeof key);
-    t = op_read_begin(o, key); /* an isolated task: what it did in its worktree, read once per run */
+    t = op_read_begin(eng, key); /* an isolated task: what it did in its worktree, read once per run */
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         memcpy(r->snap.id, key, sizeof key);
         r->end = OUTPUT_REMOVED;
         return;
     }
-    int64_t now = engine_now(o);
+    int64_t now = engine_now(eng);
     snap_take(&r->snap, t, now, req->report ? SNAP_REPORT : SNAP_TEXTS); /* the report holds the texts */
-    op_read_done(o, t);
+    op_read_done(eng, t);
     /* A result read; a blocking call that returns the result replaces the
      * notification. */
     bool read = t->status == TASK_COMPLETED && (!req->read_agents_only || t->type != TASK_SHELL);
     bool delivered = req->block && !task_status_active(t->status);
     if (read || delivered || !req->read_agents_only)
-        op_shown(o, t, now, read, delivered);
-    engine_unlock(o);
+        op_shown(eng, t, now, read, delivered);
+    engine_unlock(eng);
     r->end = OUTPUT_SHOWN;
 }
 
 /* ---- the person's detail of a task ---- */
 
 /* The newest tool names of a live task, newest first (at most max). */
-static void add_recent(cJSON *o, const task *t, unsigned max)
+static void add_recent(cJSON *obj, const task *t, unsigned max)
 {
     const char *names[RECENT_TOOLS];
     unsigned n = task_recent_tools(t, names, max < RECENT_TOOLS ? max : RECENT_TOOLS);
     if (n)
-        cJSON_AddItemToObject(o, "recent", cJSON_CreateStringArray(names, (int)n));
+        cJSON_AddItemToObject(obj, "recent", cJSON_CreateStringArray(names, (int)n));
 }
 
 /* The last max characters of s. */
@@ -106,15 +106,15 @@ static void add_texts(cJSON *d, const task *t)
     }
 }
 
-int op_user_detail(engine *o, const char *id, strbuf *out)
+int op_panel_detail(engine *eng, const char *id, strbuf *out)
 {
-    engine_lock(o);
+    engine_lock(eng);
     /* An isolated task's report, read here if its notification job has not
      * read it yet: the view saying it ended can reach the UI first, and the
      * report's arrival changes no view to ask again on. */
-    task *t = op_read_begin(o, id);
+    task *t = op_read_begin(eng, id);
     if (!t) {
-        engine_unlock(o);
+        engine_unlock(eng);
         sb_printf(out, "No task %s.", id);
         return -ENOENT;
     }
@@ -133,8 +133,8 @@ int op_user_detail(engine *o, const char *id, strbuf *out)
         cJSON_AddNumberToObject(d, "tokens", (double)usage_tokens(u));
         cJSON_AddNumberToObject(d, "cost", u->cost);
     }
-    op_read_done(o, t);
-    engine_unlock(o);
+    op_read_done(eng, t);
+    engine_unlock(eng);
     char *text = cJSON_PrintUnformatted(d);
     cJSON_Delete(d);
     sb_puts(out, text);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostapi/hostcalls.h"
+#include "hostapi/hostapi.h"
 #include "ops/bash_asks.h"
 
 /* How much of a command line or a host's reason an answer echoes. */
@@ -23,19 +23,19 @@ static char *echo(const char *s)
 /* One question to the host (patterns, always and metadata are consumed).
  * what: the action as the answer names it ("running `ls`"); nothing_done:
  * what the answer says was not done. */
-static int ask(engine *o, const ocp_call_ctx *ctx, const char *permission, cJSON *patterns, cJSON *always,
+static int ask(engine *eng, const ocp_call_ctx *ctx, const char *permission, cJSON *patterns, cJSON *always,
                cJSON *metadata, const char *what, const char *nothing_done, strbuf *out)
 {
     int rc = 0;
     char *reason = NULL;
-    if (o->api.host.ask_permission) {
+    if (hostapi_has_permissions(&eng->api)) {
         char *p = cJSON_PrintUnformatted(patterns), *a = cJSON_PrintUnformatted(always);
         char *m = cJSON_PrintUnformatted(metadata);
         ocp_permission_request req = {sizeof req, permission, p, a, m};
         char *host_out = NULL;
-        rc = hc_ask_permission(&o->api, ctx, &req, &host_out);
+        rc = hostapi_ask_permission(&eng->api, ctx, &req, &host_out);
         reason = host_out && *host_out ? echo(host_out) : NULL;
-        hc_free(&o->api, host_out);
+        hostapi_free(&eng->api, host_out);
         free(p);
         free(a);
         free(m);
@@ -48,8 +48,8 @@ static int ask(engine *o, const ocp_call_ctx *ctx, const char *permission, cJSON
     } else if (rc != 0) {
         sb_printf(out, "Could not ask for permission (%s): %s. %s", reason ? reason : strerror(-rc), what,
                   nothing_done);
-        hc_log(&o->api, OCP_LOG_WARN, "ocbg: ask_permission(%s) failed: %s", permission,
-               reason ? reason : strerror(-rc));
+        hostapi_log(&eng->api, OCP_LOG_WARN, "ocbg: ask_permission(%s) failed: %s", permission,
+                    reason ? reason : strerror(-rc));
         rc = rc < 0 ? rc : -EIO;
     }
     free(reason);
@@ -83,9 +83,9 @@ static void unread(int rc, const char *command, const char *what, strbuf *out)
     }
 }
 
-int permission_bash(engine *o, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out)
+int permission_bash(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out)
 {
-    if (!o->api.host.ask_permission)
+    if (!hostapi_has_permissions(&eng->api))
         return 0;
     char *shown = echo(command);
     char *what = xasprintf("running `%s`", shown);
@@ -105,8 +105,8 @@ int permission_bash(engine *o, const ocp_call_ctx *ctx, const char *command, con
         cJSON_AddItemToObject(m, "directories", asks.dirs);
         cJSON_AddItemToObject(m, "patterns", cJSON_Duplicate(pats, 1));
         asks.dirs = NULL;
-        rc =
-            ask(o, ctx, "external_directory", pats, cJSON_Duplicate(pats, 1), m, what, "The command was not run.", out);
+        rc = ask(eng, ctx, "external_directory", pats, cJSON_Duplicate(pats, 1), m, what, "The command was not run.",
+                 out);
     }
     /* Nothing but directory changes: nothing for "bash" to decide. */
     if (rc == 0 && cJSON_GetArraySize(asks.patterns) > 0) {
@@ -114,7 +114,7 @@ int permission_bash(engine *o, const ocp_call_ctx *ctx, const char *command, con
         cJSON_AddStringToObject(meta, "command", command);
         if (description && !blank(description))
             cJSON_AddStringToObject(meta, "description", description);
-        rc = ask(o, ctx, "bash", asks.patterns, asks.always, meta, what, "The command was not run.", out);
+        rc = ask(eng, ctx, "bash", asks.patterns, asks.always, meta, what, "The command was not run.", out);
         asks.patterns = asks.always = NULL;
     }
     bash_asks_free(&asks);
@@ -122,9 +122,9 @@ int permission_bash(engine *o, const ocp_call_ctx *ctx, const char *command, con
     return rc;
 }
 
-int permission_task(engine *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
+int permission_task(engine *eng, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
 {
-    if (!o->api.host.ask_permission)
+    if (!hostapi_has_permissions(&eng->api))
         return 0;
     cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
     cJSON_AddItemToArray(patterns, cJSON_CreateString(agent));
@@ -135,14 +135,14 @@ int permission_task(engine *o, const ocp_call_ctx *ctx, const char *agent, const
     char *shown = echo(agent);
     char *what = xasprintf("starting a sub-agent of type \"%s\"", shown);
     free(shown);
-    int rc = ask(o, ctx, "task", patterns, always, meta, what, "No task was started.", out);
+    int rc = ask(eng, ctx, "task", patterns, always, meta, what, "No task was started.", out);
     free(what);
     return rc;
 }
 
-int permission_send(engine *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
+int permission_send(engine *eng, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out)
 {
-    if (!o->api.host.ask_permission)
+    if (!hostapi_has_permissions(&eng->api))
         return 0;
     cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
     cJSON_AddItemToArray(patterns, cJSON_CreateString(agent));
@@ -153,14 +153,14 @@ int permission_send(engine *o, const ocp_call_ctx *ctx, const char *agent, const
     char *shown = echo(agent);
     char *what = xasprintf("sending a message to a running sub-agent of type \"%s\"", shown);
     free(shown);
-    int rc = ask(o, ctx, "task", patterns, always, meta, what, "Nothing was sent.", out);
+    int rc = ask(eng, ctx, "task", patterns, always, meta, what, "Nothing was sent.", out);
     free(what);
     return rc;
 }
 
-int permission_folder(engine *o, const ocp_call_ctx *ctx, const char *folder, const char *root, strbuf *out)
+int permission_folder(engine *eng, const ocp_call_ctx *ctx, const char *folder, const char *root, strbuf *out)
 {
-    if (!o->api.host.ask_permission)
+    if (!hostapi_has_permissions(&eng->api))
         return 0;
     cJSON *patterns = cJSON_CreateArray(), *always = cJSON_CreateArray(), *meta = cJSON_CreateObject();
     char *pattern = xasprintf("%s/*", folder), *all = xasprintf("%s/*", root);
@@ -169,7 +169,7 @@ int permission_folder(engine *o, const ocp_call_ctx *ctx, const char *folder, co
     cJSON_AddStringToObject(meta, "filepath", folder);
     cJSON_AddStringToObject(meta, "parentDir", folder);
     char *what = xasprintf("making the task's git worktree in %s, outside the project", folder);
-    int rc = ask(o, ctx, "external_directory", patterns, always, meta, what, "No task was started.", out);
+    int rc = ask(eng, ctx, "external_directory", patterns, always, meta, what, "No task was started.", out);
     free(what);
     free(pattern);
     free(all);

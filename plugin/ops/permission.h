@@ -26,23 +26,23 @@
  * a negative errno (-EACCES denied, -ECANCELED Esc while asking, -EIO the
  * host could not ask) and the answer for the model in out, which says that
  * nothing was run. */
-int permission_bash(engine *o, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out);
+int permission_bash(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description, strbuf *out);
 
 /* May the call `ctx` start (or resume) a sub-agent of type `agent`? The same
  * returns; the answer says that no task was started. */
-int permission_task(engine *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out);
+int permission_task(engine *eng, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out);
 
 /* May the call `ctx` send a message into a running sub-agent of type
  * `agent` (background_send)? The same permission as starting one ("task",
  * the agent's name), so a rule that forbids the agent forbids talking to
  * it; the answer says that nothing was sent. */
-int permission_send(engine *o, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out);
+int permission_send(engine *eng, const ocp_call_ctx *ctx, const char *agent, const char *description, strbuf *out);
 
 /* May the call `ctx` make the folder `folder` outside the project (an
  * isolated task's worktree)? What the host's own tools ask for a folder
  * outside the project: "external_directory", the pattern `folder` + "/" + "*"; an
  * "always" approves every folder under `root` (all of ocbg's worktrees).
  * The same returns; the answer says that no task was started. */
-int permission_folder(engine *o, const ocp_call_ctx *ctx, const char *folder, const char *root, strbuf *out);
+int permission_folder(engine *eng, const ocp_call_ctx *ctx, const char *folder, const char *root, strbuf *out);
 
 #endif

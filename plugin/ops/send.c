@@ -13,10 +13,10 @@
 /* Is task id a running agent task of the caller's session that can take a
  * message now? [lock held] SEND_OK and *c filled, or why not (c->status set
  * when found); nothing changes. */
-static send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char *id, send_claim *c)
+static send_refusal op_send_check(engine *eng, const ocp_call_ctx *ctx, const char *id, send_claim *c)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    task *t = op_find_own(o, id, ctx);
+    ENGINE_ASSERT_LOCKED(eng);
+    task *t = op_find_own(eng, id, ctx);
     if (!t)
         return SEND_NOT_FOUND;
     c->status = t->status;
@@ -33,7 +33,7 @@ static send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char
         return SEND_STARTING;
     memcpy(c->id, t->id, sizeof c->id);
     c->run = t->run;
-    c->deny_tools = t->depth >= (unsigned)o->opt.max_depth;
+    c->deny_tools = t->depth >= (unsigned)eng->opt.max_depth;
     free(c->session);
     free(c->agent);
     free(c->description);
@@ -46,13 +46,13 @@ static send_refusal op_send_check(engine *o, const ocp_call_ctx *ctx, const char
 /* The host refused follow-up c->number: the completion check stops waiting
  * for it (an earlier one still awaited is waited for no longer either: the
  * task's next idle decides, as without follow-ups). Lock not held. */
-static void send_failed(engine *o, const send_claim *c)
+static void send_failed(engine *eng, const send_claim *c)
 {
-    engine_lock(o);
-    task *t = registry_find(&o->reg, c->id);
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, c->id);
     if (t && t->run == c->run && t->followup_wait == c->number)
         t->followup_wait = 0;
-    engine_unlock(o);
+    engine_unlock(eng);
 }
 
 /* Send `message` into the running task c names: the host's permission
@@ -63,34 +63,34 @@ static void send_failed(engine *o, const send_claim *c)
  * negative errno and the answer in out: refused (-EACCES, -ECANCELED, -EIO
  * from the permission; -EINVAL etc. with *why set when the task changed
  * meanwhile, out untouched) or the host's send failed (out says so). */
-static int op_send(engine *o, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why,
+static int op_send(engine *eng, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why,
                    strbuf *out)
 {
     *why = SEND_OK;
-    int rc = permission_send(o, ctx, c->agent, c->description, out);
+    int rc = permission_send(eng, ctx, c->agent, c->description, out);
     if (rc != 0)
         return rc;
     /* Checked again: the task may have ended while the user was asked. From
      * here its completion waits for this message (model/followup.h). */
-    engine_lock(o);
+    engine_lock(eng);
     unsigned run = c->run;
-    *why = op_send_check(o, ctx, c->id, c);
-    task *t = *why == SEND_OK && c->run == run ? registry_find(&o->reg, c->id) : NULL;
+    *why = op_send_check(eng, ctx, c->id, c);
+    task *t = *why == SEND_OK && c->run == run ? registry_find(&eng->reg, c->id) : NULL;
     if (*why == SEND_OK && !t)
         *why = SEND_NOT_RUNNING; /* it ended and was resumed meanwhile: a new run */
     if (t) {
         c->number = ++t->followups_sent;
         t->followup_wait = c->number;
-        registry_touch(&o->reg, t); /* the numbering is stored: a restart goes on from it */
+        registry_touch(&eng->reg, t); /* the numbering is stored: a restart goes on from it */
     }
-    engine_unlock(o);
+    engine_unlock(eng);
     if (!t)
         return -EINVAL;
     char *text = followup_text(c->id, c->number, message), *err = NULL;
-    rc = hc_session_prompt(&o->api, c->session, text, c->agent, false, c->deny_tools, &err);
+    rc = hostapi_session_prompt(&eng->api, c->session, text, c->agent, false, c->deny_tools, &err);
     free(text);
     if (rc != 0) {
-        send_failed(o, c);
+        send_failed(eng, c);
         sb_printf(out, "Could not send the message to task %s: %s. The task goes on without it.", c->id,
                   err ? err : "the host refused it");
         free(err);
@@ -106,15 +106,15 @@ void op_send_claim_free(send_claim *c)
     c->session = c->agent = c->description = NULL;
 }
 
-int op_send_message(engine *o, const ocp_call_ctx *ctx, const char *id, const char *message, send_claim *c,
+int op_send_message(engine *eng, const ocp_call_ctx *ctx, const char *id, const char *message, send_claim *c,
                     send_refusal *why, strbuf *out)
 {
     memset(c, 0, sizeof *c);
-    engine_lock(o);
-    *why = op_send_check(o, ctx, id, c);
-    engine_unlock(o);
+    engine_lock(eng);
+    *why = op_send_check(eng, ctx, id, c);
+    engine_unlock(eng);
     if (*why != SEND_OK)
         return 0;
-    int rc = guards_admit_send(o, ctx->session_id, out);
-    return rc != 0 ? rc : op_send(o, ctx, c, message, why, out);
+    int rc = guards_admit_send(eng, ctx->session_id, out);
+    return rc != 0 ? rc : op_send(eng, ctx, c, message, why, out);
 }

@@ -80,29 +80,29 @@ void task_snap_free(task_snap *s)
     memset(s, 0, sizeof *s);
 }
 
-task *op_worktree_settle(engine *o, const char *id)
+task *op_worktree_settle(engine *eng, const char *id)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    task *t = registry_find(&o->reg, id);
+    ENGINE_ASSERT_LOCKED(eng);
+    task *t = registry_find(&eng->reg, id);
     if (!t || !t->wt || task_status_active(t->status) || t->wt->report_run == t->run)
         return t;
-    engine_unlock(o);
-    isolate_settle(o, id);
-    engine_lock(o);
-    return registry_find(&o->reg, id);
+    engine_unlock(eng);
+    isolate_settle(eng, id);
+    engine_lock(eng);
+    return registry_find(&eng->reg, id);
 }
 
-task *op_read_begin(engine *o, const char *id)
+task *op_read_begin(engine *eng, const char *id)
 {
-    ENGINE_ASSERT_LOCKED(o);
+    ENGINE_ASSERT_LOCKED(eng);
     char key[TASK_ID_SIZE];
     snprintf(key, sizeof key, "%s", id); /* id may be the task's own, which a settle can free */
-    task *t = op_worktree_settle(o, key);
-    return t ? persist_texts(o, t) : NULL; /* a finished task's texts may be in the store only */
+    task *t = op_worktree_settle(eng, key);
+    return t ? persist_texts(eng, t) : NULL; /* a finished task's texts may be in the store only */
 }
 
-void op_read_done(engine *o, task *t)
+void op_read_done(engine *eng, task *t)
 {
-    ENGINE_ASSERT_LOCKED(o);
-    persist_drop_copies(o, t);
+    ENGINE_ASSERT_LOCKED(eng);
+    persist_drop_copies(eng, t);
 }

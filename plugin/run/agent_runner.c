@@ -63,8 +63,8 @@ static int create_session(agent_runner *r, const char *task_id, const start_plan
                           char **err)
 {
     *inject = false;
-    if (p->fork && !p->directory && r->env.api->host.session_fork)
-        return hc_session_fork(r->env.api, p->parent_session, p->parent_message, session, err);
+    if (p->fork && !p->directory && hostapi_has_fork(r->env.api))
+        return hostapi_session_fork(r->env.api, p->parent_session, p->parent_message, session, err);
     /* A host's fork stays in the parent's folder: an isolated fork is a new
      * session in its worktree, given the history as a message. */
     *inject = p->fork;
@@ -72,17 +72,17 @@ static int create_session(agent_runner *r, const char *task_id, const start_plan
     int rc;
     if (p->directory) {
         /* Followed before the session exists: none of its events is missed. */
-        rc = hc_directory_watch(r->env.api, p->directory, true, err);
+        rc = hostapi_directory_watch(r->env.api, p->directory, true, err);
         if (rc == 0) {
             lock_acquire(r->env.mu);
             task *t = registry_find(r->env.reg, task_id);
             if (t && t->wt)
                 t->wt->watched = true;
             lock_release(r->env.mu);
-            rc = hc_session_create_in(r->env.api, p->parent_session, title, p->directory, session, err);
+            rc = hostapi_session_create_in(r->env.api, p->parent_session, title, p->directory, session, err);
         }
     } else {
-        rc = hc_session_create(r->env.api, p->parent_session, title, session, err);
+        rc = hostapi_session_create(r->env.api, p->parent_session, title, session, err);
     }
     free(title);
     return rc;
@@ -99,12 +99,12 @@ static int fork_context(agent_runner *r, const start_plan *p, bool inject, char 
         return 0;
     }
     char *history = NULL, *processed = NULL;
-    int rc = hc_session_messages(r->env.api, p->parent_session, 0, &history, err);
+    int rc = hostapi_session_messages(r->env.api, p->parent_session, 0, &history, err);
     if (rc == 0 && fork_process(history, &lim, &processed, NULL) != 0) {
         *err = xstrdup("the parent's history is not a message list");
         rc = -EIO;
     }
-    hc_free(r->env.api, history);
+    hostapi_free(r->env.api, history);
     if (rc == 0) {
         char *rendered = fork_render(processed);
         *text = xasprintf("%s\n\nThe parent conversation so far:\n\n%s", preamble, rendered);
@@ -143,13 +143,13 @@ static int send_prompts(agent_runner *r, const char *task_id, const start_plan *
         char *context = NULL;
         int rc = fork_context(r, p, inject, &context, err);
         if (rc == 0)
-            rc = hc_session_prompt(r->env.api, session, context, p->agent, true, false, err);
+            rc = hostapi_session_prompt(r->env.api, session, context, p->agent, true, false, err);
         free(context);
         context_stored(r, task_id);
         if (rc != 0)
             return fail(rc, "Failed to give the forked sub-agent its context", err);
     }
-    int rc = hc_session_prompt(r->env.api, session, p->prompt, p->agent, false, p->deny_tools, err);
+    int rc = hostapi_session_prompt(r->env.api, session, p->prompt, p->agent, false, p->deny_tools, err);
     return rc != 0 ? fail(rc, "Failed to send the prompt to the sub-agent", err) : 0;
 }
 

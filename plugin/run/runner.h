@@ -17,7 +17,7 @@
 #include <pthread.h>
 
 #include "base/options.h"
-#include "hostapi/hostcalls.h"
+#include "hostapi/hostapi.h"
 #include "model/registry.h"
 
 /* What the engine lends a runner; every pointer outlives the runner. */

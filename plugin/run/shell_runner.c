@@ -142,7 +142,7 @@ static bool drain(shell_runner *r, proc *p)
             shell_state *s = find_shell(r, p->task_id, &t);
             if (s) {
                 shell_output_append(&s->out, buf, (size_t)n);
-                t->last_update_ms = hc_now(r->env.api);
+                t->last_update_ms = hostapi_now(r->env.api);
             }
             lock_release(r->env.mu);
             continue;

@@ -44,10 +44,10 @@ void store_row_from_task(const task *t, store_row *row)
     row->forked = t->forked;
     if (t->usage)
         row->use = t->usage->total;
-    row->notice = (notice_state)t->notice_state;
-    row->notice_run = t->notice_run;
-    row->notice_wake = t->notice_wake;
-    row->notice_pushed_ms = t->notice_pushed_ms;
+    row->notification = (notification_state)t->notification_state;
+    row->notification_run = t->notification_run;
+    row->notification_wake = t->notification_wake;
+    row->notification_pushed_ms = t->notification_pushed_ms;
     if (t->wt) {
         row->wt_path = xstrdup(t->wt->path);
         row->wt_branch = xstrdup(t->wt->branch);
@@ -123,10 +123,12 @@ task *store_row_to_task(const store_row *row, size_t shell_output_cap)
         if (!(row->use.cost >= 0 && row->use.cost < 1e15)) /* inf, negative: damaged */
             t->usage->total.cost = 0;
     }
-    t->notice_state = (int)row->notice >= 0 && row->notice <= NOTICE_DONE ? (unsigned)row->notice : NOTICE_NONE;
-    t->notice_run = row->notice_run;
-    t->notice_wake = row->notice_wake;
-    t->notice_pushed_ms = stored_ms(row->notice_pushed_ms);
+    t->notification_state = (int)row->notification >= 0 && row->notification <= NOTIFICATION_DONE
+                                ? (unsigned)row->notification
+                                : NOTIFICATION_NONE;
+    t->notification_run = row->notification_run;
+    t->notification_wake = row->notification_wake;
+    t->notification_pushed_ms = stored_ms(row->notification_pushed_ms);
     if (row->wt_path && row->type == TASK_AGENT) {
         task_set_worktree(t, row->wt_path, row->wt_branch, row->wt_base, row->wt_checkout);
         t->wt->report = xstrdup(row->wt_report);

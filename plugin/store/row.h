@@ -12,16 +12,16 @@
 #include <stdint.h>
 
 #include "model/task.h"
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 /* Where a task's notification stands, for exactly-once delivery across
- * restarts (the run it is for is store_row.notice_run). */
-typedef enum notice_state {
-    NOTICE_NONE = 0,    /* no notification owed */
-    NOTICE_DUE = 1,     /* owed and not yet sent: send it */
-    NOTICE_PUSHING = 2, /* a send may have reached the host: look before sending again */
-    NOTICE_DONE = 3,    /* delivered (or moot) */
-} notice_state;
+ * restarts (the run it is for is store_row.notification_run). */
+typedef enum notification_state {
+    NOTIFICATION_NONE = 0,    /* no notification owed */
+    NOTIFICATION_DUE = 1,     /* owed and not yet sent: send it */
+    NOTIFICATION_PUSHING = 2, /* a send may have reached the host: look before sending again */
+    NOTIFICATION_DONE = 3,    /* delivered (or moot) */
+} notification_state;
 
 /* Every text a row can leave as stored: an agent's, and a command's output. */
 #define STORE_TEXTS_KEPT (TASK_TEXTS_ALL | TASK_TEXT_OUTPUT)
@@ -44,10 +44,10 @@ typedef struct store_row {
     unsigned followups_sent; /* follow-ups numbered so far (model/followup.h): numbers never repeat */
     bool forked;
     usage use;
-    notice_state notice;
-    unsigned notice_run;
-    bool notice_wake;         /* the notification wakes the parent */
-    int64_t notice_pushed_ms; /* NOTICE_PUSHING: when the send began (host clock) */
+    notification_state notification;
+    unsigned notification_run;
+    bool notification_wake;         /* the notification wakes the parent */
+    int64_t notification_pushed_ms; /* NOTIFICATION_PUSHING: when the send began (host clock) */
     /* Shell tasks. */
     char *command, *directory;
     char *output;           /* the output kept, once the command ended */

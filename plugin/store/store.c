@@ -414,7 +414,7 @@ static int prepare_upsert(store *s, unsigned keep)
         sb_printf(&sql, "%s%s = excluded.%s", sep, store_cols[i].name, store_cols[i].name);
         sep = ", ";
     }
-    /* Never another live owner's task (an id both happened to draw). */
+    /* Never another active owner's task (an id both happened to draw). */
     sb_puts(&sql, " WHERE task.owner = excluded.owner");
     char *text = sb_take(&sql);
     int rc = sqlite3_prepare_v3(s->db, text, -1, SQLITE_PREPARE_PERSISTENT, &s->upsert[keep], NULL);

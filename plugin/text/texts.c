@@ -17,7 +17,7 @@ static void put_markers(strbuf *out, const task *t)
 static void put_progress(strbuf *out, const task *t, int64_t now)
 {
     sb_printf(out, "Progress: %u tool call%s", t->tool_calls, t->tool_calls == 1 ? "" : "s");
-    const task_live *p = t->live;
+    const task_active *p = t->active;
     unsigned n = !p ? 0 : p->recent_tools_next < RECENT_TOOLS ? p->recent_tools_next : RECENT_TOOLS;
     if (n) {
         sb_puts(out, "; recent: ");
@@ -32,7 +32,7 @@ static void put_progress(strbuf *out, const task *t, int64_t now)
     sb_printf(out, "\nLast update: %s ago (%s)\n", ago, at);
 }
 
-char *format_permission_notice(const task *t)
+char *format_permission_notification(const task *t)
 {
     return xasprintf(
         "[ocbg] Background task %s \"%s\" (agent: %s) is waiting for permission: %s\n"
@@ -243,7 +243,7 @@ char *format_notification(const task *t, unsigned batch_done, unsigned batch_tot
     return sb_take(&sb);
 }
 
-char *format_continued_notice(const task *t, const char *added, int max_chars)
+char *format_continued_notification(const task *t, const char *added, int max_chars)
 {
     strbuf sb = {0};
     sb_printf(&sb, "[ocbg] Background task %s", t->id);

@@ -9,8 +9,8 @@
 #define OCBG_FORMAT_H
 
 #include "base/util.h"
+#include "hooks/usage.h"
 #include "model/task.h"
-#include "model/usage.h"
 
 /* How much of a command's output a report shows (the tail is kept). */
 #define SHELL_REPORT_CHARS 30000
@@ -28,13 +28,13 @@ void format_list_line(strbuf *out, const task *t, int64_t now);
  * the rest. */
 char *format_notification(const task *t, unsigned batch_done, unsigned batch_total, int64_t now, int max_chars);
 
-/* The notice that t, completed, went on after its session was compacted:
+/* The notification that t, completed, went on after its session was compacted:
  * `added` (OUTCOME_CONTINUED_MARK and what followed) cut to max_chars
  * characters as a notification's result is. */
-char *format_continued_notice(const task *t, const char *added, int max_chars);
+char *format_continued_notification(const task *t, const char *added, int max_chars);
 
-/* The waking notice that t's session waits for the user's permission. */
-char *format_permission_notice(const task *t);
+/* The waking notification that t's session waits for the user's permission. */
+char *format_permission_notification(const task *t);
 /* An isolated task's worktree: its folder and branch, and once a run has
  * ended what it did there (task_worktree.report). Nothing for the others. */
 void format_worktree(strbuf *out, const task *t);

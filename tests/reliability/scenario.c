@@ -14,8 +14,8 @@ const char *const rel_host_fns[] = {"session_create", "session_get", "session_me
                                     "session_abort", "session_status", "session_fork", "ask_permission"};
 const size_t rel_host_fn_count = sizeof rel_host_fns / sizeof rel_host_fns[0];
 
-#define NOTICE_TASK "[ocbg] Background task "
-#define NOTICE_CMD "[ocbg] Background command "
+#define NOTIFICATION_TASK "[ocbg] Background task "
+#define NOTIFICATION_CMD "[ocbg] Background command "
 
 /* Every answer the scenario got, for held notifications riding on them. */
 typedef struct answers {
@@ -214,9 +214,9 @@ static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans
     /* Every F notice in (launch, resume=), none for the blocking resume. */
     if (f) {
         char needle[96];
-        snprintf(needle, sizeof needle, "%s%s", NOTICE_TASK "completed: ", f);
+        snprintf(needle, sizeof needle, "%s%s", NOTIFICATION_TASK "completed: ", f);
         int got = rel_count_messages_with(h, q, needle) + count_in(ans->buf, needle);
-        snprintf(needle, sizeof needle, "%s%s", NOTICE_TASK "failed: ", f);
+        snprintf(needle, sizeof needle, "%s%s", NOTIFICATION_TASK "failed: ", f);
         got += rel_count_messages_with(h, q, needle) + count_in(ans->buf, needle);
         /* The blocking resume returns before its completion could be pushed:
          * waiting for f_notices is enough as the earlier ones precede it. */
@@ -393,19 +393,19 @@ static void scene_notices(scene *sc)
      * cancelled one or the foreground one). */
     expect_arg e = {.parent = parent};
     if (a) {
-        e.kind[e.n] = NOTICE_TASK, e.id[e.n] = a, e.label[e.n] = "A", e.want[e.n++] = 1 + sc->resumed;
+        e.kind[e.n] = NOTIFICATION_TASK, e.id[e.n] = a, e.label[e.n] = "A", e.want[e.n++] = 1 + sc->resumed;
     }
     if (a_failed) {
-        e.kind[e.n] = NOTICE_TASK, e.id[e.n] = a_failed, e.label[e.n] = "A (failed start)", e.want[e.n++] = 1;
+        e.kind[e.n] = NOTIFICATION_TASK, e.id[e.n] = a_failed, e.label[e.n] = "A (failed start)", e.want[e.n++] = 1;
     }
     if (c) {
-        e.kind[e.n] = NOTICE_TASK, e.id[e.n] = c, e.label[e.n] = "C (fork)", e.want[e.n++] = 1;
+        e.kind[e.n] = NOTIFICATION_TASK, e.id[e.n] = c, e.label[e.n] = "C (fork)", e.want[e.n++] = 1;
     }
     if (s) {
-        e.kind[e.n] = NOTICE_CMD, e.id[e.n] = s, e.label[e.n] = "S (shell)", e.want[e.n++] = 1;
+        e.kind[e.n] = NOTIFICATION_CMD, e.id[e.n] = s, e.label[e.n] = "S (shell)", e.want[e.n++] = 1;
     }
     if (b && !b_started) {
-        e.kind[e.n] = NOTICE_TASK, e.id[e.n] = b, e.label[e.n] = "B (failed start)", e.want[e.n++] = 1;
+        e.kind[e.n] = NOTIFICATION_TASK, e.id[e.n] = b, e.label[e.n] = "B (failed start)", e.want[e.n++] = 1;
     }
     int all = sim_wait(h, all_notified, &e, tap_timeout_ms(settle)) == 0;
     /* A sync point: notices go out in order, so once the sync task's is in,
@@ -415,7 +415,7 @@ static void scene_notices(scene *sc)
     sc->sync = rc == 0 ? t_find_id(out, "bg_") : NULL;
     free(out);
     if (sc->sync) {
-        expect_arg se = {.parent = parent, .kind = {NOTICE_TASK}, .id = {sc->sync}, .want = {1}, .n = 1};
+        expect_arg se = {.parent = parent, .kind = {NOTIFICATION_TASK}, .id = {sc->sync}, .want = {1}, .n = 1};
         int synced = sim_wait(h, all_notified, &se, tap_timeout_ms(settle)) == 0;
         rel_check(faulty || synced, "the sync task's notice never came");
     }
@@ -429,9 +429,9 @@ static void scene_notices(scene *sc)
             rel_check(got == e.want[i], "task %s %s: %d notifications, wanted exactly %d", e.label[i], e.id[i], got, e.want[i]);
     }
     if (b && b_started)
-        rel_check(notices(h, parent, ans, NOTICE_TASK, b) == 0, "the cancelled task B was notified");
+        rel_check(notices(h, parent, ans, NOTIFICATION_TASK, b) == 0, "the cancelled task B was notified");
     if (fg)
-        rel_check(notices(h, parent, ans, NOTICE_TASK, fg) == 0, "the foreground task was notified");
+        rel_check(notices(h, parent, ans, NOTIFICATION_TASK, fg) == 0, "the foreground task was notified");
     if (!all && getenv("REL_VERBOSE")) {
         char *calls = sim_calls_json(h);
         fprintf(stderr, "# calls: %s\n", calls);

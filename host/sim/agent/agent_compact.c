@@ -1,7 +1,7 @@
 /* agent_compact.c — layer 2 (agents): the "compact" step: OpenCode 1.18's
  * compaction after an answer (request, summary, continue message,
  * session.compacted), the session busy throughout. Uses agent_turn.c,
- * agent_heap.c, the store and the core. */
+ * agent_heap.c, the storage and the core. */
 #include "sim_agent_int.h"
 
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* agent_sched.c — layer 2 (agents), its top file: the one scheduler thread
  * that runs every session's model turn, soonest wake first (agent_heap.c);
  * before a turn's first step, the history goes through the plugins'
- * transform_messages (a hook). The agents' setup and teardown. Uses
- * agent_steps.c, agent_turn.c, agent_heap.c, agent_scripts.c, the store and
+ * transform_messages (a callback). The agents' setup and teardown. Uses
+ * agent_steps.c, agent_turn.c, agent_heap.c, agent_scripts.c, the storage and
  * the core. */
 #include "sim_agent_int.h"
 
@@ -22,7 +22,8 @@ static void transform_unlocked(sim_agents *ag, sim_session *s)
     char *in = sim_print(hist);
     cJSON_Delete(hist);
     pthread_mutex_unlock(&ag->core->mu);
-    char *seen = ag->hooks.transform ? ag->hooks.transform(ag->hooks.transform_ctx, id, in) : sim_strdup(in);
+    char *seen =
+        ag->callbacks.transform ? ag->callbacks.transform(ag->callbacks.transform_ctx, id, in) : sim_strdup(in);
     free(in);
     pthread_mutex_lock(&ag->core->mu);
     sim_session *now = sim_find_locked(ag->store, id);
@@ -90,7 +91,7 @@ void sim_agents_join(sim_agents *ag)
     ag->sched_started = 0;
 }
 
-int sim_agents_init(sim_agents *ag, sim_store *store)
+int sim_agents_init(sim_agents *ag, sim_storage *store)
 {
     memset(ag, 0, sizeof *ag);
     ag->core = store->core;

@@ -1,7 +1,7 @@
 /* agent_steps.c — layer 2 (agents): running a turn's script: one handler per
  * step kind (tool, wait, reply, error, compact, hang, ask, usage, run), and
  * the loop that runs steps until the turn must wait, hangs or ends. Uses
- * agent_compact.c, agent_turn.c, agent_heap.c, agent_shell.c, the store and
+ * agent_compact.c, agent_turn.c, agent_heap.c, agent_shell.c, the storage and
  * the core. */
 #include "sim_agent_int.h"
 
@@ -106,7 +106,7 @@ static int tool_check_unlocked(sim_agents *ag, sim_session **s, const char *tool
     uint64_t gen = (*s)->run->turn.gen;
     *note = NULL;
     pthread_mutex_unlock(&ag->core->mu);
-    *rc = ag->hooks.tool_before(ag->hooks.tool_before_ctx, id, name, args, note);
+    *rc = ag->callbacks.tool_before(ag->callbacks.tool_before_ctx, id, name, args, note);
     pthread_mutex_lock(&ag->core->mu);
     sim_session *now = sim_find_locked(ag->store, id);
     int alive = now && now->busy && now->run->turn.gen == gen;
@@ -168,7 +168,7 @@ static int plugin_step_unlocked(sim_agents *ag, sim_session *s, const char *tool
     uint64_t gen = s->run->turn.gen;
     int rc = 0, end = 0;
     pthread_mutex_unlock(&ag->core->mu);
-    int has = ag->hooks.plugin_tool(ag->hooks.plugin_tool_ctx, id, msg, call_id, name, args, &rc, &out, &end);
+    int has = ag->callbacks.plugin_tool(ag->callbacks.plugin_tool_ctx, id, msg, call_id, name, args, &rc, &out, &end);
     pthread_mutex_lock(&ag->core->mu);
     sim_session *now = sim_find_locked(ag->store, id);
     int alive = now && now->busy && now->run->turn.gen == gen;
@@ -197,12 +197,13 @@ static enum step_result tool_end_locked(sim_agents *ag, sim_session *s, const cJ
 {
     const cJSON *input = cJSON_GetObjectItemCaseSensitive(st, "input");
     int denied = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s->denied, tool));
-    int called = !denied && ag->hooks.plugin_tool ? plugin_step_unlocked(ag, s, tool, input) : -1;
+    int called = !denied && ag->callbacks.plugin_tool ? plugin_step_unlocked(ag, s, tool, input) : -1;
     if (called >= 0)
         return (enum step_result)called;
     char *note = NULL, *err = NULL;
     int rc = 0;
-    if (!denied && ag->hooks.tool_before && edits_files(tool) && !tool_check_unlocked(ag, &s, tool, input, &rc, &note))
+    if (!denied && ag->callbacks.tool_before && edits_files(tool) &&
+        !tool_check_unlocked(ag, &s, tool, input, &rc, &note))
         return STEP_STOP;
     if (rc < 0) {
         err = note ? note : sim_strdup("refused");
@@ -323,7 +324,7 @@ static enum step_result reply_step_locked(sim_agents *ag, sim_session *s, const 
 static enum step_result ask_step_locked(sim_agents *ag, sim_session *s, const cJSON *ask)
 {
     sim_turn *t = &s->run->turn;
-    int go = ag->hooks.ask ? ag->hooks.ask(ag->hooks.perm_ctx, s->id, t->msg_id, ask, &t->waiting_perm) : 1;
+    int go = ag->callbacks.ask ? ag->callbacks.ask(ag->callbacks.perm_ctx, s->id, t->msg_id, ask, &t->waiting_perm) : 1;
     if (go < 0)
         return STEP_STOP;
     if (go == 0)

@@ -1,7 +1,7 @@
 /* agent_turn.c — layer 2 (agents): a session's turn from prompt to idle:
  * prompts run or queue, a turn starts (user message, busy), ends (answer
  * stored, idle), is aborted, or is released with its session; the events of
- * each. Uses agent_heap.c, agent_scripts.c, the store and the core. */
+ * each. Uses agent_heap.c, agent_scripts.c, the storage and the core. */
 #include "sim_agent_int.h"
 
 #include <stdlib.h>
@@ -61,8 +61,8 @@ cJSON *sim_agent_error_json(const char *name, const char *message)
 /* Tell the permissions a turn that waited on a question is gone. */
 static void turn_gone_locked(sim_agents *ag, const sim_session *s)
 {
-    if (ag->hooks.turn_gone)
-        ag->hooks.turn_gone(ag->hooks.perm_ctx, s->id);
+    if (ag->callbacks.turn_gone)
+        ag->callbacks.turn_gone(ag->callbacks.perm_ctx, s->id);
 }
 
 static void turn_clear(sim_turn *t)

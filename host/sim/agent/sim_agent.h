@@ -3,7 +3,7 @@
  * script rules say what a session does when prompted; one scheduler thread
  * runs every session's model turn from a time-ordered heap (a thread per
  * session would not scale to thousands of sessions), emitting the events
- * OpenCode emits. Uses the store and the core only.
+ * OpenCode emits. Uses the storage and the core only.
  *
  *   agent_shell.c    a "run" step's command, run in the session's folder
  *   agent_scripts.c  the script rules and choosing a prompt's steps
@@ -17,7 +17,7 @@
  * Lowest first: a file uses only those listed before it (and the layers
  * below).
  *
- * Two things a turn needs come from layers above, through the hooks below:
+ * Two things a turn needs come from layers above, through the callbacks below:
  * the plugins' transform_messages (host) and permission questions (API).
  *
  * Functions named *_locked are called with the core's `mu` held.
@@ -25,13 +25,13 @@
 #ifndef OCBG_SIM_AGENT_H
 #define OCBG_SIM_AGENT_H
 
-#include "store/sim_store.h"
+#include "storage/sim_storage.h"
 
 typedef struct sim_rule sim_rule;
 
 /* What the agents need from the layers above, set by them before the
- * scheduler starts. Any hook may be NULL (see each). */
-typedef struct sim_agent_hooks {
+ * scheduler starts. Any callback may be NULL (see each). */
+typedef struct sim_agent_callbacks {
     /* The history a turn's model sees, after every plugin's
      * transform_messages: malloc'd (a copy of messages_json when nothing
      * changed). Called WITHOUT mu, on the scheduler thread. NULL: unchanged. */
@@ -68,11 +68,11 @@ typedef struct sim_agent_hooks {
     int (*plugin_tool)(void *ctx, const char *session_id, const char *message_id, const char *call_id, const char *tool,
                        const char *args_json, int *rc, char **out, int *end_turn);
     void *plugin_tool_ctx;
-} sim_agent_hooks;
+} sim_agent_callbacks;
 
 typedef struct sim_agents {
     sim_core *core;
-    sim_store *store;
+    sim_storage *store;
     sim_rule *rules;    /* script rules, in the order added */
     sim_session **heap; /* sessions whose turn wakes, soonest first */
     size_t heap_len, heap_cap;
@@ -80,7 +80,7 @@ typedef struct sim_agents {
     pthread_cond_t sched_cv; /* the scheduler waits on it */
     pthread_t sched_thread;
     int sched_started;
-    sim_agent_hooks hooks;
+    sim_agent_callbacks callbacks;
 } sim_agents;
 
 /* ---- agent_scripts.c ---------------------------------------------------- */
@@ -102,14 +102,14 @@ void sim_agent_permission_answered_locked(sim_agents *ag, const char *session_id
 
 /* ---- agent_sched.c ------------------------------------------------------ */
 
-/* Set up over store (and its core); becomes the store's release hook.
+/* Set up over storage (and its core); becomes the storage's release callback.
  * Returns 0 or an errno. */
-int sim_agents_init(sim_agents *ag, sim_store *store);
+int sim_agents_init(sim_agents *ag, sim_storage *store);
 /* Start the scheduler thread. Returns 0 or an errno. */
 int sim_agents_start(sim_agents *ag);
 /* Wake and join it (core->stopping must already be set under mu). */
 void sim_agents_join(sim_agents *ag);
-/* Free the rules and the heap. After the store is freed (its release hook
+/* Free the rules and the heap. After the storage is freed (its release callback
  * uses the heap); no other thread left. */
 void sim_agents_destroy(sim_agents *ag);
 

@@ -40,7 +40,7 @@ typedef struct sim_turn {
 } sim_turn;
 
 /* A session's turn state (s->run): allocated with its first prompt, freed
- * when the store releases the session. */
+ * when the storage releases the session. */
 typedef struct sim_run {
     sim_turn turn; /* valid while the session is busy */
     sim_prompt *queue_head, *queue_tail;
@@ -108,7 +108,7 @@ void sim_agent_go_idle_locked(sim_agents *ag, sim_session *s, int twice);
 void sim_agent_end_turn_locked(sim_agents *ag, sim_session *s, cJSON *error, int emit_session_error);
 /* Start the next queued prompt's turn, if s is idle and one is queued. */
 void sim_agent_start_next_locked(sim_agents *ag, sim_session *s);
-/* The store's release hook (ctx: the agents): forget s's turn silently and
+/* The storage's release callback (ctx: the agents): forget s's turn silently and
  * free s->run (the session is being freed). */
 void sim_agent_release_locked(void *ctx, sim_session *s);
 

@@ -59,14 +59,14 @@ void sim_api_slow(sim_api *a, const char *fn, int ms)
     pthread_mutex_unlock(&a->core->mu);
 }
 
-void sim_api_hook(sim_api *a, const char *fn, void (*hook)(void *arg), void *arg)
+void sim_api_on_call(sim_api *a, const char *fn, void (*on_call)(void *arg), void *arg)
 {
     if (!fn)
         return;
     pthread_mutex_lock(&a->core->mu);
     sim_slowfn *st = fnstat_locked(a, fn);
-    st->hook = hook;
-    st->hook_arg = arg;
+    st->on_call = on_call;
+    st->on_call_arg = arg;
     pthread_mutex_unlock(&a->core->mu);
 }
 
@@ -75,13 +75,13 @@ int sim_api_call_begin(sim_api *a, const char *fn)
     pthread_mutex_lock(&a->core->mu);
     sim_slowfn *st = fnstat_locked(a, fn);
     int ms = st->ms;
-    void (*hook)(void *) = st->hook;
-    void *hook_arg = st->hook_arg;
+    void (*on_call)(void *) = st->on_call;
+    void *on_call_arg = st->on_call_arg;
     st->started++;
     sim_changed_locked(a->core);
     pthread_mutex_unlock(&a->core->mu);
-    if (hook)
-        hook(hook_arg);
+    if (on_call)
+        on_call(on_call_arg);
     if (ms > 0) {
         /* A slow host: the plugin's thread is stuck in the call, host locks free. */
         struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};

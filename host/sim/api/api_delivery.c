@@ -1,5 +1,5 @@
 /* api_delivery.c — layer 3 (API): the one thread that delivers the event
- * queue (core_events.c), in order, through the deliver hook (the host's
+ * queue (core_events.c), in order, through the deliver callback (the host's
  * plugins' on_event). Uses the core only. */
 #include "sim_api_int.h"
 

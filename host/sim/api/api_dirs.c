@@ -1,9 +1,9 @@
 /* api_dirs.c — layer 3 (API): the host functions of ABI 1.5, a session
  * working in another folder: session_create_in and directory_watch, each in
  * the frame of api_frame.c (fault, record); and what tests read of the
- * folders. OpenCode 1.18 keeps an instance per folder: the store routes a
- * folder's events and status by whether it is watched (store_dirs.c). Uses
- * api_frame.c, api_calls.c, the store and the core. */
+ * folders. OpenCode 1.18 keeps an instance per folder: the storage routes a
+ * folder's events and status by whether it is watched (storage_dirs.c). Uses
+ * api_frame.c, api_calls.c, the storage and the core. */
 #include "sim_api_int.h"
 
 #include <errno.h>

@@ -3,8 +3,8 @@
  * once / always / reject (permission.replied) by the user or automatically.
  * Two askers: a tool call, through the ABI 1.1 ask_permission host function
  * (it waits for the answer or Esc), and a sub-agent's "ask" step (the agents'
- * ask hook; its turn waits and is told the answer). Layer 3 (API); uses
- * api_perm_rules.c, the agents, the store and the core. */
+ * ask callback; its turn waits and is told the answer). Layer 3 (API); uses
+ * api_perm_rules.c, the agents, the storage and the core. */
 #include "sim_api_int.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* api_prompt.c — layer 3 (API): session_prompt: a prompt body checked as
  * OpenCode would, then stored (noReply: no turn, no events) or run or queued
  * by the agents; in the frame of api_frame.c (fault, record). Uses
- * api_frame.c, api_calls.c, the agents, the store and the core. */
+ * api_frame.c, api_calls.c, the agents, the storage and the core. */
 #include "sim_api_int.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* api_sessions.c — layer 3 (API): the session functions of the host table
  * (ocp.h): session_create, _get, _messages, _abort, _status, _fork, over the
  * store and the agents; each in the frame of api_frame.c (fault, record).
- * Uses api_frame.c, api_calls.c, the agents, the store and the core. */
+ * Uses api_frame.c, api_calls.c, the agents, the storage and the core. */
 #include "sim_api_int.h"
 
 #include <errno.h>

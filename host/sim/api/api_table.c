@@ -119,9 +119,9 @@ void sim_api_init(sim_api *a, sim_agents *agents)
     a->perm_always = cJSON_CreateObject();
     a->perm_log = cJSON_CreateArray();
     fill(a);
-    agents->hooks.ask = sim_api_ask_step_locked;
-    agents->hooks.turn_gone = sim_api_turn_gone_locked;
-    agents->hooks.perm_ctx = a;
+    agents->callbacks.ask = sim_api_ask_step_locked;
+    agents->callbacks.turn_gone = sim_api_turn_gone_locked;
+    agents->callbacks.perm_ctx = a;
 }
 
 void sim_api_free_locked(sim_api *a)

@@ -3,7 +3,7 @@
  * ocp_host table (include/ocp.h) and its functions, each with injected faults
  * and slowness and a record of the call; OpenCode's permission system behind
  * ask_permission (and behind a sub-agent's "ask" step); the thread that
- * delivers events. Uses the agents, the store and the core.
+ * delivers events. Uses the agents, the storage and the core.
  *
  *   api_calls.c       the call record, call faults and slowness
  *   api_frame.c       the frame every host function shares (fault, record)
@@ -20,7 +20,7 @@
  * below).
  *
  * Reaching up: event delivery calls the host's plugins through the `deliver`
- * hook the host sets before sim_api_start.
+ * callback the host sets before sim_api_start.
  */
 #ifndef OCBG_SIM_API_H
 #define OCBG_SIM_API_H
@@ -37,7 +37,7 @@ typedef struct sim_api {
     ocp_host table; /* given to plugins; userdata is this sim_api */
     char *data_dir; /* table.data_dir (sim_set_data_dir) */
     sim_core *core;
-    sim_store *store;
+    sim_storage *store;
     sim_agents *agents;
 
     /* call record, faults (api_calls.c) */
@@ -68,7 +68,7 @@ typedef struct sim_api {
 /* ---- api_table.c -------------------------------------------------------- */
 
 /* Set up over the agents (and their store and core): the table filled, the
- * agents' permission hooks pointed here. */
+ * agents' permission callbacks pointed here. */
 void sim_api_init(sim_api *a, sim_agents *agents);
 /* Free the record, the faults and the permission state. mu held (or no
  * other thread left). */
@@ -123,7 +123,7 @@ int sim_api_prompt(sim_api *a, const char *sid, const char *body_json, char **wh
 
 void sim_api_fail(sim_api *a, const char *fn, int nth, int count, int err);
 void sim_api_slow(sim_api *a, const char *fn, int ms);
-void sim_api_hook(sim_api *a, const char *fn, void (*hook)(void *arg), void *arg);
+void sim_api_on_call(sim_api *a, const char *fn, void (*on_call)(void *arg), void *arg);
 size_t sim_api_calls(sim_api *a, const char *fn, const char *session_id);
 size_t sim_api_calls_started(sim_api *a, const char *fn);
 char *sim_api_call_body(sim_api *a, const char *fn, const char *session_id, int n);

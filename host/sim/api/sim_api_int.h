@@ -27,10 +27,10 @@ struct sim_fault {
 struct sim_slowfn {
     char *fn;
     int ms;
-    uint64_t calls;          /* calls to fn so far (for fault numbering) */
-    uint64_t started;        /* calls that entered the host, before any sim_slow delay */
-    void (*hook)(void *arg); /* sim_call_hook: run as a call enters, without mu */
-    void *hook_arg;
+    uint64_t calls;             /* calls to fn so far (for fault numbering) */
+    uint64_t started;           /* calls that entered the host, before any sim_slow delay */
+    void (*on_call)(void *arg); /* sim_on_call: run as a call enters, without mu */
+    void *on_call_arg;
     sim_slowfn *next;
 };
 
@@ -100,7 +100,7 @@ const char *sim_api_perm_decide_locked(sim_api *a, const char *session, const ch
 /* ask_permission's work, after its frame (req checked for size). May block
  * until the question is answered or ctx is cancelled. Takes mu itself. */
 int sim_api_ask_permission(sim_api *a, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out);
-/* The agents' hooks (ctx: the sim_api; see sim_agent_hooks). mu held. */
+/* The agents' callbacks (ctx: the sim_api; see sim_agent_callbacks). mu held. */
 int sim_api_ask_step_locked(void *ctx, const char *session_id, const char *message_id, const cJSON *ask,
                             char **request_id);
 void sim_api_turn_gone_locked(void *ctx, const char *session_id);

@@ -7,20 +7,20 @@
  *
  * The layers, each using only those below it. A lower layer never calls a
  * function of a higher one: where it must reach up, it calls a function
- * pointer the higher one gave it (noted "hook" below). Within a layer, files
+ * pointer the higher one gave it (noted "callback" below). Within a layer, files
  * depend one way too: each layer's header lists its files lowest first, and
  * a file uses (includes, calls) only files listed before it. `make check`
  * runs build-aux/layout-check over host/sim, which fails on any cycle.
  *
  *   0 core    sim_core.h      lock, clock, change signal, event queue
- *   1 store   sim_store.h     sessions and their messages
- *             hook: release (a session's turn state, to the agents)
+ *   1 store   sim_storage.h     sessions and their messages
+ *             callback: release (a session's turn state, to the agents)
  *   2 agents  sim_agent.h     scripts, the scheduler running every turn
- *             hooks: transform (to the host's plugins), ask and turn_gone
+ *             callbacks: transform (to the host's plugins), ask and turn_gone
  *             (to the API's permissions)
  *   3 api     sim_api.h       the ocp_host table and its functions, call
  *                             record and faults, permissions, event delivery
- *             hook: deliver (to the host's plugins)
+ *             callback: deliver (to the host's plugins)
  *   4 host    sim_host_int.h  plugins, tool calls, the public simhost.h
  *
  * A layer with several files has a private header for what they share
@@ -77,13 +77,13 @@ typedef struct sim_core {
     int stopping;            /* threads exit */
     int64_t advance_ms;      /* atomic: read without mu by the clock */
     sim_evq ev;
-    /* Hook (the store's): does an event reach the plugins at all? OpenCode
+    /* Hook (the storage's): does an event reach the plugins at all? OpenCode
      * sends a session's events only to its directory's instance, which the
      * plugin may not follow. Called as the event is emitted, mu held; ev may
      * be NULL (text that is not JSON). NULL: every event does. */
     int (*route)(void *ctx, const cJSON *ev);
     void *route_ctx;
-    size_t unrouted; /* events the route hook kept from the plugins */
+    size_t unrouted; /* events the route callback kept from the plugins */
 } sim_core;
 
 /* ---- core_init.c ------------------------------------------------------- */
@@ -125,7 +125,7 @@ char *sim_print(const cJSON *j);
 /* ---- core_events.c ------------------------------------------------------ */
 
 /* Queue an event (takes ownership of ev: {type, properties}), unless the
- * route hook keeps it from the plugins: then it is lost, as in OpenCode (not
+ * route callback keeps it from the plugins: then it is lost, as in OpenCode (not
  * queued, not counted as delivered, no fault decided). mu held. */
 void sim_emit_locked(sim_core *c, cJSON *ev);
 /* Queue an event given as text (type read from it, "" when unreadable). mu held. */

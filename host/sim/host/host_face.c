@@ -94,9 +94,9 @@ void sim_slow(sim_host *h, const char *fn, int ms)
     sim_api_slow(&h->api, fn, ms);
 }
 
-void sim_call_hook(sim_host *h, const char *fn, void (*hook)(void *arg), void *arg)
+void sim_on_call(sim_host *h, const char *fn, void (*on_call)(void *arg), void *arg)
 {
-    sim_api_hook(&h->api, fn, hook, arg);
+    sim_api_on_call(&h->api, fn, on_call, arg);
 }
 
 size_t sim_calls(sim_host *h, const char *fn, const char *session_id)

@@ -1,5 +1,5 @@
 /* host_sessions.c — layer 4 (host): the user's view of the sessions
- * (simhost.h): what a test reads and does as the user would, over the store
+ * (simhost.h): what a test reads and does as the user would, over the storage
  * (and the API's prompt, the agents' abort). Uses no other host file. */
 #include "sim_host_int.h"
 
@@ -11,7 +11,7 @@ int sim_journal_open(sim_host *h, const char *path)
     if (!path)
         return -EINVAL;
     pthread_mutex_lock(&h->core.mu);
-    int rc = sim_store_journal_open_locked(&h->store, path);
+    int rc = sim_storage_journal_open_locked(&h->store, path);
     pthread_mutex_unlock(&h->core.mu);
     return rc;
 }

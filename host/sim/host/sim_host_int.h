@@ -1,7 +1,7 @@
 /*
  * sim_host_int.h — layer 4 of the simulated host, the top: plugins, tool
  * calls and the public API of simhost.h, over the API (sim_api.h), the
- * agents, the store and the core. Its files only:
+ * agents, the storage and the core. Its files only:
  *
  *   host_plugins.c   dlopen/entry/shutdown/dlclose of plugins, calls into them
  *   host_toolcall.c  tool and command calls as the host's worker makes them
@@ -47,7 +47,7 @@ struct sim_plugslot {
 
 struct sim_host {
     sim_core core;     /* mu, the change signal, the clock, the event queue */
-    sim_store store;   /* sessions and messages */
+    sim_storage store; /* sessions and messages */
     sim_agents agents; /* scripts and the scheduler */
     sim_api api;       /* the host table, permissions, call record, event delivery */
 
@@ -88,7 +88,7 @@ void sim_plugin_leave_quick(sim_host *h);
 
 /* ---- host_toolcall.c ---------------------------------------------------- */
 
-/* The agents' plugin_tool hook (sim_agent.h): the first plugin having
+/* The agents' plugin_tool callback (sim_agent.h): the first plugin having
  * `tool` runs it for session_id's model turn (message_id, the part's
  * call_id, the session's folder), on the calling thread with no host lock
  * held. Returns 0 when no plugin has it; else 1 with *rc, *out (malloc'd)

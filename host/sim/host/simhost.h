@@ -328,11 +328,11 @@ void sim_status_omit(sim_host *h, int omit);
 /* Make a host function take `ms` longer (a slow HTTP host). */
 void sim_slow(sim_host *h, const char *fn, int ms);
 
-/* Run hook(arg) on the plugin's thread each time a call to `fn` enters the
+/* Run on_call(arg) on the plugin's thread each time a call to `fn` enters the
  * host (before any sim_slow delay), with no host lock held: a test looks at
- * the plugin's state in the middle of its call. hook NULL: no more. The
- * hook must not call the host. Any thread. */
-void sim_call_hook(sim_host *h, const char *fn, void (*hook)(void *arg), void *arg);
+ * the plugin's state in the middle of its call. on_call NULL: no more. The
+ * callback must not call the host. Any thread. */
+void sim_on_call(sim_host *h, const char *fn, void (*on_call)(void *arg), void *arg);
 
 /* How many calls the plugins made to `fn` (NULL = any), optionally only those
  * about `session_id` (NULL = any). Failed calls count too. */

@@ -1,7 +1,7 @@
-/* store_ids.c — layer 1 (store), its lowest file: the ids of sessions,
- * messages, parts and calls, as OpenCode makes them (see sim_store.h). Uses
+/* storage_ids.c — layer 1 (storage), its lowest file: the ids of sessions,
+ * messages, parts and calls, as OpenCode makes them (see sim_storage.h). Uses
  * the core only. */
-#include "sim_store.h"
+#include "sim_storage.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@ static uint64_t rng_next(uint64_t *s)
     return x * 0x2545F4914F6CDD1Dull;
 }
 
-void sim_store_ids_init(sim_store *st)
+void sim_storage_ids_init(sim_storage *st)
 {
     /* Ids need only be unique within a host; a seed from time and pid keeps
      * two hosts in one process from sharing suffixes. */
@@ -32,7 +32,7 @@ void sim_store_ids_init(sim_store *st)
         st->id_rng = 0x9e3779b97f4a7c15ull;
 }
 
-char *sim_new_id_locked(sim_store *st, const char *prefix)
+char *sim_new_id_locked(sim_storage *st, const char *prefix)
 {
     static const char b62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     /* Like OpenCode: a time-based part that increases (so ids sort by
@@ -50,7 +50,7 @@ char *sim_new_id_locked(sim_store *st, const char *prefix)
     return sim_strdup(buf);
 }
 
-void sim_store_ids_seen_locked(sim_store *st, const char *id)
+void sim_storage_ids_seen_locked(sim_storage *st, const char *id)
 {
     /* "<prefix>_<12 hex>…": the hex is the low 48 bits of the id's time part
      * (see sim_new_id_locked). Put the high bits back from the time part

@@ -1,7 +1,7 @@
-/* store_journal.c — layer 1 (store): the journal's writing side: one JSON
+/* storage_journal.c — layer 1 (storage): the journal's writing side: one JSON
  * line per change of a session or a message, appended with one write(2)
- * each (see sim_store.h). Uses the core only. */
-#include "sim_store.h"
+ * each (see sim_storage.h). Uses the core only. */
+#include "sim_storage.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,14 +9,14 @@
 #include <string.h>
 #include <unistd.h>
 
-int sim_journal_on_locked(const sim_store *st)
+int sim_journal_on_locked(const sim_storage *st)
 {
     return st->journal_fd >= 0;
 }
 
 /* Append line (owned) and a newline in one write: a reader never sees half
  * a line unless the process died inside the call. */
-static void journal_write_locked(sim_store *st, cJSON *line)
+static void journal_write_locked(sim_storage *st, cJSON *line)
 {
     char *text = sim_print(line);
     cJSON_Delete(line);
@@ -39,7 +39,7 @@ static void journal_write_locked(sim_store *st, cJSON *line)
     free(text);
 }
 
-void sim_journal_session_locked(sim_store *st, const sim_session *s)
+void sim_journal_session_locked(sim_storage *st, const sim_session *s)
 {
     if (st->journal_fd < 0)
         return;
@@ -57,7 +57,7 @@ void sim_journal_session_locked(sim_store *st, const sim_session *s)
     journal_write_locked(st, line);
 }
 
-void sim_journal_deleted_locked(sim_store *st, const sim_session *s)
+void sim_journal_deleted_locked(sim_storage *st, const sim_session *s)
 {
     if (st->journal_fd < 0)
         return;
@@ -67,7 +67,7 @@ void sim_journal_deleted_locked(sim_store *st, const sim_session *s)
     journal_write_locked(st, line);
 }
 
-void sim_journal_message_locked(sim_store *st, const sim_session *s, const cJSON *msg)
+void sim_journal_message_locked(sim_storage *st, const sim_session *s, const cJSON *msg)
 {
     if (st->journal_fd < 0)
         return;

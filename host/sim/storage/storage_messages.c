@@ -1,12 +1,12 @@
-/* store_messages.c — layer 1 (store): messages and parts in OpenCode's
- * shapes: built, given ids, appended to a session, listed (see sim_store.h).
- * Uses store_ids.c, store_journal.c and the core. */
-#include "sim_store.h"
+/* storage_messages.c — layer 1 (storage): messages and parts in OpenCode's
+ * shapes: built, given ids, appended to a session, listed (see sim_storage.h).
+ * Uses storage_ids.c, storage_journal.c and the core. */
+#include "sim_storage.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void sim_message_rebase_locked(sim_store *st, sim_session *s, cJSON *msg)
+void sim_message_rebase_locked(sim_storage *st, sim_session *s, cJSON *msg)
 {
     cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
     char *mid = sim_new_id_locked(st, "msg");
@@ -23,7 +23,7 @@ void sim_message_rebase_locked(sim_store *st, sim_session *s, cJSON *msg)
     free(mid);
 }
 
-void sim_session_append_locked(sim_store *st, sim_session *s, cJSON *msg)
+void sim_session_append_locked(sim_storage *st, sim_session *s, cJSON *msg)
 {
     cJSON_AddItemToArray(s->messages, msg);
     s->updated = sim_wall_ms(st->core);
@@ -69,7 +69,7 @@ char *sim_prompt_text(const cJSON *body)
     return t;
 }
 
-cJSON *sim_user_message_locked(sim_store *st, sim_session *s, const cJSON *body)
+cJSON *sim_user_message_locked(sim_storage *st, sim_session *s, const cJSON *body)
 {
     char *mid = sim_new_id_locked(st, "msg");
     cJSON *msg = cJSON_CreateObject();
@@ -99,7 +99,7 @@ cJSON *sim_user_message_locked(sim_store *st, sim_session *s, const cJSON *body)
     return msg;
 }
 
-cJSON *sim_message_new_locked(sim_store *st, const sim_session *s, const char *role)
+cJSON *sim_message_new_locked(sim_storage *st, const sim_session *s, const char *role)
 {
     cJSON *msg = cJSON_CreateObject();
     cJSON *info = cJSON_AddObjectToObject(msg, "info");
@@ -113,7 +113,7 @@ cJSON *sim_message_new_locked(sim_store *st, const sim_session *s, const char *r
     return msg;
 }
 
-cJSON *sim_part_new_locked(sim_store *st, cJSON *msg, const char *type)
+cJSON *sim_part_new_locked(sim_storage *st, cJSON *msg, const char *type)
 {
     const cJSON *info = cJSON_GetObjectItemCaseSensitive(msg, "info");
     cJSON *part = cJSON_CreateObject();

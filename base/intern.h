@@ -1,7 +1,7 @@
 /*
  * intern.h — one shared copy of each distinct short name (agent names: a
  * host has a handful), so that thousands of tasks do not each allocate
- * their own. The copies live while any user holds the table
+ * their own. The copies last while any user holds the table
  * (intern_retain/intern_release: each registry does): a plugin unloaded by
  * its host leaves nothing behind.
  */

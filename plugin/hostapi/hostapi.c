@@ -1,5 +1,5 @@
-/* hostcalls.c — see hostcalls.h. */
-#include "hostapi/hostcalls.h"
+/* hostapi.c — see hostapi.h. */
+#include "hostapi/hostapi.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include "base/lock.h"
 #include "base/util.h"
 
-void hc_log(hostapi *a, enum ocp_log_level level, const char *fmt, ...)
+void hostapi_log(hostapi *a, enum ocp_log_level level, const char *fmt, ...)
 {
     ASSERT_NO_PLUGIN_LOCK();
     char line[1024];
@@ -21,14 +21,14 @@ void hc_log(hostapi *a, enum ocp_log_level level, const char *fmt, ...)
     a->host.log(a->host.userdata, level, line);
 }
 
-void hc_free(hostapi *a, char *p)
+void hostapi_free(hostapi *a, char *p)
 {
     ASSERT_NO_PLUGIN_LOCK();
     if (p)
         a->host.free(a->host.userdata, p);
 }
 
-int64_t hc_now(const hostapi *a)
+int64_t hostapi_now(const hostapi *a)
 {
     return a->host.now_ms ? a->host.now_ms(a->host.userdata) : wall_ms();
 }
@@ -37,8 +37,8 @@ int64_t hc_now(const hostapi *a)
 static int failed(hostapi *a, const char *fn, const char *session, int rc, char *host_msg, char **err)
 {
     char *msg = xasprintf("%s", host_msg && *host_msg ? host_msg : strerror(-rc));
-    hc_free(a, host_msg);
-    hc_log(a, OCP_LOG_WARN, "ocbg: %s(%s) failed: %s", fn, session ? session : "", msg);
+    hostapi_free(a, host_msg);
+    hostapi_log(a, OCP_LOG_WARN, "ocbg: %s(%s) failed: %s", fn, session ? session : "", msg);
     if (err)
         *err = msg;
     else
@@ -55,17 +55,17 @@ static int session_id_of(hostapi *a, const char *fn, char *out, char **id_out, c
     if (id && *id) {
         *id_out = xstrdup(id);
     } else {
-        hc_log(a, OCP_LOG_WARN, "ocbg: %s returned no session id", fn);
+        hostapi_log(a, OCP_LOG_WARN, "ocbg: %s returned no session id", fn);
         if (err)
             *err = xstrdup("the host returned a session without an id");
         rc = -EIO;
     }
     cJSON_Delete(s);
-    hc_free(a, out);
+    hostapi_free(a, out);
     return rc;
 }
 
-int hc_session_create(hostapi *a, const char *parent_id, const char *title, char **id_out, char **err)
+int hostapi_session_create(hostapi *a, const char *parent_id, const char *title, char **id_out, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
@@ -75,7 +75,7 @@ int hc_session_create(hostapi *a, const char *parent_id, const char *title, char
     return session_id_of(a, "session_create", out, id_out, err);
 }
 
-int hc_session_fork(hostapi *a, const char *session_id, const char *message_id, char **id_out, char **err)
+int hostapi_session_fork(hostapi *a, const char *session_id, const char *message_id, char **id_out, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     if (!a->host.session_fork) {
@@ -90,18 +90,18 @@ int hc_session_fork(hostapi *a, const char *session_id, const char *message_id, 
     return session_id_of(a, "session_fork", out, id_out, err);
 }
 
-int hc_session_get(hostapi *a, const char *session_id, char **err)
+int hostapi_session_get(hostapi *a, const char *session_id, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
     int rc = a->host.session_get(a->host.userdata, session_id, &out);
     if (rc != 0)
         return failed(a, "session_get", session_id, rc, out, err);
-    hc_free(a, out);
+    hostapi_free(a, out);
     return 0;
 }
 
-int hc_session_messages(hostapi *a, const char *session_id, int limit, char **json, char **err)
+int hostapi_session_messages(hostapi *a, const char *session_id, int limit, char **json, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
@@ -112,8 +112,8 @@ int hc_session_messages(hostapi *a, const char *session_id, int limit, char **js
     return 0;
 }
 
-int hc_session_prompt(hostapi *a, const char *session_id, const char *text, const char *agent, bool no_reply,
-                      bool deny_tools, char **err)
+int hostapi_session_prompt(hostapi *a, const char *session_id, const char *text, const char *agent, bool no_reply,
+                           bool deny_tools, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     cJSON *body = cJSON_CreateObject();
@@ -143,22 +143,22 @@ int hc_session_prompt(hostapi *a, const char *session_id, const char *text, cons
     cJSON_free(json);
     if (rc != 0)
         return failed(a, "session_prompt", session_id, rc, out, err);
-    hc_free(a, out);
+    hostapi_free(a, out);
     return 0;
 }
 
-int hc_session_abort(hostapi *a, const char *session_id, char **err)
+int hostapi_session_abort(hostapi *a, const char *session_id, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
     int rc = a->host.session_abort(a->host.userdata, session_id, &out);
     if (rc != 0)
         return failed(a, "session_abort", session_id, rc, out, err);
-    hc_free(a, out);
+    hostapi_free(a, out);
     return 0;
 }
 
-int hc_session_status(hostapi *a, char **json, char **err)
+int hostapi_session_status(hostapi *a, char **json, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     char *out = NULL;
@@ -169,21 +169,21 @@ int hc_session_status(hostapi *a, char **json, char **err)
     return 0;
 }
 
-int hc_ask_permission(hostapi *a, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out)
+int hostapi_ask_permission(hostapi *a, const ocp_call_ctx *ctx, const ocp_permission_request *req, char **out)
 {
     ASSERT_NO_PLUGIN_LOCK();
     *out = NULL;
     return a->host.ask_permission ? a->host.ask_permission(a->host.userdata, ctx, req, out) : 0;
 }
 
-void hc_notify_user(hostapi *a, enum ocp_notice_level level, const char *message)
+void hostapi_notify_user(hostapi *a, enum ocp_notice_level level, const char *message)
 {
     ASSERT_NO_PLUGIN_LOCK();
     if (a->host.notify_user)
         a->host.notify_user(a->host.userdata, level, "ocbg", message);
 }
 
-int hc_publish_view(hostapi *a, const char *session_id, const char *view_json)
+int hostapi_publish_view(hostapi *a, const char *session_id, const char *view_json)
 {
     ASSERT_NO_PLUGIN_LOCK();
     if (!a->host.publish_view)
@@ -191,13 +191,13 @@ int hc_publish_view(hostapi *a, const char *session_id, const char *view_json)
     return a->host.publish_view(a->host.userdata, session_id, view_json);
 }
 
-bool hc_has_views(const hostapi *a)
+bool hostapi_has_views(const hostapi *a)
 {
     return a->host.publish_view != NULL;
 }
 
-int hc_session_create_in(hostapi *a, const char *parent_id, const char *title, const char *directory, char **id_out,
-                         char **err)
+int hostapi_session_create_in(hostapi *a, const char *parent_id, const char *title, const char *directory,
+                              char **id_out, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     if (!a->host.session_create_in) {
@@ -212,7 +212,7 @@ int hc_session_create_in(hostapi *a, const char *parent_id, const char *title, c
     return session_id_of(a, "session_create_in", out, id_out, err);
 }
 
-int hc_directory_watch(hostapi *a, const char *directory, bool watch, char **err)
+int hostapi_directory_watch(hostapi *a, const char *directory, bool watch, char **err)
 {
     ASSERT_NO_PLUGIN_LOCK();
     int rc = a->host.directory_watch ? a->host.directory_watch(a->host.userdata, directory, watch ? 1 : 0) : -ENOSYS;
@@ -222,7 +222,27 @@ int hc_directory_watch(hostapi *a, const char *directory, bool watch, char **err
     return rc;
 }
 
-bool hc_has_directories(const hostapi *a)
+bool hostapi_has_directories(const hostapi *a)
 {
     return a->host.session_create_in != NULL && a->host.directory_watch != NULL;
+}
+
+bool hostapi_has_permissions(const hostapi *a)
+{
+    return a->host.ask_permission != NULL;
+}
+
+bool hostapi_has_toasts(const hostapi *a)
+{
+    return a->host.notify_user != NULL;
+}
+
+bool hostapi_has_fork(const hostapi *a)
+{
+    return a->host.session_fork != NULL;
+}
+
+const char *hostapi_data_dir(const hostapi *a)
+{
+    return a->host.data_dir && a->host.data_dir[0] ? a->host.data_dir : NULL;
 }

@@ -1,8 +1,8 @@
-/* store_sessions.c — layer 1 (store), its top file: the session table:
+/* storage_sessions.c — layer 1 (storage), its top file: the session table:
  * lookup, create, delete, fork, and the journal's restore and forget (see
- * sim_store.h). Uses store_ids.c, store_journal.c, store_messages.c, and the
+ * sim_storage.h). Uses storage_ids.c, storage_journal.c, storage_messages.c, and the
  * core. */
-#include "sim_store.h"
+#include "sim_storage.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ static size_t hash_str(const char *s)
     return x;
 }
 
-sim_session *sim_find_locked(sim_store *st, const char *id)
+sim_session *sim_find_locked(sim_storage *st, const char *id)
 {
     if (!id)
         return NULL;
@@ -27,18 +27,18 @@ sim_session *sim_find_locked(sim_store *st, const char *id)
     return NULL;
 }
 
-sim_session *sim_find_live_locked(sim_store *st, const char *id)
+sim_session *sim_find_live_locked(sim_storage *st, const char *id)
 {
     sim_session *s = sim_find_locked(st, id);
     return s && !s->deleted ? s : NULL;
 }
 
-/* The core's route hook (ctx: the store): an event about a session working
+/* The core's route callback (ctx: the storage): an event about a session working
  * in another folder reaches the plugins only while that folder is watched;
  * during a delete, every event goes where the deleted session's would. */
 static int route_locked(void *ctx, const cJSON *ev)
 {
-    sim_store *st = ctx;
+    sim_storage *st = ctx;
     const sim_session *s = st->cascade_root;
     if (!s) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(ev, "properties");
@@ -54,19 +54,19 @@ static int route_locked(void *ctx, const cJSON *ev)
     return !s || sim_dir_visible_locked(st, s->directory);
 }
 
-void sim_store_init(sim_store *st, sim_core *core)
+void sim_storage_init(sim_storage *st, sim_core *core)
 {
     memset(st, 0, sizeof *st);
     st->core = core;
     st->journal_fd = -1;
-    sim_store_ids_init(st);
+    sim_storage_ids_init(st);
     st->nbuckets = 1024;
     st->buckets = sim_xcalloc(st->nbuckets, sizeof *st->buckets);
     core->route = route_locked;
     core->route_ctx = st;
 }
 
-static void rehash(sim_store *st)
+static void rehash(sim_storage *st)
 {
     size_t nb = st->nbuckets * 2;
     sim_session **b = sim_xcalloc(nb, sizeof *b);
@@ -96,7 +96,7 @@ cJSON *sim_session_info_locked(const sim_session *s)
 
 /* A new session (id: the given one, or a new one when NULL), linked in;
  * working in directory (NULL: the host's own), noted in its folder. */
-static sim_session *session_alloc_locked(sim_store *st, const char *id, const char *parent_id, const char *title,
+static sim_session *session_alloc_locked(sim_storage *st, const char *id, const char *parent_id, const char *title,
                                          const char *directory)
 {
     sim_session *s = sim_xcalloc(1, sizeof *s);
@@ -132,7 +132,7 @@ static sim_session *session_alloc_locked(sim_store *st, const char *id, const ch
     return s;
 }
 
-static void emit_session_event_locked(sim_store *st, const char *type, const sim_session *s)
+static void emit_session_event_locked(sim_storage *st, const char *type, const sim_session *s)
 {
     cJSON *props = cJSON_CreateObject();
     cJSON_AddStringToObject(props, "sessionID", s->id);
@@ -140,12 +140,12 @@ static void emit_session_event_locked(sim_store *st, const char *type, const sim
     sim_emit_props_locked(st->core, type, props);
 }
 
-sim_session *sim_session_create_locked(sim_store *st, const char *parent_id, const char *title)
+sim_session *sim_session_create_locked(sim_storage *st, const char *parent_id, const char *title)
 {
     return sim_session_create_in_locked(st, parent_id, title, NULL);
 }
 
-sim_session *sim_session_create_in_locked(sim_store *st, const char *parent_id, const char *title,
+sim_session *sim_session_create_in_locked(sim_storage *st, const char *parent_id, const char *title,
                                           const char *directory)
 {
     if (parent_id && !sim_find_live_locked(st, parent_id))
@@ -169,7 +169,7 @@ static void session_free(sim_session *s)
     free(s);
 }
 
-static void unlink_locked(sim_store *st, sim_session *s)
+static void unlink_locked(sim_storage *st, sim_session *s)
 {
     sim_session **pp = &st->buckets[hash_str(s->id) % st->nbuckets];
     while (*pp != s)
@@ -187,7 +187,7 @@ static void unlink_locked(sim_store *st, sim_session *s)
 }
 
 /* Release the layer above's state, unlink and free. */
-static void discard_locked(sim_store *st, sim_session *s)
+static void discard_locked(sim_storage *st, sim_session *s)
 {
     if (st->release)
         st->release(st->release_ctx, s);
@@ -195,7 +195,7 @@ static void discard_locked(sim_store *st, sim_session *s)
     session_free(s);
 }
 
-void sim_session_delete_locked(sim_store *st, sim_session *s)
+void sim_session_delete_locked(sim_storage *st, sim_session *s)
 {
     int root = !st->cascade_root;
     if (root)
@@ -227,7 +227,7 @@ void sim_session_delete_locked(sim_store *st, sim_session *s)
     sim_changed_locked(st->core);
 }
 
-void sim_store_free_locked(sim_store *st)
+void sim_storage_free_locked(sim_storage *st)
 {
     while (st->first)
         discard_locked(st, st->first);
@@ -264,7 +264,7 @@ static char *fork_title(const char *title)
     return t;
 }
 
-sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *message_id)
+sim_session *sim_session_fork_locked(sim_storage *st, sim_session *s, const char *message_id)
 {
     char *title = fork_title(s->title);
     sim_session *f = session_alloc_locked(st, NULL, NULL, title, NULL);
@@ -286,7 +286,7 @@ sim_session *sim_session_fork_locked(sim_store *st, sim_session *s, const char *
     return f;
 }
 
-sim_session *sim_session_restore_locked(sim_store *st, const char *id, const char *parent_id, const char *title,
+sim_session *sim_session_restore_locked(sim_storage *st, const char *id, const char *parent_id, const char *title,
                                         const char *directory, int64_t created, int64_t updated)
 {
     if (!id || sim_find_locked(st, id))
@@ -297,7 +297,7 @@ sim_session *sim_session_restore_locked(sim_store *st, const char *id, const cha
     return s;
 }
 
-void sim_session_forget_locked(sim_store *st, sim_session *s)
+void sim_session_forget_locked(sim_storage *st, sim_session *s)
 {
     if (s->deleted)
         st->ndeleted--;

@@ -31,7 +31,7 @@ typedef struct options {
     int notify_retries;   /* further attempts after a failed push */
     int notify_retry_ms;  /* first retry delay; doubles each attempt */
     wake_policy wake;
-    bool refuse_collisions;  /* on_collision "refuse": an edit of a file another live writer of the
+    bool refuse_collisions;  /* on_collision "refuse": an edit of a file another active writer of the
                               * same session edited fails (engine/collide.h); false, "warn": it is warned */
     int isolation;           /* a launch's default isolation: 0 "none", 1 "worktree", 2 "worktree_with_changes"
                               * (the order of worktree/worktree.h's enum isolation) */
@@ -58,12 +58,12 @@ typedef struct options {
     int max_runtime_ms;          /* a run's longest runtime (a launch's timeout may be shorter) */
     int auto_background_ms;      /* a foreground Task or Bash running longer goes to the background; 0: never */
     /* The durable task store (plugin/store/). */
-    bool store; /* false: tasks live in memory only */
+    bool store; /* false: tasks are kept in memory only */
 #define OPTIONS_PATH_MAX 1024
     char store_path[OPTIONS_PATH_MAX]; /* the database file; "": ocbg.db in the host's data_dir */
     /* Keys this version does not know (a config written for a newer ocbg),
      * "'a', 'b'", cut to fit; "" when none. They are ignored, and the plugin
-     * warns (log and a notice to the user): refusing the load would silently
+     * warns (log and a toast to the person): refusing the load would silently
      * take every tool away. */
     char unknown[256];
 } options;

@@ -1,14 +1,14 @@
-/* store_dirs.c — layer 1 (store): the folders sessions work in besides the
+/* storage_dirs.c — layer 1 (storage): the folders sessions work in besides the
  * host's own (session_create_in), and whether the plugin follows each one
- * (directory_watch), as OpenCode's per-folder instances (see sim_store.h).
+ * (directory_watch), as OpenCode's per-folder instances (see sim_storage.h).
  * Few folders, few sessions each: lists are searched in order. Uses the
  * core only. */
-#include "sim_store.h"
+#include "sim_storage.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-sim_dir *sim_dir_find_locked(const sim_store *st, const char *path)
+sim_dir *sim_dir_find_locked(const sim_storage *st, const char *path)
 {
     if (!path)
         return NULL;
@@ -18,7 +18,7 @@ sim_dir *sim_dir_find_locked(const sim_store *st, const char *path)
     return NULL;
 }
 
-sim_dir *sim_dir_get_locked(sim_store *st, const char *path)
+sim_dir *sim_dir_get_locked(sim_storage *st, const char *path)
 {
     sim_dir *d = sim_dir_find_locked(st, path);
     if (d)
@@ -31,7 +31,7 @@ sim_dir *sim_dir_get_locked(sim_store *st, const char *path)
     return d;
 }
 
-void sim_dir_watch_locked(sim_store *st, const char *path, int watch)
+void sim_dir_watch_locked(sim_storage *st, const char *path, int watch)
 {
     sim_dir *d = sim_dir_get_locked(st, path);
     d->watched = watch ? 1 : 0;
@@ -41,7 +41,7 @@ void sim_dir_watch_locked(sim_store *st, const char *path, int watch)
     d->released = watch ? 0 : 1;
 }
 
-int sim_dir_visible_locked(const sim_store *st, const char *path)
+int sim_dir_visible_locked(const sim_storage *st, const char *path)
 {
     if (!path)
         return 1;
@@ -49,7 +49,7 @@ int sim_dir_visible_locked(const sim_store *st, const char *path)
     return d && d->watched;
 }
 
-sim_dir *sim_dir_of_session_locked(const sim_store *st, const char *id)
+sim_dir *sim_dir_of_session_locked(const sim_storage *st, const char *id)
 {
     if (!id)
         return NULL;
@@ -62,7 +62,7 @@ sim_dir *sim_dir_of_session_locked(const sim_store *st, const char *id)
     return NULL;
 }
 
-void sim_dirs_free_locked(sim_store *st)
+void sim_dirs_free_locked(sim_storage *st)
 {
     while (st->dirs) {
         sim_dir *d = st->dirs;

@@ -10,7 +10,7 @@
  * hooks/ or fork/ calls pthread_mutex_lock or pthread_cond_*wait (make check
  * greps for it: build-aux/lock-check). Each thread keeps the set of plugin
  * mutexes it holds, so that
- *   - every host call wrapper (hostapi/hostcalls.h) asserts none is held;
+ *   - every host call wrapper (hostapi/hostapi.h) asserts none is held;
  *   - the engine's [lock held] functions assert that lock is held
  *     (ENGINE_ASSERT_LOCKED, engine/engine.h; lock_held, like SQLite's
  *     sqlite3_mutex_held).

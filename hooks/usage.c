@@ -1,5 +1,5 @@
 /* usage.c — see usage.h. */
-#include "model/usage.h"
+#include "hooks/usage.h"
 
 #include <string.h>
 

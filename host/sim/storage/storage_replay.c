@@ -1,8 +1,8 @@
-/* store_replay.c — layer 1 (store), its top file: opening a journal: its
+/* storage_replay.c — layer 1 (storage), its top file: opening a journal: its
  * lines replayed into the session table, a cut last line dropped, then the
- * file kept open for appending (see sim_store.h). Uses store_ids.c,
- * store_journal.c, store_messages.c, store_sessions.c and the core. */
-#include "sim_store.h"
+ * file kept open for appending (see sim_storage.h). Uses storage_ids.c,
+ * storage_journal.c, storage_messages.c, storage_sessions.c and the core. */
+#include "sim_storage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,10 +37,10 @@ static int read_all(int fd, char **buf, size_t *len)
 }
 
 /* Every id-like string in j (recursively) marks the id source. */
-static void ids_seen_locked(sim_store *st, const cJSON *j)
+static void ids_seen_locked(sim_storage *st, const cJSON *j)
 {
     if (cJSON_IsString(j)) {
-        sim_store_ids_seen_locked(st, j->valuestring);
+        sim_storage_ids_seen_locked(st, j->valuestring);
         return;
     }
     const cJSON *c;
@@ -61,7 +61,7 @@ static const char *str_at(const cJSON *o, const char *key)
 }
 
 /* {"t":"message"}: replace the session's message of that id, else append. */
-static void replay_message_locked(sim_store *st, const cJSON *line)
+static void replay_message_locked(sim_storage *st, const cJSON *line)
 {
     sim_session *s = sim_find_locked(st, str_at(line, "sessionID"));
     const cJSON *msg = cJSON_GetObjectItemCaseSensitive(line, "message");
@@ -86,7 +86,7 @@ static void replay_message_locked(sim_store *st, const cJSON *line)
         s->updated = t;
 }
 
-static void replay_line_locked(sim_store *st, const cJSON *line)
+static void replay_line_locked(sim_storage *st, const cJSON *line)
 {
     const char *type = str_at(line, "t");
     if (!type)
@@ -107,7 +107,7 @@ static void replay_line_locked(sim_store *st, const cJSON *line)
 
 /* Replay buf's lines; returns the length of its complete lines (a last one
  * with no newline is not; a complete one that does not parse is skipped). */
-static size_t replay_all_locked(sim_store *st, char *buf, size_t len)
+static size_t replay_all_locked(sim_storage *st, char *buf, size_t len)
 {
     size_t off = 0;
     while (off < len) {
@@ -126,7 +126,7 @@ static size_t replay_all_locked(sim_store *st, char *buf, size_t len)
 
 /* Write the sessions from `first` to `last` (those that existed before the
  * journal was opened) and their messages to it. */
-static void snapshot_locked(sim_store *st, sim_session *first, const sim_session *last)
+static void snapshot_locked(sim_storage *st, sim_session *first, const sim_session *last)
 {
     for (sim_session *s = first; s && last; s = s->next) {
         if (!s->deleted) {
@@ -141,7 +141,7 @@ static void snapshot_locked(sim_store *st, sim_session *first, const sim_session
     }
 }
 
-int sim_store_journal_open_locked(sim_store *st, const char *path)
+int sim_storage_journal_open_locked(sim_storage *st, const char *path)
 {
     if (st->journal_fd >= 0)
         return -EBUSY;
