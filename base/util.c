@@ -93,6 +93,21 @@ void sb_puts(strbuf *sb, const char *s)
     sb_putn(sb, s, strlen(s));
 }
 
+void sb_put_owned(strbuf *sb, char *s)
+{
+    if (s && sb->len == 0) {
+        size_t n = strlen(s);
+        free(sb->buf);
+        sb->buf = s;
+        sb->len = n;
+        sb->cap = n + 1;
+        return;
+    }
+    if (s)
+        sb_puts(sb, s);
+    free(s);
+}
+
 void sb_printf(strbuf *sb, const char *fmt, ...)
 {
     /* Format into the spare room first; only a text that did not fit is

@@ -31,6 +31,9 @@ typedef struct strbuf {
 void sb_puts(strbuf *sb, const char *s);
 void sb_putn(strbuf *sb, const char *s, size_t n);
 void sb_printf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append s (malloc'd or NULL), which this takes: an empty sb adopts it as
+ * its buffer, with no copy; else it is copied and freed. */
+void sb_put_owned(strbuf *sb, char *s);
 /* The string (never NULL, "" when empty); the buffer is the caller's, sb is reset. */
 char *sb_take(strbuf *sb);
 void sb_free(strbuf *sb);

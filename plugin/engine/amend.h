@@ -13,6 +13,7 @@
 #ifndef OCBG_AMEND_H
 #define OCBG_AMEND_H
 
+#include "base/face_guard.h"
 #include "engine/engine.h"
 
 /* A usage note about t's session, or an idle of a t not active

@@ -36,6 +36,7 @@
 #ifndef OCBG_COLLIDE_H
 #define OCBG_COLLIDE_H
 
+#include "base/face_guard.h"
 #include "engine/engine.h"
 
 /* ocp.h tool_before for session_id's call of `tool` with args_json. [event]

@@ -19,6 +19,7 @@
 #ifndef OCBG_DEFER_H
 #define OCBG_DEFER_H
 
+#include "base/face_guard.h"
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>

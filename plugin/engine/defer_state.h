@@ -6,6 +6,7 @@
 #ifndef OCBG_DEFER_STATE_H
 #define OCBG_DEFER_STATE_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -20,6 +20,7 @@
 #ifndef OCBG_ENGINE_H
 #define OCBG_ENGINE_H
 
+#include "base/face_guard.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,6 +28,7 @@
 #include "ocp.h"
 #include "base/lock.h"
 #include "base/options.h"
+#include "base/wait_result.h"
 #include "hooks/events.h"
 #include "hostapi/hostapi.h"
 #include "model/registry.h"
@@ -48,13 +50,6 @@ typedef struct waiter {
     ocp_call_ctx *ctx; /* may be NULL */
     struct waiter *next, *prev;
 } waiter;
-
-typedef enum wait_result {
-    WAIT_DONE,
-    WAIT_TIMEOUT,
-    WAIT_CANCELLED,
-    WAIT_SHUTDOWN
-} wait_result;
 
 typedef struct engine {
     hostapi api; /* the host's table, copied, and how to call it */

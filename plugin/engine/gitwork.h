@@ -20,6 +20,7 @@
 #ifndef OCBG_GITWORK_H
 #define OCBG_GITWORK_H
 
+#include "base/face_guard.h"
 #include "engine/gitwork_state.h"
 
 struct engine;

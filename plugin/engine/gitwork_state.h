@@ -5,6 +5,7 @@
 #ifndef OCBG_GITWORK_STATE_H
 #define OCBG_GITWORK_STATE_H
 
+#include "base/face_guard.h"
 #include <pthread.h>
 #include <stdbool.h>
 

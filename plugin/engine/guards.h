@@ -21,6 +21,7 @@
 #ifndef OCBG_GUARDS_H
 #define OCBG_GUARDS_H
 
+#include "base/face_guard.h"
 #include "base/util.h"
 #include "engine/engine.h"
 #include "hooks/usage.h"

@@ -19,6 +19,7 @@
 #ifndef OCBG_ISOLATE_H
 #define OCBG_ISOLATE_H
 
+#include "base/face_guard.h"
 #include "base/util.h"
 #include "engine/engine.h"
 #include "worktree/worktree.h"

@@ -8,6 +8,7 @@
 #ifndef OCBG_JOBS_H
 #define OCBG_JOBS_H
 
+#include "base/face_guard.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>

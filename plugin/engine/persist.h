@@ -18,6 +18,7 @@
 #ifndef OCBG_PERSIST_H
 #define OCBG_PERSIST_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 
 struct engine;

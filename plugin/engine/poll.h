@@ -6,6 +6,7 @@
 #ifndef OCBG_POLL_H
 #define OCBG_POLL_H
 
+#include "base/face_guard.h"
 #include <cjson/cJSON.h>
 
 #include "engine/engine.h"

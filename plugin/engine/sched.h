@@ -12,6 +12,7 @@
 #ifndef OCBG_SCHED_H
 #define OCBG_SCHED_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 
 #include "base/util.h"

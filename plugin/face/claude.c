@@ -9,7 +9,6 @@
 
 #include "text/texts.h"
 #include "ops/ops.h"
-#include "engine/persist.h"
 #include "face/tools.h"
 
 #define TASKOUTPUT_DEFAULT_MS 30000
@@ -21,9 +20,9 @@
  * does, or on Esc. */
 #define FOREGROUND_TASK_MS (24LL * 3600 * 1000)
 
-const char *claude_status(const task *t)
+const char *claude_status(task_status s)
 {
-    switch (t->status) {
+    switch (s) {
     case TASK_PENDING:
         return "pending";
     case TASK_RUNNING:
@@ -60,24 +59,10 @@ static int not_found(strbuf *out, const char *id)
 
 /* ---- moving a long foreground call to the background -------------------- */
 
-/* The foreground wait's deadline: the call's own limit, or auto_background_ms
- * when that comes first (0: it never does). *moves: the call goes to the
- * background if it is still running at the deadline. */
-static int64_t foreground_deadline(engine *eng, int64_t own_ms, bool *moves)
+/* A foreground call's task still running at auto_background_ms became a
+ * background task (op_foreground): the answer says so. */
+static void put_moved(strbuf *out, int64_t ms)
 {
-    int64_t auto_ms = eng->opt.auto_background_ms;
-    *moves = auto_ms > 0 && auto_ms < own_ms;
-    return mono_ms() + (*moves ? auto_ms : own_ms);
-}
-
-/* A foreground call's task still running at auto_background_ms becomes a
- * background task (op_to_background): its caller no longer owns its result
- * (op_await gave its claim back). [lock held] */
-static void move_to_background(engine *eng, task *t, strbuf *out)
-{
-    ENGINE_ASSERT_LOCKED(eng);
-    op_to_background(eng, t);
-    int64_t ms = eng->opt.auto_background_ms;
     if (ms % 1000 == 0)
         sb_printf(out, "Still running after %lld s, so it was moved to the background (auto_background_ms).\n",
                   (long long)(ms / 1000));
@@ -88,16 +73,15 @@ static void move_to_background(engine *eng, task *t, strbuf *out)
 
 /* A task moved to the background while its sub-agent waits on a question
  * to the user: asked while its caller waited, no notification told of it, so the
- * answer that hands the task over does. [lock held] (not asserted: t does not know its lock) */
-static void put_open_question(strbuf *out, const task *t)
+ * answer that hands the task over does. */
+static void put_open_question(strbuf *out, const task_snap *t)
 {
-    const char *what = task_permission_what(t);
-    if (what)
+    if (t->asking)
         sb_printf(out,
                   "\nIt is waiting for permission: %s\nThe user must answer the host's permission request (asked in "
                   "the task's session %s); "
                   "the task goes on when they do.",
-                  what, t->session_id ? t->session_id : "");
+                  t->asking, t->session ? t->session : "");
 }
 
 /* Task's background answer: the id and how to follow it. */
@@ -124,22 +108,30 @@ static void put_bash_launched(strbuf *out, const char *id, const char *command, 
 /* ---- Task ----------------------------------------------------------------- */
 
 /* A foreground sub-agent's answer, and for an isolated one what it did in
- * its worktree (which goes when the call returns; the branch stays). Lock
- * held (let go while git reads the worktree). */
-static void put_isolated_result(engine *eng, const char *id, strbuf *out)
+ * its worktree (which goes when the call returns; the branch stays). */
+static int put_agent_end(strbuf *out, const char *id, const foreground_result *r)
 {
-    task *t = op_worktree_settle(eng, id);
-    if (!t) {
+    const task_snap *t = &r->snap;
+    if (r->end == FOREGROUND_REMOVED) {
         sb_printf(out, "The sub-agent's task %s was removed while it ran.", id);
-        return;
+        return r->late ? 0 : -ENOENT;
+    }
+    if (r->end == FOREGROUND_STOPPED) {
+        sb_printf(out, "%s: the sub-agent was stopped.",
+                  r->wait == WAIT_CANCELLED ? "Cancelled" : "ocbg is shutting down");
+        return -ECANCELED;
+    }
+    if (t->status != TASK_COMPLETED) {
+        sb_printf(out, "The sub-agent failed: %s", t->error ? t->error : task_status_name(t->status));
+        return -EIO;
     }
     sb_puts(out, t->result ? t->result : "");
-    if (t->wt) {
+    if (t->worktree) {
         sb_puts(out, "\n\n");
-        format_worktree(out, t);
+        sb_puts(out, t->worktree);
         sb_puts(out, "Its worktree folder is removed now (its uncommitted work committed first); the branch stays.");
     }
-    op_shown(eng, t, engine_now(eng), true, false);
+    return 0;
 }
 
 int tool_claude_task(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
@@ -149,73 +141,54 @@ int tool_claude_task(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *
     const char *agent = arg_str(args, "subagent_type");
     bool background = arg_bool(args, "run_in_background", false);
     launched l = {0};
-    launch_req req = {description, prompt, agent, false, !background, 0, ISOLATION_NONE};
+    launch_req req = {description, prompt, agent, false, !background, 0, NULL};
     int rc = launch_in_budget(eng, args, "Task", 1, "milliseconds", ctx, &req, &l, out);
     if (rc != 0)
         return rc;
-    const char *id = l.id;
     if (background) {
-        put_task_launched(out, id, description, agent, l.queued.len ? l.queued.buf : NULL);
+        put_task_launched(out, l.id, description, agent, l.queued.len ? l.queued.buf : NULL);
         if (l.worktree.len)
             sb_printf(out, "\n%s", l.worktree.buf);
-        sb_free(&l.queued);
-        sb_free(&l.worktree);
-        return 0;
     }
     sb_free(&l.queued); /* a foreground call waits through the queue */
     sb_free(&l.worktree);
-    bool moves;
-    int64_t deadline = foreground_deadline(eng, FOREGROUND_TASK_MS, &moves);
-    engine_lock(eng);
-    task *t;
-    wait_result w = op_await(eng, ctx, id, deadline, true, &t);
-    char *session = NULL;
-    if (!t) {
-        sb_printf(out, "The sub-agent's task %s was removed while it ran.", id);
-        rc = -ENOENT;
-    } else if (w == WAIT_TIMEOUT && moves && task_status_active(t->status)) {
-        move_to_background(eng, t, out);
-        put_task_launched(out, id, description, agent,
-                          t->status == TASK_PENDING ? "Status: pending (it starts when a run slot frees)" : NULL);
-        put_open_question(out, t);
-    } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
-        /* Esc (or shutdown) stops the sub-agent: nobody else waits for it. */
-        session = op_foreground_esc(eng, t);
-        sb_printf(out, "%s: the sub-agent was stopped.", w == WAIT_CANCELLED ? "Cancelled" : "ocbg is shutting down");
-        rc = -ECANCELED;
-    } else if (t->status == TASK_COMPLETED) {
-        put_isolated_result(eng, id, out);
+    if (background)
+        return 0;
+    foreground_result r;
+    op_foreground(eng, ctx, l.id, FOREGROUND_TASK_MS, 0, &r);
+    if (r.end == FOREGROUND_MOVED) {
+        put_moved(out, r.moved_after_ms);
+        put_task_launched(out, l.id, description, agent,
+                          r.snap.status == TASK_PENDING ? "Status: pending (it starts when a run slot frees)" : NULL);
+        put_open_question(out, &r.snap);
     } else {
-        sb_printf(out, "The sub-agent failed: %s", t->error ? t->error : task_status_name(t->status));
-        rc = -EIO;
+        rc = put_agent_end(out, l.id, &r);
     }
-    op_foreground_drop(eng, id);
-    engine_unlock(eng);
-    if (session)
-        op_foreground_abort(eng, id, session);
+    task_snap_free(&r.snap);
     return rc;
 }
 
 /* ---- Bash ----------------------------------------------------------------- */
 
-/* Give launched task id its own runtime limit (engine/guards.h). */
-static void set_timeout(engine *eng, const char *id, int64_t ms)
+/* The command's exit and output, for the model, and why it was stopped. */
+static int put_shell_end(strbuf *out, const foreground_result *r, double timeout_ms)
 {
-    engine_lock(eng);
-    task *t = registry_find(&eng->reg, id);
-    if (t)
-        op_set_timeout(t, ms);
-    engine_unlock(eng);
-}
-
-/* The command's exit and output, for the model. [lock held] (not asserted: t does not know its lock) */
-static void put_shell_result(strbuf *out, const task *t)
-{
-    char how[96];
-    shell_describe_exit(t->shell, how, sizeof how);
-    char *text = shell_output_text(t->shell, OUTPUT_MAX_CHARS);
-    sb_printf(out, "%s%s(%s)", text, *text && text[strlen(text) - 1] != '\n' ? "\n" : "", how);
-    free(text);
+    if (r->end == FOREGROUND_REMOVED) {
+        sb_puts(out, "The command's task was removed while it ran.");
+        return -ENOENT;
+    }
+    const char *text = r->snap.output ? r->snap.output : "";
+    sb_printf(out, "%s%s(%s)", text, *text && text[strlen(text) - 1] != '\n' ? "\n" : "", r->snap.exit_how);
+    if (r->wait == WAIT_TIMEOUT) {
+        sb_printf(out, "\nCommand timed out after %.0f ms and was stopped.", timeout_ms);
+        return -ETIMEDOUT;
+    }
+    if (r->wait == WAIT_CANCELLED || r->wait == WAIT_SHUTDOWN) {
+        sb_puts(out, r->wait == WAIT_SHUTDOWN ? "\nCommand stopped: ocbg is shutting down."
+                                              : "\nCommand stopped: the call was cancelled.");
+        return -ECANCELED;
+    }
+    return 0;
 }
 
 int tool_claude_bash(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
@@ -229,51 +202,23 @@ int tool_claude_bash(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *
         !limit_arg(args, "Bash", 1, "milliseconds", &limit_ms, out))
         return -EINVAL;
     launched l = {0};
-    int rc = op_launch_shell(eng, ctx, command, description, !background, &l, out);
+    int rc = op_launch_shell(eng, ctx, command, description, !background, limit_ms, &l, out);
     if (rc != 0)
         return rc;
-    const char *id = l.id;
     if (background) {
-        set_timeout(eng, id, limit_ms);
-        put_bash_launched(out, id, command, l.queued.len ? l.queued.buf : NULL);
+        put_bash_launched(out, l.id, command, l.queued.len ? l.queued.buf : NULL);
         sb_free(&l.queued);
         return 0;
     }
-    bool moves;
-    int64_t deadline = foreground_deadline(eng, (int64_t)timeout_ms, &moves);
-    engine_lock(eng);
-    task *t;
-    wait_result w = op_await(eng, ctx, id, deadline, true, &t);
-    if (t && w == WAIT_TIMEOUT && moves && task_status_active(t->status)) {
-        /* In the background its own timeout, when the call gave one, is
-         * its runtime limit (from its start); else max_runtime_ms. */
-        op_set_timeout(t, limit_ms);
-        move_to_background(eng, t, out);
-        put_bash_launched(out, id, command, NULL);
-        engine_unlock(eng);
-        return 0;
-    }
-    if (t && w != WAIT_DONE && task_status_active(t->status)) {
-        /* Timed out or cancelled: a foreground command does not outlive its
-         * call, whose result it still is. */
-        t = op_stop_command(eng, NULL, t, true);
-    }
-    if (!t) {
-        sb_puts(out, "The command's task was removed while it ran.");
-        rc = -ENOENT;
+    foreground_result r;
+    op_foreground(eng, ctx, l.id, (int64_t)timeout_ms, limit_ms, &r);
+    if (r.end == FOREGROUND_MOVED) {
+        put_moved(out, r.moved_after_ms);
+        put_bash_launched(out, l.id, command, NULL);
     } else {
-        put_shell_result(out, t);
-        if (w == WAIT_TIMEOUT) {
-            sb_printf(out, "\nCommand timed out after %.0f ms and was stopped.", timeout_ms);
-            rc = -ETIMEDOUT;
-        } else if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
-            sb_puts(out, w == WAIT_SHUTDOWN ? "\nCommand stopped: ocbg is shutting down."
-                                            : "\nCommand stopped: the call was cancelled.");
-            rc = -ECANCELED;
-        }
+        rc = put_shell_end(out, &r, timeout_ms);
     }
-    op_foreground_drop(eng, id);
-    engine_unlock(eng);
+    task_snap_free(&r.snap);
     return rc;
 }
 
@@ -284,28 +229,27 @@ static void tag(strbuf *out, const char *name, const char *value)
     sb_printf(out, "<%s>%s</%s>\n", name, value, name);
 }
 
-/* TaskOutput's tags for t. [lock held] (not asserted: t does not know its lock) */
-static void put_task_output(strbuf *out, const task *t, const char *retrieval)
+/* TaskOutput's tags for t. */
+static void put_task_output(strbuf *out, const task_snap *t, const char *retrieval)
 {
     tag(out, "retrieval_status", retrieval);
     tag(out, "task_id", t->id);
     tag(out, "task_type", t->type == TASK_SHELL ? "shell" : "agent");
-    tag(out, "status", claude_status(t));
+    tag(out, "status", claude_status(t->status));
     tag(out, "description", t->description ? t->description : "");
     if (t->type == TASK_SHELL) {
-        if (t->shell->exited && !t->shell->term_signal) {
+        if (t->exited && !t->term_signal) {
             char code[16];
-            snprintf(code, sizeof code, "%d", t->shell->exit_code);
+            snprintf(code, sizeof code, "%d", t->exit_code);
             tag(out, "exit_code", code);
-        } else if (t->shell->term_signal) {
+        } else if (t->term_signal) {
             char sig[32];
-            snprintf(sig, sizeof sig, "%d", t->shell->term_signal);
+            snprintf(sig, sizeof sig, "%d", t->term_signal);
             tag(out, "signal", sig);
         }
-        char *text = shell_output_text(t->shell, OUTPUT_MAX_CHARS);
+        const char *text = t->output ? t->output : "";
         size_t n = strlen(text);
         sb_printf(out, "<output>%s%s%s</output>\n", n ? "\n" : "", text, n && text[n - 1] != '\n' ? "\n" : "");
-        free(text);
     } else if (t->status == TASK_COMPLETED) {
         size_t len = strlen(t->result ? t->result : ""), chars = utf8_count(t->result ? t->result : "", len);
         const char *from = t->result ? t->result : "";
@@ -315,27 +259,22 @@ static void put_task_output(strbuf *out, const task *t, const char *retrieval)
                   from);
     } else if (task_status_active(t->status)) {
         sb_printf(out, "<progress>%u tool calls so far</progress>\n", t->tool_calls);
-        const char *asking = task_permission_what(t);
-        if (asking)
-            tag(out, "waiting_for_permission", asking);
+        if (t->asking)
+            tag(out, "waiting_for_permission", t->asking);
         if (t->awaiting)
             tag(out, "waiting_for_tasks",
                 t->wake_parked ? "the background tasks it launched have ended; it continues when a slot frees"
                                : "the background tasks it launched are still running");
     }
-    if (task_usage(t)) {
+    if (t->has_usage) {
         sb_puts(out, "<usage>");
-        format_usage(out, task_usage(t));
+        format_usage(out, &t->use);
         sb_puts(out, "</usage>\n");
     }
     if (t->status == TASK_ERROR)
         tag(out, "error", t->error ? t->error : "unknown error");
-    if (t->wt) {
-        strbuf wt = {0};
-        format_worktree(&wt, t);
-        sb_printf(out, "<worktree>\n%s</worktree>\n", wt.buf);
-        sb_free(&wt);
-    }
+    if (t->worktree)
+        sb_printf(out, "<worktree>\n%s</worktree>\n", t->worktree);
 }
 
 int tool_claude_task_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
@@ -345,112 +284,64 @@ int tool_claude_task_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, s
     double timeout_ms;
     if (!ms_arg(args, "TaskOutput", TASKOUTPUT_DEFAULT_MS, TASKOUTPUT_MAX_MS, &timeout_ms, out))
         return -EINVAL;
-    engine_lock(eng);
-    task *t = op_find_own(eng, id, ctx);
-    if (!t) {
-        engine_unlock(eng);
-        return not_found(out, id);
-    }
-    const char *retrieval = "success";
+    output_req req = {block, (int64_t)timeout_ms, false, true};
+    output_result r;
+    op_output(eng, ctx, id, &req, &r);
     int rc = 0;
-    if (task_status_active(t->status)) {
-        if (!block) {
-            retrieval = "not_ready";
-        } else {
-            char key[TASK_ID_SIZE];
-            memcpy(key, t->id, sizeof key);
-            wait_result w = op_await(eng, ctx, key, mono_ms() + (int64_t)timeout_ms, false, &t);
-            if (!t) {
-                engine_unlock(eng);
-                sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", key);
-                return -ENOENT;
-            }
-            if (w == WAIT_CANCELLED || w == WAIT_SHUTDOWN) {
-                sb_printf(out, "%s; task %s continues in the background.",
-                          w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", key);
-                engine_unlock(eng);
-                return -ECANCELED;
-            }
-            if (w == WAIT_TIMEOUT)
-                retrieval = "timeout";
-        }
+    switch (r.end) {
+    case OUTPUT_NOT_FOUND:
+        rc = not_found(out, id);
+        break;
+    case OUTPUT_REMOVED_WAITING:
+        sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", r.snap.id);
+        rc = -ENOENT;
+        break;
+    case OUTPUT_WAIT_STOPPED:
+        sb_printf(out, "%s; task %s continues in the background.",
+                  r.wait == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", r.snap.id);
+        rc = -ECANCELED;
+        break;
+    case OUTPUT_REMOVED:
+        sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", r.snap.id);
+        rc = -ENOENT;
+        break;
+    case OUTPUT_SHOWN:
+        put_task_output(out, &r.snap,
+                        r.was_active && !block   ? "not_ready"
+                        : r.wait == WAIT_TIMEOUT ? "timeout"
+                                                 : "success");
+        break;
     }
-    char key[TASK_ID_SIZE];
-    memcpy(key, t->id, sizeof key);
-    t = op_worktree_settle(eng, key); /* an isolated task: what it did in its worktree */
-    if (t)
-        t = persist_texts(eng, t); /* a finished task's result may be in the store only */
-    if (!t) {
-        engine_unlock(eng);
-        sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", key);
-        return -ENOENT;
-    }
-    put_task_output(out, t, retrieval);
-    persist_drop_copies(eng, t);
-    /* An agent's result was read; a blocking call that returned the result
-     * replaces the notification. */
-    bool read = t->type != TASK_SHELL && t->status == TASK_COMPLETED;
-    bool delivered = block && !task_status_active(t->status);
-    if (read || delivered)
-        op_shown(eng, t, engine_now(eng), read, delivered);
-    engine_unlock(eng);
+    task_snap_free(&r.snap);
     return rc;
 }
 
 /* ---- TaskStop ------------------------------------------------------------- */
 
-/* TaskStop of an agent task: background_cancel's operation, and its words
- * when the task cannot be stopped. [lock held] Released on
- * return. */
-static int stop_agent(engine *eng, task *t, strbuf *out)
-{
-    ENGINE_ASSERT_LOCKED(eng);
-    char id[TASK_ID_SIZE];
-    memcpy(id, t->id, sizeof id);
-    if (t->cancelling) {
-        engine_unlock(eng);
-        sb_printf(out, "Task %s is already being cancelled.", id);
-        return -EINVAL;
-    }
-    cancel_item *item = NULL;
-    size_t one = 0;
-    op_cancel_add(&item, &one, t);
-    engine_unlock(eng);
-    op_cancel_items(eng, item, 1, false);
-    int rc = item->rc == -ENOENT ? 0 : item->rc;
-    if (rc == 0)
-        sb_printf(out, "Stopped task %s (agent): its session was aborted.", id);
-    else
-        sb_printf(out, "Could not cancel task %s: aborting its session failed (%s). It is still running.", id,
-                  item->err);
-    op_cancel_free(item, 1);
-    return rc;
-}
-
 int tool_claude_task_stop(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out)
 {
     const char *id = arg_str(args, "task_id");
-    engine_lock(eng);
-    task *t = op_find_own(eng, id, ctx);
-    if (!t) {
-        engine_unlock(eng);
-        return not_found(out, id);
-    }
-    if (!task_status_active(t->status)) {
-        sb_printf(out, "Task %s is not running: it has already finished (status: %s).", id, claude_status(t));
-        engine_unlock(eng);
-        return 0;
-    }
-    if (t->type == TASK_AGENT)
-        return stop_agent(eng, t, out);
-    char key[TASK_ID_SIZE], *command = xstrdup(t->shell->command);
-    memcpy(key, t->id, sizeof key);
-    t = op_stop_command(eng, ctx, t, false);
-    if (t && !task_status_active(t->status))
-        sb_printf(out, "Stopped task %s (shell): %.*s%s", key, ECHO_TEXT(command));
+    cancel_result r;
+    op_cancel(eng, ctx, id, true, &r);
+    int rc = r.rc;
+    const task_snap *t = &r.snap;
+    if (r.end == CANCEL_NOT_FOUND)
+        rc = not_found(out, id);
+    else if (r.end == CANCEL_ENDED)
+        sb_printf(out, "Task %s is not running: it has already finished (status: %s).", id, claude_status(t->status));
+    else if (r.end == CANCEL_ALREADY) {
+        sb_printf(out, "Task %s is already being cancelled.", id);
+        rc = -EINVAL;
+    } else if (t->type == TASK_SHELL && r.exited)
+        sb_printf(out, "Stopped task %s (shell): %.*s%s", t->id, ECHO_TEXT(t->command));
+    else if (t->type == TASK_SHELL)
+        sb_printf(out, "Stop requested for task %s (shell): %.*s%s; it has not exited yet.", t->id,
+                  ECHO_TEXT(t->command));
+    else if (rc == 0)
+        sb_printf(out, "Stopped task %s (agent): its session was aborted.", t->id);
     else
-        sb_printf(out, "Stop requested for task %s (shell): %.*s%s; it has not exited yet.", key, ECHO_TEXT(command));
-    engine_unlock(eng);
-    free(command);
-    return 0;
+        sb_printf(out, "Could not cancel task %s: aborting its session failed (%s). It is still running.", t->id,
+                  r.err);
+    cancel_result_free(&r);
+    return rc;
 }

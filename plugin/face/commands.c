@@ -8,23 +8,22 @@
 #include "face/tools.h"
 #include "ops/ops.h"
 
-/* One /tasks row (list_line_fn). */
-static void tasks_row(strbuf *out, const task *t, int64_t now)
+/* One /tasks row. */
+static void tasks_row(strbuf *out, const task_snap *t)
 {
     char start[32], dur[32];
     format_time(start, sizeof start, t->started_ms);
-    format_duration(dur, sizeof dur, task_runtime(t, now));
+    format_duration(dur, sizeof dur, t->runtime_ms);
     /* A command without its own description is described by itself. */
-    bool show_command = t->type == TASK_SHELL && t->description && strcmp(t->description, t->shell->command) != 0;
-    const char *asking = task_permission_what(t);
+    bool show_command = t->type == TASK_SHELL && t->description && strcmp(t->description, t->command) != 0;
+    const char *asking = t->asking;
     sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s", t->id, t->type == TASK_SHELL ? "shell" : "agent",
-              claude_status(t), start, dur, t->description ? t->description : "", show_command ? " $ " : "",
-              show_command ? t->shell->command : "", asking ? " [waiting for permission: " : "", asking ? asking : "",
+              claude_status(t->status), start, dur, t->description ? t->description : "", show_command ? " $ " : "",
+              show_command ? t->command : "", asking ? " [waiting for permission: " : "", asking ? asking : "",
               asking ? "]" : "");
-    const usage *u = task_usage(t);
-    if (u) {
+    if (t->has_usage) {
         sb_puts(out, " [Usage: ");
-        format_usage(out, u);
+        format_usage(out, &t->use);
         sb_puts(out, "]");
     }
     sb_puts(out, "\n");
@@ -35,21 +34,21 @@ int command_tasks(engine *eng, const char *command, const char *arguments, ocp_c
     (void)arguments;
     if (strcmp(command, "bashes") == 0)
         sb_puts(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n");
-    unsigned counts[TASK_STATUS_COUNT];
-    strbuf rows = {0};
-    usage total;
-    unsigned n = op_list(eng, ctx, NULL, LIST_MAX_LINES, tasks_row, &rows, counts, &total);
+    task_list l;
+    op_list(eng, ctx, NULL, LIST_MAX_LINES, false, &l);
+    unsigned n = l.matched;
     if (n == 0) {
         sb_puts(out, "No background tasks in this session.");
     } else {
         sb_printf(out, "Background tasks (%u):\n", n);
         sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s\n", "Task ID", "Type", "Status", "Start Time", "Runtime",
                   "Description");
-        sb_puts(out, rows.buf);
+        for (unsigned i = 0; i < l.shown; i++)
+            tasks_row(out, &l.rows[i]);
         if (n > LIST_MAX_LINES)
             sb_printf(out, "… and %u older (background_list narrows by status or batch)\n", n - LIST_MAX_LINES);
-        put_usage_total(out, &total);
+        put_usage_total(out, &l.total);
     }
-    sb_free(&rows);
+    task_list_free(&l);
     return 0;
 }

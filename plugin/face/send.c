@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "engine/guards.h"
 #include "ops/ops.h"
 #include "face/tools.h"
 
@@ -61,16 +60,11 @@ int tool_background_send(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strb
         sb_puts(out, "background_send: argument 'message' must not be empty. Nothing was sent.");
         return -EINVAL;
     }
-    send_claim c = {0};
-    engine_lock(eng);
-    send_refusal why = op_send_check(eng, ctx, id, &c);
-    engine_unlock(eng);
-    int rc = why != SEND_OK ? refused(why, id, &c, out) : guards_admit_send(eng, ctx->session_id, out);
-    if (rc == 0) {
-        rc = op_send(eng, ctx, &c, message, &why, out);
-        if (why != SEND_OK)
-            rc = refused(why, id, &c, out);
-    }
+    send_claim c;
+    send_refusal why;
+    int rc = op_send_message(eng, ctx, id, message, &c, &why, out);
+    if (why != SEND_OK)
+        rc = refused(why, id, &c, out);
     if (rc == 0)
         sb_printf(out,
                   "Message sent to task %s: its sub-agent gets it as soon as its current step ends, and goes on "

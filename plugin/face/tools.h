@@ -15,7 +15,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "engine/engine.h"
 #include "base/util.h"
 #include "hooks/usage.h"
 #include "ops/ops.h"
@@ -54,10 +53,10 @@ typedef struct arg_spec {
     const char *const *choices; /* NULL-terminated allowed strings, or NULL */
 } arg_spec;
 
-/* A tool handler. [worker] Runs without the engine lock; writes the answer
- * (or the error text) to out; returns 0 or a negative errno. It may take
- * the lock to read tasks for its words, but changes nothing itself: each
- * change is an operation (ops/ops.h; build-aux/face-check). */
+/* A tool handler. [worker] Runs without the engine lock, and never takes
+ * it: it calls one operation of ops/ops.h and words the snapshot it
+ * returns; writes the answer (or the error text) to out; returns 0 or a
+ * negative errno. */
 typedef int (*tool_fn)(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 
 typedef struct tool_spec {
@@ -85,7 +84,7 @@ int tool_claude_task_stop(engine *eng, const cJSON *args, ocp_call_ctx *ctx, str
 
 /* The Claude face's status words: error → failed, cancelled → stopped,
  * resumed → running. */
-const char *claude_status(const task *t);
+const char *claude_status(task_status s);
 
 /* Slash commands (commands.c): /tasks, and /bashes (deprecated, then the
  * same listing). [worker] */
@@ -116,8 +115,8 @@ bool wait_timeout_arg(const cJSON *args, const char *tool, double *seconds, strb
 bool limit_arg(const cJSON *args, const char *tool, double unit_ms, const char *unit, int64_t *ms, strbuf *out);
 
 /* Launch an agent task for `tool` with req (its timeout_ms from the 'timeout'
- * argument, in units of unit_ms), once the session's budget allows it
- * (engine/guards.h). 0, or a negative errno with the error in out. */
+ * argument, in units of unit_ms; its isolation from 'isolation'): the
+ * operation op_launch_agent. 0, or a negative errno with the error in out. */
 int launch_in_budget(engine *eng, const cJSON *args, const char *tool, double unit_ms, const char *unit,
                      ocp_call_ctx *ctx, launch_req *req, launched *l, strbuf *out);
 

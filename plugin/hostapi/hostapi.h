@@ -11,6 +11,7 @@
 #ifndef OCBG_HOSTAPI_H
 #define OCBG_HOSTAPI_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

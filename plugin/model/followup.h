@@ -15,6 +15,7 @@
 #ifndef OCBG_FOLLOWUP_H
 #define OCBG_FOLLOWUP_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 
 /* The text sent for follow-up number n of task task_id: the marker line,

@@ -12,6 +12,7 @@
 #ifndef OCBG_LANES_H
 #define OCBG_LANES_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -6,6 +6,7 @@
 #ifndef OCBG_OUTCOME_H
 #define OCBG_OUTCOME_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stdint.h>
 

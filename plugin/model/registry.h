@@ -11,6 +11,7 @@
 #ifndef OCBG_REGISTRY_H
 #define OCBG_REGISTRY_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -13,6 +13,7 @@
 #ifndef OCBG_WATCH_H
 #define OCBG_WATCH_H
 
+#include "base/face_guard.h"
 #include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>

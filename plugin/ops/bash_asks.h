@@ -44,6 +44,7 @@
 #ifndef OCBG_BASH_ASKS_H
 #define OCBG_BASH_ASKS_H
 
+#include "base/face_guard.h"
 #include <cjson/cJSON.h>
 
 /* The longest line read, in bytes. Stricter than the host: OpenCode's bash

@@ -8,6 +8,7 @@
 #ifndef OCBG_BASH_PATHS_H
 #define OCBG_BASH_PATHS_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -13,6 +13,7 @@
 #ifndef OCBG_BASH_SET_H
 #define OCBG_BASH_SET_H
 
+#include "base/face_guard.h"
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stddef.h>

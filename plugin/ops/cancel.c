@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "ops/ops.h"
+#include "ops/internal.h"
 
 /* Claim an active task for cancelling: its completion checks wait while the
  * abort is in flight. [lock held] (not asserted: t does not know its lock) */
@@ -105,4 +105,63 @@ task *op_stop_command(engine *eng, ocp_call_ctx *ctx, task *t, bool owner)
     }
     engine_wait(eng, ctx, deadline, op_task_settled, key);
     return registry_find(&eng->reg, key);
+}
+
+void op_cancel(engine *eng, ocp_call_ctx *ctx, const char *id, bool stop, cancel_result *r)
+{
+    memset(r, 0, sizeof *r);
+    engine_lock(eng);
+    task *t = op_find_own(eng, id, ctx);
+    if (!t) {
+        engine_unlock(eng);
+        r->end = CANCEL_NOT_FOUND;
+        return;
+    }
+    snap_take(&r->snap, t, engine_now(eng), SNAP_STRINGS);
+    if (!task_status_active(t->status) || (t->cancelling && !(stop && t->type == TASK_SHELL))) {
+        r->end = task_status_active(t->status) ? CANCEL_ALREADY : CANCEL_ENDED;
+        engine_unlock(eng);
+        return;
+    }
+    if (stop && t->type == TASK_SHELL) {
+        t = op_stop_command(eng, ctx, t, false);
+        r->exited = t && !task_status_active(t->status);
+        engine_unlock(eng);
+        return;
+    }
+    cancel_item *item = NULL;
+    size_t one = 0;
+    op_cancel_add(&item, &one, t);
+    engine_unlock(eng);
+    op_cancel_items(eng, item, 1, false);
+    r->rc = item->rc == -ENOENT ? 0 : item->rc;
+    r->err = item->err;
+    item->err = NULL;
+    op_cancel_free(item, 1);
+}
+
+void cancel_result_free(cancel_result *r)
+{
+    free(r->err);
+    task_snap_free(&r->snap);
+}
+
+size_t op_cancel_batch(engine *eng, const ocp_call_ctx *ctx, const char *batch, cancel_item **items, size_t *n)
+{
+    *items = NULL;
+    *n = 0;
+    size_t in_batch = 0;
+    engine_lock(eng);
+    parent *p = op_parent_of(eng, ctx);
+    for (task *t = p ? p->head : NULL; t; t = t->pnext) {
+        if (strcmp(t->batch->id, batch) != 0)
+            continue;
+        in_batch++;
+        if (task_status_active(t->status) && !t->cancelling)
+            op_cancel_add(items, n, t);
+    }
+    engine_unlock(eng);
+    if (*n)
+        op_cancel_items(eng, *items, *n, false);
+    return in_batch;
 }

@@ -5,7 +5,7 @@
 #include "engine/isolate.h"
 
 #include "base/util.h"
-#include "ops/ops.h"
+#include "ops/internal.h"
 
 /* Why item id's abort failed, or a default. */
 static const char *kept_reason(const cancel_item *items, size_t n, const char *id)

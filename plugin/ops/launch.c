@@ -7,8 +7,9 @@
 
 #include "base/intern.h"
 #include "base/util.h"
+#include "engine/guards.h"
 #include "engine/sched.h"
-#include "ops/ops.h"
+#include "ops/internal.h"
 #include "ops/permission.h"
 
 /* Admit a new task of (type, agent): 0 with *s its first status, or
@@ -168,14 +169,26 @@ static int start_failed(engine *eng, const char *id, char *err, int rc, strbuf *
     return rc;
 }
 
+/* The launch's isolation: its name, or the isolation option's. */
+static isolation isolation_of(engine *eng, const char *name)
+{
+    for (int i = 0; name && isolation_names[i]; i++)
+        if (strcmp(name, isolation_names[i]) == 0)
+            return (isolation)i;
+    return (isolation)eng->opt.isolation;
+}
+
 int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out)
 {
+    int rc = guards_admit(eng, ctx->session_id, NULL, out); /* the session's budget, first */
+    if (rc != 0)
+        return rc;
     if (!ctx->session_id) {
         sb_puts(out, "The call has no session to launch a task from.");
         return -EINVAL;
     }
     /* Depth, then the host's consent: a refusal leaves nothing behind. */
-    int rc = check_depth(eng, ctx, out);
+    rc = check_depth(eng, ctx, out);
     if (rc == 0)
         rc = permission_task(eng, ctx, req->agent, req->description, out);
     if (rc != 0)
@@ -183,7 +196,8 @@ int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req,
     /* Its worktree before the task: a refusal leaves nothing behind. */
     char id[TASK_ID_SIZE] = "";
     worktree_made wt = {0};
-    if (req->isolation != ISOLATION_NONE && (rc = make_worktree(eng, ctx, req->isolation, id, &wt, out)) != 0)
+    isolation how = isolation_of(eng, req->isolation);
+    if (how != ISOLATION_NONE && (rc = make_worktree(eng, ctx, how, id, &wt, out)) != 0)
         return rc;
     engine_lock(eng);
     task_status s;
@@ -221,7 +235,7 @@ int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req,
 }
 
 int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
-                    launched *l, strbuf *out)
+                    int64_t timeout_ms, launched *l, strbuf *out)
 {
     if (!ctx->session_id) {
         sb_puts(out, "The call has no session to run a command for.");
@@ -246,6 +260,8 @@ int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, c
     task *t = register_task(eng, ctx, TASK_SHELL, NULL, s, description && !blank(description) ? description : command,
                             foreground, "");
     t->shell = shell_state_new(command, ctx->directory, (size_t)eng->opt.shell_output_cap);
+    if (!foreground)
+        t->timeout_ms = timeout_ms; /* a foreground one's is the call's (op_foreground) */
     memcpy(l->id, t->id, TASK_ID_SIZE);
     memcpy(l->batch, t->batch->id, TASK_ID_SIZE);
     if (s == TASK_PENDING)

@@ -15,6 +15,7 @@
 #ifndef OCBG_PERMISSION_H
 #define OCBG_PERMISSION_H
 
+#include "base/face_guard.h"
 #include <cjson/cJSON.h>
 
 #include "engine/engine.h"

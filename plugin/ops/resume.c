@@ -6,11 +6,14 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/guards.h"
 #include "engine/sched.h"
-#include "ops/ops.h"
+#include "ops/internal.h"
 #include "ops/permission.h"
 
-resume_refusal op_resume_claim(engine *eng, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
+/* Claim task id for a follow-up. [lock held] RESUME_OK and *c filled, or a
+ * refusal (nothing changed). */
+static resume_refusal op_resume_claim(engine *eng, const ocp_call_ctx *ctx, const char *id, bool block, resume_claim *c)
 {
     ENGINE_ASSERT_LOCKED(eng);
     task *t = op_find_own(eng, id, ctx);
@@ -93,7 +96,11 @@ static void send_failed(engine *eng, const resume_claim *c, const char *why)
     engine_unlock(eng);
 }
 
-int op_resume_send(engine *eng, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)
+/* Ask permission, check the session still exists, send the follow-up.
+ * [lock not held] 0; -ESTALE: the session is gone (the claim given back,
+ * the task completed as before); another negative errno with the answer in
+ * out: refused (claim given back) or the send failed (the task in error). */
+static int op_resume_send(engine *eng, const ocp_call_ctx *ctx, const resume_claim *c, const char *prompt, strbuf *out)
 {
     /* The host's consent, as for a launch: a refusal gives the claim back. */
     int rc = permission_task(eng, ctx, c->agent, NULL, out);
@@ -133,7 +140,9 @@ static bool run_settled(engine *eng, void *arg)
     return !t || t->run != c->run || !task_status_active(t->status);
 }
 
-wait_result op_resume_wait(engine *eng, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
+/* Wait for the claimed run to end (a blocking resume). *t: the task after,
+ * NULL when removed. [lock held] */
+static wait_result op_resume_wait(engine *eng, ocp_call_ctx *ctx, resume_claim *c, int64_t deadline, task **t)
 {
     ENGINE_ASSERT_LOCKED(eng);
     wait_result w = engine_wait(eng, ctx, deadline, run_settled, c);
@@ -148,4 +157,51 @@ void op_resume_claim_free(resume_claim *c)
     free(c->session);
     free(c->agent);
     c->session = c->agent = NULL;
+}
+
+/* A blocking resume's wait for the claimed run, and what it ended with:
+ * a result it returns replaces the notification. [lock not held] */
+static void resume_block(engine *eng, ocp_call_ctx *ctx, int64_t wait_ms, resume_result *r)
+{
+    engine_lock(eng);
+    task *t;
+    r->wait = op_resume_wait(eng, ctx, &r->claim, mono_ms() + wait_ms, &t);
+    r->gone = !t;
+    if (t) {
+        r->same_run = t->run == r->claim.run;
+        if (r->wait == WAIT_DONE && r->same_run && t->status == TASK_COMPLETED)
+            op_shown(eng, t, engine_now(eng), true, true);
+        else if (r->wait == WAIT_DONE && r->same_run && t->status == TASK_ERROR)
+            op_shown(eng, t, 0, false, true);
+        snap_take(&r->snap, t, engine_now(eng), SNAP_TEXTS);
+    }
+    engine_unlock(eng);
+}
+
+int op_resume(engine *eng, ocp_call_ctx *ctx, const char *id, const char *prompt, bool block, int64_t wait_ms,
+              resume_result *r, strbuf *out)
+{
+    memset(r, 0, sizeof *r);
+    int rc = guards_admit(eng, ctx->session_id, id, out);
+    if (rc != 0)
+        return rc;
+    engine_lock(eng);
+    r->why = op_resume_claim(eng, ctx, id, block, &r->claim);
+    engine_unlock(eng);
+    if (r->why != RESUME_OK)
+        return 0;
+    rc = op_resume_send(eng, ctx, &r->claim, prompt, out);
+    if (rc == -ESTALE) {
+        r->why = RESUME_EXPIRED;
+        return 0;
+    }
+    if (rc == 0 && block)
+        resume_block(eng, ctx, wait_ms, r);
+    return rc;
+}
+
+void resume_result_free(resume_result *r)
+{
+    op_resume_claim_free(&r->claim);
+    task_snap_free(&r->snap);
 }

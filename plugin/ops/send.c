@@ -5,11 +5,15 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "engine/guards.h"
 #include "model/followup.h"
-#include "ops/ops.h"
+#include "ops/internal.h"
 #include "ops/permission.h"
 
-send_refusal op_send_check(engine *eng, const ocp_call_ctx *ctx, const char *id, send_claim *c)
+/* Is task id a running agent task of the caller's session that can take a
+ * message now? [lock held] SEND_OK and *c filled, or why not (c->status set
+ * when found); nothing changes. */
+static send_refusal op_send_check(engine *eng, const ocp_call_ctx *ctx, const char *id, send_claim *c)
 {
     ENGINE_ASSERT_LOCKED(eng);
     task *t = op_find_own(eng, id, ctx);
@@ -51,7 +55,16 @@ static void send_failed(engine *eng, const send_claim *c)
     engine_unlock(eng);
 }
 
-int op_send(engine *eng, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why, strbuf *out)
+/* Send `message` into the running task c names: the host's permission
+ * ("task", the agent), the task checked again (it may have ended while the
+ * user was asked), then the prompt queued into its busy session. The task
+ * keeps its run and its one notification; its completion waits until the
+ * host holds the message (model/followup.h). [lock not held] 0; or a
+ * negative errno and the answer in out: refused (-EACCES, -ECANCELED, -EIO
+ * from the permission; -EINVAL etc. with *why set when the task changed
+ * meanwhile, out untouched) or the host's send failed (out says so). */
+static int op_send(engine *eng, const ocp_call_ctx *ctx, send_claim *c, const char *message, send_refusal *why,
+                   strbuf *out)
 {
     *why = SEND_OK;
     int rc = permission_send(eng, ctx, c->agent, c->description, out);
@@ -91,4 +104,17 @@ void op_send_claim_free(send_claim *c)
     free(c->agent);
     free(c->description);
     c->session = c->agent = c->description = NULL;
+}
+
+int op_send_message(engine *eng, const ocp_call_ctx *ctx, const char *id, const char *message, send_claim *c,
+                    send_refusal *why, strbuf *out)
+{
+    memset(c, 0, sizeof *c);
+    engine_lock(eng);
+    *why = op_send_check(eng, ctx, id, c);
+    engine_unlock(eng);
+    if (*why != SEND_OK)
+        return 0;
+    int rc = guards_admit_send(eng, ctx->session_id, out);
+    return rc != 0 ? rc : op_send(eng, ctx, c, message, why, out);
 }

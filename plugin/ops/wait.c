@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "ops/ops.h"
+#include "ops/internal.h"
 
 task *op_find_own(engine *eng, const char *task_id, const ocp_call_ctx *ctx)
 {

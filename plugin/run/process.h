@@ -9,6 +9,7 @@
 #ifndef OCBG_PROCESS_H
 #define OCBG_PROCESS_H
 
+#include "base/face_guard.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>

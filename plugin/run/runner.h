@@ -13,6 +13,7 @@
 #ifndef OCBG_RUNNER_H
 #define OCBG_RUNNER_H
 
+#include "base/face_guard.h"
 #include <pthread.h>
 
 #include "base/options.h"

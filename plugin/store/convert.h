@@ -6,6 +6,7 @@
 #ifndef OCBG_STORE_CONVERT_H
 #define OCBG_STORE_CONVERT_H
 
+#include "base/face_guard.h"
 #include "model/task.h"
 #include "store/row.h"
 

@@ -12,6 +12,7 @@
 #ifndef OCBG_STORE_READER_H
 #define OCBG_STORE_READER_H
 
+#include "base/face_guard.h"
 typedef struct store_reader store_reader;
 
 /* A reader of the database file `path` (copied); the file is opened at the

@@ -5,6 +5,7 @@
 #ifndef OCBG_STORE_ROW_H
 #define OCBG_STORE_ROW_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stddef.h>
 

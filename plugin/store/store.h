@@ -25,6 +25,7 @@
 #ifndef OCBG_STORE_H
 #define OCBG_STORE_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,6 @@
 /* format.c — see format.h. */
 #include "text/texts.h"
+#include "model/registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,8 +9,8 @@
 #define OCBG_FORMAT_H
 
 #include "base/util.h"
-#include "model/registry.h"
 #include "hooks/usage.h"
+#include "model/task.h"
 
 /* How much of a command's output a report shows (the tail is kept). */
 #define SHELL_REPORT_CHARS 30000

@@ -14,6 +14,7 @@
 #ifndef OCBG_WORKTREE_BIND_H
 #define OCBG_WORKTREE_BIND_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 
 #include "worktree/git.h"

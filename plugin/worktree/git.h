@@ -28,6 +28,8 @@
 
 #include <stddef.h>
 
+#include "base/face_guard.h"
+
 #define GIT_DEADLINE_MS 60000
 
 /* Which repository a command works on. git_dir: absolute, the repository's

@@ -17,6 +17,7 @@
 #ifndef OCBG_WORKTREE_H
 #define OCBG_WORKTREE_H
 
+#include "base/face_guard.h"
 #include <stdbool.h>
 
 #include "model/task.h"
