@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "model/monitor_task.h"
 #include "text/texts.h"
 #include "face/tools.h"
 #include "ops/ops.h"
@@ -17,7 +18,10 @@ static void tasks_row(strbuf *out, const task *t, int64_t now)
     /* A command without its own description is described by itself. */
     bool show_command = t->type == TASK_SHELL && t->description && strcmp(t->description, t->shell->command) != 0;
     const char *asking = task_permission_what(t);
-    sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s", t->id, t->type == TASK_SHELL ? "shell" : "agent",
+    sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s", t->id,
+              task_is_monitor(t)      ? "monitor"
+              : t->type == TASK_SHELL ? "shell"
+                                      : "agent",
               claude_status(t), start, dur, t->description ? t->description : "", show_command ? " $ " : "",
               show_command ? t->shell->command : "", asking ? " [waiting for permission: " : "", asking ? asking : "",
               asking ? "]" : "");

@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "engine/isolate.h"
 #include "hooks/usage.h"
+#include "model/monitor.h"
 
 typedef struct launch_req {
     const char *description, *prompt, *agent;
@@ -55,6 +56,11 @@ int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req,
  * error; a foreground one is removed). */
 int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
                     launched *l, strbuf *out);
+
+/* op_launch_shell for a monitor (ops/monitor.h): a background command with
+ * mon (taken, freed on a refusal) on its output from its first byte. */
+int op_launch_monitor(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description,
+                      shell_monitor *mon, launched *l, strbuf *out);
 
 /* An active task being cancelled: its id, its session (NULL: a command), how
  * the abort went (rc, err). */
