@@ -1489,11 +1489,12 @@ async function rateLimited() {
 
 // ================= nesting (max_depth 2 in this suite) =================
 
-// ocbg's tools, as the model sees them (face_claude: true adds the last four).
+// ocbg's tools, as the model sees them (face_claude: true adds the last five).
 // (Functions, not constants: main() runs before this part of the module.)
 function ocbgTools() {
   return ["background_task", "background_output", "background_cancel", "background_list", "background_clear",
-    "background_resume", "background_block", "background_send", "Task", "Bash", "TaskOutput", "TaskStop"];
+    "background_resume", "background_block", "background_send", "background_monitor", "Task", "Bash", "TaskOutput",
+    "TaskStop", "Monitor"];
 }
 function toolNames(r) { return (r?.body.tools || []).map((t) => t.function?.name); }
 async function childOf(sid) { return (await api("GET", `/session/${sid}/children`)).json?.[0]?.id; }
