@@ -65,11 +65,15 @@ static const arg_spec block_args[] = {
 
 /* Both faces' monitor tool (face/monitor.c). */
 static const arg_spec monitor_args[] = {
-    {"command", ARG_STRING, ARG_OPTIONAL,
-     "A command to watch (/bin/sh -c, asked for as a background Bash is), e.g. `tail -f app.log`; or task_id", NULL},
+    {"command", ARG_STRING, ARG_REQUIRED_BY_HANDLER,
+     "A command to watch (/bin/sh -c, asked for as a background Bash is), e.g. `tail -f app.log`; not with "
+     "task_id",
+     NULL},
     {"description", ARG_STRING, ARG_OPTIONAL, "What it watches for, in a few words (names its events)", NULL},
     {"task_id", ARG_STRING, ARG_OPTIONAL,
-     "Instead of command: a running background command of this session (bg_...) to follow from now on", NULL},
+     "Instead of command (give no command then): a running background command of this session (bg_...) to follow "
+     "from now on",
+     NULL},
     {"pattern", ARG_STRING, ARG_OPTIONAL,
      "A POSIX extended regular expression: only the lines it matches are events (default: every line)", NULL},
     {"timeout_ms", ARG_NUMBER, ARG_OPTIONAL,
