@@ -202,7 +202,8 @@ async function main() {
       autoBackground, tasksCommand, silentThenWaking, batchWhileBusy, bashDenied, bashAskedOnce, rejectLikeHost, bashEscWhileAsking,
       childAsksPermission, taskDenied, deleteStopsChildren, compactedChild, compactedAfter, capTwoOfFour, usageNotified,
       tokenBudget, rateLimited, nestedTasks, nestedCancel, nestedRefused,
-      editCollision, restartAfterNotify, restartBeforeNotify, restartMidTask, endedTaskBusyAgain])) {
+      editCollision, restartAfterNotify, restartBeforeNotify, restartMidTask, endedTaskBusyAgain, monitorEvents,
+      monitorFlood])) {
       const t0 = Date.now();
       await scenario();
       diag(`${scenario.name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
@@ -665,6 +666,55 @@ async function claudeShell() {
   const gone = pgrp && await waitFor("the process group gone", () => groupMembers(pgrp).length === 0, 10000);
   ok(gone, "the command's whole process group is gone", pgrp && groupMembers(pgrp));
   if (gone) shellGroups.delete(pgrp);
+}
+
+// background_monitor (docs/tools.md#monitors): a command printing a line a
+// second for 5 s gives at most 5 events after coalescing, each a user message
+// that wakes the parent once (one model call has it as its newest user
+// message), then "stream ended" once.
+const lastUserOf = (r) => JSON.stringify([...(r.body.messages || [])].reverse().find((m) => m.role === "user") || {});
+async function monitorEvents() {
+  const s = await newSession("monitor ticks");
+  const m = await callTool(s, "background_monitor", { command: "for i in 1 2 3 4 5; do echo tick $i; sleep 1; done",
+    description: "ticks" }, 60000);
+  const id = m?.output ? taskIds(m.output)[0] : null;
+  ok(m?.status === "completed" && id && m.output.startsWith(`Monitor ${id} started: $ for i in`),
+    "background_monitor starts a monitor", m);
+  const ended = `[ocbg] Monitor ${id} "ticks": stream ended (exit code 0)`;
+  const us = await waitFor("stream ended", async () => {
+    const t = userTexts(await messages(s));
+    return t.some((x) => x.includes(ended)) ? t : null;
+  }, 60000);
+  const evs = (us || []).filter((x) => x.includes(`[ocbg] Monitor ${id} "ticks", event `));
+  ok(evs.length >= 1 && evs.length <= 5 && ["tick 1", "tick 5"].every((l) => evs.join("\n").includes(l)),
+    "5 lines a second apart: at most 5 events, every line told", evs);
+  ok((us || []).filter((x) => x.includes(ended)).length === 1, "stream ended, once", us);
+  await idle(s);
+  const woke = evs.map((_, i) => fake.requests.filter((r) => {
+    const u = lastUserOf(r);
+    return u.includes(id) && u.includes(`event ${i + 1}:`);
+  }).length);
+  ok(woke.length && woke.every((n) => n === 1), "each event woke the parent once (a model call per event)", woke);
+}
+
+// A flood (`yes`) under the default bounds: 12 events at most, then the watch
+// stops with the advice to filter more precisely, and its command is stopped.
+async function monitorFlood() {
+  const s = await newSession("monitor flood");
+  const m = await callTool(s, "background_monitor", { command: "yes", description: "flood" }, 60000);
+  const id = m?.output ? taskIds(m.output)[0] : null;
+  ok(id, "a monitor on `yes`", m);
+  const stop = `[ocbg] Monitor ${id} "flood" stopped: its lines came faster than 12 events a minute for 30.0s`;
+  const us = await waitFor("the flood stop", async () => {
+    const t = userTexts(await messages(s));
+    return t.some((x) => x.includes(stop)) ? t : null;
+  }, 90000);
+  const note = (us || []).find((x) => x.includes(stop)) || "";
+  ok(note.includes("Its command was stopped. Filter more precisely: a pattern that matches only the lines you must " +
+    "react to, or a filter in the command"), "the flood is stopped with the advice", note);
+  ok((us || []).filter((x) => x.includes(`[ocbg] Monitor ${id} "flood", event `)).length <= 12,
+    "at most 12 events before it", us?.length);
+  await idle(s);
 }
 
 // Long foreground work moves to the background (auto_background_ms, small in
