@@ -15,7 +15,7 @@
 
 #include "shelltest.h"
 #include "storetest.h"
-#include "model/monitor_task.h"
+#include "engine/monitor.h"
 
 static char dir[] = "/tmp/ocbg-monitor-XXXXXX";
 
@@ -87,11 +87,13 @@ static void limits(sim_host *h, int64_t quiet, int64_t span, unsigned per_minute
 {
     engine *eng = lt_engine(h);
     engine_lock(eng);
-    eng->watch_limits.quiet_ms = quiet;
-    eng->watch_limits.span_ms = span;
-    eng->watch_limits.per_minute = per_minute;
-    eng->watch_limits.flood_ms = flood;
-    eng->watch_limits.max_events = max_events;
+    watch_limits lim = monitor_limits(eng);
+    lim.quiet_ms = quiet;
+    lim.span_ms = span;
+    lim.per_minute = per_minute;
+    lim.flood_ms = flood;
+    lim.max_events = max_events;
+    monitor_set_limits(eng, &lim);
     engine_unlock(eng);
 }
 

@@ -30,7 +30,6 @@
 #include "hooks/events.h"
 #include "hostapi/hostapi.h"
 #include "model/registry.h"
-#include "model/watch.h"
 #include "engine/jobs.h"
 #include "engine/defer_state.h"
 #include "engine/gitwork_state.h"
@@ -90,7 +89,6 @@ typedef struct engine {
     gitwork_state git;    /* git for isolated tasks, on a thread of its own (engine/gitwork.h) */
     struct collide_state *collide; /* files edited per launching session (engine/collide.h); NULL: none yet */
     struct monitor_list *monitors; /* the watched commands (engine/monitor.h); NULL: none yet */
-    watch_limits watch_limits;     /* a new monitor's bounds: watch_limits_default (tests narrow them) */
 } engine;
 
 /* The engine lock (base/lock.h): the only way to take, release or wait on

@@ -69,7 +69,6 @@ int engine_start(engine *eng, runner_open_fn open_agent, runner_open_fn open_she
     jobs_init(&eng->q, &eng->work_cv, &eng->mu);
     gitwork_init(eng);
     defer_init(eng);
-    eng->watch_limits = watch_limits_default();
     runner_env env = {&eng->mu, &eng->reg, &eng->api, &eng->opt, eng, runner_finished, runner_abort, monitor_wake};
     int rc = 0;
     eng->runners[TASK_AGENT] = open_agent(&env, &rc);

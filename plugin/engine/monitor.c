@@ -12,14 +12,35 @@
 typedef struct monitor_list {
     char (*ids)[TASK_ID_SIZE];
     unsigned n, cap;
+    bool narrowed;    /* lim was set (monitor_set_limits) */
+    watch_limits lim; /* then: a new monitor's bounds */
 } monitor_list;
+
+static monitor_list *list_of(engine *eng)
+{
+    if (!eng->monitors)
+        eng->monitors = xcalloc(1, sizeof *eng->monitors);
+    return eng->monitors;
+}
+
+watch_limits monitor_limits(engine *eng)
+{
+    ENGINE_ASSERT_LOCKED(eng);
+    return eng->monitors && eng->monitors->narrowed ? eng->monitors->lim : watch_limits_default();
+}
+
+void monitor_set_limits(engine *eng, const watch_limits *lim)
+{
+    ENGINE_ASSERT_LOCKED(eng);
+    monitor_list *l = list_of(eng);
+    l->lim = *lim;
+    l->narrowed = true;
+}
 
 void monitor_attach(engine *eng, task *t, shell_monitor *m)
 {
     ENGINE_ASSERT_LOCKED(eng);
-    monitor_list *l = eng->monitors;
-    if (!l)
-        l = eng->monitors = xcalloc(1, sizeof *l);
+    monitor_list *l = list_of(eng);
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 4;
         l->ids = xrealloc(l->ids, l->cap * sizeof *l->ids);

@@ -28,6 +28,11 @@ void monitor_attach(engine *eng, task *t, shell_monitor *m);
  * for). [lock held] [worker] */
 int64_t monitor_tick(engine *eng, int64_t now);
 
+/* The bounds of a monitor started now: watch_limits_default, unless a test
+ * narrowed them with monitor_set_limits. [lock held] */
+watch_limits monitor_limits(engine *eng);
+void monitor_set_limits(engine *eng, const watch_limits *lim);
+
 /* The runner_env.watch_due callback: wake the worker. [lock held] */
 void monitor_wake(void *engine_arg);
 

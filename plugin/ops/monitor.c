@@ -82,7 +82,7 @@ int op_monitor_start(engine *eng, const ocp_call_ctx *ctx, const monitor_req *re
     char why[256];
     bool follows = req->task_id && !blank(req->task_id);
     engine_lock(eng);
-    watch_limits lim = eng->watch_limits;
+    watch_limits lim = monitor_limits(eng);
     engine_unlock(eng);
     shell_monitor *mon = shell_monitor_new(&lim, req->pattern, timeout_ms, follows, why, sizeof why);
     if (!mon) {

@@ -22,7 +22,6 @@
 #include "engine/engine.h"
 #include "engine/isolate.h"
 #include "hooks/usage.h"
-#include "model/monitor.h"
 
 typedef struct launch_req {
     const char *description, *prompt, *agent;
@@ -59,8 +58,9 @@ int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, c
 
 /* op_launch_shell for a monitor (ops/monitor.h): a background command with
  * mon (taken, freed on a refusal) on its output from its first byte. */
+struct shell_monitor;
 int op_launch_monitor(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description,
-                      shell_monitor *mon, launched *l, strbuf *out);
+                      struct shell_monitor *mon, launched *l, strbuf *out);
 
 /* An active task being cancelled: its id, its session (NULL: a command), how
  * the abort went (rc, err). */
