@@ -16,6 +16,8 @@
  *   rest counted). What a flood costs before the 30 s stop.
  * monitor_flood_lines_per_s: the lines the watch read in those 3 s, per
  *   second.
+ * shell_flood_cpu_pct, shell_flood_lines_per_s: the same `yes` as a plain
+ *   background Bash (no watch): what reading the flood costs without one.
  *
  * Checked: every event arrives, in order of its number; a flood's events are
  *   at most the rate's 12; else it exits 1. Prints "name: value unit". */
@@ -100,12 +102,22 @@ static void events_per_s(void)
     sim_destroy(h);
 }
 
-static void flood_cpu(void)
+/* `yes` for 3 s, watched by a monitor or run as a plain background Bash. */
+static void flood_cpu(bool watched)
 {
     sim_host *h = host();
     engine *eng = sim_plugin(h, 0)->userdata;
     char *s = sim_session_new(h, NULL, "main");
-    char *id = start(h, s, "yes");
+    char *id = NULL, *out = NULL;
+    if (watched) {
+        id = start(h, s, "yes");
+    } else {
+        if (sim_tool(h, s, "Bash", "{\"command\":\"yes\",\"run_in_background\":true}", &out) != 0 ||
+            !strstr(out, "bg_"))
+            fail("Bash yes failed");
+        id = strndup(strstr(out, "bg_"), 11);
+        free(out);
+    }
     int64_t t0 = bench_ns(), c0 = cpu_us();
     bench_sleep_ms(3000);
     int64_t wall = bench_ns() - t0, cpu = cpu_us() - c0;
@@ -116,9 +128,10 @@ static void flood_cpu(void)
     size_t events = sim_calls(h, "session_prompt", s);
     if (events > 12)
         fail("a flood gave more events than the rate allows");
-    printf("monitor_flood_cpu_pct: %.1f %%\n", 100.0 * (double)cpu * 1000 / (double)wall);
-    printf("monitor_flood_lines_per_s: %.0f lines/s\n", (double)bytes / 2 / ((double)wall / 1e9));
-    char args[64], *out = NULL;
+    const char *name = watched ? "monitor" : "shell";
+    printf("%s_flood_cpu_pct: %.1f %%\n", name, 100.0 * (double)cpu * 1000 / (double)wall);
+    printf("%s_flood_lines_per_s: %.0f lines/s\n", name, (double)bytes / 2 / ((double)wall / 1e9));
+    char args[64];
     snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
     sim_tool(h, s, "background_cancel", args, &out);
     free(out);
@@ -130,6 +143,7 @@ static void flood_cpu(void)
 int main(void)
 {
     events_per_s();
-    flood_cpu();
+    flood_cpu(true);
+    flood_cpu(false);
     return 0;
 }
