@@ -277,10 +277,14 @@ include tests/reliability/reliability.mk
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
-# The C style (.clang-format): the plugin, the ABI, the simulated host and the
-# OpenCode adapter. clang-format is Debian's clang-format package.
+# The C style (.clang-format): the plugin, the ABI, the simulated host, the
+# OpenCode adapter, the tests and benchmarks. clang-format is Debian's clang-format package.
 FORMAT_FILES = $(sort $(wildcard include/*.h base/*.[ch] plugin/*.c plugin/*/*.[ch] hooks/*.[ch] fork/*.[ch] host/sim/*/*.[ch] \
-                 host/opencode/*.[ch]))
+                 host/opencode/*.[ch] $(FORMAT_TEST_FILES)))
+# The tests, benchmarks and build tools too; not tests/layout/fixtures/, whose
+# deliberately bad files the layout checker's tests count line by line.
+FORMAT_TEST_FILES = tests/*.[ch] tests/bare/*.[ch] tests/plugins/*.c tests/reliability/*.[ch] \
+                    tests/reliability/fuzz/*.[ch] tests/tools/*.c bench/*.[ch] build-aux/*.c
 format: ## reformat the C sources in place (.clang-format)
 	clang-format -i $(FORMAT_FILES)
 format-check: ## fail when a C source differs from .clang-format's style

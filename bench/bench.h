@@ -68,8 +68,7 @@ static inline double bench_median(double *v, size_t n)
 
 /* One tool call on this thread, as a host worker makes it. Returns the
  * plugin's rc; *out (malloc'd copy, may be NULL when out is NULL). */
-static inline int bench_tool(const ocp_plugin *p, const char *session, const char *tool, const char *args,
-                             char **out)
+static inline int bench_tool(const ocp_plugin *p, const char *session, const char *tool, const char *args, char **out)
 {
     ocp_call_ctx ctx = {.struct_size = sizeof ctx,
                         .session_id = session,

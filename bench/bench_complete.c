@@ -73,8 +73,8 @@
 #define ANSWER_BYTES 2000
 
 static char launch_args[1024];
-static char *messages_json;   /* what every task session holds: its prompt, a finished answer */
-static char answer_tail[64];  /* the answer's last characters: a notice carries all of it */
+static char *messages_json;  /* what every task session holds: its prompt, a finished answer */
+static char answer_tail[64]; /* the answer's last characters: a notice carries all of it */
 static char store_dir[] = "/tmp/ocbg-bench-complete-XXXXXX";
 
 /* Counted by the fake host's session_prompt for parent sessions. */
@@ -118,7 +118,8 @@ static void make_texts(void)
     sprintf(messages_json,
             "[{\"info\":{\"id\":\"msg_fakeusermessage00000000001\",\"role\":\"user\",\"time\":{\"created\":1}},"
             "\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]},"
-            "{\"info\":{\"id\":\"msg_fakeanswermessage000000001\",\"role\":\"assistant\",\"time\":{\"created\":2,\"completed\":3},"
+            "{\"info\":{\"id\":\"msg_fakeanswermessage000000001\",\"role\":\"assistant\",\"time\":{\"created\":2,"
+            "\"completed\":3},"
             "\"finish\":\"stop\"},\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]}]",
             prompt, answer);
 }
@@ -244,8 +245,7 @@ static double check_output(const ocp_plugin *p, int parents)
         bench_tool(p, psid, "background_output", args, &out);
         us[i] = (double)(bench_ns() - t0) / 1000.0;
         if (!out || !strstr(out, "END-OF-ANSWR") || !strstr(out, "The parser returns early on EOF.")) {
-            fprintf(stderr, "bench_complete: background_output of %s lacks the answer: %.200s\n", id,
-                    out ? out : "");
+            fprintf(stderr, "bench_complete: background_output of %s lacks the answer: %.200s\n", id, out ? out : "");
             exit(1);
         }
         free(out);
@@ -313,7 +313,8 @@ static figures run(const ocp_host *host, int per_parent, int mem, int stored)
     char ev[160];
     int64_t t0 = bench_ns();
     for (unsigned long k = first; k < first + TASKS; k++) {
-        snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"" BENCH_SESSION_FMT "\"}}", k);
+        snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"" BENCH_SESSION_FMT "\"}}",
+                 k);
         p->on_event(p->userdata, ev);
     }
     wait_pushes(TASKS);
@@ -383,8 +384,12 @@ static void memory_rows(const ocp_host *host, int stored)
     int status = 0;
     if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "bench_complete: the memory run (store %s) failed: %s %d\n", stored ? "on" : "off",
-                pid < 0 ? "fork failed" : WIFSIGNALED(status) ? "signal" : "exit status",
-                pid < 0 ? 0 : WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+                pid < 0               ? "fork failed"
+                : WIFSIGNALED(status) ? "signal"
+                                      : "exit status",
+                pid < 0               ? 0
+                : WIFSIGNALED(status) ? WTERMSIG(status)
+                                      : WEXITSTATUS(status));
         exit(1);
     }
 }

@@ -267,7 +267,12 @@ static char *second_script(int tools, int seed)
  * completes and its parent is told. */
 static void tools_each_second(void)
 {
-    enum { N = 10, SETTLE = 6000, WINDOW = 20000, TOOLS = (SETTLE + WINDOW + 4000) / 1000 };
+    enum {
+        N = 10,
+        SETTLE = 6000,
+        WINDOW = 20000,
+        TOOLS = (SETTLE + WINDOW + 4000) / 1000
+    };
     sim_host *h = host_new();
     char *parent = sim_session_new(h, NULL, "bench 1s");
     char **ids = calloc(N, sizeof *ids);
@@ -348,7 +353,9 @@ static char *session_prompted_with(sim_host *h, const char *text)
  * host to its notification's push. */
 static void lost_idle_detect(const char *lost, const char *name)
 {
-    enum { FINISHERS = 3 };
+    enum {
+        FINISHERS = 3
+    };
     sim_host *h = host_new();
     char *parent = sim_session_new(h, NULL, "bench detect");
     sim_event_faults(h, 7, 1.0, 0, 0, lost);

@@ -73,8 +73,13 @@ static void events_per_s(void)
     sim_host *h = host();
     engine *eng = sim_plugin(h, 0)->userdata;
     engine_lock(eng);
-    watch_limits open = {.quiet_ms = 0, .span_ms = 0, .max_lines = 1, .max_bytes = 4000,
-                         .per_minute = EVENTS + 10, .flood_ms = INT64_MAX / 4, .max_events = EVENTS + 10};
+    watch_limits open = {.quiet_ms = 0,
+                         .span_ms = 0,
+                         .max_lines = 1,
+                         .max_bytes = 4000,
+                         .per_minute = EVENTS + 10,
+                         .flood_ms = INT64_MAX / 4,
+                         .max_events = EVENTS + 10};
     monitor_set_limits(eng, &open);
     engine_unlock(eng);
     char *s = sim_session_new(h, NULL, "main");

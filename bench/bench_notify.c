@@ -46,12 +46,12 @@ static sim_host *H;
 static const ocp_host *real;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static char watch[128];          /* the parent session whose prompt is timed */
-static char watch_id[32];        /* the task its notification is about */
-static int64_t prompt_ns;        /* when that prompt returned; 0 = not yet */
-static int64_t prompt_call_ns;   /* how long the host took in that call */
-static int prompt_ok;            /* it was pushed, and is that task's notification with its answer */
-static char task_session[128];   /* the session of the last task prompt */
+static char watch[128];        /* the parent session whose prompt is timed */
+static char watch_id[32];      /* the task its notification is about */
+static int64_t prompt_ns;      /* when that prompt returned; 0 = not yet */
+static int64_t prompt_call_ns; /* how long the host took in that call */
+static int prompt_ok;          /* it was pushed, and is that task's notification with its answer */
+static char task_session[128]; /* the session of the last task prompt */
 
 static int wrap_prompt(void *ud, const char *sid, const char *body, char **out)
 {
@@ -144,8 +144,8 @@ static int notify_sample(const ocp_plugin *p, double *us, double *host_us)
     watch[0] = '\0';
     pthread_mutex_unlock(&mu);
     if (tp == 0 || !good) {
-        fprintf(stderr, "bench_notify: %s\n", tp ? "the push was not the task's notification with its answer"
-                                                  : "no notification within 5 s");
+        fprintf(stderr, "bench_notify: %s\n",
+                tp ? "the push was not the task's notification with its answer" : "no notification within 5 s");
         return -1;
     }
     *us = (double)(tp - tc) / 1000.0;

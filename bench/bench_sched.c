@@ -35,10 +35,10 @@ static sim_host *H;
 static const ocp_host *real;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static unsigned prompts;          /* task prompts seen */
-static int64_t prompt_ns;         /* when the last one entered session_prompt */
-static char prompt_session[128];  /* its session */
-static char prompt_text[160];     /* the start of its body */
+static unsigned prompts;         /* task prompts seen */
+static int64_t prompt_ns;        /* when the last one entered session_prompt */
+static char prompt_session[128]; /* its session */
+static char prompt_text[160];    /* the start of its body */
 
 static int wrap_prompt(void *ud, const char *sid, const char *body, char **out)
 {
@@ -189,8 +189,8 @@ int main(void)
     real = sim_table(H);
     ocp_host table = *real;
     table.session_prompt = wrap_prompt;
-    const ocp_plugin *p = bench_plugin(
-        &table, "{\"max_running_agents\":1,\"max_queued\":100000,\"poll_interval_ms\":600000}");
+    const ocp_plugin *p =
+        bench_plugin(&table, "{\"max_running_agents\":1,\"max_queued\":100000,\"poll_interval_ms\":600000}");
     run(p, 10, "_q10");
     run(p, 10000, "");
     p->shutdown(p->userdata);

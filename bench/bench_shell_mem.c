@@ -124,9 +124,8 @@ static void check_outputs(const ocp_plugin *p, char ids[][TASK_ID_SIZE], int n)
 static double run(const ocp_host *host, int stored)
 {
     char opts[512];
-    snprintf(opts, sizeof opts,
-             "{\"max_running_shells\":16,\"max_queued\":100000,%s%s%s}", stored ? "\"store_path\":\"" : "",
-             stored ? store_dir : "\"store\":false", stored ? "/ocbg.db\"" : "");
+    snprintf(opts, sizeof opts, "{\"max_running_shells\":16,\"max_queued\":100000,%s%s%s}",
+             stored ? "\"store_path\":\"" : "", stored ? store_dir : "\"store\":false", stored ? "/ocbg.db\"" : "");
     static char ids[COMMANDS][TASK_ID_SIZE];
     size_t heap0 = heap_used();
     const ocp_plugin *p = bench_plugin(host, opts);

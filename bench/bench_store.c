@@ -117,7 +117,8 @@ static long rows_in(const char *db)
     sqlite3_stmt *st = NULL;
     long n = -1;
     if (sqlite3_open_v2(db, &d, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(d, "SELECT count(*) FROM task", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        sqlite3_prepare_v2(d, "SELECT count(*) FROM task", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     sqlite3_close(d);

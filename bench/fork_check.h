@@ -71,7 +71,8 @@ static inline size_t check_slots(cJSON *part, cJSON **slot)
 static inline bool check_cut(const char *want, const char *got, size_t max)
 {
     size_t keep = 0, chars = 0;
-    for (const unsigned char *p = (const unsigned char *)want; *p && !(chars == max && (*p & 0xC0) != 0x80); p++, keep++)
+    for (const unsigned char *p = (const unsigned char *)want; *p && !(chars == max && (*p & 0xC0) != 0x80);
+         p++, keep++)
         chars += (*p & 0xC0) != 0x80;
     char says[96];
     snprintf(says, sizeof says, "the original was %zu characters", check_chars(want));
@@ -86,8 +87,7 @@ static inline long check_cut_message(cJSON *msg, cJSON *got, size_t max)
     long cuts = 0;
     cJSON *part, *got_parts = cJSON_GetObjectItemCaseSensitive(got, "parts");
     int k = 0;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItemCaseSensitive(msg, "parts"))
-    {
+    cJSON_ArrayForEach (part, cJSON_GetObjectItemCaseSensitive(msg, "parts")) {
         cJSON *slot[3], *got_slot[3];
         size_t n = check_slots(part, slot);
         if (got)
@@ -119,8 +119,8 @@ static inline bool check_unsupported(const cJSON *msg)
 
 /* NULL when out is what fork_process must answer for history, else what is
  * wrong. *cuts: the long results of the kept messages. */
-static inline const char *fork_check(const char *history, const char *out, const fork_stats *st,
-                                     const fork_limits *lim, long *cuts)
+static inline const char *fork_check(const char *history, const char *out, const fork_stats *st, const fork_limits *lim,
+                                     long *cuts)
 {
     cJSON *in = cJSON_Parse(history), *got = cJSON_Parse(out);
     const char *why = NULL;

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 
 /* kind: i(dentifier), n(umber), s(tring or char), p(unctuator), #(the x in #include "x") */
+/* clang-format off */
 typedef struct { char kind; int len, line; const char *s; } token;
 typedef struct { char *path, *real, *buf; token *tok; int ntok, lines, module, layer, is_c; } file;
 typedef struct { char *name; int file; } def;    /* a non-static function */
@@ -40,6 +41,7 @@ typedef struct { char *real; int file; } module; /* real: path without extension
 typedef struct { char *name, *real; int level, is_module; } layer; /* real: folder, or module path */
 /* Why a module depends on another: kind '#' or 's' (symbol) in file, what: the name. */
 typedef struct { char kind; int file, def_file; const token *what; } evidence;
+/* clang-format on */
 
 static file *files;
 static def *defs;
@@ -52,7 +54,6 @@ static int max_file = 500, max_func = 60, problems, warnings, nfuncs, longest, l
 static char *longest_name;
 
 static void fatal(const char *path, const char *what) { fprintf(stderr, "layout-check: %s: %s\n", path, what), exit(2); }
-
 static void report(int *count, const char *path, int line, const char *fmt, ...) { /* count: &problems or &warnings */
     va_list ap;
     va_start(ap, fmt);
@@ -64,9 +65,7 @@ static void *xrealloc(void *p, size_t size) {
     if (!(p = realloc(p, size ? size : 1))) fatal("layout-check", "out of memory");
     return p;
 }
-
 static void *zalloc(size_t n, size_t size) { return memset(xrealloc(NULL, n * size), 0, n * size); }
-
 /* Room for element n of an array that doubles at each power of two. */
 static void *grow(void *p, int n, size_t size) { return (n & (n - 1)) ? p : xrealloc(p, (size_t)(n ? 2 * n : 1) * size); }
 
@@ -174,8 +173,7 @@ static const char *lex_token(file *f, const char *p, int *line) {
     else if (is_ident_char(*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
         kind = isalpha((unsigned char)*p) || *p == '_' ? 'i' : 'n';
         while (is_ident_char(*p) || (kind == 'n' && *p == '.')) p++;
-    } else
-        p += p[0] == '-' && p[1] == '>' ? 2 : 1;
+    } else p += p[0] == '-' && p[1] == '>' ? 2 : 1;
     push(f, kind, s, (int)(p - s), at);
     return p;
 }
@@ -238,8 +236,7 @@ static int allowed(const char *path, const char *func) {
         const char *colon = strrchr(allow[i], ':');
         size_t n = colon ? (size_t)(colon - allow[i]) : strlen(allow[i]);
         if (colon ? !func || strcmp(colon + 1, func) : func != NULL) continue;
-        if (len >= n && !strncmp(path + len - n, allow[i], n) && (len == n || path[len - n - 1] == '/'))
-            return allow_used[i] = 1;
+        if (len >= n && !strncmp(path + len - n, allow[i], n) && (len == n || path[len - n - 1] == '/')) return allow_used[i] = 1;
     }
     return 0;
 }
@@ -256,8 +253,7 @@ static void function_found(int fi, int lo, int name, int lines) {
     if (!is_static) {
         defs = grow(defs, ndefs, sizeof *defs);
         defs[ndefs++] = (def){ id, fi };
-    } else if (id != longest_name)
-        free(id);
+    } else if (id != longest_name) free(id);
 }
 
 static void find_functions(int fi) {
@@ -284,8 +280,7 @@ static void assign_modules(void) {
         if (m == nmod) {
             mods = grow(mods, nmod, sizeof *mods);
             mods[nmod++] = (module){ key, i };
-        } else
-            free(key);
+        } else free(key);
         mods[m].file = files[i].is_c ? i : mods[m].file;
         files[i].module = m;
         files[i].layer = -1;
@@ -307,7 +302,9 @@ static void load_layers(const char *rules) {
             if (is_module && !(real = realpath((snprintf(src, sizeof src, "%s.c", name), src), NULL)))
                 real = realpath((snprintf(src, sizeof src, "%s.h", name), src), NULL);
             if (!real) report(&problems, rules, line, "no such folder or module: %s", name);
-            else layers = grow(layers, nlayers, sizeof *layers), layers[nlayers++] = (layer){ copy(name, strlen(name)), real, level, is_module };
+            else
+                layers = grow(layers, nlayers, sizeof *layers),
+                layers[nlayers++] = (layer){ copy(name, strlen(name)), real, level, is_module };
             if (real && is_module) *strrchr(real, '.') = 0;
         }
     }
@@ -364,8 +361,7 @@ static void symbol_deps(int fi) {
     for (int i = 0; i < files[fi].ntok; i++) {
         int d = find_def(&t[i]), end = d, local = 0;
         if (d < 0 || not_a_use(t, i)) continue;
-        while (end < ndefs && !strcmp(defs[end].name, defs[d].name))
-            local |= files[defs[end++].file].module == files[fi].module;
+        while (end < ndefs && !strcmp(defs[end].name, defs[d].name)) local |= files[defs[end++].file].module == files[fi].module;
         for (int k = d; k < end && !local; k++) note(fi, files[defs[k].file].module, 's', &t[i], defs[k].file);
     }
 }
@@ -391,7 +387,7 @@ static void check_layers(void) {
         for (int b = 0, from = files[mods[a].file].layer, to; b < nmod && from >= 0; b++)
             if (dep(a, b)->kind && (to = files[mods[b].file].layer) >= 0 && layers[to].level > layers[from].level)
                 report(&problems, files[dep(a, b)->file].path, dep(a, b)->what->line, "%s depends on %s (higher): %s",
-                        layers[from].name, layers[to].name, reason(dep(a, b)));
+                       layers[from].name, layers[to].name, reason(dep(a, b)));
 }
 
 /* ---- cycles --------------------------------------------------------------- */
@@ -422,8 +418,8 @@ static void report_cycle(const int *c, int n) {
     printf("%s\n", module_name(c[0]));
     for (int i = 0; i < n; i++) {
         e = dep(c[i], c[(i + 1) % n]);
-        printf("%s:%d:   %s -> %s %s\n", files[e->file].path, e->what->line, module_name(c[i]),
-               module_name(c[(i + 1) % n]), reason(e));
+        printf("%s:%d:   %s -> %s %s\n", files[e->file].path, e->what->line, module_name(c[i]), module_name(c[(i + 1) % n]),
+               reason(e));
     }
     problems++;
 }
@@ -451,13 +447,17 @@ static void check_cycles(void) {
 /* ---- main ----------------------------------------------------------------- */
 static void usage(void) {
     fputs("usage: layout-check [--max-file-lines N] [--max-function-lines N] [--layers FILE]\n"
-          "                    [-I DIR]... [--allow-long FILE[:FUNC]]... PATH...\n", stderr), exit(2);
+          "                    [-I DIR]... [--allow-long FILE[:FUNC]]... PATH...\n",
+          stderr),
+        exit(2);
 }
 
 static void parse_args(int argc, char **argv, const char **rules) {
     incdirs = xrealloc(NULL, (size_t)argc * sizeof *incdirs), allow = xrealloc(NULL, (size_t)argc * sizeof *allow);
-    static const struct option opts[] = { { "max-file-lines", 1, NULL, 'F' }, { "max-function-lines", 1, NULL, 'f' },
-                                          { "layers", 1, NULL, 'l' },         { "allow-long", 1, NULL, 'a' },
+    static const struct option opts[] = { { "max-file-lines", 1, NULL, 'F' },
+                                          { "max-function-lines", 1, NULL, 'f' },
+                                          { "layers", 1, NULL, 'l' },
+                                          { "allow-long", 1, NULL, 'a' },
                                           { NULL, 0, NULL, 0 } };
     for (int c; (c = getopt_long(argc, argv, "I:", opts, NULL)) != -1;)
         if (c == 'I') incdirs[nincdirs++] = optarg;
@@ -494,7 +494,7 @@ int main(int argc, char **argv) {
     if (warnings) snprintf(warned, sizeof warned, ", %d warning%s (size)", warnings, warnings == 1 ? "" : "s");
     if (problems)
         return printf("layout-check: %d problem%s in %d files%s\n", problems, problems == 1 ? "" : "s", nfiles, warned), 1;
-    printf("layout-check: %d files, %d functions, longest function %d lines (%s, %s), no cycles%s\n", nfiles, nfuncs,
-           longest, longest_name ? longest_name : "none", longest_name ? files[longest_file].path : "-", warned);
+    printf("layout-check: %d files, %d functions, longest function %d lines (%s, %s), no cycles%s\n", nfiles, nfuncs, longest,
+           longest_name ? longest_name : "none", longest_name ? files[longest_file].path : "-", warned);
     return 0;
 }

@@ -12,7 +12,7 @@
 
 /* ---- tool arguments and calls ---- */
 
-const char *st_id_args(const char *id)
+const char *t_id_args(const char *id)
 {
     static char args[4][128];
     static int next;
@@ -21,7 +21,7 @@ const char *st_id_args(const char *id)
     return a;
 }
 
-char *st_task_output(sim_host *h, const char *session, const char *id, int block, int timeout_ms)
+char *t_task_output(sim_host *h, const char *session, const char *id, int block, int timeout_ms)
 {
     char args[160];
     if (timeout_ms)
@@ -32,15 +32,14 @@ char *st_task_output(sim_host *h, const char *session, const char *id, int block
     return t_tool(h, session, "TaskOutput", args);
 }
 
-char *st_command(sim_host *h, const char *session, const char *name)
+char *t_command(sim_host *h, const char *session, const char *name)
 {
     char *out = NULL;
     t_rc = sim_command(h, session, name, "", &out);
     return out ? out : calloc(1, 1);
 }
 
-char *st_bash_bg(sim_host *h, const char *session, const char *command, const char *description,
-                 st_launch_check check)
+char *t_bash_bg(sim_host *h, const char *session, const char *command, const char *description, t_launch_check check)
 {
     cJSON *a = cJSON_CreateObject();
     cJSON_AddStringToObject(a, "command", command);
@@ -54,11 +53,11 @@ char *st_bash_bg(sim_host *h, const char *session, const char *command, const ch
     char *id = t_find_id(out, "bg_");
     if (t_rc != 0 || !id)
         bail_out("background Bash failed (rc %d): %s", t_rc, out);
-    if (check != ST_LAUNCH_UNCHECKED) {
+    if (check != T_LAUNCH_UNCHECKED) {
         char want[512];
         snprintf(want, sizeof want, "Command running in the background.\ntask_id: %s\nCommand: %s\n\n", id, command);
         int same = strncmp(out, want, strlen(want)) == 0;
-        if (check == ST_LAUNCH_OK)
+        if (check == T_LAUNCH_OK)
             ok(same, "Bash in the background answers with the task id and command");
         else if (!same)
             diag("unexpected launch answer: %s", out);
@@ -67,7 +66,31 @@ char *st_bash_bg(sim_host *h, const char *session, const char *command, const ch
     return id;
 }
 
-char *st_task_args(const char *description, const char *prompt, int background)
+char *t_bash_args(const char *command, const char *description, int background, int timeout_ms)
+{
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, "command", command);
+    if (description)
+        cJSON_AddStringToObject(a, "description", description);
+    if (background)
+        cJSON_AddTrueToObject(a, "run_in_background");
+    if (timeout_ms)
+        cJSON_AddNumberToObject(a, "timeout", timeout_ms);
+    char *json = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return json;
+}
+
+char *t_bash(sim_host *h, const char *session, const char *command, const char *description, int background,
+             int timeout_ms)
+{
+    char *args = t_bash_args(command, description, background, timeout_ms);
+    char *out = t_tool(h, session, "Bash", args);
+    free(args);
+    return out;
+}
+
+char *t_task_args(const char *description, const char *prompt, int background)
 {
     cJSON *a = cJSON_CreateObject();
     cJSON_AddStringToObject(a, "description", description);
@@ -80,15 +103,14 @@ char *st_task_args(const char *description, const char *prompt, int background)
     return json;
 }
 
-char *st_claude_task(sim_host *h, const char *session, const char *description, const char *script,
-                     int background)
+char *t_claude_task(sim_host *h, const char *session, const char *description, const char *script, int background)
 {
     static int seq;
     char prompt[64];
     snprintf(prompt, sizeof prompt, "claude task #%d#", ++seq);
     if (sim_script(h, prompt, script, 1) != 0)
         bail_out("bad script: %s", script);
-    char *args = st_task_args(description, prompt, background);
+    char *args = t_task_args(description, prompt, background);
     char *out = t_tool(h, session, "Task", args);
     free(args);
     return out;
@@ -96,7 +118,7 @@ char *st_claude_task(sim_host *h, const char *session, const char *description, 
 
 /* ---- processes ---- */
 
-int st_proc_alive(pid_t pid)
+int t_proc_alive(pid_t pid)
 {
     if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH))
         return 0;
@@ -112,17 +134,17 @@ int st_proc_alive(pid_t pid)
     return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
 }
 
-int st_pid_gone(sim_host *h, void *arg)
+int t_pid_gone(sim_host *h, void *arg)
 {
     (void)h;
-    return !st_proc_alive(*(pid_t *)arg);
+    return !t_proc_alive(*(pid_t *)arg);
 }
 
-int st_pids_gone(sim_host *h, void *arg)
+int t_pids_gone(sim_host *h, void *arg)
 {
     (void)h;
     const pid_t *p = arg;
-    return !st_proc_alive(p[0]) && !st_proc_alive(p[1]);
+    return !t_proc_alive(p[0]) && !t_proc_alive(p[1]);
 }
 
 /* Every pid a test learned of: killed at the end whatever happened. */
@@ -135,7 +157,7 @@ static void remember(pid_t pid)
         started[nstarted++] = pid;
 }
 
-pid_t st_read_pid(const char *path)
+pid_t t_read_pid(const char *path)
 {
     FILE *f = fopen(path, "r");
     int pid = 0;
@@ -147,17 +169,17 @@ pid_t st_read_pid(const char *path)
     return pid;
 }
 
-int st_pid_file_ready(sim_host *h, void *arg)
+int t_pid_file_ready(sim_host *h, void *arg)
 {
     (void)h;
-    return st_read_pid(arg) > 0;
+    return t_read_pid(arg) > 0;
 }
 
-pid_t st_wait_pid_file(sim_host *h, const char *path)
+pid_t t_wait_pid_file(sim_host *h, const char *path)
 {
-    if (sim_wait(h, st_pid_file_ready, (void *)path, tap_timeout_ms(5000)) != 0)
+    if (sim_wait(h, t_pid_file_ready, (void *)path, tap_timeout_ms(5000)) != 0)
         return 0;
-    pid_t pid = st_read_pid(path);
+    pid_t pid = t_read_pid(path);
     remember(pid);
     return pid;
 }
@@ -171,7 +193,7 @@ static void family_files(const char *tag, char c[128], char l[128])
     snprintf(l, 128, "%s/%s.l", tmpdir, tag);
 }
 
-char *st_family_command(const char *tag, const char *prefix, const char *rest)
+char *t_family_command(const char *tag, const char *prefix, const char *rest)
 {
     char *cmd = NULL, c[128], l[128];
     family_files(tag, c, l);
@@ -180,24 +202,24 @@ char *st_family_command(const char *tag, const char *prefix, const char *rest)
     return cmd;
 }
 
-int st_wait_family(sim_host *h, const char *tag, pid_t pids[2])
+int t_wait_family(sim_host *h, const char *tag, pid_t pids[2])
 {
     char c[128], l[128];
     family_files(tag, c, l);
     pids[0] = pids[1] = 0;
-    if (sim_wait(h, st_pid_file_ready, l, tap_timeout_ms(5000)) != 0)
+    if (sim_wait(h, t_pid_file_ready, l, tap_timeout_ms(5000)) != 0)
         return -ETIMEDOUT;
-    pids[0] = st_read_pid(c);
-    pids[1] = st_read_pid(l);
+    pids[0] = t_read_pid(c);
+    pids[1] = t_read_pid(l);
     remember(pids[0]);
     remember(pids[1]);
     return pids[0] > 0 && pids[1] > 0 ? 0 : -EINVAL;
 }
 
-void st_kill_leftovers(void)
+void t_kill_leftovers(void)
 {
     for (int i = 0; i < nstarted; i++)
-        if (st_proc_alive(started[i])) {
+        if (t_proc_alive(started[i])) {
             diag("killing left-over process %d", (int)started[i]);
             kill(started[i], SIGKILL);
         }
@@ -206,14 +228,14 @@ void st_kill_leftovers(void)
 
 /* ---- the temporary directory ---- */
 
-void st_tmpdir_make(const char *name)
+void t_tmpdir_make(const char *name)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ocbg-test-%s-XXXXXX", name);
     if (!mkdtemp(tmpdir))
         bail_out("mkdtemp");
 }
 
-const char *st_tmp_path(const char *name)
+const char *t_tmp_path(const char *name)
 {
     static char path[4][128];
     static int next;
@@ -222,10 +244,10 @@ const char *st_tmp_path(const char *name)
     return p;
 }
 
-void st_tmpdir_remove(const char *const *names)
+void t_tmpdir_remove(const char *const *names)
 {
     for (; names && *names; names++)
-        unlink(st_tmp_path(*names));
+        unlink(t_tmp_path(*names));
     rmdir(tmpdir);
 }
 
@@ -237,11 +259,11 @@ static int fifo_open(sim_host *h, void *arg)
 {
     (void)h;
     int *fd = arg;
-    *fd = open(st_tmp_path(fifo_name), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    *fd = open(t_tmp_path(fifo_name), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
     return *fd >= 0;
 }
 
-void st_release(sim_host *h, const char *name)
+void t_release(sim_host *h, const char *name)
 {
     int fd = -1;
     fifo_name = name;
@@ -255,31 +277,31 @@ void st_release(sim_host *h, const char *name)
 
 /* ---- can the plugin run commands here? ---- */
 
-int st_shells_work(st_probe on_refusal)
+int t_shells_work(t_probe on_refusal)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "probe");
-    char *out = t_tool(h, s, "Bash", "{\"command\":\"true\"}");
+    char *out = t_tool(h, s, "Bash", J("{'command':'true'}"));
     int works = t_rc == 0;
     if (!works) {
         switch (on_refusal) {
-        case ST_PROBE_CHECK_REFUSAL:
+        case T_PROBE_CHECK_REFUSAL:
             /* Without pidfd_open the plugin refuses commands: check that it
              * does so cleanly. */
             diag("shell tasks cannot run here; their checks are skipped");
             like(out, "Could not start the command: ", "a command that cannot start is refused, saying why");
             free(out);
-            out = t_tool(h, s, "Bash", "{\"command\":\"true\",\"run_in_background\":true}");
+            out = t_tool(h, s, "Bash", J("{'command':'true','run_in_background':true}"));
             ok(t_rc != 0, "in the background too (rc %d)", t_rc);
             free(out);
             out = t_tool(h, s, "background_list", "{}");
             like(out, "| shell | error |", "the background one is listed in error");
             unlike(out, "running", "nothing is left running");
             break;
-        case ST_PROBE_SKIP:
+        case T_PROBE_SKIP:
             skip(1, "shell tasks cannot run here (the plugin has no pidfd_open, e.g. under valgrind 3.19)");
             break;
-        case ST_PROBE_DIAG:
+        case T_PROBE_DIAG:
             diag("shell tasks cannot run here, their checks are skipped: %s", out);
             break;
         }

@@ -41,11 +41,6 @@ void rec_open(t_fixture *f)
     t_open_dir(f, rec_dir(), NULL);
 }
 
-int T(int ms)
-{
-    return tap_timeout_ms(ms);
-}
-
 cJSON *hostcall(sim_host *h, const char *args_json)
 {
     char *out = NULL;
@@ -109,7 +104,7 @@ int simple_call(sim_host *h, const char *fn, const char *sid, char **out_text)
 
 char *trace(sim_host *h, const char *sid)
 {
-    if (sim_events_flush(h, T(5000)) != 0)
+    if (sim_events_flush(h, tap_timeout_ms(5000)) != 0)
         diag("event flush timed out");
     char *out = NULL;
     sim_tool(h, "ses_caller", "events", "{}", &out);
@@ -117,8 +112,7 @@ char *trace(sim_host *h, const char *sid)
     free(out);
     char buf[4096] = "";
     const cJSON *e;
-    cJSON_ArrayForEach(e, a)
-    {
+    cJSON_ArrayForEach (e, a) {
         const char *type = jstr(e, "type");
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "properties");
         const char *s = jstr(p, "sessionID");
@@ -126,18 +120,14 @@ char *trace(sim_host *h, const char *sid)
             continue;
         char item[128];
         if (strcmp(type, "session.status") == 0) {
-            snprintf(item, sizeof item, "%s",
-                     jstr(
-                         cJSON_GetObjectItemCaseSensitive(p, "status"), "type"));
+            snprintf(item, sizeof item, "%s", jstr(cJSON_GetObjectItemCaseSensitive(p, "status"), "type"));
         } else if (strcmp(type, "message.part.updated") == 0) {
             const cJSON *part = cJSON_GetObjectItemCaseSensitive(p, "part");
             const cJSON *time = cJSON_GetObjectItemCaseSensitive(part, "time");
             if (strcmp(jstr(part, "type"), "text") == 0)
                 snprintf(item, sizeof item, "text:%s", cJSON_GetObjectItemCaseSensitive(time, "end") ? "end" : "start");
             else
-                snprintf(item, sizeof item, "tool:%s",
-                         jstr(
-                             cJSON_GetObjectItemCaseSensitive(part, "state"), "status"));
+                snprintf(item, sizeof item, "tool:%s", jstr(cJSON_GetObjectItemCaseSensitive(part, "state"), "status"));
         } else if (strcmp(type, "message.updated") == 0) {
             const cJSON *info = cJSON_GetObjectItemCaseSensitive(p, "info");
             const char *role = jstr(info, "role");

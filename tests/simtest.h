@@ -18,9 +18,6 @@ const char *rec_so(void);
  * "main" made by the user, not by the plugin). */
 void rec_open(t_fixture *f);
 
-/* A timeout for a wait, scaled like every test's (tap_timeout_ms). */
-int T(int ms);
-
 /* Call a host function through the recorder: args_json names it ("fn") and
  * its arguments. Returns {"rc":…,"out":…} (the caller's, cJSON_Delete), or
  * NULL when the recorder's tool call failed (then a diag says why). */

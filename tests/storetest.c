@@ -11,7 +11,7 @@
 #include "tap.h"
 #include "testlib.h"
 
-sim_host *lt_host(const char *opts)
+sim_host *t_linked_host(const char *opts)
 {
     sim_host *h = sim_create();
     if (!h || sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
@@ -19,12 +19,12 @@ sim_host *lt_host(const char *opts)
     return h;
 }
 
-engine *lt_engine(sim_host *h)
+engine *t_engine(sim_host *h)
 {
     return sim_plugin(h, 0)->userdata;
 }
 
-int lt_wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const char *arg)
+int t_wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const char *arg)
 {
     int64_t deadline = (int64_t)time(NULL) + tap_timeout_ms(5000) / 1000 + 1;
     while (!cond(h, arg)) {
@@ -36,17 +36,17 @@ int lt_wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const 
     return 0;
 }
 
-int lt_store_given_up(sim_host *h, const char *unused)
+int t_store_given_up(sim_host *h, const char *unused)
 {
     (void)unused;
-    engine *eng = lt_engine(h);
+    engine *eng = t_engine(h);
     engine_lock(eng);
     int off = !eng->reg.track;
     engine_unlock(eng);
     return off;
 }
 
-int lt_wait_log(sim_host *h, const char *needle)
+int t_wait_log(sim_host *h, const char *needle)
 {
     for (;;) {
         size_t n = sim_calls(h, "log", NULL);
@@ -62,7 +62,7 @@ int lt_wait_log(sim_host *h, const char *needle)
     }
 }
 
-int lt_refuse_updates(const char *db, const char *when)
+int t_refuse_updates(const char *db, const char *when)
 {
     sqlite3 *d = NULL;
     char sql[256];
@@ -76,7 +76,7 @@ int lt_refuse_updates(const char *db, const char *when)
     return rc;
 }
 
-int lt_user_version(const char *db)
+int t_user_version(const char *db)
 {
     return t_sql_int(db, "PRAGMA user_version", NULL);
 }

@@ -12,27 +12,27 @@
 
 /* A simulated host with the linked-in ocbg loaded with options `opts`;
  * bails out if it does not load. */
-sim_host *lt_host(const char *opts);
+sim_host *t_linked_host(const char *opts);
 
 /* The linked-in plugin's engine (its lock guards what tests read). */
-engine *lt_engine(sim_host *h);
+engine *t_engine(sim_host *h);
 
 /* Wait (with a deadline, scaled like tap_timeout_ms) until cond(h, arg)
  * holds: 0, or -1 at the deadline. */
-int lt_wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const char *arg);
+int t_wait_until(sim_host *h, int (*cond)(sim_host *h, const char *arg), const char *arg);
 
-/* The engine has given up on the store (a write failed). For lt_wait_until. */
-int lt_store_given_up(sim_host *h, const char *unused);
+/* The engine has given up on the store (a write failed). For t_wait_until. */
+int t_store_given_up(sim_host *h, const char *unused);
 
 /* Wait (with a deadline) until a log line of the plugin contains needle. */
-int lt_wait_log(sim_host *h, const char *needle);
+int t_wait_log(sim_host *h, const char *needle);
 
 /* Make every later write of the store file `db` that updates a task row
  * to match `when` (SQL on NEW, e.g. "NEW.notice = 3") fail with "the disk
  * refuses", as a full disk would. Returns SQLite's code. */
-int lt_refuse_updates(const char *db, const char *when);
+int t_refuse_updates(const char *db, const char *when);
 
 /* The file's schema version (PRAGMA user_version), or -1. */
-int lt_user_version(const char *db);
+int t_user_version(const char *db);
 
 #endif

@@ -99,8 +99,7 @@ int tap_is_str_at(const char *file, int line, const char *got, const char *want,
     return pass;
 }
 
-int tap_like_at(const char *file, int line, const char *got, const char *needle, int want_found,
-                const char *fmt, ...)
+int tap_like_at(const char *file, int line, const char *got, const char *needle, int want_found, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

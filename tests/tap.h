@@ -18,14 +18,13 @@
 #include <stdarg.h>
 
 void tap_plan(int n);
-int tap_ok_at(const char *file, int line, int pass, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+int tap_ok_at(const char *file, int line, int pass, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 int tap_is_int_at(const char *file, int line, long long got, long long want, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 int tap_is_str_at(const char *file, int line, const char *got, const char *want, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-int tap_like_at(const char *file, int line, const char *got, const char *needle, int want_found,
-                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+int tap_like_at(const char *file, int line, const char *got, const char *needle, int want_found, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tap_skip(int n, const char *reason);
 _Noreturn void tap_bail_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

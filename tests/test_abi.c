@@ -46,12 +46,12 @@ static void refusals(sim_host *h)
     like(err, "the host table has no session_status function", "the reason names the function");
 
     host = *sim_table(h);
-    ok(entry(&host, "{\"poll_interval_ms\":\"fast\"}", err, sizeof err) == NULL, "bad options are refused");
+    ok(entry(&host, J("{'poll_interval_ms':'fast'}"), err, sizeof err) == NULL, "bad options are refused");
     like(err, "ocbg: invalid options: option 'poll_interval_ms' must be a whole number from 50 to 600000",
          "the reason names the option and its range");
     /* An unknown key (a config written for a newer ocbg) is a warning
      * (test_toast), not a refusal that would take every tool away. */
-    const ocp_plugin *p = entry(&host, "{\"pol_interval_ms\":100}", err, sizeof err);
+    const ocp_plugin *p = entry(&host, J("{'pol_interval_ms':100}"), err, sizeof err);
     ok(p != NULL, "an unknown option does not refuse the load");
     if (p) {
         /* ABI 1.3: what a host may skip. */
@@ -62,7 +62,8 @@ static void refusals(sim_host *h)
             text_delta |= strcmp(p->event_types[i], "message.part.delta") == 0;
         }
         ok(p->event_type_count == 8 && idle && !text_delta, "event_types: the 8 types on_event reads");
-        is_int(p->wants_messages(p->userdata, "ses_not_a_task"), 0, "wants_messages: not for a session it did not fork");
+        is_int(p->wants_messages(p->userdata, "ses_not_a_task"), 0,
+               "wants_messages: not for a session it did not fork");
         p->shutdown(p->userdata);
     }
     ok(entry(&host, "[]", err, sizeof err) == NULL, "options that are not an object are refused");
@@ -104,11 +105,20 @@ static void plugin_table(sim_host *h)
     ok(p->version && *p->version, "plugin version %s", p->version);
     is_int(p->abi_major, OCP_ABI_MAJOR, "plugin ABI major");
     ok(p->struct_size >= sizeof(ocp_plugin), "plugin table size");
-    static const char *const names[] = {"background_task",    "background_output", "background_cancel",
-                                        "background_list",    "background_clear",  "background_resume",
-                                        "background_block",   "background_send",   "background_monitor",
-                                        "Task",               "Bash",              "TaskOutput",
-                                        "TaskStop",           "Monitor"};
+    static const char *const names[] = {"background_task",
+                                        "background_output",
+                                        "background_cancel",
+                                        "background_list",
+                                        "background_clear",
+                                        "background_resume",
+                                        "background_block",
+                                        "background_send",
+                                        "background_monitor",
+                                        "Task",
+                                        "Bash",
+                                        "TaskOutput",
+                                        "TaskStop",
+                                        "Monitor"};
     is_int(p->tool_count, 14, "nine tools of the OpenCode face, five of the Claude face");
     for (size_t i = 0; i < 14 && i < p->tool_count; i++) {
         is_str(p->tools[i].name, names[i], "tool %zu name", i);
@@ -120,7 +130,7 @@ static void plugin_table(sim_host *h)
     }
     cJSON *s = cJSON_Parse(p->tools[1].parameters_json);
     char *req = cJSON_PrintUnformatted(cJSON_GetObjectItem(s, "required"));
-    is_str(req, "[\"task_id\"]", "background_output: only task_id is required");
+    is_str(req, J("['task_id']"), "background_output: only task_id is required");
     cJSON *block = cJSON_GetObjectItem(cJSON_GetObjectItem(s, "properties"), "block");
     is_str(cJSON_GetStringValue(cJSON_GetObjectItem(block, "type")), "boolean", "block is a boolean");
     free(req);
@@ -128,7 +138,7 @@ static void plugin_table(sim_host *h)
     s = cJSON_Parse(p->tools[0].parameters_json);
     req = cJSON_PrintUnformatted(cJSON_GetObjectItem(s, "required"));
     /* description and agent are required only in launch mode: the handler checks them. */
-    is_str(req, "[\"prompt\"]", "background_task: only prompt is required by the schema");
+    is_str(req, J("['prompt']"), "background_task: only prompt is required by the schema");
     free(req);
     cJSON_Delete(s);
 }
@@ -139,21 +149,21 @@ static void faces(sim_host *h)
     ocp_plugin_entry_fn entry;
     void *dl = open_plugin(&entry);
     char err[256];
-    const ocp_plugin *p = entry(sim_table(h), "{\"face_claude\":false}", err, sizeof err);
+    const ocp_plugin *p = entry(sim_table(h), J("{'face_claude':false}"), err, sizeof err);
     ok(p != NULL, "face_claude false loads");
     if (p) {
         is_int(p->tool_count, 9, "only the OpenCode face's nine tools");
         is_str(p->tools[p->tool_count - 1].name, "background_monitor", "ending with background_monitor");
         p->shutdown(p->userdata);
     }
-    p = entry(sim_table(h), "{\"face_opencode\":false}", err, sizeof err);
+    p = entry(sim_table(h), J("{'face_opencode':false}"), err, sizeof err);
     ok(p != NULL, "face_opencode false loads");
     if (p) {
         is_int(p->tool_count, 5, "only the Claude face's five tools");
         is_str(p->tools[0].name, "Task", "starting with Task");
         p->shutdown(p->userdata);
     }
-    ok(entry(sim_table(h), "{\"face_opencode\":false,\"face_claude\":false}", err, sizeof err) == NULL,
+    ok(entry(sim_table(h), J("{'face_opencode':false,'face_claude':false}"), err, sizeof err) == NULL,
        "both faces off is refused");
     like(err, "no tool would be left", "saying why");
     p = sim_plugin(h, 0);

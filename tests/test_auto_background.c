@@ -23,20 +23,20 @@ static char auto_opts[64];
  * answers automatically, then replies. */
 static void gate_rules(sim_host *h)
 {
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, NULL, NULL);
 }
 
 static void task_moves(void)
 {
+    t_fixture f;
     sim_host *h = t_host(auto_opts);
     gate_rules(h);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_script(h, "slow work",
-               "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"make\"]}},{\"reply\":\"all built\"}]}",
+    t_open_with(&f, h);
+    sim_script(h, "slow work", J("{'steps':[{'ask':{'permission':'bash','patterns':['make']}},{'reply':'all built'}]}"),
                1);
-    char *args = st_task_args("Build it", "slow work", 0);
-    sim_call *c = sim_tool_start(h, s, "Task", args);
+    char *args = t_task_args("Build it", "slow work", 0);
+    sim_call *c = sim_tool_start(h, f.parent, "Task", args);
     free(args);
     /* Asked while the call waits: no notice then (the caller is in the
      * foreground); the answer that moves it says so. */
@@ -54,12 +54,13 @@ static void task_moves(void)
              "Async agent launched in the background.\ntask_id: %s\nDescription: Build it\nAgent: explore\n\n"
              "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).\n"
              "It is waiting for permission: bash: make\n"
-             "The user must answer the host's permission request (asked in the task's session %s); the task goes on when they do.",
+             "The user must answer the host's permission request (asked in the task's session %s); the task goes on "
+             "when they do.",
              auto_ms / 1000, id, id, child ? child : "?");
     is_str(out, want, "with the task id, the background text and the question it waits on");
     free(child);
     free(out);
-    out = st_task_output(h, s, id, 0, 0);
+    out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<status>running</status>", "the task runs on in the background");
     free(out);
     char *q = sim_permission_open(h, NULL);
@@ -67,37 +68,36 @@ static void task_moves(void)
     free(q);
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
-    is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "the parent is notified when it ends");
-    char *note = t_message_with(h, s, needle);
+    is_int(t_wait_messages_with(h, f.parent, needle, 1, 5000), 0, "the parent is notified when it ends");
+    char *note = t_message_with(h, f.parent, needle);
     like(note, "all built", "with its answer");
     free(note);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, needle), 1, "exactly once");
-    out = t_output(h, s, id);
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, needle), 1, "exactly once");
+    out = t_output(h, f.parent, id);
     like(out, "all built", "background_output has its result");
     free(out);
     free(id);
 
     /* Before the limit: the reply, as ever; no task, no notification. */
-    out = st_claude_task(h, s, "Quick", "{\"steps\":[{\"reply\":\"quick answer\"}]}", 0);
+    out = t_claude_task(h, f.parent, "Quick", J("{'steps':[{'reply':'quick answer'}]}"), 0);
     is_int(t_rc, 0, "a Task that ends before the limit");
     is_str(out, "quick answer", "returns its reply");
     free(out);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, "quick answer"), 0, "and sends no notification");
-    free(s);
-    sim_destroy(h);
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, "quick answer"), 0, "and sends no notification");
+    t_close(&f);
 }
 
 /* Esc before the limit stops the sub-agent, as before; with 0 a long call
  * is never moved. */
 static void task_esc_and_off(void)
 {
-    sim_host *h = t_host("{\"auto_background_ms\":0}");
-    char *s = sim_session_new(h, NULL, "main");
-    sim_script(h, "hangs forever", "{\"steps\":[{\"hang\":true}]}", 1);
-    char *args = st_task_args("Hangs", "hangs forever", 0);
-    sim_call *c = sim_tool_start(h, s, "Task", args);
+    t_fixture f;
+    sim_host *h = t_open(&f, J("{'auto_background_ms':0}"));
+    sim_script(h, "hangs forever", J("{'steps':[{'hang':true}]}"), 1);
+    char *args = t_task_args("Hangs", "hangs forever", 0);
+    sim_call *c = sim_tool_start(h, f.parent, "Task", args);
     free(args);
     is_int(sim_wait_calls(h, "session_prompt", NULL, 1, tap_timeout_ms(5000)), 0, "the sub-agent is prompted");
     int rc = 0;
@@ -108,24 +108,23 @@ static void task_esc_and_off(void)
     is_str(out, "Cancelled: the sub-agent was stopped.", "and stops the sub-agent");
     free(out);
     sim_tool_free(c);
-    out = st_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "no task is left");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bash_moves(void)
 {
-    sim_host *h = t_host(auto_opts);
-    char *s = sim_session_new(h, NULL, "main");
-    st_tmpdir_make("autobg");
-    if (mkfifo(st_tmp_path("gate"), 0600) != 0)
+    t_fixture f;
+    sim_host *h = t_open(&f, auto_opts);
+    t_tmpdir_make("autobg");
+    if (mkfifo(t_tmp_path("gate"), 0600) != 0)
         bail_out("mkfifo");
     char cmd[256], args[512];
-    snprintf(cmd, sizeof cmd, "read x < %s; echo built $x", st_tmp_path("gate"));
+    snprintf(cmd, sizeof cmd, "read x < %s; echo built $x", t_tmp_path("gate"));
     snprintf(args, sizeof args, "{\"command\":\"%s\",\"description\":\"slow build\"}", cmd);
-    sim_call *c = sim_tool_start(h, s, "Bash", args);
+    sim_call *c = sim_tool_start(h, f.parent, "Bash", args);
     int rc = 0;
     char *out = NULL;
     is_int(sim_tool_wait(c, tap_timeout_ms(10000), &rc, &out), 0, "a foreground Bash still running returns");
@@ -141,45 +140,44 @@ static void bash_moves(void)
              auto_ms / 1000, id, cmd, id, id);
     is_str(out, want, "with the task id and the background text");
     free(out);
-    st_release(h, "gate");
+    t_release(h, "gate");
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background command completed: %s", id);
-    is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "the parent is notified when it exits");
-    char *note = t_message_with(h, s, needle);
+    is_int(t_wait_messages_with(h, f.parent, needle, 1, 5000), 0, "the parent is notified when it exits");
+    char *note = t_message_with(h, f.parent, needle);
     like(note, "built go", "with its output (the command kept running)");
     free(note);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, needle), 1, "exactly once");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, needle), 1, "exactly once");
     free(id);
 
     /* Its own timeout first: stopped at it, as before, never moved. */
-    out = t_tool(h, s, "Bash", "{\"command\":\"sleep 30\",\"timeout\":200}");
+    out = t_tool(h, f.parent, "Bash", J("{'command':'sleep 30','timeout':200}"));
     is_int(t_rc, -ETIMEDOUT, "a command whose own timeout comes first is stopped at it");
     like(out, "Command timed out after 200 ms and was stopped.", "as before");
     free(out);
-    out = t_tool(h, s, "Bash", "{\"command\":\"echo quick\"}");
+    out = t_tool(h, f.parent, "Bash", J("{'command':'echo quick'}"));
     is_int(t_rc, 0, "a quick command");
     is_str(out, "quick\n(exit code 0)", "answers inline, as before");
     free(out);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, "sleep 30"), 0, "neither is notified");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, "sleep 30"), 0, "neither is notified");
     static const char *const files[] = {"gate", NULL};
-    st_tmpdir_remove(files);
-    free(s);
-    sim_destroy(h);
+    t_tmpdir_remove(files);
+    t_close(&f);
 }
 
 int main(void)
 {
     auto_ms = tap_timeout_ms(2000);
     snprintf(auto_opts, sizeof auto_opts, "{\"auto_background_ms\":%d}", auto_ms);
-    int shells = st_shells_work(ST_PROBE_DIAG);
+    int shells = t_shells_work(T_PROBE_DIAG);
     task_moves();
     task_esc_and_off();
     if (shells)
         bash_moves();
     else
         skip(1, "the plugin cannot run commands here");
-    st_kill_leftovers();
+    t_kill_leftovers();
     return done_testing();
 }

@@ -55,25 +55,58 @@ static void asks_case(const char *project, const char *command, const char *dirs
 static void nested_rm_cases(void)
 {
     static const char *const lines[] = {
-        "a; rm x", "a && rm x", "a || rm x", "a | rm x", "a |& rm x", "rm x &", "a\nrm x", "echo $(rm x)",
-        "echo `rm x`", "(rm x)", "{ rm x; }", "! rm x", "if rm x; then :; fi", "if a; then rm x; fi",
-        "if a; then b; elif c; then rm x; fi", "if a; then b; else rm x; fi", "for f in a b; do rm x; done",
-        "for ((i=0;i<2;i++)); do rm x; done", "while a; do rm x; done", "until a; do rm x; done",
-        "case $v in a) rm x;; esac", "case $v in a|b) b;; *) rm x;; esac", "f() { rm x; }", "function f { rm x; }",
-        "function f() { rm x; }", "cat <<EOF\n$(rm x)\nEOF", "grep a <<< \"$(rm x)\"",
-        "diff <(rm x) b", "tee >(rm x)", "echo \"$(rm x)\"", "a=$(rm x)", "export A=$(rm x)", "[[ -f x ]] && rm x",
-        "(( i )) && rm x", "{ { rm x; }; }", "if a; then for i in 1; do while b; do rm x; done; done; fi",
-        "ls | while read f; do rm x; done", "select v in a; do rm x; done", "echo ${v:-$(rm x)}",
-        "rm x > /dev/null 2>&1", "a &&\n  rm x", "x() (rm x)",
+        "a; rm x",
+        "a && rm x",
+        "a || rm x",
+        "a | rm x",
+        "a |& rm x",
+        "rm x &",
+        "a\nrm x",
+        "echo $(rm x)",
+        "echo `rm x`",
+        "(rm x)",
+        "{ rm x; }",
+        "! rm x",
+        "if rm x; then :; fi",
+        "if a; then rm x; fi",
+        "if a; then b; elif c; then rm x; fi",
+        "if a; then b; else rm x; fi",
+        "for f in a b; do rm x; done",
+        "for ((i=0;i<2;i++)); do rm x; done",
+        "while a; do rm x; done",
+        "until a; do rm x; done",
+        "case $v in a) rm x;; esac",
+        "case $v in a|b) b;; *) rm x;; esac",
+        "f() { rm x; }",
+        "function f { rm x; }",
+        "function f() { rm x; }",
+        "cat <<EOF\n$(rm x)\nEOF",
+        "grep a <<< \"$(rm x)\"",
+        "diff <(rm x) b",
+        "tee >(rm x)",
+        "echo \"$(rm x)\"",
+        "a=$(rm x)",
+        "export A=$(rm x)",
+        "[[ -f x ]] && rm x",
+        "(( i )) && rm x",
+        "{ { rm x; }; }",
+        "if a; then for i in 1; do while b; do rm x; done; done; fi",
+        "ls | while read f; do rm x; done",
+        "select v in a; do rm x; done",
+        "echo ${v:-$(rm x)}",
+        "rm x > /dev/null 2>&1",
+        "a &&\n  rm x",
+        "x() (rm x)",
     };
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         bash_asks a;
         bash_asks_of(lines[i], NULL, &a);
         bool found = false, always = false;
         const cJSON *it;
-        cJSON_ArrayForEach(it, a.patterns) found |= strcmp(it->valuestring, "rm x") == 0 ||
-                                                    strcmp(it->valuestring, "rm x > /dev/null 2>&1") == 0;
-        cJSON_ArrayForEach(it, a.always) always |= strcmp(it->valuestring, "rm *") == 0;
+        cJSON_ArrayForEach (it, a.patterns)
+            found |= strcmp(it->valuestring, "rm x") == 0 || strcmp(it->valuestring, "rm x > /dev/null 2>&1") == 0;
+        cJSON_ArrayForEach (it, a.always)
+            always |= strcmp(it->valuestring, "rm *") == 0;
         char *p = json_of(a.patterns);
         ok(found && always, "the rm in `%s` is asked for (patterns %s)", lines[i], p);
         free(p);
@@ -83,40 +116,41 @@ static void nested_rm_cases(void)
 
 static void pattern_cases(void)
 {
-    asks_case(NULL, "ls -la", "[]", "[\"ls -la\"]", "[\"ls *\"]");
-    asks_case(NULL, "git status && git push origin main", "[]", "[\"git status\",\"git push origin main\"]",
-              "[\"git status *\",\"git push *\"]");
-    asks_case(NULL, "make 2>&1 | tee log; echo done &", "[]", "[\"make 2>&1\",\"tee log\",\"echo done\"]",
-              "[\"make *\",\"tee *\",\"echo *\"]");
-    asks_case(NULL, "echo \"a; b\" 'c && d'", "[]", "[\"echo \\\"a; b\\\" 'c && d'\"]", "[\"echo *\"]");
-    asks_case(NULL, "echo $(rm -rf /tmp/x) `id`", "[]", "[\"echo $(rm -rf /tmp/x) `id`\",\"rm -rf /tmp/x\",\"id\"]",
-              "[\"echo *\",\"rm *\",\"id *\"]");
-    asks_case(NULL, "(cd sub && rm -f a) > out", "[]", "[\"rm -f a\"]", "[\"rm *\"]");
-    asks_case(NULL, "npm run build -- --prod\nnpm test", "[]", "[\"npm run build -- --prod\",\"npm test\"]",
-              "[\"npm run build *\",\"npm test *\"]");
+    asks_case(NULL, "ls -la", "[]", J("['ls -la']"), J("['ls *']"));
+    asks_case(NULL, "git status && git push origin main", "[]", J("['git status','git push origin main']"),
+              J("['git status *','git push *']"));
+    asks_case(NULL, "make 2>&1 | tee log; echo done &", "[]", J("['make 2>&1','tee log','echo done']"),
+              J("['make *','tee *','echo *']"));
+    asks_case(NULL, "echo \"a; b\" 'c && d'", "[]", "[\"echo \\\"a; b\\\" 'c && d'\"]", J("['echo *']"));
+    asks_case(NULL, "echo $(rm -rf /tmp/x) `id`", "[]", J("['echo $(rm -rf /tmp/x) `id`','rm -rf /tmp/x','id']"),
+              J("['echo *','rm *','id *']"));
+    asks_case(NULL, "(cd sub && rm -f a) > out", "[]", J("['rm -f a']"), J("['rm *']"));
+    asks_case(NULL, "npm run build -- --prod\nnpm test", "[]", J("['npm run build -- --prod','npm test']"),
+              J("['npm run build *','npm test *']"));
     /* OpenCode's prefix takes words as they come: an option is a word too. */
-    asks_case(NULL, "git -C repo log", "[]", "[\"git -C repo log\"]", "[\"git -C *\"]");
-    asks_case(NULL, "git config --global user.name x", "[]", "[\"git config --global user.name x\"]",
-              "[\"git config --global *\"]");
-    asks_case(NULL, "docker compose up -d", "[]", "[\"docker compose up -d\"]", "[\"docker compose up *\"]");
+    asks_case(NULL, "git -C repo log", "[]", J("['git -C repo log']"), J("['git -C *']"));
+    asks_case(NULL, "git config --global user.name x", "[]", J("['git config --global user.name x']"),
+              J("['git config --global *']"));
+    asks_case(NULL, "docker compose up -d", "[]", J("['docker compose up -d']"), J("['docker compose up *']"));
     /* The words: an expansion or a number is not one. */
-    asks_case(NULL, "sleep 5", "[]", "[\"sleep 5\"]", "[\"sleep *\"]");
-    asks_case(NULL, "FOO=1 make test", "[]", "[\"FOO=1 make test\"]", "[\"make test *\"]");
-    asks_case(NULL, "cat <<EOF > out.txt\nhello\nEOF", "[]", "[\"cat <<EOF > out.txt\\nhello\\nEOF\"]", "[\"cat *\"]");
-    asks_case(NULL, "cd /tmp && ls", "[]", "[\"ls\"]", "[\"ls *\"]");
+    asks_case(NULL, "sleep 5", "[]", J("['sleep 5']"), J("['sleep *']"));
+    asks_case(NULL, "FOO=1 make test", "[]", J("['FOO=1 make test']"), J("['make test *']"));
+    asks_case(NULL, "cat <<EOF > out.txt\nhello\nEOF", "[]", J("['cat <<EOF > out.txt\\nhello\\nEOF']"),
+              J("['cat *']"));
+    asks_case(NULL, "cd /tmp && ls", "[]", J("['ls']"), J("['ls *']"));
     asks_case(NULL, "cd sub", "[]", "[]", "[]");
-    asks_case(NULL, "echo 'unclosed", "[]", "[\"echo\"]", "[\"echo *\"]");
+    asks_case(NULL, "echo 'unclosed", "[]", J("['echo']"), J("['echo *']"));
     /* OpenCode's own limits, kept as they are (ocbg asks exactly what it
      * asks): the program `time` or `coproc` runs is an argument, and a
      * here-doc body's backticks are text to the grammar. */
-    asks_case(NULL, "time rm x", "[]", "[\"time rm x\"]", "[\"time *\"]");
-    asks_case(NULL, "coproc rm x", "[]", "[\"coproc rm x\"]", "[\"coproc *\"]");
-    asks_case(NULL, "cat <<EOF\n`rm x`\nEOF", "[]", "[\"cat <<EOF\\n`rm x`\\nEOF\"]", "[\"cat *\"]");
+    asks_case(NULL, "time rm x", "[]", J("['time rm x']"), J("['time *']"));
+    asks_case(NULL, "coproc rm x", "[]", J("['coproc rm x']"), J("['coproc *']"));
+    asks_case(NULL, "cat <<EOF\n`rm x`\nEOF", "[]", J("['cat <<EOF\\n`rm x`\\nEOF']"), J("['cat *']"));
     /* OpenCode's table is a JavaScript object: a name it inherits (toString,
      * constructor, …) keeps no word, as OpenCode 1.18.33's prefix() does. */
-    asks_case(NULL, "toString x", "[]", "[\"toString x\"]", "[\" *\"]");
-    asks_case(NULL, "constructor; __proto__ a b", "[]", "[\"constructor\",\"__proto__ a b\"]", "[\" *\"]");
-    asks_case(NULL, "tostring x", "[]", "[\"tostring x\"]", "[\"tostring *\"]");
+    asks_case(NULL, "toString x", "[]", J("['toString x']"), J("[' *']"));
+    asks_case(NULL, "constructor; __proto__ a b", "[]", J("['constructor','__proto__ a b']"), J("[' *']"));
+    asks_case(NULL, "tostring x", "[]", J("['tostring x']"), J("['tostring *']"));
     asks_case(NULL, "", "[]", "[]", "[]");
     asks_case(NULL, "# only a comment", "[]", "[]", "[]");
 }
@@ -134,29 +168,28 @@ static void outside_cases(void)
     char *old_home = xstrdup(getenv("HOME"));
     setenv("HOME", home, 1);
     char *want = NULL;
-    asks_case(project, "cat /etc/hostname", "[\"/etc\"]", "[\"cat /etc/hostname\"]", "[\"cat *\"]");
-    asks_case(project, "ls /tmp", "[]", "[\"ls /tmp\"]", "[\"ls *\"]"); /* ls takes no paths */
-    asks_case(project, "cat src/a.c ./b \"c d\"", "[]", "[\"cat src/a.c ./b \\\"c d\\\"\"]", "[\"cat *\"]");
+    asks_case(project, "cat /etc/hostname", J("['/etc']"), J("['cat /etc/hostname']"), J("['cat *']"));
+    asks_case(project, "ls /tmp", "[]", J("['ls /tmp']"), J("['ls *']")); /* ls takes no paths */
+    asks_case(project, "cat src/a.c ./b \"c d\"", "[]", J("['cat src/a.c ./b \\'c d\\'']"), J("['cat *']"));
     want = xasprintf("[\"%s\"]", root);
-    asks_case(project, "cp a ../b", want, "[\"cp a ../b\"]", "[\"cp *\"]");
+    asks_case(project, "cp a ../b", want, J("['cp a ../b']"), J("['cp *']"));
     free(want);
     want = xasprintf("[\"%s\"]", home);
-    asks_case(project, "touch ~/x", want, "[\"touch ~/x\"]", "[\"touch *\"]");
-    asks_case(project, "chmod -R 700 ~", want, "[\"chmod -R 700 ~\"]", "[\"chmod *\"]");
+    asks_case(project, "touch ~/x", want, J("['touch ~/x']"), J("['touch *']"));
+    asks_case(project, "chmod -R 700 ~", want, J("['chmod -R 700 ~']"), J("['chmod *']"));
     free(want);
-    asks_case(project, "cd /etc && ls", "[\"/etc\"]", "[\"ls\"]", "[\"ls *\"]");
-    asks_case(project, "rm -rf /tmp/ocbg-none-*", "[\"/tmp\"]", "[\"rm -rf /tmp/ocbg-none-*\"]", "[\"rm *\"]");
-    asks_case(project, "cat $HOME/x ${HOME}/y `pwd`/z *.c", "[]", "[\"cat $HOME/x ${HOME}/y `pwd`/z *.c\",\"pwd\"]",
-              "[\"cat *\",\"pwd *\"]");
-    asks_case(project, "cp -r src/ /tmp/", "[\"/tmp\"]", "[\"cp -r src/ /tmp/\"]", "[\"cp *\"]");
-    asks_case(project, "cat /", "[\"/\"]", "[\"cat /\"]", "[\"cat *\"]");
-    asks_case(project, "if true; then rm /etc/x; fi", "[\"/etc\"]", "[\"true\",\"rm /etc/x\"]",
-              "[\"true *\",\"rm *\"]");
+    asks_case(project, "cd /etc && ls", J("['/etc']"), J("['ls']"), J("['ls *']"));
+    asks_case(project, "rm -rf /tmp/ocbg-none-*", J("['/tmp']"), J("['rm -rf /tmp/ocbg-none-*']"), J("['rm *']"));
+    asks_case(project, "cat $HOME/x ${HOME}/y `pwd`/z *.c", "[]", J("['cat $HOME/x ${HOME}/y `pwd`/z *.c','pwd']"),
+              J("['cat *','pwd *']"));
+    asks_case(project, "cp -r src/ /tmp/", J("['/tmp']"), J("['cp -r src/ /tmp/']"), J("['cp *']"));
+    asks_case(project, "cat /", J("['/']"), J("['cat /']"), J("['cat *']"));
+    asks_case(project, "if true; then rm /etc/x; fi", J("['/etc']"), J("['true','rm /etc/x']"), J("['true *','rm *']"));
     bash_asks a;
     bash_asks_of("cat /etc/hostname /etc/hosts /", project, &a);
     cJSON *pats = bash_dir_patterns(a.dirs);
     char *p = json_of(pats);
-    is_str(p, "[\"/etc/*\",\"/*\"]", "external_directory patterns: each directory with /* (the root: /*)");
+    is_str(p, J("['/etc/*','/*']"), "external_directory patterns: each directory with /* (the root: /*)");
     free(p);
     cJSON_Delete(pats);
     bash_asks_free(&a);
@@ -238,8 +271,7 @@ static void fixture_cases(void)
     setenv("HOME", home, 1);
     int n = 0, same = 0;
     const cJSON *line;
-    cJSON_ArrayForEach(line, lines)
-    {
+    cJSON_ArrayForEach (line, lines) {
         const char *command = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(line, "command"));
         char *recorded = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(line, "asks"));
         char *want = fill(recorded, root);
@@ -315,7 +347,7 @@ static void shape_cases(void)
     free(inside);
     is_str(item(a.patterns, 200), "ls", "the innermost last");
     char *w = json_of(a.always);
-    is_str(w, "[\"echo *\",\"ls *\"]", "200 nested $(…): always, each once");
+    is_str(w, J("['echo *','ls *']"), "200 nested $(…): always, each once");
     free(w);
     bash_asks_free(&a);
     free(tail);
@@ -458,25 +490,25 @@ static void tool_refusal_cases(void)
     if (!mkdtemp(dir))
         bail_out("mkdtemp: %s", strerror(errno));
     char *file = xasprintf("%s/ran", dir), *touch = xasprintf("touch %s; ", file);
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
     char *pad = long_line(BASH_ASKS_MAX_BYTES), *line = xasprintf("%s%s", touch, pad);
     char *why =
         xasprintf("The command line is too long to check its permissions (%zu bytes; at most 32768)", strlen(line));
-    tool_refusal(h, s, line, -E2BIG, why, file);
+    tool_refusal(h, f.parent, line, -E2BIG, why, file);
     free(why);
     free(line);
     free(pad);
     pad = long_line(1000000);
     line = xasprintf("%s%s", touch, pad);
     why = xasprintf("The command line is too long to check its permissions (%zu bytes; at most 32768)", strlen(line));
-    tool_refusal(h, s, line, -E2BIG, why, file);
+    tool_refusal(h, f.parent, line, -E2BIG, why, file);
     free(why);
     free(line);
     free(pad);
     pad = nested_line(15, BASH_ASKS_MAX_TEXT / 16 - 59);
     line = xasprintf("%s%s", touch, pad);
-    tool_refusal(h, s, line, -EOVERFLOW,
+    tool_refusal(h, f.parent, line, -EOVERFLOW,
                  "The command line is too complex to check its permissions (its commands' texts come to more than "
                  "262144 bytes, a nested command counted again in each command around it)",
                  file);
@@ -484,15 +516,14 @@ static void tool_refusal_cases(void)
     free(pad);
     pad = repeat("", ")", BASH_ASKS_MAX_BYTES - strlen(touch), "", false);
     line = xasprintf("%s%s", touch, pad);
-    tool_refusal(h, s, line, -ETIME,
+    tool_refusal(h, f.parent, line, -ETIME,
                  "The command line is too complex to check its permissions (parsing it took more than 250 ms)", file);
     free(line);
     free(pad);
-    char *list = t_tool(h, s, "background_list", "{}");
+    char *list = t_tool(h, f.parent, "background_list", "{}");
     like(list, "No background tasks found", "no task registered");
     free(list);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
     rmdir(dir);
     free(file);
     free(touch);

@@ -74,8 +74,8 @@ static void answer_of(int i, char *out, size_t size)
 static void burst(void)
 {
     char opts[512];
-    snprintf(opts, sizeof opts, "{\"store_path\":\"%s/burst.db\",\"max_running_agents\":100,\"poll_interval_ms\":600000}",
-             dir);
+    snprintf(opts, sizeof opts,
+             "{\"store_path\":\"%s/burst.db\",\"max_running_agents\":100,\"poll_interval_ms\":600000}", dir);
     sim_host *h = sim_create();
     if (!h || sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("loading the linked-in ocbg: %s", h ? sim_load_error(h) : "no host");
@@ -134,7 +134,7 @@ static void burst(void)
     for (size_t i = 0; i < calls; i++) {
         char *body = sim_call_body(h, "session_prompt", psid, (int)i);
         if (body && strstr(body, "[ocbg] Background task completed")) {
-            bool wakes = !strstr(body, "\"noReply\":true");
+            bool wakes = !strstr(body, J("'noReply':true"));
             notices++;
             wake_right += wakes == (strstr(body, " tasks done.") != NULL);
             last_all = wakes && strstr(body, want) != NULL;

@@ -14,7 +14,7 @@
 #include "testlib.h"
 #include "base/util.h"
 
-#define CONTINUE_TEXT \
+#define CONTINUE_TEXT                                                                                                  \
     "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed."
 #define SUMMARY "SUMMARY OF THE WORK"
 #define COMPACT "{\"compact\":{\"summary\":\"" SUMMARY "\"}}"
@@ -45,8 +45,7 @@ static char *shape(sim_host *h, const char *session)
     free(json);
     strbuf sb = {0};
     const cJSON *m;
-    cJSON_ArrayForEach(m, msgs)
-    {
+    cJSON_ArrayForEach (m, msgs) {
         const cJSON *info = cJSON_GetObjectItem(m, "info");
         const char *finish = cJSON_GetStringValue(cJSON_GetObjectItem(info, "finish"));
         const char *err = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(info, "error"), "name"));
@@ -60,8 +59,7 @@ static char *shape(sim_host *h, const char *session)
         sb_puts(&sb, ":");
         const cJSON *p;
         int i = 0;
-        cJSON_ArrayForEach(p, cJSON_GetObjectItem(m, "parts"))
-        {
+        cJSON_ArrayForEach (p, cJSON_GetObjectItem(m, "parts")) {
             sb_puts(&sb, i++ ? ", " : " ");
             part_shape(&sb, p);
         }
@@ -90,7 +88,7 @@ static void sim_step_shape(void)
     sim_host *h = sim_create();
     char *s = sim_session_new(h, NULL, "alone");
     sim_script(h, "", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"reply\":\"continued text\"}]}", 1);
-    sim_session_prompt(h, s, "{\"parts\":[{\"type\":\"text\",\"text\":\"work\"}]}");
+    sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'work'}]}"));
     is_int(sim_wait_messages(h, s, 6, tap_timeout_ms(5000)), 0, "six messages");
     is_int(sim_wait_idle(h, s, tap_timeout_ms(5000)), 0, "then idle");
     char *got = shape(h, s);
@@ -132,12 +130,12 @@ static void sim_step_manual_and_failed(void)
 {
     sim_host *h = sim_create();
     char *s = sim_session_new(h, NULL, "alone");
-    sim_script(h, "", "{\"steps\":[{\"reply\":\"A2\"},{\"compact\":{\"auto\":false}},{\"reply\":\"never\"}]}", 1);
-    sim_session_prompt(h, s, "{\"parts\":[{\"type\":\"text\",\"text\":\"again\"}]}");
+    sim_script(h, "", J("{'steps':[{'reply':'A2'},{'compact':{'auto':false}},{'reply':'never'}]}"), 1);
+    sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'again'}]}"));
     sim_wait_messages(h, s, 4, tap_timeout_ms(5000));
     sim_wait_idle(h, s, tap_timeout_ms(5000));
-    sim_script(h, "", "{\"steps\":[{\"reply\":\"A3\"},{\"compact\":{\"fail\":true}}]}", 1);
-    sim_session_prompt(h, s, "{\"parts\":[{\"type\":\"text\",\"text\":\"once more\"}]}");
+    sim_script(h, "", J("{'steps':[{'reply':'A3'},{'compact':{'fail':true}}]}"), 1);
+    sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'once more'}]}"));
     is_int(sim_wait_messages(h, s, 8, tap_timeout_ms(5000)), 0, "four messages each");
     sim_wait_idle(h, s, tap_timeout_ms(5000));
     char *got = shape(h, s);
@@ -184,104 +182,93 @@ static void check_result(sim_host *h, const char *parent, const char *id, const 
     free(body);
 }
 
-/* The check after the compaction began: the answer's text part events are
- * lost, so it cannot take the answer from the events and reads the session,
- * which the simulated host has compacted already (test_compaction_order.c
- * has the other order). */
-static sim_host *host_checking_after(void)
-{
-    sim_host *h = t_host(NULL);
-    sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
-    return h;
-}
-
 static void auto_compaction_results(void)
 {
-    sim_host *h = host_checking_after();
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
-    check_result(h, parent, id, "REAL ANSWER", "continue turn without text");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_host_checking_after());
+    char *id = task_with(h, f.parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
+    check_result(h, f.parent, id, "REAL ANSWER", "continue turn without text");
     char *child = t_task_session(h, 0);
     char *got = shape(h, child);
-    like(got, "| assistant summary stop: step-start, text, step-finish | user: text(synthetic)(continue) | "
-              "assistant stop:",
+    like(got,
+         "| assistant summary stop: step-start, text, step-finish | user: text(synthetic)(continue) | "
+         "assistant stop:",
          "the child did compact and continue");
     ok(t_ends_with(got, "assistant stop:"), "its continue turn said nothing");
     free(got);
     free(id);
 
-    id = task_with(h, parent,
+    id = task_with(h, f.parent,
                    "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"tool\":\"read\",\"output\":\"x\"},"
                    "{\"reply\":\"continued text\"}]}",
                    "completed");
-    check_result(h, parent, id, "REAL ANSWER" MARK "continued text", "continue turn with a tool call and text");
+    check_result(h, f.parent, id, "REAL ANSWER" MARK "continued text", "continue turn with a tool call and text");
     free(id);
 
-    id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"},{\"compact\":{\"auto\":false,\"summary\":\""
-                   SUMMARY "\"}}]}", "completed");
-    check_result(h, parent, id, "REAL ANSWER", "manual summary");
+    id = task_with(h, f.parent,
+                   "{\"steps\":[{\"reply\":\"REAL ANSWER\"},{\"compact\":{\"auto\":false,\"summary\":\"" SUMMARY
+                   "\"}}]}",
+                   "completed");
+    check_result(h, f.parent, id, "REAL ANSWER", "manual summary");
     free(id);
 
-    id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"},{\"compact\":{\"fail\":true}}]}", "completed");
-    check_result(h, parent, id, "REAL ANSWER", "failed summary: completed, not an error");
+    id = task_with(h, f.parent, J("{'steps':[{'reply':'REAL ANSWER'},{'compact':{'fail':true}}]}"), "completed");
+    check_result(h, f.parent, id, "REAL ANSWER", "failed summary: completed, not an error");
     free(id);
     free(child);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The Claude face: TaskOutput, and a foreground Task, give the real answer. */
 static void claude_face_results(void)
 {
-    sim_host *h = host_checking_after();
-    char *s = sim_session_new(h, NULL, "main");
-    char *out = st_claude_task(h, s, "Compacts", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT
-                               ",{\"reply\":\"continued text\"}]}", 1);
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_host_checking_after());
+    char *out =
+        t_claude_task(h, f.parent, "Compacts",
+                      "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"reply\":\"continued text\"}]}", 1);
     char *id = t_find_id(out, "bg_");
     free(out);
-    out = st_task_output(h, s, id, 1, 0);
+    out = t_task_output(h, f.parent, id, 1, 0);
     like(out, "<status>completed</status>\n", "TaskOutput: completed");
     like(out, "<output>\nREAL ANSWER" MARK "continued text\n</output>\n",
          "TaskOutput: the answer, then the continue turn's text");
     unlike(out, SUMMARY, "TaskOutput: never the summary");
     free(out);
     free(id);
-    out = st_claude_task(h, s, "Foreground", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", 0);
+    out = t_claude_task(h, f.parent, "Foreground", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", 0);
     is_int(t_rc, 0, "a foreground Task that compacts succeeds");
     like(out, "REAL ANSWER", "and returns the real answer");
     unlike(out, SUMMARY, "not the summary");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A stray idle while the continue turn runs (here: waiting on a question)
  * finds the run unfinished; the task ends with the continue turn's answer. */
 static void stray_idle_during_continue(void)
 {
-    sim_host *h = host_checking_after();
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "Asks after compacting",
-                               "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"ask\":{\"permission\":\"bash\","
-                               "\"patterns\":[\"make\"]}},{\"reply\":\"after the question\"}]}");
+    t_fixture f;
+    sim_host *h = t_host_checking_after();
+    sim_permission_rules(h, J("{'bash':'ask'}"));
+    t_open_with(&f, h);
+    const char *id = t_task(&f, "Asks after compacting",
+                            "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT ",{\"ask\":{\"permission\":\"bash\","
+                            "\"patterns\":[\"make\"]}},{\"reply\":\"after the question\"}]}");
     char *child = t_task_session(h, 0);
     is_int(sim_wait(h, t_question_open, child, tap_timeout_ms(5000)), 0, "the continue turn asks a question");
     char *q = sim_permission_open(h, child);
     size_t reads = sim_calls(h, "session_messages", child);
-    char ev[160];
-    snprintf(ev, sizeof ev, "{\"type\":\"session.idle\",\"properties\":{\"sessionID\":\"%s\"}}", child);
+    const char *ev = J("{'type':'session.idle','properties':{'sessionID':'%s'}}", child);
     sim_emit(h, ev);
     is_int(sim_wait_calls(h, "session_messages", child, reads + 1, tap_timeout_ms(5000)), 0,
            "the stray idle made the plugin read the child's messages");
     is_int(sim_permission_reply(h, q, "once", NULL), 0, "the question is answered");
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the task completes");
-    check_result(h, parent, id, "REAL ANSWER" MARK "after the question", "after a stray idle");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
+    check_result(h, f.parent, id, "REAL ANSWER" MARK "after the question", "after a stray idle");
     free(q);
     free(child);
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void resume_after_compaction(void)
@@ -289,21 +276,19 @@ static void resume_after_compaction(void)
     t_fixture f;
     t_open(&f, NULL);
     sim_host *h = f.h;
-    const char *parent = f.parent;
-    char *id = task_with(h, parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
-    sim_script(h, "what next", "{\"steps\":[{\"reply\":\"NEW ANSWER\"}]}", 1);
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"what next\",\"block\":true}", id);
-    char *out = t_tool(h, parent, "background_resume", args);
+    char *id = task_with(h, f.parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
+    sim_script(h, "what next", J("{'steps':[{'reply':'NEW ANSWER'}]}"), 1);
+    const char *args = J("{'task_id':'%s','message':'what next','block':true}", id);
+    char *out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, 0, "a blocking resume of a compacted task succeeds");
     is_str(out, "NEW ANSWER", "it returns the new answer");
     free(out);
     sim_script(h, "and then", "{\"steps\":[{\"reply\":\"THIRD\"}," COMPACT "]}", 1);
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"and then\"}", id);
-    free(t_tool(h, parent, "background_resume", args));
-    is_int(t_wait_output_with(h, parent, id, "Result:\nTHIRD\n", 5000), 0,
+    args = J("{'task_id':'%s','message':'and then'}", id);
+    free(t_tool(h, f.parent, "background_resume", args));
+    is_int(t_wait_output_with(h, f.parent, id, "Result:\nTHIRD\n", 5000), 0,
            "a resumed run that compacts again: its own answer");
-    out = t_output(h, parent, id);
+    out = t_output(h, f.parent, id);
     unlike(out, SUMMARY, "never the summary");
     free(out);
     free(id);
@@ -312,11 +297,11 @@ static void resume_after_compaction(void)
 
 /* ---- fork ---------------------------------------------------------------- */
 
-#define MSG(id, role, extra, parts) \
+#define MSG(id, role, extra, parts)                                                                                    \
     "{\"info\":{\"id\":\"" id "\",\"role\":\"" role "\"" extra "},\"parts\":[" parts "]}"
 #define TEXT(t) "{\"type\":\"text\",\"text\":\"" t "\"}"
 #define REQ(id) MSG(id, "user", "", "{\"type\":\"compaction\",\"auto\":true,\"overflow\":false}")
-#define SUM(id, parent, extra) \
+#define SUM(id, parent, extra)                                                                                         \
     MSG(id, "assistant", ",\"parentID\":\"" parent "\",\"summary\":true,\"mode\":\"compaction\"" extra, TEXT(SUMMARY))
 #define DONE ",\"finish\":\"stop\""
 
@@ -339,23 +324,23 @@ static void fork_process_cases(void)
     fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", DONE) "," AFTER "]",
               "[" REQ("m3") "," SUM("m4", "m3", DONE) "," AFTER "]", 6, 4, "from the compaction request on");
     fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", ",\"finish\":\"error\",\"error\":{\"name\":\"E\"}") "]",
-              "[" OLD "," REQ("m3") "," SUM("m4", "m3", ",\"finish\":\"error\",\"error\":{\"name\":\"E\"}") "]", 4,
-              4, "a failed summary: everything stays");
-    fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", "") "]", "[" OLD "," REQ("m3") "," SUM("m4", "m3", "") "]",
-              4, 4, "an unfinished summary: everything stays");
+              "[" OLD "," REQ("m3") "," SUM("m4", "m3", ",\"finish\":\"error\",\"error\":{\"name\":\"E\"}") "]", 4, 4,
+              "a failed summary: everything stays");
+    fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", "") "]", "[" OLD "," REQ("m3") "," SUM("m4", "m3", "") "]", 4,
+              4, "an unfinished summary: everything stays");
     fork_case("[" OLD "," REQ("m3") "," SUM("m4", "m3", DONE) "," REQ("m7") "," SUM("m8", "m7", DONE) "," AFTER "]",
               "[" REQ("m7") "," SUM("m8", "m7", DONE) "," AFTER "]", 8, 4, "two compactions: from the newest");
     fork_case("[" OLD "," REQ("x3") "," SUM("m4", "m3", DONE) "," AFTER "]",
               "[" REQ("x3") "," SUM("m4", "m3", DONE) "," AFTER "]", 6, 4,
               "ids rewritten by a fork: the nearest request before the summary");
-    fork_case("[" OLD "," SUM("m4", "m3", DONE) "," AFTER "]", "[" OLD "," SUM("m4", "m3", DONE) "," AFTER "]", 5,
-              5, "a summary without its request: everything stays");
+    fork_case("[" OLD "," SUM("m4", "m3", DONE) "," AFTER "]", "[" OLD "," SUM("m4", "m3", DONE) "," AFTER "]", 5, 5,
+              "a summary without its request: everything stays");
 #undef OLD
 #undef AFTER
     char *rendered = fork_render("[" REQ("m3") "," SUM("m4", "m3", DONE) "]");
     is_str(rendered,
-           "--- user ---\n[the conversation before this point was compacted; its summary follows]\n--- assistant ---\n"
-           SUMMARY "\n",
+           "--- user ---\n[the conversation before this point was compacted; its summary follows]\n--- assistant "
+           "---\n" SUMMARY "\n",
            "the rendered history says what the compaction request stands for");
     free(rendered);
 }
@@ -366,11 +351,12 @@ static void fork_own_compaction(void)
 {
     fork_limits lim = {10, 100000};
     char *preamble = fork_preamble(&lim);
-    char *h = xasprintf("[" MSG("m1", "user", "", TEXT("old")) "," MSG("m2", "user", "", TEXT("%s")) ","
-                        REQ("m3") "," SUM("m4", "m3", DONE) ","
-                        MSG("m5", "assistant", DONE, "{\"type\":\"tool\",\"tool\":\"read\",\"state\":{\"status\":"
-                            "\"completed\",\"input\":{},\"output\":\"a long result of the child\"}}") "]",
-                        preamble);
+    char *h = xasprintf(
+        "[" MSG("m1", "user", "", TEXT("old")) "," MSG("m2", "user", "", TEXT("%s")) "," REQ("m3") "," SUM(
+            "m4", "m3", DONE) "," MSG("m5", "assistant", DONE,
+                                      "{\"type\":\"tool\",\"tool\":\"read\",\"state\":{\"status\":"
+                                      "\"completed\",\"input\":{},\"output\":\"a long result of the child\"}}") "]",
+        preamble);
     fork_stats st;
     char *out = NULL;
     fork_process(h, &lim, &out, &st);
@@ -389,7 +375,7 @@ static void compacted_parent(sim_host *h, const char *parent)
                "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"old.txt\"},\"output\":\"OLD TOOL OUTPUT\"},"
                "{\"reply\":\"OLD ANSWER\"}," COMPACT ",{\"reply\":\"PARENT CONTINUED\"}]}",
                1);
-    sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"long work\"}]}");
+    sim_session_prompt(h, parent, J("{'parts':[{'type':'text','text':'long work'}]}"));
     if (sim_wait_messages(h, parent, 6, tap_timeout_ms(5000)) != 0 || sim_wait_idle(h, parent, tap_timeout_ms(5000)))
         bail_out("the parent's turn did not finish");
 }
@@ -404,9 +390,9 @@ static void fork_of_compacted_parent(int host_fork)
     const char *how = host_fork ? "host fork" : "rendered";
     char *parent = sim_session_new(h, NULL, "main");
     compacted_parent(h, parent);
-    sim_script(h, "pick it up", "{\"steps\":[{\"reply\":\"forked child done\"}]}", 1);
+    sim_script(h, "pick it up", J("{'steps':[{'reply':'forked child done'}]}"), 1);
     char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Forked\",\"prompt\":\"pick it up\",\"agent\":\"general\",\"fork\":true}");
+                       J("{'description':'Forked','prompt':'pick it up','agent':'general','fork':true}"));
     is_int(t_rc, 0, "%s: the fork launches", how);
     char *id = t_find_id(out, "bg_");
     free(out);
@@ -419,7 +405,7 @@ static void fork_of_compacted_parent(int host_fork)
     unlike(seen, "OLD ANSWER", "%s: not the answer before the compaction", how);
     unlike(seen, "OLD TOOL OUTPUT", "%s: nor the tool results before it", how);
     if (host_fork)
-        like(seen, "\"type\":\"compaction\"", "host fork: the compaction request is kept, as OpenCode shows it");
+        like(seen, J("'type':'compaction'"), "host fork: the compaction request is kept, as OpenCode shows it");
     else
         like(seen, "[the conversation before this point was compacted; its summary follows]",
              "rendered: the compaction is said in words");

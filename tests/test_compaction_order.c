@@ -76,119 +76,117 @@ static char *run_task(sim_host *h, const char *parent, const char *description, 
     *child = t_task_session(h, 0);
     int held = sim_session_message_count(h, *child);
     if (before)
-        is_int(held, 2, "%s: completed while the child held its prompt and answer only (order: check before the "
-                        "compaction)", description);
+        is_int(held, 2,
+               "%s: completed while the child held its prompt and answer only (order: check before the "
+               "compaction)",
+               description);
     else
-        ok(held >= 6, "%s: completed once the child held the compaction and the continue turn (order: check after "
-                      "it): %d messages", description, held);
+        ok(held >= 6,
+           "%s: completed once the child held the compaction and the continue turn (order: check after "
+           "it): %d messages",
+           description, held);
     return id;
-}
-
-/* The order "after": the answer's part events lost (see the top). */
-static sim_host *host_checking_after(void)
-{
-    sim_host *h = t_host(NULL);
-    sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
-    return h;
 }
 
 static void check_after(void)
 {
-    sim_host *h = host_checking_after();
-    char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
-    char *id = run_task(h, parent, "After", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0,
-                        &child);
-    notified(h, parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
-    output_is(h, parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_host_checking_after());
+    char *child = NULL;
+    char *id =
+        run_task(h, f.parent, "After", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0, &child);
+    notified(h, f.parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
+    output_is(h, f.parent, id, "REAL ANSWER" MARK "continued text", "after, more work");
     free(id);
     free(child);
-    id = run_task(h, parent, "After2", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW SIGN_OFF, 0, &child);
-    notified(h, parent, id, "REAL ANSWER", "after, a sign-off");
-    output_is(h, parent, id, "REAL ANSWER", "after, a sign-off");
+    id = run_task(h, f.parent, "After2", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW SIGN_OFF, 0, &child);
+    notified(h, f.parent, id, "REAL ANSWER", "after, a sign-off");
+    output_is(h, f.parent, id, "REAL ANSWER", "after, a sign-off");
     free(id);
     free(child);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void check_before_more_work(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
-    char *id = run_task(h, parent, "Before", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 1,
-                        &child);
-    notified(h, parent, id, "REAL ANSWER", "before, more work: the notification has the answer");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    char *child = NULL;
+    char *id =
+        run_task(h, f.parent, "Before", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 1, &child);
+    notified(h, f.parent, id, "REAL ANSWER", "before, more work: the notification has the answer");
     char *want = added_notice(id, "Before", "continued text");
-    is_int(t_wait_messages_with(h, parent, "went on after its result was reported", 1, 5000), 0,
+    is_int(t_wait_messages_with(h, f.parent, "went on after its result was reported", 1, 5000), 0,
            "before, more work: the parent is told what the continue turn added");
-    char *got = t_message_with(h, parent, "went on after its result was reported");
+    char *got = t_message_with(h, f.parent, "went on after its result was reported");
     is_str(got, want, "before, more work: that notice, exactly");
-    output_is(h, parent, id, "REAL ANSWER" MARK "continued text", "before, more work (amended)");
+    output_is(h, f.parent, id, "REAL ANSWER" MARK "continued text", "before, more work (amended)");
     free(got);
     free(want);
     free(child);
 
     /* A blocking resume of it, the same way: it returns the new answer; the
      * continue turn's work follows as a notice. */
-    sim_script(h, "what next", "{\"steps\":[{\"reply\":\"NEW ANSWER\"}," COMPACT_LATER
-               ",{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"more after the resume\"}]}", 1);
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"what next\",\"block\":true}", id);
-    char *out = t_tool(h, parent, "background_resume", args);
+    sim_script(h, "what next",
+               "{\"steps\":[{\"reply\":\"NEW ANSWER\"}," COMPACT_LATER
+               ",{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"more after the resume\"}]}",
+               1);
+    const char *args = J("{'task_id':'%s','message':'what next','block':true}", id);
+    char *out = t_tool(h, f.parent, "background_resume", args);
     is_str(out, "NEW ANSWER", "before, resume: the blocking resume returns the new answer");
     free(out);
-    is_int(t_wait_output_with(h, parent, id, "NEW ANSWER" MARK "more after the resume", 5000), 0,
+    is_int(t_wait_output_with(h, f.parent, id, "NEW ANSWER" MARK "more after the resume", 5000), 0,
            "before, resume: the result gains what the continue turn added");
-    is_int(t_wait_messages_with(h, parent, "[The sub-agent's context was compacted after this answer; then it "
-                                "continued:]\nmore after the resume\n", 1, 5000), 0,
-           "before, resume: the parent is told");
-    output_is(h, parent, id, "NEW ANSWER" MARK "more after the resume", "before, resume (amended)");
+    is_int(t_wait_messages_with(h, f.parent,
+                                "[The sub-agent's context was compacted after this answer; then it "
+                                "continued:]\nmore after the resume\n",
+                                1, 5000),
+           0, "before, resume: the parent is told");
+    output_is(h, f.parent, id, "NEW ANSWER" MARK "more after the resume", "before, resume (amended)");
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void check_before_sign_off(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main"), *child = NULL;
-    char *id = run_task(h, parent, "Quiet", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER SIGN_OFF, 1,
-                        &child);
-    notified(h, parent, id, "REAL ANSWER", "before, a sign-off");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    char *child = NULL;
+    char *id =
+        run_task(h, f.parent, "Quiet", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER SIGN_OFF, 1, &child);
+    notified(h, f.parent, id, "REAL ANSWER", "before, a sign-off");
     size_t reads = sim_calls(h, "session_messages", child);
     is_int(sim_wait_messages(h, child, 6, tap_timeout_ms(5000)), 0, "before, a sign-off: the child compacted");
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "before, a sign-off: and went idle");
     is_int(sim_wait_calls(h, "session_messages", child, reads + 1, tap_timeout_ms(5000)), 0,
            "before, a sign-off: the plugin read what the continue turn did");
     /* Nothing comes of it: checked for a while after that read. */
-    ok(t_wait_messages_with(h, parent, "went on after its result was reported", 1, 300) != 0,
+    ok(t_wait_messages_with(h, f.parent, "went on after its result was reported", 1, 300) != 0,
        "before, a sign-off: no notice follows");
-    output_is(h, parent, id, "REAL ANSWER", "before, a sign-off: the answer alone");
+    output_is(h, f.parent, id, "REAL ANSWER", "before, a sign-off: the answer alone");
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A foreground Task: after the compaction, the whole result; before it, the
  * call has returned the answer (the task is gone with it). */
 static void foreground_task(void)
 {
-    sim_host *h = host_checking_after();
-    char *s = sim_session_new(h, NULL, "main");
-    char *out = st_claude_task(h, s, "Fg", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0);
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_host_checking_after());
+    char *out = t_claude_task(h, f.parent, "Fg", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_NOW MORE_WORK, 0);
     is_int(t_rc, 0, "foreground, after: succeeds");
     like(out, "REAL ANSWER" MARK "continued text", "foreground, after: the answer, then what the turn added");
     unlike(out, SUMMARY, "foreground, after: no summary");
     free(out);
     sim_event_faults(h, 0, 0, 0, 0, NULL);
-    out = st_claude_task(h, s, "Fg2", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 0);
+    out = t_claude_task(h, f.parent, "Fg2", "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT_LATER MORE_WORK, 0);
     is_int(t_rc, 0, "foreground, before: succeeds");
     like(out, "REAL ANSWER", "foreground, before: the answer");
     unlike(out, "continued text", "foreground, before: the continue turn had not run when it returned");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -25,7 +25,7 @@ static void launch_family(sim_host *h, family *f)
     for (int i = 0; i < TASKS; i++) {
         char desc[32];
         snprintf(desc, sizeof desc, "worker %d", i);
-        f->ids[i] = t_launch_script(h, f->parent, desc, "{\"steps\":[{\"tool\":\"read\",\"ms\":5},{\"hang\":true}]}");
+        f->ids[i] = t_launch_script(h, f->parent, desc, J("{'steps':[{'tool':'read','ms':5},{'hang':true}]}"));
         f->children[i] = t_task_session(h, i);
         ok(f->children[i] != NULL, "task %d has its child session", i);
     }
@@ -70,8 +70,7 @@ static void check_stopped(sim_host *h, family *f, size_t prompts_before, const c
     char *out = t_tool(h, f->parent, "background_list", "{}");
     like(out, "No background tasks found", "%s: the tasks went with their parent", how);
     free(out);
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", f->ids[0]);
+    const char *args = J("{'task_id':'%s'}", f->ids[0]);
     out = t_tool(h, f->parent, "background_output", args);
     like(out, "Task not found: ", "%s: an old id is not found", how);
     free(out);
@@ -97,8 +96,9 @@ static void parent_first(void)
     size_t prompts = sim_calls(h, "session_prompt", f.parent);
     /* A host that reports the parent before its children. */
     char ev[256];
-    snprintf(ev, sizeof ev, "{\"type\":\"session.deleted\",\"properties\":{\"sessionID\":\"%s\",\"info\":{\"id\":\"%s\"}}}",
-             f.parent, f.parent);
+    snprintf(ev, sizeof ev,
+             "{\"type\":\"session.deleted\",\"properties\":{\"sessionID\":\"%s\",\"info\":{\"id\":\"%s\"}}}", f.parent,
+             f.parent);
     sim_emit(h, ev);
     sim_events_flush(h, tap_timeout_ms(5000));
     is_int(sim_session_delete(h, f.parent), 0, "then the host deletes everything");

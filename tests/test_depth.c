@@ -12,17 +12,17 @@
 
 #include "testlib.h"
 
-#define DEPTH1_REFUSAL                                                                                             \
-    "Not launched: this session is a background task at depth 1, and max_depth is 1, so it cannot start "          \
+#define DEPTH1_REFUSAL                                                                                                 \
+    "Not launched: this session is a background task at depth 1, and max_depth is 1, so it cannot start "              \
     "background tasks of its own. Do the work in this session instead."
-#define DEPTH2_REFUSAL                                                                                             \
-    "Not launched: this session is a background task at depth 2, and max_depth is 2, so it cannot start "          \
+#define DEPTH2_REFUSAL                                                                                                 \
+    "Not launched: this session is a background task at depth 2, and max_depth is 2, so it cannot start "              \
     "background tasks of its own. Do the work in this session instead."
 #define WAITS_FOR_ITS_TASKS "Waiting for the background tasks it launched to end."
 #define WAKE_PARKED "The background tasks it launched have ended; it continues when a slot frees."
 
 /* Launch gated task <name> from `parent`; its id (malloc'd). */
-static char *launch(sim_host *h, const char *parent, const char *name, const char *want_status)
+static char *launch_expecting(sim_host *h, const char *parent, const char *name, const char *want_status)
 {
     char *out = t_launch_gated(h, parent, name, "explore");
     is_int(t_rc, 0, "%s is accepted", name);
@@ -41,9 +41,7 @@ static char *session_of(sim_host *h, const char *name)
 {
     if (t_wait_gate_open(h, name, 5000) != 0)
         bail_out("%s never started", name);
-    char needle[64];
-    snprintf(needle, sizeof needle, "gated %s", name);
-    return t_prompted_session(h, needle, 0);
+    return t_gated_session(h, name);
 }
 
 /* How many notices of task id's end (completed, failed, cancelled) the
@@ -76,31 +74,30 @@ static int end_notices(sim_host *h, const char *session, const char *id)
 static char *try_launch_from(sim_host *h, const char *session)
 {
     return t_tool(h, session, "background_task",
-                  "{\"description\":\"nested\",\"prompt\":\"nested work\",\"agent\":\"explore\"}");
+                  J("{'description':'nested','prompt':'nested work','agent':'explore'}"));
 }
 
 static void depth_one_is_the_default(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *root = sim_session_new(h, NULL, "main");
-    char *a = launch(h, root, "A", "running");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    char *a = launch_expecting(h, f.parent, "A", "running");
     char *as = session_of(h, "A");
     is_int(sim_session_tool_denied(h, as, "background_task"), 1, "a task at max_depth gets no ocbg tools");
     char *out = try_launch_from(h, as);
     is_int(t_rc, -EPERM, "a launch from its session anyway is refused");
     is_str(out, DEPTH1_REFUSAL, "with the reason");
     free(out);
-    out = t_tool(h, as, "Bash", "{\"command\":\"echo nested\",\"run_in_background\":true}");
+    out = t_tool(h, as, "Bash", J("{'command':'echo nested','run_in_background':true}"));
     is_int(t_rc, -EPERM, "a background command too");
     is_str(out, DEPTH1_REFUSAL, "with the same reason");
     free(out);
     is_int(sim_calls(h, "session_create", NULL), 1, "nothing was created");
     t_release_gated(h, "A");
-    is_int(t_wait_status(h, root, a, "completed", 5000), 0, "the task completes as before");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "the task completes as before");
     free(as);
     free(a);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* One slot (max_running_agents 1): A launches B, which waits for the slot
@@ -110,24 +107,23 @@ static void depth_one_is_the_default(void)
  * A's result, and the root hears of A once. */
 static void nested_task_waits_without_a_slot(void)
 {
-    sim_host *h = t_gated_host("{\"max_depth\":2,\"max_running_agents\":1}");
-    char *root = sim_session_new(h, NULL, "main");
-    char *a = launch(h, root, "A", "running");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_depth':2,'max_running_agents':1}")));
+    char *a = launch_expecting(h, f.parent, "A", "running");
     char *as = session_of(h, "A");
     is_int(sim_session_tool_denied(h, as, "background_task"), 0, "a task above max_depth keeps the ocbg tools");
-    char *b = launch(h, as, "B", "pending");
-    char *c = launch(h, root, "C", "pending");
+    char *b = launch_expecting(h, as, "B", "pending");
+    char *c = launch_expecting(h, f.parent, "C", "pending");
     t_release_gated(h, "A"); /* A answers "done A" while B waits */
     char *bs = session_of(h, "B");
     ok(bs != NULL, "A's answer gave its slot to B");
     ok(!t_gated_started(h, "C"), "C still waits: B was queued first");
-    is_int(t_wait_output_with(h, root, a, WAITS_FOR_ITS_TASKS, 5000), 0, "A shows that it waits for its tasks");
-    char *out = t_output(h, root, a);
+    is_int(t_wait_output_with(h, f.parent, a, WAITS_FOR_ITS_TASKS, 5000), 0, "A shows that it waits for its tasks");
+    char *out = t_output(h, f.parent, a);
     like(out, ": running\n", "A is still running: its answer is not its result yet");
     free(out);
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":false}", a);
-    out = t_tool(h, root, "TaskOutput", args);
+    const char *args = J("{'task_id':'%s','block':false}", a);
+    out = t_tool(h, f.parent, "TaskOutput", args);
     like(out, "<waiting_for_tasks>the background tasks it launched are still running</waiting_for_tasks>",
          "TaskOutput says so too");
     free(out);
@@ -144,28 +140,27 @@ static void nested_task_waits_without_a_slot(void)
     t_release_gated(h, "B");
     is_int(t_wait_status(h, as, b, "completed", 5000), 0, "B completes");
     is_int(t_wait_gate_open(h, "C", 5000), 0, "C takes the slot B freed");
-    is_int(t_wait_output_with(h, root, a, WAKE_PARKED, 5000), 0, "A's wake waits for a slot, and says so");
+    is_int(t_wait_output_with(h, f.parent, a, WAKE_PARKED, 5000), 0, "A's wake waits for a slot, and says so");
     is_int(t_count_messages_with(h, as, wake), 0, "A has not been told yet: no slot");
     t_release_gated(h, "C");
-    is_int(t_wait_status(h, root, a, "completed", 5000), 0, "once C ends, A is woken and completes");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "once C ends, A is woken and completes");
     is_int(t_count_messages_with(h, as, wake), 1, "A was told of B once, in its own session");
-    out = t_output(h, root, a);
+    out = t_output(h, f.parent, a);
     like(out, "A final, after bg_", "A's result is its answer after its tasks");
     free(out);
-    is_int(t_wait_status(h, root, c, "completed", 5000), 0, "C completes");
-    is_int(t_sync_notifications(h, root), 0, "the root's notifications are out");
+    is_int(t_wait_status(h, f.parent, c, "completed", 5000), 0, "C completes");
+    is_int(t_sync_notifications(h, f.parent), 0, "the root's notifications are out");
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", a);
-    is_int(t_count_messages_with(h, root, needle), 1, "the root hears of A once");
+    is_int(t_count_messages_with(h, f.parent, needle), 1, "the root hears of A once");
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", b);
-    is_int(t_count_messages_with(h, root, needle), 0, "and nothing of B (A was)");
+    is_int(t_count_messages_with(h, f.parent, needle), 0, "and nothing of B (A was)");
     free(bs);
     free(as);
     free(a);
     free(b);
     free(c);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The root's task A running, and A's task B running (max_depth 2). */
@@ -177,11 +172,11 @@ typedef struct tree {
 static tree tree_open(void)
 {
     tree t;
-    t.h = t_gated_host("{\"max_depth\":2}");
+    t.h = t_gated_host(J("{'max_depth':2}"));
     t.root = sim_session_new(t.h, NULL, "main");
-    t.a = launch(t.h, t.root, "A", "running");
+    t.a = launch_expecting(t.h, t.root, "A", "running");
     t.as = session_of(t.h, "A");
-    t.b = launch(t.h, t.as, "B", "running");
+    t.b = launch_expecting(t.h, t.as, "B", "running");
     t.bs = session_of(t.h, "B");
     return t;
 }
@@ -202,8 +197,7 @@ static void cancel_cascades(void)
     tree t = tree_open();
     sim_host *h = t.h;
     const char *root = t.root, *a = t.a, *as = t.as, *b = t.b, *bs = t.bs;
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", a);
+    const char *args = J("{'task_id':'%s'}", a);
     char *out = t_tool(h, root, "background_cancel", args);
     is_int(t_rc, 0, "A is cancelled");
     free(out);
@@ -261,29 +255,28 @@ static void clear_takes_the_tree(void)
  * more. */
 static void spend_rolls_up(void)
 {
-    sim_host *h = t_gated_host("{\"max_depth\":2,\"max_session_cost_usd\":1}");
-    char *root = sim_session_new(h, NULL, "main");
-    char *a = launch(h, root, "A", "running");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_depth':2,'max_session_cost_usd':1}")));
+    char *a = launch_expecting(h, f.parent, "A", "running");
     char *as = session_of(h, "A");
     /* B reports what its model call cost, then waits for the test. */
     char *b = t_launch_script(h, as, "B",
-                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":1.5}},"
-                              "{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate B\"]}},{\"reply\":\"done B\"}]}");
+                              J("{'steps':[{'usage':{'input':100,'output':10,'cost':1.5}},"
+                                "{'ask':{'permission':'bash','patterns':['gate B']}},{'reply':'done B'}]}"));
     const char *text = "Stopped by the session budget: this session's background tasks spent $1.50 "
                        "(max_session_cost_usd is 1).";
     is_int(t_wait_status(h, as, b, "error", 5000), 0, "B stops: A's session is over its budget");
     is_int(t_wait_output_with(h, as, b, text, 5000), 0, "with the spend in its error");
-    is_int(t_wait_status(h, root, a, "error", 5000), 0, "A stops too: the root's session counts B's spend");
-    is_int(t_wait_output_with(h, root, a, text, 5000), 0, "with the same text");
-    char *out = try_launch_from(h, root);
+    is_int(t_wait_status(h, f.parent, a, "error", 5000), 0, "A stops too: the root's session counts B's spend");
+    is_int(t_wait_output_with(h, f.parent, a, text, 5000), 0, "with the same text");
+    char *out = try_launch_from(h, f.parent);
     is_int(t_rc, -EDQUOT, "the root may launch no more");
     like(out, "this session's background tasks have spent $1.50", "and is told what was spent");
     free(out);
     free(as);
     free(a);
     free(b);
-    free(root);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -13,16 +13,6 @@
 
 static const fork_limits LIM = {1500, 100000};
 
-static char *repeat(const char *unit, size_t times)
-{
-    size_t n = strlen(unit);
-    char *s = malloc(n * times + 1);
-    for (size_t i = 0; i < times; i++)
-        memcpy(s + i * n, unit, n);
-    s[n * times] = '\0';
-    return s;
-}
-
 /* A history of one tool part whose output is `output`. */
 static char *tool_history(const char *output)
 {
@@ -52,8 +42,8 @@ static char *processed_output(const char *history, const fork_limits *lim)
     if (fork_process(history, lim, &out, NULL) != 0)
         return NULL;
     cJSON *m = cJSON_Parse(out);
-    cJSON *state = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 0), "parts"), 0),
-                                       "state");
+    cJSON *state =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(m, 0), "parts"), 0), "state");
     char *o = strdup(cJSON_GetStringValue(cJSON_GetObjectItem(state, "output")));
     cJSON_Delete(m);
     free(out);
@@ -62,7 +52,7 @@ static char *processed_output(const char *history, const fork_limits *lim)
 
 static void cutting_edges(void)
 {
-    char *s1500 = repeat("x", 1500), *s1501 = repeat("x", 1501);
+    char *s1500 = t_repeat("x", 1500), *s1501 = t_repeat("x", 1501);
     char *h = tool_history(s1500);
     char *o = processed_output(h, &LIM);
     is_str(o, s1500, "exactly 1500 characters: untouched");
@@ -75,14 +65,14 @@ static void cutting_edges(void)
     free(o);
     char *out = NULL;
     fork_process(h, &LIM, &out, NULL);
-    like(out, "\"tool\":\"read\"", "the tool's name is kept");
-    like(out, "\"callID\":\"call_42\"", "the call id is kept");
-    like(out, "\"input\":{\"filePath\":\"/src/big.c\"}", "the input is kept");
+    like(out, J("'tool':'read'"), "the tool's name is kept");
+    like(out, J("'callID':'call_42'"), "the call id is kept");
+    like(out, J("'input':{'filePath':'/src/big.c'}"), "the input is kept");
     free(out);
     free(h);
 
     /* 1501 two-byte and four-byte characters: cut by characters, never inside one. */
-    char *e = repeat("\xc3\xa9", 1501);
+    char *e = t_repeat("\xc3\xa9", 1501);
     h = tool_history(e);
     o = processed_output(h, &LIM);
     ok(o && strncmp(o, e, 3000) == 0 && o[3000] == '\n', "two-byte characters: 1500 characters = 3000 bytes kept");
@@ -90,7 +80,7 @@ static void cutting_edges(void)
     free(o);
     free(h);
     free(e);
-    e = repeat("\xf0\x9f\x98\x80", 1600);
+    e = t_repeat("\xf0\x9f\x98\x80", 1600);
     h = tool_history(e);
     o = processed_output(h, &LIM);
     ok(o && utf8_valid(o, strlen(o)) && strncmp(o, e, 6000) == 0 && o[6000] == '\n',
@@ -99,7 +89,7 @@ static void cutting_edges(void)
     free(o);
     free(h);
     free(e);
-    e = repeat("\xc3\xa9", 1500);
+    e = t_repeat("\xc3\xa9", 1500);
     h = tool_history(e);
     o = processed_output(h, &LIM);
     is_str(o, e, "1500 two-byte characters (3000 bytes) are not cut");
@@ -122,20 +112,23 @@ static size_t prefix_bytes(const char *s, size_t chars)
 
 static void cut_and_count_edges(void)
 {
-    char *s1500 = repeat("x", 1500), *s1501 = repeat("x", 1501), *h = tool_history(s1501);
+    char *s1500 = t_repeat("x", 1500), *s1501 = t_repeat("x", 1501), *h = tool_history(s1501);
     char *o = processed_output(h, &LIM);
-    char *want = xasprintf("%s\n[... cut for the forked context: the original was 1501 characters; re-run the tool for all of it]",
-                     s1500);
+    char *want = xasprintf(
+        "%s\n[... cut for the forked context: the original was 1501 characters; re-run the tool for all of it]", s1500);
     is_str(o, want, "the exact cut text: the kept characters, then the marker");
     free(want), free(o), free(h), free(s1500), free(s1501);
 
     /* Every cut point over characters of 1 to 4 bytes at every alignment. */
-    char *mixed = repeat("a\xc3\xa9\xe4\xbd\xa0\xf0\x9f\x98\x80" "bc", 60); /* 360 characters */
+    char *mixed = t_repeat("a\xc3\xa9\xe4\xbd\xa0\xf0\x9f\x98\x80"
+                           "bc",
+                           60); /* 360 characters */
     int bad = 0;
     for (size_t max = 1; max < 360; max++) {
         char *cut = fork_cut_text(mixed, max);
         size_t keep = prefix_bytes(mixed, max);
-        const char *tail = "\n[... cut for the forked context: the original was 360 characters; re-run the tool for all of it]";
+        const char *tail =
+            "\n[... cut for the forked context: the original was 360 characters; re-run the tool for all of it]";
         bad += !cut || strncmp(cut, mixed, keep) != 0 || strcmp(cut + keep, tail) != 0;
         free(cut);
     }
@@ -144,8 +137,9 @@ static void cut_and_count_edges(void)
     free(mixed);
 
     /* Long texts, past the counters' 255 blocks of 16 bytes, at odd offsets. */
-    char *e = repeat("\xc3\xa9", 10000), *cjk = repeat("\xe4\xbd\xa0", 5000), *emoji = repeat("\xf0\x9f\x98\x80", 10000);
-    char *ascii = repeat("abcd", 25000);
+    char *e = t_repeat("\xc3\xa9", 10000), *cjk = t_repeat("\xe4\xbd\xa0", 5000),
+         *emoji = t_repeat("\xf0\x9f\x98\x80", 10000);
+    char *ascii = t_repeat("abcd", 25000);
     is_int(fork_estimate_tokens(e, strlen(e)), 10000, "10,000 two-byte characters: 10,000 tokens");
     is_int(fork_estimate_tokens(cjk, strlen(cjk)), 5000, "5,000 CJK characters: 5,000 tokens");
     is_int(fork_estimate_tokens(emoji, strlen(emoji)), 10000, "10,000 emoji: 10,000 tokens");
@@ -155,28 +149,41 @@ static void cut_and_count_edges(void)
 }
 
 /* A history in the host's own spacing and escapes. */
-#define SPACED_M1 "{ \"info\": {\"id\": \"m1\", \"role\": \"user\"},\n  \"parts\": [{\"type\": \"text\", \"text\": \"caf\\u00e9 \\/ 1.50\"}] }"
+#define SPACED_M1                                                                                                      \
+    "{ \"info\": {\"id\": \"m1\", \"role\": \"user\"},\n  \"parts\": [{\"type\": \"text\", \"text\": \"caf\\u00e9 "    \
+    "\\/ 1.50\"}] }"
 
 static void kept_as_they_were(void)
 {
-    char *x = repeat("x", 2000), *y = repeat("y", 1600), *out = NULL;
+    char *x = t_repeat("x", 2000), *y = t_repeat("y", 1600), *out = NULL;
     /* m2: spaced, its error before its output, the output's key escaped. */
-    const char *m2 = "{\"info\":{\"id\":\"m2\"},\"parts\":[ {\"type\":\"tool\",\"tool\":\"read\",\"callID\":\"c\",\"state\": "
-                     "{\"input\":{\"n\":1.0}, \"error\" : \"%s\", \"outp\\u0075t\":\"%s\"}} ]}";
+    const char *m2 =
+        "{\"info\":{\"id\":\"m2\"},\"parts\":[ {\"type\":\"tool\",\"tool\":\"read\",\"callID\":\"c\",\"state\": "
+        "{\"input\":{\"n\":1.0}, \"error\" : \"%s\", \"outp\\u0075t\":\"%s\"}} ]}";
     char *m2_in = xasprintf(m2, y, x);
     char *h = xasprintf("\xEF\xBB\xBF [ " SPACED_M1 " ,\n %s ] trailing", m2_in);
     fork_stats st;
     is_int(fork_process(h, &LIM, &out, &st), 0, "a BOM, spacing and text after the array are read as cJSON reads them");
-    char *cut_y = xasprintf("%.1500s\\n[... cut for the forked context: the original was 1600 characters; re-run the tool "
-                            "for all of it]", y);
-    char *cut_x = xasprintf("%.1500s\\n[... cut for the forked context: the original was 2000 characters; re-run the tool "
-                            "for all of it]", x);
+    char *cut_y =
+        xasprintf("%.1500s\\n[... cut for the forked context: the original was 1600 characters; re-run the tool "
+                  "for all of it]",
+                  y);
+    char *cut_x =
+        xasprintf("%.1500s\\n[... cut for the forked context: the original was 2000 characters; re-run the tool "
+                  "for all of it]",
+                  x);
     char *m2_out = xasprintf(m2, cut_y, cut_x);
     char *want = xasprintf("[" SPACED_M1 ",%s]", m2_out);
     is_str(out, want, "kept messages are their input text byte for byte, with only the cut results put in");
     is_int(st.results_cut, 2, "the output under its escaped key and the error are both cut");
     free(want), free(m2_out), free(cut_x), free(cut_y), free(m2_in), free(out), free(h), free(x), free(y);
-    const char *refused[] = {"[1,]", "[1 2]", "[\xEF\xBB\xBF" "1]", "[{\"a\":}]", " ", "[1,2"};
+    const char *refused[] = {"[1,]",
+                             "[1 2]",
+                             "[\xEF\xBB\xBF"
+                             "1]",
+                             "[{\"a\":}]",
+                             " ",
+                             "[1,2"};
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
         is_int(fork_process(refused[i], &LIM, &out, NULL), -EINVAL, "not a JSON array: %s", refused[i]);
 }
@@ -185,7 +192,7 @@ static void kept_as_they_were(void)
  * keeps three: those three carry their cut results. */
 static void cut_messages_dropped_and_kept(void)
 {
-    char *q = repeat("q", 3000);
+    char *q = t_repeat("q", 3000);
     strbuf sb = {0};
     sb_puts(&sb, "[");
     for (int i = 0; i < 12; i++)
@@ -224,19 +231,20 @@ static void history_edges(void)
     is_int(fork_process("[]", &LIM, &out, &st), 0, "empty history processes");
     is_str(out, "[]", "and stays empty");
     free(out);
-    is_int(fork_process("{\"not\":\"a list\"}", &LIM, &out, NULL), -EINVAL, "not an array is refused");
+    is_int(fork_process(J("{'not':'a list'}"), &LIM, &out, NULL), -EINVAL, "not an array is refused");
     ok(out == NULL, "with no output");
-    is_int(fork_process("[1,\"x\",{\"parts\":[{\"type\":\"tool\"},{\"type\":\"tool\",\"state\":{\"output\":7}},"
-                        "{\"type\":\"text\"}]},{\"info\":null}]",
+    is_int(fork_process(J("[1,'x',{'parts':[{'type':'tool'},{'type':'tool','state':{'output':7}},"
+                          "{'type':'text'}]},{'info':null}]"),
                         &LIM, &out, &st),
            0, "malformed messages and parts do not stop it");
-    is_str(out, "[1,\"x\",{\"parts\":[{\"type\":\"tool\"},{\"type\":\"tool\",\"state\":{\"output\":7}},{\"type\":\"text\"}]},"
-                "{\"info\":null}]",
+    is_str(out,
+           J("[1,'x',{'parts':[{'type':'tool'},{'type':'tool','state':{'output':7}},{'type':'text'}]},"
+             "{'info':null}]"),
            "and are kept as they are");
     free(out);
 
     /* One huge message over the cap is still kept: the newest always stays. */
-    char *big = repeat("word ", 200000); /* 1,000,000 ASCII characters: 250,000 tokens */
+    char *big = t_repeat("word ", 200000); /* 1,000,000 ASCII characters: 250,000 tokens */
     cJSON *m = cJSON_CreateArray(), *msg = cJSON_CreateObject(), *parts = cJSON_AddArrayToObject(msg, "parts");
     cJSON *p = cJSON_CreateObject();
     cJSON_AddStringToObject(p, "type", "text");
@@ -255,7 +263,7 @@ static void history_edges(void)
 
     /* Ten messages of 20,000 tokens each under a 100,000 cap: the five newest stay. */
     m = cJSON_CreateArray();
-    char *chunk = repeat("abcd", 20000);
+    char *chunk = t_repeat("abcd", 20000);
     for (int i = 0; i < 10; i++) {
         msg = cJSON_CreateObject();
         cJSON *info = cJSON_AddObjectToObject(msg, "info");
@@ -281,11 +289,11 @@ static void history_edges(void)
     free(chunk);
 
     /* Only tool parts, with outputs and errors over the limit. */
-    char *long_text = repeat("y", 5000);
+    char *long_text = t_repeat("y", 5000);
     char *h = tool_history(long_text);
     cJSON *hist = cJSON_Parse(h);
-    cJSON *state = cJSON_GetObjectItem(
-        cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(hist, 0), "parts"), 0), "state");
+    cJSON *state =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(hist, 0), "parts"), 0), "state");
     cJSON_AddStringToObject(state, "error", long_text);
     free(h);
     h = cJSON_PrintUnformatted(hist);
@@ -299,13 +307,16 @@ static void history_edges(void)
     is_int(fork_estimate_tokens("abcdefgh", 8), 2, "eight ASCII characters: two tokens");
     is_int(fork_estimate_tokens("\xe4\xbd\xa0\xe5\xa5\xbd", 6), 2, "two CJK characters: two tokens");
     /* 22 bytes: 16 ASCII (4 tokens) and two CJK characters across the 8-byte steps. */
-    is_int(fork_estimate_tokens("abcdefgh\xe4\xbd\xa0\xe5\xa5\xbd" "abcdefgh", 22), 6, "mixed text: 4 + 2 tokens");
+    is_int(fork_estimate_tokens("abcdefgh\xe4\xbd\xa0\xe5\xa5\xbd"
+                                "abcdefgh",
+                                22),
+           6, "mixed text: 4 + 2 tokens");
 }
 
 static void after_the_fork_point(void)
 {
     /* The inherited part is processed; what the child did after the preamble is not. */
-    char *long_text = repeat("z", 4000);
+    char *long_text = t_repeat("z", 4000);
     char *h = tool_history(long_text);
     cJSON *hist = cJSON_Parse(h);
     cJSON *pre = cJSON_CreateObject(), *parts = cJSON_AddArrayToObject(pre, "parts"), *p = cJSON_CreateObject();
@@ -334,7 +345,7 @@ static sim_host *parent_with_history(char **parent, const char *options)
 {
     sim_host *h = t_host(options);
     *parent = sim_session_new(h, NULL, "main");
-    char *big = repeat("0123456789", 500); /* 5000 characters */
+    char *big = t_repeat("0123456789", 500); /* 5000 characters */
     char script[6000];
     snprintf(script, sizeof script,
              "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"big.txt\"},\"output\":\"%s\"},"
@@ -342,7 +353,7 @@ static sim_host *parent_with_history(char **parent, const char *options)
              big);
     free(big);
     sim_script(h, "read the big file", script, 1);
-    sim_session_prompt(h, *parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"read the big file\"}]}");
+    sim_session_prompt(h, *parent, J("{'parts':[{'type':'text','text':'read the big file'}]}"));
     if (sim_wait_messages(h, *parent, 2, tap_timeout_ms(5000)) != 0 || sim_wait_idle(h, *parent, tap_timeout_ms(5000)))
         bail_out("the parent's turn did not finish");
     return h;
@@ -352,10 +363,10 @@ static void fork_with_host_support(void)
 {
     char *parent;
     sim_host *h = parent_with_history(&parent, NULL);
-    sim_script(h, "continue the analysis", "{\"steps\":[{\"reply\":\"forked child done\"}]}", 1);
+    sim_script(h, "continue the analysis", J("{'steps':[{'reply':'forked child done'}]}"), 1);
     char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Forked\",\"prompt\":\"continue the analysis\",\"agent\":\"general\","
-                       "\"fork\":true}");
+                       J("{'description':'Forked','prompt':'continue the analysis','agent':'general',"
+                         "'fork':true}"));
     is_int(t_rc, 0, "a forked launch succeeds");
     like(out, "(forked)", "the answer marks it forked");
     char *id = t_find_id(out, "bg_");
@@ -365,12 +376,12 @@ static void fork_with_host_support(void)
     char *child = t_task_session(h, 0);
     char *body = sim_call_body(h, "session_prompt", child, 0);
     like(body, FORK_PREAMBLE_MARK, "the preamble goes first");
-    like(body, "\"noReply\":true", "silently (noReply)");
+    like(body, J("'noReply':true"), "silently (noReply)");
     free(body);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the forked task completes");
     char *seen = sim_session_model_input(h, child);
     like(seen, "the original was 5000 characters", "the child's model saw the long result cut");
-    like(seen, "\"filePath\":\"big.txt\"", "with the tool's input intact");
+    like(seen, J("'filePath':'big.txt'"), "with the tool's input intact");
     like(seen, "I read big.txt", "and the rest of the parent's history");
     like(seen, "continue the analysis", "and its task");
     free(seen);
@@ -393,17 +404,16 @@ static void fork_with_host_support(void)
 static void fork_polled_before_its_prompt(void)
 {
     char *parent;
-    sim_host *h = parent_with_history(&parent, "{\"poll_interval_ms\":50}");
-    sim_script(h, "continue the analysis", "{\"steps\":[{\"reply\":\"forked child done\"}]}", 1);
+    sim_host *h = parent_with_history(&parent, J("{'poll_interval_ms':50}"));
+    sim_script(h, "continue the analysis", J("{'steps':[{'reply':'forked child done'}]}"), 1);
     sim_slow(h, "session_prompt", 400);
     char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Forked\",\"prompt\":\"continue the analysis\",\"agent\":\"general\","
-                       "\"fork\":true}");
+                       J("{'description':'Forked','prompt':'continue the analysis','agent':'general',"
+                         "'fork':true}"));
     char *id = t_find_id(out, "bg_");
     free(out);
     is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the forked task completes");
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    const char *args = J("{'task_id':'%s'}", id);
     out = t_tool(h, parent, "background_output", args);
     like(out, "forked child done", "with its own answer");
     unlike(out, "I read big.txt", "not the parent's last answer it inherited");
@@ -415,69 +425,67 @@ static void fork_polled_before_its_prompt(void)
 
 static void fork_without_host_support(void)
 {
+    t_fixture f;
     sim_host *h = sim_create();
     sim_without(h, "session_fork");
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), NULL) != 1)
         bail_out("load: %s", sim_load_error(h));
-    char *parent = sim_session_new(h, NULL, "main");
-    char *big = repeat("0123456789", 500);
+    t_open_with(&f, h);
+    char *big = t_repeat("0123456789", 500);
     char script[6000];
     snprintf(script, sizeof script,
              "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"big.txt\"},\"output\":\"%s\"},"
              "{\"reply\":\"I read big.txt\"}]}",
              big);
     sim_script(h, "read the big file", script, 1);
-    sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"read the big file\"}]}");
-    sim_wait_messages(h, parent, 2, tap_timeout_ms(5000));
-    sim_wait_idle(h, parent, tap_timeout_ms(5000));
-    sim_script(h, "continue without fork", "{\"steps\":[{\"reply\":\"inject child done\"}]}", 1);
-    char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Injected\",\"prompt\":\"continue without fork\",\"agent\":\"general\","
-                       "\"fork\":true}");
+    sim_session_prompt(h, f.parent, J("{'parts':[{'type':'text','text':'read the big file'}]}"));
+    sim_wait_messages(h, f.parent, 2, tap_timeout_ms(5000));
+    sim_wait_idle(h, f.parent, tap_timeout_ms(5000));
+    sim_script(h, "continue without fork", J("{'steps':[{'reply':'inject child done'}]}"), 1);
+    char *out = t_tool(h, f.parent, "background_task",
+                       J("{'description':'Injected','prompt':'continue without fork','agent':'general',"
+                         "'fork':true}"));
     is_int(t_rc, 0, "a fork on a host without fork support succeeds");
     char *id = t_find_id(out, "bg_");
     free(out);
-    is_int(sim_calls(h, "session_create", parent), 1, "a child session of the caller was created instead");
+    is_int(sim_calls(h, "session_create", f.parent), 1, "a child session of the caller was created instead");
     char *child = t_task_session(h, 0);
     char *body = sim_call_body(h, "session_prompt", child, 0);
     like(body, FORK_PREAMBLE_MARK, "the preamble comes first");
-    like(body, "\"noReply\":true", "as a silent message");
+    like(body, J("'noReply':true"), "as a silent message");
     like(body, "The parent conversation so far:", "with the parent's history rendered in it");
     like(body, "the original was 5000 characters", "processed: the long result cut");
     unlike(body, big, "the full result is not there");
     free(body);
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the task completes");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
     char *seen = sim_session_model_input(h, child);
     like(seen, "I read big.txt", "the child's model saw the parent's history");
     free(seen);
     free(big);
     free(child);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void fork_with_resume_refused(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *out = t_tool(h, parent, "background_task",
-                       "{\"prompt\":\"p\",\"fork\":true,\"resume\":\"bg_00000000\"}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    char *out = t_tool(h, f.parent, "background_task", J("{'prompt':'p','fork':true,'resume':'bg_00000000'}"));
     is_int(t_rc, -EINVAL, "fork with resume is refused");
     like(out, "fork and resume are mutually exclusive", "saying the two are mutually exclusive");
     free(out);
     is_int(sim_calls(h, "session_fork", NULL) + sim_calls(h, "session_create", NULL), 0, "nothing was created");
     sim_fail(h, "session_fork", 1, 1, -EIO);
-    out = t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\",\"fork\":true}");
+    out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'a','fork':true}"));
     is_int(t_rc, -EIO, "a failed fork is an error");
     like(out, "Failed to fork this session for the background task: simulated failure of session_fork",
          "naming the host's reason");
     free(out);
-    out = t_tool(h, parent, "background_list", "{}");
+    out = t_tool(h, f.parent, "background_list", "{}");
     is_str(out, "No background tasks found", "and no task exists");
     free(out);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -51,14 +51,6 @@ static long lexed(const char *msg)
     return n;
 }
 
-static char *repeat(const char *unit, size_t times)
-{
-    strbuf sb = {0};
-    for (size_t i = 0; i < times; i++)
-        sb_puts(&sb, unit);
-    return sb_take(&sb);
-}
-
 /* The plain reference: characters are the bytes that do not continue one;
  * the estimate is the ASCII bytes / 4 rounded up plus the lead bytes. */
 static size_t ref_chars(const char *s)
@@ -140,7 +132,7 @@ static void escapes_before_and_across_the_cut(void)
 {
     /* 1497 'a', then \n \" \\ (the 1498th to 1500th characters), \t \/ (the
      * first two cut), 500 two-byte 'é': 2002 characters. */
-    char *a = repeat("a", 1497), *e = repeat("\xc3\xa9", 500);
+    char *a = t_repeat("a", 1497), *e = t_repeat("\xc3\xa9", 500);
     char *raw = xasprintf("%s\\n\\\"\\\\\\t\\/%s", a, e);
     char *msg = tool_msg(raw), *h = one_message(msg), *json;
     is_int(lexed(msg), 1, "the long output with one-character escapes is read from its bytes");
@@ -159,7 +151,7 @@ static void escapes_before_and_across_the_cut(void)
     free(want_json), free(cut_lit), free(want), free(got), free(json), free(h), free(msg), free(raw);
 
     /* 1400 'a' and 100 \n: 1600 bytes, 1500 characters, not cut. */
-    char *nl = repeat("\\n", 100);
+    char *nl = t_repeat("\\n", 100);
     raw = xasprintf("%.1400s%s", a, nl);
     msg = tool_msg(raw), h = one_message(msg);
     is_int(lexed(msg), 1, "1500 characters in 1600 bytes: read from its bytes");
@@ -190,7 +182,7 @@ static void unicode_escapes_take_the_plain_path(void)
 {
     /* 1497 'a', \u00e9, a surrogate pair (U+1F600), \n: characters 1498 to
      * 1500; then 600 'b': 2100 characters. */
-    char *a = repeat("a", 1497), *b = repeat("b", 600);
+    char *a = t_repeat("a", 1497), *b = t_repeat("b", 600);
     char *raw = xasprintf("%s\\u00e9\\ud83d\\ude00\\n%s", a, b);
     char *msg = tool_msg(raw), *h = one_message(msg), *json;
     is_int(lexed(msg), 0, "a \\u escape: the output is left to cJSON");
@@ -220,7 +212,7 @@ static void unicode_escapes_take_the_plain_path(void)
 
 static void the_threshold_and_other_keys(void)
 {
-    char *c61 = repeat("c", 61), *c62 = repeat("c", 62);
+    char *c61 = t_repeat("c", 61), *c62 = t_repeat("c", 62);
     char *raw63 = xasprintf("\\n%s", c61), *raw64 = xasprintf("\\n%s", c62);
     char *m63 = tool_msg(raw63), *m64 = tool_msg(raw64), *h, *json;
     is_int(lexed(m63), 0, "63 bytes: left to cJSON");
@@ -238,7 +230,7 @@ static void the_threshold_and_other_keys(void)
     free(got), free(json), free(h), free(m63), free(m64), free(raw63), free(raw64), free(c61), free(c62);
 
     /* A long string under "input" (never cut) and under "Output". */
-    char *i = repeat("i", 1999);
+    char *i = t_repeat("i", 1999);
     char *msg =
         xasprintf("{\"info\":{\"id\":\"m1\",\"role\":\"assistant\"},\"parts\":[{\"type\":\"tool\",\"tool\":\"read\","
                   "\"callID\":\"c1\",\"state\":{\"status\":\"completed\",\"input\":\"\\n%s\",\"Output\":\"\\t%s\","
@@ -257,7 +249,7 @@ static void the_threshold_and_other_keys(void)
  * value. T and O (not results) stay, C and P are cut (to 10). */
 static void nested_arrays(void)
 {
-    char *t = repeat("t", 99), *o = repeat("o", 99), *c = repeat("c", 79), *p = repeat("p", 89);
+    char *t = t_repeat("t", 99), *o = t_repeat("o", 99), *c = t_repeat("c", 79), *p = t_repeat("p", 89);
     const char *fmt =
         "{\"info\":{\"id\":\"m1\",\"role\":\"assistant\"},\"x\":[[\"s\",{\"text\":\"%s\"}],\"u\",[{\"output\":"
         "\"%s\"}]],\"parts\":[{\"type\":\"tool-result\",\"content\":\"%s\"},{\"type\":\"tool\",\"state\":{"
@@ -285,7 +277,7 @@ static void nested_arrays(void)
  * whole history "not a JSON array"): the same for each of these. */
 static void malformed_as_before(void)
 {
-    char *l = repeat("L", 100);
+    char *l = t_repeat("L", 100);
     const char *msg_fmt[] = {
         "{\"parts\":[{\"type\":\"tool\",\"state\":{\"output\":\"%s",               /* unterminated, the input ends */
         "{\"parts\":[{\"type\":\"tool\",\"state\":{\"output\":\"%s\\",             /* ends in a backslash */
@@ -320,7 +312,7 @@ static void malformed_as_before(void)
  * result: how many results were cut (1: the fork point was found). */
 static size_t cut_around(const char *type, const char *text, long want_lexed)
 {
-    char *z = repeat("z\\n", 1500), *m1 = tool_msg(z), *m3 = tool_msg(z);
+    char *z = t_repeat("z\\n", 1500), *m1 = tool_msg(z), *m3 = tool_msg(z);
     char *m2 = xasprintf("{\"info\":{\"id\":\"m2\",\"role\":\"user\"},\"parts\":[{\"type\":\"%s\",\"text\":\"%s\"}]}",
                          type, text);
     char *h = xasprintf("[%s,%s,%s]", m1, m2, m3), *out = NULL;
@@ -367,7 +359,7 @@ static void lone_lead_bytes_count_a_token_each(void)
 {
     fork_limits lim = {1500, 100000};
     fork_stats st;
-    char *raw = repeat("\xE9", 2000), *msg = tool_msg(raw), *history = one_message(msg), *json = NULL;
+    char *raw = t_repeat("\xE9", 2000), *msg = tool_msg(raw), *history = one_message(msg), *json = NULL;
     char *out = processed(history, &lim, &st, &json);
     char *want = ref_cut(raw, 1500);
     is_str(out, want, "2000 lone lead bytes: cut to 1500 and the marker");
@@ -375,7 +367,7 @@ static void lone_lead_bytes_count_a_token_each(void)
     free(out), free(want), free(json), free(history), free(msg), free(raw);
 
     fork_limits small = {10, 100000};
-    raw = repeat("\xE9", 40), msg = tool_msg(raw), history = one_message(msg);
+    raw = t_repeat("\xE9", 40), msg = tool_msg(raw), history = one_message(msg);
     out = processed(history, &small, &st, &json);
     is_int(st.tokens_after, 11 + 10 + 24, "40 of them (the plain path), cut to 10: 10 tokens, 24 the marker, and 11");
     free(out), free(json), free(history), free(msg), free(raw);

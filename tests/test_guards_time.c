@@ -20,7 +20,7 @@ static char *launch_hanging(sim_host *h, const char *s, const char *extra)
     static int seq;
     char prompt[64], args[256];
     snprintf(prompt, sizeof prompt, "hanging task #%d#", ++seq);
-    sim_script(h, prompt, "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, prompt, J("{'steps':[{'hang':true}]}"), 1);
     snprintf(args, sizeof args, "{\"description\":\"Hangs\",\"prompt\":\"%s\",\"agent\":\"explore\"%s}", prompt, extra);
     char *out = t_tool(h, s, "background_task", args);
     char *id = t_find_id(out, "bg_");
@@ -56,41 +56,40 @@ static void ended_in_time(sim_host *h, const char *s, const char *id, const char
 
 static void stale_agent(void)
 {
-    sim_host *h = t_host("{" FAST ",\"stale_ms\":1000}");
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST ",\"stale_ms\":1000}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     /* A sub-agent waiting for the user is silent too, but not stale. */
-    char *asking =
-        t_launch_script(h, s, "Asks", "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"x\"]}}]}");
+    const char *asking = t_task(&f, "Asks", J("{'steps':[{'ask':{'permission':'bash','patterns':['x']}}]}"));
     char *asking_child = t_task_session(h, 0);
     is_int(sim_wait(h, t_question_open, asking_child, tap_timeout_ms(5000)), 0, "a question is open");
-    char *id = launch_hanging(h, s, "");
+    char *id = launch_hanging(h, f.parent, "");
     char *child = t_task_session(h, 1);
-    ended_in_time(h, s, id, child, "Stopped: no progress for ", "s while its session was busy (stale_ms is 1000).");
-    char *out = t_output(h, s, asking);
+    ended_in_time(h, f.parent, id, child, "Stopped: no progress for ",
+                  "s while its session was busy (stale_ms is 1000).");
+    char *out = t_output(h, f.parent, asking);
     like(out, ": running\n", "the one waiting for permission runs on");
     free(out);
     is_int(sim_calls(h, "session_abort", asking_child), 0, "and its session was not aborted");
     free(asking_child);
-    free(asking);
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void agent_timeouts(void)
 {
-    sim_host *h = t_host("{" FAST "}");
-    char *s = sim_session_new(h, NULL, "main");
-    char *id = launch_hanging(h, s, ",\"timeout\":1");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST "}");
+    char *id = launch_hanging(h, f.parent, J(",'timeout':1"));
     char *child = t_task_session(h, 0);
-    ended_in_time(h, s, id, child, "Stopped by its timeout: this task ran for ", "s (its timeout is 1.0s).");
+    ended_in_time(h, f.parent, id, child, "Stopped by its timeout: this task ran for ", "s (its timeout is 1.0s).");
 
     /* The Claude face: milliseconds; a foreground Task returns the failure. */
-    sim_script(h, "claude hang", "{\"steps\":[{\"hang\":true}]}", 1);
-    char *out = t_tool(h, s, "Task", "{\"description\":\"d\",\"prompt\":\"claude hang\",\"subagent_type\":\"explore\","
-                                     "\"timeout\":300}");
+    sim_script(h, "claude hang", J("{'steps':[{'hang':true}]}"), 1);
+    char *out = t_tool(h, f.parent, "Task",
+                       J("{'description':'d','prompt':'claude hang','subagent_type':'explore',"
+                         "'timeout':300}"));
     is_int(t_rc, -EIO, "a foreground Task past its timeout fails");
     like(out, "The sub-agent failed: Stopped by its timeout: this task ran for ", "with the guard's text");
     like(out, "s (its timeout is 0.3s).", "and its timeout");
@@ -100,17 +99,15 @@ static void agent_timeouts(void)
 
     /* Bad values: nothing is created. */
     size_t sessions = sim_session_count(h);
-    out = t_tool(h, s, "background_task",
-                 "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\",\"timeout\":0}");
+    out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore','timeout':0}"));
     is_int(t_rc, -EINVAL, "timeout 0 is refused");
     is_str(out, "background_task: argument 'timeout' must be a positive number of seconds", "with a clear text");
     free(out);
-    out = t_tool(h, s, "Task", "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"explore\",\"timeout\":-5}");
+    out = t_tool(h, f.parent, "Task", J("{'description':'d','prompt':'p','subagent_type':'explore','timeout':-5}"));
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
     is_str(out, "Task: argument 'timeout' must be a positive number of milliseconds", "with a clear text");
     free(out);
-    out = t_tool(h, s, "background_task",
-                 "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\",\"timeout\":\"9\"}");
+    out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore','timeout':'9'}"));
     is_int(t_rc, -EINVAL, "a timeout that is not a number is refused");
     like(out, "argument 'timeout'", "naming the argument");
     free(out);
@@ -118,22 +115,21 @@ static void agent_timeouts(void)
     free(fg_child);
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void agent_max_runtime(void)
 {
-    sim_host *h = t_host("{" FAST ",\"max_runtime_ms\":1000}");
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST ",\"max_runtime_ms\":1000}");
     /* A launch's timeout cannot go past the limit. */
-    char *id = launch_hanging(h, s, ",\"timeout\":60");
+    char *id = launch_hanging(h, f.parent, J(",'timeout':60"));
     char *child = t_task_session(h, 0);
-    ended_in_time(h, s, id, child, "Stopped by the runtime limit: this task ran for ", "s (max_runtime_ms is 1000).");
+    ended_in_time(h, f.parent, id, child, "Stopped by the runtime limit: this task ran for ",
+                  "s (max_runtime_ms is 1000).");
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- commands ---------------------------------------------------------------- */
@@ -141,8 +137,7 @@ static void agent_max_runtime(void)
 /* Bash in the background with extra arguments; returns the task id. */
 static char *bash_bg(sim_host *h, const char *s, const char *command, const char *extra)
 {
-    char args[256];
-    snprintf(args, sizeof args, "{\"command\":\"%s\",\"run_in_background\":true%s}", command, extra);
+    const char *args = J("{'command':'%s','run_in_background':true%s}", command, extra);
     char *out = t_tool(h, s, "Bash", args);
     char *id = t_find_id(out, "bg_");
     if (t_rc != 0 || !id)
@@ -153,11 +148,11 @@ static char *bash_bg(sim_host *h, const char *s, const char *command, const char
 
 static void command_timeouts(void)
 {
-    sim_host *h = t_host("{" FAST ",\"shell_kill_grace_ms\":300}");
-    char *s = sim_session_new(h, NULL, "main");
-    char *id = bash_bg(h, s, "sleep 30", ",\"timeout\":300");
-    ended_in_time(h, s, id, NULL, "Stopped by its timeout: this task ran for ", "s (its timeout is 0.3s).");
-    char *out = st_task_output(h, s, id, 0, 0);
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST ",\"shell_kill_grace_ms\":300}");
+    char *id = bash_bg(h, f.parent, "sleep 30", J(",'timeout':300"));
+    ended_in_time(h, f.parent, id, NULL, "Stopped by its timeout: this task ran for ", "s (its timeout is 0.3s).");
+    char *out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<status>failed</status>\n", "TaskOutput: failed");
     like(out, "<signal>15</signal>\n", "the command got SIGTERM");
     like(out, "<error>Stopped by its timeout: this task ran for ", "TaskOutput: the guard's text");
@@ -165,33 +160,32 @@ static void command_timeouts(void)
     free(out);
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background command failed: %s", id);
-    char *note = t_message_with(h, s, needle);
+    char *note = t_message_with(h, f.parent, needle);
     like(note, "\nError: Stopped by its timeout: ", "the notification gives the text");
     unlike(note, "Usage:", "and no usage");
     free(note);
     /* Without a timeout, a background command runs on. */
-    char *quick = bash_bg(h, s, "sleep 0.5; echo fine", "");
-    is_int(t_wait_status(h, s, quick, "completed", 5000), 0, "a command without a timeout completes");
+    char *quick = bash_bg(h, f.parent, "sleep 0.5; echo fine", "");
+    is_int(t_wait_status(h, f.parent, quick, "completed", 5000), 0, "a command without a timeout completes");
     free(quick);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void command_max_runtime(void)
 {
-    sim_host *h = t_host("{" FAST ",\"shell_kill_grace_ms\":300,\"max_runtime_ms\":1000}");
-    char *s = sim_session_new(h, NULL, "main");
-    char *id = bash_bg(h, s, "sleep 30", "");
-    ended_in_time(h, s, id, NULL, "Stopped by the runtime limit: this task ran for ", "s (max_runtime_ms is 1000).");
+    t_fixture f;
+    sim_host *h = t_open(&f, "{" FAST ",\"shell_kill_grace_ms\":300,\"max_runtime_ms\":1000}");
+    char *id = bash_bg(h, f.parent, "sleep 30", "");
+    ended_in_time(h, f.parent, id, NULL, "Stopped by the runtime limit: this task ran for ",
+                  "s (max_runtime_ms is 1000).");
     /* A foreground command has its own timeout. */
-    char *out = t_tool(h, s, "Bash", "{\"command\":\"sleep 1.3; echo done\",\"timeout\":20000}");
+    char *out = t_tool(h, f.parent, "Bash", J("{'command':'sleep 1.3; echo done','timeout':20000}"));
     is_int(t_rc, 0, "a foreground command may outlast max_runtime_ms");
     like(out, "done\n(exit code 0)", "and completes");
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)
@@ -199,12 +193,12 @@ int main(void)
     stale_agent();
     agent_timeouts();
     agent_max_runtime();
-    st_tmpdir_make("guards");
-    if (st_shells_work(ST_PROBE_SKIP)) {
+    t_tmpdir_make("guards");
+    if (t_shells_work(T_PROBE_SKIP)) {
         command_timeouts();
         command_max_runtime();
     }
-    st_kill_leftovers();
-    st_tmpdir_remove(NULL);
+    t_kill_leftovers();
+    t_tmpdir_remove(NULL);
     return done_testing();
 }

@@ -10,11 +10,11 @@
 
 static void launch_creates_child_and_sends_prompt(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    sim_script(h, "find the auth code", "{\"steps\":[{\"wait_ms\":50},{\"reply\":\"auth lives in src/auth\"}]}", 1);
-    char *out = t_tool(h, parent, "background_task",
-                       "{\"description\":\"Find auth\",\"prompt\":\"find the auth code\",\"agent\":\"explore\"}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    sim_script(h, "find the auth code", J("{'steps':[{'wait_ms':50},{'reply':'auth lives in src/auth'}]}"), 1);
+    char *out = t_tool(h, f.parent, "background_task",
+                       J("{'description':'Find auth','prompt':'find the auth code','agent':'explore'}"));
     is_int(t_rc, 0, "launch succeeds");
     like(out, "Background task launched.", "answer says launched");
     like(out, "Status: running", "status is running at once");
@@ -28,7 +28,7 @@ static void launch_creates_child_and_sends_prompt(void)
     is_int(sim_calls(h, "session_create", NULL), 1, "one child session created");
     char *body = sim_call_body(h, "session_create", NULL, 0);
     cJSON *b = cJSON_Parse(body);
-    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(b, "parentID")), parent, "child's parent is the caller");
+    is_str(cJSON_GetStringValue(cJSON_GetObjectItem(b, "parentID")), f.parent, "child's parent is the caller");
     like(cJSON_GetStringValue(cJSON_GetObjectItem(b, "title")), "Find auth", "child's title has the description");
     cJSON_Delete(b);
     free(body);
@@ -45,24 +45,22 @@ static void launch_creates_child_and_sends_prompt(void)
     cJSON_Delete(b);
     free(body);
 
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "task completes by its idle event");
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "task completes by its idle event");
+    const char *args = J("{'task_id':'%s'}", id);
     free(out);
-    out = t_tool(h, parent, "background_output", args);
+    out = t_tool(h, f.parent, "background_output", args);
     like(out, "auth lives in src/auth", "output returns the sub-agent's last reply");
     like(out, "Description: Find auth", "output names the description");
-    is_int(t_wait_messages_with(h, parent, "auth lives in src/auth", 1, 5000), 0, "parent is notified");
+    is_int(t_wait_messages_with(h, f.parent, "auth lives in src/auth", 1, 5000), 0, "parent is notified");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bad_arguments_create_nothing(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
     static const struct {
         const char *args, *expect;
     } cases[] = {
@@ -77,51 +75,48 @@ static void bad_arguments_create_nothing(void)
         {"{\"description\":\"d\",\"prompt\":\"\xff\xfe\",\"agent\":\"a\"}", "is not valid UTF-8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *out = t_tool(h, parent, "background_task", cases[i].args);
+        char *out = t_tool(h, f.parent, "background_task", cases[i].args);
         is_int(t_rc, -EINVAL, "bad input %zu refused", i);
         like(out, cases[i].expect, "bad input %zu explained", i);
         free(out);
     }
     is_int(sim_calls(h, "session_create", NULL), 0, "no session created for bad input");
-    char *out = t_tool(h, parent, "background_list", "{}");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     is_str(out, "No background tasks found", "no task created for bad input");
     free(out);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void host_failures_at_launch(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
     sim_fail(h, "session_create", 1, 1, -EIO);
-    char *out = t_tool(h, parent, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"a\"}");
+    char *out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'a'}"));
     is_int(t_rc, -EIO, "session create failure is an error");
     like(out, "Failed to create a session for the background task: simulated failure of session_create",
          "the host's reason is given");
     free(out);
-    out = t_tool(h, parent, "background_list", "{}");
+    out = t_tool(h, f.parent, "background_list", "{}");
     is_str(out, "No background tasks found", "no task after a failed create");
     free(out);
 
     sim_fail(h, "session_prompt", 1, 1, -EIO);
-    out = t_tool(h, parent, "background_task", "{\"description\":\"d2\",\"prompt\":\"p\",\"agent\":\"a\"}");
+    out = t_tool(h, f.parent, "background_task", J("{'description':'d2','prompt':'p','agent':'a'}"));
     is_int(t_rc, -EIO, "prompt failure is an error");
     like(out, "could not start", "the model is told the task could not start");
     char *id = t_find_id(out, "bg_");
     ok(id != NULL, "the failed task's id is given");
     free(out);
-    is_int(t_wait_status(h, parent, id, "error", 2000), 0, "the task ended in error");
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
-    out = t_tool(h, parent, "background_output", args);
+    is_int(t_wait_status(h, f.parent, id, "error", 2000), 0, "the task ended in error");
+    const char *args = J("{'task_id':'%s'}", id);
+    out = t_tool(h, f.parent, "background_output", args);
     like(out, "Failed to send the prompt to the sub-agent: simulated failure of session_prompt",
          "its error names the reason");
     free(out);
-    is_int(t_wait_messages_with(h, parent, "Background task failed", 1, 5000), 0, "the parent is notified of it");
+    is_int(t_wait_messages_with(h, f.parent, "Background task failed", 1, 5000), 0, "the parent is notified of it");
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

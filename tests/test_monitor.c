@@ -79,13 +79,13 @@ static void told_once(sim_host *h, const char *s, const char *text, const char *
 
 static sim_host *host(void)
 {
-    return lt_host(ST_SMALL);
+    return t_linked_host(T_SHELL_SMALL);
 }
 
 /* Narrow the bounds of the monitors started from now. */
 static void limits(sim_host *h, int64_t quiet, int64_t span, unsigned per_minute, int64_t flood, unsigned max_events)
 {
-    engine *eng = lt_engine(h);
+    engine *eng = t_engine(h);
     engine_lock(eng);
     watch_limits lim = monitor_limits(eng);
     lim.quiet_ms = quiet;
@@ -104,8 +104,8 @@ static void lines_apart_and_burst(void)
     sim_host *h = host();
     char *s = sim_session_new(h, NULL, "main");
     char *answer;
-    char *id = monitor(h, s, J("{'command':'for i in 1 2 3; do echo line $i; sleep 1; done','description':'three'}"),
-                       &answer);
+    char *id =
+        monitor(h, s, J("{'command':'for i in 1 2 3; do echo line $i; sleep 1; done','description':'three'}"), &answer);
     ok(id != NULL, "a monitor starts");
     char want[2048];
     snprintf(want, sizeof want,
@@ -119,8 +119,10 @@ static void lines_apart_and_burst(void)
     told_once(h, s, mtext(id, "three", ", event 1:\nline 1\n"), "lines a second apart: the first, alone");
     told_once(h, s, mtext(id, "three", ", event 2:\nline 2\n"), "the second");
     told_once(h, s, mtext(id, "three", ", event 3:\nline 3\n"), "the third");
-    told_once(h, s, mtext(id, "three", ": stream ended (exit code 0), having told 3 events. Nothing more will come "
-                                       "from it.\n"),
+    told_once(h, s,
+              mtext(id, "three",
+                    ": stream ended (exit code 0), having told 3 events. Nothing more will come "
+                    "from it.\n"),
               "the stream's end");
     is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the monitor's command completed");
     is_int(t_count_messages_with(h, s, "[ocbg] Background command"), 0, "no ordinary command notification");
@@ -128,8 +130,10 @@ static void lines_apart_and_burst(void)
 
     id = monitor(h, s, J("{'command':'echo a; echo b; echo c; exit 3','description':'burst'}"), NULL);
     told_once(h, s, mtext(id, "burst", ", event 1:\na\nb\nc\n"), "a burst: one event");
-    told_once(h, s, mtext(id, "burst", ": stream ended (exit code 3), having told 1 event. Nothing more will come "
-                                       "from it.\n"),
+    told_once(h, s,
+              mtext(id, "burst",
+                    ": stream ended (exit code 3), having told 1 event. Nothing more will come "
+                    "from it.\n"),
               "stream ended with its exit code");
     is_int(t_count_messages_with(h, s, "stream ended"), 2, "each stream's end told once");
     free(id);
@@ -164,8 +168,9 @@ static void pattern_and_arguments(void)
     free(out);
     out = t_tool(h, s, "background_monitor", J("{'description':'nothing'}"));
     is_int(t_rc, -EINVAL, "neither command nor task_id: refused");
-    is_str(out, "Give command (a new command to watch) or task_id (a running background command of this session to "
-                "follow).",
+    is_str(out,
+           "Give command (a new command to watch) or task_id (a running background command of this session to "
+           "follow).",
            "saying what to give");
     free(out);
     out = t_tool(h, s, "background_monitor", J("{'command':'echo x','task_id':'bg_00000000'}"));
@@ -186,8 +191,9 @@ static void expires(void)
     char *s = sim_session_new(h, NULL, "main");
     char *id = monitor(h, s, J("{'command':'sleep 300','description':'sleeper','timeout_ms':1000}"), NULL);
     told_once(h, s,
-              mtext(id, "sleeper", " expired after 1.0s (timeout_ms 1000), having told 0 events. Its command was "
-                                   "stopped. Start a new monitor if you still need one.\n"),
+              mtext(id, "sleeper",
+                    " expired after 1.0s (timeout_ms 1000), having told 0 events. Its command was "
+                    "stopped. Start a new monitor if you still need one.\n"),
               "expiry");
     is_int(t_wait_status(h, s, id, "cancelled", 5000), 0, "its command was stopped");
     is_int(t_sync_notifications(h, s), 0, "synced");
@@ -203,8 +209,9 @@ static void flood_stops_with_advice(void)
     limits(h, 10, 20, 2, 500, 100);
     char *s = sim_session_new(h, NULL, "main");
     char *id = monitor(h, s, J("{'command':'while :; do echo x; sleep 0.03; done','description':'flood'}"), NULL);
-    const char *head = mtext(id, "flood", " stopped: its lines came faster than 2 events a minute for 0.5s, too many "
-                                          "to tell (2 told, ");
+    const char *head = mtext(id, "flood",
+                             " stopped: its lines came faster than 2 events a minute for 0.5s, too many "
+                             "to tell (2 told, ");
     is_int(t_wait_messages_with(h, s, head, 1, 10000), 0, "a lasting flood stops the watch");
     char *got = t_message_with(h, s, head);
     ok(t_ends_with(got, " suppressed). Its command was stopped. Filter more precisely: a pattern that matches only "
@@ -226,12 +233,14 @@ static void total_limit(void)
     sim_host *h = host();
     limits(h, 10, 20, 12, 30000, 2);
     char *s = sim_session_new(h, NULL, "main");
-    char *id = monitor(h, s, J("{'command':'for i in 1 2 3 4; do echo $i; sleep 0.3; done; sleep 300','description':"
-                               "'four'}"),
+    char *id = monitor(h, s,
+                       J("{'command':'for i in 1 2 3 4; do echo $i; sleep 0.3; done; sleep 300','description':"
+                         "'four'}"),
                        NULL);
     told_once(h, s,
-              mtext(id, "four", " stopped: it told 2 events, the most one monitor tells. Its command was stopped. "
-                                "Start a new monitor, with a narrower pattern, if you still need one.\n"),
+              mtext(id, "four",
+                    " stopped: it told 2 events, the most one monitor tells. Its command was stopped. "
+                    "Start a new monitor, with a narrower pattern, if you still need one.\n"),
               "the total stops it");
     is_int(t_count_messages_with(h, s, ", event "), 2, "after its two events");
     is_int(t_wait_status(h, s, id, "cancelled", 5000), 0, "its command was stopped");
@@ -246,7 +255,7 @@ static void follows_a_task(void)
 {
     sim_host *h = host();
     char *s = sim_session_new(h, NULL, "main");
-    char *cmd = st_bash_bg(h, s, "for i in 1 2; do sleep 1; echo tick $i; done", "ticker", ST_LAUNCH_UNCHECKED);
+    char *cmd = t_bash_bg(h, s, "for i in 1 2; do sleep 1; echo tick $i; done", "ticker", T_LAUNCH_UNCHECKED);
     char *answer;
     char *id = monitor(h, s, J("{'task_id':'%s'}", cmd), &answer);
     ok(id && strcmp(id, cmd) == 0, "the monitor is the task it follows");
@@ -260,8 +269,10 @@ static void follows_a_task(void)
     free(answer);
     told_once(h, s, mtext(cmd, "ticker", ", event 1:\ntick 1\n"), "its first line");
     told_once(h, s, mtext(cmd, "ticker", ", event 2:\ntick 2\n"), "its second");
-    told_once(h, s, mtext(cmd, "ticker", ": stream ended (exit code 0), having told 2 events. Nothing more will "
-                                         "come from it.\n"),
+    told_once(h, s,
+              mtext(cmd, "ticker",
+                    ": stream ended (exit code 0), having told 2 events. Nothing more will "
+                    "come from it.\n"),
               "its end");
     is_int(t_wait_messages_with(h, s, "[ocbg] Background command completed", 1, 5000), 0,
            "the followed command's own notification still comes");
@@ -325,13 +336,14 @@ static void cancel_and_views(void)
     told_once(h, s, mtext(id, "watch", ", event 1:\nfirst\n"), "its event");
     char *view = sim_view(h, s, -1);
     char want[512];
-    snprintf(want, sizeof want, "\"id\":\"%s\",\"kind\":\"monitor\",\"command\":\"echo first; sleep 300\",\"events\":1,"
-                                "\"expires\":",
+    snprintf(want, sizeof want,
+             "\"id\":\"%s\",\"kind\":\"monitor\",\"command\":\"echo first; sleep 300\",\"events\":1,"
+             "\"expires\":",
              id);
     like(view, want, "the panel's view: kind monitor, its command, events so far, when it expires");
     like(view, "\"pattern\":\"f\"", "and its pattern");
     free(view);
-    char *out = st_command(h, s, "tasks");
+    char *out = t_command(h, s, "tasks");
     snprintf(want, sizeof want, "%-12s  monitor  running", id);
     like(out, want, "/tasks lists it as a monitor");
     free(out);
@@ -343,7 +355,7 @@ static void cancel_and_views(void)
     free(id);
 
     id = monitor(h, s, J("{'command':'sleep 300','description':'stopme'}"), NULL);
-    out = t_tool(h, s, "TaskStop", st_id_args(id));
+    out = t_tool(h, s, "TaskStop", t_id_args(id));
     is_int(t_rc, 0, "TaskStop stops a monitor");
     free(out);
     is_int(t_wait_status(h, s, id, "cancelled", 5000), 0, "cancelled");
@@ -368,11 +380,11 @@ static void restart_ends_it_once(void)
 {
     char opts[512];
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s/m.db\",\"shell_kill_grace_ms\":300}", dir);
-    sim_host *h = lt_host(opts);
+    sim_host *h = t_linked_host(opts);
     char *s = sim_session_new(h, NULL, "main");
     char *id = monitor(h, s, J("{'command':'echo up; sleep 300','description':'server'}"), NULL);
     told_once(h, s, mtext(id, "server", ", event 1:\nup\n"), "an event before the restart");
-    engine *eng = lt_engine(h);
+    engine *eng = t_engine(h);
     engine_lock(eng);
     pid_t pid = registry_find(&eng->reg, id)->shell->pid;
     engine_unlock(eng);
@@ -381,11 +393,12 @@ static void restart_ends_it_once(void)
     if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("reloading: %s", sim_load_error(h));
     told_once(h, s,
-              mtext(id, "server", " stopped: the host restarted, and its command ($ echo up; sleep 300) ended with "
-                                  "it. Lines it had not told yet are lost. Start a new monitor if you still need "
-                                  "one.\n"),
+              mtext(id, "server",
+                    " stopped: the host restarted, and its command ($ echo up; sleep 300) ended with "
+                    "it. Lines it had not told yet are lost. Start a new monitor if you still need "
+                    "one.\n"),
               "after the restart, the model is told once");
-    eng = lt_engine(h);
+    eng = t_engine(h);
     engine_lock(eng);
     task *t = registry_find(&eng->reg, id);
     ok(t && task_is_monitor(t), "the restored task is still known as a monitor");
@@ -402,9 +415,9 @@ static void restart_ends_it_once(void)
 
 int main(void)
 {
-    st_tmpdir_make("monitor");
-    if (!st_shells_work(ST_PROBE_SKIP) || !mkdtemp(dir)) {
-        st_tmpdir_remove(NULL);
+    t_tmpdir_make("monitor");
+    if (!t_shells_work(T_PROBE_SKIP) || !mkdtemp(dir)) {
+        t_tmpdir_remove(NULL);
         return done_testing();
     }
     lines_apart_and_burst();
@@ -420,7 +433,7 @@ int main(void)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
         diag("could not remove %s", dir);
-    st_kill_leftovers();
-    st_tmpdir_remove(NULL);
+    t_kill_leftovers();
+    t_tmpdir_remove(NULL);
     return done_testing();
 }

@@ -54,8 +54,7 @@ static cJSON *wait_notice(sim_host *h, const char *parent, const char *id)
 
 static const char *body_text(const cJSON *b)
 {
-    return cJSON_GetStringValue(
-        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "parts"), 0), "text"));
+    return cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "parts"), 0), "text"));
 }
 
 static int body_quiet(const cJSON *b)
@@ -65,18 +64,18 @@ static int body_quiet(const cJSON *b)
 
 static void one_notification_with_content(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "Map the API", "{\"steps\":[{\"reply\":\"three endpoints\"}]}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *id = t_task(&f, "Map the API", J("{'steps':[{'reply':'three endpoints'}]}"));
     char *batch = NULL;
-    char *out = t_output(h, parent, id);
+    char *out = t_output(h, f.parent, id);
     batch = t_find_id(out, "batch_");
     free(out);
-    is_int(t_wait_messages_with(h, parent, "three endpoints", 1, 5000), 0, "the parent got the result");
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    cJSON_Delete(wait_notice(h, parent, id));
+    is_int(t_wait_messages_with(h, f.parent, "three endpoints", 1, 5000), 0, "the parent got the result");
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    cJSON_Delete(wait_notice(h, f.parent, id));
     int count;
-    cJSON *b = notice_body(h, parent, id, &count);
+    cJSON *b = notice_body(h, f.parent, id, &count);
     is_int(count, 1, "exactly one push about the task");
     char head[128];
     snprintf(head, sizeof head, "[ocbg] Background task completed: %s \"Map the API\" (agent: explore, ", id);
@@ -89,26 +88,22 @@ static void one_notification_with_content(void)
     ok(!body_quiet(b), "the only task wakes the parent");
     is_str(cJSON_GetStringValue(cJSON_GetObjectItem(b, "agent")), "build", "the parent goes on with its agent");
     ok(!cJSON_GetObjectItem(b, "tools"), "no tools denied to the parent");
-    is_int(t_count_messages_with(h, parent, "three endpoints"), 1, "one message in the parent");
+    is_int(t_count_messages_with(h, f.parent, "three endpoints"), 1, "one message in the parent");
     cJSON_Delete(b);
     free(batch);
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A batch: an early finisher joins quietly, the last one wakes. */
 static void quiet_until_last(const char *options, int expect_quiet)
 {
-    sim_host *h = t_host(options);
-    char *parent = sim_session_new(h, NULL, "main");
-    char script[128];
-    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"slow result\"}]}",
-             tap_timeout_ms(300));
-    char *slow = t_launch_script(h, parent, "Slow", script);
-    char *fast = t_launch_script(h, parent, "Fast", "{\"steps\":[{\"reply\":\"fast result\"}]}");
-    is_int(t_wait_messages_with(h, parent, "fast result", 1, 5000), 0, "fast task's notice arrives");
-    cJSON *b = wait_notice(h, parent, fast);
+    t_fixture f;
+    sim_host *h = t_open(&f, options);
+    const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'slow result'}]}", tap_timeout_ms(300));
+    const char *slow = t_task(&f, "Slow", script);
+    const char *fast = t_task(&f, "Fast", J("{'steps':[{'reply':'fast result'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "fast result", 1, 5000), 0, "fast task's notice arrives");
+    cJSON *b = wait_notice(h, f.parent, fast);
     if (expect_quiet)
         ok(body_quiet(b), "a finisher with siblings running is quiet (noReply)");
     else
@@ -116,84 +111,76 @@ static void quiet_until_last(const char *options, int expect_quiet)
     like(body_text(b), "tasks done, 1 still running.\n", "it says one is still running");
     like(body_text(b), ": 1 of 2 tasks done", "1 of 2 done");
     cJSON_Delete(b);
-    is_int(t_wait_messages_with(h, parent, "slow result", 1, 5000), 0, "slow task's notice arrives");
-    b = wait_notice(h, parent, slow);
+    is_int(t_wait_messages_with(h, f.parent, "slow result", 1, 5000), 0, "slow task's notice arrives");
+    b = wait_notice(h, f.parent, slow);
     ok(!body_quiet(b), "the last one wakes the parent");
     like(body_text(b), ": all 2 tasks done.\n", "all done");
     cJSON_Delete(b);
-    free(fast);
-    free(slow);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A failure wakes the parent even while siblings run. */
 static void failure_wakes(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *slow = t_launch_script(h, parent, "Slow", "{\"steps\":[{\"hang\":true}]}");
-    char *bad = t_launch_script(h, parent, "Broken", "{\"steps\":[{\"error\":\"quota exceeded\"}]}");
-    is_int(t_wait_messages_with(h, parent, "quota exceeded", 1, 5000), 0, "failure notice arrives");
-    cJSON *b = wait_notice(h, parent, bad);
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    t_task(&f, "Slow", J("{'steps':[{'hang':true}]}"));
+    const char *bad = t_task(&f, "Broken", J("{'steps':[{'error':'quota exceeded'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "quota exceeded", 1, 5000), 0, "failure notice arrives");
+    cJSON *b = wait_notice(h, f.parent, bad);
     char head[96];
     snprintf(head, sizeof head, "[ocbg] Background task failed: %s \"Broken\"", bad);
     like(body_text(b), head, "it says failed");
     like(body_text(b), "\n\nError: APIError: quota exceeded\n", "with the error");
     ok(!body_quiet(b), "a failure wakes the parent while a sibling runs");
     cJSON_Delete(b);
-    free(bad);
-    free(slow);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A long result is cut, with a pointer to the full text. */
 static void long_result_is_capped(void)
 {
-    sim_host *h = t_host("{\"notify_max_chars\":200}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, J("{'notify_max_chars':200}"));
     char reply[301];
     for (int i = 0; i < 300; i++)
         reply[i] = (char)('a' + i % 26);
     reply[300] = '\0';
-    char script[512];
-    snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", reply);
-    char *id = t_launch_script(h, parent, "Verbose", script);
-    is_int(t_wait_messages_with(h, parent, "[Cut at 200 of 300 characters.", 1, 5000), 0, "cut notice arrives");
-    cJSON *b = wait_notice(h, parent, id);
+    const char *script = J("{'steps':[{'reply':'%s'}]}", reply);
+    const char *id = t_task(&f, "Verbose", script);
+    is_int(t_wait_messages_with(h, f.parent, "[Cut at 200 of 300 characters.", 1, 5000), 0, "cut notice arrives");
+    cJSON *b = wait_notice(h, f.parent, id);
     char want[512];
-    snprintf(want, sizeof want, "\n\nResult:\n%.200s\n\n[Cut at 200 of 300 characters. The full text: "
-             "background_output(task_id=\"%s\")]\n", reply, id);
+    snprintf(want, sizeof want,
+             "\n\nResult:\n%.200s\n\n[Cut at 200 of 300 characters. The full text: "
+             "background_output(task_id=\"%s\")]\n",
+             reply, id);
     like(body_text(b), want, "the first 200 characters and the pointer");
     cJSON_Delete(b);
-    char *out = t_output(h, parent, id);
+    char *out = t_output(h, f.parent, id);
     like(out, reply, "background_output has the full text");
     free(out);
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Failed pushes are retried; the notice arrives once. */
 static void failed_push_is_retried(void)
 {
-    sim_host *h = t_host("{\"notify_retries\":2,\"notify_retry_ms\":20}");
-    char *parent = sim_session_new(h, NULL, "main");
-    sim_script(h, "retried task", "{\"steps\":[{\"reply\":\"made it\"}]}", 1);
+    t_fixture f;
+    sim_host *h = t_open(&f, J("{'notify_retries':2,'notify_retry_ms':20}"));
+    sim_script(h, "retried task", J("{'steps':[{'reply':'made it'}]}"), 1);
     sim_fail(h, "session_prompt", 2, 2, -EIO); /* the 1st is the task's own prompt */
-    char *id = t_launch(h, parent, "Retry me", "retried task", "explore");
-    is_int(t_wait_messages_with(h, parent, "made it", 1, 5000), 0, "notice delivered on the third try");
-    is_int(sim_wait_calls(h, "session_prompt", parent, 3, tap_timeout_ms(5000)), 0, "pushes recorded");
-    is_int(sim_calls(h, "session_prompt", parent), 3, "two failed pushes then one good");
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(t_count_messages_with(h, parent, "made it"), 1, "delivered once");
-    char *out = t_tool(h, parent, "background_list", "{}");
+    char *id = t_launch(h, f.parent, "Retry me", "retried task", "explore");
+    is_int(t_wait_messages_with(h, f.parent, "made it", 1, 5000), 0, "notice delivered on the third try");
+    is_int(sim_wait_calls(h, "session_prompt", f.parent, 3, tap_timeout_ms(5000)), 0, "pushes recorded");
+    is_int(sim_calls(h, "session_prompt", f.parent), 3, "two failed pushes then one good");
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    is_int(t_count_messages_with(h, f.parent, "made it"), 1, "delivered once");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     unlike(out, "could not be delivered", "nothing held");
     free(out);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 typedef struct held_arg {
@@ -205,7 +192,7 @@ typedef struct held_arg {
 static int answer_has_held(sim_host *h, void *arg)
 {
     held_arg *a = arg;
-    char *out = t_tool(h, a->session, "background_output", "{\"task_id\":\"bg_00000000\"}");
+    char *out = t_tool(h, a->session, "background_output", J("{'task_id':'bg_00000000'}"));
     if (strstr(out, "Notifications that could not be delivered earlier")) {
         a->got = out;
         return 1;
@@ -217,22 +204,24 @@ static int answer_has_held(sim_host *h, void *arg)
 /* Out of retries: held, and appended to that session's next ocbg answer once. */
 static void undeliverable_is_held_for_next_answer(void)
 {
-    sim_host *h = t_host("{\"notify_retries\":1,\"notify_retry_ms\":10}");
+    sim_host *h = t_host(J("{'notify_retries':1,'notify_retry_ms':10}"));
     char *p1 = sim_session_new(h, NULL, "one");
     char *p2 = sim_session_new(h, NULL, "two");
-    char *id1 = t_launch_script(h, p1, "First", "{\"steps\":[{\"hang\":true}]}");
-    char *id2 = t_launch_script(h, p2, "Second", "{\"steps\":[{\"hang\":true}]}");
+    char *id1 = t_launch_script(h, p1, "First", J("{'steps':[{'hang':true}]}"));
+    char *id2 = t_launch_script(h, p2, "Second", J("{'steps':[{'hang':true}]}"));
     sim_fail(h, "session_prompt", 1, -1, -EIO); /* every push from now on */
     /* End both with a session.error (their scripts never end by themselves). */
     char *c1 = t_task_session(h, 0), *c2 = t_task_session(h, 1);
     char ev[256];
     snprintf(ev, sizeof ev,
              "{\"type\":\"session.error\",\"properties\":{\"sessionID\":\"%s\",\"error\":{\"name\":\"APIError\","
-             "\"data\":{\"message\":\"held one\"}}}}", c1);
+             "\"data\":{\"message\":\"held one\"}}}}",
+             c1);
     sim_emit(h, ev);
     snprintf(ev, sizeof ev,
              "{\"type\":\"session.error\",\"properties\":{\"sessionID\":\"%s\",\"error\":{\"name\":\"APIError\","
-             "\"data\":{\"message\":\"held two\"}}}}", c2);
+             "\"data\":{\"message\":\"held two\"}}}}",
+             c2);
     sim_emit(h, ev);
     is_int(sim_wait_calls(h, "session_prompt", p1, 2, tap_timeout_ms(5000)), 0, "p1: push and one retry");
     is_int(sim_wait_calls(h, "session_prompt", p2, 2, tap_timeout_ms(5000)), 0, "p2: push and one retry");
@@ -267,29 +256,24 @@ static void undeliverable_is_held_for_next_answer(void)
 /* block=true returned the result: no notification for it. */
 static void block_suppresses_notification(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char script[128];
-    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"returned by the wait\"}]}",
-             tap_timeout_ms(100));
-    char *id = t_launch_script(h, parent, "Awaited", script);
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":true}", id);
-    char *out = t_tool(h, parent, "background_output", args);
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'returned by the wait'}]}", tap_timeout_ms(100));
+    const char *id = t_task(&f, "Awaited", script);
+    const char *args = J("{'task_id':'%s','block':true}", id);
+    char *out = t_tool(h, f.parent, "background_output", args);
     like(out, "Result:\nreturned by the wait\n", "the wait returned the result");
     free(out);
-    is_int(t_sync_notifications(h, parent), 0, "sync point");
-    is_int(t_count_messages_with(h, parent, "returned by the wait"), 0, "no notification after the wait");
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    is_int(t_sync_notifications(h, f.parent), 0, "sync point");
+    is_int(t_count_messages_with(h, f.parent, "returned by the wait"), 0, "no notification after the wait");
+    t_close(&f);
 }
 
 int main(void)
 {
     one_notification_with_content();
     quiet_until_last(NULL, 1);
-    quiet_until_last("{\"wake\":\"always\"}", 0);
+    quiet_until_last(J("{'wake':'always'}"), 0);
     failure_wakes();
     long_result_is_capped();
     failed_push_is_retried();

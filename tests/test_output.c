@@ -12,8 +12,7 @@ static char *output_args(const char *id, int block, double timeout)
 {
     char *s = NULL;
     if (timeout > 0) {
-        if (asprintf(&s, "{\"task_id\":\"%s\",\"block\":%s,\"timeout\":%g}", id, block ? "true" : "false",
-                     timeout) < 0)
+        if (asprintf(&s, "{\"task_id\":\"%s\",\"block\":%s,\"timeout\":%g}", id, block ? "true" : "false", timeout) < 0)
             bail_out("asprintf");
     } else if (asprintf(&s, "{\"task_id\":\"%s\",\"block\":%s}", id, block ? "true" : "false") < 0) {
         bail_out("asprintf");
@@ -31,13 +30,13 @@ static int starts_with(const char *s, const char *prefix)
  * updates), newest tool first. */
 static void progress_while_running(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "Busy worker",
-                               "{\"steps\":[{\"tool\":\"read\",\"output\":\"a\"},{\"tool\":\"grep\",\"output\":\"b\"},"
-                               "{\"tool\":\"bash\",\"ms\":10,\"output\":\"c\"},{\"hang\":true}]}");
-    is_int(t_wait_output_with(h, parent, id, "Progress: 3 tool calls", 5000), 0, "three tool calls counted");
-    char *out = t_output(h, parent, id);
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *id = t_task(&f, "Busy worker",
+                            J("{'steps':[{'tool':'read','output':'a'},{'tool':'grep','output':'b'},"
+                              "{'tool':'bash','ms':10,'output':'c'},{'hang':true}]}"));
+    is_int(t_wait_output_with(h, f.parent, id, "Progress: 3 tool calls", 5000), 0, "three tool calls counted");
+    char *out = t_output(h, f.parent, id);
     is_int(t_rc, 0, "non-blocking output succeeds");
     char first[64];
     snprintf(first, sizeof first, "Task %s: running\n", id);
@@ -48,39 +47,33 @@ static void progress_while_running(void)
     unlike(out, "Result:", "no result yet");
     free(out);
     /* Reading a running task is not a wait: it returns at once every time. */
-    out = t_output(h, parent, id);
+    out = t_output(h, f.parent, id);
     like(out, ": running\n", "still running on a second look");
     free(out);
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Non-blocking on a task with no tool calls yet. */
 static void progress_without_tools(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "Thinking", "{\"steps\":[{\"hang\":true}]}");
-    char *out = t_output(h, parent, id);
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *id = t_task(&f, "Thinking", J("{'steps':[{'hang':true}]}"));
+    char *out = t_output(h, f.parent, id);
     like(out, "Progress: 0 tool calls\n", "zero tool calls, no recent list");
     free(out);
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* block=true waits for the end and returns the result. */
 static void block_returns_result(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char script[128];
-    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"waited for this\"}]}",
-             tap_timeout_ms(100));
-    char *id = t_launch_script(h, parent, "Slow one", script);
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'waited for this'}]}", tap_timeout_ms(100));
+    const char *id = t_task(&f, "Slow one", script);
     char *args = output_args(id, 1, 0);
-    char *out = t_tool(h, parent, "background_output", args);
+    char *out = t_tool(h, f.parent, "background_output", args);
     is_int(t_rc, 0, "blocking output succeeds");
     char first[64];
     snprintf(first, sizeof first, "Task %s: completed\n", id);
@@ -88,23 +81,21 @@ static void block_returns_result(void)
     like(out, "Result:\nwaited for this\n", "with the result");
     free(out);
     /* Block on a finished task: at once, same answer. */
-    out = t_tool(h, parent, "background_output", args);
+    out = t_tool(h, f.parent, "background_output", args);
     ok(starts_with(out, first), "blocking on a finished task returns at once");
     free(out);
     free(args);
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* block=true with a timeout: marked as still running. */
 static void block_times_out(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "Forever", "{\"steps\":[{\"hang\":true}]}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *id = t_task(&f, "Forever", J("{'steps':[{'hang':true}]}"));
     char *args = output_args(id, 1, 0.2);
-    char *out = t_tool(h, parent, "background_output", args);
+    char *out = t_tool(h, f.parent, "background_output", args);
     is_int(t_rc, 0, "a timed-out wait is not an error");
     char first[128];
     snprintf(first, sizeof first, "Timed out after waiting 0.2s: the task is still running.\n\nTask %s: running\n", id);
@@ -112,27 +103,23 @@ static void block_times_out(void)
     like(out, "Progress: ", "with its progress");
     free(out);
     free(args);
-    out = t_tool(h, parent, "background_output", "{\"task_id\":\"x\",\"block\":true,\"timeout\":0}");
+    out = t_tool(h, f.parent, "background_output", J("{'task_id':'x','block':true,'timeout':0}"));
     is_int(t_rc, -EINVAL, "timeout 0 refused");
     like(out, "argument 'timeout' must be a positive number of seconds (at most 600)", "and explained");
     free(out);
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Esc during a block: the wait ends with -ECANCELED, the task goes on and
  * completes, and its notification still comes (the wait returned no result). */
 static void esc_during_block(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char script[128];
-    snprintf(script, sizeof script, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"done after Esc\"}]}",
-             tap_timeout_ms(400));
-    char *id = t_launch_script(h, parent, "Interrupted wait", script);
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *script = J("{'steps':[{'wait_ms':%d},{'reply':'done after Esc'}]}", tap_timeout_ms(400));
+    const char *id = t_task(&f, "Interrupted wait", script);
     char *args = output_args(id, 1, 600);
-    sim_call *c = sim_tool_start(h, parent, "background_output", args);
+    sim_call *c = sim_tool_start(h, f.parent, "background_output", args);
     int rc = 0;
     char *out = NULL;
     is_int(sim_tool_wait(c, 50, &rc, &out), -ETIMEDOUT, "the blocking call waits");
@@ -144,28 +131,26 @@ static void esc_during_block(void)
     like(out, want, "the answer says the task goes on");
     free(out);
     sim_tool_free(c);
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "the task completes after Esc");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes after Esc");
     char needle[64];
     snprintf(needle, sizeof needle, "Background task completed: %s", id);
-    is_int(t_wait_messages_with(h, parent, needle, 1, 5000), 0, "and its notification comes");
+    is_int(t_wait_messages_with(h, f.parent, needle, 1, 5000), 0, "and its notification comes");
     free(args);
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A wait on a task that is cleared meanwhile. */
 static void block_on_cleared_task(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, parent, "Cleared", "{\"steps\":[{\"hang\":true}]}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *id = t_task(&f, "Cleared", J("{'steps':[{'hang':true}]}"));
     char *args = output_args(id, 1, 600);
-    sim_call *c = sim_tool_start(h, parent, "background_output", args);
+    sim_call *c = sim_tool_start(h, f.parent, "background_output", args);
     int rc = 0;
     char *out = NULL;
     is_int(sim_tool_wait(c, 50, &rc, &out), -ETIMEDOUT, "the blocking call waits");
-    char *cl = t_tool(h, parent, "background_clear", "{}");
+    char *cl = t_tool(h, f.parent, "background_clear", "{}");
     free(cl);
     is_int(sim_tool_wait(c, tap_timeout_ms(2000), &rc, &out), 0, "the wait ends when the task is cleared");
     is_int(rc, -ENOENT, "with -ENOENT");
@@ -175,23 +160,21 @@ static void block_on_cleared_task(void)
     free(out);
     sim_tool_free(c);
     free(args);
-    free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Unknown ids, and another session's task id, are "not found". */
 static void unknown_and_foreign_ids(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
     char *other = sim_session_new(h, NULL, "other");
-    char *out = t_output(h, parent, "bg_00000000");
+    char *out = t_output(h, f.parent, "bg_00000000");
     is_int(t_rc, -ENOENT, "unknown id: -ENOENT");
     is_str(out, "Task not found: bg_00000000. Use background_list to see available tasks.", "exact text");
     free(out);
-    char *id = t_launch_script(h, parent, "Mine", "{\"steps\":[{\"reply\":\"private\"}]}");
-    is_int(t_wait_status(h, parent, id, "completed", 5000), 0, "task completed");
+    const char *id = t_task(&f, "Mine", J("{'steps':[{'reply':'private'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "task completed");
     out = t_output(h, other, id);
     is_int(t_rc, -ENOENT, "another session cannot read it");
     char want[128];
@@ -203,10 +186,8 @@ static void unknown_and_foreign_ids(void)
     is_int(t_rc, -ENOENT, "nor wait on it");
     free(out);
     free(args);
-    free(id);
     free(other);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

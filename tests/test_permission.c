@@ -34,26 +34,6 @@ static void is_asked(sim_host *h, int n, const char *field, const char *want, co
     free(got);
 }
 
-static char *bash_args(const char *command, int background)
-{
-    cJSON *a = cJSON_CreateObject();
-    cJSON_AddStringToObject(a, "command", command);
-    cJSON_AddStringToObject(a, "description", "a test command");
-    if (background)
-        cJSON_AddTrueToObject(a, "run_in_background");
-    char *s = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    return s;
-}
-
-static char *bash(sim_host *h, const char *session, const char *command, int background)
-{
-    char *args = bash_args(command, background);
-    char *out = t_tool(h, session, "Bash", args);
-    free(args);
-    return out;
-}
-
 static int exists(const char *path)
 {
     return access(path, F_OK) == 0;
@@ -70,18 +50,17 @@ static void no_tasks(sim_host *h, const char *session, const char *what)
 
 static void bash_denied_by_rule(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    is_int(sim_permission_rules(h, "{\"bash\":{\"*\":\"allow\",\"touch *\":\"deny\"}}"), 0, "rules set");
-    const char *file = st_tmp_path("denied_fg");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    is_int(sim_permission_rules(h, J("{'bash':{'*':'allow','touch *':'deny'}}")), 0, "rules set");
+    const char *file = t_tmp_path("denied_fg");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "echo hi && touch %s", file);
     for (int background = 0; background < 2; background++) {
-        char *out = bash(h, s, cmd, background);
+        char *out = t_bash(h, f.parent, cmd, "a test command", background, 0);
         is_int(t_rc, -EACCES, "%s Bash: refused", background ? "background" : "foreground");
         like(out, "Permission denied: running `echo hi && touch ", "the answer names the command");
-        like(out, "(permission \"bash\"): The user has specified a rule which prevents you",
-             "and the host's reason");
+        like(out, "(permission \"bash\"): The user has specified a rule which prevents you", "and the host's reason");
         like(out, "The command was not run.", "and says nothing ran");
         ok(!exists(file), "the command's side effect is absent");
         free(out);
@@ -96,28 +75,27 @@ static void bash_denied_by_rule(void)
     is_asked(h, 0, "outcome", "allow", "allowed by the rules");
     snprintf(want, sizeof want, "[\"echo hi\",\"touch %s\"]", file);
     is_asked(h, 1, "patterns", want, "each simple command is a pattern");
-    is_asked(h, 1, "always", "[\"echo *\",\"touch *\"]", "with its prefix as the 'always' pattern");
+    is_asked(h, 1, "always", J("['echo *','touch *']"), "with its prefix as the 'always' pattern");
     is_asked(h, 1, "permission", "bash", "permission bash");
     is_asked(h, 1, "outcome", "deny", "the rule denied it");
     char *meta = asked(h, 1, "metadata");
-    like(meta, "\"description\":\"a test command\"", "the description goes with the question");
+    like(meta, J("'description':'a test command'"), "the description goes with the question");
     free(meta);
-    no_tasks(h, s, "denied Bash");
-    free(s);
-    sim_destroy(h);
+    no_tasks(h, f.parent, "denied Bash");
+    t_close(&f);
 }
 
 static void bash_asked_once_always_reject(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    const char *file = st_tmp_path("asked_once");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    sim_permission_rules(h, J("{'bash':'ask'}"));
+    const char *file = t_tmp_path("asked_once");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
 
     sim_permission_auto(h, "reject", "not now, use the build script");
-    char *out = bash(h, s, cmd, 0);
+    char *out = t_bash(h, f.parent, cmd, "a test command", 0, 0);
     is_int(t_rc, -EACCES, "rejected: refused");
     like(out, "Permission denied: running `touch ", "the answer names the command");
     like(out, ": not now, use the build script. The command was not run.", "with the user's words");
@@ -126,49 +104,48 @@ static void bash_asked_once_always_reject(void)
     free(out);
 
     sim_permission_auto(h, "once", NULL);
-    out = bash(h, s, cmd, 0);
+    out = t_bash(h, f.parent, cmd, "a test command", 0, 0);
     is_int(t_rc, 0, "answered once: runs");
     like(out, "(exit code 0)", "with its exit code");
     ok(exists(file), "the command ran");
     is_asked(h, -1, "outcome", "once", "recorded as once");
     free(out);
-    out = bash(h, s, cmd, 1);
+    out = t_bash(h, f.parent, cmd, "a test command", 1, 0);
     is_int(t_rc, 0, "once approves one call only: asked again, and runs in the background");
     is_int(sim_permission_count(h), 6, "six questions so far (each: its directory, then bash)");
     char *id = t_find_id(out, "bg_");
     free(out);
-    ok(id && t_wait_status(h, s, id, "completed", 5000) == 0, "the background command completes");
+    ok(id && t_wait_status(h, f.parent, id, "completed", 5000) == 0, "the background command completes");
     free(id);
 
     sim_permission_auto(h, "always", NULL);
-    out = bash(h, s, "git status --short >/dev/null 2>&1; true", 0);
+    out = t_bash(h, f.parent, "git status --short >/dev/null 2>&1; true", "a test command", 0, 0);
     is_int(t_rc, 0, "answered always: runs");
-    is_asked(h, -1, "always", "[\"git status *\",\"true *\"]", "'always' approves the subcommand's prefix");
+    is_asked(h, -1, "always", J("['git status *','true *']"), "'always' approves the subcommand's prefix");
     free(out);
     size_t before = sim_permission_count(h);
     sim_permission_auto(h, "reject", NULL);
-    out = bash(h, s, "git status; true", 0);
+    out = t_bash(h, f.parent, "git status; true", "a test command", 0, 0);
     is_int(t_rc, 0, "a later command under the approved prefixes runs without a question");
     is_asked(h, -1, "outcome", "allow", "the host answered from the approval");
     is_int(sim_permission_count(h), before + 1, "and no user question was opened");
     free(out);
     unlink(file);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bash_esc_while_asking(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    const char *file = st_tmp_path("esc_asking");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    sim_permission_rules(h, J("{'bash':'ask'}"));
+    const char *file = t_tmp_path("esc_asking");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
-    char *args = bash_args(cmd, 0);
-    sim_call *c = sim_tool_start(h, s, "Bash", args);
+    char *args = t_bash_args(cmd, "a test command", 0, 0);
+    sim_call *c = sim_tool_start(h, f.parent, "Bash", args);
     free(args);
-    is_int(sim_wait(h, t_question_open, s, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
+    is_int(sim_wait(h, t_question_open, f.parent, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
     ok(!sim_tool_done(c), "the call has not returned");
     sim_tool_cancel(c);
     int rc = 0;
@@ -181,20 +158,19 @@ static void bash_esc_while_asking(void)
     is_asked(h, -1, "outcome", "cancelled", "the question was withdrawn");
     free(out);
     sim_tool_free(c);
-    no_tasks(h, s, "Esc while asking");
-    free(s);
-    sim_destroy(h);
+    no_tasks(h, f.parent, "Esc while asking");
+    t_close(&f);
 }
 
 static void bash_question_fails_or_host_cannot_ask(void)
 {
     sim_host *h = t_host(NULL);
     char *s = sim_session_new(h, NULL, "main");
-    const char *file = st_tmp_path("ask_failed");
+    const char *file = t_tmp_path("ask_failed");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
     sim_fail(h, "ask_permission", 1, 1, -EIO);
-    char *out = bash(h, s, cmd, 1);
+    char *out = t_bash(h, s, cmd, "a test command", 1, 0);
     is_int(t_rc, -EIO, "the question failed: refused");
     like(out, "Could not ask for permission (simulated failure of ask_permission): running `touch ",
          "the answer says why");
@@ -207,11 +183,11 @@ static void bash_question_fails_or_host_cannot_ask(void)
     /* A host without a permission system (ABI 1.0): today's behaviour. */
     h = sim_create();
     sim_without(h, "ask_permission");
-    sim_permission_rules(h, "{\"bash\":\"deny\"}");
+    sim_permission_rules(h, J("{'bash':'deny'}"));
     const char *dir = getenv("OCBG_PLUGIN_DIR");
     is_int(sim_load_plugins(h, dir, NULL), 1, "ocbg loads into a host that cannot ask");
     s = sim_session_new(h, NULL, "main");
-    out = bash(h, s, cmd, 0);
+    out = t_bash(h, s, cmd, "a test command", 0, 0);
     is_int(t_rc, 0, "without ask_permission the command runs");
     ok(exists(file), "it ran");
     is_int(sim_calls(h, "ask_permission", NULL), 0, "and nothing was asked");
@@ -223,38 +199,37 @@ static void bash_question_fails_or_host_cannot_ask(void)
 
 static void bash_outside_the_project(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"external_directory\":{\"*\":\"deny\"}}");
-    const char *file = st_tmp_path("outside");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    sim_permission_rules(h, J("{'external_directory':{'*':'deny'}}"));
+    const char *file = t_tmp_path("outside");
     char cmd[512];
     snprintf(cmd, sizeof cmd, "touch %s", file);
-    char *out = bash(h, s, cmd, 0);
+    char *out = t_bash(h, f.parent, cmd, "a test command", 0, 0);
     is_int(t_rc, -EACCES, "a path outside the project, denied: refused");
     like(out, "(permission \"external_directory\")", "the answer names the permission");
     ok(!exists(file), "nothing ran");
     free(out);
     size_t n = sim_permission_count(h);
-    out = bash(h, s, "cd /usr && ls >/dev/null", 0);
+    out = t_bash(h, f.parent, "cd /usr && ls >/dev/null", "a test command", 0, 0);
     is_int(t_rc, -EACCES, "cd out of the project: refused");
-    is_asked(h, -1, "patterns", "[\"/usr/*\"]", "the directory is asked about");
+    is_asked(h, -1, "patterns", J("['/usr/*']"), "the directory is asked about");
     is_int(sim_permission_count(h), n + 1, "and bash is not asked after a refusal");
     free(out);
-    out = bash(h, s, "touch relative-inside.tmp && rm -f relative-inside.tmp", 0);
+    out = t_bash(h, f.parent, "touch relative-inside.tmp && rm -f relative-inside.tmp", "a test command", 0, 0);
     is_int(t_rc, 0, "paths inside the project ask nothing about directories");
     is_asked(h, -1, "permission", "bash", "only bash");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- sub-agents ---------------------------------------------------------- */
 
 static void task_launches_denied(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"task\":{\"*\":\"allow\",\"secret\":\"deny\"}}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    sim_permission_rules(h, J("{'task':{'*':'allow','secret':'deny'}}"));
     static const struct {
         const char *tool, *args;
     } cases[] = {
@@ -264,90 +239,86 @@ static void task_launches_denied(void)
         {"Task", "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"secret\",\"run_in_background\":true}"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *out = t_tool(h, s, cases[i].tool, cases[i].args);
+        char *out = t_tool(h, f.parent, cases[i].tool, cases[i].args);
         is_int(t_rc, -EACCES, "%s %s: refused", cases[i].tool, cases[i].args);
         like(out, "Permission denied: starting a sub-agent of type \"secret\" (permission \"task\")",
              "the answer names the agent");
         like(out, "No task was started.", "and says nothing started");
         free(out);
-        is_asked(h, -1, "patterns", "[\"secret\"]", "the agent is the pattern");
-        is_asked(h, -1, "always", "[\"*\"]", "'always' approves every agent, as OpenCode's task tool");
+        is_asked(h, -1, "patterns", J("['secret']"), "the agent is the pattern");
+        is_asked(h, -1, "always", J("['*']"), "'always' approves every agent, as OpenCode's task tool");
     }
     is_int(sim_calls(h, "session_create", NULL) + sim_calls(h, "session_fork", NULL) +
                sim_calls(h, "session_prompt", NULL),
            0, "no session created, forked or prompted");
-    no_tasks(h, s, "denied launches");
+    no_tasks(h, f.parent, "denied launches");
 
-    char *out = t_tool(h, s, "background_task", "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\"}");
+    char *out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
     is_int(t_rc, 0, "another agent is allowed by the rules");
     is_asked(h, -1, "outcome", "allow", "and recorded as allowed");
     free(out);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void resume_denied_keeps_the_task(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    char *id = t_launch(h, s, "Find auth", "find auth", "explore");
-    is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task completes");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    char *id = t_launch(h, f.parent, "Find auth", "find auth", "explore");
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
     /* Prompts to the task's own session (the parent's notification may still
      * be on its way: not counted). */
     char *child = t_task_session(h, 0);
     size_t prompts = sim_calls(h, "session_prompt", child);
-    sim_permission_rules(h, "{\"task\":{\"explore\":\"ask\"}}");
+    sim_permission_rules(h, J("{'task':{'explore':'ask'}}"));
     sim_permission_auto(h, "reject", NULL);
-    char args[200];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"and the tests?\"}", id);
-    char *out = t_tool(h, s, "background_resume", args);
+    const char *args = J("{'task_id':'%s','message':'and the tests?'}", id);
+    char *out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, -EACCES, "the resume is refused");
     like(out, "Permission denied: starting a sub-agent of type \"explore\"", "the answer says why");
     like(out, ": The user rejected permission", "with the host's words");
     free(out);
-    snprintf(args, sizeof args, "{\"description\":\"d\",\"prompt\":\"more\",\"resume\":\"%s\"}", id);
-    out = t_tool(h, s, "background_task", args);
+    args = J("{'description':'d','prompt':'more','resume':'%s'}", id);
+    out = t_tool(h, f.parent, "background_task", args);
     is_int(t_rc, -EACCES, "background_task(resume=) is refused too");
     free(out);
     is_int(sim_calls(h, "session_prompt", child), prompts, "no follow-up was sent");
     free(child);
-    out = t_output(h, s, id);
+    out = t_output(h, f.parent, id);
     like(out, ": completed", "the task is still completed");
     unlike(out, "(resumed)", "and not marked resumed");
     free(out);
     sim_permission_auto(h, "once", NULL);
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"and the tests?\",\"block\":true}", id);
-    out = t_tool(h, s, "background_resume", args);
+    args = J("{'task_id':'%s','message':'and the tests?','block':true}", id);
+    out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, 0, "allowed once: the resume runs");
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- a sub-agent waiting for the user ------------------------------------ */
 
 static void child_waits_for_permission(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
-    char *id = t_launch_script(
-        h, s, "Clean up",
-        "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},"
-        "{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"rm -rf build\"],\"always\":[\"rm *\"]}},"
-        "{\"tool\":\"bash\",\"output\":\"removed\"},{\"reply\":\"cleaned\"}]}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    sim_permission_rules(h, J("{'bash':'ask'}"));
+    const char *id = t_task(&f, "Clean up",
+                            J("{'steps':[{'tool':'read','output':'x'},"
+                              "{'ask':{'permission':'bash','patterns':['rm -rf build'],'always':['rm *']}},"
+                              "{'tool':'bash','output':'removed'},{'reply':'cleaned'}]}"));
     char *child = t_task_session(h, 0);
-    is_int(t_wait_output_with(h, s, id, "Waiting for permission: bash: rm -rf build", 5000), 0,
+    is_int(t_wait_output_with(h, f.parent, id, "Waiting for permission: bash: rm -rf build", 5000), 0,
            "background_output shows what the sub-agent waits for");
-    is_int(t_wait_messages_with(h, s, "is waiting for permission: bash: rm -rf build", 1, 5000), 0,
+    is_int(t_wait_messages_with(h, f.parent, "is waiting for permission: bash: rm -rf build", 1, 5000), 0,
            "the parent is told");
-    char *note = t_message_with(h, s, "is waiting for permission");
+    char *note = t_message_with(h, f.parent, "is waiting for permission");
     like(note, "[ocbg] Background task ", "the notice names the task");
     like(note, "\"Clean up\" (agent: explore) is waiting for permission: bash: rm -rf build", "and the question");
     free(note);
-    char *body = sim_call_body(h, "session_prompt", s, -1);
-    unlike(body, "\"noReply\":true", "the notice wakes the parent");
+    char *body = sim_call_body(h, "session_prompt", f.parent, -1);
+    unlike(body, J("'noReply':true"), "the notice wakes the parent");
     free(body);
 
     /* The host repeats the event: still one notice. */
@@ -361,58 +332,53 @@ static void child_waits_for_permission(void)
     sim_emit(h, ev);
     sim_events_flush(h, tap_timeout_ms(5000));
 
-    char *out = t_tool(h, s, "background_list", "{}");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "| running, waiting for permission: bash: rm -rf build |", "background_list shows it");
     free(out);
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":false}", id);
-    out = t_tool(h, s, "TaskOutput", args);
+    const char *args = J("{'task_id':'%s','block':false}", id);
+    out = t_tool(h, f.parent, "TaskOutput", args);
     like(out, "<waiting_for_permission>bash: rm -rf build</waiting_for_permission>", "TaskOutput shows it");
     free(out);
-    out = st_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     like(out, "[waiting for permission: bash: rm -rf build]", "/tasks shows it");
     free(out);
 
     is_int(sim_permission_reply(h, req, "once", NULL), 0, "the user answers once");
-    is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task goes on and completes");
-    out = t_output(h, s, id);
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task goes on and completes");
+    out = t_output(h, f.parent, id);
     unlike(out, "Waiting for permission", "nothing waits any more");
     like(out, "cleaned", "the result is the sub-agent's answer");
     free(out);
-    is_int(t_wait_messages_with(h, s, "Background task completed", 1, 5000), 0, "the completion is notified");
-    is_int(t_sync_notifications(h, s), 0, "notifications flushed");
-    is_int(t_count_messages_with(h, s, "is waiting for permission"), 1, "exactly one permission notice");
+    is_int(t_wait_messages_with(h, f.parent, "Background task completed", 1, 5000), 0, "the completion is notified");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(t_count_messages_with(h, f.parent, "is waiting for permission"), 1, "exactly one permission notice");
     free(req);
     free(child);
-    free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void child_question_answered_before_its_notice(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, "once", NULL); /* answered as soon as it is asked */
-    char *id = t_launch_script(h, s, "Quick",
-                               "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"ls\"]}},"
-                               "{\"reply\":\"listed\"}]}");
-    is_int(t_wait_status(h, s, id, "completed", 5000), 0, "the task completes");
-    is_int(t_sync_notifications(h, s), 0, "notifications flushed");
-    ok(t_count_messages_with(h, s, "is waiting for permission") <= 1, "at most one permission notice");
-    char *out = t_output(h, s, id);
+    const char *id = t_task(&f, "Quick",
+                            J("{'steps':[{'ask':{'permission':'bash','patterns':['ls']}},"
+                              "{'reply':'listed'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    ok(t_count_messages_with(h, f.parent, "is waiting for permission") <= 1, "at most one permission notice");
+    char *out = t_output(h, f.parent, id);
     unlike(out, "Waiting for permission", "the finished task shows no question");
     free(out);
-    free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)
 {
-    st_tmpdir_make("permission");
-    shells = st_shells_work(ST_PROBE_DIAG);
+    t_tmpdir_make("permission");
+    shells = t_shells_work(T_PROBE_DIAG);
     if (shells) {
         bash_denied_by_rule();
         bash_asked_once_always_reject();
@@ -426,7 +392,7 @@ int main(void)
     resume_denied_keeps_the_task();
     child_waits_for_permission();
     child_question_answered_before_its_notice();
-    st_kill_leftovers();
-    st_tmpdir_remove((const char *const[]){"denied_fg", "asked_once", "esc_asking", "ask_failed", "outside", NULL});
+    t_kill_leftovers();
+    t_tmpdir_remove((const char *const[]){"denied_fg", "asked_once", "esc_asking", "ask_failed", "outside", NULL});
     return done_testing();
 }

@@ -57,8 +57,8 @@ static void dirty_queue_cases(void)
     r.track = true;
     static model m;
     for (int i = 0; i < N; i++) {
-        m.t[i] = registry_add(&r, i % 2 ? "ses_parent_a" : "ses_parent_b", TASK_AGENT, "general", TASK_RUNNING,
-                              1000 + i);
+        m.t[i] =
+            registry_add(&r, i % 2 ? "ses_parent_a" : "ses_parent_b", TASK_AGENT, "general", TASK_RUNNING, 1000 + i);
         m.dirty[i] = true;
     }
     is_int((long long)r.dirty, N, "every new task is dirty once");

@@ -79,53 +79,54 @@ static void check(cJSON *m, const char *what, const char *tool, const char *want
 
 static void bash_and_launches(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":{\"*\":\"allow\",\"touch *\":\"ask\",\"rm *\":\"deny\"},"
-                            "\"task\":{\"*\":\"allow\",\"explore\":\"ask\"}}");
-    const char *file = st_tmp_path("rejected");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    sim_permission_rules(h, J("{'bash':{'*':'allow','touch *':'ask','rm *':'deny'},"
+                              "'task':{'*':'allow','explore':'ask'}}"));
+    const char *file = t_tmp_path("rejected");
     char touch[600], rm[600];
     snprintf(touch, sizeof touch, "{\"command\":\"touch %s\",\"description\":\"d\"}", file);
     snprintf(rm, sizeof rm, "{\"command\":\"rm -f %s\",\"description\":\"d\"}", file);
 
     sim_permission_auto(h, "reject", NULL);
-    check(turn(h, s, "bash-reject", "Bash", touch), "Bash, rejected", "Bash",
+    check(turn(h, f.parent, "bash-reject", "Bash", touch), "Bash, rejected", "Bash",
           "(permission \"bash\"): The user rejected permission", 0);
     ok(!t_exists(file), "the rejected command never ran");
-    const char *launch = "{\"description\":\"d\",\"prompt\":\"p\",\"agent\":\"explore\"}";
-    check(turn(h, s, "launch-reject", "background_task", launch), "background_task, rejected", "background_task",
+    const char *launch = J("{'description':'d','prompt':'p','agent':'explore'}");
+    check(turn(h, f.parent, "launch-reject", "background_task", launch), "background_task, rejected", "background_task",
           "Permission denied: starting a sub-agent of type \"explore\"", 0);
-    check(turn(h, s, "task-reject", "Task", "{\"description\":\"d\",\"prompt\":\"p\",\"subagent_type\":\"explore\"}"),
+    check(turn(h, f.parent, "task-reject", "Task", J("{'description':'d','prompt':'p','subagent_type':'explore'}")),
           "Task, rejected", "Task", "No task was started.", 0);
     is_int(sim_calls(h, "session_create", NULL) + sim_calls(h, "session_prompt", NULL), 0,
            "no session created or prompted");
 
     sim_permission_auto(h, "reject", "use the build script");
-    check(turn(h, s, "bash-words", "Bash", touch), "Bash, rejected with words", "Bash", ": use the build script.", 1);
-    check(turn(h, s, "bash-deny", "Bash", rm), "Bash, denied by a rule", "Bash", "specified a rule which prevents", 1);
-    check(turn(h, s, "launch-words", "background_task", launch), "background_task, rejected with words",
+    check(turn(h, f.parent, "bash-words", "Bash", touch), "Bash, rejected with words", "Bash",
+          ": use the build script.", 1);
+    check(turn(h, f.parent, "bash-deny", "Bash", rm), "Bash, denied by a rule", "Bash",
+          "specified a rule which prevents", 1);
+    check(turn(h, f.parent, "launch-words", "background_task", launch), "background_task, rejected with words",
           "background_task", "No task was started.", 1);
     ok(!t_exists(file), "nothing ran");
-    char *out = t_tool(h, s, "background_list", "{}");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "No background tasks found", "no task registered");
     free(out);
 
     sim_permission_auto(h, "once", NULL);
-    cJSON *m = turn(h, s, "launch-once", "background_task", launch);
+    cJSON *m = turn(h, f.parent, "launch-once", "background_task", launch);
     is_str(jstr(part_of(m, "tool", "background_task"), "state.status"), "completed", "allowed once: launched");
     ok(part_of(m, "text", NULL) != NULL, "and the model took its next step");
     cJSON_Delete(m);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A sub-agent's own question (its tool asks: the "ask" step), answered
  * each way: the turn's reply comes unless the plain reject ended it. */
 static void sub_agent_questions(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    sim_permission_rules(h, "{\"bash\":{\"*\":\"ask\",\"rm *\":\"deny\"}}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    sim_permission_rules(h, J("{'bash':{'*':'ask','rm *':'deny'}}"));
     static const struct {
         const char *reply, *message, *command;
         int goes_on;
@@ -144,9 +145,9 @@ static void sub_agent_questions(void)
         sim_script(h, name, script, 1);
         sim_permission_auto(h, cases[i].reply, cases[i].message);
         snprintf(body, sizeof body, "{\"parts\":[{\"type\":\"text\",\"text\":\"%s\"}]}", name);
-        is_int(sim_session_prompt(h, s, body), 0, "%s: the user's prompt", name);
-        is_int(sim_wait_idle(h, s, tap_timeout_ms(5000)), 0, "%s: the turn ended", name);
-        cJSON *m = answer_to(h, s, name);
+        is_int(sim_session_prompt(h, f.parent, body), 0, "%s: the user's prompt", name);
+        is_int(sim_wait_idle(h, f.parent, tap_timeout_ms(5000)), 0, "%s: the turn ended", name);
+        cJSON *m = answer_to(h, f.parent, name);
         const char *how = strcmp(cases[i].command, "ls")   ? "denied by a rule"
                           : cases[i].message               ? "rejected with words"
                           : strcmp(cases[i].reply, "once") ? "rejected"
@@ -155,16 +156,15 @@ static void sub_agent_questions(void)
            cases[i].goes_on ? "the model takes its next step" : "the turn ends");
         cJSON_Delete(m);
     }
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)
 {
-    st_tmpdir_make("reject_turn");
+    t_tmpdir_make("reject_turn");
     bash_and_launches();
     sub_agent_questions();
-    st_kill_leftovers();
-    st_tmpdir_remove((const char *const[]){"rejected", NULL});
+    t_kill_leftovers();
+    t_tmpdir_remove((const char *const[]){"rejected", NULL});
     return done_testing();
 }

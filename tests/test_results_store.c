@@ -45,7 +45,7 @@ static void make_answer(void)
  * memory, bit 1: its prompt is, bit 2: every text is marked stored. */
 static int in_memory(sim_host *h, const char *id)
 {
-    engine *eng = lt_engine(h);
+    engine *eng = t_engine(h);
     engine_lock(eng);
     task *t = registry_find(&eng->reg, id);
     int r = !t ? -1 : (t->result != NULL) | (t->prompt != NULL) << 1 | (t->texts_stored == TASK_TEXTS_ALL) << 2;
@@ -61,7 +61,7 @@ static int texts_dropped(sim_host *h, const char *id)
 /* A notification is held for session psid's next answer. */
 static int notice_held(sim_host *h, const char *psid)
 {
-    engine *eng = lt_engine(h);
+    engine *eng = t_engine(h);
     engine_lock(eng);
     parent *p = registry_parent(&eng->reg, psid);
     int held = p && p->held;
@@ -72,13 +72,12 @@ static int notice_held(sim_host *h, const char *psid)
 /* Wait (with a deadline) until task id's texts are in the store only. */
 static int wait_dropped(sim_host *h, const char *id)
 {
-    return lt_wait_until(h, texts_dropped, id);
+    return t_wait_until(h, texts_dropped, id);
 }
 
 static char *launch_done(sim_host *h, const char *psid, const char *prompt, const char *reply_json)
 {
-    char script[7000];
-    snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", reply_json);
+    const char *script = J("{'steps':[{'reply':'%s'}]}", reply_json);
     sim_script(h, prompt, script, 1);
     char *id = t_launch(h, psid, "Texts", prompt, "general");
     if (t_wait_messages_with(h, psid, "[ocbg] Background task completed", 1, tap_timeout_ms(5000)) != 0)
@@ -109,12 +108,12 @@ static void results_read_back(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/read.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = lt_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = launch_done(h, psid, "texts-read-back one", answer_json);
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    char *id = launch_done(h, f.parent, "texts-read-back one", answer_json);
     is_int(wait_dropped(h, id), 0, "a finished, delivered task keeps neither its result nor its prompt in memory");
 
-    char *out = t_output(h, psid, id);
+    char *out = t_output(h, f.parent, id);
     char *want = NULL;
     if (asprintf(&want, "\n\nResult:\n%s\n", answer_text) < 0)
         bail_out("asprintf");
@@ -122,9 +121,8 @@ static void results_read_back(void)
     is_int(in_memory(h, id), 4, "the copy read back is not kept");
     free(out);
 
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":false}", id);
-    out = t_tool(h, psid, "TaskOutput", args);
+    const char *args = J("{'task_id':'%s','block':false}", id);
+    out = t_tool(h, f.parent, "TaskOutput", args);
     free(want);
     if (asprintf(&want, "<output>\n%s\n</output>\n", answer_text) < 0)
         bail_out("asprintf");
@@ -132,14 +130,14 @@ static void results_read_back(void)
     free(out);
 
     /* A blocking resume: its new answer; the prompt stays stored. */
-    sim_script(h, "texts-read-back two", "{\"steps\":[{\"reply\":\"the second answer\"}]}", 1);
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-read-back two\",\"block\":true}", id);
-    out = t_tool(h, psid, "background_resume", args);
+    sim_script(h, "texts-read-back two", J("{'steps':[{'reply':'the second answer'}]}"), 1);
+    args = J("{'task_id':'%s','message':'texts-read-back two','block':true}", id);
+    out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, 0, "a blocking resume of a task whose texts are in the store succeeds");
     like(out, "the second answer", "and returns the new answer");
     free(out);
     is_int(wait_dropped(h, id), 0, "the new answer leaves memory in its turn");
-    out = t_output(h, psid, id);
+    out = t_output(h, f.parent, id);
     like(out, "Result:\nthe second answer\n", "background_output gives the new answer");
     free(out);
     char *prompt = NULL, *result = NULL;
@@ -154,27 +152,25 @@ static void results_read_back(void)
     if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("reloading: %s", sim_load_error(h));
     is_int(in_memory(h, id), 4, "restored after a restart, it keeps its texts in the store only");
-    out = t_output(h, psid, id);
+    out = t_output(h, f.parent, id);
     like(out, "Result:\nthe second answer\n", "and background_output still gives its answer");
     free(out);
     free(want);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void store_off_keeps_texts(void)
 {
-    sim_host *h = lt_host("{\"store\":false}");
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = launch_done(h, psid, "texts-store-off", answer_json);
-    char *out = t_output(h, psid, id); /* a tool call: would have waited for a write */
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(J("{'store':false}")));
+    char *id = launch_done(h, f.parent, "texts-store-off", answer_json);
+    char *out = t_output(h, f.parent, id); /* a tool call: would have waited for a write */
     like(out, "THE-END", "with the store off, background_output gives the result");
     is_int(in_memory(h, id), 3, "and the result and prompt stay in memory (none marked stored)");
     free(out);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A write to the store fails (a trigger refuses the write that records the
@@ -185,21 +181,21 @@ static void failed_write_keeps_texts(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/fail.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = lt_host(opts);
-    is_int(lt_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
+    t_fixture f;
+    sim_host *h = t_linked_host(opts);
+    is_int(t_refuse_updates(db, "NEW.notice = 3"), SQLITE_OK,
            "a trigger makes the write of a delivered notification fail");
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = launch_done(h, psid, "texts-write-fails", answer_json);
-    ok(lt_wait_log(h, "the disk refuses") == 0 && lt_wait_log(h, "memory only") == 0,
+    t_open_with(&f, h);
+    char *id = launch_done(h, f.parent, "texts-write-fails", answer_json);
+    ok(t_wait_log(h, "the disk refuses") == 0 && t_wait_log(h, "memory only") == 0,
        "the failed write is logged: tasks live in memory only from now on");
-    is_int(lt_wait_until(h, lt_store_given_up, NULL), 0, "the store is given up");
-    char *out = t_output(h, psid, id);
+    is_int(t_wait_until(h, t_store_given_up, NULL), 0, "the store is given up");
+    char *out = t_output(h, f.parent, id);
     like(out, "THE-END", "after the failed write, background_output gives the result");
     free(out);
     is_int(in_memory(h, id) & 3, 3, "the result and prompt stay in memory");
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A notification the parent would not take is held for its next answer:
@@ -211,27 +207,25 @@ static void held_notice_keeps_text(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/held.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\",\"notify_retries\":1,\"notify_retry_ms\":5}", db);
-    sim_host *h = lt_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
-    char script[7000];
-    snprintf(script, sizeof script, "{\"steps\":[{\"reply\":\"%s\"}]}", answer_json);
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    const char *script = J("{'steps':[{'reply':'%s'}]}", answer_json);
     sim_script(h, "texts-held", script, 1);
     /* Every prompt after the task's own (call 1) fails: its notification
      * cannot be sent. */
     sim_fail(h, "session_prompt", 2, -1, -EIO);
-    char *id = t_launch(h, psid, "Texts", "texts-held", "general");
-    is_int(sim_wait_calls(h, "session_prompt", psid, 2, tap_timeout_ms(5000)), 0,
+    char *id = t_launch(h, f.parent, "Texts", "texts-held", "general");
+    is_int(sim_wait_calls(h, "session_prompt", f.parent, 2, tap_timeout_ms(5000)), 0,
            "its notification was tried twice and not taken");
-    is_int(lt_wait_until(h, notice_held, psid), 0, "and held for the parent's next answer");
+    is_int(t_wait_until(h, notice_held, f.parent), 0, "and held for the parent's next answer");
     sim_fail(h, NULL, 0, 0, 0);
-    char *ans = t_tool(h, psid, "background_list", "{}");
+    char *ans = t_tool(h, f.parent, "background_list", "{}");
     like(ans, "[ocbg] Background task completed", "the next answer carries the notification");
     like(ans, "THE-END", "with the whole result");
     is_int(in_memory(h, id) & 3, 3, "the task's texts stay in memory");
     free(ans);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The reader on its own: a file that is not there, then is; a row that is
@@ -260,7 +254,8 @@ static void reader_cases(void)
     free(prompt);
     free(result);
     free(output);
-    is_int(store_reader_texts(r, "bg_00000002", &prompt, &result, &error, &output, &err), -ENOENT, "no such row: -ENOENT");
+    is_int(store_reader_texts(r, "bg_00000002", &prompt, &result, &error, &output, &err), -ENOENT,
+           "no such row: -ENOENT");
     free(err);
     store_reader_free(r);
 }
@@ -273,21 +268,19 @@ static void resume_after_failed_write(void)
     char db[300], opts[512];
     snprintf(db, sizeof db, "%s/resume-fail.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = lt_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = launch_done(h, psid, "texts-resume-fail one", "the first answer");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    char *id = launch_done(h, f.parent, "texts-resume-fail one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
-    is_int(lt_refuse_updates(db, "NEW.status = 5"), SQLITE_OK, "a trigger makes the resumed run's write fail");
-    sim_script(h, "texts-resume-fail two", "{\"steps\":[{\"wait_ms\":20},{\"reply\":\"the second answer\"}]}", 1);
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-resume-fail two\"}", id);
-    free(t_tool(h, psid, "background_resume", args));
-    is_int(lt_wait_until(h, lt_store_given_up, NULL), 0, "the resume's write fails: the store is given up");
-    is_int(t_wait_output_with(h, psid, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
+    is_int(t_refuse_updates(db, "NEW.status = 5"), SQLITE_OK, "a trigger makes the resumed run's write fail");
+    sim_script(h, "texts-resume-fail two", J("{'steps':[{'wait_ms':20},{'reply':'the second answer'}]}"), 1);
+    const char *args = J("{'task_id':'%s','message':'texts-resume-fail two'}", id);
+    free(t_tool(h, f.parent, "background_resume", args));
+    is_int(t_wait_until(h, t_store_given_up, NULL), 0, "the resume's write fails: the store is given up");
+    is_int(t_wait_output_with(h, f.parent, id, "Result:\nthe second answer", tap_timeout_ms(5000)), 0,
            "background_output gives the second answer");
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- a read racing the commit of a resumed run's answer ----------------- */
@@ -330,21 +323,22 @@ static void stale_read_not_attached(void)
     snprintf(db, sizeof db, "%s/race.db", dir);
     snprintf(stale, sizeof stale, "%s/race-before-commit.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = lt_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = launch_done(h, psid, "texts-race one", "the first answer");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_linked_host(opts));
+    char *id = launch_done(h, f.parent, "texts-race one", "the first answer");
     is_int(wait_dropped(h, id), 0, "the first answer is in the store only");
-    sim_script(h, "texts-race two", "{\"steps\":[{\"reply\":\"the second answer\"}]}", 1);
-    char args[160];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"texts-race two\",\"block\":true}", id);
-    free(t_tool(h, psid, "background_resume", args));
+    sim_script(h, "texts-race two", J("{'steps':[{'reply':'the second answer'}]}"), 1);
+    const char *args = J("{'task_id':'%s','message':'texts-race two','block':true}", id);
+    free(t_tool(h, f.parent, "background_resume", args));
     is_int(wait_dropped(h, id), 0, "the second answer is in the store only");
 
     /* The row as a read that began before the second answer's commit sees
      * it, in a file of its own, held so that the read waits. */
     sqlite3 *d = NULL;
-    char *sql = sqlite3_mprintf("CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT, output TEXT);"
-                                "INSERT INTO task VALUES(%Q, 'texts-race one', 'the first answer', NULL, NULL)", id);
+    char *sql =
+        sqlite3_mprintf("CREATE TABLE task(id TEXT PRIMARY KEY, prompt TEXT, result TEXT, error TEXT, output TEXT);"
+                        "INSERT INTO task VALUES(%Q, 'texts-race one', 'the first answer', NULL, NULL)",
+                        id);
     sqlite3_open(stale, &d);
     sqlite3_exec(d, sql, NULL, NULL, NULL);
     sqlite3_free(sql);
@@ -352,7 +346,7 @@ static void stale_read_not_attached(void)
         bail_out("locking %s", stale);
 
     /* The task as the second run's end left it, before its row's commit. */
-    engine *eng = lt_engine(h);
+    engine *eng = t_engine(h);
     commit_race c = {.eng = eng, .lock = d};
     snprintf(c.id, sizeof c.id, "%s", id); /* id is a malloc'd string of its own length */
     engine_lock(eng);
@@ -373,14 +367,13 @@ static void stale_read_not_attached(void)
     pthread_join(th, NULL);
     is_str(shown, "the second answer", "a copy read before the commit of the new answer is not taken as the result");
     free(shown);
-    char *out = t_output(h, psid, id);
+    char *out = t_output(h, f.parent, id);
     like(out, "Result:\nthe second answer\n", "background_output gives the second answer");
     free(out);
     store_reader_free(stale_reader);
     sqlite3_close(d);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

@@ -22,12 +22,12 @@ static int completion_notices(sim_host *h, const char *parent, const char *id)
 
 static void cap_two_five_launches(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":2}");
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':2}")));
     const char *names[5] = {"T1", "T2", "T3", "T4", "T5"};
     char *ids[5];
     for (int i = 0; i < 5; i++) {
-        char *out = t_launch_gated(h, parent, names[i], "explore");
+        char *out = t_launch_gated(h, f.parent, names[i], "explore");
         is_int(t_rc, 0, "launch %s accepted", names[i]);
         ids[i] = t_find_id(out, "bg_");
         if (i < 2) {
@@ -44,21 +44,22 @@ static void cap_two_five_launches(void)
         free(out);
     }
     is_int(sim_calls(h, "session_create", NULL), 2, "only the two running tasks have a session");
-    char *out = t_tool(h, parent, "background_list", "{}");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "Total: 5 tasks (3 pending, 2 running)", "the list shows 2 running and 3 pending");
     free(out);
-    out = t_output(h, parent, ids[4]);
+    out = t_output(h, f.parent, ids[4]);
     like(out, ": pending\n", "a pending task's report says pending");
     like(out, "Waiting for a free slot to start.", "and that it waits for a slot");
     free(out);
     /* Each release frees one slot: the oldest pending task starts, in order. */
     for (int i = 0; i < 5; i++) {
         t_release_gated(h, names[i]);
-        is_int(t_wait_status(h, parent, ids[i], "completed", 5000), 0, "%s completes", names[i]);
+        is_int(t_wait_status(h, f.parent, ids[i], "completed", 5000), 0, "%s completes", names[i]);
         if (i + 2 < 5) {
-            is_int(t_wait_gate_open(h, names[i + 2], 5000), 0, "%s starts when %s's slot frees",
-                   names[i + 2], names[i]);
-            ok(i + 3 >= 5 || !t_gated_started(h, names[i + 3]), "%s still waits its turn", i + 3 < 5 ? names[i + 3] : "-");
+            is_int(t_wait_gate_open(h, names[i + 2], 5000), 0, "%s starts when %s's slot frees", names[i + 2],
+                   names[i]);
+            ok(i + 3 >= 5 || !t_gated_started(h, names[i + 3]), "%s still waits its turn",
+               i + 3 < 5 ? names[i + 3] : "-");
         }
     }
     for (int i = 0; i < 5; i++) {
@@ -66,69 +67,65 @@ static void cap_two_five_launches(void)
          * notice of the task's question, sent when it asked. */
         char needle[96];
         snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", ids[i]);
-        is_int(t_wait_messages_with(h, parent, needle, 1, 5000), 0, "%s's notification arrives", names[i]);
-        is_int(completion_notices(h, parent, ids[i]), 1, "exactly one completion notification for %s", names[i]);
+        is_int(t_wait_messages_with(h, f.parent, needle, 1, 5000), 0, "%s's notification arrives", names[i]);
+        is_int(completion_notices(h, f.parent, ids[i]), 1, "exactly one completion notification for %s", names[i]);
         free(ids[i]);
     }
     is_int(sim_calls(h, "session_create", NULL), 5, "five sessions in all");
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void cancel_pending(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
-    char *out = t_launch_gated(h, parent, "A", "explore");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
+    char *out = t_launch_gated(h, f.parent, "A", "explore");
     char *a = t_find_id(out, "bg_");
     free(out);
-    out = t_launch_gated(h, parent, "B", "explore");
+    out = t_launch_gated(h, f.parent, "B", "explore");
     char *b = t_find_id(out, "bg_");
     free(out);
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", b);
-    out = t_tool(h, parent, "background_cancel", args);
+    const char *args = J("{'task_id':'%s'}", b);
+    out = t_tool(h, f.parent, "background_cancel", args);
     is_int(t_rc, 0, "a pending task can be cancelled");
     like(out, "status: cancelled", "and is");
     free(out);
-    is_int(t_wait_status(h, parent, b, "cancelled", 5000), 0, "its status is cancelled");
+    is_int(t_wait_status(h, f.parent, b, "cancelled", 5000), 0, "its status is cancelled");
     t_release_gated(h, "A");
-    is_int(t_wait_status(h, parent, a, "completed", 5000), 0, "the running one completes");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "the running one completes");
     char done[96];
     snprintf(done, sizeof done, "[ocbg] Background task completed: %s", a);
-    is_int(t_wait_messages_with(h, parent, done, 1, 5000), 0, "and its notification arrives");
+    is_int(t_wait_messages_with(h, f.parent, done, 1, 5000), 0, "and its notification arrives");
     ok(!t_gated_started(h, "B"), "the cancelled task never started");
     is_int(sim_calls(h, "session_create", NULL), 1, "no session was ever created for it");
-    is_int(t_count_messages_with(h, parent, b), 0, "no notification for it");
+    is_int(t_count_messages_with(h, f.parent, b), 0, "no notification for it");
     free(a);
     free(b);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void per_agent_cap(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_per_agent\":{\"explore\":1}}");
-    char *parent = sim_session_new(h, NULL, "main");
-    char *out = t_launch_gated(h, parent, "E1", "explore");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_per_agent':{'explore':1}}")));
+    char *out = t_launch_gated(h, f.parent, "E1", "explore");
     like(out, "Status: running", "the first explore task runs");
     free(out);
-    out = t_launch_gated(h, parent, "E2", "explore");
+    out = t_launch_gated(h, f.parent, "E2", "explore");
     like(out, "Status: pending", "the second waits");
     like(out, "Queued: all 1 explore slots are busy (max_running_per_agent explore: 1)", "for its agent's cap");
     char *e2 = t_find_id(out, "bg_");
     free(out);
-    out = t_launch_gated(h, parent, "G1", "general");
+    out = t_launch_gated(h, f.parent, "G1", "general");
     like(out, "Status: running", "another agent's task runs at once");
     free(out);
     t_release_gated(h, "E1");
     is_int(t_wait_gate_open(h, "E2", 5000), 0, "E2 starts when E1 ends");
     t_release_gated(h, "E2");
     t_release_gated(h, "G1");
-    is_int(t_wait_status(h, parent, e2, "completed", 5000), 0, "E2 completes");
+    is_int(t_wait_status(h, f.parent, e2, "completed", 5000), 0, "E2 completes");
     free(e2);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void emit_status(sim_host *h, const char *session, const char *type)
@@ -136,26 +133,25 @@ static void emit_status(sim_host *h, const char *session, const char *type)
     char ev[256];
     snprintf(ev, sizeof ev,
              "{\"type\":\"session.status\",\"properties\":{\"sessionID\":\"%s\",\"status\":{\"type\":\"%s\"%s}}}",
-             session, type,
-             strcmp(type, "retry") == 0 ? ",\"attempt\":1,\"message\":\"rate limited\",\"next\":1" : "");
+             session, type, strcmp(type, "retry") == 0 ? ",\"attempt\":1,\"message\":\"rate limited\",\"next\":1" : "");
     sim_emit(h, ev);
     sim_events_flush(h, tap_timeout_ms(5000));
 }
 
 static void retry_pauses_admission(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *out = t_launch_gated(h, parent, "R1", "explore");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    char *out = t_launch_gated(h, f.parent, "R1", "explore");
     free(out);
     t_wait_gate_open(h, "R1", 5000);
     char *s1 = t_prompted_session(h, "gated R1", 0);
     emit_status(h, s1, "retry");
-    out = t_launch_gated(h, parent, "R2", "explore");
+    out = t_launch_gated(h, f.parent, "R2", "explore");
     like(out, "Status: pending", "while the host retries an explore task, a new explore task waits");
     like(out, "the host is retrying a rate-limited call of a running explore task", "saying why");
     free(out);
-    out = t_launch_gated(h, parent, "G", "general");
+    out = t_launch_gated(h, f.parent, "G", "general");
     like(out, "Status: running", "another agent is not held back");
     free(out);
     emit_status(h, s1, "busy");
@@ -164,51 +160,48 @@ static void retry_pauses_admission(void)
     t_release_gated(h, "R2");
     t_release_gated(h, "G");
     free(s1);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void queue_full_refused(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1,\"max_queued\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
-    free(t_launch_gated(h, parent, "Q1", "explore"));
-    free(t_launch_gated(h, parent, "Q2", "explore"));
-    char *out = t_launch_gated(h, parent, "Q3", "explore");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1,'max_queued':1}")));
+    free(t_launch_gated(h, f.parent, "Q1", "explore"));
+    free(t_launch_gated(h, f.parent, "Q2", "explore"));
+    char *out = t_launch_gated(h, f.parent, "Q3", "explore");
     is_int(t_rc, -EAGAIN, "a launch over a full queue is refused");
     is_str(out,
            "Not launched: all 1 agent slots are busy (max_running_agents 1), and the queue is full (1 task waiting, "
            "max_queued 1). Wait for a task to finish, or cancel one, then launch again.",
            "with the exact text");
     free(out);
-    out = t_tool(h, parent, "background_list", "{}");
+    out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "Total: 2 tasks", "nothing was created for it");
     free(out);
-    out = t_tool(h, parent, "Task",
-                 "{\"description\":\"Q4\",\"prompt\":\"gated Q4\",\"subagent_type\":\"explore\","
-                 "\"run_in_background\":true}");
+    out = t_tool(h, f.parent, "Task",
+                 J("{'description':'Q4','prompt':'gated Q4','subagent_type':'explore',"
+                   "'run_in_background':true}"));
     is_int(t_rc, -EAGAIN, "the Claude face's Task is refused alike");
     like(out, "the queue is full", "with the same reason");
     free(out);
     t_release_gated(h, "Q1");
     t_release_gated(h, "Q2");
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void resume_needs_a_slot(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
-    char *out = t_launch_gated(h, parent, "D", "explore");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
+    char *out = t_launch_gated(h, f.parent, "D", "explore");
     char *d = t_find_id(out, "bg_");
     free(out);
     t_release_gated(h, "D");
-    t_wait_status(h, parent, d, "completed", 5000);
-    free(t_launch_gated(h, parent, "H", "explore"));
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"more\"}", d);
-    out = t_tool(h, parent, "background_resume", args);
+    t_wait_status(h, f.parent, d, "completed", 5000);
+    free(t_launch_gated(h, f.parent, "H", "explore"));
+    const char *args = J("{'task_id':'%s','message':'more'}", d);
+    out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, -EAGAIN, "a resume with every slot busy is refused");
     char want[200];
     snprintf(want, sizeof want,
@@ -217,25 +210,23 @@ static void resume_needs_a_slot(void)
              d);
     is_str(out, want, "with the exact text");
     free(out);
-    is_int(t_wait_status(h, parent, d, "completed", 100), 0, "the task is still completed");
+    is_int(t_wait_status(h, f.parent, d, "completed", 100), 0, "the task is still completed");
     t_release_gated(h, "H");
     free(d);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A blocking wait on a pending task waits through its time in the queue. */
 static void wait_includes_queue(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
-    free(t_launch_gated(h, parent, "W1", "explore"));
-    char *out = t_launch_gated(h, parent, "W2", "explore");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
+    free(t_launch_gated(h, f.parent, "W1", "explore"));
+    char *out = t_launch_gated(h, f.parent, "W2", "explore");
     char *w2 = t_find_id(out, "bg_");
     free(out);
-    char args[128];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":true,\"timeout\":60000}", w2);
-    sim_call *c = sim_tool_start(h, parent, "TaskOutput", args);
+    const char *args = J("{'task_id':'%s','block':true,'timeout':60000}", w2);
+    sim_call *c = sim_tool_start(h, f.parent, "TaskOutput", args);
     t_release_gated(h, "W1");
     t_release_gated(h, "W2");
     int rc;
@@ -244,8 +235,7 @@ static void wait_includes_queue(void)
     free(out);
     sim_tool_free(c);
     free(w2);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static int two_tasks_listed(sim_host *h, void *parent)
@@ -260,12 +250,12 @@ static int two_tasks_listed(sim_host *h, void *parent)
  * of the queue, and it was never started. */
 static void foreground_task_queued_then_escaped(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
-    free(t_launch_gated(h, parent, "F1", "explore"));
-    sim_call *c = sim_tool_start(h, parent, "Task",
-                                 "{\"description\":\"F2\",\"prompt\":\"gated F2\",\"subagent_type\":\"explore\"}");
-    is_int(sim_wait(h, two_tasks_listed, parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
+    free(t_launch_gated(h, f.parent, "F1", "explore"));
+    sim_call *c =
+        sim_tool_start(h, f.parent, "Task", J("{'description':'F2','prompt':'gated F2','subagent_type':'explore'}"));
+    is_int(sim_wait(h, two_tasks_listed, f.parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
     sim_tool_cancel(c);
     int rc;
     char *out = NULL;
@@ -273,20 +263,19 @@ static void foreground_task_queued_then_escaped(void)
     is_str(out, "Cancelled: the sub-agent was stopped.", "saying so");
     free(out);
     sim_tool_free(c);
-    out = t_tool(h, parent, "background_list", "{}");
+    out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "Total: 1 task", "the foreground task is gone");
     free(out);
     t_release_gated(h, "F1");
     ok(!t_gated_started(h, "F2"), "it never started");
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void shell_cap(void)
 {
-    sim_host *h = t_host("{\"max_running_shells\":1}");
+    sim_host *h = t_host(J("{'max_running_shells':1}"));
     char *parent = sim_session_new(h, NULL, "main");
-    const char *flag = st_tmp_path("shell_cap_go");
+    const char *flag = t_tmp_path("shell_cap_go");
     remove(flag);
     char args[512];
     snprintf(args, sizeof args,
@@ -295,12 +284,12 @@ static void shell_cap(void)
     like(out, "Command running in the background.", "the first command runs");
     char *first = t_find_id(out, "bg_");
     free(out);
-    out = t_tool(h, parent, "Bash", "{\"command\":\"echo second\",\"run_in_background\":true}");
+    out = t_tool(h, parent, "Bash", J("{'command':'echo second','run_in_background':true}"));
     like(out, "Command queued to run in the background.", "the second waits");
     like(out, "Queued: all 1 command slots are busy (max_running_shells 1)", "for the command cap");
     char *second = t_find_id(out, "bg_");
     free(out);
-    out = t_tool(h, parent, "Bash", "{\"command\":\"echo foreground\"}");
+    out = t_tool(h, parent, "Bash", J("{'command':'echo foreground'}"));
     like(out, "foreground", "a foreground command runs at once, cap or not");
     free(out);
     FILE *f = fopen(flag, "w");

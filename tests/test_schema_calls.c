@@ -20,8 +20,8 @@ static void setup(fixture *f)
 {
     f->h = t_host(NULL);
     f->parent = sim_session_new(f->h, NULL, "main");
-    f->done_id = t_launch_script(f->h, f->parent, "Done", "{\"steps\":[{\"reply\":\"done\"}]}");
-    f->running_id = t_launch_script(f->h, f->parent, "Running", "{\"steps\":[{\"hang\":true}]}");
+    f->done_id = t_launch_script(f->h, f->parent, "Done", J("{'steps':[{'reply':'done'}]}"));
+    f->running_id = t_launch_script(f->h, f->parent, "Running", J("{'steps':[{'hang':true}]}"));
     if (t_wait_status(f->h, f->parent, f->done_id, "completed", 5000) != 0)
         bail_out("setup: the done task did not complete");
     if (t_wait_status(f->h, f->parent, f->running_id, "running", 5000) != 0)
@@ -53,7 +53,7 @@ static cJSON *value_for(const fixture *f, const char *tool, const char *name)
     if (strcmp(name, "subagent_type") == 0 || strcmp(name, "agent") == 0)
         return cJSON_CreateString("explore");
     if (strcmp(name, "prompt") == 0) {
-        sim_script(f->h, "schema-call#", "{\"steps\":[{\"reply\":\"ok\"}]}", 0);
+        sim_script(f->h, "schema-call#", J("{'steps':[{'reply':'ok'}]}"), 0);
         return cJSON_CreateString("schema-call# check the build");
     }
     return cJSON_CreateString("go on");
@@ -65,8 +65,8 @@ static void call_with_required_only(const ocp_tool *t)
     setup(&f);
     cJSON *schema = cJSON_Parse(t->parameters_json), *args = cJSON_CreateObject();
     const cJSON *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItem(schema, "required"))
-    cJSON_AddItemToObject(args, r->valuestring, value_for(&f, t->name, r->valuestring));
+    cJSON_ArrayForEach (r, cJSON_GetObjectItem(schema, "required"))
+        cJSON_AddItemToObject(args, r->valuestring, value_for(&f, t->name, r->valuestring));
     char *json = cJSON_PrintUnformatted(args), *out = NULL;
     int rc = sim_tool(f.h, f.parent, t->name, json, &out);
     if (!is_int(rc, 0, "%s(%s) with only its required arguments works", t->name, json))
@@ -112,10 +112,10 @@ int main(void)
     /* background_task's defaults, as its schema says. */
     fixture f;
     setup(&f);
-    sim_script(f.h, "defaults#", "{\"steps\":[{\"reply\":\"ok\"}]}", 1);
+    sim_script(f.h, "defaults#", J("{'steps':[{'reply':'ok'}]}"), 1);
     char *out = NULL;
     int rc = sim_tool(f.h, f.parent, "background_task",
-                      "{\"prompt\":\"defaults# Find every caller of parse_config in the tree and list them\"}", &out);
+                      J("{'prompt':'defaults# Find every caller of parse_config in the tree and list them'}"), &out);
     is_int(rc, 0, "background_task with only a prompt launches");
     like(out, "\nAgent: general\n", "the agent defaults to general");
     like(out, "\nDescription: defaults# Find every caller of parse_config in t…\n",

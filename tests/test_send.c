@@ -45,7 +45,7 @@ static char *launch_gated(sim_host *h, const char *s, const char *name)
 }
 
 /* The task's notification arrives once, with `answer` and not `not`. */
-static void notified_once_with(sim_host *h, const char *s, const char *id, const char *answer, const char *not)
+static void notified_once_with(sim_host *h, const char *s, const char *id, const char *answer, const char * not )
 {
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
@@ -64,15 +64,14 @@ static void notified_once_with(sim_host *h, const char *s, const char *id, const
 /* The common case: the session is busy, the host queues the message. */
 static void queued_follow_up(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    parent = s;
-    char *id = launch_gated(h, s, "A");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    parent = f.parent;
+    char *id = launch_gated(h, f.parent, "A");
     is_int(t_wait_gate_open(h, "A", 5000), 0, "the sub-agent is busy (waiting on its question)");
-    sim_script(h, "also check bar.c", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"bar.c is fine too\"}]}",
-               1);
-    size_t prompts = task_prompts(h, s);
-    char *out = t_send(h, s, id, "also check bar.c");
+    sim_script(h, "also check bar.c", J("{'steps':[{'tool':'read','output':'x'},{'reply':'bar.c is fine too'}]}"), 1);
+    size_t prompts = task_prompts(h, f.parent);
+    char *out = t_send(h, f.parent, id, "also check bar.c");
     is_int(t_rc, 0, "background_send to a running task succeeds");
     char want[400];
     snprintf(want, sizeof want,
@@ -81,21 +80,20 @@ static void queued_follow_up(void)
              id);
     is_str(out, want, "and answers at once that it was sent");
     free(out);
-    is_int((int)(task_prompts(h, s) - prompts), 1, "one prompt went to the host");
+    is_int((int)(task_prompts(h, f.parent) - prompts), 1, "one prompt went to the host");
     char *child = t_prompted_session(h, "gated A", 0);
     char *body = sim_call_body(h, "session_prompt", child, -1);
     like(body, "also check bar.c", "into the task's own session, with the message");
     like(body, "[ocbg] Follow-up #1 for background task ", "marked as a follow-up");
     free(body);
-    out = t_output(h, s, id);
+    out = t_output(h, f.parent, id);
     like(out, "running", "the task still runs");
     free(out);
     t_release_gated(h, "A");
-    notified_once_with(h, s, id, "bar.c is fine too", "done A");
+    notified_once_with(h, f.parent, id, "bar.c is fine too", "done A");
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* sim_wait predicate: the child session's newest message is the first answer. */
@@ -131,22 +129,22 @@ static int prompt_started(sim_host *h, void *arg)
  * turn's answer for the result. */
 static void slow_host_follow_up(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    parent = s;
-    char *id = launch_gated(h, s, "B");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    parent = f.parent;
+    char *id = launch_gated(h, f.parent, "B");
     is_int(t_wait_gate_open(h, "B", 5000), 0, "the sub-agent is busy");
     char *child = t_prompted_session(h, "gated B", 0);
     /* The question's notice to the parent first: from here the only prompt
      * is the send's. */
-    is_int(t_wait_messages_with(h, s, "is waiting for permission", 1, 5000), 0, "the parent heard of the question");
-    sim_script(h, "look at baz.c", "{\"steps\":[{\"reply\":\"baz.c has the bug\"}]}", 1);
+    is_int(t_wait_messages_with(h, f.parent, "is waiting for permission", 1, 5000), 0,
+           "the parent heard of the question");
+    sim_script(h, "look at baz.c", J("{'steps':[{'reply':'baz.c has the bug'}]}"), 1);
     sim_slow(h, "session_prompt", tap_timeout_ms(3000));
-    char args[256];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"look at baz.c\"}", id);
+    const char *args = J("{'task_id':'%s','message':'look at baz.c'}", id);
     size_t asked = sim_permission_count(h);
     started_arg sa = {sim_calls_started(h, "session_prompt")};
-    sim_call *c = sim_tool_start(h, s, "background_send", args);
+    sim_call *c = sim_tool_start(h, f.parent, "background_send", args);
     /* Its permission asked (the rules allow it), the send is inside the slow
      * host: the turn before the follow-up ends meanwhile. */
     is_int(sim_wait(h, permission_asked, &asked, tap_timeout_ms(5000)), 0, "the send asked its permission");
@@ -160,7 +158,7 @@ static void slow_host_follow_up(void)
     /* Still running while the follow-up is on its way; on a loaded machine
      * the slow send may have landed and its turn ended by now: then ended
      * with the follow-up's answer. Never with the answer before it. */
-    char *out = t_output(h, s, id);
+    char *out = t_output(h, f.parent, id);
     if (strstr(out, ": completed\n"))
         like(out, "baz.c has the bug", "and does not end the task with the answer before the follow-up");
     else
@@ -174,11 +172,10 @@ static void slow_host_follow_up(void)
     like(out, SENT, "saying it was sent");
     free(out);
     sim_slow(h, "session_prompt", 0);
-    notified_once_with(h, s, id, "baz.c has the bug", "done B");
+    notified_once_with(h, f.parent, id, "baz.c has the bug", "done B");
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Every refusal: the exact text, and nothing sent to the host. */
@@ -195,83 +192,80 @@ static void refused(sim_host *h, const char *s, const char *id, const char *mess
 
 static void not_running(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *s = sim_session_new(h, NULL, "main");
-    parent = s;
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
+    parent = f.parent;
     char *other = sim_session_new(h, NULL, "other");
     char want[400];
-    refused(h, s, "bg_00000000", "hi", -ENOENT,
+    refused(h, f.parent, "bg_00000000", "hi", -ENOENT,
             "Task not found: bg_00000000. Use background_list to see available tasks.", "an unknown id");
-    char *a = launch_gated(h, s, "C");
-    char *pending = launch_gated(h, s, "D"); /* the one slot is C's */
+    char *a = launch_gated(h, f.parent, "C");
+    char *pending = launch_gated(h, f.parent, "D"); /* the one slot is C's */
     snprintf(want, sizeof want, "Task not found: %s. Use background_list to see available tasks.", a);
     refused(h, other, a, "hi", -ENOENT, want, "another session's task");
-    refused(h, s, a, "   ", -EINVAL, "background_send: argument 'message' must not be empty. Nothing was sent.",
+    refused(h, f.parent, a, "   ", -EINVAL, "background_send: argument 'message' must not be empty. Nothing was sent.",
             "an empty message");
     snprintf(want, sizeof want,
              "Task %s has not started yet (pending: waiting for a run slot), so no sub-agent can take the message. "
              "Nothing was sent; send it once the task is running.",
              pending);
-    refused(h, s, pending, "hi", -EINVAL, want, "a pending task");
+    refused(h, f.parent, pending, "hi", -EINVAL, want, "a pending task");
 
     /* A rule that forbids the agent forbids talking to it. */
-    sim_permission_rules(h, "{\"bash\":\"ask\",\"task\":{\"explore\":\"deny\"}}");
-    size_t prompts = task_prompts(h, s);
-    char *out = t_send(h, s, a, "hi");
+    sim_permission_rules(h, J("{'bash':'ask','task':{'explore':'deny'}}"));
+    size_t prompts = task_prompts(h, f.parent);
+    char *out = t_send(h, f.parent, a, "hi");
     is_int(t_rc, -EACCES, "a send the permission rules deny: refused");
     like(out, "Permission denied: sending a message to a running sub-agent of type \"explore\"", "saying why");
     like(out, "Nothing was sent.", "and that nothing was sent");
-    is_int((int)(task_prompts(h, s) - prompts), 0, "nothing sent");
+    is_int((int)(task_prompts(h, f.parent) - prompts), 0, "nothing sent");
     free(out);
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
 
     t_release_gated(h, "C");
-    is_int(t_wait_status(h, s, a, "completed", 5000), 0, "C completes");
+    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "C completes");
     is_int(t_wait_gate_open(h, "D", 5000), 0, "D starts in the freed slot");
     snprintf(want, sizeof want,
              "Task %s is not running (status: completed). Nothing was sent. To follow up on a completed task: "
              "background_resume(task_id=\"%s\", message=...).",
              a, a);
-    refused(h, s, a, "hi", -EINVAL, want, "a completed task");
-    out = t_tool(h, s, "background_cancel", st_id_args(pending));
+    refused(h, f.parent, a, "hi", -EINVAL, want, "a completed task");
+    out = t_tool(h, f.parent, "background_cancel", t_id_args(pending));
     free(out);
     snprintf(want, sizeof want,
              "Task %s is not running (status: cancelled). Nothing was sent. Start a new background_task instead.",
              pending);
-    refused(h, s, pending, "hi", -EINVAL, want, "a cancelled task");
+    refused(h, f.parent, pending, "hi", -EINVAL, want, "a cancelled task");
 
-    char *e = t_launch_script(h, s, "Broken", "{\"steps\":[{\"error\":\"model overloaded\"}]}");
-    is_int(t_wait_status(h, s, e, "error", 5000), 0, "a task fails");
+    const char *e = t_task(&f, "Broken", J("{'steps':[{'error':'model overloaded'}]}"));
+    is_int(t_wait_status(h, f.parent, e, "error", 5000), 0, "a task fails");
     snprintf(want, sizeof want,
              "Task %s is not running (status: error). Nothing was sent. Start a new background_task instead.", e);
-    refused(h, s, e, "hi", -EINVAL, want, "a failed task");
-    free(e);
+    refused(h, f.parent, e, "hi", -EINVAL, want, "a failed task");
     free(a);
     free(pending);
     free(other);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void shell_task(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    parent = s;
-    char *id = st_bash_bg(h, s, "sleep 30", NULL, ST_LAUNCH_UNCHECKED);
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    parent = f.parent;
+    char *id = t_bash_bg(h, f.parent, "sleep 30", NULL, T_LAUNCH_UNCHECKED);
     char want[200];
     snprintf(want, sizeof want, "Task %s is a shell command: it takes no messages. Nothing was sent.", id);
-    refused(h, s, id, "hi", -EINVAL, want, "a shell task");
-    char *out = t_tool(h, s, "TaskStop", st_id_args(id));
+    refused(h, f.parent, id, "hi", -EINVAL, want, "a shell task");
+    char *out = t_tool(h, f.parent, "TaskStop", t_id_args(id));
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)
 {
-    int shells = st_shells_work(ST_PROBE_DIAG);
+    int shells = t_shells_work(T_PROBE_DIAG);
     queued_follow_up();
     slow_host_follow_up();
     not_running();
@@ -279,6 +273,6 @@ int main(void)
         shell_task();
     else
         skip(4, "the plugin cannot run commands here");
-    st_kill_leftovers();
+    t_kill_leftovers();
     return done_testing();
 }

@@ -15,36 +15,15 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static char *bash_args(const char *command, int background, int timeout_ms)
-{
-    cJSON *a = cJSON_CreateObject();
-    cJSON_AddStringToObject(a, "command", command);
-    if (background)
-        cJSON_AddTrueToObject(a, "run_in_background");
-    if (timeout_ms)
-        cJSON_AddNumberToObject(a, "timeout", timeout_ms);
-    char *json = cJSON_PrintUnformatted(a);
-    cJSON_Delete(a);
-    return json;
-}
-
-static char *bash(sim_host *h, const char *session, const char *command, int timeout_ms)
-{
-    char *args = bash_args(command, 0, timeout_ms);
-    char *out = t_tool(h, session, "Bash", args);
-    free(args);
-    return out;
-}
-
 /* ---- foreground ------------------------------------------------------- */
 
 /* Output, stderr, the working directory, exit codes and signals; no task is
  * left afterwards and no notification is sent. */
 static void foreground_runs(void)
 {
-    sim_host *h = t_host(ST_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
-    char *out = bash(h, s, "echo hi; echo oops >&2", 0);
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    char *out = t_bash(h, f.parent, "echo hi; echo oops >&2", NULL, 0, 0);
     is_int(t_rc, 0, "foreground Bash succeeds");
     is_str(out, "hi\noops\n(exit code 0)", "stdout and stderr, then the exit code");
     free(out);
@@ -52,70 +31,72 @@ static void foreground_runs(void)
     char cwd[4096], want[4200];
     if (!getcwd(cwd, sizeof cwd))
         bail_out("getcwd");
-    out = bash(h, s, "pwd", 0);
+    out = t_bash(h, f.parent, "pwd", NULL, 0, 0);
     snprintf(want, sizeof want, "%s\n(exit code 0)", cwd);
     is_str(out, want, "the command runs in the session's directory");
     free(out);
 
-    out = bash(h, s, "printf 'no newline'; exit 3", 0);
+    out = t_bash(h, f.parent, "printf 'no newline'; exit 3", NULL, 0, 0);
     is_int(t_rc, 0, "a failing command is still an answer");
     is_str(out, "no newline\n(exit code 3)", "exit code 3, after a line break");
     free(out);
 
-    out = bash(h, s, "kill -KILL $$", 0);
+    out = t_bash(h, f.parent, "kill -KILL $$", NULL, 0, 0);
     is_str(out, "(killed by signal 9 (Killed))", "a signal is reported by number and name");
     free(out);
 
-    out = bash(h, s, "printf 'a\\377b\\n'", 0);
-    is_str(out, "a\xEF\xBF\xBD" "b\n(exit code 0)", "an invalid byte becomes U+FFFD");
+    out = t_bash(h, f.parent, "printf 'a\\377b\\n'", NULL, 0, 0);
+    is_str(out,
+           "a\xEF\xBF\xBD"
+           "b\n(exit code 0)",
+           "an invalid byte becomes U+FFFD");
     free(out);
-    out = bash(h, s, "printf 'x\\000y\\n'", 0);
+    out = t_bash(h, f.parent, "printf 'x\\000y\\n'", NULL, 0, 0);
     is_str(out, "x\xEF\xBF\xBDy\n(exit code 0)", "a NUL byte does not cut the output");
     free(out);
 
-    out = bash(h, s, "true", 0);
+    out = t_bash(h, f.parent, "true", NULL, 0, 0);
     is_str(out, "(exit code 0)", "no output: only the exit code");
     free(out);
 
-    out = st_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "foreground commands leave no task behind");
     free(out);
-    out = t_tool(h, s, "background_list", "{}");
+    out = t_tool(h, f.parent, "background_list", "{}");
     is_str(out, "No background tasks found", "nor in background_list");
     free(out);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, "Background command"), 0, "a foreground command sends no notification");
-    free(s);
-    sim_destroy(h);
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, "Background command"), 0, "a foreground command sends no notification");
+    t_close(&f);
 }
 
 /* The timeout stops the command's whole group; Esc does too. */
 static void foreground_timeout_and_esc(void)
 {
-    sim_host *h = t_host(ST_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
     int timeout = tap_timeout_ms(500);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", st_tmp_path("fg_child"));
-    char *out = bash(h, s, cmd, timeout);
+    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", t_tmp_path("fg_child"));
+    char *out = t_bash(h, f.parent, cmd, NULL, 0, timeout);
     is_int(t_rc, -ETIMEDOUT, "a timed-out command: -ETIMEDOUT");
     char want[128];
-    snprintf(want, sizeof want, "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.",
-             timeout);
+    snprintf(want, sizeof want,
+             "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.", timeout);
     is_str(out, want, "its output so far, how it ended, and the timeout");
     free(out);
-    pid_t child = st_wait_pid_file(h, st_tmp_path("fg_child"));
+    pid_t child = t_wait_pid_file(h, t_tmp_path("fg_child"));
     ok(child > 0, "the command started a child");
-    is_int(sim_wait(h, st_pid_gone, &child, tap_timeout_ms(3000)), 0, "the child did not survive the timeout");
-    out = st_command(h, s, "tasks");
+    is_int(sim_wait(h, t_pid_gone, &child, tap_timeout_ms(3000)), 0, "the child did not survive the timeout");
+    out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "a timed-out command leaves no task");
     free(out);
 
-    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; wait", st_tmp_path("esc_child"));
-    char *args = bash_args(cmd, 0, 0);
-    sim_call *c = sim_tool_start(h, s, "Bash", args);
+    snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; wait", t_tmp_path("esc_child"));
+    char *args = t_bash_args(cmd, NULL, 0, 0);
+    sim_call *c = sim_tool_start(h, f.parent, "Bash", args);
     free(args);
-    child = st_wait_pid_file(h, st_tmp_path("esc_child"));
+    child = t_wait_pid_file(h, t_tmp_path("esc_child"));
     ok(child > 0, "the foreground command runs");
     int rc = 0;
     out = NULL;
@@ -126,19 +107,17 @@ static void foreground_timeout_and_esc(void)
     like(out, "(killed by signal 15 (Terminated))\nCommand stopped: the call was cancelled.", "and says so");
     free(out);
     sim_tool_free(c);
-    is_int(sim_wait(h, st_pid_gone, &child, tap_timeout_ms(3000)), 0, "Esc left no process behind");
-    out = st_command(h, s, "tasks");
+    is_int(sim_wait(h, t_pid_gone, &child, tap_timeout_ms(3000)), 0, "Esc left no process behind");
+    out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "nor a task");
     free(out);
 
-    out = bash(h, s, "true", -5);
+    out = t_bash(h, f.parent, "true", NULL, 0, -5);
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
-    is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)",
-           "and explained");
+    is_str(out, "Bash: argument 'timeout' must be a positive number of milliseconds (at most 600000)", "and explained");
     free(out);
-    st_kill_leftovers();
-    free(s);
-    sim_destroy(h);
+    t_kill_leftovers();
+    t_close(&f);
 }
 
 /* ---- the bounded buffer ----------------------------------------------- */
@@ -158,10 +137,10 @@ static char *seq_text(int n, size_t *len)
  * kept, what fell between is counted; exact. */
 static void output_over_the_cap(void)
 {
-    sim_host *h = t_host(ST_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, s, "seq 1 20000", NULL, ST_LAUNCH_UNCHECKED);
-    char *out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    char *id = t_bash_bg(h, f.parent, "seq 1 20000", NULL, T_LAUNCH_UNCHECKED);
+    char *out = t_task_output(h, f.parent, id, 1, tap_timeout_ms(10000));
     is_int(t_rc, 0, "TaskOutput succeeds");
     size_t len;
     char *all = seq_text(20000, &len);
@@ -178,26 +157,24 @@ static void output_over_the_cap(void)
     free(want);
     free(out);
 
-    char args[64];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", id);
-    out = t_tool(h, s, "background_output", args);
+    const char *args = J("{'task_id':'%s'}", id);
+    out = t_tool(h, f.parent, "background_output", args);
     like(out, "[... 104798 bytes of output left out here ...]\n", "background_output says the same");
     like(out, "\n19999\n20000\n", "with the tail");
     free(out);
     free(all);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Within the buffer (default cap, 1 MiB) but over TaskOutput's 30000
  * characters: the tail is kept and the cut said. */
 static void taskoutput_cap(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    char *id = st_bash_bg(h, s, "seq 1 30000", NULL, ST_LAUNCH_UNCHECKED);
-    char *out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    char *id = t_bash_bg(h, f.parent, "seq 1 30000", NULL, T_LAUNCH_UNCHECKED);
+    char *out = t_task_output(h, f.parent, id, 1, tap_timeout_ms(10000));
     size_t len;
     char *all = seq_text(30000, &len);
     char *want = NULL;
@@ -211,27 +188,26 @@ static void taskoutput_cap(void)
     free(out);
 
     /* The foreground answer is capped the same way. */
-    out = bash(h, s, "seq 1 30000", 0);
+    out = t_bash(h, f.parent, "seq 1 30000", NULL, 0, 0);
     like(out, "[... output cut: the last 30000 of 168894 characters follow ...]\n", "foreground Bash cuts too");
     like(out, "\n29999\n30000\n(exit code 0)", "keeping the tail and the exit code");
     free(out);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)
 {
-    st_tmpdir_make("shell");
-    if (!st_shells_work(ST_PROBE_CHECK_REFUSAL)) {
-        st_tmpdir_remove(NULL);
+    t_tmpdir_make("shell");
+    if (!t_shells_work(T_PROBE_CHECK_REFUSAL)) {
+        t_tmpdir_remove(NULL);
         return done_testing();
     }
     foreground_runs();
     foreground_timeout_and_esc();
     output_over_the_cap();
     taskoutput_cap();
-    st_kill_leftovers();
-    st_tmpdir_remove((const char *const[]){"fg_child", "esc_child", NULL});
+    t_kill_leftovers();
+    t_tmpdir_remove((const char *const[]){"fg_child", "esc_child", NULL});
     return done_testing();
 }

@@ -15,132 +15,129 @@
 
 static void list_and_output(void)
 {
-    sim_host *h = t_host(ST_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
-    char *cmd = st_family_command("lo", "", "echo started; sleep 300");
-    char *id = st_bash_bg(h, s, cmd, "a sleeper", ST_LAUNCH_DIAG);
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    char *cmd = t_family_command("lo", "", "echo started; sleep 300");
+    char *id = t_bash_bg(h, f.parent, cmd, "a sleeper", T_LAUNCH_DIAG);
     pid_t pids[2];
-    is_int(st_wait_family(h, "lo", pids), 0, "the command runs");
-    char *out = t_tool(h, s, "background_list", "{}");
+    is_int(t_wait_family(h, "lo", pids), 0, "the command runs");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     char want[1024];
     snprintf(want, sizeof want, "- %s | a sleeper | shell | running | ", id);
     like(out, want, "background_list shows the shell task");
     like(out, "Total: 1 task (1 running)", "counted as running");
     free(out);
-    out = t_tool(h, s, "background_list", "{\"status\":\"running\"}");
+    out = t_tool(h, f.parent, "background_list", J("{'status':'running'}"));
     like(out, id, "and under the status filter");
     free(out);
-    is_int(t_wait_output_with(h, s, id, "\nOutput:\nstarted\n", 5000), 0, "background_output shows its output");
-    out = t_output(h, s, id);
+    is_int(t_wait_output_with(h, f.parent, id, "\nOutput:\nstarted\n", 5000), 0, "background_output shows its output");
+    out = t_output(h, f.parent, id);
     snprintf(want, sizeof want, "Task %s: running\nDescription: a sleeper\nCommand: %s\nBatch: batch_", id, cmd);
     ok(strncmp(out, want, strlen(want)) == 0, "with status, description and command");
     like(out, "\nRunning for: ", "running time");
     like(out, "\nExit: running\n", "no exit yet");
     free(out);
 
-    out = t_tool(h, s, "background_cancel", st_id_args(id));
+    out = t_tool(h, f.parent, "background_cancel", t_id_args(id));
     is_int(t_rc, 0, "background_cancel on a shell task succeeds");
     snprintf(want, sizeof want, "Task %s cancelled: a sleeper\nIts command was stopped; status: cancelled.", id);
     is_str(out, want, "it says the command was stopped");
     free(out);
-    is_int(sim_wait(h, st_pids_gone, pids, tap_timeout_ms(3000)), 0, "no process of the group survives");
+    is_int(sim_wait(h, t_pids_gone, pids, tap_timeout_ms(3000)), 0, "no process of the group survives");
     is_int(sim_calls(h, "session_abort", NULL), 0, "no session was aborted for it");
-    out = t_output(h, s, id);
+    out = t_output(h, f.parent, id);
     snprintf(want, sizeof want, "Task %s: cancelled\n", id);
     ok(strncmp(out, want, strlen(want)) == 0, "background_output: cancelled");
     like(out, "\nExit: killed by signal 15 (Terminated)\n", "by SIGTERM");
     free(out);
-    out = st_task_output(h, s, id, 0, 0);
+    out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<status>stopped</status>\n", "TaskOutput: stopped");
     free(out);
-    out = t_tool(h, s, "background_cancel", st_id_args(id));
+    out = t_tool(h, f.parent, "background_cancel", t_id_args(id));
     is_int(t_rc, -EINVAL, "cancelling it again is refused");
-    snprintf(want, sizeof want, "Cannot cancel task %s: its status is cancelled. Only running tasks can be cancelled.", id);
+    snprintf(want, sizeof want, "Cannot cancel task %s: its status is cancelled. Only running tasks can be cancelled.",
+             id);
     is_str(out, want, "with the spec's words");
     free(out);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, id), 0, "a cancelled command sends no notification");
-    st_kill_leftovers();
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, id), 0, "a cancelled command sends no notification");
+    t_kill_leftovers();
     free(cmd);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A batch holding an agent and a shell: cancelling the batch stops both. */
 static void batch_cancel_and_clear(void)
 {
-    sim_host *h = t_host(ST_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
-    char *agent = t_launch_script(h, s, "Hangs", "{\"steps\":[{\"hang\":true}]}");
-    char *cmd = st_family_command("batch", "", "sleep 300");
-    char *shell = st_bash_bg(h, s, cmd, NULL, ST_LAUNCH_DIAG);
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    const char *agent = t_task(&f, "Hangs", J("{'steps':[{'hang':true}]}"));
+    char *cmd = t_family_command("batch", "", "sleep 300");
+    char *shell = t_bash_bg(h, f.parent, cmd, NULL, T_LAUNCH_DIAG);
     pid_t pids[2];
-    is_int(st_wait_family(h, "batch", pids), 0, "the command runs");
-    char *out = t_output(h, s, agent);
+    is_int(t_wait_family(h, "batch", pids), 0, "the command runs");
+    char *out = t_output(h, f.parent, agent);
     char *batch = t_find_id(out, "batch_");
     free(out);
-    out = t_output(h, s, shell);
+    out = t_output(h, f.parent, shell);
     ok(batch && strstr(out, batch), "the shell task joined the agent's batch");
     free(out);
-    char args[96];
-    snprintf(args, sizeof args, "{\"task_id\":\"%s\"}", batch ? batch : "batch_none");
-    out = t_tool(h, s, "background_cancel", args);
+    const char *args = J("{'task_id':'%s'}", batch ? batch : "batch_none");
+    out = t_tool(h, f.parent, "background_cancel", args);
     is_int(t_rc, 0, "cancelling the batch succeeds");
     like(out, "Cancelled 2 running tasks of batch ", "both tasks");
     free(out);
-    is_int(sim_wait(h, st_pids_gone, pids, tap_timeout_ms(3000)), 0, "the command did not survive");
-    is_int(t_wait_status(h, s, shell, "cancelled", 1000), 0, "the shell task is cancelled");
-    is_int(t_wait_status(h, s, agent, "cancelled", 1000), 0, "the agent task too");
+    is_int(sim_wait(h, t_pids_gone, pids, tap_timeout_ms(3000)), 0, "the command did not survive");
+    is_int(t_wait_status(h, f.parent, shell, "cancelled", 1000), 0, "the shell task is cancelled");
+    is_int(t_wait_status(h, f.parent, agent, "cancelled", 1000), 0, "the agent task too");
     free(batch);
     free(cmd);
     free(shell);
 
-    cmd = st_family_command("clear", "trap '' TERM; ", "sleep 300");
-    shell = st_bash_bg(h, s, cmd, NULL, ST_LAUNCH_DIAG);
-    is_int(st_wait_family(h, "clear", pids), 0, "a stubborn command runs");
-    out = t_tool(h, s, "background_clear", "{}");
+    cmd = t_family_command("clear", "trap '' TERM; ", "sleep 300");
+    shell = t_bash_bg(h, f.parent, cmd, NULL, T_LAUNCH_DIAG);
+    is_int(t_wait_family(h, "clear", pids), 0, "a stubborn command runs");
+    out = t_tool(h, f.parent, "background_clear", "{}");
     is_int(t_rc, 0, "background_clear succeeds");
     is_str(out, "Cleared 3 background tasks of this session (1 running task was aborted).", "it clears all three");
     free(out);
-    is_int(sim_wait(h, st_pids_gone, pids, tap_timeout_ms(3000)), 0, "the command did not survive the clear");
-    out = t_tool(h, s, "TaskOutput", st_id_args(shell));
+    is_int(sim_wait(h, t_pids_gone, pids, tap_timeout_ms(3000)), 0, "the command did not survive the clear");
+    out = t_tool(h, f.parent, "TaskOutput", t_id_args(shell));
     is_int(t_rc, -ENOENT, "the cleared shell task is gone");
     free(out);
-    st_kill_leftovers();
+    t_kill_leftovers();
     free(cmd);
     free(shell);
-    free(agent);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* ---- the engine's ends ------------------------------------------------- */
 
 static void parent_deleted_and_shutdown(void)
 {
-    sim_host *h = t_host(ST_SMALL);
+    sim_host *h = t_host(T_SHELL_SMALL);
     char *s = sim_session_new(h, NULL, "main");
-    char *cmd = st_family_command("del", "", "sleep 300");
-    char *id = st_bash_bg(h, s, cmd, NULL, ST_LAUNCH_DIAG);
+    char *cmd = t_family_command("del", "", "sleep 300");
+    char *id = t_bash_bg(h, s, cmd, NULL, T_LAUNCH_DIAG);
     pid_t pids[2];
-    is_int(st_wait_family(h, "del", pids), 0, "the command runs");
+    is_int(t_wait_family(h, "del", pids), 0, "the command runs");
     is_int(sim_session_delete(h, s), 0, "the parent session is deleted");
-    is_int(sim_wait(h, st_pids_gone, pids, tap_timeout_ms(3000)), 0, "its command did not survive");
+    is_int(sim_wait(h, t_pids_gone, pids, tap_timeout_ms(3000)), 0, "its command did not survive");
     free(cmd);
     free(id);
     free(s);
 
     s = sim_session_new(h, NULL, "again");
-    cmd = st_family_command("down", "", "sleep 300");
-    id = st_bash_bg(h, s, cmd, NULL, ST_LAUNCH_DIAG);
-    is_int(st_wait_family(h, "down", pids), 0, "another command runs");
+    cmd = t_family_command("down", "", "sleep 300");
+    id = t_bash_bg(h, s, cmd, NULL, T_LAUNCH_DIAG);
+    is_int(t_wait_family(h, "down", pids), 0, "another command runs");
     sim_destroy(h); /* the plugin's shutdown: SIGKILL to the group, the leader reaped */
-    ok(!st_proc_alive(pids[1]), "the command's shell is gone when the plugin is");
+    ok(!t_proc_alive(pids[1]), "the command's shell is gone when the plugin is");
     h = sim_create(); /* only for waiting: SIGKILL reaches the child a moment later */
-    is_int(sim_wait(h, st_pids_gone, pids, tap_timeout_ms(3000)), 0, "no process outlives the plugin");
+    is_int(sim_wait(h, t_pids_gone, pids, tap_timeout_ms(3000)), 0, "no process outlives the plugin");
     sim_destroy(h);
-    st_kill_leftovers();
+    t_kill_leftovers();
     free(cmd);
     free(id);
     free(s);
@@ -148,16 +145,16 @@ static void parent_deleted_and_shutdown(void)
 
 int main(void)
 {
-    st_tmpdir_make("shellopc");
-    if (!st_shells_work(ST_PROBE_SKIP)) {
-        st_tmpdir_remove(NULL);
+    t_tmpdir_make("shellopc");
+    if (!t_shells_work(T_PROBE_SKIP)) {
+        t_tmpdir_remove(NULL);
         return done_testing();
     }
     list_and_output();
     batch_cancel_and_clear();
     parent_deleted_and_shutdown();
-    st_kill_leftovers();
-    st_tmpdir_remove((const char *const[]){"lo.c", "lo.l", "batch.c", "batch.l", "clear.c", "clear.l", "del.c",
-                                           "del.l", "down.c", "down.l", NULL});
+    t_kill_leftovers();
+    t_tmpdir_remove((const char *const[]){"lo.c", "lo.l", "batch.c", "batch.l", "clear.c", "clear.l", "del.c", "del.l",
+                                          "down.c", "down.l", NULL});
     return done_testing();
 }

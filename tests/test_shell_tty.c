@@ -26,7 +26,7 @@
  * stdin is one, its tty_nr, and whether it leads its process group and
  * session (fields 5-7 of /proc/PID/stat, after the command name). */
 #define PROBE                                                                                                          \
-    "if (exec 3<>/dev/tty) 2>/dev/null; then echo tty:open; else echo tty:none; fi; "                                   \
+    "if (exec 3<>/dev/tty) 2>/dev/null; then echo tty:open; else echo tty:none; fi; "                                  \
     "if [ -t 0 ]; then echo stdin:tty; else echo stdin:not-a-tty; fi; "                                                \
     "read -r st < /proc/$$/stat; set -- ${st##*) }; "                                                                  \
     "[ \"$3\" = $$ ] && g=own || g=inherited; [ \"$4\" = $$ ] && s=own || s=inherited; "                               \
@@ -112,23 +112,23 @@ static void commands_have_no_terminal(void)
     if (write(master_fd, "typed\n", 6) != 6)
         bail_out("write to the terminal: %s", strerror(errno));
 
-    sim_host *h = t_host(ST_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
-    char *out = bash_fg(h, s, PROBE);
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    char *out = bash_fg(h, f.parent, PROBE);
     no_terminal(out, "foreground Bash");
     free(out);
-    out = bash_fg(h, s, TTY_WRITE_READ);
+    out = bash_fg(h, f.parent, TTY_WRITE_READ);
     like(out, "/dev/tty: No such device or address", "foreground Bash: writing to /dev/tty fails (ENXIO)");
     like(out, "read:[]\n", "foreground Bash: its read from /dev/tty reads nothing");
     free(out);
 
-    char *id = st_bash_bg(h, s, PROBE, "tty probe", ST_LAUNCH_OK);
-    out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    char *id = t_bash_bg(h, f.parent, PROBE, "tty probe", T_LAUNCH_OK);
+    out = t_task_output(h, f.parent, id, 1, tap_timeout_ms(10000));
     no_terminal(out, "background Bash");
     free(out);
     free(id);
-    id = st_bash_bg(h, s, TTY_WRITE_READ, "tty write and read", ST_LAUNCH_UNCHECKED);
-    out = st_task_output(h, s, id, 1, tap_timeout_ms(10000));
+    id = t_bash_bg(h, f.parent, TTY_WRITE_READ, "tty write and read", T_LAUNCH_UNCHECKED);
+    out = t_task_output(h, f.parent, id, 1, tap_timeout_ms(10000));
     like(out, "/dev/tty: No such device or address", "background Bash: writing to /dev/tty fails (ENXIO)");
     like(out, "read:[]\n", "background Bash: its read from /dev/tty reads nothing");
     free(out);
@@ -141,8 +141,7 @@ static void commands_have_no_terminal(void)
     is_str(typed, "typed\n", "what the person typed is still there, unread");
     free(typed);
 
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The same probes run by the test itself see the terminal: the checks above
@@ -177,13 +176,13 @@ static int run_in_own_session(void)
     ok(tty >= 0, "the test has a controlling terminal (/dev/tty opens)");
     if (tty >= 0)
         close(tty);
-    st_tmpdir_make("shell-tty");
-    if (st_shells_work(ST_PROBE_SKIP)) {
+    t_tmpdir_make("shell-tty");
+    if (t_shells_work(T_PROBE_SKIP)) {
         commands_have_no_terminal();
         the_probe_sees_a_terminal();
     }
-    st_kill_leftovers();
-    st_tmpdir_remove(NULL);
+    t_kill_leftovers();
+    t_tmpdir_remove(NULL);
     return done_testing();
 }
 

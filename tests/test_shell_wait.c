@@ -15,23 +15,23 @@
 
 static void waiters_and_esc(void)
 {
-    sim_host *h = t_host(ST_SMALL);
-    char *s = sim_session_new(h, NULL, "main");
-    if (mkfifo(st_tmp_path("fifo"), 0600) != 0)
+    t_fixture f;
+    sim_host *h = t_open(&f, T_SHELL_SMALL);
+    if (mkfifo(t_tmp_path("fifo"), 0600) != 0)
         bail_out("mkfifo");
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "read x < %s; echo got $x", st_tmp_path("fifo"));
-    char *id = st_bash_bg(h, s, cmd, "waits for go", ST_LAUNCH_OK);
-    char *out = st_task_output(h, s, id, 0, 0);
+    snprintf(cmd, sizeof cmd, "read x < %s; echo got $x", t_tmp_path("fifo"));
+    char *id = t_bash_bg(h, f.parent, cmd, "waits for go", T_LAUNCH_OK);
+    char *out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<retrieval_status>not_ready</retrieval_status>\n", "block=false on a running task: not ready");
     like(out, "<status>running</status>\n", "status running");
     unlike(out, "<exit_code>", "no exit code yet");
     free(out);
-    out = st_task_output(h, s, id, 1, 100);
+    out = t_task_output(h, f.parent, id, 1, 100);
     like(out, "<retrieval_status>timeout</retrieval_status>\n", "a wait of 100 ms times out");
     like(out, "<status>running</status>\n", "still running");
     free(out);
-    out = st_task_output(h, s, id, 1, -1);
+    out = t_task_output(h, f.parent, id, 1, -1);
     is_int(t_rc, -EINVAL, "a negative timeout is refused");
     is_str(out, "TaskOutput: argument 'timeout' must be a positive number of milliseconds (at most 600000)",
            "and explained");
@@ -39,7 +39,7 @@ static void waiters_and_esc(void)
 
     sim_call *c[3];
     for (int i = 0; i < 3; i++)
-        c[i] = sim_tool_start(h, s, "TaskOutput", st_id_args(id)); /* block defaults to true */
+        c[i] = sim_tool_start(h, f.parent, "TaskOutput", t_id_args(id)); /* block defaults to true */
     int rc = 0;
     for (int i = 0; i < 3; i++) {
         out = NULL;
@@ -52,40 +52,40 @@ static void waiters_and_esc(void)
     snprintf(want, sizeof want, "Wait cancelled; task %s continues in the background.", id);
     is_str(out, want, "saying the task goes on");
     free(out);
-    out = st_task_output(h, s, id, 0, 0);
+    out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<status>running</status>\n", "the task was not stopped by Esc");
     free(out);
     ok(!sim_tool_done(c[1]) && !sim_tool_done(c[2]), "the other waiters still wait");
 
-    st_release(h, "fifo");
+    t_release(h, "fifo");
     for (int i = 1; i < 3; i++) {
         out = NULL;
         is_int(sim_tool_wait(c[i], tap_timeout_ms(5000), &rc, &out), 0, "waiter %d returns", i);
         is_int(rc, 0, "waiter %d succeeds", i);
         like(out, "<retrieval_status>success</retrieval_status>\n", "waiter %d: success", i);
-        like(out, "<status>completed</status>\n<description>waits for go</description>\n<exit_code>0</exit_code>\n"
-                  "<output>\ngot go\n</output>\n",
+        like(out,
+             "<status>completed</status>\n<description>waits for go</description>\n<exit_code>0</exit_code>\n"
+             "<output>\ngot go\n</output>\n",
              "waiter %d: the result", i);
         free(out);
     }
     for (int i = 0; i < 3; i++)
         sim_tool_free(c[i]);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
-    is_int(t_count_messages_with(h, s, id), 0, "the blocking waiters replaced the notification");
-    unlink(st_tmp_path("fifo"));
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
+    is_int(t_count_messages_with(h, f.parent, id), 0, "the blocking waiters replaced the notification");
+    unlink(t_tmp_path("fifo"));
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)
 {
-    st_tmpdir_make("shellwait");
-    if (!st_shells_work(ST_PROBE_SKIP)) {
-        st_tmpdir_remove(NULL);
+    t_tmpdir_make("shellwait");
+    if (!t_shells_work(T_PROBE_SKIP)) {
+        t_tmpdir_remove(NULL);
         return done_testing();
     }
     waiters_and_esc();
-    st_tmpdir_remove(NULL);
+    t_tmpdir_remove(NULL);
     return done_testing();
 }

@@ -110,10 +110,10 @@ static void test_events_routed(void)
     is_str(tr, "", "unwatched: not even its session.created reaches the plugin");
     free(tr);
 
-    sim_script(h, "first", "{\"steps\":[{\"reply\":\"one\"}]}", 1);
+    sim_script(h, "first", J("{'steps':[{'reply':'one'}]}"), 1);
     is_int(prompt_via_plugin(h, sid, "first", 0), 0, "prompted while unwatched");
-    is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "its turn runs");
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "and ends");
+    is_int(sim_wait_messages(h, sid, 2, tap_timeout_ms(5000)), 0, "its turn runs");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "and ends");
     tr = trace(h, sid);
     is_str(tr, "", "none of the turn's events reached the plugin");
     free(tr);
@@ -122,11 +122,11 @@ static void test_events_routed(void)
     is_int(sim_directory_watched(h, dir), 1, "the folder is watched");
     is_int(watch(h, dir, 1), 0, "watch 1 again: idempotent");
     const char *own = t_session(&f, "own");
-    sim_script(h, "second", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\"},{\"reply\":\"two\"}]}", 0);
+    sim_script(h, "second", J("{'steps':[{'tool':'read','output':'x'},{'reply':'two'}]}"), 0);
     prompt_via_plugin(h, sid, "second", 0);
     prompt_via_plugin(h, own, "second", 0);
-    sim_wait_idle(h, sid, T(5000));
-    sim_wait_idle(h, own, T(5000));
+    sim_wait_idle(h, sid, tap_timeout_ms(5000));
+    sim_wait_idle(h, own, tap_timeout_ms(5000));
     tr = trace(h, sid);
     char *tr_own = trace(h, own);
     like(tr, "busy", "watched: the turn's events reach the plugin");
@@ -138,9 +138,9 @@ static void test_events_routed(void)
 
     is_int(watch(h, dir, 0), 0, "directory_watch 0");
     is_int(sim_directory_watched(h, dir), -1, "the folder is released");
-    sim_session_prompt(h, sid, "{\"parts\":[{\"type\":\"text\",\"text\":\"second\"}]}");
-    is_int(sim_wait_messages(h, sid, 6, T(5000)), 0, "a turn after watch 0 runs");
-    sim_wait_idle(h, sid, T(5000));
+    sim_session_prompt(h, sid, J("{'parts':[{'type':'text','text':'second'}]}"));
+    is_int(sim_wait_messages(h, sid, 6, tap_timeout_ms(5000)), 0, "a turn after watch 0 runs");
+    sim_wait_idle(h, sid, tap_timeout_ms(5000));
     char *after = trace(h, sid);
     is_str(after, tr, "but its events are lost again");
     free(after);
@@ -160,16 +160,16 @@ static void test_status(void)
     char *dir = make_dir("status");
     is_int(watch(h, dir, 1), 0, "watched");
     char *sid = create_in(h, f.parent, dir, NULL);
-    sim_script(h, "stay", "{\"steps\":[{\"hang\":true}]}", 1);
+    sim_script(h, "stay", J("{'steps':[{'hang':true}]}"), 1);
     prompt_via_plugin(h, sid, "stay", 0);
-    is_int(sim_wait(h, busy_pred, sid, T(5000)), 0, "its turn is busy");
+    is_int(sim_wait(h, busy_pred, sid, tap_timeout_ms(5000)), 0, "its turn is busy");
     ok(status_lists(h, sid), "watched: session_status lists it");
     is_int(watch(h, dir, 0), 0, "released");
     ok(!status_lists(h, sid), "released: session_status does not");
     is_int(watch(h, dir, 1), 0, "watched again");
     ok(status_lists(h, sid), "watched again: it is listed again");
     is_int(sim_session_abort(h, sid), 0, "the user aborts it");
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "idle");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "idle");
     ok(!status_lists(h, sid), "an idle one is not listed");
     free(sid);
     rm_dir(dir);
@@ -217,10 +217,12 @@ static void test_run_step(void)
         bail_out("realpath/getcwd: %s", strerror(errno));
     watch(h, dir, 1);
     char *sid = create_in(h, f.parent, dir, NULL);
-    sim_script(h, "work", "{\"steps\":[{\"run\":\"echo hello > made.txt && pwd -P\"},{\"run\":\"echo oops; exit 3\"},"
-                          "{\"reply\":\"done\"}]}", 0);
+    sim_script(h, "work",
+               J("{'steps':[{'run':'echo hello > made.txt && pwd -P'},{'run':'echo oops; exit 3'},"
+                 "{'reply':'done'}]}"),
+               0);
     prompt_via_plugin(h, sid, "work", 0);
-    is_int(sim_wait_messages(h, sid, 2, T(10000)), 0, "the turn ends");
+    is_int(sim_wait_messages(h, sid, 2, tap_timeout_ms(10000)), 0, "the turn ends");
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/made.txt", dir);
     char *text = t_read_file(path);
@@ -239,18 +241,20 @@ static void test_run_step(void)
     like(tr, "tool:pending,tool:running,tool:completed", "its progress shows in events");
     free(tr);
 
-    sim_script(h, "where", "{\"steps\":[{\"run\":\"pwd -P\"}]}", 0);
+    sim_script(h, "where", J("{'steps':[{'run':'pwd -P'}]}"), 0);
     prompt_via_plugin(h, f.parent, "where", 0);
-    sim_wait_messages(h, f.parent, 2, T(10000));
+    sim_wait_messages(h, f.parent, 2, tap_timeout_ms(10000));
     m = last_parts(h, f.parent);
     like(jstr(m, "parts.0.state.output"), cwd, "a session of the host's own runs in the working directory");
     cJSON_Delete(m);
 
-    sim_script(h, "commit", "{\"steps\":[{\"run\":\"unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE; git init -q . && "
-                            "git add made.txt && git -c user.name=sim -c user.email=sim@example.invalid commit -qm "
-                            "agent && git log --format=%s\"}]}", 0);
+    sim_script(h, "commit",
+               "{\"steps\":[{\"run\":\"unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE; git init -q . && "
+               "git add made.txt && git -c user.name=sim -c user.email=sim@example.invalid commit -qm "
+               "agent && git log --format=%s\"}]}",
+               0);
     prompt_via_plugin(h, sid, "commit", 0);
-    sim_wait_messages(h, sid, 4, T(10000));
+    sim_wait_messages(h, sid, 4, tap_timeout_ms(10000));
     m = last_parts(h, sid);
     is_str(jstr(m, "parts.0.state.status"), "completed", "a sub-agent commits in its folder");
     like(jstr(m, "parts.0.state.output"), "agent", "git log shows its commit");
@@ -298,12 +302,12 @@ static void test_run_aborted(void)
         bail_out("mkfifo: %s", strerror(errno));
     watch(h, dir, 1);
     char *sid = create_in(h, f.parent, dir, NULL);
-    sim_script(h, "block", "{\"steps\":[{\"run\":\"cat ff > got.txt\"},{\"reply\":\"never\"}]}", 1);
+    sim_script(h, "block", J("{'steps':[{'run':'cat ff > got.txt'},{'reply':'never'}]}"), 1);
     prompt_via_plugin(h, sid, "block", 0);
     fifo_arg fa = {fifo, -1};
-    is_int(sim_wait(h, fifo_writer_open, &fa, T(10000)), 0, "the run step's command is running");
+    is_int(sim_wait(h, fifo_writer_open, &fa, tap_timeout_ms(10000)), 0, "the run step's command is running");
     is_int(sim_session_abort(h, sid), 0, "the user aborts the turn meanwhile");
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "it ends at once");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "it ends at once");
     cJSON *m = last_parts(h, sid);
     is_str(jstr(m, "parts.0.state.status"), "error", "its bash part failed (aborted)");
     cJSON_Delete(m);
@@ -311,9 +315,9 @@ static void test_run_aborted(void)
         ok(write(fa.fd, "x", 1) == 1, "the command gets its input");
         close(fa.fd);
     }
-    is_int(sim_wait(h, file_has_x, got, T(10000)), 0, "and ends");
+    is_int(sim_wait(h, file_has_x, got, tap_timeout_ms(10000)), 0, "and ends");
     is_int(prompt_via_plugin(h, sid, "after", 0), 0, "a new prompt");
-    is_int(sim_wait_messages(h, sid, 4, T(5000)), 0, "runs");
+    is_int(sim_wait_messages(h, sid, 4, tap_timeout_ms(5000)), 0, "runs");
     char *last = sim_session_message_text(h, sid, -1);
     is_str(last, "ok", "to its answer: the aborted command's end changed nothing");
     free(last);
@@ -333,7 +337,7 @@ static void test_released_touches(void)
     watch(h, dir, 1);
     char *sid = create_in(h, f.parent, dir, NULL);
     prompt_via_plugin(h, sid, "hi", 0);
-    sim_wait_idle(h, sid, T(5000));
+    sim_wait_idle(h, sid, tap_timeout_ms(5000));
     simple_call(h, "session_get", sid, NULL);
     is_int(watch(h, dir, 0), 0, "released");
     is_int(sim_released_touches(h, dir), 0, "no touch while it was watched");

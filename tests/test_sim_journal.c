@@ -17,16 +17,11 @@
 #include <cjson/cJSON.h>
 
 #include "simhost.h"
-#include "tap.h"
+#include "testlib.h"
 
-#define SUB_SCRIPT                                                                                       \
-    "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"a.c\"},\"output\":\"int a;\"},"            \
+#define SUB_SCRIPT                                                                                                     \
+    "{\"steps\":[{\"tool\":\"read\",\"input\":{\"filePath\":\"a.c\"},\"output\":\"int a;\"},"                          \
     "{\"usage\":{\"input\":1200,\"output\":34,\"cost\":0.5}},{\"hang\":true}]}"
-
-static int T(int ms)
-{
-    return tap_timeout_ms(ms);
-}
 
 static int usage_reported(sim_host *h, void *arg)
 {
@@ -50,10 +45,10 @@ static _Noreturn void child_life(const char *journal, int report_fd, int block_f
     char *c = sim_session_new(h, p, "a sub-agent");
     char *d = sim_session_new(h, NULL, "to delete");
     sim_script(h, "sub-agent work", SUB_SCRIPT, 0);
-    if (sim_session_prompt(h, p, "{\"parts\":[{\"type\":\"text\",\"text\":\"hello\"}]}") != 0 ||
-        sim_wait_idle(h, p, T(5000)) != 0 || sim_session_delete(h, d) != 0 ||
-        sim_session_prompt(h, c, "{\"parts\":[{\"type\":\"text\",\"text\":\"sub-agent work\"}]}") != 0 ||
-        sim_wait(h, usage_reported, NULL, T(5000)) != 0)
+    if (sim_session_prompt(h, p, J("{'parts':[{'type':'text','text':'hello'}]}")) != 0 ||
+        sim_wait_idle(h, p, tap_timeout_ms(5000)) != 0 || sim_session_delete(h, d) != 0 ||
+        sim_session_prompt(h, c, J("{'parts':[{'type':'text','text':'sub-agent work'}]}")) != 0 ||
+        sim_wait(h, usage_reported, NULL, tap_timeout_ms(5000)) != 0)
         _exit(3);
     char line[256];
     int n = snprintf(line, sizeof line, "%s %s %s\n", p, c, d);
@@ -83,7 +78,7 @@ static int run_and_kill(const char *journal, char ids[3][64])
     close(blk[0]);
     char buf[256] = {0};
     struct pollfd pf = {.fd = rep[0], .events = POLLIN};
-    int got = poll(&pf, 1, T(10000)) == 1 ? (int)read(rep[0], buf, sizeof buf - 1) : -1;
+    int got = poll(&pf, 1, tap_timeout_ms(10000)) == 1 ? (int)read(rep[0], buf, sizeof buf - 1) : -1;
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -137,8 +132,7 @@ static char *read_file(const char *path)
 static int id_is_new(const char *id, const cJSON *old)
 {
     const cJSON *o;
-    cJSON_ArrayForEach(o, old)
-    {
+    cJSON_ArrayForEach (o, old) {
         const char *s = o->valuestring;
         size_t pl = (size_t)(strchr(s, '_') - s);
         if (strcmp(s, id) == 0 || (strncmp(s, id, pl + 1) == 0 && strcmp(s, id) > 0)) {
@@ -202,9 +196,9 @@ static void check_second_life(const char *journal, char ids[3][64], const cJSON 
     check_partial_answer(h, ids[1]);
     char *n = sim_session_new(h, NULL, "after the restart");
     ok(n && id_is_new(n, old_ids), "a new session id differs from (and sorts after) every old id");
-    is_int(sim_session_prompt(h, ids[1], "{\"parts\":[{\"type\":\"text\",\"text\":\"again\"}]}"), 0,
+    is_int(sim_session_prompt(h, ids[1], J("{'parts':[{'type':'text','text':'again'}]}")), 0,
            "the restored sub-agent session takes a prompt");
-    is_int(sim_wait_idle(h, ids[1], T(5000)), 0, "and runs a turn to its end (no turn was left running)");
+    is_int(sim_wait_idle(h, ids[1], tap_timeout_ms(5000)), 0, "and runs a turn to its end (no turn was left running)");
     cJSON *m = messages_of(h, ids[1]);
     is_int(cJSON_GetArraySize(m), 4, "its new prompt and answer follow the partial one");
     ok(id_is_new(cJSON_GetStringValue(at(m, "3.info.id")), old_ids), "the new message id is new");
@@ -238,7 +232,7 @@ int main(void)
     free(text);
     /* A kill inside a write leaves a line cut short. */
     FILE *f = fopen(journal, "ab");
-    if (!f || fputs("{\"t\":\"session\",\"id\":\"ses_fffffffffffffZZZ", f) < 0 || fclose(f) != 0)
+    if (!f || fputs(J("{'t':'session','id':'ses_fffffffffffffZZZ"), f) < 0 || fclose(f) != 0)
         bail_out("cannot append to %s", journal);
     check_second_life(journal, ids, old_ids);
     text = read_file(journal);

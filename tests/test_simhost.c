@@ -34,8 +34,7 @@ static void test_sessions(void)
     ok(id && strncmp(id, "ses_", 4) == 0, "created session has an id");
     is_str(jstr(s, "title"), "mine", "title kept");
     ok(!cJSON_HasObjectItem(s, "parentID"), "top-level session has no parentID");
-    ok(cJSON_IsNumber(jget(s, "time.created")),
-       "session has time.created");
+    ok(cJSON_IsNumber(jget(s, "time.created")), "session has time.created");
     ok(id && strcmp(id, user) > 0, "ids sort by creation");
     ok(id && sim_session_exists(h, id), "sim_session_exists sees it");
     is_int(sim_calls(h, "session_create", NULL), 1, "one session_create recorded");
@@ -47,8 +46,7 @@ static void test_sessions(void)
     char *got = NULL;
     is_int(simple_call(h, "session_get", child, &got), 0, "session_get of the child");
     cJSON *cj = cJSON_Parse(got);
-    is_str(jstr(cj, "parentID"), id,
-           "child has parentID");
+    is_str(jstr(cj, "parentID"), id, "child has parentID");
     cJSON_Delete(cj);
     free(got);
     is_int(sim_calls(h, "session_create", id), 1, "a child's create is recorded against its parent");
@@ -81,7 +79,7 @@ static void test_prompt_order(void)
     sim_host *h = f.h;
     is_int(sim_script(h, "hello",
                       J("{'steps':[{'tool':'read','input':{'path':'a.c'},'output':'int x;','ms':10},"
-                      "{'wait_ms':5},{'reply':'done reading'}]}"),
+                        "{'wait_ms':5},{'reply':'done reading'}]}"),
                       0),
            0, "script added");
     is_int(sim_script(h, NULL, J("{'steps':"), 0), -EINVAL, "malformed script refused");
@@ -89,11 +87,13 @@ static void test_prompt_order(void)
 
     const char *sid = t_session(&f, "t");
     is_int(prompt_via_plugin(h, sid, "hello there", 0), 0, "prompt accepted");
-    is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "assistant message arrives");
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "session goes idle");
+    is_int(sim_wait_messages(h, sid, 2, tap_timeout_ms(5000)), 0, "assistant message arrives");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "session goes idle");
     char *tr = trace(h, sid);
-    is_str(tr, "session.created,user,busy,tool:pending,tool:running,tool:completed,text:start,text:end,assistant,idle,idle!",
-           "event order for one prompt (a text part: its start, then its end)");
+    is_str(
+        tr,
+        "session.created,user,busy,tool:pending,tool:running,tool:completed,text:start,text:end,assistant,idle,idle!",
+        "event order for one prompt (a text part: its start, then its end)");
     free(tr);
 
     char *last = sim_session_message_text(h, sid, -1);
@@ -111,18 +111,15 @@ static void test_prompt_order(void)
     const cJSON *info = jget(a, "info");
     is_str(jstr(info, "role"), "assistant", "assistant role");
     is_str(jstr(info, "finish"), "stop", "finish stop");
-    ok(cJSON_IsNumber(jget(info, "time.completed")),
-       "assistant has time.completed");
+    ok(cJSON_IsNumber(jget(info, "time.completed")), "assistant has time.completed");
     const cJSON *tp = jget(a, "parts.0");
     is_str(jstr(tp, "type"), "tool", "first part is the tool");
     const cJSON *st = jget(tp, "state");
     is_str(jstr(st, "status"), "completed", "tool completed");
     is_str(jstr(st, "output"), "int x;", "tool output stored");
-    is_str(jstr(st, "input.path"),
-           "a.c", "tool input stored");
+    is_str(jstr(st, "input.path"), "a.c", "tool input stored");
     ok(cJSON_IsString(jget(tp, "callID")), "tool part has a callID");
-    is_str(jstr(tp, "messageID"),
-           jstr(info, "id"), "part belongs to the message");
+    is_str(jstr(tp, "messageID"), jstr(info, "id"), "part belongs to the message");
     cJSON_Delete(m);
 
     /* The event part carries sessionID in both places. */
@@ -136,8 +133,7 @@ static void test_prompt_order(void)
     /* limit returns the newest messages. */
     cJSON *r = hostcall(h, J("{'fn':'session_messages','sessionID':'x'}"));
     cJSON_Delete(r);
-    const char *args;
-    args = J("{'fn':'session_messages','sessionID':'%s','limit':1}", sid);
+    const char *args = J("{'fn':'session_messages','sessionID':'%s','limit':1}", sid);
     r = hostcall(h, args);
     is_int(cJSON_GetArraySize(out_of(r)), 1, "limit 1 gives one message");
     is_str(jstr(out_of(r), "0.info.role"), "assistant", "the newest one");
@@ -146,7 +142,7 @@ static void test_prompt_order(void)
     /* No matching rule: "ok" at once. */
     const char *s2 = t_session(&f, "t2");
     prompt_via_plugin(h, s2, "anything", 0);
-    is_int(sim_wait_messages(h, s2, 2, T(5000)), 0, "default reply arrives");
+    is_int(sim_wait_messages(h, s2, 2, tap_timeout_ms(5000)), 0, "default reply arrives");
     char *txt = sim_session_message_text(h, s2, -1);
     is_str(txt, "ok", "default reply is ok");
     free(txt);
@@ -176,8 +172,8 @@ static void test_error_abort_queue(void)
 
     const char *a = t_session(&f, "err");
     prompt_via_plugin(h, a, "please fail", 0);
-    is_int(sim_wait_messages(h, a, 2, T(5000)), 0, "error turn stores a message");
-    sim_wait_idle(h, a, T(5000));
+    is_int(sim_wait_messages(h, a, 2, tap_timeout_ms(5000)), 0, "error turn stores a message");
+    sim_wait_idle(h, a, tap_timeout_ms(5000));
     char *tr = trace(h, a);
     is_str(tr, "session.created,user,busy,assistant,error,idle,idle!,idle!",
            "error: session.error before idle, session.idle twice");
@@ -188,23 +184,22 @@ static void test_error_abort_queue(void)
     free(msgs);
     /* once=1: the rule is gone. */
     prompt_via_plugin(h, a, "please fail", 0);
-    sim_wait_messages(h, a, 4, T(5000));
+    sim_wait_messages(h, a, 4, tap_timeout_ms(5000));
     char *t = sim_session_message_text(h, a, -1);
     is_str(t, "ok", "a once rule is used only once");
     free(t);
 
     const char *b = t_session(&f, "hang");
-    is_int(sim_events_flush(h, T(5000)), 0, "the earlier sessions' events delivered");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the earlier sessions' events delivered");
     size_t parts_before = sim_events_delivered(h, "message.part.updated");
     prompt_via_plugin(h, b, "stuck", 0);
     ok(sim_session_busy(h, b), "hanging session is busy");
     struct min_events me = {"message.part.updated", parts_before + 2};
-    is_int(sim_wait(h, pred_events, &me, T(5000)), 0, "its tool is running");
+    is_int(sim_wait(h, pred_events, &me, tap_timeout_ms(5000)), 0, "its tool is running");
     char *status = NULL;
     is_int(simple_call(h, "session_status", NULL, &status), 0, "status map");
     cJSON *sm = cJSON_Parse(status);
-    is_str(jstr(jget(sm, b), "type"),
-           "busy", "busy session in the status map");
+    is_str(jstr(jget(sm, b), "type"), "busy", "busy session in the status map");
     ok(!cJSON_HasObjectItem(sm, a), "idle session not in the status map");
     cJSON_Delete(sm);
     free(status);
@@ -229,8 +224,8 @@ static void test_error_abort_queue(void)
     const char *c = t_session(&f, "queue");
     prompt_via_plugin(h, c, "slow first", 0);
     prompt_via_plugin(h, c, "second", 0);
-    is_int(sim_wait_messages(h, c, 4, T(5000)), 0, "queued prompt runs after the first turn");
-    sim_wait_idle(h, c, T(5000));
+    is_int(sim_wait_messages(h, c, 4, tap_timeout_ms(5000)), 0, "queued prompt runs after the first turn");
+    sim_wait_idle(h, c, tap_timeout_ms(5000));
     char *t0 = sim_session_message_text(h, c, 0), *t1 = sim_session_message_text(h, c, 1);
     char *t2 = sim_session_message_text(h, c, 2), *t3 = sim_session_message_text(h, c, 3);
     is_str(t0, "slow first", "order: first prompt");
@@ -253,19 +248,18 @@ static void test_noreply_and_bad_body(void)
     rec_open(&f);
     sim_host *h = f.h;
     const char *s = t_session(&f, "quiet");
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     size_t before = sim_events_delivered(h, NULL);
     is_int(prompt_via_plugin(h, s, "just so you know", 1), 0, "noReply prompt accepted");
     is_int(sim_session_message_count(h, s), 1, "noReply message stored at once");
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     is_int(sim_events_delivered(h, NULL) - before, 0, "noReply emits no events");
     ok(!sim_session_busy(h, s), "noReply runs no turn");
     char *t = sim_session_message_text(h, s, 0);
     is_str(t, "just so you know", "noReply text stored");
     free(t);
 
-    const char *args;
-    args = J("{'fn':'session_prompt','sessionID':'%s','body':'{not json'}", s);
+    const char *args = J("{'fn':'session_prompt','sessionID':'%s','body':'{not json'}", s);
     cJSON *r = hostcall(h, args);
     is_int(rc_of(r), -EINVAL, "malformed body: -EINVAL");
     cJSON_Delete(r);
@@ -276,12 +270,13 @@ static void test_noreply_and_bad_body(void)
     is_int(sim_session_message_count(h, s), 1, "nothing stored by bad bodies");
     is_int(sim_calls(h, "session_prompt", s), 3, "failed prompts are recorded too");
 
-    args = J("{'fn':'session_prompt','sessionID':'%s','body':{'parts':[{'type':'text'," "'text':'go'}],'agent':'explore','tools':{'background_task':false}}}",
+    args = J("{'fn':'session_prompt','sessionID':'%s','body':{'parts':[{'type':'text',"
+             "'text':'go'}],'agent':'explore','tools':{'background_task':false}}}",
              s);
     r = hostcall(h, args);
     is_int(rc_of(r), 0, "prompt with agent and tools");
     cJSON_Delete(r);
-    sim_wait_messages(h, s, 3, T(5000));
+    sim_wait_messages(h, s, 3, tap_timeout_ms(5000));
     is_int(sim_session_tool_denied(h, s, "background_task"), 1, "tools:false denies the tool");
     is_int(sim_session_tool_denied(h, s, "read"), 0, "other tools allowed");
     char *msgs = sim_session_messages_json(h, s);
@@ -297,9 +292,8 @@ static void test_noreply_and_bad_body(void)
 
     /* The user's own prompt and Esc: same behaviour, not plugin calls. */
     size_t calls = sim_calls(h, NULL, NULL);
-    is_int(sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'by hand'}]}")), 0,
-           "user prompt accepted");
-    is_int(sim_wait_messages(h, s, 5, T(5000)), 0, "user prompt gets a reply");
+    is_int(sim_session_prompt(h, s, J("{'parts':[{'type':'text','text':'by hand'}]}")), 0, "user prompt accepted");
+    is_int(sim_wait_messages(h, s, 5, tap_timeout_ms(5000)), 0, "user prompt gets a reply");
     is_int(sim_session_prompt(h, s, "[1,2]"), -EINVAL, "user prompt with a bad body: -EINVAL");
     is_int(sim_session_prompt(h, "ses_nope", J("{'parts':[]}")), -ENOENT, "user prompt to unknown: -ENOENT");
     sim_script(h, "wait here", J("{'steps':[{'hang':true}]}"), 1);
@@ -318,7 +312,7 @@ static void test_noreply_and_bad_body(void)
  * saw about sid, oldest first (a JSON array, owned). */
 static cJSON *assistant_updates(sim_host *h, const char *sid)
 {
-    if (sim_events_flush(h, T(5000)) != 0)
+    if (sim_events_flush(h, tap_timeout_ms(5000)) != 0)
         diag("event flush timed out");
     char *out = NULL;
     sim_tool(h, "ses_caller", "events", J("{'type':'message.updated'}"), &out);
@@ -326,8 +320,7 @@ static cJSON *assistant_updates(sim_host *h, const char *sid)
     free(out);
     cJSON *infos = cJSON_CreateArray();
     const cJSON *e;
-    cJSON_ArrayForEach(e, all)
-    {
+    cJSON_ArrayForEach (e, all) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "properties");
         const cJSON *info = cJSON_GetObjectItemCaseSensitive(p, "info");
         const char *s = jstr(p, "sessionID");
@@ -354,16 +347,15 @@ static double cost_of(const cJSON *info)
 /* The session's messages as session_messages gives them to a plugin. */
 static cJSON *messages_via_plugin(sim_host *h, const char *sid)
 {
-    const char *args;
-    args = J("{'fn':'session_messages','sessionID':'%s'}", sid);
+    const char *args = J("{'fn':'session_messages','sessionID':'%s'}", sid);
     cJSON *r = hostcall(h, args);
     cJSON *m = cJSON_DetachItemFromObjectCaseSensitive(r, "out");
     cJSON_Delete(r);
     return m ? m : cJSON_CreateArray();
 }
 
-#define TOKENS(in, out, reasoning, read, write)                                                             \
-    "{\"input\":" #in ",\"output\":" #out ",\"reasoning\":" #reasoning ",\"cache\":{\"read\":" #read         \
+#define TOKENS(in, out, reasoning, read, write)                                                                        \
+    "{\"input\":" #in ",\"output\":" #out ",\"reasoning\":" #reasoning ",\"cache\":{\"read\":" #read                   \
     ",\"write\":" #write "}}"
 
 /* Each update's tokens and cost, checked in turn against the expected ones. */
@@ -379,13 +371,13 @@ static void usage_events_and_info(sim_host *h)
 {
     sim_script(h, "spend",
                J("{'steps':[{'usage':{'input':100,'output':20,'reasoning':5,'cache_read':1000,"
-               "'cache_write':50,'cost':0.25}},{'usage':{'input':30,'cost':0.5}},{'usage':{}},"
-               "{'reply':'spent'}]}"),
+                 "'cache_write':50,'cost':0.25}},{'usage':{'input':30,'cost':0.5}},{'usage':{}},"
+                 "{'reply':'spent'}]}"),
                1);
     char *sid = sim_session_new(h, NULL, "spender");
     is_int(prompt_via_plugin(h, sid, "spend some", 0), 0, "a prompt whose script reports usage");
-    is_int(sim_wait_messages(h, sid, 2, T(5000)), 0, "the answer is stored");
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "the session goes idle");
+    is_int(sim_wait_messages(h, sid, 2, tap_timeout_ms(5000)), 0, "the answer is stored");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "the session goes idle");
     char *tr = trace(h, sid);
     is_str(tr, "session.created,user,busy,assistant,assistant,assistant,text:start,text:end,assistant,idle,idle!",
            "a message.updated per usage step, then the stored answer's");
@@ -419,7 +411,7 @@ static void usage_defaults_and_odd_amounts(sim_host *h)
 {
     char *sid = sim_session_new(h, NULL, "thrifty");
     prompt_via_plugin(h, sid, "nothing scripted", 0);
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "a turn without usage steps ends");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "a turn without usage steps ends");
     cJSON *msgs = messages_via_plugin(h, sid);
     check_usage(jget(msgs, "1.info"), TOKENS(0, 0, 0, 0, 0), 0,
                 "no usage step: zero tokens and cost, as OpenCode's fresh message");
@@ -427,11 +419,11 @@ static void usage_defaults_and_odd_amounts(sim_host *h)
 
     sim_script(h, "odd",
                J("{'steps':[{'usage':{'input':-5,'output':'7','reasoning':2.9,'cache_read':1e300,"
-               "'cost':-1}}]}"),
+                 "'cost':-1}}]}"),
                1);
     char *odd = sim_session_new(h, NULL, "odd");
     prompt_via_plugin(h, odd, "odd amounts", 0);
-    is_int(sim_wait_idle(h, odd, T(5000)), 0, "a turn with odd amounts ends");
+    is_int(sim_wait_idle(h, odd, tap_timeout_ms(5000)), 0, "a turn with odd amounts ends");
     cJSON *ups = assistant_updates(h, odd);
     check_usage(cJSON_GetArrayItem(ups, 0), TOKENS(0, 0, 2, 0, 0), 0,
                 "negative, huge and non-numbers count 0; tokens are whole");
@@ -444,19 +436,16 @@ static void usage_across_compaction(sim_host *h)
 {
     sim_script(h, "squeeze",
                J("{'steps':[{'usage':{'input':10,'cost':0.1}},{'reply':'A'},{'compact':true},"
-               "{'usage':{'input':3}},{'reply':'B'}]}"),
+                 "{'usage':{'input':3}},{'reply':'B'}]}"),
                1);
     char *sid = sim_session_new(h, NULL, "compacting");
     prompt_via_plugin(h, sid, "squeeze it", 0);
-    is_int(sim_wait_messages(h, sid, 6, T(5000)), 0, "answer, compaction, summary, continue, answer");
-    is_int(sim_wait_idle(h, sid, T(5000)), 0, "then idle");
+    is_int(sim_wait_messages(h, sid, 6, tap_timeout_ms(5000)), 0, "answer, compaction, summary, continue, answer");
+    is_int(sim_wait_idle(h, sid, tap_timeout_ms(5000)), 0, "then idle");
     cJSON *msgs = messages_via_plugin(h, sid);
-    check_usage(jget(msgs, "1.info"), TOKENS(10, 0, 0, 0, 0), 0.1,
-                "the answer before the compaction");
-    check_usage(jget(msgs, "3.info"), TOKENS(0, 0, 0, 0, 0), 0,
-                "the summary");
-    check_usage(jget(msgs, "5.info"), TOKENS(3, 0, 0, 0, 0), 0,
-                "the continue turn's message starts from 0");
+    check_usage(jget(msgs, "1.info"), TOKENS(10, 0, 0, 0, 0), 0.1, "the answer before the compaction");
+    check_usage(jget(msgs, "3.info"), TOKENS(0, 0, 0, 0, 0), 0, "the summary");
+    check_usage(jget(msgs, "5.info"), TOKENS(3, 0, 0, 0, 0), 0, "the continue turn's message starts from 0");
     cJSON_Delete(msgs);
     free(sid);
 }
@@ -479,21 +468,19 @@ static void test_fork_and_delete(void)
     sim_host *h = f.h;
     const char *s = t_session(&f, "Original");
     prompt_via_plugin(h, s, "q1", 0);
-    sim_wait_messages(h, s, 2, T(5000));
+    sim_wait_messages(h, s, 2, tap_timeout_ms(5000));
     prompt_via_plugin(h, s, "q2", 0);
-    sim_wait_messages(h, s, 4, T(5000));
+    sim_wait_messages(h, s, 4, tap_timeout_ms(5000));
     char *msgs = sim_session_messages_json(h, s);
     cJSON *m = cJSON_Parse(msgs);
     free(msgs);
     const char *third = jstr(m, "2.info.id");
-    const char *args;
-    args = J("{'fn':'session_fork','sessionID':'%s','messageID':'%s'}", s, third);
+    const char *args = J("{'fn':'session_fork','sessionID':'%s','messageID':'%s'}", s, third);
     cJSON *r = hostcall(h, args);
     cJSON_Delete(m);
     is_int(rc_of(r), 0, "fork succeeds");
     const char *fid = jstr(out_of(r), "id");
-    is_str(jstr(out_of(r), "title"),
-           "Original (fork #1)", "fork title");
+    is_str(jstr(out_of(r), "title"), "Original (fork #1)", "fork title");
     ok(!cJSON_HasObjectItem(out_of(r), "parentID"), "fork has no parentID");
     is_int(sim_session_message_count(h, fid), 2, "fork holds the messages before messageID");
     char *ft = sim_session_message_text(h, fid, 1);
@@ -506,8 +493,7 @@ static void test_fork_and_delete(void)
     args = J("{'fn':'session_fork','sessionID':'%s'}", fid);
     cJSON *r2 = hostcall(h, args);
     const char *f2 = jstr(out_of(r2), "id");
-    is_str(jstr(out_of(r2), "title"),
-           "Original (fork #2)", "forking a fork counts up");
+    is_str(jstr(out_of(r2), "title"), "Original (fork #2)", "forking a fork counts up");
     is_int(sim_session_message_count(h, f2), 2, "fork without messageID copies all");
     cJSON_Delete(r2);
     cJSON_Delete(r);
@@ -521,19 +507,18 @@ static void test_fork_and_delete(void)
     sim_script(h, "forever", J("{'steps':[{'hang':true}]}"), 0);
     prompt_via_plugin(h, g, "forever", 0);
     ok(sim_session_busy(h, g), "grandchild busy before delete");
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     sim_tool(h, "x", "clear", "{}", NULL);
     is_int(sim_session_delete(h, p), 0, "delete parent");
     is_int(sim_session_delete(h, p), -ENOENT, "second delete: -ENOENT");
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     char *out = NULL;
     sim_tool(h, "x", "events", J("{'type':'session.deleted'}"), &out);
     cJSON *ev = cJSON_Parse(out);
     free(out);
     char order[256] = "";
     const cJSON *e;
-    cJSON_ArrayForEach(e, ev)
-    {
+    cJSON_ArrayForEach (e, ev) {
         const cJSON *info = jget(e, "properties.info");
         if (order[0])
             strcat(order, ",");
@@ -541,11 +526,9 @@ static void test_fork_and_delete(void)
     }
     is_str(order, "G,C1,C2,P", "children deleted first, each with session.deleted");
     const cJSON *ginfo = jget(ev, "0.properties.info");
-    is_str(jstr(ginfo, "parentID"), c1,
-           "session.deleted info has parentID");
+    is_str(jstr(ginfo, "parentID"), c1, "session.deleted info has parentID");
     cJSON_Delete(ev);
-    ok(!sim_session_exists(h, c1) && !sim_session_exists(h, g) && !sim_session_exists(h, c2),
-       "descendants gone");
+    ok(!sim_session_exists(h, c1) && !sim_session_exists(h, g) && !sim_session_exists(h, c2), "descendants gone");
     is_int(simple_call(h, "session_get", g, NULL), -ENOENT, "get after delete: -ENOENT");
     is_int(prompt_via_plugin(h, c2, "hi", 0), -ENOENT, "prompt after delete: -ENOENT");
     /* As OpenCode: the deletion did not stop the busy turn; an abort does. */
@@ -554,7 +537,7 @@ static void test_fork_and_delete(void)
     like(st, J("'type':'busy'"), "a session deleted while busy is still busy (OpenCode does not stop it)");
     free(st);
     is_int(simple_call(h, "session_abort", g, NULL), 0, "an abort of the deleted session still works");
-    is_int(sim_wait_idle(h, g, T(5000)), 0, "and ends its turn");
+    is_int(sim_wait_idle(h, g, tap_timeout_ms(5000)), 0, "and ends its turn");
     simple_call(h, "session_status", NULL, &st);
     is_str(st, "{}", "then it leaves the status map");
     free(st);

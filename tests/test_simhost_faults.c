@@ -77,8 +77,7 @@ static void test_call_faults(void)
 
 static int count_type(sim_host *h, const char *type)
 {
-    const char *args;
-    args = J("{'type':'%s'}", type);
+    const char *args = J("{'type':'%s'}", type);
     char *out = NULL;
     sim_tool(h, "x", "events", args, &out);
     cJSON *a = cJSON_Parse(out);
@@ -96,7 +95,7 @@ static size_t run_drop(uint32_t seed, int n)
     sim_event_faults(h, seed, 0.5, 0.0, 0, "test.ping");
     for (int i = 0; i < n; i++)
         sim_emit(h, J("{'type':'test.ping','properties':{}}"));
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     size_t got = sim_events_delivered(h, "test.ping");
     is_int(count_type(h, "test.ping"), (long long)got, "plugin saw exactly the delivered events");
     t_close(&f);
@@ -111,31 +110,30 @@ static void test_event_faults(void)
     const char *s = t_session(&f, "ev");
     sim_event_faults(h, 7, 1.0, 0.0, 0, "session.idle");
     prompt_via_plugin(h, s, "x", 0);
-    sim_wait_messages(h, s, 2, T(5000));
-    sim_events_flush(h, T(5000));
+    sim_wait_messages(h, s, 2, tap_timeout_ms(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     is_int(sim_events_delivered(h, "session.idle"), 0, "drop=1 on session.idle drops it");
     is_int(sim_events_delivered(h, "session.status"), 2, "other types unaffected by only_type");
     sim_event_faults(h, 7, 0.0, 1.0, 0, "session.idle");
     prompt_via_plugin(h, s, "y", 0);
-    sim_wait_messages(h, s, 4, T(5000));
-    sim_events_flush(h, T(5000));
+    sim_wait_messages(h, s, 4, tap_timeout_ms(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     is_int(sim_events_delivered(h, "session.idle"), 2, "dup=1 delivers session.idle twice");
     is_int(count_type(h, "session.idle"), 2, "the plugin got both copies");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     prompt_via_plugin(h, s, "z", 0);
-    sim_wait_messages(h, s, 6, T(5000));
-    sim_events_flush(h, T(5000));
+    sim_wait_messages(h, s, 6, tap_timeout_ms(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     is_int(sim_events_delivered(h, "session.idle"), 3, "faults off again");
 
     /* Delay reorders but loses nothing. */
     sim_tool(h, "x", "clear", "{}", NULL);
     sim_event_faults(h, 42, 0, 0, 40, "test.seq");
     for (int i = 0; i < 40; i++) {
-        char ev[128];
-        snprintf(ev, sizeof ev, "{\"type\":\"test.seq\",\"properties\":{\"n\":%d}}", i);
+        const char *ev = J("{'type':'test.seq','properties':{'n':%d}}", i);
         sim_emit(h, ev);
     }
-    is_int(sim_events_flush(h, T(5000)), 0, "flush waits out the delays");
+    is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "flush waits out the delays");
     char *out = NULL;
     sim_tool(h, "x", "events", J("{'type':'test.seq'}"), &out);
     cJSON *a = cJSON_Parse(out);
@@ -143,8 +141,7 @@ static void test_event_faults(void)
     is_int(cJSON_GetArraySize(a), 40, "every delayed event delivered");
     int inversions = 0, prev = -1;
     const cJSON *e;
-    cJSON_ArrayForEach(e, a)
-    {
+    cJSON_ArrayForEach (e, a) {
         int n = (int)jnum(e, "properties.n", 0);
         inversions += n < prev;
         prev = n;
@@ -152,7 +149,7 @@ static void test_event_faults(void)
     ok(inversions > 0, "random delays reorder events (%d inversions)", inversions);
     cJSON_Delete(a);
     sim_emit(h, "not json at all");
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     is_int(sim_events_delivered(h, ""), 1, "malformed emitted event still delivered");
     t_close(&f);
 

@@ -37,8 +37,7 @@ static void test_tool_calls(void)
     char *cwd = getcwd(NULL, 0);
     is_str(jstr(c, "directory"), cwd, "ctx directory = cwd");
     free(cwd);
-    is_int(jnum(c, "struct_size", 0), sizeof(ocp_call_ctx),
-           "ctx struct_size");
+    is_int(jnum(c, "struct_size", 0), sizeof(ocp_call_ctx), "ctx struct_size");
     cJSON_Delete(c);
 
     out = NULL;
@@ -54,11 +53,11 @@ static void test_tool_calls(void)
     ok(call != NULL, "blocking call started");
     int rc = 0, one = 1, four = 4;
     out = NULL;
-    is_int(sim_wait(h, pred_waiting, &one, T(5000)), 0, "it waits in the plugin");
+    is_int(sim_wait(h, pred_waiting, &one, tap_timeout_ms(5000)), 0, "it waits in the plugin");
     is_int(sim_tool_wait(call, 30, &rc, &out), -ETIMEDOUT, "it blocks");
     ok(!sim_tool_done(call), "not done");
     sim_tool_cancel(call);
-    is_int(sim_tool_wait(call, T(5000), &rc, &out), 0, "cancel ends the wait");
+    is_int(sim_tool_wait(call, tap_timeout_ms(5000), &rc, &out), 0, "cancel ends the wait");
     is_int(rc, -ECANCELED, "-ECANCELED");
     is_str(out, "cancelled", "cancel text");
     ok(sim_tool_done(call), "done");
@@ -69,14 +68,14 @@ static void test_tool_calls(void)
     call = sim_tool_start(h, "ses_abc", "block", "{}");
     sim_tool_cancel(call);
     out = NULL;
-    is_int(sim_tool_wait(call, T(5000), &rc, &out), 0, "early cancel still ends the call");
+    is_int(sim_tool_wait(call, tap_timeout_ms(5000), &rc, &out), 0, "early cancel still ends the call");
     is_int(rc, -ECANCELED, "early cancel: -ECANCELED");
     free(out);
     sim_tool_free(call);
 
     call = sim_tool_start(h, "ses_abc", "block", J("{'ms':20}"));
     out = NULL;
-    is_int(sim_tool_wait(call, T(5000), &rc, &out), 0, "a timed block returns");
+    is_int(sim_tool_wait(call, tap_timeout_ms(5000), &rc, &out), 0, "a timed block returns");
     is_int(rc, 0, "timed block rc 0");
     is_str(out, "timeout", "timed block text");
     free(out);
@@ -86,12 +85,12 @@ static void test_tool_calls(void)
     sim_call *calls[4];
     for (int i = 0; i < 4; i++)
         calls[i] = sim_tool_start(h, "ses_abc", "block", "{}");
-    is_int(sim_wait(h, pred_waiting, &four, T(5000)), 0, "four calls blocked");
+    is_int(sim_wait(h, pred_waiting, &four, tap_timeout_ms(5000)), 0, "four calls blocked");
     sim_unload_plugins(h);
     int released = 0;
     for (int i = 0; i < 4; i++) {
         out = NULL;
-        if (sim_tool_wait(calls[i], T(5000), &rc, &out) == 0 && rc == -ECANCELED)
+        if (sim_tool_wait(calls[i], tap_timeout_ms(5000), &rc, &out) == 0 && rc == -ECANCELED)
             released++;
         free(out);
         sim_tool_free(calls[i]);
@@ -125,16 +124,16 @@ static void test_wait_transform_scale(void)
     int64_t t0 = sim_now_ms(h);
     is_int(sim_wait(h, pred_never, NULL, 60), -ETIMEDOUT, "sim_wait times out");
     int64_t el = sim_now_ms(h) - t0;
-    ok(el >= 55 && el < T(2000), "after about the timeout (%lld ms)", (long long)el);
+    ok(el >= 55 && el < tap_timeout_ms(2000), "after about the timeout (%lld ms)", (long long)el);
     int n = 0;
-    is_int(sim_wait(h, pred_counter, &n, T(5000)), 0, "re-checks without state changes (every 20 ms)");
+    is_int(sim_wait(h, pred_counter, &n, tap_timeout_ms(5000)), 0, "re-checks without state changes (every 20 ms)");
     is_int(sim_wait_calls(h, "session_get", NULL, 1, 30), -ETIMEDOUT, "wait_calls times out");
 
     sim_tool(h, "x", "transform", J("{'marker':'INJECTED'}"), NULL);
     const char *s = t_session(&f, "tr");
     ok(sim_session_model_input(h, s) == NULL, "no model input before a turn");
     prompt_via_plugin(h, s, "look", 0);
-    sim_wait_messages(h, s, 2, T(5000));
+    sim_wait_messages(h, s, 2, tap_timeout_ms(5000));
     char *mi = sim_session_model_input(h, s);
     like(mi, "INJECTED", "the model saw the plugin's transform");
     like(mi, "look", "and the prompt");
@@ -154,13 +153,13 @@ static void test_wait_transform_scale(void)
         prompt_via_plugin(h, ids[i], "bulk", 0);
     int all = 1;
     for (int i = 0; i < many; i++)
-        all &= sim_wait_messages(h, ids[i], 2, T(20000)) == 0;
+        all &= sim_wait_messages(h, ids[i], 2, tap_timeout_ms(20000)) == 0;
     ok(all, "%d concurrent sessions all finished", many);
     int idle = 1;
     for (int i = 0; i < many; i++)
         idle &= !sim_session_busy(h, ids[i]);
     ok(idle, "and are idle");
-    sim_events_flush(h, T(20000));
+    sim_events_flush(h, tap_timeout_ms(20000));
     is_int(sim_events_delivered(h, "session.idle"), many + 1, "one session.idle per turn");
     for (int i = 0; i < many; i++)
         free(ids[i]);
@@ -211,7 +210,7 @@ static void test_loading_and_shutdown(void)
     is_int(sim_load_plugins(h, dir, NULL), 2, "two copies load as two plugins");
     is_int(sim_plugin_count(h), 2, "plugin count 2");
     sim_emit(h, J("{'type':'test.both','properties':{}}"));
-    sim_events_flush(h, T(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
     int seen = 0;
     for (size_t i = 0; i < 2; i++) {
         const ocp_plugin *p = sim_plugin(h, i);
@@ -232,14 +231,14 @@ static void test_loading_and_shutdown(void)
     is_int(sim_tool(h, "s", "hammer", J("{'threads':4,'fn':'session_status'}"), &out), 0, "hammer started");
     free(out);
     struct min_calls mc = {8};
-    is_int(sim_wait(h, pred_status_calls, &mc, T(5000)), 0, "plugin threads are calling the host");
+    is_int(sim_wait(h, pred_status_calls, &mc, tap_timeout_ms(5000)), 0, "plugin threads are calling the host");
     sim_call *blocked = sim_tool_start(h, "s", "block", "{}");
     int rc = 0, one = 1;
-    is_int(sim_wait(h, pred_waiting, &one, T(5000)), 0, "a call is blocked");
+    is_int(sim_wait(h, pred_waiting, &one, tap_timeout_ms(5000)), 0, "a call is blocked");
     sim_unload_plugins(h);
     ok(1, "unload with plugin threads mid host-call returned");
     out = NULL;
-    is_int(sim_tool_wait(blocked, T(5000), &rc, &out), 0, "blocked call ended by the unload");
+    is_int(sim_tool_wait(blocked, tap_timeout_ms(5000), &rc, &out), 0, "blocked call ended by the unload");
     is_int(rc, -ECANCELED, "with -ECANCELED");
     free(out);
     sim_tool_free(blocked);
@@ -252,7 +251,7 @@ static void test_loading_and_shutdown(void)
     out = NULL;
     sim_tool(h, "s", "hammer", J("{'threads':3,'fn':'session_create'}"), &out);
     free(out);
-    is_int(sim_wait_calls(h, "session_create", NULL, 6, T(5000)), 0, "plugin threads creating sessions");
+    is_int(sim_wait_calls(h, "session_create", NULL, 6, tap_timeout_ms(5000)), 0, "plugin threads creating sessions");
     sim_destroy(h);
     ok(1, "destroy with plugin threads mid host-call returned");
     for (int i = 0; i < 2; i++) {

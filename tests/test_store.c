@@ -59,60 +59,56 @@ static int wait_log(sim_host *h, const char *needle)
 
 static void finished_tasks_survive(void)
 {
-    sim_host *h = t_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *a = t_launch_script(h, psid, "alpha", "{\"steps\":[{\"reply\":\"answer alpha\"}]}");
-    char *b = t_launch_script(h, psid, "beta", "{\"steps\":[{\"reply\":\"answer beta\"}]}");
-    is_int(t_wait_messages_with(h, psid, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
+    t_fixture f;
+    sim_host *h = t_open(&f, opts);
+    const char *a = t_task(&f, "alpha", J("{'steps':[{'reply':'answer alpha'}]}"));
+    const char *b = t_task(&f, "beta", J("{'steps':[{'reply':'answer beta'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "[ocbg] Background task completed", 2, tap_timeout_ms(5000)), 0,
            "both tasks completed and were notified");
     t_reload(h, opts);
-    char *list = t_tool(h, psid, "background_list", "{}");
+    char *list = t_tool(h, f.parent, "background_list", "{}");
     like(list, a, "after a restart the list still has %s", a);
     like(list, b, "and %s", b);
     unlike(list, "No background tasks found", "the list is not empty");
-    char *out = t_output(h, psid, a);
+    char *out = t_output(h, f.parent, a);
     like(out, "answer alpha", "background_output gives the old task's result");
     like(out, "completed", "with its status");
-    is_int(t_sync_notifications(h, psid), 0, "the restarted plugin's notifications are flushed");
-    is_int(notices_of(h, psid, a), 1, "%s was notified once over both lives", a);
-    is_int(notices_of(h, psid, b), 1, "%s was notified once over both lives", b);
+    is_int(t_sync_notifications(h, f.parent), 0, "the restarted plugin's notifications are flushed");
+    is_int(notices_of(h, f.parent, a), 1, "%s was notified once over both lives", a);
+    is_int(notices_of(h, f.parent, b), 1, "%s was notified once over both lives", b);
     ok(access(db, F_OK) == 0, "the store file is where store_path says");
     free(list);
     free(out);
-    free(a);
-    free(b);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The plugin restarts while the host keeps running the task's session: it
  * goes on, and is notified once when it ends. */
 static void running_task_goes_on(void)
 {
-    sim_host *h = t_gated_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *ans = t_launch_gated(h, psid, "g1", "general");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(opts));
+    char *ans = t_launch_gated(h, f.parent, "g1", "general");
     char *id = t_find_id(ans, "bg_");
     is_int(t_wait_gate_open(h, "g1", tap_timeout_ms(5000)), 0, "the task runs (waits at its gate)");
     /* A slow status read widens the race of a task that ends while the
      * restored instance checks it: it must still complete with its answer. */
     sim_slow(h, "session_status", 300);
     t_reload(h, opts);
-    char *out = t_output(h, psid, id);
+    char *out = t_output(h, f.parent, id);
     like(out, "running", "after the restart the task is still running");
     t_release_gated(h, "g1");
-    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "it completes in the new instance");
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(5000)), 0, "it completes in the new instance");
     sim_slow(h, "session_status", 0);
     free(out);
-    out = t_output(h, psid, id);
+    out = t_output(h, f.parent, id);
     like(out, "done g1", "with its answer");
-    is_int(t_sync_notifications(h, psid), 0, "notifications flushed");
-    is_int(notices_of(h, psid, id), 1, "notified once");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(notices_of(h, f.parent, id), 1, "notified once");
     free(out);
     free(ans);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A new host on the same store: the old sessions are gone. A running task
@@ -121,12 +117,11 @@ static void new_host_reconciles(void)
 {
     sim_host *h = t_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
-    char *done = t_launch_script(h, psid, "quick", "{\"steps\":[{\"reply\":\"quick answer\"}]}");
+    char *done = t_launch_script(h, psid, "quick", J("{'steps':[{'reply':'quick answer'}]}"));
     is_int(t_wait_status(h, psid, done, "completed", tap_timeout_ms(5000)), 0, "one task completed");
-    char *hang = t_launch_script(h, psid, "slow", "{\"steps\":[{\"tool\":\"read\",\"ms\":5},{\"hang\":true}]}");
+    char *hang = t_launch_script(h, psid, "slow", J("{'steps':[{'tool':'read','ms':5},{'hang':true}]}"));
     char *child = t_task_session(h, 1);
-    ok(sim_wait(h, (int (*)(sim_host *, void *))sim_session_busy, child, tap_timeout_ms(5000)) == 0,
-       "the other runs");
+    ok(sim_wait(h, (int (*)(sim_host *, void *))sim_session_busy, child, tap_timeout_ms(5000)) == 0, "the other runs");
     sim_destroy(h);
 
     h = t_host(opts);
@@ -149,28 +144,27 @@ static void new_host_reconciles(void)
  * it, once. */
 static void undelivered_notice_is_sent(void)
 {
-    sim_host *h = t_host(opts);
-    char *psid = sim_session_new(h, NULL, "main");
-    sim_script(h, "late one", "{\"steps\":[{\"reply\":\"late answer\"}]}", 1);
+    t_fixture f;
+    sim_host *h = t_open(&f, opts);
+    sim_script(h, "late one", J("{'steps':[{'reply':'late answer'}]}"), 1);
     /* Every prompt after the task's own (call 1) fails: its notification
      * cannot be sent (set before the launch: the sub-agent answers at once). */
     sim_fail(h, "session_prompt", 2, -1, -EIO);
-    char *ans = t_tool(h, psid, "background_task",
-                       "{\"description\":\"late\",\"prompt\":\"late one\",\"agent\":\"general\"}");
+    char *ans =
+        t_tool(h, f.parent, "background_task", J("{'description':'late','prompt':'late one','agent':'general'}"));
     char *id = t_find_id(ans, "bg_");
-    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
-    is_int(sim_wait_calls(h, "session_prompt", psid, 1, tap_timeout_ms(5000)), 0, "its notification was tried");
-    is_int(notices_of(h, psid, id), 0, "and did not arrive");
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(5000)), 0, "the task completed");
+    is_int(sim_wait_calls(h, "session_prompt", f.parent, 1, tap_timeout_ms(5000)), 0, "its notification was tried");
+    is_int(notices_of(h, f.parent, id), 0, "and did not arrive");
     sim_unload_plugins(h);
     sim_fail(h, NULL, 0, 0, 0);
     t_reload(h, opts);
-    is_int(t_wait_messages_with(h, psid, id, 1, tap_timeout_ms(5000)), 0, "after the restart it arrives");
-    is_int(t_sync_notifications(h, psid), 0, "notifications flushed");
-    is_int(notices_of(h, psid, id), 1, "once");
+    is_int(t_wait_messages_with(h, f.parent, id, 1, tap_timeout_ms(5000)), 0, "after the restart it arrives");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications flushed");
+    is_int(notices_of(h, f.parent, id), 1, "once");
     free(ans);
     free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Two hosts on one store: each keeps its own tasks while it lives; the
@@ -179,8 +173,8 @@ static void two_instances(void)
 {
     sim_host *a = t_host(opts), *b = t_host(opts);
     char *pa = sim_session_new(a, NULL, "a"), *pb = sim_session_new(b, NULL, "b");
-    char *ta = t_launch_script(a, pa, "in a", "{\"steps\":[{\"reply\":\"from a\"}]}");
-    char *tb = t_launch_script(b, pb, "in b", "{\"steps\":[{\"reply\":\"from b\"}]}");
+    char *ta = t_launch_script(a, pa, "in a", J("{'steps':[{'reply':'from a'}]}"));
+    char *tb = t_launch_script(b, pb, "in b", J("{'steps':[{'reply':'from b'}]}"));
     is_int(t_wait_status(a, pa, ta, "completed", tap_timeout_ms(5000)), 0, "a's task completed in a");
     is_int(t_wait_status(b, pb, tb, "completed", tap_timeout_ms(5000)), 0, "b's task completed in b");
     char *out = t_output(b, pa, ta);
@@ -217,19 +211,16 @@ static void two_instances(void)
  * memory. */
 static void bad_store(const char *what, const char *path, const char *log_needle)
 {
-    char o[600];
-    snprintf(o, sizeof o, "{\"store_path\":\"%s\"}", path);
-    sim_host *h = t_host(o);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, psid, "works", "{\"steps\":[{\"reply\":\"fine\"}]}");
-    is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
+    const char *o = J("{'store_path':'%s'}", path);
+    t_fixture f;
+    sim_host *h = t_open(&f, o);
+    const char *id = t_task(&f, "works", J("{'steps':[{'reply':'fine'}]}"));
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(5000)), 0, "%s: tasks still run", what);
     is_int(wait_log(h, log_needle), 0, "%s: the log says why (%s)", what, log_needle);
     char *line = log_with(h, "memory only");
     ok(line != NULL, "%s: and that tasks live in memory only", what);
     free(line);
-    free(id);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void bad_stores(void)
@@ -255,7 +246,7 @@ static void bad_stores(void)
     sqlite3_exec(d, "CREATE TABLE future(x); PRAGMA user_version = 99", NULL, NULL, NULL);
     sqlite3_close(d);
     bad_store("a newer schema", path, "newer than this ocbg");
-    is_int(lt_user_version(path), 99, "the newer file was left as it was");
+    is_int(t_user_version(path), 99, "the newer file was left as it was");
 
     snprintf(path, sizeof path, "%s/garbage.db/ocbg.db", dir);
     bad_store("a file where the directory should be", path, "unable to open");
@@ -272,9 +263,9 @@ static void data_dir_and_off(void)
 
     sim_host *h = sim_create();
     sim_set_data_dir(h, sub);
-    is_int(sim_load_plugins(h, pdir, "{\"store\":false}"), 1, "store off: loads");
+    is_int(sim_load_plugins(h, pdir, J("{'store':false}")), 1, "store off: loads");
     char *psid = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, psid, "off", "{\"steps\":[{\"reply\":\"x\"}]}");
+    char *id = t_launch_script(h, psid, "off", J("{'steps':[{'reply':'x'}]}"));
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "store off: tasks run");
     ok(access(file, F_OK) != 0, "store off: no file in the data directory");
     free(id);
@@ -285,7 +276,7 @@ static void data_dir_and_off(void)
     is_int(sim_load_plugins(h, pdir, NULL), 1, "defaults with a data directory: loads");
     free(psid);
     psid = sim_session_new(h, NULL, "main");
-    id = t_launch_script(h, psid, "on", "{\"steps\":[{\"reply\":\"kept\"}]}");
+    id = t_launch_script(h, psid, "on", J("{'steps':[{'reply':'kept'}]}"));
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "tasks run");
     ok(access(file, F_OK) == 0, "the store is ocbg.db in the host's data directory");
     sim_destroy(h);
@@ -306,7 +297,7 @@ static void damaged_rows(void)
 {
     sim_host *h = t_host(opts);
     char *psid = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, psid, "good", "{\"steps\":[{\"reply\":\"good row\"}]}");
+    char *id = t_launch_script(h, psid, "good", J("{'steps':[{'reply':'good row'}]}"));
     is_int(t_wait_status(h, psid, id, "completed", tap_timeout_ms(5000)), 0, "a task completed");
     sim_destroy(h);
     sqlite3 *d = NULL;
@@ -333,28 +324,24 @@ static void damaged_rows(void)
 /* What a session's tasks cost counts against its budget across a restart. */
 static void spend_survives(void)
 {
-    char o[600];
-    snprintf(o, sizeof o, "{\"store_path\":\"%s\",\"max_session_cost_usd\":1}", db);
-    sim_host *h = t_host(o);
-    char *psid = sim_session_new(h, NULL, "main");
-    char *a = t_launch_script(h, psid, "costly",
-                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.7}},"
-                              "{\"reply\":\"spent\"}]}");
-    is_int(t_wait_status(h, psid, a, "completed", tap_timeout_ms(5000)), 0, "a task that cost $0.70 completed");
+    const char *o = J("{'store_path':'%s','max_session_cost_usd':1}", db);
+    t_fixture f;
+    sim_host *h = t_open(&f, o);
+    const char *a = t_task(&f, "costly",
+                           J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.7}},"
+                             "{'reply':'spent'}]}"));
+    is_int(t_wait_status(h, f.parent, a, "completed", tap_timeout_ms(5000)), 0, "a task that cost $0.70 completed");
     sim_unload_plugins(h);
     is_int(sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), o), 1, "restarted");
-    char *b = t_launch_script(h, psid, "more",
-                              "{\"steps\":[{\"usage\":{\"input\":100,\"output\":10,\"cost\":0.5}},"
-                              "{\"hang\":true}]}");
-    is_int(t_wait_output_with(h, psid, b,
+    const char *b = t_task(&f, "more",
+                           J("{'steps':[{'usage':{'input':100,'output':10,'cost':0.5}},"
+                             "{'hang':true}]}"));
+    is_int(t_wait_output_with(h, f.parent, b,
                               "Stopped by the session budget: this session's background tasks spent $1.20 "
                               "(max_session_cost_usd is 1).",
                               tap_timeout_ms(5000)),
            0, "the next task's $0.50 goes over the session's budget: the restart did not reset it");
-    free(a);
-    free(b);
-    free(psid);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A command in its own process group, as the shell runner starts one. */

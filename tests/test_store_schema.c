@@ -40,26 +40,26 @@ static void followups_numbered_across_restart(void)
     char db[300], opts[400];
     snprintf(db, sizeof db, "%s/followups.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = t_gated_host(opts);
-    char *s = sim_session_new(h, NULL, "main");
-    char *out = t_launch_gated(h, s, "F", "explore");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(opts));
+    char *out = t_launch_gated(h, f.parent, "F", "explore");
     char *id = t_find_id(out, "bg_");
     free(out);
     if (!id)
         bail_out("launch failed");
     is_int(t_wait_gate_open(h, "F", 5000), 0, "the sub-agent is busy (waiting on its question)");
     char *child = t_prompted_session(h, "gated F", 0);
-    sim_script(h, "look at one", "{\"steps\":[{\"reply\":\"one seen\"}]}", 1);
-    sim_script(h, "look at two", "{\"steps\":[{\"reply\":\"two seen\"}]}", 1);
-    sim_script(h, "look at three", "{\"steps\":[{\"reply\":\"three seen\"}]}", 1);
-    free(t_send(h, s, id, "look at one"));
+    sim_script(h, "look at one", J("{'steps':[{'reply':'one seen'}]}"), 1);
+    sim_script(h, "look at two", J("{'steps':[{'reply':'two seen'}]}"), 1);
+    sim_script(h, "look at three", J("{'steps':[{'reply':'three seen'}]}"), 1);
+    free(t_send(h, f.parent, id, "look at one"));
     is_int(t_rc, 0, "a first follow-up is sent");
     last_prompt_has(h, child, "[ocbg] Follow-up #1 for background task ", "numbered #1");
-    free(t_send(h, s, id, "look at two"));
+    free(t_send(h, f.parent, id, "look at two"));
     last_prompt_has(h, child, "[ocbg] Follow-up #2 for background task ", "the next #2");
 
     t_reload(h, opts);
-    send_try again = {s, id, "look at three"};
+    send_try again = {f.parent, id, "look at three"};
     is_int(sim_wait(h, send_accepted, &again, tap_timeout_ms(10000)), 0,
            "after a restart, a follow-up to the same running task is sent (once it is checked)");
     last_prompt_has(h, child, "[ocbg] Follow-up #3 for background task ",
@@ -67,14 +67,13 @@ static void followups_numbered_across_restart(void)
     t_release_gated(h, "F");
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
-    is_int(t_wait_messages_with(h, s, needle, 1, 5000), 0, "the task is notified when it ends");
-    char *note = t_message_with(h, s, needle);
+    is_int(t_wait_messages_with(h, f.parent, needle, 1, 5000), 0, "the task is notified when it ends");
+    char *note = t_message_with(h, f.parent, needle);
     like(note, "three seen", "with the answer to the last follow-up");
     free(note);
     free(child);
     free(id);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Does the task table have column `name`? */
@@ -88,10 +87,10 @@ static void version_1_file_migrated(void)
     char db[300], opts[400];
     snprintf(db, sizeof db, "%s/v1.db", dir);
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s\"}", db);
-    sim_host *h = t_host(opts);
-    char *s = sim_session_new(h, NULL, "main");
-    char *id = t_launch_script(h, s, "old", "{\"steps\":[{\"reply\":\"the old answer\"}]}");
-    is_int(t_wait_messages_with(h, s, "[ocbg] Background task completed", 1, tap_timeout_ms(5000)), 0,
+    t_fixture f;
+    sim_host *h = t_open(&f, opts);
+    const char *id = t_task(&f, "old", J("{'steps':[{'reply':'the old answer'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "[ocbg] Background task completed", 1, tap_timeout_ms(5000)), 0,
            "a task completed and was notified");
     sim_unload_plugins(h);
 
@@ -109,24 +108,22 @@ static void version_1_file_migrated(void)
     is_int(rc, SQLITE_OK, "the file made a version-1 file (%s)", err ? err : "ok");
     sqlite3_free(err);
     sqlite3_close(d);
-    ok(lt_user_version(db) == 1 && !has_column(db, "followups_sent") && !has_column(db, "worktree_path"),
+    ok(t_user_version(db) == 1 && !has_column(db, "followups_sent") && !has_column(db, "worktree_path"),
        "version 1, without the new columns");
 
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), opts) != 1)
         bail_out("loading: %s", sim_load_error(h));
-    is_int(lt_user_version(db), 3, "opened by this ocbg, the file is version 3");
+    is_int(t_user_version(db), 3, "opened by this ocbg, the file is version 3");
     ok(has_column(db, "followups_sent") && has_column(db, "worktree_path") && has_column(db, "worktree_report_run"),
        "with the new columns");
-    char *out = t_output(h, s, id);
+    char *out = t_output(h, f.parent, id);
     like(out, "the old answer", "its task is kept, with its result");
     free(out);
-    is_int(t_sync_notifications(h, s), 0, "notifications synced");
+    is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
-    is_int(t_count_messages_with(h, s, needle), 1, "and it is not notified again");
-    free(id);
-    free(s);
-    sim_destroy(h);
+    is_int(t_count_messages_with(h, f.parent, needle), 1, "and it is not notified again");
+    t_close(&f);
 }
 
 int main(void)

@@ -40,39 +40,40 @@ static void check_row(const char *listing, const char *id, const char *type, con
 
 static void tasks_listing(void)
 {
-    sim_host *h = t_host(NULL);
-    char *s = sim_session_new(h, NULL, "main");
-    char *out = st_command(h, s, "tasks");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    char *out = t_command(h, f.parent, "tasks");
     is_int(t_rc, 0, "/tasks succeeds");
     is_str(out, "No background tasks in this session.", "/tasks with no task");
     free(out);
-    out = st_command(h, s, "bashes");
-    is_str(out, "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n"
-                "No background tasks in this session.",
+    out = t_command(h, f.parent, "bashes");
+    is_str(out,
+           "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n"
+           "No background tasks in this session.",
            "/bashes: the notice, then the same");
     free(out);
 
-    char *agent = t_launch_script(h, s, "Agent work", "{\"steps\":[{\"reply\":\"done\"}]}");
-    out = st_claude_task(h, s, "Broken agent", "{\"steps\":[{\"error\":\"model overloaded\"}]}", 1);
+    const char *agent = t_task(&f, "Agent work", J("{'steps':[{'reply':'done'}]}"));
+    out = t_claude_task(h, f.parent, "Broken agent", J("{'steps':[{'error':'model overloaded'}]}"), 1);
     char *broken = t_find_id(out, "bg_");
     free(out);
     char *shell = NULL, *bare = NULL;
     if (shells) {
-        out = t_tool(h, s, "Bash", "{\"command\":\"echo hi\",\"description\":\"say hi\",\"run_in_background\":true}");
+        out = t_tool(h, f.parent, "Bash", J("{'command':'echo hi','description':'say hi','run_in_background':true}"));
         shell = t_find_id(out, "bg_");
         free(out);
-        out = t_tool(h, s, "Bash", "{\"command\":\"exit 2\",\"run_in_background\":true}");
+        out = t_tool(h, f.parent, "Bash", J("{'command':'exit 2','run_in_background':true}"));
         bare = t_find_id(out, "bg_");
         free(out);
     }
-    char *hang = t_launch_script(h, s, "Stopped agent", "{\"steps\":[{\"hang\":true}]}");
+    const char *hang = t_task(&f, "Stopped agent", J("{'steps':[{'hang':true}]}"));
     const char *ids[] = {agent, broken, shell, bare};
     for (int i = 0; i < 4; i++)
         if (ids[i])
-            free(st_task_output(h, s, ids[i], 1, 0));
-    free(t_tool(h, s, "TaskStop", st_id_args(hang)));
+            free(t_task_output(h, f.parent, ids[i], 1, 0));
+    free(t_tool(h, f.parent, "TaskStop", t_id_args(hang)));
 
-    out = st_command(h, s, "tasks");
+    out = t_command(h, f.parent, "tasks");
     char head[128];
     snprintf(head, sizeof head,
              "Background tasks (%d):\nTask ID       Type   Status     Start Time            Runtime   Description\n",
@@ -90,7 +91,7 @@ static void tasks_listing(void)
     const char *a = strstr(out, agent), *b = strstr(out, broken), *e = strstr(out, hang);
     const char *c = shells ? strstr(out, shell) : e + 1, *d = shells ? strstr(out, bare) : e + 1;
     ok(e && d && c && b && a && e < d && d <= c && c < b && b < a, "newest first");
-    char *bashes = st_command(h, s, "bashes");
+    char *bashes = t_command(h, f.parent, "bashes");
     const char *notice = "/bashes is deprecated: use /tasks, which lists shell commands and agents alike.\n\n";
     ok(strncmp(bashes, notice, strlen(notice)) == 0, "/bashes starts with the deprecation notice");
     is_str(bashes + strlen(notice), out, "then the /tasks listing");
@@ -98,22 +99,19 @@ static void tasks_listing(void)
     free(out);
 
     char *other = sim_session_new(h, NULL, "other");
-    out = st_command(h, other, "tasks");
+    out = t_command(h, other, "tasks");
     is_str(out, "No background tasks in this session.", "another session's tasks are not listed");
     free(out);
     free(other);
-    free(agent);
     free(broken);
     free(shell);
     free(bare);
-    free(hang);
-    free(s);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)
 {
-    shells = st_shells_work(ST_PROBE_DIAG);
+    shells = t_shells_work(T_PROBE_DIAG);
     tasks_listing();
     return done_testing();
 }

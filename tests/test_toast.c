@@ -25,15 +25,14 @@ static char *notice_field(sim_host *h, int n, const char *field)
  * model, and the user gets one notice for all of them. */
 static void batch_gives_one_notice(void)
 {
-    sim_host *h = t_host("{\"max_running_agents\":1,\"max_queued\":30}");
-    char *parent = sim_session_new(h, NULL, "main");
-    char first[96];
-    snprintf(first, sizeof first, "{\"steps\":[{\"wait_ms\":%d},{\"reply\":\"r0\"}]}", tap_timeout_ms(1500));
+    t_fixture f;
+    sim_host *h = t_open(&f, J("{'max_running_agents':1,'max_queued':30}"));
+    const char *first = J("{'steps':[{'wait_ms':%d},{'reply':'r0'}]}", tap_timeout_ms(1500));
     char *ids[20];
-    ids[0] = t_launch_script(h, parent, "Task 0", first);
+    ids[0] = t_launch_script(h, f.parent, "Task 0", first);
     for (int i = 1; i < 20; i++)
-        ids[i] = t_launch_script(h, parent, "Task n", "{\"steps\":[{\"reply\":\"rn\"}]}");
-    is_int(t_wait_messages_with(h, parent, "all 20 tasks done", 1, 20000), 0, "the batch's last notice arrives");
+        ids[i] = t_launch_script(h, f.parent, "Task n", J("{'steps':[{'reply':'rn'}]}"));
+    is_int(t_wait_messages_with(h, f.parent, "all 20 tasks done", 1, 20000), 0, "the batch's last notice arrives");
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
     is_int((int)sim_calls(h, "notify_user", NULL), 1, "once for the whole batch of 20");
     char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level"),
@@ -46,31 +45,28 @@ static void batch_gives_one_notice(void)
     free(title);
     for (int i = 0; i < 20; i++)
         free(ids[i]);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void failure_is_an_error_notice(void)
 {
-    sim_host *h = t_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *bad = t_launch_script(h, parent, "Broken build", "{\"steps\":[{\"error\":\"quota exceeded\"}]}");
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    t_task(&f, "Broken build", J("{'steps':[{'error':'quota exceeded'}]}"));
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
     char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");
     is_str(msg, "Background task failed: Broken build", "it names the task");
     is_str(level, "error", "level error");
     free(msg);
     free(level);
-    free(bad);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void question_is_a_warning_notice(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *out = t_launch_gated(h, parent, "g1", "explore");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    char *out = t_launch_gated(h, f.parent, "g1", "explore");
     free(out);
     is_int(t_wait_gate_open(h, "g1", 5000), 0, "the task asks the user");
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
@@ -80,13 +76,12 @@ static void question_is_a_warning_notice(void)
     free(msg);
     free(level);
     t_release_gated(h, "g1");
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void unknown_option_is_a_warning(void)
 {
-    sim_host *h = t_host("{\"poll_interval_ms\":500,\"newer_option\":true}");
+    sim_host *h = t_host(J("{'poll_interval_ms':500,'newer_option':true}"));
     ok(sim_plugin_count(h) == 1, "a config with an unknown key loads the plugin (its tools stay)");
     is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is told");
     char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");

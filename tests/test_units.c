@@ -11,7 +11,7 @@
 #include "model/outcome.h"
 #include "model/shell_state.h"
 #include "model/answer.h"
-#include "tap.h"
+#include "testlib.h"
 #include "base/util.h"
 
 static void options_cases(void)
@@ -22,15 +22,15 @@ static void options_cases(void)
     is_int(o.poll_interval_ms, 1000, "default poll interval 1000 ms");
     is_int(o.notify_max_chars, 4000, "default notification cap 4000 characters");
     is_int(o.wake, WAKE_LAST, "default wake policy: last");
-    is_int(options_parse(&o, "{\"poll_interval_ms\":250,\"wake\":\"always\",\"notify_retries\":0}", err, sizeof err),
-           0, "valid options accepted");
+    is_int(options_parse(&o, J("{'poll_interval_ms':250,'wake':'always','notify_retries':0}"), err, sizeof err), 0,
+           "valid options accepted");
     is_int(o.poll_interval_ms, 250, "poll interval set");
     is_int(o.wake, WAKE_ALWAYS, "wake policy set");
     is_int(o.notify_retries, 0, "retries set");
-    ok(options_parse(&o, "{\"poll_interval_ms\":10}", err, sizeof err) != 0, "below range refused");
+    ok(options_parse(&o, J("{'poll_interval_ms':10}"), err, sizeof err) != 0, "below range refused");
     is_int(o.poll_interval_ms, 1000, "a refused parse leaves the defaults");
-    ok(options_parse(&o, "{\"poll_interval_ms\":100.5}", err, sizeof err) != 0, "fraction refused");
-    ok(options_parse(&o, "{\"wake\":\"sometimes\"}", err, sizeof err) != 0, "unknown wake policy refused");
+    ok(options_parse(&o, J("{'poll_interval_ms':100.5}"), err, sizeof err) != 0, "fraction refused");
+    ok(options_parse(&o, J("{'wake':'sometimes'}"), err, sizeof err) != 0, "unknown wake policy refused");
     is_str(err, "option 'wake' must be \"last\" or \"always\"", "wake error text");
     ok(options_parse(&o, "{not json", err, sizeof err) != 0, "malformed JSON refused");
     is_str(err, "plugin options must be a JSON object", "malformed JSON error text");
@@ -48,53 +48,53 @@ static void outcome_case(const char *json, const char *prev, outcome_kind kind, 
 
 static void outcome_cases(void)
 {
-    const char *done = "[{\"info\":{\"id\":\"m1\",\"role\":\"user\"},\"parts\":[{\"type\":\"text\",\"text\":\"q\"}]},"
-                       "{\"info\":{\"id\":\"m2\",\"role\":\"assistant\",\"time\":{\"created\":1,\"completed\":2}},"
-                       "\"parts\":[{\"type\":\"step-start\"},{\"type\":\"text\",\"text\":\"answer\"},"
-                       "{\"type\":\"text\",\"text\":\"more\"}]}]";
+    const char *done = J("[{'info':{'id':'m1','role':'user'},'parts':[{'type':'text','text':'q'}]},"
+                         "{'info':{'id':'m2','role':'assistant','time':{'created':1,'completed':2}},"
+                         "'parts':[{'type':'step-start'},{'type':'text','text':'answer'},"
+                         "{'type':'text','text':'more'}]}]");
     outcome_case(done, NULL, OUTCOME_COMPLETED, "answer\nmore", "finished answer");
     outcome_case(done, "m2", OUTCOME_NONE, NULL, "the previous run's answer is not a new one");
-    outcome_case("[{\"info\":{\"id\":\"m1\",\"role\":\"user\"},\"parts\":[]}]", NULL, OUTCOME_NONE, NULL,
+    outcome_case(J("[{'info':{'id':'m1','role':'user'},'parts':[]}]"), NULL, OUTCOME_NONE, NULL,
                  "only the prompt: not finished");
-    outcome_case("[{\"info\":{\"id\":\"m2\",\"role\":\"assistant\",\"time\":{\"created\":1}},\"parts\":[]}]", NULL,
-                 OUTCOME_NONE, NULL, "assistant still writing");
-    outcome_case("[{\"info\":{\"id\":\"m2\",\"role\":\"assistant\",\"time\":{\"created\":1,\"completed\":2},"
-                 "\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"overloaded\"}}},\"parts\":[]}]",
+    outcome_case(J("[{'info':{'id':'m2','role':'assistant','time':{'created':1}},'parts':[]}]"), NULL, OUTCOME_NONE,
+                 NULL, "assistant still writing");
+    outcome_case(J("[{'info':{'id':'m2','role':'assistant','time':{'created':1,'completed':2},"
+                   "'error':{'name':'APIError','data':{'message':'overloaded'}}},'parts':[]}]"),
                  NULL, OUTCOME_ERROR, "APIError: overloaded", "assistant error");
-    outcome_case("[{\"info\":{\"id\":\"m1\",\"role\":\"user\"},\"parts\":[]},"
-                 "{\"info\":{\"id\":\"m2\",\"role\":\"assistant\",\"finish\":\"tool-calls\"},"
-                 "\"parts\":[{\"type\":\"text\",\"text\":\"found it\"}]},"
-                 "{\"info\":{\"id\":\"m3\",\"role\":\"assistant\",\"finish\":\"stop\"},\"parts\":[]}]",
+    outcome_case(J("[{'info':{'id':'m1','role':'user'},'parts':[]},"
+                   "{'info':{'id':'m2','role':'assistant','finish':'tool-calls'},"
+                   "'parts':[{'type':'text','text':'found it'}]},"
+                   "{'info':{'id':'m3','role':'assistant','finish':'stop'},'parts':[]}]"),
                  NULL, OUTCOME_COMPLETED, "found it", "text from an earlier message of the same turn");
-    outcome_case("[{\"info\":{\"id\":\"m3\",\"role\":\"assistant\",\"finish\":\"stop\"},\"parts\":[]}]", NULL,
-                 OUTCOME_COMPLETED, "(the sub-agent finished without a text reply)", "no text at all");
+    outcome_case(J("[{'info':{'id':'m3','role':'assistant','finish':'stop'},'parts':[]}]"), NULL, OUTCOME_COMPLETED,
+                 "(the sub-agent finished without a text reply)", "no text at all");
     outcome_case("[]", NULL, OUTCOME_NONE, NULL, "empty history");
     outcome_case("not json", NULL, OUTCOME_NONE, NULL, "malformed history");
     outcome_case(NULL, NULL, OUTCOME_NONE, NULL, "no history");
 }
 
 /* OpenCode's messages around a compaction (1.18.33), as JSON fragments. */
-#define M_PROMPT(id, text) \
-    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"}," \
+#define M_PROMPT(id, text)                                                                                             \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"},"                                           \
     "\"parts\":[{\"type\":\"text\",\"text\":\"" text "\"}]}"
-#define M_ANSWER(id, parts) \
-    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"mode\":\"general\",\"agent\":\"general\"," \
+#define M_ANSWER(id, parts)                                                                                            \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"mode\":\"general\",\"agent\":\"general\","                  \
     "\"time\":{\"created\":1,\"completed\":2},\"finish\":\"stop\"},\"parts\":[" parts "]}"
 #define M_TEXT(text) "{\"type\":\"text\",\"text\":\"" text "\"}"
-#define M_COMPACT(id, autoflag) \
-    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"," \
-    "\"model\":{\"providerID\":\"p\",\"modelID\":\"m\"}},\"parts\":[{\"type\":\"compaction\",\"auto\":" autoflag \
+#define M_COMPACT(id, autoflag)                                                                                        \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\","                                            \
+    "\"model\":{\"providerID\":\"p\",\"modelID\":\"m\"}},\"parts\":[{\"type\":\"compaction\",\"auto\":" autoflag       \
     ",\"overflow\":false}]}"
-#define M_SUMMARY(id, parent) \
-    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"parentID\":\"" parent "\",\"mode\":\"compaction\"," \
-    "\"agent\":\"compaction\",\"summary\":true,\"time\":{\"created\":3,\"completed\":4},\"finish\":\"stop\"," \
+#define M_SUMMARY(id, parent)                                                                                          \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"parentID\":\"" parent "\",\"mode\":\"compaction\","         \
+    "\"agent\":\"compaction\",\"summary\":true,\"time\":{\"created\":3,\"completed\":4},\"finish\":\"stop\","          \
     "\"cost\":0},\"parts\":[{\"type\":\"step-start\"}," M_TEXT("SUMMARY OF IT ALL") ",{\"type\":\"step-finish\"}]}"
-#define M_SUMMARY_FAILED(id, parent) \
-    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"parentID\":\"" parent "\",\"mode\":\"compaction\"," \
-    "\"agent\":\"compaction\",\"summary\":true,\"time\":{\"created\":3,\"completed\":4},\"finish\":\"error\"," \
+#define M_SUMMARY_FAILED(id, parent)                                                                                   \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"parentID\":\"" parent "\",\"mode\":\"compaction\","         \
+    "\"agent\":\"compaction\",\"summary\":true,\"time\":{\"created\":3,\"completed\":4},\"finish\":\"error\","         \
     "\"error\":{\"name\":\"ContextOverflowError\",\"data\":{\"message\":\"too large\"}}},\"parts\":[]}"
-#define M_CONTINUE(id) \
-    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"},\"parts\":[{\"type\":\"text\"," \
+#define M_CONTINUE(id)                                                                                                 \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"user\",\"agent\":\"general\"},\"parts\":[{\"type\":\"text\","             \
     "\"text\":\"" OUTCOME_CONTINUE_TEXT "\",\"synthetic\":true,\"metadata\":{\"compaction_continue\":true}}]}"
 
 /* Also checks which message ended the run (the next run's prev_message_id). */
@@ -112,13 +112,14 @@ static void outcome_id_case(const char *json, const char *prev, outcome_kind kin
 /* A run that answered "REAL ANSWER"; the same run after an automatic
  * compaction and a continue turn that said "continued text". */
 #define RUN M_PROMPT("m1", "do it") "," M_ANSWER("m2", M_TEXT("REAL ANSWER"))
-#define COMPACTED RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," \
-    M_ANSWER("m6", M_TEXT("continued text"))
+#define COMPACTED                                                                                                      \
+    RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER(                       \
+        "m6", M_TEXT("continued text"))
 
 #define AFTER_CONTINUE RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
 #define M_TOOL(name) "{\"type\":\"tool\",\"tool\":\"" name "\",\"state\":{\"status\":\"completed\"}}"
-#define M_STEP(id, parts) \
-    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"time\":{\"created\":1,\"completed\":2}," \
+#define M_STEP(id, parts)                                                                                              \
+    "{\"info\":{\"id\":\"" id "\",\"role\":\"assistant\",\"time\":{\"created\":1,\"completed\":2},"                    \
     "\"finish\":\"tool-calls\"},\"parts\":[" parts "]}"
 #define MARK "\n\n" OUTCOME_CONTINUED_MARK "\n"
 
@@ -132,22 +133,26 @@ static void outcome_compaction_continuations(void)
                  "REAL ANSWER", "a sign-off in capitals");
     outcome_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.\\n\\nAlso fixed b.c")) "]", NULL, OUTCOME_COMPLETED,
                  "REAL ANSWER" MARK "Done.\n\nAlso fixed b.c", "two paragraphs are more than a sign-off");
-    outcome_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash") "," M_TOOL("read") "," M_TOOL("bash")) ","
-                 M_ANSWER("m7", M_TEXT("Done.")) "]", NULL, OUTCOME_COMPLETED, "REAL ANSWER" MARK "Done.",
+    outcome_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash") "," M_TOOL("read") "," M_TOOL("bash")) "," M_ANSWER(
+                     "m7", M_TEXT("Done.")) "]",
+                 NULL, OUTCOME_COMPLETED, "REAL ANSWER" MARK "Done.",
                  "a tool call and a sign-off: the sign-off is what it said");
-    outcome_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash") "," M_TOOL("read") "," M_TOOL("bash")) ","
-                 M_ANSWER("m7", "") "]", NULL, OUTCOME_COMPLETED,
-                 "REAL ANSWER" MARK "(no text reply; it called: bash, read)", "tool calls without text: their names");
-    outcome_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("second")) "," M_COMPACT("m7", "true") ","
-                 M_SUMMARY("m8", "m7") "," M_CONTINUE("m9") "," M_ANSWER("m10", M_TEXT("third")) "]", NULL,
-                 OUTCOME_COMPLETED, "REAL ANSWER" MARK "second" MARK "third", "two compactions: each turn marked");
-    outcome_case("[" M_PROMPT("m1", "do it") "," M_STEP("m2", M_TEXT("looking") "," M_TOOL("read")) ","
-                 M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
-                 M_ANSWER("m6", M_TEXT("the answer")) "]", NULL, OUTCOME_COMPLETED, "the answer",
-                 "a compaction in the middle of the work (after a tool step): no mark, the answer");
-    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") "," M_COMPACT("m3", "true") ","
-                 M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER("m6", M_TEXT("only this")) "]", NULL,
-                 OUTCOME_COMPLETED, "only this", "no text before the compaction: the text after it, unmarked");
+    outcome_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash") "," M_TOOL("read") "," M_TOOL("bash")) "," M_ANSWER(
+                     "m7", "") "]",
+                 NULL, OUTCOME_COMPLETED, "REAL ANSWER" MARK "(no text reply; it called: bash, read)",
+                 "tool calls without text: their names");
+    outcome_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("second")) "," M_COMPACT("m7", "true") "," M_SUMMARY(
+                     "m8", "m7") "," M_CONTINUE("m9") "," M_ANSWER("m10", M_TEXT("third")) "]",
+                 NULL, OUTCOME_COMPLETED, "REAL ANSWER" MARK "second" MARK "third",
+                 "two compactions: each turn marked");
+    outcome_case(
+        "[" M_PROMPT("m1", "do it") "," M_STEP("m2", M_TEXT("looking") "," M_TOOL("read")) "," M_COMPACT(
+            "m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER("m6", M_TEXT("the answer")) "]",
+        NULL, OUTCOME_COMPLETED, "the answer",
+        "a compaction in the middle of the work (after a tool step): no mark, the answer");
+    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") "," M_COMPACT("m3", "true") "," M_SUMMARY(
+                     "m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER("m6", M_TEXT("only this")) "]",
+                 NULL, OUTCOME_COMPLETED, "only this", "no text before the compaction: the text after it, unmarked");
 }
 
 /* After a run that ended with m2 (its check read the answer before the
@@ -171,13 +176,14 @@ static void outcome_after_compaction_cases(void)
     after_case("[" RUN "," M_COMPACT("m3", "false") "," M_SUMMARY("m4", "m3") "]", 0, OUTCOME_NONE, NULL,
                "a manual compaction");
     after_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash")) ",{\"info\":{\"id\":\"m7\",\"role\":\"assistant\","
-               "\"time\":{\"created\":5}},\"parts\":[]}]", 1, OUTCOME_NONE, NULL, "the continue turn goes on");
+                                                               "\"time\":{\"created\":5}},\"parts\":[]}]",
+               1, OUTCOME_NONE, NULL, "the continue turn goes on");
     after_case("[" AFTER_CONTINUE M_STEP("m6", M_TOOL("bash")) "," M_ANSWER("m7", M_TEXT("more")) "]", 1,
                OUTCOME_COMPLETED, "REAL ANSWER" MARK "more", "the continue turn added something");
     after_case("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.")) "]", 1, OUTCOME_COMPLETED, "REAL ANSWER",
                "a sign-off");
-    after_case("[" AFTER_CONTINUE M_ANSWER("m6", "") "," M_PROMPT("m7", "and now?") "," M_ANSWER("m8", M_TEXT("x")) "]", 0,
-               OUTCOME_NONE, NULL, "a new prompt since: another run");
+    after_case("[" AFTER_CONTINUE M_ANSWER("m6", "") "," M_PROMPT("m7", "and now?") "," M_ANSWER("m8", M_TEXT("x")) "]",
+               0, OUTCOME_NONE, NULL, "a new prompt since: another run");
 }
 
 /* A resumed run (prev m2, the previous run's answer): the turn after a
@@ -188,8 +194,9 @@ static void outcome_resumed_after_compaction_cases(void)
     outcome_from_messages("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.")) "]", "m2", true, &out);
     is_int(out.kind, OUTCOME_NONE, "resumed: the compaction's turn before its prompt is not its end");
     outcome_free(&out);
-    outcome_from_messages("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.")) "," M_PROMPT("m7", "what next") ","
-                          M_ANSWER("m8", M_TEXT("NEW ANSWER")) "]", "m2", true, &out);
+    outcome_from_messages("[" AFTER_CONTINUE M_ANSWER("m6", M_TEXT("Done.")) "," M_PROMPT(
+                              "m7", "what next") "," M_ANSWER("m8", M_TEXT("NEW ANSWER")) "]",
+                          "m2", true, &out);
     is_int(out.kind, OUTCOME_COMPLETED, "resumed: after its prompt, its answer ends it");
     is_str(out.text, "NEW ANSWER", "resumed: with its own answer");
     outcome_free(&out);
@@ -199,12 +206,12 @@ static void outcome_resumed_after_compaction_cases(void)
  * continue turn has ended; a summary is never the result. */
 static void outcome_auto_compaction_cases(void)
 {
-    outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
-                    M_ANSWER("m6", "{\"type\":\"step-start\"},{\"type\":\"step-finish\"}") "]",
+    outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER(
+                        "m6", "{\"type\":\"step-start\"},{\"type\":\"step-finish\"}") "]",
                     NULL, OUTCOME_COMPLETED, "REAL ANSWER", "m6",
                     "auto compaction, continue turn without text: the answer before it");
-    outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
-                    M_ANSWER("m6", M_TEXT("continued text")) "]",
+    outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER(
+                        "m6", M_TEXT("continued text")) "]",
                     NULL, OUTCOME_COMPLETED, "REAL ANSWER\n\n" OUTCOME_CONTINUED_MARK "\ncontinued text", "m6",
                     "continue turn with text: the answer, then its text after the mark");
     outcome_compaction_continuations();
@@ -216,11 +223,12 @@ static void outcome_auto_compaction_cases(void)
                  "automatic summary done, continue to come: not finished");
     outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "]", NULL,
                  OUTCOME_NONE, NULL, "continue message newest: not finished");
-    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
-                 "{\"info\":{\"id\":\"m6\",\"role\":\"assistant\",\"time\":{\"created\":5}},\"parts\":[]}]",
+    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE(
+                     "m5") ","
+                           "{\"info\":{\"id\":\"m6\",\"role\":\"assistant\",\"time\":{\"created\":5}},\"parts\":[]}]",
                  NULL, OUTCOME_NONE, NULL, "continue turn still writing: not finished");
-    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") "," M_COMPACT("m3", "true") ","
-                 M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER("m6", "") "]",
+    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") "," M_COMPACT("m3", "true") "," M_SUMMARY(
+                     "m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER("m6", "") "]",
                  NULL, OUTCOME_COMPLETED, "(the sub-agent finished without a text reply)",
                  "no real text at all: never the summary");
 }
@@ -232,31 +240,35 @@ static void outcome_other_compaction_cases(void)
                     "REAL ANSWER", "m4", "manual compaction (no continue): the answer before it");
     outcome_case("[" RUN "," M_COMPACT("m3", "false") "," M_SUMMARY("m4", "m3") "]", "m4", OUTCOME_NONE, NULL,
                  "a manual summary that ended the previous run ends no new one");
-    outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY_FAILED("m4", "m3") "]", NULL,
-                    OUTCOME_COMPLETED, "REAL ANSWER", "m4", "failed summary: not an error, the answer stands");
+    outcome_id_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY_FAILED("m4", "m3") "]", NULL, OUTCOME_COMPLETED,
+                    "REAL ANSWER", "m4", "failed summary: not an error, the answer stands");
     outcome_case("[" COMPACTED "]", "m6", OUTCOME_NONE, NULL, "resume sent, its prompt not stored yet: not finished");
     outcome_id_case("[" COMPACTED "," M_PROMPT("m7", "and now?") "," M_ANSWER("m8", M_TEXT("NEW ANSWER")) "]", "m6",
                     OUTCOME_COMPLETED, "NEW ANSWER", "m8", "resume of a compacted task: the new answer");
     outcome_case("[" COMPACTED "," M_PROMPT("m7", "and now?") "," M_ANSWER("m8", "") "]", "m6", OUTCOME_COMPLETED,
                  "(the sub-agent finished without a text reply)", "a resume's run stops at its own prompt");
-    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
-                 "{\"info\":{\"id\":\"m6\",\"role\":\"assistant\",\"time\":{\"created\":5,\"completed\":6},"
-                 "\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"overloaded\"}}},\"parts\":[]}]",
+    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE(
+                     "m5") ","
+                           "{\"info\":{\"id\":\"m6\",\"role\":\"assistant\",\"time\":{\"created\":5,\"completed\":6},"
+                           "\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"overloaded\"}}},\"parts\":[]}]",
                  NULL, OUTCOME_ERROR, "APIError: overloaded", "the continue turn failing is the task's error");
-    outcome_case("[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") ","
-                 "{\"info\":{\"id\":\"m5\",\"role\":\"user\"},\"parts\":[{\"type\":\"text\",\"synthetic\":true,"
-                 "\"text\":\"" OUTCOME_CONTINUE_TEXT "\"}]}," M_ANSWER("m6", "") "]",
-                 NULL, OUTCOME_COMPLETED, "REAL ANSWER", "a synthetic continue text without the metadata flag");
-    outcome_case("[" RUN "," M_PROMPT("m3", OUTCOME_CONTINUE_TEXT) "," M_ANSWER("m4", "") "]", NULL,
-                 OUTCOME_COMPLETED, "(the sub-agent finished without a text reply)",
-                 "the same words typed by a user are a prompt");
-    outcome_case("[" M_PROMPT("m1", "do it") "," M_ANSWER("m2", "") ","
-                 "{\"info\":{\"id\":\"m3\",\"role\":\"user\"},\"parts\":[{\"type\":\"compaction\",\"auto\":true,"
-                 "\"overflow\":true}]}," M_SUMMARY("m4", "m3") "," M_PROMPT("m5", "do it") ","
-                 M_ANSWER("m6", M_TEXT("after the replay")) "]",
-                 NULL, OUTCOME_COMPLETED, "after the replay", "overflow: the replayed prompt's answer");
-    outcome_case("[" M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") ","
-                 M_ANSWER("m6", M_TEXT("late")) "]",
+    outcome_case(
+        "[" RUN "," M_COMPACT("m3", "true") "," M_SUMMARY(
+            "m4", "m3") ","
+                        "{\"info\":{\"id\":\"m5\",\"role\":\"user\"},\"parts\":[{\"type\":\"text\",\"synthetic\":true,"
+                        "\"text\":\"" OUTCOME_CONTINUE_TEXT "\"}]}," M_ANSWER("m6", "") "]",
+        NULL, OUTCOME_COMPLETED, "REAL ANSWER", "a synthetic continue text without the metadata flag");
+    outcome_case("[" RUN "," M_PROMPT("m3", OUTCOME_CONTINUE_TEXT) "," M_ANSWER("m4", "") "]", NULL, OUTCOME_COMPLETED,
+                 "(the sub-agent finished without a text reply)", "the same words typed by a user are a prompt");
+    outcome_case(
+        "[" M_PROMPT("m1", "do it") "," M_ANSWER(
+            "m2", "") ","
+                      "{\"info\":{\"id\":\"m3\",\"role\":\"user\"},\"parts\":[{\"type\":\"compaction\",\"auto\":true,"
+                      "\"overflow\":true}]}," M_SUMMARY("m4", "m3") "," M_PROMPT("m5", "do it") "," M_ANSWER(
+                          "m6", M_TEXT("after the replay")) "]",
+        NULL, OUTCOME_COMPLETED, "after the replay", "overflow: the replayed prompt's answer");
+    outcome_case("[" M_COMPACT("m3", "true") "," M_SUMMARY("m4", "m3") "," M_CONTINUE("m5") "," M_ANSWER(
+                     "m6", M_TEXT("late")) "]",
                  NULL, OUTCOME_COMPLETED, "late", "the run's prompt out of sight (the newest messages only)");
 }
 
@@ -268,8 +280,10 @@ static void utf8_cases(void)
     ok(!utf8_valid("\xed\xa0\x80", 3), "surrogate is invalid");
     ok(!utf8_valid("\xe2\x82", 2), "truncated sequence is invalid");
     is_int(utf8_count("a\xc3\xa9\xe2\x82\xac", 6), 3, "three characters");
-    is_int(utf8_count("abcdefg\xc3\xa9\xe2\x82\xac" "abcdefghij\xf0\x9f\x98\x80", 26), 20,
-           "twenty characters counted across the 8-byte steps");
+    is_int(utf8_count("abcdefg\xc3\xa9\xe2\x82\xac"
+                      "abcdefghij\xf0\x9f\x98\x80",
+                      26),
+           20, "twenty characters counted across the 8-byte steps");
     is_int(utf8_offset("a\xc3\xa9\xe2\x82\xac", 6, 2), 3, "offset of the third character");
     is_int(utf8_floor("a\xc3\xa9", 3, 2), 1, "a cut never splits a sequence");
     char buf[32];
@@ -321,18 +335,18 @@ static void event_answer_cases(void)
 
 static void notice_cases(void)
 {
-    const char *quiet_after = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("my answer")) ","
-                              M_NOTIFICATION("m3", "task completed: bg_1") "]";
+    const char *quiet_after = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("my answer")) "," M_NOTIFICATION(
+        "m3", "task completed: bg_1") "]";
     outcome_case(quiet_after, NULL, OUTCOME_COMPLETED, "my answer", "a quiet notice after the answer is stepped over");
     outcome out;
     outcome_from_messages(quiet_after, NULL, false, &out);
     is_int(out.kind, OUTCOME_NONE, "a notice just pushed to wake the task: its run goes on");
     outcome_free(&out);
-    const char *woken = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("first")) ","
-                        M_NOTIFICATION("m3", "task completed: bg_1") "," M_ANSWER("m4", M_TEXT("after my tasks")) "]";
+    const char *woken = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("first")) "," M_NOTIFICATION(
+        "m3", "task completed: bg_1") "," M_ANSWER("m4", M_TEXT("after my tasks")) "]";
     outcome_case(woken, "m2", OUTCOME_COMPLETED, "after my tasks", "the answer after the wake is the result");
-    const char *textless = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("first")) ","
-                           M_NOTIFICATION("m3", "task completed: bg_1") "," M_ANSWER("m4", "") "]";
+    const char *textless = "[" M_PROMPT("m1", "work") "," M_ANSWER("m2", M_TEXT("first")) "," M_NOTIFICATION(
+        "m3", "task completed: bg_1") "," M_ANSWER("m4", "") "]";
     outcome_case(textless, "m2", OUTCOME_COMPLETED, "first", "a notice is no boundary of the answer");
     const char *preamble = "[" M_ANSWER("m1", M_TEXT("inherited")) "," M_PROMPT("m2", "[ocbg] You are a forked") "]";
     outcome_case(preamble, NULL, OUTCOME_NONE, NULL, "the fork preamble is a prompt, not a notice");
@@ -355,7 +369,9 @@ static const char *keyed_key_of(const void *k)
  * whichever is there. */
 static void map_cases(void)
 {
-    enum { KEYS = 3000 };
+    enum {
+        KEYS = 3000
+    };
     static keyed values[KEYS][2];
     static int which[KEYS]; /* 0: absent, else the value stored (1 or 2) */
     map m;

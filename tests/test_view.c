@@ -17,7 +17,9 @@
 static const cJSON *line_of(const cJSON *view, const char *id)
 {
     const cJSON *t;
-    cJSON_ArrayForEach(t, jget(view, "tasks")) if (jstr(t, "id") && strcmp(jstr(t, "id"), id) == 0) return t;
+    cJSON_ArrayForEach (t, jget(view, "tasks"))
+        if (jstr(t, "id") && strcmp(jstr(t, "id"), id) == 0)
+            return t;
     return NULL;
 }
 
@@ -67,16 +69,16 @@ static cJSON *newest(sim_host *h, const char *session, const char *id, const cJS
 
 static void test_running_waiting_stop(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *answer = t_launch_gated(h, parent, "alpha", "general");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    char *answer = t_launch_gated(h, f.parent, "alpha", "general");
     char *id = t_find_id(answer, "bg_");
     is_int(t_wait_gate_open(h, "alpha", tap_timeout_ms(DEADLINE)), 0, "the task runs and asks");
-    is_int(wait_view(h, parent, id, "waiting", "bash: gate alpha"), 0,
+    is_int(wait_view(h, f.parent, id, "waiting", "bash: gate alpha"), 0,
            "the view marks the task waiting for the user, with what it asks");
     const cJSON *line;
-    cJSON *view = newest(h, parent, id, &line);
-    is_str(jstr(view, "session"), parent, "the view is of the session that launched it");
+    cJSON *view = newest(h, f.parent, id, &line);
+    is_str(jstr(view, "session"), f.parent, "the view is of the session that launched it");
     ok(jnum(view, "seq", 0) >= 1 && jnum(view, "now", 0) > 0, "a view has a seq and the host's time");
     is_str(jstr(line, "status"), "running", "status running");
     is_str(jstr(line, "kind"), "agent", "kind agent");
@@ -93,18 +95,18 @@ static void test_running_waiting_stop(void)
     is_int(rc, 0, "the person's stop is accepted");
     ok(out == NULL, "a stop answers nothing on success");
     free(out);
-    is_int(wait_view(h, parent, id, "status", "cancelled"), 0, "the view shows it cancelled");
-    is_int(wait_view(h, parent, id, "stopped_by_user", "true"), 0, "marked stopped by the user");
+    is_int(wait_view(h, f.parent, id, "status", "cancelled"), 0, "the view shows it cancelled");
+    is_int(wait_view(h, f.parent, id, "stopped_by_user", "true"), 0, "marked stopped by the user");
     ok(sim_calls(h, "session_abort", task_session) >= 1, "its session was aborted");
     char notice[96];
     snprintf(notice, sizeof notice, "[ocbg] Background task stopped by the user: %s", id);
-    is_int(t_wait_messages_with(h, parent, notice, 1, tap_timeout_ms(DEADLINE)), 0,
+    is_int(t_wait_messages_with(h, f.parent, notice, 1, tap_timeout_ms(DEADLINE)), 0,
            "the session that launched it is told, as for any ending");
-    char *text = t_message_with(h, parent, notice);
+    char *text = t_message_with(h, f.parent, notice);
     ok(text && strstr(text, "all 1 task done") && strstr(text, "The user stopped it from the task panel."),
        "the notification ends the batch and says the user stopped it");
     free(text);
-    char *report = t_output(h, parent, id);
+    char *report = t_output(h, f.parent, id);
     ok(strstr(report, ", stopped by the user.") != NULL, "background_output says the user stopped it");
     free(report);
 
@@ -112,12 +114,11 @@ static void test_running_waiting_stop(void)
     is_int(rc, -EINVAL, "stopping it again is refused");
     is_str(out, J("Task %s has already ended.", id), "saying it has ended");
     free(out);
-    is_int(t_count_messages_with(h, parent, notice), 1, "and nothing is reported twice");
+    is_int(t_count_messages_with(h, f.parent, notice), 1, "and nothing is reported twice");
     free(task_session);
     free(answer);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void test_bad_requests(void)
@@ -145,16 +146,16 @@ static void test_bad_requests(void)
 
 static void test_pending_queue_and_detail(void)
 {
-    sim_host *h = t_gated_host("{\"max_running_agents\":1}");
-    char *parent = sim_session_new(h, NULL, "main");
-    char *a1 = t_launch_gated(h, parent, "one", "general");
-    char *a2 = t_launch_gated(h, parent, "two", "general");
-    char *a3 = t_launch_gated(h, parent, "three", "general");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
+    char *a1 = t_launch_gated(h, f.parent, "one", "general");
+    char *a2 = t_launch_gated(h, f.parent, "two", "general");
+    char *a3 = t_launch_gated(h, f.parent, "three", "general");
     char *id1 = t_find_id(a1, "bg_"), *id2 = t_find_id(a2, "bg_"), *id3 = t_find_id(a3, "bg_");
-    is_int(wait_view(h, parent, id2, "queue", "1"), 0, "the first pending task is next in the queue");
-    is_int(wait_view(h, parent, id3, "queue", "2"), 0, "the second waits behind it");
+    is_int(wait_view(h, f.parent, id2, "queue", "1"), 0, "the first pending task is next in the queue");
+    is_int(wait_view(h, f.parent, id3, "queue", "2"), 0, "the second waits behind it");
     const cJSON *line;
-    cJSON *view = newest(h, parent, id3, &line);
+    cJSON *view = newest(h, f.parent, id3, &line);
     is_str(jstr(line, "status"), "pending", "a queued task is pending");
     is_str(jstr(jget(view, "tasks"), "0.id"), id3, "tasks newest first");
     cJSON_Delete(view);
@@ -162,26 +163,25 @@ static void test_pending_queue_and_detail(void)
     char *out = NULL;
     is_int(sim_ui_request(h, 0, J("{'action':'stop','task_id':'%s'}", id2), &out), 0, "a pending task can be stopped");
     free(out);
-    is_int(wait_view(h, parent, id2, "status", "cancelled"), 0, "it ends cancelled");
-    is_int(wait_view(h, parent, id3, "queue", "1"), 0, "and the one behind it moves up");
+    is_int(wait_view(h, f.parent, id2, "status", "cancelled"), 0, "it ends cancelled");
+    is_int(wait_view(h, f.parent, id3, "queue", "1"), 0, "and the one behind it moves up");
 
     t_release_gated(h, "one");
-    is_int(t_wait_status(h, parent, id1, "completed", tap_timeout_ms(DEADLINE)), 0, "the first completes");
+    is_int(t_wait_status(h, f.parent, id1, "completed", tap_timeout_ms(DEADLINE)), 0, "the first completes");
     is_int(sim_ui_request(h, 0, J("{'action':'detail','task_id':'%s'}", id1), &out), 0, "detail of a finished task");
     cJSON *d = t_parse(out);
     is_str(jstr(d, "status"), "completed", "its status");
     is_str(jstr(d, "answer"), "done one", "its answer");
     cJSON_Delete(d);
     t_release_gated(h, "three");
-    is_int(t_wait_status(h, parent, id3, "completed", tap_timeout_ms(DEADLINE)), 0, "the last completes");
+    is_int(t_wait_status(h, f.parent, id3, "completed", tap_timeout_ms(DEADLINE)), 0, "the last completes");
     free(a1);
     free(a2);
     free(a3);
     free(id1);
     free(id2);
     free(id3);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A command's line and detail: its command line, exit and output. */
@@ -217,14 +217,14 @@ static int views_above(sim_host *h, void *arg)
 
 static void test_sync_and_model_cancel(void)
 {
-    sim_host *h = t_gated_host(NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *answer = t_launch_gated(h, parent, "beta", "general");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(NULL));
+    char *answer = t_launch_gated(h, f.parent, "beta", "general");
     char *id = t_find_id(answer, "bg_");
     is_int(t_wait_gate_open(h, "beta", tap_timeout_ms(DEADLINE)), 0, "the task runs");
-    free(t_cancel(h, parent, id));
-    is_int(wait_view(h, parent, id, "status", "cancelled"), 0, "the model's cancel shows in the view");
-    is_int(wait_view(h, parent, id, "stopped_by_user", NULL), 0, "not as the user's");
+    free(t_cancel(h, f.parent, id));
+    is_int(wait_view(h, f.parent, id, "status", "cancelled"), 0, "the model's cancel shows in the view");
+    is_int(wait_view(h, f.parent, id, "stopped_by_user", NULL), 0, "not as the user's");
     size_t before = sim_views(h, NULL);
     char *out = NULL;
     is_int(sim_ui_request(h, 0, J("{'action':'sync'}"), &out), 0, "a sync is accepted");
@@ -232,34 +232,33 @@ static void test_sync_and_model_cancel(void)
     is_int(sim_wait(h, views_above, &before, tap_timeout_ms(DEADLINE)), 0,
            "the view is published again, though unchanged");
     const cJSON *line;
-    cJSON *view = newest(h, parent, id, &line);
+    cJSON *view = newest(h, f.parent, id, &line);
     is_str(jstr(line, "status"), "cancelled", "with the same state");
     cJSON_Delete(view);
     free(answer);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A host without publish_view gets no views; requests work the same. */
 static void test_without_views(void)
 {
+    t_fixture f;
     sim_host *h = sim_create();
     sim_without(h, "publish_view");
     const char *dir = getenv("OCBG_PLUGIN_DIR");
     is_int(sim_load_plugins(h, dir, NULL), 1, "ocbg loads without publish_view");
-    char *parent = sim_session_new(h, NULL, "main");
-    char *answer = t_tool(h, parent, "Bash", J("{'command':'true','description':'quiet','run_in_background':true}"));
+    t_open_with(&f, h);
+    char *answer = t_tool(h, f.parent, "Bash", J("{'command':'true','description':'quiet','run_in_background':true}"));
     char *id = t_find_id(answer, "bg_");
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "its task completes");
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "its task completes");
     is_int((int)sim_views(h, NULL), 0, "no view was published");
     char *out = NULL;
     is_int(sim_ui_request(h, 0, J("{'action':'detail','task_id':'%s'}", id), &out), 0, "detail still works");
     free(out);
     free(answer);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* sim_wait predicate: a view of *arg's session came after the count in arg. */
@@ -282,24 +281,24 @@ static void test_restart_publishes(void)
     if (!mkdtemp(dir))
         bail_out("mkdtemp");
     snprintf(opts, sizeof opts, "{\"store_path\":\"%s/ocbg.db\"}", dir);
-    sim_host *h = t_host(opts);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *answer = t_tool(h, parent, "Bash", J("{'command':'echo kept','description':'kept','run_in_background':true}"));
+    t_fixture f;
+    sim_host *h = t_open(&f, opts);
+    char *answer =
+        t_tool(h, f.parent, "Bash", J("{'command':'echo kept','description':'kept','run_in_background':true}"));
     char *id = t_find_id(answer, "bg_");
-    is_int(t_wait_status(h, parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "a task completes");
-    is_int(wait_view(h, parent, id, "status", "completed"), 0, "and its view says so");
-    after a = {parent, sim_views(h, parent)};
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "a task completes");
+    is_int(wait_view(h, f.parent, id, "status", "completed"), 0, "and its view says so");
+    after a = {f.parent, sim_views(h, f.parent)};
     t_reload(h, opts);
     is_int(sim_wait(h, view_after, &a, tap_timeout_ms(DEADLINE)), 0, "after a restart the session's view comes again");
     const cJSON *line;
-    cJSON *view = newest(h, parent, id, &line);
+    cJSON *view = newest(h, f.parent, id, &line);
     is_str(jstr(line, "status"), "completed", "with the restored task");
     is_int((int)jnum(view, "seq", 0), 1, "from a new server part: its seq starts again");
     cJSON_Delete(view);
     free(answer);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
     char db[160];
     snprintf(db, sizeof db, "%s/ocbg.db", dir);
     unlink(db);
@@ -332,7 +331,7 @@ static void test_foreground_goes(void)
     t_open(&f, NULL);
     if (sim_script(f.h, "foreground hang", J("{'steps':[{'hang':true}]}"), 1) != 0)
         bail_out("script");
-    char *args = st_task_args("Hangs", "foreground hang", 0);
+    char *args = t_task_args("Hangs", "foreground hang", 0);
     sim_call *c = sim_tool_start(f.h, f.parent, "Task", args);
     free(args);
     is_int(sim_wait(f.h, view_has_hangs, f.parent, tap_timeout_ms(DEADLINE)), 0,

@@ -37,17 +37,6 @@ static char *wt_of(const char *id)
     return xasprintf("%s/worktrees/%s", data, id);
 }
 
-static char *launch_iso(sim_host *h, const char *parent, const char *desc, const char *script, const char *how)
-{
-    char prompt[64], args[400];
-    snprintf(prompt, sizeof prompt, "isolated %s", desc);
-    if (sim_script(h, prompt, script, 1) != 0)
-        bail_out("bad script %s", script);
-    snprintf(args, sizeof args, "{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"general\",\"isolation\":\"%s\"}",
-             desc, prompt, how);
-    return t_tool(h, parent, "background_task", args);
-}
-
 /* The index of the first recorded call of fn naming `arg` in its record
  * (-1: none). */
 static int call_index(sim_host *h, const char *fn, const char *arg)
@@ -95,7 +84,7 @@ static sim_host *fresh_host(void)
 static int let_go_recorded(sim_host *h, void *arg)
 {
     (void)arg;
-    return call_index(h, "directory_watch", "\\\"watch\\\":0") >= 0;
+    return call_index(h, "directory_watch", J("\\'watch\\':0")) >= 0;
 }
 
 static int asked_about(sim_host *h, void *session)
@@ -140,12 +129,12 @@ static cJSON *detail_of(sim_host *h, const char *id)
 
 static void launch_report_clear(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
     const char *script = "{\"steps\":[{\"run\":\"echo from-A >> shared.txt && git add shared.txt && git -c user.name=t "
                          "-c user.email=t@example.com commit -qm 'A edit' && echo more >> shared.txt && echo new > "
                          "fresh.txt\"},{\"reply\":\"done A\"}]}";
-    char *out = launch_iso(h, parent, "writer A", script, "worktree");
+    char *out = t_launch_isolated(h, f.parent, "writer A", script, "worktree");
     is_int(t_rc, 0, "an isolated launch is accepted");
     char *id = t_find_id(out, "bg_");
     char *wt = wt_of(id), want[700];
@@ -161,8 +150,8 @@ static void launch_report_clear(void)
      * t_wait_status calls) reads the report and lets go itself. */
     char notice[96];
     snprintf(notice, sizeof notice, "[ocbg] Background task completed: %s", id);
-    is_int(t_wait_messages_with(h, parent, notice, 1, DEADLINE), 0, "the task completes: the parent is notified");
-    char *n = t_message_with(h, parent, notice);
+    is_int(t_wait_messages_with(h, f.parent, notice, 1, DEADLINE), 0, "the task completes: the parent is notified");
+    char *n = t_message_with(h, f.parent, notice);
     snprintf(want, sizeof want, "Worktree: %s (branch ocbg/%s; ocbg never merges it", wt, id);
     like(n, want, "the notification names the worktree and branch");
     like(n, ", 1 commit: 1 file changed, 1 insertion(+)\n", "what it committed");
@@ -173,7 +162,7 @@ static void launch_report_clear(void)
     free(n);
     char branch[64];
     snprintf(branch, sizeof branch, "ocbg/%s", id);
-    view_want vw = {parent, branch};
+    view_want vw = {f.parent, branch};
     is_int(sim_wait(h, view_branch_is, &vw, tap_timeout_ms(DEADLINE)), 0, "the panel's view names its branch");
     cJSON *d = detail_of(h, id);
     is_str(jstr(d, "worktree.path"), wt, "the panel's detail gives its worktree");
@@ -186,19 +175,19 @@ static void launch_report_clear(void)
     is_int(wait_watched(h, wt, -1), 0, "the run over, the host let go of the folder");
     /* The sim flips the folder inside the call and records the call as it returns. */
     is_int(sim_wait(h, let_go_recorded, NULL, tap_timeout_ms(DEADLINE)), 0, "the let-go call is recorded");
-    int pushed = call_index(h, "session_prompt", notice), let_go = call_index(h, "directory_watch", "\\\"watch\\\":0");
+    int pushed = call_index(h, "session_prompt", notice), let_go = call_index(h, "directory_watch", J("\\'watch\\':0"));
     ok(pushed >= 0 && let_go > pushed, "after the notification's push (%d < %d): the parent does not wait for it",
        pushed, let_go);
     char *main_file = t_sh_line(repo, "cat shared.txt");
     is_str(main_file, "base", "the checkout's file is untouched");
     free(main_file);
-    out = t_output(h, parent, id);
+    out = t_output(h, f.parent, id);
     snprintf(want, sizeof want, "Worktree: %s (branch ocbg/%s;", wt, id);
     like(out, want, "background_output names the worktree");
     like(out, "Untracked:\n  fresh.txt", "and what the task did");
     free(out);
 
-    out = t_tool(h, parent, "background_clear", "{}");
+    out = t_tool(h, f.parent, "background_clear", "{}");
     snprintf(want, sizeof want,
              "- %s: its worktree was removed; its work is on branch ocbg/%s (what it left uncommitted was committed "
              "there first).",
@@ -215,8 +204,7 @@ static void launch_report_clear(void)
     is_int((int)sim_released_touches(h, NULL), 0, "no host call about a released folder");
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void refusals(void)
@@ -228,7 +216,7 @@ static void refusals(void)
     mkdir(plain, 0777);
     if (chdir(plain) != 0)
         bail_out("chdir %s", plain);
-    char *out = launch_iso(h, parent, "outside", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    char *out = t_launch_isolated(h, parent, "outside", J("{'steps':[{'reply':'x'}]}"), "worktree");
     ok(t_rc != 0, "outside a git repository: refused");
     like(out, "Not launched, nothing was created: ", "nothing was created");
     like(out, "is not inside a git repository", "and why");
@@ -240,9 +228,9 @@ static void refusals(void)
     free(out);
     is_int(sim_calls(h, "session_create_in", NULL) + sim_calls(h, "session_create", NULL), 0, "no session");
 
-    sim_permission_rules(h, "{\"external_directory\":\"deny\"}");
+    sim_permission_rules(h, J("{'external_directory':'deny'}"));
     char *before = t_sh_line(repo, "git branch --list 'ocbg/*' | wc -l");
-    out = launch_iso(h, parent, "denied", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    out = t_launch_isolated(h, parent, "denied", J("{'steps':[{'reply':'x'}]}"), "worktree");
     ok(t_rc != 0, "the user's rules deny a folder outside the project: refused");
     like(out, "Permission denied: making the task's git worktree in ", "the refusal names the worktree");
     like(out, "(permission \"external_directory\")", "and the permission");
@@ -260,11 +248,11 @@ static void refusals(void)
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
         bail_out("loading: %s", sim_load_error(h));
     parent = sim_session_new(h, NULL, "main");
-    out = launch_iso(h, parent, "nohost", "{\"steps\":[{\"reply\":\"x\"}]}", "worktree");
+    out = t_launch_isolated(h, parent, "nohost", J("{'steps':[{'reply':'x'}]}"), "worktree");
     ok(t_rc != 0, "a host without folders: refused");
     like(out, "this host cannot run a task in another folder", "and told so");
     free(out);
-    out = launch_iso(h, parent, "plain", "{\"steps\":[{\"reply\":\"plain done\"}]}", "none");
+    out = t_launch_isolated(h, parent, "plain", J("{'steps':[{'reply':'plain done'}]}"), "none");
     is_int(t_rc, 0, "isolation none still works there");
     free(out);
     free(parent);
@@ -273,13 +261,14 @@ static void refusals(void)
 
 static void restart_keeps_it(void)
 {
+    t_fixture f;
     sim_host *h = fresh_host();
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, NULL, NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    const char *script = "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate R\"]}},"
-                         "{\"run\":\"echo restarted > after.txt\"},{\"reply\":\"done R\"}]}";
-    char *out = launch_iso(h, parent, "held", script, "worktree");
+    t_open_with(&f, h);
+    const char *script = J("{'steps':[{'ask':{'permission':'bash','patterns':['gate R']}},"
+                           "{'run':'echo restarted > after.txt'},{'reply':'done R'}]}");
+    char *out = t_launch_isolated(h, f.parent, "held", script, "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
@@ -296,25 +285,24 @@ static void restart_keeps_it(void)
     is_int(wait_watched(h, wt, 1), 0, "after the restart, the new instance follows its folder again");
     sim_permission_reply(h, q, "once", NULL);
     free(q);
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "it completes after the restart");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "it completes after the restart");
     char *n = NULL;
     char notice[96];
     snprintf(notice, sizeof notice, "[ocbg] Background task completed: %s", id);
-    if (t_wait_messages_with(h, parent, notice, 1, DEADLINE) == 0)
-        n = t_message_with(h, parent, notice);
+    if (t_wait_messages_with(h, f.parent, notice, 1, DEADLINE) == 0)
+        n = t_message_with(h, f.parent, notice);
     like(n, "Untracked:\n  after.txt", "its notification has what it did after the restart");
     free(n);
     ok(t_exists(wt), "its worktree is kept after it ended (it may be resumed)");
     is_int(wait_watched(h, wt, -1), 0, "and let go of");
 
     /* A resume works in the same worktree: followed again first. */
-    sim_script(h, "follow R", "{\"steps\":[{\"run\":\"echo again >> after.txt\"},{\"reply\":\"resumed R\"}]}", 1);
-    char args[128];
-    snprintf(args, sizeof args, "{\"resume\":\"%s\",\"prompt\":\"follow R\"}", id);
-    out = t_tool(h, parent, "background_task", args);
+    sim_script(h, "follow R", J("{'steps':[{'run':'echo again >> after.txt'},{'reply':'resumed R'}]}"), 1);
+    const char *args = J("{'resume':'%s','prompt':'follow R'}", id);
+    out = t_tool(h, f.parent, "background_task", args);
     is_int(t_rc, 0, "the isolated task is resumed");
     free(out);
-    is_int(t_wait_messages_with(h, parent, "resumed R", 1, DEADLINE), 0, "the resumed run's answer arrives");
+    is_int(t_wait_messages_with(h, f.parent, "resumed R", 1, DEADLINE), 0, "the resumed run's answer arrives");
     char *again = t_sh_line(repo, "cat '%s/after.txt' | tr '\\n' ' '", wt);
     is_str(again, "restarted again ", "it worked in the same worktree");
     free(again);
@@ -323,22 +311,21 @@ static void restart_keeps_it(void)
     free(child);
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 static void parent_deleted(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
-    char *out = launch_iso(h, parent, "orphan", "{\"steps\":[{\"run\":\"echo left > left.txt\"},{\"reply\":\"o\"}]}",
-                           "worktree");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
+    char *out = t_launch_isolated(h, f.parent, "orphan", J("{'steps':[{'run':'echo left > left.txt'},{'reply':'o'}]}"),
+                                  "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the task completed");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "the task completed");
     ok(t_exists(wt), "its worktree is there");
-    sim_session_delete(h, parent);
+    sim_session_delete(h, f.parent);
     is_int(sim_wait(h, gone, wt, tap_timeout_ms(DEADLINE)), 0, "the launching session deleted: the folder goes");
     char *left = t_sh_line(repo, "git show ocbg/%s:left.txt", id);
     is_str(left, "left", "its work is on its branch");
@@ -346,23 +333,22 @@ static void parent_deleted(void)
     is_int((int)sim_released_touches(h, NULL), 0, "no host call about a released folder");
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The launching session deleted just as the host stops, while the worker is
  * inside a slow call: the release it had not reached is done by the stop. */
 static void parent_deleted_at_stop(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
     char *other = sim_session_new(h, NULL, "other");
-    char *out =
-        launch_iso(h, parent, "late", "{\"steps\":[{\"run\":\"echo late > late.txt\"},{\"reply\":\"l\"}]}", "worktree");
+    char *out = t_launch_isolated(h, f.parent, "late", J("{'steps':[{'run':'echo late > late.txt'},{'reply':'l'}]}"),
+                                  "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the isolated task completed");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "the isolated task completed");
     /* Another session's task: its notification's push is slow, and the
      * worker is inside it when the deletion comes. */
     sim_slow(h, "session_prompt", tap_timeout_ms(3000));
@@ -371,7 +357,7 @@ static void parent_deleted_at_stop(void)
     t_started push = {"session_prompt", before + 2}; /* the child's prompt, then the notification's push */
     int in_push = sim_wait(h, t_calls_started, &push, tap_timeout_ms(DEADLINE)) == 0;
     ok(in_push, "the worker is inside the other task's slow notification push");
-    sim_session_delete(h, parent);
+    sim_session_delete(h, f.parent);
     is_int(sim_events_flush(h, tap_timeout_ms(DEADLINE)), 0, "the deletion reached ocbg");
     sim_slow(h, "session_prompt", 0);
     t_reload(h, store_opts);
@@ -382,8 +368,7 @@ static void parent_deleted_at_stop(void)
     free(wt);
     free(id);
     free(other);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A resume that comes while the host is still letting go of the folder (a
@@ -393,29 +378,28 @@ static void parent_deleted_at_stop(void)
  * folder followed again, a window this test does not force.) */
 static void resumed_while_let_go(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
     sim_slow(h, "directory_watch", tap_timeout_ms(1500));
-    char *out = launch_iso(h, parent, "quick", "{\"steps\":[{\"reply\":\"first Q\"}]}", "worktree");
+    char *out = t_launch_isolated(h, f.parent, "quick", J("{'steps':[{'reply':'first Q'}]}"), "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
-    is_int(t_wait_messages_with(h, parent, "first Q", 1, DEADLINE), 0, "the first run's notification arrives");
+    is_int(t_wait_messages_with(h, f.parent, "first Q", 1, DEADLINE), 0, "the first run's notification arrives");
     t_started let_go = {"directory_watch", 2}; /* follow, then let go */
     is_int(sim_wait(h, t_calls_started, &let_go, tap_timeout_ms(DEADLINE)), 0, "the host is letting go of the folder");
-    sim_script(h, "again Q", "{\"steps\":[{\"run\":\"echo again > again.txt\"},{\"reply\":\"second Q\"}]}", 1);
-    out = t_tool(h, parent, "background_task", J("{'resume':'%s','prompt':'again Q'}", id));
+    sim_script(h, "again Q", J("{'steps':[{'run':'echo again > again.txt'},{'reply':'second Q'}]}"), 1);
+    out = t_tool(h, f.parent, "background_task", J("{'resume':'%s','prompt':'again Q'}", id));
     is_int(t_rc, 0, "the task is resumed meanwhile");
     free(out);
     is_int(wait_watched(h, wt, 1), 0, "its folder is followed again after the let-go");
-    is_int(t_wait_messages_with(h, parent, "second Q", 1, DEADLINE), 0, "the resumed run completes");
+    is_int(t_wait_messages_with(h, f.parent, "second Q", 1, DEADLINE), 0, "the resumed run completes");
     char *again = xasprintf("%s/again.txt", wt);
     ok(t_exists(again), "in the same worktree");
     free(again);
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* A fork with isolation: a host's fork would stay in the parent's folder,
@@ -423,14 +407,14 @@ static void resumed_while_let_go(void)
  * as its first (silent) message; it works in the worktree. */
 static void fork_isolated(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
-    sim_script(h, "tell the plan", "{\"steps\":[{\"reply\":\"The plan is X-PLAN-7\"}]}", 1);
-    sim_session_prompt(h, parent, "{\"parts\":[{\"type\":\"text\",\"text\":\"tell the plan\"}]}");
-    sim_wait_messages(h, parent, 2, tap_timeout_ms(DEADLINE));
-    sim_wait_idle(h, parent, tap_timeout_ms(DEADLINE));
-    sim_script(h, "forked and isolated", "{\"steps\":[{\"run\":\"echo forked > forked.txt\"},{\"reply\":\"f\"}]}", 1);
-    char *out = t_tool(h, parent, "background_task",
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
+    sim_script(h, "tell the plan", J("{'steps':[{'reply':'The plan is X-PLAN-7'}]}"), 1);
+    sim_session_prompt(h, f.parent, J("{'parts':[{'type':'text','text':'tell the plan'}]}"));
+    sim_wait_messages(h, f.parent, 2, tap_timeout_ms(DEADLINE));
+    sim_wait_idle(h, f.parent, tap_timeout_ms(DEADLINE));
+    sim_script(h, "forked and isolated", J("{'steps':[{'run':'echo forked > forked.txt'},{'reply':'f'}]}"), 1);
+    char *out = t_tool(h, f.parent, "background_task",
                        J("{'description':'fork','prompt':'forked and isolated','agent':'general','fork':true,"
                          "'isolation':'worktree'}"));
     is_int(t_rc, 0, "an isolated fork is launched");
@@ -442,10 +426,10 @@ static void fork_isolated(void)
     char *dir = child ? sim_session_directory(h, child) : NULL;
     is_str(dir, wt, "the child is a session in the worktree");
     char *body = child ? sim_call_body(h, "session_prompt", child, 0) : NULL;
-    like(body, "\"noReply\":true", "its first message is silent");
+    like(body, J("'noReply':true"), "its first message is silent");
     like(body, "The parent conversation so far:", "and holds the parent's history");
     like(body, "X-PLAN-7", "with the parent's answer in it");
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the fork completes");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "the fork completes");
     char *seen = child ? sim_session_model_input(h, child) : NULL;
     like(seen, "X-PLAN-7", "its model saw the parent's history");
     char *made = xasprintf("%s/forked.txt", wt);
@@ -458,8 +442,7 @@ static void fork_isolated(void)
     free(child);
     free(wt);
     free(id);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* sim_wait predicate: the store holds no row for task id (arg). */
@@ -476,23 +459,24 @@ static int row_gone(sim_host *h, void *id)
  * goes at once. */
 static void row_kept_until_released(void)
 {
+    t_fixture f;
     sim_host *h = fresh_host();
-    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_rules(h, J("{'bash':'ask'}"));
     sim_permission_auto(h, NULL, NULL);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *plain = t_launch(h, parent, "plain", "plain", "general");
-    is_int(t_wait_status(h, parent, plain, "completed", DEADLINE), 0, "a plain task completed");
-    char *out = launch_iso(h, parent, "kept row",
-                           "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate K\"]}},"
-                           "{\"reply\":\"k\"}]}",
-                           "worktree");
+    t_open_with(&f, h);
+    char *plain = t_launch(h, f.parent, "plain", "plain", "general");
+    is_int(t_wait_status(h, f.parent, plain, "completed", DEADLINE), 0, "a plain task completed");
+    char *out = t_launch_isolated(h, f.parent, "kept row",
+                                  J("{'steps':[{'ask':{'permission':'bash','patterns':['gate K']}},"
+                                    "{'reply':'k'}]}"),
+                                  "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id);
     is_int(sim_wait(h, t_question_open, NULL, tap_timeout_ms(DEADLINE)), 0, "the isolated task runs, waiting");
     is_int(wait_watched(h, wt, 1), 0, "its folder is followed");
     sim_slow(h, "directory_watch", tap_timeout_ms(3000));
-    sim_session_delete(h, parent);
+    sim_session_delete(h, f.parent);
     is_int(sim_wait(h, row_gone, plain, tap_timeout_ms(DEADLINE)), 0, "the plain task's row leaves the store");
     bool releasing = t_exists(wt);
     ok(releasing, "the isolated task's folder is still being released");
@@ -503,8 +487,7 @@ static void row_kept_until_released(void)
     free(wt);
     free(id);
     free(plain);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* The launching session deleted while ocbg was not loaded (or the host was
@@ -514,28 +497,28 @@ static void row_kept_until_released(void)
  * have; the work stays on the branch. */
 static void parent_deleted_while_down(void)
 {
-    sim_host *h = fresh_host();
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host());
     char *kept = sim_session_new(h, NULL, "kept");
-    char *out = launch_iso(h, parent, "unseen",
-                           "{\"steps\":[{\"run\":\"echo unseen > unseen.txt\"},"
-                           "{\"reply\":\"u\"}]}",
-                           "worktree");
+    char *out = t_launch_isolated(h, f.parent, "unseen",
+                                  J("{'steps':[{'run':'echo unseen > unseen.txt'},"
+                                    "{'reply':'u'}]}"),
+                                  "worktree");
     char *id = t_find_id(out, "bg_");
     free(out);
-    out = launch_iso(h, kept, "stays", "{\"steps\":[{\"reply\":\"s\"}]}", "worktree");
+    out = t_launch_isolated(h, kept, "stays", J("{'steps':[{'reply':'s'}]}"), "worktree");
     char *id2 = t_find_id(out, "bg_");
     free(out);
     char *wt = wt_of(id), *wt2 = wt_of(id2);
-    is_int(t_wait_status(h, parent, id, "completed", DEADLINE), 0, "the isolated task completed");
+    is_int(t_wait_status(h, f.parent, id, "completed", DEADLINE), 0, "the isolated task completed");
     is_int(t_wait_status(h, kept, id2, "completed", DEADLINE), 0, "and another session's");
     sim_unload_plugins(h);
     is_int(t_task_stored(db, id), 1, "ocbg stopped: the task is in the store");
-    sim_session_delete(h, parent); /* no ocbg hears it */
+    sim_session_delete(h, f.parent); /* no ocbg hears it */
     if (sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), store_opts) != 1)
         bail_out("reloading ocbg: %s", sim_load_error(h));
     /* A launch at once, its git beside the release's in the same repository. */
-    out = launch_iso(h, kept, "beside", "{\"steps\":[{\"reply\":\"b\"}]}", "worktree");
+    out = t_launch_isolated(h, kept, "beside", J("{'steps':[{'reply':'b'}]}"), "worktree");
     char *id3 = t_find_id(out, "bg_");
     ok(id3 != NULL, "an isolated launch during the release starts");
     free(out);
@@ -545,7 +528,7 @@ static void parent_deleted_while_down(void)
     char *unseen = t_sh_line(repo, "git show ocbg/%s:unseen.txt", id);
     is_str(unseen, "unseen", "its work is on its branch");
     free(unseen);
-    is_int(sim_wait(h, asked_about, parent, tap_timeout_ms(DEADLINE)), 0,
+    is_int(sim_wait(h, asked_about, f.parent, tap_timeout_ms(DEADLINE)), 0,
            "the host was asked about the launching session");
     is_int(sim_wait(h, row_gone, id, tap_timeout_ms(DEADLINE)), 0, "its row leaves the store");
     ok(t_exists(wt2), "the worktree of a session that still exists stays");
@@ -555,8 +538,7 @@ static void parent_deleted_while_down(void)
     free(id);
     free(id2);
     free(kept);
-    free(parent);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

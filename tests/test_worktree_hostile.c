@@ -1,7 +1,7 @@
 /* A task's worktree against a hostile sub-agent and an unlucky user, with
  * real git (plugin/worktree/): what a sub-agent writes in its folder (a
- * `.git` that points elsewhere, a config that runs commands, callbacks) runs
- * nothing and commits nothing outside its branch; the user's own callbacks never
+ * `.git` that points elsewhere, a config that runs commands, hooks) runs
+ * nothing and commits nothing outside its branch; the user's own hooks never
  * run; GIT_* in the environment is ignored; files git ignores are kept and
  * named, never deleted; the user's other worktrees survive; a slow git is
  * killed with its children and what it half made is undone; a missing git
@@ -51,7 +51,7 @@ static void make_in(const char *repo, const char *id, worktree_made *m)
 }
 
 /* The sub-agent points .git at a repository of its own whose config runs
- * commands (fsmonitor) and callbacks; it can do this with a file tool only. */
+ * commands (fsmonitor) and hooks; it can do this with a file tool only. */
 static void redirected_to_own_repository(void)
 {
     make_repo("r1");
@@ -110,7 +110,7 @@ static void redirected_to_main_checkout(void)
     worktree_made_free(&m);
 }
 
-/* The user's own callbacks: ocbg's commits and checkouts are bookkeeping, none
+/* The user's own hooks: ocbg's commits and checkouts are bookkeeping, none
  * runs (git's --no-verify alone skips only two of them). */
 static void users_hooks_never_run(void)
 {
@@ -133,7 +133,7 @@ static void users_hooks_never_run(void)
     free(r), free(report), free(err);
     worktree_removal_free(&rm);
     worktree_made_free(&m);
-    t_sh(top, "rm -f r3/.git/callbacks/*");
+    t_sh(top, "rm -f r3/.git/hooks/*");
 }
 
 /* GIT_DIR (and friends) in the host's environment do not redirect git. */

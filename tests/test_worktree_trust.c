@@ -4,9 +4,9 @@
  * sub-agents only write files ({"run": …} steps of printf and mkdir: what
  * OpenCode's write tool can do with bash denied).
  *   - one points its .git at a repository of its own whose config runs a
- *     command (core.fsmonitor) and a callback; another at the main checkout's
+ *     command (core.fsmonitor) and a hook; another at the main checkout's
  *     .git; one writes a file git ignores. After their reports and a
- *     background_clear: no command of theirs and none of the user's callbacks
+ *     background_clear: no command of theirs and none of the user's hooks
  *     ran, the main checkout's branch, index and files are untouched, the
  *     work is on the tasks' branches, the ignored file is kept and named in
  *     the clear's answer, and the user's own worktree whose folder is
@@ -26,19 +26,6 @@
 
 static char top[256], repo[320], data[320], evidence[320], store_opts[700];
 
-static char *launch_iso(sim_host *h, const char *parent, const char *desc, const char *script)
-{
-    char prompt[64], *args;
-    snprintf(prompt, sizeof prompt, "isolated %s", desc);
-    if (sim_script(h, prompt, script, 1) != 0)
-        bail_out("bad script %s", script);
-    args = xasprintf("{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"general\",\"isolation\":\"worktree\"}",
-                     desc, prompt);
-    char *out = t_tool(h, parent, "background_task", args);
-    free(args);
-    return out;
-}
-
 static char *completed(const char *id)
 {
     return xasprintf("[ocbg] Background task completed: %s", id);
@@ -46,8 +33,8 @@ static char *completed(const char *id)
 
 static void hostile_writers_then_clear(void)
 {
-    sim_host *h = t_host(store_opts);
-    char *parent = sim_session_new(h, NULL, "main");
+    t_fixture f;
+    sim_host *h = t_open(&f, store_opts);
     t_sh(repo, "git worktree add -q ../mine -b mine 2>/dev/null && cd ../mine && echo s > s.txt && git add s.txt && "
                "cd .. && mv mine mine.away");
     const char *hooks[] = {"post-checkout", "reference-transaction", "prepare-commit-msg", "pre-commit",
@@ -65,22 +52,22 @@ static void hostile_writers_then_clear(void)
         "w > made.txt\"},{\"reply\":\"done A\"}]}",
         top, repo, evidence, evidence);
     t_sh(top, "git -C '%s' rev-parse HEAD > head", repo);
-    char *out = launch_iso(h, parent, "redirect own", script);
+    char *out = t_launch_isolated(h, f.parent, "redirect own", script, "worktree");
     char *a = t_find_id(out, "bg_");
     free(out), free(script);
     script = xasprintf("{\"steps\":[{\"run\":\"printf 'gitdir: %s/.git\\\\n' > .git && echo sneaky > sneaky.txt && rm "
                        "shared.txt\"},{\"reply\":\"done B\"}]}",
                        repo);
-    out = launch_iso(h, parent, "redirect main", script);
+    out = t_launch_isolated(h, f.parent, "redirect main", script, "worktree");
     char *b = t_find_id(out, "bg_");
     free(out), free(script);
     char *na = completed(a), *nb = completed(b);
-    is_int(t_wait_messages_with(h, parent, na, 1, DEADLINE), 0, "the .git-redirecting task completes");
-    is_int(t_wait_messages_with(h, parent, nb, 1, DEADLINE), 0, "so does the one pointing at the main checkout");
-    char *msg = t_message_with(h, parent, na);
+    is_int(t_wait_messages_with(h, f.parent, na, 1, DEADLINE), 0, "the .git-redirecting task completes");
+    is_int(t_wait_messages_with(h, f.parent, nb, 1, DEADLINE), 0, "so does the one pointing at the main checkout");
+    char *msg = t_message_with(h, f.parent, na);
     like(msg, "Untracked:\n  .g/HEAD\n", "its report is of its own worktree, read through git's own record");
     free(msg);
-    out = t_tool(h, parent, "background_clear", "{}");
+    out = t_tool(h, f.parent, "background_clear", "{}");
     char want[900];
     snprintf(
         want, sizeof want,
@@ -107,10 +94,10 @@ static void hostile_writers_then_clear(void)
     char *mine = t_sh_line(repo, "ls .git/worktrees | tr '\\n' ' '");
     is_str(mine, "mine ", "the user's worktree with a missing folder keeps git's record");
     free(ran), free(head), free(head_after), free(status), free(shared), free(sneaky), free(secret), free(mine);
-    free(na), free(nb), free(a), free(b), free(parent);
-    t_sh(repo, "rm -f .git/callbacks/* && mv ../mine.away ../mine && git worktree remove --force ../mine && git branch -q "
+    free(na), free(nb), free(a), free(b);
+    t_sh(repo, "rm -f .git/hooks/* && mv ../mine.away ../mine && git worktree remove --force ../mine && git branch -q "
                "-D mine");
-    sim_destroy(h);
+    t_close(&f);
 }
 
 /* Two isolated tasks and a plain one; git hangs on the first one's
@@ -129,9 +116,10 @@ static void slow_git_delays_only_its_task(void)
          top, top, real);
     char *path = xstrdup(getenv("PATH")), *slow = xasprintf("%s/slowbin:%s", top, path);
     setenv("PATH", slow, 1);
-    sim_host *h = t_host(store_opts);
-    char *parent = sim_session_new(h, NULL, "main");
-    char *out = launch_iso(h, parent, "slow", "{\"steps\":[{\"run\":\"touch SLOW\"},{\"reply\":\"done slow\"}]}");
+    t_fixture f;
+    sim_host *h = t_open(&f, store_opts);
+    char *out =
+        t_launch_isolated(h, f.parent, "slow", J("{'steps':[{'run':'touch SLOW'},{'reply':'done slow'}]}"), "worktree");
     char *slow_id = t_find_id(out, "bg_");
     free(out);
     char *stuck = xasprintf("%s/stuck", top);
@@ -139,28 +127,27 @@ static void slow_git_delays_only_its_task(void)
     for (int64_t until = mono_ms() + tap_timeout_ms(DEADLINE); hung && mono_ms() < until;)
         hung = !t_exists(stuck);
     ok(!hung, "git hangs on the first task's worktree (its report)");
-    out = launch_iso(h, parent, "quick", "{\"steps\":[{\"reply\":\"done quick\"}]}");
+    out = t_launch_isolated(h, f.parent, "quick", J("{'steps':[{'reply':'done quick'}]}"), "worktree");
     char *quick_id = t_find_id(out, "bg_");
     free(out);
-    out = t_tool(h, parent, "background_task",
-                 "{\"description\":\"plain\",\"prompt\":\"plain one\",\"agent\":\"general\"}");
+    out = t_tool(h, f.parent, "background_task", J("{'description':'plain','prompt':'plain one','agent':'general'}"));
     char *plain_id = t_find_id(out, "bg_");
     free(out);
     char *nq = completed(quick_id), *np = completed(plain_id), *ns = completed(slow_id);
-    is_int(t_wait_messages_with(h, parent, nq, 1, DEADLINE), 0, "another isolated task's notification is not held");
-    is_int(t_wait_messages_with(h, parent, np, 1, DEADLINE), 0, "nor a plain task's");
-    char *n = t_message_with(h, parent, ns);
+    is_int(t_wait_messages_with(h, f.parent, nq, 1, DEADLINE), 0, "another isolated task's notification is not held");
+    is_int(t_wait_messages_with(h, f.parent, np, 1, DEADLINE), 0, "nor a plain task's");
+    char *n = t_message_with(h, f.parent, ns);
     ok(n == NULL, "while the slow one's waits for its git");
     free(n);
     t_sh(top, "touch release");
-    is_int(t_wait_messages_with(h, parent, ns, 1, DEADLINE), 0, "then it comes, once git answers");
-    n = t_message_with(h, parent, ns);
+    is_int(t_wait_messages_with(h, f.parent, ns, 1, DEADLINE), 0, "then it comes, once git answers");
+    n = t_message_with(h, f.parent, ns);
     like(n, "Untracked:\n  SLOW\n", "with its report");
     free(n);
     setenv("PATH", path, 1);
-    free(nq), free(np), free(ns), free(stuck), free(slow_id), free(quick_id), free(plain_id), free(parent);
+    free(nq), free(np), free(ns), free(stuck), free(slow_id), free(quick_id), free(plain_id);
     free(real), free(path), free(slow);
-    sim_destroy(h);
+    t_close(&f);
 }
 
 int main(void)

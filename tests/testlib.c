@@ -150,8 +150,7 @@ char *t_prompted_session(sim_host *h, const char *needle, int n)
     char *out = NULL;
     int seen = 0;
     const cJSON *c;
-    cJSON_ArrayForEach(c, calls)
-    {
+    cJSON_ArrayForEach (c, calls) {
         const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(c, "fn"));
         const char *body = cJSON_GetStringValue(cJSON_GetObjectItem(c, "body"));
         const char *ses = cJSON_GetStringValue(cJSON_GetObjectItem(c, "session"));
@@ -327,6 +326,52 @@ int t_gated_started(sim_host *h, const char *name)
     return s != NULL;
 }
 
+char *t_gated_session(sim_host *h, const char *name)
+{
+    char *s = t_prompted_session(h, J("gated %s", name), 0);
+    if (!s)
+        bail_out("task %s has no session", name);
+    return s;
+}
+
+int t_count_notifications(sim_host *h, const char *session, const char *prefix, const char *id)
+{
+    char *needle = xasprintf("%s%s", prefix, id);
+    int n = t_count_messages_with(h, session, needle);
+    free(needle);
+    return n;
+}
+
+char *t_launch_isolated(sim_host *h, const char *parent, const char *description, const char *script_json,
+                        const char *how)
+{
+    char *prompt = xasprintf("isolated %s", description);
+    if (sim_script(h, prompt, script_json, 1) != 0)
+        bail_out("bad script %s", script_json);
+    char *args = xasprintf("{\"description\":\"%s\",\"prompt\":\"%s\",\"agent\":\"general\",\"isolation\":\"%s\"}",
+                           description, prompt, how);
+    char *out = t_tool(h, parent, "background_task", args);
+    free(args);
+    free(prompt);
+    return out;
+}
+
+sim_host *t_host_checking_after(void)
+{
+    sim_host *h = t_host(NULL);
+    sim_event_faults(h, 1, 1.0, 0, 0, "message.part.updated");
+    return h;
+}
+
+char *t_repeat(const char *unit, size_t times)
+{
+    strbuf sb = {0};
+    for (size_t i = 0; i < times; i++)
+        sb_puts(&sb, unit);
+    if (!sb.buf)
+        sb_puts(&sb, "");
+    return sb_take(&sb);
+}
 
 /* The shell line fmt formatted, run in dir: "cd '<dir>' && (<line>)". */
 static char *sh_line(const char *dir, const char *fmt, va_list ap)
@@ -522,22 +567,26 @@ cJSON *t_parse(char *text)
 
 void t_open_dir(t_fixture *f, const char *plugin_dir, const char *options_json)
 {
-    memset(f, 0, sizeof *f);
-    f->h = sim_create();
-    if (!f->h)
+    sim_host *h = sim_create();
+    if (!h)
         bail_out("sim_create failed");
-    int n = sim_load_plugins(f->h, plugin_dir, options_json);
+    int n = sim_load_plugins(h, plugin_dir, options_json);
     if (n != 1)
-        bail_out("loading the plugin from %s: %d plugins loaded (%s)", plugin_dir, n, sim_load_error(f->h));
-    f->parent = sim_session_new(f->h, NULL, "main");
+        bail_out("loading the plugin from %s: %d plugins loaded (%s)", plugin_dir, n, sim_load_error(h));
+    t_open_with(f, h);
 }
 
-void t_open(t_fixture *f, const char *options_json)
+sim_host *t_open(t_fixture *f, const char *options_json)
 {
-    const char *dir = getenv("OCBG_PLUGIN_DIR");
-    if (!dir)
-        bail_out("OCBG_PLUGIN_DIR is not set (run the tests with make check)");
-    t_open_dir(f, dir, options_json);
+    return t_open_with(f, t_host(options_json));
+}
+
+sim_host *t_open_with(t_fixture *f, sim_host *h)
+{
+    memset(f, 0, sizeof *f);
+    f->h = h;
+    f->parent = sim_session_new(h, NULL, "main");
+    return h;
 }
 
 char *t_keep(t_fixture *f, char *s)
@@ -560,6 +609,11 @@ const char *t_id(t_fixture *f, const char *text, const char *prefix, const char 
     if (!id)
         bail_out("%s: no %s id in: %s", what, prefix, text ? text : "(null)");
     return t_keep(f, id);
+}
+
+const char *t_task(t_fixture *f, const char *description, const char *script_json)
+{
+    return t_keep(f, t_launch_script(f->h, f->parent, description, script_json));
 }
 
 void t_close(t_fixture *f)

@@ -20,8 +20,7 @@ char *t_tool(sim_host *h, const char *session, const char *tool, const char *arg
 
 /* Launch a background task from `session` and return its id (malloc'd);
  * bails out if the launch fails. */
-char *t_launch(sim_host *h, const char *session, const char *description, const char *prompt,
-               const char *agent);
+char *t_launch(sim_host *h, const char *session, const char *description, const char *prompt, const char *agent);
 
 /* The first "bg_xxxxxxxx" / "batch_xxxxxxxx" in a text (malloc'd, or NULL). */
 char *t_find_id(const char *text, const char *prefix);
@@ -93,7 +92,6 @@ int t_calls_started(sim_host *h, void *arg);
  * pushed by then). Returns 0 or -ETIMEDOUT. */
 int t_sync_notifications(sim_host *h, const char *session);
 
-
 /* Gated sub-agents: a gated task asks the user a question first (rules
  * {"bash":"ask"}, no automatic answer) and replies only once the test
  * answers it, so a test decides when each task ends, with no timing. */
@@ -116,6 +114,29 @@ void t_release_gated(sim_host *h, const char *name);
 
 /* Has gated task <name> been prompted (has it started)? */
 int t_gated_started(sim_host *h, const char *name);
+
+/* The session (malloc'd) of gated task <name> (prompted "gated <name>");
+ * bails out when it has not been prompted. */
+char *t_gated_session(sim_host *h, const char *name);
+
+/* How many messages of session contain prefix immediately followed by id
+ * (a notification about one task: t_count_notifications(h, s, "completed: ", id)). */
+int t_count_notifications(sim_host *h, const char *session, const char *prefix, const char *id);
+
+/* Launch from parent a task whose sub-agent (agent "general") runs
+ * script_json, prompted "isolated <description>", with isolation `how`
+ * ("worktree", "none", ...). Returns the tool's answer (malloc'd), sets t_rc;
+ * bails out when the script is refused. */
+char *t_launch_isolated(sim_host *h, const char *parent, const char *description, const char *script_json,
+                        const char *how);
+
+/* A host (ocbg with default options) on which every message.part.updated
+ * event is lost, so that a task's answer is read by the completion check
+ * after its idle rather than taken from the events. */
+sim_host *t_host_checking_after(void);
+
+/* unit written times over (malloc'd, "" for 0 times). */
+char *t_repeat(const char *unit, size_t times);
 
 /* The whole file at path (malloc'd, NUL-terminated), or NULL when it cannot
  * be read. */
@@ -190,8 +211,13 @@ typedef struct t_fixture {
 } t_fixture;
 
 /* Open f with ocbg from $OCBG_PLUGIN_DIR and options_json (NULL: defaults);
- * bails out when it cannot load. */
-void t_open(t_fixture *f, const char *options_json);
+ * bails out when it cannot load. Returns f->h. */
+sim_host *t_open(t_fixture *f, const char *options_json);
+
+/* Open f on host h, made by the test (t_gated_host, t_linked_host, a host
+ * with faults set): f owns h from now on (t_close destroys it) and makes the
+ * parent session "main". Returns h. */
+sim_host *t_open_with(t_fixture *f, sim_host *h);
 
 /* Open f with the one plugin in plugin_dir (a test plugin); bails out when
  * it does not load exactly one. */
@@ -207,6 +233,11 @@ const char *t_session(t_fixture *f, const char *title);
 /* The first "<prefix>xxxx" id in text, kept by f; bails out when there is
  * none (what names the call, for the message). */
 const char *t_id(t_fixture *f, const char *text, const char *prefix, const char *what);
+
+/* Launch from f->parent a task whose sub-agent runs script_json (as
+ * t_launch_script); returns its id, kept by f. Bails out if the launch
+ * fails. */
+const char *t_task(t_fixture *f, const char *description, const char *script_json);
 
 /* Destroy the host, free the parent and every kept string; f is zeroed. */
 void t_close(t_fixture *f);

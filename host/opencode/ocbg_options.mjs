@@ -5,6 +5,7 @@
 // in opencode.json is loaded once, without them. (A .mjs file: OpenCode scans
 // only `plugin/*.{ts,js}`, so this helper is never loaded as a plugin.)
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -45,43 +46,24 @@ function upFrom(directory, worktree) {
   return dirs;
 }
 
-// JSON with comments and trailing commas (OpenCode reads its configs so).
-// No JSONC parser is at hand in the plugin's process: drop the comments and
-// the trailing commas outside strings, then JSON.parse.
+// JSON with comments and trailing commas, read as OpenCode 1.18.33 reads its
+// config files (its ConfigParse.jsonc): jsonc-parser, trailing commas allowed,
+// any error refuses the whole text. Throws an Error naming the first error
+// and its line and column in text. jsonc-parser is the copy shipped beside
+// this file (node_modules/), required at the first call so that importing
+// this module never fails; without it, every config is unreadable (the
+// caller warns and goes on without options from config files).
+let jsonc = null;
 export function parseJsonc(text) {
-  // the index after any whitespace and comments from i
-  const skip = (i) => {
-    for (;;) {
-      while (i < text.length && /\s/.test(text[i])) i++;
-      if (text.startsWith("//", i)) {
-        const nl = text.indexOf("\n", i);
-        i = nl < 0 ? text.length : nl;
-      } else if (text.startsWith("/*", i)) {
-        const end = text.indexOf("*/", i + 2);
-        i = end < 0 ? text.length : end + 2;
-      } else {
-        return i;
-      }
-    }
-  };
-  let out = "";
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"') {
-      const start = i;
-      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === "\\") i++;
-      out += text.slice(start, i + 1);
-    } else if (c === "/" && (text[i + 1] === "/" || text[i + 1] === "*")) {
-      const next = skip(i);
-      out += " ";
-      i = next - 1;
-    } else if (c === "," && (text[skip(i + 1)] === "}" || text[skip(i + 1)] === "]")) {
-      // a trailing comma: dropped
-    } else {
-      out += c;
-    }
+  jsonc ??= createRequire(import.meta.url)("jsonc-parser");
+  const errors = [];
+  const value = jsonc.parse(text, errors, { allowTrailingComma: true });
+  if (errors.length) {
+    const { error, offset } = errors[0];
+    const lines = text.slice(0, offset).split("\n");
+    throw new Error(`${jsonc.printParseErrorCode(error)} at line ${lines.length}, column ${lines.at(-1).length + 1}`);
   }
-  return JSON.parse(out);
+  return value;
 }
 
 // The file a path-like spec names (OpenCode: file:// URLs, ./ ../ and

@@ -17,10 +17,16 @@ OC_DIR        := $(BUILD)/opencode
 OC_NPM        := $(OC_DIR)/npm
 OPENCODE_VERSION   ?= 1.18.33
 NODE_API_HEADERS_VERSION ?= 1.9.0
-# zod: the version @opencode-ai/plugin $(OPENCODE_VERSION) depends on, shipped beside ocbg.js
+# zod: the version @opencode-ai/plugin $(OPENCODE_VERSION) depends on, shipped beside ocbg.js.
+# jsonc-parser: the JSONC reader OpenCode $(OPENCODE_VERSION) reads its config files with
+# (ocbg_options.mjs reads them the same way), shipped beside ocbg.js too. Each is
+# pinned by version and by its tarball's integrity (npm's sha512), checked after the install.
 ZOD_VERSION   ?= 4.1.8
-OC_NPM_STAMP  := $(OC_NPM)/.stamp-$(OPENCODE_VERSION)-$(NODE_API_HEADERS_VERSION)
-OC_HDR_STAMP  := $(OC_NPM)/.stamp-headers-$(NODE_API_HEADERS_VERSION)-zod-$(ZOD_VERSION)
+ZOD_INTEGRITY := sha512-5R1P+WwQqmmMIEACyzSvo4JXHY5WiAFHRMg+zBZKgKS+Q1viRa0C1hmUKtHltoIFKtIdki3pRxkmpP74jnNYHQ==
+JSONC_PARSER_VERSION   ?= 3.3.1
+JSONC_PARSER_INTEGRITY := sha512-HUgH65KyejrUFPvHFPbqOY0rsFip3Bo5wb4ngvdi1EpCYWUQDC5V+Y7mZws+DLkr4M//zQJoanu1SP+87Dv1oQ==
+OC_NPM_STAMP  := $(OC_NPM)/.stamp-$(OPENCODE_VERSION)-$(NODE_API_HEADERS_VERSION)-jsonc-$(JSONC_PARSER_VERSION)
+OC_HDR_STAMP  := $(OC_NPM)/.stamp-headers-$(NODE_API_HEADERS_VERSION)-zod-$(ZOD_VERSION)-jsonc-$(JSONC_PARSER_VERSION)
 OC_BIN        := $(OC_NPM)/node_modules/opencode-linux-x64/bin/opencode
 OC_NAPI_INC   := $(OC_NPM)/node_modules/node-api-headers/include
 OC_ADDON      := $(OC_DIR)/ocbg_opencode.node
@@ -39,14 +45,20 @@ OC_TUI_SRC    := host/opencode/tui/ocbg_tui.js host/opencode/tui/panel_state.mjs
 .PHONY: opencode opencode-npm install-opencode uninstall-opencode check-opencode e2e
 
 # Pinned packages from the npm registry into the build tree: Node-API headers
-# for the addon and zod (shipped with it), and OpenCode itself (with
-# @opencode-ai/plugin) for e2e. The first two (small) are all that building
-# and installing need.
+# for the addon, zod and jsonc-parser (shipped with it), and OpenCode itself
+# (with @opencode-ai/plugin) for e2e. The first three (small) are all that
+# building and installing need.
+# oc_integrity: fails unless the installed NAME's lock entry has INTEGRITY.
+oc_integrity = $(NODE) -e 'const [n, want] = process.argv.slice(1), got = require("$(abspath $(OC_NPM))/node_modules/.package-lock.json") \
+    .packages["node_modules/" + n]?.integrity; if (got !== want) { console.error(n + ": integrity " + got + \
+    ", pinned " + want); process.exit(1); }' $(1) $(2)
+OC_SHIPPED := zod@$(ZOD_VERSION) jsonc-parser@$(JSONC_PARSER_VERSION)
 $(OC_HDR_STAMP):
 	@mkdir -p $(OC_NPM)
 	@test -f $(OC_NPM)/package.json || echo '{"private":true}' > $(OC_NPM)/package.json
 	cd $(OC_NPM) && $(NPM) install --no-audit --no-fund --loglevel=error node-api-headers@$(NODE_API_HEADERS_VERSION) \
-	    zod@$(ZOD_VERSION)
+	    $(OC_SHIPPED)
+	@$(call oc_integrity,zod,$(ZOD_INTEGRITY)) && $(call oc_integrity,jsonc-parser,$(JSONC_PARSER_INTEGRITY))
 	@touch $@
 
 $(OC_NPM_STAMP):
@@ -54,7 +66,8 @@ $(OC_NPM_STAMP):
 	@test -f $(OC_NPM)/package.json || echo '{"private":true}' > $(OC_NPM)/package.json
 	cd $(OC_NPM) && $(NPM) install --no-audit --no-fund --loglevel=error \
 	    node-api-headers@$(NODE_API_HEADERS_VERSION) opencode-ai@$(OPENCODE_VERSION) \
-	    @opencode-ai/plugin@$(OPENCODE_VERSION) zod@$(ZOD_VERSION)
+	    @opencode-ai/plugin@$(OPENCODE_VERSION) $(OC_SHIPPED)
+	@$(call oc_integrity,zod,$(ZOD_INTEGRITY)) && $(call oc_integrity,jsonc-parser,$(JSONC_PARSER_INTEGRITY))
 	@touch $@
 
 opencode-npm: $(OC_NPM_STAMP) ## the pinned OpenCode (for the e2e suites), from npm
@@ -84,11 +97,12 @@ $(OC_DIR)/ocbg_tui.js $(OC_DIR)/panel_state.mjs: $(OC_DIR)/%: host/opencode/tui/
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-# zod beside ocbg.js (its import finds node_modules/zod first).
+# zod and jsonc-parser beside ocbg.js (their imports find node_modules/ first).
 OC_ZOD := $(OC_DIR)/node_modules/zod/package.json
-$(OC_ZOD): $(OC_HDR_STAMP)
-	rm -rf $(OC_DIR)/node_modules/zod && mkdir -p $(OC_DIR)/node_modules
-	cp -a $(OC_NPM)/node_modules/zod $(OC_DIR)/node_modules/zod
+OC_JSONC := $(OC_DIR)/node_modules/jsonc-parser/package.json
+$(OC_ZOD) $(OC_JSONC): $(OC_DIR)/node_modules/%/package.json: $(OC_HDR_STAMP)
+	rm -rf $(OC_DIR)/node_modules/$* && mkdir -p $(OC_DIR)/node_modules
+	cp -a $(OC_NPM)/node_modules/$* $(OC_DIR)/node_modules/$*
 	@touch $@
 
 $(OC_DIR)/ocbg.so: $(BUILD)/ocbg.so
@@ -97,7 +111,7 @@ $(OC_DIR)/ocbg.so: $(BUILD)/ocbg.so
 
 OC_FILES := $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(OC_ADDON) $(OC_DIR)/ocbg.so
 OC_TUI_FILES := $(OC_DIR)/ocbg_tui.js $(OC_DIR)/panel_state.mjs
-opencode: $(OC_FILES) $(OC_TUI_FILES) $(OC_ZOD) ## build/opencode/: the adapter, ocbg.js, ocbg.so, the TUI panel
+opencode: $(OC_FILES) $(OC_TUI_FILES) $(OC_ZOD) $(OC_JSONC) ## build/opencode/: the adapter, ocbg.js, ocbg.so, the TUI panel
 
 # Only ocbg.js is a .js directly in the folder: OpenCode loads every
 # plugin/*.{ts,js} as a plugin (node_modules/ is not scanned).
@@ -106,8 +120,8 @@ install-opencode: opencode ## into ~/.config/opencode/plugin (PROJECT=dir: its .
 	install -m 644 $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(DESTDIR)$(OC_PLUGIN_DIR)/
 	install -m 755 $(OC_ADDON) $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node
 	install -m 755 $(OC_DIR)/ocbg.so $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
-	rm -rf $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
-	cp -R $(OC_DIR)/node_modules/zod $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
+	for m in zod jsonc-parser; do rm -rf $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/$$m && \
+	  cp -R $(OC_DIR)/node_modules/$$m $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/$$m || exit 1; done
 	install -d $(DESTDIR)$(OC_TUI_DIR)
 	install -m 644 $(OC_TUI_FILES) $(DESTDIR)$(OC_TUI_DIR)/
 	$(NODE) host/opencode/tui/tui_config.mjs $(DESTDIR)$(OC_TUI_JSON) $(OC_TUI_DIR)/ocbg_tui.js
@@ -116,7 +130,7 @@ install-opencode: opencode ## into ~/.config/opencode/plugin (PROJECT=dir: its .
 uninstall-opencode: ## remove what install-opencode put
 	rm -f $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.js $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_options.mjs \
 	    $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg_opencode.node $(DESTDIR)$(OC_PLUGIN_DIR)/ocbg.so
-	rm -rf $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod
+	rm -rf $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/zod $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules/jsonc-parser
 	-rmdir $(DESTDIR)$(OC_PLUGIN_DIR)/node_modules 2>/dev/null
 	rm -f $(DESTDIR)$(OC_TUI_DIR)/ocbg_tui.js $(DESTDIR)$(OC_TUI_DIR)/panel_state.mjs
 	-rmdir $(DESTDIR)$(OC_TUI_DIR) 2>/dev/null
@@ -137,7 +151,8 @@ $(OC_STUB_DIR)/ocbg.js $(OC_STUB_DIR)/ocbg_options.mjs: $(OC_STUB_DIR)/%: host/o
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-# node_modules: @opencode-ai/plugin (zod) as OpenCode's config dir would have it.
+# node_modules: @opencode-ai/plugin (zod) as OpenCode's config dir would have it,
+# and jsonc-parser (ocbg_options.mjs).
 $(OC_STUB_DIR)/node_modules: $(OC_NPM_STAMP)
 	@mkdir -p $(dir $@)
 	ln -sfn ../npm/node_modules $@
@@ -174,7 +189,8 @@ include host/opencode/package/package.mk
 # every line of host/opencode/test/bash_corpus.json, and refuses what a deny rule
 # makes it refuse; OpenCode's side also against tests/fixtures/bash_permissions.json.
 # E2E_ONLY=stub|ocbg (e2e.mjs only), config (e2e_config.mjs only), bashperm
-# (e2e_bash_perm.mjs only) or worktree (e2e_worktree.mjs only); E2E_CASES=name,name runs only those scenario functions of e2e.mjs.
+# (e2e_bash_perm.mjs only) or worktree (e2e_worktree.mjs only); E2E_CASES=name,name runs only those scenario
+# functions of e2e.mjs (exported by host/opencode/test/e2e/*.mjs).
 E2E_TIMEOUT ?= 480
 E2E_BASHPERM_TIMEOUT ?= 360
 BASHPERM_CORPUS  := host/opencode/test/bash_corpus.json

@@ -42,15 +42,15 @@ typedef struct rec {
     ocp_plugin table;
     const ocp_host *host;
     pthread_mutex_t mu;
-    pthread_cond_t cv;   /* CLOCK_MONOTONIC; signalled on cancel and shutdown */
+    pthread_cond_t cv; /* CLOCK_MONOTONIC; signalled on cancel and shutdown */
     char **events;
     size_t nevents, cap;
     int shutting;
-    int calls;           /* tool/command calls inside the plugin */
-    int waiting;         /* block calls waiting now */
+    int calls;   /* tool/command calls inside the plugin */
+    int waiting; /* block calls waiting now */
     pthread_t *workers;
     size_t nworkers;
-    char *marker;        /* transform marker, NULL: off */
+    char *marker; /* transform marker, NULL: off */
 } rec;
 
 typedef struct worker_arg {
@@ -132,8 +132,7 @@ static char *call_host(rec *r, const cJSON *args)
         rc = h->session_messages(u, sid, limit ? (int)cJSON_GetNumberValue(limit) : 0, &out);
     } else if (strcmp(fn, "session_prompt") == 0) {
         const cJSON *body = cJSON_GetObjectItemCaseSensitive(args, "body");
-        char *text = cJSON_IsString(body) ? dupstr(body->valuestring)
-                                          : body ? cJSON_PrintUnformatted(body) : NULL;
+        char *text = cJSON_IsString(body) ? dupstr(body->valuestring) : body ? cJSON_PrintUnformatted(body) : NULL;
         rc = h->session_prompt(u, sid, text, &out);
         free(text);
     } else if (strcmp(fn, "session_abort") == 0) {
@@ -151,12 +150,11 @@ static char *call_host(rec *r, const cJSON *args)
         const char *dir = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "directory"));
         int watch = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(args, "watch"));
         rc = OCP_HAS_FIELD(ocp_host, h, directory_watch) && h->directory_watch ? h->directory_watch(u, dir, watch)
-                                                                             : -ENOSYS;
+                                                                               : -ENOSYS;
     } else if (strcmp(fn, "log") == 0) {
         const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(args, "message"));
         const cJSON *lv = cJSON_GetObjectItemCaseSensitive(args, "level");
-        h->log(u, lv ? (enum ocp_log_level)(int)cJSON_GetNumberValue(lv) : OCP_LOG_INFO,
-               msg ? msg : "");
+        h->log(u, lv ? (enum ocp_log_level)(int)cJSON_GetNumberValue(lv) : OCP_LOG_INFO, msg ? msg : "");
         rc = 0;
     } else if (strcmp(fn, "now_ms") == 0) {
         rc = 0;
@@ -329,8 +327,7 @@ static void leave(rec *r)
     pthread_mutex_unlock(&r->mu);
 }
 
-static int rec_tool_call(void *ud, const char *tool, const char *args_json, ocp_call_ctx *ctx,
-                         char **out)
+static int rec_tool_call(void *ud, const char *tool, const char *args_json, ocp_call_ctx *ctx, char **out)
 {
     rec *r = ud;
     *out = NULL;
@@ -391,8 +388,7 @@ static void rec_tool_cancel(void *ud, ocp_call_ctx *ctx)
     pthread_mutex_unlock(&r->mu);
 }
 
-static int rec_command_call(void *ud, const char *command, const char *arguments,
-                            ocp_call_ctx *ctx, char **out)
+static int rec_command_call(void *ud, const char *command, const char *arguments, ocp_call_ctx *ctx, char **out)
 {
     rec *r = ud;
     (void)ctx;
@@ -493,8 +489,7 @@ ocp_plugin_entry(const ocp_host *host, const char *options_json, char *err, size
             return NULL;
         }
         const cJSON *it;
-        cJSON_ArrayForEach(it, o)
-        {
+        cJSON_ArrayForEach (it, o) {
             if (strcmp(it->string, "refuse") == 0 && cJSON_IsString(it)) {
                 set_err(err, err_size, it->valuestring, NULL);
                 cJSON_Delete(o);

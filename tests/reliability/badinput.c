@@ -121,8 +121,7 @@ static cJSON *base_args(const char *tool, const cJSON *props, const cJSON *requi
 {
     cJSON *args = cJSON_CreateObject();
     const cJSON *r;
-    cJSON_ArrayForEach(r, required)
-    {
+    cJSON_ArrayForEach (r, required) {
         const cJSON *prop = cJSON_GetObjectItem(props, r->valuestring);
         cJSON_AddItemToObject(args, r->valuestring, valid_value(tool, r->valuestring, prop));
     }
@@ -150,8 +149,8 @@ static void bad_value_saying(const char *tool, const char *kind, const cJSON *pr
     cJSON_Delete(args);
 }
 
-static void bad_value(const char *tool, const char *kind, const cJSON *props, const cJSON *required,
-                      const char *name, cJSON *value)
+static void bad_value(const char *tool, const char *kind, const cJSON *props, const cJSON *required, const char *name,
+                      cJSON *value)
 {
     bad_value_saying(tool, kind, props, required, name, value, name);
 }
@@ -160,8 +159,7 @@ static void bad_value(const char *tool, const char *kind, const cJSON *props, co
 static void bad_missing(const ocp_tool *t, const cJSON *props, const cJSON *required)
 {
     const cJSON *r;
-    cJSON_ArrayForEach(r, required)
-    {
+    cJSON_ArrayForEach (r, required) {
         cJSON *args = base_args(t->name, props, required);
         cJSON_DeleteItemFromObject(args, r->valuestring);
         char *json = print(args);
@@ -179,14 +177,14 @@ static void bad_missing(const ocp_tool *t, const cJSON *props, const cJSON *requ
 
 /* One property given a bad value: wrong type, empty, huge, out of range,
  * invalid UTF-8. huge is a 2 MiB string (borrowed). */
-static void bad_property(const ocp_tool *t, const cJSON *props, const cJSON *required, const cJSON *p,
-                         const char *huge)
+static void bad_property(const ocp_tool *t, const cJSON *props, const cJSON *required, const cJSON *p, const char *huge)
 {
     const cJSON *r;
     const char *name = p->string;
     const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(p, "type"));
     int is_required = 0;
-    cJSON_ArrayForEach(r, required) is_required |= strcmp(r->valuestring, name) == 0;
+    cJSON_ArrayForEach (r, required)
+        is_required |= strcmp(r->valuestring, name) == 0;
     int is_enum = cJSON_GetObjectItem(p, "enum") != NULL;
     /* Wrong type. */
     if (strcmp(type, "string") == 0 || strcmp(type, "array") == 0)
@@ -237,8 +235,7 @@ static void bad_long_ids(const ocp_tool *t, const cJSON *props, const cJSON *req
 {
     const cJSON *p;
     size_t long_n = 512 * 1024;
-    cJSON_ArrayForEach(p, props)
-    {
+    cJSON_ArrayForEach (p, props) {
         const char *name = p->string;
         char *long_id = malloc(long_n + 1);
         memset(long_id, 'q', long_n);
@@ -246,8 +243,8 @@ static void bad_long_ids(const ocp_tool *t, const cJSON *props, const cJSON *req
         long_id[long_n] = '\0';
         /* (background_list's batch filter is no error: checked in main.) */
         if (strcmp(name, "task_id") == 0 || (strcmp(name, "batch_id") == 0 && strcmp(t->name, "background_list")))
-            bad_value_saying(t->name, "unknown long id (512 KiB)", props, required, name,
-                             cJSON_CreateString(long_id), "not found: ");
+            bad_value_saying(t->name, "unknown long id (512 KiB)", props, required, name, cJSON_CreateString(long_id),
+                             "not found: ");
         if (strcmp(name, "task_ids") == 0) {
             cJSON *a = cJSON_CreateArray();
             cJSON_AddItemToArray(a, cJSON_CreateString(long_id));
@@ -290,8 +287,7 @@ static void table_for(const ocp_tool *t)
     cJSON *schema = cJSON_Parse(t->parameters_json);
     const cJSON *props = cJSON_GetObjectItem(schema, "properties");
     const cJSON *required = cJSON_GetObjectItem(schema, "required");
-    if (!ok(cJSON_IsObject(props) && cJSON_IsArray(required), "%s: a schema with properties and required",
-            t->name)) {
+    if (!ok(cJSON_IsObject(props) && cJSON_IsArray(required), "%s: a schema with properties and required", t->name)) {
         cJSON_Delete(schema);
         return;
     }
@@ -301,7 +297,8 @@ static void table_for(const ocp_tool *t)
     huge[huge_n] = '\0';
     bad_missing(t, props, required);
     const cJSON *p;
-    cJSON_ArrayForEach(p, props) bad_property(t, props, required, p, huge);
+    cJSON_ArrayForEach (p, props)
+        bad_property(t, props, required, p, huge);
     bad_long_ids(t, props, required);
     bad_extras(t, props, required);
     free(huge);
@@ -321,8 +318,8 @@ int main(void)
     done_id = t_find_id(out, "bg_");
     batch_id = t_find_id(out, "batch_");
     free(out);
-    out = rel_tool(h, parent, "background_task", "{\"description\":\"Run\",\"prompt\":\"rel-run#\",\"agent\":\"explore\"}",
-                   NULL);
+    out = rel_tool(h, parent, "background_task",
+                   "{\"description\":\"Run\",\"prompt\":\"rel-run#\",\"agent\":\"explore\"}", NULL);
     running_id = t_find_id(out, "bg_");
     free(out);
     if (!done_id || !running_id)
@@ -354,8 +351,8 @@ int main(void)
     memcpy(args, "{\"batch_id\":\"batch_", 19);
     memcpy(args + n + 28, "\"}", 3);
     out = rel_tool(h, parent, "background_list", args, NULL);
-    ok(strncmp(out, "No background tasks found (filter: batch batch_qqq", 50) == 0 &&
-           strlen(out) <= ANSWER_MAX_BYTES && strstr(out, "q…)"),
+    ok(strncmp(out, "No background tasks found (filter: batch batch_qqq", 50) == 0 && strlen(out) <= ANSWER_MAX_BYTES &&
+           strstr(out, "q…)"),
        "background_list with a 512 KiB batch filter: an empty listing echoing a prefix (%zu bytes)", strlen(out));
     free(out);
     free(args);

@@ -115,8 +115,7 @@ static void tally_add(const char *path)
 {
     cJSON *lines = crash_lines(path);
     const cJSON *l;
-    cJSON_ArrayForEach(l, lines)
-    {
+    cJSON_ArrayForEach (l, lines) {
         size_t i = 0;
         while (i < 5 && strncmp(l->valuestring, tally_names[i], strlen(tally_names[i])) != 0)
             i++;
@@ -127,8 +126,8 @@ static void tally_add(const char *path)
 
 static void remove_dir(const char *dir)
 {
-    static const char *const names[] = {"host.jsonl", "ids", "parent", "tally", "ocbg.db", "ocbg.db-wal", "ocbg.db-shm",
-                                        "ocbg.db-journal", NULL};
+    static const char *const names[] = {"host.jsonl",  "ids",         "parent",          "tally", "ocbg.db",
+                                        "ocbg.db-wal", "ocbg.db-shm", "ocbg.db-journal", NULL};
     char p[600];
     for (const char *const *n = names; *n; n++) {
         snprintf(p, sizeof p, "%s/%s", dir, *n);

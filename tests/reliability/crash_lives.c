@@ -62,8 +62,7 @@ sim_host *crash_host(const crash_run *r)
     sim_set_data_dir(h, r->dir);
     int n = rc == 0 ? sim_load_plugins(h, plugins, r->options) : -1;
     if (n != 1) {
-        fprintf(stderr, "# crash: seed %u: journal %d, ocbg not loaded: %d (%s)\n", r->seed, rc, n,
-                sim_load_error(h));
+        fprintf(stderr, "# crash: seed %u: journal %d, ocbg not loaded: %d (%s)\n", r->seed, rc, n, sim_load_error(h));
         sim_destroy(h);
         return NULL;
     }
@@ -164,8 +163,8 @@ static char *life_op(sim_host *h, const char *p, uint32_t *s, int i, const cJSON
         char *script = agent_script(s, i);
         sim_script(h, match, script, 1);
         free(script);
-        snprintf(args, sizeof args, "{\"description\":\"agent %d\",\"prompt\":\"%s: work\",\"agent\":\"general\"}",
-                 i, match);
+        snprintf(args, sizeof args, "{\"description\":\"agent %d\",\"prompt\":\"%s: work\",\"agent\":\"general\"}", i,
+                 match);
         tool = "background_task";
     }
     int rc = 0;
@@ -291,8 +290,7 @@ static int notices_for(sim_host *h, const char *p, const char *id, const char **
     if (said)
         *said = "";
     const cJSON *m;
-    cJSON_ArrayForEach(m, msgs)
-    {
+    cJSON_ArrayForEach (m, msgs) {
         const cJSON *info = cJSON_GetObjectItemCaseSensitive(m, "info");
         const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info, "role"));
         const cJSON *part = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(m, "parts"), 0);
@@ -342,8 +340,7 @@ static int all_settled(sim_host *h, void *arg)
 {
     settle_wait *w = arg;
     const cJSON *id;
-    cJSON_ArrayForEach(id, w->ids)
-    {
+    cJSON_ArrayForEach (id, w->ids) {
         char st[64];
         status_of(h, w->p, id->valuestring, st, sizeof st);
         if (strcmp(st, "lost") == 0 || strcmp(st, "cancelled") == 0)
@@ -378,8 +375,7 @@ static void sync_notifications(const crash_run *r, sim_host *h, const char *p)
 static void check_tasks(const crash_run *r, sim_host *h, const char *p, const cJSON *ids)
 {
     const cJSON *id;
-    cJSON_ArrayForEach(id, ids)
-    {
+    cJSON_ArrayForEach (id, ids) {
         char st[64];
         status_of(h, p, id->valuestring, st, sizeof st);
         const char *said;
@@ -388,8 +384,8 @@ static void check_tasks(const crash_run *r, sim_host *h, const char *p, const cJ
         snprintf(tally, sizeof tally, "%s %d", st, n);
         crash_append(r->tally, tally);
         if (strcmp(st, "lost") == 0)
-            fail(r, "(a) task %s is lost: background_output says Task not found (%d notifications)",
-                 id->valuestring, n);
+            fail(r, "(a) task %s is lost: background_output says Task not found (%d notifications)", id->valuestring,
+                 n);
         else if (!rel_status_terminal(st) && !is_error(st))
             fail(r, "(b) task %s is still '%s' after the restart (%d notifications)", id->valuestring, st, n);
         else if (strcmp(st, "cancelled") != 0 && n != 1)

@@ -13,16 +13,16 @@
 #include "simhost.h"
 
 typedef struct crash_run {
-    char dir[256];      /* the run's temp dir: the host's data_dir */
-    char journal[300];  /* the host's journal */
-    char ids[300];      /* every task id a call returned, one a line */
-    char parent[300];   /* the parent session's id */
-    char tally[300];    /* the last life: "<status> <notifications>" per task */
-    char options[512];  /* ocbg's options (store_path in dir) */
+    char dir[256];     /* the run's temp dir: the host's data_dir */
+    char journal[300]; /* the host's journal */
+    char ids[300];     /* every task id a call returned, one a line */
+    char parent[300];  /* the parent session's id */
+    char tally[300];   /* the last life: "<status> <notifications>" per task */
+    char options[512]; /* ocbg's options (store_path in dir) */
     uint32_t seed;
-    uint32_t rng;       /* the scenario's random source */
-    int nops;           /* tool calls the life makes */
-    int life;           /* 1, 2, …: which life of the host this is */
+    uint32_t rng; /* the scenario's random source */
+    int nops;     /* tool calls the life makes */
+    int life;     /* 1, 2, …: which life of the host this is */
 } crash_run;
 
 /* xorshift32 step. */

@@ -37,7 +37,7 @@ typedef struct run_arg {
     const char *fn;
     int nth, err;
     int poll_only; /* every event dropped: only the fallback poll sees tasks end */
-    int count_fd; /* baseline: where to write the per-function counts */
+    int count_fd;  /* baseline: where to write the per-function counts */
 } run_arg;
 
 static int run_one(void *p)
@@ -114,8 +114,8 @@ static int sweep(int poll_only, int err, long cap, int *tried_total)
         }
         *tried_total += fn_tried;
         failed += fn_failed;
-        ok(fn_failed == 0, "%s: %s: %ld calls, %d failure points tried: %d bad runs", mode, rel_host_fns[f],
-           counts[f], fn_tried, fn_failed);
+        ok(fn_failed == 0, "%s: %s: %ld calls, %d failure points tried: %d bad runs", mode, rel_host_fns[f], counts[f],
+           fn_tried, fn_failed);
     }
     return failed;
 }
@@ -123,7 +123,7 @@ static int sweep(int poll_only, int err, long cap, int *tried_total)
 /* ---- SQLite calls failing, the store on ---------------------------------- */
 
 typedef struct store_arg {
-    int fn;     /* SQLF_… or -1: no fault */
+    int fn; /* SQLF_… or -1: no fault */
     long nth;
     int count_fd; /* baseline: where to write the per-function counts */
 } store_arg;
@@ -163,8 +163,8 @@ static int seed_store(sim_host *h, const char *opts)
     char *ses = sim_session_new(h, NULL, "earlier");
     sim_script(h, "rel-seed#", "{\"steps\":[{\"reply\":\"seed result\"}]}", 1);
     sim_script(h, "rel-seedhang#", "{\"steps\":[{\"hang\":true}]}", 1);
-    free(rel_tool(h, ses, "background_task", "{\"description\":\"Seed\",\"prompt\":\"rel-seed# x\",\"agent\":\"explore\"}",
-                  NULL));
+    free(rel_tool(h, ses, "background_task",
+                  "{\"description\":\"Seed\",\"prompt\":\"rel-seed# x\",\"agent\":\"explore\"}", NULL));
     free(rel_tool(h, ses, "background_task",
                   "{\"description\":\"Seed hang\",\"prompt\":\"rel-seedhang# x\",\"agent\":\"general\"}", NULL));
     rel_check(sim_wait_messages(h, ses, 1, tap_timeout_ms(5000)) == 0, "the seed task's notification never came");
@@ -183,8 +183,7 @@ static int run_store(void *p)
     char dir[] = "/tmp/ocbg-sqlfault-XXXXXX", opts[512];
     if (!mkdtemp(dir))
         return 3;
-    snprintf(opts, sizeof opts, "{\"poll_interval_ms\":50,\"notify_retry_ms\":5,\"store_path\":\"%s/ocbg.db\"}",
-             dir);
+    snprintf(opts, sizeof opts, "{\"poll_interval_ms\":50,\"notify_retry_ms\":5,\"store_path\":\"%s/ocbg.db\"}", dir);
     sim_host *h = sim_create();
     int loaded = h && seed_store(h, opts);
     sqlf_arm(r->fn, r->nth);

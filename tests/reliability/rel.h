@@ -16,8 +16,7 @@
 
 /* Record a failed check: prints "# rel: file:line: message" on stderr.
  * Returns pass. Thread-safe. */
-int rel_check_at(const char *file, int line, int pass, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+int rel_check_at(const char *file, int line, int pass, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 #define rel_check(pass, ...) rel_check_at(__FILE__, __LINE__, !!(pass), __VA_ARGS__)
 int rel_failures(void);
 /* A label put in front of every failure message from now on ("" for none). */
@@ -69,9 +68,9 @@ extern const char *const rel_host_fns[];
 extern const size_t rel_host_fn_count;
 
 typedef struct rel_scenario_cfg {
-    int faulty;         /* host calls may fail: relax what must succeed */
-    int chaos;          /* events dropped/duplicated/reordered (no call faults) */
-    int settle_ms;      /* how long a task may take to settle */
+    int faulty;    /* host calls may fail: relax what must succeed */
+    int chaos;     /* events dropped/duplicated/reordered (no call faults) */
+    int settle_ms; /* how long a task may take to settle */
 } rel_scenario_cfg;
 
 /* Launch several tasks (agent, hanging, forked, shell), resume, wait, block,

@@ -10,8 +10,8 @@
 #include "tap.h"
 #include "testlib.h"
 
-const char *const rel_host_fns[] = {"session_create", "session_get", "session_messages", "session_prompt",
-                                    "session_abort", "session_status", "session_fork", "ask_permission"};
+const char *const rel_host_fns[] = {"session_create", "session_get",    "session_messages", "session_prompt",
+                                    "session_abort",  "session_status", "session_fork",     "ask_permission"};
 const size_t rel_host_fn_count = sizeof rel_host_fns / sizeof rel_host_fns[0];
 
 #define NOTIFICATION_TASK "[ocbg] Background task "
@@ -119,13 +119,12 @@ static void check_agent_end(const char *out, const char *id, const char *result,
     } else if (strcmp(st, "error") == 0) {
         rel_check(faulty, "%s %s ended in error without any fault: %s", what, id, out);
         const char *e = strstr(out, "\nError: ");
-        rel_check(e && strlen(e) > 12 && !strstr(e, "unknown error"), "%s %s: error without a reason: %s", what,
-                  id, out);
+        rel_check(e && strlen(e) > 12 && !strstr(e, "unknown error"), "%s %s: error without a reason: %s", what, id,
+                  out);
     } else {
         rel_check(0, "%s %s: unexpected end status '%s': %s", what, id, st, out);
     }
 }
-
 
 /* A second conversation: a batch cancelled as a whole, the resume= form of
  * background_task then a blocking background_resume, and a third
@@ -142,8 +141,8 @@ static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans
     sim_script(h, "rel-f3#", "{\"steps\":[{\"reply\":\"phi third\"}]}", 1);
     sim_script(h, "rel-g#", "{\"steps\":[{\"hang\":true}]}", 1);
 
-    char *out = call(h, ans, q, "background_task", "{\"description\":\"D\",\"prompt\":\"rel-d#\",\"agent\":\"general\"}",
-                     &rc, "launch D");
+    char *out = call(h, ans, q, "background_task",
+                     "{\"description\":\"D\",\"prompt\":\"rel-d#\",\"agent\":\"general\"}", &rc, "launch D");
     char *d = rc == 0 ? t_find_id(out, "bg_") : NULL;
     char *batch = rc == 0 ? t_find_id(out, "batch_") : NULL;
     free(out);
@@ -172,8 +171,8 @@ static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans
             char *o2 = rel_wait_settled(h, q, ids[i], settle);
             const char *st = o2 ? rel_status_of(o2) : "(running)";
             /* Under faults E may have ended on its own first? No: it hangs. */
-            rel_check(strcmp(st, "cancelled") == 0 || (faulty && strcmp(st, "error") == 0),
-                      "batch task %s ends %s: %s", ids[i], st, o2 ? o2 : "");
+            rel_check(strcmp(st, "cancelled") == 0 || (faulty && strcmp(st, "error") == 0), "batch task %s ends %s: %s",
+                      ids[i], st, o2 ? o2 : "");
             free(o2);
         }
     }
@@ -201,8 +200,9 @@ static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans
         of = rel_wait_settled(h, q, f, settle);
         check_agent_end(of, f, rc == 0 ? "phi second" : NULL, faulty, "task F resumed");
         if (of && strcmp(rel_status_of(of), "completed") == 0) {
-            snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"message\":\"rel-f3# block\",\"block\":true,\"timeout\":%d}",
-                     f, settle / 1000);
+            snprintf(args, sizeof args,
+                     "{\"task_id\":\"%s\",\"message\":\"rel-f3# block\",\"block\":true,\"timeout\":%d}", f,
+                     settle / 1000);
             out = call(h, ans, q, "background_resume", args, &rc, "blocking resume F");
             rel_check(faulty || (rc == 0 && strstr(out, "phi third")), "blocking resume: rc %d %s", rc, out);
             free(out);
@@ -220,8 +220,7 @@ static void scenario_more(sim_host *h, const rel_scenario_cfg *cfg, answers *ans
         got += rel_count_messages_with(h, q, needle) + count_in(ans->buf, needle);
         /* The blocking resume returns before its completion could be pushed:
          * waiting for f_notices is enough as the earlier ones precede it. */
-        rel_check(got <= f_notices + (faulty ? 1 : 0), "task F: %d notifications, at most %d expected", got,
-                  f_notices);
+        rel_check(got <= f_notices + (faulty ? 1 : 0), "task F: %d notifications, at most %d expected", got, f_notices);
     }
 
     /* A conversation deleted while its task runs: the task is dropped and
@@ -276,8 +275,8 @@ static void scene_launch(scene *sc)
     rel_check(faulty || rc == 0, "launch B failed without a fault: %s", out);
     free(out);
     out = call(h, ans, parent, "background_task",
-               "{\"description\":\"Gamma\",\"prompt\":\"rel-gamma# forked\",\"agent\":\"explore\",\"fork\":true}",
-               &rc, "launch C (fork)");
+               "{\"description\":\"Gamma\",\"prompt\":\"rel-gamma# forked\",\"agent\":\"explore\",\"fork\":true}", &rc,
+               "launch C (fork)");
     sc->c = t_find_id(out, "bg_");
     rel_check(faulty || rc == 0, "launch C failed without a fault: %s", out);
     free(out);
@@ -292,8 +291,7 @@ static void scene_launch(scene *sc)
 
     /* Foregrounds: a shell command and a sub-agent. */
     out = call(h, ans, parent, "Bash", "{\"command\":\"echo fg-shell\"}", &rc, "Bash foreground");
-    rel_check((rc == 0 && strstr(out, "fg-shell")) || (faulty && not_run(out)), "foreground Bash: rc %d %s", rc,
-              out);
+    rel_check((rc == 0 && strstr(out, "fg-shell")) || (faulty && not_run(out)), "foreground Bash: rc %d %s", rc, out);
     free(out);
     out = call(h, ans, parent, "Task",
                "{\"description\":\"Fg\",\"prompt\":\"rel-fg# now\",\"subagent_type\":\"explore\"}", &rc,
@@ -301,7 +299,6 @@ static void scene_launch(scene *sc)
     rel_check(faulty || (rc == 0 && strstr(out, "foreground result")), "foreground Task: rc %d %s", rc, out);
     sc->fg = t_find_id(out, "bg_");
     free(out);
-
 }
 
 static void scene_settle(scene *sc)
@@ -362,8 +359,8 @@ static void scene_settle(scene *sc)
                 free(out);
                 break;
             }
-            rel_check(faulty && attempt == 0 && strstr(out, "still running"), "cancel B attempt %d: rc %d %s",
-                      attempt, rc, out);
+            rel_check(faulty && attempt == 0 && strstr(out, "still running"), "cancel B attempt %d: rc %d %s", attempt,
+                      rc, out);
             free(out);
         }
         char *outb = rel_wait_settled(h, parent, b, settle);
@@ -372,7 +369,6 @@ static void scene_settle(scene *sc)
                   b_started ? "cancelled" : "error", outb ? outb : "");
         free(outb);
     }
-
 }
 
 static void scene_notices(scene *sc)
@@ -426,7 +422,8 @@ static void scene_notices(scene *sc)
         if (faulty && e.id[i] == a && sc->resume_tried)
             rel_check(got >= 1 && got <= 2, "task %s %s: %d notifications (wanted 1 or 2)", e.label[i], e.id[i], got);
         else
-            rel_check(got == e.want[i], "task %s %s: %d notifications, wanted exactly %d", e.label[i], e.id[i], got, e.want[i]);
+            rel_check(got == e.want[i], "task %s %s: %d notifications, wanted exactly %d", e.label[i], e.id[i], got,
+                      e.want[i]);
     }
     if (b && b_started)
         rel_check(notices(h, parent, ans, NOTIFICATION_TASK, b) == 0, "the cancelled task B was notified");
@@ -440,7 +437,6 @@ static void scene_notices(scene *sc)
         fprintf(stderr, "# parent messages: %s\n", msgs);
         free(msgs);
     }
-
 }
 
 static void scene_retrieve(scene *sc)
@@ -463,8 +459,8 @@ static void scene_retrieve(scene *sc)
     }
 
     /* Block on the fork and the shell command. */
-    snprintf(args, sizeof args, "{\"task_ids\":[\"%s\"%s%s%s],\"timeout\":%d}", s ? s : "bg_00000000",
-             c ? ",\"" : "", c ? c : "", c ? "\"" : "", settle / 1000);
+    snprintf(args, sizeof args, "{\"task_ids\":[\"%s\"%s%s%s],\"timeout\":%d}", s ? s : "bg_00000000", c ? ",\"" : "",
+             c ? c : "", c ? "\"" : "", settle / 1000);
     out = call(h, ans, parent, "background_block", args, &rc, "block C+S");
     rel_check(faulty || (rc == 0 && strstr(out, "finished")), "background_block: rc %d %s", rc, out);
     free(out);
@@ -478,7 +474,6 @@ static void scene_retrieve(scene *sc)
         rel_check(strstr(out, "already finished") != NULL, "TaskStop of a finished command: rc %d %s", rc, out);
         free(out);
     }
-
 }
 
 static void scene_list_clear(scene *sc)
@@ -500,8 +495,7 @@ static void scene_list_clear(scene *sc)
         lines++;
         const char *eol = strchr(p + 1, '\n');
         int valid = 0;
-        const char *st[] = {"| running |", "| completed |", "| error |", "| cancelled |", "| resumed |",
-                            "| pending |"};
+        const char *st[] = {"| running |", "| completed |", "| error |", "| cancelled |", "| resumed |", "| pending |"};
         for (size_t k = 0; k < 6; k++) {
             const char *q = strstr(p, st[k]);
             valid |= q && (!eol || q < eol);
@@ -527,7 +521,6 @@ static void scene_list_clear(scene *sc)
     out = call(h, ans, parent, "background_list", "{}", &rc, "list after clear");
     rel_check(strncmp(out, "No background tasks found", 25) == 0, "list after clear: %s", out);
     free(out);
-
 }
 
 int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
@@ -536,8 +529,8 @@ int rel_scenario(sim_host *h, const rel_scenario_cfg *cfg)
     scene sc = {.h = h, .faulty = cfg->faulty, .settle = cfg->settle_ms > 0 ? cfg->settle_ms : 10000};
     keep(&sc.ans, "");
     sc.parent = sim_session_new(h, NULL, "main");
-    sim_script(h, "rel-alpha#", "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\",\"ms\":2},{\"reply\":\"alpha result\"}]}",
-               1);
+    sim_script(h, "rel-alpha#",
+               "{\"steps\":[{\"tool\":\"read\",\"output\":\"x\",\"ms\":2},{\"reply\":\"alpha result\"}]}", 1);
     sim_script(h, "rel-hang#", "{\"steps\":[{\"hang\":true}]}", 1);
     sim_script(h, "rel-gamma#", "{\"steps\":[{\"reply\":\"gamma result\"}]}", 1);
     sim_script(h, "rel-followup#", "{\"steps\":[{\"reply\":\"alpha again\"}]}", 1);

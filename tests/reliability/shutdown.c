@@ -103,9 +103,9 @@ static void launch_load(load *l)
 
     for (int i = 0; i < NSHELL; i++) {
         int rc;
-        out = rel_tool(h, l->parent, "Bash",
-                       "{\"command\":\"sleep 300 & echo GRANDCHILD=$!; echo SHELL=$$; wait\",\"run_in_background\":true}",
-                       &rc);
+        out = rel_tool(
+            h, l->parent, "Bash",
+            "{\"command\":\"sleep 300 & echo GRANDCHILD=$!; echo SHELL=$$; wait\",\"run_in_background\":true}", &rc);
         l->shells[i] = (pids_arg){l->parent, t_find_id(out, "bg_"), 0, 0};
         free(out);
         int up = rc == 0 && l->shells[i].id && sim_wait(h, has_pids, &l->shells[i], tap_timeout_ms(5000)) == 0;
@@ -129,10 +129,11 @@ static void start_waiters(load *l)
     l->what[nw] = "TaskOutput (agent)", l->waiters[nw++] = sim_tool_start(h, parent, "TaskOutput", args);
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"timeout\":600000}", l->shells[0].id);
     l->what[nw] = "TaskOutput (shell)", l->waiters[nw++] = sim_tool_start(h, parent, "TaskOutput", args);
-    l->what[nw] = "Task foreground", l->waiters[nw++] = sim_tool_start(
+    l->what[nw] = "Task foreground",
+    l->waiters[nw++] = sim_tool_start(
         h, parent, "Task", "{\"description\":\"Fg\",\"prompt\":\"rel-load# fg\",\"subagent_type\":\"general\"}");
-    l->what[nw] = "Bash foreground", l->waiters[nw++] =
-        sim_tool_start(h, parent, "Bash", "{\"command\":\"sleep 300\",\"timeout\":600000}");
+    l->what[nw] = "Bash foreground",
+    l->waiters[nw++] = sim_tool_start(h, parent, "Bash", "{\"command\":\"sleep 300\",\"timeout\":600000}");
     snprintf(args, sizeof args, "{\"task_id\":\"%s\",\"block\":true,\"timeout\":600}", ids[0]);
     l->what[nw] = "background_output block (other)",
     l->waiters[nw++] = sim_tool_start(h, l->other, "background_output", args);
@@ -182,7 +183,8 @@ int main(void)
     sim_host *h = l.h;
     int threads_before = threads_now();
     /* 100 tasks all running at shutdown: the cap raised (the scheduler has its own tests) */
-    if (sim_load_plugins(h, dir, "{\"poll_interval_ms\":50,\"shell_kill_grace_ms\":200,\"max_running_agents\":1000}") != 1)
+    if (sim_load_plugins(h, dir, "{\"poll_interval_ms\":50,\"shell_kill_grace_ms\":200,\"max_running_agents\":1000}") !=
+        1)
         bail_out("cannot load ocbg: %s", sim_load_error(h));
     l.parent = sim_session_new(h, NULL, "main");
     l.other = sim_session_new(h, NULL, "other");

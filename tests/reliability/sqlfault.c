@@ -117,8 +117,7 @@ int __wrap_sqlite3_prepare_v2(sqlite3 *db, const char *sql, int n, sqlite3_stmt 
     return __real_sqlite3_prepare_v2(db, sql, n, st, tail);
 }
 
-int __wrap_sqlite3_prepare_v3(sqlite3 *db, const char *sql, int n, unsigned flags, sqlite3_stmt **st,
-                              const char **tail)
+int __wrap_sqlite3_prepare_v3(sqlite3 *db, const char *sql, int n, unsigned flags, sqlite3_stmt **st, const char **tail)
 {
     if (failing(SQLF_PREPARE_V3, sql)) {
         *st = NULL;
@@ -170,10 +169,8 @@ int __wrap_sqlite3_bind_null(sqlite3_stmt *st, int i)
 
 int __real_store_open(const char *path, store **out, char **err);
 int __wrap_store_open(const char *path, store **out, char **err);
-int __real_store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg, unsigned *skipped,
-                      char **err);
-int __wrap_store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg, unsigned *skipped,
-                      char **err);
+int __real_store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg, unsigned *skipped, char **err);
+int __wrap_store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg, unsigned *skipped, char **err);
 int __real_store_write(store *s, const store_row *rows, size_t nrows, char *const *removed, size_t nremoved,
                        char **err);
 int __wrap_store_write(store *s, const store_row *rows, size_t nrows, char *const *removed, size_t nremoved,
@@ -189,8 +186,7 @@ int __wrap_store_open(const char *path, store **out, char **err)
     return rc;
 }
 
-int __wrap_store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg, unsigned *skipped,
-                      char **err)
+int __wrap_store_load(store *s, void (*fn)(void *arg, const store_row *row), void *arg, unsigned *skipped, char **err)
 {
     phase = SQLF_IN_LOAD;
     int rc = __real_store_load(s, fn, arg, skipped, err);
@@ -198,8 +194,7 @@ int __wrap_store_load(store *s, void (*fn)(void *arg, const store_row *row), voi
     return rc;
 }
 
-int __wrap_store_write(store *s, const store_row *rows, size_t nrows, char *const *removed, size_t nremoved,
-                       char **err)
+int __wrap_store_write(store *s, const store_row *rows, size_t nrows, char *const *removed, size_t nremoved, char **err)
 {
     phase = SQLF_IN_WRITE;
     int rc = __real_store_write(s, rows, nrows, removed, nremoved, err);

@@ -29,7 +29,13 @@ extern const char *const sqlf_fns[SQLF_COUNT];
 
 /* The store's operation a call was made in (the store_* function on the
  * calling thread's stack). */
-typedef enum sqlf_phase { SQLF_NONE, SQLF_IN_OPEN, SQLF_IN_LOAD, SQLF_IN_WRITE, SQLF_IN_CLOSE } sqlf_phase;
+typedef enum sqlf_phase {
+    SQLF_NONE,
+    SQLF_IN_OPEN,
+    SQLF_IN_LOAD,
+    SQLF_IN_WRITE,
+    SQLF_IN_CLOSE
+} sqlf_phase;
 
 /* Make the nth call (1-based) of function fn fail, once; fn < 0 disarms.
  * Resets the counts. */

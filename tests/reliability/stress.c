@@ -75,8 +75,8 @@ static void some_id(uint64_t *rs, char *buf, size_t n)
     pthread_mutex_unlock(&mu);
 }
 
-static const char *const scripts[] = {"rel-s-quick#", "rel-s-quick#", "rel-s-tool#", "rel-s-err#", "rel-s-hang#",
-                                      "rel-s-slow#"};
+static const char *const scripts[] = {"rel-s-quick#", "rel-s-quick#", "rel-s-tool#",
+                                      "rel-s-err#",   "rel-s-hang#",  "rel-s-slow#"};
 
 static void *worker(void *arg)
 {
@@ -94,8 +94,8 @@ static void *worker(void *arg)
         }
         if (r < 380) {
             tool = "background_task";
-            snprintf(args, sizeof args, "{\"description\":\"S%ld\",\"prompt\":\"%s %ld\",\"agent\":\"explore\"%s}",
-                     op, scripts[next_rand(&rs) % 6], op, next_rand(&rs) % 10 == 0 ? ",\"fork\":true" : "");
+            snprintf(args, sizeof args, "{\"description\":\"S%ld\",\"prompt\":\"%s %ld\",\"agent\":\"explore\"%s}", op,
+                     scripts[next_rand(&rs) % 6], op, next_rand(&rs) % 10 == 0 ? ",\"fork\":true" : "");
         } else if (r < 430) {
             tool = "Task";
             snprintf(args, sizeof args,
@@ -164,8 +164,8 @@ static void *worker(void *arg)
             pthread_mutex_lock(&mu);
             epochs[p]++;
             pthread_mutex_unlock(&mu);
-        } else if ((strcmp(tool, "background_task") == 0 && !strstr(args, "\"resume\"")) ||
-                   strcmp(tool, "Bash") == 0 || strcmp(tool, "Task") == 0) {
+        } else if ((strcmp(tool, "background_task") == 0 && !strstr(args, "\"resume\"")) || strcmp(tool, "Bash") == 0 ||
+                   strcmp(tool, "Task") == 0) {
             /* A new task (also one whose start failed: it exists, in error). */
             if (strstr(out, "bg_") && (rc == 0 || strstr(out, "could not start")))
                 record(out, p);

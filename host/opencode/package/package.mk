@@ -7,7 +7,8 @@
 #                          by build-aux/check-binary (C library only, no symbol
 #                          newer than GLIBC_2.31, only the entry points exported)
 #   make package           $(BUILD)/ocbg-$(VERSION).tgz: both architectures in one
-#                          tarball (ocbg.js loads <platform>-<arch>/), zod bundled,
+#                          tarball (ocbg.js loads <platform>-<arch>/), zod and
+#                          jsonc-parser bundled,
 #                          LICENSE and THIRD_PARTY_LICENSES; prints its size
 #   make package-publish-check   npm publish --dry-run on it
 #
@@ -73,8 +74,8 @@ $(PKG_BIN)/linux-%/.built: pkg-force $$(SYSROOT_$$*_STAMP) $(LIBS_STAMP) $(TS_ST
 package-binaries: $(PKG_ARCHES:%=$(PKG_BIN)/linux-%/.built) ## both architectures' binaries, checked (glibc 2.31, C library only)
 
 # The licences: ocbg's (LICENSE) and, in one file, those of what the binaries
-# and the package carry (tree-sitter, tree-sitter-bash, cJSON, SQLite; zod
-# keeps its own in node_modules/zod).
+# and the package carry (tree-sitter, tree-sitter-bash, cJSON, SQLite; zod and
+# jsonc-parser keep their own in node_modules/).
 OC_PKG_DIR := $(OC_DIR)/package
 OC_PKG     := $(BUILD)/ocbg-$(VERSION).tgz
 PKG_BINS   := $(foreach a,$(PKG_ARCHES),$(PKG_BIN)/linux-$(a)/ocbg.so $(PKG_BIN)/linux-$(a)/ocbg_opencode.node)
@@ -82,10 +83,10 @@ $(PKG_BINS): $(PKG_ARCHES:%=$(PKG_BIN)/linux-%/.built) ;
 
 package: $(OC_PKG) ## build/ocbg-VERSION.tgz: the npm package (x64 and arm64), OpenCode installs it by name
 $(OC_PKG): host/opencode/package/package.json host/opencode/package/package.mk LICENSE $(PKG_BINS) \
-           $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(OC_TUI_FILES) $(OC_ZOD)
+           $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(OC_TUI_FILES) $(OC_ZOD) $(OC_JSONC)
 	rm -rf $(OC_PKG_DIR) && mkdir -p $(OC_PKG_DIR)/node_modules
 	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@OPENCODE_VERSION@/$(OPENCODE_VERSION)/' \
-	    -e 's/@ZOD_VERSION@/$(ZOD_VERSION)/' -e 's|@REPOSITORY@|$(PKG_REPOSITORY)|' $< > $(OC_PKG_DIR)/package.json
+	    -e 's/@ZOD_VERSION@/$(ZOD_VERSION)/' -e 's/@JSONC_PARSER_VERSION@/$(JSONC_PARSER_VERSION)/' -e 's|@REPOSITORY@|$(PKG_REPOSITORY)|' $< > $(OC_PKG_DIR)/package.json
 	cp $(OC_DIR)/ocbg.js $(OC_DIR)/ocbg_options.mjs $(OC_TUI_FILES) LICENSE $(OC_PKG_DIR)/
 	for a in $(PKG_ARCHES); do mkdir -p $(OC_PKG_DIR)/linux-$$a && \
 	  cp $(PKG_BIN)/linux-$$a/ocbg.so $(PKG_BIN)/linux-$$a/ocbg_opencode.node $(OC_PKG_DIR)/linux-$$a/; done
@@ -95,9 +96,9 @@ $(OC_PKG): host/opencode/package/package.json host/opencode/package/package.mk L
 	    printf '%s\ncompiled into linux-*/ocbg.so%s\n\n' "$${l%%:*}" \
 	      "$$(case $$l in cJSON*) echo ' and linux-*/ocbg_opencode.node';; esac)"; cat "$${l#*:}"; printf '\n\n'; \
 	  done; } > $(OC_PKG_DIR)/THIRD_PARTY_LICENSES
-	cp -R $(OC_DIR)/node_modules/zod $(OC_PKG_DIR)/node_modules/zod
+	cp -R $(OC_DIR)/node_modules/zod $(OC_DIR)/node_modules/jsonc-parser $(OC_PKG_DIR)/node_modules/
 	cd $(OC_PKG_DIR) && $(NPM) pack --silent --pack-destination $(abspath $(BUILD)) >/dev/null
-	@echo "ocbg: $@: $$(du -k $@ | cut -f1) KiB packed, $$(du -sk --exclude=node_modules $(OC_PKG_DIR) | cut -f1) KiB unpacked without zod"
+	@echo "ocbg: $@: $$(du -k $@ | cut -f1) KiB packed, $$(du -sk --exclude=node_modules $(OC_PKG_DIR) | cut -f1) KiB unpacked without node_modules"
 
 # What npm would publish, and its complaints (none expected): a dry run. Not
 # being logged in to npmjs.org is npm's only warning here, and not the package's.

@@ -23,8 +23,8 @@ import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
-  api, callTool, diag, events, fakeModelConfig, followEvents, freePort, idle, isolatedEnv, messages,
-  newSession, ok, sayTool, secs, setBase, stopEvents, stopGroup, tap, taskIds, textOf, toolEnded, waitFor
+  callTool, diag, events, fakeModelConfig, followEvents, idle, isolatedEnv, messages, newSession, ok, runSuite,
+  sayTool, setBase, startServe, stopEvents, stopGroup, taskIds, textOf, toolEnded, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -70,8 +70,6 @@ async function stopAll() {
   if (fake) { await fake.close(); fake = null; }
   if (registry) { await registry.close(); registry = null; }
 }
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, async () => { await stopAll(); process.exit(1); });
-process.on("exit", () => { if (server) try { process.kill(-server.pid, "SIGKILL"); } catch {} });
 
 // argv run inside the root, with env (an object) as its whole environment and
 // cwd (in the root) as its directory; /proc mounted in a mount namespace of
@@ -118,20 +116,16 @@ function installOpencode() {
 }
 
 async function startServer() {
-  const port = await freePort();
-  setBase(`http://127.0.0.1:${port}`);
-  const fd = fs.openSync(LOG, "w");
   const env = isolatedEnv(IN_ROOT.home, `${IN_ROOT.home}/.config`, fakeModelConfig(fake.port),
     { PATH: PATH_IN_ROOT, TMPDIR: "/tmp" });
-  server = inRoot([IN_ROOT.bin, "serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs",
-    "--log-level", "DEBUG"], env, IN_ROOT.project, { detached: true, stdio: ["ignore", fd, fd] });
-  fs.closeSync(fd);
-  const t0 = Date.now();
-  const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy,
-    90000 * SLOW, 250);
-  if (healthy) followEvents();
-  diag(`opencode serve pid ${server.pid} in ${ROOT}: healthy after ${Date.now() - t0} ms (log: ${LOG})`);
-  return !!healthy;
+  const s = await startServe({ cwd: IN_ROOT.project, env, logPath: LOG, logLevel: "DEBUG", healthMs: 90000 * SLOW,
+    // cwd and env apply inside the root, not to unshare
+    launch: (args, { detached, stdio }) => inRoot([IN_ROOT.bin, ...args], env, IN_ROOT.project, { detached, stdio }) });
+  server = s.proc;
+  setBase(s.base);
+  if (s.healthy) followEvents();
+  diag(`opencode serve pid ${server.pid} in ${ROOT}: healthy after ${s.ms} ms (log: ${LOG})`);
+  return s.healthy;
 }
 const logText = () => { try { return fs.readFileSync(LOG, "utf8"); } catch { return ""; } };
 const ocbgErrors = () => events.filter((e) => e.type === "tui.toast.show" && /^ocbg: /.test(e.properties?.message || "") &&
@@ -202,20 +196,13 @@ async function run() {
   await idle(s, 60000 * SLOW);
 }
 
-let exitCode = 1;
-try {
+async function main() {
   fs.mkdirSync(host("/e2e"), { recursive: true });
   registry = await startFakeRegistry([TGZ]);
   fake = await startFakeModel();
   if (ENGINES) diag(`the package repacked with engines.opencode "${ENGINES}"`);
   diag(`${ARCH} root ${ROOT}; fake registry ${registry.url}, fake model on 127.0.0.1:${fake.port}`);
   await run();
-  exitCode = tap.failed ? 1 : 0;
-} catch (e) {
-  ok(false, `unexpected: ${e.stack || e}`);
-} finally {
-  await stopAll();
-  console.log(`1..${tap.n}`);
-  console.log(`# e2e_bare (${ARCH}): ${tap.n - tap.failed} passed, ${tap.failed} failed in ${secs()} s`);
-  process.exitCode = tap.failed ? 1 : exitCode;
 }
+
+await runSuite(`e2e_bare (${ARCH})`, main, { stop: stopAll });

@@ -20,13 +20,13 @@
 //
 // node e2e_bash_perm.mjs --opencode BIN --npm-dir DIR --ocbg-dir DIR --work DIR --corpus FILE
 //                        (--fixture FILE | --record FILE) [--jobs N] [--pass A|B]
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  diag, fakeModelConfig, freePort, isolatedEnv, ok, provideConfigDeps, readEvents, secs, stopGroup, tap,
+  apiAt, diag, fakeModelConfig, isolatedEnv, ok, provideConfigDeps, readEvents, runSuite, startServe, stopGroup,
   waitFor
 } from "./e2e_lib.mjs";
 
@@ -61,11 +61,7 @@ async function stopAll() {
   for (const srv of servers.splice(0)) await stopServer(srv);
   if (fake) { await fake.close(); fake = null; }
 }
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, async () => { await stopAll(); process.exit(1); });
-process.on("exit", () => {
-  for (const srv of servers) try { process.kill(-srv.proc.pid, "SIGKILL"); } catch {}
-  try { fs.rmSync(ROOT, { recursive: true, force: true }); } catch {}
-});
+process.on("exit", () => { try { fs.rmSync(ROOT, { recursive: true, force: true }); } catch {} });
 
 function makeWorld() {
   // inside another repository OpenCode's worktree would be that one (a wider "inside" than ocbg's)
@@ -87,13 +83,7 @@ function makeWorld() {
 }
 
 // The HTTP API of one server (e2e_lib's api() serves one server at a time).
-async function http(srv, method, p, body, timeoutMs = 15000) {
-  const r = await fetch(srv.base + p, { method, signal: AbortSignal.timeout(timeoutMs),
-    headers: body !== undefined ? { "content-type": "application/json" } : {},
-    body: body !== undefined ? JSON.stringify(body) : undefined });
-  const text = await r.text();
-  try { return { status: r.status, json: text ? JSON.parse(text) : null }; } catch { return { status: r.status, json: null }; }
-}
+const http = (srv, ...args) => apiAt(srv.base, ...args);
 // Its event stream, each event to onEvent, until srv.events.abort().
 async function follow(srv, onEvent) {
   await readEvents(srv.base, srv.events.signal, (ev) => onEvent(srv, ev));
@@ -107,18 +97,13 @@ async function startServer(pass, home, permission, ocbgJs) {
   const cfg = { ...fakeModelConfig(fake.port), snapshot: false, plugin: [[ocbgJs, { face_claude: true }]],
     permission: { edit: "allow", webfetch: "allow", task: "allow", ...permission } };
   const env = isolatedEnv(home, config, cfg);
-  const port = await freePort();
   const logPath = path.join(WORK, `opencode-${pass}.log`);
-  const log = fs.openSync(logPath, "w");
-  const proc = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "INFO"],
-    { cwd: PROJECT, env, detached: true, stdio: ["ignore", log, log] });
-  fs.closeSync(log);
-  const srv = { pass, proc, base: `http://127.0.0.1:${port}`, events: new AbortController() };
+  const started = await startServe({ bin: BIN, cwd: PROJECT, env, logPath });
+  const srv = { pass, proc: started.proc, base: started.base, events: new AbortController() };
   servers.push(srv);
-  const healthy = await waitFor("health", async () => (await http(srv, "GET", "/global/health", undefined, 2000)).json?.healthy,
-    60000, 250);
+  const healthy = started.healthy;
   if (healthy) follow(srv, onEvent);
-  diag(`pass ${pass}: opencode serve pid ${proc.pid} ${healthy ? "healthy" : "NOT healthy"} (log: ${logPath})`);
+  diag(`pass ${pass}: opencode serve pid ${srv.proc.pid} ${healthy ? "healthy" : "NOT healthy"} (log: ${logPath})`);
   return healthy ? srv : null;
 }
 
@@ -297,19 +282,13 @@ async function runB(ocbgJs) {
   diag(`pass B: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
-let exitCode = 1;
-try {
+async function main() {
   fs.mkdirSync(WORK, { recursive: true });
   const ocbgJs = makeWorld();
   fake = await startFakeModel();
   diag(`project ${PROJECT}, ${corpus.length} corpus lines, ${JOBS} sessions at once per pass`);
   await Promise.all([PASSES.includes("A") && runA(ocbgJs), PASSES.includes("B") && runB(ocbgJs)]);
-  exitCode = tap.failed ? 1 : 0;
-} catch (e) {
-  ok(false, `unexpected: ${e.stack || e}`);
-} finally {
-  await stopAll();
-  console.log(`1..${tap.n}`);
-  console.log(`# e2e_bash_perm: ${tap.n - tap.failed} passed, ${tap.failed} failed in ${secs()} s`);
-  process.exitCode = RECORD ? (recordedAll ? 0 : 1) : tap.failed ? 1 : exitCode;
 }
+
+// --record: the status says whether the fixture was written.
+await runSuite("e2e_bash_perm", main, { stop: stopAll, status: (failed) => (RECORD ? (recordedAll ? 0 : 1) : failed) });

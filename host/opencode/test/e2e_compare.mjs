@@ -63,8 +63,8 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, eventWatchers, fakeModelConfig, followEvents, freePort, isIdle, isolatedEnv, newSession,
-  provideConfigDeps, say, setBase, sleep, stopEvents, stopGroup, waitFor
+  diag, eventWatchers, fakeModelConfig, followEvents, isIdle, isolatedEnv, newSession, provideConfigDeps,
+  runSuite, say, setBase, startServe, stopEvents, stopGroup, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -100,10 +100,6 @@ async function stopAll() {
   for (const key of Object.keys(servers)) await stopServer(key);
   if (fake) { await fake.close(); fake = null; }
 }
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, async () => { await stopAll(); process.exit(1); });
-process.on("exit", () => {
-  for (const { proc } of Object.values(servers)) try { process.kill(-proc.pid, "SIGKILL"); } catch {}
-});
 
 function git(args, cwd, input) {
   const r = spawnSync("git", args, { cwd, input, encoding: "utf8", maxBuffer: 1 << 30 });
@@ -150,19 +146,14 @@ async function startServer(size, mode, project) {
   const cfg = { ...fakeModelConfig(fake.port), plugin };
   const env = isolatedEnv(home, config, cfg,
     mode === "native" ? { OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS: "true" } : {});
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  setBase(base);
   const logPath = path.join(WORK, `opencode-${size}-${mode}.log`);
-  const log = fs.openSync(logPath, "w");
-  const server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "INFO"],
-    { cwd: project, env, detached: true, stdio: ["ignore", log, log] });
+  const started = await startServe({ bin: BIN, cwd: project, env, logPath });
+  const { proc: server, base, healthy } = started;
   servers[key] = { proc: server, base };
-  fs.closeSync(log);
-  const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
+  setBase(base);
   if (healthy) followEvents(); // each server's stream feeds the same list (told apart by session ids)
   diag(`${key}: opencode serve pid ${server.pid} (log: ${logPath}) ${healthy ? "healthy" : "NOT healthy"}`);
-  return !!healthy;
+  return healthy;
 }
 
 // Events with the time this process received them.
@@ -404,11 +395,11 @@ async function main() {
   }
 }
 
+// Figures, not TAP: an incomplete batch or an exception fails the run.
 const t0 = Date.now();
-main()
-  .catch((e) => { failed++; console.log(`# error: ${e?.stack || e}`); })
-  .finally(async () => {
-    await stopAll();
-    diag(`e2e-compare: ${((Date.now() - t0) / 1000).toFixed(0)} s${failed ? `, ${failed} incomplete` : ""}`);
-    process.exit(failed ? 1 : 0);
-  });
+await runSuite("e2e-compare", main, {
+  stop: stopAll, tapSummary: false,
+  onError: (e) => { failed++; console.log(`# error: ${e?.stack || e}`); },
+  after: () => diag(`e2e-compare: ${((Date.now() - t0) / 1000).toFixed(0)} s${failed ? `, ${failed} incomplete` : ""}`),
+  status: () => (failed ? 1 : 0),
+});

@@ -17,14 +17,15 @@
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e_config.mjs --opencode BIN --package TGZ --scanned-home DIR --work DIR
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { isDeepStrictEqual as same } from "node:util";
 import { startFakeModel } from "./fake_model.mjs";
 import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
-  api, callTool, diag, events, fakeModelConfig, followEvents, freePort, idle, isolatedEnv, messages,
-  newSession, ok, say, secs, setBase, sleep, stopEvents, stopGroup, tap, taskIds, textOf, waitFor
+  callTool, diag, eq, events, fakeModelConfig, followEvents, idle, isolatedEnv, messages, newSession, ok, runSuite,
+  say, setBase, startServe, stopEvents, stopGroup, taskIds, textOf, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -47,8 +48,6 @@ async function stopAll() {
   if (fake) { await fake.close(); fake = null; }
   if (registry) { await registry.close(); registry = null; }
 }
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, async () => { await stopAll(); process.exit(1); });
-process.on("exit", () => { if (server) try { process.kill(-server.pid, "SIGKILL"); } catch {} });
 
 // The model and the rules every variant shares (no plugin: each variant lists its own in a file).
 function baseConfig() {
@@ -68,19 +67,14 @@ function world(name, home = path.join(WORK, name, "home")) {
 
 // Starts `opencode serve` in w.project; its log is WORK/<name>.log. Whether healthy.
 async function startServer(w) {
-  const port = await freePort();
-  setBase(`http://127.0.0.1:${port}`);
   log = path.join(WORK, `${w.name}.log`);
-  const fd = fs.openSync(log, "w");
-  const env = isolatedEnv(w.home, w.config, baseConfig());
-  server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "DEBUG"],
-    { cwd: w.project, env, detached: true, stdio: ["ignore", fd, fd] });
-  fs.closeSync(fd);
-  const t0 = Date.now();
-  const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
-  if (healthy) followEvents();
-  diag(`${w.name}: opencode serve pid ${server.pid} healthy after ${Date.now() - t0} ms (log: ${log})`);
-  return !!healthy;
+  const s = await startServe({ bin: BIN, cwd: w.project, env: isolatedEnv(w.home, w.config, baseConfig()), logPath: log,
+    logLevel: "DEBUG" });
+  server = s.proc;
+  setBase(s.base);
+  if (s.healthy) followEvents();
+  diag(`${w.name}: opencode serve pid ${server.pid} healthy after ${s.ms} ms (log: ${log})`);
+  return s.healthy;
 }
 const logText = () => { try { return fs.readFileSync(log, "utf8"); } catch { return ""; } };
 
@@ -108,10 +102,10 @@ async function byName(w) {
   ok(n.includes("background_task") && n.includes("bash") && !n.includes("Bash") && !n.includes("Task"),
     "byName: face_claude:false from opencode.json: background_* offered, Bash/Task not", n);
   const bo = schemaOf(tools, "background_output");
-  ok(JSON.stringify(bo?.required) === '["task_id"]' && bo?.properties?.block?.type === "boolean",
+  ok(same(bo?.required, ["task_id"]) && bo?.properties?.block?.type === "boolean",
     "byName: zod shipped in the package: background_output requires only task_id", bo);
   const bt = schemaOf(tools, "background_task");
-  ok(JSON.stringify(bt?.required) === '["prompt"]', "byName: background_task requires only prompt", bt?.required);
+  eq(bt?.required, ["prompt"], "byName: background_task requires only prompt");
 
   // the unknown key: a warning (a toast and the log), not a refusal
   const toast = await waitFor("the unknown-option toast", () => events.find((e) => e.type === "tui.toast.show" &&
@@ -170,7 +164,7 @@ async function scanned(w) {
   const loads = logText().match(/options from [^\s"]*opencode\.json/g) || [];
   ok(loads.length === 1, "scanned: loaded once, its options found in opencode.json (log)", loads);
   const bo = schemaOf(tools, "background_output");
-  ok(JSON.stringify(bo?.required) === '["task_id"]', "scanned: zod beside ocbg.js: background_output requires only task_id", bo);
+  eq(bo?.required, ["task_id"], "scanned: zod beside ocbg.js: background_output requires only task_id");
   await requiredOnly(s, tools);
   const ran = await timedOutAfter(s, "pollslow");
   await stopServer();
@@ -307,8 +301,7 @@ function enginePlugins() {
   });
 }
 
-let exitCode = 1;
-try {
+async function main() {
   fs.mkdirSync(WORK, { recursive: true });
   const bare = withoutBinary(TGZ);
   registry = await startFakeRegistry([TGZ, bare.tgz, ...enginePlugins()]);
@@ -323,12 +316,6 @@ try {
     { fast, slow });
   await invalid({ ...world("invalid", pkgWorld.home), name: "invalid" });
   await nobinary(world("nobinary"), bare.spec, bare.others);
-  exitCode = tap.failed ? 1 : 0;
-} catch (e) {
-  ok(false, `unexpected: ${e.stack || e}`);
-} finally {
-  await stopAll();
-  console.log(`1..${tap.n}`);
-  console.log(`# e2e_config: ${tap.n - tap.failed} passed, ${tap.failed} failed in ${secs()} s`);
-  process.exitCode = tap.failed ? 1 : exitCode;
 }
+
+await runSuite("e2e_config", main, { stop: stopAll });

@@ -1,24 +1,16 @@
-// Shared helpers of the e2e suite (e2e.mjs): TAP output, the HTTP API of
-// `opencode serve`, its event stream, and the ways a scenario drives the
-// scripted model ("E2E <tool> <json args>") and waits for what follows.
+// Shared helpers of the e2e suites (e2e.mjs and e2e/*.mjs, e2e_*.mjs): TAP
+// output, starting and stopping `opencode serve` and the suite itself, the
+// HTTP API, the event stream, and the ways a scenario drives the scripted
+// model ("E2E <tool> <json args>") and waits for what follows.
 // (harness.mjs is the server-less adapter check; it runs on import.)
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import { diag, ok, summary } from "./tap.mjs";
 
-// ---- TAP ----
-const T0 = Date.now();
-export const secs = () => ((Date.now() - T0) / 1000).toFixed(1);
-export const tap = { n: 0, failed: 0 };
-export function ok(cond, name, extra) {
-  tap.n++;
-  if (!cond) tap.failed++;
-  console.log(`${cond ? "ok" : "not ok"} ${tap.n} - ${name}`);
-  if (!cond && extra !== undefined) console.log(`# got: ${JSON.stringify(extra).slice(0, 1500)}`);
-  return !!cond;
-}
-export const diag = (s) => console.log(`# [${secs()}s] ${s}`);
+// ---- TAP (tap.mjs) ----
+export { diag, eq, ok, secs, summary, tap } from "./tap.mjs";
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 export async function waitFor(what, fn, timeoutMs = 30000, every = 150) {
@@ -57,8 +49,10 @@ export async function freePort() {
 // ---- the HTTP API ----
 let BASE = "";
 export const setBase = (url) => { BASE = url; };
-export async function api(method, p, body, timeoutMs = 15000) {
-  const r = await fetch(BASE + p, {
+export const api = (method, p, body, timeoutMs) => apiAt(BASE, method, p, body, timeoutMs);
+// The same against the server at base (for a suite with several at once).
+export async function apiAt(base, method, p, body, timeoutMs = 15000) {
+  const r = await fetch(base + p, {
     method,
     headers: body !== undefined ? { "content-type": "application/json" } : {},
     body: body !== undefined ? JSON.stringify(body) : undefined,
@@ -317,4 +311,55 @@ export function fakeModelConfig(port) {
       options: { baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "fake" },
       models: { "fake-model": { name: "Fake", tool_call: true, limit: { context: 100000, output: 4000 } } } } },
   };
+}
+
+// ---- the suite: servers started, everything stopped, the summary ----
+// Every process group startServe started: SIGKILLed when the process exits,
+// whatever the way (a suite's stop did not run, or did not finish).
+const started = new Set();
+process.on("exit", () => {
+  for (const proc of started) {
+    if (proc.exitCode === null && proc.signalCode === null) try { process.kill(-proc.pid, "SIGKILL"); } catch {}
+  }
+});
+
+// Starts `opencode serve` on a free 127.0.0.1 port, in cwd with env as its
+// whole environment, its output into logPath (appended when append), in a
+// process group of its own; launch(args, options) spawns it when given (a
+// serve run some other way), else bin. Waits up to healthMs for its health.
+// Returns {proc, base, healthy, ms}: healthy false at the deadline (proc
+// still running: the caller stops it). Follows no events, sets no base.
+export async function startServe({ bin, cwd, env, logPath, append = false, logLevel = "INFO", healthMs = 60000, launch }) {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const fd = fs.openSync(logPath, append ? "a" : "w");
+  const args = ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", logLevel];
+  const options = { cwd, env, detached: true, stdio: ["ignore", fd, fd] };
+  let proc;
+  try { proc = launch ? launch(args, options) : spawn(bin, args, options); } finally { fs.closeSync(fd); }
+  started.add(proc);
+  proc.once("exit", () => started.delete(proc));
+  const t0 = Date.now();
+  const healthy = !!await waitFor("health", async () =>
+    (await apiAt(base, "GET", "/global/health", undefined, 2000)).json?.healthy, healthMs, 250);
+  return { proc, base, healthy, ms: Date.now() - t0 };
+}
+
+// Runs a suite: main(), then stop() (always; also on SIGINT, SIGTERM or
+// SIGHUP, which end the process with status 1), then after() (checks that
+// need everything stopped), then the plan and summary (summary(name)), then
+// exits with 1 if a check failed. An exception in main is a failed check
+// (onError(e) instead when given). status(failedStatus): the exit status
+// instead, from the one the checks give.
+export async function runSuite(name, main, { stop = async () => {}, after, onError, status, tapSummary = true } = {}) {
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, async () => { await stop(); process.exit(1); });
+  try {
+    await main();
+  } catch (e) {
+    if (onError) onError(e); else ok(false, `unexpected: ${e?.stack || e}`);
+  }
+  try { await stop(); } catch (e) { diag(`stopping: ${e?.stack || e}`); }
+  if (after) await after();
+  const failed = tapSummary ? summary(name) : 0;
+  process.exit(status ? status(failed) : failed);
 }

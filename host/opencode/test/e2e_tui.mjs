@@ -23,9 +23,9 @@ import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake_model.mjs";
 import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
-  api, diag, fakeModelConfig, followEvents, freePort, gitRepoWithCommit, idle, isolatedEnv, messages, ok, permissionAsked,
-  provideConfigDeps, replyPermission, say, sayTool, setBase, sleep, stopEvents, tap, taskIds, textOf, toolEnded, waitFor, events,
-  eventWatchers
+  api, diag, events, eventWatchers, fakeModelConfig, followEvents, freePort, gitRepoWithCommit, idle, isolatedEnv,
+  messages, ok, permissionAsked, provideConfigDeps, replyPermission, runSuite, say, sayTool, setBase, sleep,
+  stopEvents, taskIds, textOf, toolEnded, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -758,21 +758,12 @@ async function hostileText() {
     paneTitle());
 }
 
-async function run() {
-  try {
-    await main();
-  } catch (e) {
-    ok(false, `no exception: ${e?.stack || e}`);
-  } finally {
-    try { fs.writeFileSync(path.join(WORK, "screen-at-end.txt"), tmuxUp ? screen() : ""); } catch {}
-    stopTmux();
-    if (fake) await fake.close();
-    if (registry) await registry.close();
-  }
-  console.log(`1..${tap.n}`);
-  console.log(`# ${tap.n - tap.failed} passed, ${tap.failed} failed`);
-  process.exit(tap.failed ? 1 : 0);
+// The screen at the end into WORK/screen-at-end.txt, then tmux, the fake model and registry stopped.
+async function stopAll() {
+  try { fs.writeFileSync(path.join(WORK, "screen-at-end.txt"), tmuxUp ? screen() : ""); } catch {}
+  stopTmux();
+  if (fake) { await fake.close(); fake = null; }
+  if (registry) { await registry.close(); registry = null; }
 }
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, () => { stopTmux(); process.exit(1); });
 process.on("exit", () => stopTmux());
-run();
+await runSuite("e2e_tui", main, { stop: stopAll });

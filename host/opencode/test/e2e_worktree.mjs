@@ -39,14 +39,14 @@
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e_worktree.mjs --opencode BIN --npm-dir DIR --ocbg-dir DIR --work DIR
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, events, fakeModelConfig, followEvents, freePort, gitRepoWithCommit, isIdle, isolatedEnv, messages,
-  newSession, ok, provideConfigDeps, say, secs, setBase, staysFalse, stopEvents, stopGroup, tap, taskIds, textOf,
+  api, diag, events, fakeModelConfig, followEvents, gitRepoWithCommit, isIdle, isolatedEnv, messages, newSession, ok,
+  provideConfigDeps, runSuite, say, secs, setBase, startServe, staysFalse, stopEvents, stopGroup, taskIds, textOf,
   toolEnded, userMessage, waitFor
 } from "./e2e_lib.mjs";
 
@@ -74,12 +74,8 @@ async function stopAll() {
   stopEvents();
   if (server) await stopGroup(server, "SIGTERM", 5000);
   if (fake) { await fake.close(); fake = null; }
-}
-for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, async () => { await stopAll(); process.exit(1); });
-process.on("exit", () => {
-  if (server) try { process.kill(-server.pid, "SIGKILL"); } catch {}
   try { fs.rmSync(ROOT, { recursive: true, force: true }); } catch {}
-});
+}
 
 let git = null; // git(...args) in PROJECT, once made
 
@@ -102,18 +98,14 @@ async function startServer(externalDirectory = ALLOW, withOcbg = true, permissio
   const cfg = { ...serverConfig,
     permission: { ...serverConfig.permission, ...permission, external_directory: externalDirectory } };
   if (!withOcbg) cfg.plugin = [];
-  const port = await freePort();
-  setBase(`http://127.0.0.1:${port}`);
-  const log = fs.openSync(LOG, starts++ === 0 ? "w" : "a");
-  server = spawn(BIN, ["serve", "--port", String(port), "--hostname", "127.0.0.1", "--print-logs", "--log-level", "INFO"],
-    { cwd: PROJECT, env: isolatedEnv(HOME, CONFIG, cfg), detached: true, stdio: ["ignore", log, log] });
-  fs.closeSync(log);
-  const healthy = await waitFor("health", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy,
-    60000, 250);
-  if (healthy) followEvents();
+  const s = await startServe({ bin: BIN, cwd: PROJECT, env: isolatedEnv(HOME, CONFIG, cfg), logPath: LOG,
+    append: starts++ > 0 });
+  server = s.proc;
+  setBase(s.base);
+  if (s.healthy) followEvents();
   diag(`opencode serve pid ${server.pid} (start ${starts}, log ${LOG}, ` +
     `external_directory ${JSON.stringify(externalDirectory)})`);
-  return !!healthy;
+  return s.healthy;
 }
 
 async function restartServer(externalDirectory, withOcbg = true, permission = {}) {
@@ -436,5 +428,4 @@ async function main() {
   }
 }
 
-main().then(stopAll, async (e) => { ok(false, "e2e_worktree threw", e.stack); await stopAll(); })
-  .finally(() => { console.log(`1..${tap.n}`); process.exit(tap.failed ? 1 : 0); });
+await runSuite("e2e_worktree", main, { stop: stopAll });

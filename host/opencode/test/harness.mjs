@@ -1,6 +1,9 @@
 // The adapter (ocbg_opencode.node) with the stub plugin and a fake SDK client,
 // no OpenCode server. Runs under node and under OpenCode's Bun
 // (BUN_BE_BUN=1 opencode harness.mjs /abs/stub/ocbg.js). Prints TAP.
+import { isDeepStrictEqual as same } from "node:util";
+import { eq, ok, summary } from "./tap.mjs";
+
 const modPath = process.argv[2];
 if (!modPath) {
   console.error("usage: harness.mjs /abs/path/ocbg.js");
@@ -8,13 +11,6 @@ if (!modPath) {
 }
 const runtime = typeof Bun !== "undefined" ? `bun ${Bun.version}` : `node ${process.version}`;
 
-let n = 0, failed = 0;
-const ok = (cond, name, extra) => {
-  n++;
-  if (!cond) failed++;
-  console.log(`${cond ? "ok" : "not ok"} ${n} - ${name}`);
-  if (!cond && extra !== undefined) console.log(`# ${JSON.stringify(extra)}`);
-};
 const withTimeout = (p, ms, what) =>
   Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`timeout: ${what}`)), ms))]);
 
@@ -129,7 +125,7 @@ if (z) {
   ok(!obj.safeParse({}).success, "stub_echo: text is required");
   ok(!obj.safeParse({ text: "x", repeat: 1.5 }).success, "stub_echo: repeat must be an integer");
   const js = z.toJSONSchema(obj);
-  ok(JSON.stringify(js.required) === '["text"]', "JSON Schema: only text required", js);
+  eq(js.required, ["text"], "JSON Schema: only text required");
   ok(js.properties.repeat?.description === "How many times (optional)" &&
      js.properties.text?.description === "The text to echo", "JSON Schema: descriptions kept", js);
 }
@@ -185,7 +181,7 @@ ok(hr.prompt.rc === 0 && hr.prompt.out === undefined, "session_prompt (promptAsy
 ok(hr.messages.rc === 0 && hr.messages.out.length === 1 && hr.messages.out[0].parts[0].text === "hello from stub",
    "session_messages sees the prompt", hr.messages);
 ok(hr.get.rc === 0 && hr.get.out.id === hr.create.out.id, "session_get", hr.get);
-ok(hr.status.rc === 0 && JSON.stringify(hr.status.out) === "{}", "session_status (with a timeout signal)", hr.status);
+ok(hr.status.rc === 0 && same(hr.status.out, {}), "session_status (with a timeout signal)", hr.status);
 ok(hr.missing.enoent === true && /NotFoundError/.test(hr.missing.message), "404 NotFoundError becomes -ENOENT", hr.missing);
 
 // Many at once: every plugin thread blocks only itself.
@@ -342,11 +338,11 @@ let a = await stubAsk({ permission: "bash", patterns: ["git status", "rm -rf bui
 ok(a.rc === "0" && a.out === null, "ask: ctx.ask() fulfilled -> allowed (0)", a);
 const in0 = asked[0]?.input;
 ok(asked.length === 1 && asked[0].self === okCtx && in0.permission === "bash" &&
-   JSON.stringify(in0.patterns) === '["git status","rm -rf build"]' && JSON.stringify(in0.always) === '["git status *","rm *"]' &&
+   same(in0.patterns, ["git status", "rm -rf build"]) && same(in0.always, ["git status *", "rm *"]) &&
    in0.metadata.command === "git status; rm -rf build", "ask: ctx.ask({permission, patterns, always, metadata}) got parsed values", asked);
 asked = [];
 a = await stubAsk({ permission: "task", patterns: ["general"] }, askWith(recordAsk(() => Promise.resolve())));
-ok(a.rc === "0" && JSON.stringify(asked[0]?.input.always) === '["general"]' && JSON.stringify(asked[0]?.input.metadata) === "{}",
+ok(a.rc === "0" && same(asked[0]?.input.always, ["general"]) && same(asked[0]?.input.metadata, {}),
    "ask: no always -> the patterns; no metadata -> {}", asked[0]?.input);
 
 a = await stubAsk({ permission: "bash", patterns: ["rm -rf /"] },
@@ -480,10 +476,11 @@ const optsOf = async (options) => {
   await h.dispose();
   return o;
 };
-ok(await optsOf(undefined) === '{"face_claude":false}', "no options -> {face_claude:false}");
-ok(await optsOf({ face_claude: true, wake: "always" }) === '{"face_claude":true,"wake":"always"}',
+// (the options' JSON text, as the plugin received it)
+eq(await optsOf(undefined), '{"face_claude":false}', "no options -> {face_claude:false}");
+eq(await optsOf({ face_claude: true, wake: "always" }), '{"face_claude":true,"wake":"always"}',
    "face_claude set by the user is kept");
-ok(await optsOf({ face_opencode: false }) === '{"face_opencode":false}',
+eq(await optsOf({ face_opencode: false }), '{"face_opencode":false}',
    "face_opencode:false alone keeps the plugin's default (the Claude face stays)");
 
 // Dispose while a tool call blocks: shutdown releases it, nothing deadlocks.
@@ -628,28 +625,37 @@ await hooks2.dispose();
   ok(find() === null, "options: no config lists the module -> null");
   fs.writeFileSync(path.join(global, "opencode.jsonc"),
     '{\n  // the scanned copy, listed\n  "plugin": [["./plugin/ocbg.js", {"poll_interval_ms": 500, "url": "http://x//y"}],],\n}');
-  ok(JSON.stringify(find()?.options) === '{"poll_interval_ms":500,"url":"http://x//y"}',
-    "options: a relative spec in ~/.config/opencode/opencode.jsonc (comments, trailing commas, a symlink)", find());
+  eq(find()?.options, { poll_interval_ms: 500, url: "http://x//y" },
+    "options: a relative spec in ~/.config/opencode/opencode.jsonc (comments, trailing commas, a symlink)");
   fs.writeFileSync(path.join(project, ".opencode/opencode.json"),
     JSON.stringify({ plugin: ["other.js", [file, { face_claude: true }]] }));
-  ok(JSON.stringify(find()?.options) === '{"face_claude":true}' && find().source.endsWith(".opencode/opencode.json"),
+  ok(same(find()?.options, { face_claude: true }) && find().source.endsWith(".opencode/opencode.json"),
     "options: a later config file's entry wins (OpenCode keeps the last)", find());
   const inline = { ...env, OPENCODE_CONFIG_CONTENT: JSON.stringify({ plugin: [[pathToFileURL(file).href, { wake: "never" }]] }) };
-  ok(JSON.stringify(find(inline)?.options) === '{"wake":"never"}', "options: OPENCODE_CONFIG_CONTENT, a file:// URL, comes last");
+  eq(find(inline)?.options, { wake: "never" }, "options: OPENCODE_CONFIG_CONTENT, a file:// URL, comes last");
   const byName = { ...env, OPENCODE_CONFIG_CONTENT: JSON.stringify({ plugin: [["ocbg@0.1.0", { max_depth: 2 }]] }) };
-  ok(JSON.stringify(find(byName, "ocbg")?.options) === '{"max_depth":2}' &&
-     JSON.stringify(find(byName, null)?.options) === '{"face_claude":true}',
-  "options: a package spec matches only the package of that name");
+  ok(same(find(byName, "ocbg")?.options, { max_depth: 2 }) && same(find(byName, null)?.options, { face_claude: true }),
+    "options: a package spec matches only the package of that name", [find(byName, "ocbg"), find(byName, null)]);
   fs.writeFileSync(path.join(project, "opencode.json"), JSON.stringify({ plugin: [file] }));
-  ok(JSON.stringify(find()?.options) === '{"face_claude":true}', "options: project opencode.json comes before .opencode/");
-  ok(JSON.stringify(parseJsonc('{"a": "// not a comment", /* b */ "c": [1,2,],}')) === '{"a":"// not a comment","c":[1,2]}' &&
-     JSON.stringify(parseJsonc('{"s": "x, ]", "p": [1, // c\n ],\n}')) === '{"s":"x, ]","p":[1]}',
+  eq(find()?.options, { face_claude: true }, "options: project opencode.json comes before .opencode/");
+  ok(same(parseJsonc('{"a": "// not a comment", /* b */ "c": [1,2,],}'), { a: "// not a comment", c: [1, 2] }) &&
+     same(parseJsonc('{"s": "x, ]", "p": [1, // c\n ],\n}'), { s: "x, ]", p: [1] }),
     "options: JSONC: comments and trailing commas outside strings");
+  // as OpenCode reads it (jsonc-parser): what it refuses is refused, the error at its line and column
+  const refusal = (text) => { try { return parseJsonc(text) && "accepted"; } catch (e) { return e.message; } };
+  eq([refusal('{"a": 1} /* open'), refusal('{"a": [,]}'), refusal('{\n  "a": 1 // one\n  "b": 2\n}')],
+    ["UnexpectedEndOfComment at line 1, column 10", "ValueExpected at line 1, column 8", "CommaExpected at line 3, column 3"],
+    "options: JSONC: an unclosed comment, a lone comma, a missing comma refused, with line and column");
+  const warned = [];
+  fs.writeFileSync(path.join(global, "opencode.jsonc"), '{\n  "plugin": [\n    "x"\n    "y"\n  ]\n}');
+  optionsFromConfig({ moduleUrl: pathToFileURL(file).href, directory: project, worktree: project, env,
+    warn: (t) => warned.push(t) });
+  eq(warned, [`ocbg: could not read ${path.join(global, "opencode.jsonc")} (CommaExpected at line 4, column 5) ` +
+    "while looking for ocbg's options"], "options: a config file OpenCode would refuse is skipped, with a warning");
   fs.rmSync(tmp, { recursive: true, force: true });
 }
 
-console.log(`1..${n}`);
-console.log(`# ${runtime}: ${n - failed} passed, ${failed} failed`);
+const failed = summary(runtime);
 // No explicit exit: the process must end by itself (the thread-safe
 // functions never keep the loop alive).
-process.exitCode = failed ? 1 : 0;
+process.exitCode = failed;

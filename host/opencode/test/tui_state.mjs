@@ -7,9 +7,8 @@ import {
   applyView, attentionFor, confirmText, createAttention, createRequests, createViews, detailText, needsConfirm,
   pageTasks, parseCommand, request, screenText, serverNow, summaryText, takeReply, taskLine, taskRows, viewFor
 } from "../tui/panel_state.mjs";
-import { ok, tap } from "./e2e_lib.mjs";
+import { eq, ok, summary } from "./tap.mjs";
 
-const eq = (got, want, name) => ok(JSON.stringify(got) === JSON.stringify(want), name, { got, want });
 
 const T = 1764170000000;
 const agent = { id: "bg_a1", kind: "agent", status: "running", description: "Fix the parser", agent: "general",
@@ -237,6 +236,4 @@ const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
   eq(takeReply(b, { v: 1, id: other.id, ok: true })?.action, "detail", "the other TUI takes its own");
 }
 
-console.log(`1..${tap.n}`);
-console.log(`# ${tap.n - tap.failed} passed, ${tap.failed} failed`);
-process.exit(tap.failed ? 1 : 0);
+process.exit(summary("tui_state"));

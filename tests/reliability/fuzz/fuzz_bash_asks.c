@@ -19,9 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static bool normalized(const char *d)
 {
     size_t n = strlen(d);
-    return d[0] == '/' && !strstr(d, "//") && !strstr(d, "/./") && !strstr(d, "/../") &&
-           (n == 1 || d[n - 1] != '/') && !(n >= 2 && strcmp(d + n - 2, "/.") == 0) &&
-           !(n >= 3 && strcmp(d + n - 3, "/..") == 0);
+    return d[0] == '/' && !strstr(d, "//") && !strstr(d, "/./") && !strstr(d, "/../") && (n == 1 || d[n - 1] != '/') &&
+           !(n >= 2 && strcmp(d + n - 2, "/.") == 0) && !(n >= 3 && strcmp(d + n - 3, "/..") == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -37,19 +36,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != 0 && cJSON_GetArraySize(a.dirs) + cJSON_GetArraySize(a.patterns) + cJSON_GetArraySize(a.always) != 0)
         abort();
     const cJSON *it;
-    cJSON_ArrayForEach(it, a.patterns)
-    {
+    cJSON_ArrayForEach (it, a.patterns) {
         if (!strstr(line, it->valuestring))
             abort();
     }
-    cJSON_ArrayForEach(it, a.always)
-    {
+    cJSON_ArrayForEach (it, a.always) {
         size_t n = strlen(it->valuestring);
         if (n < 2 || strcmp(it->valuestring + n - 2, " *") != 0)
             abort();
     }
-    cJSON_ArrayForEach(it, a.dirs)
-    {
+    cJSON_ArrayForEach (it, a.dirs) {
         if (!normalized(it->valuestring))
             abort();
     }

@@ -67,8 +67,7 @@ void fz_refresh(fz_world *w)
     free(json);
     w->run_session = NULL;
     const cJSON *c;
-    cJSON_ArrayForEach(c, calls)
-    {
+    cJSON_ArrayForEach (c, calls) {
         const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(c, "fn"));
         const char *ses = cJSON_GetStringValue(cJSON_GetObjectItem(c, "session"));
         if (fn && ses && strcmp(fn, "session_prompt") == 0) {
@@ -130,8 +129,7 @@ static void check_view(const char *text)
                    cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(v, "now")) && cJSON_IsArray(tasks) &&
                    cJSON_GetArraySize(tasks) <= 50,
                "a view not of the documented shape", text);
-    cJSON_ArrayForEach(t, tasks)
-    {
+    cJSON_ArrayForEach (t, tasks) {
         const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "kind"));
         fz_require(fz_is_string(t, "id") && kind && (strcmp(kind, "agent") == 0 || strcmp(kind, "shell") == 0) &&
                        fz_is_status(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "status"))) &&
@@ -189,8 +187,8 @@ void fz_reset(fz_world *w)
     free(call(w, "background_clear", "{}", 1, NULL));
     free(w->done_id);
     free(w->batch_id);
-    char *out = call(w, "background_task", "{\"description\":\"Done\",\"prompt\":\"fz-done#\",\"agent\":\"explore\"}", 0,
-                     NULL);
+    char *out =
+        call(w, "background_task", "{\"description\":\"Done\",\"prompt\":\"fz-done#\",\"agent\":\"explore\"}", 0, NULL);
     w->done_id = find_id(out, "bg_");
     w->batch_id = find_id(out, "batch_");
     free(out);
@@ -207,8 +205,11 @@ char *fz_text(fz_world *w, const uint8_t *data, size_t size)
 {
     struct {
         const char *token, *value;
-    } subs[] = {{"$RUNSES", w->run_session}, {"$RUN", w->run_id}, {"$DONE", w->done_id},
-                {"$PARENT", w->parent},      {"$BATCH", w->batch_id}};
+    } subs[] = {{"$RUNSES", w->run_session},
+                {"$RUN", w->run_id},
+                {"$DONE", w->done_id},
+                {"$PARENT", w->parent},
+                {"$BATCH", w->batch_id}};
     size_t cap = size * 4 + 64, len = 0;
     char *out = malloc(cap);
     for (size_t i = 0; i < size;) {

@@ -16,10 +16,10 @@
 typedef struct fz_world {
     sim_host *h;
     const ocp_plugin *p;
-    char *parent;     /* the calling conversation */
-    char *done_id;    /* a completed task of it */
-    char *run_id;     /* a running task of it */
-    char *run_session;/* the running task's session */
+    char *parent;      /* the calling conversation */
+    char *done_id;     /* a completed task of it */
+    char *run_id;      /* a running task of it */
+    char *run_session; /* the running task's session */
     char *batch_id;
 } fz_world;
 

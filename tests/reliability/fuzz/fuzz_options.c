@@ -23,7 +23,9 @@
 #include "fuzz_common.h"
 #include "simhost.h"
 
-enum { HOST_INPUTS = 4096 };
+enum {
+    HOST_INPUTS = 4096
+};
 
 static sim_host *host;
 static unsigned execs;

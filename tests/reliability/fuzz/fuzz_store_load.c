@@ -32,7 +32,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { REOPEN_EVERY = 256 };
+enum {
+    REOPEN_EVERY = 256
+};
 
 static char path[256];
 /* The store, open from the first input on. */

@@ -19,7 +19,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { PARTS = 8 };
+enum {
+    PARTS = 8
+};
 
 static void require(int ok, const char *what, const char *report)
 {
