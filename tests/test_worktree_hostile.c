@@ -325,12 +325,12 @@ static void tampered_worktrees_kept(void)
 {
     make_repo("ra");
     worktree_made m;
-    make_in("ra", "bg_000000c1", &m);
+    make_in("ra", "bg_000000d1", &m);
     t_sh(m.path, "git checkout -q -b elsewhere && echo w > w.txt");
     char *err = NULL;
     worktree_removal rm;
-    ok(worktree_remove(m.checkout, m.path, m.branch, "bg_000000c1", &rm, &err) < 0, "HEAD moved off its branch: kept");
-    like(err, "its HEAD is no longer on branch ocbg/bg_000000c1", "told why: %s", err);
+    ok(worktree_remove(m.checkout, m.path, m.branch, "bg_000000d1", &rm, &err) < 0, "HEAD moved off its branch: kept");
+    like(err, "its HEAD is no longer on branch ocbg/bg_000000d1", "told why: %s", err);
     ok(t_exists(m.path), "the folder is there");
     free(err);
     worktree_removal_free(&rm);
@@ -359,6 +359,40 @@ static void tampered_worktrees_kept(void)
     worktree_made_free(&m);
 }
 
+/* A submodule the sub-agent fills with a repository of its own: its config
+ * defines a clean filter and its attributes apply it to a file that looks
+ * changed. git would run that filter while it checks whether the submodule
+ * is dirty (a `git status` inside it); ocbg's git never looks inside. */
+static void submodule_config_never_read(void)
+{
+    make_repo("rc");
+    t_sh(top, "cd rc && git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),sub && " GIT_ID
+              " commit -q -m 'a submodule'");
+    worktree_made m;
+    make_in("rc", "bg_000000e1", &m);
+    /* (the filter is set after the commit: the setup's own git must not run it) */
+    t_sh(m.path,
+         "rm -rf sub && git init -q sub && cd sub && echo one > f && git add . && " GIT_ID " commit -q -m own && "
+         "git config filter.x.clean 'touch %s/submodule-filter; cat' && echo '* filter=x' > .gitattributes && "
+         "echo two > f",
+         evidence);
+    char *before = ran();
+    is_str(before, "", "(the setup ran no filter)");
+    free(before);
+    char *report = NULL, *err = NULL;
+    is_int(worktree_report(m.checkout, m.path, m.branch, m.base, &report, &err), 0, "the report is made");
+    worktree_removal rm;
+    int removed = worktree_remove(m.checkout, m.path, m.branch, "bg_000000e1", &rm, &err);
+    /* git itself refuses to remove a worktree with a submodule filled in: kept, and said */
+    like(removed < 0 && err ? err : "", "working trees containing submodules cannot be moved or removed",
+         "the worktree is kept, and git's reason said");
+    char *r = ran();
+    is_str(r, "", "the filter the submodule's own config defines never ran");
+    free(r), free(report), free(err);
+    worktree_removal_free(&rm);
+    worktree_made_free(&m);
+}
+
 int main(void)
 {
     snprintf(top, sizeof top, "/tmp/ocbg-wthostile-XXXXXX");
@@ -380,6 +414,7 @@ int main(void)
     users_filters_run();
     private_root();
     tampered_worktrees_kept();
+    submodule_config_never_read();
     t_sh(top, "rm -rf '%s'", top);
     return done_testing();
 }

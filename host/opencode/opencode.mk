@@ -8,7 +8,7 @@
 #   make e2e-tui             the TUI panel in the real TUI, under tmux
 #   make e2e                 real OpenCode (pinned, installed with npm into $(BUILD)/opencode/npm)
 #                            with a scripted fake model; see host/opencode/NOTES.md
-#   make e2e-compare         ocbg against OpenCode's own background mode (figures, small and large project)
+#   make e2e-compare         ocbg against OpenCode's own background mode (figures: plain folder, small and large project)
 #   make e2e-bashperm-record OpenCode's own bash permission questions for the corpus, as a fixture
 #   make check-opencode      the adapter against its stub plugin, under node and OpenCode's Bun
 #   make package             $(BUILD)/ocbg-$(VERSION).tgz: the npm package (OpenCode installs it by name)
@@ -253,19 +253,21 @@ e2e-bashperm-record: opencode $(OC_NPM_STAMP) ## re-record tests/fixtures/bash_p
 
 # ocbg against OpenCode's own background sub-agents (OPENCODE_EXPERIMENTAL_BACKGROUND_SUBAGENTS),
 # same fake model: parent model calls and the last child's idle → parent's wake latency for
-# batches of 3 and 20, printed as `name: value unit` lines (figures, not a pass/fail verdict),
-# in a small project (12 files) and a large one (CMP_LARGE_FILES files, whose snapshot takes a
-# few hundred ms), both git repositories made at run time (CMP_PROJECT=small or large: one).
-# ~10 minutes on the shared 2-core machine, most of it the large project.
+# batches of 3 and 20 (CMP_BATCHES3, CMP_BATCHES20 per side), with the wake's hops inside the
+# server (host/opencode/test/wake_trace.js) and the load average, printed as `name: value unit`
+# lines (figures, not a pass/fail verdict), in a plain folder (12 files, no git repository: no
+# snapshot), a small project (12 files) and a large one (CMP_LARGE_FILES files, whose snapshot
+# takes a few hundred ms), made at run time (CMP_PROJECT: a list of plain, small, large).
+# ~12 minutes on the shared 2-core machine, most of it the large project.
 CMP_BATCHES3 ?= 10
 CMP_BATCHES20 ?= 3
 CMP_BATCHES20_LARGE ?= 1
-CMP_PROJECT ?= small,large
+CMP_PROJECT ?= plain,small,large
 CMP_LARGE_FILES ?= 100000
 CMP_TIMEOUT ?= 1200
 OC_CMP := $(OC_DIR)/e2e-compare
 .PHONY: e2e-compare
-e2e-compare: opencode $(OC_NPM_STAMP) ## ocbg against OpenCode's own background mode (figures; ~10 min)
+e2e-compare: opencode $(OC_NPM_STAMP) ## ocbg against OpenCode's own background mode (figures; ~12 min)
 	timeout -k 10 $(CMP_TIMEOUT) $(NODE) host/opencode/test/e2e_compare.mjs \
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
 	    --work $(abspath $(OC_CMP)) --batches3 $(CMP_BATCHES3) --batches20 $(CMP_BATCHES20) \

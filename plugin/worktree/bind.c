@@ -242,6 +242,29 @@ char *worktree_head_branch(const bound_worktree *w)
     return branch;
 }
 
+static bool is_object_id(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdef");
+    return !s[n] && (n == 40 || n == 64);
+}
+
+char *worktree_head_commit(const bound_worktree *w)
+{
+    char *file = xasprintf("%s/HEAD", w->admin);
+    char *head = read_small_file(file);
+    free(file);
+    if (head && strncmp(head, "ref: refs/heads/", 16) == 0 && !strstr(head, "..")) {
+        file = xasprintf("%s/%s", w->co.common, head + 5); /* a loose ref; a packed one is not read */
+        free(head);
+        head = read_small_file(file);
+        free(file);
+    }
+    if (head && is_object_id(head))
+        return head;
+    free(head);
+    return NULL;
+}
+
 int worktree_restore_gitfile(const bound_worktree *w, char **err)
 {
     int dfd = open(w->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

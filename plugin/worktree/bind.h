@@ -73,6 +73,13 @@ void worktree_forget_missing(const char *common, const char *path);
  * folder; NULL when detached or unreadable. */
 char *worktree_head_branch(const bound_worktree *w);
 
+/* The commit the worktree's HEAD is at, read from git's files without
+ * running git: its admin folder's HEAD, and the branch's loose ref in the
+ * repository. NULL for anything else (a packed ref, another ref store, a
+ * file that is not an object id). A guess to plan git commands by, never a
+ * fact: what git then prints is the truth (worktree_report). */
+char *worktree_head_commit(const bound_worktree *w);
+
 /* Rewrite path/.git to point at the admin folder (what `git worktree add`
  * wrote), for the one git command that reads it (`git worktree remove`).
  * 0, or a negative errno (*err: e.g. `.git` was made a folder). */

@@ -1,5 +1,6 @@
 /* git.c — see git.h. posix_spawnp in a new session, one pipe for both
- * outputs, poll with a deadline, the process group killed past it. */
+ * outputs of each command, one poll for all of them with a deadline, the
+ * process groups still running killed past it. */
 #include "worktree/git.h"
 
 #include <errno.h>
@@ -30,8 +31,23 @@ void git_set_deadline_ms(int ms)
 
 /* The settings every run gets (git.h says why). */
 static const char *const safety_args[] = {
-    "--no-pager", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "color.ui=false",       "-c",
-    "gc.auto=0",  "-c", "maintenance.auto=false",   "-c", "commit.gpgSign=false", "-c", "protocol.allow=never",
+    "--no-pager",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "color.ui=false",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "protocol.allow=never",
+    "-c",
+    "diff.ignoreSubmodules=all",
 };
 #define N_SAFETY (sizeof safety_args / sizeof *safety_args)
 
@@ -109,26 +125,68 @@ static int spawn_git(const git_bind *b, const char *const args[], int out_fd, pi
     return rc;
 }
 
-/* Read fd to its end, or until the deadline: false when it passed. Keeps
- * at most GIT_OUTPUT_MAX bytes. */
-static bool read_all(int fd, strbuf *sb, int64_t deadline)
+/* One command of git_run_many while it runs. */
+typedef struct git_proc {
+    int fd;        /* the read end of its output, -1 once read to its end */
+    pid_t pid;     /* -1: not started */
+    int start_err; /* why it did not start: posix_spawn's errno, or the pipe's negative errno */
+    strbuf out;    /* at most GIT_OUTPUT_MAX bytes of it */
+} git_proc;
+
+static void start_git(const git_bind *b, const char *const args[], git_proc *p)
+{
+    *p = (git_proc){.fd = -1, .pid = -1};
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        p->start_err = -errno;
+        return;
+    }
+    p->start_err = spawn_git(b, args, fds[1], &p->pid);
+    close(fds[1]);
+    if (p->start_err == 0) {
+        p->fd = fds[0];
+    } else {
+        p->pid = -1;
+        close(fds[0]);
+    }
+}
+
+/* One read of p's output: at its end (or a failed read), its fd is closed. */
+static void read_some(git_proc *p)
 {
     char buf[8192];
+    ssize_t got = read(p->fd, buf, sizeof buf);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (got <= 0) {
+        close(p->fd);
+        p->fd = -1;
+    } else if (p->out.len + (size_t)got <= GIT_OUTPUT_MAX) {
+        sb_putn(&p->out, buf, (size_t)got);
+    }
+}
+
+/* Read every output to its end, or until the deadline (the fds still open
+ * then are those of the commands to stop). */
+static void read_all(git_proc *procs, size_t n, int64_t deadline)
+{
+    struct pollfd fds[GIT_RUN_MANY_MAX];
+    size_t of[GIT_RUN_MANY_MAX];
     for (;;) {
+        nfds_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (procs[i].fd >= 0) {
+                fds[k] = (struct pollfd){procs[i].fd, POLLIN, 0};
+                of[k++] = i;
+            }
         int64_t left = deadline - mono_ms();
-        if (left <= 0)
-            return false;
-        struct pollfd p = {fd, POLLIN, 0};
-        int r = poll(&p, 1, (int)(left > 1000 ? 1000 : left));
-        if (r <= 0)
+        if (k == 0 || left <= 0)
+            return;
+        if (poll(fds, k, (int)(left > 1000 ? 1000 : left)) <= 0)
             continue; /* EINTR, or a second passed: check the deadline */
-        ssize_t got = read(fd, buf, sizeof buf);
-        if (got < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (got <= 0)
-            return true;
-        if (sb->len + (size_t)got <= GIT_OUTPUT_MAX)
-            sb_putn(sb, buf, (size_t)got);
+        for (nfds_t j = 0; j < k; j++)
+            if (fds[j].revents)
+                read_some(&procs[of[j]]);
     }
 }
 
@@ -144,62 +202,88 @@ static char *output_text(strbuf *sb)
     return text;
 }
 
-int git_run(const git_bind *b, const char *const args[], char **out)
+/* A command that did not start: the sentence, and -EIO or -ENOENT. */
+static int not_started(const git_bind *b, int start_err, char **text)
 {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        int e = errno;
-        if (out)
-            *out = xasprintf("cannot run git: %s", strerror(e));
+    const char *cwd = b->cwd ? b->cwd : b->work_tree ? b->work_tree : b->git_dir;
+    free(*text);
+    if (start_err < 0) {
+        *text = xasprintf("cannot run git: %s", strerror(-start_err));
         return -EIO;
     }
-    pid_t pid = -1;
-    int spawn_rc = spawn_git(b, args, fds[1], &pid);
-    close(fds[1]);
-    strbuf sb = {0};
-    int64_t limit = __atomic_load_n(&deadline_ms, __ATOMIC_RELAXED);
-    bool in_time = spawn_rc == 0 && read_all(fds[0], &sb, mono_ms() + limit);
-    close(fds[0]);
-    int status = 0;
-    if (spawn_rc == 0) {
-        if (!in_time)
-            kill(-pid, SIGKILL); /* its whole session's group: hooks', filters' children too */
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
+    if (cwd && access(cwd, X_OK) != 0) { /* the folder to run in, not git, is missing */
+        *text = xasprintf("cannot run git in %s: %s", cwd, strerror(errno));
+        return -EIO;
     }
-    char *text = output_text(&sb);
-    int rc;
-    const char *cwd = b->cwd ? b->cwd : b->work_tree ? b->work_tree : b->git_dir;
-    if (spawn_rc != 0 && cwd && access(cwd, X_OK) != 0) { /* the folder to run in, not git, is missing */
-        free(text);
-        text = xasprintf("cannot run git in %s: %s", cwd, strerror(errno));
-        rc = -EIO;
-    } else if (spawn_rc != 0) {
-        free(text);
-        text = xasprintf("cannot run git (is it installed and on PATH?): %s", strerror(spawn_rc));
-        rc = -ENOENT;
-    } else if (!in_time) {
-        free(text);
-        text = xasprintf("git took longer than %lld ms and was stopped", (long long)limit);
-        rc = -ETIMEDOUT;
-    } else if (!WIFEXITED(status)) {
-        free(text);
-        text = xasprintf("git was killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-        rc = -EIO;
-    } else if (WEXITSTATUS(status) == 127 && !text[0]) {
+    *text = xasprintf("cannot run git (is it installed and on PATH?): %s", strerror(start_err));
+    return -ENOENT;
+}
+
+/* p's end: its status waited for (its process group killed first when
+ * `stopped`), its result and *text. */
+static int finish_git(const git_bind *b, git_proc *p, bool stopped, int64_t limit, char **text)
+{
+    *text = output_text(&p->out);
+    if (p->pid < 0)
+        return not_started(b, p->start_err, text);
+    if (stopped)
+        kill(-p->pid, SIGKILL); /* its whole session's group: hooks', filters' children too */
+    int status = 0;
+    while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (stopped) {
+        free(*text);
+        *text = xasprintf("git took longer than %lld ms and was stopped", (long long)limit);
+        return -ETIMEDOUT;
+    }
+    if (!WIFEXITED(status)) {
+        free(*text);
+        *text = xasprintf("git was killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+        return -EIO;
+    }
+    if (WEXITSTATUS(status) == 127 && !(*text)[0]) {
         /* posix_spawn without the clone it needs (valgrind) reports a
          * failed exec as the child's exit 127: git never exits so. */
-        free(text);
-        text = xstrdup("cannot run git (is it installed and on PATH?)");
-        rc = -ENOENT;
-    } else {
-        rc = WEXITSTATUS(status);
+        free(*text);
+        *text = xstrdup("cannot run git (is it installed and on PATH?)");
+        return -ENOENT;
     }
+    return WEXITSTATUS(status);
+}
+
+void git_run_many(const git_bind *b, git_cmd *cmds, size_t n)
+{
+    git_proc procs[GIT_RUN_MANY_MAX];
+    if (n > GIT_RUN_MANY_MAX)
+        abort(); /* a caller's bug: its commands are fixed */
+    for (size_t i = 0; i < n; i++)
+        if (cmds[i].args)
+            start_git(b, cmds[i].args, &procs[i]);
+        else
+            procs[i] = (git_proc){.fd = -1, .pid = -1};
+    int64_t limit = __atomic_load_n(&deadline_ms, __ATOMIC_RELAXED);
+    read_all(procs, n, mono_ms() + limit);
+    for (size_t i = 0; i < n; i++) {
+        cmds[i].out = NULL;
+        cmds[i].rc = 0;
+        if (!cmds[i].args)
+            continue;
+        bool stopped = procs[i].fd >= 0;
+        if (stopped)
+            close(procs[i].fd);
+        cmds[i].rc = finish_git(b, &procs[i], stopped, limit, &cmds[i].out);
+    }
+}
+
+int git_run(const git_bind *b, const char *const args[], char **out)
+{
+    git_cmd c = {.args = args};
+    git_run_many(b, &c, 1);
     if (out)
-        *out = text;
+        *out = c.out;
     else
-        free(text);
-    return rc;
+        free(c.out);
+    return c.rc;
 }
 
 char *git_line(const git_bind *b, const char *const args[], int *rc)

@@ -10,7 +10,10 @@
  * every run
  *  - passes --no-pager and -c settings that switch off every hook
  *    (core.hooksPath=/dev/null), core.fsmonitor, colour, automatic gc and
- *    maintenance, commit signing and every transport (protocol.allow=never);
+ *    maintenance, commit signing and every transport (protocol.allow=never),
+ *    and never looks inside a submodule (diff.ignoreSubmodules=all): a
+ *    submodule the task filled in is a repository of its own, and git would
+ *    run `git status` there, under that repository's config (its filters);
  *  - drops every GIT_* variable of the environment (GIT_DIR, GIT_CONFIG_*,
  *    GIT_INDEX_FILE... would redirect it), sets LC_ALL=C (output parsed in
  *    English), GIT_TERMINAL_PROMPT=0 and GIT_OPTIONAL_LOCKS=0;
@@ -22,6 +25,8 @@
  */
 #ifndef OCBG_GIT_H
 #define OCBG_GIT_H
+
+#include <stddef.h>
 
 #define GIT_DEADLINE_MS 60000
 
@@ -46,6 +51,22 @@ typedef struct git_bind {
  * trailing newlines cut, malloc'd, always set when out is given; on a
  * negative return it says what failed, in a sentence. */
 int git_run(const git_bind *b, const char *const args[], char **out);
+
+/* One command of git_run_many. args: NULL-terminated, as git_run's; NULL
+ * skips the command (then rc 0 and out NULL). */
+typedef struct git_cmd {
+    const char *const *args;
+    char *out; /* set by git_run_many: as git_run's *out (malloc'd, the caller's) */
+    int rc;    /* set by git_run_many: as git_run's result */
+} git_cmd;
+
+#define GIT_RUN_MANY_MAX 8
+
+/* Run cmds[0..n) (n <= GIT_RUN_MANY_MAX) at the same time, each as git_run
+ * would, all bound by b, under one deadline: the wall time of the slowest
+ * instead of the sum (independent, read-only commands). Sets each .out and
+ * .rc. */
+void git_run_many(const git_bind *b, git_cmd *cmds, size_t n);
 
 /* git_run, and the first line of its output when it succeeded; NULL
  * otherwise (malloc'd). *rc (may be NULL) = git_run's result. */

@@ -2,9 +2,12 @@
 #include "worktree/worktree.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -165,6 +168,49 @@ static int add_worktree(const repo_checkout *c, worktree_made *m, char **err)
     return rc;
 }
 
+/* The second of the index being settled (settle_index); nftw takes no
+ * argument, and makes run on several threads at once. */
+static _Thread_local time_t racy_from;
+
+static int backdate(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    if (ftw->level == 1 && strcmp(path + ftw->base, ".git") == 0)
+        return 0;
+    if ((flag == FTW_F || flag == FTW_SL) && st->st_mtime >= racy_from) {
+        struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = racy_from - 1}};
+        utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW);
+    }
+    return 0;
+}
+
+/* git wrote the new worktree's files and then its index, mostly in the
+ * same second: to git those files are "racily clean" (not older than the
+ * index), so every command that compares the work tree (each report's
+ * diff, the task's own git) reads and hashes them, and none of ocbg's may
+ * write the index to settle them. Settled here, before the task starts:
+ * those files' times set a second back (git's record of them then no
+ * longer matches, so no change can hide behind it), and the index
+ * refreshed from them (each hashed once). Best effort: a failure leaves
+ * the index as git wrote it, which costs time, not truth. */
+static void settle_index(const char *top, const char *path)
+{
+    bound_worktree w;
+    char *err = NULL;
+    struct stat st;
+    if (worktree_bind(top, path, &w, &err) == 0) {
+        char *index = xasprintf("%s/index", w.admin);
+        if (stat(index, &st) == 0) {
+            racy_from = st.st_mtime;
+            nftw(path, backdate, 16, FTW_PHYS);
+            git_bind b = worktree_git(&w);
+            git_run(&b, ARGS("update-index", "-q", "--refresh"), NULL); /* 1: the carried changes */
+        }
+        free(index);
+    }
+    free(err);
+    bound_worktree_free(&w);
+}
+
 int worktree_make(const char *dir, const char *root, const char *task_id, isolation how, worktree_made *m, char **err)
 {
     memset(m, 0, sizeof *m);
@@ -199,6 +245,8 @@ int worktree_make(const char *dir, const char *root, const char *task_id, isolat
         }
         free(left);
     }
+    if (rc == 0)
+        settle_index(c.top, m->path);
     checkout_free(&c);
     if (rc != 0) {
         bool left = m->left;

@@ -64,8 +64,9 @@ int worktree_discard(const char *checkout, const char *path, const char *branch,
 
 /* What the task did in `path` since `base`, for the model: the branch, its
  * commits and diffstat, what is left uncommitted (changed and untracked
- * files), a few lines of per-file stat. 0 with *report, or a negative errno
- * (the folder is gone or was replaced, git failed). */
+ * files), a few lines of per-file stat. Its git commands run at the same
+ * time: three, five when HEAD moved from base. 0 with *report, or a
+ * negative errno (the folder is gone or was replaced, git failed). */
 int worktree_report(const char *checkout, const char *path, const char *branch, const char *base, char **report,
                     char **err);
 

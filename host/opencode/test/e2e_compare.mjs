@@ -17,7 +17,9 @@
 // that OpenCode snapshots it at every step of every session, as it does a user's project
 // (its snapshot is a second git index over the worktree, in its data dir: each snapshot runs
 // `diff-files` and `ls-files --others` over the whole worktree and `write-tree`; so its time
-// grows with the files in the worktree, a snapshot at a time per project):
+// grows with the files in the worktree, a snapshot at a time per project), but for plain:
+//   plain: 12 files in a folder outside any git repository (under TMPDIR): no snapshot at all,
+//          so nothing hides ocbg's own path (the notification's round trip through the SDK);
 //   small: 12 files (the snapshot is a few git processes over a tiny index);
 //   large: --large-files small files (100,000 by default) in directories of 100: its
 //          snapshot's git commands take ~300 ms on the shared 2-core test machine (30,000
@@ -46,21 +48,40 @@
 //                                   delays the child's own idle: in the large project ocbg's
 //                                   parent turn takes the project's snapshot lock before the
 //                                   child's last snapshot, which then ends later)
-// and, per size: cmp_<size>_b<N>_{idle,answer,done}_to_wake_gap_ms: ocbg's median minus native's;
+//   cmp_<mode>_b<N>_hop_<hop>_ms    the wake's hops inside the server, from wake_trace.js (a
+//                                   bench-only plugin listed first on both sides; its event hook
+//                                   gets each event as the bus publishes it): answer_to_idle (the
+//                                   last child's answer stored → its session.idle), idle_to_event
+//                                   (→ this process receiving it from /event: idle_to_wake's start),
+//                                   idle_to_call
+//                                   (→ ocbg's promptAsync leaving the plugin: its event hook, engine,
+//                                   completion check, push, the hop to the JS thread), call_to_chat
+//                                   (→ OpenCode's chat.message for it: the HTTP request, the route),
+//                                   call_to_done (→ its 204 back), idle_to_chat (natively: the
+//                                   <task_result> prompt), chat_to_params (→ the parent's step
+//                                   about to call the model: message stored, loop started, the
+//                                   step's context), params_to_request (→ the fake model),
+//                                   idle_to_request (the wake from the server's own session.idle:
+//                                   /event's delivery to this process is late by what the server's
+//                                   thread does first, which differs by side), answer_to_request
+// and, per size: cmp_<size>_b<N>_{idle,answer,done,server_idle,server_answer}_to_wake_gap_ms:
+// ocbg's median minus native's; cmp_loadavg_start, cmp_loadavg_end, cmp_<size>_loadavg: the load;
 // cmp_<size>_project: what the project is; cmp_<size>_snapshot_ms: OpenCode's snapshot
 // commands (rev-parse, then diff-files and ls-files --others at once, then write-tree) replayed
 // on each server's snapshot repository (its path from the log's `message=tracking` line) after
 // the servers stopped, 5 times each (median, min–max). Exits 1 when a batch did not
 // complete (a child or wake missing), not on timing (figures are the output, not a verdict).
-// WORK/batches.log: each parent request after the launch turn, with the message that caused it.
+// WORK/batches.log: each parent request after the launch turn, with the message that caused it;
+// WORK/trace-<size>-<mode>.log: wake_trace.js's lines (--trace-events: every event's type too).
 //
 // node e2e_compare.mjs --opencode BIN --npm-dir DIR --ocbg-dir DIR --work DIR
-//                      [--project small,large] [--large-files N] [--batches3 N]
-//                      [--batches20 N] [--batches20-large N] [--only native|ocbg]
+//                      [--project plain,small,large] [--large-files N] [--batches3 N]
+//                      [--batches20 N] [--batches20-large N] [--only native|ocbg] [--trace-events]
 import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake_model.mjs";
 import {
   diag, eventWatchers, fakeModelConfig, followEvents, isIdle, isolatedEnv, newSession, provideConfigDeps,
@@ -72,10 +93,11 @@ const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i
 const BIN = opt("opencode"), NPM_DIR = opt("npm-dir"), OCBG_DIR = opt("ocbg-dir"), WORK = opt("work");
 const BATCHES3 = Number(opt("batches3", "10")), BATCHES20 = Number(opt("batches20", "3"));
 const BATCHES20_LARGE = Number(opt("batches20-large", "1"));
-const SIZES = opt("project", "small,large").split(",").filter(Boolean);
+const SIZES = opt("project", "plain,small,large").split(",").filter(Boolean);
 const LARGE_FILES = Number(opt("large-files", "100000"));
 const ONLY = opt("only", "");
-if (SIZES.some((s) => s !== "small" && s !== "large")) { console.error("--project: small, large or small,large"); process.exit(2); }
+const TRACE_EVENTS = argv.includes("--trace-events");
+if (SIZES.some((s) => !["plain", "small", "large"].includes(s))) { console.error("--project: a list of plain, small, large"); process.exit(2); }
 if (!BIN || !NPM_DIR || !OCBG_DIR || !WORK) {
   console.error("usage: e2e_compare.mjs --opencode BIN --npm-dir DIR --ocbg-dir DIR --work DIR");
   process.exit(2);
@@ -83,6 +105,7 @@ if (!BIN || !NPM_DIR || !OCBG_DIR || !WORK) {
 // Children's delays: the first after BASE_MS, each next STEP_MS later (a batch of 3's last
 // child: at its gate instead).
 const PLAN = {
+  plain: { 3: { base: 400, step: 400 }, 20: { base: 400, step: 150 } },
   small: { 3: { base: 400, step: 400 }, 20: { base: 400, step: 150 } },
   large: { 3: { base: 400, step: 400 }, 20: { base: 400, step: 150 } },
 };
@@ -99,6 +122,7 @@ async function stopAll() {
   stopEvents();
   for (const key of Object.keys(servers)) await stopServer(key);
   if (fake) { await fake.close(); fake = null; }
+  if (plainDir) { fs.rmSync(plainDir, { recursive: true, force: true }); plainDir = null; }
 }
 
 function git(args, cwd, input) {
@@ -128,6 +152,23 @@ function makeProject(dir, files) {
   if (git(["status", "--porcelain"], dir).trim()) throw new Error(`${dir}: not clean after the checkout`);
 }
 
+// The plain project: a folder of `files` small files and no git repository, in the system's
+// temporary directory (WORK is inside this repository's checkout, and OpenCode would take
+// that for the project: a folder inside a git worktree is snapshotted with it). OpenCode
+// then takes no snapshot at all. Removed when the run ends.
+let plainDir = null;
+function makePlain(files) {
+  plainDir = fs.mkdtempSync(path.join(os.tmpdir(), "ocbg-cmp-plain-"));
+  const dir = path.join(plainDir, "project");
+  for (let i = 0; i < files; i++) {
+    fs.mkdirSync(path.join(dir, "src"), { recursive: true });
+    fs.writeFileSync(path.join(dir, "src", `f${i}.ts`), `export const v${i} = ${i};\n`);
+  }
+  if (spawnSync("git", ["rev-parse", "--git-dir"], { cwd: dir, stdio: "ignore" }).status === 0)
+    throw new Error(`${dir} is inside a git repository: the plain project needs a folder outside any (TMPDIR)`);
+  return dir;
+}
+
 // Starts `opencode serve` for one size and mode in WORK/<size>/<mode> (its HOME), in the
 // size's project, and follows its events.
 async function startServer(size, mode, project) {
@@ -135,7 +176,8 @@ async function startServer(size, mode, project) {
   const root = path.join(WORK, size, mode);
   const home = path.join(root, "home"), config = path.join(home, ".config");
   provideConfigDeps(path.join(config, "opencode"), NPM_DIR);
-  const plugin = [];
+  // wake_trace.js first, on both sides: its event hook sees each event just before ocbg's
+  const plugin = [[fileURLToPath(new URL("./wake_trace.js", import.meta.url)), { file: tracePath(size, mode), events: TRACE_EVENTS }]];
   if (mode === "ocbg") {
     const dir = path.join(root, "ocbg");
     fs.mkdirSync(dir, { recursive: true });
@@ -155,6 +197,8 @@ async function startServer(size, mode, project) {
   diag(`${key}: opencode serve pid ${server.pid} (log: ${logPath}) ${healthy ? "healthy" : "NOT healthy"}`);
   return healthy;
 }
+
+const tracePath = (size, mode) => path.join(WORK, `trace-${size}-${mode}.log`);
 
 // Events with the time this process received them.
 const timed = [];
@@ -257,10 +301,10 @@ let failed = 0;
 // One size: its project, both servers in it side by side, the batches alternating between
 // them (native, ocbg, native…), so that both meet the same load on a shared machine.
 async function runSize(size, modes) {
-  const dir = path.join(WORK, size, "project");
   const files = size === "large" ? LARGE_FILES : SMALL_FILES;
   const t = Date.now();
-  makeProject(dir, files);
+  const dir = size === "plain" ? makePlain(files) : path.join(WORK, size, "project");
+  if (size !== "plain") makeProject(dir, files);
   projects[size] = { dir, files, madeMs: Date.now() - t };
   diag(`${size}: project of ${files} files made in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   provideConfigDeps(path.join(dir, ".opencode"), NPM_DIR);
@@ -290,9 +334,9 @@ async function runSize(size, modes) {
     }
   }
   stopEvents();
-  for (const mode of modes) { await stopServer(`${size}_${mode}`); splitByLog(size, mode); }
+  for (const mode of modes) { await stopServer(`${size}_${mode}`); splitByLog(size, mode); splitByTrace(size, mode); }
   snapshots[size] = [];
-  for (const mode of modes) snapshots[size].push(...(await replaySnapshot(size, mode)));
+  if (size !== "plain") for (const mode of modes) snapshots[size].push(...(await replaySnapshot(size, mode)));
 }
 
 // OpenCode's own log (--print-logs) splits idle → wake: the last child's `exiting loop` →
@@ -326,6 +370,38 @@ function splitByLog(size, mode) {
   }
 }
 
+// The hops of each batch's wake from wake_trace.js's lines, on the server's own clock (to 0.01
+// ms; the fake model's request time: to 1 ms, on the same machine's clock): the last child's
+// answer stored, its session.idle as the server publishes it (every plugin's event hook gets it
+// then, synchronously: no event stream in between), ocbg's notification leaving through the SDK
+// client (promptAsync) and its answer, OpenCode's chat.message for the parent's new user message
+// (the notification, or natively the <task_result>), the parent's chat.params (its step about to
+// call the model), the request at the fake model.
+const HOPS = ["answer_to_idle", "idle_to_event", "idle_to_call", "call_to_chat", "call_to_done", "idle_to_chat", "chat_to_params",
+  "params_to_request", "idle_to_request", "answer_to_request"];
+function splitByTrace(size, mode) {
+  let lines = [];
+  try { lines = fs.readFileSync(tracePath(size, mode), "utf8").split("\n"); } catch {}
+  const recs = lines.map((l) => l.split(" ")).filter((f) => f.length === 3).map(([at, hop, sid]) => ({ at: Number(at), hop, sid }));
+  const find = (hop, sid, pred) => recs.filter((x) => x.hop === hop && x.sid === sid && pred(x));
+  const d = (a, b) => (a === undefined || b === undefined ? undefined : Math.round((b - a) * 10) / 10);
+  for (const rows of Object.values(results).filter((r) => r.size === size && r.mode === mode)) {
+    for (const r of rows) {
+      const answer = find("answer", r.lastChild, () => true)[0]?.at, idle = find("idle", r.lastChild, () => true)[0]?.at;
+      const before = (x) => x.at <= r.wakeAt + 1;
+      // the waking notification: the parent's last promptAsync before the request (the silent ones came earlier)
+      const call = find("pa_call", r.parent, before).at(-1)?.at;
+      const from = call ?? answer;
+      const done = call === undefined ? undefined : find("pa_done", r.parent, (x) => x.at >= call)[0]?.at;
+      const chat = from === undefined ? undefined : find("chat", r.parent, (x) => x.at >= from && before(x))[0]?.at;
+      const params = find("params", r.parent, before).at(-1)?.at;
+      const v = [d(answer, idle), d(idle, r.wakeAt - r.idleToWake), d(idle, call), d(call, chat), d(call, done), d(idle, chat), d(chat, params),
+        d(params, r.wakeAt), d(idle, r.wakeAt), d(answer, r.wakeAt)];
+      r.hops = Object.fromEntries(HOPS.map((h, k) => [h, v[k]]));
+    }
+  }
+}
+
 // OpenCode's snapshot (Snapshot.track: rev-parse of info/exclude, then diff-files and
 // ls-files --others over the directory at once, then write-tree; each in its own git
 // process, with its own options) replayed on the server's snapshot repository, named by the
@@ -353,17 +429,21 @@ async function replaySnapshot(size, mode) {
   return times;
 }
 
+const loadAt = (what) => `${os.loadavg().map((x) => x.toFixed(2)).join(" ")} (1, 5, 15-minute load averages ${what}, ${os.cpus().length} CPUs)`;
 async function main() {
+  const loadStart = loadAt("at the start");
   fs.rmSync(WORK, { recursive: true, force: true });
   fs.mkdirSync(WORK, { recursive: true });
   fake = await startFakeModel();
   const modes = ["native", "ocbg"].filter((m) => !ONLY || ONLY === m);
   for (const size of SIZES) { await runSize(size, modes); if (failed && !Object.keys(results).length) return; }
+  console.log(`cmp_loadavg_start: ${loadStart}`);
+  console.log(`cmp_loadavg_end: ${loadAt("at the end")}`);
   const span = (xs, what = "batches") => `(min ${Math.min(...xs)}, max ${Math.max(...xs)}, ${xs.length} ${what})`;
   for (const size of SIZES) {
     const p = projects[size];
     if (!p) continue;
-    console.log(`cmp_${size}_project: ${p.files} files (a git repository of one commit, made in ${(p.madeMs / 1000).toFixed(1)} s)`);
+    console.log(`cmp_${size}_project: ${p.files} files (${size === "plain" ? "a folder outside any git repository: no snapshot" : "a git repository of one commit"}, made in ${(p.madeMs / 1000).toFixed(1)} s)`);
     const sn = snapshots[size] || [];
     if (sn.length) console.log(`cmp_${size}_snapshot_ms: ${median(sn)} ms ${span(sn, "runs")}`);
     const loads = Object.values(results).filter((r) => r.size === size).flatMap((rows) => rows.map((r) => r.load));
@@ -382,15 +462,22 @@ async function main() {
       print("loop_to_request_ms", "loopToRequest");
       print("answer_to_completed_ms", "answerToCompleted");
       print("answer_to_wake_ms", "answerToWake");
+      for (const hop of HOPS) {
+        const xs = rows.map((r) => r.hops?.[hop]).filter((x) => x !== undefined);
+        if (xs.length) console.log(`cmp_${key}_hop_${hop}_ms: ${median(xs)} ms ${span(xs)}`);
+      }
     }
     for (const n of [3, 20]) {
       const a = results[`${size}_native_b${n}`], b = results[`${size}_ocbg_b${n}`];
       if (!a?.length || !b?.length) continue;
-      const gap = (k) => { const x = a.map((r) => r[k]).filter((v) => v !== undefined), y = b.map((r) => r[k]).filter((v) => v !== undefined);
-        return x.length && y.length ? median(y) - median(x) : NaN; };
+      const get = (r, k) => (k.startsWith("hop:") ? r.hops?.[k.slice(4)] : r[k]);
+      const gap = (k) => { const x = a.map((r) => get(r, k)).filter((v) => v !== undefined), y = b.map((r) => get(r, k)).filter((v) => v !== undefined);
+        return x.length && y.length ? Math.round((median(y) - median(x)) * 10) / 10 : NaN; };
       console.log(`cmp_${size}_b${n}_idle_to_wake_gap_ms: ${gap("idleToWake")} ms (ocbg minus native, medians)`);
       console.log(`cmp_${size}_b${n}_answer_to_wake_gap_ms: ${gap("answerToWake")} ms (ocbg minus native, medians)`);
       console.log(`cmp_${size}_b${n}_done_to_wake_gap_ms: ${gap("doneToWake")} ms (ocbg minus native, medians)`);
+      console.log(`cmp_${size}_b${n}_server_idle_to_wake_gap_ms: ${gap("hop:idle_to_request")} ms (ocbg minus native, medians of hop_idle_to_request)`);
+      console.log(`cmp_${size}_b${n}_server_answer_to_wake_gap_ms: ${gap("hop:answer_to_request")} ms (ocbg minus native, medians of hop_answer_to_request)`);
     }
   }
 }

@@ -83,6 +83,15 @@ function makeWorld() {
   ok(spawnSync("git", ["-C", ROOT, "rev-parse", "--git-dir"], { stdio: "ignore" }).status !== 0,
     `the project's parent ${ROOT} is in no git repository`);
   git = gitRepoWithCommit(PROJECT);
+  // E2E_WORKTREE_FILES=N: N more files in the project (100 a folder, 40
+  // lines each), to time the wake in a large repository.
+  const files = Number(process.env.E2E_WORKTREE_FILES) || 0;
+  for (let i = 0; i < files; i++) {
+    const sub = path.join(PROJECT, `src${String(Math.floor(i / 100)).padStart(3, "0")}`);
+    if (i % 100 === 0) fs.mkdirSync(sub, { recursive: true });
+    fs.writeFileSync(path.join(sub, `file${i % 100}.c`), `int v${i} = 0; /* a line of code */\n`.repeat(40));
+  }
+  if (files) { git("add", "."); git("commit", "-q", "-m", "files"); }
   const dir = path.join(ROOT, "ocbg");
   fs.mkdirSync(dir, { recursive: true });
   for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"])
@@ -196,7 +205,7 @@ async function twoWriters() {
 // to the notification's creation in the parent, isolated and not.
 async function latency() {
   const sid = await newSession("latency");
-  const res = { none: [], worktree: [] }, ROUNDS = 5;
+  const res = { none: [], worktree: [] }, ROUNDS = Number(process.env.E2E_WAKE_ROUNDS) || 5;
   for (let r = 0; r < ROUNDS; r++) {
     for (const iso of ["none", "worktree"]) {
       const desc = `fast ${iso} ${r}`;
