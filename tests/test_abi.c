@@ -113,12 +113,14 @@ static void plugin_table(sim_host *h)
                                         "background_resume",
                                         "background_block",
                                         "background_send",
+                                        "background_monitor",
                                         "Task",
                                         "Bash",
                                         "TaskOutput",
-                                        "TaskStop"};
-    is_int(p->tool_count, 12, "eight tools of the OpenCode face, four of the Claude face");
-    for (size_t i = 0; i < 12 && i < p->tool_count; i++) {
+                                        "TaskStop",
+                                        "Monitor"};
+    is_int(p->tool_count, 14, "nine tools of the OpenCode face, five of the Claude face");
+    for (size_t i = 0; i < 14 && i < p->tool_count; i++) {
         is_str(p->tools[i].name, names[i], "tool %zu name", i);
         ok(p->tools[i].description && strlen(p->tools[i].description) > 20, "%s has a description", names[i]);
         cJSON *s = cJSON_Parse(p->tools[i].parameters_json);
@@ -150,14 +152,14 @@ static void faces(sim_host *h)
     const ocp_plugin *p = entry(sim_table(h), J("{'face_claude':false}"), err, sizeof err);
     ok(p != NULL, "face_claude false loads");
     if (p) {
-        is_int(p->tool_count, 8, "only the OpenCode face's eight tools");
-        is_str(p->tools[p->tool_count - 1].name, "background_send", "ending with background_send");
+        is_int(p->tool_count, 9, "only the OpenCode face's nine tools");
+        is_str(p->tools[p->tool_count - 1].name, "background_monitor", "ending with background_monitor");
         p->shutdown(p->userdata);
     }
     p = entry(sim_table(h), J("{'face_opencode':false}"), err, sizeof err);
     ok(p != NULL, "face_opencode false loads");
     if (p) {
-        is_int(p->tool_count, 4, "only the Claude face's four tools");
+        is_int(p->tool_count, 5, "only the Claude face's five tools");
         is_str(p->tools[0].name, "Task", "starting with Task");
         p->shutdown(p->userdata);
     }

@@ -192,27 +192,27 @@ static int has_tool(sim_host *h, const char *name)
 
 static void faces(void)
 {
-    static const char *const claude[] = {"Task", "Bash", "TaskOutput", "TaskStop"};
+    static const char *const claude[] = {"Task", "Bash", "TaskOutput", "TaskStop", "Monitor"};
     static const char *const opencode[] = {"background_task",  "background_output", "background_cancel",
                                            "background_list",  "background_clear",  "background_resume",
-                                           "background_block", "background_send"};
+                                           "background_block", "background_send",   "background_monitor"};
     sim_host *h = t_host(NULL);
     int n = 0;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 5; i++)
         n += has_tool(h, claude[i]);
-    for (size_t i = 0; i < 8; i++)
+    for (size_t i = 0; i < 9; i++)
         n += has_tool(h, opencode[i]);
-    is_int(n, 12, "both faces by default");
-    is_int(sim_plugin(h, 0)->tool_count, 12, "and nothing else");
+    is_int(n, 14, "both faces by default");
+    is_int(sim_plugin(h, 0)->tool_count, 14, "and nothing else");
     ok(!has_tool(h, "BashOutput") && !has_tool(h, "KillBash"), "no BashOutput, no KillBash");
     sim_destroy(h);
 
     h = t_host(J("{'face_claude':false}"));
     n = 0;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 5; i++)
         n += has_tool(h, claude[i]);
     is_int(n, 0, "face_claude false: no Claude tool");
-    is_int(sim_plugin(h, 0)->tool_count, 8, "the OpenCode face stays");
+    is_int(sim_plugin(h, 0)->tool_count, 9, "the OpenCode face stays");
     char *s = sim_session_new(h, NULL, "main");
     char *out = t_tool(h, s, "Bash", J("{'command':'true'}"));
     ok(t_rc != 0, "calling Bash fails (rc %d: %s)", t_rc, out);
@@ -222,10 +222,10 @@ static void faces(void)
 
     h = t_host(J("{'face_opencode':false}"));
     n = 0;
-    for (size_t i = 0; i < 8; i++)
+    for (size_t i = 0; i < 9; i++)
         n += has_tool(h, opencode[i]);
     is_int(n, 0, "face_opencode false: no background_* tool");
-    is_int(sim_plugin(h, 0)->tool_count, 4, "the Claude face stays");
+    is_int(sim_plugin(h, 0)->tool_count, 5, "the Claude face stays");
     s = sim_session_new(h, NULL, "main");
     if (shells) {
         out = t_tool(h, s, "Bash", J("{'command':'echo alone'}"));

@@ -7,7 +7,9 @@
 
 #include "base/util.h"
 #include "engine/jobs.h"
+#include "model/monitor_task.h"
 #include "store/store.h"
+#include "text/monitor.h"
 #include "text/texts.h"
 #include "worktree/worktree.h"
 
@@ -161,6 +163,8 @@ void engine_notification_text(engine *eng, notification *n, const task *t)
         return;
     if (n->permission_request)
         n->text = format_permission_notification(t);
+    else if (task_is_monitor(t) && t->shell->lost)
+        n->text = format_monitor_lost(t);
     else
         n->text = format_notification(t, n->batch_done, n->batch_total, engine_now(eng), eng->opt.notify_max_chars);
 }
@@ -244,9 +248,12 @@ void engine_finish(engine *eng, task *t, task_status s, const char *text, const 
     /* A blocking call waiting for this result returns it instead of a
      * notification: waits test "done" before cancellation and timeout, so a
      * registered waiter always returns a run that ended. */
+    bool look, told = monitor_note_end(t, s, guard != NULL, mono_ms(), &look); /* model/monitor_task.h */
+    if (look)
+        pthread_cond_signal(&eng->work_cv); /* the watch's last events and "stream ended" (engine/monitor.h) */
     if (t->result_waiters > 0)
         t->delivered_run = t->run;
-    else if (s != TASK_CANCELLED || t->stopped_by_user) /* the model stopped it itself: no news */
+    else if ((s != TASK_CANCELLED || t->stopped_by_user) && !told) /* the model stopped it itself: no news */
         engine_notify(eng, t, false);
     cascade(eng, t);
     check_launcher(eng, t->parent);

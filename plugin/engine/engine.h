@@ -83,6 +83,7 @@ typedef struct engine {
     view_state view;      /* each session's tasks for the host's UI, and its thread (engine/view.h) */
     gitwork_state git;    /* git for isolated tasks, on a thread of its own (engine/gitwork.h) */
     struct collide_state *collide; /* files edited per launching session (engine/collide.h); NULL: none yet */
+    struct monitor_list *monitors; /* the watched commands (engine/monitor.h); NULL: none yet */
 } engine;
 
 /* The engine lock (base/lock.h): the only way to take, release or wait on

@@ -6,6 +6,7 @@
 #include "engine/collide.h"
 #include "engine/defer.h"
 #include "engine/engine.h"
+#include "engine/monitor.h"
 #include "engine/persist.h"
 #include "engine/sched.h"
 #include "engine/toast.h"
@@ -48,6 +49,7 @@ static void free_state(engine *eng)
     guards_free(eng);
     toast_free(eng);
     collide_free(eng);
+    monitor_free(eng);
     pthread_cond_destroy(&eng->work_cv);
     pthread_cond_destroy(&eng->drain_cv);
     pthread_mutex_destroy(&eng->mu);
@@ -67,7 +69,7 @@ int engine_start(engine *eng, runner_open_fn open_agent, runner_open_fn open_she
     jobs_init(&eng->q, &eng->work_cv, &eng->mu);
     gitwork_init(eng);
     defer_init(eng);
-    runner_env env = {&eng->mu, &eng->reg, &eng->api, &eng->opt, eng, runner_finished, runner_abort};
+    runner_env env = {&eng->mu, &eng->reg, &eng->api, &eng->opt, eng, runner_finished, runner_abort, monitor_wake};
     int rc = 0;
     eng->runners[TASK_AGENT] = open_agent(&env, &rc);
     if (rc == 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "model/monitor_task.h"
 #include "engine/engine.h"
 #include "engine/view.h"
 #include "text/texts.h"
@@ -34,14 +35,30 @@ static void add_recent(cJSON *obj, const task *t, unsigned max)
         cJSON_AddItemToObject(obj, "recent", cJSON_CreateStringArray(names, (int)n));
 }
 
+/* A watched command's monitor (model/monitor.h): its events so far, and
+ * while it watches, when it expires (wall-clock ms: the panel counts the
+ * time left down itself, so the view need not change every second). */
+static void add_watch(cJSON *obj, const task *t)
+{
+    const shell_monitor *m = task_monitor(t);
+    if (!m)
+        return;
+    cJSON_AddNumberToObject(obj, "events", m->w.events);
+    if (m->end == MONITOR_LIVE)
+        cJSON_AddNumberToObject(obj, "expires", (double)m->expires_ms);
+    if (m->pattern)
+        cJSON_AddStringToObject(obj, "pattern", m->pattern);
+}
+
 /* What the task's kind adds: its agent (and an isolated task's branch), or
  * its command and exit. */
 static void add_kind(cJSON *obj, const task *t)
 {
     if (t->type == TASK_SHELL) {
-        cJSON_AddStringToObject(obj, "kind", "shell");
+        cJSON_AddStringToObject(obj, "kind", task_is_monitor(t) ? "monitor" : "shell");
         if (t->shell && t->shell->command)
             cJSON_AddStringToObject(obj, "command", t->shell->command);
+        add_watch(obj, t);
         if (t->shell && t->shell->exited && !t->shell->term_signal)
             cJSON_AddNumberToObject(obj, "exit", t->shell->exit_code);
         return;

@@ -1,6 +1,5 @@
-/* worker.c — the engine's worker thread: jobs (completion checks, pushes of
- * notifications, aborts), retries of failed pushes, the tick (the fallback
- * poll in poll.c, the guards). */
+/* worker.c — the engine's worker thread: jobs (completion checks, pushes of notifications, aborts), retries
+ * of failed pushes, the tick (the fallback poll in poll.c, the guards), the watches (monitor.c). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include "engine/guards.h"
 #include "engine/isolate.h"
 #include "engine/jobs.h"
+#include "engine/monitor.h"
 #include "engine/persist.h"
 #include "engine/poll.h"
 #include "engine/sched.h"
@@ -434,7 +434,9 @@ static void *worker_main(void *arg)
     while (!eng->stopping) {
         int64_t now = mono_ms();
         jobs_take_due_retries(&eng->q, now);
-        int64_t defer_at = defer_tick(eng, now); /* held silent notifications whose parent is idle */
+        int64_t defer_at = defer_tick(eng, now);   /* held silent notifications whose parent is idle */
+        int64_t watch_at = monitor_tick(eng, now); /* the watches' events (engine/monitor.h) */
+        defer_at = watch_at && (!defer_at || watch_at < defer_at) ? watch_at : defer_at; /* wait for the sooner */
         if (eng->sched_due) {
             eng->sched_due = false;
             sched_pump(eng);

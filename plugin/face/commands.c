@@ -17,7 +17,10 @@ static void tasks_row(strbuf *out, const task_snap *t)
     /* A command without its own description is described by itself. */
     bool show_command = t->type == TASK_SHELL && t->description && strcmp(t->description, t->command) != 0;
     const char *asking = t->asking;
-    sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s", t->id, t->type == TASK_SHELL ? "shell" : "agent",
+    sb_printf(out, "%-12s  %-5s  %-9s  %-20s  %-8s  %s%s%s%s%s%s", t->id,
+              t->monitor              ? "monitor"
+              : t->type == TASK_SHELL ? "shell"
+                                      : "agent",
               claude_status(t->status), start, dur, t->description ? t->description : "", show_command ? " $ " : "",
               show_command ? t->command : "", asking ? " [waiting for permission: " : "", asking ? asking : "",
               asking ? "]" : "");

@@ -63,6 +63,28 @@ static const arg_spec block_args[] = {
     {"timeout", ARG_NUMBER, ARG_OPTIONAL, "How long to wait at most, in seconds (default 120, at most 600)", NULL},
 };
 
+/* Both faces' monitor tool (face/monitor.c). */
+static const arg_spec monitor_args[] = {
+    {"command", ARG_STRING, ARG_REQUIRED_BY_HANDLER,
+     "A command to watch (/bin/sh -c, asked for as a background Bash is), e.g. `tail -f app.log`; not with "
+     "task_id",
+     NULL},
+    {"description", ARG_STRING, ARG_OPTIONAL, "What it watches for, in a few words (names its events)", NULL},
+    {"task_id", ARG_STRING, ARG_OPTIONAL,
+     "Instead of command (give no command then): a running background command of this session (bg_...) to follow "
+     "from now on",
+     NULL},
+    {"pattern", ARG_STRING, ARG_OPTIONAL,
+     "A POSIX extended regular expression: only the lines it matches are events (default: every line)", NULL},
+    {"timeout_ms", ARG_NUMBER, ARG_OPTIONAL,
+     "Milliseconds until the monitor expires (its command is stopped): default 300000, 1000 to 1800000", NULL},
+};
+#define MONITOR_HELP                                                                                                   \
+    "Watch a command's output: each line it prints (or that pattern matches) comes to you as an event that wakes "     \
+    "you, lines close together joined into one event, until the command exits or timeout_ms passes. For waiting "      \
+    "on a log line, a test failure or a server's ready message without polling or sleeping. Give command (a new "      \
+    "watcher, e.g. `tail -f app.log`) or task_id, a running background command of this session."
+
 const tool_spec background_tools[] = {
     {"background_task",
      "Launch a sub-agent in the background: it works on the prompt in its own session while you go on. "
@@ -93,6 +115,8 @@ const tool_spec background_tools[] = {
      "It returns at once; the sub-agent reads it when its current step ends and goes on. The task still "
      "notifies you once, when it finishes. For a completed task use background_resume.",
      send_args, N(send_args), tool_background_send},
+    {"background_monitor", MONITOR_HELP " Stop it with background_cancel.", monitor_args, N(monitor_args),
+     tool_background_monitor},
 };
 const size_t background_tool_count = N(background_tools);
 
@@ -142,5 +166,6 @@ const tool_spec claude_tools[] = {
      claude_output_args, N(claude_output_args), tool_claude_task_output},
     {"TaskStop", "Stop a running background task: a shell command's whole process group, or a sub-agent's session.",
      claude_stop_args, N(claude_stop_args), tool_claude_task_stop},
+    {"Monitor", MONITOR_HELP " Stop it with TaskStop.", monitor_args, N(monitor_args), tool_claude_monitor},
 };
 const size_t claude_tool_count = N(claude_tools);

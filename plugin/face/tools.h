@@ -97,6 +97,9 @@ int tool_background_clear(engine *eng, const cJSON *args, ocp_call_ctx *ctx, str
 int tool_background_resume(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 int tool_background_block(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 int tool_background_send(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+/* The monitor tools (face/monitor.c). */
+int tool_background_monitor(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
+int tool_claude_monitor(engine *eng, const cJSON *args, ocp_call_ctx *ctx, strbuf *out);
 
 /* Resume mode of background_task and background_resume: validates in the
  * spec's order with its exact texts, then sends `prompt` to the task's

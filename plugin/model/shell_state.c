@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "model/monitor.h"
 
 shell_state *shell_state_new(const char *command, const char *directory, size_t output_cap)
 {
@@ -145,5 +146,6 @@ void shell_state_free(shell_state *s)
     free(s->directory);
     free(s->out.head);
     free(s->out.tail);
+    shell_monitor_free(s->monitor);
     free(s);
 }

@@ -38,6 +38,7 @@ typedef struct shell_state {
     bool stop_requested;  /* TaskStop: the ending is "stopped", not a failure */
     int64_t kill_at_mono; /* when SIGKILL follows a SIGTERM (0: not scheduled) */
     shell_output out;
+    struct shell_monitor *monitor; /* a watch on its output (model/monitor.h), or NULL */
 } shell_state;
 
 /* A new state for `command` run in `directory` (may be NULL), keeping at

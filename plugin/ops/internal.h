@@ -94,4 +94,10 @@ task *op_read_begin(engine *eng, const char *id);
 /* Drops what op_read_begin copied in. [lock held] */
 void op_read_done(engine *eng, task *t);
 
+/* op_launch_shell for a monitor (ops/monitor.h): a background command with
+ * mon (taken, freed on a refusal) on its output from its first byte. */
+struct shell_monitor;
+int op_launch_monitor(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description,
+                      struct shell_monitor *mon, launched *l, strbuf *out);
+
 #endif

@@ -8,6 +8,7 @@
 #include "base/intern.h"
 #include "base/util.h"
 #include "engine/guards.h"
+#include "engine/monitor.h"
 #include "engine/sched.h"
 #include "ops/internal.h"
 #include "ops/permission.h"
@@ -234,8 +235,10 @@ int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req,
     return rc != 0 ? start_failed(eng, l->id, err, rc, out) : 0;
 }
 
-int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
-                    int64_t timeout_ms, launched *l, strbuf *out)
+/* op_launch_shell, and op_launch_monitor when mon is not NULL (taken: hung
+ * on the task before its process starts, or freed when nothing is made). */
+static int launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description,
+                        bool foreground, int64_t timeout_ms, shell_monitor *mon, launched *l, strbuf *out)
 {
     if (!ctx->session_id) {
         sb_puts(out, "The call has no session to run a command for.");
@@ -246,8 +249,10 @@ int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, c
     int rc = foreground ? 0 : check_depth(eng, ctx, out);
     if (rc == 0)
         rc = permission_bash(eng, ctx, command, description, out);
-    if (rc != 0)
+    if (rc != 0) {
+        shell_monitor_free(mon);
         return rc;
+    }
     engine_lock(eng);
     /* A foreground command is the model's ordinary shell call: it runs at
      * once, as the host's own would; background ones take turns. */
@@ -255,13 +260,16 @@ int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, c
     rc = foreground ? 0 : admit(eng, TASK_SHELL, NULL, &s, out);
     if (rc != 0) {
         engine_unlock(eng);
+        shell_monitor_free(mon);
         return rc;
     }
-    task *t = register_task(eng, ctx, TASK_SHELL, NULL, s, description && !blank(description) ? description : command,
-                            foreground, "");
+    task *t = register_task(eng, ctx, TASK_SHELL, mon ? MONITOR_AGENT : NULL, s,
+                            description && !blank(description) ? description : command, foreground, "");
     t->shell = shell_state_new(command, ctx->directory, (size_t)eng->opt.shell_output_cap);
     if (!foreground)
         t->timeout_ms = timeout_ms; /* a foreground one's is the call's (op_foreground) */
+    if (mon)
+        monitor_attach(eng, t, mon); /* before its first byte of output */
     memcpy(l->id, t->id, TASK_ID_SIZE);
     memcpy(l->batch, t->batch->id, TASK_ID_SIZE);
     if (s == TASK_PENDING)
@@ -287,4 +295,16 @@ int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, c
         free(err);
     }
     return rc;
+}
+
+int op_launch_shell(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description, bool foreground,
+                    int64_t timeout_ms, launched *l, strbuf *out)
+{
+    return launch_shell(eng, ctx, command, description, foreground, timeout_ms, NULL, l, out);
+}
+
+int op_launch_monitor(engine *eng, const ocp_call_ctx *ctx, const char *command, const char *description,
+                      shell_monitor *mon, launched *l, strbuf *out)
+{
+    return launch_shell(eng, ctx, command, description, false, 0, mon, l, out);
 }

@@ -65,6 +65,7 @@ typedef struct task_snap {
     char *output;   /* a command's output, its last SNAP_OUTPUT_CHARS characters */
     char *worktree; /* an isolated task's lines (format_worktree) */
     char *text;     /* what text/ rendered when asked: a report or a list line */
+    bool monitor;   /* a monitor's own command (model/monitor_task.h) */
 } task_snap;
 
 void task_snap_free(task_snap *s);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "engine/persist.h"
+#include "model/monitor_task.h"
 #include "ops/internal.h"
 #include "text/texts.h"
 
@@ -36,6 +37,7 @@ void snap_take(task_snap *s, const task *t, int64_t now, unsigned what)
     s->tool_calls = t->tool_calls;
     s->awaiting = t->awaiting;
     s->wake_parked = t->wake_parked;
+    s->monitor = task_is_monitor(t);
     const usage *u = task_usage(t);
     if (u) {
         s->has_usage = true;

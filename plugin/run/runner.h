@@ -32,6 +32,9 @@ typedef struct runner_env {
     void (*finished)(void *eng, task *t, task_status s, const char *text, const char *message_id);
     /* [lock held] have the engine's worker abort a session (never blocks). */
     void (*abort_session)(void *eng, const char *session_id);
+    /* [lock held] a watched command's output made its watch due sooner
+     * (model/monitor.h): wake the engine's worker (never blocks). */
+    void (*watch_due)(void *eng);
 } runner_env;
 
 typedef struct runner runner;

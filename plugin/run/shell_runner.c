@@ -26,6 +26,7 @@
 #include "base/proc_id.h"
 #include "base/lock.h"
 #include "base/util.h"
+#include "model/monitor.h"
 #include "run/process.h"
 #include "run/runner.h"
 
@@ -143,6 +144,8 @@ static bool drain(shell_runner *r, proc *p)
             if (s) {
                 shell_output_append(&s->out, buf, (size_t)n);
                 t->last_update_ms = hostapi_now(r->env.api);
+                if (s->monitor && shell_monitor_feed(s->monitor, buf, (size_t)n, mono_ms()))
+                    r->env.watch_due(r->env.engine);
             }
             lock_release(r->env.mu);
             continue;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/monitor_task.h"
+
 static void put_markers(strbuf *out, const task *t)
 {
     if (t->resume_count > 0)
@@ -167,8 +169,8 @@ void format_list_line(strbuf *out, const task *t, int64_t now)
     sb_printf(out, "- %s", t->id);
     put_markers(out, t);
     if (t->type == TASK_SHELL)
-        sb_printf(out, " | %s | shell | %s | %s | %s", t->description ? t->description : "",
-                  task_status_name(t->status), dur, t->batch->id);
+        sb_printf(out, " | %s | %s | %s | %s | %s", t->description ? t->description : "",
+                  task_is_monitor(t) ? "monitor" : "shell", task_status_name(t->status), dur, t->batch->id);
     else {
         const char *asking = task_permission_what(t);
         sb_printf(out, " | %s | agent: %s | %s%s%s | %s | %s", t->description ? t->description : "",

@@ -17,6 +17,7 @@ import * as claude from "./e2e/claude.mjs";
 import * as collision from "./e2e/collision.mjs";
 import * as hostEvents from "./e2e/host_events.mjs";
 import * as launch from "./e2e/launch.mjs";
+import * as monitor from "./e2e/monitor.mjs";
 import * as nesting from "./e2e/nesting.mjs";
 import * as permission from "./e2e/permission.mjs";
 import * as restart from "./e2e/restart.mjs";
@@ -34,7 +35,7 @@ const OCBG = [launch.launchAndNotify, launch.cancelSlow, launch.panelChannel, la
   hostEvents.deleteStopsChildren, hostEvents.compactedChild, hostEvents.compactedAfter, bounds.capTwoOfFour,
   bounds.usageNotified, bounds.tokenBudget, bounds.rateLimited, nesting.nestedTasks, nesting.nestedCancel,
   nesting.nestedRefused, collision.editCollision, restart.restartAfterNotify, restart.restartBeforeNotify,
-  restart.restartMidTask, restart.endedTaskBusyAgain];
+  restart.restartMidTask, restart.endedTaskBusyAgain, monitor.monitorEvents, monitor.monitorFlood];
 const chosen = (scenarios) => scenarios.filter((f) => !CASES.length || CASES.includes(f.name));
 
 async function main() {

@@ -177,7 +177,8 @@ async function scanned(w) {
 // task id is a finished task's. A refusal the tool owes (a message to a task
 // that is not running) counts as working; an argument error never does.
 const OCBG_TOOLS = ["background_task", "background_output", "background_list", "background_block", "background_send",
-  "TaskOutput", "TaskStop", "Task", "Bash", "background_resume", "background_cancel", "background_clear"];
+  "TaskOutput", "TaskStop", "Task", "Bash", "background_resume", "background_cancel", "background_clear",
+  "background_monitor", "Monitor"];
 const REFUSALS = { background_send: /is not running/, background_cancel: /Only running tasks can be cancelled/ };
 async function requiredOnly(s, tools) {
   const offered = OCBG_TOOLS.filter((t) => schemaOf(tools, t));

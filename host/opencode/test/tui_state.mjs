@@ -117,6 +117,10 @@ const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
   const failed = { id: "bg_f", kind: "shell", status: "error", description: "Build", command: "make -j2 all && make install",
     started: T - 3 * 3600e3, ended: T - 3600e3 + 5000, exit: 2 };
   eq(taskLine(failed, T), "✗ failed Build · make -j2 all && make install · 2h00m", "a failed command's line");
+  const mon = { id: "bg_m", kind: "monitor", status: "running", description: "errors", command: "tail -f app.log",
+    started: T - 65000, events: 3, expires: T + 235000 };
+  eq(taskLine(mon, T), "● running errors · tail -f app.log · 3 events · 3m55s left · 1m05s",
+    "a monitor's line: its command, events so far, time left");
   const long = { id: "bg_l", kind: "shell", status: "cancelled", description: "x".repeat(50),
     command: "y".repeat(40), started: T - 2000, ended: T - 1000 };
   eq(taskLine(long, T), `■ cancelled ${"x".repeat(39)}… · ${"y".repeat(29)}… · 1s`, "long texts are clipped");

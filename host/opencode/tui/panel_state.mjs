@@ -159,6 +159,8 @@ function metaParts(t, now, withBranch) {
   const meta = [];
   if (t.agent) meta.push(t.agent);
   else if (t.command) meta.push(clip(t.command, 30));
+  if (Number.isFinite(t.events)) meta.push(`${t.events} event${t.events === 1 ? "" : "s"}`); // a watched command
+  if (Number.isFinite(t.expires) && isLive(t)) meta.push(`${fmtElapsed(t.expires - now)} left`);
   if (withBranch && typeof t.branch === "string" && t.branch) meta.push(t.branch);
   if (Number.isFinite(t.started)) meta.push(fmtElapsed(elapsedMs(t, now)));
   if (t.tokens > 0) meta.push(fmtTokens(t.tokens));
@@ -194,7 +196,7 @@ export function pageTasks(tasks) {
 export function detailText(t, detail, now) {
   const d = { ...t, ...(detail || {}) };
   const out = [];
-  const what = t.kind === "shell" ? `shell: ${t.command || ""}` : `agent ${t.agent || ""}`;
+  const what = t.kind === "shell" || t.kind === "monitor" ? `${t.kind}: ${t.command || ""}` : `agent ${t.agent || ""}`;
   const head = [t.id, what.trim(), `${GLYPH[d.status] || "?"} ${WORD[d.status] || d.status}`];
   if (Number.isFinite(t.started)) head.push(fmtElapsed(elapsedMs(t, now)));
   else if (d.status === "pending" && Number.isFinite(t.queue)) head.push(`#${t.queue} in the queue`);

@@ -7,9 +7,10 @@ import {
 } from "../e2e_lib.mjs";
 import { childOf, endNotices, fake, launch, toolNames } from "./world.mjs";
 
-// ocbg's tools, as the model sees them (face_claude: true adds the last four).
+// ocbg's tools, as the model sees them (face_claude: true adds the last five).
 const OCBG_TOOLS = ["background_task", "background_output", "background_cancel", "background_list", "background_clear",
-  "background_resume", "background_block", "background_send", "Task", "Bash", "TaskOutput", "TaskStop"];
+  "background_resume", "background_block", "background_send", "background_monitor", "Task", "Bash", "TaskOutput",
+  "TaskStop", "Monitor"];
 
 // A task launches one of its own: A (depth 1) has ocbg's tools and calls
 // background_task for B (depth 2 = max_depth: none of them), then answers
