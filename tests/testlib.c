@@ -457,6 +457,41 @@ char *t_send(sim_host *h, const char *session, const char *id, const char *messa
     return t_tool(h, session, "background_send", args);
 }
 
+void t_waits(sim_call *c, int ms, const char *label)
+{
+    int rc = 0;
+    char *out = NULL;
+    is_int(sim_tool_wait(c, ms, &rc, &out), -ETIMEDOUT, "%s", label);
+    free(out);
+}
+
+char *t_esc(sim_call *c, int ms, const char *ended)
+{
+    sim_tool_cancel(c);
+    int rc = 0;
+    char *out = NULL;
+    is_int(sim_tool_wait(c, tap_timeout_ms(ms), &rc, &out), 0, "%s", ended);
+    sim_tool_free(c);
+    t_rc = rc;
+    return out ? out : calloc(1, 1);
+}
+
+void t_list_marks(sim_host *h, const char *session, const char *id, const char *mark, const char *label)
+{
+    char *out = t_tool(h, session, "background_list", "{}");
+    char want[128];
+    snprintf(want, sizeof want, "%s (%s)", id, mark);
+    like(out, want, "%s", label);
+    free(out);
+}
+
+void t_list_empty(sim_host *h, const char *session, const char *label)
+{
+    char *out = t_tool(h, session, "background_list", "{}");
+    is_str(out, "No background tasks found", "%s", label);
+    free(out);
+}
+
 void t_reload(sim_host *h, const char *options_json)
 {
     sim_unload_plugins(h);

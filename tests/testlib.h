@@ -164,6 +164,20 @@ char *t_cancel(sim_host *h, const char *session, const char *id);
  * (malloc'd), sets t_rc. */
 char *t_send(sim_host *h, const char *session, const char *id, const char *message);
 
+/* Call c is still waiting after ms (not scaled): is_int -ETIMEDOUT under label. */
+void t_waits(sim_call *c, int ms, const char *label);
+
+/* Press Esc on call c (cancel it), check it returns within ms (scaled by
+ * tap_timeout_ms) under the label ended, and free c. Returns the call's answer
+ * (malloc'd, "" when none) and sets t_rc to its status. */
+char *t_esc(sim_call *c, int ms, const char *ended);
+
+/* background_list from session shows "<id> (<mark>)" (like, under label). */
+void t_list_marks(sim_host *h, const char *session, const char *id, const char *mark, const char *label);
+
+/* background_list from session is exactly "No background tasks found" (is_str, under label). */
+void t_list_empty(sim_host *h, const char *session, const char *label);
+
 /* Unload ocbg and load it again from $OCBG_PLUGIN_DIR with options_json (a
  * restart on the same host); bails out when it does not load. */
 void t_reload(sim_host *h, const char *options_json);
