@@ -100,14 +100,10 @@ static void task_esc_and_off(void)
     sim_call *c = sim_tool_start(h, f.parent, "Task", args);
     free(args);
     is_int(sim_wait_calls(h, "session_prompt", NULL, 1, tap_timeout_ms(5000)), 0, "the sub-agent is prompted");
-    int rc = 0;
-    char *out = NULL;
-    is_int(sim_tool_wait(c, 100, &rc, &out), -ETIMEDOUT, "with auto_background_ms 0 the call keeps waiting");
-    sim_tool_cancel(c);
-    is_int(sim_tool_wait(c, tap_timeout_ms(3000), &rc, &out), 0, "Esc ends it");
+    t_waits(c, 100, "with auto_background_ms 0 the call keeps waiting");
+    char *out = t_esc(c, 3000, "Esc ends it");
     is_str(out, "Cancelled: the sub-agent was stopped.", "and stops the sub-agent");
     free(out);
-    sim_tool_free(c);
     out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "no task is left");
     free(out);
