@@ -95,15 +95,11 @@ static void task_in_foreground(void)
     free(args);
     is_int(sim_wait_calls(h, "session_prompt", NULL, 3, tap_timeout_ms(5000)), 0, "the sub-agent is prompted");
     char *child = t_task_session(h, 2);
-    int rc = 0;
-    out = NULL;
-    is_int(sim_tool_wait(c, 30, &rc, &out), -ETIMEDOUT, "the call waits for the sub-agent");
-    sim_tool_cancel(c);
-    is_int(sim_tool_wait(c, tap_timeout_ms(3000), &rc, &out), 0, "Esc ends it");
-    is_int(rc, -ECANCELED, "with -ECANCELED");
+    t_waits(c, 30, "the call waits for the sub-agent");
+    out = t_esc(c, 3000, "Esc ends it");
+    is_int(t_rc, -ECANCELED, "with -ECANCELED");
     is_str(out, "Cancelled: the sub-agent was stopped.", "saying the sub-agent was stopped");
     free(out);
-    sim_tool_free(c);
     ok(child && sim_calls(h, "session_abort", child) >= 1, "its session was aborted");
     free(child);
 
