@@ -256,13 +256,9 @@ static void foreground_task_queued_then_escaped(void)
     sim_call *c =
         sim_tool_start(h, f.parent, "Task", J("{'description':'F2','prompt':'gated F2','subagent_type':'explore'}"));
     is_int(sim_wait(h, two_tasks_listed, f.parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
-    sim_tool_cancel(c);
-    int rc;
-    char *out = NULL;
-    is_int(sim_tool_wait(c, tap_timeout_ms(5000), &rc, &out), 0, "Esc returns the call");
+    char *out = t_esc(c, 5000, "Esc returns the call");
     is_str(out, "Cancelled: the sub-agent was stopped.", "saying so");
     free(out);
-    sim_tool_free(c);
     out = t_tool(h, f.parent, "background_list", "{}");
     like(out, "Total: 1 task", "the foreground task is gone");
     free(out);
