@@ -336,12 +336,8 @@ static void test_foreground_goes(void)
     free(args);
     is_int(sim_wait(f.h, view_has_hangs, f.parent, tap_timeout_ms(DEADLINE)), 0,
            "a foreground Task shows in the view while its call waits");
-    sim_tool_cancel(c);
-    int rc = 0;
-    char *out = NULL;
-    is_int(sim_tool_wait(c, tap_timeout_ms(DEADLINE), &rc, &out), 0, "Esc ends the call");
+    char *out = t_esc(c, DEADLINE, "Esc ends the call");
     free(out);
-    sim_tool_free(c);
     is_int(sim_wait(f.h, view_empty, f.parent, tap_timeout_ms(DEADLINE)), 0,
            "once the call returned, the session's view has no task left");
     t_close(&f);
