@@ -465,6 +465,14 @@ void t_waits(sim_call *c, int ms, const char *label)
     free(out);
 }
 
+void t_remove_dir(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", dir);
+}
+
 char *t_esc(sim_call *c, int ms, const char *ended)
 {
     sim_tool_cancel(c);

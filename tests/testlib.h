@@ -152,6 +152,10 @@ int t_sh(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2,
  * dropped (malloc'd; "" when it prints nothing). */
 char *t_sh_line(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Remove the folder dir and all below it (rm -rf); a diag line when that
+ * fails. For a test's temporary folder at the end. */
+void t_remove_dir(const char *dir);
+
 /* Does path exist (stat succeeds)? */
 int t_exists(const char *path);
 
