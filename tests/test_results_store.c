@@ -388,9 +388,6 @@ int main(void)
     held_notice_keeps_text();
     resume_after_failed_write();
     stale_read_not_attached();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", dir);
+    t_remove_dir(dir);
     return done_testing();
 }
