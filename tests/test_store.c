@@ -421,9 +421,6 @@ int main(void)
     spend_survives();
     bad_stores();
     data_dir_and_off();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    t_remove_dir(dir);
     return tap_done_testing();
 }
