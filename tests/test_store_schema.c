@@ -132,9 +132,6 @@ int main(void)
         bail_out("mkdtemp");
     followups_numbered_across_restart();
     version_1_file_migrated();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", dir);
+    t_remove_dir(dir);
     return done_testing();
 }
