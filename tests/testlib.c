@@ -508,6 +508,19 @@ void t_reload(sim_host *h, const char *options_json)
         bail_out("reloading ocbg: %d (%s)", n, sim_load_error(h));
 }
 
+int t_is_strf(const char *got, const char *label, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *want = NULL;
+    if (vasprintf(&want, fmt, ap) < 0)
+        bail_out("vasprintf");
+    va_end(ap);
+    int r = is_str(got, want, "%s", label);
+    free(want);
+    return r;
+}
+
 int t_ends_with(const char *s, const char *tail)
 {
     size_t n = s ? strlen(s) : 0, k = strlen(tail);

@@ -186,6 +186,10 @@ void t_list_empty(sim_host *h, const char *session, const char *label);
  * restart on the same host); bails out when it does not load. */
 void t_reload(sim_host *h, const char *options_json);
 
+/* is_str(got, <fmt printf-style>, label): an exact text that needs
+ * formatting first (an id in it). Returns is_str's result. */
+int t_is_strf(const char *got, const char *label, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Does s end with tail? (s NULL: no.) */
 int t_ends_with(const char *s, const char *tail);
 
