@@ -48,16 +48,14 @@ static void task_moves(void)
     is_int(rc, 0, "successfully");
     char *id = t_find_id(out, "bg_");
     char *child = t_prompted_session(h, "slow work", 0);
-    char want[900];
-    snprintf(want, sizeof want,
-             "Still running after %d s, so it was moved to the background (auto_background_ms).\n"
-             "Async agent launched in the background.\ntask_id: %s\nDescription: Build it\nAgent: explore\n\n"
-             "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).\n"
-             "It is waiting for permission: bash: make\n"
-             "The user must answer the host's permission request (asked in the task's session %s); the task goes on "
-             "when they do.",
-             auto_ms / 1000, id, id, child ? child : "?");
-    is_str(out, want, "with the task id, the background text and the question it waits on");
+    t_is_strf(out, "with the task id, the background text and the question it waits on",
+              "Still running after %d s, so it was moved to the background (auto_background_ms).\n"
+              "Async agent launched in the background.\ntask_id: %s\nDescription: Build it\nAgent: explore\n\n"
+              "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).\n"
+              "It is waiting for permission: bash: make\n"
+              "The user must answer the host's permission request (asked in the task's session %s); the task goes on "
+              "when they do.",
+              auto_ms / 1000, id, id, child ? child : "?");
     free(child);
     free(out);
     out = t_task_output(h, f.parent, id, 0, 0);
@@ -127,14 +125,12 @@ static void bash_moves(void)
     sim_tool_free(c);
     is_int(rc, 0, "successfully");
     char *id = t_find_id(out, "bg_");
-    char want[800];
-    snprintf(want, sizeof want,
-             "Still running after %d s, so it was moved to the background (auto_background_ms).\n"
-             "Command running in the background.\ntask_id: %s\nCommand: %s\n\n"
-             "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
-             "to stop it: TaskStop(task_id=\"%s\").",
-             auto_ms / 1000, id, cmd, id, id);
-    is_str(out, want, "with the task id and the background text");
+    t_is_strf(out, "with the task id and the background text",
+              "Still running after %d s, so it was moved to the background (auto_background_ms).\n"
+              "Command running in the background.\ntask_id: %s\nCommand: %s\n\n"
+              "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
+              "to stop it: TaskStop(task_id=\"%s\").",
+              auto_ms / 1000, id, cmd, id, id);
     free(out);
     t_release(h, "gate");
     char needle[96];
