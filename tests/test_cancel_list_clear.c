@@ -58,10 +58,8 @@ static void cancel_refusals(void)
     is_int(t_wait_status(h, f.parent, done, "completed", 5000), 0, "a completed task");
     char *out = t_cancel(h, f.parent, done);
     is_int(t_rc, -EINVAL, "cancel of a completed task refused");
-    char want[160];
-    snprintf(want, sizeof want, "Cannot cancel task %s: its status is completed. Only running tasks can be cancelled.",
-             done);
-    is_str(out, want, "naming its status");
+    t_is_strf(out, "naming its status",
+              "Cannot cancel task %s: its status is completed. Only running tasks can be cancelled.", done);
     free(out);
     out = t_cancel(h, f.parent, "bg_00000000");
     is_int(t_rc, -ENOENT, "unknown id");
@@ -190,9 +188,7 @@ static void list_filters(void)
     free(out);
     args = J("{'batch_id':'%s','status':'completed'}", b2);
     out = t_tool(h, f.parent, "background_list", args);
-    char want[160];
-    snprintf(want, sizeof want, "No background tasks found (filter: status completed batch %s)", b2);
-    is_str(out, want, "both filters");
+    t_is_strf(out, "both filters", "No background tasks found (filter: status completed batch %s)", b2);
     free(out);
     out = t_tool(h, f.parent, "background_list", J("{'status':'done'}"));
     is_int(t_rc, -EINVAL, "an unknown status is refused");
