@@ -264,12 +264,10 @@ static void cost_budget(void)
     size_t prompts = sim_calls(h, "session_prompt", child2);
     out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, -EDQUOT, "the resume is refused");
-    char want[200];
-    snprintf(want, sizeof want,
-             "Not resumed: task %s has spent $5.50, its whole budget (max_task_cost_usd is 5). Start a new task "
-             "instead.",
-             done);
-    is_str(out, want, "and says which budget");
+    t_is_strf(out, "and says which budget",
+              "Not resumed: task %s has spent $5.50, its whole budget (max_task_cost_usd is 5). Start a new task "
+              "instead.",
+              done);
     free(out);
     is_int(sim_calls(h, "session_prompt", child2), prompts, "nothing was sent to its session");
     is_int(t_wait_status(h, f.parent, done, "completed", 1000), 0, "the task is still completed");
