@@ -40,12 +40,10 @@ static void prompt_fails(void)
     char *out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'a'}"));
     is_int(t_rc, -EIO, "the task's prompt failing: -EIO");
     char *id = t_find_id(out, "bg_");
-    char want[200];
-    snprintf(want, sizeof want,
-             "Background task %s could not start. Failed to send the prompt to the sub-agent: simulated failure of "
-             "session_prompt\nIts status is error.",
-             id);
-    is_str(out, want, "exact text");
+    t_is_strf(out, "exact text",
+              "Background task %s could not start. Failed to send the prompt to the sub-agent: simulated failure of "
+              "session_prompt\nIts status is error.",
+              id);
     free(out);
     is_int(t_wait_status(h, f.parent, id, "error", 2000), 0, "the task is error");
     is_int(t_wait_messages_with(h, f.parent, "Background task failed", 1, 5000), 0, "the parent is told");
