@@ -150,9 +150,7 @@ static void block_on_cleared_task(void)
     free(cl);
     is_int(sim_tool_wait(c, tap_timeout_ms(2000), &rc, &out), 0, "the wait ends when the task is cleared");
     is_int(rc, -ENOENT, "with -ENOENT");
-    char want[128];
-    snprintf(want, sizeof want, "Task %s was removed while waiting (cleared, or its parent session ended).", id);
-    is_str(out, want, "and says why");
+    t_is_strf(out, "and says why", "Task %s was removed while waiting (cleared, or its parent session ended).", id);
     free(out);
     sim_tool_free(c);
     free(args);
@@ -173,9 +171,7 @@ static void unknown_and_foreign_ids(void)
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "task completed");
     out = t_output(h, other, id);
     is_int(t_rc, -ENOENT, "another session cannot read it");
-    char want[128];
-    snprintf(want, sizeof want, "Task not found: %s. Use background_list to see available tasks.", id);
-    is_str(out, want, "it is not found there");
+    t_is_strf(out, "it is not found there", "Task not found: %s. Use background_list to see available tasks.", id);
     free(out);
     char *args = output_args(id, 1, 1);
     out = t_tool(h, other, "background_output", args);
