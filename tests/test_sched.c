@@ -203,12 +203,10 @@ static void resume_needs_a_slot(void)
     const char *args = J("{'task_id':'%s','message':'more'}", d);
     out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, -EAGAIN, "a resume with every slot busy is refused");
-    char want[200];
-    snprintf(want, sizeof want,
-             "Task %s cannot be resumed now: all 1 agent slots are busy (max_running_agents 1). Resume it when a "
-             "running task finishes.",
-             d);
-    is_str(out, want, "with the exact text");
+    t_is_strf(out, "with the exact text",
+              "Task %s cannot be resumed now: all 1 agent slots are busy (max_running_agents 1). Resume it when a "
+              "running task finishes.",
+              d);
     free(out);
     is_int(t_wait_status(h, f.parent, d, "completed", 100), 0, "the task is still completed");
     t_release_gated(h, "H");
