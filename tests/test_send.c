@@ -73,12 +73,10 @@ static void queued_follow_up(void)
     size_t prompts = task_prompts(h, f.parent);
     char *out = t_send(h, f.parent, id, "also check bar.c");
     is_int(t_rc, 0, "background_send to a running task succeeds");
-    char want[400];
-    snprintf(want, sizeof want,
-             SENT "%s: its sub-agent gets it as soon as its current step ends, and goes on with it.\n"
-                  "You will be notified once, when the task finishes; its result is then its last answer.",
-             id);
-    is_str(out, want, "and answers at once that it was sent");
+    t_is_strf(out, "and answers at once that it was sent",
+              SENT "%s: its sub-agent gets it as soon as its current step ends, and goes on with it.\n"
+                   "You will be notified once, when the task finishes; its result is then its last answer.",
+              id);
     free(out);
     is_int((int)(task_prompts(h, f.parent) - prompts), 1, "one prompt went to the host");
     char *child = t_prompted_session(h, "gated A", 0);
