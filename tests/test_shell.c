@@ -78,10 +78,8 @@ static void foreground_timeout_and_esc(void)
     snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", t_tmp_path("fg_child"));
     char *out = t_bash(h, f.parent, cmd, NULL, 0, timeout);
     is_int(t_rc, -ETIMEDOUT, "a timed-out command: -ETIMEDOUT");
-    char want[128];
-    snprintf(want, sizeof want,
-             "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.", timeout);
-    is_str(out, want, "its output so far, how it ended, and the timeout");
+    t_is_strf(out, "its output so far, how it ended, and the timeout",
+              "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.", timeout);
     free(out);
     pid_t child = t_wait_pid_file(h, t_tmp_path("fg_child"));
     ok(child > 0, "the command started a child");
