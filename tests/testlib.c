@@ -457,6 +457,13 @@ char *t_send(sim_host *h, const char *session, const char *id, const char *messa
     return t_tool(h, session, "background_send", args);
 }
 
+void t_output_like(sim_host *h, const char *session, const char *id, const char *needle, const char *label)
+{
+    char *out = t_output(h, session, id);
+    like(out, needle, "%s", label);
+    free(out);
+}
+
 void t_waits(sim_call *c, int ms, const char *label)
 {
     int rc = 0;

@@ -171,6 +171,9 @@ char *t_send(sim_host *h, const char *session, const char *id, const char *messa
 /* Call c is still waiting after ms (not scaled): is_int -ETIMEDOUT under label. */
 void t_waits(sim_call *c, int ms, const char *label);
 
+/* background_output of id from session contains needle (like, under label). */
+void t_output_like(sim_host *h, const char *session, const char *id, const char *needle, const char *label);
+
 /* Press Esc on call c (cancel it), check it returns within ms (scaled by
  * tap_timeout_ms) under the label ended, and free c. Returns the call's answer
  * (malloc'd, "" when none) and sets t_rc to its status. */
