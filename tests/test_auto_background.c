@@ -72,9 +72,7 @@ static void task_moves(void)
     free(note);
     is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
     is_int(t_count_messages_with(h, f.parent, needle), 1, "exactly once");
-    out = t_output(h, f.parent, id);
-    like(out, "all built", "background_output has its result");
-    free(out);
+    t_output_like(h, f.parent, id, "all built", "background_output has its result");
     free(id);
 
     /* Before the limit: the reply, as ever; no task, no notification. */
