@@ -19,8 +19,7 @@ static char *batch_of(sim_host *h, const char *session, const char *id)
 static void cancel_running_task(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     const char *id = t_task(&f, "Endless", J("{'steps':[{'tool':'read','ms':100000}]}"));
     char *child = t_task_session(h, 0);
     char *out = t_cancel(h, f.parent, id);
@@ -33,9 +32,7 @@ static void cancel_running_task(void)
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the sub-agent stopped");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the abort's events delivered");
     is_int(t_wait_status(h, f.parent, id, "cancelled", 100), 0, "still cancelled after the abort's idles");
-    out = t_output(h, f.parent, id);
-    like(out, "Cancelled after ", "the report says when");
-    free(out);
+    t_output_like(h, f.parent, id, "Cancelled after ", "the report says when");
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     is_int(t_count_messages_with(h, f.parent, id), 0, "no notification for a cancelled task");
     out = t_cancel(h, f.parent, id);
@@ -51,8 +48,7 @@ static void cancel_running_task(void)
 static void cancel_refusals(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     char *other = sim_session_new(h, NULL, "other");
     const char *done = t_task(&f, "Done", J("{'steps':[{'reply':'r'}]}"));
     is_int(t_wait_status(h, f.parent, done, "completed", 5000), 0, "a completed task");
@@ -71,9 +67,7 @@ static void cancel_refusals(void)
     is_int(t_rc, -ENOENT, "another session's task cannot be cancelled");
     free(out);
     is_int(sim_calls(h, "session_abort", NULL), 0, "nothing aborted");
-    out = t_output(h, other, foreign);
-    like(out, ": running\n", "it still runs");
-    free(out);
+    t_output_like(h, other, foreign, ": running\n", "it still runs");
     free(child);
     free(foreign);
     free(other);
@@ -83,8 +77,7 @@ static void cancel_refusals(void)
 static void cancel_by_batch(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     char *other = sim_session_new(h, NULL, "other");
     const char *a = t_task(&f, "A", HANG);
     const char *b = t_task(&f, "B", HANG);
@@ -139,8 +132,7 @@ static int pos(const char *hay, const char *needle)
 static void list_filters(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     char *other = sim_session_new(h, NULL, "other");
     t_list_empty(h, f.parent, "empty list");
     const char *t1 = t_task(&f, "First", J("{'steps':[{'reply':'one'}]}"));
@@ -231,9 +223,7 @@ static void clear_own_session(void)
     out = t_output(h, p1, done);
     is_int(t_rc, -ENOENT, "a cleared task is not found");
     free(out);
-    out = t_output(h, p2, kept);
-    like(out, ": running\n", "the other session's task still runs");
-    free(out);
+    t_output_like(h, p2, kept, ": running\n", "the other session's task still runs");
     is_int(t_sync_notifications(h, p1), 0, "sync point");
     is_int(t_count_messages_with(h, p1, run1), 0, "no notification for a cleared task");
     char *last = t_launch_script(h, p1, "Last", HANG);
