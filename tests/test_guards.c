@@ -200,9 +200,7 @@ static void usage_summed_and_shown(void)
      * a script's reports all come before its end). */
     emit_usage(h, child, "msg_e", 5, 0, 0, 0, 0, 0);
     flush(h);
-    out = t_output(h, f.parent, id);
-    like(out, "\nUsage: 14,695 tokens (in 12,350,", "a late report is counted");
-    free(out);
+    t_output_like(h, f.parent, id, "\nUsage: 14,695 tokens (in 12,350,", "a late report is counted");
     free(child);
     t_close(&f);
 }
@@ -220,9 +218,7 @@ static void token_budget(void)
                                                                      "{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     paused(h, child);
-    char *out = t_output(h, f.parent, id);
-    like(out, ": running\n", "1,000 tokens (cache reads apart) are within the budget");
-    free(out);
+    t_output_like(h, f.parent, id, ": running\n", "1,000 tokens (cache reads apart) are within the budget");
     go_on(h, child);
     ended_by_guard(h, f.parent, id, child,
                    "Stopped by the token budget: this task used 1,050 tokens (max_task_tokens is 1000).");
