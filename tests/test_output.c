@@ -47,9 +47,7 @@ static void progress_while_running(void)
     unlike(out, "Result:", "no result yet");
     free(out);
     /* Reading a running task is not a wait: it returns at once every time. */
-    out = t_output(h, f.parent, id);
-    like(out, ": running\n", "still running on a second look");
-    free(out);
+    t_output_like(h, f.parent, id, ": running\n", "still running on a second look");
     t_close(&f);
 }
 
@@ -59,9 +57,7 @@ static void progress_without_tools(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *id = t_task(&f, "Thinking", J("{'steps':[{'hang':true}]}"));
-    char *out = t_output(h, f.parent, id);
-    like(out, "Progress: 0 tool calls\n", "zero tool calls, no recent list");
-    free(out);
+    t_output_like(h, f.parent, id, "Progress: 0 tool calls\n", "zero tool calls, no recent list");
     t_close(&f);
 }
 
