@@ -291,9 +291,7 @@ static void shell_cap(void)
         fclose(f);
     is_int(t_wait_status(h, parent, first, "completed", 5000), 0, "the first command ends");
     is_int(t_wait_status(h, parent, second, "completed", 5000), 0, "then the second runs and ends");
-    out = t_output(h, parent, second);
-    like(out, "second", "with its output");
-    free(out);
+    t_output_like(h, parent, second, "second", "with its output");
     remove(flag);
     free(first);
     free(second);
