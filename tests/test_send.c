@@ -84,9 +84,7 @@ static void queued_follow_up(void)
     like(body, "also check bar.c", "into the task's own session, with the message");
     like(body, "[ocbg] Follow-up #1 for background task ", "marked as a follow-up");
     free(body);
-    out = t_output(h, f.parent, id);
-    like(out, "running", "the task still runs");
-    free(out);
+    t_output_like(h, f.parent, id, "running", "the task still runs");
     t_release_gated(h, "A");
     notified_once_with(h, f.parent, id, "bar.c is fine too", "done A");
     free(child);
