@@ -82,9 +82,7 @@ static void messages_fail(void)
     char *child = t_task_session(h, 0);
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "completed although the first read failed");
     ok(sim_calls(h, "session_messages", child) >= 2, "the messages were read again");
-    char *out = t_output(h, f.parent, id);
-    like(out, "Result:\nsecond read wins\n", "with the right result");
-    free(out);
+    t_output_like(h, f.parent, id, "Result:\nsecond read wins\n", "with the right result");
 
     /* Failing for a while: running meanwhile, completed once it works. */
     sim_fail(h, "session_messages", 1, -1, -EIO);
@@ -176,9 +174,7 @@ static void status_fails(void)
     sim_fail(h, "session_status", 1, -1, -EIO);
     const char *id = t_task(&f, "Polled", J("{'steps':[{'reply':'seen by the poll'}]}"));
     is_int(sim_wait_calls(h, "session_status", NULL, 3, tap_timeout_ms(5000)), 0, "several failed polls");
-    char *out = t_output(h, f.parent, id);
-    like(out, ": running\n", "running while the status map cannot be read");
-    free(out);
+    t_output_like(h, f.parent, id, ": running\n", "running while the status map cannot be read");
     sim_fail(h, "session_status", 0, 0, 0);
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "completed once the poll works");
     t_output_like(h, f.parent, id, "Result:\nseen by the poll\n", "with its result");
