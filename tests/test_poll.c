@@ -102,9 +102,7 @@ static void lost_idle_found_with_backed_off_poll(void)
     t_task(&f, "long 2", long2);
     const char *c = t_task(&f, "quick", quick);
     is_int(t_wait_status(h, f.parent, c, "completed", tap_timeout_ms(20000)), 0, "the quick task completed");
-    char *out = t_output(h, f.parent, c);
-    like(out, "Result:\nthe quick one", "with its answer");
-    free(out);
+    t_output_like(h, f.parent, c, "Result:\nthe quick one", "with its answer");
     is_int(sim_events_delivered(h, "session.idle") + sim_events_delivered(h, "message.updated"), 0,
            "no idle and no turn end reached the plugin");
     t_output_like(h, f.parent, a, ": running\n", "the others still run");
@@ -232,9 +230,7 @@ static void ended_task_busy_in_map(void)
     char *out = t_output(h, f.parent, b);
     like(out, "Result:\nquick answer", "the finished task stays completed with its answer");
     free(out);
-    out = t_output(h, f.parent, a);
-    like(out, ": running\n", "its sibling still runs");
-    free(out);
+    t_output_like(h, f.parent, a, ": running\n", "its sibling still runs");
     free(child);
     free(b);
     t_close(&f);
