@@ -500,6 +500,13 @@ void t_list_marks(sim_host *h, const char *session, const char *id, const char *
     free(out);
 }
 
+void t_list_like(sim_host *h, const char *session, const char *needle, const char *label)
+{
+    char *out = t_tool(h, session, "background_list", "{}");
+    like(out, needle, "%s", label);
+    free(out);
+}
+
 void t_list_empty(sim_host *h, const char *session, const char *label)
 {
     char *out = t_tool(h, session, "background_list", "{}");

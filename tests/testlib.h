@@ -182,6 +182,9 @@ char *t_esc(sim_call *c, int ms, const char *ended);
 /* background_list from session shows "<id> (<mark>)" (like, under label). */
 void t_list_marks(sim_host *h, const char *session, const char *id, const char *mark, const char *label);
 
+/* background_list from session contains needle (like, under label). */
+void t_list_like(sim_host *h, const char *session, const char *needle, const char *label);
+
 /* background_list from session is exactly "No background tasks found" (is_str, under label). */
 void t_list_empty(sim_host *h, const char *session, const char *label);
 
