@@ -310,9 +310,7 @@ static void session_budget(void)
     like(out, "No task was created.", "with the same text");
     free(out);
     is_int(sim_session_count(h), sessions, "no session was created");
-    out = t_tool(h, f.parent, "background_list", "{}");
-    like(out, "\nTotal: 2 tasks (2 error)", "no task was registered");
-    free(out);
+    t_list_like(h, f.parent, "\nTotal: 2 tasks (2 error)", "no task was registered");
     out = t_tool(h, f.parent, "background_clear", "{}");
     free(out);
     out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));
