@@ -24,9 +24,7 @@ static void create_fails(void)
     is_int(sim_calls(h, "session_prompt", NULL), 0, "no prompt sent");
     const char *id = t_task(&f, "Second try", J("{'steps':[{'reply':'fine now'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the next launch works");
-    out = t_tool(h, f.parent, "background_list", "{}");
-    like(out, "\nTotal: 1 task (1 completed)", "only the good task exists");
-    free(out);
+    t_list_like(h, f.parent, "\nTotal: 1 task (1 completed)", "only the good task exists");
     t_close(&f);
 }
 
