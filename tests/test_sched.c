@@ -176,9 +176,7 @@ static void queue_full_refused(void)
            "max_queued 1). Wait for a task to finish, or cancel one, then launch again.",
            "with the exact text");
     free(out);
-    out = t_tool(h, f.parent, "background_list", "{}");
-    like(out, "Total: 2 tasks", "nothing was created for it");
-    free(out);
+    t_list_like(h, f.parent, "Total: 2 tasks", "nothing was created for it");
     out = t_tool(h, f.parent, "Task",
                  J("{'description':'Q4','prompt':'gated Q4','subagent_type':'explore',"
                    "'run_in_background':true}"));
@@ -257,9 +255,7 @@ static void foreground_task_queued_then_escaped(void)
     char *out = t_esc(c, 5000, "Esc returns the call");
     is_str(out, "Cancelled: the sub-agent was stopped.", "saying so");
     free(out);
-    out = t_tool(h, f.parent, "background_list", "{}");
-    like(out, "Total: 1 task", "the foreground task is gone");
-    free(out);
+    t_list_like(h, f.parent, "Total: 1 task", "the foreground task is gone");
     t_release_gated(h, "F1");
     ok(!t_gated_started(h, "F2"), "it never started");
     t_close(&f);
