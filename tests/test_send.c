@@ -33,7 +33,8 @@ static size_t task_prompts(sim_host *h, const char *unused)
     }
 }
 
-/* background_send(id, message): the answer (malloc'd), t_rc set. */
+/* Launches gated task name from session s; returns its id (malloc'd), or
+ * bails out when the answer has none. */
 static char *launch_gated(sim_host *h, const char *s, const char *name)
 {
     char *out = t_launch_gated(h, s, name, "explore");
@@ -61,14 +62,24 @@ static void notified_once_with(sim_host *h, const char *s, const char *id, const
     free(out);
 }
 
+/* Opens f on a gated host (parent is its session) and launches gated task
+ * name, busy asking its question (checked under label). Returns its id
+ * (malloc'd). */
+static char *open_busy(t_fixture *f, const char *name, const char *label)
+{
+    sim_host *h = t_open_with(f, t_gated_host(NULL));
+    parent = f->parent;
+    char *id = launch_gated(h, f->parent, name);
+    is_int(t_wait_gate_open(h, name, 5000), 0, "%s", label);
+    return id;
+}
+
 /* The common case: the session is busy, the host queues the message. */
 static void queued_follow_up(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    parent = f.parent;
-    char *id = launch_gated(h, f.parent, "A");
-    is_int(t_wait_gate_open(h, "A", 5000), 0, "the sub-agent is busy (waiting on its question)");
+    char *id = open_busy(&f, "A", "the sub-agent is busy (waiting on its question)");
+    sim_host *h = f.h;
     sim_script(h, "also check bar.c", J("{'steps':[{'tool':'read','output':'x'},{'reply':'bar.c is fine too'}]}"), 1);
     size_t prompts = task_prompts(h, f.parent);
     char *out = t_send(h, f.parent, id, "also check bar.c");
@@ -126,10 +137,8 @@ static int prompt_started(sim_host *h, void *arg)
 static void slow_host_follow_up(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    parent = f.parent;
-    char *id = launch_gated(h, f.parent, "B");
-    is_int(t_wait_gate_open(h, "B", 5000), 0, "the sub-agent is busy");
+    char *id = open_busy(&f, "B", "the sub-agent is busy");
+    sim_host *h = f.h;
     char *child = t_prompted_session(h, "gated B", 0);
     /* The question's notice to the parent first: from here the only prompt
      * is the send's. */
