@@ -186,6 +186,15 @@ static int has_tool(sim_host *h, const char *name)
     return 0;
 }
 
+/* How many of the n tools in names h offers. */
+static int tools_of(sim_host *h, const char *const *names, size_t n)
+{
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += has_tool(h, names[i]);
+    return found;
+}
+
 static void faces(void)
 {
     static const char *const claude[] = {"Task", "Bash", "TaskOutput", "TaskStop"};
@@ -193,21 +202,13 @@ static void faces(void)
                                            "background_list",  "background_clear",  "background_resume",
                                            "background_block", "background_send"};
     sim_host *h = t_host(NULL);
-    int n = 0;
-    for (size_t i = 0; i < 4; i++)
-        n += has_tool(h, claude[i]);
-    for (size_t i = 0; i < 8; i++)
-        n += has_tool(h, opencode[i]);
-    is_int(n, 12, "both faces by default");
+    is_int(tools_of(h, claude, 4) + tools_of(h, opencode, 8), 12, "both faces by default");
     is_int(sim_plugin(h, 0)->tool_count, 12, "and nothing else");
     ok(!has_tool(h, "BashOutput") && !has_tool(h, "KillBash"), "no BashOutput, no KillBash");
     sim_destroy(h);
 
     h = t_host(J("{'face_claude':false}"));
-    n = 0;
-    for (size_t i = 0; i < 4; i++)
-        n += has_tool(h, claude[i]);
-    is_int(n, 0, "face_claude false: no Claude tool");
+    is_int(tools_of(h, claude, 4), 0, "face_claude false: no Claude tool");
     is_int(sim_plugin(h, 0)->tool_count, 8, "the OpenCode face stays");
     char *s = sim_session_new(h, NULL, "main");
     char *out = t_tool(h, s, "Bash", J("{'command':'true'}"));
@@ -217,10 +218,7 @@ static void faces(void)
     sim_destroy(h);
 
     h = t_host(J("{'face_opencode':false}"));
-    n = 0;
-    for (size_t i = 0; i < 8; i++)
-        n += has_tool(h, opencode[i]);
-    is_int(n, 0, "face_opencode false: no background_* tool");
+    is_int(tools_of(h, opencode, 8), 0, "face_opencode false: no background_* tool");
     is_int(sim_plugin(h, 0)->tool_count, 4, "the Claude face stays");
     s = sim_session_new(h, NULL, "main");
     if (shells) {
