@@ -282,6 +282,16 @@ char *t_launch_gated(sim_host *h, const char *parent, const char *name, const ch
     return t_tool(h, parent, "background_task", args);
 }
 
+char *t_gated_id(sim_host *h, const char *parent, const char *name, const char *agent)
+{
+    char *out = t_launch_gated(h, parent, name, agent);
+    char *id = t_find_id(out, "bg_");
+    if (!id)
+        bail_out("launch %s: %s", name, out);
+    free(out);
+    return id;
+}
+
 typedef struct gate_arg {
     const char *name;
 } gate_arg;

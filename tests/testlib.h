@@ -104,6 +104,10 @@ sim_host *t_gated_host(const char *options_json);
  * (malloc'd) and sets t_rc. */
 char *t_launch_gated(sim_host *h, const char *parent, const char *name, const char *agent);
 
+/* t_launch_gated, returning the task's id (malloc'd) instead of the answer;
+ * bails out when the answer has none. */
+char *t_gated_id(sim_host *h, const char *parent, const char *name, const char *agent);
+
 /* Wait until gated task <name> has started and asks its question. Returns
  * 0 or -ETIMEDOUT. */
 int t_wait_gate_open(sim_host *h, const char *name, int timeout_ms);
