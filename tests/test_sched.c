@@ -79,14 +79,10 @@ static void cancel_pending(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
-    char *out = t_launch_gated(h, f.parent, "A", "explore");
-    char *a = t_find_id(out, "bg_");
-    free(out);
-    out = t_launch_gated(h, f.parent, "B", "explore");
-    char *b = t_find_id(out, "bg_");
-    free(out);
+    char *a = t_gated_id(h, f.parent, "A", "explore");
+    char *b = t_gated_id(h, f.parent, "B", "explore");
     const char *args = J("{'task_id':'%s'}", b);
-    out = t_tool(h, f.parent, "background_cancel", args);
+    char *out = t_tool(h, f.parent, "background_cancel", args);
     is_int(t_rc, 0, "a pending task can be cancelled");
     like(out, "status: cancelled", "and is");
     free(out);
@@ -192,14 +188,12 @@ static void resume_needs_a_slot(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
-    char *out = t_launch_gated(h, f.parent, "D", "explore");
-    char *d = t_find_id(out, "bg_");
-    free(out);
+    char *d = t_gated_id(h, f.parent, "D", "explore");
     t_release_gated(h, "D");
     t_wait_status(h, f.parent, d, "completed", 5000);
     free(t_launch_gated(h, f.parent, "H", "explore"));
     const char *args = J("{'task_id':'%s','message':'more'}", d);
-    out = t_tool(h, f.parent, "background_resume", args);
+    char *out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, -EAGAIN, "a resume with every slot busy is refused");
     t_is_strf(out, "with the exact text",
               "Task %s cannot be resumed now: all 1 agent slots are busy (max_running_agents 1). Resume it when a "
@@ -218,14 +212,13 @@ static void wait_includes_queue(void)
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
     free(t_launch_gated(h, f.parent, "W1", "explore"));
-    char *out = t_launch_gated(h, f.parent, "W2", "explore");
-    char *w2 = t_find_id(out, "bg_");
-    free(out);
+    char *w2 = t_gated_id(h, f.parent, "W2", "explore");
     const char *args = J("{'task_id':'%s','block':true,'timeout':60000}", w2);
     sim_call *c = sim_tool_start(h, f.parent, "TaskOutput", args);
     t_release_gated(h, "W1");
     t_release_gated(h, "W2");
     int rc;
+    char *out = NULL;
     is_int(sim_tool_wait(c, tap_timeout_ms(10000), &rc, &out), 0, "the blocking TaskOutput returns");
     like(out, "done W2", "with the result of the task that was queued");
     free(out);
