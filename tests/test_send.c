@@ -33,18 +33,6 @@ static size_t task_prompts(sim_host *h, const char *unused)
     }
 }
 
-/* Launches gated task name from session s; returns its id (malloc'd), or
- * bails out when the answer has none. */
-static char *launch_gated(sim_host *h, const char *s, const char *name)
-{
-    char *out = t_launch_gated(h, s, name, "explore");
-    char *id = t_find_id(out, "bg_");
-    if (!id)
-        bail_out("launch %s: %s", name, out);
-    free(out);
-    return id;
-}
-
 /* The task's notification arrives once, with `answer` and not `not`. */
 static void notified_once_with(sim_host *h, const char *s, const char *id, const char *answer, const char * not )
 {
@@ -69,7 +57,7 @@ static char *open_busy(t_fixture *f, const char *name, const char *label)
 {
     sim_host *h = t_open_with(f, t_gated_host(NULL));
     parent = f->parent;
-    char *id = launch_gated(h, f->parent, name);
+    char *id = t_gated_id(h, f->parent, name, "explore");
     is_int(t_wait_gate_open(h, name, 5000), 0, "%s", label);
     return id;
 }
@@ -204,8 +192,8 @@ static void not_running(void)
     char want[400];
     refused(h, f.parent, "bg_00000000", "hi", -ENOENT,
             "Task not found: bg_00000000. Use background_list to see available tasks.", "an unknown id");
-    char *a = launch_gated(h, f.parent, "C");
-    char *pending = launch_gated(h, f.parent, "D"); /* the one slot is C's */
+    char *a = t_gated_id(h, f.parent, "C", "explore");
+    char *pending = t_gated_id(h, f.parent, "D", "explore"); /* the one slot is C's */
     snprintf(want, sizeof want, "Task not found: %s. Use background_list to see available tasks.", a);
     refused(h, other, a, "hi", -ENOENT, want, "another session's task");
     refused(h, f.parent, a, "   ", -EINVAL, "background_send: argument 'message' must not be empty. Nothing was sent.",
