@@ -48,16 +48,14 @@ static void task_moves(void)
     is_int(rc, 0, "successfully");
     char *id = t_find_id(out, "bg_");
     char *child = t_prompted_session(h, "slow work", 0);
-    char want[900];
-    snprintf(want, sizeof want,
-             "Still running after %d s, so it was moved to the background (auto_background_ms).\n"
-             "Async agent launched in the background.\ntask_id: %s\nDescription: Build it\nAgent: explore\n\n"
-             "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).\n"
-             "It is waiting for permission: bash: make\n"
-             "The user must answer the host's permission request (asked in the task's session %s); the task goes on "
-             "when they do.",
-             auto_ms / 1000, id, id, child ? child : "?");
-    is_str(out, want, "with the task id, the background text and the question it waits on");
+    t_is_strf(out, "with the task id, the background text and the question it waits on",
+              "Still running after %d s, so it was moved to the background (auto_background_ms).\n"
+              "Async agent launched in the background.\ntask_id: %s\nDescription: Build it\nAgent: explore\n\n"
+              "You will be notified when it finishes. To check on it: TaskOutput(task_id=\"%s\", block=false).\n"
+              "It is waiting for permission: bash: make\n"
+              "The user must answer the host's permission request (asked in the task's session %s); the task goes on "
+              "when they do.",
+              auto_ms / 1000, id, id, child ? child : "?");
     free(child);
     free(out);
     out = t_task_output(h, f.parent, id, 0, 0);
@@ -74,9 +72,7 @@ static void task_moves(void)
     free(note);
     is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
     is_int(t_count_messages_with(h, f.parent, needle), 1, "exactly once");
-    out = t_output(h, f.parent, id);
-    like(out, "all built", "background_output has its result");
-    free(out);
+    t_output_like(h, f.parent, id, "all built", "background_output has its result");
     free(id);
 
     /* Before the limit: the reply, as ever; no task, no notification. */
@@ -100,14 +96,10 @@ static void task_esc_and_off(void)
     sim_call *c = sim_tool_start(h, f.parent, "Task", args);
     free(args);
     is_int(sim_wait_calls(h, "session_prompt", NULL, 1, tap_timeout_ms(5000)), 0, "the sub-agent is prompted");
-    int rc = 0;
-    char *out = NULL;
-    is_int(sim_tool_wait(c, 100, &rc, &out), -ETIMEDOUT, "with auto_background_ms 0 the call keeps waiting");
-    sim_tool_cancel(c);
-    is_int(sim_tool_wait(c, tap_timeout_ms(3000), &rc, &out), 0, "Esc ends it");
+    t_waits(c, 100, "with auto_background_ms 0 the call keeps waiting");
+    char *out = t_esc(c, 3000, "Esc ends it");
     is_str(out, "Cancelled: the sub-agent was stopped.", "and stops the sub-agent");
     free(out);
-    sim_tool_free(c);
     out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "no task is left");
     free(out);
@@ -131,14 +123,12 @@ static void bash_moves(void)
     sim_tool_free(c);
     is_int(rc, 0, "successfully");
     char *id = t_find_id(out, "bg_");
-    char want[800];
-    snprintf(want, sizeof want,
-             "Still running after %d s, so it was moved to the background (auto_background_ms).\n"
-             "Command running in the background.\ntask_id: %s\nCommand: %s\n\n"
-             "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
-             "to stop it: TaskStop(task_id=\"%s\").",
-             auto_ms / 1000, id, cmd, id, id);
-    is_str(out, want, "with the task id and the background text");
+    t_is_strf(out, "with the task id and the background text",
+              "Still running after %d s, so it was moved to the background (auto_background_ms).\n"
+              "Command running in the background.\ntask_id: %s\nCommand: %s\n\n"
+              "You will be notified when it exits. Its output so far: TaskOutput(task_id=\"%s\", block=false); "
+              "to stop it: TaskStop(task_id=\"%s\").",
+              auto_ms / 1000, id, cmd, id, id);
     free(out);
     t_release(h, "gate");
     char needle[96];

@@ -237,9 +237,6 @@ int main(void)
     clears();
     restart();
     resumed_before_push();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", dir);
+    t_remove_dir(dir);
     return done_testing();
 }

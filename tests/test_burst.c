@@ -154,9 +154,6 @@ int main(void)
     if (!mkdtemp(dir))
         bail_out("mkdtemp");
     burst();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", dir);
+    t_remove_dir(dir);
     return done_testing();
 }

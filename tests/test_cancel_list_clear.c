@@ -19,8 +19,7 @@ static char *batch_of(sim_host *h, const char *session, const char *id)
 static void cancel_running_task(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     const char *id = t_task(&f, "Endless", J("{'steps':[{'tool':'read','ms':100000}]}"));
     char *child = t_task_session(h, 0);
     char *out = t_cancel(h, f.parent, id);
@@ -33,9 +32,7 @@ static void cancel_running_task(void)
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the sub-agent stopped");
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "the abort's events delivered");
     is_int(t_wait_status(h, f.parent, id, "cancelled", 100), 0, "still cancelled after the abort's idles");
-    out = t_output(h, f.parent, id);
-    like(out, "Cancelled after ", "the report says when");
-    free(out);
+    t_output_like(h, f.parent, id, "Cancelled after ", "the report says when");
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     is_int(t_count_messages_with(h, f.parent, id), 0, "no notification for a cancelled task");
     out = t_cancel(h, f.parent, id);
@@ -51,17 +48,14 @@ static void cancel_running_task(void)
 static void cancel_refusals(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     char *other = sim_session_new(h, NULL, "other");
     const char *done = t_task(&f, "Done", J("{'steps':[{'reply':'r'}]}"));
     is_int(t_wait_status(h, f.parent, done, "completed", 5000), 0, "a completed task");
     char *out = t_cancel(h, f.parent, done);
     is_int(t_rc, -EINVAL, "cancel of a completed task refused");
-    char want[160];
-    snprintf(want, sizeof want, "Cannot cancel task %s: its status is completed. Only running tasks can be cancelled.",
-             done);
-    is_str(out, want, "naming its status");
+    t_is_strf(out, "naming its status",
+              "Cannot cancel task %s: its status is completed. Only running tasks can be cancelled.", done);
     free(out);
     out = t_cancel(h, f.parent, "bg_00000000");
     is_int(t_rc, -ENOENT, "unknown id");
@@ -73,9 +67,7 @@ static void cancel_refusals(void)
     is_int(t_rc, -ENOENT, "another session's task cannot be cancelled");
     free(out);
     is_int(sim_calls(h, "session_abort", NULL), 0, "nothing aborted");
-    out = t_output(h, other, foreign);
-    like(out, ": running\n", "it still runs");
-    free(out);
+    t_output_like(h, other, foreign, ": running\n", "it still runs");
     free(child);
     free(foreign);
     free(other);
@@ -85,8 +77,7 @@ static void cancel_refusals(void)
 static void cancel_by_batch(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     char *other = sim_session_new(h, NULL, "other");
     const char *a = t_task(&f, "A", HANG);
     const char *b = t_task(&f, "B", HANG);
@@ -141,12 +132,9 @@ static int pos(const char *hay, const char *needle)
 static void list_filters(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     char *other = sim_session_new(h, NULL, "other");
-    char *out = t_tool(h, f.parent, "background_list", "{}");
-    is_str(out, "No background tasks found", "empty list");
-    free(out);
+    t_list_empty(h, f.parent, "empty list");
     const char *t1 = t_task(&f, "First", J("{'steps':[{'reply':'one'}]}"));
     is_int(t_wait_status(h, f.parent, t1, "completed", 5000), 0, "t1 completed");
     const char *t2 = t_task(&f, "Second", HANG);
@@ -157,7 +145,7 @@ static void list_filters(void)
     free(t_cancel(h, f.parent, t4));
     char *b1 = batch_of(h, f.parent, t1), *b2 = batch_of(h, f.parent, t2);
 
-    out = t_tool(h, f.parent, "background_list", "{}");
+    char *out = t_tool(h, f.parent, "background_list", "{}");
     is_int(t_rc, 0, "list succeeds");
     static const char heading[] = "Background tasks of this session (newest first):\n";
     ok(strncmp(out, heading, sizeof heading - 1) == 0, "heading");
@@ -192,9 +180,7 @@ static void list_filters(void)
     free(out);
     args = J("{'batch_id':'%s','status':'completed'}", b2);
     out = t_tool(h, f.parent, "background_list", args);
-    char want[160];
-    snprintf(want, sizeof want, "No background tasks found (filter: status completed batch %s)", b2);
-    is_str(out, want, "both filters");
+    t_is_strf(out, "both filters", "No background tasks found (filter: status completed batch %s)", b2);
     free(out);
     out = t_tool(h, f.parent, "background_list", J("{'status':'done'}"));
     is_int(t_rc, -EINVAL, "an unknown status is refused");
@@ -233,15 +219,11 @@ static void clear_own_session(void)
     is_int(sim_calls(h, "session_abort", c2), 1, "second running session aborted");
     is_int(sim_calls(h, "session_abort", ck), 0, "the other session's task not aborted");
     is_int(sim_wait_idle(h, c1, tap_timeout_ms(5000)), 0, "the sub-agent stopped");
-    out = t_tool(h, p1, "background_list", "{}");
-    is_str(out, "No background tasks found", "the list is empty");
-    free(out);
+    t_list_empty(h, p1, "the list is empty");
     out = t_output(h, p1, done);
     is_int(t_rc, -ENOENT, "a cleared task is not found");
     free(out);
-    out = t_output(h, p2, kept);
-    like(out, ": running\n", "the other session's task still runs");
-    free(out);
+    t_output_like(h, p2, kept, ": running\n", "the other session's task still runs");
     is_int(t_sync_notifications(h, p1), 0, "sync point");
     is_int(t_count_messages_with(h, p1, run1), 0, "no notification for a cleared task");
     char *last = t_launch_script(h, p1, "Last", HANG);

@@ -95,15 +95,11 @@ static void task_in_foreground(void)
     free(args);
     is_int(sim_wait_calls(h, "session_prompt", NULL, 3, tap_timeout_ms(5000)), 0, "the sub-agent is prompted");
     char *child = t_task_session(h, 2);
-    int rc = 0;
-    out = NULL;
-    is_int(sim_tool_wait(c, 30, &rc, &out), -ETIMEDOUT, "the call waits for the sub-agent");
-    sim_tool_cancel(c);
-    is_int(sim_tool_wait(c, tap_timeout_ms(3000), &rc, &out), 0, "Esc ends it");
-    is_int(rc, -ECANCELED, "with -ECANCELED");
+    t_waits(c, 30, "the call waits for the sub-agent");
+    out = t_esc(c, 3000, "Esc ends it");
+    is_int(t_rc, -ECANCELED, "with -ECANCELED");
     is_str(out, "Cancelled: the sub-agent was stopped.", "saying the sub-agent was stopped");
     free(out);
-    sim_tool_free(c);
     ok(child && sim_calls(h, "session_abort", child) >= 1, "its session was aborted");
     free(child);
 
@@ -190,6 +186,15 @@ static int has_tool(sim_host *h, const char *name)
     return 0;
 }
 
+/* How many of the n tools in names h offers. */
+static int tools_of(sim_host *h, const char *const *names, size_t n)
+{
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        found += has_tool(h, names[i]);
+    return found;
+}
+
 static void faces(void)
 {
     static const char *const claude[] = {"Task", "Bash", "TaskOutput", "TaskStop", "Monitor"};
@@ -197,21 +202,13 @@ static void faces(void)
                                            "background_list",  "background_clear",  "background_resume",
                                            "background_block", "background_send",   "background_monitor"};
     sim_host *h = t_host(NULL);
-    int n = 0;
-    for (size_t i = 0; i < 5; i++)
-        n += has_tool(h, claude[i]);
-    for (size_t i = 0; i < 9; i++)
-        n += has_tool(h, opencode[i]);
-    is_int(n, 14, "both faces by default");
+    is_int(tools_of(h, claude, 5) + tools_of(h, opencode, 9), 14, "both faces by default");
     is_int(sim_plugin(h, 0)->tool_count, 14, "and nothing else");
     ok(!has_tool(h, "BashOutput") && !has_tool(h, "KillBash"), "no BashOutput, no KillBash");
     sim_destroy(h);
 
     h = t_host(J("{'face_claude':false}"));
-    n = 0;
-    for (size_t i = 0; i < 5; i++)
-        n += has_tool(h, claude[i]);
-    is_int(n, 0, "face_claude false: no Claude tool");
+    is_int(tools_of(h, claude, 5), 0, "face_claude false: no Claude tool");
     is_int(sim_plugin(h, 0)->tool_count, 9, "the OpenCode face stays");
     char *s = sim_session_new(h, NULL, "main");
     char *out = t_tool(h, s, "Bash", J("{'command':'true'}"));
@@ -221,10 +218,7 @@ static void faces(void)
     sim_destroy(h);
 
     h = t_host(J("{'face_opencode':false}"));
-    n = 0;
-    for (size_t i = 0; i < 9; i++)
-        n += has_tool(h, opencode[i]);
-    is_int(n, 0, "face_opencode false: no background_* tool");
+    is_int(tools_of(h, opencode, 9), 0, "face_opencode false: no background_* tool");
     is_int(sim_plugin(h, 0)->tool_count, 5, "the Claude face stays");
     s = sim_session_new(h, NULL, "main");
     if (shells) {

@@ -109,6 +109,17 @@ static void file_is(const char *name, const char *content, const char *what)
 /* Two running tasks of one session write the same file: the second is
  * warned, naming the first; a file only one wrote: nothing; once the first
  * has ended, nothing. */
+/* Lets gated task A finish (checked), frees the ids and B's session, closes f. */
+static void a_completes_then_close(t_fixture *f, char *a, char *b, char *bs)
+{
+    t_release_gated(f->h, "A");
+    is_int(t_wait_status(f->h, f->parent, a, "completed", 5000), 0, "A completes");
+    free(bs);
+    free(a);
+    free(b);
+    t_close(f);
+}
+
 static void two_tasks_one_file(void)
 {
     t_fixture f;
@@ -195,12 +206,7 @@ static void refuse_mode(void)
     result_is(h, bs, 1, WROTE, NULL, "B's write of another file");
     file_is("r.c", "A", "nothing was written: the file is A's");
     file_is("s.c", "B-s", "the other file was written");
-    t_release_gated(h, "A");
-    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "A completes");
-    free(bs);
-    free(a);
-    free(b);
-    t_close(&f);
+    a_completes_then_close(&f, a, b, bs);
 }
 
 /* Tasks of different launching sessions do not warn each other: each
@@ -244,12 +250,7 @@ static void a_patch_collides_too(void)
     char *bs = t_gated_session(h, "B");
     result_is(h, bs, 0, J("Success. Updated the following files:\n\n" WARN_BY_TASK, file("p.c"), a, "fix parser"), NULL,
               "B's patch of the file A wrote names A");
-    t_release_gated(h, "A");
-    is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "A completes");
-    free(bs);
-    free(a);
-    free(b);
-    t_close(&f);
+    a_completes_then_close(&f, a, b, bs);
 }
 
 /* Which files a call edits, as the plugin reads the arguments. */

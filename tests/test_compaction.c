@@ -274,8 +274,7 @@ static void stray_idle_during_continue(void)
 static void resume_after_compaction(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     char *id = task_with(h, f.parent, "{\"steps\":[{\"reply\":\"REAL ANSWER\"}," COMPACT "]}", "completed");
     sim_script(h, "what next", J("{'steps':[{'reply':'NEW ANSWER'}]}"), 1);
     const char *args = J("{'task_id':'%s','message':'what next','block':true}", id);

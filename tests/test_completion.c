@@ -67,9 +67,7 @@ static void completes_by_poll_when_events_lost(void)
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "poll fallback completes the task");
     is_int(sim_events_delivered(h, NULL), before, "no event at all reached the plugin");
     ok(sim_calls(h, "session_status", NULL) >= 1, "the status map was polled");
-    char *out = t_output(h, f.parent, id);
-    like(out, "Result:\nfound by polling", "the poll completion carries the reply");
-    free(out);
+    t_output_like(h, f.parent, id, "Result:\nfound by polling", "the poll completion carries the reply");
     is_int(t_wait_messages_with(h, f.parent, "found by polling", 1, 5000), 0, "parent notified after a poll");
     /* Once nothing is active the poll stops: a finished plugin makes no calls. */
     sim_event_faults(h, 0, 0, 0, 0, NULL);
@@ -166,9 +164,7 @@ static void duplicated_events_complete_once(void)
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
     is_int(t_count_notifications(h, f.parent, NOTIFICATION_DONE, id), 1, "exactly one notification");
-    char *out = t_output(h, f.parent, id);
-    like(out, "Result:\nonly once\n", "the one result");
-    free(out);
+    t_output_like(h, f.parent, id, "Result:\nonly once\n", "the one result");
     free(child);
     t_close(&f);
 }
@@ -203,9 +199,7 @@ static void task_session_deleted(void)
     char *child = t_task_session(h, 0);
     is_int(sim_session_delete(h, child), 0, "child session deleted");
     is_int(t_wait_status(h, f.parent, id, "error", 5000), 0, "task ends in error");
-    char *out = t_output(h, f.parent, id);
-    like(out, "Error: The task's session was deleted.", "the error says why");
-    free(out);
+    t_output_like(h, f.parent, id, "Error: The task's session was deleted.", "the error says why");
     is_int(t_wait_messages_with(h, f.parent, NOTIFICATION_FAIL, 1, 5000), 0, "parent told of the failure");
     free(child);
     t_close(&f);
@@ -230,12 +224,8 @@ static void parent_session_deleted(void)
     out = t_output(h, f.parent, running);
     is_int(t_rc, -ENOENT, "a deleted parent's running task is gone");
     free(out);
-    out = t_tool(h, f.parent, "background_list", "{}");
-    is_str(out, "No background tasks found", "its list is empty");
-    free(out);
-    out = t_output(h, other, kept);
-    like(out, ": running\n", "another session's task is untouched");
-    free(out);
+    t_list_empty(h, f.parent, "its list is empty");
+    t_output_like(h, other, kept, ": running\n", "another session's task is untouched");
     char *child = t_task_session(h, 1);
     is_int(sim_session_exists(h, child), 0, "the running task's session went with its parent");
     is_int(t_count_notifications(h, other, "[ocbg] Background task", ""), 0, "nothing told to the other session");
@@ -257,9 +247,7 @@ static void parent_deleted_aborts_running(void)
     sim_emit(h, ev);
     is_int(sim_wait_calls(h, "session_abort", child, 1, tap_timeout_ms(5000)), 0, "running child aborted");
     is_int(sim_wait_idle(h, child, tap_timeout_ms(5000)), 0, "the child session stops");
-    char *out = t_output(h, f.parent, running);
-    like(out, "Task not found: ", "the task is gone");
-    free(out);
+    t_output_like(h, f.parent, running, "Task not found: ", "the task is gone");
     free(child);
     t_close(&f);
 }

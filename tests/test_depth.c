@@ -145,9 +145,7 @@ static void nested_task_waits_without_a_slot(void)
     t_release_gated(h, "C");
     is_int(t_wait_status(h, f.parent, a, "completed", 5000), 0, "once C ends, A is woken and completes");
     is_int(t_count_messages_with(h, as, wake), 1, "A was told of B once, in its own session");
-    out = t_output(h, f.parent, a);
-    like(out, "A final, after bg_", "A's result is its answer after its tasks");
-    free(out);
+    t_output_like(h, f.parent, a, "A final, after bg_", "A's result is its answer after its tasks");
     is_int(t_wait_status(h, f.parent, c, "completed", 5000), 0, "C completes");
     is_int(t_sync_notifications(h, f.parent), 0, "the root's notifications are out");
     char needle[96];

@@ -385,11 +385,7 @@ static void fork_with_host_support(void)
     like(seen, "I read big.txt", "and the rest of the parent's history");
     like(seen, "continue the analysis", "and its task");
     free(seen);
-    out = t_tool(h, parent, "background_list", "{}");
-    char marker[32];
-    snprintf(marker, sizeof marker, "%s (forked)", id);
-    like(out, marker, "(forked) follows the id in the list");
-    free(out);
+    t_list_marks(h, parent, id, "forked", "(forked) follows the id in the list");
     is_int(t_wait_messages_with(h, parent, "forked child done", 1, 5000), 0, "the caller's session is notified");
     free(child);
     free(id);
@@ -482,9 +478,7 @@ static void fork_with_resume_refused(void)
     like(out, "Failed to fork this session for the background task: simulated failure of session_fork",
          "naming the host's reason");
     free(out);
-    out = t_tool(h, f.parent, "background_list", "{}");
-    is_str(out, "No background tasks found", "and no task exists");
-    free(out);
+    t_list_empty(h, f.parent, "and no task exists");
     t_close(&f);
 }
 

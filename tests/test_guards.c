@@ -200,9 +200,7 @@ static void usage_summed_and_shown(void)
      * a script's reports all come before its end). */
     emit_usage(h, child, "msg_e", 5, 0, 0, 0, 0, 0);
     flush(h);
-    out = t_output(h, f.parent, id);
-    like(out, "\nUsage: 14,695 tokens (in 12,350,", "a late report is counted");
-    free(out);
+    t_output_like(h, f.parent, id, "\nUsage: 14,695 tokens (in 12,350,", "a late report is counted");
     free(child);
     t_close(&f);
 }
@@ -220,9 +218,7 @@ static void token_budget(void)
                                                                      "{\"hang\":true}]}");
     char *child = t_task_session(h, 0);
     paused(h, child);
-    char *out = t_output(h, f.parent, id);
-    like(out, ": running\n", "1,000 tokens (cache reads apart) are within the budget");
-    free(out);
+    t_output_like(h, f.parent, id, ": running\n", "1,000 tokens (cache reads apart) are within the budget");
     go_on(h, child);
     ended_by_guard(h, f.parent, id, child,
                    "Stopped by the token budget: this task used 1,050 tokens (max_task_tokens is 1000).");
@@ -264,12 +260,10 @@ static void cost_budget(void)
     size_t prompts = sim_calls(h, "session_prompt", child2);
     out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, -EDQUOT, "the resume is refused");
-    char want[200];
-    snprintf(want, sizeof want,
-             "Not resumed: task %s has spent $5.50, its whole budget (max_task_cost_usd is 5). Start a new task "
-             "instead.",
-             done);
-    is_str(out, want, "and says which budget");
+    t_is_strf(out, "and says which budget",
+              "Not resumed: task %s has spent $5.50, its whole budget (max_task_cost_usd is 5). Start a new task "
+              "instead.",
+              done);
     free(out);
     is_int(sim_calls(h, "session_prompt", child2), prompts, "nothing was sent to its session");
     is_int(t_wait_status(h, f.parent, done, "completed", 1000), 0, "the task is still completed");
@@ -316,9 +310,7 @@ static void session_budget(void)
     like(out, "No task was created.", "with the same text");
     free(out);
     is_int(sim_session_count(h), sessions, "no session was created");
-    out = t_tool(h, f.parent, "background_list", "{}");
-    like(out, "\nTotal: 2 tasks (2 error)", "no task was registered");
-    free(out);
+    t_list_like(h, f.parent, "\nTotal: 2 tasks (2 error)", "no task was registered");
     out = t_tool(h, f.parent, "background_clear", "{}");
     free(out);
     out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'explore'}"));

@@ -67,9 +67,7 @@ static void stale_agent(void)
     char *child = t_task_session(h, 1);
     ended_in_time(h, f.parent, id, child, "Stopped: no progress for ",
                   "s while its session was busy (stale_ms is 1000).");
-    char *out = t_output(h, f.parent, asking);
-    like(out, ": running\n", "the one waiting for permission runs on");
-    free(out);
+    t_output_like(h, f.parent, asking, ": running\n", "the one waiting for permission runs on");
     is_int(sim_calls(h, "session_abort", asking_child), 0, "and its session was not aborted");
     free(asking_child);
     free(child);

@@ -14,8 +14,7 @@
 static void create_fails(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     sim_fail(h, "session_create", 1, 1, -EIO);
     char *out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'a'}"));
     is_int(t_rc, -EIO, "create failure: -EIO");
@@ -25,27 +24,22 @@ static void create_fails(void)
     is_int(sim_calls(h, "session_prompt", NULL), 0, "no prompt sent");
     const char *id = t_task(&f, "Second try", J("{'steps':[{'reply':'fine now'}]}"));
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the next launch works");
-    out = t_tool(h, f.parent, "background_list", "{}");
-    like(out, "\nTotal: 1 task (1 completed)", "only the good task exists");
-    free(out);
+    t_list_like(h, f.parent, "\nTotal: 1 task (1 completed)", "only the good task exists");
     t_close(&f);
 }
 
 static void prompt_fails(void)
 {
     t_fixture f;
-    t_open(&f, J("{'notify_retries':0}"));
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, J("{'notify_retries':0}"));
     sim_fail(h, "session_prompt", 1, 1, -EIO);
     char *out = t_tool(h, f.parent, "background_task", J("{'description':'d','prompt':'p','agent':'a'}"));
     is_int(t_rc, -EIO, "the task's prompt failing: -EIO");
     char *id = t_find_id(out, "bg_");
-    char want[200];
-    snprintf(want, sizeof want,
-             "Background task %s could not start. Failed to send the prompt to the sub-agent: simulated failure of "
-             "session_prompt\nIts status is error.",
-             id);
-    is_str(out, want, "exact text");
+    t_is_strf(out, "exact text",
+              "Background task %s could not start. Failed to send the prompt to the sub-agent: simulated failure of "
+              "session_prompt\nIts status is error.",
+              id);
     free(out);
     is_int(t_wait_status(h, f.parent, id, "error", 2000), 0, "the task is error");
     is_int(t_wait_messages_with(h, f.parent, "Background task failed", 1, 5000), 0, "the parent is told");
@@ -79,26 +73,21 @@ static void prompt_fails(void)
 static void messages_fail(void)
 {
     t_fixture f;
-    t_open(&f, J("{'poll_interval_ms':50}"));
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':50}"));
     sim_event_faults(h, 3, 1.0, 0, 0, "message.part.updated");
     sim_fail(h, "session_messages", 1, 1, -EIO);
     const char *id = t_task(&f, "Read once", J("{'steps':[{'reply':'second read wins'}]}"));
     char *child = t_task_session(h, 0);
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "completed although the first read failed");
     ok(sim_calls(h, "session_messages", child) >= 2, "the messages were read again");
-    char *out = t_output(h, f.parent, id);
-    like(out, "Result:\nsecond read wins\n", "with the right result");
-    free(out);
+    t_output_like(h, f.parent, id, "Result:\nsecond read wins\n", "with the right result");
 
     /* Failing for a while: running meanwhile, completed once it works. */
     sim_fail(h, "session_messages", 1, -1, -EIO);
     const char *id2 = t_task(&f, "Read later", J("{'steps':[{'reply':'eventually'}]}"));
     char *child2 = t_task_session(h, 1);
     is_int(sim_wait_calls(h, "session_messages", child2, 3, tap_timeout_ms(5000)), 0, "several failed reads");
-    out = t_output(h, f.parent, id2);
-    like(out, ": running\n", "still running, not a false completion or error");
-    free(out);
+    t_output_like(h, f.parent, id2, ": running\n", "still running, not a false completion or error");
     sim_fail(h, "session_messages", 0, 0, 0);
     is_int(t_wait_status(h, f.parent, id2, "completed", 5000), 0, "completed once the host answers");
     is_int(t_wait_messages_with(h, f.parent, "eventually", 1, 5000), 0, "and notified");
@@ -107,9 +96,7 @@ static void messages_fail(void)
     sim_fail(h, "session_messages", 1, -1, -ENOENT);
     const char *id3 = t_task(&f, "Vanished", J("{'steps':[{'reply':'lost'}]}"));
     is_int(t_wait_status(h, f.parent, id3, "error", 5000), 0, "-ENOENT: error");
-    out = t_output(h, f.parent, id3);
-    like(out, "Error: The task's session no longer exists.", "saying why");
-    free(out);
+    t_output_like(h, f.parent, id3, "Error: The task's session no longer exists.", "saying why");
     free(child);
     free(child2);
     t_close(&f);
@@ -118,8 +105,7 @@ static void messages_fail(void)
 static void abort_fails(void)
 {
     t_fixture f;
-    t_open(&f, NULL);
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, NULL);
     const char *id = t_task(&f, "Stubborn", HANG);
     char *child = t_task_session(h, 0);
     sim_fail(h, "session_abort", 1, 1, -EIO);
@@ -132,9 +118,7 @@ static void abort_fails(void)
              id);
     is_str(out, want, "exact text");
     free(out);
-    out = t_output(h, f.parent, id);
-    like(out, ": running\n", "the task is still running");
-    free(out);
+    t_output_like(h, f.parent, id, ": running\n", "the task is still running");
     is_int(sim_session_busy(h, child), 1, "and so is its session");
     out = t_cancel(h, f.parent, id);
     is_int(t_rc, 0, "a second cancel works");
@@ -182,21 +166,16 @@ static void abort_fails(void)
 static void status_fails(void)
 {
     t_fixture f;
-    t_open(&f, J("{'poll_interval_ms':50}"));
-    sim_host *h = f.h;
+    sim_host *h = t_open(&f, J("{'poll_interval_ms':50}"));
     is_int(sim_events_flush(h, tap_timeout_ms(5000)), 0, "setup events delivered");
     sim_event_faults(h, 5, 1.0, 0, 0, NULL); /* only the poll can see the end */
     sim_fail(h, "session_status", 1, -1, -EIO);
     const char *id = t_task(&f, "Polled", J("{'steps':[{'reply':'seen by the poll'}]}"));
     is_int(sim_wait_calls(h, "session_status", NULL, 3, tap_timeout_ms(5000)), 0, "several failed polls");
-    char *out = t_output(h, f.parent, id);
-    like(out, ": running\n", "running while the status map cannot be read");
-    free(out);
+    t_output_like(h, f.parent, id, ": running\n", "running while the status map cannot be read");
     sim_fail(h, "session_status", 0, 0, 0);
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "completed once the poll works");
-    out = t_output(h, f.parent, id);
-    like(out, "Result:\nseen by the poll\n", "with its result");
-    free(out);
+    t_output_like(h, f.parent, id, "Result:\nseen by the poll\n", "with its result");
     is_int(t_wait_messages_with(h, f.parent, "seen by the poll", 1, 5000), 0, "and notified");
     t_close(&f);
 }

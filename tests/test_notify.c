@@ -157,9 +157,7 @@ static void long_result_is_capped(void)
              reply, id);
     like(body_text(b), want, "the first 200 characters and the pointer");
     cJSON_Delete(b);
-    char *out = t_output(h, f.parent, id);
-    like(out, reply, "background_output has the full text");
-    free(out);
+    t_output_like(h, f.parent, id, reply, "background_output has the full text");
     t_close(&f);
 }
 

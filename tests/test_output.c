@@ -47,9 +47,7 @@ static void progress_while_running(void)
     unlike(out, "Result:", "no result yet");
     free(out);
     /* Reading a running task is not a wait: it returns at once every time. */
-    out = t_output(h, f.parent, id);
-    like(out, ": running\n", "still running on a second look");
-    free(out);
+    t_output_like(h, f.parent, id, ": running\n", "still running on a second look");
     t_close(&f);
 }
 
@@ -59,9 +57,7 @@ static void progress_without_tools(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     const char *id = t_task(&f, "Thinking", J("{'steps':[{'hang':true}]}"));
-    char *out = t_output(h, f.parent, id);
-    like(out, "Progress: 0 tool calls\n", "zero tool calls, no recent list");
-    free(out);
+    t_output_like(h, f.parent, id, "Progress: 0 tool calls\n", "zero tool calls, no recent list");
     t_close(&f);
 }
 
@@ -120,17 +116,13 @@ static void esc_during_block(void)
     const char *id = t_task(&f, "Interrupted wait", script);
     char *args = output_args(id, 1, 600);
     sim_call *c = sim_tool_start(h, f.parent, "background_output", args);
-    int rc = 0;
-    char *out = NULL;
-    is_int(sim_tool_wait(c, 50, &rc, &out), -ETIMEDOUT, "the blocking call waits");
-    sim_tool_cancel(c);
-    is_int(sim_tool_wait(c, tap_timeout_ms(2000), &rc, &out), 0, "Esc ends the wait promptly");
-    is_int(rc, -ECANCELED, "a cancelled wait returns -ECANCELED");
+    t_waits(c, 50, "the blocking call waits");
+    char *out = t_esc(c, 2000, "Esc ends the wait promptly");
+    is_int(t_rc, -ECANCELED, "a cancelled wait returns -ECANCELED");
     char want[128];
     snprintf(want, sizeof want, "Wait cancelled; task %s is still running in the background.", id);
     like(out, want, "the answer says the task goes on");
     free(out);
-    sim_tool_free(c);
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "the task completes after Esc");
     char needle[64];
     snprintf(needle, sizeof needle, "Background task completed: %s", id);
@@ -147,16 +139,14 @@ static void block_on_cleared_task(void)
     const char *id = t_task(&f, "Cleared", J("{'steps':[{'hang':true}]}"));
     char *args = output_args(id, 1, 600);
     sim_call *c = sim_tool_start(h, f.parent, "background_output", args);
+    t_waits(c, 50, "the blocking call waits");
     int rc = 0;
     char *out = NULL;
-    is_int(sim_tool_wait(c, 50, &rc, &out), -ETIMEDOUT, "the blocking call waits");
     char *cl = t_tool(h, f.parent, "background_clear", "{}");
     free(cl);
     is_int(sim_tool_wait(c, tap_timeout_ms(2000), &rc, &out), 0, "the wait ends when the task is cleared");
     is_int(rc, -ENOENT, "with -ENOENT");
-    char want[128];
-    snprintf(want, sizeof want, "Task %s was removed while waiting (cleared, or its parent session ended).", id);
-    is_str(out, want, "and says why");
+    t_is_strf(out, "and says why", "Task %s was removed while waiting (cleared, or its parent session ended).", id);
     free(out);
     sim_tool_free(c);
     free(args);
@@ -177,9 +167,7 @@ static void unknown_and_foreign_ids(void)
     is_int(t_wait_status(h, f.parent, id, "completed", 5000), 0, "task completed");
     out = t_output(h, other, id);
     is_int(t_rc, -ENOENT, "another session cannot read it");
-    char want[128];
-    snprintf(want, sizeof want, "Task not found: %s. Use background_list to see available tasks.", id);
-    is_str(out, want, "it is not found there");
+    t_is_strf(out, "it is not found there", "Task not found: %s. Use background_list to see available tasks.", id);
     free(out);
     char *args = output_args(id, 1, 1);
     out = t_tool(h, other, "background_output", args);

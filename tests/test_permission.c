@@ -147,17 +147,13 @@ static void bash_esc_while_asking(void)
     free(args);
     is_int(sim_wait(h, t_question_open, f.parent, tap_timeout_ms(5000)), 0, "the question is open, the call waits");
     ok(!sim_tool_done(c), "the call has not returned");
-    sim_tool_cancel(c);
-    int rc = 0;
-    char *out = NULL;
-    is_int(sim_tool_wait(c, tap_timeout_ms(5000), &rc, &out), 0, "Esc ends the call");
-    is_int(rc, -ECANCELED, "as cancelled");
+    char *out = t_esc(c, 5000, "Esc ends the call");
+    is_int(t_rc, -ECANCELED, "as cancelled");
     like(out, "Cancelled while asking for permission: running `touch ", "the answer says so");
     like(out, "The command was not run.", "and that nothing ran");
     ok(!exists(file), "nothing ran");
     is_asked(h, -1, "outcome", "cancelled", "the question was withdrawn");
     free(out);
-    sim_tool_free(c);
     no_tasks(h, f.parent, "Esc while asking");
     t_close(&f);
 }

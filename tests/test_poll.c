@@ -102,14 +102,10 @@ static void lost_idle_found_with_backed_off_poll(void)
     t_task(&f, "long 2", long2);
     const char *c = t_task(&f, "quick", quick);
     is_int(t_wait_status(h, f.parent, c, "completed", tap_timeout_ms(20000)), 0, "the quick task completed");
-    char *out = t_output(h, f.parent, c);
-    like(out, "Result:\nthe quick one", "with its answer");
-    free(out);
+    t_output_like(h, f.parent, c, "Result:\nthe quick one", "with its answer");
     is_int(sim_events_delivered(h, "session.idle") + sim_events_delivered(h, "message.updated"), 0,
            "no idle and no turn end reached the plugin");
-    out = t_output(h, f.parent, a);
-    like(out, ": running\n", "the others still run");
-    free(out);
+    t_output_like(h, f.parent, a, ": running\n", "the others still run");
     is_int(t_wait_messages_with(h, f.parent, c, 1, tap_timeout_ms(5000)), 0, "parent notified");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     is_int(t_sync_notifications(h, f.parent), 0, "sync point");
@@ -133,9 +129,7 @@ static void known_idle_not_starved(void)
     is_int(t_wait_status(h, parent, quick, "completed", tap_timeout_ms(10000)), 0,
            "the task whose first check failed completed");
     ok(sim_calls(h, "session_messages", NULL) >= 2, "it was checked again");
-    char *out = t_output(h, parent, hang);
-    like(out, ": running\n", "the hanging one still runs");
-    free(out);
+    t_output_like(h, parent, hang, ": running\n", "the hanging one still runs");
     sim_fail(h, NULL, 0, 0, 0);
     free(hang);
     free(quick);
@@ -236,9 +230,7 @@ static void ended_task_busy_in_map(void)
     char *out = t_output(h, f.parent, b);
     like(out, "Result:\nquick answer", "the finished task stays completed with its answer");
     free(out);
-    out = t_output(h, f.parent, a);
-    like(out, ": running\n", "its sibling still runs");
-    free(out);
+    t_output_like(h, f.parent, a, ": running\n", "its sibling still runs");
     free(child);
     free(b);
     t_close(&f);
@@ -315,9 +307,7 @@ static void lost_idle_found_within_two_maps(void)
     size_t maps = sim_calls(h, "session_status", NULL) - s0;
     diag("status maps from its idle to its completion: %zu", maps);
     ok(maps <= 2, "found by the first or second map after its idle");
-    char *out = t_output(h, parent, hang);
-    like(out, ": running\n", "the hanging one still runs");
-    free(out);
+    t_output_like(h, parent, hang, ": running\n", "the hanging one still runs");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
     free(session);
     free(quiet);
@@ -354,9 +344,7 @@ static void vanished_read_one_per_tick(void)
     size_t reads = sim_calls(h, "session_messages", NULL) - r0;
     diag("%zu message reads in %lld ms (%lld ticks)", reads, (long long)ms, (long long)(ms / interval));
     ok((int64_t)reads <= ms / interval + 1, "at most one read per tick");
-    char *out = t_output(h, f.parent, ids[0]);
-    like(out, ": running\n", "the tasks still run");
-    free(out);
+    t_output_like(h, f.parent, ids[0], ": running\n", "the tasks still run");
     sim_status_omit(h, 0);
     struct all_done d = {f.parent, ids, N};
     is_int(sim_wait(h, all_completed, &d, tap_timeout_ms(30000)), 0, "every task completed");

@@ -108,9 +108,7 @@ static void bash_and_launches(void)
     check(turn(h, f.parent, "launch-words", "background_task", launch), "background_task, rejected with words",
           "background_task", "No task was started.", 1);
     ok(!t_exists(file), "nothing ran");
-    char *out = t_tool(h, f.parent, "background_list", "{}");
-    like(out, "No background tasks found", "no task registered");
-    free(out);
+    t_list_like(h, f.parent, "No background tasks found", "no task registered");
 
     sim_permission_auto(h, "once", NULL);
     cJSON *m = turn(h, f.parent, "launch-once", "background_task", launch);

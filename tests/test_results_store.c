@@ -137,9 +137,7 @@ static void results_read_back(void)
     like(out, "the second answer", "and returns the new answer");
     free(out);
     is_int(wait_dropped(h, id), 0, "the new answer leaves memory in its turn");
-    out = t_output(h, f.parent, id);
-    like(out, "Result:\nthe second answer\n", "background_output gives the new answer");
-    free(out);
+    t_output_like(h, f.parent, id, "Result:\nthe second answer\n", "background_output gives the new answer");
     char *prompt = NULL, *result = NULL;
     stored_texts(db, id, &prompt, &result);
     is_str(prompt, "texts-read-back one", "the stored prompt is the launch's, kept through the resume's writes");
@@ -152,9 +150,7 @@ static void results_read_back(void)
     if (sim_load_entry(h, ocp_plugin_entry, "ocbg (linked in)", opts) != 1)
         bail_out("reloading: %s", sim_load_error(h));
     is_int(in_memory(h, id), 4, "restored after a restart, it keeps its texts in the store only");
-    out = t_output(h, f.parent, id);
-    like(out, "Result:\nthe second answer\n", "and background_output still gives its answer");
-    free(out);
+    t_output_like(h, f.parent, id, "Result:\nthe second answer\n", "and background_output still gives its answer");
     free(want);
     free(id);
     t_close(&f);
@@ -190,9 +186,7 @@ static void failed_write_keeps_texts(void)
     ok(t_wait_log(h, "the disk refuses") == 0 && t_wait_log(h, "memory only") == 0,
        "the failed write is logged: tasks live in memory only from now on");
     is_int(t_wait_until(h, t_store_given_up, NULL), 0, "the store is given up");
-    char *out = t_output(h, f.parent, id);
-    like(out, "THE-END", "after the failed write, background_output gives the result");
-    free(out);
+    t_output_like(h, f.parent, id, "THE-END", "after the failed write, background_output gives the result");
     is_int(in_memory(h, id) & 3, 3, "the result and prompt stay in memory");
     free(id);
     t_close(&f);
@@ -367,9 +361,7 @@ static void stale_read_not_attached(void)
     pthread_join(th, NULL);
     is_str(shown, "the second answer", "a copy read before the commit of the new answer is not taken as the result");
     free(shown);
-    char *out = t_output(h, f.parent, id);
-    like(out, "Result:\nthe second answer\n", "background_output gives the second answer");
-    free(out);
+    t_output_like(h, f.parent, id, "Result:\nthe second answer\n", "background_output gives the second answer");
     store_reader_free(stale_reader);
     sqlite3_close(d);
     free(id);
@@ -388,9 +380,6 @@ int main(void)
     held_notice_keeps_text();
     resume_after_failed_write();
     stale_read_not_attached();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", dir);
+    t_remove_dir(dir);
     return done_testing();
 }

@@ -212,9 +212,6 @@ int main(void)
         failed_write_keeps_output();
         queued_command_restored();
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", dir);
+    t_remove_dir(dir);
     return done_testing();
 }

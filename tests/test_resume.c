@@ -57,11 +57,7 @@ static void resume_happy_path(void)
     like(out, "second answer", "output returns the new response");
     like(out, "Resumed: 1 time", "output shows the resume count");
     free(out);
-    out = t_tool(h, parent, "background_list", "{}");
-    char marker[64];
-    snprintf(marker, sizeof marker, "%s (resumed)", id);
-    like(out, marker, "(resumed) follows the id in the list");
-    free(out);
+    t_list_marks(h, parent, id, "resumed", "(resumed) follows the id in the list");
 
     sim_script(h, "follow-up two", J("{'steps':[{'reply':'third answer'}]}"), 1);
     free(args);
@@ -197,14 +193,10 @@ static void resume_blocking(void)
     args = J("{'task_id':'%s','message':'slow follow-up','block':true}", id);
     sim_call *c = sim_tool_start(h, parent, "background_resume", args);
     is_int(t_wait_status(h, parent, id, "resumed", 2000), 0, "the task shows resumed while it works");
-    sim_tool_cancel(c);
-    int rc = 0;
-    out = NULL;
-    is_int(sim_tool_wait(c, tap_timeout_ms(2000), &rc, &out), 0, "the cancelled call returns");
-    is_int(rc, -ECANCELED, "with -ECANCELED");
+    out = t_esc(c, 2000, "the cancelled call returns");
+    is_int(t_rc, -ECANCELED, "with -ECANCELED");
     like(out, "Wait cancelled", "saying the wait was cancelled");
     free(out);
-    sim_tool_free(c);
     is_int(t_wait_messages_with(h, parent, "slow answer", 1, 5000), 0,
            "the run goes on and notifies, since nobody took its result");
     free(id);

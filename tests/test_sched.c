@@ -79,14 +79,10 @@ static void cancel_pending(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
-    char *out = t_launch_gated(h, f.parent, "A", "explore");
-    char *a = t_find_id(out, "bg_");
-    free(out);
-    out = t_launch_gated(h, f.parent, "B", "explore");
-    char *b = t_find_id(out, "bg_");
-    free(out);
+    char *a = t_gated_id(h, f.parent, "A", "explore");
+    char *b = t_gated_id(h, f.parent, "B", "explore");
     const char *args = J("{'task_id':'%s'}", b);
-    out = t_tool(h, f.parent, "background_cancel", args);
+    char *out = t_tool(h, f.parent, "background_cancel", args);
     is_int(t_rc, 0, "a pending task can be cancelled");
     like(out, "status: cancelled", "and is");
     free(out);
@@ -176,9 +172,7 @@ static void queue_full_refused(void)
            "max_queued 1). Wait for a task to finish, or cancel one, then launch again.",
            "with the exact text");
     free(out);
-    out = t_tool(h, f.parent, "background_list", "{}");
-    like(out, "Total: 2 tasks", "nothing was created for it");
-    free(out);
+    t_list_like(h, f.parent, "Total: 2 tasks", "nothing was created for it");
     out = t_tool(h, f.parent, "Task",
                  J("{'description':'Q4','prompt':'gated Q4','subagent_type':'explore',"
                    "'run_in_background':true}"));
@@ -194,21 +188,17 @@ static void resume_needs_a_slot(void)
 {
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
-    char *out = t_launch_gated(h, f.parent, "D", "explore");
-    char *d = t_find_id(out, "bg_");
-    free(out);
+    char *d = t_gated_id(h, f.parent, "D", "explore");
     t_release_gated(h, "D");
     t_wait_status(h, f.parent, d, "completed", 5000);
     free(t_launch_gated(h, f.parent, "H", "explore"));
     const char *args = J("{'task_id':'%s','message':'more'}", d);
-    out = t_tool(h, f.parent, "background_resume", args);
+    char *out = t_tool(h, f.parent, "background_resume", args);
     is_int(t_rc, -EAGAIN, "a resume with every slot busy is refused");
-    char want[200];
-    snprintf(want, sizeof want,
-             "Task %s cannot be resumed now: all 1 agent slots are busy (max_running_agents 1). Resume it when a "
-             "running task finishes.",
-             d);
-    is_str(out, want, "with the exact text");
+    t_is_strf(out, "with the exact text",
+              "Task %s cannot be resumed now: all 1 agent slots are busy (max_running_agents 1). Resume it when a "
+              "running task finishes.",
+              d);
     free(out);
     is_int(t_wait_status(h, f.parent, d, "completed", 100), 0, "the task is still completed");
     t_release_gated(h, "H");
@@ -222,14 +212,13 @@ static void wait_includes_queue(void)
     t_fixture f;
     sim_host *h = t_open_with(&f, t_gated_host(J("{'max_running_agents':1}")));
     free(t_launch_gated(h, f.parent, "W1", "explore"));
-    char *out = t_launch_gated(h, f.parent, "W2", "explore");
-    char *w2 = t_find_id(out, "bg_");
-    free(out);
+    char *w2 = t_gated_id(h, f.parent, "W2", "explore");
     const char *args = J("{'task_id':'%s','block':true,'timeout':60000}", w2);
     sim_call *c = sim_tool_start(h, f.parent, "TaskOutput", args);
     t_release_gated(h, "W1");
     t_release_gated(h, "W2");
     int rc;
+    char *out = NULL;
     is_int(sim_tool_wait(c, tap_timeout_ms(10000), &rc, &out), 0, "the blocking TaskOutput returns");
     like(out, "done W2", "with the result of the task that was queued");
     free(out);
@@ -256,16 +245,10 @@ static void foreground_task_queued_then_escaped(void)
     sim_call *c =
         sim_tool_start(h, f.parent, "Task", J("{'description':'F2','prompt':'gated F2','subagent_type':'explore'}"));
     is_int(sim_wait(h, two_tasks_listed, f.parent, tap_timeout_ms(5000)), 0, "the foreground task is queued");
-    sim_tool_cancel(c);
-    int rc;
-    char *out = NULL;
-    is_int(sim_tool_wait(c, tap_timeout_ms(5000), &rc, &out), 0, "Esc returns the call");
+    char *out = t_esc(c, 5000, "Esc returns the call");
     is_str(out, "Cancelled: the sub-agent was stopped.", "saying so");
     free(out);
-    sim_tool_free(c);
-    out = t_tool(h, f.parent, "background_list", "{}");
-    like(out, "Total: 1 task", "the foreground task is gone");
-    free(out);
+    t_list_like(h, f.parent, "Total: 1 task", "the foreground task is gone");
     t_release_gated(h, "F1");
     ok(!t_gated_started(h, "F2"), "it never started");
     t_close(&f);
@@ -297,9 +280,7 @@ static void shell_cap(void)
         fclose(f);
     is_int(t_wait_status(h, parent, first, "completed", 5000), 0, "the first command ends");
     is_int(t_wait_status(h, parent, second, "completed", 5000), 0, "then the second runs and ends");
-    out = t_output(h, parent, second);
-    like(out, "second", "with its output");
-    free(out);
+    t_output_like(h, parent, second, "second", "with its output");
     remove(flag);
     free(first);
     free(second);

@@ -33,17 +33,6 @@ static size_t task_prompts(sim_host *h, const char *unused)
     }
 }
 
-/* background_send(id, message): the answer (malloc'd), t_rc set. */
-static char *launch_gated(sim_host *h, const char *s, const char *name)
-{
-    char *out = t_launch_gated(h, s, name, "explore");
-    char *id = t_find_id(out, "bg_");
-    if (!id)
-        bail_out("launch %s: %s", name, out);
-    free(out);
-    return id;
-}
-
 /* The task's notification arrives once, with `answer` and not `not`. */
 static void notified_once_with(sim_host *h, const char *s, const char *id, const char *answer, const char * not )
 {
@@ -61,24 +50,32 @@ static void notified_once_with(sim_host *h, const char *s, const char *id, const
     free(out);
 }
 
+/* Opens f on a gated host (parent is its session) and launches gated task
+ * name, busy asking its question (checked under label). Returns its id
+ * (malloc'd). */
+static char *open_busy(t_fixture *f, const char *name, const char *label)
+{
+    sim_host *h = t_open_with(f, t_gated_host(NULL));
+    parent = f->parent;
+    char *id = t_gated_id(h, f->parent, name, "explore");
+    is_int(t_wait_gate_open(h, name, 5000), 0, "%s", label);
+    return id;
+}
+
 /* The common case: the session is busy, the host queues the message. */
 static void queued_follow_up(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    parent = f.parent;
-    char *id = launch_gated(h, f.parent, "A");
-    is_int(t_wait_gate_open(h, "A", 5000), 0, "the sub-agent is busy (waiting on its question)");
+    char *id = open_busy(&f, "A", "the sub-agent is busy (waiting on its question)");
+    sim_host *h = f.h;
     sim_script(h, "also check bar.c", J("{'steps':[{'tool':'read','output':'x'},{'reply':'bar.c is fine too'}]}"), 1);
     size_t prompts = task_prompts(h, f.parent);
     char *out = t_send(h, f.parent, id, "also check bar.c");
     is_int(t_rc, 0, "background_send to a running task succeeds");
-    char want[400];
-    snprintf(want, sizeof want,
-             SENT "%s: its sub-agent gets it as soon as its current step ends, and goes on with it.\n"
-                  "You will be notified once, when the task finishes; its result is then its last answer.",
-             id);
-    is_str(out, want, "and answers at once that it was sent");
+    t_is_strf(out, "and answers at once that it was sent",
+              SENT "%s: its sub-agent gets it as soon as its current step ends, and goes on with it.\n"
+                   "You will be notified once, when the task finishes; its result is then its last answer.",
+              id);
     free(out);
     is_int((int)(task_prompts(h, f.parent) - prompts), 1, "one prompt went to the host");
     char *child = t_prompted_session(h, "gated A", 0);
@@ -86,9 +83,7 @@ static void queued_follow_up(void)
     like(body, "also check bar.c", "into the task's own session, with the message");
     like(body, "[ocbg] Follow-up #1 for background task ", "marked as a follow-up");
     free(body);
-    out = t_output(h, f.parent, id);
-    like(out, "running", "the task still runs");
-    free(out);
+    t_output_like(h, f.parent, id, "running", "the task still runs");
     t_release_gated(h, "A");
     notified_once_with(h, f.parent, id, "bar.c is fine too", "done A");
     free(child);
@@ -130,10 +125,8 @@ static int prompt_started(sim_host *h, void *arg)
 static void slow_host_follow_up(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    parent = f.parent;
-    char *id = launch_gated(h, f.parent, "B");
-    is_int(t_wait_gate_open(h, "B", 5000), 0, "the sub-agent is busy");
+    char *id = open_busy(&f, "B", "the sub-agent is busy");
+    sim_host *h = f.h;
     char *child = t_prompted_session(h, "gated B", 0);
     /* The question's notice to the parent first: from here the only prompt
      * is the send's. */
@@ -199,8 +192,8 @@ static void not_running(void)
     char want[400];
     refused(h, f.parent, "bg_00000000", "hi", -ENOENT,
             "Task not found: bg_00000000. Use background_list to see available tasks.", "an unknown id");
-    char *a = launch_gated(h, f.parent, "C");
-    char *pending = launch_gated(h, f.parent, "D"); /* the one slot is C's */
+    char *a = t_gated_id(h, f.parent, "C", "explore");
+    char *pending = t_gated_id(h, f.parent, "D", "explore"); /* the one slot is C's */
     snprintf(want, sizeof want, "Task not found: %s. Use background_list to see available tasks.", a);
     refused(h, other, a, "hi", -ENOENT, want, "another session's task");
     refused(h, f.parent, a, "   ", -EINVAL, "background_send: argument 'message' must not be empty. Nothing was sent.",

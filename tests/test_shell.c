@@ -62,9 +62,7 @@ static void foreground_runs(void)
     out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "foreground commands leave no task behind");
     free(out);
-    out = t_tool(h, f.parent, "background_list", "{}");
-    is_str(out, "No background tasks found", "nor in background_list");
-    free(out);
+    t_list_empty(h, f.parent, "nor in background_list");
     is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
     is_int(t_count_messages_with(h, f.parent, "Background command"), 0, "a foreground command sends no notification");
     t_close(&f);
@@ -80,10 +78,8 @@ static void foreground_timeout_and_esc(void)
     snprintf(cmd, sizeof cmd, "sleep 300 & echo $! > %s; echo before; wait", t_tmp_path("fg_child"));
     char *out = t_bash(h, f.parent, cmd, NULL, 0, timeout);
     is_int(t_rc, -ETIMEDOUT, "a timed-out command: -ETIMEDOUT");
-    char want[128];
-    snprintf(want, sizeof want,
-             "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.", timeout);
-    is_str(out, want, "its output so far, how it ended, and the timeout");
+    t_is_strf(out, "its output so far, how it ended, and the timeout",
+              "before\n(killed by signal 15 (Terminated))\nCommand timed out after %d ms and was stopped.", timeout);
     free(out);
     pid_t child = t_wait_pid_file(h, t_tmp_path("fg_child"));
     ok(child > 0, "the command started a child");
@@ -98,15 +94,11 @@ static void foreground_timeout_and_esc(void)
     free(args);
     child = t_wait_pid_file(h, t_tmp_path("esc_child"));
     ok(child > 0, "the foreground command runs");
-    int rc = 0;
-    out = NULL;
-    is_int(sim_tool_wait(c, 20, &rc, &out), -ETIMEDOUT, "the call waits for it");
-    sim_tool_cancel(c);
-    is_int(sim_tool_wait(c, tap_timeout_ms(3000), &rc, &out), 0, "Esc ends the call");
-    is_int(rc, -ECANCELED, "with -ECANCELED");
+    t_waits(c, 20, "the call waits for it");
+    out = t_esc(c, 3000, "Esc ends the call");
+    is_int(t_rc, -ECANCELED, "with -ECANCELED");
     like(out, "(killed by signal 15 (Terminated))\nCommand stopped: the call was cancelled.", "and says so");
     free(out);
-    sim_tool_free(c);
     is_int(sim_wait(h, t_pid_gone, &child, tap_timeout_ms(3000)), 0, "Esc left no process behind");
     out = t_command(h, f.parent, "tasks");
     is_str(out, "No background tasks in this session.", "nor a task");

@@ -65,9 +65,7 @@ static void stop_escalates_to_sigkill(void)
     int64_t t0 = mono_ms();
     char *out = t_tool(h, f.parent, "TaskStop", t_id_args(id));
     int64_t took = mono_ms() - t0;
-    char want[1024];
-    snprintf(want, sizeof want, "Stopped task %s (shell): %s", id, cmd);
-    is_str(out, want, "TaskStop confirms once it is dead");
+    t_is_strf(out, "TaskStop confirms once it is dead", "Stopped task %s (shell): %s", id, cmd);
     ok(took >= 290, "after the 300 ms grace period (%lld ms)", (long long)took);
     free(out);
     is_int(sim_wait(h, t_pids_gone, pids, tap_timeout_ms(3000)), 0, "SIGKILL left no survivor");

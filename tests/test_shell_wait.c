@@ -48,9 +48,7 @@ static void waiters_and_esc(void)
     sim_tool_cancel(c[0]);
     is_int(sim_tool_wait(c[0], tap_timeout_ms(2000), &rc, &out), 0, "Esc ends one wait");
     is_int(rc, -ECANCELED, "with -ECANCELED");
-    char want[160];
-    snprintf(want, sizeof want, "Wait cancelled; task %s continues in the background.", id);
-    is_str(out, want, "saying the task goes on");
+    t_is_strf(out, "saying the task goes on", "Wait cancelled; task %s continues in the background.", id);
     free(out);
     out = t_task_output(h, f.parent, id, 0, 0);
     like(out, "<status>running</status>\n", "the task was not stopped by Esc");

@@ -33,10 +33,7 @@ static char *make_dir(const char *name)
 
 static void rm_dir(char *dir)
 {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", dir);
+    t_remove_dir(dir);
     free(dir);
 }
 

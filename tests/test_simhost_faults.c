@@ -102,6 +102,15 @@ static size_t run_drop(uint32_t seed, int n)
     return got;
 }
 
+/* Prompt s with text through the plugin, wait for its messages to reach
+ * count, then let every event queued by then be delivered. */
+static void prompt_and_flush(sim_host *h, const char *s, const char *text, int count)
+{
+    prompt_via_plugin(h, s, text, 0);
+    sim_wait_messages(h, s, count, tap_timeout_ms(5000));
+    sim_events_flush(h, tap_timeout_ms(5000));
+}
+
 static void test_event_faults(void)
 {
     t_fixture f;
@@ -109,21 +118,15 @@ static void test_event_faults(void)
     sim_host *h = f.h;
     const char *s = t_session(&f, "ev");
     sim_event_faults(h, 7, 1.0, 0.0, 0, "session.idle");
-    prompt_via_plugin(h, s, "x", 0);
-    sim_wait_messages(h, s, 2, tap_timeout_ms(5000));
-    sim_events_flush(h, tap_timeout_ms(5000));
+    prompt_and_flush(h, s, "x", 2);
     is_int(sim_events_delivered(h, "session.idle"), 0, "drop=1 on session.idle drops it");
     is_int(sim_events_delivered(h, "session.status"), 2, "other types unaffected by only_type");
     sim_event_faults(h, 7, 0.0, 1.0, 0, "session.idle");
-    prompt_via_plugin(h, s, "y", 0);
-    sim_wait_messages(h, s, 4, tap_timeout_ms(5000));
-    sim_events_flush(h, tap_timeout_ms(5000));
+    prompt_and_flush(h, s, "y", 4);
     is_int(sim_events_delivered(h, "session.idle"), 2, "dup=1 delivers session.idle twice");
     is_int(count_type(h, "session.idle"), 2, "the plugin got both copies");
     sim_event_faults(h, 0, 0, 0, 0, NULL);
-    prompt_via_plugin(h, s, "z", 0);
-    sim_wait_messages(h, s, 6, tap_timeout_ms(5000));
-    sim_events_flush(h, tap_timeout_ms(5000));
+    prompt_and_flush(h, s, "z", 6);
     is_int(sim_events_delivered(h, "session.idle"), 3, "faults off again");
 
     /* Delay reorders but loses nothing. */

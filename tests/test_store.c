@@ -130,9 +130,7 @@ static void new_host_reconciles(void)
     char *out = t_output(h, psid, hang);
     like(out, "no longer exists", "because its session is gone");
     free(out);
-    out = t_output(h, psid, done);
-    like(out, "quick answer", "the finished one keeps its result");
-    free(out);
+    t_output_like(h, psid, done, "quick answer", "the finished one keeps its result");
     free(done);
     free(hang);
     free(child);
@@ -182,24 +180,14 @@ static void two_instances(void)
     free(out);
     sim_destroy(a);
     sim_host *c = t_host(opts);
-    out = t_output(c, pa, ta);
-    like(out, "from a", "a new host adopts a's task once a has stopped");
-    free(out);
-    out = t_output(c, pb, tb);
-    like(out, "Task not found", "but not b's: b still lives");
-    free(out);
-    out = t_output(b, pb, tb);
-    like(out, "from b", "b's task is intact in b");
-    free(out);
+    t_output_like(c, pa, ta, "from a", "a new host adopts a's task once a has stopped");
+    t_output_like(c, pb, tb, "Task not found", "but not b's: b still lives");
+    t_output_like(b, pb, tb, "from b", "b's task is intact in b");
     sim_destroy(b);
     sim_destroy(c);
     sim_host *d = t_host(opts);
-    out = t_output(d, pb, tb);
-    like(out, "from b", "once b has stopped too, its task is adopted");
-    free(out);
-    out = t_output(d, pa, ta);
-    like(out, "from a", "and a's, which c left behind");
-    free(out);
+    t_output_like(d, pb, tb, "from b", "once b has stopped too, its task is adopted");
+    t_output_like(d, pa, ta, "from a", "and a's, which c left behind");
     sim_destroy(d);
     free(pa);
     free(pb);
@@ -283,9 +271,7 @@ static void data_dir_and_off(void)
     h = sim_create();
     sim_set_data_dir(h, sub);
     sim_load_plugins(h, pdir, NULL);
-    char *out = t_output(h, psid, id);
-    like(out, "kept", "and a new host finds the task there");
-    free(out);
+    t_output_like(h, psid, id, "kept", "and a new host finds the task there");
     sim_destroy(h);
     free(id);
     free(psid);
@@ -313,9 +299,7 @@ static void damaged_rows(void)
     is_int(rc, SQLITE_OK, "four damaged rows written");
     h = t_host(opts);
     is_int(wait_log(h, "4 stored tasks could not be read"), 0, "the log counts the rows left out");
-    char *out = t_output(h, psid, id);
-    like(out, "good row", "the good task still loads");
-    free(out);
+    t_output_like(h, psid, id, "good row", "the good task still loads");
     free(id);
     free(psid);
     sim_destroy(h);
@@ -421,9 +405,6 @@ int main(void)
     spend_survives();
     bad_stores();
     data_dir_and_off();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        tap_diag("could not remove %s", dir);
+    t_remove_dir(dir);
     return tap_done_testing();
 }

@@ -116,9 +116,7 @@ static void version_1_file_migrated(void)
     is_int(t_user_version(db), 3, "opened by this ocbg, the file is version 3");
     ok(has_column(db, "followups_sent") && has_column(db, "worktree_path") && has_column(db, "worktree_report_run"),
        "with the new columns");
-    char *out = t_output(h, f.parent, id);
-    like(out, "the old answer", "its task is kept, with its result");
-    free(out);
+    t_output_like(h, f.parent, id, "the old answer", "its task is kept, with its result");
     is_int(t_sync_notifications(h, f.parent), 0, "notifications synced");
     char needle[96];
     snprintf(needle, sizeof needle, "[ocbg] Background task completed: %s", id);
@@ -132,9 +130,6 @@ int main(void)
         bail_out("mkdtemp");
     followups_numbered_across_restart();
     version_1_file_migrated();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        diag("could not remove %s", dir);
+    t_remove_dir(dir);
     return done_testing();
 }

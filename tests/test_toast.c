@@ -21,6 +21,22 @@ static char *notice_field(sim_host *h, int n, const char *field)
     return copy;
 }
 
+/* Waits (under label) for the first notice and checks its message (want
+ * exactly, or containing want when !exact) and its level. */
+static void first_notice_is(sim_host *h, const char *label, const char *want, int exact, const char *msg_label,
+                            const char *level)
+{
+    is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "%s", label);
+    char *msg = notice_field(h, 0, "message"), *lvl = notice_field(h, 0, "level");
+    if (exact)
+        is_str(msg, want, "%s", msg_label);
+    else
+        like(msg, want, "%s", msg_label);
+    is_str(lvl, level, "level %s", level);
+    free(msg);
+    free(lvl);
+}
+
 /* A batch of 20 behind a cap of one: 19 finish silently, the last wakes the
  * model, and the user gets one notice for all of them. */
 static void batch_gives_one_notice(void)
@@ -53,12 +69,7 @@ static void failure_is_an_error_notice(void)
     t_fixture f;
     sim_host *h = t_open(&f, NULL);
     t_task(&f, "Broken build", J("{'steps':[{'error':'quota exceeded'}]}"));
-    is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
-    char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");
-    is_str(msg, "Background task failed: Broken build", "it names the task");
-    is_str(level, "error", "level error");
-    free(msg);
-    free(level);
+    first_notice_is(h, "the user is notified", "Background task failed: Broken build", 1, "it names the task", "error");
     t_close(&f);
 }
 
@@ -69,12 +80,8 @@ static void question_is_a_warning_notice(void)
     char *out = t_launch_gated(h, f.parent, "g1", "explore");
     free(out);
     is_int(t_wait_gate_open(h, "g1", 5000), 0, "the task asks the user");
-    is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is notified");
-    char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");
-    like(msg, "Background task waits for your permission: ", "it says a task waits for the user");
-    is_str(level, "warning", "level warning");
-    free(msg);
-    free(level);
+    first_notice_is(h, "the user is notified", "Background task waits for your permission: ", 0,
+                    "it says a task waits for the user", "warning");
     t_release_gated(h, "g1");
     t_close(&f);
 }
@@ -83,17 +90,13 @@ static void unknown_option_is_a_warning(void)
 {
     sim_host *h = t_host(J("{'poll_interval_ms':500,'newer_option':true}"));
     ok(sim_plugin_count(h) == 1, "a config with an unknown key loads the plugin (its tools stay)");
-    is_int(sim_wait_calls(h, "notify_user", NULL, 1, tap_timeout_ms(5000)), 0, "the user is told");
-    char *msg = notice_field(h, 0, "message"), *level = notice_field(h, 0, "level");
-    is_str(msg,
-           "ocbg ignored unknown option 'newer_option' in its plugin options (written for a newer ocbg, or misspelt?)",
-           "the notice names the key");
-    is_str(level, "warning", "level warning");
+    first_notice_is(h, "the user is told",
+                    "ocbg ignored unknown option 'newer_option' in its plugin options (written for a newer ocbg, or "
+                    "misspelt?)",
+                    1, "the notice names the key", "warning");
     char *log = sim_call_body(h, "log", NULL, -1);
     like(log, "ignored unknown option 'newer_option'", "the log says the same");
     free(log);
-    free(msg);
-    free(level);
     sim_destroy(h);
 }
 

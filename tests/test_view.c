@@ -67,13 +67,22 @@ static cJSON *newest(sim_host *h, const char *session, const char *id, const cJS
     return view;
 }
 
+/* Opens f on a gated host and launches gated task name, which asks the user
+ * (checked under label). Returns the task's id (malloc'd). */
+static char *open_asking(t_fixture *f, const char *name, const char *label)
+{
+    sim_host *h = t_open_with(f, t_gated_host(NULL));
+    char *answer = t_keep(f, t_launch_gated(h, f->parent, name, "general"));
+    char *id = t_find_id(answer, "bg_");
+    is_int(t_wait_gate_open(h, name, tap_timeout_ms(DEADLINE)), 0, "%s", label);
+    return id;
+}
+
 static void test_running_waiting_stop(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    char *answer = t_launch_gated(h, f.parent, "alpha", "general");
-    char *id = t_find_id(answer, "bg_");
-    is_int(t_wait_gate_open(h, "alpha", tap_timeout_ms(DEADLINE)), 0, "the task runs and asks");
+    char *id = open_asking(&f, "alpha", "the task runs and asks");
+    sim_host *h = f.h;
     is_int(wait_view(h, f.parent, id, "waiting", "bash: gate alpha"), 0,
            "the view marks the task waiting for the user, with what it asks");
     const cJSON *line;
@@ -116,7 +125,6 @@ static void test_running_waiting_stop(void)
     free(out);
     is_int(t_count_messages_with(h, f.parent, notice), 1, "and nothing is reported twice");
     free(task_session);
-    free(answer);
     free(id);
     t_close(&f);
 }
@@ -218,10 +226,8 @@ static int views_above(sim_host *h, void *arg)
 static void test_sync_and_model_cancel(void)
 {
     t_fixture f;
-    sim_host *h = t_open_with(&f, t_gated_host(NULL));
-    char *answer = t_launch_gated(h, f.parent, "beta", "general");
-    char *id = t_find_id(answer, "bg_");
-    is_int(t_wait_gate_open(h, "beta", tap_timeout_ms(DEADLINE)), 0, "the task runs");
+    char *id = open_asking(&f, "beta", "the task runs");
+    sim_host *h = f.h;
     free(t_cancel(h, f.parent, id));
     is_int(wait_view(h, f.parent, id, "status", "cancelled"), 0, "the model's cancel shows in the view");
     is_int(wait_view(h, f.parent, id, "stopped_by_user", NULL), 0, "not as the user's");
@@ -235,7 +241,6 @@ static void test_sync_and_model_cancel(void)
     cJSON *view = newest(h, f.parent, id, &line);
     is_str(jstr(line, "status"), "cancelled", "with the same state");
     cJSON_Delete(view);
-    free(answer);
     free(id);
     t_close(&f);
 }
@@ -336,12 +341,8 @@ static void test_foreground_goes(void)
     free(args);
     is_int(sim_wait(f.h, view_has_hangs, f.parent, tap_timeout_ms(DEADLINE)), 0,
            "a foreground Task shows in the view while its call waits");
-    sim_tool_cancel(c);
-    int rc = 0;
-    char *out = NULL;
-    is_int(sim_tool_wait(c, tap_timeout_ms(DEADLINE), &rc, &out), 0, "Esc ends the call");
+    char *out = t_esc(c, DEADLINE, "Esc ends the call");
     free(out);
-    sim_tool_free(c);
     is_int(sim_wait(f.h, view_empty, f.parent, tap_timeout_ms(DEADLINE)), 0,
            "once the call returned, the session's view has no task left");
     t_close(&f);

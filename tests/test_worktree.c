@@ -223,9 +223,7 @@ static void refusals(void)
     free(out);
     if (chdir(repo) != 0)
         bail_out("chdir %s", repo);
-    out = t_tool(h, parent, "background_list", "{}");
-    like(out, "No background tasks", "no task");
-    free(out);
+    t_list_like(h, parent, "No background tasks", "no task");
     is_int(sim_calls(h, "session_create_in", NULL) + sim_calls(h, "session_create", NULL), 0, "no session");
 
     sim_permission_rules(h, J("{'external_directory':'deny'}"));

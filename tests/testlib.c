@@ -282,6 +282,16 @@ char *t_launch_gated(sim_host *h, const char *parent, const char *name, const ch
     return t_tool(h, parent, "background_task", args);
 }
 
+char *t_gated_id(sim_host *h, const char *parent, const char *name, const char *agent)
+{
+    char *out = t_launch_gated(h, parent, name, agent);
+    char *id = t_find_id(out, "bg_");
+    if (!id)
+        bail_out("launch %s: %s", name, out);
+    free(out);
+    return id;
+}
+
 typedef struct gate_arg {
     const char *name;
 } gate_arg;
@@ -457,12 +467,82 @@ char *t_send(sim_host *h, const char *session, const char *id, const char *messa
     return t_tool(h, session, "background_send", args);
 }
 
+void t_output_like(sim_host *h, const char *session, const char *id, const char *needle, const char *label)
+{
+    char *out = t_output(h, session, id);
+    like(out, needle, "%s", label);
+    free(out);
+}
+
+void t_waits(sim_call *c, int ms, const char *label)
+{
+    int rc = 0;
+    char *out = NULL;
+    is_int(sim_tool_wait(c, ms, &rc, &out), -ETIMEDOUT, "%s", label);
+    free(out);
+}
+
+void t_remove_dir(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", dir);
+}
+
+char *t_esc(sim_call *c, int ms, const char *ended)
+{
+    sim_tool_cancel(c);
+    int rc = 0;
+    char *out = NULL;
+    is_int(sim_tool_wait(c, tap_timeout_ms(ms), &rc, &out), 0, "%s", ended);
+    sim_tool_free(c);
+    t_rc = rc;
+    return out ? out : calloc(1, 1);
+}
+
+void t_list_marks(sim_host *h, const char *session, const char *id, const char *mark, const char *label)
+{
+    char *out = t_tool(h, session, "background_list", "{}");
+    char want[128];
+    snprintf(want, sizeof want, "%s (%s)", id, mark);
+    like(out, want, "%s", label);
+    free(out);
+}
+
+void t_list_like(sim_host *h, const char *session, const char *needle, const char *label)
+{
+    char *out = t_tool(h, session, "background_list", "{}");
+    like(out, needle, "%s", label);
+    free(out);
+}
+
+void t_list_empty(sim_host *h, const char *session, const char *label)
+{
+    char *out = t_tool(h, session, "background_list", "{}");
+    is_str(out, "No background tasks found", "%s", label);
+    free(out);
+}
+
 void t_reload(sim_host *h, const char *options_json)
 {
     sim_unload_plugins(h);
     int n = sim_load_plugins(h, getenv("OCBG_PLUGIN_DIR"), options_json);
     if (n != 1)
         bail_out("reloading ocbg: %d (%s)", n, sim_load_error(h));
+}
+
+int t_is_strf(const char *got, const char *label, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *want = NULL;
+    if (vasprintf(&want, fmt, ap) < 0)
+        bail_out("vasprintf");
+    va_end(ap);
+    int r = is_str(got, want, "%s", label);
+    free(want);
+    return r;
 }
 
 int t_ends_with(const char *s, const char *tail)

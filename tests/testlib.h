@@ -104,6 +104,10 @@ sim_host *t_gated_host(const char *options_json);
  * (malloc'd) and sets t_rc. */
 char *t_launch_gated(sim_host *h, const char *parent, const char *name, const char *agent);
 
+/* t_launch_gated, returning the task's id (malloc'd) instead of the answer;
+ * bails out when the answer has none. */
+char *t_gated_id(sim_host *h, const char *parent, const char *name, const char *agent);
+
 /* Wait until gated task <name> has started and asks its question. Returns
  * 0 or -ETIMEDOUT. */
 int t_wait_gate_open(sim_host *h, const char *name, int timeout_ms);
@@ -152,6 +156,10 @@ int t_sh(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2,
  * dropped (malloc'd; "" when it prints nothing). */
 char *t_sh_line(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Remove the folder dir and all below it (rm -rf); a diag line when that
+ * fails. For a test's temporary folder at the end. */
+void t_remove_dir(const char *dir);
+
 /* Does path exist (stat succeeds)? */
 int t_exists(const char *path);
 
@@ -164,9 +172,33 @@ char *t_cancel(sim_host *h, const char *session, const char *id);
  * (malloc'd), sets t_rc. */
 char *t_send(sim_host *h, const char *session, const char *id, const char *message);
 
+/* Call c is still waiting after ms (not scaled): is_int -ETIMEDOUT under label. */
+void t_waits(sim_call *c, int ms, const char *label);
+
+/* background_output of id from session contains needle (like, under label). */
+void t_output_like(sim_host *h, const char *session, const char *id, const char *needle, const char *label);
+
+/* Press Esc on call c (cancel it), check it returns within ms (scaled by
+ * tap_timeout_ms) under the label ended, and free c. Returns the call's answer
+ * (malloc'd, "" when none) and sets t_rc to its status. */
+char *t_esc(sim_call *c, int ms, const char *ended);
+
+/* background_list from session shows "<id> (<mark>)" (like, under label). */
+void t_list_marks(sim_host *h, const char *session, const char *id, const char *mark, const char *label);
+
+/* background_list from session contains needle (like, under label). */
+void t_list_like(sim_host *h, const char *session, const char *needle, const char *label);
+
+/* background_list from session is exactly "No background tasks found" (is_str, under label). */
+void t_list_empty(sim_host *h, const char *session, const char *label);
+
 /* Unload ocbg and load it again from $OCBG_PLUGIN_DIR with options_json (a
  * restart on the same host); bails out when it does not load. */
 void t_reload(sim_host *h, const char *options_json);
+
+/* is_str(got, <fmt printf-style>, label): an exact text that needs
+ * formatting first (an id in it). Returns is_str's result. */
+int t_is_strf(const char *got, const char *label, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Does s end with tail? (s NULL: no.) */
 int t_ends_with(const char *s, const char *tail);
