@@ -140,6 +140,10 @@ static void bad_value_saying(const char *tool, const char *kind, const cJSON *pr
 {
     cJSON *args = base_args(tool, props, required);
     cJSON_DeleteItemFromObject(args, name);
+    /* A monitor watches a new command or follows task_id, never both: a bad
+     * task_id is tried alone, or the refusal would be the pair's. */
+    if (strcmp(name, "task_id") == 0 && cJSON_GetObjectItem(props, "command"))
+        cJSON_DeleteItemFromObject(args, "command");
     cJSON_AddItemToObject(args, name, value);
     char *json = print(args);
     char k[128];
