@@ -30,7 +30,7 @@ const STUB = [stub.stubToolCall, stub.stubHostCalls, stub.stubEventsAndTransform
   stub.stubEdits, stub.stubWorktree];
 const OCBG = [launch.launchAndNotify, launch.cancelSlow, launch.panelChannel, launch.failingChild, launch.resume,
   launch.fork, claude.claudeShell, claude.claudeAgent, claude.autoBackground, claude.tasksCommand,
-  wake.silentThenWaking, wake.batchWhileBusy, permission.bashDenied, permission.bashAskedOnce,
+  wake.silentThenWaking, wake.batchWhileBusy, permission.bashDenied, permission.bashAskedOnce, permission.monitorAskedOnce,
   permission.rejectLikeHost, permission.bashEscWhileAsking, permission.childAsksPermission, permission.taskDenied,
   hostEvents.deleteStopsChildren, hostEvents.compactedChild, hostEvents.compactedAfter, bounds.capTwoOfFour,
   bounds.usageNotified, bounds.tokenBudget, bounds.rateLimited, nesting.nestedTasks, nesting.nestedCancel,

@@ -6,7 +6,7 @@ import path from "node:path";
 import { isDeepStrictEqual as same } from "node:util";
 import {
   api, assistantTexts, callTool, diag, events, idle, messages, newSession, ok, permissionAsked, replyPermission,
-  sayTool, sleep, taskIds, textOf, toolEnded, turnEnds, userMessage, userTexts
+  sayTool, sleep, taskIds, textOf, toolEnded, turnEnds, userMessage, userTexts, waitFor
 } from "../e2e_lib.mjs";
 import { PROJECT, SIDE, fake, launch, requestText } from "./world.mjs";
 
@@ -44,6 +44,26 @@ export async function bashAskedOnce() {
   ok(st?.status === "completed" && fs.existsSync(f), "allowed once: the command ran", st);
   ok(events.slice(from).some((e) => e.type === "permission.replied" && e.properties.requestID === ap?.id &&
      e.properties.reply === "once"), "permission.replied once");
+}
+
+// background_monitor's command is asked for exactly as Bash's: the same
+// question to OpenCode before anything runs; answered once, the watch starts.
+export async function monitorAskedOnce() {
+  const s = await newSession("perm ask monitor");
+  const f = path.join(SIDE, "e2e-ask-monitor.txt");
+  const cmd = `echo yes > ${f}`;
+  const from = events.length;
+  const since = await sayTool(s, "background_monitor", { command: cmd, description: "asked watch" });
+  const asked = await permissionAsked(s, from);
+  const ap = asked?.properties;
+  ok(ap?.permission === "bash" && same(ap.patterns, [cmd]) && same(ap.always, ["echo *"]) && ap.metadata?.command === cmd,
+    "background_monitor asks OpenCode what Bash asks: bash, patterns = the command, always = echo *", ap);
+  ok(!fs.existsSync(f), "nothing ran before the answer");
+  ok(ap && await replyPermission(ap.id, "once") === 200, "the user answers once");
+  const st = await toolEnded(s, "background_monitor", since);
+  ok(st?.status === "completed" && await waitFor("the watched command ran", () => fs.existsSync(f), 20000),
+    "allowed once: the monitor started and its command ran", st);
+  await idle(s);
 }
 
 // Side by side, OpenCode's own tools and ocbg's, each call in a session of
