@@ -116,19 +116,18 @@ int tool_background_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, st
         rc = task_not_found(out, id);
         break;
     case OUTPUT_REMOVED_WAITING:
-        sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", r.snap.id);
+        format_task_removed(out, r.snap.id, true);
         rc = -ENOENT;
         break;
     case OUTPUT_WAIT_STOPPED:
-        sb_printf(out, "%s; task %s is still %s in the background.\n",
-                  r.wait == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", r.snap.id,
+        sb_printf(out, "%s; task %s is still %s in the background.\n", wait_stopped_words(r.wait), r.snap.id,
                   task_status_name(r.snap.status));
         rc = -ECANCELED;
         break;
     case OUTPUT_REMOVED:
         if (r.wait == WAIT_TIMEOUT)
             sb_printf(out, "Timed out after waiting %gs: the task is still running.\n\n", timeout);
-        sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", r.snap.id);
+        format_task_removed(out, r.snap.id, false);
         rc = -ENOENT;
         break;
     case OUTPUT_SHOWN:

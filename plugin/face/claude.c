@@ -293,16 +293,15 @@ int tool_claude_task_output(engine *eng, const cJSON *args, ocp_call_ctx *ctx, s
         rc = not_found(out, id);
         break;
     case OUTPUT_REMOVED_WAITING:
-        sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", r.snap.id);
+        format_task_removed(out, r.snap.id, true);
         rc = -ENOENT;
         break;
     case OUTPUT_WAIT_STOPPED:
-        sb_printf(out, "%s; task %s continues in the background.",
-                  r.wait == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", r.snap.id);
+        sb_printf(out, "%s; task %s continues in the background.", wait_stopped_words(r.wait), r.snap.id);
         rc = -ECANCELED;
         break;
     case OUTPUT_REMOVED:
-        sb_printf(out, "Task %s was removed (cleared, or its parent session ended).", r.snap.id);
+        format_task_removed(out, r.snap.id, false);
         rc = -ENOENT;
         break;
     case OUTPUT_SHOWN:

@@ -44,12 +44,12 @@ static int put_resumed_result(const resume_result *r, double timeout_s, strbuf *
     const resume_claim *c = &r->claim;
     const task_snap *t = &r->snap;
     if (r->gone) {
-        sb_printf(out, "Task %s was removed while waiting (cleared, or its parent session ended).", c->id);
+        format_task_removed(out, c->id, true);
         return -ENOENT;
     }
     if (r->wait == WAIT_CANCELLED || r->wait == WAIT_SHUTDOWN) {
-        sb_printf(out, "%s; task %s is still working on the follow-up in the background.",
-                  r->wait == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down", c->id);
+        sb_printf(out, "%s; task %s is still working on the follow-up in the background.", wait_stopped_words(r->wait),
+                  c->id);
         return -ECANCELED;
     }
     if (r->wait == WAIT_TIMEOUT) {
@@ -126,8 +126,7 @@ static int put_blocked(const block_result *r, double timeout, strbuf *out)
     }
     int rc = 0;
     if (r->wait == WAIT_CANCELLED || r->wait == WAIT_SHUTDOWN) {
-        sb_printf(out, "%s; the tasks go on in the background.\n",
-                  r->wait == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down");
+        sb_printf(out, "%s; the tasks go on in the background.\n", wait_stopped_words(r->wait));
         rc = -ECANCELED;
     } else if (finished == r->n) {
         sb_printf(out, "All %zu task%s finished.\n", r->n, r->n == 1 ? "" : "s");

@@ -58,6 +58,17 @@ void format_count(char *out, size_t out_size, uint64_t n)
         out[at < out_size ? at : out_size - 1] = '\0';
 }
 
+void format_task_removed(strbuf *out, const char *id, bool while_waiting)
+{
+    sb_printf(out, "Task %s was removed%s (cleared, or its parent session ended).", id,
+              while_waiting ? " while waiting" : "");
+}
+
+const char *wait_stopped_words(wait_result w)
+{
+    return w == WAIT_CANCELLED ? "Wait cancelled" : "ocbg is shutting down";
+}
+
 void format_usd(char *out, size_t out_size, double usd)
 {
     snprintf(out, out_size, usd < 1 ? "$%.4f" : "$%.2f", usd);

@@ -9,6 +9,7 @@
 #define OCBG_FORMAT_H
 
 #include "base/util.h"
+#include "base/wait_result.h"
 #include "hooks/usage.h"
 #include "model/task.h"
 
@@ -18,6 +19,15 @@
 /* The status block for one task: status, description, agent, timing, then the
  * result (completed), progress (running) or error. */
 void format_report(strbuf *out, const task *t, int64_t now);
+
+/* "Task ID was removed (cleared, or its parent session ended).", or "...
+ * removed while waiting (...)" when a wait saw it go: the sentence every
+ * verb that reads a task says when the task is gone. */
+void format_task_removed(strbuf *out, const char *id, bool while_waiting);
+
+/* The opening words of a wait that was stopped rather than ended: "Wait
+ * cancelled" (WAIT_CANCELLED) or "ocbg is shutting down" (WAIT_SHUTDOWN). */
+const char *wait_stopped_words(wait_result w);
 
 /* One line for background_list. */
 void format_list_line(strbuf *out, const task *t, int64_t now);
