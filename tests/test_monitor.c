@@ -158,6 +158,21 @@ static void pattern_and_arguments(void)
     is_int(t_rc, -EINVAL, "a bad pattern is refused");
     like(out, "Not started: pattern is not a valid extended regular expression: ", "saying why");
     free(out);
+    size_t asked = sim_permission_count(h);
+    out = t_tool(h, s, "background_monitor", J("{'command':'echo x','pattern':'((a{255}){255}){255}'}"));
+    is_int(t_rc, -EINVAL, "a pattern that would take the host's memory is refused");
+    is_str(out, "Not started: pattern repeats too much (over 256 atoms once its repetitions are expanded).",
+           "saying why");
+    free(out);
+    out = t_tool(h, s, "background_monitor", J("{'command':'echo x','pattern':'^(a|aa)*\\\\1b$'}"));
+    is_int(t_rc, -EINVAL, "a back-reference (minutes on one line) is refused");
+    is_str(out, "Not started: pattern has a back-reference (\\1 to \\9), which extended expressions do not have.",
+           "saying why");
+    free(out);
+    is_int((int)sim_permission_count(h), (int)asked, "a refused pattern asks nothing");
+    id = monitor(h, s, J("{'command':'printf \\'ok\\\\nERROR last\\'','description':'tail','pattern':'^ERROR'}"), NULL);
+    told_once(h, s, mtext(id, "tail", ", event 1:\nERROR last\n"), "an unended last line the pattern keeps");
+    free(id);
     out = t_tool(h, s, "background_monitor", J("{'command':'echo x','timeout_ms':999}"));
     is_int(t_rc, -EINVAL, "a timeout below 1 s is refused");
     is_str(out, "timeout_ms must be between 1000 and 1800000 (30 minutes); the default is 300000 (5 minutes).",
@@ -177,7 +192,7 @@ static void pattern_and_arguments(void)
     is_int(t_rc, -EINVAL, "both: refused");
     free(out);
     out = t_tool(h, s, "background_list", "{}");
-    like(out, "Total: 2 tasks (2 completed)", "the refusals made no task (the other is the notifications' sync)");
+    like(out, "Total: 4 tasks (4 completed)", "the refusals made no task (two monitors, two syncs of notifications)");
     free(out);
     free(s);
     sim_destroy(h);

@@ -114,6 +114,37 @@ static void pattern_filters(void)
     watch_free(&w);
 }
 
+/* The pattern is model-written: the shapes that cost glibc's regex memory
+ * or time (expanded repetitions, back-references, length) are refused with
+ * the reason; the rest is an ordinary extended expression. */
+static void hostile_patterns(void)
+{
+    watch_limits lim = watch_limits_default();
+    watch w;
+    char err[200] = "";
+    is_int(watch_init(&w, &lim, "((a{255}){255}){255}", err, sizeof err), -EINVAL, "nested repetitions: refused");
+    is_str(err, "pattern repeats too much (over 256 atoms once its repetitions are expanded)", "saying why");
+    is_int(watch_init(&w, &lim, "(.?){300}x", err, sizeof err), -EINVAL, "a repetition over the size: refused");
+    is_int(watch_init(&w, &lim, "(a|b){2,}c{1,99999}", err, sizeof err), -EINVAL, "a bound's upper count counts");
+    is_int(watch_init(&w, &lim, "(a*)*\\1", err, sizeof err), -EINVAL, "a back-reference: refused");
+    is_str(err, "pattern has a back-reference (\\1 to \\9), which extended expressions do not have", "saying why");
+    char longest[LINE_PATTERN_MAX_BYTES + 2];
+    memset(longest, 'a', sizeof longest - 1);
+    longest[sizeof longest - 1] = '\0';
+    is_int(watch_init(&w, &lim, longest, err, sizeof err), -EINVAL, "257 bytes: refused");
+    is_str(err, "pattern is longer than 256 bytes", "saying why");
+    longest[LINE_PATTERN_MAX_BYTES - 1] = '\0'; /* 255 a's: 255 atoms */
+    is_int(watch_init(&w, &lim, longest, err, sizeof err), 0, "255 bytes of plain text: kept");
+    watch_free(&w);
+    const char *fine[] = {"(.?){200}x", "^[[:alpha:]_]{1,30}=", "[]a-z]+ \\{x\\}", "ERROR|FAIL(ED)?", "x{2}{3}"};
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; i++) {
+        is_int(watch_init(&w, &lim, fine[i], err, sizeof err), 0, "a pattern within the bounds: %s", fine[i]);
+        watch_free(&w);
+    }
+    is_int(watch_init(&w, &lim, "\\[\\(x", err, sizeof err), 0, "escaped brackets and parentheses are atoms");
+    watch_free(&w);
+}
+
 static void event_size_bounds(void)
 {
     watch_limits lim = watch_limits_default();
@@ -244,6 +275,7 @@ int main(void)
     close_lines_coalesce();
     steady_stream_closes_by_span();
     pattern_filters();
+    hostile_patterns();
     event_size_bounds();
     rate_holds_back_and_counts();
     flood_stops();

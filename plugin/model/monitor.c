@@ -1,6 +1,7 @@
 /* monitor.c — see monitor.h. */
 #include "model/monitor.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,11 +10,14 @@
 shell_monitor *shell_monitor_new(const watch_limits *lim, const char *pattern, int64_t timeout_ms, bool follows,
                                  char *err, size_t errlen)
 {
-    shell_monitor *m = xcalloc(1, sizeof *m);
-    if (watch_init(&m->w, lim, pattern, err, errlen) != 0) {
-        free(m);
+    static atomic_uint_fast64_t serials;
+    line_filter probe; /* the pattern is refused here, when the model gives it */
+    if (line_filter_init(&probe, pattern, lim->max_bytes, err, errlen) != 0)
         return NULL;
-    }
+    line_filter_free(&probe);
+    shell_monitor *m = xcalloc(1, sizeof *m);
+    watch_init(&m->w, lim, NULL, err, errlen); /* no pattern: it cannot fail */
+    m->serial = (uint64_t)atomic_fetch_add(&serials, 1) + 1;
     m->pattern = pattern && pattern[0] ? xstrdup(pattern) : NULL;
     m->timeout_ms = timeout_ms;
     m->follows = follows;

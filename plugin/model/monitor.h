@@ -39,8 +39,9 @@ typedef enum monitor_end {
 } monitor_end;
 
 typedef struct shell_monitor {
-    watch w;
-    char *pattern;        /* as given (NULL: every line) */
+    watch w;         /* without the pattern: its lines come filtered (the shell thread, model/line_filter.h) */
+    char *pattern;   /* as given (NULL: every line) */
+    uint64_t serial; /* this monitor among all of the process's, from 1: the shell thread's filter knows whose it is */
     int64_t timeout_ms;   /* as set */
     int64_t expires_mono; /* monotonic ms: then it expires */
     int64_t expires_ms;   /* the same, on the host's wall clock (the panel's time left) */
@@ -50,12 +51,14 @@ typedef struct shell_monitor {
 } shell_monitor;
 
 /* A new monitor with limits lim and an optional POSIX ERE pattern; NULL
- * with err (errlen bytes) saying why when the pattern is refused. Owned by
- * the caller until hung on a task. */
+ * with err (errlen bytes) saying why when the pattern is refused (the bounds
+ * of model/line_filter.h). Owned by the caller until hung on a task. Any
+ * thread. */
 shell_monitor *shell_monitor_new(const watch_limits *lim, const char *pattern, int64_t timeout_ms, bool follows,
                                  char *err, size_t errlen);
 
-/* n bytes of the command's output at monotonic now. true when this made
+/* n bytes of the command's output at monotonic now, complete lines the
+ * pattern kept (each ended by '\n', at most max_bytes). true when this made
  * something due sooner than before (the worker must look again). [lock held]
  * (not asserted: m does not know its lock) */
 bool shell_monitor_feed(shell_monitor *m, const char *data, size_t n, int64_t now);

@@ -27,16 +27,9 @@ int watch_init(watch *w, const watch_limits *lim, const char *pattern, char *err
     w->lim = *lim;
     if (w->lim.per_minute == 0)
         w->lim.per_minute = 1;
-    if (pattern && pattern[0]) {
-        int rc = regcomp(&w->pattern, pattern, REG_EXTENDED | REG_NOSUB);
-        if (rc != 0) {
-            char why[200];
-            regerror(rc, &w->pattern, why, sizeof why);
-            snprintf(err, errlen, "pattern is not a valid extended regular expression: %s", why);
-            return -EINVAL;
-        }
-        w->has_pattern = true;
-    }
+    int rc = line_filter_init(&w->lines, pattern, w->lim.max_bytes, err, errlen);
+    if (rc != 0)
+        return rc;
     w->given_ms = xcalloc(w->lim.per_minute, sizeof *w->given_ms);
     w->ready = xcalloc(w->lim.per_minute, sizeof *w->ready);
     return 0;
@@ -44,9 +37,7 @@ int watch_init(watch *w, const watch_limits *lim, const char *pattern, char *err
 
 void watch_free(watch *w)
 {
-    if (w->has_pattern)
-        regfree(&w->pattern);
-    sb_free(&w->partial);
+    line_filter_free(&w->lines);
     sb_free(&w->pending);
     free(w->held);
     for (unsigned i = 0; i < w->ready_count; i++)
@@ -110,10 +101,6 @@ static void close_open(watch *w, int64_t now)
 
 static void add_line(watch *w, const char *line, size_t len, int64_t now)
 {
-    if (len && line[len - 1] == '\r')
-        len--;
-    if (w->has_pattern && regexec(&w->pattern, line, 0, NULL, 0) != 0)
-        return;
     if (w->pending_lines && (w->pending_lines >= w->lim.max_lines || w->pending.len + len + 1 > w->lim.max_bytes))
         close_open(w, now);
     if (!w->pending_lines)
@@ -124,50 +111,35 @@ static void add_line(watch *w, const char *line, size_t len, int64_t now)
     w->pending_lines++;
 }
 
-/* Keep n more bytes of the unended line, up to max_bytes (cut at a character). */
-static void keep_partial(watch *w, const char *s, size_t n)
+/* Each line of kept (each ended by '\n') joins the open event. */
+static void add_lines(watch *w, const strbuf *kept, int64_t now)
 {
-    if (w->partial_cut)
-        return;
-    size_t room = w->lim.max_bytes > w->partial.len ? w->lim.max_bytes - w->partial.len : 0;
-    if (n > room) {
-        n = utf8_floor(s, n, room);
-        w->partial_cut = true;
+    const char *p = kept->buf, *end = kept->buf + kept->len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        add_line(w, p, (size_t)(nl - p), now);
+        p = nl + 1;
     }
-    sb_putn(&w->partial, s, n);
-}
-
-static void end_partial(watch *w, int64_t now)
-{
-    add_line(w, w->partial.buf ? w->partial.buf : "", w->partial.len, now);
-    w->partial.len = 0;
-    if (w->partial.buf)
-        w->partial.buf[0] = '\0';
-    w->partial_cut = false;
 }
 
 void watch_feed(watch *w, const char *data, size_t n, int64_t now)
 {
     if (w->stopped || w->ended)
         return;
-    while (n > 0) {
-        const char *nl = memchr(data, '\n', n);
-        size_t part = nl ? (size_t)(nl - data) : n;
-        keep_partial(w, data, part);
-        if (!nl)
-            return;
-        end_partial(w, now);
-        data += part + 1;
-        n -= part + 1;
-    }
+    strbuf kept = {0};
+    line_filter_feed(&w->lines, data, n, &kept);
+    add_lines(w, &kept, now);
+    sb_free(&kept);
 }
 
 void watch_end(watch *w, int64_t now)
 {
     if (w->stopped || w->ended)
         return;
-    if (w->partial.len || w->partial_cut)
-        end_partial(w, now);
+    strbuf kept = {0};
+    line_filter_end(&w->lines, &kept);
+    add_lines(w, &kept, now);
+    sb_free(&kept);
     w->ended = true;
 }
 

@@ -14,12 +14,12 @@
 #define OCBG_WATCH_H
 
 #include "base/face_guard.h"
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/util.h"
+#include "model/line_filter.h"
 
 /* The bounds of one watch. Every one is on: watch_limits_default says the
  * values and why. */
@@ -50,11 +50,8 @@ typedef struct watch_event {
 
 typedef struct watch {
     watch_limits lim;
-    bool has_pattern;
-    regex_t pattern;
-    strbuf partial;   /* a line not yet ended by a newline */
-    bool partial_cut; /* partial reached max_bytes: the rest of the line is dropped */
-    strbuf pending;   /* the open event's lines, each ended by '\n' */
+    line_filter lines; /* the output cut into lines, the pattern applied */
+    strbuf pending;    /* the open event's lines, each ended by '\n' */
     unsigned pending_lines;
     int64_t first_ms; /* when the open event's first line came (0: no open event) */
     int64_t last_ms;  /* when its newest line came */

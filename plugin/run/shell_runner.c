@@ -11,7 +11,10 @@
  * reaps every command, so no child process outlives the plugin.
  *
  * Locking: a shell task's output and exit are written by the shell thread
- * under the engine lock (env.mu); readers hold the same lock.
+ * under the engine lock (env.mu); readers hold the same lock. A monitor's
+ * lines are cut and matched against its model-written pattern by the shell
+ * thread off the lock (model/line_filter.h): only the lines kept are fed to
+ * the monitor under it, so a slow pattern never holds the engine.
  */
 #include <errno.h>
 #include <poll.h>
@@ -26,6 +29,7 @@
 #include "base/proc_id.h"
 #include "base/lock.h"
 #include "base/util.h"
+#include "model/line_filter.h"
 #include "model/monitor.h"
 #include "run/process.h"
 #include "run/runner.h"
@@ -34,6 +38,8 @@
 typedef struct proc {
     char task_id[TASK_ID_SIZE];
     process p;
+    line_filter lines;  /* the watching monitor's lines and pattern (the shell thread's own) */
+    uint64_t lines_for; /* that monitor's serial (0: none watches) */
     struct proc *next;
 } proc;
 
@@ -131,6 +137,53 @@ static void shell_kill(runner *base, task *t)
 
 /* ---- the shell thread --------------------------------------------------- */
 
+/* Whether the monitor watching s (a live one, or none) is not the one p's
+ * lines serve; then *serial is its serial (0: none) and *pattern a copy of
+ * its pattern (the caller frees). [lock held] */
+static bool monitor_changed(shell_runner *r, const proc *p, const shell_state *s, char **pattern, size_t *max_bytes,
+                            uint64_t *serial)
+{
+    assert(lock_held(r->env.mu));
+    const shell_monitor *m = s ? s->monitor : NULL;
+    *serial = m && m->end == MONITOR_LIVE ? m->serial : 0;
+    if (*serial == p->lines_for)
+        return false;
+    *pattern = *serial && m->pattern ? xstrdup(m->pattern) : NULL;
+    *max_bytes = *serial ? m->w.lim.max_bytes : 0;
+    return true;
+}
+
+/* Set p's lines up for the monitor serial (0: none); takes pattern. */
+static void serve_monitor(proc *p, char *pattern, size_t max_bytes, uint64_t serial)
+{
+    char err[256];
+    line_filter_free(&p->lines);
+    if (serial && line_filter_init(&p->lines, pattern, max_bytes, err, sizeof err) != 0)
+        serial = 0; /* not reached: the monitor's pattern was checked when it was made */
+    p->lines_for = serial;
+    free(pattern);
+}
+
+/* The lines of n more bytes (end: of the stream's end) the pattern keeps,
+ * fed to the monitor they were cut for, if it still watches. */
+static void feed_monitor(shell_runner *r, proc *p, const char *buf, size_t n, bool end)
+{
+    strbuf kept = {0};
+    if (end)
+        line_filter_end(&p->lines, &kept);
+    else
+        line_filter_feed(&p->lines, buf, n, &kept);
+    if (kept.len) {
+        lock_acquire(r->env.mu);
+        shell_state *s = find_shell(r, p->task_id, NULL);
+        shell_monitor *m = s ? s->monitor : NULL;
+        if (m && m->serial == p->lines_for && shell_monitor_feed(m, kept.buf, kept.len, mono_ms()))
+            r->env.watch_due(r->env.engine);
+        lock_release(r->env.mu);
+    }
+    sb_free(&kept);
+}
+
 /* Read what the pipe has now; false at end of file. */
 static bool drain(shell_runner *r, proc *p)
 {
@@ -138,22 +191,34 @@ static bool drain(shell_runner *r, proc *p)
     for (;;) {
         ssize_t n = read(p->p.out_fd, buf, sizeof buf);
         if (n > 0) {
+            char *pattern = NULL;
+            size_t max_bytes = 0;
+            uint64_t serial;
             lock_acquire(r->env.mu);
             task *t;
             shell_state *s = find_shell(r, p->task_id, &t);
             if (s) {
                 shell_output_append(&s->out, buf, (size_t)n);
                 t->last_update_ms = hostapi_now(r->env.api);
-                if (s->monitor && shell_monitor_feed(s->monitor, buf, (size_t)n, mono_ms()))
-                    r->env.watch_due(r->env.engine);
             }
+            bool changed = monitor_changed(r, p, s, &pattern, &max_bytes, &serial);
             lock_release(r->env.mu);
+            if (changed)
+                serve_monitor(p, pattern, max_bytes, serial);
+            if (p->lines_for)
+                feed_monitor(r, p, buf, (size_t)n, false);
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
         return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
     }
+}
+
+static void proc_free(proc *p)
+{
+    line_filter_free(&p->lines);
+    free(p);
 }
 
 static void close_output(proc *p)
@@ -208,6 +273,8 @@ static void finish_proc(shell_runner *r, proc *p)
     if (p->p.out_fd >= 0)
         drain(r, p); /* what it wrote before exiting */
     process_close(&p->p);
+    if (p->lines_for)
+        feed_monitor(r, p, NULL, 0, true); /* its unended last line */
 
     lock_acquire(r->env.mu);
     task *t;
@@ -308,7 +375,7 @@ static void handle_ready(shell_runner *r, poll_set *ps)
         if (ps->fds[i].revents) {
             finish_proc(r, p);
             *link = p->next;
-            free(p);
+            proc_free(p);
         } else {
             link = &p->next;
         }
@@ -336,7 +403,7 @@ static void *shell_main(void *arg)
     while (r->running) {
         proc *p = r->running;
         r->running = p->next;
-        free(p);
+        proc_free(p);
     }
     free(ps.fds);
     free(ps.owners);
