@@ -143,6 +143,14 @@ static void hostile_patterns(void)
     }
     is_int(watch_init(&w, &lim, "\\[\\(x", err, sizeof err), 0, "escaped brackets and parentheses are atoms");
     watch_free(&w);
+    watch_init(&w, &lim, "done$", err, sizeof err);
+    const char *crlf = "build done\r\nnot done yet\r\n";
+    watch_feed(&w, crlf, strlen(crlf), 100);
+    char texts[256] = "";
+    unsigned n = 0;
+    drain(&w, 400, texts, sizeof texts, &n, NULL);
+    is_str(texts, "build done", "a CRLF line matches `$` at its end, and is told without the CR");
+    watch_free(&w);
 }
 
 static void event_size_bounds(void)

@@ -154,10 +154,9 @@ int line_filter_init(line_filter *f, const char *pattern, size_t max_bytes, char
     return 0;
 }
 
+/* line: NUL-terminated at len, no '\r' at its end. */
 static void keep_line(line_filter *f, const char *line, size_t len, strbuf *kept)
 {
-    if (len && line[len - 1] == '\r')
-        len--;
     if (f->has_pattern && regexec(&f->pattern, line, 0, NULL, 0) != 0)
         return;
     sb_putn(kept, line, len);
@@ -179,6 +178,8 @@ static void keep_partial(line_filter *f, const char *s, size_t n)
 
 static void end_partial(line_filter *f, strbuf *kept)
 {
+    if (f->partial.len && f->partial.buf[f->partial.len - 1] == '\r')
+        f->partial.buf[--f->partial.len] = '\0'; /* CRLF output: `$` still ends the line */
     keep_line(f, f->partial.buf ? f->partial.buf : "", f->partial.len, kept);
     f->partial.len = 0;
     if (f->partial.buf)
