@@ -10,6 +10,8 @@
  *     session and wakes it; the top parent is notified of the isolated task
  *     once, after; the checkout is untouched, no host call about a released
  *     folder;
+ *   - a background command it starts runs in the worktree;
+ *   - cancelled while its task runs: both end, the folder let go after;
  *   - max_depth 1 (the default): the launch is refused with the depth text;
  *   - isolation asked from the worktree: refused, nothing asked or made;
  *   - one run slot for the tree: its task waits for it (pending);
@@ -131,6 +133,60 @@ static void delegates_in_its_worktree(void)
     t_close(&f);
 }
 
+static int let_go(sim_host *h, void *dir)
+{
+    return sim_directory_watched(h, dir) == -1;
+}
+
+static int file_is(sim_host *h, void *arg)
+{
+    (void)h;
+    char **want = arg; /* path, content */
+    char *got = t_read_file(want[0]);
+    int yes = got && strncmp(got, want[1], strlen(want[1])) == 0;
+    free(got);
+    return yes;
+}
+
+/* A background command the isolated task starts runs in its worktree. */
+static void command_in_its_worktree(void)
+{
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host("\"max_depth\":2"));
+    char *script = xstrdup(J("{'steps':[{'tool':'Bash','input':{'command':'pwd > sh.txt','description':'where',"
+                             "'run_in_background':true}},{'reply':'F waits'}]}"));
+    char *a = launch_isolated(h, f.parent, "F", script);
+    char *wt = xasprintf("%s/worktrees/%s", data, a), *file = xasprintf("%s/sh.txt", wt);
+    char *want[2] = {file, wt};
+    is_int(sim_wait(h, file_is, want, tap_timeout_ms(DEADLINE)), 0, "its background command ran in the worktree");
+    is_int(t_wait_status(h, f.parent, a, "completed", DEADLINE), 0, "the isolated task completes after it");
+    free(file), free(wt), free(a);
+    t_close(&f);
+}
+
+/* The isolated task cancelled while its task runs: both end, the host
+ * lets go of the folder, and nothing asks about the folder afterwards. */
+static void cancel_takes_the_tree(void)
+{
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host("\"max_depth\":2"));
+    sim_script(h, "hang work", J("{'steps':[{'hang':true}]}"), 1);
+    char *a = launch_isolated(h, f.parent, "H", delegating_script("hang work", NULL, "H waits"));
+    char *as = session_prompted(h, "isolated H"), *gs = session_prompted(h, "hang work");
+    is_int(t_wait_output_with(h, f.parent, a, "Waiting for the background tasks it launched to end.", DEADLINE), 0,
+           "H waits for its task");
+    char *out = t_cancel(h, f.parent, a);
+    free(out);
+    is_int(t_wait_status(h, f.parent, a, "cancelled", DEADLINE), 0, "H is cancelled");
+    is_int(sim_wait_idle(h, gs, tap_timeout_ms(DEADLINE)), 0, "its task's turn was stopped");
+    char *wt = xasprintf("%s/worktrees/%s", data, a);
+    is_int(sim_wait(h, let_go, wt, tap_timeout_ms(DEADLINE)), 0, "the host let go of the folder");
+    is_int(sim_events_flush(h, tap_timeout_ms(DEADLINE)), 0, "every event delivered");
+    is_int((int)sim_released_touches(h, NULL), 0, "no host call about the folder after it was let go");
+    free(wt), free(as), free(gs), free(a);
+    t_close(&f);
+}
+
 static void depth_one_refuses(void)
 {
     t_fixture f;
@@ -230,6 +286,8 @@ int main(void)
         bail_out("cannot make the repository in %s", repo);
     setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
     delegates_in_its_worktree();
+    command_in_its_worktree();
+    cancel_takes_the_tree();
     depth_one_refuses();
     isolation_inside_refused();
     one_slot_for_the_tree();
