@@ -15,7 +15,8 @@
  *   - max_depth 1 (the default): the launch is refused with the depth text;
  *   - isolation asked from the worktree: refused, nothing asked or made;
  *   - one run slot for the tree: its task waits for it (pending);
- *   - the session budget: its task's spend stops it and the isolated task.
+ *   - the session budget: its task's spend stops the isolated task, and the
+ *     top session may launch no more.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -57,7 +58,8 @@ static char *delegating_script(const char *prompt, const char *isolation, const 
                      prompt, iso, reply);
 }
 
-/* Launch isolated task `name` from parent, running script; its id. */
+/* Launch isolated task `name` from parent, running script (malloc'd,
+ * freed here); its id. */
 static char *launch_isolated(sim_host *h, const char *parent, const char *name, char *script)
 {
     char *out = t_launch_isolated(h, parent, name, script, "worktree");
