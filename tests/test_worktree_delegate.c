@@ -8,8 +8,9 @@
  *     steps work there), a child of the isolated task's session, at max
  *     depth (no ocbg tools); its notification goes to the isolated task's
  *     session and wakes it; the top parent is notified of the isolated task
- *     once, after; the checkout is untouched, no host call about a released
- *     folder;
+ *     once, after; the checkout is untouched; a clear removes the worktree,
+ *     the task's work on the isolated task's branch, no host call about the
+ *     released folder;
  *   - a background command it starts runs in the worktree;
  *   - cancelled while its task runs: both end, the folder let go after;
  *   - max_depth 1 (the default): the launch is refused with the depth text;
@@ -129,6 +130,18 @@ static void delegates_in_its_worktree(void)
     char *out = t_tool(h, f.parent, "background_output", J("{'task_id':'%s'}", a));
     like(out, "gc.txt", "A's worktree report lists what its task made");
     free(out);
+    out = t_tool(h, f.parent, "background_clear", "{}");
+    char *cleared = xasprintf("- %s: its worktree was removed; its work is on branch ocbg/%s", a, a);
+    like(out, cleared, "clear removes A's worktree, its task's work kept on A's branch");
+    free(cleared);
+    free(out);
+    char *kept = t_sh_line(repo, "git show ocbg/%s:gc.txt", a);
+    is_str(kept, wt, "the file A's task made is committed on A's branch");
+    free(kept);
+    out = t_output(h, as, g_id ? g_id : "?");
+    is_int(t_rc, -ENOENT, "A's task went with A");
+    free(out);
+    is_int(sim_events_flush(h, tap_timeout_ms(DEADLINE)), 0, "every event delivered");
     is_int((int)sim_released_touches(h, NULL), 0, "no host call about a released folder");
     free(g_id);
     free(a_dir), free(g_dir), free(as), free(gs), free(wt), free(a);
