@@ -103,6 +103,9 @@ function makeWorld() {
   fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
   provideConfigDeps(path.join(CONFIG, "opencode"), NPM_DIR);
   serverConfig = { ...fakeModelConfig(fake.port), snapshot: false, plugin: [[path.join(dir, "ocbg.js"), {}]] };
+  // A sub-agent the delegates scenario's rules ask about (task: ask).
+  serverConfig.agent = { ...serverConfig.agent,
+    "e2e-wt-asked": { description: "A sub-agent the e2e permission rules ask about", mode: "subagent" } };
 }
 
 // Starts `opencode serve` in the project, its permission config's
@@ -434,14 +437,16 @@ async function restart() {
 // An isolated task delegates (max_depth 2, set by a restart): W, in its
 // worktree, is offered ocbg's tools (the copy of ocbg OpenCode loads for the
 // worktree's folder passes them to the instance that made it) and launches G
-// with background_task; G's session is a child of W's made in the worktree,
+// with background_task, whose question (task: ask for G's agent) is asked
+// in the worktree and answered there; G's session is a child of W's made in the worktree,
 // where its bash runs; G's notification goes into W's session and wakes it;
 // the top parent hears of W once, with its final answer, and nothing of G.
 async function delegates() {
-  ok(await restartServer(ALLOW, true, {}, { max_depth: 2 }), "the server started again, max_depth 2");
+  const askG = { task: { "*": "allow", "e2e-wt-asked": "ask" } };
+  ok(await restartServer(ALLOW, true, askG, { max_depth: 2 }), "the server started again, max_depth 2");
   const sid = await newSession("delegates");
   const before = fake.requests.length, logFrom = fs.statSync(LOG).size;
-  const gArgs = { description: "grandchild", agent: "general",
+  const gArgs = { description: "grandchild", agent: "e2e-wt-asked",
     prompt: `CHILD call bash ${JSON.stringify({ command: "pwd > gc.txt && pwd", description: "where" })}` };
   const out = await launch(sid, { description: "delegating", prompt: `CHILD nest W ${JSON.stringify(gArgs)}`,
     isolation: "worktree" });
@@ -456,6 +461,16 @@ async function delegates() {
     "W, isolated, is offered ocbg's tools in its worktree", (wReq?.body.tools || []).map((t) => t.function?.name));
   ok(fs.readFileSync(LOG, "utf8").slice(logFrom).includes(`ocbg: ${wt} is the folder of a task of the ocbg ` +
     "instance that made it: this copy passes its tool calls to that instance"), "the worktree's copy says so in the log");
+  // W's launch of G asks OpenCode (task e2e-wt-asked: ask) with the worktree's
+  // ToolContext: the question is the worktree's, as its own tools' are.
+  const inWt = `?directory=${encodeURIComponent(wt)}`;
+  const asked = await waitFor("W's question", async () =>
+    ((await api("GET", `/permission${inWt}`)).json || []).find((p) => p.sessionID === ws), 30000);
+  ok(asked?.permission === "task" && asked.patterns?.[0] === "e2e-wt-asked" &&
+    !((await api("GET", "/permission")).json || []).some((p) => p.id === asked.id),
+  "launching G asks in the worktree (GET /permission?directory=), not in the project's list", asked);
+  ok(asked && (await api("POST", `/permission/${asked.id}/reply${inWt}`, { reply: "once" })).status === 200,
+    "answered once, for the worktree");
   const wLaunch = await waitFor("W's launch answer", async () =>
     toolParts(await messages(ws), "background_task").at(-1)?.state?.output, 60000);
   const [g] = taskIds(wLaunch);
