@@ -354,6 +354,10 @@ int h_directory_watch(void *ud, const char *directory, int watch);
  * session in it: the folder of a task of another ocbg copy (init() then
  * starts no plugin there). */
 int dirs_is_task_folder(const char *directory);
+/* [any] The adapter that last watched `directory` or created a session in
+ * it (its owner: the copy loaded there passes it its tool calls), or NULL.
+ * Adapters are never freed; the owner may be closing. */
+adapter *dirs_owner_of(const char *directory);
 /* [any] Remembers the directory of a Session JSON (session_get's answer)
  * when it is not this instance's own. Never fails (out of memory: not kept). */
 void dirs_remember_session(adapter *ad, const char *session_json);

@@ -18,38 +18,52 @@
 #include <sys/stat.h>
 
 /* The directories any adapter of this process watched (or created a session
- * in): the folders of tasks. OpenCode loads the plugins again for each
- * directory's instance, so watching one starts another copy of ocbg there
- * (init() with that directory); that copy stays idle (dirs_is_task_folder).
- * Kept for the life of the process: an instance made there later (a request
- * naming an ended task's session) is a task's folder still. */
+ * in): the folders of tasks, each with the adapter that claimed it last (its
+ * owner). OpenCode loads the plugins again for each directory's instance,
+ * so watching one starts another copy of ocbg there (init() with that
+ * directory); that copy starts no plugin and passes its tool calls to the
+ * owner (dirs_owner_of). Kept for the life of the process, as adapters are:
+ * an instance made there later (a request naming an ended task's session)
+ * is a task's folder still. */
+typedef struct claimed_dir {
+    char *dir;
+    adapter *owner;
+} claimed_dir;
 static pthread_mutex_t claimed_mu = PTHREAD_MUTEX_INITIALIZER;
-static char **claimed;
+static claimed_dir *claimed;
 static size_t nclaimed;
 
-static void claim(const char *dir)
+static void claim(adapter *ad, const char *dir)
 {
     pthread_mutex_lock(&claimed_mu);
     size_t i = 0;
-    while (i < nclaimed && strcmp(claimed[i], dir) != 0)
+    while (i < nclaimed && strcmp(claimed[i].dir, dir) != 0)
         i++;
-    char **grown;
-    if (i == nclaimed && (grown = realloc(claimed, (nclaimed + 1) * sizeof *grown)) != NULL) {
+    claimed_dir *grown;
+    if (i < nclaimed) {
+        claimed[i].owner = ad; /* the newest owner: an older one may be disposed */
+    } else if ((grown = realloc(claimed, (nclaimed + 1) * sizeof *grown)) != NULL) {
         claimed = grown;
-        if ((claimed[nclaimed] = xstrdup(dir)) != NULL)
-            nclaimed++;
+        if ((claimed[nclaimed].dir = xstrdup(dir)) != NULL)
+            claimed[nclaimed++].owner = ad;
     }
     pthread_mutex_unlock(&claimed_mu);
 }
 
+adapter *dirs_owner_of(const char *directory)
+{
+    adapter *owner = NULL;
+    pthread_mutex_lock(&claimed_mu);
+    for (size_t i = 0; directory && !owner && i < nclaimed; i++)
+        if (strcmp(claimed[i].dir, directory) == 0)
+            owner = claimed[i].owner;
+    pthread_mutex_unlock(&claimed_mu);
+    return owner;
+}
+
 int dirs_is_task_folder(const char *directory)
 {
-    int found = 0;
-    pthread_mutex_lock(&claimed_mu);
-    for (size_t i = 0; directory && !found && i < nclaimed; i++)
-        found = strcmp(claimed[i], directory) == 0;
-    pthread_mutex_unlock(&claimed_mu);
-    return found;
+    return dirs_owner_of(directory) != NULL;
 }
 
 struct sess_dir {
@@ -139,7 +153,7 @@ int h_session_create_in(void *ud, const char *parent_id, const char *title, cons
         cJSON_AddStringToObject(b, "title", title);
     cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "query"), "directory", directory);
     if (!is_own(ad, directory))
-        claim(directory); /* before the request: it may create the instance */
+        claim(ad, directory); /* before the request: it may create the instance */
     int rc = host_request(ad, "session", "create", o, 1, out);
     if (rc == 0) {
         cJSON *s = cJSON_Parse(*out);
@@ -159,8 +173,8 @@ static int watch_on(adapter *ad, const char *dir)
     long i = watched_index(ad, dir);
     pthread_mutex_unlock(&ad->mu);
     if (i >= 0)
-        return 0; /* idempotent (the stream reconnects by itself) */
-    claim(dir);   /* before the stream's request, which creates the instance */
+        return 0;   /* idempotent (the stream reconnects by itself) */
+    claim(ad, dir); /* before the stream's request, which creates the instance */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "directory", dir);
     cJSON_AddTrueToObject(o, "watch");

@@ -61,7 +61,12 @@ static int h_session_prompt(void *ud, const char *id, const char *body_json, cha
     }
     cJSON *o = opts_path(id);
     cJSON_AddItemToObject(o, "body", body);
-    char *msg = NULL;
+    /* a session elsewhere (a task's worktree): its folder named, as for an
+     * abort, so the prompt never depends on the row routing it */
+    char *dir = dirs_of_session(ud, id), *msg = NULL;
+    if (dir)
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "query"), "directory", dir);
+    free(dir);
     int rc = host_request(ud, "session", "promptAsync", o, 0, &msg);
     if (rc == 0) {
         free(msg);

@@ -335,19 +335,49 @@ static char *input_data_dir(napi_env env, napi_value input, char **why)
     return dir;
 }
 
-/* The hooks of a copy loaded for a task's folder (a directory another copy
- * in this process watches, ABI 1.5): none, no plugin started. A second ocbg
- * there would get the task's events and tool calls without knowing the task,
- * and would register in the same store (the project is the same). Takes dir. */
-static napi_value idle_copy(napi_env env, char *dir)
+/* The owner of task folder dir when it can take calls (not closing), or
+ * NULL. On the JS thread: dispose, which begins the owner's closing, runs
+ * here too, so an owner found open keeps its plugin table while the hooks
+ * are built. */
+static adapter *open_owner(const char *dir)
 {
-    char *line =
-        xprintf("ocbg: %s is the folder of a task of the ocbg instance that made it: this copy stays idle", dir);
-    stderr_log(OCP_LOG_INFO, line ? line : "ocbg: a task's folder: this copy stays idle");
+    adapter *owner = dirs_owner_of(dir);
+    if (!owner)
+        return NULL;
+    pthread_mutex_lock(&owner->mu);
+    int closing = owner->closing;
+    pthread_mutex_unlock(&owner->mu);
+    return closing ? NULL : owner;
+}
+
+/* The hooks of a copy loaded for a task's folder (a directory a copy in
+ * this process watches or made a session in, ABI 1.5): no plugin started
+ * here. A second ocbg there would count depth, caps and budgets from zero
+ * and register in the same store (the project is the same). So the tools
+ * and the edit hooks are those of the copy that owns the folder: every call
+ * of a session there (the task's, and the tasks it launches) is carried out
+ * by the owner's plugin, with this instance's ToolContext (its folder, its
+ * ask()). No event hook: the owner follows the folder's events already. No
+ * owner in this process (after a restart, an instance made there before the
+ * owner's): none at all. Takes dir. */
+static napi_value task_folder_copy(napi_env env, char *dir, napi_value z)
+{
+    adapter *owner = open_owner(dir);
+    char *line = xprintf("ocbg: %s is the folder of a task of the ocbg instance that made it: %s", dir,
+                         owner ? "this copy passes its tool calls to that instance"
+                               : "this copy stays idle (that instance is not loaded)");
+    stderr_log(OCP_LOG_INFO, line ? line : "ocbg: a task's folder");
     free(line);
     free(dir);
     napi_value hooks;
     napi_create_object(env, &hooks);
+    if (!owner)
+        return hooks;
+    napi_set_named_property(env, hooks, "tool", tools_object(env, owner, z));
+    if (OCP_HAS_FIELD(ocp_plugin, owner->plugin, tool_before) && owner->plugin->tool_before) {
+        add_fn(env, hooks, "tool.execute.before", hook_tool_before, owner);
+        add_fn(env, hooks, "tool.execute.after", hook_tool_after, owner);
+    }
     return hooks;
 }
 
@@ -370,7 +400,7 @@ static napi_value addon_init(napi_env env, napi_callback_info info)
     if (is_task_folder(dir, data_dir)) { /* the copy that watches it gets its events */
         free(data_dir);
         free(why);
-        return idle_copy(env, dir);
+        return task_folder_copy(env, dir, z);
     }
     free(dir);
 

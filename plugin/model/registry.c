@@ -116,6 +116,17 @@ task *registry_find_session(registry *r, const char *session_id)
     return map_get(&r->by_session, session_id);
 }
 
+const task_worktree *registry_worktree_of(registry *r, const char *session_id)
+{
+    /* A launcher is an older task, so the chain ends; the bound (deeper
+     * than max_depth allows) guards against a store that says otherwise. */
+    task *t = session_id ? registry_find_session(r, session_id) : NULL;
+    for (unsigned hops = 0; t && hops < 64; hops++, t = registry_find_session(r, t->parent->session_id))
+        if (t->wt)
+            return t->wt;
+    return NULL;
+}
+
 parent *registry_parent(registry *r, const char *parent_session)
 {
     return map_get(&r->parents, parent_session);

@@ -90,6 +90,12 @@ void registry_free(registry *r); /* frees every task and parent */
 task *registry_find(registry *r, const char *task_id);
 task *registry_find_session(registry *r, const char *session_id);
 parent *registry_parent(registry *r, const char *parent_session); /* NULL when it has no tasks */
+/* The worktree the session `session_id` works in: that of its task when the
+ * task is isolated, else the one its task's launcher works in (a task
+ * launched by an isolated task works in its launcher's worktree), and so on
+ * up the tree; NULL: the host's own folder (no task, or none isolated above
+ * it). Points into the registry: valid while the lock is held. */
+const task_worktree *registry_worktree_of(registry *r, const char *session_id);
 
 /* A new task of `parent_session` with a fresh unique id, no session yet, of
  * agent `agent` (NULL for a command), with status `s` (running: it holds a

@@ -170,13 +170,29 @@ static int start_failed(engine *eng, const char *id, char *err, int rc, strbuf *
     return rc;
 }
 
-/* The launch's isolation: its name, or the isolation option's. */
-static isolation isolation_of(engine *eng, const char *name)
+/* The launch's isolation: its name, or the isolation option's. A session
+ * that works in a task's worktree launches into that worktree: a worktree
+ * asked by name is refused (-EPERM, why in out, nothing asked or made), the
+ * option's default is not applied. */
+static int isolation_of(engine *eng, const ocp_call_ctx *ctx, const char *name, isolation *how, strbuf *out)
 {
+    *how = (isolation)eng->opt.isolation;
     for (int i = 0; name && isolation_names[i]; i++)
         if (strcmp(name, isolation_names[i]) == 0)
-            return (isolation)i;
-    return (isolation)eng->opt.isolation;
+            *how = (isolation)i;
+    engine_lock(eng);
+    const task_worktree *wt = registry_worktree_of(&eng->reg, ctx->session_id);
+    if (wt && *how != ISOLATION_NONE && name)
+        sb_printf(out,
+                  "Not launched: this session works in the worktree %s (branch %s), and the tasks it launches work "
+                  "there too, so isolation \"%s\" is not available here. Launch without isolation: the task's work "
+                  "lands in this worktree.",
+                  wt->path, wt->branch, name);
+    bool refused = wt && *how != ISOLATION_NONE && name;
+    if (wt)
+        *how = ISOLATION_NONE;
+    engine_unlock(eng);
+    return refused ? -EPERM : 0;
 }
 
 int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req, launched *l, strbuf *out)
@@ -188,8 +204,12 @@ int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req,
         sb_puts(out, "The call has no session to launch a task from.");
         return -EINVAL;
     }
-    /* Depth, then the host's consent: a refusal leaves nothing behind. */
+    /* Depth and isolation, then the host's consent: a refusal leaves
+     * nothing behind. */
+    isolation how = ISOLATION_NONE;
     rc = check_depth(eng, ctx, out);
+    if (rc == 0)
+        rc = isolation_of(eng, ctx, req->isolation, &how, out);
     if (rc == 0)
         rc = permission_task(eng, ctx, req->agent, req->description, out);
     if (rc != 0)
@@ -197,7 +217,6 @@ int op_launch_agent(engine *eng, const ocp_call_ctx *ctx, const launch_req *req,
     /* Its worktree before the task: a refusal leaves nothing behind. */
     char id[TASK_ID_SIZE] = "";
     worktree_made wt = {0};
-    isolation how = isolation_of(eng, req->isolation);
     if (how != ISOLATION_NONE && (rc = make_worktree(eng, ctx, how, id, &wt, out)) != 0)
         return rc;
     engine_lock(eng);

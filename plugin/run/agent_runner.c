@@ -22,7 +22,8 @@ typedef struct agent_runner {
 /* What start needs of the task, copied under the lock. */
 typedef struct start_plan {
     char *parent_session, *parent_message, *description, *agent, *prompt;
-    char *directory; /* an isolated task's worktree: its session works there; else NULL */
+    char *directory; /* the worktree its session works in (its own, or its launcher's); NULL: the host's folder */
+    bool borrowed;   /* directory is its launcher's worktree, which that task has the host follow */
     bool fork;
     bool deny_tools; /* at max_depth: its session gets no ocbg tools */
 } start_plan;
@@ -48,7 +49,10 @@ static bool plan_of(agent_runner *r, const char *task_id, start_plan *p)
         p->agent = xstrdup(t->agent);
         p->prompt = xstrdup(t->prompt);
         p->fork = t->forked;
-        p->directory = t->wt ? xstrdup(t->wt->path) : NULL;
+        /* A task launched from a worktree works in that worktree too. */
+        const task_worktree *wt = t->wt ? t->wt : registry_worktree_of(r->env.reg, t->parent->session_id);
+        p->directory = wt ? xstrdup(wt->path) : NULL;
+        p->borrowed = wt && !t->wt;
         p->deny_tools = t->depth >= (unsigned)r->env.opt->max_depth;
     }
     lock_release(r->env.mu);
@@ -71,12 +75,14 @@ static int create_session(agent_runner *r, const char *task_id, const start_plan
     char *title = xasprintf("%s (@%s background task)", p->description, p->agent);
     int rc;
     if (p->directory) {
-        /* Followed before the session exists: none of its events is missed. */
-        rc = hostapi_directory_watch(r->env.api, p->directory, true, err);
+        /* Followed before the session exists: none of its events is missed.
+         * A borrowed folder is followed already: its task is active while
+         * the tasks it launched run (they end with its run). */
+        rc = p->borrowed ? 0 : hostapi_directory_watch(r->env.api, p->directory, true, err);
         if (rc == 0) {
             lock_acquire(r->env.mu);
             task *t = registry_find(r->env.reg, task_id);
-            if (t && t->wt)
+            if (t && t->wt && !p->borrowed)
                 t->wt->watched = true;
             lock_release(r->env.mu);
             rc = hostapi_session_create_in(r->env.api, p->parent_session, title, p->directory, session, err);

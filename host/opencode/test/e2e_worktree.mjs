@@ -36,6 +36,10 @@
 //   restart      an isolated task cut short by a server restart: reconciled (it
 //                ends in error, "interrupted"), its worktree and branch kept and
 //                still named.
+//   delegates    (max_depth 2) an isolated task launches its own with
+//                background_task: that task's session is made in the worktree,
+//                its notification wakes the isolated task, and the top parent is
+//                notified of the isolated task once, after.
 // Prints TAP; every process it starts is stopped at the end, also on failure.
 //
 // node e2e_worktree.mjs --opencode BIN --npm-dir DIR --ocbg-dir DIR --work DIR
@@ -47,7 +51,7 @@ import { startFakeModel } from "./fake_model.mjs";
 import {
   api, diag, events, fakeModelConfig, followEvents, gitRepoWithCommit, isIdle, isolatedEnv, messages, newSession, ok,
   provideConfigDeps, runSuite, say, secs, setBase, startServe, staysFalse, stopEvents, stopGroup, taskIds, textOf,
-  toolEnded, userMessage, waitFor
+  toolEnded, toolParts, turnEnds, userMessage, userTexts, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -99,14 +103,17 @@ function makeWorld() {
   fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
   provideConfigDeps(path.join(CONFIG, "opencode"), NPM_DIR);
   serverConfig = { ...fakeModelConfig(fake.port), snapshot: false, plugin: [[path.join(dir, "ocbg.js"), {}]] };
+  // A sub-agent the delegates scenario's rules ask about (task: ask).
+  serverConfig.agent = { ...serverConfig.agent,
+    "e2e-wt-asked": { description: "A sub-agent the e2e permission rules ask about", mode: "subagent" } };
 }
 
 // Starts `opencode serve` in the project, its permission config's
 // external_directory rule set to externalDirectory (nothing else differs).
-async function startServer(externalDirectory = ALLOW, withOcbg = true, permission = {}) {
+async function startServer(externalDirectory = ALLOW, withOcbg = true, permission = {}, ocbgOptions = {}) {
   const cfg = { ...serverConfig,
     permission: { ...serverConfig.permission, ...permission, external_directory: externalDirectory } };
-  if (!withOcbg) cfg.plugin = [];
+  cfg.plugin = withOcbg ? [[serverConfig.plugin[0][0], ocbgOptions]] : [];
   const s = await startServe({ bin: BIN, cwd: PROJECT, env: isolatedEnv(HOME, CONFIG, cfg), logPath: LOG,
     append: starts++ > 0 });
   server = s.proc;
@@ -117,10 +124,10 @@ async function startServer(externalDirectory = ALLOW, withOcbg = true, permissio
   return s.healthy;
 }
 
-async function restartServer(externalDirectory, withOcbg = true, permission = {}) {
+async function restartServer(externalDirectory, withOcbg = true, permission = {}, ocbgOptions = {}) {
   await stopGroup(server, "SIGTERM", 15000);
   stopEvents();
-  return startServer(externalDirectory, withOcbg, permission);
+  return startServer(externalDirectory, withOcbg, permission, ocbgOptions);
 }
 
 // Has the model of session sid call ocbg's tool `name` with args: the tool
@@ -427,11 +434,73 @@ async function restart() {
   fake.openGate("held-r");
 }
 
+// An isolated task delegates (max_depth 2, set by a restart): W, in its
+// worktree, is offered ocbg's tools (the copy of ocbg OpenCode loads for the
+// worktree's folder passes them to the instance that made it) and launches G
+// with background_task, whose question (task: ask for G's agent) is asked
+// in the worktree and answered there; G's session is a child of W's made in the worktree,
+// where its bash runs; G's notification goes into W's session and wakes it;
+// the top parent hears of W once, with its final answer, and nothing of G.
+async function delegates() {
+  const askG = { task: { "*": "allow", "e2e-wt-asked": "ask" } };
+  ok(await restartServer(ALLOW, true, askG, { max_depth: 2 }), "the server started again, max_depth 2");
+  const sid = await newSession("delegates");
+  const before = fake.requests.length, logFrom = fs.statSync(LOG).size;
+  const gArgs = { description: "grandchild", agent: "e2e-wt-asked",
+    prompt: `CHILD call bash ${JSON.stringify({ command: "pwd > gc.txt && pwd", description: "where" })}` };
+  const out = await launch(sid, { description: "delegating", prompt: `CHILD nest W ${JSON.stringify(gArgs)}`,
+    isolation: "worktree" });
+  const [w] = taskIds(out), root = wtRoot(), wt = root && w ? path.join(root, w) : "/nonexistent";
+  ok(w && /Status: running/.test(out), `an isolated task that delegates was launched (${w})`, out.slice(0, 300));
+  const children = async (s) => (await api("GET", `/session/${s}/children`)).json || [];
+  const ws = await waitFor("W's session", async () => (await children(sid))[0]?.id, 30000);
+  const wReq = await waitFor("W's background_task call", () => fake.requests.slice(before).find((r) =>
+    r.decision.calls?.[0]?.name === "background_task" && JSON.stringify(r.body.messages).includes("CHILD nest W")),
+  30000);
+  ok((wReq?.body.tools || []).some((t) => t.function?.name === "background_task"),
+    "W, isolated, is offered ocbg's tools in its worktree", (wReq?.body.tools || []).map((t) => t.function?.name));
+  ok(fs.readFileSync(LOG, "utf8").slice(logFrom).includes(`ocbg: ${wt} is the folder of a task of the ocbg ` +
+    "instance that made it: this copy passes its tool calls to that instance"), "the worktree's copy says so in the log");
+  // W's launch of G asks OpenCode (task e2e-wt-asked: ask) with the worktree's
+  // ToolContext: the question is the worktree's, as its own tools' are.
+  const inWt = `?directory=${encodeURIComponent(wt)}`;
+  const asked = await waitFor("W's question", async () =>
+    ((await api("GET", `/permission${inWt}`)).json || []).find((p) => p.sessionID === ws), 30000);
+  ok(asked?.permission === "task" && asked.patterns?.[0] === "e2e-wt-asked" &&
+    !((await api("GET", "/permission")).json || []).some((p) => p.id === asked.id),
+  "launching G asks in the worktree (GET /permission?directory=), not in the project's list", asked);
+  ok(asked && (await api("POST", `/permission/${asked.id}/reply${inWt}`, { reply: "once" })).status === 200,
+    "answered once, for the worktree");
+  const wLaunch = await waitFor("W's launch answer", async () =>
+    toolParts(await messages(ws), "background_task").at(-1)?.state?.output, 60000);
+  const [g] = taskIds(wLaunch);
+  ok(g && g !== w && /Status: running/.test(wLaunch), `W's own background_task call launched G (${g})`, wLaunch);
+  const gs = await waitFor("G's session", async () => (await children(ws))[0]?.id, 30000);
+  const gInfo = gs ? (await api("GET", `/session/${gs}`)).json : null;
+  ok(gInfo?.directory === wt && gInfo.parentID === ws, "G's session is a child of W's, working in W's worktree", gInfo);
+  const gNotice = await userMessage(ws, `[ocbg] Background task completed: ${g}`, 60000);
+  ok(gNotice && textOf(gNotice.msg).includes("\nResult:\nchild reply bash"), "G's notification reached W's session",
+    gNotice && textOf(gNotice.msg));
+  ok(fs.existsSync(path.join(wt, "gc.txt")) && fs.readFileSync(path.join(wt, "gc.txt"), "utf8").trim() === wt &&
+    !fs.existsSync(path.join(PROJECT, "gc.txt")), "G's bash ran in the worktree, not in the checkout");
+  ok(await turnEnds(ws, "W final", 60000, gNotice ? gNotice.index : 0), "the notification woke W: it answered again");
+  const wNotice = await userMessage(sid, `[ocbg] Background task completed: ${w}`, 60000);
+  const wt1 = wNotice ? textOf(wNotice.msg) : "";
+  ok(wt1.includes("\nResult:\nW final") && wt1.includes(`Branch: ocbg/${w} (from `) && wt1.includes("gc.txt"),
+    "then the top parent was notified of W, with its final answer and its worktree's report (G's file)", wt1);
+  const top = userTexts(await messages(sid));
+  ok(top.filter((t) => t.includes(`Background task completed: ${w}`)).length === 1 &&
+    !top.some((t) => t.startsWith("[ocbg]") && t.includes(g)), "the top parent heard of W once, of G never", top);
+}
+
 async function main() {
   fake = await startFakeModel();
   makeWorld();
   if (!(await startServer(DENY_WORKTREES))) { ok(false, "opencode serve became healthy"); return; }
-  for (const f of [denied, twoWriters, latency, parentDeleted, deletedWhileDown, hostileWriters, restart]) {
+  // E2E_WORKTREE_CASES=name,name: only those scenarios (while working on one).
+  const only = process.env.E2E_WORKTREE_CASES?.split(",");
+  for (const f of [denied, twoWriters, latency, parentDeleted, deletedWhileDown, hostileWriters, restart, delegates]
+    .filter((c) => !only || only.includes(c.name))) {
     diag(`---- ${f.name} (${secs()}s)`);
     try { await f(); } catch (e) { ok(false, `${f.name} threw`, e.stack); }
   }

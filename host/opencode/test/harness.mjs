@@ -277,8 +277,24 @@ ok(tb.tool_befores === 3, "the plugin is asked about the three edits, not about 
   const kid = made.out?.id;
   ok(made.rc === 0 && made.out.directory === wt && made.out.parentID === "ses_parent" &&
      calls.some((c) => c[0] === "create" && c[1].query?.directory === wt), "session_create_in: ?directory=", made);
-  const copy = await mod.server({ client, directory: wt, project: { id: "prj_harness" } }, { answer: 42 });
-  ok(copy && !copy.tool && !copy.event, "the copy loaded for the task's folder stays idle (no tools, no events)", Object.keys(copy ?? {}));
+  // The copy loaded for the task's folder starts no plugin: its tools are the
+  // owner's (a call reaches the owner's plugin, options 42, not 7), with its
+  // own ToolContext; so is its edit hook; no event hook (the watch brings them).
+  const copy = await mod.server({ client, directory: wt, project: { id: "prj_harness" } }, { answer: 7 });
+  ok(copy && Object.keys(copy.tool ?? {}).join() === Object.keys(hooks.tool).join() && !copy.event &&
+     !copy["experimental.chat.messages.transform"], "the copy loaded for the task's folder offers the owner's tools, no event hook",
+     Object.keys(copy ?? {}));
+  const viaCopy = JSON.parse(await withTimeout(copy.tool.stub_echo.execute({ text: "via copy" },
+    ctx({ sessionID: kid, directory: wt, callID: "call_wt" })), 10000, "stub_echo through the copy"));
+  ok(viaCopy.echo === "via copy" && viaCopy.session === kid && viaCopy.directory === wt && viaCopy.call === "call_wt" &&
+     viaCopy.options === '{"answer":42,"face_claude":false}', "a tool call through it is the owner plugin's, with its context", viaCopy);
+  let copyRefusal = null;
+  try {
+    await copy["tool.execute.before"]({ tool: "write", sessionID: kid, callID: "call_wr" }, { args: { filePath: "STUB-REFUSE" } });
+  } catch (e) {
+    copyRefusal = e.message;
+  }
+  ok(copyRefusal === "stub refusal: write", "its edit hook is the owner plugin's", copyRefusal);
   const inData = await mod.server({ client, directory: `${XDG}/opencode/ocbg/prj_harness/worktrees/bg_1`,
     project: { id: "prj_harness" } }, { answer: 42 });
   ok(inData && !inData.tool, "so does a copy loaded for a folder inside the project's data directory (ocbg's worktrees)");
@@ -297,6 +313,9 @@ ok(tb.tool_befores === 3, "the plugin is asked about the three edits, not about 
   dirStatus.set(wt, { [kid]: { type: "busy" } });
   const st = await dir({ op: "status" });
   ok(st.rc === 0 && st.out[kid]?.type === "busy", "session_status merges the watched directory's map", st);
+  const pr = await dir({ op: "prompt", session: kid, title: '{"parts":[{"type":"text","text":"hi"}],"noReply":true}' });
+  ok(pr.rc === 0 && calls.findLast((c) => c[0] === "promptAsync")?.[1]?.query?.directory === wt,
+     "session_prompt names the session's directory", calls.findLast((c) => c[0] === "promptAsync"));
   await dir({ op: "abort", session: kid });
   ok(calls.findLast((c) => c[0] === "abort")?.[1]?.query?.directory === wt, "session_abort names the session's directory");
   feed.end(); // the stream ends while watched: opened again

@@ -1,6 +1,6 @@
 /* stub_dirs.c — the stub plugin's stub_dir tool: session_create_in,
- * directory_watch, session_status and session_abort from a plugin-owned
- * thread, so that the e2e can drive them in real OpenCode. */
+ * directory_watch, session_status, session_abort and session_prompt from a
+ * plugin-owned thread, so that the e2e can drive them in real OpenCode. */
 #include "stub_dirs.h"
 
 #include <errno.h>
@@ -28,6 +28,8 @@ static void *dir_job_main(void *arg) {
         j->rc = h->session_status(ud, &j->out);
     else if (!strcmp(j->op, "abort"))
         j->rc = h->session_abort(ud, j->session, &j->out);
+    else if (!strcmp(j->op, "prompt")) /* title: the prompt's body (JSON) */
+        j->rc = h->session_prompt(ud, j->session, j->title, &j->out);
     else
         j->rc = -EINVAL;
     return NULL;
