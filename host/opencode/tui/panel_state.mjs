@@ -135,11 +135,50 @@ export const WORD = { pending: "pending", running: "running", resumed: "resumed"
   cancelled: "cancelled" };
 export const WAITING_MARK = "⚠";
 
+// ---- permission questions ----
+// The open questions on a live task's line: its own and those of the tasks it
+// launched (max_depth 2 or more), which OpenCode's own prompt shows on no
+// screen (docs/panel.md). Each {id, task, what, description, directory?}.
+export function questionsOf(t) {
+  if (!isLive(t) || !Array.isArray(t.questions)) return [];
+  return t.questions.filter((q) => isObj(q) && typeof q.id === "string" && q.id !== "" &&
+    typeof q.task === "string" && typeof q.what === "string");
+}
+// Whether live task t waits for the person: its own question or one below it.
+export const isWaiting = (t) => isLive(t) && (Boolean(t.waiting) || questionsOf(t).length > 0);
+// The questions of the tasks t launched (its own shows in OpenCode's prompt).
+export const belowQuestions = (t) => questionsOf(t).filter((q) => q.task !== t.id);
+
+// OpenCode's own three answers, in its words.
+export const REPLIES = [
+  { value: "once", title: "Allow once" },
+  { value: "always", title: "Allow always" },
+  { value: "reject", title: "Reject" },
+];
+// The question the page's answer key answers on t's line (the first), or null.
+export const questionToAnswer = (t) => (t ? questionsOf(t)[0] || null : null);
+// The answer dialog's title and the folder the question belongs to: an
+// isolated task's worktree, else the project's (projectDir, the TUI's own).
+export function answerTitle(q, projectDir) {
+  const who = q.description ? `${q.task} (${clip(q.description, 40)})` : q.task;
+  const dir = q.directory || projectDir;
+  return `${who} asks: ${q.what}${dir ? ` · in ${dir}` : ""}`;
+}
+// The argument of OpenCode's permission reply (SDK v2 client.permission.reply:
+// POST /permission/{requestID}/reply?directory=…): the answer goes to the
+// question's own folder, as OpenCode's prompt sends it.
+export function replyArgs(q, reply, projectDir) {
+  const args = { requestID: q.id, reply };
+  const dir = q.directory || projectDir;
+  if (typeof dir === "string" && dir) args.directory = dir;
+  return args;
+}
+
 // The status part of a line: "● running", "○ pending #2", "● running ⚠".
 export function statusText(t) {
   let s = `${GLYPH[t.status] || "?"} ${WORD[t.status] || t.status}`;
   if (t.status === "pending" && Number.isFinite(t.queue)) s += ` #${t.queue}`;
-  if (t.waiting && isLive(t)) s += ` ${WAITING_MARK}`;
+  if (isWaiting(t)) s += ` ${WAITING_MARK}`;
   return s;
 }
 
@@ -176,7 +215,7 @@ export function summaryText(tasks) {
   const add = (k, word) => { if (k) parts.push(`${k} ${word}`); };
   add(n((t) => t.status === "running" || t.status === "resumed"), "running");
   add(n((t) => t.status === "pending"), "pending");
-  add(n((t) => t.waiting && isLive(t)), "waiting for you");
+  add(n(isWaiting), "waiting for you");
   add(n((t) => t.status === "completed"), "done");
   add(n((t) => t.status === "error"), "failed");
   add(n((t) => t.status === "cancelled"), "cancelled");
@@ -203,6 +242,9 @@ export function detailText(t, detail, now) {
   out.push(head.join(" · "));
   if (t.description) out.push(t.description);
   if (d.waiting && isLive(d)) out.push(`${WAITING_MARK} waiting for you: ${d.waiting}`);
+  for (const q of belowQuestions(t))
+    out.push(`${WAITING_MARK} ${q.task}${q.description ? ` (${q.description})` : ""} waits for you: ${q.what}` +
+      (q.directory ? ` · in ${q.directory}` : ""));
   const wt = isObj(d.worktree) ? d.worktree : {};
   const str = (x) => (typeof x === "string" && x ? x : null);
   const branch = str(wt.branch) || str(t.branch), wtPath = str(wt.path), report = str(wt.report);
@@ -255,6 +297,15 @@ export function attentionFor(att, view) {
     if (att.asked.has(key)) continue;
     att.asked.add(key);
     out.push({ title: "A background task waits for you", message: `${t.description || t.id}: ${t.waiting}` });
+  }
+  for (const t of view.tasks) {
+    for (const q of belowQuestions(t)) {
+      const key = `${q.task}\n${q.id}`;
+      if (att.asked.has(key)) continue;
+      att.asked.add(key);
+      out.push({ title: "A background task waits for you",
+        message: `${q.description || q.task} (under ${t.description || t.id}): ${q.what}` });
+    }
   }
   const seen = att.live.get(view.session) || new Set();
   const liveNow = view.tasks.filter(isLive);
