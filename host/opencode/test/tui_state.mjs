@@ -239,9 +239,10 @@ const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
     "the detail lists each question below, an isolated task's with its folder");
   eq(questionToAnswer(top), q, "the answer key answers the line's first question");
   eq(questionToAnswer(agent), null, "none on a line without one");
-  eq(answerTitle(q, "/home/u/proj"), "bg_g1 (Grandchild) asks: bash: rm -rf build · in /home/u/proj",
+  eq(answerTitle(q, "/home/u/proj"), "Permission required\nbg_g1 (Grandchild) asks: bash: rm -rf build\nin /home/u/proj",
     "the dialog names the task, the question and the project's folder");
-  eq(answerTitle(qw, "/home/u/proj"), "bg_g2 asks: edit: a.c · in /wt/bg_g2", "or the worktree's");
+  eq(answerTitle(qw, "/home/u/proj"), "Permission required\nbg_g2 asks: edit: a.c\nin /wt/bg_g2", "or the worktree's");
+  eq(answerTitle(q, undefined), "Permission required\nbg_g1 (Grandchild) asks: bash: rm -rf build", "no folder known: none said");
   eq(REPLIES.map((r) => `${r.value}=${r.title}`), ["once=Allow once", "always=Allow always", "reject=Reject"],
     "OpenCode's three answers, in its words");
   eq(replyArgs(q, "once", "/home/u/proj"), { requestID: "per_9", reply: "once", directory: "/home/u/proj" },

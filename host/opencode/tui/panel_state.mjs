@@ -157,12 +157,13 @@ export const REPLIES = [
 ];
 // The question the page's answer key answers on t's line (the first), or null.
 export const questionToAnswer = (t) => (t ? questionsOf(t)[0] || null : null);
-// The answer dialog's title and the folder the question belongs to: an
-// isolated task's worktree, else the project's (projectDir, the TUI's own).
+// The answer dialog's title: a short first line (the dialog draws "esc" at
+// its right end), the question, and the folder it belongs to: an isolated
+// task's worktree, else the project's (projectDir, the TUI's own).
 export function answerTitle(q, projectDir) {
   const who = q.description ? `${q.task} (${clip(q.description, 40)})` : q.task;
   const dir = q.directory || projectDir;
-  return `${who} asks: ${q.what}${dir ? ` · in ${dir}` : ""}`;
+  return `Permission required\n${who} asks: ${q.what}${dir ? `\nin ${dir}` : ""}`;
 }
 // The argument of OpenCode's permission reply (SDK v2 client.permission.reply:
 // POST /permission/{requestID}/reply?directory=…): the answer goes to the
