@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testlib.h"
 
@@ -180,8 +181,46 @@ static void questions_of_descendants(void)
     t_close(&f);
 }
 
+/* An isolated task's question names its worktree's folder: OpenCode takes
+ * the answer for that folder only (docs/worktrees.md#limits). Real git, in a
+ * repository of its own (the test's folder becomes it). */
+static void isolated_question_has_its_folder(void)
+{
+    char top[] = "/tmp/ocbg-vq-XXXXXX";
+    if (!mkdtemp(top))
+        bail_out("mkdtemp");
+    const char *repo = J("%s/repo", top), *data = J("%s/data", top);
+    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+    if (t_sh(top, "mkdir repo data && cd repo && git init -q -b main && echo base > a.txt && git add . && "
+                  "git -c user.name=t -c user.email=t@example.com commit -qm init") != 0 ||
+        chdir(repo) != 0)
+        bail_out("cannot make the repository in %s", repo);
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'store_path':'%s/ocbg.db'}", data)));
+    const char *script = "{\"steps\":[{\"ask\":{\"permission\":\"bash\",\"patterns\":[\"gate W\"]}},"
+                         "{\"reply\":\"done W\"}]}";
+    char *out = t_keep(&f, t_launch_isolated(h, f.parent, "W", script, "worktree"));
+    const char *id = t_id(&f, out, "bg_", "the isolated launch");
+    is_int(wait_question(h, f.parent, id, id, true), 0, "an isolated task's question shows on its line");
+    cJSON *view = t_parse(sim_view(h, f.parent, -1));
+    const cJSON *q = question_of(line_of(view, id), id);
+    is_str(jstr(q, "directory"), J("%s/worktrees/%s", data, id), "with its worktree's folder");
+    is_str(jstr(q, "what"), "bash: gate W", "and what it asks");
+    char *qid = sim_permission_open(h, NULL);
+    is_str(jstr(q, "id"), qid, "its id is the open question's");
+    cJSON_Delete(view);
+    is_int(sim_permission_reply(h, qid, "once", NULL), 0, "answered");
+    free(qid);
+    is_int(t_wait_status(h, f.parent, id, "completed", tap_timeout_ms(DEADLINE)), 0, "the task completes");
+    free(t_tool(h, f.parent, "background_clear", "{}"));
+    t_close(&f);
+    if (chdir("/") != 0 || t_sh("/", "rm -rf '%s'", top) != 0)
+        diag("could not remove %s", top);
+}
+
 int main(void)
 {
     questions_of_descendants();
+    isolated_question_has_its_folder();
     return done_testing();
 }
