@@ -6,7 +6,7 @@
 import {
   applyView, attentionFor, confirmText, createAttention, createRequests, createViews, detailText, needsConfirm,
   pageTasks, parseCommand, request, screenText, serverNow, summaryText, takeReply, taskLine, taskRows, viewFor,
-  questionsOf, isWaiting, questionToAnswer, answerTitle, replyArgs, REPLIES
+  questionsOf, isWaiting, questionToAnswer, answerTitle, replyArgs, REPLIES, pageKeys
 } from "../tui/panel_state.mjs";
 import { eq, ok, summary } from "./tap.mjs";
 
@@ -238,6 +238,11 @@ const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
     ["⚠ bg_g1 (Grandchild) waits for you: bash: rm -rf build", "⚠ bg_g2 waits for you: edit: a.c · in /wt/bg_g2"],
     "the detail lists each question below, an isolated task's with its folder");
   eq(questionToAnswer(top), q, "the answer key answers the line's first question");
+  eq(pageKeys(top, false), "↑↓ select · enter detail · s stop · a answer · o open session · esc back",
+    "the page's keys offer a answer on a line with a question");
+  eq(pageKeys(top, true), "s stop · a answer · o open session · esc back to the list", "in its detail too");
+  eq(pageKeys(agent, false), "↑↓ select · enter detail · s stop · o open session · esc back", "not on a line without");
+  eq(pageKeys(undefined, false), "↑↓ select · enter detail · s stop · o open session · esc back", "nor on an empty page");
   eq(questionToAnswer(agent), null, "none on a line without one");
   eq(answerTitle(q, "/home/u/proj"), "Permission required\nbg_g1 (Grandchild) asks: bash: rm -rf build\nin /home/u/proj",
     "the dialog names the task, the question and the project's folder");

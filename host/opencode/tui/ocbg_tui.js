@@ -239,8 +239,7 @@ async function tui(api, options, meta) {
       }),
       h("box", { flexGrow: 1 }),
       h("text", { fg: () => theme().textMuted },
-        () => (detailOf() ? "s stop · a answer · o open session · esc back to the list"
-          : "↑↓ select · enter detail · s stop · a answer · o open session · esc back")));
+        () => S.pageKeys(detailOf() || sel(), !!detailOf())));
   };
   // The page's keys act on what it shows (they run only in its mode).
   const pageState = () => {

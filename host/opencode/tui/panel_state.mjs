@@ -149,6 +149,14 @@ export const isWaiting = (t) => isLive(t) && (Boolean(t.waiting) || questionsOf(
 // The questions of the tasks t launched (its own shows in OpenCode's prompt).
 export const belowQuestions = (t) => questionsOf(t).filter((q) => q.task !== t.id);
 
+// The page's key line, for the task selected (or whose detail is open):
+// "a answer" only while its line has a question.
+export function pageKeys(t, inDetail) {
+  const answer = t && questionsOf(t).length ? "a answer · " : "";
+  return inDetail ? `s stop · ${answer}o open session · esc back to the list`
+    : `↑↓ select · enter detail · s stop · ${answer}o open session · esc back`;
+}
+
 // OpenCode's own three answers, in its words.
 export const REPLIES = [
   { value: "once", title: "Allow once" },
