@@ -95,6 +95,7 @@ static void add_question(cJSON *list, const task *t)
  * launched carries it (docs/panel.md). [lock held] */
 static void add_questions(engine *eng, const task *t, unsigned depth, cJSON *list)
 {
+    ENGINE_ASSERT_LOCKED(eng);
     if (!t->active || cJSON_GetArraySize(list) >= VIEW_MAX_QUESTIONS)
         return;
     if (task_permission_request(t) && task_permission_what(t))
