@@ -262,6 +262,10 @@ const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
     { title: "A background task waits for you", message: "Grandchild (under Fix the parser): bash: rm -rf build" }],
   "the person is called once for the task's own question and once for the one below");
   eq(attentionFor(att, view(2, T, [own])), [], "each once");
+  const att2 = createAttention();
+  const b = { ...agent, id: "bg_g1", description: "Grandchild", waiting: q.what, questions: [q] };
+  eq(attentionFor(att2, view(1, T, [b], "ses_C")).length, 1, "a grandchild's question, on its own line in its parent's view");
+  eq(attentionFor(att2, view(1, T, [top])), [], "and again below its top-level ancestor's line: said once");
   const v = parseCommand(cmd("ocbg.view", view(1, T, [{ ...agent, questions: [{ ...q, what: "bash: \x1b]0;pwn\x07ls" }] }])));
   eq(v.view.tasks[0].questions[0].what, "bash: ls", "a question's text is made safe for the screen");
 }

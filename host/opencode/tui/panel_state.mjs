@@ -302,7 +302,11 @@ export function attentionFor(att, view) {
   const out = [];
   for (const t of view.tasks) {
     if (!isLive(t) || !t.waiting) continue;
-    const key = `${t.id}\n${t.waiting}`;
+    // By the question's id where the view has it: the same question comes in
+    // two views (its task's line, and as a question below on its top-level
+    // ancestor's line), and is said once.
+    const own = questionsOf(t).find((q) => q.task === t.id);
+    const key = own ? `${t.id}\n${own.id}` : `${t.id}\n${t.waiting}`;
     if (att.asked.has(key)) continue;
     att.asked.add(key);
     out.push({ title: "A background task waits for you", message: `${t.description || t.id}: ${t.waiting}` });
