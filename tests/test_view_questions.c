@@ -181,6 +181,32 @@ static void questions_of_descendants(void)
     t_close(&f);
 }
 
+/* max_depth 3: a great-grandchild's question shows on the top-level task's
+ * line too, and on each line between (each session's own view). */
+static void great_grandchild(void)
+{
+    t_fixture f;
+    sim_host *h = t_open_with(&f, t_gated_host(J("{'max_depth':3}")));
+    const char *as, *bs, *cs;
+    const char *a = asking_task(&f, f.parent, "A3", &as);
+    const char *b = asking_task(&f, as, "B3", &bs);
+    const char *c = asking_task(&f, bs, "C3", &cs);
+    is_int(wait_question(h, f.parent, a, c, true), 0, "a great-grandchild's question shows on the top-level line");
+    is_int(wait_question(h, as, b, c, true), 0, "and on its grandparent's line in that one's session's view");
+    cJSON *view = t_parse(sim_view(h, f.parent, -1));
+    const cJSON *line = line_of(view, a);
+    ok(question_of(line, a) && question_of(line, b) && question_of(line, c) &&
+           cJSON_GetArraySize(jget(line, "questions")) == 3,
+       "the top-level line carries the three open questions of its tree, once each");
+    cJSON_Delete(view);
+    t_release_gated(h, "C3");
+    is_int(wait_question(h, f.parent, a, c, false), 0, "answered, it leaves the top-level line");
+    t_release_gated(h, "B3");
+    t_release_gated(h, "A3");
+    is_int(t_wait_status(h, f.parent, a, "completed", tap_timeout_ms(DEADLINE)), 0, "the tree completes");
+    t_close(&f);
+}
+
 /* An isolated task's question names its worktree's folder: OpenCode takes
  * the answer for that folder only (docs/worktrees.md#limits). Real git, in a
  * repository of its own (the test's folder becomes it). */
@@ -221,6 +247,7 @@ static void isolated_question_has_its_folder(void)
 int main(void)
 {
     questions_of_descendants();
+    great_grandchild();
     isolated_question_has_its_folder();
     return done_testing();
 }
