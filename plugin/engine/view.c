@@ -72,8 +72,46 @@ static void add_kind(cJSON *obj, const task *t)
         cJSON_AddStringToObject(obj, "branch", t->wt->branch); /* isolated: the branch it works on */
 }
 
+/* t's open permission question, an item of a line's "questions". */
+static void add_question(cJSON *list, const task *t)
+{
+    cJSON *q = cJSON_CreateObject();
+    cJSON_AddStringToObject(q, "id", task_permission_request(t));
+    cJSON_AddStringToObject(q, "task", t->id);
+    cJSON_AddStringToObject(q, "description", t->description ? t->description : "");
+    cJSON_AddStringToObject(q, "what", task_permission_what(t));
+    /* An isolated task's session works in its worktree: OpenCode takes the
+     * answer there only. Any other task's session is the project's. */
+    if (t->wt && t->wt->path)
+        cJSON_AddStringToObject(q, "directory", t->wt->path);
+    cJSON_AddItemToArray(list, q);
+}
+
+/* The open questions of active task t and of the tasks launched below it
+ * (max_depth 2 or more): t's first, then each level's tasks newest first,
+ * at most VIEW_MAX_QUESTIONS. OpenCode 1.18.33's TUI shows the questions of
+ * the session on screen and of the sessions it launched only: one asked
+ * further down shows nowhere, so the line of the task the person's session
+ * launched carries it (docs/panel.md). [lock held] */
+static void add_questions(engine *eng, const task *t, unsigned depth, cJSON *list)
+{
+    ENGINE_ASSERT_LOCKED(eng);
+    if (!t->active || cJSON_GetArraySize(list) >= VIEW_MAX_QUESTIONS)
+        return;
+    if (task_permission_request(t) && task_permission_what(t))
+        add_question(list, t);
+    const parent *own = depth < VIEW_QUESTION_DEPTH && t->session_id ? registry_parent(&eng->reg, t->session_id) : NULL;
+    unsigned left = own ? own->active : 0; /* its active tasks not yet seen */
+    for (const task *c = left ? own->head : NULL; c && left; c = c->pnext) {
+        if (c->active) {
+            left--;
+            add_questions(eng, c, depth + 1, list);
+        }
+    }
+}
+
 /* t's line of a view (docs/panel.md). */
-static cJSON *task_line(const task *t)
+static cJSON *task_line(engine *eng, const task *t)
 {
     cJSON *obj = cJSON_CreateObject();
     cJSON_AddStringToObject(obj, "id", t->id);
@@ -85,6 +123,12 @@ static cJSON *task_line(const task *t)
     const char *waiting = task_permission_what(t);
     if (waiting)
         cJSON_AddStringToObject(obj, "waiting", waiting);
+    cJSON *questions = cJSON_CreateArray();
+    add_questions(eng, t, 0, questions);
+    if (cJSON_GetArraySize(questions) > 0)
+        cJSON_AddItemToObject(obj, "questions", questions);
+    else
+        cJSON_Delete(questions);
     add_time(obj, "created", t->created_ms);
     add_time(obj, "started", t->started_ms);
     if (task_status_terminal(t->status))
@@ -115,7 +159,7 @@ static char *build_view(engine *eng, parent *p, const char *session, bool force)
     cJSON *tasks = cJSON_CreateArray();
     int n = 0;
     for (const task *t = p ? p->head : NULL; t && n < VIEW_MAX_TASKS; t = t->pnext, n++)
-        cJSON_AddItemToArray(tasks, task_line(t));
+        cJSON_AddItemToArray(tasks, task_line(eng, t));
     char *text = cJSON_PrintUnformatted(tasks);
     uint64_t h = fnv64(1469598103934665603ULL, text, strlen(text)) | 1; /* never 0: "none yet" */
     char *view = NULL;

@@ -10,6 +10,10 @@
  * active: once a second the thread rebuilds the views of the sessions with
  * active tasks and publishes those whose tasks part differs from the last
  * one published (a hash). Nothing is published when nothing changed.
+ * An active task's line also carries the open permission questions of the
+ * tasks launched below it (max_depth 2 or more), which OpenCode's own
+ * prompt shows on no screen; a descendant's question keeps its top-level
+ * ancestor active, so the tick covers it too.
  *
  * Views are built under the engine lock (memory only: no I/O, no host
  * call) and published without it. Without the host's publish_view the

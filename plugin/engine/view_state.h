@@ -11,10 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VIEW_MAX_TASKS 50    /* tasks per view, newest first */
-#define VIEW_MIN_GAP_MS 100  /* between two rounds of publishing */
-#define VIEW_TICK_MS 1000    /* the rebuild of active sessions' views */
-#define VIEW_ERROR_CHARS 200 /* of a task's error in its line */
+#define VIEW_MAX_TASKS 50     /* tasks per view, newest first */
+#define VIEW_MIN_GAP_MS 100   /* between two rounds of publishing */
+#define VIEW_TICK_MS 1000     /* the rebuild of active sessions' views */
+#define VIEW_ERROR_CHARS 200  /* of a task's error in its line */
+#define VIEW_MAX_QUESTIONS 8  /* open permission questions on one task's line */
+#define VIEW_QUESTION_DEPTH 8 /* levels of tasks launched by tasks searched for them */
 
 typedef struct view_state {
     pthread_cond_t cv; /* the thread's wake-up, with the engine lock */

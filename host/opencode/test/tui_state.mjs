@@ -5,7 +5,8 @@
 // confirmation rule, attention once only, and reply matching. Prints TAP.
 import {
   applyView, attentionFor, confirmText, createAttention, createRequests, createViews, detailText, needsConfirm,
-  pageTasks, parseCommand, request, screenText, serverNow, summaryText, takeReply, taskLine, taskRows, viewFor
+  pageTasks, parseCommand, request, screenText, serverNow, summaryText, takeReply, taskLine, taskRows, viewFor,
+  questionsOf, isWaiting, questionToAnswer, answerTitle, replyArgs, REPLIES, pageKeys
 } from "../tui/panel_state.mjs";
 import { eq, ok, summary } from "./tap.mjs";
 
@@ -218,6 +219,55 @@ const cmd = (prefix, obj) => `${prefix} ${JSON.stringify(obj)}`;
     "tasks already ended when the TUI came: nothing");
   eq(attentionFor(fresh, view(1, T, [{ ...agent, status: "completed", waiting: "bash: ls" }])), [],
     "an ended task's stale question: nothing");
+}
+
+// ---- a question asked below a task (max_depth 2 or more) ----
+{
+  const q = { id: "per_9", task: "bg_g1", description: "Grandchild", what: "bash: rm -rf build" };
+  const qw = { id: "per_8", task: "bg_g2", description: "", what: "edit: a.c", directory: "/wt/bg_g2" };
+  const top = { ...agent, questions: [q] };
+  eq(questionsOf(top), [q], "the questions on a live line");
+  eq(questionsOf({ ...top, questions: [q, { id: 3 }, null, { id: "", task: "x", what: "y" }] }), [q],
+    "malformed questions are dropped");
+  eq(questionsOf({ ...top, status: "completed" }), [], "an ended task's line has none");
+  ok(isWaiting(top) && !isWaiting(agent), "a question below marks the line waiting");
+  eq(taskLine(top, T), "● running ⚠ Fix the parser · general · 1m05s · 1.2k tok · $0.0042", "with the ⚠ mark");
+  eq(taskRows(top, T)[0], "● running ⚠ Fix the parser", "in the sidebar too");
+  eq(summaryText([top, shell]), "1 running · 1 pending · 1 waiting for you · $0.0042", "and in the summary");
+  eq(detailText({ ...top, questions: [q, qw] }, { id: "bg_a1", status: "running" }, T).split("\n").slice(2, 4),
+    ["⚠ bg_g1 (Grandchild) waits for you: bash: rm -rf build", "⚠ bg_g2 waits for you: edit: a.c · in /wt/bg_g2"],
+    "the detail lists each question below, an isolated task's with its folder");
+  eq(questionToAnswer(top), q, "the answer key answers the line's first question");
+  eq(pageKeys(top, false), "↑↓ select · enter detail · s stop · a answer · o open session · esc back",
+    "the page's keys offer a answer on a line with a question");
+  eq(pageKeys(top, true), "s stop · a answer · o open session · esc back to the list", "in its detail too");
+  eq(pageKeys(agent, false), "↑↓ select · enter detail · s stop · o open session · esc back", "not on a line without");
+  eq(pageKeys(undefined, false), "↑↓ select · enter detail · s stop · o open session · esc back", "nor on an empty page");
+  eq(questionToAnswer(agent), null, "none on a line without one");
+  eq(answerTitle(q, "/home/u/proj"), "Permission required\nbg_g1 (Grandchild) asks: bash: rm -rf build\nin /home/u/proj",
+    "the dialog names the task, the question and the project's folder");
+  eq(answerTitle(qw, "/home/u/proj"), "Permission required\nbg_g2 asks: edit: a.c\nin /wt/bg_g2", "or the worktree's");
+  eq(answerTitle(q, undefined), "Permission required\nbg_g1 (Grandchild) asks: bash: rm -rf build", "no folder known: none said");
+  eq(REPLIES.map((r) => `${r.value}=${r.title}`), ["once=Allow once", "always=Allow always", "reject=Reject"],
+    "OpenCode's three answers, in its words");
+  eq(replyArgs(q, "once", "/home/u/proj"), { requestID: "per_9", reply: "once", directory: "/home/u/proj" },
+    "a project task's answer goes to the project's folder");
+  eq(replyArgs(qw, "reject", "/home/u/proj"), { requestID: "per_8", reply: "reject", directory: "/wt/bg_g2" },
+    "an isolated task's to its worktree's");
+  eq(replyArgs(q, "always", undefined), { requestID: "per_9", reply: "always" }, "no folder known: none sent");
+  const att = createAttention();
+  const own = { ...agent, waiting: "bash: ls", questions: [{ id: "per_1", task: "bg_a1", what: "bash: ls" }, q] };
+  eq(attentionFor(att, view(1, T, [own])), [
+    { title: "A background task waits for you", message: "Fix the parser: bash: ls" },
+    { title: "A background task waits for you", message: "Grandchild (under Fix the parser): bash: rm -rf build" }],
+  "the person is called once for the task's own question and once for the one below");
+  eq(attentionFor(att, view(2, T, [own])), [], "each once");
+  const att2 = createAttention();
+  const b = { ...agent, id: "bg_g1", description: "Grandchild", waiting: q.what, questions: [q] };
+  eq(attentionFor(att2, view(1, T, [b], "ses_C")).length, 1, "a grandchild's question, on its own line in its parent's view");
+  eq(attentionFor(att2, view(1, T, [top])), [], "and again below its top-level ancestor's line: said once");
+  const v = parseCommand(cmd("ocbg.view", view(1, T, [{ ...agent, questions: [{ ...q, what: "bash: \x1b]0;pwn\x07ls" }] }])));
+  eq(v.view.tasks[0].questions[0].what, "bash: ls", "a question's text is made safe for the screen");
 }
 
 // ---- requests and replies ----

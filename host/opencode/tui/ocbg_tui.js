@@ -126,6 +126,25 @@ async function tui(api, options, meta) {
       onCancel: () => api.ui.dialog.clear(),
     }));
   };
+  // A question on the task's line, answered as OpenCode's own prompt does
+  // (its three answers, to the question's folder): the ones asked below a
+  // task the person's session launched show on no other screen.
+  const answer = (t) => {
+    const q = S.questionToAnswer(t);
+    if (!q) {
+      api.ui.toast({ variant: "info", title: "ocbg", message: `${t.description || t.id} asks nothing now` });
+      return;
+    }
+    const projectDir = api.state.path?.directory;
+    const reply = (value) => Promise.resolve(api.client.permission.reply(S.replyArgs(q, value, projectDir)))
+      .then((r) => { if (r?.error) throw new Error(JSON.stringify(r.error)); })
+      .catch((e) => api.ui.toast({ variant: "error", title: "ocbg", message: `Could not answer ${q.task}: ${e?.message || e}` }));
+    api.ui.dialog.replace(() => createComponent(api.ui.DialogSelect, {
+      title: S.answerTitle(q, projectDir),
+      options: S.REPLIES.map((r) => ({ title: r.title, value: r.value,
+        onSelect: () => { api.ui.dialog.clear(); reply(r.value); } })),
+    }));
+  };
   const openPage = () => {
     const r = api.route.current;
     api.route.navigate(ROUTE, { sessionID: routeSession(), back: r });
@@ -135,7 +154,7 @@ async function tui(api, options, meta) {
   // ---- the sidebar section: a heading and one line per task ----
   const lineColor = (t) => {
     const c = theme();
-    if (t.waiting && S.isLive(t)) return c.warning;
+    if (S.isWaiting(t)) return c.warning;
     return { running: c.info, resumed: c.info, completed: c.success, error: c.error }[t.status] || c.textMuted;
   };
   const taskLines = (entry) => createComponent(For, {
@@ -220,8 +239,7 @@ async function tui(api, options, meta) {
       }),
       h("box", { flexGrow: 1 }),
       h("text", { fg: () => theme().textMuted },
-        () => (detailOf() ? "s stop · o open session · esc back to the list"
-          : "↑↓ select · enter detail · s stop · o open session · esc back")));
+        () => S.pageKeys(detailOf() || sel(), !!detailOf())));
   };
   // The page's keys act on what it shows (they run only in its mode).
   const pageState = () => {
@@ -259,6 +277,7 @@ async function tui(api, options, meta) {
         setShown(sel.id);
         send("detail", sel.id);
       }), desc: "Task detail" },
+      { key: "a", cmd: guard("answer", () => { const { sel } = pageState(); if (sel) answer(sel); }), desc: "Answer its question" },
       { key: "s", cmd: guard("stop", () => { const { sel, now } = pageState(); if (sel) stop(sel, now); }), desc: "Stop task" },
       { key: "o", cmd: guard("open", () => {
         const { sel } = pageState();

@@ -135,11 +135,59 @@ export const WORD = { pending: "pending", running: "running", resumed: "resumed"
   cancelled: "cancelled" };
 export const WAITING_MARK = "⚠";
 
+// ---- permission questions ----
+// The open questions on a live task's line: its own and those of the tasks it
+// launched (max_depth 2 or more), which OpenCode's own prompt shows on no
+// screen (docs/panel.md). Each {id, task, what, description, directory?}.
+export function questionsOf(t) {
+  if (!isLive(t) || !Array.isArray(t.questions)) return [];
+  return t.questions.filter((q) => isObj(q) && typeof q.id === "string" && q.id !== "" &&
+    typeof q.task === "string" && typeof q.what === "string");
+}
+// Whether live task t waits for the person: its own question or one below it.
+export const isWaiting = (t) => isLive(t) && (Boolean(t.waiting) || questionsOf(t).length > 0);
+// The questions of the tasks t launched (its own shows in OpenCode's prompt).
+export const belowQuestions = (t) => questionsOf(t).filter((q) => q.task !== t.id);
+
+// The page's key line, for the task selected (or whose detail is open):
+// "a answer" only while its line has a question.
+export function pageKeys(t, inDetail) {
+  const answer = t && questionsOf(t).length ? "a answer · " : "";
+  return inDetail ? `s stop · ${answer}o open session · esc back to the list`
+    : `↑↓ select · enter detail · s stop · ${answer}o open session · esc back`;
+}
+
+// OpenCode's own three answers, in its words.
+export const REPLIES = [
+  { value: "once", title: "Allow once" },
+  { value: "always", title: "Allow always" },
+  { value: "reject", title: "Reject" },
+];
+// The question the page's answer key answers on t's line (the first), or null.
+export const questionToAnswer = (t) => (t ? questionsOf(t)[0] || null : null);
+// The answer dialog's title: a short first line (the dialog draws "esc" at
+// its right end), the question, and the folder it belongs to: an isolated
+// task's worktree, else the project's (projectDir, the TUI's own).
+export function answerTitle(q, projectDir) {
+  const who = q.description ? `${q.task} (${clip(q.description, 40)})` : q.task;
+  const dir = q.directory || projectDir;
+  return `Permission required\n${who} asks: ${q.what}${dir ? `\nin ${dir}` : ""}`;
+}
+// The argument of OpenCode's permission reply (SDK v2 client.permission.reply:
+// POST /permission/{requestID}/reply?directory=…): the answer goes to the
+// question's own folder, as OpenCode's prompt sends it.
+export function replyArgs(q, reply, projectDir) {
+  const args = { requestID: q.id, reply };
+  const dir = q.directory || projectDir;
+  if (typeof dir === "string" && dir) args.directory = dir;
+  return args;
+}
+
 // The status part of a line: "● running", "○ pending #2", "● running ⚠".
 export function statusText(t) {
   let s = `${GLYPH[t.status] || "?"} ${WORD[t.status] || t.status}`;
   if (t.status === "pending" && Number.isFinite(t.queue)) s += ` #${t.queue}`;
-  if (t.waiting && isLive(t)) s += ` ${WAITING_MARK}`;
+  if (isWaiting(t)) s += ` ${WAITING_MARK}`;
   return s;
 }
 
@@ -176,7 +224,7 @@ export function summaryText(tasks) {
   const add = (k, word) => { if (k) parts.push(`${k} ${word}`); };
   add(n((t) => t.status === "running" || t.status === "resumed"), "running");
   add(n((t) => t.status === "pending"), "pending");
-  add(n((t) => t.waiting && isLive(t)), "waiting for you");
+  add(n(isWaiting), "waiting for you");
   add(n((t) => t.status === "completed"), "done");
   add(n((t) => t.status === "error"), "failed");
   add(n((t) => t.status === "cancelled"), "cancelled");
@@ -203,6 +251,9 @@ export function detailText(t, detail, now) {
   out.push(head.join(" · "));
   if (t.description) out.push(t.description);
   if (d.waiting && isLive(d)) out.push(`${WAITING_MARK} waiting for you: ${d.waiting}`);
+  for (const q of belowQuestions(t))
+    out.push(`${WAITING_MARK} ${q.task}${q.description ? ` (${q.description})` : ""} waits for you: ${q.what}` +
+      (q.directory ? ` · in ${q.directory}` : ""));
   const wt = isObj(d.worktree) ? d.worktree : {};
   const str = (x) => (typeof x === "string" && x ? x : null);
   const branch = str(wt.branch) || str(t.branch), wtPath = str(wt.path), report = str(wt.report);
@@ -251,10 +302,23 @@ export function attentionFor(att, view) {
   const out = [];
   for (const t of view.tasks) {
     if (!isLive(t) || !t.waiting) continue;
-    const key = `${t.id}\n${t.waiting}`;
+    // By the question's id where the view has it: the same question comes in
+    // two views (its task's line, and as a question below on its top-level
+    // ancestor's line), and is said once.
+    const own = questionsOf(t).find((q) => q.task === t.id);
+    const key = own ? `${t.id}\n${own.id}` : `${t.id}\n${t.waiting}`;
     if (att.asked.has(key)) continue;
     att.asked.add(key);
     out.push({ title: "A background task waits for you", message: `${t.description || t.id}: ${t.waiting}` });
+  }
+  for (const t of view.tasks) {
+    for (const q of belowQuestions(t)) {
+      const key = `${q.task}\n${q.id}`;
+      if (att.asked.has(key)) continue;
+      att.asked.add(key);
+      out.push({ title: "A background task waits for you",
+        message: `${q.description || q.task} (under ${t.description || t.id}): ${q.what}` });
+    }
   }
   const seen = att.live.get(view.session) || new Set();
   const liveNow = view.tasks.filter(isLive);
