@@ -148,6 +148,57 @@ static void delegates_in_its_worktree(void)
     t_close(&f);
 }
 
+/* sim_wait predicate: the line of task arg[1] in session arg[0]'s view
+ * carries a question. */
+static int line_asks(sim_host *h, void *arg)
+{
+    const char **want = arg;
+    cJSON *view = cJSON_Parse(sim_view(h, want[0], -1));
+    const cJSON *line, *found = NULL;
+    cJSON_ArrayForEach (line, jget(view, "tasks"))
+        if (jstr(line, "id") && strcmp(jstr(line, "id"), want[1]) == 0)
+            found = cJSON_GetArrayItem(jget(line, "questions"), 0);
+    cJSON_Delete(view);
+    return found != NULL;
+}
+
+/* A question of the task an isolated task launched is asked in the worktree
+ * (its session works there): the top-level line carries it with that folder,
+ * where the panel must answer OpenCode. */
+static void grandchild_question_names_the_worktree(void)
+{
+    t_fixture f;
+    sim_host *h = t_open_with(&f, fresh_host("\"max_depth\":2"));
+    sim_permission_rules(h, "{\"bash\":\"ask\"}");
+    sim_permission_auto(h, NULL, NULL); /* the question stays open until answered */
+    sim_script(h, "gc asks", J("{'steps':[{'ask':{'permission':'bash','patterns':['gate G']}},{'reply':'gc done'}]}"),
+               1);
+    sim_script(h, "gc done", J("{'steps':[{'reply':'A final'}]}"), 1);
+    char *a = launch_isolated(h, f.parent, "A", delegating_script("gc asks", NULL, "A waits"));
+    char *wt = xasprintf("%s/worktrees/%s", data, a);
+    const char *want[] = {f.parent, a};
+    is_int(sim_wait(h, line_asks, want, tap_timeout_ms(DEADLINE)), 0, "A's task's question reaches A's line");
+    cJSON *view = t_parse(sim_view(h, f.parent, -1));
+    const cJSON *line, *q = NULL;
+    cJSON_ArrayForEach (line, jget(view, "tasks"))
+        if (strcmp(jstr(line, "id"), a) == 0)
+            q = cJSON_GetArrayItem(jget(line, "questions"), 0);
+    ok(q && jstr(q, "task") && strcmp(jstr(q, "task"), a) != 0, "asked by A's task, not A");
+    is_str(jstr(q, "directory"), wt, "with the worktree's folder, where A's task works");
+    is_str(jstr(q, "what"), "bash: gate G", "and what it asks");
+    char *qid = sim_permission_open(h, NULL);
+    is_str(jstr(q, "id"), qid, "its id is the open question's");
+    cJSON_Delete(view);
+    is_int(sim_permission_reply(h, qid, "once", NULL), 0, "answered");
+    free(qid);
+    char notice[96];
+    snprintf(notice, sizeof notice, "[ocbg] Background task completed: %s", a);
+    is_int(t_wait_messages_with(h, f.parent, notice, 1, DEADLINE), 0, "the tree runs on: the top parent is told of A");
+    free(t_tool(h, f.parent, "background_clear", "{}"));
+    free(wt), free(a);
+    t_close(&f);
+}
+
 static int let_go(sim_host *h, void *dir)
 {
     return sim_directory_watched(h, dir) == -1;
@@ -307,6 +358,7 @@ int main(void)
     isolation_inside_refused();
     one_slot_for_the_tree();
     budget_for_the_tree();
+    grandchild_question_names_the_worktree();
     if (chdir("/") == 0)
         t_sh(repo, "rm -rf '%s'", top);
     return done_testing();

@@ -72,18 +72,21 @@ static void add_kind(cJSON *obj, const task *t)
         cJSON_AddStringToObject(obj, "branch", t->wt->branch); /* isolated: the branch it works on */
 }
 
-/* t's open permission question, an item of a line's "questions". */
-static void add_question(cJSON *list, const task *t)
+/* t's open permission question, an item of a line's "questions". [lock held] */
+static void add_question(engine *eng, cJSON *list, const task *t)
 {
+    ENGINE_ASSERT_LOCKED(eng);
     cJSON *q = cJSON_CreateObject();
     cJSON_AddStringToObject(q, "id", task_permission_request(t));
     cJSON_AddStringToObject(q, "task", t->id);
     cJSON_AddStringToObject(q, "description", t->description ? t->description : "");
     cJSON_AddStringToObject(q, "what", task_permission_what(t));
-    /* An isolated task's session works in its worktree: OpenCode takes the
-     * answer there only. Any other task's session is the project's. */
-    if (t->wt && t->wt->path)
-        cJSON_AddStringToObject(q, "directory", t->wt->path);
+    /* An isolated task's session works in its worktree, and so does every
+     * task launched below it: OpenCode takes the answer there only. Any
+     * other task's session is the project's. */
+    const task_worktree *wt = t->wt ? t->wt : registry_worktree_of(&eng->reg, t->parent->session_id);
+    if (wt && wt->path)
+        cJSON_AddStringToObject(q, "directory", wt->path);
     cJSON_AddItemToArray(list, q);
 }
 
@@ -99,7 +102,7 @@ static void add_questions(engine *eng, const task *t, unsigned depth, cJSON *lis
     if (!t->active || cJSON_GetArraySize(list) >= VIEW_MAX_QUESTIONS)
         return;
     if (task_permission_request(t) && task_permission_what(t))
-        add_question(list, t);
+        add_question(eng, list, t);
     const parent *own = depth < VIEW_QUESTION_DEPTH && t->session_id ? registry_parent(&eng->reg, t->session_id) : NULL;
     unsigned left = own ? own->active : 0; /* its active tasks not yet seen */
     for (const task *c = left ? own->head : NULL; c && left; c = c->pnext) {
