@@ -246,7 +246,7 @@ async function main() {
         (mode === "ocbg" ? ` (${calls} promptAsync calls, ${via} through the global fetch)` : ""));
       for (const [fig, get] of FIG) {
         const xs = rows.map(get).filter((x) => x !== undefined);
-        if (xs.length) console.log(`cmptui_${size}_${mode}_b3_${fig}: ${median(xs)} ms ${span(xs)}`);
+        if (xs.length) console.log(`cmptui_${size}_${mode}_b3_${fig}: ${Math.round(median(xs) * 10) / 10} ms ${span(xs)}`);
       }
     }
     const a = results[`${size}_native`], b = results[`${size}_ocbg`];

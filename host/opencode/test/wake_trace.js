@@ -22,10 +22,12 @@
 // With options.fetch, the global fetch is wrapped to stamp each request to a
 // `prompt_async` route: `f_call` (the SDK's interceptors done, the request
 // leaving) and `f_head` (the response's head back), so that an in-process
-// promptAsync shows a pa_call without an f_call; and `pa_tick`: the first
-// macrotask (setImmediate) after each promptAsync call runs. It changes nothing: the hooks
+// promptAsync shows a pa_call without an f_call; `s_req`: OpenCode's HTTP
+// server (node:http) emitting that request to its handler; and `pa_tick`: the
+// first macrotask (setImmediate) after each promptAsync call runs. It changes nothing: the hooks
 // only read, and promptAsync and fetch are wrapped only to take their times.
 import fs from "node:fs";
+import http from "node:http";
 
 const now = () => (performance.timeOrigin + performance.now()).toFixed(2);
 
@@ -54,6 +56,15 @@ export default {
         return p;
       }, f, { traced: true });
       globalThis.fetch = traced;
+      // the server's side: OpenCode's HTTP server is node:http's (Bun's), wrapped by Effect
+      const emit = http.Server.prototype.emit;
+      if (!emit.traced) {
+        http.Server.prototype.emit = Object.assign(function (ev, req, ...rest) {
+          const sid = ev === "request" ? /\/session\/([^/]+)\/prompt_async/.exec(req?.url ?? "")?.[1] : undefined;
+          if (sid) put(now(), "s_req", sid);
+          return emit.call(this, ev, req, ...rest);
+        }, { traced: true });
+      }
     }
     const promptAsync = session?.promptAsync;
     if (typeof promptAsync === "function" && !promptAsync.traced) {
