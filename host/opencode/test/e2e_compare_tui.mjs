@@ -28,7 +28,10 @@
 //   cmptui_<size>_<mode>_b3_hop_<hop>_ms     idle_to_call (ocbg: → its promptAsync), call_to_chat
 //                                           (→ OpenCode's chat.message for it), idle_to_chat,
 //                                           chat_to_params, params_to_request
-//   cmptui_<size>_b3_{idle,answer,done}_to_wake_gap_ms  ocbg's median minus native's
+//   cmptui_<size>_b3_{idle,answer,done}_to_wake_gap_ms, _hop_idle_to_chat_gap_ms  ocbg's median
+//                                           minus native's (the last: the part that differs by side)
+//   cmptui_loopback_*                       loopback_floor.mjs: the loopback HTTP's own cost in
+//                                           OpenCode's Bun, the thread idle (the floor of `serve`'s)
 //   cmptui_loadavg_*                        the machine's load
 // Figures, not a verdict: exits 1 only when a batch did not complete.
 //
@@ -231,6 +234,10 @@ async function main() {
   fake = await startFakeModel();
   const modes = ["native", "ocbg"].filter((m) => !ONLY || ONLY === m);
   for (const size of SIZES) await runSize(size, modes);
+  // the transport's own floor in OpenCode's Bun, for the `serve` breakdown (loopback_floor.mjs)
+  const floor = spawnSync(BIN, [fileURLToPath(new URL("./loopback_floor.mjs", import.meta.url))],
+    { env: { PATH: process.env.PATH, BUN_BE_BUN: "1" }, encoding: "utf8", timeout: 60000 });
+  if (floor.status === 0) process.stdout.write(floor.stdout); else diag(`loopback_floor.mjs: ${floor.stderr || floor.error}`);
   console.log(`cmptui_loadavg_start: ${loadStart}`);
   console.log(`cmptui_loadavg_end: ${loadNow()}`);
   const span = (xs) => `(min ${Math.min(...xs)}, max ${Math.max(...xs)}, ${xs.length} batches)`;
@@ -251,7 +258,7 @@ async function main() {
     }
     const a = results[`${size}_native`], b = results[`${size}_ocbg`];
     if (!a?.length || !b?.length) continue;
-    for (const [fig, get] of FIG.slice(0, 3)) {
+    for (const [fig, get] of [...FIG.slice(0, 3), FIG.find(([f]) => f === "hop_idle_to_chat_ms")]) {
       const x = a.map(get).filter((v) => v !== undefined), y = b.map(get).filter((v) => v !== undefined);
       if (x.length && y.length) console.log(`cmptui_${size}_b3_${fig.replace(/_ms$/, "")}_gap_ms: ${Math.round((median(y) - median(x)) * 10) / 10} ms (ocbg minus native, medians)`);
     }
