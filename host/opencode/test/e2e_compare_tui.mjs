@@ -62,14 +62,16 @@ const QUIET_MS = 1200, SETTLE_MS = 500, FILES = 12;
 // ---- tmux: a server of its own socket per TUI (a tmux server gives every session it starts
 // the environment it was started with: two TUIs in one server would share one HOME) ----
 const SOCK = `ocbg-cmp-tui-${process.pid}`;
-const socks = new Set();
+const socks = new Map(); // TUI name → its tmux socket's path (tmux leaves the file behind)
 const tmuxOf = (name, ...args) => execFileSync("tmux", ["-L", `${SOCK}-${name}`, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 const screen = (name) => { try { return tmuxOf(name, "capture-pane", "-p", "-t", name); } catch { return ""; } };
 const keys = (name, ...k) => tmuxOf(name, "send-keys", "-t", name, ...k);
 const type = (name, s) => tmuxOf(name, "send-keys", "-t", name, "-l", s);
 function stopTmux(name) {
+  const sock = socks.get(name);
   if (KEEP || !socks.delete(name)) return;
   try { tmuxOf(name, "kill-server"); } catch {}
+  if (sock) fs.rmSync(sock, { force: true });
 }
 
 // ---- the projects ----
@@ -119,7 +121,9 @@ async function startTui(size, mode, project) {
   const name = `${size}-${mode}`;
   execFileSync("tmux", ["-L", `${SOCK}-${name}`, "-f", "/dev/null", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", project, BIN],
     { env, stdio: "ignore" });
-  socks.add(name);
+  let sock = "";
+  try { sock = tmuxOf(name, "display-message", "-p", "#{socket_path}").trim(); } catch {}
+  socks.set(name, sock);
   diag(`${name}: the TUI runs in tmux -L ${SOCK}-${name} (attach: tmux -L ${SOCK}-${name} attach -t ${name})`);
   return !!await homeReady(name, 60000);
 }
@@ -266,7 +270,7 @@ async function main() {
 }
 
 async function stopAll() {
-  for (const name of [...socks]) stopTmux(name);
+  for (const name of [...socks.keys()]) stopTmux(name);
   if (fake) { await fake.close(); fake = null; }
   for (const d of tmpDirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 }
