@@ -9,6 +9,7 @@
 #   make e2e                 real OpenCode (pinned, installed with npm into $(BUILD)/opencode/npm)
 #                            with a scripted fake model; see host/opencode/NOTES.md
 #   make e2e-compare         ocbg against OpenCode's own background mode (figures: plain folder, small and large project)
+#   make e2e-compare-tui     the same in the plain TUI, whose plugins get OpenCode's in-process client (figures)
 #   make e2e-bashperm-record OpenCode's own bash permission questions for the corpus, as a fixture
 #   make check-opencode      the adapter against its stub plugin, under node and OpenCode's Bun
 #   make package             $(BUILD)/ocbg-$(VERSION).tgz: the npm package (OpenCode installs it by name)
@@ -272,6 +273,18 @@ e2e-compare: opencode $(OC_NPM_STAMP) ## ocbg against OpenCode's own background 
 	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
 	    --work $(abspath $(OC_CMP)) --batches3 $(CMP_BATCHES3) --batches20 $(CMP_BATCHES20) \
 	    --batches20-large $(CMP_BATCHES20_LARGE) --project $(CMP_PROJECT) --large-files $(CMP_LARGE_FILES)
+
+# The same gated batches of 3 in the plain TUI under tmux (no --port: the plugins' SDK client is
+# OpenCode's in-process one, not HTTP), in a plain folder and a small git project (CMP_TUI_PROJECT),
+# CMP_BATCHES3 per side: `cmptui_*` lines (host/opencode/test/e2e_compare_tui.mjs). ~6 minutes.
+CMP_TUI_PROJECT ?= plain,small
+OC_CMP_TUI := $(OC_DIR)/e2e-compare-tui
+.PHONY: e2e-compare-tui
+e2e-compare-tui: opencode $(OC_NPM_STAMP) ## the wake in the plain TUI (in-process client), ocbg against OpenCode's own (figures)
+	@command -v tmux >/dev/null || { echo "e2e-compare-tui: needs tmux"; exit 1; }
+	timeout -k 10 $(CMP_TIMEOUT) $(NODE) host/opencode/test/e2e_compare_tui.mjs \
+	    --opencode $(abspath $(OC_BIN)) --npm-dir $(abspath $(OC_NPM)) --ocbg-dir $(abspath $(OC_DIR)) \
+	    --work $(abspath $(OC_CMP_TUI)) --batches3 $(CMP_BATCHES3) --project $(CMP_TUI_PROJECT)
 
 # OpenCode's own pinned binary inside a bare Debian 11 (bullseye) root (glibc
 # 2.31, no compiler, no libcjson, no libsqlite3: build-aux/bare-root, the roots

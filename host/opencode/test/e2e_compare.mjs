@@ -63,7 +63,11 @@
 //                                   step's context), params_to_request (→ the fake model),
 //                                   idle_to_request (the wake from the server's own session.idle:
 //                                   /event's delivery to this process is late by what the server's
-//                                   thread does first, which differs by side), answer_to_request
+//                                   thread does first, which differs by side), answer_to_request,
+//                                   ocbg's call_to_chat split: call_to_fetch (→ the SDK's request leaving
+//                                   by the global fetch), fetch_to_chat = fetch_to_server (→ OpenCode's
+//                                   node:http server emitting it) + server_to_chat (the route), call_to_tick
+//                                   (→ the thread's next macrotask: how long queued work holds it)
 // and, per size: cmp_<size>_b<N>_{idle,answer,done,server_idle,server_answer}_to_wake_gap_ms:
 // ocbg's median minus native's; cmp_loadavg_start, cmp_loadavg_end, cmp_<size>_loadavg: the load;
 // cmp_<size>_project: what the project is; cmp_<size>_snapshot_ms: OpenCode's snapshot
@@ -177,7 +181,7 @@ async function startServer(size, mode, project) {
   const home = path.join(root, "home"), config = path.join(home, ".config");
   provideConfigDeps(path.join(config, "opencode"), NPM_DIR);
   // wake_trace.js first, on both sides: its event hook sees each event just before ocbg's
-  const plugin = [[fileURLToPath(new URL("./wake_trace.js", import.meta.url)), { file: tracePath(size, mode), events: TRACE_EVENTS }]];
+  const plugin = [[fileURLToPath(new URL("./wake_trace.js", import.meta.url)), { file: tracePath(size, mode), events: TRACE_EVENTS, fetch: true }]];
   if (mode === "ocbg") {
     const dir = path.join(root, "ocbg");
     fs.mkdirSync(dir, { recursive: true });
@@ -378,7 +382,7 @@ function splitByLog(size, mode) {
 // (the notification, or natively the <task_result>), the parent's chat.params (its step about to
 // call the model), the request at the fake model.
 const HOPS = ["answer_to_idle", "idle_to_event", "idle_to_call", "call_to_chat", "call_to_done", "idle_to_chat", "chat_to_params",
-  "params_to_request", "idle_to_request", "answer_to_request"];
+  "params_to_request", "idle_to_request", "answer_to_request", "call_to_fetch", "fetch_to_chat", "call_to_tick", "fetch_to_server", "server_to_chat"];
 function splitByTrace(size, mode) {
   let lines = [];
   try { lines = fs.readFileSync(tracePath(size, mode), "utf8").split("\n"); } catch {}
@@ -395,8 +399,10 @@ function splitByTrace(size, mode) {
       const done = call === undefined ? undefined : find("pa_done", r.parent, (x) => x.at >= call)[0]?.at;
       const chat = from === undefined ? undefined : find("chat", r.parent, (x) => x.at >= from && before(x))[0]?.at;
       const params = find("params", r.parent, before).at(-1)?.at;
+      // after the call: its request leaving by the global fetch, the server emitting it, the thread's next macrotask
+      const [fetched, served, tick] = ["f_call", "s_req", "pa_tick"].map((h) => (call === undefined ? undefined : find(h, r.parent, (x) => x.at >= call)[0]?.at));
       const v = [d(answer, idle), d(idle, r.wakeAt - r.idleToWake), d(idle, call), d(call, chat), d(call, done), d(idle, chat), d(chat, params),
-        d(params, r.wakeAt), d(idle, r.wakeAt), d(answer, r.wakeAt)];
+        d(params, r.wakeAt), d(idle, r.wakeAt), d(answer, r.wakeAt), d(call, fetched), d(fetched, chat), d(call, tick), d(fetched, served), d(served, chat)];
       r.hops = Object.fromEntries(HOPS.map((h, k) => [h, v[k]]));
     }
   }

@@ -14,9 +14,20 @@
 //   chat       the chat.message hook: OpenCode making a prompt's user message
 //   params     the chat.params hook: a step about to call the model
 // With options.events, every event's type too (`ev:<type>`), but the streamed
-// deltas. It changes nothing: the hooks only read, and promptAsync is wrapped
-// only to take its times.
+// deltas. With options.detail (e2e_compare_tui.mjs, which has no HTTP API to
+// ask): `created:<parent id or ->` for each session made, `status:<type>` for
+// each session.status, and at load `client:<how>`: `client:in-process` when the
+// SDK client given to plugins fetches through OpenCode's own app (no server URL:
+// the plain TUI, `opencode run`), `client:http` when through the global fetch.
+// With options.fetch, the global fetch is wrapped to stamp each request to a
+// `prompt_async` route: `f_call` (the SDK's interceptors done, the request
+// leaving) and `f_head` (the response's head back), so that an in-process
+// promptAsync shows a pa_call without an f_call; `s_req`: OpenCode's HTTP
+// server (node:http) emitting that request to its handler; and `pa_tick`: the
+// first macrotask (setImmediate) after each promptAsync call runs. It changes nothing: the hooks
+// only read, and promptAsync and fetch are wrapped only to take their times.
 import fs from "node:fs";
+import http from "node:http";
 
 const now = () => (performance.timeOrigin + performance.now()).toFixed(2);
 
@@ -27,11 +38,42 @@ export default {
     if (!file) return {};
     const put = (at, hop, sid) => { try { fs.appendFileSync(file, `${at} ${hop} ${sid ?? "-"}\n`); } catch {} };
     const session = input?.client?.session;
+    if (options.detail) {
+      // The SDK client's own fetch: OpenCode's P7 gives it `Server.Default().app.fetch` when
+      // it has no server URL, else a wrapper of the global fetch.
+      const own = input?.client?._client?.getConfig?.()?.fetch;
+      put(now(), `client:${own && /app\.fetch/.test(String(own)) ? "in-process" : "http"}`, "-");
+    }
+    if (options.fetch && typeof globalThis.fetch === "function" && !globalThis.fetch.traced) {
+      const f = globalThis.fetch;
+      const traced = Object.assign(function (req, init) {
+        const url = typeof req === "string" ? req : req?.url ?? String(req);
+        const sid = /\/session\/([^/]+)\/prompt_async/.exec(url)?.[1];
+        if (!sid) return f.call(this, req, init);
+        put(now(), "f_call", sid);
+        const p = f.call(this, req, init);
+        p?.then?.(() => put(now(), "f_head", sid), () => {});
+        return p;
+      }, f, { traced: true });
+      globalThis.fetch = traced;
+      // the server's side: OpenCode's HTTP server is node:http's (Bun's), wrapped by Effect
+      const emit = http.Server.prototype.emit;
+      if (!emit.traced) {
+        http.Server.prototype.emit = Object.assign(function (ev, req, ...rest) {
+          const sid = ev === "request" ? /\/session\/([^/]+)\/prompt_async/.exec(req?.url ?? "")?.[1] : undefined;
+          if (sid) put(now(), "s_req", sid);
+          return emit.call(this, ev, req, ...rest);
+        }, { traced: true });
+      }
+    }
     const promptAsync = session?.promptAsync;
     if (typeof promptAsync === "function" && !promptAsync.traced) {
       const traced = function (...args) {
         const sid = args[0]?.path?.id;
         put(now(), "pa_call", sid);
+        // with options.fetch: when the JS thread next gets to a macrotask after the call (how
+        // long what was queued before it holds the thread)
+        if (options.fetch) setImmediate(() => put(now(), "pa_tick", sid));
         const p = promptAsync.apply(this, args);
         p?.then?.(() => put(now(), "pa_done", sid), () => put(now(), "pa_fail", sid));
         return p;
@@ -46,6 +88,9 @@ export default {
         else if (event?.type === "message.updated" && p?.info?.role === "assistant" && p.info.finish &&
           !["tool-calls", "unknown"].includes(p.info.finish))
           put(at, p.info.time?.completed ? "completed" : "answer", p.info.sessionID);
+        if (options.detail && event?.type === "session.created")
+          put(at, `created:${p?.info?.parentID ?? "-"}`, p?.info?.id);
+        else if (options.detail && event?.type === "session.status") put(at, `status:${p?.status?.type}`, p?.sessionID);
         if (options.events && event?.type !== "message.part.delta")
           put(at, `ev:${event?.type}`, p?.sessionID ?? p?.info?.sessionID ?? p?.part?.sessionID);
       },
