@@ -153,7 +153,9 @@ static void delegates_in_its_worktree(void)
 static int line_asks(sim_host *h, void *arg)
 {
     const char **want = arg;
-    cJSON *view = cJSON_Parse(sim_view(h, want[0], -1));
+    char *text = sim_view(h, want[0], -1);
+    cJSON *view = cJSON_Parse(text);
+    free(text);
     const cJSON *line, *found = NULL;
     cJSON_ArrayForEach (line, jget(view, "tasks"))
         if (jstr(line, "id") && strcmp(jstr(line, "id"), want[1]) == 0)
