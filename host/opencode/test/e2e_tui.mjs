@@ -490,8 +490,13 @@ async function watchMonitor() {
       new RegExp(`● running Watch log sh mon\\.sh · ${n} ${word} · 9m[45]\\ds left`)], sidebar, 20000);
     const told = await waitFor(`event ${n}'s notification`, async () => (await messages(sid)).find((m) =>
       m.info.role === "user" && textOf(m).includes(`[ocbg] Monitor ${id} "Watch log", event ${n}:`)), 20000);
-    ok(told && textOf(told).includes(`line ${n}`), `monitor: event ${n} woke the parent with its line`, told && textOf(told));
+    ok(told && textOf(told).includes(`line ${n}`), `monitor: event ${n} told the parent its line`, told && textOf(told));
     await idle(sid);
+    const woke = fake.requests.filter((r) => {
+      const u = JSON.stringify([...(r.body?.messages || [])].reverse().find((m) => m.role === "user") || {});
+      return u.includes(id) && u.includes(`event ${n}:`);
+    }).length;
+    ok(woke === 1, `monitor: event ${n} woke the parent once (one model call has it as its newest message)`, woke);
   }
   keepScreen("real-monitor-sidebar");
   type("/bgtasks");
