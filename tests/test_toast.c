@@ -1,7 +1,7 @@
 /* Notices to the user (ABI 1.3 notify_user; a toast in OpenCode): a batch
  * that finishes gives one notice summing it up, a failure one of level
- * error, a question for the user one of level warning; unknown options are
- * no refusal but a warning, shown and logged. */
+ * error, a stop by the person none, a question for the user one of level
+ * warning; unknown options are no refusal but a warning, shown and logged. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +73,26 @@ static void failure_is_an_error_notice(void)
     t_close(&f);
 }
 
+/* A task the person stops from the panel tells its launcher "stopped by the
+ * user", and the person nothing (they asked for it): the first notice is the
+ * next task's completion, not "Background task failed". */
+static void user_stop_gives_no_notice(void)
+{
+    t_fixture f;
+    sim_host *h = t_open(&f, NULL);
+    const char *id = t_task(&f, "Stopped", J("{'steps':[{'wait_ms':%d},{'reply':'late'}]}", tap_timeout_ms(60000)));
+    is_int(t_wait_status(h, f.parent, id, "running", 5000), 0, "the task runs");
+    char *reply = NULL;
+    sim_ui_request(h, 0, J("{'v':1,'id':'r1','action':'stop','task_id':'%s'}", id), &reply);
+    free(reply);
+    is_int(t_wait_messages_with(h, f.parent, "stopped by the user", 1, 5000), 0,
+           "the launcher is told the person stopped it");
+    t_task(&f, "After", J("{'steps':[{'reply':'done'}]}"));
+    first_notice_is(h, "the user is notified of the next task", "Background task completed: After", 1,
+                    "the first notice is the next task's, none for the stopped one", "success");
+    t_close(&f);
+}
+
 static void question_is_a_warning_notice(void)
 {
     t_fixture f;
@@ -104,6 +124,7 @@ int main(void)
 {
     batch_gives_one_notice();
     failure_is_an_error_notice();
+    user_stop_gives_no_notice();
     question_is_a_warning_notice();
     unknown_option_is_a_warning();
     return done_testing();

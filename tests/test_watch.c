@@ -277,6 +277,33 @@ static void stream_end_flushes(void)
     watch_free(&w);
 }
 
+/* Events nobody took yet wait in order, however many (a ring of per_minute:
+ * the oldest goes first after the ring wrapped), and are freed with the watch. */
+static void ready_events_keep_their_order(void)
+{
+    watch_limits lim = watch_limits_default();
+    lim.max_lines = 1; /* a line is an event at once */
+    lim.per_minute = 3;
+    watch w;
+    char err[200];
+    watch_init(&w, &lim, NULL, err, sizeof err);
+    watch_feed(&w, "a\nb\nc\n", 6, 0);
+    watch_event ev;
+    char texts[64] = "";
+    for (int i = 0; i < 2; i++) {
+        is_int(watch_take(&w, 0, &ev), WATCH_EVENT, "an event taken (%d)", i);
+        strncat(texts, i ? "|" : "", sizeof texts - strlen(texts) - 1);
+        strncat(texts, ev.lines, sizeof texts - strlen(texts) - 1);
+        free(ev.lines);
+    }
+    watch_feed(&w, "d\ne\n", 4, 60000);                               /* a minute on: slots free, the ring wraps */
+    drain(&w, 60000 + lim.quiet_ms, texts, sizeof texts, NULL, NULL); /* the last line closes when quiet */
+    is_str(texts, "a|b|c|d|e", "in the order they came");
+    watch_feed(&w, "f\ng\nh\n", 6, 120000);
+    is_int(watch_next_due(&w), 1, "more wait to be taken");
+    watch_free(&w); /* they are freed with it (ASan, valgrind) */
+}
+
 int main(void)
 {
     lines_one_second_apart();
@@ -289,5 +316,6 @@ int main(void)
     flood_stops();
     total_limit_stops();
     stream_end_flushes();
+    ready_events_keep_their_order();
     return done_testing();
 }

@@ -40,7 +40,7 @@ void toast_note_notification(engine *eng, const notification *n, bool woke)
     const task *t = registry_find(&eng->reg, n->task_id);
     if (n->permission_request)
         toast_note(eng, n->task_id, TOAST_WAITING, true);
-    else if (t)
+    else if (t && t->status != TASK_CANCELLED) /* the person or the model stopped it: nothing to tell them */
         toast_note(eng, n->task_id, t->status == TASK_COMPLETED ? TOAST_COMPLETED : TOAST_FAILED, woke);
 }
 

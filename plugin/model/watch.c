@@ -41,7 +41,7 @@ void watch_free(watch *w)
     sb_free(&w->pending);
     free(w->held);
     for (unsigned i = 0; i < w->ready_count; i++)
-        free(w->ready[i].lines);
+        free(w->ready[(w->ready_head + i) % w->lim.per_minute].lines);
     free(w->ready);
     free(w->given_ms);
     memset(w, 0, sizeof *w);
@@ -65,13 +65,19 @@ static void take_slot(watch *w, int64_t now)
         w->given_count++;
 }
 
+/* ev to the ready list's end (slot_free saw room for it). */
+static void put_ready(watch *w, watch_event ev)
+{
+    w->ready[(w->ready_head + w->ready_count++) % w->lim.per_minute] = ev;
+}
+
 /* The event that closed (lines, malloc'd) goes to the ready list if a slot
  * is free, else it is held back in place of the one held before. */
 static void close_lines(watch *w, char *lines, unsigned count, int64_t now)
 {
     if (!w->held && slot_free(w, now)) {
         take_slot(w, now);
-        w->ready[w->ready_count++] = (watch_event){.lines = lines, .line_count = count};
+        put_ready(w, (watch_event){.lines = lines, .line_count = count});
         return;
     }
     free(w->held);
@@ -169,14 +175,14 @@ watch_verdict watch_take(watch *w, int64_t now, watch_event *ev)
         close_open(w, now);
     if (w->held && slot_free(w, now)) { /* what was held back goes, with the count */
         take_slot(w, now);
-        w->ready[w->ready_count++] =
-            (watch_event){.lines = w->held, .line_count = w->held_lines, .suppressed = w->suppressed - 1};
+        put_ready(w, (watch_event){.lines = w->held, .line_count = w->held_lines, .suppressed = w->suppressed - 1});
         w->held = NULL;
         w->suppressed = 0;
     }
     if (w->ready_count) {
-        *ev = w->ready[0];
-        memmove(w->ready, w->ready + 1, --w->ready_count * sizeof *w->ready);
+        *ev = w->ready[w->ready_head]; /* a ring: taking one moves none (per_minute may be large) */
+        w->ready_head = (w->ready_head + 1) % w->lim.per_minute;
+        w->ready_count--;
         w->events++;
         return WATCH_EVENT;
     }

@@ -62,8 +62,8 @@ typedef struct watch {
     int64_t flood_since;  /* when the current run of holding back began (0: none) */
     int64_t last_held_ms; /* when an event was last held back */
     bool flooded;         /* held back for flood_ms, without a pause of 5 s: the watch stops */
-    watch_event *ready;   /* closed events with a slot, not yet taken (at most per_minute) */
-    unsigned ready_count;
+    watch_event *ready;   /* closed events with a slot, not yet taken: a ring of per_minute, the oldest at ready_head */
+    unsigned ready_head, ready_count;
     int64_t *given_ms; /* ring of the last per_minute events' times */
     unsigned given_pos, given_count;
     unsigned events; /* events given so far */
