@@ -58,6 +58,18 @@ static const char *mtext(const char *id, const char *desc, const char *rest)
     return b;
 }
 
+/* How many pushes into s hold text, and (*waking) how many of them woke it. */
+static int pushes_of(sim_host *h, const char *s, const char *text, int *waking)
+{
+    cJSON *j = cJSON_CreateString(text); /* the call's body is JSON: the text as JSON writes it */
+    char *quoted = cJSON_PrintUnformatted(j);
+    quoted[strlen(quoted) - 1] = '\0';
+    int n = prompts_with(h, s, quoted + 1, waking);
+    free(quoted);
+    cJSON_Delete(j);
+    return n;
+}
+
 /* Wait until every notification is out, then: is text the whole of exactly
  * one message in s, pushed once, waking the parent? */
 static void told_once(sim_host *h, const char *s, const char *text, const char *what)
@@ -68,12 +80,7 @@ static void told_once(sim_host *h, const char *s, const char *text, const char *
     free(got);
     is_int(t_sync_notifications(h, s), 0, "notifications synced");
     int waking;
-    cJSON *j = cJSON_CreateString(text); /* the call's body is JSON: the text as JSON writes it */
-    char *quoted = cJSON_PrintUnformatted(j);
-    quoted[strlen(quoted) - 1] = '\0';
-    is_int(prompts_with(h, s, quoted + 1, &waking), 1, "%s: pushed once", what);
-    free(quoted);
-    cJSON_Delete(j);
+    is_int(pushes_of(h, s, text, &waking), 1, "%s: pushed once", what);
     is_int(waking, 1, "%s: it wakes the parent", what);
 }
 
@@ -428,6 +435,36 @@ static void restart_ends_it_once(void)
     sim_destroy(h);
 }
 
+/* ---- a session's wakes ------------------------------------------------- */
+
+/* The monitors of one session together wake it no more often than one may
+ * (per_minute, here 2): a third event within the minute is told without a
+ * turn, and nothing is lost. */
+static void session_wakes_bounded(void)
+{
+    sim_host *h = host();
+    char *s = sim_session_new(h, NULL, "main");
+    limits(h, 50, 100, 2, 600000, 100);
+    char *a = monitor(h, s, J("{'command':'echo a1; sleep 0.5; echo a2; sleep 300','description':'A'}"), NULL);
+    char *b = monitor(h, s, J("{'command':'sleep 1; echo b1; sleep 300','description':'B'}"), NULL);
+    const char *texts[] = {mtext(a, "A", ", event 1:\na1\n"), mtext(a, "A", ", event 2:\na2\n"),
+                           mtext(b, "B", ", event 1:\nb1\n")};
+    int wakes = 0;
+    for (int i = 0; i < 3; i++)
+        is_int(t_wait_messages_with(h, s, texts[i], 1, 10000), 0, "event %d told", i + 1);
+    is_int(t_sync_notifications(h, s), 0, "notifications synced");
+    for (int i = 0; i < 3; i++) {
+        int waking;
+        is_int(pushes_of(h, s, texts[i], &waking), 1, "event %d pushed once", i + 1);
+        wakes += waking;
+    }
+    is_int(wakes, 2, "two of the three woke the session, the third joins its next turn");
+    free(t_tool(h, s, "background_cancel", J("{'task_id':'%s'}", a)));
+    free(t_tool(h, s, "background_cancel", J("{'task_id':'%s'}", b)));
+    free(a), free(b), free(s);
+    sim_destroy(h);
+}
+
 int main(void)
 {
     t_tmpdir_make("monitor");
@@ -444,6 +481,7 @@ int main(void)
     asked_as_bash();
     cancel_and_views();
     restart_ends_it_once();
+    session_wakes_bounded();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

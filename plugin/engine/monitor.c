@@ -7,13 +7,23 @@
 #include "base/util.h"
 #include "text/monitor.h"
 
+/* The wakes the monitors of one session gave in the last minute: a ring of
+ * their monotonic times, per_minute long. */
+typedef struct session_wakes {
+    char *session_id;
+    int64_t *at;
+    unsigned size, pos, count;
+} session_wakes;
+
 /* The tasks whose output is watched, by id (a removed task's entry is
  * dropped at the next look). */
 typedef struct monitor_list {
     char (*ids)[TASK_ID_SIZE];
     unsigned n, cap;
-    bool narrowed;    /* lim was set (monitor_set_limits) */
-    watch_limits lim; /* then: a new monitor's bounds */
+    bool narrowed;        /* lim was set (monitor_set_limits) */
+    watch_limits lim;     /* then: a new monitor's bounds */
+    session_wakes *wakes; /* sessions their monitors woke in the last minute */
+    unsigned nwakes, capwakes;
 } monitor_list;
 
 static monitor_list *list_of(engine *eng)
@@ -60,7 +70,56 @@ void monitor_wake(void *engine_arg)
     pthread_cond_signal(&eng->work_cv);
 }
 
-/* Push text (taken) into t's parent session, waking it. */
+/* Whether t's parent session may be woken once more at monotonic now: the
+ * monitors of a session together wake it at most per_minute times in any
+ * 60 s, as one monitor may (each wake is a model turn: eight monitors at
+ * their own bound would be eight times that). A word past it is told
+ * without a turn: the model reads it at the session's next one. */
+static bool session_may_wake(engine *eng, const task *t, int64_t now)
+{
+    monitor_list *l = list_of(eng);
+    unsigned per_minute = monitor_limits(eng).per_minute;
+    per_minute = per_minute ? per_minute : 1;
+    session_wakes *w = NULL;
+    for (unsigned i = 0; i < l->nwakes && !w; i++)
+        if (strcmp(l->wakes[i].session_id, t->parent->session_id) == 0)
+            w = &l->wakes[i];
+    if (!w) {
+        if (l->nwakes == l->capwakes) {
+            l->capwakes = l->capwakes ? l->capwakes * 2 : 4;
+            l->wakes = xrealloc(l->wakes, l->capwakes * sizeof *l->wakes);
+        }
+        w = &l->wakes[l->nwakes++];
+        *w = (session_wakes){xstrdup(t->parent->session_id), xcalloc(per_minute, sizeof(int64_t)), per_minute, 0, 0};
+    }
+    if (w->count == w->size && w->at[w->pos] > now - 60000)
+        return false; /* the oldest of the last `size` wakes is within the minute */
+    w->at[w->pos] = now;
+    w->pos = (w->pos + 1) % w->size;
+    w->count += w->count < w->size;
+    return true;
+}
+
+/* Sessions whose newest wake is a minute old are forgotten. */
+static void forget_old_wakes(monitor_list *l, int64_t now)
+{
+    for (unsigned i = 0; i < l->nwakes;) {
+        session_wakes *w = &l->wakes[i];
+        bool recent = false;
+        for (unsigned k = 0; k < w->count && !recent; k++)
+            recent = w->at[k] > now - 60000;
+        if (recent) {
+            i++;
+            continue;
+        }
+        free(w->session_id);
+        free(w->at);
+        l->wakes[i] = l->wakes[--l->nwakes];
+    }
+}
+
+/* Push text (taken) into t's parent session, waking it within the
+ * session's bound. */
 static void tell(engine *eng, const task *t, char *text)
 {
     notification *n = xcalloc(1, sizeof *n);
@@ -68,7 +127,7 @@ static void tell(engine *eng, const task *t, char *text)
     n->run = t->run;
     n->parent_session = xstrdup(t->parent->session_id);
     n->agent = xstrdup(t->parent_agent);
-    n->wake = true; /* an event is there to be reacted to */
+    n->wake = session_may_wake(eng, t, mono_ms()); /* an event is there to be reacted to */
     n->extra = true;
     n->text = text;
     engine_push_notification(eng, n);
@@ -132,14 +191,22 @@ int64_t monitor_tick(engine *eng, int64_t now)
             next = due;
         i++;
     }
+    if (l)
+        forget_old_wakes(l, now);
     return next;
 }
 
 void monitor_free(engine *eng)
 {
     monitor_list *l = eng->monitors;
-    if (l)
+    for (unsigned i = 0; l && i < l->nwakes; i++) {
+        free(l->wakes[i].session_id);
+        free(l->wakes[i].at);
+    }
+    if (l) {
         free(l->ids);
+        free(l->wakes);
+    }
     free(l);
     eng->monitors = NULL;
 }
