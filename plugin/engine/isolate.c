@@ -116,15 +116,27 @@ typedef struct settle_plan {
     unsigned run;
 } settle_plan;
 
-/* Task id once no early report of its ended run is being read; an early
- * report that still holds (no tool call changed state since it began) is
- * made its run's report. NULL when it is gone. [lock held; may wait] */
+/* How long a run's end waits for an early report still queued (not begun:
+ * every git thread may be busy) before it reads the report itself. */
+#define EARLY_QUEUED_WAIT_MS 1000
+
+/* Task id once no early report of its ended run is being read (one begun
+ * is waited for: git's deadline bounds it; one still queued, a while); an
+ * early report that still holds (begun during the run's answer, no tool call
+ * changed state since) is made its run's report. NULL when it is gone.
+ * [lock held; may wait] */
 static task *take_early(engine *eng, const char *task_id)
 {
+    struct timespec queued_until;
+    mono_deadline(&queued_until, mono_ms() + EARLY_QUEUED_WAIT_MS);
     task *t;
     while ((t = registry_find(&eng->reg, task_id)) != NULL && t->wt && t->wt->early_pending &&
-           !task_status_active(t->status) && !eng->stopping)
-        engine_cond_wait(eng, &eng->git.early_cv);
+           !task_status_active(t->status) && !eng->stopping) {
+        if (t->wt->early_running)
+            engine_cond_wait(eng, &eng->git.early_cv);
+        else if (engine_cond_timedwait(eng, &eng->git.early_cv, &queued_until) == ETIMEDOUT)
+            break;
+    }
     task_worktree *w = t ? t->wt : NULL;
     if (!w || task_status_active(t->status) || w->report_run == t->run || !w->early)
         return t;
@@ -211,6 +223,7 @@ void isolate_early(engine *eng, const char *task_id, unsigned run)
         p = plan_of(t);
         gen = t->wt->tool_gen;
         message = xstrdup(t->wt->text_msg);
+        t->wt->early_running++;
     }
     engine_unlock(eng);
     char *report = NULL, *err = NULL;
@@ -224,6 +237,8 @@ void isolate_early(engine *eng, const char *task_id, unsigned run)
     task_worktree *w = t ? t->wt : NULL;
     if (w && w->early_pending)
         w->early_pending--;
+    if (w && p.path && w->early_running)
+        w->early_running--;
     /* Kept unless one begun later is kept already (two may overlap). */
     if (w && report && t->run == run && !(w->early && w->early_run == run && w->early_gen > gen)) {
         free(w->early);

@@ -104,6 +104,7 @@ typedef struct task_worktree {
     bool asked;
     unsigned tool_gen;      /* bumped at every update of a tool call of the task's session */
     unsigned early_pending; /* early reads asked for and not done */
+    unsigned early_running; /* of them, begun (git running) */
 } task_worktree;
 
 /* Laid out for size (a registry may keep tens of thousands of finished
