@@ -41,7 +41,7 @@ PLUGIN_OBJ := $(PLUGIN_SRC:%.c=$(BUILD)/obj/%.o) $(TS_OBJ)
 SIM_SRC    := $(filter-out host/sim/host/demo.c,$(sort $(wildcard host/sim/*/*.c)))
 SIM_OBJ    := $(SIM_SRC:%.c=$(BUILD)/obj/%.o)
 TAP_OBJ    := $(BUILD)/obj/tests/tap.o $(BUILD)/obj/tests/testlib.o $(BUILD)/obj/tests/shelltest.o $(BUILD)/obj/tests/simtest.o \
-              $(BUILD)/obj/tests/storetest.o
+              $(BUILD)/obj/tests/storetest.o $(BUILD)/obj/tests/wtref.o
 # Each tests/test_NAME.c becomes $(BUILD)/tests/NAME.t.
 TEST_SRC   := $(sort $(wildcard tests/test_*.c))
 TESTS      := $(TEST_SRC:tests/test_%.c=$(BUILD)/tests/%.t)
@@ -155,7 +155,9 @@ $(BUILD)/ocbg-demo: $(BUILD)/obj/host/sim/host/demo.o $(BUILD)/libsimhost.a
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/libsimhost.a $(BUILD)/libocbg-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
+# It checks its reports against the tests' reference (tests/wtref.c) and uses their shell lines.
+$(BUILD)/bench/bench_worktree_report: $(TAP_OBJ)
 
 # The tests find the plugin and the test plugins through these variables.
 TEST_ENV = OCBG_PLUGIN_DIR=$(abspath $(BUILD)/plugin-dir) OCBG_BUILD=$(abspath $(BUILD))

@@ -22,7 +22,6 @@
  * to the second of the first file written, what `git worktree add` leaves
  * when its checkout takes under a second). Prints "name: value unit". */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +32,12 @@
 
 #include "base/util.h"
 #include "bench.h"
+#include "testlib.h"
 #include "worktree/bind.h"
-#include "worktree/git.h"
 #include "worktree/worktree.h"
+#include "wtref.h"
 
 #define RUNS 15
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static char top[128];
 
@@ -46,22 +45,6 @@ static void die(const char *what)
 {
     fprintf(stderr, "bench_worktree_report: %s\n", what);
     exit(1);
-}
-
-static int sh(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int sh(const char *dir, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *cmd = NULL;
-    if (vasprintf(&cmd, fmt, ap) < 0)
-        die("out of memory");
-    va_end(ap);
-    char *full = xasprintf("cd '%s' && { %s; } >/dev/null 2>&1", dir, cmd);
-    int rc = system(full);
-    free(full);
-    free(cmd);
-    return rc;
 }
 
 static void write_file(const char *path, const char *text)
@@ -75,7 +58,7 @@ static void write_file(const char *path, const char *text)
 static char *make_repo(const char *name, int folders, int files)
 {
     char *dir = xasprintf("%s/%s", top, name);
-    if (sh(top, "git init -q -b main %s", name) != 0)
+    if (t_sh(top, "git init -q -b main %s", name) != 0)
         die("git init failed");
     strbuf body = {0};
     for (int f = 0; f < folders; f++) {
@@ -92,38 +75,9 @@ static char *make_repo(const char *name, int folders, int files)
         free(sub);
     }
     sb_free(&body);
-    if (sh(dir, "git add . && git -c user.name=b -c user.email=b@example.com commit -q -m base") != 0)
+    if (t_sh(dir, "git add . && git -c user.name=b -c user.email=b@example.com commit -q -m base") != 0)
         die("git commit failed");
     return dir;
-}
-
-/* The report made the way it was before: the five commands in turn. */
-static char *report_sequential(const worktree_made *m)
-{
-    bound_worktree w;
-    char *err = NULL;
-    if (worktree_bind(m->checkout, m->path, &w, &err) != 0)
-        die(err);
-    git_bind b = worktree_git(&w);
-    char *range = xasprintf("%s..HEAD", m->base);
-    int rc = 0;
-    char *commits = git_line(&b, ARGS("rev-list", "--count", range), &rc);
-    char *committed = NULL, *uncommitted = NULL, *untracked = NULL, *stat = NULL;
-    if (rc == 0)
-        rc = git_run(&b, ARGS("diff", "--no-ext-diff", "--no-textconv", "--shortstat", m->base, "HEAD"), &committed);
-    if (rc == 0)
-        rc = git_run(&b, ARGS("diff", "--no-ext-diff", "--no-textconv", "--shortstat", "HEAD"), &uncommitted);
-    if (rc == 0)
-        rc = git_run(&b, ARGS("ls-files", "--others", "--exclude-standard"), &untracked);
-    if (rc == 0)
-        rc = git_run(&b, ARGS("diff", "--no-ext-diff", "--no-textconv", "--no-relative", "--stat=100", m->base), &stat);
-    if (rc != 0)
-        die("a git command of the sequential report failed");
-    report_parts p = {m->branch, m->base, m->path, commits, committed, uncommitted, untracked, stat};
-    char *report = worktree_report_compose(&p);
-    free(range), free(commits), free(committed), free(uncommitted), free(untracked), free(stat);
-    bound_worktree_free(&w);
-    return report;
 }
 
 static char *report_now(const worktree_made *m)
@@ -137,7 +91,7 @@ static char *report_now(const worktree_made *m)
 /* The report says what the task did, and both ways say it alike. */
 static void check(const worktree_made *m, bool committed)
 {
-    char *now = report_now(m), *before = report_sequential(m);
+    char *now = report_now(m), *before = wtref_report_sequential(m);
     const char *want = committed ? ", 1 commit: 1 file changed, 1 insertion(+)\nUncommitted in %s: 1 file changed, 1 "
                                    "insertion(+); 1 untracked file\n"
                                  : ", 0 commits: nothing committed\nUncommitted in %s: 2 files changed, 2 "
@@ -171,7 +125,7 @@ static figures measure(const worktree_made *m)
         free(report_now(m));
         int64_t t1 = bench_ns();
         double c1 = children_cpu_ms();
-        free(report_sequential(m));
+        free(wtref_report_sequential(m));
         int64_t t2 = bench_ns();
         a[i] = (double)(t1 - t0) / 1e6;
         b[i] = (double)(t2 - t1) / 1e6;
@@ -189,8 +143,8 @@ static void make_task_worktree(const char *repo, const char *id, const char *edi
     char *err = NULL;
     if (worktree_make(repo, top, id, ISOLATION_WORKTREE, m, &err) != 0)
         die(err);
-    if (sh(m->path, "echo edited >> %s && %s echo edited >> %s && echo new > made.txt", edit1,
-           commit ? "git -c user.name=b -c user.email=b@example.com commit -q -am work &&" : "", edit2) != 0)
+    if (t_sh(m->path, "echo edited >> %s && %s echo edited >> %s && echo new > made.txt", edit1,
+             commit ? "git -c user.name=b -c user.email=b@example.com commit -q -am work &&" : "", edit2) != 0)
         die("the task's work failed");
 }
 
@@ -212,7 +166,7 @@ static char *index_of(const worktree_made *m)
 static void all_racy(const worktree_made *m)
 {
     char *index = index_of(m);
-    if (sh(m->path, "touch -m -d @$(stat -c %%Y src000/file001.c) '%s'", index) != 0)
+    if (t_sh(m->path, "touch -m -d @$(stat -c %%Y src000/file001.c) '%s'", index) != 0)
         die("cannot set the index's time");
     free(index);
 }
@@ -280,7 +234,7 @@ int main(void)
     scenario(small, "small", "src000/file000.c", "src002/file003.c", false);
     char *big = make_repo("big", 100, 100);
     scenario(big, "10k", "src000/file000.c", "src099/file099.c", true);
-    sh(top, "rm -rf '%s'", top);
+    t_sh(top, "rm -rf '%s'", top);
     free(small), free(big);
     return 0;
 }

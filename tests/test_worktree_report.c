@@ -15,44 +15,14 @@
 
 #include "base/util.h"
 #include "testlib.h"
-#include "worktree/bind.h"
 #include "worktree/git.h"
 #include "worktree/worktree.h"
+#include "wtref.h"
 
 static char top[256], repo[300], root[300];
 static char *base_path; /* PATH without the logging git */
 
 #define GIT_ID "git -c user.name=t -c user.email=t@example.com"
-#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
-
-/* The report as worktree_report made it before: the five commands in turn. */
-static char *report_before(const worktree_made *m)
-{
-    bound_worktree w;
-    char *err = NULL;
-    if (worktree_bind(m->checkout, m->path, &w, &err) != 0)
-        bail_out("bind: %s", err);
-    git_bind b = worktree_git(&w);
-    char *range = xasprintf("%s..HEAD", m->base);
-    int rc = 0;
-    char *commits = git_line(&b, ARGS("rev-list", "--count", range), &rc);
-    char *committed = NULL, *uncommitted = NULL, *untracked = NULL, *stat = NULL;
-    if (rc == 0)
-        rc = git_run(&b, ARGS("diff", "--no-ext-diff", "--no-textconv", "--shortstat", m->base, "HEAD"), &committed);
-    if (rc == 0)
-        rc = git_run(&b, ARGS("diff", "--no-ext-diff", "--no-textconv", "--shortstat", "HEAD"), &uncommitted);
-    if (rc == 0)
-        rc = git_run(&b, ARGS("ls-files", "--others", "--exclude-standard"), &untracked);
-    if (rc == 0)
-        rc = git_run(&b, ARGS("diff", "--no-ext-diff", "--no-textconv", "--no-relative", "--stat=100", m->base), &stat);
-    if (rc != 0)
-        bail_out("the reference report failed: %d", rc);
-    report_parts p = {m->branch, m->base, m->path, commits, committed, uncommitted, untracked, stat};
-    char *report = worktree_report_compose(&p);
-    free(range), free(commits), free(committed), free(uncommitted), free(untracked), free(stat);
-    bound_worktree_free(&w);
-    return report;
-}
 
 /* The git commands worktree_report runs, counted by the logging git. */
 static char *report_now(const worktree_made *m, int *commands)
@@ -82,7 +52,7 @@ static void check(const char *id, const char *work, int commands, const char *wh
         bail_out("the task's work failed: %s", work);
     int ran = 0;
     char *now = report_now(&m, &ran);
-    char *before = report_before(&m);
+    char *before = wtref_report_sequential(&m);
     is_str(now, before, "%s: the report, word for word", what);
     is_int(ran, commands, "%s: %d git commands, run at once", what, commands);
     free(now), free(before);

@@ -123,6 +123,36 @@ const WATCH_CONNECT_MS = 20000, RECONNECT_MS = 250, RECONNECT_MAX_MS = 10000;
 // or fails while watched is opened again (backoff). watch({directory, watch:
 // false}) stops it and resolves once its loop has ended: no request for the
 // directory follows. Answers as the SDK does: {data} or {error}.
+// The in-process tap: a watched directory's events straight from the copy of
+// ocbg OpenCode loaded in that directory's instance (its event hook gets each
+// event as the bus publishes it), not through /event, whose delivery to this
+// same process lags by tens of ms (far more when the server is busy): a
+// child's answer reaches the engine at once. Shared through globalThis, so
+// every copy and module instance in the process sees one registry. While a
+// copy there is live, the stream's events are skipped (the tap gave them
+// first); with none (no copy loaded there, or it failed), the stream delivers.
+const TAPS = (globalThis[Symbol.for("ocbg.taps.v1")] ??= { live: new Map(), listeners: new Map() });
+export function tapForward(directory, ev) {
+  for (const fn of TAPS.listeners.get(directory) ?? []) { try { fn(ev); } catch {} }
+}
+export function tapOpen(directory) {
+  TAPS.live.set(directory, (TAPS.live.get(directory) ?? 0) + 1);
+  let open = true;
+  return () => {
+    if (!open) return;
+    open = false;
+    const n = (TAPS.live.get(directory) ?? 1) - 1;
+    if (n > 0) TAPS.live.set(directory, n); else TAPS.live.delete(directory);
+  };
+}
+const tapLive = (directory) => (TAPS.live.get(directory) ?? 0) > 0;
+function tapListen(directory, fn) {
+  let set = TAPS.listeners.get(directory);
+  if (!set) TAPS.listeners.set(directory, (set = new Set()));
+  set.add(fn);
+  return () => { set.delete(fn); if (!set.size && TAPS.listeners.get(directory) === set) TAPS.listeners.delete(directory); };
+}
+
 export function makeWatcher(client, deliver) {
   const streams = new Map(); // directory -> {ac, done}
   const wait = (ms, signal) => new Promise((r) => {
@@ -131,6 +161,18 @@ export function makeWatcher(client, deliver) {
   });
   async function follow(directory, ac, connected) {
     const seen = new Set();
+    const once = (ev) => {
+      if (ev.id) {
+        if (seen.has(ev.id)) return;
+        seen.add(ev.id);
+        if (seen.size > 2000) seen.delete(seen.values().next().value);
+      }
+      try { deliver(ev); } catch {}
+    };
+    const unlisten = tapListen(directory, (ev) => {
+      if (!ac.signal.aborted && typeof ev?.type === "string" && !ev.type.startsWith("server.")) once(ev);
+    });
+    ac.signal.addEventListener("abort", unlisten, { once: true });
     let delay = RECONNECT_MS, first = true;
     while (!ac.signal.aborted) {
       let failure = null, up = false;
@@ -139,13 +181,8 @@ export function makeWatcher(client, deliver) {
         for await (const ev of stream) {
           if (ac.signal.aborted) break;
           if (ev?.type === "server.connected") { up = true; first = false; delay = RECONNECT_MS; connected(null); continue; }
-          if (typeof ev?.type !== "string" || ev.type.startsWith("server.")) continue;
-          if (ev.id) {
-            if (seen.has(ev.id)) continue;
-            seen.add(ev.id);
-            if (seen.size > 2000) seen.delete(seen.values().next().value);
-          }
-          try { deliver(ev); } catch {}
+          if (typeof ev?.type !== "string" || ev.type.startsWith("server.") || tapLive(directory)) continue;
+          once(ev);
         }
       } catch (e) { failure = e; }
       if (first && !up) { connected(failure ?? new Error("the event stream ended before it connected")); return; }
@@ -221,10 +258,18 @@ export function endTurnOnReject(tool) {
   return tool;
 }
 
-// The hooks, with the watcher stopped before the plugin's own dispose.
-function withWatcher(hooks, watcher) {
-  const dispose = hooks.dispose;
-  hooks.dispose = async () => { await watcher.close(); return dispose?.(); };
+// The hooks, with the watcher stopped before the plugin's own dispose, and
+// every event of this instance's directory handed to the copies that watch
+// it (the tap) before this copy's own hook (an idle copy in a task's folder
+// has none).
+function withWatcher(hooks, watcher, directory) {
+  const dispose = hooks.dispose, event = hooks.event;
+  const close = typeof directory === "string" ? tapOpen(directory) : () => {};
+  hooks.event = (input) => {
+    tapForward(directory, input?.event);
+    return event?.(input);
+  };
+  hooks.dispose = async () => { close(); await watcher.close(); return dispose?.(); };
   return hooks;
 }
 
@@ -254,7 +299,7 @@ export default {
       const watcher = makeWatcher(input?.client, (ev) => hooks?.event?.({ event: ev }));
       hooks = addon.init(input, options ?? null, zod, watcher);
       for (const tool of Object.values(hooks?.tool ?? {})) endTurnOnReject(tool);
-      return withWatcher(hooks, watcher);
+      return withWatcher(hooks, watcher, input?.directory);
     } catch (e) {
       // OpenCode logs a plugin's failure only in its own log: tell the user why.
       tell(input?.client, "error", String(e?.message ?? e));

@@ -26,6 +26,9 @@ static void run_git_job(engine *eng, job *j)
     case JOB_ORPHANS:
         isolate_drop_orphans(eng);
         break;
+    case JOB_EARLY:
+        isolate_early(eng, j->task_id, j->run);
+        break;
     default:
         break;
     }
@@ -56,6 +59,7 @@ static void *gitwork_main(void *arg)
 void gitwork_init(engine *eng)
 {
     cond_init_monotonic(&eng->git.cv);
+    cond_init_monotonic(&eng->git.early_cv);
     jobs_init(&eng->git.q, &eng->git.cv, &eng->mu);
 }
 
@@ -84,6 +88,7 @@ void gitwork_stop(engine *eng)
 {
     engine_lock(eng);
     pthread_cond_broadcast(&eng->git.cv);
+    pthread_cond_broadcast(&eng->git.early_cv);
     unsigned n = eng->git.started;
     engine_unlock(eng);
     for (unsigned i = 0; i < n; i++)
@@ -95,4 +100,5 @@ void gitwork_free(engine *eng)
 {
     jobs_free_all(&eng->git.q);
     pthread_cond_destroy(&eng->git.cv);
+    pthread_cond_destroy(&eng->git.early_cv);
 }

@@ -11,7 +11,9 @@
  *    which pushes the notification with the report in it;
  *  - JOB_RELEASE: remove worktrees (isolate_release), after the aborts the
  *    worker ran before it;
- *  - JOB_ORPHANS: the start-up check (isolate_drop_orphans).
+ *  - JOB_ORPHANS: the start-up check (isolate_drop_orphans);
+ *  - JOB_EARLY: an isolated task's report read while its run goes on
+ *    (isolate_early), so that its end need not wait for git.
  * A thread starts when a job comes and every thread is busy, up to
  * GITWORK_THREADS: a git that hangs (until its deadline, GIT_DEADLINE_MS)
  * holds one thread, and the others go on with other tasks' jobs. A plugin

@@ -116,15 +116,61 @@ typedef struct settle_plan {
     unsigned run;
 } settle_plan;
 
+/* How long a run's end waits for an early report still queued (not begun:
+ * every git thread may be busy) before it reads the report itself. */
+#define EARLY_QUEUED_WAIT_MS 1000
+
+/* Task id once no early report of its ended run is being read (one begun
+ * is waited for: git's deadline bounds it; one still queued, a while); an
+ * early report that still holds (begun during the run's answer, no tool call
+ * changed state since) is made its run's report. NULL when it is gone.
+ * [lock held; may wait] */
+static task *take_early(engine *eng, const char *task_id)
+{
+    struct timespec queued_until;
+    mono_deadline(&queued_until, mono_ms() + EARLY_QUEUED_WAIT_MS);
+    task *t;
+    while ((t = registry_find(&eng->reg, task_id)) != NULL && t->wt && t->wt->early_pending &&
+           !task_status_active(t->status) && !eng->stopping) {
+        if (t->wt->early_running)
+            engine_cond_wait(eng, &eng->git.early_cv);
+        else if (engine_cond_timedwait(eng, &eng->git.early_cv, &queued_until) == ETIMEDOUT)
+            break;
+    }
+    task_worktree *w = t ? t->wt : NULL;
+    if (!w || task_status_active(t->status) || w->report_run == t->run || !w->early)
+        return t;
+    if (w->early_run == t->run && w->early_gen == w->tool_gen && w->early_msg && t->result_message_id &&
+        strcmp(w->early_msg, t->result_message_id) == 0) {
+        free(w->report);
+        w->report = w->early;
+        w->early = NULL;
+        w->report_run = t->run;
+        registry_touch(&eng->reg, t);
+        eng->git.early_taken++;
+    }
+    return t;
+}
+
+/* What git needs to read t's report, copied (the caller holds the engine lock). */
+static settle_plan plan_of(const task *t)
+{
+    return (settle_plan){xstrdup(t->wt->path), xstrdup(t->wt->branch), xstrdup(t->wt->base), xstrdup(t->wt->checkout),
+                         t->run};
+}
+
+static void plan_free(settle_plan *p)
+{
+    free(p->path), free(p->branch), free(p->base), free(p->checkout);
+}
+
 void isolate_report(engine *eng, const char *task_id)
 {
     settle_plan p = {0};
     engine_lock(eng);
-    task *t = registry_find(&eng->reg, task_id);
-    if (t && t->wt && !task_status_active(t->status) && t->wt->report_run != t->run) {
-        p = (settle_plan){xstrdup(t->wt->path), xstrdup(t->wt->branch), xstrdup(t->wt->base), xstrdup(t->wt->checkout),
-                          t->run};
-    }
+    task *t = take_early(eng, task_id);
+    if (t && t->wt && !task_status_active(t->status) && t->wt->report_run != t->run)
+        p = plan_of(t);
     engine_unlock(eng);
     if (!p.path)
         return;
@@ -143,7 +189,72 @@ void isolate_report(engine *eng, const char *task_id)
     }
     engine_unlock(eng);
     free(report);
-    free(p.path), free(p.branch), free(p.base), free(p.checkout);
+    plan_free(&p);
+}
+
+void isolate_early_ask(engine *eng, task *t, const char *message_id)
+{
+    ENGINE_ASSERT_LOCKED(eng);
+    task_worktree *w = t->wt;
+    if (!w || !task_status_active(t->status) || eng->stopping)
+        return;
+    bool new_message = !w->text_msg || strcmp(w->text_msg, message_id) != 0;
+    if (new_message) {
+        free(w->text_msg);
+        w->text_msg = xstrdup(message_id);
+    }
+    if (!new_message && w->asked && w->asked_run == t->run && w->asked_gen == w->tool_gen)
+        return;
+    w->asked = true;
+    w->asked_run = t->run;
+    w->asked_gen = w->tool_gen;
+    w->early_pending++;
+    jobs_push(&eng->q, job_for_task(JOB_EARLY, t));
+}
+
+void isolate_early(engine *eng, const char *task_id, unsigned run)
+{
+    settle_plan p = {0};
+    unsigned gen = 0;
+    char *message = NULL;
+    engine_lock(eng);
+    task *t = registry_find(&eng->reg, task_id);
+    if (t && t->wt && t->run == run && t->wt->text_msg && !eng->stopping) {
+        p = plan_of(t);
+        gen = t->wt->tool_gen;
+        message = xstrdup(t->wt->text_msg);
+        t->wt->early_running++;
+    }
+    engine_unlock(eng);
+    char *report = NULL, *err = NULL;
+    if (p.path && worktree_report(p.checkout, p.path, p.branch, p.base, &report, &err) != 0) {
+        free(report);
+        report = NULL;
+    }
+    free(err);
+    engine_lock(eng);
+    t = registry_find(&eng->reg, task_id);
+    task_worktree *w = t ? t->wt : NULL;
+    if (w && w->early_pending)
+        w->early_pending--;
+    if (w && p.path && w->early_running)
+        w->early_running--;
+    /* Kept unless one begun later is kept already (two may overlap). */
+    if (w && report && t->run == run && !(w->early && w->early_run == run && w->early_gen > gen)) {
+        free(w->early);
+        free(w->early_msg);
+        w->early = report;
+        w->early_msg = message;
+        w->early_run = run;
+        w->early_gen = gen;
+        report = NULL;
+        message = NULL;
+    }
+    pthread_cond_broadcast(&eng->git.early_cv);
+    engine_unlock(eng);
+    free(report);
+    free(message);
+    plan_free(&p);
 }
 
 void isolate_let_go(engine *eng, const char *task_id)

@@ -46,8 +46,22 @@ void isolate_describe(const worktree_made *m, strbuf *out);
 int isolate_watch(engine *eng, const char *task_id, char **err);
 
 /* Task id's run has ended: read what it did in its worktree, once per run
- * (git runs; the report is kept in the task). [lock not held] */
+ * (git runs; the report is kept in the task). The early report of the run
+ * is waited for when one is being read, and taken instead when no tool call
+ * of the run changed state since it began. [lock not held] */
 void isolate_report(engine *eng, const char *task_id);
+
+/* Task t's run goes on and its model writes text in message message_id,
+ * maybe the answer, so its folder may be as the run will leave it: queue an
+ * early report for the git threads (JOB_EARLY, through the worker), unless
+ * one was asked for at this run, tool_gen and message already. Never
+ * blocks. [lock held] */
+void isolate_early_ask(engine *eng, task *t, const char *message_id);
+
+/* JOB_EARLY: read task id's report (its run `run`) and keep it as the early
+ * one, with the tool_gen it began at; wakes isolate_report's wait. A report
+ * git could not read is dropped: the run's end reads again. [lock not held] */
+void isolate_early(engine *eng, const char *task_id, unsigned run);
 
 /* Task id's run has ended: the host lets go of its folder until a resume.
  * A resume that came while the host was letting go has it followed again.

@@ -24,6 +24,7 @@ typedef enum job_kind {
     JOB_AMEND,   /* a completed task's session was compacted: read what the turn after added (engine/amend.h) */
     JOB_RELEASE, /* remove the worktrees of tasks that are gone (engine/isolate.h) */
     JOB_ORPHANS, /* after a restore: drop isolated tasks whose launching session is gone (engine/isolate.h) */
+    JOB_EARLY,   /* read an isolated task's report while its run goes on (engine/isolate.h: isolate_early) */
 } job_kind;
 
 typedef struct notification {

@@ -8,6 +8,7 @@
 #include "engine/defer.h"
 #include "engine/engine.h"
 #include "engine/guards.h"
+#include "engine/isolate.h"
 
 /* The task whose own session this is, if it is active. */
 static task *active_task(engine *eng, const char *session_id)
@@ -80,6 +81,10 @@ static void on_task_note(engine *eng, task *t, const session_note *n)
         }
         if (n->part_id && t->active)
             answer_note_part(&t->active->answer, n->message_id, n->part_id, n->text, n->text_ended);
+        if (n->tool && t->wt)
+            t->wt->tool_gen++; /* what it read early no longer holds */
+        else if (n->part_id && n->message_id)
+            isolate_early_ask(eng, t, n->message_id); /* text, not a tool: maybe the answer */
         if (n->tool) {
             task_note_tool(t, n->call_id, n->tool);
             guards_note_tool(eng, t, n);

@@ -418,8 +418,7 @@ static void run_job(engine *eng, job *j)
     case JOB_AMEND:
         amend_run(eng, j);
         break;
-    case JOB_RELEASE: /* here, after the aborts queued before it */
-    case JOB_ORPHANS:
+    default: /* git's: JOB_RELEASE (here, after the aborts queued before it), JOB_ORPHANS, JOB_EARLY */
         gitwork_push(eng, j);
         return;
     }

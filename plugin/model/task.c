@@ -92,6 +92,9 @@ static void worktree_free(task_worktree *w)
     free(w->base);
     free(w->checkout);
     free(w->report);
+    free(w->early);
+    free(w->early_msg);
+    free(w->text_msg);
     free(w);
 }
 

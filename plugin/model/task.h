@@ -92,6 +92,19 @@ typedef struct task_worktree {
     char *report;        /* what the task did there as of run report_run's end (worktree_report); may be NULL */
     unsigned report_run;
     bool watched; /* the host follows the folder's events (directory_watch 1, not yet 0); not stored */
+    /* The early report (engine/isolate.h: isolate_early), none of it stored: read while the run's answer
+     * is being written, so that the run's end need not wait for git. It counts for the run's end only when
+     * it began during the answer's own message (every tool call of the turn had ended: a step's tools end
+     * before the next step's message) and no tool call changed state since (tool_gen the same). */
+    char *early;                   /* the last one read; may be NULL */
+    char *early_msg;               /* the message whose text was being written when it began */
+    unsigned early_run, early_gen; /* the run and tool_gen it began at */
+    char *text_msg;                /* the message of the last text part seen while the run goes on */
+    unsigned asked_run, asked_gen; /* the last one asked for, when asked (not asked again for the same) */
+    bool asked;
+    unsigned tool_gen;      /* bumped at every update of a tool call of the task's session */
+    unsigned early_pending; /* early reads asked for and not done */
+    unsigned early_running; /* of them, begun (git running) */
 } task_worktree;
 
 /* Laid out for size (a registry may keep tens of thousands of finished

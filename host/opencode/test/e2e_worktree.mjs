@@ -16,7 +16,10 @@
 //                committed) and keeps both branches; OpenCode never sets up an
 //                instance for a removed folder again.
 //   latency      the wake after a task's answer, isolated and not (printed, not
-//                asserted: timing belongs to benchmarks).
+//                asserted: timing belongs to benchmarks). E2E_WAKE_ROUNDS rounds;
+//                E2E_WORKTREE_FILES=N: N more files in the project; E2E_WAKE_TRACE=1:
+//                wake_trace.js loaded too, and the hops' medians printed.
+// E2E_WORKTREE_CASES=latency,...: only those (denied, which starts the server, always).
 //   parentDeleted an isolated task leaves a file uncommitted, and completes or
 //                still runs; its launching session is deleted through the API:
 //                the run is stopped, the folder goes, the file is committed on
@@ -47,6 +50,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake_model.mjs";
 import {
   api, diag, events, fakeModelConfig, followEvents, gitRepoWithCommit, isIdle, isolatedEnv, messages, newSession, ok,
@@ -66,7 +70,7 @@ if (!BIN || !NPM_DIR || !OCBG_DIR || !WORK) {
 const ROOT = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), "ocbg-worktree-"));
 const PROJECT = path.join(ROOT, "project"), HOME = path.join(ROOT, "home");
 const CONFIG = path.join(HOME, ".config");
-const LOG = path.join(WORK, "opencode-worktree.log");
+const LOG = path.join(WORK, "opencode-worktree.log"), TRACE = path.join(WORK, "wake-trace.log");
 // ocbg's data folders (one per project) in OpenCode's data directory.
 const DATA = path.join(HOME, ".local/share/opencode/ocbg");
 // OpenCode's external_directory rules: every folder allowed, or every one
@@ -102,7 +106,11 @@ function makeWorld() {
     fs.copyFileSync(path.join(OCBG_DIR, f), path.join(dir, f));
   fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
   provideConfigDeps(path.join(CONFIG, "opencode"), NPM_DIR);
-  serverConfig = { ...fakeModelConfig(fake.port), snapshot: false, plugin: [[path.join(dir, "ocbg.js"), {}]] };
+  // E2E_WAKE_TRACE=1: wake_trace.js (bench-only) listed before ocbg, in every
+  // instance: the child's hops in its worktree's, the parent's in the project's.
+  const trace = process.env.E2E_WAKE_TRACE ? [[fileURLToPath(new URL("./wake_trace.js", import.meta.url)),
+    { file: TRACE }]] : [];
+  serverConfig = { ...fakeModelConfig(fake.port), snapshot: false, plugin: [...trace, [path.join(dir, "ocbg.js"), {}]] };
   // A sub-agent the delegates scenario's rules ask about (task: ask).
   serverConfig.agent = { ...serverConfig.agent,
     "e2e-wt-asked": { description: "A sub-agent the e2e permission rules ask about", mode: "subagent" } };
@@ -224,14 +232,42 @@ async function latency() {
       const childId = children.find((s) => (s.title || "").startsWith(desc))?.id;
       const last = (await messages(childId)).filter((m) => m.info.role === "assistant").at(-1);
       if (last) res[iso].push(n.msg.info.time.created - last.info.time.completed);
+      if (last && process.env.E2E_WAKE_TRACE) traceHops(iso, childId, sid, n.msg.info.time.created);
     }
   }
+  if (process.env.E2E_WAKE_TRACE) printHops();
   ok(res.none.length === ROUNDS && res.worktree.length === ROUNDS,
     `${ROUNDS} tasks of each kind notified, each after its child's answer`);
   const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
   diag(`notification after the child's answer (ms): checkout ${res.none.join(" ")}, worktree ${res.worktree.join(" ")}`);
   console.log(`# worktree_wake_ms: ${median(res.worktree)} ms median of ${ROUNDS} (same path, not isolated: ` +
     `${median(res.none)} ms)`);
+}
+
+// E2E_WAKE_TRACE: each round's hops from wake_trace.js's lines (server clock,
+// 0.01 ms): the child's answer stored, its message completed, its session.idle
+// (published in its own instance), ocbg's promptAsync of the notification,
+// OpenCode's chat.message for it. Medians by kind, printed.
+const hops = { none: [], worktree: [] };
+function traceHops(iso, child, parent, createdMs) {
+  let recs = [];
+  try { recs = fs.readFileSync(TRACE, "utf8").split("\n").map((l) => l.split(" ")).filter((f) => f.length === 3); } catch {}
+  const at = (hop, sid, pred = () => true) => recs.filter(([, h, s]) => h === hop && s === sid).map(([t]) => Number(t))
+    .filter(pred);
+  const answer = at("answer", child)[0], completed = at("completed", child)[0], idle = at("idle", child)[0];
+  const call = at("pa_call", parent, (t) => t >= idle && t <= createdMs + 1)[0];
+  const chat = at("chat", parent, (t) => t >= call)[0];
+  const d = (a, b) => (a === undefined || b === undefined ? NaN : b - a);
+  hops[iso].push({ answer_to_completed: d(answer, completed), completed_to_idle: d(completed, idle),
+    idle_to_call: d(idle, call), call_to_chat: d(call, chat), completed_to_chat: d(completed, chat) });
+}
+function printHops() {
+  const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
+  for (const iso of ["none", "worktree"]) {
+    const keys = Object.keys(hops[iso][0] || {});
+    diag(`wake hops, ${iso} (median ms): ` + keys.map((k) => `${k} ${median(hops[iso].map((h) => h[k])).toFixed(1)}`)
+      .join(", "));
+  }
 }
 
 // On a server whose only change is a deny rule for ocbg's data folders
@@ -497,10 +533,10 @@ async function main() {
   fake = await startFakeModel();
   makeWorld();
   if (!(await startServer(DENY_WORKTREES))) { ok(false, "opencode serve became healthy"); return; }
-  // E2E_WORKTREE_CASES=name,name: only those scenarios (while working on one).
+  // E2E_WORKTREE_CASES=latency,restart: only those (the first, denied, starts the server either way).
   const only = process.env.E2E_WORKTREE_CASES?.split(",");
-  for (const f of [denied, twoWriters, latency, parentDeleted, deletedWhileDown, hostileWriters, restart, delegates]
-    .filter((c) => !only || only.includes(c.name))) {
+  for (const f of [denied, twoWriters, latency, parentDeleted, deletedWhileDown, hostileWriters, restart, delegates]) {
+    if (only && f !== denied && !only.includes(f.name)) continue;
     diag(`---- ${f.name} (${secs()}s)`);
     try { await f(); } catch (e) { ok(false, `${f.name} threw`, e.stack); }
   }
