@@ -13,16 +13,6 @@
 
 #define DEADLINE 10000
 
-/* The task line with id in a view (borrowed from view), or NULL. */
-static const cJSON *line_of(const cJSON *view, const char *id)
-{
-    const cJSON *t;
-    cJSON_ArrayForEach (t, jget(view, "tasks"))
-        if (jstr(t, "id") && strcmp(jstr(t, "id"), id) == 0)
-            return t;
-    return NULL;
-}
-
 typedef struct want {
     const char *session, *id, *field, *value; /* value NULL: the field is absent */
 } want;
@@ -44,7 +34,7 @@ static int view_says(sim_host *h, void *arg)
 {
     want *w = arg;
     cJSON *view = t_parse(sim_view(h, w->session, -1));
-    const cJSON *line = line_of(view, w->id);
+    const cJSON *line = t_view_line(view, w->id);
     char *got = line ? field_text(line, w->field) : NULL;
     int yes = line && (w->value ? got && strcmp(got, w->value) == 0 : !got);
     free(got);
@@ -63,7 +53,7 @@ static int wait_view(sim_host *h, const char *session, const char *id, const cha
 static cJSON *newest(sim_host *h, const char *session, const char *id, const cJSON **line)
 {
     cJSON *view = t_parse(sim_view(h, session, -1));
-    *line = line_of(view, id);
+    *line = t_view_line(view, id);
     return view;
 }
 

@@ -16,16 +16,6 @@
 
 #define DEADLINE 10000
 
-/* The task line with id in a view (borrowed from view), or NULL. */
-static const cJSON *line_of(const cJSON *view, const char *id)
-{
-    const cJSON *t;
-    cJSON_ArrayForEach (t, jget(view, "tasks"))
-        if (jstr(t, "id") && strcmp(jstr(t, "id"), id) == 0)
-            return t;
-    return NULL;
-}
-
 /* The question of task `asker` on `line` (borrowed), or NULL. */
 static const cJSON *question_of(const cJSON *line, const char *asker)
 {
@@ -57,7 +47,7 @@ static int line_says(sim_host *h, void *arg)
 {
     const want *w = arg;
     cJSON *view = t_parse(sim_view(h, w->session, -1));
-    const cJSON *line = line_of(view, w->line);
+    const cJSON *line = t_view_line(view, w->line);
     int yes = line && (question_of(line, w->asker) != NULL) == w->present;
     cJSON_Delete(view);
     return yes;
@@ -68,7 +58,7 @@ static int line_completed(sim_host *h, void *arg)
 {
     const want *w = arg;
     cJSON *view = t_parse(sim_view(h, w->session, -1));
-    const char *status = jstr(line_of(view, w->line), "status");
+    const char *status = jstr(t_view_line(view, w->line), "status");
     int yes = status && strcmp(status, "completed") == 0;
     cJSON_Delete(view);
     return yes;
@@ -103,7 +93,7 @@ static void grandchild_question_answered(t_fixture *f, const char *a, const char
     is_int(wait_question(h, f->parent, a, b, true), 0,
            "the grandchild's question shows on the line of the task the person's session launched");
     cJSON *view = t_parse(sim_view(h, f->parent, -1));
-    const cJSON *line = line_of(view, a), *q = question_of(line, b);
+    const cJSON *line = t_view_line(view, a), *q = question_of(line, b);
     is_str(jstr(q, "id"), qb, "with the host's request id");
     is_str(jstr(q, "what"), "bash: gate B", "what it asks, as OpenCode words it (permission: patterns)");
     is_str(jstr(q, "description"), "B", "the asking task's description");
@@ -114,7 +104,8 @@ static void grandchild_question_answered(t_fixture *f, const char *a, const char
     is_int(cJSON_GetArraySize(jget(line, "questions")), 2, "two questions on the line, no more");
     cJSON_Delete(view);
     view = t_parse(sim_view(h, as, -1));
-    is_str(jstr(question_of(line_of(view, b), b), "id"), qb, "the view of A's own session shows it on B's line too");
+    is_str(jstr(question_of(t_view_line(view, b), b), "id"), qb,
+           "the view of A's own session shows it on B's line too");
     cJSON_Delete(view);
 
     is_int(sim_permission_reply(h, qb, "once", NULL), 0, "answered once");
@@ -155,7 +146,7 @@ static void unrelated_question_never_shows(t_fixture *f, const char *a)
     const char *y = asking_task(f, xs, "Y", &ys);
     is_int(wait_question(h, other, x, y, true), 0, "and its grandchild's, on the other session's view");
     cJSON *view = t_parse(sim_view(h, f->parent, -1));
-    ok(line_of(view, a) && !view_carries(view, x) && !view_carries(view, y),
+    ok(t_view_line(view, a) && !view_carries(view, x) && !view_carries(view, y),
        "the person's session's view carries neither");
     cJSON_Delete(view);
     t_release_gated(h, "Y");
@@ -176,7 +167,7 @@ static void questions_of_descendants(void)
     is_int(sim_wait(h, line_completed, &(want){f.parent, a, NULL, false}, tap_timeout_ms(DEADLINE)), 0,
            "the view shows it completed");
     cJSON *view = t_parse(sim_view(h, f.parent, -1));
-    ok(!jget(line_of(view, a), "questions"), "an ended task's line carries no question");
+    ok(!jget(t_view_line(view, a), "questions"), "an ended task's line carries no question");
     cJSON_Delete(view);
     t_close(&f);
 }
@@ -194,7 +185,7 @@ static void great_grandchild(void)
     is_int(wait_question(h, f.parent, a, c, true), 0, "a great-grandchild's question shows on the top-level line");
     is_int(wait_question(h, as, b, c, true), 0, "and on its grandparent's line in that one's session's view");
     cJSON *view = t_parse(sim_view(h, f.parent, -1));
-    const cJSON *line = line_of(view, a);
+    const cJSON *line = t_view_line(view, a);
     ok(question_of(line, a) && question_of(line, b) && question_of(line, c) &&
            cJSON_GetArraySize(jget(line, "questions")) == 3,
        "the top-level line carries the three open questions of its tree, once each");
@@ -229,7 +220,7 @@ static void isolated_question_has_its_folder(void)
     const char *id = t_id(&f, out, "bg_", "the isolated launch");
     is_int(wait_question(h, f.parent, id, id, true), 0, "an isolated task's question shows on its line");
     cJSON *view = t_parse(sim_view(h, f.parent, -1));
-    const cJSON *q = question_of(line_of(view, id), id);
+    const cJSON *q = question_of(t_view_line(view, id), id);
     is_str(jstr(q, "directory"), J("%s/worktrees/%s", data, id), "with its worktree's folder");
     is_str(jstr(q, "what"), "bash: gate W", "and what it asks");
     char *qid = sim_permission_open(h, NULL);

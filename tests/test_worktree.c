@@ -29,7 +29,7 @@
 
 #define DEADLINE 10000
 
-static char top[256], repo[320], data[320], db[340], store_opts[700];
+static char top[T_PROJECT_TOP], repo[T_PROJECT_PATH], data[T_PROJECT_PATH], db[340], store_opts[700];
 
 /* The worktree folder of task id. */
 static char *wt_of(const char *id)
@@ -543,20 +543,9 @@ static void parent_deleted_while_down(void)
 
 int main(void)
 {
-    snprintf(top, sizeof top, "/tmp/ocbg-wt-XXXXXX");
-    if (!mkdtemp(top))
-        bail_out("mkdtemp");
-    snprintf(repo, sizeof repo, "%s/repo", top);
-    snprintf(data, sizeof data, "%s/data", top);
+    t_git_project_make("wt", top, repo, data);
     snprintf(db, sizeof db, "%s/ocbg.db", data);
     snprintf(store_opts, sizeof store_opts, "{\"store_path\":\"%s\"}", db);
-    mkdir(data, 0777);
-    mkdir(repo, 0777);
-    if (t_sh(repo, "git init -q -b main && echo base > shared.txt && git add . && git -c user.name=t -c "
-                   "user.email=t@example.com commit -qm init") != 0 ||
-        chdir(repo) != 0)
-        bail_out("cannot make the repository in %s", repo);
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
     launch_report_clear();
     refusals();
     restart_keeps_it();
@@ -566,7 +555,6 @@ int main(void)
     resumed_while_let_go();
     row_kept_until_released();
     parent_deleted_while_down();
-    if (chdir("/") == 0)
-        t_sh(repo, "rm -rf '%s'", top);
+    t_git_project_remove(top);
     return done_testing();
 }

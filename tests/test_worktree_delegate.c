@@ -34,7 +34,7 @@
     "Not launched: this session is a background task at depth 1, and max_depth is 1, so it cannot start "              \
     "background tasks of its own. Do the work in this session instead."
 
-static char top[256], repo[320], data[320], db[340];
+static char top[T_PROJECT_TOP], repo[T_PROJECT_PATH], data[T_PROJECT_PATH], db[340];
 
 /* A host with ocbg on a store of its own, with `extra` options (JSON
  * members, or ""). */
@@ -156,10 +156,7 @@ static int line_asks(sim_host *h, void *arg)
     char *text = sim_view(h, want[0], -1);
     cJSON *view = cJSON_Parse(text);
     free(text);
-    const cJSON *line, *found = NULL;
-    cJSON_ArrayForEach (line, jget(view, "tasks"))
-        if (jstr(line, "id") && strcmp(jstr(line, "id"), want[1]) == 0)
-            found = cJSON_GetArrayItem(jget(line, "questions"), 0);
+    const cJSON *found = jget(t_view_line(view, want[1]), "questions.0");
     cJSON_Delete(view);
     return found != NULL;
 }
@@ -181,10 +178,7 @@ static void grandchild_question_names_the_worktree(void)
     const char *want[] = {f.parent, a};
     is_int(sim_wait(h, line_asks, want, tap_timeout_ms(DEADLINE)), 0, "A's task's question reaches A's line");
     cJSON *view = t_parse(sim_view(h, f.parent, -1));
-    const cJSON *line, *q = NULL;
-    cJSON_ArrayForEach (line, jget(view, "tasks"))
-        if (strcmp(jstr(line, "id"), a) == 0)
-            q = cJSON_GetArrayItem(jget(line, "questions"), 0);
+    const cJSON *q = jget(t_view_line(view, a), "questions.0");
     ok(q && jstr(q, "task") && strcmp(jstr(q, "task"), a) != 0, "asked by A's task, not A");
     is_str(jstr(q, "directory"), wt, "with the worktree's folder, where A's task works");
     is_str(jstr(q, "what"), "bash: gate G", "and what it asks");
@@ -340,19 +334,8 @@ static void budget_for_the_tree(void)
 
 int main(void)
 {
-    snprintf(top, sizeof top, "/tmp/ocbg-wtd-XXXXXX");
-    if (!mkdtemp(top))
-        bail_out("mkdtemp");
-    snprintf(repo, sizeof repo, "%s/repo", top);
-    snprintf(data, sizeof data, "%s/data", top);
+    t_git_project_make("wtd", top, repo, data);
     snprintf(db, sizeof db, "%s/ocbg.db", data);
-    mkdir(data, 0777);
-    mkdir(repo, 0777);
-    if (t_sh(repo, "git init -q -b main && echo base > shared.txt && git add . && git -c user.name=t -c "
-                   "user.email=t@example.com commit -qm init") != 0 ||
-        chdir(repo) != 0)
-        bail_out("cannot make the repository in %s", repo);
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
     delegates_in_its_worktree();
     command_in_its_worktree();
     cancel_takes_the_tree();
@@ -361,7 +344,6 @@ int main(void)
     one_slot_for_the_tree();
     budget_for_the_tree();
     grandchild_question_names_the_worktree();
-    if (chdir("/") == 0)
-        t_sh(repo, "rm -rf '%s'", top);
+    t_git_project_remove(top);
     return done_testing();
 }

@@ -16,7 +16,7 @@
 
 #define DEADLINE 10000
 
-static char top[256], repo[320], data[320], store_opts[700];
+static char top[T_PROJECT_TOP], repo[T_PROJECT_PATH], data[T_PROJECT_PATH], store_opts[700];
 
 /* The linked-in engine's count of run reports taken from an early one. */
 static unsigned long early_taken(sim_host *h)
@@ -106,22 +106,10 @@ static void not_stale(void)
 
 int main(void)
 {
-    snprintf(top, sizeof top, "/tmp/ocbg-wte-XXXXXX");
-    if (!mkdtemp(top))
-        bail_out("mkdtemp");
-    snprintf(repo, sizeof repo, "%s/repo", top);
-    snprintf(data, sizeof data, "%s/data", top);
+    t_git_project_make("wte", top, repo, data);
     snprintf(store_opts, sizeof store_opts, "{\"store_path\":\"%s/ocbg.db\"}", data);
-    mkdir(data, 0777);
-    mkdir(repo, 0777);
-    if (t_sh(repo, "git init -q -b main && echo base > shared.txt && git add . && git -c user.name=t -c "
-                   "user.email=t@example.com commit -qm init") != 0 ||
-        chdir(repo) != 0)
-        bail_out("cannot make the repository in %s", repo);
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
     taken_when_final();
     not_stale();
-    if (chdir("/") == 0)
-        t_sh(repo, "rm -rf '%s'", top);
+    t_git_project_remove(top);
     return done_testing();
 }

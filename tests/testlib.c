@@ -407,6 +407,28 @@ int t_sh(const char *dir, const char *fmt, ...)
     return rc;
 }
 
+void t_git_project_make(const char *name, char *top, char *repo, char *data)
+{
+    snprintf(top, T_PROJECT_TOP, "/tmp/ocbg-%s-XXXXXX", name);
+    if (!mkdtemp(top))
+        bail_out("mkdtemp");
+    snprintf(repo, T_PROJECT_PATH, "%s/repo", top);
+    snprintf(data, T_PROJECT_PATH, "%s/data", top);
+    mkdir(data, 0777);
+    mkdir(repo, 0777);
+    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+    if (t_sh(repo, "git init -q -b main && echo base > shared.txt && git add . && git -c user.name=t -c "
+                   "user.email=t@example.com commit -qm init") != 0 ||
+        chdir(repo) != 0)
+        bail_out("cannot make the repository in %s", repo);
+}
+
+void t_git_project_remove(const char *top)
+{
+    if (chdir("/") == 0)
+        t_sh("/", "rm -rf '%s'", top);
+}
+
 char *t_sh_line(const char *dir, const char *fmt, ...)
 {
     va_list ap;
@@ -628,6 +650,15 @@ const cJSON *jget(const cJSON *obj, const char *path)
 const char *jstr(const cJSON *obj, const char *path)
 {
     return cJSON_GetStringValue(jget(obj, path));
+}
+
+const cJSON *t_view_line(const cJSON *view, const char *id)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach (t, jget(view, "tasks"))
+        if (jstr(t, "id") && strcmp(jstr(t, "id"), id) == 0)
+            return t;
+    return NULL;
 }
 
 double jnum(const cJSON *obj, const char *path, double def)

@@ -152,6 +152,18 @@ char *t_read_file(const char *path);
  * its exit status as system() gives it. */
 int t_sh(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A worktree test's project: top, a new folder /tmp/ocbg-<name>-XXXXXX
+ * (T_PROJECT_TOP bytes); repo, top/repo, a git repository on branch main
+ * with one commit (shared.txt); data, top/data, the plugin's data folder
+ * (each T_PROJECT_PATH bytes). The process's folder becomes repo, and no
+ * system git config reaches the tests' git. Bails out when it cannot. */
+#define T_PROJECT_TOP 256
+#define T_PROJECT_PATH 320
+void t_git_project_make(const char *name, char *top, char *repo, char *data);
+
+/* Leave top (for /) and remove it. */
+void t_git_project_remove(const char *top);
+
 /* The first line a shell line (printf-style) prints in folder dir, stderr
  * dropped (malloc'd; "" when it prints nothing). */
 char *t_sh_line(const char *dir, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -221,6 +233,10 @@ const cJSON *jget(const cJSON *obj, const char *path);
 
 /* The string at path (borrowed), or NULL when missing or not a string. */
 const char *jstr(const cJSON *obj, const char *path);
+
+/* The task line with id in a view of the plugin's (sim_view; borrowed from
+ * view), or NULL. */
+const cJSON *t_view_line(const cJSON *view, const char *id);
 
 /* The number at path, or def when missing or not a number. */
 double jnum(const cJSON *obj, const char *path, double def);
