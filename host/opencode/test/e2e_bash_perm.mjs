@@ -26,7 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  apiAt, diag, fakeModelConfig, isolatedEnv, ok, provideConfigDeps, readEvents, runSuite, startServe, stopGroup,
+  apiAt, diag, fakeModelConfig, isolatedEnv, ocbgCopy, ok, provideConfigDeps, readEvents, runSuite, startServe, stopGroup,
   waitFor
 } from "./e2e_lib.mjs";
 
@@ -75,11 +75,7 @@ function makeWorld() {
   git("commit", "-q", "-m", "init");
   fs.mkdirSync(path.join(PROJECT, "src"), { recursive: true }); // a directory some lines name
   const dir = path.join(ROOT, "ocbg"); // listed with options, outside the scanned folders
-  fs.mkdirSync(dir, { recursive: true });
-  for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"])
-    fs.copyFileSync(path.join(OCBG_DIR, f), path.join(dir, f));
-  fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
-  return path.join(dir, "ocbg.js");
+  return ocbgCopy(dir, OCBG_DIR, NPM_DIR);
 }
 
 // The HTTP API of one server (e2e_lib's api() serves one server at a time).

@@ -88,7 +88,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  diag, eventWatchers, fakeModelConfig, followEvents, isIdle, isolatedEnv, newSession, provideConfigDeps,
+  diag, eventWatchers, fakeModelConfig, followEvents, isIdle, isolatedEnv, newSession, ocbgCopy, provideConfigDeps,
   runSuite, say, setBase, startServe, stopEvents, stopGroup, waitFor
 } from "./e2e_lib.mjs";
 
@@ -183,11 +183,7 @@ async function startServer(size, mode, project) {
   // wake_trace.js first, on both sides: its event hook sees each event just before ocbg's
   const plugin = [[fileURLToPath(new URL("./wake_trace.js", import.meta.url)), { file: tracePath(size, mode), events: TRACE_EVENTS, fetch: true }]];
   if (mode === "ocbg") {
-    const dir = path.join(root, "ocbg");
-    fs.mkdirSync(dir, { recursive: true });
-    for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"]) fs.copyFileSync(path.join(OCBG_DIR, f), path.join(dir, f));
-    if (!fs.existsSync(path.join(dir, "node_modules"))) fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
-    plugin.push([path.join(dir, "ocbg.js"), {}]);
+    plugin.push([ocbgCopy(path.join(root, "ocbg"), OCBG_DIR, NPM_DIR), {}]);
   }
   const cfg = { ...fakeModelConfig(fake.port), plugin };
   const env = isolatedEnv(home, config, cfg,

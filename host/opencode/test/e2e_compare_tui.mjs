@@ -43,7 +43,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake_model.mjs";
-import { diag, fakeModelConfig, isolatedEnv, provideConfigDeps, runSuite, waitFor } from "./e2e_lib.mjs";
+import { diag, fakeModelConfig, isolatedEnv, ocbgCopy, provideConfigDeps, runSuite, waitFor } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
 const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : d; };
@@ -109,11 +109,7 @@ async function startTui(size, mode, project) {
   provideConfigDeps(path.join(config, "opencode"), NPM_DIR);
   const plugin = [[fileURLToPath(new URL("./wake_trace.js", import.meta.url)), { file: tracePath(size, mode), detail: true, fetch: true }]];
   if (mode === "ocbg") {
-    const dir = path.join(root, "ocbg");
-    fs.mkdirSync(dir, { recursive: true });
-    for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"]) fs.copyFileSync(path.join(OCBG_DIR, f), path.join(dir, f));
-    if (!fs.existsSync(path.join(dir, "node_modules"))) fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
-    plugin.push([path.join(dir, "ocbg.js"), {}]);
+    plugin.push([ocbgCopy(path.join(root, "ocbg"), OCBG_DIR, NPM_DIR), {}]);
   }
   const env = isolatedEnv(home, config, { ...fakeModelConfig(fake.port), plugin }, {
     TERM: "xterm-256color", OPENCODE_FAST_BOOT: "1",

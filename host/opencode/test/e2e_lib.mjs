@@ -252,6 +252,18 @@ export function groupMembers(pgrp) {
   return out;
 }
 
+// A copy of ocbg's OpenCode package (the files make opencode-package puts in
+// ocbgDir) in folder dir, its node_modules linked to the pinned npm install
+// in npmDir (zod): what a user's plugin folder holds. The path of its ocbg.js.
+export function ocbgCopy(dir, ocbgDir, npmDir) {
+  fs.mkdirSync(dir, { recursive: true });
+  for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"])
+    fs.copyFileSync(path.join(ocbgDir, f), path.join(dir, f));
+  if (!fs.existsSync(path.join(dir, "node_modules")))
+    fs.symlinkSync(path.join(npmDir, "node_modules"), path.join(dir, "node_modules"));
+  return path.join(dir, "ocbg.js");
+}
+
 // What OpenCode would install into a config directory at its first request
 // (@opencode-ai/plugin, slow or a stall offline): the package files, and
 // node_modules linked to the pinned npm install in npmDir.

@@ -53,7 +53,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startFakeModel } from "./fake_model.mjs";
 import {
-  api, diag, events, fakeModelConfig, followEvents, gitRepoWithCommit, isIdle, isolatedEnv, messages, newSession, ok,
+  api, diag, events, fakeModelConfig, followEvents, gitRepoWithCommit, isIdle, isolatedEnv, messages, newSession, ocbgCopy, ok,
   provideConfigDeps, runSuite, say, secs, setBase, startServe, staysFalse, stopEvents, stopGroup, taskIds, textOf,
   toolEnded, toolParts, turnEnds, userMessage, userTexts, waitFor
 } from "./e2e_lib.mjs";
@@ -101,10 +101,7 @@ function makeWorld() {
   }
   if (files) { git("add", "."); git("commit", "-q", "-m", "files"); }
   const dir = path.join(ROOT, "ocbg");
-  fs.mkdirSync(dir, { recursive: true });
-  for (const f of ["ocbg.js", "ocbg_options.mjs", "ocbg_opencode.node", "ocbg.so"])
-    fs.copyFileSync(path.join(OCBG_DIR, f), path.join(dir, f));
-  fs.symlinkSync(path.join(NPM_DIR, "node_modules"), path.join(dir, "node_modules"));
+  ocbgCopy(dir, OCBG_DIR, NPM_DIR);
   provideConfigDeps(path.join(CONFIG, "opencode"), NPM_DIR);
   // E2E_WAKE_TRACE=1: wake_trace.js (bench-only) listed before ocbg, in every
   // instance: the child's hops in its worktree's, the parent's in the project's.
