@@ -140,7 +140,11 @@ static task *take_early(engine *eng, const char *task_id)
     task_worktree *w = t ? t->wt : NULL;
     if (!w || task_status_active(t->status) || w->report_run == t->run || !w->early)
         return t;
-    if (w->early_run == t->run && w->early_gen == w->tool_gen && w->early_msg && t->result_message_id &&
+    /* Tasks it launched work in its worktree too, and their tool calls are
+     * not counted in tool_gen: a run that launched any reads its report at
+     * the end. */
+    bool launched = t->session_id && registry_parent(&eng->reg, t->session_id);
+    if (!launched && w->early_run == t->run && w->early_gen == w->tool_gen && w->early_msg && t->result_message_id &&
         strcmp(w->early_msg, t->result_message_id) == 0) {
         free(w->report);
         w->report = w->early;

@@ -154,13 +154,12 @@ int line_filter_init(line_filter *f, const char *pattern, size_t max_bytes, char
     return 0;
 }
 
-/* line: NUL-terminated at len, no '\r' at its end. */
-static void keep_line(line_filter *f, const char *line, size_t len, strbuf *kept)
+/* line: NUL-terminated at len when there is a pattern; no '\r' at its end. */
+static void keep_line(line_filter *f, const char *line, size_t len, line_fn *emit, void *arg)
 {
     if (f->has_pattern && regexec(&f->pattern, line, 0, NULL, 0) != 0)
         return;
-    sb_putn(kept, line, len);
-    sb_putn(kept, "\n", 1);
+    emit(arg, line, len);
 }
 
 /* Keep n more bytes of the unended line, up to max_bytes (cut at a character). */
@@ -176,35 +175,46 @@ static void keep_partial(line_filter *f, const char *s, size_t n)
     sb_putn(&f->partial, s, n);
 }
 
-static void end_partial(line_filter *f, strbuf *kept)
+static void end_partial(line_filter *f, line_fn *emit, void *arg)
 {
     if (f->partial.len && f->partial.buf[f->partial.len - 1] == '\r')
         f->partial.buf[--f->partial.len] = '\0'; /* CRLF output: `$` still ends the line */
-    keep_line(f, f->partial.buf ? f->partial.buf : "", f->partial.len, kept);
+    keep_line(f, f->partial.buf ? f->partial.buf : "", f->partial.len, emit, arg);
     f->partial.len = 0;
     if (f->partial.buf)
         f->partial.buf[0] = '\0';
     f->partial_cut = false;
 }
 
-void line_filter_feed(line_filter *f, const char *data, size_t n, strbuf *kept)
+void line_filter_feed(line_filter *f, const char *data, size_t n, line_fn *emit, void *arg)
 {
     while (n > 0) {
         const char *nl = memchr(data, '\n', n);
         size_t part = nl ? (size_t)(nl - data) : n;
-        keep_partial(f, data, part);
-        if (!nl)
-            return;
-        end_partial(f, kept);
+        if (nl && !f->has_pattern && !f->partial.len && !f->partial_cut && part <= f->max_bytes) {
+            /* a whole line in data, nothing to match: given in place, uncopied */
+            emit(arg, data, part && data[part - 1] == '\r' ? part - 1 : part);
+        } else {
+            keep_partial(f, data, part);
+            if (!nl)
+                return;
+            end_partial(f, emit, arg);
+        }
         data += part + 1;
         n -= part + 1;
     }
 }
 
-void line_filter_end(line_filter *f, strbuf *kept)
+void line_filter_end(line_filter *f, line_fn *emit, void *arg)
 {
     if (f->partial.len || f->partial_cut)
-        end_partial(f, kept);
+        end_partial(f, emit, arg);
+}
+
+void line_to_strbuf(void *arg, const char *line, size_t len)
+{
+    sb_putn(arg, line, len);
+    sb_putn(arg, "\n", 1);
 }
 
 void line_filter_free(line_filter *f)

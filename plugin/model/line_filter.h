@@ -45,14 +45,20 @@ typedef struct line_filter {
  * holds nothing to free. */
 int line_filter_init(line_filter *f, const char *pattern, size_t max_bytes, char *err, size_t errlen);
 
-/* n more bytes of output: each line they complete that the pattern keeps is
- * appended to kept, ended by '\n' (a trailing '\r' dropped, cut at
- * max_bytes). */
-void line_filter_feed(line_filter *f, const char *data, size_t n, strbuf *kept);
+/* Where a kept line goes: line (len bytes, no '\n'; valid only during the
+ * call) to arg. */
+typedef void line_fn(void *arg, const char *line, size_t len);
 
-/* The stream ended: its unended last line, if any and kept, is appended to
- * kept as a line. */
-void line_filter_end(line_filter *f, strbuf *kept);
+/* n more bytes of output: each line they complete that the pattern keeps is
+ * given to emit (a trailing '\r' dropped, cut at max_bytes), in order. */
+void line_filter_feed(line_filter *f, const char *data, size_t n, line_fn *emit, void *arg);
+
+/* The stream ended: its unended last line, if any and kept, is given to
+ * emit. */
+void line_filter_end(line_filter *f, line_fn *emit, void *arg);
+
+/* A line_fn that appends the line and a '\n' to the strbuf arg. */
+void line_to_strbuf(void *arg, const char *line, size_t len);
 
 /* Free what f holds (f itself is the caller's); f may then be set up again. */
 void line_filter_free(line_filter *f);

@@ -39,7 +39,7 @@ typedef enum monitor_end {
 } monitor_end;
 
 typedef struct shell_monitor {
-    watch w;         /* without the pattern: its lines come filtered (the shell thread, model/line_filter.h) */
+    watch w;         /* without the pattern: with one, its lines come filtered (the shell thread, line_filter.h) */
     char *pattern;   /* as given (NULL: every line) */
     uint64_t serial; /* this monitor among all of the process's, from 1: the shell thread's filter knows whose it is */
     int64_t timeout_ms;   /* as set */
@@ -57,8 +57,10 @@ typedef struct shell_monitor {
 shell_monitor *shell_monitor_new(const watch_limits *lim, const char *pattern, int64_t timeout_ms, bool follows,
                                  char *err, size_t errlen);
 
-/* n bytes of the command's output at monotonic now, complete lines the
- * pattern kept (each ended by '\n', at most max_bytes). true when this made
+/* n bytes of the command's output at monotonic now: as it comes when m
+ * has no pattern, else the complete lines the pattern kept (each ended by
+ * '\n', at most max_bytes; the shell thread matches them off the lock).
+ * true when this made
  * something due sooner than before (the worker must look again). [lock held]
  * (not asserted: m does not know its lock) */
 bool shell_monitor_feed(shell_monitor *m, const char *data, size_t n, int64_t now);

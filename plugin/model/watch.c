@@ -117,35 +117,32 @@ static void add_line(watch *w, const char *line, size_t len, int64_t now)
     w->pending_lines++;
 }
 
-/* Each line of kept (each ended by '\n') joins the open event. */
-static void add_lines(watch *w, const strbuf *kept, int64_t now)
+typedef struct feed_arg {
+    watch *w;
+    int64_t now;
+} feed_arg;
+
+/* line_fn: a kept line joins the open event. */
+static void add_kept(void *arg, const char *line, size_t len)
 {
-    const char *p = kept->buf, *end = kept->buf + kept->len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        add_line(w, p, (size_t)(nl - p), now);
-        p = nl + 1;
-    }
+    feed_arg *fa = arg;
+    add_line(fa->w, line, len, fa->now);
 }
 
 void watch_feed(watch *w, const char *data, size_t n, int64_t now)
 {
     if (w->stopped || w->ended)
         return;
-    strbuf kept = {0};
-    line_filter_feed(&w->lines, data, n, &kept);
-    add_lines(w, &kept, now);
-    sb_free(&kept);
+    feed_arg fa = {w, now};
+    line_filter_feed(&w->lines, data, n, add_kept, &fa);
 }
 
 void watch_end(watch *w, int64_t now)
 {
     if (w->stopped || w->ended)
         return;
-    strbuf kept = {0};
-    line_filter_end(&w->lines, &kept);
-    add_lines(w, &kept, now);
-    sb_free(&kept);
+    feed_arg fa = {w, now};
+    line_filter_end(&w->lines, add_kept, &fa);
     w->ended = true;
 }
 

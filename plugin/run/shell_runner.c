@@ -137,18 +137,20 @@ static void shell_kill(runner *base, task *t)
 
 /* ---- the shell thread --------------------------------------------------- */
 
-/* Whether the monitor watching s (a live one, or none) is not the one p's
- * lines serve; then *serial is its serial (0: none) and *pattern a copy of
- * its pattern (the caller frees). [lock held] */
+/* Whether the monitor with a pattern watching s (a live one, or none) is
+ * not the one p's lines serve; then *serial is its serial (0: none) and
+ * *pattern a copy of its pattern (the caller frees). A monitor without a
+ * pattern is fed the output as it comes, under the lock: cutting lines is
+ * a memchr, and its watch does it. [lock held] */
 static bool monitor_changed(shell_runner *r, const proc *p, const shell_state *s, char **pattern, size_t *max_bytes,
                             uint64_t *serial)
 {
     assert(lock_held(r->env.mu));
     const shell_monitor *m = s ? s->monitor : NULL;
-    *serial = m && m->end == MONITOR_LIVE ? m->serial : 0;
+    *serial = m && m->end == MONITOR_LIVE && m->pattern ? m->serial : 0;
     if (*serial == p->lines_for)
         return false;
-    *pattern = *serial && m->pattern ? xstrdup(m->pattern) : NULL;
+    *pattern = *serial ? xstrdup(m->pattern) : NULL;
     *max_bytes = *serial ? m->w.lim.max_bytes : 0;
     return true;
 }
@@ -170,9 +172,9 @@ static void feed_monitor(shell_runner *r, proc *p, const char *buf, size_t n, bo
 {
     strbuf kept = {0};
     if (end)
-        line_filter_end(&p->lines, &kept);
+        line_filter_end(&p->lines, line_to_strbuf, &kept);
     else
-        line_filter_feed(&p->lines, buf, n, &kept);
+        line_filter_feed(&p->lines, buf, n, line_to_strbuf, &kept);
     if (kept.len) {
         lock_acquire(r->env.mu);
         shell_state *s = find_shell(r, p->task_id, NULL);
@@ -200,6 +202,9 @@ static bool drain(shell_runner *r, proc *p)
             if (s) {
                 shell_output_append(&s->out, buf, (size_t)n);
                 t->last_update_ms = hostapi_now(r->env.api);
+                shell_monitor *m = s->monitor;
+                if (m && !m->pattern && shell_monitor_feed(m, buf, (size_t)n, mono_ms()))
+                    r->env.watch_due(r->env.engine);
             }
             bool changed = monitor_changed(r, p, s, &pattern, &max_bytes, &serial);
             lock_release(r->env.mu);
