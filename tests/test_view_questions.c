@@ -103,9 +103,9 @@ static void grandchild_question_answered(t_fixture *f, const char *a, const char
     is_str(jstr(line, "waiting"), "bash: gate A", "its own question still marks it waiting");
     is_int(cJSON_GetArraySize(jget(line, "questions")), 2, "two questions on the line, no more");
     cJSON_Delete(view);
+    is_int(wait_question(h, as, b, b, true), 0, "the view of A's own session shows it on B's line too");
     view = t_parse(sim_view(h, as, -1));
-    is_str(jstr(question_of(t_view_line(view, b), b), "id"), qb,
-           "the view of A's own session shows it on B's line too");
+    is_str(jstr(question_of(t_view_line(view, b), b), "id"), qb, "with the same request id");
     cJSON_Delete(view);
 
     is_int(sim_permission_reply(h, qb, "once", NULL), 0, "answered once");
