@@ -279,11 +279,12 @@ ok(tb.tool_befores === 3, "the plugin is asked about the three edits, not about 
      calls.some((c) => c[0] === "create" && c[1].query?.directory === wt), "session_create_in: ?directory=", made);
   // The copy loaded for the task's folder starts no plugin: its tools are the
   // owner's (a call reaches the owner's plugin, options 42, not 7), with its
-  // own ToolContext; so is its edit hook; no event hook (the watch brings them).
+  // own ToolContext; so is its edit hook; its event hook is the tap only
+  // (it hands its instance's events to the copy watching the folder).
   const copy = await mod.server({ client, directory: wt, project: { id: "prj_harness" } }, { answer: 7 });
-  ok(copy && Object.keys(copy.tool ?? {}).join() === Object.keys(hooks.tool).join() && !copy.event &&
-     !copy["experimental.chat.messages.transform"], "the copy loaded for the task's folder offers the owner's tools, no event hook",
-     Object.keys(copy ?? {}));
+  ok(copy && Object.keys(copy.tool ?? {}).join() === Object.keys(hooks.tool).join() && typeof copy.event === "function" &&
+     !copy["experimental.chat.messages.transform"],
+     "the copy loaded for the task's folder offers the owner's tools, its event hook the tap", Object.keys(copy ?? {}));
   const viaCopy = JSON.parse(await withTimeout(copy.tool.stub_echo.execute({ text: "via copy" },
     ctx({ sessionID: kid, directory: wt, callID: "call_wt" })), 10000, "stub_echo through the copy"));
   ok(viaCopy.echo === "via copy" && viaCopy.session === kid && viaCopy.directory === wt && viaCopy.call === "call_wt" &&
@@ -300,16 +301,24 @@ ok(tb.tool_befores === 3, "the plugin is asked about the three edits, not about 
   ok(inData && !inData.tool, "so does a copy loaded for a folder inside the project's data directory (ocbg's worktrees)");
   const feed = feeds.get(wt);
   const busy = { id: "evt_1", type: "session.status", properties: { sessionID: kid, status: { type: "busy" } } };
-  feed.push(busy);
-  feed.push(busy); // the same event twice: delivered once
-  feed.push({ id: "evt_2", type: "server.heartbeat", properties: {} });
-  feed.push({ id: "evt_3", type: "session.idle", properties: { sessionID: kid } });
-  const seen = await until("the watched events", async () => {
+  const watched = (n) => until("the watched events", async () => {
     const e = JSON.parse(await hooks.tool.stub_events.execute({ session: kid }, ctx())).session_events;
-    return e["session.idle"] ? e : null;
+    return e["session.idle"] === n ? e : null;
   });
+  // While the copy there is live, its instance's events come through its
+  // event hook (the tap), and the stream's copies of them are skipped.
+  await copy.event({ event: busy });
+  await copy.event({ event: busy }); // the same event twice: delivered once
+  feed.push(busy);
+  await copy.event({ event: { id: "evt_2", type: "server.heartbeat", properties: {} } });
+  await copy.event({ event: { id: "evt_3", type: "session.idle", properties: { sessionID: kid } } });
+  const seen = await watched(1);
   ok(seen && seen["session.status"] === 1 && seen["session.idle"] === 1 && !seen["server.heartbeat"],
-     "the watched directory's events reach on_event, once each", seen);
+     "the watched directory's events reach on_event through the tap, once each", seen);
+  await copy.dispose?.(); // no copy there: the stream delivers
+  feed.push({ id: "evt_4", type: "session.idle", properties: { sessionID: kid } });
+  const streamed = await watched(2);
+  ok(streamed && streamed["session.status"] === 1, "with no copy live there, the stream delivers them", streamed);
   dirStatus.set(wt, { [kid]: { type: "busy" } });
   const st = await dir({ op: "status" });
   ok(st.rc === 0 && st.out[kid]?.type === "busy", "session_status merges the watched directory's map", st);
