@@ -24,7 +24,7 @@ import { startFakeModel } from "./fake_model.mjs";
 import { packageJsonOf, startFakeRegistry } from "./fake_registry.mjs";
 import {
   callTool, diag, events, fakeModelConfig, followEvents, idle, isolatedEnv, messages, newSession, ok, runSuite,
-  sayTool, setBase, startServe, stopEvents, stopGroup, taskIds, textOf, toolEnded, waitFor
+  sayTool, setApiTimeout, setBase, startServe, stopEvents, stopGroup, taskIds, textOf, toolEnded, waitFor
 } from "./e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -38,6 +38,7 @@ if (!ROOT || !BIN || !TGZ) {
 }
 // Slower under qemu-user (arm64 on an x64 machine): every deadline scaled.
 const SLOW = ARCH === "arm64" && process.arch !== "arm64" ? 6 : 1;
+setApiTimeout(15000 * SLOW);
 const host = (p) => path.join(ROOT, p); // a path inside the root, seen from the host
 if (TGZ && ENGINES) TGZ = withEngines(TGZ, ENGINES);
 const PKG = packageJsonOf(fs.readFileSync(TGZ));

@@ -49,9 +49,14 @@ export async function freePort() {
 // ---- the HTTP API ----
 let BASE = "";
 export const setBase = (url) => { BASE = url; };
+// A request's deadline when the caller names none: 15 s, longer where the
+// server runs emulated (its first request in a folder boots the instance and
+// installs the plugins, which takes a minute under qemu).
+let API_TIMEOUT_MS = 15000;
+export const setApiTimeout = (ms) => { API_TIMEOUT_MS = ms; };
 export const api = (method, p, body, timeoutMs) => apiAt(BASE, method, p, body, timeoutMs);
 // The same against the server at base (for a suite with several at once).
-export async function apiAt(base, method, p, body, timeoutMs = 15000) {
+export async function apiAt(base, method, p, body, timeoutMs = API_TIMEOUT_MS) {
   const r = await fetch(base + p, {
     method,
     headers: body !== undefined ? { "content-type": "application/json" } : {},
