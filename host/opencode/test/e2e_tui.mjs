@@ -29,9 +29,10 @@ import { realOcbg } from "./e2e_tui/real.mjs";
 import { realTimed } from "./e2e_tui/timed.mjs";
 import { realTty } from "./e2e_tui/tty.mjs";
 import { PACKAGE, startWithFakePart, stopAll } from "./e2e_tui/world.mjs";
+import { realWorktreeNestedAsk } from "./e2e_tui/worktree_nested.mjs";
 
 // With the fake server part, then ocbg's own (the TUI started again), then with
-// max_depth 2 (again), then the package by name (a TUI of its own), in this order.
+// max_depth 2 (again, twice), then the package by name (a TUI of its own), in this order.
 async function main() {
   const scanned = await startWithFakePart();
   if (!scanned) return;
@@ -46,6 +47,7 @@ async function main() {
     await realMonitor();
   }
   await realNestedAsk(scanned);
+  await realWorktreeNestedAsk(scanned);
   if (PACKAGE) await packageByName();
 }
 

@@ -83,6 +83,7 @@ export const requestsSeen = () => {
 };
 
 export let fake = null;
+export let tuiBase = ""; // the running TUI's HTTP API
 let registry = null;
 
 // Starts the TUI in tmux (session NAME, WIDE x ROWS) in project, isolated in
@@ -91,7 +92,8 @@ export async function startTui(home, config, project, opencodeConfig) {
   endTuiSession();
   spawnSync("git", ["init", "-q", project]); // its own repository: not the ocbg checkout around build/
   const port = await freePort();
-  setBase(`http://127.0.0.1:${port}`);
+  tuiBase = `http://127.0.0.1:${port}`;
+  setBase(tuiBase);
   const env = isolatedEnv(home, config, opencodeConfig, { TERM: "xterm-256color", OPENCODE_FAST_BOOT: "1" });
   execFileSync("tmux", ["-L", SOCK, "-f", "/dev/null", "new-session", "-d", "-s", NAME, "-x", String(WIDE), "-y", String(ROWS),
     "-c", project, BIN, "--port", String(port), "--hostname", "127.0.0.1", "--log-level", "DEBUG"], { env, stdio: "ignore" });
