@@ -5,7 +5,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { api, idle, messages, ok, sayTool, taskIds, textOf, toolEnded, waitFor } from "../e2e_lib.mjs";
-import { keys, type, flat, sidebar, has, shows, showsOk, gone, keepScreen, fake, reEscape, worktreeOf } from "./world.mjs";
+import {
+  keys, type, flat, sidebar, has, shows, showsOk, gone, keepScreen, fake, reEscape, worktreeOf
+} from "./world.mjs";
 
 // A task the model launches with isolation "worktree": its page line names its
 // branch; its detail shows the branch, the worktree folder and, the run over,

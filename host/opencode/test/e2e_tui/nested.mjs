@@ -3,9 +3,14 @@
 // Each exported function is one scenario, run by e2e_tui.mjs in its order on one TUI.
 import fs from "node:fs";
 import path from "node:path";
-import { api, events, fakeModelConfig, followEvents, idle, messages, ok, sayTool, stopEvents, taskIds, textOf, toolEnded, waitFor } from "../e2e_lib.mjs";
-import { PROJECT, HOME, CONFIG, MARKER, keys, type, flat, sidebar, shows, showsOk, gone, keepScreen, fake, startTui, reEscape, endTuiSession } from "./world.mjs";
-
+import {
+  api, events, fakeModelConfig, followEvents, idle, messages, ok, sayTool, stopEvents, taskIds, textOf, toolEnded,
+  waitFor
+} from "../e2e_lib.mjs";
+import {
+  PROJECT, HOME, CONFIG, MARKER, keys, type, flat, sidebar, shows, showsOk, gone, keepScreen, fake, startTui,
+  reEscape, endTuiSession
+} from "./world.mjs";
 
 // A question asked by a task a task launched (max_depth 2): OpenCode's own
 // prompt shows it on no screen (it lists the questions of the session on

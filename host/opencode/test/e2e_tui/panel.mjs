@@ -3,7 +3,10 @@
 // task's confirmation) and `o` into an agent task's child session.
 // Each exported function is one scenario, run by e2e_tui.mjs in its order on one TUI.
 import { api, diag, ok } from "../e2e_lib.mjs";
-import { NAME, WIDE, NARROW, ROWS, tmux, screen, keys, type, flat, sidebar, has, shows, showsOk, gone, keepScreen, publish, setTasks, requestsSeen, fake, AGO } from "./world.mjs";
+import {
+  NAME, WIDE, NARROW, ROWS, tmux, screen, keys, type, flat, sidebar, has, shows, showsOk, gone, keepScreen, publish,
+  setTasks, requestsSeen, fake, AGO
+} from "./world.mjs";
 
 const T = { sid: null, child: null };
 const tasksNow = () => [

@@ -3,8 +3,13 @@
 // It returns the session and the project's git for the scenarios that follow it on the same TUI.
 import fs from "node:fs";
 import path from "node:path";
-import { api, events, fakeModelConfig, followEvents, gitRepoWithCommit, idle, messages, ok, permissionAsked, replyPermission, sayTool, stopEvents, textOf, toolEnded, waitFor } from "../e2e_lib.mjs";
-import { PROJECT, HOME, CONFIG, MARKER, keys, type, flat, sidebar, showsOk, gone, keepScreen, fake, startTui, endTuiSession } from "./world.mjs";
+import {
+  api, events, fakeModelConfig, followEvents, gitRepoWithCommit, idle, messages, ok, permissionAsked, replyPermission,
+  sayTool, stopEvents, textOf, toolEnded, waitFor
+} from "../e2e_lib.mjs";
+import {
+  PROJECT, HOME, CONFIG, MARKER, keys, type, flat, sidebar, showsOk, gone, keepScreen, fake, startTui, endTuiSession
+} from "./world.mjs";
 
 // ---- the real server part ----
 // The TUI again, now with ocbg's own server part (the installed, scanned

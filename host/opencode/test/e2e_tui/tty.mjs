@@ -4,7 +4,6 @@
 import { idle, messages, ok, sayTool, sleep, taskIds, textOf, toolEnded, waitFor } from "../e2e_lib.mjs";
 import { screen, flat, sidebar, showsOk, keepScreen } from "./world.mjs";
 
-
 // A command ocbg runs has no controlling terminal: `Bash` (face_claude), in the
 // background and in the foreground, runs a command that writes a mark to
 // /dev/tty and reads from it. The TUI owns the terminal: were the command's

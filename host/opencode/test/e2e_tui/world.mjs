@@ -9,7 +9,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startFakeModel } from "../fake_model.mjs";
 import { startFakeRegistry } from "../fake_registry.mjs";
-import { api, diag, fakeModelConfig, freePort, isolatedEnv, ok, provideConfigDeps, setBase, waitFor } from "../e2e_lib.mjs";
+import {
+  api, diag, fakeModelConfig, freePort, isolatedEnv, ok, provideConfigDeps, setBase, waitFor
+} from "../e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
 const opt = (k, d) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : d; };
@@ -101,7 +103,6 @@ export async function startTui(home, config, project, opencodeConfig) {
   diag(`the TUI runs in tmux -L ${SOCK} (attach: tmux -L ${SOCK} attach -t ${NAME})`);
   return !!await waitFor("the TUI's server", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
 }
-
 
 // The TUI with the installed panel (its tui.json entry given the test's
 // options) and the fake server part; ocbg's own scanned server plugin set
