@@ -145,6 +145,8 @@ static void decode_message(const cJSON *props, session_note *n, usage *u)
     n->usage = u;
     n->turn_end = ends_turn(info);
     n->summary = is_summary(info);
+    n->in_progress = !cJSON_GetObjectItemCaseSensitive(info, "finish") &&
+                     !cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(info, "time"), "completed");
 }
 
 /* The note an event makes (session_id NULL: none); *owned: a string to free;

@@ -43,6 +43,7 @@ typedef struct session_note {
     bool turn_end;             /* NOTE_USAGE: the message is a finished answer that ends the model's turn
                                   (not a tool-call step): the run's end may come before its idle */
     bool summary;              /* NOTE_USAGE: the message is a compaction's summary */
+    bool in_progress;          /* NOTE_USAGE: the model's step is writing it (no finish, not completed) */
 } session_note;
 
 /* One decoded event: the note, and what its borrowed strings point into. */

@@ -104,12 +104,42 @@ static void not_stale(void)
     t_close(&f);
 }
 
+/* A step's message began (message.updated, no text yet, no finish): the
+ * report is read from then on, before the model writes any text. */
+static void read_at_message_start(void)
+{
+    t_fixture f;
+    sim_host *h = t_linked_host(store_opts);
+    sim_permission_rules(h, J("{'bash':'ask'}"));
+    sim_permission_auto(h, NULL, NULL);
+    t_open_with(&f, h);
+    const char *script = J("{'steps':[{'ask':{'permission':'bash','patterns':['gate S']}},{'reply':'done S'}]}");
+    char *out = t_launch_isolated(h, f.parent, "starts a step", script, "worktree");
+    char *id = t_find_id(out, "bg_");
+    char *child = t_prompted_session(h, "isolated starts a step", 0);
+    is_int(child ? sim_wait(h, t_question_open, child, tap_timeout_ms(DEADLINE)) : -1, 0, "the task waits on its gate");
+    ok(id && !has_early(h, id), "no early report before the step's message");
+    sim_emit(h, J("{'type':'message.updated','properties':{'sessionID':'%s','info':{'id':'msg_step_start',"
+                  "'sessionID':'%s','role':'assistant','time':{'created':1},'tokens':{'input':0,'output':0}}}}",
+                  child ? child : "", child ? child : ""));
+    is_int(id ? t_wait_until(h, has_early, id) : -1, 0, "an early report is read when the step's message begins");
+    char *early = id ? early_of(h, id) : NULL;
+    like(early, ": no file changed; 0 untracked files", "it is the worktree's report");
+    char *q = child ? sim_permission_open(h, child) : NULL;
+    sim_permission_reply(h, q, "once", NULL);
+    char *n = id ? notification_of(h, f.parent, id) : NULL;
+    like(n, ": no file changed; 0 untracked files", "the notification has the report");
+    free(n), free(q), free(early), free(child), free(id), free(out);
+    t_close(&f);
+}
+
 int main(void)
 {
     t_git_project_make("wte", top, repo, data);
     snprintf(store_opts, sizeof store_opts, "{\"store_path\":\"%s/ocbg.db\"}", data);
     taken_when_final();
     not_stale();
+    read_at_message_start();
     t_git_project_remove(top);
     return done_testing();
 }

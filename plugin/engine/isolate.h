@@ -51,8 +51,9 @@ int isolate_watch(engine *eng, const char *task_id, char **err);
  * of the run changed state since it began. [lock not held] */
 void isolate_report(engine *eng, const char *task_id);
 
-/* Task t's run goes on and its model writes text in message message_id,
- * maybe the answer, so its folder may be as the run will leave it: queue an
+/* Task t's run goes on and its model began message message_id (the
+ * message's first update, or a text part in it), maybe the answer, so its
+ * folder may be as the run will leave it: queue an
  * early report for the git threads (JOB_EARLY, through the worker), unless
  * one was asked for at this run, tool_gen and message already. Never
  * blocks. [lock held] */

@@ -125,6 +125,11 @@ void engine_note(engine *eng, const session_note *n)
         t = active_task(eng, n->session_id);
         if (t && t->active && n->message_id)
             answer_note_message(&t->active->answer, n->message_id, n->turn_end);
+        /* A step's message begins once the step before it has ended, its
+         * tool calls too: it may be the answer, so read the report from now
+         * (before its first text; engine/isolate.h). */
+        if (t && t->wt && n->message_id && n->in_progress && !n->summary)
+            isolate_early_ask(eng, t, n->message_id);
         if (t && n->turn_end)
             engine_request_check(eng, t);
     } else {

@@ -97,7 +97,7 @@ typedef struct task_worktree {
      * it began during the answer's own message (every tool call of the turn had ended: a step's tools end
      * before the next step's message) and no tool call changed state since (tool_gen the same). */
     char *early;                   /* the last one read; may be NULL */
-    char *early_msg;               /* the message whose text was being written when it began */
+    char *early_msg;               /* the message being written (begun, or its text) when it began */
     unsigned early_run, early_gen; /* the run and tool_gen it began at */
     char *text_msg;                /* the message of the last text part seen while the run goes on */
     unsigned asked_run, asked_gen; /* the last one asked for, when asked (not asked again for the same) */

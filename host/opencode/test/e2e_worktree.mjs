@@ -118,7 +118,9 @@ function makeWorld() {
 async function startServer(externalDirectory = ALLOW, withOcbg = true, permission = {}, ocbgOptions = {}) {
   const cfg = { ...serverConfig,
     permission: { ...serverConfig.permission, ...permission, external_directory: externalDirectory } };
-  cfg.plugin = withOcbg ? [[serverConfig.plugin[0][0], ocbgOptions]] : [];
+  // ocbg is listed last (E2E_WAKE_TRACE's plugin, when listed, comes before it)
+  const [ocbg] = serverConfig.plugin.at(-1);
+  cfg.plugin = withOcbg ? [...serverConfig.plugin.slice(0, -1), [ocbg, ocbgOptions]] : [];
   const s = await startServe({ bin: BIN, cwd: PROJECT, env: isolatedEnv(HOME, CONFIG, cfg), logPath: LOG,
     append: starts++ > 0 });
   server = s.proc;
