@@ -4,12 +4,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import {
-  api, events, fakeModelConfig, followEvents, idle, messages, ok, sayTool, stopEvents, taskIds, textOf, toolEnded,
-  waitFor
+  api, events, idle, messages, ok, sayTool, taskIds, textOf, toolEnded, waitFor
 } from "../e2e_lib.mjs";
 import {
-  PROJECT, HOME, CONFIG, MARKER, keys, type, flat, sidebar, shows, showsOk, gone, keepScreen, fake, startTui,
-  reEscape, endTuiSession
+  PROJECT, keys, type, flat, sidebar, shows, showsOk, gone, keepScreen, fake, reEscape, startWithOcbg
 } from "./world.mjs";
 
 // A question asked by a task a task launched (max_depth 2): OpenCode's own
@@ -20,18 +18,8 @@ import {
 // through OpenCode's permission reply; the grandchild runs on, its command
 // runs, and the task that launched it, then the person's session, are told.
 export async function realNestedAsk(scanned) {
-  endTuiSession();
-  stopEvents();
-  fs.rmSync(MARKER, { force: true });
-  const base = fakeModelConfig(fake.port);
-  const config = { ...base, snapshot: false, permission: { ...base.permission, bash: { "*": "allow", "*e2e-ask*": "ask" } },
-    plugin: [[path.join(scanned, "ocbg.js"), { max_depth: 2 }]] };
-  if (!ok(await startTui(HOME, CONFIG, PROJECT, config), "nested ask: the TUI with ocbg (max_depth 2) answers")) return;
-  ok(await waitFor("the marker", () => fs.existsSync(MARKER) && fs.readFileSync(MARKER, "utf8") === "loaded\n", 60000, 100),
-    "nested ask: the panel loaded");
-  followEvents();
-  const sid = (await api("POST", "/session", { title: "nested ask" })).json?.id;
-  await api("POST", "/tui/select-session", { sessionID: sid });
+  const sid = await startWithOcbg("nested ask", scanned, { max_depth: 2 }, {}, "nested ask");
+  if (!sid) return;
   const cmd = "echo e2e-ask-nested > nested.txt";
   const grandchild = { description: "Grandchild ask", agent: "general",
     prompt: `CHILD call bash ${JSON.stringify({ command: cmd, description: "grandchild ask" })}` };

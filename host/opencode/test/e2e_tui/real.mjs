@@ -4,11 +4,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import {
-  api, events, fakeModelConfig, followEvents, gitRepoWithCommit, idle, messages, ok, permissionAsked, replyPermission,
-  sayTool, stopEvents, textOf, toolEnded, waitFor
+  api, events, gitRepoWithCommit, idle, messages, ok, permissionAsked, replyPermission, sayTool, stopEvents, textOf,
+  toolEnded, waitFor
 } from "../e2e_lib.mjs";
 import {
-  PROJECT, HOME, CONFIG, MARKER, keys, type, flat, sidebar, showsOk, gone, keepScreen, fake, startTui, endTuiSession
+  PROJECT, keys, type, flat, sidebar, showsOk, gone, keepScreen, fake, endTuiSession, startWithOcbg
 } from "./world.mjs";
 
 // ---- the real server part ----
@@ -23,21 +23,13 @@ export async function realOcbg(scanned) {
   endTuiSession();
   stopEvents();
   if (fs.existsSync(path.join(PROJECT, ".opencode/plugin.off"))) fs.renameSync(path.join(PROJECT, ".opencode/plugin.off"), scanned);
-  fs.rmSync(MARKER, { force: true });
   // A commit, for isolation "worktree" (realIsolated); only shared.txt is tracked, so a worktree has no .opencode/.
   const git = gitRepoWithCommit(PROJECT);
-  const base = fakeModelConfig(fake.port);
   // external_directory: the launch of an isolated task asks for its worktree, outside the project (and
   // realTty's command names /dev/tty). The scanned copy listed with options: loaded once, from the scan,
   // its options found by ocbg_options.mjs; face_claude for realTty's Bash.
-  const config = { ...base, snapshot: false, permission: { ...base.permission, bash: { "*": "allow", "*e2e-ask*": "ask" },
-    external_directory: "allow" }, plugin: [[path.join(scanned, "ocbg.js"), { face_claude: true }]] };
-  if (!ok(await startTui(HOME, CONFIG, PROJECT, config), "real: the TUI with ocbg's server part answers")) return;
-  ok(await waitFor("the marker", () => fs.existsSync(MARKER) && fs.readFileSync(MARKER, "utf8") === "loaded\n", 60000, 100),
-    "real: the panel loaded");
-  followEvents();
-  const sid = (await api("POST", "/session", { title: "real panel" })).json?.id;
-  await api("POST", "/tui/select-session", { sessionID: sid });
+  const sid = await startWithOcbg("real", scanned, { face_claude: true }, { external_directory: "allow" }, "real panel");
+  if (!sid) return;
   let since = await sayTool(sid, "background_task", { description: "Slow real", prompt: "CHILD slow", agent: "general" });
   const launched = await toolEnded(sid, "background_task", since, 60000);
   ok(launched?.status === "completed", "real: the model launched a background task", launched);

@@ -5,12 +5,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import {
-  api, fakeModelConfig, followEvents, idle, messages, ok, readEvents, sayTool, stopEvents, taskIds, textOf, toolEnded,
-  waitFor
+  api, idle, messages, ok, readEvents, sayTool, taskIds, textOf, toolEnded, waitFor
 } from "../e2e_lib.mjs";
 import {
-  CONFIG, HOME, MARKER, PROJECT, endTuiSession, fake, flat, gone, keepScreen, keys, shows, showsOk, sidebar,
-  startTui, tuiBase, type, worktreeOf
+  PROJECT, fake, flat, gone, keepScreen, keys, shows, showsOk, sidebar, tuiBase, type, worktreeOf, startWithOcbg
 } from "./world.mjs";
 
 // The nested ask again, with the middle task launched with isolation
@@ -23,21 +21,10 @@ import {
 // grandchild runs on in the worktree, the task that launched it and then the
 // person's session are told.
 export async function realWorktreeNestedAsk(scanned) {
-  endTuiSession();
-  stopEvents();
-  fs.rmSync(MARKER, { force: true });
-  const base = fakeModelConfig(fake.port);
   // external_directory: the launch of an isolated task asks for its worktree, outside the project.
-  const config = { ...base, snapshot: false, permission: { ...base.permission, bash: { "*": "allow", "*e2e-ask*": "ask" },
-    external_directory: "allow" }, plugin: [[path.join(scanned, "ocbg.js"), { max_depth: 2 }]] };
-  if (!ok(await startTui(HOME, CONFIG, PROJECT, config), "worktree nested ask: the TUI with ocbg (max_depth 2) answers")) {
-    return;
-  }
-  ok(await waitFor("the marker", () => fs.existsSync(MARKER) && fs.readFileSync(MARKER, "utf8") === "loaded\n", 60000, 100),
-    "worktree nested ask: the panel loaded");
-  followEvents();
-  const sid = (await api("POST", "/session", { title: "worktree nested ask" })).json?.id;
-  await api("POST", "/tui/select-session", { sessionID: sid });
+  const sid = await startWithOcbg("worktree nested ask", scanned, { max_depth: 2 }, { external_directory: "allow" },
+    "worktree nested ask");
+  if (!sid) return;
   const cmd = "echo e2e-ask-wtnested > wtnested.txt";
   const grandchild = { description: "Worktree grandchild", agent: "general",
     prompt: `CHILD call bash ${JSON.stringify({ command: cmd, description: "wt grandchild ask" })}` };

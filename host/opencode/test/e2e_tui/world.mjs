@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { startFakeModel } from "../fake_model.mjs";
 import { startFakeRegistry } from "../fake_registry.mjs";
 import {
-  api, diag, fakeModelConfig, freePort, isolatedEnv, ok, provideConfigDeps, setBase, waitFor
+  api, diag, fakeModelConfig, followEvents, freePort, isolatedEnv, ok, provideConfigDeps, setBase, stopEvents, waitFor
 } from "../e2e_lib.mjs";
 
 const argv = process.argv.slice(2);
@@ -102,6 +102,28 @@ export async function startTui(home, config, project, opencodeConfig) {
   tmuxUp = true;
   diag(`the TUI runs in tmux -L ${SOCK} (attach: tmux -L ${SOCK} attach -t ${NAME})`);
   return !!await waitFor("the TUI's server", async () => (await api("GET", "/global/health", undefined, 2000)).json?.healthy, 60000, 250);
+}
+
+// The TUI started again with ocbg's own server part (the scanned copy, given
+// options) and the fake model, bash asking for commands that name e2e-ask,
+// permission's other rules from extra; the panel loaded, the event stream
+// followed and a new session (title) on screen. The session's id, or null
+// when a step failed (its check, named after label, says which).
+export async function startWithOcbg(label, scanned, options, extra, title) {
+  endTuiSession();
+  stopEvents();
+  fs.rmSync(MARKER, { force: true });
+  const base = fakeModelConfig(fake.port);
+  const config = { ...base, snapshot: false,
+    permission: { ...base.permission, bash: { "*": "allow", "*e2e-ask*": "ask" }, ...extra },
+    plugin: [[path.join(scanned, "ocbg.js"), options]] };
+  if (!ok(await startTui(HOME, CONFIG, PROJECT, config), `${label}: the TUI with ocbg's server part answers`)) return null;
+  ok(await waitFor("the marker", () => fs.existsSync(MARKER) && fs.readFileSync(MARKER, "utf8") === "loaded\n", 60000, 100),
+    `${label}: the panel loaded`);
+  followEvents();
+  const sid = (await api("POST", "/session", { title })).json?.id;
+  await api("POST", "/tui/select-session", { sessionID: sid });
+  return sid;
 }
 
 // The TUI with the installed panel (its tui.json entry given the test's
