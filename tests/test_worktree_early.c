@@ -54,6 +54,26 @@ static char *notification_of(sim_host *h, const char *session, const char *id)
     return t_wait_messages_with(h, session, notice, 1, DEADLINE) == 0 ? t_message_with(h, session, notice) : NULL;
 }
 
+/* Bash asks and nothing answers: an isolated task titled title runs
+ * script, waiting on its gate (a question) when this returns. *id and
+ * *child (malloc'd, NULL when a step failed) are the task and its session. */
+static sim_host *open_gated(t_fixture *f, const char *title, const char *script, char **id, char **child)
+{
+    sim_host *h = t_linked_host(store_opts);
+    sim_permission_rules(h, J("{'bash':'ask'}"));
+    sim_permission_auto(h, NULL, NULL);
+    t_open_with(f, h);
+    char *out = t_launch_isolated(h, f->parent, title, script, "worktree");
+    *id = t_find_id(out, "bg_");
+    free(out);
+    char *name = xasprintf("isolated %s", title);
+    *child = t_prompted_session(h, name, 0);
+    free(name);
+    is_int(*child ? sim_wait(h, t_question_open, *child, tap_timeout_ms(DEADLINE)) : -1, 0,
+           "the task waits on its gate");
+    return h;
+}
+
 /* An answer with nothing after it: its early report is the run's. */
 static void taken_when_final(void)
 {
@@ -75,17 +95,12 @@ static void taken_when_final(void)
 static void not_stale(void)
 {
     t_fixture f;
-    sim_host *h = t_linked_host(store_opts);
-    sim_permission_rules(h, J("{'bash':'ask'}"));
-    sim_permission_auto(h, NULL, NULL);
-    t_open_with(&f, h);
+    char *id, *child;
+    sim_host *h = open_gated(&f, "works on",
+                             J("{'steps':[{'ask':{'permission':'bash','patterns':['gate E']}},"
+                               "{'run':'echo late > late.txt'},{'reply':'done E'}]}"),
+                             &id, &child);
     unsigned long before = early_taken(h);
-    const char *script = J("{'steps':[{'ask':{'permission':'bash','patterns':['gate E']}},"
-                           "{'run':'echo late > late.txt'},{'reply':'done E'}]}");
-    char *out = t_launch_isolated(h, f.parent, "works on", script, "worktree");
-    char *id = t_find_id(out, "bg_");
-    char *child = t_prompted_session(h, "isolated works on", 0);
-    is_int(child ? sim_wait(h, t_question_open, child, tap_timeout_ms(DEADLINE)) : -1, 0, "the task waits on its gate");
     /* What the model wrote before its tool call. */
     sim_emit(h, J("{'type':'message.part.updated','properties':{'part':{'id':'prt_early_text','sessionID':'%s',"
                   "'messageID':'msg_early_text','type':'text','text':'Let me write it.','time':{'start':1}}}}",
@@ -100,7 +115,7 @@ static void not_stale(void)
     like(n, "; 1 untracked file", "the notification's report is read after the task's work");
     like(n, "Untracked:\n  late.txt", "and names the file the task made after the early report");
     is_int(early_taken(h) - before, 0, "the early report was not used");
-    free(n), free(q), free(early), free(child), free(id), free(out);
+    free(n), free(q), free(early), free(child), free(id);
     t_close(&f);
 }
 
@@ -109,15 +124,10 @@ static void not_stale(void)
 static void read_at_message_start(void)
 {
     t_fixture f;
-    sim_host *h = t_linked_host(store_opts);
-    sim_permission_rules(h, J("{'bash':'ask'}"));
-    sim_permission_auto(h, NULL, NULL);
-    t_open_with(&f, h);
-    const char *script = J("{'steps':[{'ask':{'permission':'bash','patterns':['gate S']}},{'reply':'done S'}]}");
-    char *out = t_launch_isolated(h, f.parent, "starts a step", script, "worktree");
-    char *id = t_find_id(out, "bg_");
-    char *child = t_prompted_session(h, "isolated starts a step", 0);
-    is_int(child ? sim_wait(h, t_question_open, child, tap_timeout_ms(DEADLINE)) : -1, 0, "the task waits on its gate");
+    char *id, *child;
+    sim_host *h = open_gated(&f, "starts a step",
+                             J("{'steps':[{'ask':{'permission':'bash','patterns':['gate S']}},{'reply':'done S'}]}"),
+                             &id, &child);
     ok(id && !has_early(h, id), "no early report before the step's message");
     sim_emit(h, J("{'type':'message.updated','properties':{'sessionID':'%s','info':{'id':'msg_step_start',"
                   "'sessionID':'%s','role':'assistant','time':{'created':1},'tokens':{'input':0,'output':0}}}}",
@@ -129,7 +139,7 @@ static void read_at_message_start(void)
     sim_permission_reply(h, q, "once", NULL);
     char *n = id ? notification_of(h, f.parent, id) : NULL;
     like(n, ": no file changed; 0 untracked files", "the notification has the report");
-    free(n), free(q), free(early), free(child), free(id), free(out);
+    free(n), free(q), free(early), free(child), free(id);
     t_close(&f);
 }
 
